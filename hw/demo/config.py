@@ -78,7 +78,7 @@ class DemoConfig:
             Register("control", Access.PULSE, doc="Write 1 to CLEAR to zero the counters",
                      fields=[Field("clear", 0, doc="zero every performance counter")]),
             Register("status", Access.RO, doc="Engine state",
-                     fields=[Field("busy", 0, doc="a frame is in flight or a result waits")]),
+                     fields=[Field("busy", 0, doc="a beat is taken, a frame is in flight or a result waits")]),
             Register("lanes", Access.RO, doc="Configuration: number of MAC lanes"),
             Register("operand_width", Access.RO, doc="Configuration: operand bits"),
             Register("acc_width", Access.RO, doc="Configuration: accumulator bits"),

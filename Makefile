@@ -1,0 +1,48 @@
+# nnrtl — one-command setup. Every target creates the virtual environment if needed.
+#
+#   make demo    generate the default design (demo engine, ZC706) and simulate it
+#   make test    run the test suite (what CI runs)
+#   make install create .venv and install nnrtl with its test extras
+#   make bench   benchmarks, JSON under build/bench/
+#   make clean   remove build products and caches (keeps .venv)
+#   make distclean   also remove .venv
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.nnrtl-installed
+JOBS   ?= 2
+
+# Verilator builds are cached here (see sim/runner.py); `make clean` empties it.
+export NNRTL_CACHE_DIR := $(CURDIR)/build/cache
+
+DEMO_BOARD ?= zc706
+DEMO_DIR   := build/demo-$(DEMO_BOARD)
+
+.PHONY: install demo test test-slow bench clean distclean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/nnrtl generate demo --board $(DEMO_BOARD) -o $(DEMO_DIR) --force
+	$(BIN)/nnrtl sim demo --board $(DEMO_BOARD) --seed 1
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -m "not slow" -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -m slow -q
+
+bench: $(STAMP)
+	$(BIN)/python -m nnrtl.gen.bench --out build/bench
+
+clean:
+	rm -rf build .pytest_cache .hypothesis
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

@@ -1,0 +1,1 @@
+"""Arithmetic units: fixed point, parametric floating point, accumulators, activations."""

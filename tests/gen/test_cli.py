@@ -1,0 +1,154 @@
+"""The nnrtl command line: boards, engines, generate, synth, and its handling of bad input."""
+
+import hashlib
+import json
+import re
+import subprocess
+
+import pytest
+
+from nnrtl.boards import BOARDS, vivado_part
+from nnrtl.gen.cli import main
+
+GENERATED = {"nnrtl_demo.v", "nnrtl_demo.h", "top.v", "top.xdc", "top.tcl", "manifest.json"}
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def check_header_compiles_to_manifest_offsets(output, manifest, tmp_path):
+    """Compile a C program against the header; the offsets it prints are the manifest's."""
+    registers = manifest["registers"]["registers"]
+    prints = "\n".join(f'    printf("%u\\n", (unsigned)NNRTL_DEMO_{r["name"].upper()}_OFFSET);'
+                       for r in registers)
+    source = tmp_path / "check.c"
+    source.write_text(f'#include <stdio.h>\n#include "nnrtl_demo.h"\n'
+                      f'int main(void) {{\n{prints}\n    return 0;\n}}\n')
+    binary = tmp_path / "check"
+    subprocess.run(["cc", "-Wall", "-Werror", "-I", str(output), "-o", str(binary), str(source)],
+                   check=True)
+    printed = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout
+    assert [int(line) for line in printed.split()] == [r["offset"] for r in registers]
+
+
+def test_boards_table_lists_every_board_with_sources(capsys):
+    code, out, _ = run(capsys, "boards")
+    assert code == 0
+    for name, platform_class in BOARDS.items():
+        assert re.search(rf"^{name}\s+{vivado_part(platform_class)}\s", out, re.M)
+        assert f"{name}: " in out.split("Sources:")[1]
+
+
+def test_boards_json(capsys):
+    code, out, _ = run(capsys, "boards", "--json")
+    rows = json.loads(out)
+    assert code == 0
+    assert [row["name"] for row in rows] == list(BOARDS)
+    by_name = {row["name"]: row for row in rows}
+    assert by_name["zc706"]["dsp"] == 900 and by_name["zc706"]["bram36"] == 545
+    assert by_name["vcu128"]["uram"] == 960 and by_name["vcu128"]["dsp"] == 9024
+    assert all(row["sources"] for row in rows)
+
+
+def test_engines_lists_parameters(capsys):
+    code, out, _ = run(capsys, "engines")
+    assert code == 0
+    assert "demo:" in out and "--param lanes (int, default 8)" in out
+
+
+@pytest.mark.parametrize("board", list(BOARDS))
+def test_generate_writes_every_file(tmp_path, capsys, board):
+    output = tmp_path / "out"
+    code, out, _ = run(capsys, "generate", "demo", "--board", board, "--param", "lanes=4",
+                       "-o", str(output))
+    assert code == 0, out
+    assert GENERATED <= {p.name for p in output.iterdir()}
+    manifest = json.loads((output / "manifest.json").read_text())
+    assert manifest["engine"] == "demo" and manifest["board"]["name"] == board
+    assert manifest["parameters"] == {"lanes": 4, "operand_width": 16, "acc_width": 48}
+    assert manifest["board"]["part"] == vivado_part(BOARDS[board])
+    assert manifest["tools"]["amaranth"].startswith("0.5")
+    for name, digest in manifest["files"].items():
+        assert hashlib.sha256((output / name).read_bytes()).hexdigest() == digest
+    assert set(manifest["files"]) == {p.name for p in output.iterdir()} - {"manifest.json"}
+    check_header_compiles_to_manifest_offsets(output, manifest, tmp_path)
+    tcl = (output / "top.tcl").read_text()
+    assert f"-part {vivado_part(BOARDS[board])}" in tcl
+    assert "nnrtl_demo.v" in tcl
+    assert "module nnrtl_demo(" in (output / "nnrtl_demo.v").read_text()
+    assert "DONT_TOUCH" in (output / "top.v").read_text()
+
+
+def test_generate_refuses_existing_directory_without_force(tmp_path, capsys):
+    output = tmp_path / "out"
+    output.mkdir()
+    (output / "mine.txt").write_text("keep me")
+    code, _, err = run(capsys, "generate", "demo", "--board", "zc706", "-o", str(output))
+    assert code == 2
+    assert re.fullmatch(r"nnrtl: error: output directory .*out exists; pass --force to "
+                        r"replace it\n", err)
+    assert [p.name for p in output.iterdir()] == ["mine.txt"]
+    code, _, _ = run(capsys, "generate", "demo", "--board", "zc706", "-o", str(output),
+                     "--force")
+    assert code == 0
+    assert "mine.txt" not in {p.name for p in output.iterdir()}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]   # no staging left behind
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--board", "foo"], r"unknown board 'foo'; valid boards: zc706, vc709, vu9p, vcu128"),
+    (["--board", "zc706", "--param", "lane=3"],
+     r"unknown parameter 'lane' for DemoConfig; valid parameters: lanes, operand_width, "
+     r"acc_width"),
+    (["--board", "zc706", "--param", "lanes"], r"--param takes name=value, not 'lanes'"),
+    (["--board", "zc706", "--param", "lanes=x"], r"parameter lanes must be an integer, not 'x'"),
+    (["--board", "zc706", "--param", "lanes=2", "--param", "lanes=3"],
+     r"parameter lanes is given twice"),
+    (["--board", "zc706", "--param", "lanes=0"],
+     r"lanes must be an integer from 1 to 4096, not 0"),
+    (["--board", "zc706", "--param", "acc_width=36"], r"acc_width \(36\) must be a multiple of 8"),
+    (["--board", "zc706", "--param", "lanes=901"],
+     r"demo with DemoConfig\(lanes=901, operand_width=16, acc_width=48\) needs 901 dsp, but "
+     r"zc706 has 900"),
+])
+def test_generate_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, argv, message):
+    output = tmp_path / "out"
+    code, out, err = run(capsys, "generate", "demo", *argv, "-o", str(output))
+    assert code == 2
+    assert re.fullmatch(rf"nnrtl: error: {message}\n", err), err
+    assert out == ""
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unknown_engine(tmp_path, capsys):
+    code, _, err = run(capsys, "generate", "sbee", "--board", "zc706", "-o", str(tmp_path / "x"))
+    assert code == 2
+    assert re.fullmatch(r"nnrtl: error: unknown engine 'sbee'; valid engines: demo\n", err)
+
+
+def test_synth_rejects_a_directory_without_manifest(tmp_path, capsys):
+    code, _, err = run(capsys, "synth", str(tmp_path))
+    assert code == 2
+    assert re.fullmatch(rf"nnrtl: error: {re.escape(str(tmp_path))} holds no manifest.json; "
+                        r"give a directory written by 'nnrtl generate'\n", err)
+
+
+@pytest.mark.parametrize("board", list(BOARDS))
+def test_synth_reports_resources(tmp_path, capsys, board):
+    output = tmp_path / "out"
+    assert run(capsys, "generate", "demo", "--board", board, "--param", "lanes=2",
+               "-o", str(output))[0] == 0
+    code, out, _ = run(capsys, "synth", str(output))
+    assert code == 0
+    report = json.loads((output / "synth.json").read_text())
+    capacity = BOARDS[board].capacity
+    assert report["family"] == capacity.yosys_family
+    assert report["dsp"] == 2                      # one multiplier per lane
+    assert report["bram36"] == 0 and report["uram"] == 0
+    assert 50 < report["lut"] < 2000 and 300 < report["ff"] < 2000
+    assert report["share"]["dsp"] == pytest.approx(2 / capacity.dsp)
+    assert 2 <= report["logic_levels"] < 40
+    assert re.search(r"^dsp\s+2\s+%d\s" % capacity.dsp, out, re.M)

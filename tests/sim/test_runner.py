@@ -1,0 +1,94 @@
+"""The Verilator runner: cache reuse across processes, failures, waves."""
+
+import multiprocessing
+import pathlib
+import re
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from nnrtl.sim import runner
+
+
+class Incrementer(wiring.Component):
+    """Adds ``step`` to every beat (a new ``step`` is a new design, hence a new build)."""
+
+    def __init__(self, step):
+        self.step = step
+        super().__init__({"i": In(stream.Signature(16)), "o": Out(stream.Signature(16))})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.i.ready.eq(1)
+        m.d.sync += [self.o.valid.eq(self.i.valid), self.o.payload.eq(self.i.payload + self.step)]
+        return m
+
+
+def _simulate_in_child(cache, step, queue):
+    import os
+    os.environ["NNRTL_CACHE_DIR"] = str(cache)
+    result = runner.simulate(Incrementer(step), test_module="tb_runner_check", name="inc",
+                             params={"values": [1, 2]})
+    queue.put((result["build_cached"], result["seen"]))
+
+
+def test_concurrent_builds_share_one_cache_entry(tmp_path):
+    """Two processes ask for the same new design at once: one builds, one waits and
+    reuses it; a third run finds it in the cache in well under 2 s."""
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    children = [context.Process(target=_simulate_in_child, args=(tmp_path, 3, queue))
+                for _ in range(2)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=300)
+        assert child.exitcode == 0
+    outcomes = sorted(queue.get(timeout=5) for _ in children)
+    assert outcomes == [(False, [4, 5]), (True, [4, 5])]
+    assert len(list((tmp_path / "verilator").glob("inc-*/inc"))) == 1
+
+    pytest.MonkeyPatch().setenv("NNRTL_CACHE_DIR", str(tmp_path))
+    result = runner.simulate(Incrementer(3), test_module="tb_runner_check", name="inc",
+                             params={"values": [7]}, seed=11)
+    assert result["build_cached"] is True and result["build_seconds"] < 2
+    assert result["seen"] == [10] and result["seed"] == 11
+
+
+def test_failing_bench_raises(tmp_path, monkeypatch):
+    monkeypatch.setenv("NNRTL_CACHE_DIR", str(tmp_path))
+    with pytest.raises(runner.SimulationError,
+                       match=r"^tb_runner_check on inc: 1 of 1 cocotb tests failed; log "):
+        runner.simulate(Incrementer(1), test_module="tb_runner_check", name="inc",
+                        params={"values": [1], "fail": True})
+
+
+@pytest.mark.parametrize("waves, magic", [("vcd", b"$version"), ("fst", None)])
+def test_waves(tmp_path, monkeypatch, waves, magic):
+    monkeypatch.setenv("NNRTL_CACHE_DIR", str(tmp_path))
+    result = runner.simulate(Incrementer(2), test_module="tb_runner_check", name="inc",
+                             params={"values": [5]}, waves=waves)
+    assert result["seen"] == [7]
+    data = pathlib.Path(result["waves"]).read_bytes()
+    assert result["waves"].endswith(f"dump.{waves}") and len(data) > 100
+    if magic:
+        assert data.startswith(magic) and b"i__payload" in data
+
+
+def test_bad_waves_and_missing_name():
+    with pytest.raises(ValueError, match=r"^waves must be one of False, True, 'fst', 'vcd', "
+                                         r"not 'ghw'$"):
+        runner.simulate(Incrementer(1), test_module="x", waves="ghw")
+    with pytest.raises(TypeError, match=r"^name is required when design is Verilog text$"):
+        runner.simulate("module x; endmodule", test_module="x")
+
+
+def test_cache_key_depends_on_design_options_and_tools():
+    key = runner._cache_key("module a; endmodule", "a", [], False)
+    assert re.fullmatch(r"[0-9a-f]{16}", key)
+    assert key == runner._cache_key("module a; endmodule", "a", [], False)
+    assert key != runner._cache_key("module a ; endmodule", "a", [], False)
+    assert key != runner._cache_key("module a; endmodule", "a", ["-O3"], False)
+    assert key != runner._cache_key("module a; endmodule", "a", [], "fst")
