@@ -64,14 +64,15 @@ def check_fit(engine, config, platform_class):
     return needs
 
 
-def _simulate_demo(config, *, board, seed, waves=False, backpressure="random", log=None):
+def _simulate_demo(config, *, board, seed, waves=False, backpressure="random", log=None,
+                   frames=12, max_beats=24):
     from ..hw.demo import DemoEngine
     from ..sim.runner import simulate
 
     params = {
         "config": dataclasses.asdict(config),
-        "frames": 12,
-        "max_beats": 24,
+        "frames": frames,
+        "max_beats": max_beats,
         "source_pauses": backpressure,
         "sink_pauses": backpressure,
     }

@@ -1,7 +1,7 @@
 """The demo engine: a MAC array between AXI4-Stream edges, behind an AXI4-Lite register
 file. The smallest complete example of an nnrtl engine."""
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
@@ -71,11 +71,13 @@ class DemoEngine(wiring.Component):
             tx.i.p.data.eq(array.o.p.as_value()),
             tx.i.p.last.eq(1),
         ]
-        for lane in range(config.lanes):
-            m.d.comb += [
-                array.i.p.a[lane].eq(rx.o.p.data[2 * lane * w:(2 * lane + 1) * w]),
-                array.i.p.b[lane].eq(rx.o.p.data[(2 * lane + 1) * w:(2 * lane + 2) * w]),
-            ]
+        words = rx.o.p.data
+        m.d.comb += [
+            array.i.p.a.as_value().eq(Cat(*(words[(2 * k) * w:(2 * k + 1) * w]
+                                            for k in range(config.lanes)))),
+            array.i.p.b.as_value().eq(Cat(*(words[(2 * k + 1) * w:(2 * k + 2) * w]
+                                            for k in range(config.lanes)))),
+        ]
 
         regs = regfile.regs
         m.d.comb += [

@@ -1,6 +1,6 @@
 """A row of multiply-accumulate lanes fed by one stream."""
 
-from amaranth.hdl import Module, Signal, signed
+from amaranth.hdl import Cat, Module, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -72,14 +72,21 @@ class MacArray(wiring.Component):
             m.d.sync += self.o.valid.eq(0)
         with m.If(accept):
             m.d.sync += in_frame.eq(~self.i.p.last)
+        # One statement per lane on per-lane signals, and one that gathers them: assigning
+        # to slices of the wide output port lane by lane makes elaboration quadratic in
+        # the number of lanes.
+        results = []
         for lane in range(config.lanes):
             acc = Signal(signed(config.acc_width), name=f"acc{lane}")
+            result = Signal(signed(config.acc_width), name=f"result{lane}")
             total = acc + self.i.p.a[lane] * self.i.p.b[lane]
             with m.If(accept):
                 with m.If(self.i.p.last):
-                    m.d.sync += [acc.eq(0), self.o.p[lane].eq(total)]
+                    m.d.sync += [acc.eq(0), result.eq(total)]
                 with m.Else():
                     m.d.sync += acc.eq(total)
+            results.append(result)
+        m.d.comb += self.o.p.as_value().eq(Cat(*results))
         with m.If(accept & self.i.p.last):
             m.d.sync += self.o.valid.eq(1)
         return m

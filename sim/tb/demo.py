@@ -9,7 +9,8 @@ random length) -> engine -> monitor (AXI4-Stream sink) -> in-order checker again
 :func:`nnrtl.sim.golden.demo.dot_products`. The configuration registers must read back the
 configuration; the counters must agree with what was sent. Reported: ``bit_exact``,
 ``cycles`` (busy cycles), ``model_cycles``, ``useful_macs``, ``utilization``,
-``stall_cycles``, ``frames``, ``beats``.
+``stall_cycles``, ``frames``, ``beats``, ``total_cycles`` (every cycle from the counter
+clear to the counter read, what the simulator ran).
 """
 
 import random
@@ -73,7 +74,7 @@ async def frames_match_golden_model(dut):
     assert sink.empty(), "the engine sent more results than frames"
 
     counters = {name: await read_register(master, name)
-                for name in ("busy_cycles", "stall_cycles", "useful_macs", "frames")}
+                for name in ("cycles", "busy_cycles", "stall_cycles", "useful_macs", "frames")}
     assert counters["useful_macs"] == CONFIG.lanes * sum(lengths)
     assert counters["frames"] == len(lengths)
     assert await read_register(master, "status") == 0
@@ -87,5 +88,6 @@ async def frames_match_golden_model(dut):
         "stall_cycles": counters["stall_cycles"],
         "frames": len(lengths),
         "beats": sum(lengths),
+        "total_cycles": counters["cycles"],
     })
     assert mismatches == 0, f"{mismatches} of {len(lengths)} frames differ from the model"
