@@ -86,6 +86,8 @@ class DemoEngine(wiring.Component):
             regs.operand_width.eq(config.operand_width),
             regs.acc_width.eq(config.acc_width),
         ]
+        clear_bit = config.registers["control"].fields[0]      # CONTROL.CLEAR
+        clear = regs.control[clear_bit.offset]
         sent = Signal()
         m.d.comb += sent.eq(array.o.valid & array.o.ready)
         counters = {
@@ -100,7 +102,7 @@ class DemoEngine(wiring.Component):
             m.submodules[f"{name}_counter"] = counter
             m.d.comb += [
                 counter.enable.eq(enable),
-                counter.clear.eq(regs.control[0]),
+                counter.clear.eq(clear),
                 getattr(regs, name).eq(counter.count),
             ]
             if increment is not None:

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The demo engine's configuration and MAC array (Amaranth simulator)."""
 
 import random

@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The Verilator runner: cache reuse across processes, failures, waves."""
 
 import multiprocessing
