@@ -4,6 +4,7 @@
 #   make test    run the test suite (what CI runs)
 #   make install create .venv and install nnrtl with its test extras
 #   make bench   benchmarks, JSON under build/bench/
+#   make verify-arith  the full-count arithmetic verification (10^6 vectors per op and format)
 #   make clean   remove build products and caches (keeps .venv)
 #   make distclean   also remove .venv
 
@@ -19,7 +20,7 @@ export NNRTL_CACHE_DIR := $(CURDIR)/build/cache
 DEMO_BOARD ?= zc706
 DEMO_DIR   := build/demo-$(DEMO_BOARD)
 
-.PHONY: install demo test test-slow bench clean distclean
+.PHONY: install demo test test-slow verify-arith bench clean distclean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +38,9 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m slow -q
+
+verify-arith: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) -m slow -k arith -q -rA
 
 bench: $(STAMP)
 	$(BIN)/python -m nnrtl.gen.bench --out build/bench

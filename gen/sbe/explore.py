@@ -1,0 +1,230 @@
+"""Design-space exploration of the SBE: the fastest configuration of a model on a board.
+
+For a model (``input_size``, ``hidden_size``, ``layers``) and a sequence length, every
+configuration of
+
+* ``pes``: multiples of 4 that divide ``4 * hidden_size`` or multiples of it, up to the
+  board's DSP slices plus the LUT multipliers allowed (the paper's ZC706 design builds a
+  few multipliers from LUTs),
+* ``bus_weights``: powers of two dividing ``4 * hidden_size`` whose bandwidth
+  ``bus_weights * operand_width / 8 * clock`` the board's off-chip memory delivers,
+* ``batch``: powers of two up to ``seq_len``, ``seq_len`` itself and ``pes / bus_weights``
+  (eq. 1),
+* ``blocks``: the divisors of every layer's columns,
+
+is checked against the board's DSP slices and 36 Kb block RAMs
+(:func:`~nnrtl.gen.sbe.perf.resource_estimate`: one DSP per PE, the double buffers, the
+BB-FIFOs unless in LUTRAM) and a LUT budget for LUTRAM and LUT multipliers. The feasible
+ones are ranked by :func:`~nnrtl.gen.sbe.perf.model_cycles`, ties broken by fewer DSPs, then
+fewer BRAMs, then a narrower bus and a smaller batch. Exact cycles are computed in order of
+a cheap lower bound until the best ``top`` are certain.
+"""
+
+import dataclasses
+import math
+
+from ...boards import get_board
+from ...hw.sbe.config import MAX_BUS_BITS, SBEConfig
+from ..errors import UsageError
+from .importers import ModelSpec
+from .perf import (ResourceEstimate, lower_bound_cycles, lut_multiplier_luts, predict,
+                   resource_estimate)
+
+__all__ = ["Candidate", "Exploration", "explore", "format_table"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One feasible configuration with its predicted performance.
+
+    Attributes
+    ----------
+    config : SBEConfig
+    cycles : int
+        :func:`~nnrtl.gen.sbe.perf.model_cycles` for ``seq_len`` steps.
+    utilization : float
+    gops : float
+        At the exploration's clock.
+    resources : ResourceEstimate
+    """
+
+    config: SBEConfig
+    cycles: int
+    utilization: float
+    gops: float
+    resources: ResourceEstimate
+
+    def rank_key(self):
+        """Sort key: fewer cycles, then fewer DSPs, BRAMs, bus words, batch."""
+        c = self.config
+        return (self.cycles, self.resources.dsp, self.resources.bram36, c.bus_weights,
+                c.batch, c.blocks, c.pes)
+
+
+@dataclasses.dataclass(frozen=True)
+class Exploration:
+    """What :func:`explore` returns.
+
+    Attributes
+    ----------
+    model : ModelSpec
+    board : str
+    clock_hz : float
+    seq_len : int
+    candidates : tuple of Candidate
+        The best ``top`` feasible configurations, best first.
+    feasible : int
+        Configurations that fit the board.
+    considered : int
+        Configurations enumerated.
+    """
+
+    model: ModelSpec
+    board: str
+    clock_hz: float
+    seq_len: int
+    candidates: tuple
+    feasible: int
+    considered: int
+
+    @property
+    def best(self):
+        """The fastest feasible :class:`Candidate`."""
+        return self.candidates[0]
+
+
+def _divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _powers_of_two(limit):
+    return [1 << k for k in range(limit.bit_length()) if 1 << k <= limit]
+
+
+def _board(board):
+    if isinstance(board, str):
+        try:
+            return get_board(board)
+        except (TypeError, ValueError) as error:
+            raise UsageError(str(error)) from None
+    return board
+
+
+def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
+            dram_efficiency=1.0, lut_share=0.5, top=10):
+    """Enumerate, check and rank SBE configurations of ``model`` on ``board``.
+
+    Parameters
+    ----------
+    model : ModelSpec or (input_size, hidden_size, layers)
+    board : str or platform class
+        A board name of :func:`nnrtl.boards.get_board` or its platform class.
+    seq_len : int
+        Steps per sequence to optimise for.
+    clock_hz : float, optional
+        Engine clock (default: the board's default clock).
+    base : SBEConfig, optional
+        Source of the other fields (widths, fraction bits, ``batch_norm``).
+    post_units : int
+        Post-processing units wanted; the largest divisor of the units per pass not above
+        it is used.
+    dram_efficiency : float
+        Share of the board's peak off-chip bandwidth the DMA may count on.
+    lut_share : float
+        Share of the board's LUTs that LUTRAM BB-FIFOs and LUT multipliers may take.
+    top : int
+        Candidates ranked exactly and returned.
+
+    Returns
+    -------
+    Exploration
+
+    Raises
+    ------
+    UsageError
+        Unknown board, or no configuration fits the board (naming the smallest design's
+        needs).
+    """
+    spec = model if isinstance(model, ModelSpec) else ModelSpec(*model)
+    platform = _board(board)
+    capacity = platform.capacity
+    if clock_hz is None:
+        from ..engines import board_clock_hz
+        clock_hz = board_clock_hz(platform)
+    base = SBEConfig() if base is None else base
+    hidden, rows = spec.hidden_size, 4 * spec.hidden_size
+    ow = base.operand_width
+    widths = {spec.input_size + hidden} | ({2 * hidden} if spec.layers > 1 else set())
+    columns = math.gcd(*widths)
+    lut_budget = lut_share * capacity.lut
+    max_pes = capacity.dsp + int(lut_budget // lut_multiplier_luts(ow))
+    pes_options = [p for p in range(4, min(rows, max_pes) + 1, 4) if rows % p == 0]
+    pes_options += [rows * m for m in range(2, max_pes // rows + 1)]
+    bandwidth = dram_efficiency * capacity.offchip_gbps * 1e9
+    bus_options = [n for n in _powers_of_two(min(rows, MAX_BUS_BITS // ow))
+                   if rows % n == 0 and n * ow / 8 * clock_hz <= bandwidth]
+    if not bus_options:
+        raise UsageError(f"{platform.name}'s off-chip bandwidth "
+                         f"({capacity.offchip_gbps} GB/s) cannot deliver one "
+                         f"{ow}-bit weight per cycle at {clock_hz / 1e6:g} MHz")
+    considered, feasible, smallest = 0, [], None
+    for pes in pes_options:
+        units = min(pes, rows) // 4
+        pp = max(d for d in _divisors(units) if d <= max(1, post_units))
+        for bus in bus_options:
+            batches = set(_powers_of_two(seq_len)) | {seq_len}
+            if pes % bus == 0 and pes // bus <= seq_len:
+                batches.add(pes // bus)
+            for batch in sorted(batches):
+                for blocks in _divisors(columns):
+                    considered += 1
+                    try:
+                        config = dataclasses.replace(
+                            base, input_size=spec.input_size, hidden_size=hidden,
+                            layers=spec.layers, seq_len=seq_len, pes=pes, batch=batch,
+                            blocks=blocks, bus_weights=bus, post_units=pp,
+                            lut_multipliers=max(0, pes - capacity.dsp))
+                    except ValueError:
+                        continue
+                    estimate = resource_estimate(config)
+                    if smallest is None or (estimate.bram36, estimate.dsp) < smallest[:2]:
+                        smallest = (estimate.bram36, estimate.dsp, config)
+                    if (estimate.dsp <= capacity.dsp and estimate.bram36 <= capacity.bram36
+                            and estimate.luts <= lut_budget):
+                        feasible.append((lower_bound_cycles(config), config, estimate))
+    if not feasible:
+        need = (f"the smallest needs {smallest[0]} BRAM36 and {smallest[1]} DSP"
+                if smallest else "no configuration is valid")
+        raise UsageError(f"no SBE configuration of LSTM {spec.input_size}x{hidden}x"
+                         f"{spec.layers} fits {platform.name} ({capacity.bram36} BRAM36, "
+                         f"{capacity.dsp} DSP): {need}")
+    feasible.sort(key=lambda item: (item[0], item[2].dsp, item[2].bram36))
+    ranked = []
+    for bound, config, estimate in feasible:
+        if len(ranked) >= top and bound > ranked[top - 1].cycles:
+            break
+        prediction = predict(config, seq_len=seq_len)
+        ranked.append(Candidate(config, prediction.cycles, prediction.utilization,
+                                prediction.gops(clock_hz), estimate))
+        ranked.sort(key=Candidate.rank_key)
+    return Exploration(model=spec, board=platform.name, clock_hz=clock_hz, seq_len=seq_len,
+                       candidates=tuple(ranked[:top]), feasible=len(feasible),
+                       considered=considered)
+
+
+def format_table(exploration):
+    """The ranked candidates of an :class:`Exploration` as a text table."""
+    e = exploration
+    lines = [f"SBE on {e.board} at {e.clock_hz / 1e6:g} MHz: LSTM {e.model.input_size} inputs, "
+             f"{e.model.hidden_size} hidden, {e.model.layers} layer(s), seq_len {e.seq_len}; "
+             f"{e.feasible} of {e.considered} configurations fit",
+             f"{'#':>3} {'pes':>5} {'batch':>5} {'blocks':>6} {'bus':>4} {'case':>4} "
+             f"{'cycles':>11} {'util':>6} {'GOPS':>7} {'DSP':>5} {'BRAM36':>6} {'eq.7':>6} "
+             f"{'LUTs':>7}"]
+    for rank, c in enumerate(e.candidates, 1):
+        r = c.resources
+        lines.append(f"{rank:>3} {c.config.pes:>5} {c.config.batch:>5} {c.config.blocks:>6} "
+                     f"{c.config.bus_weights:>4} {max(c.config.cases):>4} {c.cycles:>11,} "
+                     f"{c.utilization:>6.1%} {c.gops:>7.1f} {r.dsp:>5} {r.bram36:>6} "
+                     f"{r.bram_eq7:>6.0f} {r.luts:>7,}")
+    return "\n".join(lines)

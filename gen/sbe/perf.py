@@ -1,0 +1,532 @@
+"""Performance and resource models of the SBE engine.
+
+Two layers:
+
+* The paper's closed forms ("Performance Model", eqs. 1-6; "Resource Modelling", eq. 7),
+  as functions of the paper's symbols, and :func:`paper_performance` applying them to an
+  :class:`~nnrtl.hw.sbe.SBEConfig`. ``P`` is in multiply-accumulates per cycle (the
+  paper's ``M_op`` counts the matrix's multiply-accumulates); throughput is ``2 P f``.
+* :func:`predict` / :func:`model_cycles`: a timeline of the schedule the RTL is to follow,
+  exact in cycles under its assumptions, which adds what the closed forms leave out -- the
+  pipeline latency before a step's h can be used (the "about 10% longer" final block of
+  case 1), the post-processing drain, row passes when ``pes < 4 * hidden_size``, several
+  columns per cycle when ``pes > 4 * hidden_size``, the exposed first load, a last partial
+  batch and several layers. Without latency it reduces to the closed forms
+  (:func:`steady_state_performance`).
+
+The schedule, per layer and batch of ``n <= batch`` consecutive steps:
+
+1. Blocks holding only x columns (``0 .. first_hidden_block - 1``), in order: each is
+   loaded (``ceil(4 H c / Nt)`` cycles, ``c`` its columns) into the free half of the double
+   buffer, then used for the ``n`` steps, step after step, pass after pass, ``c / k``
+   column steps each (``k`` = columns per cycle). Loads run ahead as far as the two
+   buffers allow.
+2. Blocks holding h columns. One or two (cases 1, 2): all are loaded, then each step runs,
+   pass by pass, over their columns -- x columns first, then h columns, which wait for the
+   previous step's h. More than two (case 3): for each step, every such block is loaded and
+   used for that step only.
+3. Pass ``p``'s last column step in the final block hands hidden units ``p * U .. (p + 1)
+   * U - 1`` (``U = rows_per_pass / 4``) to the ``post_units`` units, which take
+   ``ceil(U / post_units)`` cycles (the next hand-over waits for them); unit ``p * U + u``
+   is usable by a column step issued ``latency + u // post_units`` cycles after the cycle
+   that follows the hand-over step. Column ``j`` of the h part needs unit ``j`` of the
+   previous step.
+
+Weights are resident (loaded once per layer) when ``blocks <= 2``. The x inputs, h outputs
+and biases travel on their own streams and are assumed never to stall the engine; layers
+run one after another, a batch of layer ``l > 0`` starting once the h of its steps in layer
+``l - 1`` are all usable. ``tests/gen/test_sbe_perf.py`` checks the timeline against an
+independent cycle-by-cycle simulation of these rules.
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ...hw.sbe.config import BRAM36_BITS, LUTRAM_DEPTH, SBEConfig
+
+__all__ = [
+    "balanced_batch", "case1_performance", "case2_performance", "case3_performance",
+    "bram_eq7", "paper_performance", "steady_state_performance", "Prediction", "predict",
+    "model_cycles", "lower_bound_cycles", "gops", "ResourceEstimate", "bram36_for",
+    "resource_estimate", "resources", "lut_multiplier_luts",
+]
+
+
+# -- The paper's equations ---------------------------------------------------------------
+
+def balanced_batch(pes, bus_weights):
+    """Eq. 1, the batch at which computing a block takes as long as loading it.
+
+    ``M_op B / (N_b N_pe) >= M_op / (N_b N_t)  =>  B >= N_pe / N_t``
+    """
+    return pes / bus_weights
+
+
+def case1_performance(pes, bus_weights, batch):
+    """Eqs. 2 and 3, case 1 (the hidden weights in one block), in MACs per cycle.
+
+    ``P = M_op B / (M_op B / N_pe) = N_pe``  when ``B >= N_pe / N_t``  (2)
+
+    ``P = M_op B / (M_op / N_t) = B N_t``  when ``B < N_pe / N_t``  (3)
+    """
+    return pes if batch >= balanced_batch(pes, bus_weights) else batch * bus_weights
+
+
+def case2_performance(pes, blocks):
+    """Eq. 4, case 2 (the hidden weights in two blocks) at ``B = N_pe / N_t``.
+
+    ``P = M_op B / (M_op B / N_pe + 2 M_op B / (N_b N_pe)) = N_pe N_b / (N_b + 2)``
+    """
+    return pes * blocks / (blocks + 2)
+
+
+def case3_performance(pes, bus_weights, batch, alpha):
+    """Eqs. 5 and 6, case 3 (the hidden weights in more than two blocks); ``alpha`` is the
+    share of the weights reused by the whole batch.
+
+    ``p = N_pe N_t / (alpha N_t + (1 - alpha) N_pe)``  when ``B >= N_pe / N_t``  (5)
+
+    ``p = B N_t / (alpha + (1 - alpha) B)``  when ``B <= N_pe / N_t``  (6)
+    """
+    if batch >= balanced_batch(pes, bus_weights):
+        return pes * bus_weights / (alpha * bus_weights + (1 - alpha) * pes)
+    return batch * bus_weights / (alpha + (1 - alpha) * batch)
+
+
+def bram_eq7(input_size, hidden_size, batch, blocks, pes, *, data_width=16,
+             bram_bits=BRAM36_BITS, bb_fifo=True):
+    """Eq. 7, block RAMs of the double buffers and BB-FIFOs.
+
+    ``BRAM_Num = ((L_x + L_h) (4 L_h + B) DW 2 / N_b + B N_pe DW) / BRAM_size``
+
+    ``bb_fifo=False`` drops the ``B N_pe DW`` term, as the paper does for BB-FIFOs in LUTRAM.
+    """
+    bits = (input_size + hidden_size) * (4 * hidden_size + batch) * data_width * 2 / blocks
+    if bb_fifo:
+        bits += batch * pes * data_width
+    return bits / bram_bits
+
+
+def paper_performance(config, layer=0):
+    """The paper's ``P`` (MACs per cycle) for one layer of ``config``: eq. 2/3, 4 or 5/6 by
+    its case (eq. 4 as the paper states it, whatever ``B``), with ``N_pe = pes``,
+    ``N_t = bus_weights``, ``B = batch``, ``N_b = blocks`` and ``alpha`` of
+    :class:`~nnrtl.hw.sbe.LayerShape`."""
+    shape = config.layer(layer)
+    if shape.case == 1:
+        return case1_performance(config.pes, config.bus_weights, config.batch)
+    if shape.case == 2:
+        return case2_performance(config.pes, config.blocks)
+    return case3_performance(config.pes, config.bus_weights, config.batch, shape.alpha)
+
+
+def steady_state_performance(config, layer=0):
+    """MACs per cycle of one full batch of the schedule in steady state, without pipeline
+    latency or drain. It equals eqs. 2, 3, 5 and 6 in their regimes and eq. 4 at ``B =
+    N_pe / N_t``; for case 2 at other batches it follows the same timeline: the x blocks
+    pipelined, then both h blocks loaded (two exposed loads) and used.
+    """
+    shape = config.layer(layer)
+    steps = config.passes * shape.block_columns // config.columns_per_cycle
+    compute = config.batch * steps          # one block for the whole batch
+    load = math.ceil(config.rows * shape.block_columns / config.bus_weights)
+    x_blocks, h_blocks = shape.first_hidden_block, shape.hidden_blocks
+    if config.weights_resident:
+        cycles = config.blocks * compute
+    elif shape.case == 1:
+        cycles = config.blocks * max(compute, load)
+    elif shape.case == 2:
+        cycles = x_blocks * max(compute, load) + 2 * load + 2 * compute
+    else:
+        cycles = x_blocks * max(compute, load) + config.batch * h_blocks * max(load, steps)
+    return config.batch * config.rows * shape.columns / cycles
+
+
+def gops(macs, cycles, clock_hz):
+    """Throughput in GOPS, ``2 * macs * clock_hz / cycles / 1e9``."""
+    return 2 * macs * clock_hz / cycles / 1e9
+
+
+# -- The schedule's timeline -------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """What :func:`predict` returns.
+
+    Attributes
+    ----------
+    cycles : int
+        From the first load request to the last hidden element of the last layer.
+    useful_macs : int
+        ``seq_len * config.macs_per_step``.
+    busy_cycles : int
+        Cycles the PE array issues a column step.
+    weight_words : int
+        Weights moved by the DMA.
+    utilization : float
+        ``useful_macs / (pes * cycles)``.
+    """
+
+    cycles: int
+    useful_macs: int
+    busy_cycles: int
+    weight_words: int
+    utilization: float
+
+    def gops(self, clock_hz):
+        """Throughput at ``clock_hz``: ``2 * useful_macs * clock_hz / cycles``, in GOPS."""
+        return gops(self.useful_macs, self.cycles, clock_hz)
+
+
+_PAST = -(1 << 40)    # "long ago": the ready time of h_{-1} = 0
+
+#: Whether :func:`predict` skips steps and batches that repeat the previous one exactly
+#: (the tests switch it off to check that the shortcut changes nothing).
+_EXTRAPOLATE = True
+
+
+class _Timeline:
+    """Times of the DMA, the two weight buffers, the PE array and the post-processing."""
+
+    _HELD = 1 << 62               # a buffer half in use has no release time yet
+
+    def __init__(self, config, latency):
+        self.config = config
+        self.latency = latency
+        self.dma = 0                  # cycle the DMA is next free
+        self.buffers = [0, 0]         # cycle each buffer half is next free
+        self.next_buffer = 0
+        self.engine = 0               # cycle the PE array is next free
+        self.handover = _PAST         # cycle of the last hand-over to post-processing
+        self.busy = 0
+        self.words = 0
+
+    def load(self, words):
+        """Load a block into the next buffer half; returns the half and the cycle the
+        load ends."""
+        half = self.next_buffer
+        self.next_buffer ^= 1
+        start = max(self.dma, self.buffers[half])
+        self.dma = start + math.ceil(words / self.config.bus_weights)
+        self.buffers[half] = self._HELD
+        self.words += words
+        return half, self.dma
+
+    def release(self, half):
+        self.buffers[half] = self.engine
+
+    def key(self, ready, dma=True):
+        """The state relative to the PE array's time (with or without the DMA and the
+        buffers): from equal keys, equal futures."""
+        now = self.engine
+        key = (max(self.handover - now, -self.config.drain_cycles),
+               np.maximum(ready - now, 0).tobytes())
+        if dma:
+            key += (self.dma - now, self.next_buffer,
+                    tuple(b - now if b != self._HELD else None for b in self.buffers))
+        return key
+
+    def marks(self):
+        return self.engine, self.busy, self.words
+
+    def repeat(self, marks, times, dma=True):
+        """Repeat ``times`` more times what happened since ``marks``; returns the period."""
+        period = self.engine - marks[0]
+        self.busy += (self.busy - marks[1]) * times
+        self.words += (self.words - marks[2]) * times
+        self.engine += period * times
+        self.handover += period * times
+        if dma:
+            self.dma += period * times
+            self.buffers = [b + period * times if b != self._HELD else b
+                            for b in self.buffers]
+        return period
+
+
+class _Layer:
+    """Column-step offsets of the h columns of one layer's h blocks."""
+
+    def __init__(self, config, shape):
+        self.shape = shape
+        k = config.columns_per_cycle
+        self.block_steps = shape.block_columns // k
+        region = shape.x_columns_in_hidden_blocks + np.arange(shape.hidden_size)
+        self.block_of = region // shape.block_columns          # h block of each h column
+        self.step_in_block = (region % shape.block_columns) // k
+        units = config.units_per_pass
+        unit = np.arange(shape.hidden_size)
+        self.group = unit // units                             # pass yielding each h unit
+        self.offset = (unit % units) // config.post_units      # its place in the drain
+        self.block_words = config.rows * shape.block_columns
+        self.merged = shape.hidden_blocks <= 2
+
+
+def _run_pass(tl, lay, first, count, ready, next_ready, p, final):
+    """One pass of one step over ``count`` h blocks from h block ``first``, starting when
+    the PE array is free; sets the ready times of the pass's h units if ``final``."""
+    steps = count * lay.block_steps
+    mask = (lay.block_of >= first) & (lay.block_of < first + count)
+    end = tl.engine + steps
+    if mask.any():
+        position = (lay.block_of[mask] - first) * lay.block_steps + lay.step_in_block[mask]
+        end = max(end, int((ready[mask] + steps - position).max()))
+    if final:
+        end = max(end, tl.handover + tl.config.drain_cycles)
+        tl.handover = end
+        units = lay.group == p
+        next_ready[units] = end + tl.latency + lay.offset[units]
+    tl.busy += steps
+    tl.engine = end
+
+
+def _run_step(tl, lay, ready):
+    """One time step over the h blocks; returns the ready times of its h."""
+    config, shape = tl.config, lay.shape
+    next_ready = ready.copy()
+    if lay.merged:
+        for p in range(config.passes):
+            _run_pass(tl, lay, 0, shape.hidden_blocks, ready, next_ready, p, True)
+        return next_ready
+    for block in range(shape.hidden_blocks):
+        half, loaded = tl.load(lay.block_words)
+        tl.engine = max(tl.engine, loaded)
+        final = block == shape.hidden_blocks - 1
+        for p in range(config.passes):
+            _run_pass(tl, lay, block, 1, ready, next_ready, p, final)
+        tl.release(half)
+    return next_ready
+
+
+def _run_batch(tl, lay, steps, ready, inputs_ready, resident):
+    """One batch of ``steps`` steps; returns the h ready times of its last step.
+    ``resident`` is the cycle each block's load ended if the weights are resident, else
+    ``None``."""
+    config, shape = tl.config, lay.shape
+    tl.engine = max(tl.engine, inputs_ready)
+    work = steps * config.passes * lay.block_steps
+    for block in range(shape.first_hidden_block):
+        half = None
+        if resident:
+            tl.engine = max(tl.engine, resident[block])
+        else:
+            half, loaded = tl.load(lay.block_words)
+            tl.engine = max(tl.engine, loaded)
+        tl.engine += work
+        tl.busy += work
+        if half is not None:
+            tl.release(half)
+    halves = []
+    if resident:
+        tl.engine = max([tl.engine] + resident[shape.first_hidden_block:])
+    elif lay.merged:
+        for _ in range(shape.hidden_blocks):
+            half, loaded = tl.load(lay.block_words)
+            halves.append(half)
+            tl.engine = max(tl.engine, loaded)
+    dma = not lay.merged                  # case 3 loads blocks inside every step
+    previous = None
+    for step in range(steps):
+        key = tl.key(ready, dma)
+        if _EXTRAPOLATE and previous is not None and previous[0] == key:
+            # This step starts as the last one did: every remaining step repeats it.
+            period = tl.repeat(previous[1], steps - step, dma)
+            ready = ready + period * (steps - step)
+            break
+        previous = (key, tl.marks())
+        ready = _run_step(tl, lay, ready)
+    for half in halves:
+        tl.release(half)
+    return ready
+
+
+def predict(config, *, pipeline_latency=None, seq_len=None):
+    """Cycles and utilisation of ``seq_len`` steps through every layer.
+
+    Parameters
+    ----------
+    config : SBEConfig
+    pipeline_latency : int, optional
+        Cycles from a pass's last column step to its first hidden unit being usable
+        (default ``config.pipeline_latency``); 0 gives the paper's stall-free timing.
+    seq_len : int, optional
+        Steps to model (default ``config.seq_len``); the last batch may be partial.
+
+    Returns
+    -------
+    Prediction
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`SBEConfig` or a keyword is not a non-negative
+        (``seq_len``: positive) integer.
+    """
+    if not isinstance(config, SBEConfig):
+        raise TypeError(f"config must be an SBEConfig, not {config!r}")
+    latency = config.pipeline_latency if pipeline_latency is None else pipeline_latency
+    if not isinstance(latency, int) or isinstance(latency, bool) or latency < 0:
+        raise TypeError(f"pipeline_latency must be a non-negative integer, not {latency!r}")
+    seq_len = config.seq_len if seq_len is None else seq_len
+    if not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len <= 0:
+        raise TypeError(f"seq_len must be a positive integer, not {seq_len!r}")
+
+    tl = _Timeline(config, latency)
+    sizes = _batch_sizes(config, seq_len)
+    full = sizes[0]
+    inputs = [0] * len(sizes)             # cycle each batch's x inputs are all ready
+    for shape in config.layer_shapes:
+        lay = _Layer(config, shape)
+        halves = [tl.load(lay.block_words) for _ in range(config.blocks)] \
+            if config.weights_resident else []
+        resident = [loaded for _, loaded in halves] or None
+        ready = np.full(shape.hidden_size, _PAST, dtype=np.int64)
+        done = []
+        index, previous = 0, None
+        while index < len(sizes):
+            key = (tl.key(ready), max(inputs[index] - tl.engine, 0))
+            repeat = 0
+            while index + repeat < len(sizes) and sizes[index + repeat] == full:
+                repeat += 1
+            if (_EXTRAPOLATE and previous is not None and previous[0] == key and repeat
+                    and max(inputs[index:index + repeat]) <= tl.engine):
+                # This batch starts as the last one did: the full batches repeat it.
+                period = tl.repeat(previous[1], repeat)
+                last = done[-1]
+                done.extend(last + period * (i + 1) for i in range(repeat))
+                ready = ready + period * repeat
+                index += repeat
+                previous = None
+                continue
+            previous = (key, tl.marks())
+            ready = _run_batch(tl, lay, sizes[index], ready, inputs[index], resident)
+            done.append(int(ready.max()))
+            index += 1
+        for half, _ in halves:
+            tl.release(half)
+        inputs = done
+    macs = seq_len * config.macs_per_step
+    return Prediction(cycles=inputs[-1], useful_macs=macs, busy_cycles=tl.busy,
+                      weight_words=tl.words, utilization=macs / (config.pes * inputs[-1]))
+
+
+def _batch_sizes(config, seq_len):
+    batch = min(config.batch, seq_len)
+    return [batch] * (seq_len // batch) + ([seq_len % batch] if seq_len % batch else [])
+
+
+def model_cycles(config, *, pipeline_latency=None, seq_len=None):
+    """Predicted cycles of ``seq_len`` steps over all layers (see :func:`predict`)."""
+    return predict(config, pipeline_latency=pipeline_latency, seq_len=seq_len).cycles
+
+
+def lower_bound_cycles(config, *, seq_len=None):
+    """A cheap lower bound of :func:`model_cycles`: the larger of the PE array's column
+    steps and the DMA's load cycles, which each run one at a time."""
+    seq_len = config.seq_len if seq_len is None else seq_len
+    sizes = _batch_sizes(config, seq_len)
+    compute = load = 0
+    for shape in config.layer_shapes:
+        compute += seq_len * config.passes * shape.columns // config.columns_per_cycle
+        block = math.ceil(config.rows * shape.block_columns / config.bus_weights)
+        if config.weights_resident:
+            load += config.blocks * block
+        elif shape.case < 3:
+            load += len(sizes) * config.blocks * block
+        else:
+            load += block * (len(sizes) * shape.first_hidden_block
+                             + seq_len * shape.hidden_blocks)
+    return max(compute, load)
+
+
+# -- Resources ---------------------------------------------------------------------------
+
+#: 7-series BRAM36 aspect ratios (data bits incl. parity, depth), UG473 Table 1-5.
+_BRAM36_SHAPES = ((72, 512), (36, 1024), (18, 2048), (9, 4096), (4, 8192), (2, 16384),
+                  (1, 32768))
+
+def lut_multiplier_luts(width):
+    """LUTs of one ``width`` x ``width`` multiplier built from LUTs, estimated as
+    ``width ** 2`` (an array multiplier of 6-LUTs and carry chains); to be replaced by the
+    RTL's synthesis figure."""
+    return width * width
+
+
+def bram36_for(words, depth, word_bits):
+    """Fewest 36 Kb block RAMs holding a memory ``words`` words wide (read in one cycle)
+    and ``depth`` deep, over the 7-series aspect ratios (bits-only counts, like eq. 7, miss
+    that a wide, shallow buffer is limited by the 72-bit port, not by its bits)."""
+    best = None
+    for width, rows in _BRAM36_SHAPES:
+        if width >= word_bits:
+            count = math.ceil(words / (width // word_bits)) * math.ceil(depth / rows)
+        else:
+            count = words * math.ceil(word_bits / width) * math.ceil(depth / rows)
+        best = count if best is None else min(best, count)
+    return best
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceEstimate:
+    """Resources of a configuration.
+
+    Attributes
+    ----------
+    dsp : int
+        DSP slices of the PE multipliers.
+    bram36 : int
+        36 Kb block RAMs: weight double buffer, vector double buffer, BB-FIFOs unless in
+        LUTRAM, h and cell state.
+    bram_eq7 : float
+        The paper's eq. 7 for the same design (first layer, ``DW = operand_width``).
+    lutram_luts : int
+        LUTs of the BB-FIFOs when in LUTRAM (RAM64M: 3 bits of 64 entries in 4 LUTs).
+    lut_multiplier_luts : int
+        LUTs of the LUT-built multipliers (estimate, :func:`lut_multiplier_luts`).
+    memories : dict
+        BRAM36 of each memory.
+    """
+
+    dsp: int
+    bram36: int
+    bram_eq7: float
+    lutram_luts: int
+    lut_multiplier_luts: int
+    memories: dict
+
+    @property
+    def luts(self):
+        """The LUTs counted here (memories and multipliers, not the rest of the logic)."""
+        return self.lutram_luts + self.lut_multiplier_luts
+
+
+def resource_estimate(config):
+    """The :class:`ResourceEstimate` of ``config``."""
+    k, ow, aw = config.columns_per_cycle, config.operand_width, config.acc_width
+    columns = config.max_block_columns
+    memories = {
+        "weight buffer": bram36_for(config.pes, 2 * config.passes * columns // k, ow),
+        "vector buffer": bram36_for(k, 2 * config.batch * columns // k, ow),
+    }
+    lutram = 0
+    if config.bb_fifo_in_lutram:
+        lutram = config.pes * math.ceil(aw / 3) * 4 * math.ceil(config.bb_fifo_depth
+                                                                 / LUTRAM_DEPTH)
+    else:
+        memories["bb-fifo"] = bram36_for(config.pes, config.bb_fifo_depth, aw)
+    state_depth = config.hidden_size // config.post_units
+    if state_depth > LUTRAM_DEPTH:
+        memories["cell state"] = bram36_for(config.post_units, state_depth, aw)
+        memories["hidden state"] = bram36_for(config.post_units, 2 * state_depth, ow)
+    return ResourceEstimate(
+        dsp=config.dsp, bram36=sum(memories.values()), bram_eq7=config.bram_eq7,
+        lutram_luts=lutram,
+        lut_multiplier_luts=config.lut_multipliers * lut_multiplier_luts(ow),
+        memories=memories)
+
+
+def resources(config):
+    """``{"dsp": n, "bram36": n}``: what :func:`nnrtl.gen.engines.check_fit` checks."""
+    estimate = resource_estimate(config)
+    return {"dsp": estimate.dsp, "bram36": estimate.bram36}

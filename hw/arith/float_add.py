@@ -1,0 +1,149 @@
+"""Pipelined floating-point adder / subtractor for any :class:`FloatFormat`."""
+
+from amaranth.hdl import Cat, Const, Module, Mux
+
+from .float_pipeline import (FloatUnit, leading_zeros, round_and_pack, shift_right_sticky,
+                             unpack, wire)
+
+
+__all__ = ["FloatAdd"]
+
+
+class FloatAdd(FloatUnit):
+    """Floating-point ``a + b`` or ``a - b``, rounded to nearest, ties to even.
+
+    IEEE 754 semantics for the format's widths: the result is the exact sum rounded once;
+    overflow gives a signed infinity; ``inf - inf`` and any NaN operand give the
+    canonical quiet NaN (``fmt.canonical_nan``, sign 0); an exact zero sum of nonzero
+    operands is ``+0``, and ``(-0) + (-0)`` is ``-0``. Subnormal operands and results are
+    exact unless ``flush_subnormals`` is set: then a subnormal operand counts as a zero of
+    its sign and a result below the smallest normal magnitude becomes a zero of the exact
+    result's sign (a sum of such operands is never inexact and tiny, so it does not matter
+    whether tininess is judged before or after rounding).
+
+    Datapath (``p`` = ``fmt.precision``): order the operands by magnitude; shift the
+    smaller significand right by the exponent difference into ``p + 3`` bits (guard,
+    round, and a sticky bit collecting everything shifted further); add or subtract;
+    count leading zeros and shift left (never below the smallest exponent, which gives
+    subnormals), or right by one on a carry; round and encode.
+
+    Parameters
+    ----------
+    fmt : FloatFormat
+    stages : int
+        Pipeline registers, 0 to 6 (default 3): 0 is combinational, 1 registers the
+        result, 2 adds a register after the alignment shift, 3 one after the leading-zero
+        count, 4 after the operand swap, 5 after the addition, 6 after the normalising
+        shift (see :attr:`registered_steps`).
+    flush_subnormals : bool
+        Read subnormal operands as zeros and flush subnormal results to zero (less logic:
+        the normalising shift needs no exponent limit).
+
+    Attributes
+    ----------
+    i : In(stream.Signature(data.StructLayout({"a": fmt.width, "b": fmt.width, "subtract": 1})))
+        Operands as bit patterns; ``subtract`` = 1 computes ``a - b``.
+    o : Out(stream.Signature(fmt.width))
+        The result's bit pattern.
+    latency : int
+        ``stages`` cycles from the input handshake to the result. Throughput: one
+        operation per cycle while ``o.ready`` is high. The pipeline moves as a whole:
+        ``i.ready = ~o.valid | o.ready``, so while a result waits on ``o`` every stage
+        holds, bubbles included (with ``stages=0``, ``i.ready = o.ready``).
+
+    Raises
+    ------
+    TypeError
+        If ``fmt`` is not a :class:`FloatFormat`, ``stages`` is not an integer from 0
+        to 6, or ``flush_subnormals`` is not a bool.
+    """
+
+    STEPS = ("swap", "align", "add", "count", "normalize", "round")
+    CUT_PRIORITY = ("round", "align", "count", "swap", "add", "normalize")
+
+    def __init__(self, fmt, *, stages=3, flush_subnormals=False):
+        super().__init__(fmt, stages=stages, flush_subnormals=flush_subnormals,
+                         fields=lambda fmt: {"a": fmt.width, "b": fmt.width, "subtract": 1})
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt = self._fmt
+        flush = self._flush_subnormals
+        p = fmt.precision
+        e_bits = fmt.exponent_bits
+        top = fmt.width - 1
+        pipe = self.pipeline(m)
+
+        # swap: the operand of larger magnitude goes first
+        a = wire(m, self.i.payload.a, "a")
+        b = wire(m, Cat(self.i.payload.b[:top], self.i.payload.b[top] ^ self.i.payload.subtract),
+                 "b")
+        swap = wire(m, b[:top] > a[:top], "swap")
+        large = unpack(m, fmt, Mux(swap, b, a), flush_subnormals=flush, name="large")
+        small = unpack(m, fmt, Mux(swap, a, b), flush_subnormals=flush, name="small")
+        effective_subtract = large.sign ^ small.sign
+        s = pipe.cut(
+            "swap",
+            sign=large.sign,
+            zero_sign=large.sign & small.sign,
+            subtract=effective_subtract,
+            exponent=large.exponent,
+            large=large.significand,
+            small=small.significand,
+            difference=(large.exponent - small.exponent)[:e_bits],
+            nan=large.nan | small.nan | (large.inf & small.inf & effective_subtract),
+            inf=large.inf,
+        )
+
+        # align: p significand bits, guard, round, sticky
+        shifted, sticky = shift_right_sticky(Cat(Const(0, 3), s.small), s.difference)
+        t = pipe.cut(
+            "align",
+            sign=s.sign, zero_sign=s.zero_sign, subtract=s.subtract, exponent=s.exponent,
+            large=s.large, small=Cat(shifted[0] | sticky, shifted[1:]),
+            nan=s.nan, inf=s.inf,
+        )
+
+        # add: |large| >= |small|, so the difference is never negative
+        large_ext = Cat(Const(0, 3), t.large)
+        total = Mux(t.subtract, large_ext - t.small, large_ext + t.small)[:p + 4]
+        u = pipe.cut(
+            "add",
+            sign=t.sign, zero_sign=t.zero_sign, exponent=t.exponent, total=total,
+            nan=t.nan, inf=t.inf,
+        )
+
+        # count: leading zeros, limited so the exponent stays >= 1
+        carry = u.total[p + 3]
+        zeros = leading_zeros(m, u.total[:p + 3])
+        limit = u.exponent - 1
+        shift = Mux(zeros > limit, limit, zeros)[:len(zeros)]
+        v = pipe.cut(
+            "count",
+            sign=u.sign, zero_sign=u.zero_sign, total=u.total, carry=carry, shift=shift,
+            exponent=Mux(carry, u.exponent + 1, u.exponent - shift)[:e_bits + 1],
+            exact_zero=u.total == 0,
+            nan=u.nan, inf=u.inf,
+        )
+
+        # normalize: left by the count, or right by one (keeping a sticky bit) on a carry
+        carried = Cat(v.total[0] | v.total[1], v.total[2:p + 4])
+        normalized = Mux(v.carry, carried, (v.total[:p + 3] << v.shift)[:p + 3])
+        w = pipe.cut(
+            "normalize",
+            sign=v.sign, zero_sign=v.zero_sign, normalized=normalized,
+            exponent=Mux(normalized[p + 2], v.exponent, 0),
+            exact_zero=v.exact_zero, nan=v.nan, inf=v.inf,
+        )
+
+        # round: to nearest even, then the special cases
+        rounded = round_and_pack(m, fmt, sign=w.sign, exponent=w.exponent,
+                                 significand=w.normalized[3:], guard=w.normalized[2],
+                                 sticky=w.normalized[1] | w.normalized[0],
+                                 flush_subnormals=flush)
+        result = Mux(w.nan, Const(fmt.canonical_nan, fmt.width),
+                     Mux(w.inf, Cat(Const(fmt.infinity, top), w.sign),
+                         Mux(w.exact_zero, Cat(Const(0, top), w.zero_sign), rounded)))
+        x = pipe.cut("round", result=result)
+        pipe.finish(x.result)
+        return m

@@ -1,0 +1,132 @@
+"""Pipelined floating-point multiplier for any :class:`FloatFormat`."""
+
+from amaranth.hdl import Cat, Const, Module, Mux
+
+from .float_pipeline import (FloatUnit, leading_zeros, round_and_pack, shift_right_sticky,
+                             unpack)
+
+
+__all__ = ["FloatMul"]
+
+
+class FloatMul(FloatUnit):
+    """Floating-point ``a * b``, rounded to nearest, ties to even.
+
+    IEEE 754 semantics for the format's widths: the exact product rounded once; the sign
+    is the XOR of the operands' signs, also for zeros and infinities; overflow gives a
+    signed infinity; ``0 * inf`` and any NaN operand give the canonical quiet NaN
+    (``fmt.canonical_nan``, sign 0). Subnormal operands and results are exact unless
+    ``flush_subnormals`` is set: then a subnormal operand counts as a zero of its sign,
+    and the product is rounded to ``precision`` bits as if the exponent range were
+    unbounded and becomes a signed zero if its magnitude is then below the smallest
+    normal number (tininess detected after rounding).
+
+    Datapath (``p`` = ``fmt.precision``): the ``p x p`` significand product (the
+    multiplier the synthesis tool maps to DSP blocks: two DSP48E2 or two DSP48E1 for
+    fp32); a leading-zero count that, with the exponent, gives a left shift (normalising a
+    product of a subnormal) or a right shift with a sticky bit (a subnormal or vanishing
+    result); rounding and encoding.
+
+    Parameters
+    ----------
+    fmt : FloatFormat
+    stages : int
+        Pipeline registers, 0 to 6 (default 3): 0 is combinational, 1 registers the
+        result, 2 adds a register on the product (the DSP's M or P register), 3 one after
+        the normalising shift, 4 on the significands entering the multiplier (the DSP's
+        input registers), 5 a second one on the product, 6 one after the leading-zero
+        count (see :attr:`registered_steps`).
+    flush_subnormals : bool
+        Read subnormal operands as zeros and flush subnormal results to zero (less logic:
+        no leading-zero count, a one-bit normalising shift, no right shift).
+
+    Attributes
+    ----------
+    i : In(stream.Signature(data.StructLayout({"a": fmt.width, "b": fmt.width})))
+        Operands as bit patterns.
+    o : Out(stream.Signature(fmt.width))
+        The product's bit pattern.
+    latency : int
+        ``stages`` cycles from the input handshake to the result. Throughput: one
+        operation per cycle while ``o.ready`` is high. The pipeline moves as a whole:
+        ``i.ready = ~o.valid | o.ready`` (with ``stages=0``, ``i.ready = o.ready``).
+
+    Raises
+    ------
+    TypeError
+        If ``fmt`` is not a :class:`FloatFormat`, ``stages`` is not an integer from 0
+        to 6, or ``flush_subnormals`` is not a bool.
+    """
+
+    STEPS = ("unpack", "multiply", "product", "count", "normalize", "round")
+    CUT_PRIORITY = ("round", "multiply", "normalize", "unpack", "product", "count")
+
+    def __init__(self, fmt, *, stages=3, flush_subnormals=False):
+        super().__init__(fmt, stages=stages, flush_subnormals=flush_subnormals,
+                         fields=lambda fmt: {"a": fmt.width, "b": fmt.width})
+
+    def elaborate(self, platform):
+        m = Module()
+        fmt = self._fmt
+        flush = self._flush_subnormals
+        p = fmt.precision
+        top = fmt.width - 1
+        pipe = self.pipeline(m)
+
+        # unpack: the biased exponent a product with its leading one at bit 2p-1 would have
+        a = unpack(m, fmt, self.i.payload.a, flush_subnormals=flush, name="a")
+        b = unpack(m, fmt, self.i.payload.b, flush_subnormals=flush, name="b")
+        s = pipe.cut(
+            "unpack",
+            a=a.significand, b=b.significand,
+            exponent=a.exponent + b.exponent - (fmt.bias - 1),
+            sign=a.sign ^ b.sign,
+            nan=a.nan | b.nan | (a.inf & b.zero) | (a.zero & b.inf),
+            inf=a.inf | b.inf,
+            zero=a.zero | b.zero,
+        )
+
+        # multiply (a DSP's M register and P register when cut after both steps)
+        t = pipe.cut("multiply", product=s.a * s.b, exponent=s.exponent, sign=s.sign,
+                     nan=s.nan, inf=s.inf, zero=s.zero)
+        u = pipe.cut("product", product=t.product, exponent=t.exponent, sign=t.sign,
+                     nan=t.nan, inf=t.inf, zero=t.zero)
+
+        # count: how far to shift left (never below the smallest exponent), or right
+        if flush:
+            # normal operands: the product's leading one is at bit 2p-1 or 2p-2
+            left = ~u.product[2 * p - 1]
+            right = Const(0, 1)
+            exponent = u.exponent - left
+        else:
+            zeros = leading_zeros(m, u.product)
+            limit = u.exponent - 1
+            left = Mux(limit < 0, 0, Mux(zeros > limit, limit, zeros))[:len(zeros)]
+            right = Mux(u.exponent < 1, 1 - u.exponent, 0)[:len(u.exponent)]
+            exponent = u.exponent - left
+        v = pipe.cut("count", product=u.product, left=left, right=right, exponent=exponent,
+                     sign=u.sign, nan=u.nan, inf=u.inf, zero=u.zero)
+
+        # normalize
+        shifted_left = (v.product << v.left)[:2 * p]
+        if flush:
+            normalized, sticky = shifted_left, Const(0, 1)
+            exponent = v.exponent
+        else:
+            shifted_right, sticky = shift_right_sticky(v.product, v.right)
+            normalized = Mux(v.right != 0, shifted_right, shifted_left)
+            exponent = Mux(normalized[2 * p - 1], v.exponent, 0)
+        w = pipe.cut("normalize", significand=normalized[p:], guard=normalized[p - 1],
+                     sticky=normalized[:p - 1].any() | sticky, exponent=exponent,
+                     sign=v.sign, nan=v.nan, inf=v.inf, zero=v.zero)
+
+        # round: to nearest even, then the special cases
+        rounded = round_and_pack(m, fmt, sign=w.sign, exponent=w.exponent,
+                                 significand=w.significand, guard=w.guard, sticky=w.sticky,
+                                 flush_subnormals=flush)
+        result = Mux(w.nan, Const(fmt.canonical_nan, fmt.width),
+                     Mux(w.inf, Cat(Const(fmt.infinity, top), w.sign),
+                         Mux(w.zero, Cat(Const(0, top), w.sign), rounded)))
+        x = pipe.cut("round", result=result)
+        pipe.finish(x.result)
+        return m

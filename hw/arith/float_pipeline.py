@@ -1,0 +1,234 @@
+"""What the floating-point units share: the stream shell with its pipeline registers, and
+the datapath pieces (unpacking, leading-zero count, sticky shift, rounding and packing).
+
+A unit's datapath is straight-line code cut into named steps. :class:`FloatPipeline` puts a
+register bank after the steps a unit chose for its ``stages`` setting and carries a valid bit
+along; every register loads on one enable, ``~o.valid | o.ready``, so the pipeline moves
+as a whole and stalls as a whole.
+"""
+
+from types import SimpleNamespace
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .float_format import FloatFormat
+
+
+__all__ = ["FloatUnit", "FloatPipeline", "wire", "unpack", "leading_zeros", "shift_right_sticky",
+           "round_and_pack"]
+
+
+class FloatUnit(wiring.Component):
+    """Base of the floating-point units: parameter checks, ports, properties.
+
+    A subclass sets ``STEPS`` (its datapath steps in order, the last being the output)
+    and ``CUT_PRIORITY`` (the steps that get a register, in the order they are added as
+    ``stages`` grows), and passes ``fields``, a function from the format to the payload
+    fields, to ``__init__``.
+    """
+
+    STEPS = ()
+    CUT_PRIORITY = ()
+
+    def __init__(self, fmt, *, stages, flush_subnormals, fields):
+        if not isinstance(fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
+        fields = fields(fmt)
+        highest = len(self.CUT_PRIORITY)
+        if (not isinstance(stages, int) or isinstance(stages, bool)
+                or not 0 <= stages <= highest):
+            raise TypeError(f"stages must be an integer from 0 to {highest}, not {stages!r}")
+        if not isinstance(flush_subnormals, bool):
+            raise TypeError(f"flush_subnormals must be a bool, not {flush_subnormals!r}")
+        self._fmt = fmt
+        self._stages = stages
+        self._flush_subnormals = flush_subnormals
+        self._layout = data.StructLayout(fields)
+        super().__init__({
+            "i": In(stream.Signature(self._layout)),
+            "o": Out(stream.Signature(fmt.width)),
+        })
+
+    @property
+    def fmt(self):
+        return self._fmt
+
+    @property
+    def stages(self):
+        return self._stages
+
+    @property
+    def flush_subnormals(self):
+        return self._flush_subnormals
+
+    @property
+    def payload_layout(self):
+        """The ``data.StructLayout`` of ``i.payload``."""
+        return self._layout
+
+    @property
+    def latency(self):
+        """Cycles from an input handshake to the result on ``o`` without backpressure
+        (equal to ``stages``). Throughput: one result per cycle while ``o.ready`` is high."""
+        return self._stages
+
+    @property
+    def registered_steps(self):
+        """Names of the datapath steps followed by a register, in datapath order."""
+        cuts = set(self.CUT_PRIORITY[:self._stages])
+        return tuple(step for step in self.STEPS if step in cuts)
+
+    def pipeline(self, m):
+        return FloatPipeline(m, self.i, self.o, self.registered_steps)
+
+
+class FloatPipeline:
+    """Register banks between datapath steps, and the stream handshake around them.
+
+    Create it at the start of ``elaborate``; call :meth:`cut` after each step with the
+    values the next steps need (it returns them, registered or not, as attributes); end
+    with :meth:`finish`, which drives ``o.payload``, ``o.valid`` and ``i.ready``.
+    """
+
+    def __init__(self, m, i, o, registered_steps):
+        self._m = m
+        self._i = i
+        self._o = o
+        self._registered = set(registered_steps)
+        self.enable = Signal()
+        self._valid = i.valid
+
+    def cut(self, step, **values):
+        """The ``values`` after ``step``: registers if the step is registered, else wires
+        (named signals either way, which also keeps Amaranth's expression trees small)."""
+        if step not in self._registered:
+            return SimpleNamespace(**{name: wire(self._m, value, f"{step}_{name}")
+                                      for name, value in values.items()})
+        registered = {}
+        with self._m.If(self.enable):
+            for name, value in values.items():
+                value = Value.cast(value)
+                register = Signal(value.shape(), name=f"{step}_{name}", reset_less=True)
+                self._m.d.sync += register.eq(value)
+                registered[name] = register
+            valid = Signal(name=f"{step}_valid")
+            self._m.d.sync += valid.eq(self._valid)
+        self._valid = valid
+        return SimpleNamespace(**registered)
+
+    def finish(self, result):
+        m = self._m
+        if self._registered:
+            m.d.comb += [
+                self.enable.eq(~self._valid | self._o.ready),
+                self._i.ready.eq(self.enable),
+            ]
+        else:
+            m.d.comb += self._i.ready.eq(self._o.ready)
+        m.d.comb += [
+            self._o.valid.eq(self._valid),
+            self._o.payload.eq(result),
+        ]
+
+
+def unpack(m, fmt, bits, *, flush_subnormals, name):
+    """Fields and classes of one encoded number.
+
+    Returns a namespace with ``sign``; ``exponent`` (the effective biased exponent,
+    ``max(field, 1)``); ``significand`` (``precision`` bits with the implicit bit, zero for
+    a flushed subnormal); and the flags ``zero``, ``inf``, ``nan``.
+    """
+    m_bits = fmt.mantissa_bits
+    bits = wire(m, bits, name)
+    fraction = bits[:m_bits]
+    field = bits[m_bits:m_bits + fmt.exponent_bits]
+    sign = bits[fmt.width - 1]
+    field_zero = wire(m, field == 0, f"{name}_field_zero")
+    field_ones = field.all()
+    if flush_subnormals:
+        zero = field_zero
+        significand = Mux(field_zero, 0, Cat(fraction, 1))
+    else:
+        zero = field_zero & (fraction == 0)
+        significand = Cat(fraction, ~field_zero)
+    return SimpleNamespace(
+        sign=sign,
+        exponent=field | field_zero,
+        significand=significand,
+        zero=zero,
+        inf=field_ones & (fraction == 0),
+        nan=field_ones & (fraction != 0),
+    )
+
+
+def wire(m, value, name):
+    """A combinational signal driven by ``value``. Amaranth walks expressions as trees, so
+    an expression used twice is elaborated twice; naming intermediate results keeps a
+    deep datapath (a leading-zero tree, say) linear in size."""
+    value = Value.cast(value)
+    signal = Signal(value.shape(), name=name)
+    m.d.comb += signal.eq(value)
+    return signal
+
+
+def leading_zeros(m, value, name="zeros"):
+    """Count of leading zeros of ``value`` (``len(value)`` when it is zero); a tree of
+    muxes, ``ceil(log2(len(value)))`` levels deep."""
+    value = Value.cast(value)
+    width = len(value)
+    padded = 1 << max(width - 1, 0).bit_length()
+    # ones below the LSB: the count saturates at `width` and the word is never zero
+    word = Cat(Const((1 << (padded - width)) - 1, padded - width), value)
+
+    def count(bits, path):
+        if len(bits) == 1:
+            return ~bits[0], ~bits[0]
+        half = len(bits) // 2
+        low_count, low_zero = count(bits[:half], path + "l")
+        high_count, high_zero = count(bits[half:], path + "h")
+        return (wire(m, Mux(high_zero, half + low_count, high_count), f"{name}_{path}_count"),
+                wire(m, high_zero & low_zero, f"{name}_{path}_zero"))
+
+    result, _zero = count(word, "")
+    return wire(m, result[:width.bit_length()], name)
+
+
+def shift_right_sticky(value, amount):
+    """``value >> amount`` and the OR of the bits shifted out (any ``amount``, even wider
+    than ``value``). Returns ``(shifted, sticky)``."""
+    value = Value.cast(value)
+    width = len(value)
+    clamped = Mux(amount > width, width, amount)
+    wide = Cat(Const(0, width), value) >> clamped
+    return wide[width:], wide[:width].any()
+
+
+def round_and_pack(m, fmt, *, sign, exponent, significand, guard, sticky, flush_subnormals):
+    """Round a finite nonzero result to nearest, ties to even, and encode it.
+
+    Parameters
+    ----------
+    exponent : Value
+        Biased exponent field of the unrounded result: at least 1 for a normal significand
+        (leading bit set), 0 for a subnormal one. With ``flush_subnormals`` it may be
+        signed and below 1; the result is flushed to a signed zero when the *rounded*
+        exponent is below 1 (tininess after rounding). At or above the all-ones exponent
+        after rounding: infinity.
+    significand : Value
+        ``precision`` bits, the leading one (if normal) at the top.
+    guard, sticky : Value
+        The first bit below the significand, and the OR of all bits below it.
+    """
+    m_bits = fmt.mantissa_bits
+    round_up = guard & (sticky | significand[0])
+    fraction = wire(m, significand[:m_bits] + round_up, "rounded_fraction")
+    rounded_exponent = wire(m, exponent + fraction[m_bits], "rounded_exponent")
+    overflow = rounded_exponent >= (1 << fmt.exponent_bits) - 1
+    encoded = Cat(fraction[:m_bits], rounded_exponent[:fmt.exponent_bits], sign)
+    signed_infinity = Cat(Const(fmt.infinity, fmt.width - 1), sign)
+    result = Mux(overflow, signed_infinity, encoded)
+    if flush_subnormals:
+        result = Mux(rounded_exponent < 1, Cat(Const(0, fmt.width - 1), sign), result)
+    return result

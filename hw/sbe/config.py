@@ -1,0 +1,504 @@
+"""Configuration of the SBE (stall-free blocking-batching engine): the one object its RTL,
+golden model, testbench, performance model and design-space exploration derive from.
+
+The engine (Que et al., "Mapping Large LSTMs to FPGAs with Weight Reuse", J. Signal
+Process. Syst. 92, 2020; ``papers/sbe-weight-reuse-large-lstm.txt``) runs LSTM inference
+with its weights in off-chip memory:
+
+* The four gate matrices are interleaved into one ``4 * hidden_size``-row matrix (row
+  ``4 * j + g`` is row ``j`` of gate ``g``, gates in the order i, u, f, o: "Weights Matrix
+  Partition", Fig. 5) whose columns are ``[x_t, h_{t-1}]``.
+* ``pes`` PEs compute it column by column: each cycle one element of the vector (or
+  ``pes / (4 * hidden_size)`` elements, see :attr:`SBEConfig.columns_per_cycle`) times
+  one column ("Overcoming Data Dependency", Fig. 4), so the x part of a step runs before
+  its h part is needed.
+* The columns are cut into ``blocks`` blocks; two are on chip (double buffer) while the
+  next streams in at ``bus_weights`` weights per cycle; each block is used for ``batch``
+  consecutive time steps; per-PE BB-FIFOs carry the partial sums from block to block
+  ("Novel Blocking-Batching Strategy", "SBE Architecture", "Consolidating after
+  Blocking"). A *batch* is ``batch`` consecutive time steps of one sequence: the paper
+  processes "multiple time-steps of the input vector in a batch", and its cases 2 and 3
+  exist because "the next hidden vector in the batch has a dependency on the previous one".
+* ``post_units`` post-processing units apply the optional batch normalisation, the
+  piecewise-linear sigmoid/tanh and the cell and hidden updates.
+"""
+
+import dataclasses
+import math
+
+__all__ = ["SBEConfig", "LayerShape", "SBEPreset", "ZC706_LSTM256", "VC709_LSTM512",
+           "PRESETS", "GATES", "BRAM36_BITS", "LUTRAM_DEPTH", "MAX_BUS_BITS"]
+
+
+#: Gate order of the interleaved matrix: input, cell candidate ("input modulation"),
+#: forget, output -- the paper's Fig. 5 order; row ``4 * j + g`` is unit ``j`` of gate ``g``.
+GATES = ("i", "u", "f", "o")
+
+#: Bits of a 36 Kb block RAM (the ``BRAM_size`` of the paper's eq. 7), 7-series UG473.
+BRAM36_BITS = 36 * 1024
+
+#: Entries of one LUTRAM primitive (RAM64X1D, UG474); the paper keeps BB-FIFOs this shallow
+#: in LUTRAM ("each LUTRAM is 64 bits").
+LUTRAM_DEPTH = 64
+
+#: Widest AXI4 data bus, in bits (AMBA AXI4 allows 8 to 1024).
+MAX_BUS_BITS = 1024
+
+
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_positive(name, value):
+    if not _is_int(value) or value <= 0:
+        raise TypeError(f"{name} must be a positive integer, not {value!r}")
+
+
+def _check_range(name, value, minimum, maximum):
+    if not _is_int(value) or not minimum <= value <= maximum:
+        raise TypeError(f"{name} must be an integer from {minimum} to {maximum}, not {value!r}")
+
+
+def _check_non_negative(name, value):
+    if not _is_int(value) or value < 0:
+        raise TypeError(f"{name} must be a non-negative integer, not {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerShape:
+    """How one LSTM layer's weight matrix maps onto the engine.
+
+    Attributes
+    ----------
+    index : int
+        Layer number, 0 first.
+    input_size : int
+        Length of the layer's x vector (``input_size`` for layer 0, ``hidden_size`` after).
+    hidden_size : int
+        Hidden units.
+    columns : int
+        ``input_size + hidden_size``: columns of the interleaved matrix.
+    block_columns : int
+        Columns per block, ``columns / blocks``.
+    first_hidden_block : int
+        Index of the first block holding a column of the h part (``input_size //
+        block_columns``); blocks before it hold x columns only and are reused by the whole
+        batch.
+    hidden_blocks : int
+        Blocks holding h columns: ``blocks - first_hidden_block``.
+    x_columns_in_hidden_blocks : int
+        x columns that share those blocks and run before the first h column; they hide the
+        pipeline latency of the previous step's h (Fig. 4).
+    case : int
+        The paper's case: 1, 2 or 3 when the hidden weights take one, two or more than two
+        blocks ("Performance Model").
+    alpha : float
+        The paper's alpha: the share of the matrix in blocks reused by the whole batch,
+        ``first_hidden_block / blocks`` (eqs. 5 and 6).
+    """
+
+    index: int
+    input_size: int
+    hidden_size: int
+    columns: int
+    block_columns: int
+    first_hidden_block: int
+    hidden_blocks: int
+    x_columns_in_hidden_blocks: int
+    case: int
+    alpha: float
+
+
+@dataclasses.dataclass(frozen=True)
+class SBEConfig:
+    """Parameters of one SBE engine.
+
+    Parameters
+    ----------
+    input_size : int
+        Length of the first layer's input vector x (the paper's ``Lx``).
+    hidden_size : int
+        Hidden units per layer (``Lh``); every layer has the same.
+    layers : int
+        Stacked LSTM layers, run one after another; layer ``k > 0`` reads layer ``k - 1``'s h.
+    seq_len : int
+        Time steps per sequence the engine is sized and modelled for.
+    pes : int
+        Processing elements, one multiplier each (``Npe``). A multiple of 4 that divides
+        ``4 * hidden_size`` (the rows then run in ``4 * hidden_size / pes`` passes) or is a
+        multiple of it (``pes / (4 * hidden_size)`` vector elements each cycle).
+    batch : int
+        Consecutive time steps that reuse each weight block (``B``), at most ``seq_len``;
+        also the depth of a BB-FIFO per pass.
+    blocks : int
+        Blocks the columns are cut into (``Nb``); it must divide every layer's columns.
+    bus_weights : int
+        Weights the DMA delivers per cycle (``Nt``); a power of two dividing
+        ``4 * hidden_size``; ``bus_weights * operand_width`` is the weight bus width.
+    post_units : int
+        Post-processing units (``PP``), each finishing one hidden unit per cycle; it must
+        divide the hidden units a pass completes.
+    batch_norm : bool
+        Whether the post-processing units include batch normalisation (an affine map per
+        gate row; the paper's BN unit, which can be turned off at run time).
+    operand_width : int
+        Bits of the multiplier operands (weights, x and h), 2 to 18: one DSP48 multiplier.
+    acc_width : int
+        Bits of the accumulators and of the element-wise arithmetic, at least
+        ``2 * operand_width``, at most 64 (the paper: 16-bit multiplies, 32-bit accumulation).
+    weight_frac : int
+        Fraction bits of the weights. Biases are kept at the accumulator format
+        (``acc_width`` bits, :attr:`acc_frac` fraction bits): they are the accumulators'
+        initial values.
+    act_frac : int
+        Fraction bits of the vector operand: the x inputs and the fed-back h.
+    cell_frac : int
+        Fraction bits of the ``acc_width``-bit element-wise format: gate activations, cell
+        state and the products of the cell and hidden updates; at most ``acc_width - 2``
+        so that 1.0 is representable.
+    lut_multipliers : int
+        PEs whose multiplier is built from LUTs instead of a DSP slice (the paper's ZC706
+        design has 1024 PEs and 900 DSPs: "A few multiplication units are implemented using
+        LUTs").
+
+    Raises
+    ------
+    TypeError
+        A parameter of the wrong type or out of its own range, e.g.
+        ``hidden_size must be a positive integer, not -3``.
+    ValueError
+        Parameters that conflict, e.g.
+        ``pes (1000) must divide 4 * hidden_size (1024) or be a multiple of it``.
+    """
+
+    input_size: int = 80
+    hidden_size: int = 16
+    layers: int = 1
+    seq_len: int = 16
+    pes: int = 64
+    batch: int = 8
+    blocks: int = 4
+    bus_weights: int = 8
+    post_units: int = 4
+    batch_norm: bool = False
+    operand_width: int = 16
+    acc_width: int = 32
+    weight_frac: int = 12
+    act_frac: int = 12
+    cell_frac: int = 16
+    lut_multipliers: int = 0
+
+    def __post_init__(self):
+        for name in ("input_size", "hidden_size", "layers", "seq_len", "pes", "batch",
+                     "blocks", "bus_weights", "post_units"):
+            _check_positive(name, getattr(self, name))
+        if not isinstance(self.batch_norm, bool):
+            raise TypeError(f"batch_norm must be a bool, not {self.batch_norm!r}")
+        _check_range("operand_width", self.operand_width, 2, 18)
+        _check_range("acc_width", self.acc_width, 4, 64)
+        for name in ("weight_frac", "act_frac", "cell_frac", "lut_multipliers"):
+            _check_non_negative(name, getattr(self, name))
+
+        # Number formats.
+        if self.acc_width < 2 * self.operand_width:
+            raise ValueError(f"acc_width ({self.acc_width}) must be at least "
+                             f"2 * operand_width ({2 * self.operand_width})")
+        for name in ("weight_frac", "act_frac"):
+            if getattr(self, name) > self.operand_width - 1:
+                raise ValueError(f"{name} ({getattr(self, name)}) cannot exceed "
+                                 f"operand_width - 1 ({self.operand_width - 1})")
+        # weight_frac + act_frac <= 2 * operand_width - 2 <= acc_width - 2: a product's
+        # fraction bits always leave the accumulator a sign bit.
+        if self.cell_frac > self.acc_width - 2:
+            raise ValueError(f"cell_frac ({self.cell_frac}) cannot exceed "
+                             f"acc_width - 2 ({self.acc_width - 2})")
+
+        # PE array: whole hidden units per pass, passes or columns per cycle.
+        rows = self.rows
+        if self.pes % 4:
+            raise ValueError(f"pes ({self.pes}) must be a multiple of 4: a pass computes "
+                             f"the four gate rows of whole hidden units")
+        if rows % self.pes and self.pes % rows:
+            raise ValueError(f"pes ({self.pes}) must divide 4 * hidden_size ({rows}) "
+                             f"or be a multiple of it")
+        if self.lut_multipliers > self.pes:
+            raise ValueError(f"lut_multipliers ({self.lut_multipliers}) cannot exceed "
+                             f"pes ({self.pes})")
+
+        # Blocks cut the columns of every layer evenly.
+        widths = sorted({self.input_size + self.hidden_size, 2 * self.hidden_size}
+                        if self.layers > 1 else {self.input_size + self.hidden_size})
+        if any(width % self.blocks for width in widths):
+            which = " and ".join(
+                f"{label} ({width})" for label, width in
+                (("input_size + hidden_size", self.input_size + self.hidden_size),
+                 ("2 * hidden_size", 2 * self.hidden_size))[:1 + (self.layers > 1)])
+            raise ValueError(f"blocks ({self.blocks}) must divide the columns of every "
+                             f"layer: {which}")
+        step = self.columns_per_cycle
+        for width in widths:
+            if (width // self.blocks) % step:
+                raise ValueError(f"columns per block ({width // self.blocks}) must be a "
+                                 f"multiple of pes / (4 * hidden_size) ({step}), the "
+                                 f"columns a cycle consumes")
+
+        # Batching.
+        if self.batch > self.seq_len:
+            raise ValueError(f"batch ({self.batch}) cannot exceed seq_len ({self.seq_len})")
+
+        # The DMA bus: power-of-two words, each beat inside one column.
+        if self.bus_weights & (self.bus_weights - 1):
+            raise ValueError(f"bus_weights ({self.bus_weights}) must be a power of two")
+        if self.bus_weights * self.operand_width > MAX_BUS_BITS:
+            raise ValueError(f"bus_weights * operand_width "
+                             f"({self.bus_weights * self.operand_width}) cannot exceed "
+                             f"{MAX_BUS_BITS}, the widest AXI4 data bus")
+        if rows % self.bus_weights:
+            raise ValueError(f"bus_weights ({self.bus_weights}) must divide "
+                             f"4 * hidden_size ({rows}): a beat carries part of one column")
+
+        # Post-processing.
+        if self.units_per_pass % self.post_units:
+            raise ValueError(f"post_units ({self.post_units}) must divide the hidden units "
+                             f"a pass completes ({self.units_per_pass})")
+
+    # -- The PE array --------------------------------------------------------------------
+
+    @property
+    def rows(self):
+        """Rows of the interleaved matrix, ``4 * hidden_size``."""
+        return 4 * self.hidden_size
+
+    @property
+    def passes(self):
+        """Passes over the rows per column: ``4 * hidden_size / pes`` when ``pes`` is
+        smaller, else 1."""
+        return max(1, self.rows // self.pes)
+
+    @property
+    def columns_per_cycle(self):
+        """Vector elements (columns) the array consumes per cycle: ``pes / (4 *
+        hidden_size)`` when ``pes`` is larger, else 1 ("the number of elements involved in
+        the x_t vector each cycle depends on the parallelism of the system")."""
+        return max(1, self.pes // self.rows)
+
+    @property
+    def rows_per_pass(self):
+        """Matrix rows one pass computes, ``min(pes, 4 * hidden_size)``."""
+        return min(self.pes, self.rows)
+
+    @property
+    def units_per_pass(self):
+        """Hidden units a pass completes (four gate rows each)."""
+        return self.rows_per_pass // 4
+
+    @property
+    def dsp(self):
+        """DSP slices of the PE array: one per PE (a ``operand_width`` x ``operand_width``
+        multiply fits one DSP48), less the LUT-built multipliers. The post-processing
+        units are not counted yet."""
+        return self.pes - self.lut_multipliers
+
+    # -- Number formats ------------------------------------------------------------------
+
+    @property
+    def acc_frac(self):
+        """Fraction bits of a product and of the accumulators, ``weight_frac + act_frac``."""
+        return self.weight_frac + self.act_frac
+
+    # -- Layers and blocks ---------------------------------------------------------------
+
+    def layer(self, index):
+        """The :class:`LayerShape` of layer ``index`` (0 first)."""
+        if not _is_int(index) or not 0 <= index < self.layers:
+            raise TypeError(f"layer index must be an integer from 0 to {self.layers - 1}, "
+                            f"not {index!r}")
+        inputs = self.input_size if index == 0 else self.hidden_size
+        columns = inputs + self.hidden_size
+        block_columns = columns // self.blocks
+        first = inputs // block_columns
+        hidden_blocks = self.blocks - first
+        return LayerShape(
+            index=index, input_size=inputs, hidden_size=self.hidden_size, columns=columns,
+            block_columns=block_columns, first_hidden_block=first,
+            hidden_blocks=hidden_blocks,
+            x_columns_in_hidden_blocks=inputs - first * block_columns,
+            case=min(hidden_blocks, 3), alpha=first / self.blocks)
+
+    @property
+    def layer_shapes(self):
+        """:class:`LayerShape` of every layer, first layer first."""
+        return tuple(self.layer(index) for index in range(self.layers))
+
+    @property
+    def columns(self):
+        """Columns of the first layer's matrix, ``input_size + hidden_size``."""
+        return self.input_size + self.hidden_size
+
+    @property
+    def block_columns(self):
+        """Columns per block of the first layer."""
+        return self.columns // self.blocks
+
+    @property
+    def max_block_columns(self):
+        """Columns per block of the widest layer: what a block buffer holds."""
+        return max(shape.block_columns for shape in self.layer_shapes)
+
+    @property
+    def hidden_blocks(self):
+        """Blocks holding the first layer's h columns."""
+        return self.layer(0).hidden_blocks
+
+    @property
+    def case(self):
+        """The paper's case (1, 2 or 3) of the first layer."""
+        return self.layer(0).case
+
+    @property
+    def cases(self):
+        """The paper's case of every layer."""
+        return tuple(shape.case for shape in self.layer_shapes)
+
+    @property
+    def weights_resident(self):
+        """Whether all blocks fit the double buffer (``blocks <= 2``), so a layer's weights
+        are loaded once per sequence instead of once per batch."""
+        return self.blocks <= 2
+
+    # -- Work and traffic ----------------------------------------------------------------
+
+    @property
+    def macs_per_step(self):
+        """Useful multiply-accumulates per time step over all layers,
+        ``sum(4 * hidden_size * columns)``."""
+        return sum(self.rows * shape.columns for shape in self.layer_shapes)
+
+    @property
+    def weight_words(self):
+        """Weights of all layers' interleaved matrices (biases not counted)."""
+        return self.macs_per_step
+
+    @property
+    def weight_words_per_batch(self):
+        """Weights the DMA moves for one full batch of ``batch`` steps over all layers: each
+        block once in cases 1 and 2, the h blocks once per step in case 3 (eqs. 5 and 6);
+        none when the weights are resident (amortised over the sequence)."""
+        if self.weights_resident:
+            return 0
+        words = 0
+        for shape in self.layer_shapes:
+            block = self.rows * shape.block_columns
+            reuse = 1 if shape.case < 3 else self.batch
+            words += block * (shape.first_hidden_block + reuse * shape.hidden_blocks)
+        return words
+
+    # -- Memories ------------------------------------------------------------------------
+
+    @property
+    def bb_fifo_depth(self):
+        """Entries of one PE's BB-FIFO: a partial sum per step of the batch and per pass."""
+        return self.batch * self.passes
+
+    @property
+    def bb_fifo_in_lutram(self):
+        """Whether the BB-FIFOs are shallow enough for LUTRAM (at most
+        :data:`LUTRAM_DEPTH` entries), as the paper's ZC706 design keeps them."""
+        return self.bb_fifo_depth <= LUTRAM_DEPTH
+
+    @property
+    def buffer_words(self):
+        """Words of the double-buffered weight memory: two blocks of full rows."""
+        return 2 * self.rows * self.max_block_columns
+
+    @property
+    def bram_eq7(self):
+        """36 Kb block RAMs by the paper's eq. 7 for the first layer, with ``DW =
+        operand_width``; the BB-FIFO term is left out when they are in LUTRAM.
+
+        ``BRAM_Num = ((Lx + Lh) * (4 Lh + B) * DW * 2 / Nb + B * Npe * DW) / BRAM_size``
+        """
+        bits = (self.columns * (self.rows + self.batch) * self.operand_width * 2
+                / self.blocks)
+        if not self.bb_fifo_in_lutram:
+            bits += self.batch * self.pes * self.operand_width
+        return bits / BRAM36_BITS
+
+    # -- Latency -------------------------------------------------------------------------
+
+    @property
+    def latency_stages(self):
+        """Cycles of each stage between a pass's last column step and the first hidden
+        element it yields being usable as a column operand: the latency budget the RTL is
+        to be built to (its units will report their own latencies, and this table will then
+        be derived from them)."""
+        stages = {"operand read": 1, "multiply": 3, "accumulate": 1, "capture": 1}
+        if self.batch_norm:
+            stages["batch norm"] = 2
+        stages.update({"gate activation": 2, "cell update": 3, "cell activation": 2,
+                       "hidden update": 2, "feedback": 2})
+        return stages
+
+    @property
+    def pipeline_latency(self):
+        """Sum of :attr:`latency_stages`, in cycles."""
+        return sum(self.latency_stages.values())
+
+    @property
+    def drain_cycles(self):
+        """Cycles the post-processing units take for the hidden units of one pass."""
+        return math.ceil(self.units_per_pass / self.post_units)
+
+
+@dataclasses.dataclass(frozen=True)
+class SBEPreset:
+    """A design from the paper: its configuration, board and clock.
+
+    Attributes
+    ----------
+    name : str
+        Key in :data:`PRESETS`.
+    config : SBEConfig
+        The engine.
+    board : str
+        :func:`nnrtl.boards.get_board` name.
+    clock_hz : float or None
+        The clock the paper reports for it; ``None`` when the paper's text does not give it.
+    source : str
+        What the paper states and what was chosen here because it does not.
+    """
+
+    name: str
+    config: SBEConfig
+    board: str
+    clock_hz: float | None
+    source: str
+
+
+#: The paper's ZC706 design ("Experimental Setup", "Resource Utilization"): the LSTM-256 of
+#: LRCN with 1792 input features (2048 x 256 weights per gate), Npe = 1024, B = 64,
+#: Nt = 16 (256-bit DMA bus), Nb = 16 ("the proper blocking number is 16"), 4 PPs.
+ZC706_LSTM256 = SBEConfig(
+    input_size=1792, hidden_size=256, layers=1, seq_len=1024, pes=1024, batch=64,
+    blocks=16, bus_weights=16, post_units=4, batch_norm=True, lut_multipliers=124)
+
+#: The paper's VC709 design: LSTM-512 on the same 1792 features with Npe = 2048, 356 GOPS at
+#: 125 MHz. B, Nt and Nb are not given; see :data:`PRESETS`.
+VC709_LSTM512 = dataclasses.replace(
+    ZC706_LSTM256, hidden_size=512, pes=2048, batch=64, blocks=6, bus_weights=32,
+    lut_multipliers=0)
+
+PRESETS = {preset.name: preset for preset in (
+    SBEPreset(
+        name="zc706-lstm256", config=ZC706_LSTM256, board="zc706", clock_hz=None,
+        source="Paper: LSTM-256, 1792 inputs, Npe=1024, B=64, Nt=16, Nb=16, 4 PPs, 900 "
+               "DSPs with a few LUT multipliers (124 here: 1024 - 900). Chosen here: "
+               "seq_len=1024 (the 1024 frames of the CPU/GPU comparison), batch_norm=True. "
+               "The clock is in the paper's Table 4, which the text does not reproduce."),
+    SBEPreset(
+        name="vc709-lstm512", config=VC709_LSTM512, board="vc709", clock_hz=125e6,
+        source="Paper: LSTM-512, 1792 inputs, Npe=2048, 125 MHz, 356 GOPS. Chosen here: "
+               "Nt=32 (the 512-bit DMA bus the paper names as the alternative to 256-bit), "
+               "B=Npe/Nt=64 (eq. 1), Nb=6: the fewest blocks whose h weights take two "
+               "blocks (case 2), as Nb=16 is for the ZC706 design."),
+)}

@@ -1,0 +1,90 @@
+"""Design-space exploration of the SBE."""
+
+import pytest
+
+from nnrtl.boards import Capacity, get_board
+from nnrtl.gen.errors import UsageError
+from nnrtl.gen.sbe.explore import Exploration, explore, format_table
+from nnrtl.gen.sbe.importers import ModelSpec
+from nnrtl.gen.sbe.perf import predict, resource_estimate
+from nnrtl.hw.sbe import PRESETS
+
+
+def board(name="tiny", *, dsp=64, bram36=40, gbps=1.6, lut=20_000):
+    """A platform-like class with a made-up capacity."""
+    capacity = Capacity(lut=lut, ff=2 * lut, dsp=dsp, dsp_kind="DSP48E1", bram36=bram36,
+                        uram=0, onchip_mb=round(bram36 * 36 / 1024, 2),
+                        offchip_kind="test memory", offchip_gbps=gbps, yosys_family="xc7",
+                        sources=("made up for a test",))
+    return type(name, (), {"name": name, "capacity": capacity})
+
+
+def fits(candidate, capacity, lut_share=0.5):
+    r = candidate.resources
+    return (r.dsp <= capacity.dsp and r.bram36 <= capacity.bram36
+            and r.luts <= lut_share * capacity.lut)
+
+
+def test_picks_the_fastest_feasible_design():
+    platform = board()
+    everything = explore((24, 8, 2), platform, seq_len=24, clock_hz=100e6, top=10 ** 6)
+    assert len(everything.candidates) == everything.feasible > 10
+    assert all(fits(c, platform.capacity) for c in everything.candidates)
+    ranked = everything.candidates
+    assert [c.rank_key() for c in ranked] == sorted(c.rank_key() for c in ranked)
+    assert ranked[0].cycles == min(c.cycles for c in ranked)
+    for c in ranked[:5]:
+        assert c.cycles == predict(c.config).cycles
+    # Pruning by the lower bound finds the same leaders.
+    pruned = explore(ModelSpec(24, 8, 2), platform, seq_len=24, clock_hz=100e6, top=5)
+    assert [c.config for c in pruned.candidates] == [c.config for c in ranked[:5]]
+    assert pruned.best is pruned.candidates[0]
+
+
+def test_ties_go_to_fewer_resources():
+    result = explore((24, 8, 1), board(), seq_len=16, clock_hz=100e6, top=10 ** 6)
+    by_cycles = {}
+    for c in result.candidates:
+        by_cycles.setdefault(c.cycles, []).append(c)
+    tied = [group for group in by_cycles.values() if len(group) > 1]
+    assert tied
+    for group in tied:
+        keys = [(c.resources.dsp, c.resources.bram36) for c in group]
+        assert keys == sorted(keys)
+
+
+def test_bandwidth_bounds_the_bus():
+    slow = explore((24, 8, 1), board(gbps=0.8), seq_len=16, clock_hz=100e6, top=10 ** 6)
+    # 0.8 GB/s at 100 MHz is 8 bytes a cycle: four 16-bit weights.
+    assert max(c.config.bus_weights for c in slow.candidates) == 4
+
+
+def test_rejects_a_board_nothing_fits():
+    with pytest.raises(UsageError, match=r"^no SBE configuration of LSTM 1792x256x1 fits "
+                                         r"tiny \(1 BRAM36, 4 DSP\): the smallest needs "
+                                         r"\d+ BRAM36 and \d+ DSP$"):
+        explore((1792, 256, 1), board(dsp=4, bram36=1), seq_len=64, clock_hz=100e6)
+    with pytest.raises(UsageError, match=r"^tiny's off-chip bandwidth \(0\.1 GB/s\) cannot "
+                                         r"deliver one 16-bit weight per cycle at 200 MHz$"):
+        explore((24, 8, 1), board(gbps=0.1), seq_len=16, clock_hz=200e6)
+    with pytest.raises(UsageError, match=r"^unknown board 'nope'"):
+        explore((24, 8, 1), "nope", seq_len=16)
+
+
+@pytest.mark.parametrize("name, clock_hz", [("zc706-lstm256", None),
+                                            ("vc709-lstm512", 125e6)])
+def test_paper_models_on_their_boards(name, clock_hz):
+    preset = PRESETS[name]
+    config = preset.config
+    result = explore((config.input_size, config.hidden_size, config.layers), preset.board,
+                     seq_len=config.seq_len, clock_hz=clock_hz, top=5)
+    assert isinstance(result, Exploration)
+    capacity = get_board(preset.board).capacity
+    assert all(fits(c, capacity) for c in result.candidates)
+    # The paper's own design fits the board, and the exploration does at least as well.
+    estimate = resource_estimate(config)
+    assert estimate.dsp <= capacity.dsp and estimate.bram36 <= capacity.bram36
+    assert result.best.utilization >= predict(config).utilization
+    table = format_table(result)
+    assert table.splitlines()[0].startswith(f"SBE on {preset.board} at ")
+    assert len(table.splitlines()) == 2 + len(result.candidates)

@@ -1,0 +1,185 @@
+"""The SBE configuration: validation, derived properties, presets (no RTL yet)."""
+
+import dataclasses
+
+import pytest
+
+from nnrtl.boards import get_board
+from nnrtl.gen.params import param_help, parse_params
+from nnrtl.hw.sbe import (GATES, PRESETS, VC709_LSTM512, ZC706_LSTM256, LayerShape,
+                          SBEConfig)
+
+# A 4-layer-capable base: 80 inputs, 16 hidden -> 96 and 32 columns.
+SMALL = dict(input_size=80, hidden_size=16, seq_len=16, pes=64, batch=8, blocks=4,
+             bus_weights=8)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"hidden_size": -3}, TypeError, r"^hidden_size must be a positive integer, not -3$"),
+    ({"pes": True}, TypeError, r"^pes must be a positive integer, not True$"),
+    ({"seq_len": 2.0}, TypeError, r"^seq_len must be a positive integer, not 2\.0$"),
+    ({"blocks": 0}, TypeError, r"^blocks must be a positive integer, not 0$"),
+    ({"batch_norm": 1}, TypeError, r"^batch_norm must be a bool, not 1$"),
+    ({"operand_width": 19}, TypeError,
+     r"^operand_width must be an integer from 2 to 18, not 19$"),
+    ({"acc_width": 65}, TypeError, r"^acc_width must be an integer from 4 to 64, not 65$"),
+    ({"weight_frac": -1}, TypeError, r"^weight_frac must be a non-negative integer, not -1$"),
+    ({"lut_multipliers": None}, TypeError,
+     r"^lut_multipliers must be a non-negative integer, not None$"),
+    ({"acc_width": 24}, ValueError,
+     r"^acc_width \(24\) must be at least 2 \* operand_width \(32\)$"),
+    ({"weight_frac": 16}, ValueError,
+     r"^weight_frac \(16\) cannot exceed operand_width - 1 \(15\)$"),
+    ({"act_frac": 9, "weight_frac": 4, "operand_width": 8, "acc_width": 16}, ValueError,
+     r"^act_frac \(9\) cannot exceed operand_width - 1 \(7\)$"),
+    ({"cell_frac": 31}, ValueError, r"^cell_frac \(31\) cannot exceed acc_width - 2 \(30\)$"),
+    ({"pes": 6}, ValueError, r"^pes \(6\) must be a multiple of 4: a pass computes the four "
+                             r"gate rows of whole hidden units$"),
+    ({"input_size": 1792, "hidden_size": 256, "pes": 1000, "blocks": 16, "post_units": 2},
+     ValueError, r"^pes \(1000\) must divide 4 \* hidden_size \(1024\) or be a multiple "
+                 r"of it$"),
+    ({"pes": 96}, ValueError, r"^pes \(96\) must divide 4 \* hidden_size \(64\) or be a "
+                              r"multiple of it$"),
+    ({"lut_multipliers": 65}, ValueError, r"^lut_multipliers \(65\) cannot exceed pes \(64\)$"),
+    ({"blocks": 5}, ValueError, r"^blocks \(5\) must divide the columns of every layer: "
+                                r"input_size \+ hidden_size \(96\)$"),
+    ({"blocks": 3, "layers": 2}, ValueError,
+     r"^blocks \(3\) must divide the columns of every layer: input_size \+ hidden_size "
+     r"\(96\) and 2 \* hidden_size \(32\)$"),
+    ({"pes": 128, "blocks": 32}, ValueError,
+     r"^columns per block \(3\) must be a multiple of pes / \(4 \* hidden_size\) \(2\), the "
+     r"columns a cycle consumes$"),
+    ({"batch": 17}, ValueError, r"^batch \(17\) cannot exceed seq_len \(16\)$"),
+    ({"bus_weights": 12}, ValueError, r"^bus_weights \(12\) must be a power of two$"),
+    ({"bus_weights": 128}, ValueError,
+     r"^bus_weights \* operand_width \(2048\) cannot exceed 1024, the widest AXI4 data bus$"),
+    ({"input_size": 12, "hidden_size": 4, "pes": 16, "bus_weights": 32}, ValueError,
+     r"^bus_weights \(32\) must divide 4 \* hidden_size \(16\): a beat carries part of one "
+     r"column$"),
+    ({"post_units": 3}, ValueError,
+     r"^post_units \(3\) must divide the hidden units a pass completes \(16\)$"),
+])
+def test_config_rejects(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        SBEConfig(**{**SMALL, **kwargs})
+
+
+def test_defaults_are_valid_and_parse_from_the_command_line():
+    config = SBEConfig()
+    assert config.case == 1 and config.passes == 1
+    assert any(line.startswith("pes (int, default 64)") for line in param_help(SBEConfig))
+    parsed = parse_params(SBEConfig, ["batch_norm=true", "pes=32", "post_units=2"])
+    assert parsed.batch_norm and parsed.passes == 2 and parsed.units_per_pass == 8
+
+
+def test_layer_index_is_checked():
+    with pytest.raises(TypeError, match=r"^layer index must be an integer from 0 to 0, not 1$"):
+        SBEConfig().layer(1)
+
+
+def test_pes_below_and_above_the_rows():
+    passes = SBEConfig(**{**SMALL, "pes": 16, "post_units": 2})
+    assert (passes.passes, passes.columns_per_cycle, passes.rows_per_pass) == (4, 1, 16)
+    assert passes.units_per_pass == 4 and passes.bb_fifo_depth == 32
+    wide = SBEConfig(**{**SMALL, "pes": 256})
+    assert (wide.passes, wide.columns_per_cycle, wide.rows_per_pass) == (1, 4, 64)
+    assert wide.units_per_pass == 16 and wide.dsp == 256
+
+
+@pytest.mark.parametrize("blocks, case, first, x_cols", [
+    (1, 1, 0, 80),      # everything in one block
+    (2, 1, 1, 32),      # 48-column blocks: h shares block 1 with 32 x columns
+    (4, 1, 3, 8),
+    (6, 1, 5, 0),       # 16-column blocks: h exactly the last block
+    (8, 2, 6, 8),       # 12-column blocks: h from column 80 = block 6 + 8 columns
+    (12, 2, 10, 0),
+    (16, 3, 13, 2),
+    (24, 3, 20, 0),
+])
+def test_cases_by_blocks(blocks, case, first, x_cols):
+    config = SBEConfig(**{**SMALL, "blocks": blocks})
+    shape = config.layer(0)
+    assert isinstance(shape, LayerShape)
+    assert (shape.case, shape.first_hidden_block, shape.x_columns_in_hidden_blocks) == \
+        (case, first, x_cols)
+    assert shape.hidden_blocks == blocks - first
+    assert shape.alpha == first / blocks
+    assert config.case == case and config.cases == (case,)
+    assert config.weights_resident == (blocks <= 2)
+
+
+def test_layers_after_the_first_read_h():
+    config = SBEConfig(**{**SMALL, "layers": 3, "blocks": 2})
+    shapes = config.layer_shapes
+    assert [s.input_size for s in shapes] == [80, 16, 16]
+    assert [s.columns for s in shapes] == [96, 32, 32]
+    assert [s.block_columns for s in shapes] == [48, 16, 16]
+    assert config.max_block_columns == 48
+    assert config.cases == (1, 1, 1)
+    assert config.macs_per_step == 64 * (96 + 32 + 32)
+
+
+def test_weight_traffic_per_batch():
+    case1 = SBEConfig(**SMALL)                       # every block once per batch
+    assert case1.weight_words_per_batch == 64 * 96
+    case3 = SBEConfig(**{**SMALL, "blocks": 16})     # 13 x blocks once, 3 h blocks per step
+    assert case3.weight_words_per_batch == 64 * 6 * (13 + 8 * 3)
+    resident = SBEConfig(**{**SMALL, "blocks": 2})
+    assert resident.weight_words_per_batch == 0
+
+
+def test_paper_designs():
+    # "LSTM-256 ... Each LSTM-256 gate weights matrix is 2048*256", Npe = 1024, B = 64,
+    # Nt = 16 ("when the DMA data bus is 256-bit"), "the proper blocking number is 16".
+    z = ZC706_LSTM256
+    assert (z.columns, z.rows, z.pes, z.batch, z.bus_weights, z.blocks) == \
+        (2048, 1024, 1024, 64, 16, 16)
+    assert z.bus_weights * z.operand_width == 256
+    assert z.case == 2                           # 256 h columns = two 128-column blocks
+    assert z.post_units == 4                     # "The number of PPs is 4"
+    assert z.dsp == get_board("zc706").capacity.dsp == 900
+    # "only 1/8 on-chip memory required compared to ... all the weights on-chip"
+    assert z.buffer_words * 8 == z.weight_words
+    # "Note that there are 2048 PEs ... for LSTM-512 targeting Virtex 7 VX690T"
+    v = VC709_LSTM512
+    assert (v.input_size, v.hidden_size, v.pes, v.rows) == (1792, 512, 2048, 2048)
+    assert v.case == 2 and v.dsp <= get_board("vc709").capacity.dsp
+    assert set(PRESETS) == {"zc706-lstm256", "vc709-lstm512"}
+    assert PRESETS["vc709-lstm512"].clock_hz == 125e6    # "only runs at 125MHz"
+    assert PRESETS["zc706-lstm256"].clock_hz is None     # not in the paper's text
+    for preset in PRESETS.values():
+        get_board(preset.board)
+        assert dataclasses.replace(preset.config) == preset.config
+
+
+def test_weight_sizes_quoted_by_the_paper():
+    """Introduction: "The size of weights for a typical single LSTM layer with both input
+    and hidden vector sizes as 512 is around 33.6Mb when the data precision is 16-bit. This
+    size becomes 134.3Mb when both the sizes of the vectors become 1024." (biases
+    included, 1 Mb = 10**6 bits); Experimental Setup: the ZC706 model's weights "are more
+    than 32Mb"."""
+    def megabits(config):
+        return (config.weight_words + config.rows) * config.operand_width / 1e6
+    common = dict(pes=4, batch=1, blocks=1, bus_weights=4, post_units=1, seq_len=1)
+    assert round(megabits(SBEConfig(input_size=512, hidden_size=512, **common)), 1) == 33.6
+    assert round(megabits(SBEConfig(input_size=1024, hidden_size=1024, **common)), 1) == 134.3
+    assert megabits(ZC706_LSTM256) > 32 * 2 ** 20 / 1e6
+
+
+def test_bram_eq7():
+    z = ZC706_LSTM256
+    # (Lx + Lh)(4 Lh + B) DW 2 / Nb / BRAM_size, BB-FIFOs (64 deep) in LUTRAM
+    assert z.bb_fifo_in_lutram
+    assert z.bram_eq7 == pytest.approx(2048 * (1024 + 64) * 16 * 2 / 16 / 36864)
+    deep = dataclasses.replace(z, batch=128)
+    assert not deep.bb_fifo_in_lutram
+    assert deep.bram_eq7 == pytest.approx(
+        (2048 * (1024 + 128) * 16 * 2 / 16 + 128 * 1024 * 16) / 36864)
+
+
+def test_latency_budget():
+    config = SBEConfig()
+    assert config.pipeline_latency == sum(config.latency_stages.values()) == 17
+    assert dataclasses.replace(config, batch_norm=True).pipeline_latency == 19
+    assert config.drain_cycles == 4                  # 16 units over 4 post units
+    assert GATES == ("i", "u", "f", "o")
