@@ -9,6 +9,9 @@ from .fixed import (QFormat, Rounding, Overflow, round_shift, rescale_value, Res
 from .pwl import (FUNCTIONS, PWLTable, pwl_table, PiecewiseLinear, PWLSigmoid, PWLTanh,
                   SigmoidDerivative, TanhDerivative)
 from .float import FloatFormat, FP32, BF16, FP16, FloatAdd, FloatMul
+from .accumulator import StreamingAccumulator, ReductionStep, reduction_schedule
+from .activation import (ActivationTable, activation_table, FloatActivation, FloatSigmoid,
+                         FloatTanh, FloatSigmoidDerivative, FloatTanhDerivative)
 
 __all__ = [
     "QFormat", "Rounding", "Overflow", "round_shift", "rescale_value", "Rescale", "FixedMul",
@@ -16,4 +19,7 @@ __all__ = [
     "FUNCTIONS", "PWLTable", "pwl_table", "PiecewiseLinear", "PWLSigmoid", "PWLTanh",
     "SigmoidDerivative", "TanhDerivative",
     "FloatFormat", "FP32", "BF16", "FP16", "FloatAdd", "FloatMul",
+    "StreamingAccumulator", "ReductionStep", "reduction_schedule",
+    "ActivationTable", "activation_table", "FloatActivation", "FloatSigmoid", "FloatTanh",
+    "FloatSigmoidDerivative", "FloatTanhDerivative",
 ]

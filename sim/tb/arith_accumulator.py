@@ -1,0 +1,417 @@
+"""cocotb bench: streaming accumulators (:mod:`nnrtl.hw.arith.accumulator`) under
+Verilator, bit-exact against :mod:`nnrtl.sim.golden.accumulator`, with random gaps and
+backpressure, and the latency overhead measured against the stream length.
+
+An accumulator is described by a JSON-able *spec* (:func:`accumulator_spec`);
+:class:`AccumulatorBundle` puts several side by side so that one build and one
+simulation serve them all. The bench rebuilds each unit from its spec and takes the
+payload layout, the expected sums (:func:`expected`) and the latency formula
+(``unit.latency(n)``) from it -- nothing is restated. :func:`random_streams`,
+:func:`amaranth_run` and :func:`check_in_amaranth` also serve the Amaranth-simulator tests.
+
+Parameters (``tb_params()``): ``units``, ``{name: spec}`` (the names those of the
+bundle); ``streams`` per unit and ``max_length``; ``patterns``, a list of
+``[gap_probability, stall_probability]`` over which each unit's streams are split;
+``overhead_lengths``, stream lengths run back to back with neither gaps nor
+backpressure to measure the latency; ``seed``.
+
+Per unit: driver -> accumulator -> monitor -> in-order checker; one coroutine serves
+every unit at each rising edge (sampling the values from before the edge). Checked
+besides the sums: a sum offered and not taken stays put; without gaps and stalls every
+sum leaves ``latency(n)`` cycles after its stream's first input, and the next stream's
+first input is taken in the cycle the sum leaves. Reported: ``bit_exact``, ``cycles``,
+``streams``, ``values`` and per unit (``units``) ``streams``, ``values``,
+``mismatches``, ``reduction_cycles``, ``latency_checked`` / ``latency_matches`` (every
+stream without gaps or stalls), ``latency`` / ``measured_latency`` / ``overhead`` keyed
+by the ``overhead_lengths``.
+"""
+
+import random
+
+import cocotb
+import numpy as np
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import connect, flipped
+from cocotb.triggers import ClockCycles, RisingEdge
+
+from nnrtl.hw.arith.accumulator import StreamingAccumulator
+from nnrtl.hw.arith.float_format import FloatFormat
+from nnrtl.sim.golden.accumulator import streaming_sums
+from nnrtl.sim.golden.float import special_values, to_bits
+from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+
+__all__ = ["accumulator_spec", "build_accumulator", "random_streams", "expected", "beats",
+           "amaranth_run", "check_in_amaranth", "PATTERNS", "AccumulatorBundle"]
+
+
+def accumulator_spec(fmt, *, adder_stages=3, flush_subnormals=False):
+    """A JSON-able description of ``StreamingAccumulator(fmt, ...)``."""
+    return {"fmt": [fmt.exponent_bits, fmt.mantissa_bits], "adder_stages": adder_stages,
+            "flush_subnormals": flush_subnormals}
+
+
+def build_accumulator(spec):
+    """The accumulator a spec describes."""
+    return StreamingAccumulator(FloatFormat(*spec["fmt"]), adder_stages=spec["adder_stages"],
+                                flush_subnormals=spec["flush_subnormals"])
+
+
+#: Kinds of streams :func:`random_streams` draws, with their shares.
+KINDS = {
+    "normal": 0.30,      # normal values around one random scale
+    "magnitudes": 0.20,  # magnitudes spread over the whole exponent range: absorption
+    "cancelling": 0.15,  # values and their negations interleaved, plus small ones
+    "special": 0.15,     # a normal stream with one or two special values inserted
+    "zeros": 0.05,       # signed zeros (and, with flushing, subnormals)
+    "overflow": 0.05,    # values near the largest finite, one sign: an infinity
+    "uniform": 0.10,     # uniformly random bit patterns (NaNs and infinities included)
+}
+
+
+def _length(rng, max_length, slots):
+    pick = rng.random()
+    if pick < 0.3:
+        return int(rng.integers(1, min(2 * slots + 3, max_length) + 1))
+    if pick < 0.7:
+        return int(rng.integers(1, min(200, max_length) + 1))
+    return int(rng.integers(1, max_length + 1))
+
+
+def _stream(fmt, rng, kind, n):
+    specials = special_values(fmt)
+    top = fmt.emax
+    if kind == "normal":
+        scale = 2.0 ** rng.integers(fmt.emin // 2, top // 2 + 1)
+        return to_bits(fmt, rng.normal(size=n) * scale)
+    if kind == "magnitudes":
+        signs = rng.integers(0, 2, n, dtype=np.uint64) << np.uint64(fmt.width - 1)
+        return signs | rng.integers(0, fmt.max_finite + 1, n, dtype=np.uint64)
+    if kind == "cancelling":
+        x = rng.normal(size=n) * 2.0 ** rng.integers(-4, 5)
+        x[1::2] = -x[0::2][:len(x[1::2])] + rng.normal(size=len(x[1::2])) * 2.0 ** -10
+        return to_bits(fmt, x)
+    if kind == "special":
+        values = to_bits(fmt, rng.normal(size=n)).astype(np.uint64)
+        names = sorted(specials)
+        for _ in range(int(rng.integers(1, 3))):
+            values[rng.integers(0, n)] = specials[names[rng.integers(0, len(names))]]
+        return values
+    if kind == "zeros":
+        zeros = [specials["+0"], specials["-0"], specials["+min_subnormal"],
+                 specials["-max_subnormal"]]
+        weights = np.array([0.3, 0.6, 0.05, 0.05])
+        return np.asarray(zeros, dtype=np.uint64)[rng.choice(4, n, p=weights)]
+    if kind == "overflow":
+        sign = np.uint64(int(rng.integers(0, 2)) << (fmt.width - 1))
+        low = fmt.max_finite - (3 << fmt.mantissa_bits)
+        return sign | rng.integers(low, fmt.max_finite + 1, n, dtype=np.uint64)
+    if kind == "uniform":
+        return rng.integers(0, 1 << fmt.width, n, dtype=np.uint64)
+    raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {kind!r}")
+
+
+def random_streams(fmt, rng, count, *, max_length=2000, slots=3):
+    """``count`` streams (arrays of bit patterns) of random kinds (:data:`KINDS`) and
+    lengths from 1 to ``max_length`` (a third no longer than ``2 * slots + 3``, most under
+    200). ``rng`` is a ``numpy.random.Generator``."""
+    kinds = rng.choice(list(KINDS), count, p=list(KINDS.values()))
+    streams = []
+    for kind in kinds:
+        n = _length(rng, max_length, slots)
+        if kind == "uniform":
+            n = min(n, 16)  # NaNs would swamp long ones
+        streams.append(np.asarray(_stream(fmt, rng, kind, n), dtype=np.uint64))
+    return streams
+
+
+def expected(unit, streams):
+    """The sums (ints) the golden model gives for ``streams`` on ``unit``."""
+    return [int(s) for s in streaming_sums(unit.fmt, streams, adder_stages=unit.adder_stages,
+                                           flush_subnormals=unit.flush_subnormals)]
+
+
+def beats(unit, streams):
+    """The input payload words (ints) of ``streams``: ``value`` and ``last``, packed with
+    the offsets of ``unit.i.payload``'s layout."""
+    layout = unit.i.payload.shape()
+    value, last = layout["value"].offset, layout["last"].offset
+    return [(int(v) << value) | (int(k == len(s) - 1) << last)
+            for s in streams for k, v in enumerate(s)]
+
+
+def _stream_starts(streams):
+    return list(np.cumsum([0] + [len(s) for s in streams])[:-1])
+
+
+async def amaranth_run(ctx, unit, streams, *, rng, gap=0.0, stall=0.0, timeout=20000):
+    """Send ``streams`` on ``unit.i`` with random gaps while taking their sums from
+    ``unit.o`` with random stalls (Amaranth simulator). Returns ``(accepted, taken,
+    sums)``: the cycles of the input and output handshakes, and the sums."""
+    words = beats(unit, streams)
+    payload = unit.i.payload.as_value()
+    accepted, taken, sums = [], [], []
+    sent, cycle, offering, idle, held = 0, 0, False, 0, None
+    while len(sums) < len(streams):
+        if not offering and sent < len(words) and not rng.random() < gap:
+            ctx.set(payload, words[sent])
+            ctx.set(unit.i.valid, 1)
+            offering = True
+        ready = not rng.random() < stall
+        ctx.set(unit.o.ready, int(ready))
+        _clk, _rst, in_ready, out_valid, out_bits = await ctx.tick().sample(
+            unit.i.ready, unit.o.valid, unit.o.payload)
+        cycle += 1
+        idle += 1
+        if offering and in_ready:
+            accepted.append(cycle)
+            sent += 1
+            offering = False
+            ctx.set(unit.i.valid, 0)
+        if held is not None:
+            assert out_valid and out_bits == held, "o changed before it was taken"
+        held = out_bits if out_valid and not ready else None
+        if out_valid and ready:
+            taken.append(cycle)
+            sums.append(out_bits)
+            idle = 0
+        assert idle < timeout, f"no sum in {timeout} cycles"
+    ctx.set(unit.o.ready, 0)
+    return accepted, taken, sums
+
+
+#: Gap / stall probabilities of :func:`check_in_amaranth`: full throughput (the latency
+#: is measured), gaps only, backpressure only, both.
+PATTERNS = [(0.0, 0.0), (0.5, 0.0), (0.0, 0.6), (0.3, 0.5)]
+
+
+def check_in_amaranth(unit, streams, *, seed=0, patterns=PATTERNS):
+    """Run ``streams`` through ``unit`` in the Amaranth simulator under each gap/stall
+    pattern; check the sums against :func:`expected` (bit for bit), and with neither gaps
+    nor stalls the latency of every stream (``unit.latency(n)``) and that each stream's
+    first input is taken in the cycle the previous sum leaves. Returns the sums."""
+    from amaranth.sim import Simulator
+
+    rng = random.Random(seed)
+    want = expected(unit, streams)
+    starts = _stream_starts(streams)
+    for gap, stall in patterns:
+        outcome = {}
+
+        async def bench(ctx):
+            outcome["run"] = await amaranth_run(ctx, unit, streams, rng=rng, gap=gap,
+                                                stall=stall)
+            for _ in range(unit.reduction_cycles + 4):
+                await ctx.tick()
+                assert not ctx.get(unit.o.valid), "a sum beyond the expected ones"
+
+        sim = Simulator(unit)
+        sim.add_clock(1e-8)
+        sim.add_testbench(bench)
+        sim.run()
+        accepted, taken, got = outcome["run"]
+        assert got == want, f"sums differ from the model (gap {gap}, stall {stall})"
+        if gap == 0 and stall == 0:
+            measured = [t - accepted[s] for t, s in zip(taken, starts)]
+            assert measured == [unit.latency(len(s)) for s in streams]
+            assert [accepted[s] for s in starts[1:]] == taken[:-1]
+    return want
+
+
+class AccumulatorBundle(wiring.Component):
+    """Several accumulators side by side, for one Verilator build and one simulation.
+
+    Parameters
+    ----------
+    specs : dict
+        ``{name: accumulator_spec(...)}``; ``name`` must be a Python identifier.
+
+    Attributes
+    ----------
+    i_<name> : In(the unit's ``i`` signature)
+    o_<name> : Out(the unit's ``o`` signature)
+        In Verilog: ``i_<name>__valid``, ``i_<name>__ready``, ``i_<name>__payload``, ...
+    """
+
+    def __init__(self, specs):
+        self._specs = dict(specs)
+        self._units = {name: build_accumulator(spec) for name, spec in self._specs.items()}
+        members = {}
+        for name, unit in self._units.items():
+            if not name.isidentifier():
+                raise ValueError(f"unit name must be an identifier, not {name!r}")
+            members[f"i_{name}"] = unit.signature.members["i"]
+            members[f"o_{name}"] = unit.signature.members["o"]
+        super().__init__(members)
+
+    @property
+    def specs(self):
+        return dict(self._specs)
+
+    def elaborate(self, platform):
+        m = Module()
+        for name, unit in self._units.items():
+            m.submodules[name] = unit
+            connect(m, flipped(getattr(self, f"i_{name}")), unit.i)
+            connect(m, unit.o, flipped(getattr(self, f"o_{name}")))
+        return m
+
+
+class _Lane:
+    """Driver, monitor and checker of one accumulator of an :class:`AccumulatorBundle`."""
+
+    def __init__(self, dut, name, unit, seed):
+        self.name, self.unit = name, unit
+        self.rng = random.Random(seed)
+        for port in ("i", "o"):
+            for signal in ("valid", "ready", "payload"):
+                setattr(self, f"{port}_{signal}", getattr(dut, f"{port}_{name}__{signal}"))
+        self.mismatches = self.streams = self.values = 0
+        self.measured = {}
+        self.valid = self.ready = None
+
+    def begin(self, streams, gap, stall):
+        self.chunk, self.gap, self.stall = streams, gap, stall
+        self.want = expected(self.unit, streams) if streams else []
+        self.words = beats(self.unit, streams)
+        self.accepted, self.taken, self.got = [], [], []
+        self.sent, self.offering, self.held = 0, False, None
+
+    @property
+    def done(self):
+        return len(self.got) == len(self.want)
+
+    def drive(self):
+        """Before an edge: offer the next input (unless a gap), decide on ``o.ready``."""
+        rng = self.rng
+        if (not self.offering and self.sent < len(self.words)
+                and not (self.gap and rng.random() < self.gap)):
+            self.i_payload.value = self.words[self.sent]
+            self.offering = True
+        if self.offering != self.valid:
+            self.i_valid.value = int(self.offering)
+            self.valid = self.offering
+        accept = not (self.stall and rng.random() < self.stall) and not self.done
+        if accept != self.ready:
+            self.o_ready.value = int(accept)
+            self.ready = accept
+
+    def sample(self, cycle):
+        """At an edge: record the handshakes of the cycle that ends (pre-edge values)."""
+        if self.offering and self.i_ready.value:
+            self.accepted.append(cycle)
+            self.sent += 1
+            self.offering = False
+        if self.o_valid.value:
+            bits = int(self.o_payload.value)
+            if self.held is not None:
+                assert bits == self.held, f"{self.name}: o changed before it was taken"
+            if self.ready:
+                self.taken.append(cycle)
+                self.got.append(bits)
+                self.held = None
+            else:
+                self.held = bits
+        else:
+            assert self.held is None, f"{self.name}: o.valid fell before it was taken"
+
+    def check(self, log):
+        """After a run: compare with the model; without gaps and stalls, the latency."""
+        assert not self.o_valid.value, f"{self.name}: a sum beyond the expected ones"
+        for index, (value, model) in enumerate(zip(self.got, self.want)):
+            if value != model:
+                self.mismatches += 1
+                if self.mismatches <= 10:
+                    log.error("%s pattern %s stream %d (%d values): got %#x, model %#x",
+                              self.name, (self.gap, self.stall), index,
+                              len(self.chunk[index]), value, model)
+        if self.gap == 0 and self.stall == 0:
+            starts = _stream_starts(self.chunk)
+            for stream, start, end in zip(self.chunk, starts, self.taken):
+                self.measured.setdefault(len(stream), set()).add(end - self.accepted[start])
+            restarts = [self.accepted[s] for s in starts[1:]]
+            assert restarts == self.taken[:-1], \
+                f"{self.name}: a stream did not start in the cycle the previous sum left"
+        self.streams += len(self.chunk)
+        self.values += sum(len(s) for s in self.chunk)
+
+    def summary(self, lengths):
+        unit = self.unit
+        measured = {n: sorted(self.measured.get(n, ())) for n in lengths}
+        return {
+            "streams": self.streams, "values": self.values, "mismatches": self.mismatches,
+            "adder_stages": unit.adder_stages, "reduction_cycles": unit.reduction_cycles,
+            "latency": {str(n): unit.latency(n) for n in lengths},
+            "measured_latency": {str(n): cycles for n, cycles in measured.items()},
+            "overhead": {str(n): (max(cycles) - n) / n for n, cycles in measured.items()
+                         if cycles},
+            "latency_checked": sum(len(cycles) for cycles in self.measured.values()),
+            "latency_matches": all(c == unit.latency(n) for n, cycles in self.measured.items()
+                                   for c in cycles),
+        }
+
+
+async def _run(dut, lanes, plans, edge, cycles):
+    """Run one chunk of streams per lane (``plans``: ``{lane: (streams, gap, stall)}``)."""
+    for lane in lanes:
+        lane.begin(*plans[lane.name])
+    busy, start = [lane for lane in lanes if not lane.done], cycles
+    limit = 60 * (max(sum(len(s) for s in plans[lane.name][0]) for lane in lanes) + 100)
+    while busy:
+        for lane in busy:
+            lane.drive()
+        await edge
+        cycles += 1
+        for lane in busy:
+            lane.sample(cycles)
+        for lane in busy:
+            if lane.done:
+                lane.drive()  # ready falls at once: a surplus sum stays visible
+        busy = [lane for lane in busy if not lane.done]
+        assert cycles - start < limit, f"stuck: {[lane.name for lane in busy]}"
+    for lane in lanes:
+        lane.drive()  # drop valid / ready
+    await ClockCycles(dut.clk, max(lane.unit.reduction_cycles for lane in lanes) + 4)
+    for lane in lanes:
+        lane.check(dut._log)
+    return cycles
+
+
+@cocotb.test()
+async def accumulators_match_model(dut):
+    params = tb_params()
+    rng = np.random.default_rng(params["seed"])
+    lanes = {name: _Lane(dut, name, build_accumulator(spec), int(rng.integers(1 << 31)))
+             for name, spec in params["units"].items()}
+    patterns = [tuple(pattern) for pattern in params["patterns"]]
+    lengths = list(params.get("overhead_lengths", []))
+    streams = {name: random_streams(lane.unit.fmt, rng, params["streams"],
+                                    max_length=params["max_length"], slots=lane.unit.slots)
+               for name, lane in lanes.items()}
+    edge = RisingEdge(dut.clk)
+    await start_clock_and_reset(dut)
+    cycles = 0
+    for number, (gap, stall) in enumerate(patterns):
+        plans = {}
+        for name, all_streams in streams.items():
+            share = all_streams[number * len(all_streams) // len(patterns):
+                                (number + 1) * len(all_streams) // len(patterns)]
+            plans[name] = (share, gap, stall)
+        start = cycles
+        cycles = await _run(dut, list(lanes.values()), plans, edge, cycles)
+        dut._log.info("pattern %s: %d cycles", (gap, stall), cycles - start)
+    if lengths:
+        plans = {}
+        for name, lane in lanes.items():
+            fmt = lane.unit.fmt
+            plans[name] = ([np.asarray(to_bits(fmt, rng.normal(size=n)), dtype=np.uint64)
+                            for n in lengths], 0.0, 0.0)
+        cycles = await _run(dut, list(lanes.values()), plans, edge, cycles)
+    summaries = {name: lane.summary(lengths) for name, lane in lanes.items()}
+    mismatches = sum(summary["mismatches"] for summary in summaries.values())
+    report({"bit_exact": mismatches == 0, "cycles": cycles, "units": summaries,
+            "streams": sum(s["streams"] for s in summaries.values()),
+            "values": sum(s["values"] for s in summaries.values())})
+    assert mismatches == 0, f"{mismatches} sums differ from the model"
+    for name, summary in summaries.items():
+        assert summary["latency_matches"], f"{name}: measured latency is not latency(n)"
