@@ -30,15 +30,13 @@ import random
 
 import cocotb
 import numpy as np
-from amaranth.hdl import Module
-from amaranth.lib import wiring
-from amaranth.lib.wiring import connect, flipped
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from nnrtl.hw.arith.accumulator import StreamingAccumulator
 from nnrtl.hw.arith.float_format import FloatFormat
 from nnrtl.sim.golden.accumulator import streaming_sums
 from nnrtl.sim.golden.float import special_values, to_bits
+from nnrtl.sim.tb.bundle import StreamUnitBundle
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["accumulator_spec", "build_accumulator", "random_streams", "expected", "beats",
@@ -218,43 +216,11 @@ def check_in_amaranth(unit, streams, *, seed=0, patterns=PATTERNS):
     return want
 
 
-class AccumulatorBundle(wiring.Component):
-    """Several accumulators side by side, for one Verilator build and one simulation.
-
-    Parameters
-    ----------
-    specs : dict
-        ``{name: accumulator_spec(...)}``; ``name`` must be a Python identifier.
-
-    Attributes
-    ----------
-    i_<name> : In(the unit's ``i`` signature)
-    o_<name> : Out(the unit's ``o`` signature)
-        In Verilog: ``i_<name>__valid``, ``i_<name>__ready``, ``i_<name>__payload``, ...
-    """
+class AccumulatorBundle(StreamUnitBundle):
+    """Several units of ``accumulator_spec(...)`` specs side by side (see :class:`StreamUnitBundle`)."""
 
     def __init__(self, specs):
-        self._specs = dict(specs)
-        self._units = {name: build_accumulator(spec) for name, spec in self._specs.items()}
-        members = {}
-        for name, unit in self._units.items():
-            if not name.isidentifier():
-                raise ValueError(f"unit name must be an identifier, not {name!r}")
-            members[f"i_{name}"] = unit.signature.members["i"]
-            members[f"o_{name}"] = unit.signature.members["o"]
-        super().__init__(members)
-
-    @property
-    def specs(self):
-        return dict(self._specs)
-
-    def elaborate(self, platform):
-        m = Module()
-        for name, unit in self._units.items():
-            m.submodules[name] = unit
-            connect(m, flipped(getattr(self, f"i_{name}")), unit.i)
-            connect(m, unit.o, flipped(getattr(self, f"o_{name}")))
-        return m
+        super().__init__(specs, build_accumulator)
 
 
 class _Lane:

@@ -27,15 +27,14 @@ gaps nor stalls, one beat is accepted per cycle. Reported: ``bit_exact``, ``cycl
 import random
 
 import cocotb
-from amaranth.hdl import Module, Shape
-from amaranth.lib import wiring
-from amaranth.lib.wiring import connect, flipped
+from amaranth.hdl import Shape
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from nnrtl.hw.arith import fixed, pwl
 from nnrtl.hw.arith.fixed import Overflow, QFormat, Rounding
 from nnrtl.sim.golden import fixed as golden_fixed
 from nnrtl.sim.golden import pwl as golden_pwl
+from nnrtl.sim.tb.bundle import StreamUnitBundle
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["UNITS", "unit_spec", "build_unit", "random_inputs", "expected", "pack",
@@ -266,43 +265,11 @@ def check_in_amaranth(unit, *, count=240, seed=0, patterns=PATTERNS, inputs=None
     return all_results
 
 
-class UnitBundle(wiring.Component):
-    """Several units side by side, for one Verilator build and one simulation.
-
-    Parameters
-    ----------
-    specs : dict
-        ``{name: unit_spec(...)}``; ``name`` must be a Python identifier.
-
-    Attributes
-    ----------
-    i_<name> : In(the unit's ``i`` signature)
-    o_<name> : Out(the unit's ``o`` signature)
-        In Verilog: ``i_<name>__valid``, ``i_<name>__ready``, ``i_<name>__payload``, ...
-    """
+class UnitBundle(StreamUnitBundle):
+    """Several units of ``unit_spec(...)`` specs side by side (see :class:`StreamUnitBundle`)."""
 
     def __init__(self, specs):
-        self._specs = dict(specs)
-        self._units = {name: build_unit(spec) for name, spec in self._specs.items()}
-        members = {}
-        for name, unit in self._units.items():
-            if not name.isidentifier():
-                raise ValueError(f"unit name must be an identifier, not {name!r}")
-            members[f"i_{name}"] = unit.signature.members["i"]
-            members[f"o_{name}"] = unit.signature.members["o"]
-        super().__init__(members)
-
-    @property
-    def specs(self):
-        return dict(self._specs)
-
-    def elaborate(self, platform):
-        m = Module()
-        for name, unit in self._units.items():
-            m.submodules[name] = unit
-            connect(m, flipped(getattr(self, f"i_{name}")), unit.i)
-            connect(m, unit.o, flipped(getattr(self, f"o_{name}")))
-        return m
+        super().__init__(specs, build_unit)
 
 
 class _Lane:
