@@ -96,7 +96,8 @@ class FloatAdd(FloatUnit):
         )
 
         # align: p significand bits, guard, round, sticky
-        shifted, sticky = shift_right_sticky(Cat(Const(0, 3), s.small), s.difference)
+        shifted, sticky = shift_right_sticky(m, Cat(Const(0, 3), s.small), s.difference,
+                                             name="aligned")
         t = pipe.cut(
             "align",
             sign=s.sign, zero_sign=s.zero_sign, subtract=s.subtract, exponent=s.exponent,
@@ -116,13 +117,18 @@ class FloatAdd(FloatUnit):
         # count: leading zeros, limited so the exponent stays >= 1
         carry = u.total[p + 3]
         zeros = leading_zeros(m, u.total[:p + 3])
-        limit = u.exponent - 1
-        shift = Mux(zeros > limit, limit, zeros)[:len(zeros)]
+        if flush:
+            # a result below the smallest normal is flushed: no need to stop the shift there
+            shift = zeros
+            exponent = Mux(carry, u.exponent + 1, u.exponent - shift)
+        else:
+            limit = u.exponent - 1
+            shift = Mux(zeros > limit, limit, zeros)[:len(zeros)]
+            exponent = Mux(carry, u.exponent + 1, u.exponent - shift)[:e_bits + 1]
         v = pipe.cut(
             "count",
             sign=u.sign, zero_sign=u.zero_sign, total=u.total, carry=carry, shift=shift,
-            exponent=Mux(carry, u.exponent + 1, u.exponent - shift)[:e_bits + 1],
-            exact_zero=u.total == 0,
+            exponent=exponent, exact_zero=u.total == 0,
             nan=u.nan, inf=u.inf,
         )
 
@@ -132,7 +138,7 @@ class FloatAdd(FloatUnit):
         w = pipe.cut(
             "normalize",
             sign=v.sign, zero_sign=v.zero_sign, normalized=normalized,
-            exponent=Mux(normalized[p + 2], v.exponent, 0),
+            exponent=v.exponent if flush else Mux(normalized[p + 2], v.exponent, 0),
             exact_zero=v.exact_zero, nan=v.nan, inf=v.inf,
         )
 

@@ -113,7 +113,8 @@ class FloatMul(FloatUnit):
             normalized, sticky = shifted_left, Const(0, 1)
             exponent = v.exponent
         else:
-            shifted_right, sticky = shift_right_sticky(v.product, v.right)
+            shifted_right, sticky = shift_right_sticky(m, v.product, v.right,
+                                                       name="denormalized")
             normalized = Mux(v.right != 0, shifted_right, shifted_left)
             exponent = Mux(normalized[2 * p - 1], v.exponent, 0)
         w = pipe.cut("normalize", significand=normalized[p:], guard=normalized[p - 1],

@@ -9,7 +9,7 @@ as a whole and stalls as a whole.
 
 from types import SimpleNamespace
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -195,14 +195,14 @@ def leading_zeros(m, value, name="zeros"):
     return wire(m, result[:width.bit_length()], name)
 
 
-def shift_right_sticky(value, amount):
+def shift_right_sticky(m, value, amount, name="shifted"):
     """``value >> amount`` and the OR of the bits shifted out (any ``amount``, even wider
     than ``value``). Returns ``(shifted, sticky)``."""
-    value = Value.cast(value)
+    value = wire(m, value, f"{name}_in")
     width = len(value)
     clamped = Mux(amount > width, width, amount)
-    wide = Cat(Const(0, width), value) >> clamped
-    return wide[width:], wide[:width].any()
+    wide = wire(m, Cat(Const(0, width), value) >> clamped, f"{name}_wide")
+    return wide[width:], wire(m, wide[:width].any(), f"{name}_sticky")
 
 
 def round_and_pack(m, fmt, *, sign, exponent, significand, guard, sticky, flush_subnormals):

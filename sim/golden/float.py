@@ -29,7 +29,7 @@ subnormals, overflow, cancellation, exact ties).
 
 import numpy as np
 
-from nnrtl.hw.arith.float_format import BF16, FP16, FP32, FloatFormat
+from nnrtl.hw.arith.float_format import FloatFormat
 
 
 __all__ = ["float_add", "float_sub", "float_mul", "pattern_dtype", "to_bits", "from_bits",
@@ -122,7 +122,8 @@ def _round(fmt, sign, significand, quantum, flush):
     normal = (kept >> m_bits) != 0
     field = np.where(normal, target + m_bits + fmt.bias, 0).astype(np.int64)
     sign_bit = _amount(significand, sign) << (fmt.width - 1)
-    bits = sign_bit | (_amount(kept, np.clip(field, 0, None)) << m_bits) | (kept & fmt.mantissa_mask)
+    field_in_place = _amount(kept, np.clip(field, 0, None)) << m_bits
+    bits = sign_bit | field_in_place | (kept & fmt.mantissa_mask)
     bits = np.where(field >= (1 << fmt.exponent_bits) - 1, sign_bit | fmt.infinity, bits)
     if flush:
         bits = np.where(field < 1, sign_bit, bits)

@@ -1,0 +1,228 @@
+# amaranth: UnusedElaboratable=no
+"""FloatAdd and FloatMul (Amaranth simulator) against the numpy models, bit for bit."""
+
+import random
+
+import numpy as np
+import pytest
+from amaranth.hdl import ClockDomain, Module
+from amaranth.sim import Simulator
+
+from nnrtl.hw.arith.float import BF16, FP16, FP32, FloatAdd, FloatFormat, FloatMul
+from nnrtl.sim.golden.float import (float_add, float_mul, float_sub, random_operands,
+                                    special_values)
+from nnrtl.sim.tb.bus_amaranth import stream_receive, stream_send
+
+
+FORMATS = [FP32, BF16, FP16]
+MODELS = {"add": float_add, "sub": float_sub, "mul": float_mul}
+
+
+def make_unit(op, fmt, **kwargs):
+    return (FloatMul if op == "mul" else FloatAdd)(fmt, **kwargs)
+
+
+def run(dut, *testbenches):
+    top = Module()  # gives a combinational unit (stages=0) a clock to step with
+    top.domains.sync = ClockDomain()
+    top.submodules.dut = dut
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    for testbench in testbenches:
+        sim.add_testbench(testbench)
+    sim.run()
+
+
+def payloads(op, a, b):
+    """Input payloads: an add unit gets the subtract bit (set for sub)."""
+    extra = {} if op == "mul" else {"subtract": int(op == "sub")}
+    return [{"a": int(x), "b": int(y), **extra} for x, y in zip(a, b)]
+
+
+def stream_through(dut, op, a, b, *, gap=0.0, stall=0.0, seed=0):
+    """Send the pairs through ``dut`` with random gaps and backpressure; the results."""
+    results = []
+
+    async def source(ctx):
+        await stream_send(ctx, dut.i, payloads(op, a, b), rng=random.Random(seed),
+                          gap_probability=gap)
+
+    async def sink(ctx):
+        results.extend(await stream_receive(ctx, dut.o, len(a), rng=random.Random(seed + 1),
+                                            stall_probability=stall))
+
+    run(dut, source, sink)
+    return np.array(results, dtype=np.uint64)
+
+
+def expected(op, fmt, a, b, flush):
+    return MODELS[op](fmt, a, b, flush_subnormals=flush).astype(np.uint64)
+
+
+def special_pairs(fmt):
+    values = list(special_values(fmt).values())
+    return (np.array([x for x in values for _ in values], dtype=np.uint64),
+            np.array([y for _ in values for y in values], dtype=np.uint64))
+
+
+def assert_bit_exact(op, fmt, a, b, got, flush):
+    want = expected(op, fmt, a, b, flush)
+    bad = np.nonzero(got != want)[0]
+    assert not len(bad), [(hex(int(a[k])), hex(int(b[k])), hex(int(got[k])), hex(int(want[k])))
+                          for k in bad[:8]]
+
+
+# every stages setting for fp32, the shallowest, default and deepest for the others;
+# flush_subnormals at the shallowest and deepest
+PIPELINES = [(0, False), (1, False), (2, False), (3, False), (4, False), (5, False),
+             (6, False), (1, True), (6, True)]
+RANDOM_CASES = [(op, fmt, stages, flush)
+                for op in ("add", "sub", "mul") for fmt in FORMATS
+                for stages, flush in PIPELINES if fmt == FP32 or stages not in (2, 4, 5)]
+
+
+@pytest.mark.parametrize("op, fmt, stages, flush", RANDOM_CASES, ids=str)
+def test_random_operands_bit_exact(op, fmt, stages, flush):
+    seed = sum(map(ord, f"{op}{fmt}{stages}{flush}"))
+    a, b, _kinds = random_operands(fmt, op, 300, seed)
+    dut = make_unit(op, fmt, stages=stages, flush_subnormals=flush)
+    got = stream_through(dut, op, a, b, gap=0.3, stall=0.3, seed=seed)
+    assert_bit_exact(op, fmt, a, b, got, flush)
+
+
+@pytest.mark.parametrize("flush", [False, True])
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+@pytest.mark.parametrize("op", ["add", "sub", "mul"])
+def test_special_value_table(op, fmt, flush):
+    """Every pairing of ±0, ±min/max subnormal, ±min/max normal, ±1, ±inf, ±qNaN, ±sNaN."""
+    a, b = special_pairs(fmt)
+    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush)
+    assert_bit_exact(op, fmt, a, b, stream_through(dut, op, a, b), flush)
+
+
+@pytest.mark.parametrize("fmt, flush", [(FloatFormat(3, 2), False), (FloatFormat(2, 2), True)],
+                         ids=str)
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_tiny_formats_exhaustively(op, fmt, flush):
+    """All operand pairs of a 6-bit format (3 exponent bits, 2 fraction bits: 4096 pairs)
+    and, flushing subnormals, of a 5-bit one (2 exponent bits, 1024 pairs)."""
+    patterns = np.arange(1 << fmt.width, dtype=np.uint64)
+    a, b = np.repeat(patterns, len(patterns)), np.tile(patterns, len(patterns))
+    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush)
+    assert_bit_exact(op, fmt, a, b, stream_through(dut, op, a, b), flush)
+
+
+@pytest.mark.parametrize("stages", [0, 1, 3, 6])
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_latency_and_full_throughput(op, stages):
+    """With o.ready high, n pairs sent back to back give n results in n + latency cycles,
+    the first one ``latency`` cycles after the first input handshake."""
+    fmt = FP32
+    dut = make_unit(op, fmt, stages=stages)
+    assert dut.latency == stages
+    a, b, _kinds = random_operands(fmt, op, 50, 7)
+    items = payloads(op, a, b)
+    seen = []
+
+    async def bench(ctx):
+        ctx.set(dut.o.ready, 1)
+        ctx.set(dut.i.valid, 1)
+        for cycle in range(len(items) + stages + 2):
+            if cycle < len(items):
+                ctx.set(dut.i.payload, items[cycle])
+            else:
+                ctx.set(dut.i.valid, 0)
+            _clk, _rst, i_ready, o_valid, o_payload = await ctx.tick().sample(
+                dut.i.ready, dut.o.valid, dut.o.payload)
+            assert i_ready or cycle >= len(items)
+            if o_valid:
+                seen.append((cycle, o_payload))
+
+    run(dut, bench)
+    assert [cycle for cycle, _ in seen] == list(range(stages, stages + len(items)))
+    got = np.array([value for _, value in seen], dtype=np.uint64)
+    assert_bit_exact(op, fmt, a, b, got, False)
+
+
+@pytest.mark.parametrize("op", ["add", "mul"])
+def test_stall_holds_the_whole_pipeline(op):
+    """While o.ready is low and o.valid high, i.ready is low and the result holds."""
+    fmt = BF16
+    dut = make_unit(op, fmt, stages=4)
+    a, b, _kinds = random_operands(fmt, op, 8, 8)
+    items = payloads(op, a, b)
+
+    async def bench(ctx):
+        ctx.set(dut.i.valid, 1)
+        ctx.set(dut.i.payload, items[0])
+        ctx.set(dut.o.ready, 0)
+        accepted = 0
+        for _ in range(4):  # fill: the first result reaches o after 4 cycles
+            *_, i_ready = await ctx.tick().sample(dut.i.ready)
+            accepted += i_ready
+            ctx.set(dut.i.payload, items[accepted])
+        assert accepted == 4 and ctx.get(dut.o.valid)
+        held = ctx.get(dut.o.payload)
+        for _ in range(5):
+            assert not ctx.get(dut.i.ready)
+            await ctx.tick()
+            assert ctx.get(dut.o.valid) and ctx.get(dut.o.payload) == held
+        assert held == expected(op, fmt, a[:1], b[:1], False)[0]
+
+    run(dut, bench)
+
+
+def test_payload_layouts_and_properties():
+    add = FloatAdd(FP16, stages=5, flush_subnormals=True)
+    assert add.fmt is FP16 and add.stages == 5 and add.flush_subnormals
+    assert add.latency == 5
+    assert add.registered_steps == ("swap", "align", "add", "count", "round")
+    assert [(name, field.offset, field.width) for name, field in add.payload_layout] == \
+        [("a", 0, 16), ("b", 16, 16), ("subtract", 32, 1)]
+    assert add.o.payload.shape().width == 16
+    mul = FloatMul(FP32)
+    assert mul.stages == mul.latency == 3 and not mul.flush_subnormals
+    assert mul.registered_steps == ("multiply", "normalize", "round")
+    assert [(name, field.offset) for name, field in mul.payload_layout] == [("a", 0), ("b", 32)]
+    assert FloatMul(FP32, stages=6).registered_steps == FloatMul.STEPS
+    assert FloatAdd(BF16, stages=0).registered_steps == ()
+
+
+def test_formats():
+    assert (FP32.width, FP32.bias, FP32.precision, FP32.emin, FP32.emax) == \
+        (32, 127, 24, -126, 127)
+    assert (FP32.canonical_nan, BF16.canonical_nan, FP16.canonical_nan) == \
+        (0x7fc00000, 0x7fc0, 0x7e00)
+    assert (FP16.infinity, FP16.max_finite, FP16.min_normal, FP16.sign_mask) == \
+        (0x7c00, 0x7bff, 0x0400, 0x8000)
+    assert (BF16.width, BF16.bias, BF16.name, str(FP16)) == (16, 127, "bf16", "fp16")
+    assert FloatFormat(8, 23) == FP32 and FloatFormat(8, 23).name == "fp32"
+    assert FloatFormat(4, 3).name == "e4m3" and FloatFormat(11, 52).width == 64
+
+
+@pytest.mark.parametrize("args, message", [
+    ((1, 23), r"^exponent_bits must be an integer from 2 to 11, not 1$"),
+    ((12, 3), r"^exponent_bits must be an integer from 2 to 11, not 12$"),
+    ((8.0, 23), r"^exponent_bits must be an integer from 2 to 11, not 8\.0$"),
+    ((True, 23), r"^exponent_bits must be an integer from 2 to 11, not True$"),
+    ((8, 0), r"^mantissa_bits must be an integer from 1 to 52, not 0$"),
+    ((5, 53), r"^mantissa_bits must be an integer from 1 to 52, not 53$"),
+    ((5, "10"), r"^mantissa_bits must be an integer from 1 to 52, not '10'$"),
+])
+def test_format_checks(args, message):
+    with pytest.raises(TypeError, match=message):
+        FloatFormat(*args)
+
+
+@pytest.mark.parametrize("unit", [FloatAdd, FloatMul])
+def test_unit_checks(unit):
+    with pytest.raises(TypeError, match=r"^fmt must be a FloatFormat, not 'fp32'$"):
+        unit("fp32")
+    with pytest.raises(TypeError, match=r"^stages must be an integer from 0 to 6, not 7$"):
+        unit(FP32, stages=7)
+    with pytest.raises(TypeError, match=r"^stages must be an integer from 0 to 6, not -1$"):
+        unit(FP32, stages=-1)
+    with pytest.raises(TypeError, match=r"^stages must be an integer from 0 to 6, not True$"):
+        unit(FP32, stages=True)
+    with pytest.raises(TypeError, match=r"^flush_subnormals must be a bool, not 1$"):
+        unit(FP32, flush_subnormals=1)

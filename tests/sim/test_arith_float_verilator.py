@@ -1,0 +1,103 @@
+# amaranth: UnusedElaboratable=no
+"""FloatAdd / FloatMul under Verilator against the numpy models (bench in
+nnrtl.sim.tb.arith_float).
+
+``make test`` streams a reduced count per operation and format; the full count, 10**6
+operand pairs per operation per format, is marked ``slow`` and selected by ``make
+verify-arith`` (``pytest -m slow -k arith``). To keep Verilator builds few, an adder and a
+multiplier sit side by side in one :class:`StreamUnitBundle` (ports ``i_add__payload``,
+``o_mul__valid``, ...): one build per format serves add, sub and mul.
+"""
+
+import pytest
+
+from nnrtl.hw.arith.float import BF16, FP16, FP32, FloatAdd, FloatFormat, FloatMul
+from nnrtl.sim.runner import simulate
+from nnrtl.sim.tb.bundle import StreamUnitBundle
+
+
+FORMATS = [FP32, BF16, FP16]
+OPS = ["add", "sub", "mul"]
+REDUCED_COUNT = 20_000
+FULL_COUNT = 1_000_000
+
+
+def spec(fmt, *, stages=3, flush_subnormals=False):
+    return {"exponent_bits": fmt.exponent_bits, "mantissa_bits": fmt.mantissa_bits,
+            "stages": stages, "flush_subnormals": flush_subnormals}
+
+
+def build_unit(spec):
+    unit_class = FloatMul if spec["unit"] == "mul" else FloatAdd
+    return unit_class(FloatFormat(spec["exponent_bits"], spec["mantissa_bits"]),
+                      stages=spec["stages"], flush_subnormals=spec["flush_subnormals"])
+
+
+def bundle(adder, multiplier):
+    """An adder and a multiplier (``spec`` dicts), named ``add`` and ``mul``."""
+    specs = {"add": dict(adder, unit="add"), "mul": dict(multiplier, unit="mul")}
+    name = "float_" + "_".join(
+        f"{key}_{FloatFormat(s['exponent_bits'], s['mantissa_bits']).name}_s{s['stages']}"
+        + ("_ftz" if s["flush_subnormals"] else "") for key, s in specs.items())
+    return StreamUnitBundle(specs, build_unit), name
+
+
+def run_bench(design, op, *, count, backpressure_count, seed=1):
+    top, name = design
+    key = "mul" if op == "mul" else "add"
+    unit = build_unit(top.specs[key])
+    fmt = unit.fmt
+    fields = ["a", "b"] if op == "mul" else ["a", "b", "subtract"]
+    result = simulate(top, test_module="nnrtl.sim.tb.arith_float", name=name, seed=seed,
+                      params={
+                          "ports": {"i": f"i_{key}", "o": f"o_{key}"},
+                          "op": op,
+                          "exponent_bits": fmt.exponent_bits,
+                          "mantissa_bits": fmt.mantissa_bits,
+                          "flush_subnormals": unit.flush_subnormals,
+                          "latency": unit.latency,
+                          "offsets": {field: unit.payload_layout[field].offset
+                                      for field in fields},
+                          "count": count,
+                          "backpressure_count": backpressure_count,
+                      })
+    print(op, fmt, f"stages={unit.stages}", f"flush={unit.flush_subnormals}", result)
+    assert result["vectors"] == count
+    assert result["mismatches"] == 0, result["examples"]
+    assert result["cycles"] == count + unit.latency
+    assert result["first_latency"] == unit.latency
+    if backpressure_count:
+        assert result["backpressure_vectors"] == backpressure_count
+        assert result["backpressure_mismatches"] == 0, result["backpressure_examples"]
+    return result
+
+
+def default_bundle(fmt):
+    return bundle(spec(fmt), spec(fmt))
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_reduced_count(op, fmt):
+    run_bench(default_bundle(fmt), op, count=REDUCED_COUNT, backpressure_count=2_000)
+
+
+# the shallowest and deepest pipelines, with and without flushing, in two more builds
+VARIANTS = {
+    "fp32_ftz": (spec(FP32, stages=6, flush_subnormals=True),
+                 spec(FP32, stages=1, flush_subnormals=True)),
+    "fp16_bf16": (spec(FP16, stages=1), spec(BF16, stages=6)),
+}
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("op", OPS)
+def test_pipeline_depths_and_flush(op, variant):
+    run_bench(bundle(*VARIANTS[variant]), op, count=5_000, backpressure_count=1_000, seed=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", FORMATS, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_full_count_arith_float(op, fmt):
+    run_bench(default_bundle(fmt), op, count=FULL_COUNT, backpressure_count=100_000, seed=3)
