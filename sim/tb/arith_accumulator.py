@@ -36,7 +36,7 @@ from nnrtl.hw.arith.accumulator import StreamingAccumulator
 from nnrtl.hw.arith.float_format import FloatFormat
 from nnrtl.sim.golden.accumulator import streaming_sums
 from nnrtl.sim.golden.float import special_values, to_bits
-from nnrtl.sim.tb.bundle import StreamUnitBundle
+from nnrtl.sim.tb.bundle import StreamLane, StreamUnitBundle
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["accumulator_spec", "build_accumulator", "random_streams", "expected", "beats",
@@ -223,7 +223,7 @@ class AccumulatorBundle(StreamUnitBundle):
         super().__init__(specs, build_accumulator)
 
 
-class _Lane:
+class _Lane(StreamLane):
     """Driver, monitor and checker of one accumulator of an :class:`AccumulatorBundle`."""
 
     def __init__(self, dut, name, unit, seed):
@@ -242,44 +242,6 @@ class _Lane:
         self.words = beats(self.unit, streams)
         self.accepted, self.taken, self.got = [], [], []
         self.sent, self.offering, self.held = 0, False, None
-
-    @property
-    def done(self):
-        return len(self.got) == len(self.want)
-
-    def drive(self):
-        """Before an edge: offer the next input (unless a gap), decide on ``o.ready``."""
-        rng = self.rng
-        if (not self.offering and self.sent < len(self.words)
-                and not (self.gap and rng.random() < self.gap)):
-            self.i_payload.value = self.words[self.sent]
-            self.offering = True
-        if self.offering != self.valid:
-            self.i_valid.value = int(self.offering)
-            self.valid = self.offering
-        accept = not (self.stall and rng.random() < self.stall) and not self.done
-        if accept != self.ready:
-            self.o_ready.value = int(accept)
-            self.ready = accept
-
-    def sample(self, cycle):
-        """At an edge: record the handshakes of the cycle that ends (pre-edge values)."""
-        if self.offering and self.i_ready.value:
-            self.accepted.append(cycle)
-            self.sent += 1
-            self.offering = False
-        if self.o_valid.value:
-            bits = int(self.o_payload.value)
-            if self.held is not None:
-                assert bits == self.held, f"{self.name}: o changed before it was taken"
-            if self.ready:
-                self.taken.append(cycle)
-                self.got.append(bits)
-                self.held = None
-            else:
-                self.held = bits
-        else:
-            assert self.held is None, f"{self.name}: o.valid fell before it was taken"
 
     def check(self, log):
         """After a run: compare with the model; without gaps and stalls, the latency."""

@@ -34,7 +34,7 @@ from nnrtl.hw.arith import fixed, pwl
 from nnrtl.hw.arith.fixed import Overflow, QFormat, Rounding
 from nnrtl.sim.golden import fixed as golden_fixed
 from nnrtl.sim.golden import pwl as golden_pwl
-from nnrtl.sim.tb.bundle import StreamUnitBundle
+from nnrtl.sim.tb.bundle import StreamLane, StreamUnitBundle
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["UNITS", "unit_spec", "build_unit", "random_inputs", "expected", "pack",
@@ -272,7 +272,7 @@ class UnitBundle(StreamUnitBundle):
         super().__init__(specs, build_unit)
 
 
-class _Lane:
+class _Lane(StreamLane):
     """Driver, monitor and checker of one unit of a :class:`UnitBundle`."""
 
     def __init__(self, dut, name, unit, inputs, seed):
@@ -300,44 +300,6 @@ class _Lane:
         self.words = [pack(layout, beat) for beat in self.chunk]
         self.accepted, self.taken, self.got = [], [], []
         self.sent, self.offering, self.valid, self.ready, self.held = 0, False, False, None, None
-
-    @property
-    def done(self):
-        return len(self.got) == len(self.want)
-
-    def drive(self):
-        """Before an edge: offer the next input (unless a gap), decide on ``o.ready``."""
-        rng = self.rng
-        if (not self.offering and self.sent < len(self.words)
-                and not (self.gap and rng.random() < self.gap)):
-            self.i_payload.value = self.words[self.sent]
-            self.offering = True
-        if self.offering != self.valid:
-            self.i_valid.value = int(self.offering)
-            self.valid = self.offering
-        accept = not (self.stall and rng.random() < self.stall) and not self.done
-        if accept != self.ready:
-            self.o_ready.value = int(accept)
-            self.ready = accept
-
-    def sample(self, cycle):
-        """At an edge: record the handshakes of the cycle that ends (pre-edge values)."""
-        if self.offering and self.i_ready.value:
-            self.accepted.append(cycle)
-            self.sent += 1
-            self.offering = False
-        if self.o_valid.value:
-            bits = int(self.o_payload.value)
-            if self.held is not None:
-                assert bits == self.held, f"{self.name}: o changed before it was taken"
-            if self.ready:
-                self.taken.append(cycle)
-                self.got.append(bits)
-                self.held = None
-            else:
-                self.held = bits
-        else:
-            assert self.held is None, f"{self.name}: o.valid fell before it was taken"
 
     def check(self, log):
         """After a pattern: compare with the model, measure latency and throughput."""

@@ -5,7 +5,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import connect, flipped
 
-__all__ = ["StreamUnitBundle"]
+__all__ = ["StreamUnitBundle", "StreamLane"]
 
 
 class StreamUnitBundle(wiring.Component):
@@ -49,3 +49,53 @@ class StreamUnitBundle(wiring.Component):
             connect(m, flipped(getattr(self, f"i_{name}")), unit.i)
             connect(m, unit.o, flipped(getattr(self, f"o_{name}")))
         return m
+
+
+class StreamLane:
+    """Cycle-by-cycle driver and monitor of one unit of a :class:`StreamUnitBundle` in a
+    cocotb bench: offers ``words`` on ``i`` with random gaps, takes results from ``o``
+    with random stalls, records handshake cycles and checks that a waiting result holds.
+
+    A subclass sets ``name``, ``rng``, ``gap``, ``stall``, ``words``, ``want``, the port
+    handles ``i_payload``, ``i_valid``, ``i_ready``, ``o_payload``, ``o_valid``, ``o_ready``
+    and the state ``accepted``, ``taken``, ``got``, ``sent``, ``offering``, ``valid``,
+    ``ready``, ``held``.
+    """
+
+    @property
+    def done(self):
+        return len(self.got) == len(self.want)
+
+    def drive(self):
+        """Before an edge: offer the next input (unless a gap), decide on ``o.ready``."""
+        rng = self.rng
+        if (not self.offering and self.sent < len(self.words)
+                and not (self.gap and rng.random() < self.gap)):
+            self.i_payload.value = self.words[self.sent]
+            self.offering = True
+        if self.offering != self.valid:
+            self.i_valid.value = int(self.offering)
+            self.valid = self.offering
+        accept = not (self.stall and rng.random() < self.stall) and not self.done
+        if accept != self.ready:
+            self.o_ready.value = int(accept)
+            self.ready = accept
+
+    def sample(self, cycle):
+        """At an edge: record the handshakes of the cycle that ends (pre-edge values)."""
+        if self.offering and self.i_ready.value:
+            self.accepted.append(cycle)
+            self.sent += 1
+            self.offering = False
+        if self.o_valid.value:
+            bits = int(self.o_payload.value)
+            if self.held is not None:
+                assert bits == self.held, f"{self.name}: o changed before it was taken"
+            if self.ready:
+                self.taken.append(cycle)
+                self.got.append(bits)
+                self.held = None
+            else:
+                self.held = bits
+        else:
+            assert self.held is None, f"{self.name}: o.valid fell before it was taken"
