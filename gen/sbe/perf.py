@@ -374,41 +374,70 @@ def predict(config, *, pipeline_latency=None, seq_len=None):
 
     tl = _Timeline(config, latency)
     sizes = _batch_sizes(config, seq_len)
-    full = sizes[0]
     inputs = [0] * len(sizes)             # cycle each batch's x inputs are all ready
     for shape in config.layer_shapes:
-        lay = _Layer(config, shape)
-        halves = [tl.load(lay.block_words) for _ in range(config.blocks)] \
-            if config.weights_resident else []
-        resident = [loaded for _, loaded in halves] or None
-        ready = np.full(shape.hidden_size, _PAST, dtype=np.int64)
-        done = []
-        index, previous = 0, None
-        while index < len(sizes):
-            key = (tl.key(ready), max(inputs[index] - tl.engine, 0))
-            repeat = 0
-            while index + repeat < len(sizes) and sizes[index + repeat] == full:
-                repeat += 1
-            if (_EXTRAPOLATE and previous is not None and previous[0] == key and repeat
-                    and max(inputs[index:index + repeat]) <= tl.engine):
-                # This batch starts as the last one did: the full batches repeat it.
-                period = tl.repeat(previous[1], repeat)
-                last = done[-1]
-                done.extend(last + period * (i + 1) for i in range(repeat))
-                ready = ready + period * repeat
-                index += repeat
-                previous = None
-                continue
-            previous = (key, tl.marks())
-            ready = _run_batch(tl, lay, sizes[index], ready, inputs[index], resident)
-            done.append(int(ready.max()))
-            index += 1
-        for half, _ in halves:
-            tl.release(half)
-        inputs = done
+        inputs = _run_layer(tl, config, shape, sizes, inputs, every=True)
     macs = seq_len * config.macs_per_step
     return Prediction(cycles=inputs[-1], useful_macs=macs, busy_cycles=tl.busy,
                       weight_words=tl.words, utilization=macs / (config.pes * inputs[-1]))
+
+
+def _run_layer(tl, config, shape, sizes, inputs, *, every=False):
+    """One layer over batches of ``sizes`` steps on timeline ``tl``; ``inputs`` are the
+    cycles each batch's x are ready (``None``: at once). Returns the cycle the last h is
+    usable, or with ``every`` the list of each batch's."""
+    inputs = inputs or [0] * len(sizes)
+    full = sizes[0]
+    lay = _Layer(config, shape)
+    halves = [tl.load(lay.block_words) for _ in range(config.blocks)] \
+        if config.weights_resident else []
+    resident = [loaded for _, loaded in halves] or None
+    ready = np.full(shape.hidden_size, _PAST, dtype=np.int64)
+    done = []
+    index, previous = 0, None
+    while index < len(sizes):
+        key = (tl.key(ready), max(inputs[index] - tl.engine, 0))
+        repeat = 0
+        while index + repeat < len(sizes) and sizes[index + repeat] == full:
+            repeat += 1
+        if (_EXTRAPOLATE and previous is not None and previous[0] == key and repeat
+                and max(inputs[index:index + repeat]) <= tl.engine):
+            # This batch starts as the last one did: the full batches repeat it.
+            period = tl.repeat(previous[1], repeat)
+            last = done[-1]
+            done.extend(last + period * (i + 1) for i in range(repeat))
+            ready = ready + period * repeat
+            index += repeat
+            previous = None
+            continue
+        previous = (key, tl.marks())
+        ready = _run_batch(tl, lay, sizes[index], ready, inputs[index], resident)
+        done.append(int(ready.max()))
+        index += 1
+    for half, _ in halves:
+        tl.release(half)
+    return done if every else done[-1]
+
+
+def run_cycles(config, layer, steps):
+    """Predicted cycles of one run of the engine (:class:`~nnrtl.hw.sbe.SBEEngine`): layer
+    ``layer`` over ``steps`` steps from an idle engine, the header of the run (one beat per
+    hidden unit and field) on the weight stream before the first block, from the start
+    command to the last hidden value."""
+    if not isinstance(config, SBEConfig):
+        raise TypeError(f"config must be an SBEConfig, not {config!r}")
+    shape = config.layer(layer)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
+        raise TypeError(f"steps must be a positive integer, not {steps!r}")
+    tl = _Timeline(config, config.pipeline_latency)
+    tl.dma = config.header_beats
+    ready = _run_layer(tl, config, shape, _batch_sizes(config, steps), None)
+    return ready + RUN_OVERHEAD
+
+
+#: Cycles a run adds to the schedule: the start command reaches the loaders and the
+#: controller one cycle after it is written, and the count ends with the last push.
+RUN_OVERHEAD = 1
 
 
 def _batch_sizes(config, seq_len):

@@ -185,6 +185,14 @@ class Register:
                                  f"{self.name!r}")
             used |= field.mask
 
+    def field(self, name):
+        """The :class:`Field` called ``name``; ``KeyError`` naming the valid ones."""
+        for field in self.fields:
+            if field.name == name:
+                return field
+        raise KeyError(f"register {self.name!r} has no field {name!r}; fields: "
+                       f"{', '.join(f.name for f in self.fields) or 'none'}")
+
     def as_dict(self):
         """JSON-serialisable description (without the offset, which the map assigns)."""
         return {

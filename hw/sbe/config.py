@@ -26,6 +26,8 @@ with its weights in off-chip memory:
 import dataclasses
 import math
 
+from ..bus import Access, Field, Register, RegisterMap
+
 __all__ = ["SBEConfig", "LayerShape", "SBEPreset", "ZC706_LSTM256", "VC709_LSTM512",
            "PRESETS", "GATES", "BRAM36_BITS", "LUTRAM_DEPTH", "MAX_BUS_BITS"]
 
@@ -257,6 +259,24 @@ class SBEConfig:
             raise ValueError(f"bus_weights ({self.bus_weights}) must divide "
                              f"4 * hidden_size ({rows}): a beat carries part of one column")
 
+        for shape in self.layer_shapes:
+            if shape.input_size % step:
+                raise ValueError(f"the input size of layer {shape.index} "
+                                 f"({shape.input_size}) must be a multiple of pes / "
+                                 f"(4 * hidden_size) ({step}): a column step reads x or h, "
+                                 f"never both")
+        if self.post_units & (self.post_units - 1):
+            raise ValueError(f"post_units ({self.post_units}) must be a power of two")
+        if step & (step - 1):
+            raise ValueError(f"pes / (4 * hidden_size) ({step}) must be a power of two")
+        if self.pes % self.bus_weights:
+            raise ValueError(f"bus_weights ({self.bus_weights}) must divide pes "
+                             f"({self.pes}): a beat fills one group of PEs")
+        if self.bus_weights * self.operand_width < self.acc_width:
+            raise ValueError(f"bus_weights * operand_width "
+                             f"({self.bus_weights * self.operand_width}) must be at least "
+                             f"acc_width ({self.acc_width}): a header beat carries a bias")
+
         # Post-processing.
         if self.units_per_pass % self.post_units:
             raise ValueError(f"post_units ({self.post_units}) must divide the hidden units "
@@ -428,16 +448,30 @@ class SBEConfig:
 
     @property
     def latency_stages(self):
-        """Cycles of each stage between a pass's last column step and the first hidden
-        element it yields being usable as a column operand: the latency budget the RTL is
-        to be built to (its units will report their own latencies, and this table will then
-        be derived from them)."""
-        stages = {"operand read": 1, "multiply": 3, "accumulate": 1, "capture": 1}
-        if self.batch_norm:
-            stages["batch norm"] = 2
-        stages.update({"gate activation": 2, "cell update": 3, "cell activation": 2,
-                       "hidden update": 2, "feedback": 2})
+        """Cycles of each stage between the cycle after a pass's last column step and the
+        first hidden unit it yields being usable as a column operand, in order: the PE
+        pipeline (operand registers, multiply, accumulate, capture by the
+        interconnection), the post-processing unit's stages
+        (:meth:`~nnrtl.hw.sbe.post.PostProcessingUnit.stage_latencies`, from the latencies of
+        the arithmetic units it is built of) and the write into the h store."""
+        from .post import PostProcessingUnit
+        stages = {"operands": 1, "multiply": 1, "accumulate": 1, "capture": 1}
+        stages.update(PostProcessingUnit.stage_latencies(self))
+        stages["h write"] = 1
         return stages
+
+    # -- Streams -------------------------------------------------------------------------
+
+    @property
+    def header_fields(self):
+        """Values per hidden unit in a run's header: four biases, and with batch norm four
+        scales and four shifts."""
+        return 12 if self.batch_norm else 4
+
+    @property
+    def header_beats(self):
+        """Weight-stream beats of a run's header: one value per beat."""
+        return self.hidden_size * self.header_fields
 
     @property
     def pipeline_latency(self):
@@ -448,6 +482,54 @@ class SBEConfig:
     def drain_cycles(self):
         """Cycles the post-processing units take for the hidden units of one pass."""
         return math.ceil(self.units_per_pass / self.post_units)
+
+    # -- Registers -----------------------------------------------------------------------
+
+    #: Read-only registers holding the configuration (name: attribute).
+    _CONSTANTS = ("input_size", "hidden_size", "layers", "pes", "batch", "blocks",
+                  "bus_weights", "post_units", "operand_width", "acc_width", "weight_frac",
+                  "act_frac", "cell_frac")
+
+    @property
+    def register_constants(self):
+        """``{register: value}`` of the read-only configuration registers."""
+        return {name: int(getattr(self, name)) for name in self._CONSTANTS}
+
+    @property
+    def registers(self):
+        """The AXI4-Lite :class:`~nnrtl.hw.bus.RegisterMap` of the engine."""
+        counters = {
+            "cycles": "Cycles of the last run, start to last hidden value",
+            "stall_cycles": "Cycles the array waited for h (the data dependency)",
+            "weight_wait_cycles": "Cycles the array waited for a weight block",
+            "input_wait_cycles": "Cycles the array waited for x vectors",
+            "handover_wait_cycles": "Cycles a hand-over waited for the post-processing "
+                                    "drain or for room in the output FIFO",
+            "column_steps": "Column steps issued",
+            "useful_macs": "Multiply-accumulates of the matrix-vector products",
+            "weight_words": "Weights received (header excluded)",
+        }
+        return RegisterMap([
+            Register("control", Access.PULSE, doc="Write 1 to START to run; CLEAR zeroes "
+                     "the counters (a start does too)",
+                     fields=[Field("start", 0, doc="run `steps` steps of layer `layer`"),
+                             Field("clear", 1, doc="zero the performance counters")]),
+            Register("status", Access.RO, doc="Engine state",
+                     fields=[Field("busy", 0, doc="a run is in progress"),
+                             Field("done", 1, doc="the last run finished")]),
+            Register("steps", Access.RW, doc="Time steps of the next run"),
+            Register("layer", Access.RW, doc="Layer of the next run (0 first); layers "
+                     "after the first read hidden_size inputs"),
+            Register("flags", Access.RW, reset=2 if self.batch_norm else 0,
+                     doc="Run options",
+                     fields=[Field("keep_state", 0, doc="continue from the h and c of the "
+                                   "previous run instead of zero"),
+                             Field("batch_norm", 1, doc="apply the batch normalisation "
+                                   "(configurations with batch_norm)")]),
+            *(Register(name, Access.RO, doc=f"Configuration: {name}")
+              for name in self._CONSTANTS),
+            *(Register(name, Access.RO, width=64, doc=doc) for name, doc in counters.items()),
+        ])
 
 
 @dataclasses.dataclass(frozen=True)
