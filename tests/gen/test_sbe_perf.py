@@ -119,7 +119,7 @@ def test_vc709_throughput():
 
 def test_zc706_design():
     prediction = predict(Z)
-    assert prediction.utilization == pytest.approx(0.8817, abs=1e-4)
+    assert prediction.utilization == pytest.approx(0.8769, abs=1e-4)
     assert prediction.busy_cycles == Z.seq_len * Z.columns
     assert prediction.weight_words == (Z.seq_len // Z.batch) * Z.weight_words_per_batch
     assert prediction.gops(200e6) == pytest.approx(2 * prediction.useful_macs * 200e6

@@ -1,0 +1,637 @@
+"""Golden model of the SBE (:mod:`nnrtl.sim.golden.sbe`): accuracy, exactness, streams.
+
+The model is checked against PyTorch's float64 ``nn.LSTM`` (within the error the
+piecewise-linear activations bring), against a float64 batch-norm formula, against a slow
+scalar re-implementation of the contract's arithmetic in Python integers (bit for bit,
+including the accumulator's wrap and every saturation), and its stream packing against
+decoders written from the contract's text (``briefs/sbe_spec.md``).
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from nnrtl.gen.sbe.importers import load_torch
+from nnrtl.gen.sbe.quantize import quantize_model, to_fixed
+from nnrtl.hw.sbe.config import SBEConfig, VC709_LSTM512
+from nnrtl.sim.golden import sbe
+from nnrtl.sim.golden.fixed import to_float
+
+
+# -- Valid random configurations -----------------------------------------------------------
+
+#: (operand_width, acc_width) pairs the random configurations draw from.
+WIDTHS = [(16, 32), (8, 16), (8, 24), (12, 28), (18, 40), (6, 16), (16, 48)]
+
+
+def divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def random_config(rng, **overrides):
+    """A random valid :class:`SBEConfig` (small), drawn until one passes validation
+    (whatever rules it holds; this one draws ``bus_weights * operand_width >= acc_width``
+    and power-of-two ``post_units`` directly)."""
+    for _ in range(10000):
+        hidden = int(rng.choice([1, 2, 3, 4, 5, 6, 8, 10, 12, 16]))
+        rows = 4 * hidden
+        pes = int(rng.choice([d for d in divisors(rows) if d % 4 == 0]
+                             + [rows * m for m in (2, 3, 4)]))
+        layers = int(rng.choice([1, 2]))
+        inputs = int(rng.integers(1, 33))
+        widths = [inputs + hidden] + ([2 * hidden] if layers > 1 else [])
+        blocks = int(rng.choice(divisors(math.gcd(*widths))))
+        batch = int(rng.integers(1, 6))
+        width, acc_width = WIDTHS[rng.integers(len(WIDTHS))]
+        bus = [1 << n for n in range(11) if acc_width <= (1 << n) * width <= 1024]
+        weight_frac = int(rng.integers(1, width))
+        act_frac = int(rng.integers(max(1, 3 - weight_frac), width))
+        kwargs = dict(
+            input_size=inputs, hidden_size=hidden, layers=layers,
+            seq_len=batch + int(rng.integers(0, 6)), pes=pes, batch=batch, blocks=blocks,
+            bus_weights=int(rng.choice(bus)), batch_norm=bool(rng.integers(2)),
+            operand_width=width, acc_width=acc_width, weight_frac=weight_frac,
+            act_frac=act_frac, cell_frac=int(rng.integers(3, acc_width - 1)))
+        units = min(pes, rows) // 4
+        kwargs["post_units"] = int(rng.choice([d for d in divisors(units)
+                                               if not d & (d - 1)]))
+        kwargs.update(overrides)
+        try:
+            return SBEConfig(**kwargs)
+        except (TypeError, ValueError):
+            continue
+    raise AssertionError(f"no valid config with {overrides}")
+
+
+# -- A scalar re-implementation of the contract --------------------------------------------
+
+def s_wrap(value, width):
+    value &= (1 << width) - 1
+    return value - (1 << width) if value >> (width - 1) else value
+
+
+def s_saturate(value, fmt):
+    return min(max(value, fmt.min_code), fmt.max_code)
+
+
+def s_round(value, shift):
+    """HALF_UP right shift (exact left shift if ``shift < 0``)."""
+    if shift <= 0:
+        return value << -shift
+    return (value + (1 << (shift - 1))) >> shift
+
+
+def s_mul(a, a_fmt, b, b_fmt, out_fmt):
+    shift = a_fmt.fraction_bits + b_fmt.fraction_bits - out_fmt.fraction_bits
+    return s_saturate(s_round(a * b, shift), out_fmt)
+
+
+def s_pwl(table, x):
+    assert table.rounding.name == "HALF_UP"
+    x = min(max(x, table.low_code), table.high_code)
+    u = x - table.low_code
+    k, d = u >> table.offset_bits, u & ((1 << table.offset_bits) - 1)
+    total = table.bases[k] + table.slopes[k] * d
+    return s_saturate(s_round(total, table.sum_fmt.fraction_bits
+                              - table.out_fmt.fraction_bits), table.out_fmt)
+
+
+def scalar_step(config, params, x, h_prev, c_prev, batch_norm):
+    """One step in Python integers, row by row, as the contract reads."""
+    W, V, A, E = sbe.formats(config)
+    table = sbe.tables(config)
+    v = [int(a) for a in x] + [int(a) for a in h_prev]
+    z = []
+    for r in range(config.rows):
+        acc = s_wrap(sum(int(params.matrix[r, c]) * v[c] for c in range(len(v))),
+                     config.acc_width)
+        value = s_saturate(acc + int(params.bias[r]), A)
+        if batch_norm:
+            value = s_mul(value, A, int(params.bn_scale[r]), E, A)
+            value = s_saturate(value + int(params.bn_shift[r]), A)
+        z.append(value)
+    h, c = [], []
+    for j in range(config.hidden_size):
+        i = s_pwl(table.sigmoid, z[4 * j])
+        u = s_pwl(table.tanh, z[4 * j + 1])
+        f = s_pwl(table.sigmoid, z[4 * j + 2])
+        o = s_pwl(table.sigmoid, z[4 * j + 3])
+        cell = s_saturate(s_mul(f, E, int(c_prev[j]), E, E) + s_mul(i, E, u, E, E), E)
+        c.append(cell)
+        h.append(s_mul(o, E, s_pwl(table.cell_tanh, cell), E, V))
+    return h, c
+
+
+# -- Golden model against PyTorch ----------------------------------------------------------
+
+TORCH_SHAPES = [(12, 10, 1), (12, 10, 2), (40, 24, 1), (40, 24, 2), (16, 32, 2)]
+
+
+def torch_case(inputs, hidden, layers, steps, seed, margin_bits):
+    """PyTorch's output, the golden model's (as float64) and the dequantized float
+    model's for one random LSTM and input sequence."""
+    torch.manual_seed(seed)
+    lstm = torch.nn.LSTM(inputs, hidden, num_layers=layers).double()   # default init
+    x = np.random.default_rng(seed).uniform(-1, 1, size=(steps, inputs))
+    with torch.no_grad():
+        expected = lstm(torch.from_numpy(x))[0].numpy()
+    quantized = quantize_model(load_torch(lstm.state_dict()), x, width=16, acc_width=32,
+                               margin_bits=margin_bits)
+    config = quantized.apply(SBEConfig(
+        input_size=inputs, hidden_size=hidden, layers=layers, seq_len=steps,
+        pes=4 * hidden, batch=min(8, steps), blocks=2 if layers == 1 else 1,
+        bus_weights=2, post_units=2))
+    params = [sbe.LayerParams.from_quantized(quantized, index) for index in range(layers)]
+    xs, saturated = to_fixed(x, config.act_frac, config.operand_width)
+    assert saturated == 0
+    hs, _ = sbe.run_model(config, params, xs)
+    golden = to_float(hs, sbe.formats(config).vector)
+    dequantized = quantized.dequantized().forward(x)[0]
+    return expected, golden, dequantized
+
+
+@pytest.mark.parametrize("margin_bits, bound, float_bound", [
+    (0, 6e-4, 1e-4),      # measured 2.7e-4 and 4.4e-5
+    (2, 2e-3, 4e-4),      # measured 1.1e-3 and 1.7e-4
+])
+@pytest.mark.parametrize("shape", TORCH_SHAPES, ids=lambda s: "x{}-h{}-l{}".format(*s))
+def test_golden_against_torch(shape, margin_bits, bound, float_bound):
+    """``max |h - torch|`` over 3 seeds and 10, 30 and 50 steps; ``margin_bits=2`` widens
+    the accumulator's range to [-32, 32), so the PWL tables take their full ranges
+    (sigmoid [-8, 8), tanh [-4, 4)) and errors, as with the paper's formats."""
+    worst = worst_float = 0.0
+    for seed in range(3):
+        for steps in (10, 30, 50):
+            expected, golden, dequantized = torch_case(*shape, steps, seed, margin_bits)
+            worst = max(worst, float(np.max(np.abs(golden - expected))))
+            worst_float = max(worst_float, float(np.max(np.abs(dequantized - expected))))
+    assert worst <= bound
+    assert worst_float <= float_bound
+
+
+def test_torch_formats_and_params():
+    """The quantizer's formats reach the config, and the interleaved rows the params."""
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(12, 10).double()
+    x = np.random.default_rng(0).uniform(-1, 1, size=(20, 12))
+    quantized = quantize_model(load_torch(lstm.state_dict()), x)
+    config = quantized.apply(SBEConfig(input_size=12, hidden_size=10, seq_len=20, pes=40,
+                                       batch=4, blocks=2, bus_weights=4, post_units=2))
+    W, V, A, E = sbe.formats(config)
+    assert (W.width, W.fraction_bits) == (16, quantized.weight_frac)
+    assert (V.fraction_bits, E.fraction_bits) == (quantized.act_frac, quantized.cell_frac)
+    assert A.fraction_bits == W.fraction_bits + V.fraction_bits
+    params = sbe.LayerParams.from_quantized(quantized, 0).check(config, 0)
+    layer = quantized.layers[0]
+    for j in range(10):
+        for g in range(4):              # row 4j + g is row j of gate block g
+            assert np.array_equal(params.matrix[4 * j + g, :12], layer.w_x[g * 10 + j])
+            assert np.array_equal(params.matrix[4 * j + g, 12:], layer.w_h[g * 10 + j])
+            assert params.bias[4 * j + g] == layer.bias[g * 10 + j]
+
+
+# -- Batch normalisation -------------------------------------------------------------------
+
+def float_sigmoid(z):
+    return 0.5 + 0.5 * np.tanh(0.5 * z)
+
+
+def test_batch_norm_against_float():
+    """``z = (acc + bias) * scale + shift`` within half an A LSB (one rounding); h and c
+    of one step from a zero state within the PWL errors of the float formula."""
+    config = SBEConfig(input_size=40, hidden_size=16, pes=64, blocks=4, batch_norm=True)
+    W, V, A, E = sbe.formats(config)
+    rng = np.random.default_rng(5)
+    worst_z = worst_h = worst_c = 0.0
+    for _ in range(20):
+        params = sbe.random_layer(config, 0, rng)
+        x = sbe.random_inputs(config, 1, rng)[0]
+        h_prev = rng.integers(-4096, 4096, size=16)      # [-1, 1) in V
+        acc = sbe.accumulate(config, params, x, h_prev)
+        z = sbe.preactivation(config, params, acc)
+        reference = ((to_float(acc, A) + to_float(params.bias, A))
+                     * to_float(params.bn_scale, E) + to_float(params.bn_shift, A))
+        inside = np.abs(reference) < A.max_value - 1
+        assert inside.mean() > 0.95
+        worst_z = max(worst_z, float(np.max(np.abs(to_float(z, A) - reference)[inside])))
+        h, c = sbe.step(config, params, x, h_prev, np.zeros(16, dtype=np.int64))
+        i, u, f, o = reference.reshape(16, 4).T
+        c_ref = float_sigmoid(i) * np.tanh(u)
+        h_ref = float_sigmoid(o) * np.tanh(c_ref)
+        worst_c = max(worst_c, float(np.max(np.abs(to_float(c, E) - c_ref))))
+        worst_h = max(worst_h, float(np.max(np.abs(to_float(h, V) - h_ref))))
+    assert worst_z <= 0.5 * A.resolution
+    assert worst_c <= 1.2e-3        # sigmoid 3.9e-4 + tanh 7.6e-4 (measured 8.2e-4)
+    assert worst_h <= 2.5e-3        # + tanh of c and h's rounding (measured 1.2e-3)
+
+
+def test_batch_norm_disabled_at_run_time():
+    config = SBEConfig(batch_norm=True)
+    rng = np.random.default_rng(1)
+    params = sbe.random_layer(config, 0, rng)
+    plain = dataclasses.replace(params, bn_scale=None, bn_shift=None)
+    xs = sbe.random_inputs(config, 5, rng)
+    off, _ = sbe.run_layer(config, 0, params, xs, batch_norm=False)
+    assert np.array_equal(off, sbe.run_layer(config, 0, plain, xs, batch_norm=False)[0])
+    assert np.array_equal(off, sbe.run_layer(SBEConfig(), 0, plain, xs)[0])
+    assert not np.array_equal(off, sbe.run_layer(config, 0, params, xs)[0])
+
+
+# -- Exactness of the arithmetic -----------------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(8))
+def test_step_matches_scalar_reference(seed):
+    rng = np.random.default_rng(100 + seed)
+    config = random_config(rng)
+    index = int(rng.integers(config.layers))
+    for scale in (0.25, 1.0, 4.0):      # from mostly inside the PWL ranges to saturated
+        params = sbe.random_layer(config, index, rng, scale=scale)
+        xs = sbe.random_inputs(config, 3, rng, layer_index=index)
+        W, V, A, E = sbe.formats(config)
+        h = rng.integers(V.min_code, V.max_code, size=config.hidden_size, endpoint=True)
+        c = rng.integers(E.min_code, E.max_code, size=config.hidden_size, endpoint=True)
+        h0, c0 = h, c
+        for x in xs:
+            h_ref, c_ref = scalar_step(config, params, x, h, c, config.batch_norm)
+            h, c = sbe.step(config, params, x, h, c)
+            assert h.tolist() == h_ref and c.tolist() == c_ref
+        hs, c_last = sbe.run_layer(config, index, params, xs, h0, c0)
+        assert np.array_equal(hs[-1], h) and np.array_equal(c_last, c)
+
+
+def test_run_model_chains_layers():
+    rng = np.random.default_rng(3)
+    config = random_config(rng, layers=2, hidden_size=8, input_size=12, blocks=4, pes=32,
+                           post_units=2, bus_weights=4, operand_width=16, acc_width=32,
+                           weight_frac=12, act_frac=12, cell_frac=16)
+    params = [sbe.random_layer(config, index, rng) for index in range(2)]
+    xs = sbe.random_inputs(config, 9, rng)
+    trace = {}
+    out, (h_n, c_n) = sbe.run_model(config, params, xs, trace=trace)
+    first, c_first = sbe.run_layer(config, 0, params[0], xs)
+    second, c_second = sbe.run_layer(config, 1, params[1], first)
+    assert np.array_equal(out, second) and np.array_equal(trace["h"][0], first)
+    assert np.array_equal(trace["x"][1], first)
+    assert np.array_equal(h_n, [first[-1], second[-1]])
+    assert np.array_equal(c_n, [c_first, c_second])
+
+
+def test_accumulator_wraps():
+    """Sums far beyond 2**31 wrap to 32 bits, as a DSP48 accumulator does."""
+    config = SBEConfig(input_size=24, hidden_size=8, pes=32, blocks=2, bus_weights=4)
+    W, V, A, E = sbe.formats(config)
+    rng = np.random.default_rng(7)
+    matrix = rng.integers(W.max_code - 2000, W.max_code, size=(32, 32), endpoint=True)
+    matrix[::3] *= -1
+    params = sbe.LayerParams(matrix=matrix, bias=rng.integers(-2 ** 24, 2 ** 24, size=32))
+    x = rng.integers(V.max_code - 100, V.max_code, size=24, endpoint=True)
+    h_prev = rng.integers(V.min_code, V.min_code + 100, size=8, endpoint=True)
+    exact = [sum(int(w) * int(v) for w, v in zip(row, [*x, *h_prev])) for row in matrix]
+    assert min(abs(e) for e in exact) > 2 ** 33
+    wrapped = [(e + 2 ** 31) % 2 ** 32 - 2 ** 31 for e in exact]
+    assert sbe.accumulate(config, params, x, h_prev).tolist() == wrapped
+    c_prev = np.zeros(8, dtype=np.int64)
+    h, c = sbe.step(config, params, x, h_prev, c_prev)
+    assert (h.tolist(), c.tolist()) == scalar_step(config, params, x, h_prev, c_prev, False)
+
+
+def test_exact_products_int64_path(monkeypatch):
+    """The int64 fallback (taken when a sum could pass 2**53) equals the float path."""
+    rng = np.random.default_rng(2)
+    config = random_config(rng, operand_width=18, acc_width=40, batch_norm=False)
+    params = sbe.random_layer(config, 0, rng, scale=8.0)
+    xs = sbe.random_inputs(config, 4, rng)
+    fast = sbe.run_layer(config, 0, params, xs)
+    monkeypatch.setattr(sbe, "_EXACT_FLOAT", 0)
+    slow = sbe.run_layer(config, 0, params, xs)
+    assert all(np.array_equal(a, b) for a, b in zip(fast, slow))
+
+
+def saturation_config(**overrides):
+    base = dict(input_size=4, hidden_size=2, pes=8, blocks=2, bus_weights=2, post_units=2,
+                operand_width=16, acc_width=32, weight_frac=12, act_frac=12, cell_frac=16)
+    return SBEConfig(**(base | overrides))
+
+
+def test_saturation_of_preactivation_and_batch_norm():
+    config = saturation_config(batch_norm=True)
+    W, V, A, E = sbe.formats(config)
+    acc = np.array([A.max_code - 5, A.min_code + 5, 1 << 24, -(1 << 24)] * 2)
+    bias = np.array([100, -100, 0, 0] * 2)
+    scale = np.array([1 << 16, 1 << 16, 3 << 16, 3 << 16] * 2)        # 1.0 and 3.0
+    params = sbe.LayerParams(matrix=np.zeros((8, 6), dtype=np.int64), bias=bias,
+                             bn_scale=scale, bn_shift=np.array([0, 0, A.max_code,
+                                                                A.min_code] * 2))
+    assert sbe.preactivation(config, params, acc, batch_norm=False).tolist()[:4] == [
+        A.max_code, A.min_code, 1 << 24, -(1 << 24)]
+    assert sbe.preactivation(config, params, acc).tolist()[:4] == [
+        A.max_code, A.min_code, A.max_code, A.min_code]
+
+
+def test_saturation_of_cell_and_hidden():
+    """With i = u = f = o = 1 (pre-activations beyond the tables' ranges, which clamp)
+    the cell state grows by about 1.0 a step until it saturates at the top of ``E``
+    ([-8, 8)); with ``V`` spanning [-1, 1), h saturates as o * tanh(c) rounds to 1.0."""
+    config = saturation_config(operand_width=8, acc_width=16, weight_frac=4, act_frac=7,
+                               cell_frac=12, bus_weights=2)
+    W, V, A, E = sbe.formats(config)
+    table = sbe.tables(config)
+    big = A.max_code - 4
+    assert big > table.sigmoid.high_code and -big < table.tanh.low_code
+    params = sbe.LayerParams(matrix=np.zeros((8, 6), dtype=np.int64),
+                             bias=np.array([big] * 4 + [-big] * 4))
+    x = np.zeros(4, dtype=np.int64)
+    h = c = np.zeros(2, dtype=np.int64)
+    cells = []
+    for _ in range(10):
+        h_ref, c_ref = scalar_step(config, params, x, h, c, False)
+        h, c = sbe.step(config, params, x, h, c)
+        assert (h.tolist(), c.tolist()) == (h_ref, c_ref)
+        cells.append(int(c[0]))
+    top = cells.index(E.max_code)
+    assert 7 <= top <= 9 and cells[top:] == [E.max_code] * (10 - top)
+    assert all(0 < b - a <= 1 << E.fraction_bits for a, b in zip(cells, cells[1:top + 1]))
+    assert h[0] == V.max_code
+    # Unit 1: i = f = o ~ 0 and u ~ -1: c stays near 0, h is 0.
+    assert abs(to_float(c[1], E)) < 1e-3 and h[1] == 0
+
+
+def test_random_data_exercises_inside_and_saturated_ranges():
+    """With the defaults, random layers and inputs give pre-activations mostly inside
+    the tanh range [-4, 4) and sometimes beyond the sigmoid's [-8, 8)."""
+    config = SBEConfig(input_size=80, hidden_size=16, layers=2, blocks=4)
+    rng = np.random.default_rng(11)
+    A = sbe.formats(config).acc
+    z = []
+    for index in range(2):
+        params = sbe.random_layer(config, index, rng)
+        xs = sbe.random_inputs(config, 20, rng, layer_index=index)
+        for x in xs:
+            acc = sbe.accumulate(config, params, x, np.zeros(16, dtype=np.int64))
+            z.append(to_float(sbe.preactivation(config, params, acc), A))
+    z = np.abs(np.concatenate(z))
+    assert 0.8 < np.mean(z < 4) < 0.99 and 0 < np.mean(z >= 8) < 0.05
+
+
+def test_full_size_paper_layer():
+    """The VC709 design's layer (2048 rows x 2304 columns) runs and streams; 16 steps
+    here (64 take about a second)."""
+    config = dataclasses.replace(VC709_LSTM512, seq_len=16, batch=16)
+    rng = np.random.default_rng(0)
+    params = sbe.random_layer(config, 0, rng)
+    xs = sbe.random_inputs(config, 16, rng)
+    hs, c = sbe.run_layer(config, 0, params, xs)
+    assert hs.shape == (16, 512) and c.shape == (512,)
+    assert 0.1 < np.std(to_float(hs, sbe.formats(config).vector)) < 0.9
+    counts = sbe.beat_counts(config, 0, 16)
+    beats = sbe.weight_beats(config, 0, params, 16)
+    assert len(beats) == counts["header"] + counts["weights"]
+    assert counts["weights"] * config.bus_weights == config.weight_words_per_batch
+
+
+def test_tables_cached_per_formats():
+    config = SBEConfig()
+    assert sbe.tables(config) is sbe.tables(dataclasses.replace(config, batch=2, blocks=2))
+    assert sbe.tables(config) is not sbe.tables(dataclasses.replace(config, cell_frac=20))
+    table = sbe.tables(config)
+    A, E = sbe.formats(config).acc, sbe.formats(config).cell
+    sigmoid = table.sigmoid
+    assert (sigmoid.in_fmt, sigmoid.out_fmt, sigmoid.segments) == (A, E, 64)
+    assert (table.tanh.function, table.cell_tanh.in_fmt) == ("tanh", E)
+
+
+# -- Errors --------------------------------------------------------------------------------
+
+def test_errors():
+    config = SBEConfig()
+    rng = np.random.default_rng(0)
+    params = sbe.random_layer(config, 0, rng)
+    with pytest.raises(ValueError,
+                       match=r"^matrix must have 4 \* hidden_size rows, not 6$"):
+        sbe.LayerParams(matrix=np.zeros((6, 3), dtype=int), bias=np.zeros(6, dtype=int))
+    with pytest.raises(ValueError, match=r"^bn_scale and bn_shift must be given together$"):
+        sbe.LayerParams(matrix=params.matrix, bias=params.bias, bn_scale=params.bias)
+    with pytest.raises(TypeError, match=r"^bias must be an array of integer codes, "
+                                        r"not float64$"):
+        sbe.LayerParams(matrix=params.matrix, bias=params.bias * 1.0)
+    with pytest.raises(ValueError, match=r"^layer 0: matrix must have shape \(64, 96\), "
+                                         r"not \(64, 95\)$"):
+        sbe.run_layer(config, 0, dataclasses.replace(params, matrix=params.matrix[:, 1:]),
+                      np.zeros((2, 80), dtype=int))
+    with pytest.raises(ValueError, match=r"^xs has codes outside sfix16_En12 "
+                                         r"\[-32768, 32767\]$"):
+        sbe.run_layer(config, 0, params, np.full((2, 80), 40000))
+    with pytest.raises(ValueError, match=r"^batch_norm cannot be enabled: the config has "
+                                         r"no batch-norm unit \(config.batch_norm is "
+                                         r"False\)$"):
+        sbe.run_layer(config, 0, params, np.zeros((2, 80), dtype=int), batch_norm=True)
+    with pytest.raises(ValueError, match=r"^batch_norm is enabled but the parameters have "
+                                         r"no bn_scale and bn_shift$"):
+        sbe.run_layer(dataclasses.replace(config, batch_norm=True), 0, params,
+                      np.zeros((2, 80), dtype=int))
+    with pytest.raises(ValueError, match=r"^acc_width \(64\) above 61 is not modelled: the "
+                                         r"PWL model takes int64 codes$"):
+        sbe.tables(dataclasses.replace(config, acc_width=64))
+    with pytest.raises(TypeError, match=r"^steps must be a positive integer, not 0$"):
+        sbe.beat_counts(config, 0, 0)
+
+
+# -- Streams -------------------------------------------------------------------------------
+
+def signed(word, width):
+    return word - (1 << width) if word >> (width - 1) else word
+
+
+def unique_codes(rng, shape, fmt):
+    """Codes all different when the format has enough of them (so a word's value names
+    its position), random otherwise."""
+    count = math.prod(shape)
+    if count <= fmt.max_code - fmt.min_code + 1:
+        return rng.permutation(np.arange(fmt.min_code, fmt.min_code + count)).reshape(shape)
+    return rng.integers(fmt.min_code, fmt.max_code, size=shape, endpoint=True)
+
+
+def stream_case(seed):
+    """A random config, layer, step count, parameters and inputs for the stream tests."""
+    rng = np.random.default_rng(1000 + seed)
+    config = random_config(rng)
+    index = int(rng.integers(config.layers))
+    steps = int(rng.integers(1, 3 * config.batch + 2))
+    W, V, A, E = sbe.formats(config)
+    shape = config.layer(index)
+    rows = config.rows
+    params = sbe.LayerParams(
+        matrix=unique_codes(rng, (rows, shape.columns), W),
+        bias=rng.integers(A.min_code, A.max_code, size=rows, endpoint=True),
+        bn_scale=rng.integers(E.min_code, E.max_code, size=rows, endpoint=True),
+        bn_shift=rng.integers(A.min_code, A.max_code, size=rows, endpoint=True))
+    xs = unique_codes(rng, (steps, shape.input_size), V)
+    return config, index, steps, params, xs
+
+
+STREAM_SEEDS = range(48)
+
+
+def test_stream_cases_cover_the_contract():
+    """The random stream cases include every case, resident and streamed weights, several
+    passes and several columns per cycle, batches not dividing the steps, layer 1 and
+    batch norm on and off."""
+    seen = set()
+    for seed in STREAM_SEEDS:
+        config, index, steps, _, _ = stream_case(seed)
+        shape = config.layer(index)
+        seen |= {f"case {shape.case}", f"resident {config.weights_resident}",
+                 f"batch norm {config.batch_norm}", f"layer {index}"}
+        seen |= {"passes" for _ in [0] if config.passes > 1}
+        seen |= {"columns per cycle" for _ in [0] if config.columns_per_cycle > 1}
+        seen |= {"partial batch" for _ in [0] if steps % config.batch}
+        seen |= {"x in hidden blocks" for _ in [0] if shape.x_columns_in_hidden_blocks}
+        seen |= {"streamed case 3" for _ in [0]
+                 if shape.case == 3 and not config.weights_resident}
+        seen |= {"wide header" for _ in [0] if config.acc_width > config.operand_width * 2}
+    assert seen >= {"case 1", "case 2", "case 3", "resident True", "resident False",
+                    "batch norm True", "batch norm False", "layer 0", "layer 1", "passes",
+                    "columns per cycle", "partial batch", "x in hidden blocks",
+                    "streamed case 3", "wide header"}
+
+
+def decode_weights(config, index, steps, beats, params):
+    """Walk ``s_weights`` as the contract's text lays it out; check every header value and
+    every weight word against the parameters at its (row, column)."""
+    shape = config.layer(index)
+    width, nt = config.operand_width, config.bus_weights
+    k, passes, rpp = config.columns_per_cycle, config.passes, config.rows_per_pass
+    bc = shape.block_columns
+    position = 0
+    # 1. Header: one value per beat, low acc_width bits.
+    for j in range(config.hidden_size):
+        expected = list(params.bias[4 * j:4 * j + 4])
+        if config.batch_norm:
+            expected += list(params.bn_scale[4 * j:4 * j + 4])
+            expected += list(params.bn_shift[4 * j:4 * j + 4])
+        for value in expected:
+            beat = sbe.pack_beat(beats[position], width)
+            assert beat >> config.acc_width == 0
+            assert signed(beat, config.acc_width) == value
+            position += 1
+    # 2. Blocks in consumption order.
+    if config.blocks <= 2:
+        order = list(range(config.blocks))
+    else:
+        order = []
+        first = shape.first_hidden_block
+        for t0 in range(0, steps, config.batch):
+            n = min(config.batch, steps - t0)
+            order += list(range(first))
+            if config.blocks - first <= 2:
+                order += list(range(first, config.blocks))
+            else:
+                for _ in range(n):
+                    order += list(range(first, config.blocks))
+    for b in order:
+        seen = np.zeros((config.rows, bc), dtype=bool)
+        for p in range(passes):
+            for q in range(bc // k):
+                entry = beats[position:position + config.pes // nt].reshape(-1)
+                position += config.pes // nt
+                for c in range(k):
+                    for r in range(rpp):
+                        row, column = p * rpp + r, b * bc + q * k + c
+                        assert signed(int(entry[c * rpp + r]), width) == \
+                            params.matrix[row, column]
+                        seen[row, column - b * bc] = True
+        assert seen.all()
+    assert position == len(beats)
+    return order
+
+
+def decode_inputs(config, index, beats, xs):
+    shape = config.layer(index)
+    k, bc, first = config.columns_per_cycle, shape.block_columns, shape.first_hidden_block
+    xt = shape.x_columns_in_hidden_blocks
+    steps = len(xs)
+    seen = np.zeros(xs.shape, dtype=int)
+    position = 0
+    for t0 in range(0, steps, config.batch):
+        n = min(config.batch, steps - t0)
+        places = [(t0 + s, b * bc + q * k) for b in range(first) for s in range(n)
+                  for q in range(bc // k)]
+        places += [(t0 + s, first * bc + q * k) for s in range(n) for q in range(xt // k)]
+        for t, column in places:
+            for c in range(k):
+                assert signed(int(beats[position, c]), config.operand_width) == \
+                    xs[t, column + c]
+                seen[t, column + c] += 1
+            position += 1
+    assert position == len(beats) and (seen == 1).all()
+
+
+@pytest.mark.parametrize("seed", STREAM_SEEDS)
+def test_streams_against_contract(seed):
+    config, index, steps, params, xs = stream_case(seed)
+    counts = sbe.beat_counts(config, index, steps)
+    assert counts["header"] == config.header_beats
+
+    weights = sbe.weight_beats(config, index, params, steps)
+    assert weights.shape == (counts["header"] + counts["weights"], config.bus_weights)
+    assert weights.min() >= 0 and weights.max() < 1 << config.operand_width
+    order = decode_weights(config, index, steps, weights, params)
+    assert order == sbe.block_schedule(config, index, steps)
+
+    inputs = sbe.input_beats(config, index, xs)
+    assert inputs.shape == (counts["inputs"], config.columns_per_cycle)
+    decode_inputs(config, index, inputs, xs)
+
+    V = sbe.formats(config).vector
+    hs = np.random.default_rng(seed).integers(
+        V.min_code, V.max_code, size=(steps, config.hidden_size), endpoint=True)
+    outputs = sbe.output_beats(config, hs)
+    per_step = config.hidden_size // config.post_units
+    assert outputs.shape == (counts["outputs"], config.post_units)
+    for t in range(steps):
+        for d in range(per_step):
+            for m in range(config.post_units):
+                assert signed(int(outputs[t * per_step + d, m]), config.operand_width) == \
+                    hs[t, d * config.post_units + m]
+    assert np.array_equal(sbe.unpack_outputs(config, outputs), hs)
+    last = sbe.output_last(config, steps)
+    assert np.flatnonzero(last).tolist() == [per_step * (t + 1) - 1 for t in range(steps)]
+
+    for beat in outputs[:5]:
+        value = sbe.pack_beat(beat, config.operand_width)
+        words = sbe.unpack_beat(value, config.post_units, config.operand_width)
+        assert value < 1 << (config.post_units * config.operand_width)
+        assert words == [signed(int(w), config.operand_width) for w in beat]
+        assert sbe.unpack_beat(value, config.post_units, config.operand_width,
+                               signed=False) == beat.tolist()
+        assert sbe.pack_beat(words, config.operand_width) == value
+
+
+def test_beat_counts_match_the_performance_model():
+    """Over one full batch of every layer, the weight beats carry
+    ``config.weight_words_per_batch`` words (streamed weights) or the whole matrix
+    (resident weights)."""
+    checked = 0
+    for seed in range(40):
+        config = random_config(np.random.default_rng(seed))
+        words = sum(sbe.beat_counts(config, index, config.batch)["weights"]
+                    for index in range(config.layers)) * config.bus_weights
+        expected = (config.weight_words if config.weights_resident
+                    else config.weight_words_per_batch)
+        assert words == expected
+        checked += not config.weights_resident
+    assert checked >= 5
+
+
+def test_header_without_batch_norm_params_is_identity():
+    config = SBEConfig(batch_norm=True, hidden_size=4, input_size=12, pes=16, blocks=2,
+                       post_units=2)
+    params = sbe.random_layer(config, 0, np.random.default_rng(0), batch_norm=False)
+    beats = sbe.weight_beats(config, 0, params, 3)
+    header = [signed(sbe.pack_beat(beat, 16), 32) for beat in beats[:48]]
+    for j in range(4):
+        assert header[12 * j:12 * j + 4] == params.bias[4 * j:4 * j + 4].tolist()
+        assert header[12 * j + 4:12 * j + 12] == [1 << config.cell_frac] * 4 + [0] * 4
