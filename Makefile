@@ -1,6 +1,6 @@
 # nnrtl — one-command setup. Every target creates the virtual environment if needed.
 #
-#   make demo    generate the default design (demo engine, ZC706) and simulate it
+#   make demo    generate a small SBE (LSTM engine) for the ZC706 and simulate it
 #   make test    run the test suite (what CI runs)
 #   make install create .venv and install nnrtl with its test extras
 #   make bench   benchmarks, JSON under build/bench/
@@ -30,8 +30,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/nnrtl generate demo --board $(DEMO_BOARD) -o $(DEMO_DIR) --force
-	$(BIN)/nnrtl sim demo --board $(DEMO_BOARD) --seed 1
+	$(BIN)/nnrtl generate sbe --board $(DEMO_BOARD) -o $(DEMO_DIR) --force
+	$(BIN)/nnrtl sim sbe --board $(DEMO_BOARD) --seed 1
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not slow" -q

@@ -78,10 +78,7 @@ def _simulate_demo(config, *, board, seed, waves=False, backpressure="random", l
     }
     result = simulate(DemoEngine(config), test_module="nnrtl.sim.tb.demo", params=params,
                       seed=seed, waves=waves, name="nnrtl_demo", log=log)
-    clock = board_clock_hz(board)
-    result["f_clk_mhz"] = clock / 1e6
-    result["gops"] = 2 * result["useful_macs"] * clock / result["cycles"] / 1e9
-    return result
+    return _result_throughput(result, board)
 
 
 def _demo_engine():
@@ -96,7 +93,58 @@ def _demo_engine():
     )
 
 
-ENGINES = {engine.name: engine for engine in (_demo_engine(),)}
+def _result_throughput(result, board):
+    """Add the clock of ``board`` and the throughput at it to a simulation result."""
+    clock = board_clock_hz(board)
+    result["f_clk_mhz"] = clock / 1e6
+    result["gops"] = 2 * result["useful_macs"] * clock / result["cycles"] / 1e9
+    return result
+
+
+def _simulate_sbe(config, *, board, seed, waves=False, backpressure="random", log=None,
+                  steps=None, split=None, batch_norm=None, model=None, outputs=None,
+                  build_args=()):
+    """One SBE simulation (:mod:`nnrtl.sim.tb.sbe`): every layer over ``steps`` steps
+    (default ``config.seq_len``), layer 0 cut into two runs at ``split`` (default: a
+    seeded random step, so that the carried state is exercised; 0: one run)."""
+    import random
+
+    from ..hw.sbe import SBEEngine
+    from ..sim.runner import simulate
+
+    steps = config.seq_len if steps is None else steps
+    if split is None:
+        split = random.Random(seed).randint(1, steps - 1) if steps > 1 else 0
+    params = {
+        "config": dataclasses.asdict(config),
+        "steps": steps,
+        "split": split,
+        "batch_norm": config.batch_norm if batch_norm is None else batch_norm,
+        "source_pauses": backpressure,
+        "sink_pauses": backpressure,
+        "model": model and str(model),
+        "outputs": outputs and str(outputs),
+    }
+    result = simulate(SBEEngine(config), test_module="nnrtl.sim.tb.sbe", params=params,
+                      seed=seed, waves=waves, name="nnrtl_sbe", log=log,
+                      build_args=build_args)
+    return _result_throughput(result, board)
+
+
+def _sbe_engine():
+    from ..hw.sbe import SBEConfig, SBEEngine
+    from .sbe.perf import resources
+    return Engine(
+        name="sbe",
+        summary="stall-free blocking-batching LSTM inference, weights in off-chip memory",
+        config_class=SBEConfig,
+        top=SBEEngine,
+        resources=resources,
+        simulate=_simulate_sbe,
+    )
+
+
+ENGINES = {engine.name: engine for engine in (_demo_engine(), _sbe_engine())}
 
 
 def get_engine(name):

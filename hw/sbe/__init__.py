@@ -1,12 +1,23 @@
 """The SBE: stall-free blocking-batching LSTM inference with the weights in off-chip memory
-(``papers/sbe-weight-reuse-large-lstm.txt``).
+(``papers/sbe-weight-reuse-large-lstm.txt``, Fig. 7).
 
 :class:`SBEConfig` is the single source of truth of an engine; the paper's two designs are
-:data:`PRESETS`.
+:data:`PRESETS`. The RTL, one unit per file: :class:`SBEEngine` (``engine.py``: buffers,
+interconnection, h store, AXI edges), :class:`Controller` (``controller.py``: the
+stall-free blocking-batching order), :class:`WeightLoader` / :class:`InputLoader`
+(``loaders.py``), :class:`PEGroup` (``pe.py``: PEs and BB-FIFOs), :class:`PostProcessingUnit`
+(``post.py``). The bit-exact model is :mod:`nnrtl.sim.golden.sbe`.
 """
 
 from .config import (BRAM36_BITS, GATES, LUTRAM_DEPTH, MAX_BUS_BITS, PRESETS, VC709_LSTM512,
                      ZC706_LSTM256, LayerShape, SBEConfig, SBEPreset)
+from .controller import Controller
+from .engine import SBEEngine
+from .loaders import InputLoader, WeightLoader
+from .pe import PEGroup
+from .post import PostProcessingUnit
 
 __all__ = ["SBEConfig", "LayerShape", "SBEPreset", "PRESETS", "ZC706_LSTM256",
-           "VC709_LSTM512", "GATES", "BRAM36_BITS", "LUTRAM_DEPTH", "MAX_BUS_BITS"]
+           "VC709_LSTM512", "GATES", "BRAM36_BITS", "LUTRAM_DEPTH", "MAX_BUS_BITS",
+           "SBEEngine", "Controller", "WeightLoader", "InputLoader", "PEGroup",
+           "PostProcessingUnit"]

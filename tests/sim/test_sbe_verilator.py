@@ -1,0 +1,117 @@
+"""The SBE engine end to end under Verilator: bit-exact against the golden model with
+random stream gaps and backpressure, and cycle counts equal to the performance model
+(:func:`nnrtl.gen.sbe.perf.run_cycles`) when nothing stalls the streams.
+
+``make test`` builds three engines chosen to cover the paper's three cases, row passes
+(``pes < 4 * hidden_size``), several columns per cycle (``pes > 4 * hidden_size``), batch
+1, a batch that does not divide the sequence, non-power-of-two sizes, batch norm, two
+layers and a state carried from run to run. ``make test-slow`` adds randomized
+configurations and the paper's full-size designs.
+"""
+
+import json
+import random
+
+import pytest
+
+from nnrtl.boards import get_board
+from nnrtl.gen.cli import main
+from nnrtl.gen.engines import get_engine
+from nnrtl.hw.sbe import PRESETS, SBEConfig
+
+ENGINE = get_engine("sbe")
+
+#: Case 3 with two row passes, batch 1, non-power-of-two sizes.
+CASE3_PASSES = dict(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13, seq_len=4,
+                    bus_weights=4, post_units=1)
+#: Case 2, two columns per cycle, batch norm, two layers, batch 3 of 7 steps.
+CASE2_WIDE = dict(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3, seq_len=7,
+                  bus_weights=8, post_units=2, layers=2, batch_norm=True)
+#: Case 1 with the weights streamed per batch, x columns in the hidden block.
+CASE1 = dict(input_size=44, hidden_size=12, pes=48, batch=4, blocks=4, seq_len=9,
+             bus_weights=8, post_units=4)
+
+
+def random_config(rng):
+    """A random valid configuration of a small engine."""
+    while True:
+        hidden = rng.randint(2, 12)
+        rows = 4 * hidden
+        pes = rng.choice([d for d in range(4, rows + 1, 4) if rows % d == 0] + [2 * rows])
+        k = max(1, pes // rows)
+        input_size = k * rng.randint(1, 24 // k)
+        columns = input_size + hidden
+        blocks = rng.choice([b for b in range(1, columns + 1) if columns % b == 0])
+        seq_len = rng.randint(2, 8)
+        try:
+            return SBEConfig(
+                input_size=input_size, hidden_size=hidden, pes=pes, blocks=blocks,
+                batch=rng.randint(1, seq_len), seq_len=seq_len,
+                bus_weights=rng.choice([2, 4, 8, 16]), post_units=rng.choice([1, 2, 4]),
+                layers=rng.choice([1, 1, 2]), batch_norm=rng.random() < 0.3)
+        except ValueError:
+            continue
+
+
+def check(config, backpressure, seed):
+    result = ENGINE.simulate(config, board=get_board("zc706"), seed=seed,
+                             backpressure=backpressure)
+    assert result["bit_exact"] is True
+    assert result["useful_macs"] == result["expected_macs"]
+    if backpressure == "none":
+        assert result["cycles"] == result["model_cycles"]
+    else:
+        assert result["cycles"] >= result["model_cycles"]
+    assert 0 < result["utilization"] <= 1
+    return result
+
+
+@pytest.mark.parametrize("params", [CASE3_PASSES, CASE2_WIDE, CASE1],
+                         ids=["case3-passes", "case2-wide-bn-2layers", "case1"])
+@pytest.mark.parametrize("backpressure", ["none", "random"])
+def test_sbe_engine_bit_exact(params, backpressure):
+    config = SBEConfig(**params)
+    check(config, backpressure, seed=len(backpressure))
+
+
+def test_cases_covered():
+    cases = {case for params in (CASE3_PASSES, CASE2_WIDE, CASE1)
+             for case in SBEConfig(**params).cases}
+    assert cases == {1, 2, 3}
+    assert SBEConfig(**CASE3_PASSES).passes == 2
+    assert SBEConfig(**CASE2_WIDE).columns_per_cycle == 2
+    assert not SBEConfig(**CASE1).weights_resident
+
+
+def test_sim_command_prints_one_json_line(capsys):
+    params = [f"{key}={value}" for key, value in CASE3_PASSES.items()]
+    code = main(["sim", "sbe", "--board", "vc709", "--seed", "4", "--backpressure", "none",
+                 *(arg for param in params for arg in ("--param", param))])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert len(lines) == 1
+    result = json.loads(lines[0])
+    for key in ("bit_exact", "cycles", "model_cycles", "useful_macs", "utilization",
+                "stall_cycles"):
+        assert key in result
+    assert result["bit_exact"] is True and result["cycles"] == result["model_cycles"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(6))
+def test_sbe_random_configurations(seed):
+    config = random_config(random.Random(seed))
+    check(config, "random", seed)
+    check(config, "none", seed)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_full_size_preset_one_batch(name):
+    """The paper's designs, one whole batch (``batch`` steps), bit-exact."""
+    config = PRESETS[name].config
+    result = ENGINE.simulate(config, board=get_board(PRESETS[name].board), seed=1,
+                             backpressure="none", steps=config.batch, split=0)
+    assert result["bit_exact"] is True
+    assert abs(result["cycles"] - result["model_cycles"]) <= 0.05 * result["model_cycles"]
