@@ -11,6 +11,10 @@ run by ``make bench`` and never by the test suite.
     Yosys resources and logic levels of the arithmetic units (fp32 add, multiply,
     streaming accumulator, activations; fixed-point multiply, MAC, PWL activations) for
     ``xc7`` and ``xcup``, beside the eta-LSTM accumulator figures.
+``sbe``
+    The SBE engine (:mod:`nnrtl.gen.sbe.bench`): RTL cycles against the performance model
+    across cases 1-3, batch and block number; blocking-batching against batch 1 on very
+    large LSTMs; the paper's full-size designs.
 """
 
 import argparse
@@ -158,9 +162,20 @@ class Benchmark:
     markdown: callable
 
 
+def _bench_sbe():
+    from .sbe.bench import bench_sbe
+    return bench_sbe()
+
+
+def _markdown_sbe(result):
+    from .sbe.bench import markdown_sbe
+    return markdown_sbe(result)
+
+
 BENCHMARKS = {
     "foundation": Benchmark(bench_foundation, _markdown_foundation),
     "arith": Benchmark(bench_arith, _markdown_arith),
+    "sbe": Benchmark(_bench_sbe, _markdown_sbe),
 }
 
 

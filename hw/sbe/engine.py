@@ -159,17 +159,17 @@ class SBEEngine(wiring.Component):
         bank_depth = H // banks
         h_produced = Signal(STEP_BITS)
         h_count = Signal(range(H + 1))
-        pp_out = []                                          # (valid, h) of each PP
         h_read = []
         h_writes = []
         read_parity = h_base ^ ctrl.step[0]
         write_parity = h_base ^ h_produced[0] ^ 1
+        index_bits = (bank_depth - 1).bit_length()
         for bank in range(banks):
-            mem = Memory(shape=unsigned(ow), depth=2 * bank_depth, init=[])
+            # Address = (step parity, unit index within the bank): two power-of-two halves.
+            mem = Memory(shape=unsigned(ow), depth=2 << index_bits, init=[])
             m.submodules[f"h_bank{bank}"] = mem
             write = mem.write_port()
             read = mem.read_port(domain="sync", transparent_for=(write,))
-            index_bits = (bank_depth - 1).bit_length()
             m.d.comb += [
                 read.addr.eq(Cat(ctrl.h_addr[bank_bits:bank_bits + index_bits], read_parity)),
                 write.addr.eq(Cat(h_count[bank_bits:bank_bits + index_bits], write_parity)),

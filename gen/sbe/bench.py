@@ -1,0 +1,207 @@
+"""The SBE benchmark (``python -m nnrtl.gen.bench --only sbe``): RTL cycles beside the
+performance model and the paper's figures.
+
+``trends``
+    RTL simulations (Verilator, no stream backpressure) of one scaled-down LSTM on fixed
+    hardware while the batch and the block number vary -- the trends of the paper's
+    Figs. 9, 13 and 14 across cases 1, 2 and 3: RTL cycles, utilisation, the timeline
+    model's cycles and its error, and the paper's closed form (eqs. 2-6) as a utilisation.
+``speedup``
+    Very large LSTMs (LRCN's 1792 inputs, hidden 1024-4096) on the paper's ZC706 hardware
+    (1024 PEs, 16 weights per cycle) and its block RAMs: the fastest blocking-batching
+    design against the same hardware without it (batch 1: every weight streamed for every
+    vector), by the timeline model (which the RTL matches cycle for cycle in ``trends``).
+    The paper: 1.60-5.41x (Fig. 15).
+``presets``
+    The paper's two designs at full size: Verilog generation time and size, Verilator
+    build time, one whole batch simulated bit-exact (cycles, model cycles, simulated cycles
+    per second) and the throughput at the paper's clock from the RTL cycles of that batch and
+    from the model over 1024 steps (the paper: 356 GOPS on the VC709 at 125 MHz).
+"""
+
+import dataclasses
+import time
+
+from ...boards import get_board
+from ...hw.sbe import PRESETS, SBEConfig
+from .perf import paper_performance, predict, resource_estimate, run_cycles
+
+__all__ = ["bench_sbe", "markdown_sbe", "TREND_BASE", "speedup_table"]
+
+#: The scaled-down LSTM of ``trends``: 56 inputs, 8 hidden units (32 rows), 32 PEs, 4
+#: weights per cycle, so that eq. 1's balanced batch is 32 / 4 = 8 (the ZC706 design's 64
+#: at 1/16 scale). 8 blocks: case 1; 16: case 2; 32: case 3.
+TREND_BASE = SBEConfig(input_size=56, hidden_size=8, pes=32, bus_weights=4, post_units=4,
+                       batch=8, blocks=8, seq_len=16)
+
+TRENDS = (
+    [("batch (Fig. 9, case 1)", dict(batch=b)) for b in (1, 2, 4, 8, 16)]
+    + [("blocks (Fig. 13)", dict(blocks=nb)) for nb in (2, 4, 16, 32)]
+    + [("batch (Fig. 14, case 3)", dict(blocks=32, batch=b)) for b in (2, 4, 16)]
+)
+
+#: Very large LSTMs of ``speedup``: LRCN's input width and growing hidden sizes.
+LARGE_HIDDEN = (512, 1024, 1536, 2048)
+
+#: Most blocks ``speedup`` tries (more only shrink the buffers further).
+MAX_BLOCKS = 128
+
+
+def _progress(line):
+    import sys
+    print(line, file=sys.stderr, flush=True)
+
+
+def bench_trends(simulate):
+    rows = []
+    for sweep, change in TRENDS:
+        config = dataclasses.replace(TREND_BASE, **change)
+        result = simulate(config, board=get_board("zc706"), seed=1, backpressure="none",
+                          split=0, log=_progress)
+        row = {
+            "sweep": sweep, "batch": config.batch, "blocks": config.blocks,
+            "case": config.case, "resident": config.weights_resident,
+            "bit_exact": result["bit_exact"], "cycles": result["cycles"],
+            "model_cycles": result["model_cycles"],
+            "model_error": round(result["model_error"], 5),
+            "utilization": round(result["utilization"], 4),
+            "stall_cycles": result["stall_cycles"],
+            "weight_wait_cycles": result["weight_wait_cycles"],
+            "paper_utilization": round(paper_performance(config) / config.pes, 4),
+            "build_seconds": result["build_seconds"],
+        }
+        rows.append(row)
+        _progress(f"trends: {row}")
+    return rows
+
+
+def _best_design(base, *, batch_choices, bram36):
+    """The fastest (batch, blocks) of ``base`` whose buffers fit ``bram36`` block RAMs."""
+    best = None
+    columns = base.input_size + base.hidden_size
+    for batch in batch_choices:
+        for blocks in (d for d in range(1, MAX_BLOCKS + 1) if columns % d == 0):
+            try:
+                config = dataclasses.replace(base, batch=batch, blocks=blocks)
+            except ValueError:
+                continue
+            if resource_estimate(config).bram36 > bram36:
+                continue
+            cycles = predict(config).cycles
+            if best is None or cycles < best[0]:
+                best = (cycles, config)
+    return best
+
+
+def speedup_table(hidden_sizes=LARGE_HIDDEN, seq_len=1024):
+    """``speedup`` rows: the best design with and without blocking-batching."""
+    board = get_board("zc706")
+    base = PRESETS["zc706-lstm256"].config
+    rows = []
+    for hidden in hidden_sizes:
+        model = dataclasses.replace(base, hidden_size=hidden, seq_len=seq_len, batch=1,
+                                    blocks=1)
+        sbe = _best_design(model, batch_choices=(8, 16, 32, 64, 128),
+                           bram36=board.capacity.bram36)
+        plain = _best_design(model, batch_choices=(1,), bram36=board.capacity.bram36)
+        if sbe is None or plain is None:
+            rows.append({"hidden_size": hidden, "fits": False})
+            continue
+        rows.append({
+            "input_size": model.input_size, "hidden_size": hidden, "fits": True,
+            "sbe_batch": sbe[1].batch, "sbe_blocks": sbe[1].blocks, "sbe_case": sbe[1].case,
+            "sbe_cycles": sbe[0], "plain_blocks": plain[1].blocks, "plain_cycles": plain[0],
+            "speedup": round(plain[0] / sbe[0], 3),
+            "sbe_bram36": resource_estimate(sbe[1]).bram36,
+        })
+        _progress(f"speedup: {rows[-1]}")
+    return rows
+
+
+def bench_presets(simulate):
+    from ...sim.runner import to_verilog
+    from ...hw.sbe import SBEEngine
+    rows = []
+    for name, preset in PRESETS.items():
+        config = preset.config
+        start = time.monotonic()
+        text = to_verilog(SBEEngine(config), "nnrtl_sbe")
+        generation = time.monotonic() - start
+        _progress(f"presets: {name} generated in {generation:.1f} s ({len(text)} bytes)")
+        result = simulate(config, board=get_board(preset.board), seed=1,
+                          backpressure="none", steps=config.batch, split=0, log=_progress)
+        clock = preset.clock_hz or 125e6
+        model = predict(config, seq_len=1024)
+        rows.append({
+            "preset": name, "board": preset.board, "pes": config.pes,
+            "generation_seconds": round(generation, 1), "verilog_bytes": len(text),
+            "build_seconds": result["build_seconds"], "run_seconds": result["run_seconds"],
+            "steps": config.batch, "bit_exact": result["bit_exact"],
+            "cycles": result["cycles"], "model_cycles": result["model_cycles"],
+            "model_error": round(result["model_error"], 5),
+            "cycles_per_second": round(result["cycles"] / result["run_seconds"], 1),
+            "clock_mhz": clock / 1e6, "clock_from_paper": preset.clock_hz is not None,
+            "gops_one_batch_rtl": round(2 * result["useful_macs"] * clock
+                                        / result["cycles"] / 1e9, 1),
+            "gops_1024_steps_model": round(model.gops(clock), 1),
+            "utilization_1024_steps_model": round(model.utilization, 4),
+            "paper_gops": 356.0 if name == "vc709-lstm512" else None,
+            "one_batch_model_check": run_cycles(config, 0, config.batch),
+        })
+        _progress(f"presets: {rows[-1]}")
+    return rows
+
+
+def bench_sbe(parts=("trends", "speedup", "presets")):
+    from ..engines import get_engine
+    simulate = get_engine("sbe").simulate
+    result = {}
+    if "trends" in parts:
+        result["trends"] = bench_trends(simulate)
+    if "speedup" in parts:
+        result["speedup"] = speedup_table()
+    if "presets" in parts:
+        result["presets"] = bench_presets(simulate)
+    return result
+
+
+def markdown_sbe(result):
+    lines = ["# SBE benchmark", ""]
+    if "trends" in result:
+        base = TREND_BASE
+        lines += [f"## RTL against the model (LSTM {base.input_size}+{base.hidden_size}, "
+                  f"{base.pes} PEs, Nt={base.bus_weights}, {base.seq_len} steps, Verilator, "
+                  f"no backpressure)", "",
+                  "| sweep | B | Nb | case | RTL cycles | model cycles | model error | "
+                  "RTL utilization | paper eqs. 2-6 | h stalls | weight waits | bit exact |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:-:|"]
+        lines += [f"| {r['sweep']} | {r['batch']} | {r['blocks']} | {r['case']}"
+                  f"{' (resident)' if r['resident'] else ''} | {r['cycles']} | "
+                  f"{r['model_cycles']} | {r['model_error']:.2%} | {r['utilization']:.3f} | "
+                  f"{r['paper_utilization']:.3f} | {r['stall_cycles']} | "
+                  f"{r['weight_wait_cycles']} | {r['bit_exact']} |" for r in result["trends"]]
+    if "speedup" in result:
+        lines += ["", "## Blocking-batching against batch 1 on very large LSTMs (ZC706 "
+                  "hardware: 1024 PEs, Nt=16, 545 BRAM36; model, 1024 steps)", "",
+                  "| LSTM | SBE B | SBE Nb | case | SBE cycles | B=1 cycles | speedup | "
+                  "paper (Fig. 15) |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+        lines += [f"| {r['input_size']}+{r['hidden_size']} | {r['sbe_batch']} | "
+                  f"{r['sbe_blocks']} | {r['sbe_case']} | {r['sbe_cycles']} | "
+                  f"{r['plain_cycles']} | {r['speedup']:.2f}x | 1.60-5.41x |"
+                  if r["fits"] else f"| hidden {r['hidden_size']} | does not fit | | | | | | |"
+                  for r in result["speedup"]]
+    if "presets" in result:
+        lines += ["", "## The paper's designs at full size", "",
+                  "| preset | PEs | generation s | Verilog MB | Verilator build s | steps | "
+                  "RTL cycles | model cycles | model error | sim cycles/s | bit exact | "
+                  "clock MHz | GOPS (RTL, one batch) | GOPS (model, 1024 steps) | paper GOPS |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---:|---:|"]
+        lines += [f"| {r['preset']} | {r['pes']} | {r['generation_seconds']} | "
+                  f"{r['verilog_bytes'] / 1e6:.1f} | {r['build_seconds']} | {r['steps']} | "
+                  f"{r['cycles']} | {r['model_cycles']} | {r['model_error']:.2%} | "
+                  f"{r['cycles_per_second']} | {r['bit_exact']} | {r['clock_mhz']:g}"
+                  f"{'' if r['clock_from_paper'] else ' (not in the paper)'} | "
+                  f"{r['gops_one_batch_rtl']} | {r['gops_1024_steps_model']} | "
+                  f"{r['paper_gops'] or '-'} |" for r in result["presets"]]
+    return "\n".join(lines) + "\n"
+
