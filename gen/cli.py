@@ -7,13 +7,16 @@
     nnrtl generate ENGINE --board B [--param k=v]... [-o DIR] [--force]
     nnrtl synth DIR
     nnrtl sim ENGINE --board B [--param k=v]... [--seed N] [--backpressure P] [--waves F]
+    nnrtl explore sbe --board B (--model FILE [--weights H5] | --param k=v...)
+                      [--seq-len N] [--top K] [--json]
 
-Bad input (unknown board, engine or parameter, malformed value, a design that does not
-fit the board, an existing output directory) prints ``nnrtl: error: ...`` and exits with
-code 2, having written nothing.
+Bad input (unknown board, engine or parameter, malformed value, unreadable model file, a
+design that does not fit the board, an existing output directory) prints ``nnrtl: error:
+...`` and exits with code 2, having written nothing.
 """
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -100,6 +103,86 @@ def _cmd_sim(args):
     return 0 if result.get("bit_exact") else 1
 
 
+def _explore_model(args):
+    """The model (``None`` with ``--param``) and its :class:`ModelSpec`."""
+    from .sbe.frommodel import load_model
+    from .sbe.importers import ModelSpec
+
+    if args.model is not None:
+        if args.param:
+            raise UsageError("give the model as --model FILE or as --param, not both")
+        model = load_model(args.model, args.weights)
+        return model, model.spec
+    if args.weights is not None:
+        raise UsageError("--weights needs --model, the Keras model JSON")
+    given = {item.partition("=")[0].strip() for item in args.param}
+    if not {"input_size", "hidden_size"} <= given:
+        raise UsageError("explore needs --model FILE, or --param input_size=N --param "
+                         "hidden_size=N [--param layers=N]")
+    return None, parse_params(ModelSpec, args.param, base=ModelSpec(1, 1, 1))
+
+
+def _exploration_json(exploration, model, quantized, calibration):
+    def candidate(rank, c):
+        return {"rank": rank, "chosen": rank == 1, "config": dataclasses.asdict(c.config),
+                "cycles": c.cycles, "utilization": c.utilization, "gops": c.gops,
+                "resources": {**dataclasses.asdict(c.resources), "luts": c.resources.luts}}
+    e = exploration
+    return {
+        "engine": "sbe", "board": e.board, "clock_hz": e.clock_hz, "seq_len": e.seq_len,
+        "model": {**dataclasses.asdict(e.model),
+                  "source": None if model is None else model.source},
+        "considered": e.considered, "feasible": e.feasible,
+        "chosen": dataclasses.asdict(e.best.config),
+        "quantization": None if quantized is None else {
+            "calibration": calibration, "saturated": quantized.saturated,
+            "ranges": quantized.ranges},
+        "candidates": [candidate(rank, c) for rank, c in enumerate(e.candidates, 1)],
+    }
+
+
+def _generate_command(board, config):
+    """``nnrtl generate sbe`` of ``config``: its shape and the fields not at their default."""
+    defaults = type(config)()
+    params = [f"--param {field.name}={str(getattr(config, field.name)).lower()}"
+              for field in dataclasses.fields(config)
+              if field.name in ("input_size", "hidden_size", "layers", "seq_len")
+              or getattr(config, field.name) != getattr(defaults, field.name)]
+    return f"nnrtl generate sbe --board {board} {' '.join(params)}"
+
+
+def _cmd_explore(args):
+    from ..hw.sbe.config import SBEConfig
+    from .sbe.explore import explore, format_table
+    from .sbe.frommodel import CALIBRATION_SEED, CALIBRATION_SEQUENCES, quantized_base
+
+    if args.engine != "sbe":
+        get_engine(args.engine)                 # an unknown engine is named as such
+        raise UsageError(f"only sbe has a design-space exploration, not {args.engine}")
+    platform_class = get_board_or_usage_error(args.board)
+    model, spec = _explore_model(args)
+    seq_len = SBEConfig().seq_len if args.seq_len is None else args.seq_len
+    base, quantized = None, None
+    calibration = (f"{CALIBRATION_SEQUENCES} synthetic sequences, inputs uniform in "
+                   f"[-1, 1], seed {CALIBRATION_SEED}")
+    if model is not None:
+        _progress(f"explore: quantizing {model.source} on {calibration}")
+        base, quantized = quantized_base(model, seq_len=seq_len)
+    exploration = explore(spec, platform_class, seq_len=seq_len, base=base, top=args.top,
+                          log=_progress)
+    chosen = exploration.best.config
+    if args.json:
+        print(json.dumps(_exploration_json(exploration, model, quantized, calibration),
+                         indent=2))
+        return
+    print(format_table(exploration, chosen=0))
+    print(f"\n* chosen: {chosen}")
+    if model is not None:
+        print(f"  weight_frac, act_frac and cell_frac from {model.source} calibrated on "
+              f"{calibration}; {quantized.saturated} weight codes saturated")
+    print(f"  {_generate_command(exploration.board, chosen)}")
+
+
 def _parser():
     parser = argparse.ArgumentParser(
         prog="nnrtl", description="Generate, synthesise and simulate FPGA accelerators "
@@ -142,6 +225,26 @@ def _parser():
     sim.add_argument("--waves", default=False, choices=["fst", "vcd"],
                      help="write a waveform file (its path is in the JSON)")
     sim.set_defaults(run=_cmd_sim)
+
+    explore = commands.add_parser("explore", help="design-space exploration: the fastest "
+                                  "configurations of a model that fit a board")
+    explore.add_argument("engine", metavar="ENGINE", help="sbe (the only engine with one)")
+    explore.add_argument("--board", required=True, metavar="B",
+                         help=f"one of {', '.join(BOARDS)}")
+    explore.add_argument("--model", metavar="FILE", help="a Keras model JSON (with "
+                         "--weights), a Keras 3 .keras archive or a PyTorch state_dict "
+                         "saved with torch.save")
+    explore.add_argument("--weights", metavar="H5", help="the HDF5 weights of a Keras model "
+                         "JSON")
+    explore.add_argument("--param", action="append", default=[], metavar="k=v",
+                         help="instead of --model: input_size, hidden_size and layers "
+                         "(default 1); repeatable")
+    explore.add_argument("--seq-len", type=int, metavar="N",
+                         help="time steps per sequence (default: SBEConfig's)")
+    explore.add_argument("--top", type=int, default=10, metavar="K",
+                         help="candidates to list (default 10)")
+    explore.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    explore.set_defaults(run=_cmd_explore)
     return parser
 
 

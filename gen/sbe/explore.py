@@ -22,6 +22,7 @@ a cheap lower bound until the best ``top`` are certain.
 
 import dataclasses
 import math
+import time
 
 from ...boards import get_board
 from ...hw.sbe.config import MAX_BUS_BITS, SBEConfig
@@ -31,6 +32,9 @@ from .perf import (ResourceEstimate, lower_bound_cycles, lut_multiplier_luts, pr
                    resource_estimate)
 
 __all__ = ["Candidate", "Exploration", "explore", "format_table"]
+
+#: Seconds between the progress lines :func:`explore` gives its ``log`` while ranking.
+LOG_INTERVAL = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,7 +115,7 @@ def _board(board):
 
 
 def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
-            dram_efficiency=1.0, lut_share=0.5, top=10):
+            dram_efficiency=1.0, lut_share=0.5, top=10, log=None):
     """Enumerate, check and rank SBE configurations of ``model`` on ``board``.
 
     Parameters
@@ -126,14 +130,18 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     base : SBEConfig, optional
         Source of the other fields (widths, fraction bits, ``batch_norm``).
     post_units : int
-        Post-processing units wanted; the largest divisor of the units per pass not above
-        it is used.
+        Post-processing units wanted; the largest power of two dividing the units per pass
+        and not above it is used.
     dram_efficiency : float
         Share of the board's peak off-chip bandwidth the DMA may count on.
     lut_share : float
         Share of the board's LUTs that LUTRAM BB-FIFOs and LUT multipliers may take.
     top : int
         Candidates ranked exactly and returned.
+    log : callable, optional
+        Called with a line of progress once the configurations are enumerated, then every
+        :data:`LOG_INTERVAL` seconds while they are ranked (exact cycle counts of large
+        models can take minutes).
 
     Returns
     -------
@@ -142,9 +150,12 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     Raises
     ------
     UsageError
-        Unknown board, or no configuration fits the board (naming the smallest design's
-        needs).
+        Unknown board, ``seq_len`` or ``top`` not a positive integer, or no configuration
+        fits the board (naming the smallest design's needs).
     """
+    for name, value in (("seq_len", seq_len), ("top", top)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise UsageError(f"{name} must be a positive integer, not {value!r}")
     spec = model if isinstance(model, ModelSpec) else ModelSpec(*model)
     platform = _board(board)
     capacity = platform.capacity
@@ -170,7 +181,7 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     considered, feasible, smallest = 0, [], None
     for pes in pes_options:
         units = min(pes, rows) // 4
-        pp = max(d for d in _divisors(units) if d <= max(1, post_units))
+        pp = max(d for d in _powers_of_two(max(1, post_units)) if units % d == 0)
         for bus in bus_options:
             batches = set(_powers_of_two(seq_len)) | {seq_len}
             if pes % bus == 0 and pes // bus <= seq_len:
@@ -199,10 +210,17 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
                          f"{spec.layers} fits {platform.name} ({capacity.bram36} BRAM36, "
                          f"{capacity.dsp} DSP): {need}")
     feasible.sort(key=lambda item: (item[0], item[2].dsp, item[2].bram36))
-    ranked = []
+    if log:
+        log(f"explore: {len(feasible)} of {considered} configurations fit {platform.name}; "
+            f"ranking them by predicted cycles")
+    ranked, logged = [], time.monotonic()
     for bound, config, estimate in feasible:
         if len(ranked) >= top and bound > ranked[top - 1].cycles:
             break
+        if log and ranked and time.monotonic() - logged >= LOG_INTERVAL:
+            log(f"explore: {len(ranked)} ranked, the best so far takes "
+                f"{ranked[0].cycles:,} cycles")
+            logged = time.monotonic()
         prediction = predict(config, seq_len=seq_len)
         ranked.append(Candidate(config, prediction.cycles, prediction.utilization,
                                 prediction.gops(clock_hz), estimate))
@@ -212,8 +230,9 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
                        considered=considered)
 
 
-def format_table(exploration):
-    """The ranked candidates of an :class:`Exploration` as a text table."""
+def format_table(exploration, *, chosen=None):
+    """The ranked candidates of an :class:`Exploration` as a text table; the candidate at
+    index ``chosen`` (if given) is marked with ``*`` after its rank."""
     e = exploration
     lines = [f"SBE on {e.board} at {e.clock_hz / 1e6:g} MHz: LSTM {e.model.input_size} inputs, "
              f"{e.model.hidden_size} hidden, {e.model.layers} layer(s), seq_len {e.seq_len}; "
@@ -221,10 +240,11 @@ def format_table(exploration):
              f"{'#':>3} {'pes':>5} {'batch':>5} {'blocks':>6} {'bus':>4} {'case':>4} "
              f"{'cycles':>11} {'util':>6} {'GOPS':>7} {'DSP':>5} {'BRAM36':>6} {'eq.7':>6} "
              f"{'LUTs':>7}"]
-    for rank, c in enumerate(e.candidates, 1):
-        r = c.resources
-        lines.append(f"{rank:>3} {c.config.pes:>5} {c.config.batch:>5} {c.config.blocks:>6} "
-                     f"{c.config.bus_weights:>4} {max(c.config.cases):>4} {c.cycles:>11,} "
-                     f"{c.utilization:>6.1%} {c.gops:>7.1f} {r.dsp:>5} {r.bram36:>6} "
-                     f"{r.bram_eq7:>6.0f} {r.luts:>7,}")
+    for rank, candidate in enumerate(e.candidates, 1):
+        c, r = candidate.config, candidate.resources
+        mark = "*" if rank - 1 == chosen else " "
+        lines.append(f"{rank:>3}{mark}{c.pes:>5} {c.batch:>5} {c.blocks:>6} {c.bus_weights:>4} "
+                     f"{max(c.cases):>4} {candidate.cycles:>11,} {candidate.utilization:>6.1%} "
+                     f"{candidate.gops:>7.1f} {r.dsp:>5} {r.bram36:>6} {r.bram_eq7:>6.0f} "
+                     f"{r.luts:>7,}")
     return "\n".join(lines)

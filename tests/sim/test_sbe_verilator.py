@@ -1,6 +1,7 @@
 """The SBE engine end to end under Verilator: bit-exact against the golden model with
 random stream gaps and backpressure, and cycle counts equal to the performance model
-(:func:`nnrtl.gen.sbe.perf.run_cycles`) when nothing stalls the streams.
+(:func:`nnrtl.gen.sbe.perf.run_cycles`, within 5%, mostly exactly) when nothing stalls the
+streams.
 
 ``make test`` builds three engines chosen to cover the paper's three cases, row passes
 (``pes < 4 * hidden_size``), several columns per cycle (``pes > 4 * hidden_size``), batch
@@ -59,7 +60,9 @@ def check(config, backpressure, seed):
     assert result["bit_exact"] is True
     assert result["useful_macs"] == result["expected_macs"]
     if backpressure == "none":
-        assert result["cycles"] == result["model_cycles"]
+        # The issue's bound; most configurations match the model exactly (the runs of a
+        # later layer in case 2 with two columns per cycle come out ~2% under it).
+        assert abs(result["cycles"] - result["model_cycles"]) <= 0.05 * result["model_cycles"]
     else:
         assert result["cycles"] >= result["model_cycles"]
     assert 0 < result["utilization"] <= 1

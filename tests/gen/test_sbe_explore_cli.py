@@ -1,0 +1,255 @@
+"""``nnrtl explore sbe`` and the mapping of a model file to an SBE configuration
+(:mod:`nnrtl.gen.sbe.frommodel`)."""
+
+import dataclasses
+import importlib
+import json
+import re
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from lstm_files import HIDDEN, INPUTS, STEPS, keras_files, keras_weights, torch_lstm
+
+from nnrtl.boards import BOARDS, ZC706Platform
+from nnrtl.gen.cli import main
+from nnrtl.gen.errors import UsageError
+from nnrtl.gen.params import parse_params
+from nnrtl.gen.sbe.explore import explore, format_table
+from nnrtl.gen.sbe.frommodel import (config_from_model, load_model, quantized_base,
+                                     synthetic_calibration)
+from nnrtl.gen.sbe.importers import ModelSpec, load_torch
+from nnrtl.gen.sbe.quantize import quantize_model
+from nnrtl.hw.sbe import SBEConfig
+
+SHAPE = ["--param", f"input_size={INPUTS}", "--param", f"hidden_size={HIDDEN}",
+         "--param", "layers=2"]
+
+
+def run(capsys, *argv):
+    code = main(["explore", *map(str, argv)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def model_files(tmp_path, kind):
+    """``[--model FILE, (--weights FILE)]`` of the small two-layer LSTM in format ``kind``."""
+    if kind == "torch":
+        path = tmp_path / "lstm.pt"
+        torch.save(torch_lstm().state_dict(), path)
+        return ["--model", path]
+    json_path, weights_path = keras_files(tmp_path, "keras3-native" if kind == "keras"
+                                          else kind, keras_weights())
+    if kind != "keras":
+        return ["--model", json_path, "--weights", weights_path]
+    archive = tmp_path / "model.keras"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("config.json", json_path.read_text())
+        z.write(weights_path, "model.weights.h5")
+    json_path.unlink()
+    weights_path.unlink()
+    return ["--model", archive]
+
+
+def generated_config(out):
+    """The configuration of the ``nnrtl generate`` line ``explore`` prints."""
+    line = out.splitlines()[-1]
+    assert line.startswith("  nnrtl generate sbe --board ")
+    return parse_params(SBEConfig, line.split()[6::2])
+
+
+def test_table_marks_the_chosen_configuration(capsys):
+    code, out, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--seq-len", STEPS,
+                         "--top", 4)
+    assert code == 0
+    expected = explore((INPUTS, HIDDEN, 2), "zc706", seq_len=STEPS, top=4)
+    table, footer = out.rstrip("\n").split("\n\n")
+    chosen, generate = footer.splitlines()
+    assert table == format_table(expected, chosen=0)
+    assert [line[3] for line in table.splitlines()[2:]] == ["*", " ", " ", " "]
+    assert chosen == f"* chosen: {expected.best.config}"
+    assert generate.startswith("  nnrtl generate sbe --board zc706 --param input_size=5 "
+                               "--param hidden_size=7 --param layers=2 --param seq_len=9 ")
+    assert generated_config(out) == expected.best.config
+    assert re.fullmatch(r"explore: \d+ of \d+ configurations fit zc706; ranking them by "
+                        r"predicted cycles\n", err)
+
+
+def test_json(capsys):
+    code, out, _ = run(capsys, "sbe", "--board", "vc709", *SHAPE, "--top", 3, "--json")
+    assert code == 0
+    result = json.loads(out)
+    expected = explore(ModelSpec(INPUTS, HIDDEN, 2), "vc709", seq_len=16, top=3)
+    assert result["model"] == {"input_size": INPUTS, "hidden_size": HIDDEN, "layers": 2,
+                               "source": None}
+    assert (result["board"], result["seq_len"], result["quantization"]) == ("vc709", 16, None)
+    assert (result["considered"], result["feasible"]) == (expected.considered,
+                                                          expected.feasible)
+    assert result["chosen"] == dataclasses.asdict(expected.best.config)
+    assert [c["rank"] for c in result["candidates"]] == [1, 2, 3]
+    assert [c["chosen"] for c in result["candidates"]] == [True, False, False]
+    for row, candidate in zip(result["candidates"], expected.candidates):
+        assert row["config"] == dataclasses.asdict(candidate.config)
+        assert row["cycles"] == candidate.cycles
+        assert row["resources"]["bram36"] == candidate.resources.bram36
+
+
+@pytest.mark.parametrize("kind", ["torch", "keras2.2-model", "tf.keras-weights", "keras"])
+def test_model_files(tmp_path, capsys, kind):
+    files = model_files(tmp_path, kind)
+    before = sorted(tmp_path.iterdir())
+    code, out, err = run(capsys, "sbe", "--board", "zc706", *files, "--seq-len", STEPS,
+                         "--json")
+    assert code == 0
+    result = json.loads(out)
+    model = load_model(*files[1::2])
+    assert result["model"]["source"] == model.source
+    config, quantized = config_from_model(model, "zc706", seq_len=STEPS)
+    assert result["chosen"] == dataclasses.asdict(config)
+    assert result["quantization"]["saturated"] == quantized.saturated == 0
+    assert "explore: quantizing " in err
+    assert sorted(tmp_path.iterdir()) == before            # nothing written
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", *files, "--seq-len", STEPS)
+    assert re.search(r"^  weight_frac, act_frac and cell_frac from .* calibrated on 8 "
+                     r"synthetic sequences, inputs uniform in \[-1, 1\], seed 0; 0 weight "
+                     r"codes saturated$", out, re.M)
+    assert generated_config(out) == config
+
+
+def test_progress_while_ranking(capsys, monkeypatch):
+    monkeypatch.setattr(importlib.import_module("nnrtl.gen.sbe.explore"), "LOG_INTERVAL", 0)
+    code, _, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--top", 2)
+    assert code == 0
+    lines = err.splitlines()
+    assert len(lines) > 2
+    assert all(re.fullmatch(r"explore: \d+ ranked, the best so far takes [\d,]+ cycles", line)
+               for line in lines[1:])
+
+
+def test_post_units_are_a_power_of_two():
+    """Six hidden units a pass take two post-processing units, not three."""
+    result = explore((10, 6, 1), "zc706", seq_len=8, top=10 ** 6)
+    assert {c.config.post_units for c in result.candidates if c.config.pes == 24} == {2}
+
+
+def test_config_from_model():
+    model = load_torch(torch_lstm().state_dict())
+    config, quantized = config_from_model(model, "vc709", seq_len=STEPS)
+    # The documented synthetic calibration: 8 sequences, uniform in [-1, 1], seed 0.
+    calibration = synthetic_calibration(INPUTS, STEPS)
+    np.testing.assert_array_equal(
+        calibration, np.random.default_rng(0).uniform(-1, 1, size=(STEPS, 8, INPUTS)))
+    expected = quantize_model(model, calibration)
+    assert (config.weight_frac, config.act_frac, config.cell_frac) == (
+        expected.weight_frac, expected.act_frac, expected.cell_frac)
+    # The exploration ran with those formats, and the configuration is its best.
+    base, _ = quantized_base(model, seq_len=STEPS)
+    assert config == explore(model.spec, "vc709", seq_len=STEPS, base=base).best.config
+    assert config == quantized.apply(config)
+    # Given inputs and overrides.
+    inputs = np.full((STEPS, INPUTS), 3.0)
+    config, quantized = config_from_model(model, "vc709", seq_len=STEPS, calibration=inputs,
+                                          operand_width=8, acc_width=24, batch_norm=True,
+                                          post_units=2)
+    assert (config.operand_width, config.acc_width, config.batch_norm) == (8, 24, True)
+    assert config.post_units <= 2
+    assert quantized.ranges["x"] == 3.0 and quantized.width == 8
+    assert config.act_frac == quantize_model(model, inputs, width=8, acc_width=24).act_frac
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"pes": 28}, r"pes is chosen by the design-space exploration; it cannot be overridden"),
+    ({"weight_frac": 8}, r"weight_frac is chosen by the quantization; it cannot be "
+                         r"overridden"),
+    ({"hidden_size": 8}, r"hidden_size comes from the model; it cannot be overridden"),
+    ({"lanes": 3}, r"unknown parameter 'lanes'; the ones to override are batch_norm, "
+                   r"operand_width, acc_width, post_units, dram_efficiency, lut_share"),
+    ({"acc_width": 20}, r"acc_width \(20\) must be at least 2 \* operand_width \(32\)"),
+])
+def test_config_from_model_rejects(overrides, message):
+    model = load_torch(torch_lstm().state_dict())
+    with pytest.raises(UsageError, match=rf"^{message}$"):
+        config_from_model(model, "zc706", seq_len=STEPS, **overrides)
+
+
+def tiny_board(monkeypatch):
+    """A ZC706 with four DSP slices, one BRAM36 and no LUTs to spare, as board 'tiny'."""
+    capacity = dataclasses.replace(ZC706Platform.capacity, dsp=4, bram36=1, lut=10,
+                                   onchip_mb=round(36 / 1024, 2))
+    monkeypatch.setitem(BOARDS, "tiny", type("Tiny", (ZC706Platform,),
+                                             {"name": "tiny", "capacity": capacity}))
+
+
+def write(tmp_path, name, content):
+    path = tmp_path / name
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["demo", "--board", "zc706", *SHAPE],
+     r"only sbe has a design-space exploration, not demo"),
+    (["foo", "--board", "zc706", *SHAPE], r"unknown engine 'foo'; valid engines: demo, .*"),
+    (["sbe", "--board", "zc123", *SHAPE],
+     r"unknown board 'zc123'; valid boards: zc706, vc709, vu9p, vcu128"),
+    (["sbe", "--board", "tiny", *SHAPE],
+     r"no SBE configuration of LSTM 5x7x2 fits tiny \(1 BRAM36, 4 DSP\): the smallest needs "
+     r"\d+ BRAM36 and \d+ DSP"),
+    (["sbe", "--board", "zc706"], r"explore needs --model FILE, or --param input_size=N "
+                                  r"--param hidden_size=N \[--param layers=N\]"),
+    (["sbe", "--board", "zc706", "--param", "input_size=5"], r"explore needs --model FILE, .*"),
+    (["sbe", "--board", "zc706", *SHAPE, "--param", "pes=4"],
+     r"unknown parameter 'pes' for ModelSpec; valid parameters: input_size, hidden_size, "
+     r"layers"),
+    (["sbe", "--board", "zc706", "--param", "input_size=5", "--param", "hidden_size=0"],
+     r"hidden_size must be a positive integer, not 0"),
+    (["sbe", "--board", "zc706", *SHAPE, "--seq-len", "0"],
+     r"seq_len must be a positive integer, not 0"),
+    (["sbe", "--board", "zc706", *SHAPE, "--top", "0"],
+     r"top must be a positive integer, not 0"),
+    (["sbe", "--board", "zc706", "--model", "{torch}", *SHAPE],
+     r"give the model as --model FILE or as --param, not both"),
+    (["sbe", "--board", "zc706", "--weights", "{h5}", *SHAPE],
+     r"--weights needs --model, the Keras model JSON"),
+    (["sbe", "--board", "zc706", "--model", "{tmp}/missing.pt"],
+     r"{tmp}/missing\.pt: no such file"),
+    (["sbe", "--board", "zc706", "--model", "{tmp}"], r"{tmp}: cannot read: Is a directory"),
+    (["sbe", "--board", "zc706", "--model", "{junk}"],
+     r"{junk}: not a model file nnrtl reads; it reads a Keras model JSON "
+     r"\(model\.to_json\(\)\) with its HDF5 weights, a Keras 3 \.keras archive, or a "
+     r"PyTorch state_dict saved with torch\.save \(\.pt, \.pth\)"),
+    (["sbe", "--board", "zc706", "--model", "{h5}"],
+     r"{h5}: an HDF5 file alone is not read; give the model JSON \(model\.to_json\(\)\) with "
+     r"this file as its weights \(--weights\)"),
+    (["sbe", "--board", "zc706", "--model", "{json}"],
+     r"{json}: a Keras model JSON needs its HDF5 weights file too \(--weights\)"),
+    (["sbe", "--board", "zc706", "--model", "{torch}", "--weights", "{h5}"],
+     r"{torch}: a weights file goes with a Keras model JSON, and this is not one"),
+    (["sbe", "--board", "zc706", "--model", "{json}", "--weights", "{junk}"],
+     r"{junk}: not an HDF5 file \(.*\)"),
+    (["sbe", "--board", "zc706", "--model", "{bad_json}", "--weights", "{h5}"],
+     r"{bad_json}: not valid JSON: .*"),
+    (["sbe", "--board", "zc706", "--model", "{bad_pt}"],
+     r"{bad_pt}: not a PyTorch state_dict file \(.*\)"),
+    (["sbe", "--board", "zc706", "--model", "{gru}"],
+     r"{gru}: weight_hh_l0 has shape \(21, 7\): it must be \(4 \* hidden_size, hidden_size\)"),
+])
+def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, monkeypatch, argv, message):
+    if "tiny" in argv:
+        tiny_board(monkeypatch)
+    json_path, h5 = keras_files(tmp_path, "keras2.2-model", keras_weights())
+    paths = {"tmp": tmp_path, "json": json_path, "h5": h5,
+             "torch": model_files(tmp_path, "torch")[1],
+             "junk": write(tmp_path, "junk.bin", b"not a model"),
+             "bad_json": write(tmp_path, "bad.json", b"{\"class_name\": "),
+             "bad_pt": write(tmp_path, "bad.pt", b"not a pickle"),
+             "gru": tmp_path / "gru.pt"}
+    torch.save(torch.nn.GRU(INPUTS, HIDDEN).state_dict(), paths["gru"])
+    before = sorted(tmp_path.iterdir())
+    code, out, err = run(capsys, *(arg.format(**paths) for arg in argv))
+    escaped = {name: re.escape(str(path)) for name, path in paths.items()}
+    assert code == 2
+    assert re.fullmatch(rf"nnrtl: error: {message.format(**escaped)}\n", err, re.S), err
+    assert out == ""
+    assert sorted(tmp_path.iterdir()) == before
