@@ -21,6 +21,7 @@ import json
 import signal
 import sys
 import time
+from pathlib import Path
 
 from ..boards import BOARDS, vivado_part
 from .engines import ENGINES, check_fit, get_board_or_usage_error, get_engine
@@ -66,7 +67,22 @@ def _cmd_engines(args):
 def _configure(args):
     engine = get_engine(args.engine)
     platform_class = get_board_or_usage_error(args.board)
-    config = parse_params(engine.config_class, args.param)
+    if args.model is None:
+        if args.weights is not None or getattr(args, "inputs", None) is not None:
+            raise UsageError("--weights and --inputs need --model FILE")
+        config = parse_params(engine.config_class, args.param)
+        args.quantized = args.xs = None
+    else:
+        if engine.name != "sbe":
+            raise UsageError(f"--model is read by the sbe engine, not {engine.name}")
+        from .sbe.frommodel import load_inputs, load_model, model_config
+        model = load_model(args.model, args.weights)
+        args.xs = None
+        if getattr(args, "inputs", None) is not None:
+            args.xs = load_inputs(args.inputs, model.spec.input_size)
+        seq_len = len(args.xs) if args.xs is not None else args.seq_len
+        config, args.quantized = model_config(model, platform_class, args.param,
+                                              seq_len=seq_len, calibration=args.xs)
     check_fit(engine, config, platform_class)
     return engine, config, platform_class
 
@@ -93,14 +109,51 @@ def _cmd_synth(args):
 
 
 def _cmd_sim(args):
+    if (args.inputs is None) != (args.outputs is None) or (args.inputs is None) != (
+            args.model is None):
+        raise UsageError("--model FILE --inputs X.npy --outputs Y.npy go together")
     engine, config, platform_class = _configure(args)
     start = time.monotonic()
-    result = engine.simulate(config, board=platform_class, seed=args.seed, waves=args.waves,
-                             backpressure=args.backpressure, log=_progress)
+    if args.model is None:
+        result = engine.simulate(config, board=platform_class, seed=args.seed,
+                                 waves=args.waves, backpressure=args.backpressure,
+                                 log=_progress)
+    else:
+        result = _simulate_model(args, engine, config, platform_class)
     result = {"engine": engine.name, "board": platform_class.name, "seed": args.seed,
               **result, "seconds": round(time.monotonic() - start, 3)}
     print(json.dumps(result))
     return 0 if result.get("bit_exact") else 1
+
+
+def _simulate_model(args, engine, config, platform_class):
+    """``nnrtl sim sbe --model``: the user's inputs through the RTL, h written as floats."""
+    import tempfile
+
+    import numpy as np
+
+    from .sbe.frommodel import write_engine_inputs
+    from .sbe.importers import lstm_forward
+
+    output = Path(args.outputs)
+    if output.suffix != ".npy":
+        raise UsageError(f"--outputs must name a .npy file, not {output}")
+    if not output.parent.is_dir():
+        raise UsageError(f"--outputs: no directory {output.parent}")
+    with tempfile.TemporaryDirectory() as scratch:
+        engine_inputs, codes = Path(scratch) / "model.npz", Path(scratch) / "h.npy"
+        write_engine_inputs(engine_inputs, config, args.quantized, args.xs)
+        result = engine.simulate(config, board=platform_class, seed=args.seed,
+                                 waves=args.waves, backpressure=args.backpressure,
+                                 log=_progress, steps=len(args.xs), split=0,
+                                 model=engine_inputs, outputs=codes)
+        hs = np.load(codes) * 2.0 ** -config.act_frac
+    np.save(output, hs)
+    reference, _ = lstm_forward(args.quantized.dequantized().layers, args.xs)
+    result["outputs"] = str(output)
+    result["max_abs_error_vs_float"] = float(np.max(np.abs(hs - reference)))
+    result["config"] = dataclasses.asdict(config)
+    return result
 
 
 def _explore_model(args):
@@ -202,6 +255,11 @@ def _parser():
                          help=f"one of {', '.join(BOARDS)}")
         sub.add_argument("--param", action="append", default=[], metavar="k=v",
                          help="set an engine parameter (see 'nnrtl engines'); repeatable")
+        sub.add_argument("--model", metavar="FILE", help="sbe: an LSTM model (Keras JSON "
+                         "with --weights, .keras, or a PyTorch state_dict); its sizes and "
+                         "number formats, the hardware explored unless --param sets it")
+        sub.add_argument("--weights", metavar="H5", help="the HDF5 weights of a Keras "
+                         "model JSON")
 
     generate = commands.add_parser("generate", help="write an engine's Verilog, board "
                                    "files, manifest and C header into a directory")
@@ -209,6 +267,8 @@ def _parser():
     generate.add_argument("-o", "--output", metavar="DIR",
                           help="output directory (default build/ENGINE-BOARD)")
     generate.add_argument("--force", action="store_true", help="replace an existing DIR")
+    generate.add_argument("--seq-len", type=int, default=16, metavar="N",
+                          help="with --model: sequence length to optimise and calibrate for")
     generate.set_defaults(run=_cmd_generate)
 
     synth = commands.add_parser("synth", help="resource report of a generated design "
@@ -224,6 +284,10 @@ def _parser():
                      help="gaps on the input stream and backpressure on the output")
     sim.add_argument("--waves", default=False, choices=["fst", "vcd"],
                      help="write a waveform file (its path is in the JSON)")
+    sim.add_argument("--inputs", metavar="X.npy", help="with --model: the inputs, seq_len x "
+                     "input_size floats (also the calibration data)")
+    sim.add_argument("--outputs", metavar="Y.npy", help="with --model: where the last "
+                     "layer's hidden vectors go, seq_len x hidden_size floats")
     sim.set_defaults(run=_cmd_sim)
 
     explore = commands.add_parser("explore", help="design-space exploration: the fastest "

@@ -28,7 +28,8 @@ from .importers import load_keras, load_torch
 from .quantize import quantize_model
 
 __all__ = ["MODEL_FORMATS", "CALIBRATION_SEED", "CALIBRATION_SEQUENCES", "load_model",
-           "synthetic_calibration", "quantized_base", "config_from_model"]
+           "synthetic_calibration", "quantized_base", "config_from_model", "model_config",
+           "load_inputs", "write_engine_inputs"]
 
 #: What :func:`load_model` reads, for error messages and help texts.
 MODEL_FORMATS = ("a Keras model JSON (model.to_json()) with its HDF5 weights, a Keras 3 "
@@ -226,3 +227,67 @@ def config_from_model(model, board, *, seq_len, calibration=None, clock_hz=None,
     exploration = explore(model.spec, board, seq_len=seq_len, clock_hz=clock_hz, base=base,
                           top=1, **knobs)
     return exploration.best.config, quantized
+
+
+def model_config(model, board, params=(), *, seq_len, calibration=None):
+    """The configuration of ``model`` for ``nnrtl generate/sim sbe --model``.
+
+    Without ``params`` the design-space exploration chooses it (:func:`config_from_model`:
+    for a real model a large engine, slow to simulate). With ``params`` (``name=value``
+    strings of :class:`~nnrtl.hw.sbe.SBEConfig`, e.g. ``pes=64``) they set the hardware and
+    no exploration runs; the model's sizes, ``seq_len`` and the quantization's fraction bits
+    are set here and cannot be given.
+
+    Returns
+    -------
+    (SBEConfig, QuantizedLSTM)
+    """
+    from ..params import parse_params
+
+    if not params:
+        return config_from_model(model, board, seq_len=seq_len, calibration=calibration)
+    base, quantized = quantized_base(model, seq_len=seq_len, calibration=calibration)
+    spec = model.spec
+    fixed = {"input_size": spec.input_size, "hidden_size": spec.hidden_size,
+             "layers": spec.layers, "seq_len": seq_len, "weight_frac": base.weight_frac,
+             "act_frac": base.act_frac, "cell_frac": base.cell_frac}
+    for item in params:
+        name = item.partition("=")[0].strip()
+        if name in fixed:
+            raise UsageError(f"{name} {_CHOSEN[name]}; it cannot be given with --model")
+    items = [*params, *(f"{name}={value}" for name, value in fixed.items())]
+    return parse_params(SBEConfig, items, base=base), quantized
+
+
+def load_inputs(path, input_size):
+    """Input vectors of a model from a ``.npy`` file: ``seq_len x input_size`` floats;
+    :class:`UsageError` naming the file and the shape it must have."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such file")
+    try:
+        xs = np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as error:
+        raise UsageError(f"{path}: not a .npy array ({error})") from None
+    if xs.ndim != 2 or xs.shape[1] != input_size or xs.shape[0] == 0:
+        raise UsageError(f"{path}: the inputs must be an array of shape (seq_len, "
+                         f"{input_size}), not {xs.shape}")
+    if not np.issubdtype(xs.dtype, np.number) or not np.all(np.isfinite(xs)):
+        raise UsageError(f"{path}: the inputs must be finite numbers")
+    return xs.astype(np.float64)
+
+
+def write_engine_inputs(path, config, quantized, xs):
+    """Write what :mod:`nnrtl.sim.tb.sbe` loads for a model run (``.npz``): every layer's
+    interleaved weight and bias codes and the inputs ``xs`` (floats) as codes of the vector
+    format (round half to even, saturated); returns the codes of ``xs``."""
+    from .quantize import to_fixed
+
+    arrays = {}
+    for index in range(config.layers):
+        matrix, bias = quantized.interleaved(index)
+        arrays[f"matrix{index}"], arrays[f"bias{index}"] = matrix, bias
+    codes, _ = to_fixed(xs, config.act_frac, config.operand_width)
+    arrays["xs"] = codes
+    np.savez(path, **arrays)
+    return codes

@@ -118,3 +118,46 @@ def test_full_size_preset_one_batch(name):
                              backpressure="none", steps=config.batch, split=0)
     assert result["bit_exact"] is True
     assert abs(result["cycles"] - result["model_cycles"]) <= 0.05 * result["model_cycles"]
+
+
+def test_sim_command_runs_a_pytorch_model(tmp_path, capsys):
+    """``nnrtl sim sbe --model --inputs --outputs``: a user's nn.LSTM through the RTL."""
+    torch = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(12, 8, num_layers=2).double()
+    torch.save(lstm.state_dict(), tmp_path / "lstm.pt")
+    xs = np.random.default_rng(0).uniform(-1, 1, (10, 12))
+    np.save(tmp_path / "x.npy", xs)
+    code = main(["sim", "sbe", "--board", "zc706", "--model", str(tmp_path / "lstm.pt"),
+                 "--inputs", str(tmp_path / "x.npy"), "--outputs", str(tmp_path / "y.npy"),
+                 "--param", "pes=32", "--param", "blocks=4", "--param", "batch=4",
+                 "--param", "bus_weights=8", "--backpressure", "random", "--seed", "2"])
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0 and result["bit_exact"] is True
+    hs = np.load(tmp_path / "y.npy")
+    expected, _ = lstm(torch.tensor(xs))
+    assert hs.shape == (10, 8)
+    # The golden model's bound against PyTorch (tests/golden/test_sbe_golden.py).
+    assert np.max(np.abs(hs - expected.detach().numpy())) < 6e-4
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--inputs", "x.npy", "--outputs", "y.npy"], "go together"),
+    (["--model", "lstm.pt"], "go together"),
+    (["--model", "lstm.pt", "--inputs", "x.npy"], "go together"),
+    (["--model", "lstm.pt", "--inputs", "bad.npy", "--outputs", "y.npy"],
+     "must be an array of shape (seq_len, 12)"),
+    (["--model", "lstm.pt", "--inputs", "x.npy", "--outputs", "y.npy", "--param",
+      "hidden_size=4"], "hidden_size comes from the model"),
+])
+def test_sim_model_errors(tmp_path, monkeypatch, capsys, argv, message):
+    torch = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    torch.save(torch.nn.LSTM(12, 8).state_dict(), tmp_path / "lstm.pt")
+    np.save(tmp_path / "x.npy", np.zeros((4, 12)))
+    np.save(tmp_path / "bad.npy", np.zeros((4, 11)))
+    monkeypatch.chdir(tmp_path)
+    assert main(["sim", "sbe", "--board", "zc706", *argv]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "y.npy").exists()
