@@ -233,6 +233,15 @@ class Controller(wiring.Component):
             if not resident:
                 m.d.comb += self.w_release.eq(mask)
 
+        def half_mask(half):
+            return Mux(half, 0b10, 0b01)
+
+        def release_tail():
+            """The vector half holding the batch's x columns of the hidden blocks."""
+            with m.If(XTk != 0):
+                m.d.comb += self.x_release.eq(half_mask(x_use))
+                m.d.sync += x_use.eq(~x_use)
+
         def end_of_batch():
             with m.If(t0 + n == self.steps):
                 m.d.sync += self.busy.eq(0)
@@ -269,8 +278,8 @@ class Controller(wiring.Component):
                                 m.d.sync += [s.eq(0), x_base.eq(0), bb.eq(0),
                                              w_use.eq(~w_use), x_use.eq(~x_use),
                                              blk.eq(blk + 1), blk_col.eq(blk_col + BC)]
-                                release_w(Mux(w_use, 0b10, 0b01))
-                                m.d.comb += self.x_release.eq(Mux(x_use, 0b10, 0b01))
+                                release_w(half_mask(w_use))
+                                m.d.comb += self.x_release.eq(half_mask(x_use))
                                 with m.If(blk == F - 1):
                                     m.d.sync += [blk.eq(0), part.eq(0),
                                                  phase.eq(Mux(merged, PHASE_MERGED,
@@ -290,13 +299,10 @@ class Controller(wiring.Component):
                             def merged_step():
                                 with m.If(s == n - 1):
                                     m.d.sync += [s.eq(0), x_base.eq(0), bb.eq(0)]
-                                    release_w(Mux(HB == 2, 0b11, Mux(w_use, 0b10, 0b01)))
+                                    release_w(Mux(HB == 2, 0b11, half_mask(w_use)))
                                     if not resident:
                                         m.d.sync += w_use.eq(w_use ^ (HB == 1))
-                                    with m.If(XTk != 0):
-                                        m.d.comb += self.x_release.eq(
-                                            Mux(x_use, 0b10, 0b01))
-                                        m.d.sync += x_use.eq(~x_use)
+                                    release_tail()
                                     end_of_batch()
                                 with m.Else():
                                     m.d.sync += [s.eq(s + 1), x_base.eq(x_base + XTk),
@@ -306,15 +312,12 @@ class Controller(wiring.Component):
                             next_pass(merged_step)
                     with m.Case(PHASE_CASE3):
                         def block_done():
-                            release_w(Mux(w_use, 0b10, 0b01))
+                            release_w(half_mask(w_use))
                             m.d.sync += w_use.eq(~w_use)
                             with m.If(blk == HB - 1):
                                 m.d.sync += [blk.eq(0), blk_col.eq(hidden_col)]
                                 with m.If(s == n - 1):
-                                    with m.If(XTk != 0):
-                                        m.d.comb += self.x_release.eq(
-                                            Mux(x_use, 0b10, 0b01))
-                                        m.d.sync += x_use.eq(~x_use)
+                                    release_tail()
                                     m.d.sync += [s.eq(0), x_base.eq(0), bb.eq(0),
                                                  bb_s.eq(0)]
                                     end_of_batch()
