@@ -56,8 +56,20 @@ SMALL = dict(input_size=80, hidden_size=16, seq_len=16, pes=64, batch=8, blocks=
     ({"input_size": 12, "hidden_size": 4, "pes": 16, "bus_weights": 32}, ValueError,
      r"^bus_weights \(32\) must divide 4 \* hidden_size \(16\): a beat carries part of one "
      r"column$"),
-    ({"post_units": 3}, ValueError,
-     r"^post_units \(3\) must divide the hidden units a pass completes \(16\)$"),
+    ({"post_units": 3}, ValueError, r"^post_units \(3\) must be a power of two$"),
+    ({"post_units": 32}, ValueError,
+     r"^post_units \(32\) must divide the hidden units a pass completes \(16\)$"),
+    ({"hidden_size": 4, "input_size": 11, "pes": 48, "blocks": 1}, ValueError,
+     r"^pes / \(4 \* hidden_size\) \(3\) must be a power of two$"),
+    ({"hidden_size": 3, "input_size": 13, "pes": 24, "blocks": 1, "post_units": 1,
+      "bus_weights": 4},
+     ValueError, r"^the input size of layer 0 \(13\) must be a multiple of pes / "
+                 r"\(4 \* hidden_size\) \(2\): a column step reads x or h, never both$"),
+    ({"hidden_size": 4, "input_size": 12, "pes": 4, "bus_weights": 8, "blocks": 1,
+      "post_units": 1}, ValueError, r"^bus_weights \(8\) must divide pes \(4\): a beat "
+                                    r"fills one group of PEs$"),
+    ({"bus_weights": 1}, ValueError, r"^bus_weights \* operand_width \(16\) must be at "
+                                     r"least acc_width \(32\): a header beat carries a bias$"),
 ])
 def test_config_rejects(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -179,7 +191,9 @@ def test_bram_eq7():
 
 def test_latency_budget():
     config = SBEConfig()
-    assert config.pipeline_latency == sum(config.latency_stages.values()) == 17
-    assert dataclasses.replace(config, batch_norm=True).pipeline_latency == 19
+    # From the RTL's stages: 4 in the PE array and interconnection, 21 in a
+    # post-processing unit (its arithmetic units' latencies), 1 to write the h store.
+    assert config.pipeline_latency == sum(config.latency_stages.values()) == 26
+    assert dataclasses.replace(config, batch_norm=True).pipeline_latency == 32
     assert config.drain_cycles == 4                  # 16 units over 4 post units
     assert GATES == ("i", "u", "f", "o")
