@@ -238,6 +238,8 @@ class SBEConfig:
             raise ValueError(f"blocks ({self.blocks}) must divide the columns of every "
                              f"layer: {which}")
         step = self.columns_per_cycle
+        if step & (step - 1):
+            raise ValueError(f"pes / (4 * hidden_size) ({step}) must be a power of two")
         for width in widths:
             if (width // self.blocks) % step:
                 raise ValueError(f"columns per block ({width // self.blocks}) must be a "
@@ -267,8 +269,6 @@ class SBEConfig:
                                  f"never both")
         if self.post_units & (self.post_units - 1):
             raise ValueError(f"post_units ({self.post_units}) must be a power of two")
-        if step & (step - 1):
-            raise ValueError(f"pes / (4 * hidden_size) ({step}) must be a power of two")
         if self.pes % self.bus_weights:
             raise ValueError(f"bus_weights ({self.bus_weights}) must divide pes "
                              f"({self.pes}): a beat fills one group of PEs")
