@@ -24,7 +24,7 @@ import time
 
 from ...boards import get_board
 from ...hw.sbe import PRESETS, SBEConfig
-from .perf import paper_performance, predict, resource_estimate, run_cycles
+from .perf import paper_performance, predict, resource_estimate
 
 __all__ = ["bench_sbe", "markdown_sbe", "TREND_BASE", "speedup_table"]
 
@@ -146,7 +146,6 @@ def bench_presets(simulate):
             "gops_1024_steps_model": round(model.gops(clock), 1),
             "utilization_1024_steps_model": round(model.utilization, 4),
             "paper_gops": 356.0 if name == "vc709-lstm512" else None,
-            "one_batch_model_check": run_cycles(config, 0, config.batch),
         })
         _progress(f"presets: {rows[-1]}")
     return rows

@@ -37,6 +37,7 @@ from nnrtl.hw.arith.float_format import FloatFormat
 from nnrtl.sim.golden.accumulator import streaming_sums
 from nnrtl.sim.golden.float import special_values, to_bits
 from nnrtl.sim.tb.bundle import StreamLane, StreamUnitBundle
+from nnrtl.sim.tb.bus_amaranth import stream_through
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["accumulator_spec", "build_accumulator", "random_streams", "expected", "beats",
@@ -146,36 +147,8 @@ async def amaranth_run(ctx, unit, streams, *, rng, gap=0.0, stall=0.0, timeout=2
     """Send ``streams`` on ``unit.i`` with random gaps while taking their sums from
     ``unit.o`` with random stalls (Amaranth simulator). Returns ``(accepted, taken,
     sums)``: the cycles of the input and output handshakes, and the sums."""
-    words = beats(unit, streams)
-    payload = unit.i.payload.as_value()
-    accepted, taken, sums = [], [], []
-    sent, cycle, offering, idle, held = 0, 0, False, 0, None
-    while len(sums) < len(streams):
-        if not offering and sent < len(words) and not rng.random() < gap:
-            ctx.set(payload, words[sent])
-            ctx.set(unit.i.valid, 1)
-            offering = True
-        ready = not rng.random() < stall
-        ctx.set(unit.o.ready, int(ready))
-        _clk, _rst, in_ready, out_valid, out_bits = await ctx.tick().sample(
-            unit.i.ready, unit.o.valid, unit.o.payload)
-        cycle += 1
-        idle += 1
-        if offering and in_ready:
-            accepted.append(cycle)
-            sent += 1
-            offering = False
-            ctx.set(unit.i.valid, 0)
-        if held is not None:
-            assert out_valid and out_bits == held, "o changed before it was taken"
-        held = out_bits if out_valid and not ready else None
-        if out_valid and ready:
-            taken.append(cycle)
-            sums.append(out_bits)
-            idle = 0
-        assert idle < timeout, f"no sum in {timeout} cycles"
-    ctx.set(unit.o.ready, 0)
-    return accepted, taken, sums
+    return await stream_through(ctx, unit, beats(unit, streams), len(streams), rng=rng,
+                                gap=gap, stall=stall, timeout=timeout)
 
 
 #: Gap / stall probabilities of :func:`check_in_amaranth`: full throughput (the latency

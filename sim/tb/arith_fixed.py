@@ -35,6 +35,7 @@ from nnrtl.hw.arith.fixed import Overflow, QFormat, Rounding
 from nnrtl.sim.golden import fixed as golden_fixed
 from nnrtl.sim.golden import pwl as golden_pwl
 from nnrtl.sim.tb.bundle import StreamLane, StreamUnitBundle
+from nnrtl.sim.tb.bus_amaranth import stream_through
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["UNITS", "unit_spec", "build_unit", "random_inputs", "expected", "pack",
@@ -192,36 +193,11 @@ async def amaranth_run(ctx, unit, inputs, count, *, rng, gap=0.0, stall=0.0,
     on ``unit.i`` with random gaps while taking ``count`` results from ``unit.o`` with
     random stalls. Returns ``(accepted, taken, results)``: the cycles at which inputs
     were accepted and results taken, and the results (dicts)."""
-    in_layout = unit.i.payload.shape()
-    out_layout = unit.o.payload.shape()
-    accepted, taken, results = [], [], []
-    sent, cycle, offering, idle, held = 0, 0, False, 0, None
-    while len(results) < count:
-        if not offering and sent < len(inputs) and not rng.random() < gap:
-            ctx.set(unit.i.payload.as_value(), pack(in_layout, inputs[sent]))
-            ctx.set(unit.i.valid, 1)
-            offering = True
-        ready = not rng.random() < stall
-        ctx.set(unit.o.ready, int(ready))
-        _clk, _rst, in_ready, out_valid, out_bits = await ctx.tick().sample(
-            unit.i.ready, unit.o.valid, unit.o.payload.as_value())
-        cycle += 1
-        idle += 1
-        if offering and in_ready:
-            accepted.append(cycle)
-            sent += 1
-            offering = False
-            ctx.set(unit.i.valid, 0)
-        if held is not None:
-            assert out_valid and out_bits == held, "o changed before it was taken"
-        held = out_bits if out_valid and not ready else None
-        if ready and out_valid:
-            taken.append(cycle)
-            results.append(unpack(out_layout, out_bits))
-            idle = 0
-        assert idle < timeout, f"no result in {timeout} cycles"
-    ctx.set(unit.o.ready, 0)
-    return accepted, taken, results
+    in_layout, out_layout = unit.i.payload.shape(), unit.o.payload.shape()
+    accepted, taken, outputs = await stream_through(
+        ctx, unit, [pack(in_layout, beat) for beat in inputs], count, rng=rng, gap=gap,
+        stall=stall, timeout=timeout)
+    return accepted, taken, [unpack(out_layout, bits) for bits in outputs]
 
 
 #: Gap / stall probabilities of :func:`check_in_amaranth`: full throughput, gaps only

@@ -14,12 +14,14 @@ Every function takes the testbench context ``ctx`` and the interface object (e.g
 handshake.
 """
 
+from amaranth.hdl import Value
+
 from nnrtl.hw.bus.axi import AXI_RESP_OKAY, AXI_RESP_SLVERR
 
 
 __all__ = ["AXI_RESP_OKAY", "AXI_RESP_SLVERR", "BusTimeout",
            "axil_write", "axil_read", "stream_send", "stream_receive",
-           "axis_send", "axis_receive"]
+           "axis_send", "axis_receive", "stream_through"]
 
 
 class BusTimeout(AssertionError):
@@ -203,3 +205,41 @@ async def axis_receive(ctx, bus, count, *, rng=None, stall_probability=0.0, time
     for beat in beats:
         assert beat[-1] == all_ones, f"tkeep is {beat[-1]:#x}, not all ones"
     return [beat[:-1] for beat in beats]
+
+
+async def stream_through(ctx, unit, words, count, *, rng, gap=0.0, stall=0.0, timeout=10000):
+    """Drive a stream unit (``unit.i`` in, ``unit.o`` out) from one testbench: offer the
+    payload integers ``words`` on ``unit.i`` with gap probability ``gap`` while taking
+    ``count`` payloads from ``unit.o`` with stall probability ``stall``, checking that a
+    payload offered and not taken stays put. Fails after ``timeout`` cycles without an
+    output. Returns ``(accepted, taken, outputs)``: the cycles of the input and output
+    handshakes (counted from 1) and the output payloads as integers."""
+    i_payload, o_payload = Value.cast(unit.i.payload), Value.cast(unit.o.payload)
+    accepted, taken, outputs = [], [], []
+    sent, cycle, offering, idle, held = 0, 0, False, 0, None
+    while len(outputs) < count:
+        if not offering and sent < len(words) and not rng.random() < gap:
+            ctx.set(i_payload, int(words[sent]))
+            ctx.set(unit.i.valid, 1)
+            offering = True
+        ready = not rng.random() < stall
+        ctx.set(unit.o.ready, int(ready))
+        _clk, _rst, in_ready, out_valid, out_bits = await ctx.tick().sample(
+            unit.i.ready, unit.o.valid, o_payload)
+        cycle += 1
+        idle += 1
+        if offering and in_ready:
+            accepted.append(cycle)
+            sent += 1
+            offering = False
+            ctx.set(unit.i.valid, 0)
+        if held is not None:
+            assert out_valid and out_bits == held, "o changed before it was taken"
+        held = out_bits if out_valid and not ready else None
+        if out_valid and ready:
+            taken.append(cycle)
+            outputs.append(out_bits)
+            idle = 0
+        assert idle < timeout, f"no output in {timeout} cycles"
+    ctx.set(unit.o.ready, 0)
+    return accepted, taken, outputs

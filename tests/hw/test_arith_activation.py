@@ -23,6 +23,7 @@ from nnrtl.hw.arith.activation import (ActivationTable, FloatActivation, FloatSi
 from nnrtl.hw.arith.float import BF16, FP16, FP32, FloatFormat
 from nnrtl.sim.golden import activation as golden
 from nnrtl.sim.golden.float import special_values, to_bits
+from nnrtl.sim.tb.bus_amaranth import stream_through
 
 E4M3 = FloatFormat(4, 3)
 
@@ -43,33 +44,11 @@ def run(unit, inputs, *, gap, stall, seed):
     top.domains.sync = ClockDomain()
     top.submodules.dut = unit
     rng = random.Random(seed)
-    accepted, taken, outputs = [], [], []
+    result = []
 
     async def bench(ctx):
-        sent, cycle, offering, held = 0, 0, False, None
-        while len(outputs) < len(inputs):
-            if not offering and sent < len(inputs) and not rng.random() < gap:
-                ctx.set(unit.i.payload, int(inputs[sent]))
-                ctx.set(unit.i.valid, 1)
-                offering = True
-            ready = not rng.random() < stall
-            ctx.set(unit.o.ready, int(ready))
-            _clk, _rst, in_ready, out_valid, out_bits = await ctx.tick().sample(
-                unit.i.ready, unit.o.valid, unit.o.payload)
-            cycle += 1
-            if offering and in_ready:
-                accepted.append(cycle)
-                sent += 1
-                offering = False
-                ctx.set(unit.i.valid, 0)
-            if held is not None:
-                assert out_valid and out_bits == held, "o changed before it was taken"
-            held = out_bits if out_valid and not ready else None
-            if out_valid and ready:
-                taken.append(cycle)
-                outputs.append(out_bits)
-            assert cycle < 50 * len(inputs) + 100, "stuck"
-        ctx.set(unit.o.ready, 0)
+        result.extend(await stream_through(ctx, unit, inputs, len(inputs), rng=rng, gap=gap,
+                                           stall=stall, timeout=50 * len(inputs) + 100))
         for _ in range(unit.latency + 2):
             await ctx.tick()
             assert not ctx.get(unit.o.valid), "a result beyond the expected ones"
@@ -78,7 +57,7 @@ def run(unit, inputs, *, gap, stall, seed):
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    return accepted, taken, outputs
+    return tuple(result)
 
 
 def check(unit, inputs, *, seed, patterns=((0.0, 0.0), (0.3, 0.5))):
