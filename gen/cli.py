@@ -4,9 +4,10 @@
 
     nnrtl boards [--json]
     nnrtl engines
-    nnrtl generate ENGINE --board B [--param k=v]... [-o DIR] [--force]
+    nnrtl generate ENGINE --board B [--preset NAME] [--param k=v]... [-o DIR] [--force]
     nnrtl synth DIR
-    nnrtl sim ENGINE --board B [--param k=v]... [--seed N] [--backpressure P] [--waves F]
+    nnrtl sim ENGINE --board B [--preset NAME] [--param k=v]... [--seed N]
+              [--backpressure P] [--waves F]
     nnrtl explore sbe --board B (--model FILE [--weights H5] | --param k=v...)
                       [--seq-len N] [--top K] [--json]
 
@@ -62,19 +63,24 @@ def _cmd_engines(args):
         print(f"{engine.name}: {engine.summary}")
         for line in param_help(engine.config_class):
             print(f"    --param {line}")
+        for name, (_, board, source) in engine.presets.items():
+            print(f"    --preset {name} (for {board}): {source}")
 
 
 def _configure(args):
     engine = get_engine(args.engine)
     platform_class = get_board_or_usage_error(args.board)
+    base = None if args.preset is None else engine.preset(args.preset)
     if args.model is None:
         if args.weights is not None or getattr(args, "inputs", None) is not None:
             raise UsageError("--weights and --inputs need --model FILE")
-        config = parse_params(engine.config_class, args.param)
+        config = parse_params(engine.config_class, args.param, base=base)
         args.quantized = args.xs = None
     else:
         if engine.name != "sbe":
             raise UsageError(f"--model is read by the sbe engine, not {engine.name}")
+        if base is not None:
+            raise UsageError("give --preset or --model, not both")
         from .sbe.frommodel import load_inputs, load_model, model_config
         model = load_model(args.model, args.weights)
         args.xs = None
@@ -255,6 +261,9 @@ def _parser():
                          help=f"one of {', '.join(BOARDS)}")
         sub.add_argument("--param", action="append", default=[], metavar="k=v",
                          help="set an engine parameter (see 'nnrtl engines'); repeatable")
+        sub.add_argument("--preset", metavar="NAME", help="start from a named configuration "
+                         "(see 'nnrtl engines'), e.g. sbe's zc706-lstm256; --param "
+                         "changes it")
         sub.add_argument("--model", metavar="FILE", help="sbe: an LSTM model (Keras JSON "
                          "with --weights, .keras, or a PyTorch state_dict); its sizes and "
                          "number formats, the hardware explored unless --param sets it")

@@ -119,7 +119,7 @@ def _write_design(directory, engine, config, platform_class):
             "clock_hz": board_clock_hz(platform_class),
             "capacity": platform_class.capacity.as_dict(),
         },
-        "resources_needed": engine.resources(config),
+        "resources_needed": engine.resources(config, platform_class.capacity.yosys_family),
         "registers": component.registers.as_dict(),
         "tools": tool_versions(),
         "files": {name: _sha256(directory / name) for name in files},

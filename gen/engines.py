@@ -26,11 +26,13 @@ class Engine:
         ``top(config)`` returns the engine's top-level ``wiring.Component``; it has a
         ``registers`` property (the :class:`~nnrtl.hw.bus.RegisterMap`).
     resources : callable
-        ``resources(config)`` returns ``{"dsp": n, "bram36": n, ...}``, what the design
-        needs of the board (checked by :func:`check_fit` before anything is written).
+        ``resources(config, family)`` returns ``{"dsp": n, "bram36": n, ...}``, what the
+        design needs of a board of Yosys ``family`` (``xc7`` or ``xcup``) (checked by :func:`check_fit` before anything is written).
     simulate : callable
         ``simulate(config, *, board, seed, waves, backpressure, log)`` runs one randomized
         end-to-end RTL simulation and returns the JSON-serialisable result.
+    presets : dict
+        Named configurations (``--preset``): name to ``(config, board name, summary)``.
     """
 
     name: str
@@ -39,6 +41,14 @@ class Engine:
     top: Callable
     resources: Callable
     simulate: Callable
+    presets: dict = dataclasses.field(default_factory=dict)
+
+    def preset(self, name):
+        """The configuration of preset ``name``; :class:`UsageError` listing the valid ones."""
+        if name not in self.presets:
+            valid = ", ".join(self.presets) or "none"
+            raise UsageError(f"{self.name} has no preset {name!r}; its presets: {valid}")
+        return self.presets[name][0]
 
     @property
     def module_name(self):
@@ -55,7 +65,7 @@ def board_clock_hz(platform_class):
 def check_fit(engine, config, platform_class):
     """Raise :class:`UsageError` if ``config`` needs more of a resource than the board has."""
     capacity = platform_class.capacity
-    needs = engine.resources(config)
+    needs = engine.resources(config, capacity.yosys_family)
     for resource, amount in needs.items():
         available = getattr(capacity, resource)
         if amount > available:
@@ -88,7 +98,7 @@ def _demo_engine():
         summary="a MAC array behind an AXI4-Lite register file (the smallest example)",
         config_class=DemoConfig,
         top=DemoEngine,
-        resources=lambda config: {"dsp": config.dsp},
+        resources=lambda config, family: {"dsp": config.dsp},
         simulate=_simulate_demo,
     )
 
@@ -132,7 +142,7 @@ def _simulate_sbe(config, *, board, seed, waves=False, backpressure="random", lo
 
 
 def _sbe_engine():
-    from ..hw.sbe import SBEConfig, SBEEngine
+    from ..hw.sbe import PRESETS, SBEConfig, SBEEngine
     from .sbe.perf import resources
     return Engine(
         name="sbe",
@@ -141,6 +151,7 @@ def _sbe_engine():
         top=SBEEngine,
         resources=resources,
         simulate=_simulate_sbe,
+        presets={name: (p.config, p.board, p.source) for name, p in PRESETS.items()},
     )
 
 

@@ -17,6 +17,11 @@ performance model and the paper's figures.
     build time, one whole batch simulated bit-exact (cycles, model cycles, simulated cycles
     per second) and the throughput at the paper's clock from the RTL cycles of that batch and
     from the model over 1024 steps (the paper: 356 GOPS on the VC709 at 125 MHz).
+``synth``
+    The paper's two designs generated (``nnrtl generate sbe --preset``) and synthesised
+    (``nnrtl synth``: Yosys ``synth_xilinx``, flattened) into ``build/bench/sbe-synth``:
+    LUT, FF, DSP and BRAM36 beside the resource model's DSPs (PEs and post-processing
+    units), BRAM36, the paper's eq. 7 and the LUTs it counts (LUT multipliers, LUTRAM).
 """
 
 import dataclasses
@@ -151,7 +156,36 @@ def bench_presets(simulate):
     return rows
 
 
-def bench_sbe(parts=("trends", "speedup", "presets")):
+def bench_synthesis(directory="build/bench/sbe-synth"):
+    from ..emit import generate
+    from ..engines import get_engine
+    from ..synth import synthesize
+    from .perf import resource_estimate
+    engine, rows = get_engine("sbe"), []
+    for name, preset in PRESETS.items():
+        board = get_board(preset.board)
+        output = f"{directory}/{name}"
+        _progress(f"synth: generating {name} into {output}")
+        generate(engine, preset.config, board, output, force=True)
+        report = synthesize(output, log=_progress)
+        model = resource_estimate(preset.config, board.capacity.yosys_family)
+        rows.append({
+            "preset": name, "board": preset.board, "family": report["family"],
+            **{key: report[key] for key in ("lut", "lut_logic", "lut_memory", "ff", "dsp",
+                                            "bram36", "uram", "logic_levels")},
+            "share": report["share"], "yosys_seconds": report["seconds"],
+            "model_dsp": model.dsp, "model_dsp_pes": model.dsp_pes,
+            "model_dsp_post": model.dsp_post, "model_bram36": model.bram36,
+            "model_bram_eq7": round(model.bram_eq7, 1), "model_luts": model.luts,
+            "lut_multipliers": preset.config.lut_multipliers,
+            "board_dsp": board.capacity.dsp, "board_bram36": board.capacity.bram36,
+            "board_lut": board.capacity.lut,
+        })
+        _progress(f"synth: {rows[-1]}")
+    return rows
+
+
+def bench_sbe(parts=("trends", "speedup", "presets", "synth")):
     from ..engines import get_engine
     simulate = get_engine("sbe").simulate
     result = {}
@@ -161,6 +195,8 @@ def bench_sbe(parts=("trends", "speedup", "presets")):
         result["speedup"] = speedup_table()
     if "presets" in parts:
         result["presets"] = bench_presets(simulate)
+    if "synth" in parts:
+        result["synth"] = bench_synthesis()
     return result
 
 
@@ -202,5 +238,18 @@ def markdown_sbe(result):
                   f"{'' if r['clock_from_paper'] else ' (not in the paper)'} | "
                   f"{r['gops_one_batch_rtl']} | {r['gops_1024_steps_model']} | "
                   f"{r['paper_gops'] or '-'} |" for r in result["presets"]]
+    if "synth" in result:
+        lines += ["", "## The paper's designs synthesised (Yosys synth_xilinx, flattened) "
+                  "beside the resource model", "",
+                  "| preset | LUT multipliers | DSP (Yosys) | DSP (model: PEs + PPs) | "
+                  "BRAM36 (Yosys) | BRAM36 (model) | eq. 7 | LUT (Yosys) | LUT (model: "
+                  "LUT multipliers + LUTRAM) | FF | Yosys s |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['preset']} | {r['lut_multipliers']} | {r['dsp']} / "
+                  f"{r['board_dsp']} | {r['model_dsp']} ({r['model_dsp_pes']} + "
+                  f"{r['model_dsp_post']}) | {r['bram36']:g} / {r['board_bram36']} | "
+                  f"{r['model_bram36']} | {r['model_bram_eq7']} | {r['lut']} / "
+                  f"{r['board_lut']} | {r['model_luts']} | {r['ff']} | "
+                  f"{r['yosys_seconds']} |" for r in result["synth"]]
     return "\n".join(lines) + "\n"
 

@@ -13,8 +13,9 @@ configuration of
 * ``blocks``: the divisors of every layer's columns,
 
 is checked against the board's DSP slices and 36 Kb block RAMs
-(:func:`~nnrtl.gen.sbe.perf.resource_estimate`: one DSP per PE, the double buffers, the
-BB-FIFOs unless in LUTRAM) and a LUT budget for LUTRAM and LUT multipliers. The feasible
+(:func:`~nnrtl.gen.sbe.perf.resource_estimate`: one DSP per PE, those of the
+post-processing units, the double buffers, the BB-FIFOs unless in LUTRAM; the PEs beyond
+the DSPs left by the post-processing units multiply in LUTs) and a LUT budget for LUTRAM and LUT multipliers. The feasible
 ones are ranked by :func:`~nnrtl.gen.sbe.perf.model_cycles`, ties broken by fewer DSPs, then
 fewer BRAMs, then a narrower bus and a smaller batch. Exact cycles are computed in order of
 a cheap lower bound until the best ``top`` are certain.
@@ -28,8 +29,8 @@ from ...boards import get_board
 from ...hw.sbe.config import MAX_BUS_BITS, SBEConfig
 from ..errors import UsageError
 from .importers import ModelSpec
-from .perf import (ResourceEstimate, lower_bound_cycles, lut_multiplier_luts, predict,
-                   resource_estimate)
+from .perf import (ResourceEstimate, lower_bound_cycles, lut_multiplier_luts, post_unit_dsp,
+                   predict, resource_estimate)
 
 __all__ = ["Candidate", "Exploration", "explore", "format_table"]
 
@@ -168,6 +169,8 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     widths = {spec.input_size + hidden} | ({2 * hidden} if spec.layers > 1 else set())
     columns = math.gcd(*widths)
     lut_budget = lut_share * capacity.lut
+    family = capacity.yosys_family
+    post_dsp = post_unit_dsp(base, family)           # DSPs of one post-processing unit
     max_pes = capacity.dsp + int(lut_budget // lut_multiplier_luts(ow))
     pes_options = [p for p in range(4, min(rows, max_pes) + 1, 4) if rows % p == 0]
     pes_options += [rows * m for m in range(2, max_pes // rows + 1)]
@@ -194,10 +197,10 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
                             base, input_size=spec.input_size, hidden_size=hidden,
                             layers=spec.layers, seq_len=seq_len, pes=pes, batch=batch,
                             blocks=blocks, bus_weights=bus, post_units=pp,
-                            lut_multipliers=max(0, pes - capacity.dsp))
+                            lut_multipliers=min(pes, max(0, pes - (capacity.dsp - pp * post_dsp))))
                     except ValueError:
                         continue
-                    estimate = resource_estimate(config)
+                    estimate = resource_estimate(config, family)
                     if smallest is None or (estimate.bram36, estimate.dsp) < smallest[:2]:
                         smallest = (estimate.bram36, estimate.dsp, config)
                     if (estimate.dsp <= capacity.dsp and estimate.bram36 <= capacity.bram36

@@ -44,13 +44,14 @@ import math
 
 import numpy as np
 
+from ...hw.arith.multiplier import dsp_slices, lut_product_luts, rtl_products
 from ...hw.sbe.config import BRAM36_BITS, LUTRAM_DEPTH, SBEConfig
 
 __all__ = [
     "balanced_batch", "case1_performance", "case2_performance", "case3_performance",
     "bram_eq7", "paper_performance", "steady_state_performance", "Prediction", "predict",
     "model_cycles", "lower_bound_cycles", "gops", "ResourceEstimate", "bram36_for",
-    "resource_estimate", "resources", "lut_multiplier_luts",
+    "resource_estimate", "resources", "lut_multiplier_luts", "post_unit_dsp",
 ]
 
 
@@ -476,10 +477,27 @@ _BRAM36_SHAPES = ((72, 512), (36, 1024), (18, 2048), (9, 4096), (4, 8192), (2, 1
                   (1, 32768))
 
 def lut_multiplier_luts(width):
-    """LUTs of one ``width`` x ``width`` multiplier built from LUTs, estimated as
-    ``width ** 2`` (an array multiplier of 6-LUTs and carry chains); to be replaced by the
-    RTL's synthesis figure."""
-    return width * width
+    """LUTs of one ``width`` x ``width`` PE multiplier built from LUTs
+    (:func:`~nnrtl.hw.arith.multiplier.lut_product_luts`)."""
+    return lut_product_luts(width, width)
+
+
+_POST_UNIT_DSP = {}
+
+
+def post_unit_dsp(config, family):
+    """DSP slices of one post-processing unit of ``config`` in Yosys ``family``: its
+    multipliers, listed from its RTL (:func:`~nnrtl.hw.arith.multiplier.rtl_products`),
+    each cut as Yosys does (:func:`~nnrtl.hw.arith.multiplier.dsp_slices`). Computed once
+    per set of number formats."""
+    key = (config.operand_width, config.acc_width, config.weight_frac, config.act_frac,
+           config.cell_frac, config.batch_norm, family)
+    if key not in _POST_UNIT_DSP:
+        from ...hw.sbe.post import PostProcessingUnit
+        _POST_UNIT_DSP[key] = sum(
+            dsp_slices(a, b, family, a_signed=a_signed, b_signed=b_signed)
+            for a, a_signed, b, b_signed in rtl_products(PostProcessingUnit(config)))
+    return _POST_UNIT_DSP[key]
 
 
 def bram36_for(words, depth, word_bits):
@@ -503,7 +521,11 @@ class ResourceEstimate:
     Attributes
     ----------
     dsp : int
-        DSP slices of the PE multipliers.
+        DSP slices: ``dsp_pes + dsp_post``.
+    dsp_pes : int
+        Of the PE multipliers (one per PE of ``operand_width`` bits, less the LUT-built).
+    dsp_post : int
+        Of the post-processing units (:func:`post_unit_dsp`).
     bram36 : int
         36 Kb block RAMs: weight double buffer, vector double buffer, BB-FIFOs unless in
         LUTRAM, h and cell state.
@@ -518,6 +540,8 @@ class ResourceEstimate:
     """
 
     dsp: int
+    dsp_pes: int
+    dsp_post: int
     bram36: int
     bram_eq7: float
     lutram_luts: int
@@ -530,8 +554,9 @@ class ResourceEstimate:
         return self.lutram_luts + self.lut_multiplier_luts
 
 
-def resource_estimate(config):
-    """The :class:`ResourceEstimate` of ``config``."""
+def resource_estimate(config, family="xc7"):
+    """The :class:`ResourceEstimate` of ``config`` in Yosys ``family`` (``xc7`` or
+    ``xcup``: their DSP slices differ)."""
     k, ow, aw = config.columns_per_cycle, config.operand_width, config.acc_width
     columns = config.max_block_columns
     memories = {
@@ -548,14 +573,17 @@ def resource_estimate(config):
     if state_depth > LUTRAM_DEPTH:
         memories["cell state"] = bram36_for(config.post_units, state_depth, aw)
         memories["hidden state"] = bram36_for(config.post_units, 2 * state_depth, ow)
+    dsp_pes = config.dsp * dsp_slices(ow, ow, family)
+    dsp_post = config.post_units * post_unit_dsp(config, family)
     return ResourceEstimate(
-        dsp=config.dsp, bram36=sum(memories.values()), bram_eq7=config.bram_eq7,
+        dsp=dsp_pes + dsp_post, dsp_pes=dsp_pes, dsp_post=dsp_post,
+        bram36=sum(memories.values()), bram_eq7=config.bram_eq7,
         lutram_luts=lutram,
         lut_multiplier_luts=config.lut_multipliers * lut_multiplier_luts(ow),
         memories=memories)
 
 
-def resources(config):
+def resources(config, family="xc7"):
     """``{"dsp": n, "bram36": n}``: what :func:`nnrtl.gen.engines.check_fit` checks."""
-    estimate = resource_estimate(config)
+    estimate = resource_estimate(config, family)
     return {"dsp": estimate.dsp, "bram36": estimate.bram36}

@@ -134,6 +134,19 @@ class PWLTable:
                                self.in_fmt.fraction_bits + self.slope_fraction_bits)
 
     @property
+    def y_fmt(self):
+        """The narrowest signed format with ``out_fmt``'s fraction bits holding every output
+        (sigmoid and tanh outputs need ``out_fmt.fraction_bits + 2`` bits, whatever the
+        width of ``out_fmt``): what a multiplier of the output needs to take."""
+        top = (1 << self.offset_bits) - 1
+        ends = [b + s * d for s, b in zip(self.slopes, self.bases) for d in (0, top)]
+        shift = self.sum_fmt.fraction_bits - self.out_fmt.fraction_bits
+        low, high = ((min(ends) >> shift, -(-max(ends) >> shift)) if shift >= 0 else
+                     (min(ends) << -shift, max(ends) << -shift))
+        return QFormat.holding(min(max(low, self.out_fmt.min_code), -1),
+                               min(high, self.out_fmt.max_code), self.out_fmt.fraction_bits)
+
+    @property
     def base_fmt(self):
         return QFormat.holding(min(self.bases), max(self.bases), self.sum_fmt.fraction_bits)
 

@@ -316,7 +316,7 @@ class SBEConfig:
     def dsp(self):
         """DSP slices of the PE array: one per PE (a ``operand_width`` x ``operand_width``
         multiply fits one DSP48), less the LUT-built multipliers. The post-processing
-        units are not counted yet."""
+        units' are counted by :func:`nnrtl.gen.sbe.perf.post_unit_dsp`."""
         return self.pes - self.lut_multipliers
 
     # -- Number formats ------------------------------------------------------------------
@@ -562,7 +562,7 @@ class SBEPreset:
 #: Nt = 16 (256-bit DMA bus), Nb = 16 ("the proper blocking number is 16"), 4 PPs.
 ZC706_LSTM256 = SBEConfig(
     input_size=1792, hidden_size=256, layers=1, seq_len=1024, pes=1024, batch=64,
-    blocks=16, bus_weights=16, post_units=4, batch_norm=True, lut_multipliers=124)
+    blocks=16, bus_weights=16, post_units=4, batch_norm=True, lut_multipliers=224)
 
 #: The paper's VC709 design: LSTM-512 on the same 1792 features with Npe = 2048, 356 GOPS at
 #: 125 MHz. B, Nt and Nb are not given; see :data:`PRESETS`.
@@ -574,8 +574,8 @@ PRESETS = {preset.name: preset for preset in (
     SBEPreset(
         name="zc706-lstm256", config=ZC706_LSTM256, board="zc706", clock_hz=None,
         source="Paper: LSTM-256, 1792 inputs, Npe=1024, B=64, Nt=16, Nb=16, 4 PPs, 900 "
-               "DSPs with a few LUT multipliers (124 here: 1024 - 900). Chosen here: "
-               "seq_len=1024 (the 1024 frames of the CPU/GPU comparison), batch_norm=True. "
+               "DSPs with a few LUT multipliers (224 here: 1024 - (900 - 4 PPs x 25 DSPs "
+               "each)). Chosen here: seq_len=1024 (the 1024 frames of the CPU/GPU comparison), batch_norm=True. "
                "The clock is in the paper's Table 4, which the text does not reproduce."),
     SBEPreset(
         name="vc709-lstm512", config=VC709_LSTM512, board="vc709", clock_hz=125e6,

@@ -215,8 +215,9 @@ class SBEEngine(wiring.Component):
         groups = config.pes // Nt
         s2, s3, s4 = stages[2], stages[3], stages[4]
         pe_acc = []
+        dsp_pes = config.pes - config.lut_multipliers     # the last PEs multiply in LUTs
         for g in range(groups):
-            group = PEGroup(config)
+            group = PEGroup(config, lut_pes=min(Nt, max(0, (g + 1) * Nt - dsp_pes)))
             m.submodules[f"pe_group{g}"] = group
             lane = g * Nt // rpp
             m.d.comb += [

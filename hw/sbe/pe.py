@@ -14,6 +14,8 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..arith.multiplier import lut_product
+
 __all__ = ["PEGroup"]
 
 
@@ -30,6 +32,9 @@ class PEGroup(wiring.Component):
     Parameters
     ----------
     config : SBEConfig
+    lut_pes : int
+        How many of the group's PEs (the last ones) build their multiplier from LUTs
+        (:func:`~nnrtl.hw.arith.multiplier.lut_product`) instead of a DSP slice.
 
     Attributes
     ----------
@@ -49,8 +54,9 @@ class PEGroup(wiring.Component):
         The accumulators.
     """
 
-    def __init__(self, config):
+    def __init__(self, config, lut_pes=0):
         self._config = config
+        self._lut_pes = lut_pes
         n, ow, aw = config.bus_weights, config.operand_width, config.acc_width
         super().__init__({
             "w_en": In(1),
@@ -96,8 +102,11 @@ class PEGroup(wiring.Component):
             weight = Signal(signed(ow), name=f"w{pe}")          # I + 2 (A/B register)
             product = Signal(signed(2 * ow), name=f"m{pe}")     # I + 3 (M register)
             acc = Signal(signed(aw), name=f"acc{pe}")           # I + 4 (P register)
-            m.d.sync += [weight.eq(read.data[pe * ow:(pe + 1) * ow]),
-                         product.eq(weight * self.x)]
+            if pe >= n - self._lut_pes:
+                multiply = lut_product(m, weight, self.x, name=f"lut_m{pe}")
+            else:
+                multiply = weight * self.x
+            m.d.sync += [weight.eq(read.data[pe * ow:(pe + 1) * ow]), product.eq(multiply)]
             entry = bb_read.data[pe * aw:(pe + 1) * aw].as_signed()
             base = Mux(self.first, Mux(self.init_zero, 0, entry), acc)
             total = Signal(signed(aw), name=f"sum{pe}")

@@ -217,8 +217,10 @@ class PostProcessingUnit(wiring.Component):
                               ((valid, "valid_a"), (addr, "addr_a"), (fresh, "fresh_a")))
         c_prev = Mux(fresh, 0, c_read.data)
 
-        fc = unit("mul_fc", FixedMul(f.cell, f.cell, f.cell), valid, a=f_gate, b=c_prev)
-        iu = unit("mul_iu", FixedMul(f.cell, f.cell, f.cell), valid, a=i_gate, b=u_gate)
+        # The activations take the multipliers only as wide as their values (y_fmt).
+        fc = unit("mul_fc", FixedMul(sigmoid.y_fmt, f.cell, f.cell), valid, a=f_gate, b=c_prev)
+        iu = unit("mul_iu", FixedMul(sigmoid.y_fmt, tanh_gate.y_fmt, f.cell), valid,
+                  a=i_gate, b=u_gate)
         mul_lat = fc.latency
         valid, addr = delay(valid, mul_lat, "valid_p"), delay(addr, mul_lat, "addr_p")
         o_gate = delay(o_gate, mul_lat, "o_p")
@@ -232,7 +234,8 @@ class PostProcessingUnit(wiring.Component):
         t = unit("act_c", PiecewiseLinear(tanh_cell), valid, x=cell.o.p.sum)
         valid, addr = delay(valid, act_lat, "valid_t"), delay(addr, act_lat, "addr_t")
         o_gate = delay(o_gate, act_lat, "o_t")
-        h = unit("mul_h", FixedMul(f.cell, f.cell, f.vector), valid, a=o_gate, b=t.o.p.y)
+        h = unit("mul_h", FixedMul(sigmoid.y_fmt, tanh_cell.y_fmt, f.vector), valid,
+                 a=o_gate, b=t.o.p.y)
         h_lat = h.latency
         m.d.comb += [self.h_valid.eq(delay(valid, h_lat, "valid_h")),
                      self.h_addr.eq(delay(addr, h_lat, "addr_h")), self.h.eq(h.o.p.product)]

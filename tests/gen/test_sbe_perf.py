@@ -289,11 +289,14 @@ def test_bram36_for_picks_the_best_aspect_ratio():
 
 def test_resource_estimates_of_the_presets():
     z = resource_estimate(Z)
-    assert z.dsp == 900 and z.memories["weight buffer"] == 256
-    assert z.bram36 <= 545 and z.lutram_luts > 0 and z.lut_multiplier_luts == 124 * 256
+    # 4 PPs of 25 DSPs (4 BN products of 32 x 32 bits, 4 each; 5 PWL slopes; the cell and
+    # hidden products on the activations' 17 bits: 2 + 1 + 1) and 800 PE DSPs.
+    assert (z.dsp, z.dsp_pes, z.dsp_post) == (900, 800, 100)
+    assert z.memories["weight buffer"] == 256
+    assert z.bram36 <= 545 and z.lutram_luts > 0 and z.lut_multiplier_luts == 224 * 405
     assert resources(Z) == {"dsp": 900, "bram36": z.bram36}
     v = resource_estimate(VC709_LSTM512)
-    assert v.dsp == 2048 and v.bram36 <= 1470
+    assert v.dsp == 2048 + 100 and v.bram36 <= 1470
     assert v.bram_eq7 == pytest.approx(VC709_LSTM512.bram_eq7)
     deep = resource_estimate(dataclasses.replace(Z, batch=128))
     assert "bb-fifo" in deep.memories and deep.lutram_luts == 0
@@ -303,3 +306,18 @@ def test_utilization_definition():
     p = predict(SBEConfig())
     assert p.utilization == pytest.approx(p.useful_macs / (64 * p.cycles))
     assert np.isclose(p.gops(1e9), 2 * p.useful_macs / p.cycles)
+
+
+@pytest.mark.parametrize("family, batch_norm", [("xc7", True), ("xcup", False)])
+def test_post_unit_dsp_matches_yosys(family, batch_norm, tmp_path):
+    """The resource model's DSPs of a post-processing unit are Yosys' for its RTL."""
+    from amaranth.back import verilog
+
+    from nnrtl.gen.synth import count_resources, run_yosys
+    from nnrtl.hw.sbe.post import PostProcessingUnit
+
+    config = SBEConfig(batch_norm=batch_norm)
+    (tmp_path / "post.v").write_text(verilog.convert(PostProcessingUnit(config), name="post"))
+    cells, _, _ = run_yosys(tmp_path / "post.v", "post", family, tmp_path)
+    assert count_resources(cells)["dsp"] == perf.post_unit_dsp(config, family)
+    assert perf.post_unit_dsp(config, family) == (25 if batch_norm else 9)

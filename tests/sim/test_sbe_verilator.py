@@ -6,7 +6,7 @@ streams.
 ``make test`` builds three engines chosen to cover the paper's three cases, row passes
 (``pes < 4 * hidden_size``), several columns per cycle (``pes > 4 * hidden_size``), batch
 1, a batch that does not divide the sequence, non-power-of-two sizes, batch norm, two
-layers and a state carried from run to run. ``make test-slow`` adds randomized
+layers, PEs multiplying in LUTs and a state carried from run to run. ``make test-slow`` adds randomized
 configurations and the paper's full-size designs.
 """
 
@@ -26,9 +26,10 @@ ENGINE = get_engine("sbe")
 #: Case 3 with two row passes, batch 1, non-power-of-two sizes.
 CASE3_PASSES = dict(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13, seq_len=4,
                     bus_weights=4, post_units=1)
-#: Case 2, two columns per cycle, batch norm, two layers, batch 3 of 7 steps.
+#: Case 2, two columns per cycle, batch norm, two layers, batch 3 of 7 steps; 12 PEs
+#: (a whole group of 8 and half of the next) multiply in LUTs.
 CASE2_WIDE = dict(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3, seq_len=7,
-                  bus_weights=8, post_units=2, layers=2, batch_norm=True)
+                  bus_weights=8, post_units=2, layers=2, batch_norm=True, lut_multipliers=12)
 #: Case 1 with the weights streamed per batch, x columns in the hidden block.
 CASE1 = dict(input_size=44, hidden_size=12, pes=48, batch=4, blocks=4, seq_len=9,
              bus_weights=8, post_units=4)
@@ -50,7 +51,8 @@ def random_config(rng):
                 input_size=input_size, hidden_size=hidden, pes=pes, blocks=blocks,
                 batch=rng.randint(1, seq_len), seq_len=seq_len,
                 bus_weights=rng.choice([2, 4, 8, 16]), post_units=rng.choice([1, 2, 4]),
-                layers=rng.choice([1, 1, 2]), batch_norm=rng.random() < 0.3)
+                layers=rng.choice([1, 1, 2]), batch_norm=rng.random() < 0.3,
+                lut_multipliers=rng.choice([0, rng.randint(1, pes)]))
         except ValueError:
             continue
 
