@@ -32,8 +32,8 @@ __all__ = ["MODEL_FORMATS", "CALIBRATION_SEED", "CALIBRATION_SEQUENCES", "load_m
            "load_inputs", "write_engine_inputs"]
 
 #: What :func:`load_model` reads, for error messages and help texts.
-MODEL_FORMATS = ("a Keras model JSON (model.to_json()) with its HDF5 weights, a Keras 3 "
-                 ".keras archive, or a PyTorch state_dict saved with torch.save (.pt, .pth)")
+MODEL_FORMATS = ("a Keras model JSON (model.to_json()) with its HDF5 weights, a whole Keras "
+                 "model in HDF5 (model.save), a Keras 3 .keras archive, or a PyTorch state_dict saved with torch.save (.pt, .pth)")
 
 #: Seed and number of sequences of :func:`synthetic_calibration`.
 CALIBRATION_SEED = 0
@@ -88,8 +88,8 @@ def load_model(path, weights=None, *, ignore_trailing=False):
     Parameters
     ----------
     path : path
-        A Keras model JSON (then ``weights`` is its HDF5 weights file), a Keras 3
-        ``.keras`` archive, or a PyTorch ``state_dict`` written by ``torch.save``. The
+        A Keras model JSON (then ``weights`` is its HDF5 weights file), a whole Keras
+        model in HDF5 (``model.save``), a Keras 3 ``.keras`` archive, or a PyTorch ``state_dict`` written by ``torch.save``. The
         format is found from the content (zip archive, HDF5 or JSON), then the extension.
     weights : path, optional
         The HDF5 weights of a Keras model JSON (``save_weights`` or ``save``).
@@ -121,10 +121,7 @@ def load_model(path, weights=None, *, ignore_trailing=False):
     if kind == "json":
         raise UsageError(f"{path}: a Keras model JSON needs its HDF5 weights file too "
                          f"(--weights)")
-    if kind == "hdf5":
-        raise UsageError(f"{path}: an HDF5 file alone is not read; give the model JSON "
-                         f"(model.to_json()) with this file as its weights (--weights)")
-    if kind == "keras":
+    if kind in ("keras", "hdf5"):
         return load_keras(path, ignore_trailing=ignore_trailing)
     if kind == "torch":
         return load_torch(path)

@@ -11,7 +11,8 @@ The equations (the paper's, Keras' and PyTorch's), with ``z = w_x x_t + w_h h_{t
 ``c_t = f * c_{t-1} + i * u``, ``h_t = o * tanh(c_t)``.
 
 Keras (:func:`load_keras`): the model JSON of ``model.to_json()`` (a ``Sequential``) with the
-weights of ``model.save_weights`` / ``model.save`` in HDF5, in either layout:
+weights of ``model.save_weights`` / ``model.save`` in HDF5, or a whole-model ``.h5`` of
+``model.save`` alone (its ``model_config`` attribute is the JSON), in either layout:
 
 * Keras 2 and Keras 3's legacy ``.h5``: a group per layer name (under ``model_weights`` in a
   whole-model file) whose ``weight_names`` attribute lists its datasets, e.g.
@@ -332,6 +333,19 @@ def _open_keras(json_path, weights_path):
     """The model config and an open h5py file (from files or a ``.keras`` archive)."""
     import h5py
     json_path = os.fspath(json_path)
+    if weights_path is None and h5py.is_hdf5(json_path):
+        h5 = h5py.File(json_path, "r")
+        text = h5.attrs.get("model_config")
+        if text is None:
+            h5.close()
+            raise UsageError(f"{json_path}: an HDF5 file without a model_config attribute "
+                             f"(weights only) is not read alone; give the model JSON "
+                             f"(model.to_json()) with this file as its weights (--weights)")
+        try:
+            return json.loads(text), h5, json_path
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            h5.close()
+            raise UsageError(f"{json_path}: model_config is not valid JSON: {error}") from None
     if weights_path is None:
         if not zipfile.is_zipfile(json_path):
             raise UsageError(f"{json_path}: give the HDF5 weights file too, or a .keras "
@@ -367,8 +381,8 @@ def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
     Parameters
     ----------
     json_path : path
-        ``model.to_json()`` output; or a Keras 3 ``.keras`` archive (then no
-        ``weights_path``).
+        ``model.to_json()`` output; or (then no ``weights_path``) a Keras 3 ``.keras``
+        archive or a whole-model HDF5 file of ``model.save``.
     weights_path : path, optional
         HDF5 weights (``save_weights`` or ``save``), either layout (see the module).
     ignore_trailing : bool

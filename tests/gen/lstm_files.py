@@ -115,4 +115,7 @@ def keras_files(tmp_path, layout, weights, *, trailing_dense=False, json_layers=
         write_native(weights_path, weights, trailing_dense)
     else:
         write_legacy(weights_path, weights, layout, trailing_dense)
+        if LAYOUTS[layout][2]:                 # model.save also stores the model's JSON
+            with h5py.File(weights_path, "a") as f:
+                f.attrs["model_config"] = json_path.read_text()
     return json_path, weights_path

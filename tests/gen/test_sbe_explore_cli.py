@@ -217,11 +217,13 @@ def write(tmp_path, name, content):
     (["sbe", "--board", "zc706", "--model", "{tmp}"], r"{tmp}: cannot read: Is a directory"),
     (["sbe", "--board", "zc706", "--model", "{junk}"],
      r"{junk}: not a model file nnrtl reads; it reads a Keras model JSON "
-     r"\(model\.to_json\(\)\) with its HDF5 weights, a Keras 3 \.keras archive, or a "
+     r"\(model\.to_json\(\)\) with its HDF5 weights, a whole Keras model in HDF5 "
+     r"\(model\.save\), a Keras 3 \.keras archive, or a "
      r"PyTorch state_dict saved with torch\.save \(\.pt, \.pth\)"),
     (["sbe", "--board", "zc706", "--model", "{h5}"],
-     r"{h5}: an HDF5 file alone is not read; give the model JSON \(model\.to_json\(\)\) with "
-     r"this file as its weights \(--weights\)"),
+     r"{h5}: an HDF5 file without a model_config attribute \(weights only\) is not read "
+     r"alone; give the model JSON \(model\.to_json\(\)\) with this file as its weights "
+     r"\(--weights\)"),
     (["sbe", "--board", "zc706", "--model", "{json}"],
      r"{json}: a Keras model JSON needs its HDF5 weights file too \(--weights\)"),
     (["sbe", "--board", "zc706", "--model", "{torch}", "--weights", "{h5}"],
@@ -238,7 +240,7 @@ def write(tmp_path, name, content):
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, monkeypatch, argv, message):
     if "tiny" in argv:
         tiny_board(monkeypatch)
-    json_path, h5 = keras_files(tmp_path, "keras2.2-model", keras_weights())
+    json_path, h5 = keras_files(tmp_path, "tf.keras-weights", keras_weights())  # weights only
     paths = {"tmp": tmp_path, "json": json_path, "h5": h5,
              "torch": model_files(tmp_path, "torch")[1],
              "junk": write(tmp_path, "junk.bin", b"not a model"),

@@ -11,6 +11,7 @@ from lstm_files import (HIDDEN, INPUTS, LAYOUTS, STEPS, keras_files, keras_weigh
                         lstm_layer, torch_lstm)
 
 from nnrtl.gen.errors import UsageError
+from nnrtl.gen.sbe.frommodel import load_model
 from nnrtl.gen.sbe.importers import (LSTMLayer, ModelSpec, load_keras, load_torch,
                                      lstm_forward)
 from nnrtl.gen.sbe.quantize import calibrate, fraction_bits, quantize_model, to_fixed
@@ -150,6 +151,18 @@ def test_keras_layouts(tmp_path, layout):
     stored = [tuple(a.astype(np.float32).astype(np.float64) for a in w) for w in weights]
     np.testing.assert_allclose(model.forward(x)[0], keras_reference(stored, x),
                                rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("layout", ["keras2.2-model", "keras3-legacy-h5"])
+def test_keras_whole_model_h5_alone(tmp_path, layout):
+    """``model.save("m.h5")``: the JSON is the file's model_config attribute."""
+    weights = keras_weights()
+    json_path, weights_path = keras_files(tmp_path, layout, weights)
+    alone = load_model(weights_path)
+    assert alone.spec == ModelSpec(INPUTS, HIDDEN, 2)
+    x = sequences()[:, 0]
+    np.testing.assert_array_equal(alone.forward(x)[0],
+                                  load_keras(json_path, weights_path).forward(x)[0])
 
 
 def test_keras3_archive_and_trailing_layers(tmp_path):
