@@ -265,8 +265,9 @@ def _parser():
                          "(see 'nnrtl engines'), e.g. sbe's zc706-lstm256; --param "
                          "changes it")
         sub.add_argument("--model", metavar="FILE", help="sbe: an LSTM model (Keras JSON "
-                         "with --weights, a whole Keras .h5, .keras, or a PyTorch state_dict); its sizes and "
-                         "number formats, the hardware explored unless --param sets it")
+                         "with --weights, a whole Keras .h5, .keras, or a PyTorch "
+                         "state_dict); its sizes and number formats, the hardware explored "
+                         "unless --param sets it")
         sub.add_argument("--weights", metavar="H5", help="the HDF5 weights of a Keras "
                          "model JSON")
 
@@ -305,8 +306,8 @@ def _parser():
     explore.add_argument("--board", required=True, metavar="B",
                          help=f"one of {', '.join(BOARDS)}")
     explore.add_argument("--model", metavar="FILE", help="a Keras model JSON (with "
-                         "--weights), a whole Keras .h5, a Keras 3 .keras archive or a PyTorch state_dict "
-                         "saved with torch.save")
+                         "--weights), a whole Keras .h5, a Keras 3 .keras archive or a "
+                         "PyTorch state_dict saved with torch.save")
     explore.add_argument("--weights", metavar="H5", help="the HDF5 weights of a Keras model "
                          "JSON")
     explore.add_argument("--param", action="append", default=[], metavar="k=v",
