@@ -152,3 +152,31 @@ def test_synth_reports_resources(tmp_path, capsys, board):
     assert report["share"]["dsp"] == pytest.approx(2 / capacity.dsp)
     assert 2 <= report["logic_levels"] < 40
     assert re.search(r"^dsp\s+2\s+%d\s" % capacity.dsp, out, re.M)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--preset", "nope"], r"sbe has no preset 'nope'; its presets: zc706-lstm256, "
+                           r"vc709-lstm512"),
+    # The preset is the base the --param values change: its 1024 PEs are checked here.
+    (["--preset", "zc706-lstm256", "--param", "lut_multipliers=2000"],
+     r"lut_multipliers \(2000\) cannot exceed pes \(1024\)"),
+    (["--preset", "zc706-lstm256", "--model", "lstm.pt"],
+     r"give --preset or --model, not both"),
+])
+def test_generate_preset_errors(tmp_path, capsys, argv, message):
+    if "lstm.pt" in argv:
+        torch = pytest.importorskip("torch")
+        torch.save(torch.nn.LSTM(4, 2).state_dict(), tmp_path / "lstm.pt")
+        argv = [str(tmp_path / a) if a == "lstm.pt" else a for a in argv]
+    code, _, err = run(capsys, "generate", "sbe", "--board", "zc706", *argv,
+                       "-o", str(tmp_path / "out"))
+    assert code == 2
+    assert re.fullmatch(rf"nnrtl: error: .*{message}.*\n", err), err
+    assert not (tmp_path / "out").exists()
+
+
+def test_engines_lists_the_presets(capsys):
+    code, out, _ = run(capsys, "engines")
+    assert code == 0
+    assert re.search(r"^    --preset zc706-lstm256 \(for zc706\): Paper: LSTM-256", out, re.M)
+    assert re.search(r"^    --preset vc709-lstm512 \(for vc709\): Paper: LSTM-512", out, re.M)
