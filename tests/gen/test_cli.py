@@ -180,3 +180,45 @@ def test_engines_lists_the_presets(capsys):
     assert code == 0
     assert re.search(r"^    --preset zc706-lstm256 \(for zc706\): Paper: LSTM-256", out, re.M)
     assert re.search(r"^    --preset vc709-lstm512 \(for vc709\): Paper: LSTM-512", out, re.M)
+
+
+def test_synth_shared_hierarchy_counts_what_flat_counts(tmp_path, capsys):
+    """``--hierarchy shared`` synthesises each distinct module once (the PE groups: two
+    kinds here, one with LUT multipliers) and counts the whole hierarchy: the DSP slices
+    and block RAMs of the flattened synthesis."""
+    output = tmp_path / "out"
+    assert run(capsys, "generate", "sbe", "--board", "zc706", "--param", "input_size=12",
+               "--param", "hidden_size=4", "--param", "pes=16", "--param", "bus_weights=4",
+               "--param", "blocks=2", "--param", "batch=2", "--param", "post_units=1",
+               "--param", "lut_multipliers=4", "-o", str(output))[0] == 0
+    reports = {}
+    for hierarchy in ("flat", "shared"):
+        code, out, _ = run(capsys, "synth", str(output), "--hierarchy", hierarchy)
+        assert code == 0 and f", {hierarchy}, " in out
+        reports[hierarchy] = json.loads((output / "synth.json").read_text())
+    flat, shared = reports["flat"], reports["shared"]
+    assert shared["hierarchy"] == "shared" and "modules" not in flat
+    assert shared["modules"]["after"] < shared["modules"]["before"]
+    assert flat["dsp"] == shared["dsp"] == 12 + 9          # 12 PEs and one PP
+    assert flat["bram36"] == shared["bram36"]
+    assert shared["lut"] == pytest.approx(flat["lut"], rel=0.15)
+    assert sorted(p.name for p in output.iterdir()) == sorted(
+        ["build_top.bat", "build_top.json", "build_top.sh", "manifest.json", "nnrtl_sbe.h",
+         "nnrtl_sbe.v", "synth.json", "synth.log", "top.debug.v", "top.tcl",
+         "top.v", "top.xdc"])
+
+
+def test_share_identical_modules():
+    """Identical modules become one, names that begin another's (p1, p10) included."""
+    from nnrtl.gen.synth import share_identical_modules
+    leaf = "module \\t.{0} (a, y);\n  input a;\n  output y;\n  assign y = {1}a;\nendmodule\n"
+    text = ("module t (a, y);\n  \\t.p0  p0 (a, b);\n  \\t.p1  p1 (b, c);\n"
+            "  \\t.p10  p10 (c, d);\n  \\t.p11  p11 (d, y);\nendmodule\n"
+            + leaf.format("p0", "~") + leaf.format("p1", "~") + leaf.format("p10", "")
+            + leaf.format("p11", ""))
+    shared, before, after = share_identical_modules(text)
+    assert (before, after) == (5, 3)
+    assert ("\\t.p0  p1 (b, c)" in shared and "\\t.p10  p10 (c, d)" in shared
+            and "\\t.p10  p11 (d, y)" in shared)
+    assert "module \\t.p1 " not in shared and "module \\t.p11 " not in shared
+    assert "module \\t.p10 " in shared
