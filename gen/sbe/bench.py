@@ -19,7 +19,7 @@ performance model and the paper's figures.
     from the model over 1024 steps (the paper: 356 GOPS on the VC709 at 125 MHz).
 ``synth``
     The paper's two designs generated (``nnrtl generate sbe --preset``) and synthesised
-    (``nnrtl synth``: Yosys ``synth_xilinx``, flattened) into ``build/bench/sbe-synth``:
+    (``nnrtl synth``: Yosys ``synth_xilinx``, ``auto`` hierarchy: ``shared`` at this size) into ``build/bench/sbe-synth``:
     LUT, FF, DSP and BRAM36 beside the resource model's DSPs (PEs and post-processing
     units), BRAM36, the paper's eq. 7 and the LUTs it counts (LUT multipliers, LUTRAM).
 """
@@ -171,6 +171,7 @@ def bench_synthesis(directory="build/bench/sbe-synth"):
         model = resource_estimate(preset.config, board.capacity.yosys_family)
         rows.append({
             "preset": name, "board": preset.board, "family": report["family"],
+            "hierarchy": report["hierarchy"],
             **{key: report[key] for key in ("lut", "lut_logic", "lut_memory", "ff", "dsp",
                                             "bram36", "uram", "logic_levels")},
             "share": report["share"], "yosys_seconds": report["seconds"],
@@ -239,8 +240,8 @@ def markdown_sbe(result):
                   f"{r['gops_one_batch_rtl']} | {r['gops_1024_steps_model']} | "
                   f"{r['paper_gops'] or '-'} |" for r in result["presets"]]
     if "synth" in result:
-        lines += ["", "## The paper's designs synthesised (Yosys synth_xilinx, flattened) "
-                  "beside the resource model", "",
+        lines += ["", f"## The paper's designs synthesised (Yosys synth_xilinx, hierarchy "
+                  f"{result['synth'][0]['hierarchy']}) beside the resource model", "",
                   "| preset | LUT multipliers | DSP (Yosys) | DSP (model: PEs + PPs) | "
                   "BRAM36 (Yosys) | BRAM36 (model) | eq. 7 | LUT (Yosys) | LUT (model: "
                   "LUT multipliers + LUTRAM) | FF | Yosys s |",

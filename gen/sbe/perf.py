@@ -490,10 +490,9 @@ def post_unit_dsp(config, family):
     multipliers, listed from its RTL (:func:`~nnrtl.hw.arith.multiplier.rtl_products`),
     each cut as Yosys does (:func:`~nnrtl.hw.arith.multiplier.dsp_slices`). Computed once
     per set of number formats."""
-    key = (config.operand_width, config.acc_width, config.weight_frac, config.act_frac,
-           config.cell_frac, config.batch_norm, family)
+    from ...hw.sbe.post import PostProcessingUnit, formats
+    key = (formats(config), config.batch_norm, family)
     if key not in _POST_UNIT_DSP:
-        from ...hw.sbe.post import PostProcessingUnit
         _POST_UNIT_DSP[key] = sum(
             dsp_slices(a, b, family, a_signed=a_signed, b_signed=b_signed)
             for a, a_signed, b, b_signed in rtl_products(PostProcessingUnit(config)))
