@@ -19,8 +19,8 @@ performance model and the paper's figures.
     from the model over 1024 steps (the paper: 356 GOPS on the VC709 at 125 MHz).
 ``synth``
     The paper's two designs generated (``nnrtl generate sbe --preset``) and synthesised
-    (``nnrtl synth``: Yosys ``synth_xilinx``, ``auto`` hierarchy: ``shared`` at this size) into ``build/bench/sbe-synth``:
-    LUT, FF, DSP and BRAM36 beside the resource model's DSPs (PEs and post-processing
+    (``nnrtl synth``: Yosys ``synth_xilinx``, ``auto`` hierarchy, ``shared`` at this size)
+    into ``build/bench/sbe-synth``: LUT, FF, DSP and BRAM36 beside the resource model's DSPs (PEs and post-processing
     units), BRAM36, the paper's eq. 7 and the LUTs it counts (LUT multipliers, LUTRAM).
 """
 
