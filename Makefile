@@ -15,7 +15,8 @@ STAMP  := $(VENV)/.nnrtl-installed
 JOBS   ?= 2
 
 # Verilator builds are cached here (see sim/runner.py); `make clean` empties it.
-export NNRTL_CACHE_DIR := $(CURDIR)/build/cache
+NNRTL_CACHE_DIR ?= $(CURDIR)/build/cache
+export NNRTL_CACHE_DIR
 
 DEMO_BOARD ?= zc706
 DEMO_DIR   := build/demo-$(DEMO_BOARD)
