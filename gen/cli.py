@@ -167,8 +167,6 @@ def _cmd_explore(args):
     engine = get_engine(args.engine)
     explore = engine.hook("explore", "design-space exploration")
     platform_class = get_board_or_usage_error(args.board)
-    if args.seq_len is not None and args.seq_len <= 0:
-        raise UsageError(f"--seq-len must be a positive integer, not {args.seq_len}")
     exploration = explore(ExploreRequest(
         board=platform_class, model=args.model and Path(args.model),
         weights=args.weights and Path(args.weights), params=tuple(args.param),

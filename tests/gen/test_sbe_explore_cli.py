@@ -189,7 +189,7 @@ def write(tmp_path, name, content):
 
 @pytest.mark.parametrize("argv, message", [
     (["demo", "--board", "zc706", *SHAPE],
-     r"only sbe has a design-space exploration, not demo"),
+     r"demo has no design-space exploration; engines with one: sbe"),
     (["foo", "--board", "zc706", *SHAPE], r"unknown engine 'foo'; valid engines: demo, .*"),
     (["sbe", "--board", "zc123", *SHAPE],
      r"unknown board 'zc123'; valid boards: zc706, vc709, vu9p, vcu128"),
@@ -255,3 +255,15 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, monkeypatch, arg
     assert re.fullmatch(rf"nnrtl: error: {message.format(**escaped)}\n", err, re.S), err
     assert out == ""
     assert sorted(tmp_path.iterdir()) == before
+
+
+def test_seq_len_too_large_to_plan_names_the_limit(capsys):
+    from nnrtl.gen.sbe.exploration import MAX_PLAN_STEPS
+    code, out, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--seq-len",
+                         str(MAX_PLAN_STEPS + 1))
+    assert code == 2 and out == ""
+    assert re.fullmatch(rf"nnrtl: error: --seq-len \({MAX_PLAN_STEPS + 1}\) is too large to "
+                        rf"plan: the exploration simulates every step of every candidate, "
+                        rf"at most {MAX_PLAN_STEPS} steps; longer sequences run as several "
+                        rf"runs that carry their state, so plan for {MAX_PLAN_STEPS} or "
+                        rf"fewer\n", err)
