@@ -26,6 +26,7 @@ import io
 import json
 import os
 import pickle
+import warnings
 import zipfile
 from collections.abc import Mapping
 
@@ -65,7 +66,7 @@ def _torch_load(label):
     try:
         return torch.load(label, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:
-        if "Weights only load failed" in str(error):
+        if "Unsupported global" in str(error):
             raise UsageError(f"{label}: holds pickled Python objects (a whole module saved "
                              f"with torch.save(model)?), which nnrtl does not unpickle; save "
                              f"model.state_dict() instead") from None
@@ -276,7 +277,7 @@ def load_torchscript(path):
     label = os.fspath(path)
     _check_torchscript_archive(label)
     try:
-        module = torch.jit.load(label, map_location="cpu")
+        module = _jit_load(label)
     except Exception as error:
         raise UsageError(f"{label}: not a TorchScript archive ({type(error).__name__}: "
                          f"{error})") from None
@@ -320,12 +321,25 @@ def _constant(value):
 def save_torchscript(network, path):
     """The source archive with its parameters replaced, ``torch.jit.save``."""
     import torch
-    module = torch.jit.load(network.writer, map_location="cpu")
+    module = _jit_load(network.writer)
     current = dict(module.named_parameters())
     with torch.no_grad():
         for entry in network.entries:
             current[entry.name].copy_(torch.tensor(entry.get(network.layers)))
-    torch.jit.save(module, os.fspath(path))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated",
+                                DeprecationWarning)
+        torch.jit.save(module, os.fspath(path))
+
+
+def _jit_load(label):
+    """``torch.jit.load`` (after :func:`_check_torchscript_archive`), without torch's
+    deprecation warning: reading the archive is what the user asked for."""
+    import torch
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated",
+                                DeprecationWarning)
+        return torch.jit.load(label, map_location="cpu")
 
 
 _EXPORT_DTYPES = {6: np.float16, 7: np.float32, 8: np.float64}
