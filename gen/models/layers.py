@@ -61,8 +61,22 @@ def _pair(layer, name, minimum):
     object.__setattr__(layer, name, value)
 
 
+def _repr(layer):
+    """Shapes instead of values."""
+    parts = []
+    for field in dataclasses.fields(layer):
+        value = getattr(layer, field.name)
+        if isinstance(value, np.ndarray):
+            parts.append(f"{field.name}=<{'x'.join(map(str, value.shape))}>")
+        elif value is not None:
+            parts.append(f"{field.name}={value!r}")
+    return f"{type(layer).__name__}({', '.join(parts)})"
+
+
 class _RNN:
     """What LSTM and GRU share: shape checks over both directions."""
+
+    __repr__ = _repr
 
     GATES = 0
     #: Tensor fields of one direction, in PyTorch's order.
@@ -141,7 +155,7 @@ class _RNN:
                      if getattr(self, field + suffix) is not None)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class LSTM(_RNN):
     """An LSTM layer, ``nn.LSTM(input_size, hidden_size, proj_size=...)``'s equations.
 
@@ -178,7 +192,7 @@ class LSTM(_RNN):
         return 0 if self.weight_hr is None else self.weight_hr.shape[0]
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class GRU(_RNN):
     """A GRU layer, ``nn.GRU``'s equations (ONNX's with ``linear_before_reset=1``).
 
@@ -215,12 +229,13 @@ RNN_LAYERS = (LSTM, GRU)
 
 class _Weighted:
     FIELDS = ("weight", "bias")
+    __repr__ = _repr
 
     def tensor_fields(self):
         return tuple(f for f in self.FIELDS if getattr(self, f) is not None)
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Conv2d(_Weighted):
     """``nn.Conv2d`` with ``groups=1`` and zero padding.
 
@@ -260,7 +275,7 @@ class Conv2d(_Weighted):
         return self.weight.shape[2:]
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Linear(_Weighted):
     """``nn.Linear``: ``y = x weight^T + bias``.
 
