@@ -1,4 +1,4 @@
-"""Keras LSTM models: the model JSON of ``model.to_json()`` (a ``Sequential``) with the
+"""Keras LSTM and GRU models: the model JSON of ``model.to_json()`` (a ``Sequential``) with the
 weights of ``model.save_weights`` / ``model.save`` in HDF5, a whole-model ``.h5`` of
 ``model.save`` alone (its ``model_config`` attribute is the JSON), or a Keras 3 ``.keras``
 archive, in either layout:
@@ -7,14 +7,18 @@ archive, in either layout:
   whole-model file) whose ``weight_names`` attribute lists its datasets, e.g.
   ``lstm_1/kernel:0`` (Keras 2.2), ``lstm/lstm_cell/kernel:0`` (tf.keras 2.x),
   ``.../kernel`` (Keras 3); ``kernel`` is ``I x 4H``, ``recurrent_kernel`` ``H x 4H``,
-  ``bias`` ``4H``, gate order i, f, c, o (PyTorch's i, f, g, o).
+  ``bias`` ``4H``, gate order i, f, c, o (PyTorch's i, f, g, o); a GRU's are ``I x 3H``,
+  ``H x 3H`` and ``2 x 3H`` (input and recurrent biases, ``reset_after=True``, PyTorch's
+  form), gate order z, r, h (PyTorch's r, z, n).
 * Keras 3's ``.weights.h5`` (also inside a ``.keras`` archive): ``layers/<name>/cell/vars/0``
   (kernel), ``1`` (recurrent kernel), ``2`` (bias), where ``<name>`` is ``lstm``,
-  ``lstm_1``, ... by position among the model's LSTM layers (keras ``saving_lib``).
+  ``lstm_1``, ... (``gru``, ``gru_1``, ...) by position among the model's layers of that
+  class (keras ``saving_lib``).
 
-Canonical form: ``weight_ih = kernel.T``, ``weight_hh = recurrent_kernel.T``, ``bias_ih =
-bias``, ``bias_hh = 0``; the parameters are the HDF5 dataset paths, written back as
-``bias_ih + bias_hh``. Writing copies the source file (the archive, or the HDF5 weights of
+Canonical form: ``weight_ih = kernel.T``, ``weight_hh = recurrent_kernel.T`` (a GRU's gate
+blocks reordered); an LSTM's ``bias_ih = bias``, ``bias_hh = 0``, written back as ``bias_ih
++ bias_hh``; a GRU's ``bias_ih, bias_hh = bias``. The parameters are the HDF5 dataset
+paths. Writing copies the source file (the archive, or the HDF5 weights of
 a JSON + weights pair) with the datasets overwritten through h5py.
 """
 
@@ -28,14 +32,14 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import UsageError
-from .layers import LSTM
+from .layers import GRU, LSTM
 from .network import Entry, Network
 
 __all__ = ["load_keras", "save_keras"]
 
 
 _SKIPPED = {"InputLayer", "Dropout"}       # no weights, identity at inference
-_RNN_NAMES = {"GRU", "SimpleRNN", "CuDNNLSTM", "CuDNNGRU", "ConvLSTM1D", "ConvLSTM2D",
+_RNN_NAMES = {"SimpleRNN", "CuDNNLSTM", "CuDNNGRU", "ConvLSTM1D", "ConvLSTM2D",
               "ConvLSTM3D", "RNN", "LSTMCell", "StackedRNNCells"}
 
 
@@ -46,7 +50,7 @@ def _activation_name(value):
 
 
 def _keras_layers(config, path, ignore_trailing):
-    """``[(position, layer dict)]`` of the LSTM layers of a Keras model config."""
+    """``[(position, layer dict)]`` of the LSTM and GRU layers of a Keras model config."""
     if not isinstance(config, Mapping) or "class_name" not in config:
         raise UsageError(f"{path}: not a Keras model JSON (no top-level 'class_name')")
     if config["class_name"] != "Sequential":
@@ -57,28 +61,28 @@ def _keras_layers(config, path, ignore_trailing):
     if not isinstance(layers, list):
         raise UsageError(f"{path}: config.layers is missing or not a list")
     lstm_positions = [n for n, layer in enumerate(layers)
-                      if isinstance(layer, Mapping) and layer.get("class_name") == "LSTM"]
+                      if isinstance(layer, Mapping) and layer.get("class_name") in _CLASSES]
     if not lstm_positions:
-        raise UsageError(f"{path}: config.layers has no LSTM layer")
+        raise UsageError(f"{path}: config.layers has no LSTM or GRU layer")
     found = []
     for n, layer in enumerate(layers):
         kind = layer.get("class_name") if isinstance(layer, Mapping) else None
         where = f"{path}: config.layers[{n}]"
-        if kind == "LSTM":
+        if kind in _CLASSES:
             found.append((n, layer))
         elif kind == "Bidirectional":
             raise UsageError(f"{where} is Bidirectional; nnrtl reads unidirectional "
-                              f"Keras LSTMs")
+                              f"Keras LSTMs and GRUs")
         elif kind in _RNN_NAMES:
-            raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM layers of "
-                              f"Keras models")
+            raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM and GRU "
+                              f"layers of Keras models")
         elif kind in _SKIPPED:
             continue
         elif not (ignore_trailing and n > lstm_positions[-1]):
             after = "" if ignore_trailing else "; pass ignore_trailing to skip layers after " \
-                "the last LSTM"
-            raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM layers of Keras "
-                             f"models (and InputLayer, Dropout){after}")
+                "the last LSTM or GRU"
+            raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM and GRU layers of "
+                             f"Keras models (and InputLayer, Dropout){after}")
     return layers, found
 
 
@@ -92,14 +96,18 @@ def _check_lstm_config(layer, where, last):
     for key, wanted in (("activation", "tanh"), ("recurrent_activation", "sigmoid")):
         value = _activation_name(config.get(key, wanted))
         if value != wanted:
-            raise UsageError(f"{where}.config.{key} is {value!r}; an LSTM computes "
-                             f"{wanted}")
+            raise UsageError(f"{where}.config.{key} is {value!r}; "
+                             f"{'a GRU' if layer['class_name'] == 'GRU' else 'an LSTM'} "
+                             f"computes {wanted}")
     for key in ("go_backwards", "time_major"):
         if config.get(key, False):
-            raise UsageError(f"{where}.config.{key} is true; nnrtl reads LSTMs running "
+            raise UsageError(f"{where}.config.{key} is true; nnrtl reads RNNs running "
                              f"forward in time over time-second inputs")
+    if layer["class_name"] == "GRU" and not config.get("reset_after", True):
+        raise UsageError(f"{where}.config.reset_after is false; nnrtl computes GRUs as "
+                         f"PyTorch does (reset_after=True)")
     if not last and not config.get("return_sequences", False):
-        raise UsageError(f"{where}.config.return_sequences must be true: a later LSTM "
+        raise UsageError(f"{where}.config.return_sequences must be true: a later layer "
                          f"reads every step")
     return config
 
@@ -111,7 +119,7 @@ def _keras_input_size(layers):
                 shape = holder.get(key) if isinstance(holder, Mapping) else None
                 if isinstance(shape, list) and shape and isinstance(shape[-1], int):
                     return shape[-1]
-        if layer.get("class_name") == "LSTM":
+        if layer.get("class_name") in _CLASSES:
             return None
     return None
 
@@ -119,7 +127,7 @@ def _keras_input_size(layers):
 def _legacy_weights(group, layer_name, path, prefix):
     """``{"kernel": dataset, ...}`` from a Keras 2 / Keras 3 legacy layer group."""
     if layer_name not in group:
-        raise UsageError(f"{path}: no group {prefix}{layer_name} for LSTM layer "
+        raise UsageError(f"{path}: no group {prefix}{layer_name} for layer "
                          f"{layer_name!r}")
     layer_group = group[layer_name]
     names = [n.decode() if isinstance(n, bytes) else str(n)
@@ -138,12 +146,13 @@ def _legacy_weights(group, layer_name, path, prefix):
     return found
 
 
-def _native_weights(root, index, path):
-    """``{"kernel": ...}`` of the ``index``-th LSTM of a Keras 3 ``.weights.h5``."""
-    name = "lstm" if index == 0 else f"lstm_{index}"
+def _native_weights(root, kind, index, path):
+    """``{"kernel": ...}`` of the ``index``-th ``kind`` (LSTM, GRU) of a Keras 3
+    ``.weights.h5``."""
+    name = kind.lower() if index == 0 else f"{kind.lower()}_{index}"
     key = f"layers/{name}/cell/vars"
     if key not in root:
-        raise UsageError(f"{path}: no group {key} for the LSTM layer number {index}")
+        raise UsageError(f"{path}: no group {key} for the {kind} layer number {index}")
     group = root[key]
     found = {}
     for number, base in enumerate(("kernel", "recurrent_kernel", "bias")):
@@ -198,20 +207,36 @@ def _open_keras(json_path, weights_path):
     return config, h5, label
 
 
-def _keras_entry(name, index, field, dtype):
+_CLASSES = {"LSTM": LSTM, "GRU": GRU}
+#: Canonical gate blocks from Keras' (its own inverse): LSTM i, f, c, o is PyTorch's
+#: order; GRU z, r, h is r, z, n swapped.
+_ORDER = {LSTM: [0, 1, 2, 3], GRU: [1, 0, 2]}
+
+
+def _blocks(array, kind):
+    blocks = np.split(np.asarray(array), kind.GATES, axis=0)
+    return np.concatenate([blocks[i] for i in _ORDER[kind]], axis=0)
+
+
+def _keras_entry(name, index, kind, field, dtype):
     """A Keras dataset: kernel (weight_ih.T), recurrent_kernel (weight_hh.T) or bias."""
     def get(layers):
         layer = layers[index]
         if field == "bias":
-            return layer.bias_ih + layer.bias_hh
-        return getattr(layer, field).T
+            if kind is LSTM:
+                return layer.bias_ih + layer.bias_hh
+            return np.stack([_blocks(layer.bias_ih, kind), _blocks(layer.bias_hh, kind)])
+        return _blocks(getattr(layer, field), kind).T
 
     def set_(fields, array):
         target = fields.setdefault(index, {})
-        if field == "bias":
+        if field == "bias" and kind is LSTM:
             target["bias_ih"], target["bias_hh"] = array, np.zeros_like(array)
+        elif field == "bias":
+            target["bias_ih"], target["bias_hh"] = _blocks(array[0], kind), \
+                _blocks(array[1], kind)
         else:
-            target[field] = array.T
+            target[field] = _blocks(array.T, kind)
     return Entry(name, get, set_, dtype)
 
 
@@ -219,7 +244,7 @@ _FIELDS = {"kernel": "weight_ih", "recurrent_kernel": "weight_hh", "bias": "bias
 
 
 def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
-    """Read a Keras LSTM model.
+    """Read a Keras LSTM/GRU model.
 
     Parameters
     ----------
@@ -234,7 +259,8 @@ def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
     Returns
     -------
     Network
-        Format ``"keras"``, stacked :class:`~.layers.LSTM` layers.
+        Format ``"keras"``, stacked :class:`~.layers.LSTM` and :class:`~.layers.GRU`
+        layers.
 
     Raises
     ------
@@ -259,27 +285,34 @@ def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
         model_layers, entries = [], []
         inputs = _keras_input_size(layers)
         return_sequences = True
+        counts = {}
         for number, (n, layer) in enumerate(lstms):
             where = f"{json_path}: config.layers[{n}]"
             last = number == len(lstms) - 1
             lstm = _check_lstm_config(layer, where, last)
-            units = lstm["units"]
-            found = (_native_weights(root, number, label) if native
-                     else _legacy_weights(root, lstm.get("name", ""), label, prefix))
+            units, class_name = lstm["units"], layer["class_name"]
+            kind = _CLASSES[class_name]
+            rows = kind.GATES * units
+            found = (_native_weights(root, class_name, counts.get(class_name, 0), label)
+                     if native else _legacy_weights(root, lstm.get("name", ""), label, prefix))
+            counts[class_name] = counts.get(class_name, 0) + 1
             use_bias = lstm.get("use_bias", True)
             needed = ("kernel", "recurrent_kernel") + (("bias",) if use_bias else ())
             for base in needed:
                 if base not in found:
-                    raise UsageError(f"{label}: no {base} for LSTM layer "
+                    raise UsageError(f"{label}: no {base} for {class_name} layer "
                                      f"{lstm.get('name', number)!r}")
             expected_inputs = inputs if number == 0 else model_layers[-1].hidden_size
             kernel_rows = found["kernel"][1].shape[0] if found["kernel"][1].ndim else None
             if expected_inputs is None:
                 expected_inputs = kernel_rows
+            gates = f"{kind.GATES} * units"
+            bias_shape = (rows,) if kind is LSTM else (2, rows)
             for base, shape, rule in (
-                    ("kernel", (expected_inputs, 4 * units), "(input size, 4 * units)"),
-                    ("recurrent_kernel", (units, 4 * units), "(units, 4 * units)"),
-                    ("bias", (4 * units,), "(4 * units,)")):
+                    ("kernel", (expected_inputs, rows), f"(input size, {gates})"),
+                    ("recurrent_kernel", (units, rows), f"(units, {gates})"),
+                    ("bias", bias_shape, f"({gates},)" if kind is LSTM
+                     else f"(2, {gates})")):
                 if base in found and found[base][1].shape != shape:
                     raise UsageError(f"{label}: {found[base][0]} has shape "
                                      f"{found[base][1].shape}, expected {shape}: {base} "
@@ -291,10 +324,10 @@ def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
                         or not np.all(np.isfinite(value)):
                     raise UsageError(f"{label}: {name} has NaN or infinite values, or is "
                                      f"not floating point")
-                entry = _keras_entry(name, number, _FIELDS[base], value.dtype)
+                entry = _keras_entry(name, number, kind, _FIELDS[base], value.dtype)
                 entry.set(fields, value.astype(np.float64))
                 entries.append(entry)
-            model_layers.append(LSTM(**fields[number]))
+            model_layers.append(kind(**fields[number]))
             return_sequences = bool(lstm.get("return_sequences", False))
     return Network(tuple(model_layers), source=label, format="keras", entries=tuple(entries),
                    writer=writer, return_sequences=return_sequences)

@@ -182,10 +182,10 @@ def test_keras3_archive_and_trailing_layers(tmp_path):
     json_path, weights_path = keras_files(tmp_path, "keras3-native", weights,
                                           trailing_dense=True)
     with pytest.raises(UsageError, match=r"config\.layers\[2\] is a Dense; nnrtl reads only "
-                                         r"LSTM layers of Keras models \(and InputLayer, "
-                                         r"Dropout\); pass "
+                                         r"LSTM and GRU layers of Keras models \(and "
+                                         r"InputLayer, Dropout\); pass "
                                          r"ignore_trailing to skip layers after the last "
-                                         r"LSTM$"):
+                                         r"LSTM or GRU$"):
         load_keras(json_path, weights_path)
     archive = tmp_path / "model.keras"
     with zipfile.ZipFile(archive, "w") as z:
@@ -230,21 +230,21 @@ def test_keras_rejects_models(tmp_path):
                       r"'hard_sigmoid'; an LSTM computes sigmoid$",
             json_layers=layers(recurrent_activation="hard_sigmoid"))
     rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.go_backwards is true; nnrtl "
-                      r"reads LSTMs running forward in time over time-second inputs$",
+                      r"reads RNNs running forward in time over time-second inputs$",
             json_layers=layers(go_backwards=True))
     rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.return_sequences must be true: "
-                      r"a later LSTM reads every step$",
+                      r"a later layer reads every step$",
             json_layers=layers(return_sequences=False))
     rejects(tmp_path, r"^{json}: config\.layers\[0\] is Bidirectional; nnrtl reads "
-                      r"unidirectional Keras LSTMs$",
+                      r"unidirectional Keras LSTMs and GRUs$",
             json_layers=[{"class_name": "Bidirectional", "config": {}}, *layers()])
-    rejects(tmp_path, r"^{json}: config\.layers\[1\] is a GRU; nnrtl reads only LSTM "
-                      r"layers of Keras models$",
-            json_layers=[layers()[0], {"class_name": "GRU", "config": {}}, layers()[1]])
+    rejects(tmp_path, r"^{json}: config\.layers\[1\] is a SimpleRNN; nnrtl reads only LSTM "
+                      r"and GRU layers of Keras models$",
+            json_layers=[layers()[0], {"class_name": "SimpleRNN", "config": {}}, layers()[1]])
     rejects(tmp_path, r"^{json}: config\.layers\[1\] is a Dense; nnrtl reads only LSTM "
-                      r"layers of Keras models \(and InputLayer, Dropout\)$", ignore_trailing=True,
+                      r"and GRU layers of Keras models \(and InputLayer, Dropout\)$", ignore_trailing=True,
             json_layers=[layers()[0], {"class_name": "Dense", "config": {}}, layers()[1]])
-    rejects(tmp_path, r"^{json}: config\.layers has no LSTM layer$",
+    rejects(tmp_path, r"^{json}: config\.layers has no LSTM or GRU layer$",
             json_layers=[{"class_name": "Dense", "config": {}}])
 
 
@@ -265,7 +265,7 @@ def test_keras_rejects_files(tmp_path):
             with h5py.File(h5, "a") as f:
                 del f[key]
         return edit
-    rejects(tmp_path, r"^{h5}: no group model_weights/lstm_2 for LSTM layer 'lstm_2'$",
+    rejects(tmp_path, r"^{h5}: no group model_weights/lstm_2 for layer 'lstm_2'$",
             edit=drop("model_weights/lstm_2"))
     rejects(tmp_path, r"^{h5}: model_weights/lstm_1 lists weight 'lstm_1/bias:0' but has no "
                       r"such dataset$", edit=drop("model_weights/lstm_1/lstm_1/bias:0"))

@@ -1,4 +1,4 @@
-"""Keras 3 files written by Keras itself (torch backend): ``model.save("m.keras")``,
+"""Keras 3 files of an LSTM, GRU, LSTM stack written by Keras itself (torch backend): ``model.save("m.keras")``,
 ``model.save("m.h5")``, ``to_json`` + ``save_weights``; the import's forward against
 ``predict`` and the write-back read by Keras."""
 
@@ -11,7 +11,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from nnrtl.gen.models import LSTM, load_network, save_network  # noqa: E402
+from nnrtl.gen.models import GRU, LSTM, load_network, save_network  # noqa: E402
 
 STEPS, INPUTS, UNITS = 6, 5, 7
 # Keras' predict computes in float32: the float64 reference agrees to float32 rounding.
@@ -24,6 +24,7 @@ def keras_files(tmp_path_factory):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((STEPS, INPUTS)),
                               keras.layers.LSTM(UNITS, return_sequences=True),
+                              keras.layers.GRU(UNITS - 2, return_sequences=True),
                               keras.layers.LSTM(UNITS, return_sequences=True)])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -55,7 +56,7 @@ def ours(network, x):
 def test_keras_files_match_predict(keras_files, source):
     model, x, directory = keras_files
     network = load_network(*(directory / name for name in SOURCES[source]))
-    assert [type(layer) for layer in network.layers] == [LSTM, LSTM]
+    assert [type(layer) for layer in network.layers] == [LSTM, GRU, LSTM]
     assert network.format == "keras"
     np.testing.assert_allclose(ours(network, x), predict(model, x), rtol=0,
                                atol=BOUND)
