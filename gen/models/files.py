@@ -94,7 +94,8 @@ def load_network(path, weights=None, *, prefix=None, ignore_trailing=False):
                              f"is not one")
         return load_keras(path, weights, ignore_trailing=ignore_trailing)
     if kind == "json":
-        raise UsageError(f"{path}: a Keras model JSON needs its HDF5 weights file too")
+        raise UsageError(f"{path}: a Keras model JSON needs its HDF5 weights file too "
+                         f"(--weights)")
     if kind in ("keras", "hdf5"):
         return load_keras(path, ignore_trailing=ignore_trailing)
     if kind == "state_dict":

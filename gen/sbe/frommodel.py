@@ -103,7 +103,7 @@ def load_model(path, weights=None, *, ignore_trailing=False):
 _SBE_ORDER = [("i", "f", "u", "o").index(gate) for gate in GATES]
 
 
-def _sbe_blocks(codes, hidden):
+def _sbe_blocks(codes):
     blocks = np.split(codes, 4, axis=0)
     return np.concatenate([blocks[b] for b in _SBE_ORDER], axis=0)
 
@@ -145,11 +145,40 @@ class QuantizedLSTM:
     layers: tuple
     network: object
 
-    def __getattr__(self, name):
-        if name in ("act_frac", "cell_frac", "width", "acc_width", "rounding", "ranges",
-                    "saturated"):
-            return getattr(self.network, name)
-        raise AttributeError(name)
+    @property
+    def act_frac(self):
+        """Fraction bits of x and h."""
+        return self.network.act_frac
+
+    @property
+    def cell_frac(self):
+        """Fraction bits of the element-wise format."""
+        return self.network.cell_frac
+
+    @property
+    def width(self):
+        """Operand bits."""
+        return self.network.width
+
+    @property
+    def acc_width(self):
+        """Accumulator bits."""
+        return self.network.acc_width
+
+    @property
+    def rounding(self):
+        """The rounding mode."""
+        return self.network.rounding
+
+    @property
+    def ranges(self):
+        """Largest magnitudes seen (weights and calibration)."""
+        return self.network.ranges
+
+    @property
+    def saturated(self):
+        """Weight and bias codes clamped."""
+        return self.network.saturated
 
     @property
     def weight_frac(self):
@@ -199,9 +228,9 @@ def quantize_model(model, calibration, **options):
         hidden = layer.layer.hidden_size
         bias = layer.codes.get("bias_ih", np.zeros(4 * hidden, dtype=np.int64))
         layers.append(QuantizedLayer(
-            w_x=_sbe_blocks(layer.codes["weight_ih"], hidden),
-            w_h=_sbe_blocks(layer.codes["weight_hh"], hidden),
-            bias=_sbe_blocks(bias, hidden), w_x_frac=layer.fracs["weight_ih"],
+            w_x=_sbe_blocks(layer.codes["weight_ih"]),
+            w_h=_sbe_blocks(layer.codes["weight_hh"]),
+            bias=_sbe_blocks(bias), w_x_frac=layer.fracs["weight_ih"],
             w_h_frac=layer.fracs["weight_hh"]))
     return QuantizedLSTM(tuple(layers), shared)
 
@@ -334,10 +363,14 @@ def model_config(model, board, params=(), *, seq_len, calibration=None):
 
 
 def load_inputs(path, input_size):
-    """Input vectors of a model from a ``.npy`` file: ``seq_len x input_size`` numbers
-    (:func:`nnrtl.gen.models.load_array`); :class:`UsageError` naming the file and the
-    rule."""
-    return load_array(path, what="inputs", ndim=2, last=input_size)
+    """Input vectors of a model from a ``.npy`` file: ``seq_len x input_size`` numbers,
+    read by :func:`nnrtl.gen.models.load_array`; :class:`UsageError` naming the file and
+    the shape it must have."""
+    xs = load_array(path, what="inputs")
+    if xs.ndim != 2 or xs.shape[1] != input_size:
+        raise UsageError(f"{path}: the inputs must be an array of shape (seq_len, "
+                         f"{input_size}), not {xs.shape}")
+    return xs
 
 
 def write_engine_inputs(path, config, quantized, xs):
