@@ -90,6 +90,8 @@ class _Reader:
             value = numpy_helper.to_array(tensor)
             self.dtypes[tensor.name] = value.dtype
             self.arrays[tensor.name] = value
+        self.producers = {output: node for node in graph.node for output in node.output}
+        self.inputs = {value.name for value in graph.input}
         for node in graph.node:
             if node.op_type == "Constant" and len(node.output) == 1:
                 for attribute in node.attribute:
@@ -141,9 +143,7 @@ def _rnn(reader, number, node, index, layers, entries):
     if kind is LSTM and inputs[7]:
         raise UsageError(f"{reader.label}: {where}: peepholes (input P) are not supported")
     for state in inputs[5:7 if kind is LSTM else 6]:
-        if state in reader.arrays and np.any(reader.arrays[state]):
-            raise UsageError(f"{reader.label}: {where}: a constant nonzero initial state "
-                             f"({state}) is not supported")
+        _check_state(reader, where, state)
     w, r = reader.weight(inputs[1], where), reader.weight(inputs[2], where)
     directions = 2 if direction == "bidirectional" else 1
     hidden = attrs.get("hidden_size", r.shape[-1] if r.ndim == 3 else 0)
@@ -172,6 +172,23 @@ def _rnn(reader, number, node, index, layers, entries):
     except ValueError as error:
         raise UsageError(f"{reader.label}: {where}: {error}") from None
     entries.extend(new)
+
+
+def _check_state(reader, where, state):
+    """An initial state is absent, a graph input, or zeros (an initializer, or an
+    ``Expand`` of one, as ``torch.onnx.export(dynamo=False)`` writes for a dynamic batch)."""
+    if not state or state in reader.inputs and state not in reader.dtypes:
+        return
+    producer = reader.producers.get(state)
+    source = producer.input[0] if producer is not None and producer.op_type == "Expand" \
+        else state
+    if source not in reader.arrays:
+        raise UsageError(f"{reader.label}: {where}: initial state {state} is computed by a "
+                         f"{producer.op_type if producer else 'missing'} node; only zeros, "
+                         f"or a graph input, are supported")
+    if np.any(reader.arrays[source]):
+        raise UsageError(f"{reader.label}: {where}: a constant nonzero initial state "
+                         f"({state}) is not supported")
 
 
 def _symmetric(reader, where, pads):
@@ -270,6 +287,8 @@ def load_onnx(path):
         if current not in node.input:
             continue
         where = reader.where(number, node)
+        if node.op_type == "Shape":         # reads the shape only, off the data path
+            continue
         if node.input[0] != current:
             raise UsageError(f"{reader.label}: {where} reads the data path as input "
                              f"{list(node.input).index(current)}; only as input 0")
