@@ -6,7 +6,7 @@
   PyTorch module (:func:`to_torch`, :func:`from_torch`).
 * :mod:`.files`: :func:`load_network` (PyTorch state_dict / TorchScript / torch.export,
   ONNX, Keras) and :func:`save_network` (the source's format), built on
-  :mod:`.torch_io`, :mod:`.onnx_io`, :mod:`.keras_io`.
+  :mod:`.torch_io`, :mod:`.torchscript`, :mod:`.onnx_io`, :mod:`.keras_io`.
 * :mod:`.arrays`: :func:`load_array` for ``.npy`` inputs; :mod:`.quantize`: the shared
   16-bit quantizer.
 """
@@ -18,7 +18,8 @@ from .layers import DIRECTIONS, GRU, LSTM, Conv2d, Flatten, Linear, MaxPool2d, R
 from .network import Entry, ModelSpec, Network
 from .onnx_io import load_onnx
 from .reference import forward
-from .torch_io import load_export, load_state_dict, load_torchscript
+from .torch_io import load_export, load_state_dict
+from .torchscript import load_torchscript
 from .torch_module import from_torch, to_torch
 
 __all__ = [

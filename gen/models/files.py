@@ -8,8 +8,8 @@ import zipfile
 from ..errors import UsageError
 from .keras_io import load_keras, save_keras
 from .onnx_io import load_onnx, save_onnx
-from .torch_io import (load_export, load_state_dict, load_torchscript, save_export,
-                       save_state_dict, save_torchscript)
+from .torch_io import load_export, load_state_dict, save_export, save_state_dict
+from .torchscript import load_torchscript, save_torchscript
 
 __all__ = ["MODEL_FORMATS", "model_format", "load_network", "save_network"]
 

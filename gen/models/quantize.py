@@ -67,22 +67,6 @@ def to_fixed(values, frac, width, *, rounding="half_even"):
     return np.clip(rounded, low, high).astype(np.int64), saturated
 
 
-def to_fixed(values, frac, width, *, rounding="half_even"):
-    """``(codes, saturated)``: ``values`` as int64 codes with ``frac`` fraction bits,
-    rounded (``"half_even"`` or ``"half_away"``) and saturated to ``width`` signed bits;
-    ``saturated`` counts the codes clamped."""
-    if rounding not in ROUNDINGS:
-        raise ValueError(f"rounding must be one of {', '.join(ROUNDINGS)}, not {rounding!r}")
-    scaled = np.asarray(values, dtype=np.float64) * 2.0 ** frac
-    if rounding == "half_even":
-        rounded = np.rint(scaled)
-    else:
-        rounded = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)
-    low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
-    saturated = int(np.count_nonzero((rounded < low) | (rounded > high)))
-    return np.clip(rounded, low, high).astype(np.int64), saturated
-
-
 def calibrate(network, inputs):
     """Largest magnitudes seen running the RNN ``network`` on ``inputs`` (``T x I`` or ``T x
     N x I``, or a list of such sequences): ``{"x", "h", "z", "c"}`` over all layers,

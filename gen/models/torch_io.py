@@ -1,18 +1,13 @@
-"""PyTorch files: ``state_dict`` of RNNs, TorchScript and ``torch.export`` archives of CNNs.
+"""PyTorch files: ``state_dict`` of RNNs and ``torch.export`` archives of CNNs (TorchScript:
+:mod:`.torchscript`).
 
 Nothing is unpickled in a way that can run code, and no module's ``forward`` is called:
 
 * ``torch.save(module.state_dict())`` files are read with ``torch.load(...,
   weights_only=True)``, whose unpickler only builds tensors, containers and primitive
   types. A pickled module (``torch.save(model)``) is refused by it; we say so.
-* TorchScript (``torch.jit.save``): ``torch.jit.load`` never uses Python's pickle. The C++
-  importer (``torch/csrc/jit/serialization/import.cpp``) compiles the archive's
-  ``code/`` as TorchScript (compiling runs nothing) and reads ``data.pkl`` and
-  ``constants.pkl`` with the C++ ``Unpickler``, which resolves classes only to TorchScript
-  types of the archive and tensors (no Python globals). The one way archive code runs at
-  load time is a TorchScript class's ``__setstate__``, called by that unpickler; so before
-  loading, every ``code/`` file is read and an archive defining ``__setstate__`` is
-  refused. Then only the module's graph (``inlined_graph``) and parameters are read.
+* TorchScript (``torch.jit.save``): read as data by :mod:`.torchscript`, never with
+  ``torch.jit.load`` (not safe on untrusted files).
 * ``torch.export`` (``.pt2``): ``torch.export.load`` is not used, because its
   ``deserialize_torch_artifact`` (``torch/_export/serde/serialize.py``) falls back to
   ``torch.load(weights_only=False)`` for the archive's sample inputs and constants. The
@@ -26,7 +21,6 @@ import io
 import json
 import os
 import pickle
-import warnings
 import zipfile
 from collections.abc import Mapping
 
@@ -36,8 +30,7 @@ from ..errors import UsageError
 from .layers import GRU, LSTM, Conv2d, Flatten, Linear, MaxPool2d, ReLU
 from .network import Entry, Network
 
-__all__ = ["load_state_dict", "load_torchscript", "load_export", "save_state_dict",
-           "save_torchscript", "save_export"]
+__all__ = ["load_state_dict", "load_export", "save_state_dict", "save_export"]
 
 
 def _finite(label, name, array):
@@ -184,7 +177,7 @@ def save_state_dict(network, path):
     torch.save(state, os.fspath(path))
 
 
-# -- CNN graphs (TorchScript and torch.export) --------------------------------------------
+# -- CNN graphs of torch.export --------------------------------------------
 
 def _cnn_layer(label, op, args, params, where):
     """The layer of one aten op; ``args`` maps argument names to values, tensors as
@@ -244,102 +237,6 @@ def _cnn_network(label, ops, params, fmt, writer):
                        writer=writer)
     except ValueError as error:
         raise UsageError(f"{label}: {error}") from None
-
-
-_SCHEMAS = {
-    "conv2d": ("input", "weight", "bias", "stride", "padding", "dilation", "groups"),
-    "_convolution": ("input", "weight", "bias", "stride", "padding", "dilation",
-                     "transposed", "output_padding", "groups"),
-    "relu": ("input",), "relu_": ("input",),
-    "max_pool2d": ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode"),
-    "flatten": ("input", "start_dim", "end_dim"),
-    "linear": ("input", "weight", "bias"),
-}
-
-
-def _check_torchscript_archive(label):
-    try:
-        with zipfile.ZipFile(label) as archive:
-            for name in archive.namelist():
-                if "/code/" in name and name.endswith(".py") \
-                        and b"def __setstate__" in archive.read(name):
-                    raise UsageError(f"{label}: {name} defines __setstate__, code the archive "
-                                     f"would run when loaded; nnrtl does not load it")
-    except zipfile.BadZipFile as error:
-        raise UsageError(f"{label}: not a TorchScript archive ({error})") from None
-
-
-def load_torchscript(path):
-    """A CNN (``nn.Sequential`` of Conv2d, ReLU, MaxPool2d, Flatten, Linear) from a
-    ``torch.jit.save`` archive, scripted or traced; parameters named as
-    ``named_parameters()`` (``"0.weight"``)."""
-    import torch
-    label = os.fspath(path)
-    _check_torchscript_archive(label)
-    try:
-        module = _jit_load(label)
-    except Exception as error:
-        raise UsageError(f"{label}: not a TorchScript archive ({type(error).__name__}: "
-                         f"{error})") from None
-    params = {name: (_numpy(value), _torch_dtype(value))
-              for name, value in module.named_parameters()}
-    paths, ops = {}, []
-    graph = module.inlined_graph
-    self_value = next(graph.inputs())
-    paths[self_value.unique()] = ""
-    for number, node in enumerate(graph.nodes()):
-        kind = node.kind()
-        if kind == "prim::GetAttr":
-            parent = paths.get(node.input().unique())
-            if parent is not None:
-                paths[node.output().unique()] = f"{parent}.{node.s('name')}".lstrip(".")
-            continue
-        if kind in ("prim::Constant", "prim::ListConstruct"):
-            continue
-        namespace, _, op = kind.partition("::")
-        where = f"graph node {number} ({kind})"
-        if namespace != "aten" or op not in _SCHEMAS:
-            raise UsageError(f"{label}: {where}: operator {kind} is not supported; a CNN is "
-                             f"Conv2d, ReLU, MaxPool2d, Flatten and Linear")
-        args = {}
-        for name, value in zip(_SCHEMAS[op], node.inputs()):
-            if value.unique() in paths:
-                args[name] = paths[value.unique()]
-            elif value.node().kind() in ("prim::Constant", "prim::ListConstruct"):
-                args[name] = _constant(value)
-        ops.append((op, args, where))
-    return _cnn_network(label, ops, params, "torchscript", label)
-
-
-def _constant(value):
-    node = value.node()
-    if node.kind() == "prim::ListConstruct":
-        return [_constant(item) for item in node.inputs()]
-    return value.toIValue()
-
-
-def save_torchscript(network, path):
-    """The source archive with its parameters replaced, ``torch.jit.save``."""
-    import torch
-    module = _jit_load(network.writer)
-    current = dict(module.named_parameters())
-    with torch.no_grad():
-        for entry in network.entries:
-            current[entry.name].copy_(torch.tensor(entry.get(network.layers)))
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated",
-                                DeprecationWarning)
-        torch.jit.save(module, os.fspath(path))
-
-
-def _jit_load(label):
-    """``torch.jit.load`` (after :func:`_check_torchscript_archive`), without torch's
-    deprecation warning: reading the archive is what the user asked for."""
-    import torch
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", r"`torch\.jit\.\w+` is deprecated",
-                                DeprecationWarning)
-        return torch.jit.load(label, map_location="cpu")
 
 
 _EXPORT_DTYPES = {6: np.float16, 7: np.float32, 8: np.float64}

@@ -3,6 +3,7 @@ torch.onnx.export, Keras 3 on the torch backend): the import's reference forward
 the framework's own, the round trip load -> save -> load, and the errors."""
 
 import os
+import pickle
 import warnings
 import zipfile
 
@@ -65,6 +66,16 @@ def _write_files(tmp_path_factory):
     paths["whole"] = directory / "whole.pt"
     torch.save(modules["lstm"], paths["whole"])
     return modules, paths, directory
+
+
+class Payload:
+    """What a malicious pickle holds: unpickling it would run ``command``."""
+
+    def __init__(self, command):
+        self.command = command
+
+    def __reduce__(self):
+        return os.system, (self.command,)
 
 
 def torch64(module, x):
@@ -170,7 +181,7 @@ def test_written_files_load_in_their_framework(files, tmp_path):
     assert torch.equal(program.state_dict["4.bias"], torch.arange(5.0))
     script = load_network(paths["script"])
     save_network(script.with_parameters({"0.bias": np.zeros(3)}), tmp_path / "j.pt")
-    with warnings.catch_warnings():
+    with warnings.catch_warnings():          # our own file: torch may load it
         warnings.simplefilter("ignore", DeprecationWarning)
         assert not torch.jit.load(tmp_path / "j.pt").state_dict()["0.bias"].any()
 
@@ -225,18 +236,20 @@ def test_malformed_files(files, tmp_path):
     (tmp_path / "junk.onnx").write_bytes(b"\x08\xff\xff")
     with pytest.raises(UsageError, match=rf"^{tmp_path}/junk\.onnx: not an ONNX model \("):
         load_network(tmp_path / "junk.onnx")
-    # A TorchScript archive whose code would run at load time is not loaded.
+    # A TorchScript archive whose data.pkl would run a command if unpickled: read as data,
+    # nothing runs and the file is refused.
+    marker = tmp_path / "ran"
     with zipfile.ZipFile(paths["script"]) as source, \
-            zipfile.ZipFile(tmp_path / "setstate.pt", "w") as target:
+            zipfile.ZipFile(tmp_path / "evil.pt", "w") as target:
         for item in source.infolist():
             data = source.read(item)
-            if item.filename.endswith("code/__torch__/torch/nn/modules/linear.py"):
-                data += b"\n  def __setstate__(self, state: Tuple[int]) -> None:\n    pass\n"
+            if item.filename.endswith("/data.pkl"):
+                data = pickle.dumps(Payload(f"touch {marker}"), protocol=2)
             target.writestr(item, data)
-    with pytest.raises(UsageError, match=rf"^{tmp_path}/setstate\.pt: .*linear\.py defines "
-                                         r"__setstate__, code the archive would run when "
-                                         r"loaded; nnrtl does not load it$"):
-        load_network(tmp_path / "setstate.pt")
+    with pytest.raises(UsageError, match=rf"^{tmp_path}/evil\.pt: data\.pkl does not hold one "
+                                         r"module$"):
+        load_network(tmp_path / "evil.pt")
+    assert not marker.exists()
     bad = load_network(paths["lstm"])
     with pytest.raises(UsageError, match=rf"^{paths['lstm']}: parameter bias_ih_l0 has NaN or "
                                          r"infinite values$"):
