@@ -175,7 +175,7 @@ def loss_and_gradient(outputs, batch, loss, is_rnn):
     out = torch.tensor(np.asarray(outputs, dtype=np.float64), requires_grad=True)
     value = _loss_value(out, batch, loss, is_rnn)
     value.backward()
-    return float(value), out.grad.numpy()
+    return float(value.detach()), out.grad.numpy()
 
 
 def _module_parameters(network, module):
@@ -225,7 +225,7 @@ def reference_step(network, batch, loss, lr):
                         network.is_rnn)
     value.backward()
     torch.optim.SGD(module.parameters(), lr=lr).step()
-    return float(value), from_torch(network, module)
+    return float(value.detach()), from_torch(network, module)
 
 
 class HostTrainer:

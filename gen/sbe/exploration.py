@@ -30,7 +30,7 @@ def check_seq_len(seq_len):
 def _model(request):
     """The model (``None`` with ``--param``) and its :class:`ModelSpec`."""
     from .frommodel import load_model
-    from .importers import ModelSpec
+    from ..models import ModelSpec
 
     if request.model is not None:
         if request.params:

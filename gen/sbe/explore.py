@@ -28,7 +28,7 @@ import time
 from ...boards import get_board
 from ...hw.sbe.config import MAX_BUS_BITS, SBEConfig
 from ..errors import UsageError
-from .importers import ModelSpec
+from ..models import ModelSpec
 from .perf import (ResourceEstimate, lower_bound_cycles, lut_multiplier_luts, post_unit_dsp,
                    predict, resource_estimate)
 

@@ -1,12 +1,12 @@
 """From a trained LSTM to an SBE configuration: the paper's automatic hardware mapping
 ("Framework of Automatic hardware Mapping", Fig. 12).
 
-:func:`load_model` reads a model file of any format the importers know (found from its
-content, then its extension); :func:`config_from_model` explores the design space of the
+:func:`load_model` reads a model file through :mod:`nnrtl.gen.models` (any format it reads)
+and checks it is an LSTM the SBE runs; :func:`config_from_model` explores the design space of the
 model on a board (:func:`~.explore.explore`) with the number formats of the quantized model
 (:func:`quantized_base`) and takes the fastest configuration that fits. The result is the
 one :class:`~nnrtl.hw.sbe.SBEConfig` the RTL, the golden model and the testbench derive
-from, with the :class:`~.quantize.QuantizedLSTM` whose codes the engine loads.
+from, with the :class:`QuantizedLSTM` whose codes the engine loads.
 
 Without calibration inputs the activation ranges come from a synthetic calibration set
 (:func:`synthetic_calibration`): :data:`CALIBRATION_SEQUENCES` sequences of ``seq_len``
@@ -16,30 +16,23 @@ when they are not.
 """
 
 import dataclasses
-import os
-import zipfile
 
 import numpy as np
 
-from ...hw.sbe.config import SBEConfig
+from ...hw.sbe.config import GATES, SBEConfig
 from ..errors import UsageError
+from ..models import LSTM, MODEL_FORMATS, load_array, load_network
+from ..models.quantize import quantize, to_fixed
 from .explore import explore
-from .importers import load_keras, load_torch
-from .quantize import quantize_model
 
 __all__ = ["MODEL_FORMATS", "CALIBRATION_SEED", "CALIBRATION_SEQUENCES", "load_model",
+           "check_model", "QuantizedLayer", "QuantizedLSTM", "quantize_model",
            "synthetic_calibration", "quantized_base", "config_from_model", "model_config",
            "load_inputs", "write_engine_inputs"]
-
-#: What :func:`load_model` reads, for error messages and help texts.
-MODEL_FORMATS = ("a Keras model JSON (model.to_json()) with its HDF5 weights, a whole Keras "
-                 "model in HDF5 (model.save), a Keras 3 .keras archive, or a PyTorch state_dict saved with torch.save (.pt, .pth)")
 
 #: Seed and number of sequences of :func:`synthetic_calibration`.
 CALIBRATION_SEED = 0
 CALIBRATION_SEQUENCES = 8
-
-_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 #: SBEConfig fields :func:`config_from_model` chooses, and who chooses them.
 _CHOSEN = {
@@ -55,77 +48,191 @@ _CONFIG_OVERRIDES = ("batch_norm", "operand_width", "acc_width")
 _EXPLORE_OVERRIDES = ("post_units", "dram_efficiency", "lut_share")
 
 
-def _model_format(path):
-    """``"json"``, ``"hdf5"``, ``"keras"`` (archive), ``"torch"`` or ``None``."""
-    try:
-        with open(path, "rb") as file:
-            head = file.read(8)
-    except OSError as error:
-        raise UsageError(f"{path}: cannot read: {error.strerror}") from None
-    if zipfile.is_zipfile(path):
-        try:
-            with zipfile.ZipFile(path) as archive:
-                names = archive.namelist()
-        except zipfile.BadZipFile:
-            return None
-        if "config.json" in names:
-            return "keras"
-        if any(name.endswith("data.pkl") for name in names):
-            return "torch"
-        return None
-    if head == _HDF5_SIGNATURE:
-        return "hdf5"
-    if head.lstrip()[:1] in (b"{", b"["):
-        return "json"
-    if os.path.splitext(path)[1].lower() in (".pt", ".pth"):
-        return "torch"          # torch.save's legacy (non-zip) format
-    return None
+def check_model(network):
+    """``network`` if the SBE runs it: forward LSTM layers without projections, one hidden
+    size; otherwise :class:`UsageError` naming the layer and the rule."""
+    label = network.source or "model"
+    for n, layer in enumerate(network.layers):
+        where = f"{label}: layer {n}"
+        if not isinstance(layer, LSTM):
+            raise UsageError(f"{where} is a {type(layer).__name__}; the SBE runs LSTM layers "
+                             f"only")
+        if layer.proj_size:
+            raise UsageError(f"{where} has a projection (proj_size {layer.proj_size}); the "
+                             f"SBE runs LSTMs without projections")
+        if layer.direction != "forward":
+            raise UsageError(f"{where} runs in direction {layer.direction!r}; the SBE runs "
+                             f"forward LSTMs only")
+        if layer.hidden_size != network.layers[0].hidden_size:
+            raise UsageError(f"{where} has hidden size {layer.hidden_size}, layer 0 has "
+                             f"{network.layers[0].hidden_size}: the SBE needs one hidden size "
+                             f"for every layer")
+    return network
 
 
 def load_model(path, weights=None, *, ignore_trailing=False):
-    """Read an LSTM model file, whatever its format.
+    """Read an LSTM model file the SBE runs, whatever its format.
 
     Parameters
     ----------
     path : path
-        A Keras model JSON (then ``weights`` is its HDF5 weights file), a whole Keras
-        model in HDF5 (``model.save``), a Keras 3 ``.keras`` archive, or a PyTorch ``state_dict`` written by ``torch.save``. The
-        format is found from the content (zip archive, HDF5 or JSON), then the extension.
+        Any file of :data:`MODEL_FORMATS` (:func:`nnrtl.gen.models.load_network`): a
+        PyTorch state_dict, an ONNX model, a Keras model JSON (then ``weights`` is its
+        HDF5 weights file), a whole Keras model in HDF5 or a ``.keras`` archive.
     weights : path, optional
-        The HDF5 weights of a Keras model JSON (``save_weights`` or ``save``).
+        The HDF5 weights of a Keras model JSON.
     ignore_trailing : bool
-        Accept Keras layers after the last LSTM (:func:`~.importers.load_keras`).
+        Accept Keras layers after the last LSTM.
 
     Returns
     -------
-    LSTMModel
+    Network
+        Forward LSTM layers of one hidden size (:func:`check_model`).
 
     Raises
     ------
     UsageError
-        A missing or unreadable file, a format it does not read (naming the file and the
-        formats it reads), a JSON without weights or weights with a file that is not a
-        JSON, and every error of :func:`~.importers.load_keras` and
-        :func:`~.importers.load_torch`.
+        The errors of :func:`~nnrtl.gen.models.load_network`, and a GRU, CNN, projection,
+        reverse or bidirectional layer, or layers of different hidden sizes.
     """
-    path = os.fspath(path)
-    for name in (path, weights):
-        if name is not None and not os.path.exists(name):
-            raise UsageError(f"{os.fspath(name)}: no such file")
-    kind = _model_format(path)
-    if weights is not None:
-        if kind != "json":
-            raise UsageError(f"{path}: a weights file goes with a Keras model JSON, and this "
-                             f"is not one")
-        return load_keras(path, weights, ignore_trailing=ignore_trailing)
-    if kind == "json":
-        raise UsageError(f"{path}: a Keras model JSON needs its HDF5 weights file too "
-                         f"(--weights)")
-    if kind in ("keras", "hdf5"):
-        return load_keras(path, ignore_trailing=ignore_trailing)
-    if kind == "torch":
-        return load_torch(path)
-    raise UsageError(f"{path}: not a model file nnrtl reads; it reads {MODEL_FORMATS}")
+    return check_model(load_network(path, weights, ignore_trailing=ignore_trailing))
+
+
+#: The SBE's gate blocks (:data:`~nnrtl.hw.sbe.GATES`: i, u, f, o) from the canonical
+#: (PyTorch's i, f, g, o; u is g).
+_SBE_ORDER = [("i", "f", "u", "o").index(gate) for gate in GATES]
+
+
+def _sbe_blocks(codes):
+    blocks = np.split(codes, 4, axis=0)
+    return np.concatenate([blocks[b] for b in _SBE_ORDER], axis=0)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QuantizedLayer:
+    """One layer's codes in the SBE's form: gate blocks in :data:`~nnrtl.hw.sbe.GATES`
+    order, one bias (``bias_ih + bias_hh``) at the accumulator format.
+
+    Attributes
+    ----------
+    w_x, w_h : ndarray of int64
+        Weight codes with ``w_x_frac`` and ``w_h_frac`` fraction bits.
+    bias : ndarray of int64
+        Bias codes, ``w_x_frac + act_frac`` fraction bits.
+    w_x_frac, w_h_frac : int
+    """
+
+    w_x: np.ndarray
+    w_h: np.ndarray
+    bias: np.ndarray
+    w_x_frac: int
+    w_h_frac: int
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class QuantizedLSTM:
+    """What :func:`quantize_model` returns: the shared quantization
+    (:class:`~nnrtl.gen.models.quantize.QuantizedNetwork`) in the SBE's form.
+
+    Attributes
+    ----------
+    layers : tuple of QuantizedLayer
+    network : QuantizedNetwork
+    act_frac, cell_frac, width, acc_width, rounding, ranges, saturated
+        As the shared quantization's.
+    """
+
+    layers: tuple
+    network: object
+
+    @property
+    def act_frac(self):
+        """Fraction bits of x and h."""
+        return self.network.act_frac
+
+    @property
+    def cell_frac(self):
+        """Fraction bits of the element-wise format."""
+        return self.network.cell_frac
+
+    @property
+    def width(self):
+        """Operand bits."""
+        return self.network.width
+
+    @property
+    def acc_width(self):
+        """Accumulator bits."""
+        return self.network.acc_width
+
+    @property
+    def rounding(self):
+        """The rounding mode."""
+        return self.network.rounding
+
+    @property
+    def ranges(self):
+        """Largest magnitudes seen (weights and calibration)."""
+        return self.network.ranges
+
+    @property
+    def saturated(self):
+        """Weight and bias codes clamped."""
+        return self.network.saturated
+
+    @property
+    def weight_frac(self):
+        """The one weight format of every tensor; ``ValueError`` if they differ."""
+        fracs = {f for layer in self.layers for f in (layer.w_x_frac, layer.w_h_frac)}
+        if len(fracs) != 1:
+            raise ValueError(f"the weights have several formats ({sorted(fracs)}); an "
+                             f"SBEConfig holds one: quantize with granularity='model'")
+        return fracs.pop()
+
+    def apply(self, config):
+        """``config`` with these widths and fraction bits (``dataclasses.replace``)."""
+        return dataclasses.replace(config, operand_width=self.width, acc_width=self.acc_width,
+                                   weight_frac=self.weight_frac, act_frac=self.act_frac,
+                                   cell_frac=self.cell_frac)
+
+    def dequantized(self):
+        """The float :class:`~nnrtl.gen.models.Network` these codes stand for."""
+        return self.network.dequantized()
+
+    def interleaved(self, index):
+        """Layer ``index``'s codes as the SBE's interleaved matrix and bias (row ``4 * j +
+        g`` = unit ``j`` of gate ``g``); needs one format for ``w_x`` and ``w_h``."""
+        layer = self.layers[index]
+        if layer.w_x_frac != layer.w_h_frac:
+            raise ValueError(f"layer {index}: w_x and w_h have different formats "
+                             f"({layer.w_x_frac} and {layer.w_h_frac} fraction bits)")
+        hidden = layer.w_h.shape[1]
+        matrix = np.concatenate([layer.w_x, layer.w_h], axis=1)
+        matrix = matrix.reshape(4, hidden, -1).transpose(1, 0, 2).reshape(4 * hidden, -1)
+        return matrix, layer.bias.reshape(4, hidden).T.reshape(-1)
+
+
+def quantize_model(model, calibration, **options):
+    """Quantize an SBE model (:func:`check_model`) with
+    :func:`nnrtl.gen.models.quantize.quantize` (same ``options``: ``width``,
+    ``acc_width``, ``granularity``, ``rounding``, ``margin_bits``) and put the codes in the
+    SBE's form.
+
+    Returns
+    -------
+    QuantizedLSTM
+    """
+    shared = quantize(check_model(model), calibration, **options)
+    layers = []
+    for layer in shared.layers:
+        hidden = layer.layer.hidden_size
+        bias = layer.codes.get("bias_ih", np.zeros(4 * hidden, dtype=np.int64))
+        layers.append(QuantizedLayer(
+            w_x=_sbe_blocks(layer.codes["weight_ih"]),
+            w_h=_sbe_blocks(layer.codes["weight_hh"]),
+            bias=_sbe_blocks(bias), w_x_frac=layer.fracs["weight_ih"],
+            w_h_frac=layer.fracs["weight_hh"]))
+    return QuantizedLSTM(tuple(layers), shared)
 
 
 def synthetic_calibration(input_size, seq_len, *, sequences=CALIBRATION_SEQUENCES,
@@ -141,7 +248,7 @@ def quantized_base(model, *, seq_len, calibration=None, **fields):
 
     Parameters
     ----------
-    model : LSTMModel
+    model : Network
     seq_len : int
         Steps of the synthetic calibration sequences.
     calibration : array or list of arrays, optional
@@ -154,7 +261,7 @@ def quantized_base(model, *, seq_len, calibration=None, **fields):
     -------
     (SBEConfig, QuantizedLSTM)
         ``SBEConfig()`` with ``fields`` and the quantized model's ``weight_frac``,
-        ``act_frac`` and ``cell_frac`` (:meth:`~.quantize.QuantizedLSTM.apply`): the
+        ``act_frac`` and ``cell_frac`` (:meth:`QuantizedLSTM.apply`): the
         ``base`` of :func:`~.explore.explore`, whose other fields the exploration replaces.
 
     Raises
@@ -182,9 +289,8 @@ def config_from_model(model, board, *, seq_len, calibration=None, clock_hz=None,
 
     Parameters
     ----------
-    model : LSTMModel
-        From :func:`load_model`, :func:`~.importers.load_keras` or
-        :func:`~.importers.load_torch`.
+    model : Network
+        From :func:`load_model`.
     board : str or platform class
         A board name of :func:`nnrtl.boards.get_board` or its platform class.
     seq_len : int
@@ -257,29 +363,20 @@ def model_config(model, board, params=(), *, seq_len, calibration=None):
 
 
 def load_inputs(path, input_size):
-    """Input vectors of a model from a ``.npy`` file: ``seq_len x input_size`` floats;
-    :class:`UsageError` naming the file and the shape it must have."""
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise UsageError(f"{path}: no such file")
-    try:
-        xs = np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as error:
-        raise UsageError(f"{path}: not a .npy array ({error})") from None
-    if xs.ndim != 2 or xs.shape[1] != input_size or xs.shape[0] == 0:
+    """Input vectors of a model from a ``.npy`` file: ``seq_len x input_size`` numbers,
+    read by :func:`nnrtl.gen.models.load_array`; :class:`UsageError` naming the file and
+    the shape it must have."""
+    xs = load_array(path, what="inputs")
+    if xs.ndim != 2 or xs.shape[1] != input_size:
         raise UsageError(f"{path}: the inputs must be an array of shape (seq_len, "
                          f"{input_size}), not {xs.shape}")
-    if not np.issubdtype(xs.dtype, np.number) or not np.all(np.isfinite(xs)):
-        raise UsageError(f"{path}: the inputs must be finite numbers")
-    return xs.astype(np.float64)
+    return xs
 
 
 def write_engine_inputs(path, config, quantized, xs):
     """Write what :mod:`nnrtl.sim.tb.sbe` loads for a model run (``.npz``): every layer's
     interleaved weight and bias codes and the inputs ``xs`` (floats) as codes of the vector
     format (round half to even, saturated); returns the codes of ``xs``."""
-    from .quantize import to_fixed
-
     arrays = {}
     for index in range(config.layers):
         matrix, bias = quantized.interleaved(index)

@@ -5,7 +5,7 @@ import pytest
 from nnrtl.boards import Capacity, get_board
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.sbe.explore import Exploration, explore, format_table
-from nnrtl.gen.sbe.importers import ModelSpec
+from nnrtl.gen.models import ModelSpec
 from nnrtl.gen.sbe.perf import predict, resource_estimate
 from nnrtl.hw.sbe import PRESETS
 

@@ -19,8 +19,8 @@ from nnrtl.gen.params import parse_params
 from nnrtl.gen.sbe.explore import explore, format_table
 from nnrtl.gen.sbe.frommodel import (config_from_model, load_model, quantized_base,
                                      synthetic_calibration)
-from nnrtl.gen.sbe.importers import ModelSpec, load_torch
-from nnrtl.gen.sbe.quantize import quantize_model
+from nnrtl.gen.models import ModelSpec, load_state_dict
+from nnrtl.gen.sbe.frommodel import quantize_model
 from nnrtl.hw.sbe import SBEConfig
 
 SHAPE = ["--param", f"input_size={INPUTS}", "--param", f"hidden_size={HIDDEN}",
@@ -134,7 +134,7 @@ def test_post_units_are_a_power_of_two():
 
 
 def test_config_from_model():
-    model = load_torch(torch_lstm().state_dict())
+    model = load_state_dict(torch_lstm().state_dict())
     config, quantized = config_from_model(model, "vc709", seq_len=STEPS)
     # The documented synthetic calibration: 8 sequences, uniform in [-1, 1], seed 0.
     calibration = synthetic_calibration(INPUTS, STEPS)
@@ -168,7 +168,7 @@ def test_config_from_model():
     ({"acc_width": 20}, r"acc_width \(20\) must be at least 2 \* operand_width \(32\)"),
 ])
 def test_config_from_model_rejects(overrides, message):
-    model = load_torch(torch_lstm().state_dict())
+    model = load_state_dict(torch_lstm().state_dict())
     with pytest.raises(UsageError, match=rf"^{message}$"):
         config_from_model(model, "zc706", seq_len=STEPS, **overrides)
 
@@ -216,10 +216,11 @@ def write(tmp_path, name, content):
      r"{tmp}/missing\.pt: no such file"),
     (["sbe", "--board", "zc706", "--model", "{tmp}"], r"{tmp}: cannot read: Is a directory"),
     (["sbe", "--board", "zc706", "--model", "{junk}"],
-     r"{junk}: not a model file nnrtl reads; it reads a Keras model JSON "
-     r"\(model\.to_json\(\)\) with its HDF5 weights, a whole Keras model in HDF5 "
-     r"\(model\.save\), a Keras 3 \.keras archive, or a "
-     r"PyTorch state_dict saved with torch\.save \(\.pt, \.pth\)"),
+     r"{junk}: not a model file nnrtl reads; it reads a PyTorch state_dict of an "
+     r"nn\.LSTM/nn\.GRU saved with torch\.save \(\.pt, \.pth\), a TorchScript archive "
+     r"\(torch\.jit\.save\) or torch\.export archive \(\.pt2\) of a CNN, an ONNX model "
+     r"\(\.onnx\), a Keras model JSON \(model\.to_json\(\)\) with its HDF5 weights, a "
+     r"whole Keras model in HDF5 \(model\.save\) or a Keras 3 \.keras archive"),
     (["sbe", "--board", "zc706", "--model", "{h5}"],
      r"{h5}: an HDF5 file without a model_config attribute \(weights only\) is not read "
      r"alone; give the model JSON \(model\.to_json\(\)\) with this file as its weights "
@@ -235,7 +236,7 @@ def write(tmp_path, name, content):
     (["sbe", "--board", "zc706", "--model", "{bad_pt}"],
      r"{bad_pt}: not a PyTorch state_dict file \(.*\)"),
     (["sbe", "--board", "zc706", "--model", "{gru}"],
-     r"{gru}: weight_hh_l0 has shape \(21, 7\): it must be \(4 \* hidden_size, hidden_size\)"),
+     r"{gru}: layer 0 is a GRU; the SBE runs LSTM layers only"),
 ])
 def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, monkeypatch, argv, message):
     if "tiny" in argv:

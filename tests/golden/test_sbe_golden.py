@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import torch
 
-from nnrtl.gen.sbe.importers import load_torch
-from nnrtl.gen.sbe.quantize import quantize_model, to_fixed
+from nnrtl.gen.models import load_state_dict
+from nnrtl.gen.models.quantize import to_fixed
+from nnrtl.gen.sbe.frommodel import quantize_model
 from nnrtl.hw.sbe.config import SBEConfig, VC709_LSTM512
 from nnrtl.sim.golden import sbe
 from nnrtl.sim.golden.fixed import to_float
@@ -138,7 +139,7 @@ def torch_case(inputs, hidden, layers, steps, seed, margin_bits):
     x = np.random.default_rng(seed).uniform(-1, 1, size=(steps, inputs))
     with torch.no_grad():
         expected = lstm(torch.from_numpy(x))[0].numpy()
-    quantized = quantize_model(load_torch(lstm.state_dict()), x, width=16, acc_width=32,
+    quantized = quantize_model(load_state_dict(lstm.state_dict()), x, width=16, acc_width=32,
                                margin_bits=margin_bits)
     config = quantized.apply(SBEConfig(
         input_size=inputs, hidden_size=hidden, layers=layers, seq_len=steps,
@@ -177,7 +178,7 @@ def test_torch_formats_and_params():
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(12, 10).double()
     x = np.random.default_rng(0).uniform(-1, 1, size=(20, 12))
-    quantized = quantize_model(load_torch(lstm.state_dict()), x)
+    quantized = quantize_model(load_state_dict(lstm.state_dict()), x)
     config = quantized.apply(SBEConfig(input_size=12, hidden_size=10, seq_len=20, pes=40,
                                        batch=4, blocks=2, bus_weights=4, post_units=2))
     W, V, A, E = sbe.formats(config)

@@ -1,4 +1,5 @@
-"""Importing LSTM weights (Keras JSON + HDF5, PyTorch state_dict) and quantizing them."""
+"""Reading LSTM weights (hand-written Keras JSON + HDF5 in every layout, PyTorch
+state_dicts), the SBE's checks of them, and the shared quantizer."""
 
 import json
 import zipfile
@@ -11,10 +12,10 @@ from lstm_files import (HIDDEN, INPUTS, LAYOUTS, STEPS, keras_files, keras_weigh
                         lstm_layer, torch_lstm)
 
 from nnrtl.gen.errors import UsageError
-from nnrtl.gen.sbe.frommodel import load_model
-from nnrtl.gen.sbe.importers import (LSTMLayer, ModelSpec, load_keras, load_torch,
-                                     lstm_forward)
-from nnrtl.gen.sbe.quantize import calibrate, fraction_bits, quantize_model, to_fixed
+from nnrtl.gen.models import LSTM, ModelSpec, Network, load_keras
+from nnrtl.gen.models import load_state_dict as load_torch
+from nnrtl.gen.models.quantize import calibrate, fraction_bits, to_fixed
+from nnrtl.gen.sbe.frommodel import load_model, quantize_model
 from nnrtl.hw.sbe import SBEConfig
 
 # -- PyTorch -----------------------------------------------------------------------------
@@ -31,7 +32,9 @@ def test_torch_round_trip(tmp_path, kwargs):
     model = load_torch(path)
     assert model.spec == ModelSpec(INPUTS, HIDDEN, kwargs.get("layers", 2))
     x = sequences()
-    output, (h_n, c_n) = model.forward(x)
+    output, states = model.forward(x)
+    h_n = np.concatenate([h for h, _ in states])
+    c_n = np.concatenate([c for _, c in states])
     with torch.no_grad():
         expected, (th, tc) = lstm(torch.from_numpy(x))
     np.testing.assert_allclose(output, expected.numpy(), rtol=0, atol=1e-12)
@@ -42,9 +45,11 @@ def test_torch_round_trip(tmp_path, kwargs):
 
 
 def test_torch_interleaving():
+    """The SBE's row 4j + g is row j of gate g (i, u, f, o) of PyTorch's i, f, g, o."""
     lstm = torch_lstm(layers=1)
-    layer = load_torch(lstm.state_dict()).layers[0]
-    matrix, bias = layer.interleaved()
+    quantized = quantize_model(load_torch(lstm.state_dict()), sequences())
+    matrix, bias = quantized.interleaved(0)
+    frac, acc = quantized.weight_frac, quantized.weight_frac + quantized.act_frac
     w_ih = lstm.weight_ih_l0.detach().numpy()
     w_hh = lstm.weight_hh_l0.detach().numpy()
     b = (lstm.bias_ih_l0 + lstm.bias_hh_l0).detach().numpy()
@@ -52,10 +57,9 @@ def test_torch_interleaving():
     for j in range(HIDDEN):
         for g, gate in enumerate("iufo"):              # the SBE: i, u, f, o
             row = torch_row[gate] * HIDDEN + j
-            np.testing.assert_array_equal(matrix[4 * j + g], np.r_[w_ih[row], w_hh[row]])
-            assert bias[4 * j + g] == b[row]
-    w_x, w_h, b_u = layer.gate("u")
-    np.testing.assert_array_equal(w_x, w_ih[2 * HIDDEN:3 * HIDDEN])
+            np.testing.assert_array_equal(matrix[4 * j + g],
+                                          to_fixed(np.r_[w_ih[row], w_hh[row]], frac, 16)[0])
+            assert bias[4 * j + g] == to_fixed(b[row], acc, 32)[0]
 
 
 def test_torch_submodule_prefix(tmp_path):
@@ -70,7 +74,7 @@ def test_torch_submodule_prefix(tmp_path):
     with pytest.raises(UsageError, match=r"^state_dict: no key x\.weight_ih_l0$"):
         load_torch(state, prefix="x.")
     both = {**{f"a.{k}": v for k, v in state.items()}, **{f"b.{k}": v for k, v in state.items()}}
-    with pytest.raises(UsageError, match=r"^state_dict: several LSTMs \('a\.rnn\.', "
+    with pytest.raises(UsageError, match=r"^state_dict: several RNNs \('a\.rnn\.', "
                                          r"'b\.rnn\.'\); choose one with prefix$"):
         load_torch(both)
 
@@ -81,21 +85,30 @@ def saved(tmp_path, obj, name="bad.pt"):
     return path
 
 
-def test_torch_rejects(tmp_path):
+def test_sbe_rejects(tmp_path):
+    """What the model layer reads but the SBE does not run."""
     bi = saved(tmp_path, torch_lstm(bidirectional=True).state_dict())
-    with pytest.raises(UsageError, match=rf"^{bi}: weight_ih_l0_reverse belongs to a "
-                                         r"bidirectional LSTM; the SBE runs unidirectional "
-                                         r"LSTMs$"):
-        load_torch(bi)
+    with pytest.raises(UsageError, match=rf"^{bi}: layer 0 runs in direction 'bidirectional'; "
+                                         r"the SBE runs forward LSTMs only$"):
+        load_model(bi)
     projected = saved(tmp_path, torch_lstm(proj_size=3).state_dict())
-    with pytest.raises(UsageError, match=rf"^{projected}: weight_hr_l0 is a projection "
-                                         r"\(proj_size > 0\); the SBE runs LSTMs without "
+    with pytest.raises(UsageError, match=rf"^{projected}: layer 0 has a projection "
+                                         r"\(proj_size 3\); the SBE runs LSTMs without "
                                          r"projections$"):
-        load_torch(projected)
+        load_model(projected)
     gru = saved(tmp_path, torch.nn.GRU(INPUTS, HIDDEN).state_dict())
-    with pytest.raises(UsageError, match=rf"^{gru}: weight_hh_l0 has shape \(21, 7\): it "
-                                         r"must be \(4 \* hidden_size, hidden_size\)$"):
-        load_torch(gru)
+    with pytest.raises(UsageError, match=rf"^{gru}: layer 0 is a GRU; the SBE runs LSTM "
+                                         r"layers only$"):
+        load_model(gru)
+    state = {**torch_lstm(layers=1).state_dict(),
+             **{f"{k[:-1]}1": v for k, v in torch.nn.LSTM(HIDDEN, 8).state_dict().items()}}
+    uneven = saved(tmp_path, state)
+    with pytest.raises(UsageError, match=rf"^{uneven}: layer 1 has hidden size 8, layer 0 has "
+                                         r"7: the SBE needs one hidden size for every layer$"):
+        load_model(uneven)
+
+
+def test_torch_rejects(tmp_path):
     tensor = saved(tmp_path, torch.zeros(3))
     with pytest.raises(UsageError, match=rf"^{tensor}: holds a Tensor, not a state_dict$"):
         load_torch(tensor)
@@ -104,19 +117,18 @@ def test_torch_rejects(tmp_path):
     with pytest.raises(UsageError, match=rf"^{garbage}: not a PyTorch state_dict file \("):
         load_torch(garbage)
     linear = saved(tmp_path, torch.nn.Linear(3, 4).state_dict())
-    with pytest.raises(UsageError, match=rf"^{linear}: no key ends in weight_ih_l0: not an "
-                                         r"nn\.LSTM state_dict$"):
+    with pytest.raises(UsageError, match=rf"^{linear}: no key ends in weight_ih_l0: not the "
+                                         r"state_dict of an nn\.LSTM or nn\.GRU$"):
         load_torch(linear)
     state = torch_lstm().state_dict()
     state["weight_ih_l1"] = torch.zeros(28, 8, dtype=torch.float64)
-    with pytest.raises(UsageError, match=r"^state_dict: weight_ih_l1 has shape \(28, 8\), "
-                                         r"expected \(28, 7\): it must be \(4 \* hidden_size, "
-                                         r"input size of the layer\)$"):
+    with pytest.raises(UsageError, match=r"^state_dict: layers\[1\] has input_size 8, but "
+                                         r"layers\[0\] outputs 7 features$"):
         load_torch(state)
     state = torch_lstm().state_dict()
     del state["bias_hh_l1"]
     with pytest.raises(UsageError, match=r"^state_dict: bias_hh_l1 is missing: every layer "
-                                         r"has both biases or none$"):
+                                         r"and direction has the same tensors as layer 0$"):
         load_torch(state)
 
 
@@ -169,10 +181,11 @@ def test_keras3_archive_and_trailing_layers(tmp_path):
     weights = keras_weights(layers=1)
     json_path, weights_path = keras_files(tmp_path, "keras3-native", weights,
                                           trailing_dense=True)
-    with pytest.raises(UsageError, match=r"config\.layers\[2\] is a Dense; the SBE imports "
-                                         r"only LSTM layers \(and InputLayer, Dropout\); pass "
+    with pytest.raises(UsageError, match=r"config\.layers\[2\] is a Dense; nnrtl reads only "
+                                         r"LSTM and GRU layers of Keras models \(and "
+                                         r"InputLayer, Dropout\); pass "
                                          r"ignore_trailing to skip layers after the last "
-                                         r"LSTM$"):
+                                         r"LSTM or GRU$"):
         load_keras(json_path, weights_path)
     archive = tmp_path / "model.keras"
     with zipfile.ZipFile(archive, "w") as z:
@@ -193,7 +206,8 @@ def test_keras_without_bias(tmp_path):
     json_path, weights_path = keras_files(tmp_path, "keras3-native", [w[:2] for w in weights],
                                           json_layers=layers)
     model = load_keras(json_path, weights_path)
-    assert not model.layers[0].bias.any()
+    assert model.layers[0].bias_ih is None and model.layers[0].bias_hh is None
+    assert set(model.parameters()) == {"layers/lstm/cell/vars/0", "layers/lstm/cell/vars/1"}
 
 
 def rejects(tmp_path, message, *, layout="keras2.2-model", weights=None, json_layers=None,
@@ -210,31 +224,27 @@ def test_keras_rejects_models(tmp_path):
     def layers(**overrides):
         return [lstm_layer("lstm_1", False, first=True, **overrides),
                 lstm_layer("lstm_2", False, last=True)]
-    rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.activation is 'relu'; the SBE "
+    rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.activation is 'relu'; an LSTM "
                       r"computes tanh$", json_layers=layers(activation="relu"))
     rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.recurrent_activation is "
-                      r"'hard_sigmoid'; the SBE computes sigmoid$",
+                      r"'hard_sigmoid'; an LSTM computes sigmoid$",
             json_layers=layers(recurrent_activation="hard_sigmoid"))
-    rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.go_backwards is true; the SBE "
-                      r"runs forward in time over time-second inputs$",
+    rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.go_backwards is true; nnrtl "
+                      r"reads RNNs running forward in time over time-second inputs$",
             json_layers=layers(go_backwards=True))
     rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.return_sequences must be true: "
-                      r"a later LSTM reads every step$",
+                      r"a later layer reads every step$",
             json_layers=layers(return_sequences=False))
-    rejects(tmp_path, r"^{json}: config\.layers\[1\]\.config\.units is 8, but the first LSTM "
-                      r"has 7: the SBE needs one hidden size for every layer$",
-            json_layers=[lstm_layer("lstm_1", False, first=True),
-                         lstm_layer("lstm_2", False, last=True, units=8)])
-    rejects(tmp_path, r"^{json}: config\.layers\[0\] is Bidirectional; the SBE runs "
-                      r"unidirectional LSTMs$",
+    rejects(tmp_path, r"^{json}: config\.layers\[0\] is Bidirectional; nnrtl reads "
+                      r"unidirectional Keras LSTMs and GRUs$",
             json_layers=[{"class_name": "Bidirectional", "config": {}}, *layers()])
-    rejects(tmp_path, r"^{json}: config\.layers\[1\] is a GRU; the SBE imports only LSTM "
-                      r"layers$",
-            json_layers=[layers()[0], {"class_name": "GRU", "config": {}}, layers()[1]])
-    rejects(tmp_path, r"^{json}: config\.layers\[1\] is a Dense; the SBE imports only LSTM "
-                      r"layers \(and InputLayer, Dropout\)$", ignore_trailing=True,
+    rejects(tmp_path, r"^{json}: config\.layers\[1\] is a SimpleRNN; nnrtl reads only LSTM "
+                      r"and GRU layers of Keras models$",
+            json_layers=[layers()[0], {"class_name": "SimpleRNN", "config": {}}, layers()[1]])
+    rejects(tmp_path, r"^{json}: config\.layers\[1\] is a Dense; nnrtl reads only LSTM "
+                      r"and GRU layers of Keras models \(and InputLayer, Dropout\)$", ignore_trailing=True,
             json_layers=[layers()[0], {"class_name": "Dense", "config": {}}, layers()[1]])
-    rejects(tmp_path, r"^{json}: config\.layers has no LSTM layer$",
+    rejects(tmp_path, r"^{json}: config\.layers has no LSTM or GRU layer$",
             json_layers=[{"class_name": "Dense", "config": {}}])
 
 
@@ -255,7 +265,7 @@ def test_keras_rejects_files(tmp_path):
             with h5py.File(h5, "a") as f:
                 del f[key]
         return edit
-    rejects(tmp_path, r"^{h5}: no group model_weights/lstm_2 for LSTM layer 'lstm_2'$",
+    rejects(tmp_path, r"^{h5}: no group model_weights/lstm_2 for layer 'lstm_2'$",
             edit=drop("model_weights/lstm_2"))
     rejects(tmp_path, r"^{h5}: model_weights/lstm_1 lists weight 'lstm_1/bias:0' but has no "
                       r"such dataset$", edit=drop("model_weights/lstm_1/lstm_1/bias:0"))
@@ -277,9 +287,13 @@ def test_keras_rejects_files(tmp_path):
 # -- The float model and quantization ----------------------------------------------------
 
 def test_layer_checks_its_shapes():
-    with pytest.raises(ValueError, match=r"^w_x, w_h and bias must be \(4H, I\), \(4H, H\) "
-                                         r"and \(4H,\), not \(8, 3\), \(8, 2\) and \(7,\)$"):
-        LSTMLayer(np.zeros((8, 3)), np.zeros((8, 2)), np.zeros(7))
+    with pytest.raises(ValueError, match=r"^LSTM\.weight_hh must have shape \(8, 1\) \(gates \* "
+                                         r"hidden_size, proj_size or hidden_size\), not "
+                                         r"\(8, 3\)$"):
+        LSTM(np.zeros((8, 3)), np.zeros((8, 3)), weight_hr=np.zeros((1, 2)))
+    with pytest.raises(ValueError, match=r"^LSTM\.bias_ih must have shape \(8,\) \(gates \* "
+                                         r"hidden_size\), not \(7,\)$"):
+        LSTM(np.zeros((8, 3)), np.zeros((8, 2)), np.zeros(7), np.zeros(8))
 
 
 def test_fraction_bits_and_rounding():
@@ -304,7 +318,8 @@ def test_quantize_model_for_the_sbe():
     quantized = quantize_model(model, x)
     ranges = calibrate(model, x)
     assert quantized.ranges["x"] == ranges["x"] == np.abs(x).max()
-    peak = max(np.abs(a).max() for layer in model.layers for a in (layer.w_x, layer.w_h))
+    peak = max(np.abs(a).max() for layer in model.layers
+               for a in (layer.weight_ih, layer.weight_hh))
     assert quantized.weight_frac == fraction_bits(peak, 16)
     assert quantized.act_frac == fraction_bits(max(ranges["x"], ranges["h"]), 16)
     assert quantized.saturated == 0
@@ -322,19 +337,20 @@ def test_quantize_model_for_the_sbe():
 
 def test_quantize_granularity_and_headroom():
     model = load_torch(torch_lstm().state_dict())
-    scaled = type(model)((model.layers[0], LSTMLayer(model.layers[1].w_x * 8,
-                                                     model.layers[1].w_h * 8,
-                                                     model.layers[1].bias)))
+    second = model.layers[1]
+    scaled = Network((model.layers[0], LSTM(second.weight_ih * 8, second.weight_hh * 8,
+                                            second.bias_ih, second.bias_hh)))
     per_layer = quantize_model(scaled, sequences(), granularity="layer")
     assert per_layer.layers[0].w_x_frac == per_layer.layers[1].w_x_frac + 3
     with pytest.raises(ValueError, match=r"^the weights have several formats"):
         per_layer.weight_frac
     first = model.layers[0]
-    uneven = type(model)((LSTMLayer(first.w_x, first.w_h * 4, first.bias), model.layers[1]))
+    uneven = Network((LSTM(first.weight_ih, first.weight_hh * 4, first.bias_ih, first.bias_hh),
+                      model.layers[1]))
     per_tensor = quantize_model(uneven, sequences(), granularity="tensor", margin_bits=1)
     fracs = (per_tensor.layers[0].w_x_frac, per_tensor.layers[0].w_h_frac)
     assert fracs[0] >= fracs[1] + 1
-    assert fracs[0] == fraction_bits(np.abs(first.w_x).max(), 16) - 1      # the margin
+    assert fracs[0] == fraction_bits(np.abs(first.weight_ih).max(), 16) - 1  # the margin
     with pytest.raises(ValueError, match=r"^layer 0: w_x and w_h have different formats "
                                          rf"\({fracs[0]} and {fracs[1]} fraction bits\)$"):
         per_tensor.interleaved(0)
@@ -342,8 +358,8 @@ def test_quantize_granularity_and_headroom():
     # z = 5 * 0.9 * 0.9 = 4.05 needs 3 integer bits of a 16-bit accumulator, so
     # weight_frac + act_frac <= 12, from 7 + 7.
     hidden = 2
-    saturating = type(model)((LSTMLayer(np.full((4 * hidden, 5), 0.9),
-                                        np.zeros((4 * hidden, hidden)), np.zeros(4 * hidden)),))
+    saturating = Network((LSTM(np.full((4 * hidden, 5), 0.9), np.zeros((4 * hidden, hidden)),
+                               np.zeros(4 * hidden), np.zeros(4 * hidden)),))
     narrow = quantize_model(saturating, np.full((3, 5), 0.9), width=8, acc_width=16)
     assert narrow.ranges["z"] == pytest.approx(4.05)
     assert (narrow.weight_frac, narrow.act_frac) == (6, 6)
@@ -352,7 +368,7 @@ def test_quantize_granularity_and_headroom():
 def test_forward_trace():
     model = load_torch(torch_lstm().state_dict())
     trace = {}
-    output, _ = lstm_forward(model.layers, sequences(), trace=trace)
+    output, _ = model.forward(sequences(), trace=trace)
     assert [a.shape for a in trace["z"]] == [(STEPS, 3, 4 * HIDDEN)] * 2
     np.testing.assert_array_equal(trace["h"][-1], output)
     np.testing.assert_array_equal(trace["x"][1], trace["h"][0])

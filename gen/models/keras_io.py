@@ -1,0 +1,362 @@
+"""Keras LSTM and GRU models: the model JSON of ``model.to_json()`` (a ``Sequential``) with the
+weights of ``model.save_weights`` / ``model.save`` in HDF5, a whole-model ``.h5`` of
+``model.save`` alone (its ``model_config`` attribute is the JSON), or a Keras 3 ``.keras``
+archive, in either layout:
+
+* Keras 2 and Keras 3's legacy ``.h5``: a group per layer name (under ``model_weights`` in a
+  whole-model file) whose ``weight_names`` attribute lists its datasets, e.g.
+  ``lstm_1/kernel:0`` (Keras 2.2), ``lstm/lstm_cell/kernel:0`` (tf.keras 2.x),
+  ``.../kernel`` (Keras 3); ``kernel`` is ``I x 4H``, ``recurrent_kernel`` ``H x 4H``,
+  ``bias`` ``4H``, gate order i, f, c, o (PyTorch's i, f, g, o); a GRU's are ``I x 3H``,
+  ``H x 3H`` and ``2 x 3H`` (input and recurrent biases, ``reset_after=True``, PyTorch's
+  form), gate order z, r, h (PyTorch's r, z, n).
+* Keras 3's ``.weights.h5`` (also inside a ``.keras`` archive): ``layers/<name>/cell/vars/0``
+  (kernel), ``1`` (recurrent kernel), ``2`` (bias), where ``<name>`` is ``lstm``,
+  ``lstm_1``, ... (``gru``, ``gru_1``, ...) by position among the model's layers of that
+  class (keras ``saving_lib``).
+
+Canonical form: ``weight_ih = kernel.T``, ``weight_hh = recurrent_kernel.T`` (a GRU's gate
+blocks reordered); an LSTM's ``bias_ih = bias``, ``bias_hh = 0``, written back as ``bias_ih
++ bias_hh``; a GRU's ``bias_ih, bias_hh = bias``. The parameters are the HDF5 dataset
+paths. Writing copies the source file (the archive, or the HDF5 weights of
+a JSON + weights pair) with the datasets overwritten through h5py.
+"""
+
+import io
+import json
+import os
+import shutil
+import zipfile
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..errors import UsageError
+from .layers import GRU, LSTM
+from .network import Entry, Network
+
+__all__ = ["load_keras", "save_keras"]
+
+
+_SKIPPED = {"InputLayer", "Dropout"}       # no weights, identity at inference
+_RNN_NAMES = {"SimpleRNN", "CuDNNLSTM", "CuDNNGRU", "ConvLSTM1D", "ConvLSTM2D",
+              "ConvLSTM3D", "RNN", "LSTMCell", "StackedRNNCells"}
+
+
+def _activation_name(value):
+    if isinstance(value, dict):
+        value = value.get("config", value.get("class_name"))
+    return value
+
+
+def _keras_layers(config, path, ignore_trailing):
+    """``[(position, layer dict)]`` of the LSTM and GRU layers of a Keras model config."""
+    if not isinstance(config, Mapping) or "class_name" not in config:
+        raise UsageError(f"{path}: not a Keras model JSON (no top-level 'class_name')")
+    if config["class_name"] != "Sequential":
+        raise UsageError(f"{path}: class_name is {config['class_name']!r}; only Sequential "
+                         f"models are supported")
+    inner = config.get("config")
+    layers = inner.get("layers") if isinstance(inner, Mapping) else inner
+    if not isinstance(layers, list):
+        raise UsageError(f"{path}: config.layers is missing or not a list")
+    lstm_positions = [n for n, layer in enumerate(layers)
+                      if isinstance(layer, Mapping) and layer.get("class_name") in _CLASSES]
+    if not lstm_positions:
+        raise UsageError(f"{path}: config.layers has no LSTM or GRU layer")
+    found = []
+    for n, layer in enumerate(layers):
+        kind = layer.get("class_name") if isinstance(layer, Mapping) else None
+        where = f"{path}: config.layers[{n}]"
+        if kind in _CLASSES:
+            found.append((n, layer))
+        elif kind == "Bidirectional":
+            raise UsageError(f"{where} is Bidirectional; nnrtl reads unidirectional "
+                              f"Keras LSTMs and GRUs")
+        elif kind in _RNN_NAMES:
+            raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM and GRU "
+                              f"layers of Keras models")
+        elif kind in _SKIPPED:
+            continue
+        elif not (ignore_trailing and n > lstm_positions[-1]):
+            after = "" if ignore_trailing else "; pass ignore_trailing to skip layers after " \
+                "the last LSTM or GRU"
+            raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM and GRU layers of "
+                             f"Keras models (and InputLayer, Dropout){after}")
+    return layers, found
+
+
+def _check_lstm_config(layer, where, last):
+    config = layer.get("config")
+    if not isinstance(config, Mapping):
+        raise UsageError(f"{where}.config is missing")
+    units = config.get("units")
+    if not isinstance(units, int) or isinstance(units, bool) or units <= 0:
+        raise UsageError(f"{where}.config.units must be a positive integer, not {units!r}")
+    for key, wanted in (("activation", "tanh"), ("recurrent_activation", "sigmoid")):
+        value = _activation_name(config.get(key, wanted))
+        if value != wanted:
+            raise UsageError(f"{where}.config.{key} is {value!r}; "
+                             f"{'a GRU' if layer['class_name'] == 'GRU' else 'an LSTM'} "
+                             f"computes {wanted}")
+    for key in ("go_backwards", "time_major"):
+        if config.get(key, False):
+            raise UsageError(f"{where}.config.{key} is true; nnrtl reads RNNs running "
+                             f"forward in time over time-second inputs")
+    if layer["class_name"] == "GRU" and not config.get("reset_after", True):
+        raise UsageError(f"{where}.config.reset_after is false; nnrtl computes GRUs as "
+                         f"PyTorch does (reset_after=True)")
+    if not last and not config.get("return_sequences", False):
+        raise UsageError(f"{where}.config.return_sequences must be true: a later layer "
+                         f"reads every step")
+    return config
+
+
+def _keras_input_size(layers):
+    for layer in layers:
+        for holder in (layer.get("config", {}), layer.get("build_config", {})):
+            for key in ("batch_input_shape", "batch_shape", "input_shape"):
+                shape = holder.get(key) if isinstance(holder, Mapping) else None
+                if isinstance(shape, list) and shape and isinstance(shape[-1], int):
+                    return shape[-1]
+        if layer.get("class_name") in _CLASSES:
+            return None
+    return None
+
+
+def _legacy_weights(group, layer_name, path, prefix):
+    """``{"kernel": dataset, ...}`` from a Keras 2 / Keras 3 legacy layer group."""
+    if layer_name not in group:
+        raise UsageError(f"{path}: no group {prefix}{layer_name} for layer "
+                         f"{layer_name!r}")
+    layer_group = group[layer_name]
+    names = [n.decode() if isinstance(n, bytes) else str(n)
+             for n in layer_group.attrs.get("weight_names", [])]
+    if not names:
+        layer_group.visit(lambda name: names.append(name)
+                          if hasattr(layer_group[name], "shape") else None)
+    found = {}
+    for name in names:
+        base = name.rsplit("/", 1)[-1].split(":")[0]
+        if base in ("kernel", "recurrent_kernel", "bias"):
+            if name not in layer_group:
+                raise UsageError(f"{path}: {prefix}{layer_name} lists weight {name!r} "
+                                 f"but has no such dataset")
+            found[base] = (f"{prefix}{layer_name}/{name}", layer_group[name][()])
+    return found
+
+
+def _native_weights(root, kind, index, path):
+    """``{"kernel": ...}`` of the ``index``-th ``kind`` (LSTM, GRU) of a Keras 3
+    ``.weights.h5``."""
+    name = kind.lower() if index == 0 else f"{kind.lower()}_{index}"
+    key = f"layers/{name}/cell/vars"
+    if key not in root:
+        raise UsageError(f"{path}: no group {key} for the {kind} layer number {index}")
+    group = root[key]
+    found = {}
+    for number, base in enumerate(("kernel", "recurrent_kernel", "bias")):
+        if str(number) in group:
+            found[base] = (f"{key}/{number}", group[str(number)][()])
+    return found
+
+
+def _open_keras(json_path, weights_path):
+    """The model config and an open h5py file (from files or a ``.keras`` archive)."""
+    import h5py
+    json_path = os.fspath(json_path)
+    if weights_path is None and h5py.is_hdf5(json_path):
+        h5 = h5py.File(json_path, "r")
+        text = h5.attrs.get("model_config")
+        if text is None:
+            h5.close()
+            raise UsageError(f"{json_path}: an HDF5 file without a model_config attribute "
+                             f"(weights only) is not read alone; give the model JSON "
+                             f"(model.to_json()) with this file as its weights (--weights)")
+        try:
+            return json.loads(text), h5, json_path
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            h5.close()
+            raise UsageError(f"{json_path}: model_config is not valid JSON: {error}") from None
+    if weights_path is None:
+        if not zipfile.is_zipfile(json_path):
+            raise UsageError(f"{json_path}: give the HDF5 weights file too, or a .keras "
+                             f"archive")
+        with zipfile.ZipFile(json_path) as archive:
+            try:
+                text = archive.read("config.json")
+                weights = io.BytesIO(archive.read("model.weights.h5"))
+            except KeyError as error:
+                raise UsageError(f"{json_path}: {error.args[0]}") from None
+        label = f"{json_path}:model.weights.h5"
+    else:
+        weights = label = os.fspath(weights_path)
+        try:
+            with open(json_path, "rb") as file:
+                text = file.read()
+        except OSError as error:
+            raise UsageError(f"{json_path}: cannot read: {error.strerror}") from None
+    try:
+        config = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"{json_path}: not valid JSON: {error}") from None
+    try:
+        h5 = h5py.File(weights, "r")
+    except OSError as error:
+        raise UsageError(f"{label}: not an HDF5 file ({error})") from None
+    return config, h5, label
+
+
+_CLASSES = {"LSTM": LSTM, "GRU": GRU}
+#: Canonical gate blocks from Keras' (its own inverse): LSTM i, f, c, o is PyTorch's
+#: order; GRU z, r, h is r, z, n swapped.
+_ORDER = {LSTM: [0, 1, 2, 3], GRU: [1, 0, 2]}
+
+
+def _blocks(array, kind):
+    blocks = np.split(np.asarray(array), kind.GATES, axis=0)
+    return np.concatenate([blocks[i] for i in _ORDER[kind]], axis=0)
+
+
+def _keras_entry(name, index, kind, field, dtype):
+    """A Keras dataset: kernel (weight_ih.T), recurrent_kernel (weight_hh.T) or bias."""
+    def get(layers):
+        layer = layers[index]
+        if field == "bias":
+            if kind is LSTM:
+                return layer.bias_ih + layer.bias_hh
+            return np.stack([_blocks(layer.bias_ih, kind), _blocks(layer.bias_hh, kind)])
+        return _blocks(getattr(layer, field), kind).T
+
+    def set_(fields, array):
+        target = fields.setdefault(index, {})
+        if field == "bias" and kind is LSTM:
+            target["bias_ih"], target["bias_hh"] = array, np.zeros_like(array)
+        elif field == "bias":
+            target["bias_ih"], target["bias_hh"] = _blocks(array[0], kind), \
+                _blocks(array[1], kind)
+        else:
+            target[field] = _blocks(array.T, kind)
+    return Entry(name, get, set_, dtype)
+
+
+_FIELDS = {"kernel": "weight_ih", "recurrent_kernel": "weight_hh", "bias": "bias"}
+
+
+def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
+    """Read a Keras LSTM/GRU model.
+
+    Parameters
+    ----------
+    json_path : path
+        ``model.to_json()`` output; or (then no ``weights_path``) a Keras 3 ``.keras``
+        archive or a whole-model HDF5 file of ``model.save``.
+    weights_path : path, optional
+        HDF5 weights (``save_weights`` or ``save``), either layout (see the module).
+    ignore_trailing : bool
+        Accept any layers after the last LSTM (e.g. a Dense classifier run elsewhere).
+
+    Returns
+    -------
+    Network
+        Format ``"keras"``, stacked :class:`~.layers.LSTM` and :class:`~.layers.GRU`
+        layers.
+
+    Raises
+    ------
+    UsageError
+        Naming the file, the key and the rule: not a Sequential model, no LSTM, a
+        Bidirectional or other unsupported layer, an activation other than tanh/sigmoid,
+        ``go_backwards``, a missing group or dataset, a shape that does not fit, NaN or
+        infinite weights.
+    """
+    config, h5, label = _open_keras(json_path, weights_path)
+    if weights_path is not None:
+        writer = ("hdf5", os.fspath(weights_path))
+    elif label.endswith(":model.weights.h5"):
+        writer = ("archive", os.fspath(json_path))
+    else:
+        writer = ("hdf5", os.fspath(json_path))
+    with h5:
+        layers, lstms = _keras_layers(config, json_path, ignore_trailing)
+        root = h5["model_weights"] if "model_weights" in h5 else h5
+        prefix = "model_weights/" if "model_weights" in h5 else ""
+        native = "layers" in root and "layer_names" not in root.attrs
+        model_layers, entries = [], []
+        inputs = _keras_input_size(layers)
+        return_sequences = True
+        counts = {}
+        for number, (n, layer) in enumerate(lstms):
+            where = f"{json_path}: config.layers[{n}]"
+            last = number == len(lstms) - 1
+            lstm = _check_lstm_config(layer, where, last)
+            units, class_name = lstm["units"], layer["class_name"]
+            kind = _CLASSES[class_name]
+            rows = kind.GATES * units
+            found = (_native_weights(root, class_name, counts.get(class_name, 0), label)
+                     if native else _legacy_weights(root, lstm.get("name", ""), label, prefix))
+            counts[class_name] = counts.get(class_name, 0) + 1
+            use_bias = lstm.get("use_bias", True)
+            needed = ("kernel", "recurrent_kernel") + (("bias",) if use_bias else ())
+            for base in needed:
+                if base not in found:
+                    raise UsageError(f"{label}: no {base} for {class_name} layer "
+                                     f"{lstm.get('name', number)!r}")
+            expected_inputs = inputs if number == 0 else model_layers[-1].hidden_size
+            kernel_rows = found["kernel"][1].shape[0] if found["kernel"][1].ndim else None
+            if expected_inputs is None:
+                expected_inputs = kernel_rows
+            gates = f"{kind.GATES} * units"
+            bias_shape = (rows,) if kind is LSTM else (2, rows)
+            for base, shape, rule in (
+                    ("kernel", (expected_inputs, rows), f"(input size, {gates})"),
+                    ("recurrent_kernel", (units, rows), f"(units, {gates})"),
+                    ("bias", bias_shape, f"({gates},)" if kind is LSTM
+                     else f"(2, {gates})")):
+                if base in found and found[base][1].shape != shape:
+                    raise UsageError(f"{label}: {found[base][0]} has shape "
+                                     f"{found[base][1].shape}, expected {shape}: {base} "
+                                     f"must be {rule}")
+            fields = {}
+            for base in needed:
+                name, value = found[base]
+                if not np.issubdtype(value.dtype, np.floating) \
+                        or not np.all(np.isfinite(value)):
+                    raise UsageError(f"{label}: {name} has NaN or infinite values, or is "
+                                     f"not floating point")
+                entry = _keras_entry(name, number, kind, _FIELDS[base], value.dtype)
+                entry.set(fields, value.astype(np.float64))
+                entries.append(entry)
+            model_layers.append(kind(**fields[number]))
+            return_sequences = bool(lstm.get("return_sequences", False))
+    return Network(tuple(model_layers), source=label, format="keras", entries=tuple(entries),
+                   writer=writer, return_sequences=return_sequences)
+
+
+def _overwrite(h5_file, network):
+    import h5py
+    with h5py.File(h5_file, "r+") as h5:
+        for entry in network.entries:
+            dataset = h5[entry.name]
+            dataset[...] = np.asarray(entry.get(network.layers), dtype=dataset.dtype)
+
+
+def save_keras(network, path):
+    """A copy of the source (the ``.keras`` archive, the whole-model ``.h5`` or the HDF5
+    weights of a JSON + weights pair; the JSON itself does not change) with the datasets
+    overwritten."""
+    kind, source = network.writer
+    path = os.fspath(path)
+    if kind == "hdf5":
+        if os.path.abspath(source) != os.path.abspath(path):
+            shutil.copyfile(source, path)
+        _overwrite(path, network)
+        return
+    with zipfile.ZipFile(source) as archive:
+        records = {info.filename: archive.read(info) for info in archive.infolist()}
+    weights = io.BytesIO(records["model.weights.h5"])
+    _overwrite(weights, network)
+    records["model.weights.h5"] = weights.getvalue()
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in records.items():
+            archive.writestr(name, data)

@@ -1,0 +1,350 @@
+"""The framework-neutral layers: frozen dataclasses holding float64 weights in PyTorch's
+layout, each checking its shapes.
+
+Recurrent layers (time first, as ``nn.LSTM``/``nn.GRU`` with ``batch_first=False``):
+
+* :class:`LSTM`: gate blocks i, f, g, o; ``weight_ih`` ``4H x I``, ``weight_hh`` ``4H x H``
+  (``4H x P`` with a projection), ``weight_hr`` ``P x H``, ``bias_ih`` and ``bias_hh``
+  ``4H`` kept apart (or both ``None``).
+* :class:`GRU`: gate blocks r, z, n; ``weight_ih`` ``3H x I``, ``weight_hh`` ``3H x H``,
+  biases ``3H`` kept apart (PyTorch applies ``b_hn`` inside ``r * (...)``).
+
+``direction`` is ``"forward"``, ``"reverse"`` (ONNX: the sequence read from its last step,
+outputs at their own steps) or ``"bidirectional"``; a bidirectional layer also has the
+``*_reverse`` tensors, as PyTorch's state_dict.
+
+Convolutional layers (``N x C x H x W``): :class:`Conv2d` (``groups`` 1), :class:`ReLU`,
+:class:`MaxPool2d`, :class:`Flatten` (from dimension 1), :class:`Linear`.
+"""
+
+import dataclasses
+
+import numpy as np
+
+__all__ = ["DIRECTIONS", "LSTM", "GRU", "Conv2d", "ReLU", "MaxPool2d", "Linear", "Flatten",
+           "RNN_LAYERS"]
+
+#: RNN directions, ONNX's names.
+DIRECTIONS = ("forward", "reverse", "bidirectional")
+
+
+def _array(layer, name):
+    value = getattr(layer, name)
+    if value is not None:
+        value = np.array(value, dtype=np.float64)
+        value.flags.writeable = False
+        object.__setattr__(layer, name, value)
+    return value
+
+
+def _shape_error(layer, name, value, shape, rule):
+    return ValueError(f"{type(layer).__name__}.{name} must have shape {shape} ({rule}), not "
+                      f"{np.shape(value)}")
+
+
+def _check(layer, name, shape, rule):
+    value = getattr(layer, name)
+    if value is None or value.shape != shape:
+        raise _shape_error(layer, name, value, shape, rule)
+
+
+def _pair(layer, name, minimum):
+    value = getattr(layer, name)
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = (value, value)
+    value = tuple(value) if isinstance(value, (tuple, list)) else value
+    if not (isinstance(value, tuple) and len(value) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= minimum
+                    for v in value)):
+        raise TypeError(f"{type(layer).__name__}.{name} must be an integer or a pair of "
+                        f"integers of at least {minimum}, not {getattr(layer, name)!r}")
+    object.__setattr__(layer, name, value)
+
+
+def _repr(layer):
+    """Shapes instead of values."""
+    parts = []
+    for field in dataclasses.fields(layer):
+        value = getattr(layer, field.name)
+        if isinstance(value, np.ndarray):
+            parts.append(f"{field.name}=<{'x'.join(map(str, value.shape))}>")
+        elif value is not None:
+            parts.append(f"{field.name}={value!r}")
+    return f"{type(layer).__name__}({', '.join(parts)})"
+
+
+class _RNN:
+    """What LSTM and GRU share: shape checks over both directions."""
+
+    __repr__ = _repr
+
+    GATES = 0
+    #: Tensor fields of one direction, in PyTorch's order.
+    FIELDS = ()
+
+    def _check_rnn(self):
+        if self.direction not in DIRECTIONS:
+            raise ValueError(f"{type(self).__name__}.direction must be one of "
+                             f"{', '.join(DIRECTIONS)}, not {self.direction!r}")
+        for field in self.FIELDS:
+            _array(self, field)
+            _array(self, field + "_reverse")
+        if self.weight_ih is None or self.weight_ih.ndim != 2 or self.weight_hh is None \
+                or self.weight_hh.ndim != 2 or not self.weight_hh.size \
+                or self.weight_hh.shape[0] % self.GATES:
+            raise ValueError(f"{type(self).__name__}.weight_ih and weight_hh must be 2-D with "
+                             f"{self.GATES} * hidden_size rows, not {np.shape(self.weight_ih)} "
+                             f"and {np.shape(self.weight_hh)}")
+        rows = self.weight_hh.shape[0]
+        hidden, inputs = rows // self.GATES, self.weight_ih.shape[1]
+        recurrent = hidden
+        if "weight_hr" in self.FIELDS and self.weight_hr is not None:
+            recurrent = self.weight_hr.shape[0] if self.weight_hr.ndim == 2 else -1
+            if not 0 < recurrent < hidden:
+                raise _shape_error(self, "weight_hr", self.weight_hr, "(P, H)",
+                                   f"0 < P < hidden_size {hidden}")
+        shapes = {"weight_ih": (rows, inputs), "weight_hh": (rows, recurrent),
+                  "bias_ih": (rows,), "bias_hh": (rows,), "weight_hr": (recurrent, hidden)}
+        rules = {"weight_ih": "gates * hidden_size, input_size",
+                 "weight_hh": "gates * hidden_size, proj_size or hidden_size",
+                 "bias_ih": "gates * hidden_size", "bias_hh": "gates * hidden_size",
+                 "weight_hr": "proj_size, hidden_size"}
+        if (self.bias_ih is None) != (self.bias_hh is None):
+            raise ValueError(f"{type(self).__name__}.bias_ih and bias_hh must both be given "
+                             f"or both be None")
+        bidirectional = self.direction == "bidirectional"
+        for field in self.FIELDS:
+            forward = getattr(self, field)
+            reverse = getattr(self, field + "_reverse")
+            if forward is not None:
+                _check(self, field, shapes[field], rules[field])
+            if bidirectional and (reverse is None) != (forward is None):
+                raise ValueError(f"{type(self).__name__}.{field}_reverse must be given exactly "
+                                 f"when {field} is, for a bidirectional layer")
+            if not bidirectional and reverse is not None:
+                raise ValueError(f"{type(self).__name__}.{field}_reverse is given, but the "
+                                 f"direction is {self.direction!r}")
+            if reverse is not None:
+                _check(self, field + "_reverse", shapes[field], rules[field])
+
+    @property
+    def input_size(self):
+        return self.weight_ih.shape[1]
+
+    @property
+    def hidden_size(self):
+        return self.weight_hh.shape[0] // self.GATES
+
+    @property
+    def num_directions(self):
+        return 2 if self.direction == "bidirectional" else 1
+
+    @property
+    def output_size(self):
+        """Features of each step's output: directions times (proj_size or hidden_size)."""
+        return self.num_directions * self.weight_hh.shape[1]
+
+    @property
+    def has_bias(self):
+        return self.bias_ih is not None
+
+    def tensor_fields(self):
+        """Names of the tensors this layer holds (PyTorch's, without ``_l{k}``)."""
+        suffixes = ("", "_reverse") if self.direction == "bidirectional" else ("",)
+        return tuple(field + suffix for suffix in suffixes for field in self.FIELDS
+                     if getattr(self, field + suffix) is not None)
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class LSTM(_RNN):
+    """An LSTM layer, ``nn.LSTM(input_size, hidden_size, proj_size=...)``'s equations.
+
+    Attributes
+    ----------
+    weight_ih, weight_hh, bias_ih, bias_hh, weight_hr : ndarray
+        Gate blocks i, f, g, o (see the module); biases and ``weight_hr`` may be ``None``.
+    direction : str
+    weight_ih_reverse, ... : ndarray
+        The reverse direction's tensors, for ``"bidirectional"`` only.
+    """
+
+    GATES = 4
+    FIELDS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+
+    weight_ih: np.ndarray
+    weight_hh: np.ndarray
+    bias_ih: np.ndarray = None
+    bias_hh: np.ndarray = None
+    weight_hr: np.ndarray = None
+    direction: str = "forward"
+    weight_ih_reverse: np.ndarray = None
+    weight_hh_reverse: np.ndarray = None
+    bias_ih_reverse: np.ndarray = None
+    bias_hh_reverse: np.ndarray = None
+    weight_hr_reverse: np.ndarray = None
+
+    def __post_init__(self):
+        self._check_rnn()
+
+    @property
+    def proj_size(self):
+        """0 without a projection, as ``nn.LSTM``."""
+        return 0 if self.weight_hr is None else self.weight_hr.shape[0]
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class GRU(_RNN):
+    """A GRU layer, ``nn.GRU``'s equations (ONNX's with ``linear_before_reset=1``).
+
+    Attributes
+    ----------
+    weight_ih, weight_hh, bias_ih, bias_hh : ndarray
+        Gate blocks r, z, n; biases may be ``None``.
+    direction : str
+    weight_ih_reverse, ... : ndarray
+        The reverse direction's tensors, for ``"bidirectional"`` only.
+    """
+
+    GATES = 3
+    FIELDS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+
+    weight_ih: np.ndarray
+    weight_hh: np.ndarray
+    bias_ih: np.ndarray = None
+    bias_hh: np.ndarray = None
+    direction: str = "forward"
+    weight_ih_reverse: np.ndarray = None
+    weight_hh_reverse: np.ndarray = None
+    bias_ih_reverse: np.ndarray = None
+    bias_hh_reverse: np.ndarray = None
+
+    def __post_init__(self):
+        self._check_rnn()
+
+    proj_size = 0
+
+
+RNN_LAYERS = (LSTM, GRU)
+
+
+class _Weighted:
+    FIELDS = ("weight", "bias")
+    __repr__ = _repr
+
+    def tensor_fields(self):
+        return tuple(f for f in self.FIELDS if getattr(self, f) is not None)
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class Conv2d(_Weighted):
+    """``nn.Conv2d`` with ``groups=1`` and zero padding.
+
+    Attributes
+    ----------
+    weight : ndarray, shape (out_channels, in_channels, kernel_h, kernel_w)
+    bias : ndarray, shape (out_channels,), or None
+    stride, padding, dilation : (int, int)
+    """
+
+    weight: np.ndarray
+    bias: np.ndarray = None
+    stride: tuple = (1, 1)
+    padding: tuple = (0, 0)
+    dilation: tuple = (1, 1)
+
+    def __post_init__(self):
+        weight = _array(self, "weight")
+        if weight.ndim != 4 or not weight.size:
+            raise _shape_error(self, "weight", weight, "(O, C, kH, kW)", "4-D, not empty")
+        if _array(self, "bias") is not None:
+            _check(self, "bias", weight.shape[:1], "out_channels")
+        _pair(self, "stride", 1)
+        _pair(self, "padding", 0)
+        _pair(self, "dilation", 1)
+
+    @property
+    def in_channels(self):
+        return self.weight.shape[1]
+
+    @property
+    def out_channels(self):
+        return self.weight.shape[0]
+
+    @property
+    def kernel_size(self):
+        return self.weight.shape[2:]
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class Linear(_Weighted):
+    """``nn.Linear``: ``y = x weight^T + bias``.
+
+    Attributes
+    ----------
+    weight : ndarray, shape (out_features, in_features)
+    bias : ndarray, shape (out_features,), or None
+    """
+
+    weight: np.ndarray
+    bias: np.ndarray = None
+
+    def __post_init__(self):
+        weight = _array(self, "weight")
+        if weight.ndim != 2 or not weight.size:
+            raise _shape_error(self, "weight", weight, "(out_features, in_features)",
+                               "2-D, not empty")
+        if _array(self, "bias") is not None:
+            _check(self, "bias", weight.shape[:1], "out_features")
+
+    @property
+    def in_features(self):
+        return self.weight.shape[1]
+
+    @property
+    def out_features(self):
+        return self.weight.shape[0]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MaxPool2d:
+    """``nn.MaxPool2d`` (``ceil_mode=False``, dilation 1); ``stride`` defaults to
+    ``kernel_size``; padding with -inf, at most half the kernel, as PyTorch's rule."""
+
+    FIELDS = ()
+
+    kernel_size: tuple
+    stride: tuple = None
+    padding: tuple = (0, 0)
+
+    def __post_init__(self):
+        _pair(self, "kernel_size", 1)
+        if self.stride is None:
+            object.__setattr__(self, "stride", self.kernel_size)
+        _pair(self, "stride", 1)
+        _pair(self, "padding", 0)
+        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
+            raise ValueError(f"MaxPool2d.padding {self.padding} must be at most half the "
+                             f"kernel_size {self.kernel_size}")
+
+    def tensor_fields(self):
+        return ()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ReLU:
+    """``nn.ReLU``."""
+
+    FIELDS = ()
+
+    def tensor_fields(self):
+        return ()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Flatten:
+    """``nn.Flatten()``: every dimension after the batch's into one."""
+
+    FIELDS = ()
+
+    def tensor_fields(self):
+        return ()

@@ -1,0 +1,331 @@
+"""ONNX graphs: stacked ``LSTM``/``GRU`` operators, and CNNs of ``Conv``, ``Relu``,
+``MaxPool``, ``Flatten`` (or a 2-D ``Reshape`` as flatten), ``Gemm`` and ``MatMul`` +
+``Add``; read with the ``onnx`` package (protobuf, no code).
+
+The data path is followed from the graph's one input: each node reading the current value
+is a layer or glue (``Transpose`` with perm ``[0, 2, 1, 3]``, ``Reshape`` and ``Squeeze``
+around an RNN's ``Y``, ``Identity``); nodes off the path (e.g. ``Concat`` of the final
+states) are ignored. ``torch.onnx.export`` (dynamo) writes an ``nn.LSTM`` as one ``LSTM``
+node per layer with initializers ``W``, ``R``, ``B`` and zero ``initial_h``/``initial_c``,
+then ``Transpose`` + ``Reshape``.
+
+Gate orders: ``LSTM`` W/R/B blocks i, o, f, c (canonical i, f, g, o); ``GRU`` z, r, h
+(canonical r, z, n), with ``linear_before_reset=1`` (PyTorch's form; 0 is refused). ``B``
+is ``[Wb, Rb]``: ``bias_ih`` and ``bias_hh``. Only ``layout=0`` (time first), default
+activations, no ``clip``, no peepholes, no ``sequence_lens``.
+"""
+
+import copy
+import os
+
+import numpy as np
+
+from ..errors import UsageError
+from .layers import GRU, LSTM, Conv2d, Flatten, Linear, MaxPool2d, ReLU
+from .network import Entry, Network
+
+__all__ = ["load_onnx", "save_onnx"]
+
+#: Canonical gate blocks from ONNX's (``canonical = onnx[order]``) and back.
+_FROM_ONNX = {LSTM: [0, 2, 3, 1], GRU: [1, 0, 2]}
+_TO_ONNX = {LSTM: [0, 3, 1, 2], GRU: [1, 0, 2]}
+_RNN_DEFAULTS = {"activation_alpha": None, "activation_beta": None, "clip": None,
+                 "input_forget": 0, "layout": 0}
+
+
+def _blocks(array, order, gates):
+    blocks = np.split(np.asarray(array), gates, axis=0)
+    return np.concatenate([blocks[i] for i in order], axis=0)
+
+
+def _rnn_entry(name, index, kind, field, directions, dtype):
+    """W, R (``field`` weight_ih/weight_hh) or B (``field`` "bias") of an RNN node."""
+    suffixes = ("", "_reverse")[:directions]
+
+    def get(layers):
+        layer = layers[index]
+        if field == "bias":
+            return np.stack([np.concatenate([
+                _blocks(getattr(layer, "bias_ih" + s), _TO_ONNX[kind], kind.GATES),
+                _blocks(getattr(layer, "bias_hh" + s), _TO_ONNX[kind], kind.GATES)])
+                for s in suffixes])
+        return np.stack([_blocks(getattr(layer, field + s), _TO_ONNX[kind], kind.GATES)
+                         for s in suffixes])
+
+    def set_(fields, array):
+        target = fields.setdefault(index, {})
+        for d, s in enumerate(suffixes):
+            if field == "bias":
+                wb, rb = np.split(array[d], 2)
+                target["bias_ih" + s] = _blocks(wb, _FROM_ONNX[kind], kind.GATES)
+                target["bias_hh" + s] = _blocks(rb, _FROM_ONNX[kind], kind.GATES)
+            else:
+                target[field + s] = _blocks(array[d], _FROM_ONNX[kind], kind.GATES)
+    return Entry(name, get, set_, dtype)
+
+
+def _plain_entry(name, index, field, dtype, transpose=False):
+    def get(layers):
+        value = getattr(layers[index], field)
+        return value.T if transpose else value
+
+    def set_(fields, array):
+        fields.setdefault(index, {})[field] = array.T if transpose else array
+    return Entry(name, get, set_, dtype)
+
+
+class _Reader:
+    def __init__(self, path):
+        import onnx
+        from onnx import numpy_helper
+        self.label = os.fspath(path)
+        try:
+            self.model = onnx.load(self.label)
+        except Exception as error:          # DecodeError, OSError, ValidationError ...
+            raise UsageError(f"{self.label}: not an ONNX model ({type(error).__name__}: "
+                             f"{error})") from None
+        graph = self.model.graph
+        self.arrays, self.dtypes = {}, {}
+        for tensor in graph.initializer:
+            value = numpy_helper.to_array(tensor)
+            self.dtypes[tensor.name] = value.dtype
+            self.arrays[tensor.name] = value
+        self.producers = {output: node for node in graph.node for output in node.output}
+        self.inputs = {value.name for value in graph.input}
+        for node in graph.node:
+            if node.op_type == "Constant" and len(node.output) == 1:
+                for attribute in node.attribute:
+                    if attribute.name == "value":
+                        self.arrays[node.output[0]] = numpy_helper.to_array(attribute.t)
+        self.attribute = onnx.helper.get_attribute_value
+
+    def where(self, number, node):
+        return f"node {number} ({node.op_type} {node.name!r})"
+
+    def attributes(self, node):
+        return {a.name: self.attribute(a) for a in node.attribute}
+
+    def weight(self, name, where, used=True):
+        if name not in self.arrays or name not in self.dtypes:
+            raise UsageError(f"{self.label}: {where}: input {name!r} is not an initializer; "
+                             f"weights must be constant initializers")
+        value = np.asarray(self.arrays[name], dtype=np.float64) \
+            if np.issubdtype(self.dtypes[name], np.floating) else None
+        if value is None:
+            raise UsageError(f"{self.label}: {where}: initializer {name} is "
+                             f"{self.dtypes[name]}, not floating point")
+        if not np.all(np.isfinite(value)):
+            raise UsageError(f"{self.label}: initializer {name} has NaN or infinite values")
+        return value
+
+
+def _rnn(reader, number, node, index, layers, entries):
+    where = reader.where(number, node)
+    kind = LSTM if node.op_type == "LSTM" else GRU
+    attrs = reader.attributes(node)
+    for name, default in _RNN_DEFAULTS.items():
+        if name in attrs and attrs[name] != default:
+            raise UsageError(f"{reader.label}: {where}: attribute {name}={attrs[name]!r} is "
+                             f"not supported (only {default!r})")
+    if "activations" in attrs:
+        wanted = [b"Sigmoid", b"Tanh", b"Tanh"][:3 if kind is LSTM else 2]
+        if list(attrs["activations"])[:len(wanted)] != wanted:
+            raise UsageError(f"{reader.label}: {where}: activations {attrs['activations']} "
+                             f"are not supported (only the defaults)")
+    if kind is GRU and attrs.get("linear_before_reset", 0) != 1:
+        raise UsageError(f"{reader.label}: {where}: linear_before_reset=0 is not supported: "
+                         f"nnrtl computes GRUs as PyTorch does (linear_before_reset=1)")
+    direction = attrs.get("direction", b"forward")
+    direction = direction.decode() if isinstance(direction, bytes) else direction
+    inputs = list(node.input) + [""] * (8 - len(node.input))
+    if inputs[4]:
+        raise UsageError(f"{reader.label}: {where}: sequence_lens is not supported")
+    if kind is LSTM and inputs[7]:
+        raise UsageError(f"{reader.label}: {where}: peepholes (input P) are not supported")
+    for state in inputs[5:7 if kind is LSTM else 6]:
+        _check_state(reader, where, state)
+    w, r = reader.weight(inputs[1], where), reader.weight(inputs[2], where)
+    directions = 2 if direction == "bidirectional" else 1
+    hidden = attrs.get("hidden_size", r.shape[-1] if r.ndim == 3 else 0)
+    rows = kind.GATES * hidden
+    shapes = [("W", w, (directions, rows, w.shape[-1] if w.ndim == 3 else -1)),
+              ("R", r, (directions, rows, hidden))]
+    if inputs[3]:
+        b = reader.weight(inputs[3], where)
+        shapes.append(("B", b, (directions, 2 * rows)))
+    for label, value, shape in shapes:
+        if value.shape != shape:
+            raise UsageError(f"{reader.label}: {where}: {label} has shape {value.shape}, "
+                             f"expected {shape} (directions, gates * hidden_size, ...)")
+    new = [_rnn_entry(inputs[1], index, kind, "weight_ih", directions,
+                      reader.dtypes[inputs[1]]),
+           _rnn_entry(inputs[2], index, kind, "weight_hh", directions,
+                      reader.dtypes[inputs[2]])]
+    if inputs[3]:
+        new.append(_rnn_entry(inputs[3], index, kind, "bias", directions,
+                              reader.dtypes[inputs[3]]))
+    fields = {}
+    for entry in new:
+        entry.set(fields, reader.arrays[entry.name])
+    try:
+        layers.append(kind(direction=direction, **fields[index]))
+    except ValueError as error:
+        raise UsageError(f"{reader.label}: {where}: {error}") from None
+    entries.extend(new)
+
+
+def _check_state(reader, where, state):
+    """An initial state is absent, a graph input, or zeros (an initializer, or an
+    ``Expand`` of one, as ``torch.onnx.export(dynamo=False)`` writes for a dynamic batch)."""
+    if not state or state in reader.inputs and state not in reader.dtypes:
+        return
+    producer = reader.producers.get(state)
+    source = producer.input[0] if producer is not None and producer.op_type == "Expand" \
+        else state
+    if source not in reader.arrays:
+        raise UsageError(f"{reader.label}: {where}: initial state {state} is computed by a "
+                         f"{producer.op_type if producer else 'missing'} node; only zeros, "
+                         f"or a graph input, are supported")
+    if np.any(reader.arrays[source]):
+        raise UsageError(f"{reader.label}: {where}: a constant nonzero initial state "
+                         f"({state}) is not supported")
+
+
+def _symmetric(reader, where, pads):
+    pads = list(pads or [0, 0, 0, 0])
+    if len(pads) != 4 or pads[:2] != pads[2:]:
+        raise UsageError(f"{reader.label}: {where}: pads {pads} are not supported (only "
+                         f"symmetric 2-D padding)")
+    return tuple(pads[:2])
+
+
+def _cnn(reader, number, node, index, layers, entries):
+    """Appends the layer of a CNN node; returns False for glue."""
+    where, op = reader.where(number, node), node.op_type
+    attrs = reader.attributes(node)
+    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        raise UsageError(f"{reader.label}: {where}: auto_pad is not supported")
+    if op == "Conv":
+        if attrs.get("group", 1) != 1:
+            raise UsageError(f"{reader.label}: {where}: group={attrs['group']} is not "
+                             f"supported (only 1)")
+        weight = reader.weight(node.input[1], where)
+        bias = reader.weight(node.input[2], where) if len(node.input) > 2 and node.input[2] \
+            else None
+        layer = Conv2d(weight, bias, stride=tuple(attrs.get("strides", (1, 1))),
+                       padding=_symmetric(reader, where, attrs.get("pads")),
+                       dilation=tuple(attrs.get("dilations", (1, 1))))
+        new = [_plain_entry(node.input[1], index, "weight", reader.dtypes[node.input[1]])]
+        if bias is not None:
+            new.append(_plain_entry(node.input[2], index, "bias", reader.dtypes[node.input[2]]))
+    elif op == "Relu":
+        layer, new = ReLU(), []
+    elif op == "MaxPool":
+        if attrs.get("ceil_mode", 0) or list(attrs.get("dilations", [1, 1])) != [1, 1] \
+                or len(node.output) > 1:
+            raise UsageError(f"{reader.label}: {where}: ceil_mode, dilations or indices are "
+                             f"not supported")
+        kernel = tuple(attrs["kernel_shape"])
+        layer = MaxPool2d(kernel, tuple(attrs.get("strides", (1, 1))),
+                          _symmetric(reader, where, attrs.get("pads")))
+        new = []
+    elif op in ("Flatten", "Reshape"):
+        if op == "Flatten" and attrs.get("axis", 1) != 1:
+            raise UsageError(f"{reader.label}: {where}: axis={attrs['axis']} is not "
+                             f"supported (only 1)")
+        shape = reader.arrays.get(node.input[1]) if op == "Reshape" else None
+        if op == "Reshape" and (shape is None or np.ndim(shape) != 1 or len(shape) != 2):
+            raise UsageError(f"{reader.label}: {where}: only a Reshape to 2 dimensions (a "
+                             f"flatten) is supported")
+        layer, new = Flatten(), []
+    elif op == "Gemm":
+        if attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0 \
+                or attrs.get("transA", 0):
+            raise UsageError(f"{reader.label}: {where}: only Gemm with alpha=beta=1 and "
+                             f"transA=0 is supported")
+        transpose = not attrs.get("transB", 0)
+        weight = reader.weight(node.input[1], where)
+        bias = reader.weight(node.input[2], where) if len(node.input) > 2 and node.input[2] \
+            else None
+        layer = Linear(weight.T if transpose else weight, bias)
+        new = [_plain_entry(node.input[1], index, "weight", reader.dtypes[node.input[1]],
+                            transpose)]
+        if bias is not None:
+            new.append(_plain_entry(node.input[2], index, "bias", reader.dtypes[node.input[2]]))
+    elif op == "MatMul":
+        weight = reader.weight(node.input[1], where)
+        layer = Linear(weight.T)
+        new = [_plain_entry(node.input[1], index, "weight", reader.dtypes[node.input[1]],
+                            True)]
+    elif op == "Add" and layers and isinstance(layers[-1], Linear) \
+            and layers[-1].bias is None:
+        bias = reader.weight(node.input[1], where)
+        layers[-1] = Linear(layers[-1].weight, bias)
+        entries.append(_plain_entry(node.input[1], index - 1, "bias",
+                                    reader.dtypes[node.input[1]]))
+        return False
+    elif op == "Identity":
+        return False
+    else:
+        raise UsageError(f"{reader.label}: {where}: operator {op} is not supported")
+    layers.append(layer)
+    entries.extend(new)
+    return True
+
+
+def load_onnx(path):
+    """A Network from an ONNX model (see the module)."""
+    reader = _Reader(path)
+    graph = reader.model.graph
+    inputs = [value.name for value in graph.input if value.name not in reader.dtypes]
+    if len(inputs) != 1:
+        raise UsageError(f"{reader.label}: the graph has {len(inputs)} inputs besides the "
+                         f"initializers; a model has one (optional RNN states aside)")
+    current, layers, entries = inputs[0], [], []
+    rnn = any(node.op_type in ("LSTM", "GRU") for node in graph.node)
+    for number, node in enumerate(graph.node):
+        if current not in node.input:
+            continue
+        where = reader.where(number, node)
+        if node.op_type == "Shape":         # reads the shape only, off the data path
+            continue
+        if node.input[0] != current:
+            raise UsageError(f"{reader.label}: {where} reads the data path as input "
+                             f"{list(node.input).index(current)}; only as input 0")
+        try:
+            if rnn and node.op_type in ("LSTM", "GRU"):
+                _rnn(reader, number, node, len(layers), layers, entries)
+            elif rnn and node.op_type in ("Transpose", "Reshape", "Squeeze", "Identity"):
+                perm = reader.attributes(node).get("perm")
+                if node.op_type == "Transpose" and list(perm) != [0, 2, 1, 3]:
+                    raise UsageError(f"{reader.label}: {where}: only perm [0, 2, 1, 3] (the "
+                                     f"directions next to the features) is supported")
+            elif rnn:
+                raise UsageError(f"{reader.label}: {where}: operator {node.op_type} is not "
+                                 f"supported in an RNN graph (LSTM and GRU layers only)")
+            else:
+                _cnn(reader, number, node, len(layers), layers, entries)
+        except ValueError as error:
+            raise UsageError(f"{reader.label}: {where}: {error}") from None
+        current = node.output[0]
+    if not layers:
+        raise UsageError(f"{reader.label}: no LSTM, GRU or CNN layer on the data path")
+    try:
+        return Network(tuple(layers), source=reader.label, format="onnx",
+                       entries=tuple(entries), writer=reader.model)
+    except ValueError as error:
+        raise UsageError(f"{reader.label}: {error}") from None
+
+
+def save_onnx(network, path):
+    """The source model with its initializers replaced, ``onnx.save``."""
+    import onnx
+    from onnx import numpy_helper
+    model = copy.deepcopy(network.writer)
+    by_name = {entry.name: entry for entry in network.entries}
+    for tensor in model.graph.initializer:
+        if tensor.name in by_name:
+            entry = by_name[tensor.name]
+            value = np.asarray(entry.get(network.layers), dtype=entry.dtype)
+            tensor.CopyFrom(numpy_helper.from_array(value, tensor.name))
+    onnx.save(model, os.fspath(path))

@@ -1,0 +1,120 @@
+"""A :class:`~.network.Network` as a PyTorch module and back: the training engines' float64
+reference step runs on it.
+
+:func:`to_torch` builds a :class:`torch.nn.Sequential` for a CNN and, for an RNN, a module
+holding one ``nn.LSTM``/``nn.GRU`` per layer (``layers``) whose ``forward(x,
+states=None)`` returns ``(output, states)`` as :func:`~.reference.forward` does (a
+``"reverse"`` layer runs on the time-flipped sequence). :func:`from_torch` reads the
+module's weights back into the network.
+"""
+
+import numpy as np
+
+from .layers import LSTM, RNN_LAYERS, Conv2d, Flatten, Linear, MaxPool2d, ReLU
+
+__all__ = ["to_torch", "from_torch", "torch_parameter"]
+
+
+def _rnn_class():
+    import torch
+
+    class StackedRNN(torch.nn.Module):
+        """Stacked ``nn.LSTM``/``nn.GRU`` layers, one module per layer."""
+
+        def __init__(self, modules, reverse):
+            super().__init__()
+            self.layers = torch.nn.ModuleList(modules)
+            self.reverse = tuple(reverse)
+
+        def forward(self, x, states=None):
+            finals = []
+            for index, (module, reverse) in enumerate(zip(self.layers, self.reverse)):
+                state = None if states is None else states[index]
+                if reverse:
+                    x = torch.flip(x, (0,))
+                x, final = module(x, state)
+                if reverse:
+                    x = torch.flip(x, (0,))
+                finals.append(final)
+            return x, finals
+    return StackedRNN
+
+
+def _tensor(array, dtype):
+    import torch
+    return torch.nn.Parameter(torch.tensor(np.asarray(array), dtype=dtype))
+
+
+def to_torch(network, dtype=None):
+    """The PyTorch module computing ``network`` with its weights loaded.
+
+    Parameters
+    ----------
+    network : Network
+    dtype : torch.dtype, optional
+        Default ``torch.float64``.
+    """
+    import torch
+    dtype = torch.float64 if dtype is None else dtype
+    if network.is_rnn:
+        modules = []
+        for layer in network.layers:
+            kind = torch.nn.LSTM if isinstance(layer, LSTM) else torch.nn.GRU
+            extra = {"proj_size": layer.proj_size} if isinstance(layer, LSTM) else {}
+            module = kind(layer.input_size, layer.hidden_size, bias=layer.has_bias,
+                          bidirectional=layer.direction == "bidirectional", dtype=dtype,
+                          **extra)
+            state = {}
+            for field in layer.tensor_fields():
+                name = field.removesuffix("_reverse") + "_l0" + \
+                    ("_reverse" if field.endswith("_reverse") else "")
+                state[name] = torch.tensor(getattr(layer, field), dtype=dtype)
+            module.load_state_dict(state, strict=True)
+            modules.append(module)
+        return _rnn_class()(modules, [layer.direction == "reverse"
+                                      for layer in network.layers])
+    modules = []
+    for layer in network.layers:
+        if isinstance(layer, Conv2d):
+            module = torch.nn.Conv2d(layer.in_channels, layer.out_channels, layer.kernel_size,
+                                     stride=layer.stride, padding=layer.padding,
+                                     dilation=layer.dilation, bias=layer.bias is not None,
+                                     dtype=dtype)
+        elif isinstance(layer, Linear):
+            module = torch.nn.Linear(layer.in_features, layer.out_features,
+                                     bias=layer.bias is not None, dtype=dtype)
+        elif isinstance(layer, MaxPool2d):
+            module = torch.nn.MaxPool2d(layer.kernel_size, layer.stride, layer.padding)
+        elif isinstance(layer, ReLU):
+            module = torch.nn.ReLU()
+        else:
+            assert isinstance(layer, Flatten)
+            module = torch.nn.Flatten()
+        for field in layer.tensor_fields():
+            setattr(module, field, _tensor(getattr(layer, field), dtype))
+        modules.append(module)
+    return torch.nn.Sequential(*modules)
+
+
+def torch_parameter(network, module, index, field):
+    """The parameter of ``module`` (built by :func:`to_torch` from ``network``) holding
+    field ``field`` of layer ``index``."""
+    layer = network.layers[index]
+    if isinstance(layer, RNN_LAYERS):
+        name = field.removesuffix("_reverse") + "_l0" + \
+            ("_reverse" if field.endswith("_reverse") else "")
+        return getattr(module.layers[index], name)
+    return getattr(module[index], field)
+
+
+def from_torch(network, module):
+    """``network`` with the weights of ``module`` (built by :func:`to_torch`, e.g. after a
+    training step); the source, format and entries stay, so
+    :func:`~nnrtl.gen.models.save_network` writes the same format."""
+    import dataclasses
+    layers = []
+    for index, layer in enumerate(network.layers):
+        fields = {field: torch_parameter(network, module, index, field).detach().cpu()
+                  .double().numpy() for field in layer.tensor_fields()}
+        layers.append(dataclasses.replace(layer, **fields))
+    return network.with_layers(layers)

@@ -1,0 +1,89 @@
+"""Keras 3 files of an LSTM, GRU, LSTM stack written by Keras itself (torch backend): ``model.save("m.keras")``,
+``model.save("m.h5")``, ``to_json`` + ``save_weights``; the import's forward against
+``predict`` and the write-back read by Keras."""
+
+import os
+import warnings
+
+os.environ["KERAS_BACKEND"] = "torch"      # before keras is imported
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from nnrtl.gen.models import GRU, LSTM, load_network, save_network  # noqa: E402
+
+STEPS, INPUTS, UNITS = 6, 5, 7
+# Keras' predict computes in float32: the float64 reference agrees to float32 rounding.
+BOUND = 1e-6
+
+
+@pytest.fixture(scope="module")
+def keras_files(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("keras")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((STEPS, INPUTS)),
+                              keras.layers.LSTM(UNITS, return_sequences=True),
+                              keras.layers.GRU(UNITS - 2, return_sequences=True),
+                              keras.layers.LSTM(UNITS, return_sequences=True)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save(directory / "m.keras")
+        model.save(directory / "m.h5")
+        model.save_weights(directory / "m.weights.h5")
+    (directory / "m.json").write_text(model.to_json())
+    x = np.random.default_rng(0).normal(size=(3, STEPS, INPUTS)).astype(np.float32)
+    return model, x, directory
+
+
+SOURCES = {"keras": ("m.keras",), "h5": ("m.h5",), "json": ("m.json", "m.weights.h5")}
+
+
+def predict(model, x):
+    """``model.predict``; Keras' own NumPy deprecation warning on the torch backend is
+    Keras'."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return model.predict(x, verbose=0)
+
+
+def ours(network, x):
+    """Our forward on Keras' batch-first input, batch-first output."""
+    return network.forward(x.transpose(1, 0, 2).astype(np.float64))[0].transpose(1, 0, 2)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_keras_files_match_predict(keras_files, source):
+    model, x, directory = keras_files
+    network = load_network(*(directory / name for name in SOURCES[source]))
+    assert [type(layer) for layer in network.layers] == [LSTM, GRU, LSTM]
+    assert network.format == "keras"
+    np.testing.assert_allclose(ours(network, x), predict(model, x), rtol=0,
+                               atol=BOUND)
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_keras_round_trip(keras_files, tmp_path, source):
+    _, _, directory = keras_files
+    paths = [directory / name for name in SOURCES[source]]
+    network = load_network(*paths)
+    target = tmp_path / SOURCES[source][-1]
+    save_network(network, target)
+    again = load_network(*paths[:-1], target) if source == "json" else load_network(target)
+    for key, value in network.parameters().items():
+        np.testing.assert_array_equal(again.parameters()[key], value)
+    halved = network.with_parameters({k: v / 2 for k, v in network.parameters().items()})
+    save_network(halved, target)
+    again = load_network(*paths[:-1], target) if source == "json" else load_network(target)
+    for key, value in again.parameters().items():
+        np.testing.assert_array_equal(value, network.parameters()[key] / 2)
+
+
+def test_keras_reads_the_written_archive(keras_files, tmp_path):
+    _, x, directory = keras_files
+    network = load_network(directory / "m.keras")
+    halved = network.with_parameters({k: v / 2 for k, v in network.parameters().items()})
+    save_network(halved, tmp_path / "halved.keras")
+    reloaded = keras.saving.load_model(tmp_path / "halved.keras")
+    np.testing.assert_allclose(ours(halved, x), predict(reloaded, x), rtol=0,
+                               atol=BOUND)

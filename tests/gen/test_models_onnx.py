@@ -1,0 +1,140 @@
+"""ONNX graphs beyond what the dynamo exporter writes: the TorchScript-based exporter
+(``dynamo=False``: Shape/Expand for the initial states), hand-built graphs with a reverse
+LSTM and a MatMul + Add classifier, and the operator attributes nnrtl refuses."""
+
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import TensorProto, helper, numpy_helper
+
+from nnrtl.gen.errors import UsageError
+from nnrtl.gen.models import (LSTM, Flatten, Linear, ReLU, load_network, save_network,
+                              to_torch)
+
+INPUTS, HIDDEN, STEPS, BATCH = 4, 5, 6, 2
+BOUND = 1e-12           # float64 reference against PyTorch float64, same weights
+
+
+def torch64(module, x):
+    with torch.no_grad():
+        out = module.double()(torch.from_numpy(x))
+    return (out[0] if isinstance(out, tuple) else out).numpy()
+
+
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory):
+    path = tmp_path_factory.mktemp("onnx") / "legacy.onnx"
+    torch.manual_seed(3)
+    lstm = torch.nn.LSTM(INPUTS, HIDDEN, num_layers=2, bidirectional=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(lstm, (torch.randn(STEPS, BATCH, INPUTS),), path, dynamo=False)
+    return lstm, path
+
+
+def test_legacy_exporter(legacy, tmp_path):
+    lstm, path = legacy
+    network = load_network(path)
+    assert [layer.direction for layer in network.layers] == ["bidirectional"] * 2
+    x = np.random.default_rng(0).normal(size=(STEPS, BATCH, INPUTS))
+    np.testing.assert_allclose(network.forward(x)[0], torch64(lstm, x), rtol=0, atol=BOUND)
+    save_network(network, tmp_path / "again.onnx")
+    for key, value in load_network(tmp_path / "again.onnx").parameters().items():
+        np.testing.assert_array_equal(value, network.parameters()[key])
+
+
+def onnx_blocks(tensor, order):
+    """Gate blocks of a PyTorch tensor in ONNX order (``order``: PyTorch block indices)."""
+    blocks = np.split(tensor.detach().numpy().astype(np.float64), len(order))
+    return np.concatenate([blocks[i] for i in order])
+
+
+def write(path, nodes, initializers, inputs, outputs):
+    graph = helper.make_graph(nodes, "g", inputs, outputs,
+                              [numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.save(model, path)
+    return path
+
+
+def reverse_lstm_file(path, lstm, **extra):
+    """An ONNX LSTM with direction="reverse" holding ``lstm``'s weights; ONNX gate order
+    i, o, f, c is PyTorch's blocks 0, 3, 1, 2."""
+    order = [0, 3, 1, 2]
+    initializers = {
+        "W": onnx_blocks(lstm.weight_ih_l0, order)[None],
+        "R": onnx_blocks(lstm.weight_hh_l0, order)[None],
+        "B": np.concatenate([onnx_blocks(lstm.bias_ih_l0, order),
+                             onnx_blocks(lstm.bias_hh_l0, order)])[None],
+        **extra.pop("initializers", {}),
+    }
+    node = helper.make_node("LSTM", ["x", "W", "R", "B", *extra.pop("inputs", [])],
+                            ["y"], hidden_size=HIDDEN, direction="reverse", **extra)
+    return write(path, [node], initializers,
+                 [helper.make_tensor_value_info("x", TensorProto.DOUBLE, None)],
+                 [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
+
+
+def test_reverse_lstm(tmp_path):
+    """ONNX's reverse direction: the sequence read from its end, each output at its step."""
+    torch.manual_seed(4)
+    lstm = torch.nn.LSTM(INPUTS, HIDDEN)
+    network = load_network(reverse_lstm_file(tmp_path / "reverse.onnx", lstm))
+    assert isinstance(network.layers[0], LSTM) and network.layers[0].direction == "reverse"
+    x = np.random.default_rng(1).normal(size=(STEPS, BATCH, INPUTS))
+    expected = torch64(lstm, x[::-1].copy())[::-1]
+    np.testing.assert_allclose(network.forward(x)[0], expected, rtol=0, atol=BOUND)
+    with torch.no_grad():
+        again = to_torch(network)(torch.from_numpy(x))[0].numpy()
+    np.testing.assert_allclose(again, expected, rtol=0, atol=BOUND)
+
+
+def test_rnn_attributes_refused(tmp_path):
+    lstm = torch.nn.LSTM(INPUTS, HIDDEN)
+    path = reverse_lstm_file(tmp_path / "clip.onnx", lstm, clip=3.0)
+    with pytest.raises(UsageError, match=rf"^{path}: node 0 \(LSTM ''\): attribute clip=3\.0 "
+                                         r"is not supported \(only None\)$"):
+        load_network(path)
+    path = reverse_lstm_file(tmp_path / "state.onnx", lstm, inputs=["", "h0"],
+                             initializers={"h0": np.ones((1, BATCH, HIDDEN))})
+    with pytest.raises(UsageError, match=rf"^{path}: node 0 \(LSTM ''\): a constant nonzero "
+                                         r"initial state \(h0\) is not supported$"):
+        load_network(path)
+    path = reverse_lstm_file(tmp_path / "peep.onnx", lstm, inputs=["", "", "", "P"],
+                             initializers={"P": np.zeros((1, 3 * HIDDEN))})
+    with pytest.raises(UsageError, match=rf"^{path}: node 0 \(LSTM ''\): peepholes \(input P\) "
+                                         r"are not supported$"):
+        load_network(path)
+    weights = {"W": np.full((1, 4 * HIDDEN, INPUTS), np.nan)}
+    path = reverse_lstm_file(tmp_path / "nan.onnx", lstm, initializers=weights)
+    with pytest.raises(UsageError, match=rf"^{path}: initializer W has NaN or infinite "
+                                         r"values$"):
+        load_network(path)
+
+
+def test_matmul_add_classifier(tmp_path):
+    """Flatten, MatMul + Add (weights stored in x out, as Keras-style exporters write),
+    Relu: the Linear is weight = W.T, and W is written back as stored."""
+    rng = np.random.default_rng(2)
+    w, b = rng.normal(size=(12, 3)), rng.normal(size=3)
+    nodes = [helper.make_node("Flatten", ["x"], ["f"]),
+             helper.make_node("MatMul", ["f", "W"], ["m"]),
+             helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    path = write(tmp_path / "mlp.onnx", nodes, {"W": w, "b": b},
+                 [helper.make_tensor_value_info("x", TensorProto.DOUBLE, None)],
+                 [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)])
+    network = load_network(path)
+    assert [type(layer) for layer in network.layers] == [Flatten, Linear, ReLU]
+    x = rng.normal(size=(2, 3, 2, 2))
+    np.testing.assert_allclose(network.forward(x), np.maximum(x.reshape(2, 12) @ w + b, 0),
+                               rtol=0, atol=BOUND)
+    assert set(network.parameters()) == {"W", "b"}
+    np.testing.assert_array_equal(network.parameters()["W"], w)
+    save_network(network.with_parameters({"W": w * 3}), tmp_path / "mlp3.onnx")
+    stored = {t.name: numpy_helper.to_array(t)
+              for t in onnx.load(tmp_path / "mlp3.onnx").graph.initializer}
+    np.testing.assert_array_equal(stored["W"], w * 3)
