@@ -34,6 +34,7 @@ import dataclasses
 import hashlib
 import json
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
@@ -111,6 +112,18 @@ class Batch:
     batch_first: bool
 
 
+def _classes(network):
+    """The number of outputs of ``network`` (an RNN's last layer, a CNN's last Linear)."""
+    last = network.layers[-1]
+    return last.output_size if network.is_rnn else last.out_features
+
+
+def _describe(array):
+    if array.size <= 8:
+        return f"{array.tolist()} (shape {array.shape})"
+    return f"shape {array.shape}, values from {array.min():g} to {array.max():g}"
+
+
 def prepare_batch(network, inputs, targets, loss):
     """Check the user's arrays against ``network`` and ``loss``; :class:`UsageError`
     naming the array, its shape and the shape it must have."""
@@ -141,10 +154,13 @@ def prepare_batch(network, inputs, targets, loss):
         shape = None if loss == "mse" else (batch,)
     targets = np.asarray(targets)
     if loss == "cross-entropy":
-        if targets.shape != shape or not np.issubdtype(targets.dtype, np.integer):
-            raise UsageError(f"--targets must be class indices of shape {shape} for "
-                             f"cross-entropy, not {targets.dtype} {targets.shape}")
-        y = torch.tensor(targets.reshape(-1), dtype=torch.long)
+        classes = _classes(network)
+        if targets.shape != shape or np.any(targets != np.round(targets)) or np.any(
+                targets < 0) or np.any(targets >= classes):
+            raise UsageError(f"--targets must be class indices (integers from 0 to "
+                             f"{classes - 1}) of shape {shape} for cross-entropy, not "
+                             f"{_describe(targets)}")
+        y = torch.tensor(targets.reshape(-1).astype(np.int64))
     else:
         if shape is not None and targets.shape != shape:
             raise UsageError(f"--targets must have the outputs' shape {shape} for mse, not "
@@ -210,7 +226,11 @@ def sgd_step(network, gradients, lr):
 
 
 def _run_module(module, network, inputs):
-    outputs = module(inputs)
+    with warnings.catch_warnings():
+        # torch's note that its oneDNN kernels lack LSTM projections: it falls back to its
+        # own implementation, which is the one wanted here.
+        warnings.filterwarnings("ignore", "LSTM with projections is not supported")
+        outputs = module(inputs)
     return outputs[0] if network.is_rnn else outputs
 
 

@@ -1,0 +1,199 @@
+"""The training interface (:mod:`nnrtl.gen.train`) on every model format it writes back,
+RNNs and a CNN, both losses: the update is PyTorch's own SGD step, checked against plain
+PyTorch float64; a model comes back in the format it came in; bad input exits 2 with
+nothing written."""
+
+import dataclasses
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from nnrtl.gen import engines as registry
+from nnrtl.gen.cli import main
+from nnrtl.gen.engines import Engine
+from nnrtl.gen.models import load_network
+from nnrtl.gen.train import HostTrainer
+from nnrtl.hw.demo import DemoConfig, DemoEngine
+
+HOST = Engine(
+    name="host", summary="the whole training step on the host (tests)",
+    config_class=DemoConfig, top=DemoEngine,
+    resources=lambda config, family: {"dsp": config.dsp},
+    predict=lambda config, workload: {"cycles": 0},
+    simulate=lambda request: {},
+    train=lambda request, network: HostTrainer(DemoConfig()),
+)
+
+
+@pytest.fixture(autouse=True)
+def host():
+    registry.register(HOST)
+    yield
+    registry.unregister("host")
+
+
+def train(capsys, tmp_path, model, x, y, *extra, output="run"):
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "y.npy", y)
+    code = main(["train", "host", "--board", "vu9p", "--model", str(model), "--inputs",
+                 str(tmp_path / "x.npy"), "--targets", str(tmp_path / "y.npy"),
+                 "-o", str(tmp_path / output), *extra])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def sgd_reference(module, x, y, loss, lr, steps=1, *, rnn=True):
+    """``steps`` steps of torch.optim.SGD on a float64 copy of ``module``."""
+    import copy
+    module = copy.deepcopy(module).double()
+    optimizer = torch.optim.SGD(module.parameters(), lr=lr)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        out = module(torch.tensor(x))
+        out = out[0] if rnn else out
+        if loss == "mse":
+            value = torch.nn.MSELoss()(out, torch.tensor(y))
+        else:
+            value = torch.nn.CrossEntropyLoss()(out[-1] if rnn else out, torch.tensor(y))
+        value.backward()
+        optimizer.step()
+    return module
+
+
+def cnn():
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                               torch.nn.Linear(3 * 3 * 3, 4))
+
+
+def test_gru_state_dict_cross_entropy_batch_first(capsys, tmp_path):
+    torch.manual_seed(1)
+    gru = torch.nn.GRU(3, 5, num_layers=2)
+    torch.save(gru.state_dict(), tmp_path / "gru.pt")
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, (4, 6, 3))                 # batch x seq_len x input_size
+    y = np.array([0, 4, 2, 1])
+    code, out, _ = train(capsys, tmp_path, tmp_path / "gru.pt", x, y, "--loss",
+                         "cross-entropy", "--lr", "0.5", "--steps", "3")
+    assert code == 0, out
+    reference = sgd_reference(gru, x.transpose(1, 0, 2), y, "cross-entropy", 0.5, 3)
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    assert list(trained) == list(gru.state_dict())
+    for name, value in reference.state_dict().items():
+        assert torch.allclose(trained[name].double(), value, atol=1e-5), name
+    summary = json.loads(out)
+    assert summary["within_bound"] and len(summary["loss"]) == 3
+
+
+@pytest.mark.parametrize("kind", ["torchscript", "export", "onnx"])
+def test_cnn_comes_back_in_its_format(capsys, tmp_path, kind):
+    model = cnn()
+    example = torch.zeros(2, 2, 6, 6)
+    path = {"torchscript": tmp_path / "cnn.pt", "export": tmp_path / "cnn.pt2",
+            "onnx": tmp_path / "cnn.onnx"}[kind]
+    with warnings.catch_warnings():     # the exporters' own warnings are theirs
+        warnings.simplefilter("ignore")
+        if kind == "torchscript":
+            torch.jit.save(torch.jit.script(model), path)
+        elif kind == "export":
+            torch.export.save(torch.export.export(model, (example,)), path)
+        else:
+            torch.onnx.export(model, (example,), path, dynamo=True, verbose=False)
+    rng = np.random.default_rng(2)
+    x, y = rng.uniform(-1, 1, (2, 2, 6, 6)), np.array([3, 1])
+    code, out, _ = train(capsys, tmp_path, path, x, y, "--loss", "cross-entropy",
+                         "--lr", "0.2")
+    assert code == 0, out
+    written = tmp_path / "run" / f"model{path.suffix}"
+    before, after = load_network(path), load_network(written)
+    assert after.format == before.format == {"torchscript": "torchscript",
+                                             "export": "export", "onnx": "onnx"}[kind]
+    reference = sgd_reference(model, x, y, "cross-entropy", 0.2, rnn=False)
+    trained = after.parameters()
+    assert set(trained) == set(before.parameters())
+    # The exporters rename the tensors; the four of this CNN have distinct shapes.
+    by_shape = {tuple(v.shape): v.detach().numpy() for v in reference.state_dict().values()}
+    assert len(by_shape) == len(trained) == 4
+    for name, value in trained.items():
+        assert np.allclose(value, by_shape[value.shape], atol=1e-5), name
+        assert not np.array_equal(value, before.parameters()[name]), name
+
+
+def test_lstm_with_projection_mse(capsys, tmp_path):
+    torch.manual_seed(4)
+    lstm = torch.nn.LSTM(3, 6, proj_size=2)
+    torch.save(lstm.state_dict(), tmp_path / "proj.pt")
+    rng = np.random.default_rng(4)
+    x, y = rng.uniform(-1, 1, (7, 3)), rng.uniform(-0.5, 0.5, (7, 2))
+    code, out, _ = train(capsys, tmp_path, tmp_path / "proj.pt", x, y, "--lr", "0.3")
+    assert code == 0, out
+    reference = sgd_reference(lstm, x[:, None, :], y[:, None, :], "mse", 0.3)
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    for name, value in reference.state_dict().items():
+        assert torch.allclose(trained[name].double(), value, atol=1e-5), name
+    log = json.loads((tmp_path / "run" / "train.json").read_text())
+    step = log["steps"][0]
+    assert step["update_max_abs_diff"] <= step["update_bound"] == pytest.approx(0.3 * 1e-4)
+    assert step["loss"] == pytest.approx(step["reference_loss"], rel=1e-5)
+
+
+class Sloppy(HostTrainer):
+    """Gradients off by more than the bound: the result is wrong, exit 1."""
+
+    def backward(self, grad_outputs):
+        return {key: grad + 1e-2 for key, grad in super().backward(grad_outputs).items()}
+
+
+def test_update_outside_its_bound_exits_1(capsys, tmp_path):
+    registry.unregister("host")
+    registry.register(dataclasses.replace(HOST, train=lambda request, network: Sloppy()))
+    torch.save(torch.nn.LSTM(2, 2).state_dict(), tmp_path / "m.pt")
+    code, out, _ = train(capsys, tmp_path, tmp_path / "m.pt", np.ones((3, 2)),
+                         np.zeros((3, 2)))
+    assert code == 1 and json.loads(out)["within_bound"] is False
+    assert (tmp_path / "run" / "train.json").exists()
+
+
+@pytest.mark.parametrize("case, message", [
+    ("inputs-shape", r"--inputs must be seq_len x 3 or batch x seq_len x 3 for .*m\.pt, not "
+                     r"\(5, 4\)"),
+    ("targets-shape", r"--targets must have the outputs' shape \(5, 2\) for mse, not "
+                      r"\(5, 3\)"),
+    ("classes", r"--targets must be class indices \(integers from 0 to 1\) of shape \(\) "
+                r"for cross-entropy, not shape \(5, 2\), values from 0 to 0"),
+    ("class-range", r"--targets must be class indices \(integers from 0 to 1\) of shape "
+                    r"\(3,\) for cross-entropy, not \[0\.0, 2\.0, 1\.0\] \(shape \(3,\)\)"),
+    ("text-npy", r".*x\.npy.*"),
+    ("lr", r"--lr must be a positive number, not -1\.0"),
+])
+def test_bad_input_exits_2_and_writes_nothing(capsys, tmp_path, case, message):
+    torch.save(torch.nn.LSTM(3, 2).state_dict(), tmp_path / "m.pt")
+    x, y, extra = np.zeros((5, 3)), np.zeros((5, 2)), []
+    if case == "inputs-shape":
+        x = np.zeros((5, 4))
+    elif case == "targets-shape":
+        y = np.zeros((5, 3))
+    elif case == "classes":
+        extra = ["--loss", "cross-entropy"]
+    elif case == "class-range":
+        x, y, extra = np.zeros((3, 5, 3)), np.array([0, 2, 1]), ["--loss", "cross-entropy"]
+    elif case == "lr":
+        extra = ["--lr", "-1"]
+    np.save(tmp_path / "y.npy", y)
+    if case == "text-npy":
+        (tmp_path / "x.npy").write_text("1 2 3\n4 5 6\n")
+        code = main(["train", "host", "--board", "vu9p", "--model", str(tmp_path / "m.pt"),
+                     "--inputs", str(tmp_path / "x.npy"), "--targets",
+                     str(tmp_path / "y.npy"), "-o", str(tmp_path / "run")])
+        out, err = capsys.readouterr()
+    else:
+        code, out, err = train(capsys, tmp_path, tmp_path / "m.pt", x, y, *extra)
+    assert code == 2 and out == ""
+    assert re.fullmatch(rf"nnrtl: error: {message}\n", err), err
+    assert not (tmp_path / "run").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run")]
