@@ -33,6 +33,14 @@ def load_array(path, *, what, ndim=None, last=None):
     if not os.path.exists(path):
         raise UsageError(f"{path}: no such file ({what})")
     try:
+        with open(path, "rb") as file:
+            magic = file.read(6)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot read the {what} ({error.strerror})") from None
+    if magic != b"\x93NUMPY":
+        raise UsageError(f"{path}: the {what} are not a .npy file (it does not begin with "
+                         f"numpy's magic string; a text file? write arrays with numpy.save)")
+    try:
         array = np.load(path, allow_pickle=False)
     except ValueError as error:
         raise UsageError(f"{path}: the {what} are not a plain .npy array ({error})") from None

