@@ -36,7 +36,28 @@ from amaranth.back import verilog
 __all__ = ["SimulationError", "Build", "cache_dir", "to_verilog", "build", "simulate"]
 
 #: Bump when the way builds are made changes, so old cache entries are not reused.
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
+
+#: Verilator warnings are errors, except these, which Amaranth's Verilog (through Yosys'
+#: ``write_verilog``) triggers by construction. Found by building the demo engine, the
+#: SBE test configurations, the arithmetic and bus test tops (``tests/sim``). A warning not
+#: listed here fails the build, with the warning as the first line of the error.
+WAIVERS = {
+    # Yosys writes operands at their own width and lets Verilog's context rules extend
+    # them (``a + 17'h08000`` into a 35-bit sum, ``x == 1'h1`` against a 2-bit x); the
+    # widths are what Amaranth's semantics define, the extension is intended.
+    "WIDTHEXPAND": "operands narrower than the expression, extended by Verilog's rules",
+    # Amaranth's truncating assignments and Yosys' ``!`` on a multi-bit value (Amaranth's
+    # ``~v.any()``) produce expressions wider than their 1-bit or narrower destination.
+    "WIDTHTRUNC": "wider expressions truncated into their destination, as Amaranth defines",
+    # A ``with m.Switch`` without a default case (or an enum switch whose values do not
+    # fill the bit width) becomes a ``casez`` that does not cover every pattern; the
+    # uncovered patterns keep the signals' default (comb) or hold value (sync).
+    "CASEINCOMPLETE": "Switch without a default: uncovered patterns keep the defaults",
+    # A zero-width Amaranth signal (e.g. an index into a 1-entry array, ``range(1)``)
+    # is declared by Yosys as ``wire [-1:0] x``.
+    "ASCRANGE": "zero-width signals are declared [-1:0]",
+}
 
 
 class SimulationError(RuntimeError):
@@ -146,6 +167,7 @@ def _cache_key(verilog_text, top, build_args, waves):
     versions = {pkg: metadata.version(pkg) for pkg in ("verilator", "cocotb")}
     blob = json.dumps({
         "format": _CACHE_FORMAT,
+        "waivers": sorted(WAIVERS),
         "top": top,
         "build_args": list(build_args),
         "waves": waves,
@@ -203,7 +225,7 @@ def build(verilog_text, top, *, build_args=(), waves=False, log=None):
         source.write_text(verilog_text)
         if log is not None:
             log(f"building {top} with Verilator in {directory} ...")
-        args = list(build_args) + ["-Wno-fatal"]
+        args = list(build_args) + [f"-Wno-{warning}" for warning in WAIVERS]
         if waves == "fst":
             fst_dir = Path(__file__).parent / "fst"
             args += ["--trace-fst", "-CFLAGS", f"-I{fst_dir}",
@@ -215,9 +237,13 @@ def build(verilog_text, top, *, build_args=(), waves=False, log=None):
                 runner.build(sources=[source], hdl_toplevel=top, build_dir=directory,
                              build_args=args, waves=bool(waves), log_file=log_file)
             except (SystemExit, Exception) as error:
-                tail = log_file.read_text()[-4000:] if log_file.exists() else ""
-                raise SimulationError(f"Verilator build of {top} failed ({error!r}); "
-                                      f"log {log_file}:\n{tail}") from None
+                text = log_file.read_text() if log_file.exists() else ""
+                first = next((line for line in text.splitlines()
+                              if line.startswith(("%Error", "%Warning"))), None)
+                headline = f"{first}\n" if first else ""
+                raise SimulationError(f"{headline}Verilator build of {top} failed "
+                                      f"({error!r}); log {log_file}:\n{text[-4000:]}") \
+                    from None
         done.write_text(json.dumps({"seconds": time.monotonic() - start}))
     return Build(directory, top, False, time.monotonic() - start)
 
@@ -256,19 +282,27 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     dict
         What the testbench passed to :func:`nnrtl.sim.tb.common.report`, plus
         ``"build_seconds"``, ``"build_cached"``, ``"run_seconds"`` and, with
-        ``waves``, ``"waves"`` (path of the FST file).
+        ``waves``, ``"waves"`` (path of the FST file). An engine bench
+        (:mod:`nnrtl.sim.tb.engine_bench`) reports wrong output values here, as
+        ``"bit_exact": False`` with ``"first_mismatch"`` and ``"mismatches"``, not as a
+        failure.
 
     Raises
     ------
     SimulationError
-        If the build fails or any cocotb test fails.
+        If the build fails or any cocotb test fails (a protocol failure of an engine
+        bench: budget overrun, undrained source, wrong word count, extra output). The
+        first line of the message is the bench's own (its ``failure`` result) when it
+        gave one.
+    ValueError
+        If ``design`` is Verilog text and ``name`` is not given.
     """
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
     if isinstance(design, str):
         if name is None:
-            raise TypeError("name is required when design is Verilog text")
+            raise ValueError("name is required when design is Verilog text")
         verilog_text = design
     else:
         name = name or type(design).__name__.lower()
@@ -313,10 +347,12 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     finally:
         if saved_pytest is not None:
             os.environ["PYTEST_CURRENT_TEST"] = saved_pytest
+    result = json.loads(result_file.read_text()) if result_file.exists() else {}
     if failed:
         tail = log_file.read_text()[-6000:] if log_file.exists() else ""
-        raise SimulationError(f"{test_module} on {name}: {failed}; log {log_file}:\n{tail}")
-    result = json.loads(result_file.read_text()) if result_file.exists() else {}
+        headline = f"{result['failure']}\n" if result.get("failure") else ""
+        raise SimulationError(f"{headline}{test_module} on {name}: {failed}; log "
+                              f"{log_file}:\n{tail}")
     result.update(build_seconds=round(built.seconds, 3), build_cached=built.cached,
                   run_seconds=round(time.monotonic() - start, 3))
     if waves:

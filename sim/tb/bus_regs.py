@@ -9,7 +9,7 @@ The design is :class:`nnrtl.sim.tb.bus_tops.RegisterTestTop`. Parameters (``tb_p
 ``batches``, ``batch_size``
     Amount of random traffic per backpressure pattern.
 ``pauses``
-    Backpressure patterns, names for ``common.pause_pattern`` (``none``, ``cycle``,
+    Backpressure patterns, names for ``nnrtl.sim.patterns.pause_pattern`` (``none``, ``cycle``,
     ``random``), applied to all five channels of the master.
 
 Reported: ``regs_writes``, ``regs_reads``, ``regs_errors``, ``regs_wide_reads``.
@@ -22,7 +22,8 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from nnrtl.hw.bus import Access, RegisterMap
-from nnrtl.sim.tb.common import pause_pattern, report, start_clock_and_reset, tb_params
+from nnrtl.sim.patterns import pause_pattern
+from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 
 PARAMS = tb_params()
