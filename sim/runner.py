@@ -43,19 +43,20 @@ _CACHE_FORMAT = 2
 #: SBE test configurations, the arithmetic and bus test tops (``tests/sim``). A warning not
 #: listed here fails the build, with the warning as the first line of the error.
 WAIVERS = {
-    # Yosys writes operands at their own width and lets Verilog's context rules extend
-    # them (``a + 17'h08000`` into a 35-bit sum, ``x == 1'h1`` against a 2-bit x); the
-    # widths are what Amaranth's semantics define, the extension is intended.
-    "WIDTHEXPAND": "operands narrower than the expression, extended by Verilog's rules",
-    # Amaranth's truncating assignments and Yosys' ``!`` on a multi-bit value (Amaranth's
-    # ``~v.any()``) produce expressions wider than their 1-bit or narrower destination.
-    "WIDTHTRUNC": "wider expressions truncated into their destination, as Amaranth defines",
-    # A ``with m.Switch`` without a default case (or an enum switch whose values do not
-    # fill the bit width) becomes a ``casez`` that does not cover every pattern; the
-    # uncovered patterns keep the signals' default (comb) or hold value (sync).
-    "CASEINCOMPLETE": "Switch without a default: uncovered patterns keep the defaults",
-    # A zero-width Amaranth signal (e.g. an index into a 1-entry array, ``range(1)``)
-    # is declared by Yosys as ``wire [-1:0] x``.
+    # Yosys writes each operand at its own width and lets Verilog's context rules extend
+    # it (``$signed(product) + $signed(17'h08000)`` into a 35-bit sum, ``x == 1'h1``
+    # against a 2-bit x, a 3-bit increment added to a 64-bit counter); the widths are
+    # the ones Amaranth's arithmetic defines, the extension is intended.
+    "WIDTHEXPAND": "operands narrower than their expression, extended by Verilog's rules",
+    # Yosys writes ``$logic_not`` of a multi-bit value (Amaranth's ``x == 0``,
+    # ``~x.any()``) as ``! x``, which Verilator reports as truncating x to one bit.
+    "WIDTHTRUNC": "Yosys writes a test for zero of a multi-bit value as ``! x``",
+    # An ``m.If`` without ``Else`` or an ``m.Switch`` without a default becomes a
+    # ``casez`` that does not cover every pattern; the uncovered patterns keep the value
+    # assigned before the case (the reset/default value), as Amaranth defines.
+    "CASEINCOMPLETE": "If without Else / Switch without default: a casez with gaps",
+    # A zero-width Amaranth signal (e.g. a counter over ``range(1)``) is declared by
+    # Yosys as ``wire [-1:0] x``.
     "ASCRANGE": "zero-width signals are declared [-1:0]",
 }
 

@@ -49,9 +49,9 @@ async def frames_match_golden_model(dut):
     rng = random.Random(PARAMS["seed"])
     async with EngineBench(dut, CONFIG.registers, sources=["s_axis"], sinks=["m_axis"],
                            params=PARAMS) as bench:
-        await bench.expect_registers({name: getattr(CONFIG, name)
+        await bench.regs.expect({name: getattr(CONFIG, name)
                                       for name in ("lanes", "operand_width", "acc_width")})
-        await bench.write_fields("control", clear=1)
+        await bench.regs.write_fields("control", clear=1)
 
         frames = random_frames(rng)
         lengths = [len(a) for a, _ in frames]
@@ -69,7 +69,7 @@ async def frames_match_golden_model(dut):
         await bench.wait_field("status", "busy", 0, "the last result sent")
         await bench.finish()
 
-        counters = await bench.read_many(COUNTERS)
+        counters = await bench.regs.read_many(COUNTERS)
         bench.expect_count("the frames counter", counters["frames"], len(frames),
                            source="frames sent")
         bench.expect_count("the useful_macs counter", counters["useful_macs"],

@@ -1,11 +1,13 @@
-"""The generic cocotb bench of an engine: clock and reset, registers by name, streams by
-port prefix, budgeted waits, an in-order checker and the end-of-run checks.
+"""The generic cocotb bench of an engine: clock and reset, registers by name
+(:class:`~nnrtl.sim.tb.registers.RegisterBus`, as ``bench.regs``), streams by port prefix,
+budgeted waits, an in-order checker and the end-of-run checks.
 
 An engine bench (:mod:`nnrtl.sim.tb.demo`, :mod:`nnrtl.sim.tb.sbe`) opens one
 :class:`EngineBench` and drives the engine through it::
 
     async with EngineBench(dut, CONFIG.registers, sources=["s_axis"], sinks=["m_axis"],
                            params=PARAMS) as bench:
+        await bench.regs.write_fields("control", clear=1)
         bench.begin("all frames", model_cycles, output_beats=frames)
         await bench.source("s_axis").send(...)
         frame = await bench.recv("m_axis", "frame 0")
@@ -20,12 +22,12 @@ records the first mismatch (stream, word index, expected, got) and the number of
 mismatching words, and :meth:`EngineBench.result` reports ``bit_exact: false`` with
 them, so ``nnrtl sim`` prints its JSON line and exits 1.
 
-*A broken protocol* raises :class:`BenchFailure`, which fails the cocotb test: a wait
-past its cycle budget (:func:`nnrtl.sim.patterns.cycle_budget`; the message names what
-was awaited, the cycle, the budget and a snapshot of every read-only register read over
-AXI4-Lite), a source that did not drain, a word count that differs from the model's, an
-output the model does not have, a register answering SLVERR or reading a wrong
-configuration. The message is written to the result file as ``failure`` before the
+*A broken protocol* raises :class:`~nnrtl.sim.tb.registers.BenchFailure`, which fails
+the cocotb test: a wait past its cycle budget (:func:`nnrtl.sim.patterns.cycle_budget`;
+the message names what was awaited, the cycle, the budget and a snapshot of every
+read-only register read over AXI4-Lite), a source that did not drain, a word count that
+differs from the model's, an output the model does not have, a register answering
+SLVERR, or reading a wrong configuration, or not answering within its own budget. The message is written to the result file as ``failure`` before the
 test fails, and :func:`nnrtl.sim.runner.simulate` raises
 :class:`~nnrtl.sim.runner.SimulationError` with it as its first line.
 
@@ -50,30 +52,23 @@ import random
 
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
-from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiResp, AxiStreamBus, AxiStreamSink,
+from cocotbext.axi import (AxiLiteBus, AxiLiteMaster, AxiStreamBus, AxiStreamSink,
                            AxiStreamSource)
 
-from nnrtl.hw.bus import Access
 from nnrtl.sim.patterns import pause_pattern, cycle_budget
 from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset
+from nnrtl.sim.tb.registers import BenchFailure, RegisterBus
 
-__all__ = ["EngineBench", "BenchFailure", "FAULT_ENV", "FAULTS", "REGISTER_BUDGET"]
+__all__ = ["EngineBench", "FAULT_ENV", "FAULTS"]
 
 #: Environment variable selecting a fault to inject (a test hook, see the module docs).
 FAULT_ENV = "NNRTL_TB_FAULT"
 #: The faults it may name.
 FAULTS = ("corrupt-golden", "stall-sink")
-#: Cycles one AXI4-Lite register access may take (the master is never paused; the
-#: register file answers in two cycles).
-REGISTER_BUDGET = 200
 #: Cycles between two reads of a status register while waiting for a field.
 POLL_CYCLES = 8
 #: Cycles the end-of-bench check waits for stray output.
 SETTLE_CYCLES = 32
-
-
-class BenchFailure(AssertionError):
-    """A protocol failure of the engine under test (the message says which)."""
 
 
 def _fault():
@@ -90,7 +85,8 @@ class EngineBench:
     ----------
     dut : cocotb handle
         The top level: clock ``clk``, reset ``rst`` (active high), the register file's
-        AXI4-Lite slave with prefix ``s_axil_``, the streams named below.
+        AXI4-Lite slave with prefix ``s_axil_`` (reached through :attr:`regs`), the
+        streams named below.
     registers : nnrtl.hw.bus.RegisterMap
         The engine's register map; every offset, width and field comes from it.
     sources, sinks : sequence of str
@@ -118,14 +114,15 @@ class EngineBench:
         self._work = None
         self._deadline = None
         self.budget_use = 0.0
-        self.master = None
+        self.regs = None
 
     # -- set-up ----------------------------------------------------------------------
 
     async def __aenter__(self):
         await start_clock_and_reset(self.dut)
         dut = self.dut
-        self.master = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk, dut.rst)
+        self.regs = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"),
+                                              dut.clk, dut.rst), self.registers)
         for name in self.source_names:
             source = AxiStreamSource(AxiStreamBus.from_prefix(dut, f"{name}_"), dut.clk,
                                      dut.rst)
@@ -202,7 +199,7 @@ class EngineBench:
                 f"{self.cycle - start} cycles into {work} (budget {budget} cycles: "
                 f"{model} model cycles, {beats} output beats, patterns "
                 f"{self.source_pauses}/{self.sink_pauses}); "
-                f"registers: {await self.snapshot()}") from None
+                f"registers: {await self.regs.snapshot()}") from None
 
     async def recv(self, sink, what):
         """The next frame of ``sink`` (a :class:`cocotbext.axi.AxiStreamFrame`);
@@ -212,7 +209,7 @@ class EngineBench:
     async def wait_field(self, register, field, value, what):
         """Poll ``register.field`` until it reads ``value``, within the budget."""
         async def poll():
-            while await self.read_field(register, field) != value:
+            while await self.regs.read_field(register, field) != value:
                 await ClockCycles(self.dut.clk, POLL_CYCLES)
         await self._within_budget(poll(), f"{register}.{field} == {value} ({what})")
 
@@ -227,88 +224,6 @@ class EngineBench:
             raise BenchFailure(f"source {source} did not drain ({sender.count()} frames "
                                f"queued, frame in flight: {sender.active}); {failure}") \
                 from None
-
-    # -- registers -------------------------------------------------------------------
-
-    def _bytes(self, name):
-        return self.registers.words_of(name) * self.registers.data_width // 8
-
-    async def _register_access(self, awaitable, what):
-        try:
-            result = await with_timeout(awaitable, REGISTER_BUDGET * CLOCK_PERIOD_NS, "ns")
-        except SimTimeoutError:
-            raise BenchFailure(f"budget overrun: AXI4-Lite {what} got no response within "
-                               f"{REGISTER_BUDGET} cycles (cycle {self.cycle})") from None
-        if result.resp != AxiResp.OKAY:
-            raise BenchFailure(f"AXI4-Lite {what} answered {result.resp.name} at cycle "
-                               f"{self.cycle}")
-        return result
-
-    async def read(self, name):
-        """Register ``name`` (all of its words, low first)."""
-        result = await self._register_access(
-            self.master.read(self.registers.offset_of(name), self._bytes(name)),
-            f"read of {name}")
-        return int.from_bytes(result.data, "little")
-
-    async def read_many(self, names):
-        """``{name: value}`` of the registers ``names``."""
-        return {name: await self.read(name) for name in names}
-
-    async def read_field(self, register, field):
-        """Field ``field`` of register ``register``."""
-        field = self.registers[register].field(field)
-        return (await self.read(register) & field.mask) >> field.offset
-
-    async def write(self, name, value):
-        """Write ``value`` to register ``name`` (all of its words)."""
-        width = self.registers[name].width
-        if not 0 <= value < 1 << width:
-            raise ValueError(f"value {value} does not fit register {name!r} ({width} bits)")
-        await self._register_access(
-            self.master.write(self.registers.offset_of(name),
-                              int(value).to_bytes(self._bytes(name), "little")),
-            f"write of {name}")
-
-    async def write_fields(self, name, **fields):
-        """Write register ``name`` with the named fields set (the others 0), e.g.
-        ``write_fields("control", start=1)``."""
-        register = self.registers[name]
-        value = 0
-        for field_name, field_value in fields.items():
-            field = register.field(field_name)
-            field_value = int(field_value)
-            if not 0 <= field_value < 1 << field.width:
-                raise ValueError(f"value {field_value} does not fit field {name}.{field_name} "
-                                 f"({field.width} bits)")
-            value |= field_value << field.offset
-        await self.write(name, value)
-
-    async def expect_registers(self, values):
-        """Check that each register of ``{name: value}`` reads ``value`` (configuration
-        registers); :class:`BenchFailure` naming the first that does not."""
-        for name, value in values.items():
-            got = await self.read(name)
-            if got != value:
-                raise BenchFailure(f"register {name} reads {got}, the configuration says "
-                                   f"{value}")
-
-    async def snapshot(self):
-        """Every read-only register as ``name=value`` text (for failure messages)."""
-        values = []
-        for register in self.registers:
-            if register.access is not Access.RO:
-                continue
-            try:
-                result = await with_timeout(
-                    self.master.read(self.registers.offset_of(register.name),
-                                     self._bytes(register.name)),
-                    REGISTER_BUDGET * CLOCK_PERIOD_NS, "ns")
-            except SimTimeoutError:
-                values.append(f"{register.name}=<no response>")
-                break
-            values.append(f"{register.name}={int.from_bytes(result.data, 'little')}")
-        return " ".join(values)
 
     # -- checks ----------------------------------------------------------------------
 

@@ -41,7 +41,8 @@ from nnrtl.hw.sbe import SBEConfig
 from nnrtl.hw.sbe.engine import bus_bits
 from nnrtl.sim.golden import sbe as golden
 from nnrtl.sim.tb.common import report, tb_params
-from nnrtl.sim.tb.engine_bench import BenchFailure, EngineBench
+from nnrtl.sim.tb.engine_bench import EngineBench
+from nnrtl.sim.tb.registers import BenchFailure
 
 PARAMS = tb_params()
 CONFIG = SBEConfig(**PARAMS["config"])
@@ -84,9 +85,9 @@ async def run(bench, layer, params, xs, first, last, *, keep_state, batch_norm, 
     count = last - first
     ow = CONFIG.operand_width
     counts = golden.beat_counts(CONFIG, layer, count)
-    await bench.write("steps", count)
-    await bench.write("layer", layer)
-    await bench.write_fields("flags", keep_state=keep_state, batch_norm=batch_norm)
+    await bench.regs.write("steps", count)
+    await bench.regs.write("layer", layer)
+    await bench.regs.write_fields("flags", keep_state=keep_state, batch_norm=batch_norm)
     await bench.source("s_weights").send(AxiStreamFrame(beats_to_bytes(
         golden.weight_beats(CONFIG, layer, params, count), ow,
         bus_bits(CONFIG.bus_weights, ow))))
@@ -97,7 +98,7 @@ async def run(bench, layer, params, xs, first, last, *, keep_state, batch_norm, 
     model = run_cycles(CONFIG, layer, count)
     bench.begin(f"the run of layer {layer}, steps {first}-{last - 1}", model,
                 output_beats=counts["outputs"])
-    await bench.write_fields("control", start=1)
+    await bench.regs.write_fields("control", start=1)
 
     o_bits = bus_bits(CONFIG.post_units, ow)
     beats_per_step = CONFIG.hidden_size // CONFIG.post_units
@@ -114,12 +115,12 @@ async def run(bench, layer, params, xs, first, last, *, keep_state, batch_norm, 
         hs.append(row)
     await bench.wait_field("status", "busy", 0, f"the end of layer {layer} steps {first}-"
                                                 f"{last - 1}")
-    if await bench.read_field("status", "done") != 1:
+    if await bench.regs.read_field("status", "done") != 1:
         raise BenchFailure(f"status.done is 0 after the run of layer {layer} steps {first}-"
                            f"{last - 1} (cycle {bench.cycle})")
     for name in ("s_weights", "s_inputs"):
         await bench.drain(name)
-    counters = await bench.read_many(COUNTERS)
+    counters = await bench.regs.read_many(COUNTERS)
     bench.expect_count(f"the weight_words counter of layer {layer} steps {first}-{last - 1}",
                        counters["weight_words"], counts["weights"] * CONFIG.bus_weights,
                        source="golden.beat_counts weights x bus_weights")
@@ -132,7 +133,7 @@ async def runs_match_golden_model(dut):
     rng = random.Random(PARAMS["seed"])
     async with EngineBench(dut, CONFIG.registers, sources=["s_weights", "s_inputs"],
                            sinks=["m_axis"], params=PARAMS) as bench:
-        await bench.expect_registers(CONFIG.register_constants)
+        await bench.regs.expect(CONFIG.register_constants)
         steps, split = PARAMS["steps"], PARAMS.get("split", 0)
         batch_norm = PARAMS.get("batch_norm", CONFIG.batch_norm)
         layers, xs = layer_inputs(rng)
