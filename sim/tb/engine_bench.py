@@ -103,7 +103,8 @@ class EngineBench:
         self.sink_names = tuple(sinks)
         self.source_pauses = params.get("source_pauses", "none")
         self.sink_pauses = params.get("sink_pauses", "none")
-        self.rng = random.Random(params["seed"])
+        # the pause patterns' own stream, apart from the bench's data drawn from the seed
+        self.rng = random.Random(f"nnrtl-pauses-{params['seed']}")
         self.fault = _fault()
         self._corrupted = False
         self._sources, self._sinks = {}, {}
