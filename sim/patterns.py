@@ -34,8 +34,9 @@ set when the work began (a run of the engine, or the whole traffic of a bench)::
 pauses. ``p`` is the slower of the source and sink patterns (the one with the larger
 ``SLACK``). ``SLACK[p]`` bounds the slow-down of a stream that is ready a fraction of
 the time (4/3 for ``cycle``, 2 on average for ``random``, about 4.6 for ``bursty``)
-with a margin of about 2.5x for the randomness of the runs and for streams that
-compound (the sink's stalls hold up the compute that the sources feed).
+with a margin of 2.25x to 3x for the randomness of the runs and for streams that
+compound (the sink's stalls hold up the compute that the sources feed); ``none`` gets
+2, a margin over a model that should be exact.
 ``STALL[p]`` allows, per output beat, one pause run of the sink (an engine that keeps
 one result in flight, such as the demo, waits out a whole stall per result): the
 longest run of ``bursty``, and a run of ``random`` no longer than 16 cycles (one in

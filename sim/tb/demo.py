@@ -50,7 +50,7 @@ async def frames_match_golden_model(dut):
     async with EngineBench(dut, CONFIG.registers, sources=["s_axis"], sinks=["m_axis"],
                            params=PARAMS) as bench:
         await bench.regs.expect({name: getattr(CONFIG, name)
-                                      for name in ("lanes", "operand_width", "acc_width")})
+                                 for name in ("lanes", "operand_width", "acc_width")})
         await bench.regs.write_fields("control", clear=1)
 
         frames = random_frames(rng)
@@ -64,6 +64,9 @@ async def frames_match_golden_model(dut):
                 for ra, rb in zip(a, b))))
         for index, (a, b) in enumerate(frames):
             frame = await bench.recv("m_axis", f"frame {index}")
+            bench.expect_count(f"the beats of m_axis frame {index}",
+                               len(frame.tdata) * 8 // CONFIG.out_width, 1,
+                               source="one result beat per frame")
             got = unpack_sums(int.from_bytes(bytes(frame.tdata), "little"), CONFIG)
             bench.check("m_axis", dot_products(a, b, CONFIG), got, frame=index)
         await bench.wait_field("status", "busy", 0, "the last result sent")
