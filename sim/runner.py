@@ -36,7 +36,29 @@ from amaranth.back import verilog
 __all__ = ["SimulationError", "Build", "cache_dir", "to_verilog", "build", "simulate"]
 
 #: Bump when the way builds are made changes, so old cache entries are not reused.
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
+
+#: Verilator warnings are errors, except these, which Amaranth's Verilog (through Yosys'
+#: ``write_verilog``) triggers by construction. Found by building the demo engine, the
+#: SBE test configurations, the arithmetic and bus test tops (``tests/sim``). A warning not
+#: listed here fails the build, with the warning as the first line of the error.
+WAIVERS = {
+    # Yosys writes each operand at its own width and lets Verilog's context rules extend
+    # it (``$signed(product) + $signed(17'h08000)`` into a 35-bit sum, ``x == 1'h1``
+    # against a 2-bit x, a 3-bit increment added to a 64-bit counter); the widths are
+    # the ones Amaranth's arithmetic defines, the extension is intended.
+    "WIDTHEXPAND": "operands narrower than their expression, extended by Verilog's rules",
+    # Yosys writes ``$logic_not`` of a multi-bit value (Amaranth's ``x == 0``,
+    # ``~x.any()``) as ``! x``, which Verilator reports as truncating x to one bit.
+    "WIDTHTRUNC": "Yosys writes a test for zero of a multi-bit value as ``! x``",
+    # An ``m.If`` without ``Else`` or an ``m.Switch`` without a default becomes a
+    # ``casez`` that does not cover every pattern; the uncovered patterns keep the value
+    # assigned before the case (the reset/default value), as Amaranth defines.
+    "CASEINCOMPLETE": "If without Else / Switch without default: a casez with gaps",
+    # A zero-width Amaranth signal (e.g. a counter over ``range(1)``) is declared by
+    # Yosys as ``wire [-1:0] x``.
+    "ASCRANGE": "zero-width signals are declared [-1:0]",
+}
 
 
 class SimulationError(RuntimeError):
@@ -146,6 +168,7 @@ def _cache_key(verilog_text, top, build_args, waves):
     versions = {pkg: metadata.version(pkg) for pkg in ("verilator", "cocotb")}
     blob = json.dumps({
         "format": _CACHE_FORMAT,
+        "waivers": sorted(WAIVERS),
         "top": top,
         "build_args": list(build_args),
         "waves": waves,
@@ -203,7 +226,7 @@ def build(verilog_text, top, *, build_args=(), waves=False, log=None):
         source.write_text(verilog_text)
         if log is not None:
             log(f"building {top} with Verilator in {directory} ...")
-        args = list(build_args) + ["-Wno-fatal"]
+        args = list(build_args) + [f"-Wno-{warning}" for warning in WAIVERS]
         if waves == "fst":
             fst_dir = Path(__file__).parent / "fst"
             args += ["--trace-fst", "-CFLAGS", f"-I{fst_dir}",
@@ -215,9 +238,13 @@ def build(verilog_text, top, *, build_args=(), waves=False, log=None):
                 runner.build(sources=[source], hdl_toplevel=top, build_dir=directory,
                              build_args=args, waves=bool(waves), log_file=log_file)
             except (SystemExit, Exception) as error:
-                tail = log_file.read_text()[-4000:] if log_file.exists() else ""
-                raise SimulationError(f"Verilator build of {top} failed ({error!r}); "
-                                      f"log {log_file}:\n{tail}") from None
+                text = log_file.read_text() if log_file.exists() else ""
+                first = next((line for line in text.splitlines()
+                              if line.startswith(("%Error", "%Warning"))), None)
+                headline = f"{first}\n" if first else ""
+                raise SimulationError(f"{headline}Verilator build of {top} failed "
+                                      f"({error!r}); log {log_file}:\n{text[-4000:]}") \
+                    from None
         done.write_text(json.dumps({"seconds": time.monotonic() - start}))
     return Build(directory, top, False, time.monotonic() - start)
 
@@ -256,19 +283,27 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     dict
         What the testbench passed to :func:`nnrtl.sim.tb.common.report`, plus
         ``"build_seconds"``, ``"build_cached"``, ``"run_seconds"`` and, with
-        ``waves``, ``"waves"`` (path of the FST file).
+        ``waves``, ``"waves"`` (path of the FST file). An engine bench
+        (:mod:`nnrtl.sim.tb.engine_bench`) reports wrong output values here, as
+        ``"bit_exact": False`` with ``"first_mismatch"`` and ``"mismatches"``, not as a
+        failure.
 
     Raises
     ------
     SimulationError
-        If the build fails or any cocotb test fails.
+        If the build fails or any cocotb test fails (a protocol failure of an engine
+        bench: budget overrun, undrained source, wrong word count, extra output). The
+        first line of the message is the bench's own (its ``failure`` result) when it
+        gave one.
+    ValueError
+        If ``design`` is Verilog text and ``name`` is not given.
     """
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import get_runner
 
     if isinstance(design, str):
         if name is None:
-            raise TypeError("name is required when design is Verilog text")
+            raise ValueError("name is required when design is Verilog text")
         verilog_text = design
     else:
         name = name or type(design).__name__.lower()
@@ -313,10 +348,12 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     finally:
         if saved_pytest is not None:
             os.environ["PYTEST_CURRENT_TEST"] = saved_pytest
+    result = json.loads(result_file.read_text()) if result_file.exists() else {}
     if failed:
         tail = log_file.read_text()[-6000:] if log_file.exists() else ""
-        raise SimulationError(f"{test_module} on {name}: {failed}; log {log_file}:\n{tail}")
-    result = json.loads(result_file.read_text()) if result_file.exists() else {}
+        headline = f"{result['failure']}\n" if result.get("failure") else ""
+        raise SimulationError(f"{headline}{test_module} on {name}: {failed}; log "
+                              f"{log_file}:\n{tail}")
     result.update(build_seconds=round(built.seconds, 3), build_cached=built.cached,
                   run_seconds=round(time.monotonic() - start, 3))
     if waves:

@@ -38,7 +38,7 @@ def predict(config, workload):
             "useful_macs": steps * config.macs_per_step}
 
 
-def _run(request, *, steps, split, model=None, outputs=None, build_args=()):
+def _run(request, *, steps, split, model=None, outputs=None):
     from ...sim.runner import simulate as run
 
     config = request.config
@@ -53,21 +53,24 @@ def _run(request, *, steps, split, model=None, outputs=None, build_args=()):
         "outputs": outputs and str(outputs),
     }
     result = run(SBEEngine(config), test_module="nnrtl.sim.tb.sbe", params=params,
-                 seed=request.seed, waves=request.waves, name="nnrtl_sbe", log=request.log,
-                 build_args=build_args)
+                 seed=request.seed, waves=request.waves, name="nnrtl_sbe", log=request.log)
     return add_throughput(result, request.board)
 
 
-def simulate(request, *, split=None, build_args=()):
-    """One SBE simulation (see the module). ``split``: the step at which layer 0's
-    sequence is cut into two runs (default a seeded random step; 0: one run)."""
+def simulate(request, *, split=None, codes=None, code_outputs=None):
+    """One SBE simulation (see the module).
+
+    ``split``: the step at which layer 0's sequence is cut into two runs (default a
+    seeded random step; 0: one run). ``codes``: an ``.npz`` of weight, bias and input codes
+    (:mod:`nnrtl.sim.tb.sbe`'s ``model``) instead of random ones; ``code_outputs``: where
+    the last layer's h codes go (``.npy``)."""
     config = request.config
     if request.model is not None:
         return _simulate_model(request)
     steps = config.seq_len if request.steps is None else request.steps
     if split is None:
         split = random.Random(request.seed).randint(1, steps - 1) if steps > 1 else 0
-    return _run(request, steps=steps, split=split, build_args=build_args)
+    return _run(request, steps=steps, split=split, model=codes, outputs=code_outputs)
 
 
 def _simulate_model(request):

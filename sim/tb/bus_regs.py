@@ -9,7 +9,7 @@ The design is :class:`nnrtl.sim.tb.bus_tops.RegisterTestTop`. Parameters (``tb_p
 ``batches``, ``batch_size``
     Amount of random traffic per backpressure pattern.
 ``pauses``
-    Backpressure patterns, names for ``common.pause_pattern`` (``none``, ``cycle``,
+    Backpressure patterns, names for ``nnrtl.sim.patterns.pause_pattern`` (``none``, ``cycle``,
     ``random``), applied to all five channels of the master.
 
 Reported: ``regs_writes``, ``regs_reads``, ``regs_errors``, ``regs_wide_reads``.
@@ -22,7 +22,9 @@ from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from nnrtl.hw.bus import Access, RegisterMap
-from nnrtl.sim.tb.common import pause_pattern, report, start_clock_and_reset, tb_params
+from nnrtl.sim.patterns import pause_pattern
+from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.registers import RegisterBus
 
 
 PARAMS = tb_params()
@@ -106,25 +108,20 @@ async def reset(dut, cycles=2):
     await RisingEdge(dut.clk)
 
 
-async def read_register(master, name):
-    result = await master.read(REGMAP.offset_of(name), REGMAP[name].width // 8)
-    assert result.resp == AxiResp.OKAY, (name, result.resp)
-    return int.from_bytes(result.data, "little")
-
-
 @cocotb.test()
 async def reset_values_and_error_responses(dut):
     """Every register reads its reset value; unmapped and read-only accesses get SLVERR."""
     await start_clock_and_reset(dut)
     master = make_master(dut)
+    regs = RegisterBus(master, REGMAP)
     model = Model()
     errors = 0
     for register in REGMAP:
         if register.name in ("cycles", "starts"):
             continue
-        assert await read_register(master, register.name) == model.expected(register.name), \
+        assert await regs.read(register.name) == model.expected(register.name), \
             register.name
-    assert await read_register(master, "starts") == 0
+    assert await regs.read("starts") == 0
     for address in UNMAPPED_WORDS:
         result = await master.read(address, WORD)
         assert result.resp == AxiResp.SLVERR and result.data == bytes(WORD), address
@@ -138,11 +135,11 @@ async def reset_values_and_error_responses(dut):
             assert result.resp == AxiResp.SLVERR, register.name
             errors += 1
             if before is not None:
-                assert await read_register(master, register.name) == before
+                assert await regs.read(register.name) == before
     # nothing changed by the refused writes
     for register in REGMAP:
         if register.access is Access.RW:
-            assert await read_register(master, register.name) == register.reset
+            assert await regs.read(register.name) == register.reset
     report({"regs_errors": errors})
 
 
@@ -156,6 +153,7 @@ async def random_traffic_with_backpressure(dut):
     checked = [register.name for register in REGMAP if register.name not in ("cycles", "starts")]
     await start_clock_and_reset(dut)
     master = make_master(dut)
+    regs = RegisterBus(master, REGMAP)
     for pauses in PARAMS["pauses"]:
         await reset(dut)
         set_pauses(master, pauses, seed=rng.random())
@@ -185,7 +183,7 @@ async def random_traffic_with_backpressure(dut):
                     assert result.resp == AxiResp.OKAY and result.data == bytes(WORD)
                 reads += 1
             for name in checked:
-                assert await read_register(master, name) == model.expected(name), \
+                assert await regs.read(name) == model.expected(name), \
                     (pauses, name)
                 reads += 1
         dut._log.info("pattern %s: %d writes, %d reads so far", pauses, writes, reads)
@@ -199,21 +197,22 @@ async def pulses_and_atomic_counter_reads(dut):
     rng = random.Random(PARAMS["seed"] + 1)
     await start_clock_and_reset(dut)
     master = make_master(dut, "random", seed=rng.random())
+    regs = RegisterBus(master, REGMAP)
     start_mask = REGMAP["control"].fields[0].mask
     clear_mask = REGMAP["control"].fields[1].mask
     count = rng.randint(3, 12)
     for _ in range(count):
         assert (await master.write(REGMAP.offset_of("control"),
                                    start_mask.to_bytes(WORD, "little"))).resp == AxiResp.OKAY
-    assert await read_register(master, "starts") == count
+    assert await regs.read("starts") == count
 
     init = PARAMS["cycles_init"]
-    previous = await read_register(master, "cycles")
+    previous = await regs.read("cycles")
     assert init <= previous < init + 10_000
     crossed_from = crossed_to = None
     wide_reads = 0
     while previous < (1 << 32) + 500:
-        value = await read_register(master, "cycles")
+        value = await regs.read("cycles")
         wide_reads += 1
         assert 0 < value - previous < 1000, (hex(previous), hex(value))
         if (previous >> 32) != (value >> 32):
@@ -224,6 +223,6 @@ async def pulses_and_atomic_counter_reads(dut):
 
     assert (await master.write(REGMAP.offset_of("control"),
                                clear_mask.to_bytes(WORD, "little"))).resp == AxiResp.OKAY
-    assert await read_register(master, "starts") == 0
-    assert init <= await read_register(master, "cycles") < init + 100
+    assert await regs.read("starts") == 0
+    assert init <= await regs.read("cycles") < init + 100
     report({"regs_wide_reads": wide_reads, "regs_starts": count})

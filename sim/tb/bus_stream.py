@@ -3,7 +3,7 @@
 The design is :class:`nnrtl.sim.tb.bus_tops.StreamLoopbackTop`. Parameters
 (``tb_params()``): ``data_width``, ``user_width``, ``frames`` (per pattern),
 ``max_beats`` (longest frame), ``patterns`` (list of ``[source_pauses, sink_pauses]``
-names for ``common.pause_pattern``).
+names for ``nnrtl.sim.patterns.pause_pattern``).
 
 Every frame is compared byte for byte, with its ``tuser`` per beat and its ``tlast``
 framing (one received frame per sent frame, of the same length); the top's beat and frame
@@ -16,7 +16,8 @@ import cocotb
 from cocotb.triggers import ClockCycles
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
-from nnrtl.sim.tb.common import pause_pattern, report, start_clock_and_reset, tb_params
+from nnrtl.sim.patterns import pause_pattern
+from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 
 PARAMS = tb_params()

@@ -8,13 +8,12 @@ JSON to the file named by ``NNRTL_TB_RESULT`` and returned by ``simulate``.
 
 import json
 import os
-import random
 
 import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, RisingEdge
 
-__all__ = ["tb_params", "report", "start_clock_and_reset", "pause_pattern"]
+__all__ = ["tb_params", "report", "start_clock_and_reset"]
 
 PARAMS_ENV = "NNRTL_TB_PARAMS"
 RESULT_ENV = "NNRTL_TB_RESULT"
@@ -53,27 +52,3 @@ async def start_clock_and_reset(dut, *, cycles=2):
     dut.rst.value = 0
     await RisingEdge(dut.clk)
 
-
-def pause_pattern(kind, rng=None):
-    """An endless generator of pause bits for cocotbext-axi ``set_pause_generator``.
-
-    Parameters
-    ----------
-    kind : str
-        ``"none"`` (never pause), ``"cycle"`` (pause one cycle in four, like
-        ``itertools.cycle([0, 0, 0, 1])``) or ``"random"`` (pause with probability 1/2).
-    rng : random.Random, optional
-        Source of randomness for ``"random"``.
-    """
-    rng = rng or random.Random(0)
-    if kind == "none":
-        while True:
-            yield 0
-    elif kind == "cycle":
-        while True:
-            yield from (0, 0, 0, 1)
-    elif kind == "random":
-        while True:
-            yield rng.getrandbits(1)
-    else:
-        raise ValueError(f"pause pattern must be one of none, cycle, random, not {kind!r}")

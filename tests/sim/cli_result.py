@@ -3,8 +3,8 @@
 import json
 
 #: Keys every engine's ``nnrtl sim`` JSON line has.
-REQUIRED = ("bit_exact", "cycles", "model_cycles", "useful_macs", "utilization",
-            "stall_cycles")
+REQUIRED = ("bit_exact", "mismatches", "first_mismatch", "cycles", "model_cycles",
+            "useful_macs", "utilization", "stall_cycles")
 
 
 def sim_json_line(capsys, code):
@@ -18,4 +18,5 @@ def sim_json_line(capsys, code):
     for key in REQUIRED:
         assert key in result
     assert result["bit_exact"] is True
+    assert result["mismatches"] == 0 and result["first_mismatch"] is None
     return result

@@ -19,5 +19,7 @@ async def increments(dut):
         await RisingEdge(dut.clk)
         seen.append(int(dut.o__payload.value))
     report({"seen": seen, "seed": params["seed"]})
+    if params.get("failure"):
+        report({"failure": params["failure"]})
     if params.get("fail"):
         assert False, "asked to fail"

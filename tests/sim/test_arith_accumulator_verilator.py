@@ -14,6 +14,10 @@ from nnrtl.hw.arith.float import BF16, FP16, FP32
 from nnrtl.sim.runner import simulate
 from nnrtl.sim.tb.arith_accumulator import AccumulatorBundle, accumulator_spec
 
+
+#: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
+pytestmark = pytest.mark.timeout(900)
+
 PATTERNS = [[0, 0], [0.3, 0], [0, 0.5], [0.3, 0.5]]
 LENGTHS = [16, 64, 256, 1024, 4096]
 PAPER_OVERHEAD = 0.0287  # eta-LSTM, Sec. VI: "< 2.87% ... more than 1024 streaming inputs"
@@ -42,6 +46,7 @@ def test_accumulators():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_accumulators_many_streams():
     result = simulate(AccumulatorBundle(SPECS), test_module="nnrtl.sim.tb.arith_accumulator",
                       name="arith_accumulators", seed=22,

@@ -6,9 +6,15 @@ input code; random gaps and backpressure; bit-exact against the golden models, l
 and throughput measured.
 """
 
+import pytest
+
 from nnrtl.hw.arith.fixed import Overflow, QFormat, Rounding
 from nnrtl.sim.runner import simulate
 from nnrtl.sim.tb.arith_fixed import UnitBundle, unit_spec
+
+
+#: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
+pytestmark = pytest.mark.timeout(900)
 
 Q = QFormat
 VECTORS = 12000  # random beats per arithmetic unit

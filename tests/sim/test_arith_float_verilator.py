@@ -16,6 +16,10 @@ from nnrtl.sim.runner import simulate
 from nnrtl.sim.tb.bundle import StreamUnitBundle
 
 
+#: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
+pytestmark = pytest.mark.timeout(900)
+
+
 FORMATS = [FP32, BF16, FP16]
 OPS = ["add", "sub", "mul"]
 REDUCED_COUNT = 20_000
@@ -97,6 +101,7 @@ def test_pipeline_depths_and_flush(op, variant):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(5400)
 @pytest.mark.parametrize("fmt", FORMATS, ids=str)
 @pytest.mark.parametrize("op", OPS)
 def test_full_count_arith_float(op, fmt):

@@ -6,6 +6,10 @@ from nnrtl.sim.runner import simulate
 from nnrtl.sim.tb.bus_tops import RegisterTestTop, StreamLoopbackTop
 
 
+#: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
+pytestmark = pytest.mark.timeout(900)
+
+
 CYCLES_INIT = (1 << 32) - 2000
 
 

@@ -13,6 +13,10 @@ from amaranth.lib.wiring import In, Out
 from nnrtl.sim import runner
 
 
+#: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
+pytestmark = pytest.mark.timeout(900)
+
+
 class Incrementer(wiring.Component):
     """Adds ``step`` to every beat (a new ``step`` is a new design, hence a new build)."""
 
@@ -64,6 +68,25 @@ def test_failing_bench_raises(tmp_path, monkeypatch):
                        match=r"^tb_runner_check on inc: 1 of 1 cocotb tests failed; log "):
         runner.simulate(Incrementer(1), test_module="tb_runner_check", name="inc",
                         params={"values": [1], "fail": True})
+    # a bench that reports its failure gets it as the first line of the error
+    with pytest.raises(runner.SimulationError,
+                       match=r"^budget overrun: waiting for o\ntb_runner_check on inc: 1 of 1 "
+                             r"cocotb tests failed; log "):
+        runner.simulate(Incrementer(1), test_module="tb_runner_check", name="inc",
+                        params={"values": [1], "fail": True,
+                                "failure": "budget overrun: waiting for o"})
+
+
+def test_warning_not_waived_fails_the_build(tmp_path, monkeypatch):
+    """Verilator warnings are errors unless waived; the warning is the first line."""
+    monkeypatch.setenv("NNRTL_CACHE_DIR", str(tmp_path))
+    verilog = ("module sel(input clk, input rst, input [3:0] a, output y);\n"
+               "  assign y = a[5];\n"
+               "endmodule\n")
+    with pytest.raises(runner.SimulationError, match=r"^%Warning-SELRANGE: .*\n"
+                                                     r"Verilator build of sel failed"):
+        runner.simulate(verilog, test_module="tb_runner_check", name="sel")
+    assert "SELRANGE" not in runner.WAIVERS
 
 
 @pytest.mark.parametrize("waves, magic", [("vcd", b"$version"), ("fst", None)])
@@ -82,7 +105,7 @@ def test_bad_waves_and_missing_name():
     with pytest.raises(ValueError, match=r"^waves must be one of False, True, 'fst', 'vcd', "
                                          r"not 'ghw'$"):
         runner.simulate(Incrementer(1), test_module="x", waves="ghw")
-    with pytest.raises(TypeError, match=r"^name is required when design is Verilog text$"):
+    with pytest.raises(ValueError, match=r"^name is required when design is Verilog text$"):
         runner.simulate("module x; endmodule", test_module="x")
 
 

@@ -1,27 +1,41 @@
-"""The SBE engine end to end under Verilator: bit-exact against the golden model with
-random stream gaps and backpressure, and cycle counts equal to the performance model
-(:func:`nnrtl.gen.sbe.perf.run_cycles`, within 5%, mostly exactly) when nothing stalls the
-streams.
+"""The SBE engine end to end under Verilator: bit-exact against the golden model under
+every backpressure pattern, cycle counts equal to the performance model
+(:func:`nnrtl.gen.sbe.perf.run_cycles`) run by run when nothing stalls the streams, one
+exception named below; full-range weights that wrap the accumulators and saturate the
+batch norm; the bench's own failures shown by fault injection.
+
+The bench (:mod:`nnrtl.sim.tb.sbe`) itself fails the simulation, so that ``simulate``
+raises, if a wait overruns its cycle budget, a source does not drain after its run, the
+``weight_words`` counter differs from the golden model's beat counts, ``useful_macs``
+from ``steps x macs_per_step``, or the engine sends more than expected.
 
 ``make test`` builds three engines chosen to cover the paper's three cases, row passes
 (``pes < 4 * hidden_size``), several columns per cycle (``pes > 4 * hidden_size``), batch
 1, a batch that does not divide the sequence, non-power-of-two sizes, batch norm, two
-layers, PEs multiplying in LUTs and a state carried from run to run. ``make test-slow`` adds randomized
-configurations and the paper's full-size designs.
+layers, PEs multiplying in LUTs and a state carried from run to run. ``make test-slow``
+adds randomized configurations and the paper's full-size designs.
 """
 
+import json
 import random
+import re
 
+import numpy as np
 import pytest
 
 from nnrtl.boards import get_board
 from nnrtl.gen.cli import main
-from nnrtl.gen.engines import get_engine
+from nnrtl.gen.engines import SimRequest, get_engine
 from nnrtl.hw.sbe import PRESETS, SBEConfig
+from nnrtl.sim.golden import sbe as golden
+from nnrtl.sim.patterns import PATTERNS
+from nnrtl.sim.runner import SimulationError
 
 from cli_result import sim_json_line
 
 ENGINE = get_engine("sbe")
+
+pytestmark = pytest.mark.timeout(900)    # a Verilator build (minutes on a busy machine)
 
 #: Case 3 with two row passes, batch 1, non-power-of-two sizes.
 CASE3_PASSES = dict(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13, seq_len=4,
@@ -33,6 +47,7 @@ CASE2_WIDE = dict(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3, seq_l
 #: Case 1 with the weights streamed per batch, x columns in the hidden block.
 CASE1 = dict(input_size=44, hidden_size=12, pes=48, batch=4, blocks=4, seq_len=9,
              bus_weights=8, post_units=4)
+CONFIGS = {"case3-passes": CASE3_PASSES, "case2-wide-bn-2layers": CASE2_WIDE, "case1": CASE1}
 
 
 def random_config(rng):
@@ -57,47 +72,139 @@ def random_config(rng):
             continue
 
 
-def check(config, backpressure, seed):
-    result = ENGINE.simulate(config, board=get_board("zc706"), seed=seed,
-                             backpressure=backpressure)
+def under_model(config, run):
+    """The one known disagreement of RTL and model: runs of a layer after the first with
+    several columns per cycle (case 2, ``columns_per_cycle > 1``) come out ~2% under
+    :func:`~nnrtl.gen.sbe.perf.run_cycles` (the RTL and the model disagree on that
+    schedule; being fixed in ``hw/sbe`` and ``gen/sbe/perf``)."""
+    return run["layer"] > 0 and config.columns_per_cycle > 1
+
+
+def check(config, backpressure, seed, **kwargs):
+    """Simulate; bit-exact; with ``none`` each run's cycles equal the model's (bounded for
+    :func:`under_model` runs), with pauses the total is at least the model's; every
+    piece of work within half its cycle budget."""
+    steps = kwargs.pop("steps", None)
+    result = ENGINE.simulate(SimRequest(config, get_board("zc706"), seed=seed,
+                                        backpressure=backpressure, steps=steps), **kwargs)
     assert result["bit_exact"] is True
-    assert result["useful_macs"] == result["expected_macs"]
+    assert result["mismatches"] == 0 and result["first_mismatch"] is None
     if backpressure == "none":
-        # The issue's bound; most configurations match the model exactly (the runs of a
-        # later layer in case 2 with two columns per cycle come out ~2% under it).
-        assert abs(result["cycles"] - result["model_cycles"]) <= 0.05 * result["model_cycles"]
+        for run in result["runs"]:
+            if under_model(config, run):
+                assert 0.97 * run["model_cycles"] <= run["cycles"] <= run["model_cycles"], run
+            else:
+                assert run["cycles"] == run["model_cycles"], run
     else:
         assert result["cycles"] >= result["model_cycles"]
-    assert 0 < result["utilization"] <= 1
+    assert result["budget_use"] < 0.5
     return result
 
 
-@pytest.mark.parametrize("params", [CASE3_PASSES, CASE2_WIDE, CASE1],
-                         ids=["case3-passes", "case2-wide-bn-2layers", "case1"])
-@pytest.mark.parametrize("backpressure", ["none", "random"])
+@pytest.mark.parametrize("params", CONFIGS.values(), ids=CONFIGS.keys())
+@pytest.mark.parametrize("backpressure", PATTERNS)
 def test_sbe_engine_bit_exact(params, backpressure):
     config = SBEConfig(**params)
-    check(config, backpressure, seed=len(backpressure))
+    # `none` and `random` run the whole sequence; `cycle` and `bursty` (slower to
+    # simulate) two batches' worth, which still crosses a batch and a run boundary.
+    steps = None if backpressure in ("none", "random") else min(config.seq_len,
+                                                                  config.batch + 1)
+    check(config, backpressure, seed=len(backpressure), steps=steps)
 
 
 def test_cases_covered():
-    cases = {case for params in (CASE3_PASSES, CASE2_WIDE, CASE1)
-             for case in SBEConfig(**params).cases}
+    cases = {case for params in CONFIGS.values() for case in SBEConfig(**params).cases}
     assert cases == {1, 2, 3}
     assert SBEConfig(**CASE3_PASSES).passes == 2
     assert SBEConfig(**CASE2_WIDE).columns_per_cycle == 2
     assert not SBEConfig(**CASE1).weights_resident
 
 
-def test_sim_command_prints_one_json_line(capsys):
+def test_scaled_up_weights_wrap_and_saturate(tmp_path):
+    """Full-range weights (``random_layer(scale=16)``), x and biases: the accumulators
+    wrap, the bias addition and the batch norm saturate ``A``; the RTL stays bit-exact,
+    and ``outputs`` holds what it sent."""
+    config = SBEConfig(**CASE2_WIDE)
+    fmts = golden.formats(config)
+    acc, cell, vector = fmts.acc, fmts.cell, fmts.vector
+    rng = np.random.default_rng(5)
+    layers = []
+    for l in range(config.layers):
+        params = golden.random_layer(config, l, rng, scale=16.0)
+        bias = rng.integers(acc.min_code, acc.max_code, size=config.rows, endpoint=True)
+        layers.append(golden.LayerParams(matrix=params.matrix, bias=bias,
+                                         bn_scale=params.bn_scale, bn_shift=params.bn_shift))
+    xs = rng.integers(vector.min_code, vector.max_code, endpoint=True,
+                      size=(config.seq_len, config.input_size))
+    # how often each happens, from the data alone (exact sums in Python integers)
+    wraps = bias_saturations = bn_saturations = 0
+    x = xs
+    for l, params in enumerate(layers):
+        hs, _ = golden.run_layer(config, l, params, x)
+        h_prev = np.vstack([np.zeros((1, config.hidden_size), dtype=np.int64), hs[:-1]])
+        v = np.concatenate([x, h_prev], axis=1).astype(object)
+        exact = v.dot(params.matrix.astype(object).T)
+        half = 1 << (acc.width - 1)
+        wrapped = (exact + half) % (2 * half) - half
+        wraps += int(np.sum(exact != wrapped))
+        z = wrapped + params.bias.astype(object)
+        bias_saturations += int(np.sum((z > acc.max_code) | (z < acc.min_code)))
+        scaled = np.clip(z, acc.min_code, acc.max_code) * params.bn_scale.astype(object)
+        bn_saturations += int(np.sum(abs(scaled) > (acc.max_code + 1) << cell.fraction_bits))
+        x = hs
+    assert min(wraps, bias_saturations, bn_saturations) >= 10, \
+        (wraps, bias_saturations, bn_saturations)
+    np.savez(tmp_path / "model.npz", xs=xs, **{
+        f"{name}{l}": getattr(params, name) for l, params in enumerate(layers)
+        for name in ("matrix", "bias", "bn_scale", "bn_shift")})
+    check(config, "random", seed=7, steps=config.seq_len, codes=tmp_path / "model.npz",
+          code_outputs=tmp_path / "h.npy")
+    assert np.array_equal(np.load(tmp_path / "h.npy"), x)
+
+
+def _sbe_cli_args(backpressure="none"):
     params = [f"{key}={value}" for key, value in CASE3_PASSES.items()]
-    code = main(["sim", "sbe", "--board", "vc709", "--seed", "4", "--backpressure", "none",
-                 *(arg for param in params for arg in ("--param", param))])
-    result = sim_json_line(capsys, code)
+    return ["sim", "sbe", "--board", "vc709", "--seed", "4", "--backpressure", backpressure,
+            *(arg for param in params for arg in ("--param", param))]
+
+
+def test_sim_command_prints_one_json_line(capsys):
+    result = sim_json_line(capsys, main(_sbe_cli_args()))
     assert result["cycles"] == result["model_cycles"]
 
 
+def test_sim_command_reports_a_mismatch(capsys, monkeypatch):
+    """A wrong h value: JSON line with ``bit_exact: false`` and the first mismatch, exit 1
+    (the bench flips one expected word)."""
+    monkeypatch.setenv("NNRTL_TB_FAULT", "corrupt-golden")
+    code = main(_sbe_cli_args())
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert code == 1 and len(lines) == 1
+    result = json.loads(lines[0])
+    assert result["bit_exact"] is False and result["mismatches"] == 1
+    mismatch = result["first_mismatch"]
+    assert (mismatch["stream"], mismatch["index"], mismatch["frame"]) == ("m_axis", 0, 0)
+    assert mismatch["expected"] ^ mismatch["got"] == 1
+
+
+@pytest.mark.timeout(600)
+def test_stalled_sink_fails_by_budget(monkeypatch):
+    """A sink that never accepts: the wait for the first h fails by its budget, naming the
+    stream, the run and the cycle, with the counters."""
+    monkeypatch.setenv("NNRTL_TB_FAULT", "stall-sink")
+    with pytest.raises(SimulationError) as failure:
+        ENGINE.simulate(SimRequest(SBEConfig(**CASE3_PASSES), get_board("zc706"), seed=1,
+                                   backpressure="none", steps=2), split=0)
+    headline = str(failure.value).splitlines()[0]
+    assert re.match(r"^budget overrun: waiting for m_axis h of layer 0 step 0 at cycle \d+, "
+                    r"\d+ cycles into the run of layer 0, steps 0-1 \(budget \d+ cycles: "
+                    r"\d+ model cycles, 12 output beats, patterns none/none\); registers: "
+                    r"status=\d ", headline), headline
+    assert "weight_words=" in headline and "handover_wait_cycles=" in headline
+
+
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("seed", range(6))
 def test_sbe_random_configurations(seed):
     config = random_config(random.Random(seed))
@@ -106,20 +213,21 @@ def test_sbe_random_configurations(seed):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3 * 3600)
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_full_size_preset_one_batch(name):
     """The paper's designs, one whole batch (``batch`` steps), bit-exact."""
     config = PRESETS[name].config
-    result = ENGINE.simulate(config, board=get_board(PRESETS[name].board), seed=1,
-                             backpressure="none", steps=config.batch, split=0)
+    result = ENGINE.simulate(SimRequest(config, get_board(PRESETS[name].board), seed=1,
+                                        backpressure="none", steps=config.batch), split=0)
     assert result["bit_exact"] is True
     assert abs(result["cycles"] - result["model_cycles"]) <= 0.05 * result["model_cycles"]
 
 
 def test_sim_command_runs_a_pytorch_model(tmp_path, capsys):
     """``nnrtl sim sbe --model --inputs --outputs``: a user's nn.LSTM through the RTL."""
-    torch = pytest.importorskip("torch")
-    np = pytest.importorskip("numpy")
+    import torch
+
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(12, 8, num_layers=2).double()
     torch.save(lstm.state_dict(), tmp_path / "lstm.pt")
@@ -147,8 +255,8 @@ def test_sim_command_runs_a_pytorch_model(tmp_path, capsys):
       "hidden_size=4"], "hidden_size comes from the model"),
 ])
 def test_sim_model_errors(tmp_path, monkeypatch, capsys, argv, message):
-    torch = pytest.importorskip("torch")
-    np = pytest.importorskip("numpy")
+    import torch
+
     torch.save(torch.nn.LSTM(12, 8).state_dict(), tmp_path / "lstm.pt")
     np.save(tmp_path / "x.npy", np.zeros((4, 12)))
     np.save(tmp_path / "bad.npy", np.zeros((4, 11)))
