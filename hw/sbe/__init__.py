@@ -9,8 +9,8 @@ stall-free blocking-batching order), :class:`WeightLoader` / :class:`InputLoader
 (``post.py``). The bit-exact model is :mod:`nnrtl.sim.golden.sbe`.
 """
 
-from .config import (BRAM36_BITS, GATES, LUTRAM_DEPTH, MAX_BUS_BITS, PRESETS, VC709_LSTM512,
-                     ZC706_LSTM256, LayerShape, SBEConfig, SBEPreset)
+from .config import (GATES, PRESETS, VC709_LSTM512, ZC706_LSTM256, Formats, HeaderLayout,
+                     LayerShape, PWLTables, SBEConfig, SBEPreset, StreamBits)
 from .controller import Controller
 from .engine import SBEEngine
 from .loaders import InputLoader, WeightLoader
@@ -18,6 +18,6 @@ from .pe import PEGroup
 from .post import PostProcessingUnit
 
 __all__ = ["SBEConfig", "LayerShape", "SBEPreset", "PRESETS", "ZC706_LSTM256",
-           "VC709_LSTM512", "GATES", "BRAM36_BITS", "LUTRAM_DEPTH", "MAX_BUS_BITS",
+           "VC709_LSTM512", "GATES", "Formats", "PWLTables", "HeaderLayout", "StreamBits",
            "SBEEngine", "Controller", "WeightLoader", "InputLoader", "PEGroup",
            "PostProcessingUnit"]

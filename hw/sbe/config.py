@@ -24,27 +24,107 @@ with its weights in off-chip memory:
 """
 
 import dataclasses
+import functools
 import math
+from typing import NamedTuple
 
-from ..bus import Access, Field, Register, RegisterMap
+from ...boards.capacity import BRAM36_BITS, LUTRAM_DEPTH
+from ..arith.fixed import QFormat
+from ..arith.pwl import PWLTable, pwl_table
+from ..bus import MAX_BUS_BITS, Access, Field, Register, RegisterMap, bus_bits
 
 __all__ = ["SBEConfig", "LayerShape", "SBEPreset", "ZC706_LSTM256", "VC709_LSTM512",
-           "PRESETS", "GATES", "BRAM36_BITS", "LUTRAM_DEPTH", "MAX_BUS_BITS"]
+           "PRESETS", "GATES", "Formats", "PWLTables", "HeaderLayout", "StreamBits"]
 
 
 #: Gate order of the interleaved matrix: input, cell candidate ("input modulation"),
 #: forget, output -- the paper's Fig. 5 order; row ``4 * j + g`` is unit ``j`` of gate ``g``.
 GATES = ("i", "u", "f", "o")
 
-#: Bits of a 36 Kb block RAM (the ``BRAM_size`` of the paper's eq. 7), 7-series UG473.
-BRAM36_BITS = 36 * 1024
 
-#: Entries of one LUTRAM primitive (RAM64X1D, UG474); the paper keeps BB-FIFOs this shallow
-#: in LUTRAM ("each LUTRAM is 64 bits").
-LUTRAM_DEPTH = 64
+class Formats(NamedTuple):
+    """The four number formats of an engine (:attr:`SBEConfig.formats`).
 
-#: Widest AXI4 data bus, in bits (AMBA AXI4 allows 8 to 1024).
-MAX_BUS_BITS = 1024
+    Attributes
+    ----------
+    weight : QFormat
+        ``W``: weights, ``operand_width`` bits, ``weight_frac`` fraction bits.
+    vector : QFormat
+        ``V``: x inputs and h, ``operand_width`` bits, ``act_frac`` fraction bits.
+    acc : QFormat
+        ``A``: accumulators, biases and BN shifts, ``acc_width`` bits,
+        ``weight_frac + act_frac`` fraction bits.
+    cell : QFormat
+        ``E``: gate activations, cell state and BN scales, ``acc_width`` bits,
+        ``cell_frac`` fraction bits.
+    """
+
+    weight: QFormat
+    vector: QFormat
+    acc: QFormat
+    cell: QFormat
+
+
+class PWLTables(NamedTuple):
+    """The post-processing units' piecewise-linear tables (:attr:`SBEConfig.pwl_tables`).
+
+    Attributes
+    ----------
+    sigmoid : PWLTable
+        ``SIG``: sigmoid, ``A`` -> ``E`` (gates i, f, o).
+    tanh : PWLTable
+        ``TANH_A``: tanh, ``A`` -> ``E`` (the cell candidate u).
+    cell_tanh : PWLTable
+        ``TANH_E``: tanh, ``E`` -> ``E`` (of the cell state).
+    """
+
+    sigmoid: PWLTable
+    tanh: PWLTable
+    cell_tanh: PWLTable
+
+
+@functools.lru_cache(maxsize=64)
+def _pwl_tables(formats):
+    return PWLTables(sigmoid=pwl_table("sigmoid", formats.acc, formats.cell),
+                     tanh=pwl_table("tanh", formats.acc, formats.cell),
+                     cell_tanh=pwl_table("tanh", formats.cell, formats.cell))
+
+
+class HeaderLayout(NamedTuple):
+    """Where each value of a hidden unit sits in a run's header (:attr:`SBEConfig.
+    header_layout`): the header is ``fields`` beats per hidden unit, one value per beat,
+    and a post-processing unit keeps them as one word of ``fields`` values.
+
+    Attributes
+    ----------
+    fields : int
+        Values per hidden unit: 4, or 12 with batch norm.
+    bias, scale, shift : int or None
+        Index of gate 0's bias, batch-norm scale and shift; gate ``g``'s is that plus
+        ``g`` (:meth:`index`). ``scale`` and ``shift`` are ``None`` without batch norm.
+    """
+
+    fields: int
+    bias: int
+    scale: int | None
+    shift: int | None
+
+    def index(self, kind, gate):
+        """The field of value ``kind`` (``"bias"``, ``"scale"`` or ``"shift"``) of gate
+        ``gate`` (0 to 3, :data:`GATES` order)."""
+        base = getattr(self, kind)
+        if base is None:
+            raise ValueError(f"the header has no {kind} fields (batch_norm is False)")
+        return base + gate
+
+
+class StreamBits(NamedTuple):
+    """AXI4-Stream data widths of the engine's streams, in bits (whole bytes:
+    :func:`nnrtl.hw.bus.bus_bits`)."""
+
+    weights: int
+    inputs: int
+    outputs: int
 
 
 def _is_int(value):
@@ -316,7 +396,7 @@ class SBEConfig:
     def dsp(self):
         """DSP slices of the PE array: one per PE (a ``operand_width`` x ``operand_width``
         multiply fits one DSP48), less the LUT-built multipliers. The post-processing
-        units' are counted by :func:`nnrtl.gen.sbe.perf.post_unit_dsp`."""
+        units' are counted by :func:`nnrtl.gen.sbe.resources.post_unit_dsp`."""
         return self.pes - self.lut_multipliers
 
     # -- Number formats ------------------------------------------------------------------
@@ -325,6 +405,28 @@ class SBEConfig:
     def acc_frac(self):
         """Fraction bits of a product and of the accumulators, ``weight_frac + act_frac``."""
         return self.weight_frac + self.act_frac
+
+    @property
+    def formats(self):
+        """The :class:`Formats` ``W``, ``V``, ``A`` and ``E``."""
+        return Formats(weight=QFormat(self.operand_width, self.weight_frac),
+                       vector=QFormat(self.operand_width, self.act_frac),
+                       acc=QFormat(self.acc_width, self.acc_frac),
+                       cell=QFormat(self.acc_width, self.cell_frac))
+
+    @property
+    def pwl_tables(self):
+        """The :class:`PWLTables` of the post-processing units, each
+        :func:`~nnrtl.hw.arith.pwl.pwl_table` with its defaults (64 segments); computed
+        once per set of :attr:`formats`.
+
+        Raises
+        ------
+        ValueError
+            (from ``pwl_table``) if the formats leave fewer input codes than segments in a
+            table's range (``acc_frac`` or ``cell_frac`` below 3).
+        """
+        return _pwl_tables(self.formats)
 
     # -- Layers and blocks ---------------------------------------------------------------
 
@@ -401,17 +503,40 @@ class SBEConfig:
 
     @property
     def weight_words_per_batch(self):
-        """Weights the DMA moves for one full batch of ``batch`` steps over all layers: each
-        block once in cases 1 and 2, the h blocks once per step in case 3 (eqs. 5 and 6);
-        none when the weights are resident (amortised over the sequence)."""
+        """Weights the DMA moves for one full batch of ``batch`` steps over all layers
+        (:meth:`batch_blocks`); none when the weights are resident (amortised over the
+        sequence)."""
         if self.weights_resident:
             return 0
-        words = 0
-        for shape in self.layer_shapes:
-            block = self.rows * shape.block_columns
-            reuse = 1 if shape.case < 3 else self.batch
-            words += block * (shape.first_hidden_block + reuse * shape.hidden_blocks)
-        return words
+        return sum(self.rows * shape.block_columns
+                   * len(self.batch_blocks(shape.index, self.batch))
+                   for shape in self.layer_shapes)
+
+    def batches(self, steps):
+        """``[(t0, n), ...]``: the batches of a run of ``steps`` steps, ``t0 = 0, B, 2B,
+        ...`` and ``n = min(batch, steps - t0)``."""
+        if not _is_int(steps) or steps <= 0:
+            raise TypeError(f"steps must be a positive integer, not {steps!r}")
+        return [(t0, min(self.batch, steps - t0)) for t0 in range(0, steps, self.batch)]
+
+    def batch_blocks(self, layer_index, size):
+        """Blocks of layer ``layer_index`` the weight stream sends for one batch of
+        ``size`` steps (weights not resident): blocks ``0 .. first_hidden_block - 1``
+        once, then the h blocks once in cases 1 and 2 (both stay on chip for the batch)
+        or once per step in case 3 (eqs. 5 and 6)."""
+        shape = self.layer(layer_index)
+        x_blocks = list(range(shape.first_hidden_block))
+        h_blocks = list(range(shape.first_hidden_block, self.blocks))
+        return x_blocks + h_blocks * (1 if shape.case < 3 else size)
+
+    def block_schedule(self, layer_index, steps):
+        """Block numbers in the order the weight stream sends them for one run of layer
+        ``layer_index`` over ``steps`` steps (header not included): every block once if
+        :attr:`weights_resident`, else :meth:`batch_blocks` batch after batch."""
+        batches = self.batches(steps)
+        if self.weights_resident:
+            return list(range(self.blocks))
+        return [block for _, size in batches for block in self.batch_blocks(layer_index, size)]
 
     # -- Memories ------------------------------------------------------------------------
 
@@ -463,10 +588,27 @@ class SBEConfig:
     # -- Streams -------------------------------------------------------------------------
 
     @property
+    def header_layout(self):
+        """The :class:`HeaderLayout`: per hidden unit four biases, and with batch norm four
+        scales and four shifts, gate by gate in :data:`GATES` order."""
+        if self.batch_norm:
+            return HeaderLayout(fields=12, bias=0, scale=4, shift=8)
+        return HeaderLayout(fields=4, bias=0, scale=None, shift=None)
+
+    @property
     def header_fields(self):
-        """Values per hidden unit in a run's header: four biases, and with batch norm four
-        scales and four shifts."""
-        return 12 if self.batch_norm else 4
+        """Values per hidden unit in a run's header (:attr:`header_layout`)."""
+        return self.header_layout.fields
+
+    @property
+    def stream_bits(self):
+        """The :class:`StreamBits` of ``s_weights`` (``bus_weights`` words), ``s_inputs``
+        (``columns_per_cycle`` words) and ``m_axis`` (``post_units`` words), words of
+        ``operand_width`` bits."""
+        ow = self.operand_width
+        return StreamBits(weights=bus_bits(self.bus_weights, ow),
+                          inputs=bus_bits(self.columns_per_cycle, ow),
+                          outputs=bus_bits(self.post_units, ow))
 
     @property
     def header_beats(self):
@@ -496,8 +638,16 @@ class SBEConfig:
         return {name: int(getattr(self, name)) for name in self._CONSTANTS}
 
     @property
+    def step_bits(self):
+        """Width of the ``steps`` register: the longest run is ``2 ** step_bits - 1``
+        steps."""
+        return self.registers["steps"].width
+
+    @property
     def registers(self):
         """The AXI4-Lite :class:`~nnrtl.hw.bus.RegisterMap` of the engine."""
+        batch_norm = Field("batch_norm", 1, doc="apply the batch normalisation "
+                           "(configurations with batch_norm)")
         counters = {
             "cycles": "Cycles of the last run, start to last hidden value",
             "stall_cycles": "Cycles the array waited for h (the data dependency)",
@@ -520,12 +670,11 @@ class SBEConfig:
             Register("steps", Access.RW, doc="Time steps of the next run"),
             Register("layer", Access.RW, doc="Layer of the next run (0 first); layers "
                      "after the first read hidden_size inputs"),
-            Register("flags", Access.RW, reset=2 if self.batch_norm else 0,
+            Register("flags", Access.RW, reset=int(self.batch_norm) << batch_norm.offset,
                      doc="Run options",
                      fields=[Field("keep_state", 0, doc="continue from the h and c of the "
                                    "previous run instead of zero"),
-                             Field("batch_norm", 1, doc="apply the batch normalisation "
-                                   "(configurations with batch_norm)")]),
+                             batch_norm]),
             *(Register(name, Access.RO, doc=f"Configuration: {name}")
               for name in self._CONSTANTS),
             *(Register(name, Access.RO, width=64, doc=doc) for name, doc in counters.items()),
