@@ -72,12 +72,24 @@ class SBEEngine(wiring.Component):
     def registers(self):
         return self._config.registers
 
+    #: Cycles an entry of the output FIFO stays counted beyond ``pipeline_latency``: the
+    #: hand-over's issue cycle, the buffered FIFO's two-cycle read latency and the cycle
+    #: its level drops, rounded up with margin.
+    FIFO_SLACK = 8
+
     @staticmethod
     def output_fifo_depth(config):
-        """Beats of the output FIFO: room for every pass in flight (``pipeline_latency``
-        cycles) plus two, so that an output stream that keeps up never stalls the array."""
+        """Beats of the output FIFO. A hand-over books ``drain_cycles`` entries when it is
+        issued (the controller waits until ``level + reserved + drain_cycles`` fit); each
+        stays counted, reserved then stored, for about ``pipeline_latency + drain_cycles
+        + FIFO_SLACK`` cycles when the output stream keeps up. Hand-overs come at most
+        every ``drain_cycles`` cycles, so the passes in flight are ``ceil((pipeline_latency
+        + FIFO_SLACK) / drain_cycles)`` plus the one draining and the one booking: with
+        that many passes of room an output stream that keeps up never holds the array
+        back (``handover_wait_cycles`` stays 0 without backpressure)."""
         drain = config.drain_cycles
-        return drain * (math.ceil((config.pipeline_latency + 8) / drain) + 2)
+        return drain * (math.ceil((config.pipeline_latency + SBEEngine.FIFO_SLACK) / drain)
+                        + 2)
 
     @staticmethod
     def h_store_shape(config):
