@@ -127,7 +127,10 @@ def steady_state_performance(config, layer=0):
     """MACs per cycle of one full batch of the schedule in steady state, without pipeline
     latency or drain. It equals eqs. 2, 3, 5 and 6 in their regimes and eq. 4 at ``B =
     N_pe / N_t``; for case 2 at other batches it follows the same timeline: the x blocks
-    pipelined, then both h blocks loaded (two exposed loads) and used.
+    pipelined, then both h blocks loaded (two exposed loads) and used. (The timeline of
+    :func:`predict`, like the RTL, starts the first h block's first pass while the second
+    block loads: in case 2 it is up to ``block_columns / columns_per_cycle`` cycles a
+    batch faster than this, 0.09% for the ZC706 design.)
     """
     shape = config.layer(layer)
     steps = config.passes * shape.block_columns // config.columns_per_cycle
