@@ -2,15 +2,16 @@
 (``papers/sbe-weight-reuse-large-lstm.txt``, Fig. 7).
 
 :class:`SBEConfig` is the single source of truth of an engine; the paper's two designs are
-:data:`PRESETS`. The RTL, one unit per file: :class:`SBEEngine` (``engine.py``: buffers,
+:data:`PRESETS` (``presets.py``). The RTL, one unit per file: :class:`SBEEngine` (``engine.py``: buffers,
 interconnection, h store, AXI edges), :class:`Controller` (``controller.py``: the
 stall-free blocking-batching order), :class:`WeightLoader` / :class:`InputLoader`
 (``loaders.py``), :class:`PEGroup` (``pe.py``: PEs and BB-FIFOs), :class:`PostProcessingUnit`
 (``post.py``). The bit-exact model is :mod:`nnrtl.sim.golden.sbe`.
 """
 
-from .config import (GATES, PRESETS, VC709_LSTM512, ZC706_LSTM256, Formats, HeaderLayout,
-                     LayerShape, PWLTables, SBEConfig, SBEPreset, StreamBits)
+from .config import GATES, LayerShape, SBEConfig
+from .formats import Formats, HeaderLayout, PWLTables, StreamBits
+from .presets import PRESETS, VC709_LSTM512, ZC706_LSTM256, SBEPreset
 from .controller import Controller
 from .engine import SBEEngine
 from .loaders import InputLoader, WeightLoader

@@ -24,107 +24,19 @@ with its weights in off-chip memory:
 """
 
 import dataclasses
-import functools
 import math
-from typing import NamedTuple
 
 from ...boards.capacity import BRAM36_BITS, LUTRAM_DEPTH
 from ..arith.fixed import QFormat
-from ..arith.pwl import PWLTable, pwl_table
 from ..bus import MAX_BUS_BITS, Access, Field, Register, RegisterMap, bus_bits
+from .formats import Formats, HeaderLayout, StreamBits, pwl_tables_of
 
-__all__ = ["SBEConfig", "LayerShape", "SBEPreset", "ZC706_LSTM256", "VC709_LSTM512",
-           "PRESETS", "GATES", "Formats", "PWLTables", "HeaderLayout", "StreamBits"]
+__all__ = ["SBEConfig", "LayerShape", "GATES"]
 
 
 #: Gate order of the interleaved matrix: input, cell candidate ("input modulation"),
 #: forget, output -- the paper's Fig. 5 order; row ``4 * j + g`` is unit ``j`` of gate ``g``.
 GATES = ("i", "u", "f", "o")
-
-
-class Formats(NamedTuple):
-    """The four number formats of an engine (:attr:`SBEConfig.formats`).
-
-    Attributes
-    ----------
-    weight : QFormat
-        ``W``: weights, ``operand_width`` bits, ``weight_frac`` fraction bits.
-    vector : QFormat
-        ``V``: x inputs and h, ``operand_width`` bits, ``act_frac`` fraction bits.
-    acc : QFormat
-        ``A``: accumulators, biases and BN shifts, ``acc_width`` bits,
-        ``weight_frac + act_frac`` fraction bits.
-    cell : QFormat
-        ``E``: gate activations, cell state and BN scales, ``acc_width`` bits,
-        ``cell_frac`` fraction bits.
-    """
-
-    weight: QFormat
-    vector: QFormat
-    acc: QFormat
-    cell: QFormat
-
-
-class PWLTables(NamedTuple):
-    """The post-processing units' piecewise-linear tables (:attr:`SBEConfig.pwl_tables`).
-
-    Attributes
-    ----------
-    sigmoid : PWLTable
-        ``SIG``: sigmoid, ``A`` -> ``E`` (gates i, f, o).
-    tanh : PWLTable
-        ``TANH_A``: tanh, ``A`` -> ``E`` (the cell candidate u).
-    cell_tanh : PWLTable
-        ``TANH_E``: tanh, ``E`` -> ``E`` (of the cell state).
-    """
-
-    sigmoid: PWLTable
-    tanh: PWLTable
-    cell_tanh: PWLTable
-
-
-@functools.lru_cache(maxsize=64)
-def _pwl_tables(formats):
-    return PWLTables(sigmoid=pwl_table("sigmoid", formats.acc, formats.cell),
-                     tanh=pwl_table("tanh", formats.acc, formats.cell),
-                     cell_tanh=pwl_table("tanh", formats.cell, formats.cell))
-
-
-class HeaderLayout(NamedTuple):
-    """Where each value of a hidden unit sits in a run's header (:attr:`SBEConfig.
-    header_layout`): the header is ``fields`` beats per hidden unit, one value per beat,
-    and a post-processing unit keeps them as one word of ``fields`` values.
-
-    Attributes
-    ----------
-    fields : int
-        Values per hidden unit: 4, or 12 with batch norm.
-    bias, scale, shift : int or None
-        Index of gate 0's bias, batch-norm scale and shift; gate ``g``'s is that plus
-        ``g`` (:meth:`index`). ``scale`` and ``shift`` are ``None`` without batch norm.
-    """
-
-    fields: int
-    bias: int
-    scale: int | None
-    shift: int | None
-
-    def index(self, kind, gate):
-        """The field of value ``kind`` (``"bias"``, ``"scale"`` or ``"shift"``) of gate
-        ``gate`` (0 to 3, :data:`GATES` order)."""
-        base = getattr(self, kind)
-        if base is None:
-            raise ValueError(f"the header has no {kind} fields (batch_norm is False)")
-        return base + gate
-
-
-class StreamBits(NamedTuple):
-    """AXI4-Stream data widths of the engine's streams, in bits (whole bytes:
-    :func:`nnrtl.hw.bus.bus_bits`)."""
-
-    weights: int
-    inputs: int
-    outputs: int
 
 
 def _is_int(value):
@@ -426,7 +338,7 @@ class SBEConfig:
             (from ``pwl_table``) if the formats leave fewer input codes than segments in a
             table's range (``acc_frac`` or ``cell_frac`` below 3).
         """
-        return _pwl_tables(self.formats)
+        return pwl_tables_of(self.formats)
 
     # -- Layers and blocks ---------------------------------------------------------------
 
@@ -679,57 +591,3 @@ class SBEConfig:
               for name in self._CONSTANTS),
             *(Register(name, Access.RO, width=64, doc=doc) for name, doc in counters.items()),
         ])
-
-
-@dataclasses.dataclass(frozen=True)
-class SBEPreset:
-    """A design from the paper: its configuration, board and clock.
-
-    Attributes
-    ----------
-    name : str
-        Key in :data:`PRESETS`.
-    config : SBEConfig
-        The engine.
-    board : str
-        :func:`nnrtl.boards.get_board` name.
-    clock_hz : float or None
-        The clock the paper reports for it; ``None`` when the paper's text does not give it.
-    source : str
-        What the paper states and what was chosen here because it does not.
-    """
-
-    name: str
-    config: SBEConfig
-    board: str
-    clock_hz: float | None
-    source: str
-
-
-#: The paper's ZC706 design ("Experimental Setup", "Resource Utilization"): the LSTM-256 of
-#: LRCN with 1792 input features (2048 x 256 weights per gate), Npe = 1024, B = 64,
-#: Nt = 16 (256-bit DMA bus), Nb = 16 ("the proper blocking number is 16"), 4 PPs.
-ZC706_LSTM256 = SBEConfig(
-    input_size=1792, hidden_size=256, layers=1, seq_len=1024, pes=1024, batch=64,
-    blocks=16, bus_weights=16, post_units=4, batch_norm=True, lut_multipliers=224)
-
-#: The paper's VC709 design: LSTM-512 on the same 1792 features with Npe = 2048, 356 GOPS at
-#: 125 MHz. B, Nt and Nb are not given; see :data:`PRESETS`.
-VC709_LSTM512 = dataclasses.replace(
-    ZC706_LSTM256, hidden_size=512, pes=2048, batch=64, blocks=6, bus_weights=32,
-    lut_multipliers=0)
-
-PRESETS = {preset.name: preset for preset in (
-    SBEPreset(
-        name="zc706-lstm256", config=ZC706_LSTM256, board="zc706", clock_hz=None,
-        source="Paper: LSTM-256, 1792 inputs, Npe=1024, B=64, Nt=16, Nb=16, 4 PPs, 900 "
-               "DSPs with a few LUT multipliers (224 here: 1024 - (900 - 4 PPs x 25 DSPs "
-               "each)). Chosen here: seq_len=1024 (the 1024 frames of the CPU/GPU comparison), batch_norm=True. "
-               "The clock is in the paper's Table 4, which the text does not reproduce."),
-    SBEPreset(
-        name="vc709-lstm512", config=VC709_LSTM512, board="vc709", clock_hz=125e6,
-        source="Paper: LSTM-512, 1792 inputs, Npe=2048, 125 MHz, 356 GOPS. Chosen here: "
-               "Nt=32 (the 512-bit DMA bus the paper names as the alternative to 256-bit), "
-               "B=Npe/Nt=64 (eq. 1), Nb=6: the fewest blocks whose h weights take two "
-               "blocks (case 2), as Nb=16 is for the ZC706 design."),
-)}

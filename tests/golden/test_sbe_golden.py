@@ -15,7 +15,7 @@ import torch
 
 from nnrtl.gen.sbe.importers import load_torch
 from nnrtl.gen.sbe.quantize import quantize_model, to_fixed
-from nnrtl.hw.sbe.config import SBEConfig, VC709_LSTM512
+from nnrtl.hw.sbe import VC709_LSTM512, SBEConfig
 from nnrtl.sim.golden import sbe
 from nnrtl.sim.golden.fixed import to_float
 
