@@ -34,7 +34,11 @@ The schedule, per layer and batch of ``n <= batch`` consecutive steps:
    previous step.
 
 Weights are resident (loaded once per layer) when ``blocks <= 2``. The x inputs, h outputs
-and biases travel on their own streams and are assumed never to stall the engine; layers
+and biases travel on their own streams and are assumed never to stall the engine (the one
+case where the RTL, with gapless streams, runs over :func:`run_cycles`: a batch's x --
+``n * columns / columns_per_cycle`` beats per x block -- taking longer to stream than the
+weights before them; the engine counts those cycles in ``input_wait_cycles`` and runs over
+the model by at most that many, ``tests/hw/test_sbe_engine.py``); layers
 run one after another, a batch of layer ``l > 0`` starting once the h of its steps in layer
 ``l - 1`` are all usable. ``tests/gen/test_sbe_perf.py`` checks the timeline against an
 independent cycle-by-cycle simulation of these rules.
@@ -433,7 +437,8 @@ def run_cycles(config, layer, steps):
     """Predicted cycles of one run of the engine (:class:`~nnrtl.hw.sbe.SBEEngine`): layer
     ``layer`` over ``steps`` steps from an idle engine, the header of the run (one beat per
     hidden unit and field) on the weight stream before the first block, from the start
-    command to the last hidden value."""
+    command to the last hidden value. Equal to the RTL's ``cycles`` counter with gapless
+    streams, unless the x stream falls behind (see the module's docstring)."""
     if not isinstance(config, SBEConfig):
         raise TypeError(f"config must be an SBEConfig, not {config!r}")
     shape = config.layer(layer)

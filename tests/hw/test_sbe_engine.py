@@ -3,7 +3,10 @@
 small configurations: registers through AXI4-Lite, gapless streams
 (:mod:`nnrtl.sim.tb.bus_amaranth`), every h against the golden model, and the ``cycles``
 counter equal to the performance model's :func:`~nnrtl.gen.sbe.perf.run_cycles` (``==``:
-with streams that never stall, the model is exact in cycles)."""
+with streams that never stall, the model is exact in cycles). The one exception, documented
+in :mod:`nnrtl.gen.sbe.perf`: the model takes the x stream to keep ahead of the array, so
+a run whose x for a batch take longer to stream than the weights before them waits for
+them (``input_wait_cycles``) and runs over the model by at most those cycles."""
 
 import numpy as np
 import pytest
@@ -24,6 +27,10 @@ CONFIGS = {
     # Case 3, two row passes, batch 1.
     "case3-passes": SBEConfig(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13,
                               seq_len=4, bus_weights=4, post_units=1),
+    # The documented exception: one resident block, the batch's 15 x beats take longer
+    # than the 8 header and 5 weight beats, so the array waits 2 cycles for x.
+    "x-stream-bound": SBEConfig(input_size=3, hidden_size=2, pes=8, batch=5, blocks=1,
+                                seq_len=5, bus_weights=8, post_units=2, lut_multipliers=4),
     # Resident weights whose first block already holds h columns (merged, no x block).
     "resident-merged": SBEConfig(input_size=4, hidden_size=8, pes=32, batch=2, blocks=2,
                                  seq_len=5, bus_weights=4, post_units=2),
@@ -31,7 +38,8 @@ CONFIGS = {
 
 
 def run_layer(config, layer, params, xs):
-    """One run of ``layer`` over ``xs``; returns the h codes and the ``cycles`` counter."""
+    """One run of ``layer`` over ``xs``; returns the h codes and the counters ``cycles``
+    and ``input_wait_cycles``."""
     dut = SBEEngine(config)
     regs = config.registers
     steps = len(xs)
@@ -57,7 +65,8 @@ def run_layer(config, layer, params, xs):
                 break
         else:
             raise AssertionError("the engine never finished")
-        result["cycles"], _ = await axil_read(ctx, dut.s_axil, regs.offset_of("cycles"))
+        for name in ("cycles", "input_wait_cycles"):
+            result[name], _ = await axil_read(ctx, dut.s_axil, regs.offset_of(name))
 
     async def weights(ctx):
         await axis_send(ctx, dut.s_weights, w_beats, timeout=100000)
@@ -78,21 +87,34 @@ def run_layer(config, layer, params, xs):
         sim.add_testbench(testbench)
     sim.run()
     assert result["last"] == golden.output_last(config, steps).tolist()
-    return result["hs"], result["cycles"]
+    return result["hs"], {name: result[name] for name in ("cycles", "input_wait_cycles")}
+
+
+def check_runs(config, rng):
+    """Every layer over ``seq_len`` steps: bit-exact, and cycles as the model says;
+    returns the input wait cycles of each run."""
+    xs = golden.random_inputs(config, config.seq_len, rng)
+    waits = []
+    for layer in range(config.layers):
+        params = golden.random_layer(config, layer, rng)
+        expected, _ = golden.run_layer(config, layer, params, xs)
+        hs, counters = run_layer(config, layer, params, xs)
+        assert hs.tolist() == expected.tolist(), f"{config} layer {layer}"
+        model = run_cycles(config, layer, config.seq_len)
+        cycles, waited = counters["cycles"], counters["input_wait_cycles"]
+        if waited == 0:
+            assert cycles == model, f"{config} layer {layer}"
+        else:       # the documented exception: the x stream fell behind the array
+            assert model < cycles <= model + waited, f"{config} layer {layer}"
+        waits.append(waited)
+        xs = expected
+    return waits
 
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_engine_is_bit_exact_and_exact_in_cycles(name):
-    config = CONFIGS[name]
-    rng = np.random.default_rng(len(name))
-    xs = golden.random_inputs(config, config.seq_len, rng)
-    for layer in range(config.layers):
-        params = golden.random_layer(config, layer, rng)
-        expected, _ = golden.run_layer(config, layer, params, xs)
-        hs, cycles = run_layer(config, layer, params, xs)
-        assert hs.tolist() == expected.tolist(), f"layer {layer}"
-        assert cycles == run_cycles(config, layer, config.seq_len), f"layer {layer}"
-        xs = expected
+    waits = check_runs(CONFIGS[name], np.random.default_rng(len(name)))
+    assert (sum(waits) > 0) == (name == "x-stream-bound")
 
 
 def random_config(rng):
@@ -121,13 +143,4 @@ def random_config(rng):
 
 @pytest.mark.parametrize("seed", range(6))
 def test_random_engines_are_exact_in_cycles(seed):
-    config = random_config(np.random.default_rng(seed))
-    rng = np.random.default_rng(seed)
-    xs = golden.random_inputs(config, config.seq_len, rng)
-    for layer in range(config.layers):
-        params = golden.random_layer(config, layer, rng)
-        expected, _ = golden.run_layer(config, layer, params, xs)
-        hs, cycles = run_layer(config, layer, params, xs)
-        assert hs.tolist() == expected.tolist(), f"{config} layer {layer}"
-        assert cycles == run_cycles(config, layer, config.seq_len), f"{config} layer {layer}"
-        xs = expected
+    check_runs(random_config(np.random.default_rng(seed)), np.random.default_rng(seed))
