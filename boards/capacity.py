@@ -16,15 +16,41 @@ Units
 """
 
 import dataclasses
+import math
 import numbers
 
 
-__all__ = ["Capacity", "peak_bandwidth_gbps"]
+__all__ = ["Capacity", "peak_bandwidth_gbps", "BRAM36_BITS", "LUTRAM_DEPTH", "bram36_for"]
 
 
 #: Block RAM and UltraRAM block sizes in Kb (UG473 for 7 series, UG573 for UltraScale+).
 BRAM36_KB = 36
 URAM_KB = 288
+
+#: Bits of a 36 Kb block RAM (the ``BRAM_size`` of the SBE paper's eq. 7), 7-series UG473.
+BRAM36_BITS = BRAM36_KB * 1024
+
+#: Entries of one LUTRAM primitive (RAM64X1D, UG474): a memory this shallow fits in LUTs.
+LUTRAM_DEPTH = 64
+
+#: 7-series BRAM36 aspect ratios (data bits incl. parity, depth), UG473 Table 1-5.
+_BRAM36_SHAPES = ((72, 512), (36, 1024), (18, 2048), (9, 4096), (4, 8192), (2, 16384),
+                  (1, 32768))
+
+
+def bram36_for(words, depth, word_bits):
+    """Fewest 36 Kb block RAMs holding a memory ``words`` words wide (read in one cycle)
+    and ``depth`` deep, over the 7-series aspect ratios (bits-only counts, like eq. 7 of
+    the SBE paper, miss that a wide, shallow memory is limited by the 72-bit port, not by
+    its bits)."""
+    best = None
+    for width, rows in _BRAM36_SHAPES:
+        if width >= word_bits:
+            count = math.ceil(words / (width // word_bits)) * math.ceil(depth / rows)
+        else:
+            count = words * math.ceil(word_bits / width) * math.ceil(depth / rows)
+        best = count if best is None else min(best, count)
+    return best
 
 #: The Yosys ``synth_xilinx -family`` names this package uses, and the DSP slice each has.
 YOSYS_FAMILIES = {

@@ -31,7 +31,8 @@ from ...boards import get_board
 from ...hw.sbe import PRESETS, SBEConfig
 from ..engines import SimRequest, board_clock_hz
 from ..progress import progress
-from .perf import paper_performance, predict, resource_estimate
+from .perf import paper_performance, predict
+from .resources import resource_estimate
 
 __all__ = ["bench_sbe", "markdown_sbe", "TREND_BASE", "speedup_table"]
 

@@ -127,7 +127,7 @@ def _bench(out):
 
 
 def _resources(config, family):
-    from .perf import resources
+    from .resources import resources
     return resources(config, family)
 
 

@@ -13,7 +13,7 @@ configuration of
 * ``blocks``: the divisors of every layer's columns,
 
 is checked against the board's DSP slices and 36 Kb block RAMs
-(:func:`~nnrtl.gen.sbe.perf.resource_estimate`: one DSP per PE, those of the
+(:func:`~nnrtl.gen.sbe.resources.resource_estimate`: one DSP per PE, those of the
 post-processing units, the double buffers, the BB-FIFOs unless in LUTRAM; the PEs beyond
 the DSPs left by the post-processing units multiply in LUTs) and a LUT budget for LUTRAM and LUT multipliers. The feasible
 ones are ranked by :func:`~nnrtl.gen.sbe.perf.model_cycles`, ties broken by fewer DSPs, then
@@ -26,11 +26,13 @@ import math
 import time
 
 from ...boards import get_board
-from ...hw.sbe.config import MAX_BUS_BITS, SBEConfig
+from ...hw.bus import MAX_BUS_BITS
+from ...hw.sbe.config import SBEConfig
 from ..errors import UsageError
 from ..models import ModelSpec
-from .perf import (ResourceEstimate, lower_bound_cycles, lut_multiplier_luts, post_unit_dsp,
-                   predict, resource_estimate)
+from .perf import lower_bound_cycles, predict
+from .resources import (ResourceEstimate, lut_multiplier_luts, post_unit_dsp,
+                        resource_estimate)
 
 __all__ = ["Candidate", "Exploration", "explore", "format_table"]
 

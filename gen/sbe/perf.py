@@ -1,4 +1,4 @@
-"""Performance and resource models of the SBE engine.
+"""Performance model of the SBE engine (its resources: :mod:`.resources`).
 
 Two layers:
 
@@ -21,7 +21,8 @@ The schedule, per layer and batch of ``n <= batch`` consecutive steps:
    buffer, then used for the ``n`` steps, step after step, pass after pass, ``c / k``
    column steps each (``k`` = columns per cycle). Loads run ahead as far as the two
    buffers allow.
-2. Blocks holding h columns. One or two (cases 1, 2): all are loaded, then each step runs,
+2. Blocks holding h columns. One or two (cases 1, 2): both are loaded (the second while
+   the first is used: a column step waits only for its own block), then each step runs,
    pass by pass, over their columns -- x columns first, then h columns, which wait for the
    previous step's h. More than two (case 3): for each step, every such block is loaded and
    used for that step only.
@@ -33,7 +34,11 @@ The schedule, per layer and batch of ``n <= batch`` consecutive steps:
    previous step.
 
 Weights are resident (loaded once per layer) when ``blocks <= 2``. The x inputs, h outputs
-and biases travel on their own streams and are assumed never to stall the engine; layers
+and biases travel on their own streams and are assumed never to stall the engine (the one
+case where the RTL, with gapless streams, runs over :func:`run_cycles`: a batch's x --
+``n * columns / columns_per_cycle`` beats per x block -- taking longer to stream than the
+weights before them; the engine counts those cycles in ``input_wait_cycles`` and runs over
+the model by at most that many, ``tests/hw/test_sbe_engine.py``); layers
 run one after another, a batch of layer ``l > 0`` starting once the h of its steps in layer
 ``l - 1`` are all usable. ``tests/gen/test_sbe_perf.py`` checks the timeline against an
 independent cycle-by-cycle simulation of these rules.
@@ -44,14 +49,13 @@ import math
 
 import numpy as np
 
-from ...hw.arith.multiplier import dsp_slices, lut_product_luts, rtl_products
-from ...hw.sbe.config import BRAM36_BITS, LUTRAM_DEPTH, SBEConfig
+from ...boards.capacity import BRAM36_BITS
+from ...hw.sbe.config import SBEConfig
 
 __all__ = [
     "balanced_batch", "case1_performance", "case2_performance", "case3_performance",
     "bram_eq7", "paper_performance", "steady_state_performance", "Prediction", "predict",
-    "model_cycles", "lower_bound_cycles", "gops", "ResourceEstimate", "bram36_for",
-    "resource_estimate", "resources", "lut_multiplier_luts", "post_unit_dsp",
+    "model_cycles", "run_cycles", "lower_bound_cycles", "gops",
 ]
 
 
@@ -127,7 +131,10 @@ def steady_state_performance(config, layer=0):
     """MACs per cycle of one full batch of the schedule in steady state, without pipeline
     latency or drain. It equals eqs. 2, 3, 5 and 6 in their regimes and eq. 4 at ``B =
     N_pe / N_t``; for case 2 at other batches it follows the same timeline: the x blocks
-    pipelined, then both h blocks loaded (two exposed loads) and used.
+    pipelined, then both h blocks loaded (two exposed loads) and used. (The timeline of
+    :func:`predict`, like the RTL, starts the first h block's first pass while the second
+    block loads: in case 2 it is up to ``block_columns / columns_per_cycle`` cycles a
+    batch faster than this, 0.09% for the ZC706 design.)
     """
     shape = config.layer(layer)
     steps = config.passes * shape.block_columns // config.columns_per_cycle
@@ -264,12 +271,17 @@ class _Layer:
         self.merged = shape.hidden_blocks <= 2
 
 
-def _run_pass(tl, lay, first, count, ready, next_ready, p, final):
+def _run_pass(tl, lay, first, count, ready, next_ready, p, final, loaded=()):
     """One pass of one step over ``count`` h blocks from h block ``first``, starting when
-    the PE array is free; sets the ready times of the pass's h units if ``final``."""
+    the PE array is free; sets the ready times of the pass's h units if ``final``.
+    ``loaded`` is the cycle each of the ``count`` blocks is loaded, if a column step may
+    be issued before it (merged blocks: a pass starts on the first block while the
+    second is still loading)."""
     steps = count * lay.block_steps
     mask = (lay.block_of >= first) & (lay.block_of < first + count)
     end = tl.engine + steps
+    for index, cycle in enumerate(loaded):
+        end = max(end, cycle + steps - index * lay.block_steps)
     if mask.any():
         position = (lay.block_of[mask] - first) * lay.block_steps + lay.step_in_block[mask]
         end = max(end, int((ready[mask] + steps - position).max()))
@@ -282,13 +294,14 @@ def _run_pass(tl, lay, first, count, ready, next_ready, p, final):
     tl.engine = end
 
 
-def _run_step(tl, lay, ready):
-    """One time step over the h blocks; returns the ready times of its h."""
+def _run_step(tl, lay, ready, loaded=()):
+    """One time step over the h blocks; returns the ready times of its h. ``loaded``: the
+    cycles the merged h blocks are loaded."""
     config, shape = tl.config, lay.shape
     next_ready = ready.copy()
     if lay.merged:
         for p in range(config.passes):
-            _run_pass(tl, lay, 0, shape.hidden_blocks, ready, next_ready, p, True)
+            _run_pass(tl, lay, 0, shape.hidden_blocks, ready, next_ready, p, True, loaded)
         return next_ready
     for block in range(shape.hidden_blocks):
         half, loaded = tl.load(lay.block_words)
@@ -318,14 +331,14 @@ def _run_batch(tl, lay, steps, ready, inputs_ready, resident):
         tl.busy += work
         if half is not None:
             tl.release(half)
-    halves = []
+    halves, loaded = [], []
     if resident:
-        tl.engine = max([tl.engine] + resident[shape.first_hidden_block:])
+        loaded = resident[shape.first_hidden_block:]
     elif lay.merged:
         for _ in range(shape.hidden_blocks):
-            half, loaded = tl.load(lay.block_words)
+            half, end = tl.load(lay.block_words)
             halves.append(half)
-            tl.engine = max(tl.engine, loaded)
+            loaded.append(end)
     dma = not lay.merged                  # case 3 loads blocks inside every step
     previous = None
     for step in range(steps):
@@ -336,7 +349,7 @@ def _run_batch(tl, lay, steps, ready, inputs_ready, resident):
             ready = ready + period * (steps - step)
             break
         previous = (key, tl.marks())
-        ready = _run_step(tl, lay, ready)
+        ready = _run_step(tl, lay, ready, loaded)
     for half in halves:
         tl.release(half)
     return ready
@@ -424,7 +437,8 @@ def run_cycles(config, layer, steps):
     """Predicted cycles of one run of the engine (:class:`~nnrtl.hw.sbe.SBEEngine`): layer
     ``layer`` over ``steps`` steps from an idle engine, the header of the run (one beat per
     hidden unit and field) on the weight stream before the first block, from the start
-    command to the last hidden value."""
+    command to the last hidden value. Equal to the RTL's ``cycles`` counter with gapless
+    streams, unless the x stream falls behind (see the module's docstring)."""
     if not isinstance(config, SBEConfig):
         raise TypeError(f"config must be an SBEConfig, not {config!r}")
     shape = config.layer(layer)
@@ -442,8 +456,7 @@ RUN_OVERHEAD = 1
 
 
 def _batch_sizes(config, seq_len):
-    batch = min(config.batch, seq_len)
-    return [batch] * (seq_len // batch) + ([seq_len % batch] if seq_len % batch else [])
+    return [size for _, size in config.batches(seq_len)]
 
 
 def model_cycles(config, *, pipeline_latency=None, seq_len=None):
@@ -453,136 +466,12 @@ def model_cycles(config, *, pipeline_latency=None, seq_len=None):
 
 def lower_bound_cycles(config, *, seq_len=None):
     """A cheap lower bound of :func:`model_cycles`: the larger of the PE array's column
-    steps and the DMA's load cycles, which each run one at a time."""
+    steps and the DMA's load cycles (the blocks of
+    :meth:`~nnrtl.hw.sbe.SBEConfig.block_schedule`), which each run one at a time."""
     seq_len = config.seq_len if seq_len is None else seq_len
-    sizes = _batch_sizes(config, seq_len)
     compute = load = 0
     for shape in config.layer_shapes:
         compute += seq_len * config.passes * shape.columns // config.columns_per_cycle
         block = math.ceil(config.rows * shape.block_columns / config.bus_weights)
-        if config.weights_resident:
-            load += config.blocks * block
-        elif shape.case < 3:
-            load += len(sizes) * config.blocks * block
-        else:
-            load += block * (len(sizes) * shape.first_hidden_block
-                             + seq_len * shape.hidden_blocks)
+        load += block * len(config.block_schedule(shape.index, seq_len))
     return max(compute, load)
-
-
-# -- Resources ---------------------------------------------------------------------------
-
-#: 7-series BRAM36 aspect ratios (data bits incl. parity, depth), UG473 Table 1-5.
-_BRAM36_SHAPES = ((72, 512), (36, 1024), (18, 2048), (9, 4096), (4, 8192), (2, 16384),
-                  (1, 32768))
-
-def lut_multiplier_luts(width):
-    """LUTs of one ``width`` x ``width`` PE multiplier built from LUTs
-    (:func:`~nnrtl.hw.arith.multiplier.lut_product_luts`)."""
-    return lut_product_luts(width, width)
-
-
-_POST_UNIT_DSP = {}
-
-
-def post_unit_dsp(config, family):
-    """DSP slices of one post-processing unit of ``config`` in Yosys ``family``: its
-    multipliers, listed from its RTL (:func:`~nnrtl.hw.arith.multiplier.rtl_products`),
-    each cut as Yosys does (:func:`~nnrtl.hw.arith.multiplier.dsp_slices`). Computed once
-    per set of number formats."""
-    from ...hw.sbe.post import PostProcessingUnit, formats
-    key = (formats(config), config.batch_norm, family)
-    if key not in _POST_UNIT_DSP:
-        _POST_UNIT_DSP[key] = sum(
-            dsp_slices(a, b, family, a_signed=a_signed, b_signed=b_signed)
-            for a, a_signed, b, b_signed in rtl_products(PostProcessingUnit(config)))
-    return _POST_UNIT_DSP[key]
-
-
-def bram36_for(words, depth, word_bits):
-    """Fewest 36 Kb block RAMs holding a memory ``words`` words wide (read in one cycle)
-    and ``depth`` deep, over the 7-series aspect ratios (bits-only counts, like eq. 7, miss
-    that a wide, shallow buffer is limited by the 72-bit port, not by its bits)."""
-    best = None
-    for width, rows in _BRAM36_SHAPES:
-        if width >= word_bits:
-            count = math.ceil(words / (width // word_bits)) * math.ceil(depth / rows)
-        else:
-            count = words * math.ceil(word_bits / width) * math.ceil(depth / rows)
-        best = count if best is None else min(best, count)
-    return best
-
-
-@dataclasses.dataclass(frozen=True)
-class ResourceEstimate:
-    """Resources of a configuration.
-
-    Attributes
-    ----------
-    dsp : int
-        DSP slices: ``dsp_pes + dsp_post``.
-    dsp_pes : int
-        Of the PE multipliers (one per PE of ``operand_width`` bits, less the LUT-built).
-    dsp_post : int
-        Of the post-processing units (:func:`post_unit_dsp`).
-    bram36 : int
-        36 Kb block RAMs: weight double buffer, vector double buffer, BB-FIFOs unless in
-        LUTRAM, h and cell state.
-    bram_eq7 : float
-        The paper's eq. 7 for the same design (first layer, ``DW = operand_width``).
-    lutram_luts : int
-        LUTs of the BB-FIFOs when in LUTRAM (RAM64M: 3 bits of 64 entries in 4 LUTs).
-    lut_multiplier_luts : int
-        LUTs of the LUT-built multipliers (estimate, :func:`lut_multiplier_luts`).
-    memories : dict
-        BRAM36 of each memory.
-    """
-
-    dsp: int
-    dsp_pes: int
-    dsp_post: int
-    bram36: int
-    bram_eq7: float
-    lutram_luts: int
-    lut_multiplier_luts: int
-    memories: dict
-
-    @property
-    def luts(self):
-        """The LUTs counted here (memories and multipliers, not the rest of the logic)."""
-        return self.lutram_luts + self.lut_multiplier_luts
-
-
-def resource_estimate(config, family="xc7"):
-    """The :class:`ResourceEstimate` of ``config`` in Yosys ``family`` (``xc7`` or
-    ``xcup``: their DSP slices differ)."""
-    k, ow, aw = config.columns_per_cycle, config.operand_width, config.acc_width
-    columns = config.max_block_columns
-    memories = {
-        "weight buffer": bram36_for(config.pes, 2 * config.passes * columns // k, ow),
-        "vector buffer": bram36_for(k, 2 * config.batch * columns // k, ow),
-    }
-    lutram = 0
-    if config.bb_fifo_in_lutram:
-        lutram = config.pes * math.ceil(aw / 3) * 4 * math.ceil(config.bb_fifo_depth
-                                                                 / LUTRAM_DEPTH)
-    else:
-        memories["bb-fifo"] = bram36_for(config.pes, config.bb_fifo_depth, aw)
-    state_depth = config.hidden_size // config.post_units
-    if state_depth > LUTRAM_DEPTH:
-        memories["cell state"] = bram36_for(config.post_units, state_depth, aw)
-        memories["hidden state"] = bram36_for(config.post_units, 2 * state_depth, ow)
-    dsp_pes = config.dsp * dsp_slices(ow, ow, family)
-    dsp_post = config.post_units * post_unit_dsp(config, family)
-    return ResourceEstimate(
-        dsp=dsp_pes + dsp_post, dsp_pes=dsp_pes, dsp_post=dsp_post,
-        bram36=sum(memories.values()), bram_eq7=config.bram_eq7,
-        lutram_luts=lutram,
-        lut_multiplier_luts=config.lut_multipliers * lut_multiplier_luts(ow),
-        memories=memories)
-
-
-def resources(config, family="xc7"):
-    """``{"dsp": n, "bram36": n}``: what :func:`nnrtl.gen.engines.check_fit` checks."""
-    estimate = resource_estimate(config, family)
-    return {"dsp": estimate.dsp, "bram36": estimate.bram36}

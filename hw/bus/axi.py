@@ -15,7 +15,17 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 
-__all__ = ["AXI4LiteSignature", "AXI4StreamSignature", "AXI_RESP_OKAY", "AXI_RESP_SLVERR"]
+__all__ = ["AXI4LiteSignature", "AXI4StreamSignature", "AXI_RESP_OKAY", "AXI_RESP_SLVERR",
+           "MAX_BUS_BITS", "bus_bits"]
+
+
+#: Widest AXI4 data bus, in bits (AMBA AXI4 allows 8 to 1024).
+MAX_BUS_BITS = 1024
+
+
+def bus_bits(words, width):
+    """AXI4-Stream data width carrying ``words`` words of ``width`` bits (whole bytes)."""
+    return -(-words * width // 8) * 8
 
 
 #: ``bresp`` / ``rresp`` encoding of a successful access.

@@ -2,15 +2,16 @@
 (``papers/sbe-weight-reuse-large-lstm.txt``, Fig. 7).
 
 :class:`SBEConfig` is the single source of truth of an engine; the paper's two designs are
-:data:`PRESETS`. The RTL, one unit per file: :class:`SBEEngine` (``engine.py``: buffers,
+:data:`PRESETS` (``presets.py``). The RTL, one unit per file: :class:`SBEEngine` (``engine.py``: buffers,
 interconnection, h store, AXI edges), :class:`Controller` (``controller.py``: the
 stall-free blocking-batching order), :class:`WeightLoader` / :class:`InputLoader`
 (``loaders.py``), :class:`PEGroup` (``pe.py``: PEs and BB-FIFOs), :class:`PostProcessingUnit`
 (``post.py``). The bit-exact model is :mod:`nnrtl.sim.golden.sbe`.
 """
 
-from .config import (BRAM36_BITS, GATES, LUTRAM_DEPTH, MAX_BUS_BITS, PRESETS, VC709_LSTM512,
-                     ZC706_LSTM256, LayerShape, SBEConfig, SBEPreset)
+from .config import GATES, LayerShape, SBEConfig
+from .formats import Formats, HeaderLayout, PWLTables, StreamBits
+from .presets import PRESETS, VC709_LSTM512, ZC706_LSTM256, SBEPreset
 from .controller import Controller
 from .engine import SBEEngine
 from .loaders import InputLoader, WeightLoader
@@ -18,6 +19,6 @@ from .pe import PEGroup
 from .post import PostProcessingUnit
 
 __all__ = ["SBEConfig", "LayerShape", "SBEPreset", "PRESETS", "ZC706_LSTM256",
-           "VC709_LSTM512", "GATES", "BRAM36_BITS", "LUTRAM_DEPTH", "MAX_BUS_BITS",
+           "VC709_LSTM512", "GATES", "Formats", "PWLTables", "HeaderLayout", "StreamBits",
            "SBEEngine", "Controller", "WeightLoader", "InputLoader", "PEGroup",
            "PostProcessingUnit"]

@@ -26,25 +26,17 @@ with its weights in off-chip memory:
 import dataclasses
 import math
 
-from ..bus import Access, Field, Register, RegisterMap
+from ...boards.capacity import BRAM36_BITS, LUTRAM_DEPTH
+from ..arith.fixed import QFormat
+from ..bus import MAX_BUS_BITS, Access, Field, Register, RegisterMap, bus_bits
+from .formats import Formats, HeaderLayout, StreamBits, pwl_tables_of
 
-__all__ = ["SBEConfig", "LayerShape", "SBEPreset", "ZC706_LSTM256", "VC709_LSTM512",
-           "PRESETS", "GATES", "BRAM36_BITS", "LUTRAM_DEPTH", "MAX_BUS_BITS"]
+__all__ = ["SBEConfig", "LayerShape", "GATES"]
 
 
 #: Gate order of the interleaved matrix: input, cell candidate ("input modulation"),
 #: forget, output -- the paper's Fig. 5 order; row ``4 * j + g`` is unit ``j`` of gate ``g``.
 GATES = ("i", "u", "f", "o")
-
-#: Bits of a 36 Kb block RAM (the ``BRAM_size`` of the paper's eq. 7), 7-series UG473.
-BRAM36_BITS = 36 * 1024
-
-#: Entries of one LUTRAM primitive (RAM64X1D, UG474); the paper keeps BB-FIFOs this shallow
-#: in LUTRAM ("each LUTRAM is 64 bits").
-LUTRAM_DEPTH = 64
-
-#: Widest AXI4 data bus, in bits (AMBA AXI4 allows 8 to 1024).
-MAX_BUS_BITS = 1024
 
 
 def _is_int(value):
@@ -316,7 +308,7 @@ class SBEConfig:
     def dsp(self):
         """DSP slices of the PE array: one per PE (a ``operand_width`` x ``operand_width``
         multiply fits one DSP48), less the LUT-built multipliers. The post-processing
-        units' are counted by :func:`nnrtl.gen.sbe.perf.post_unit_dsp`."""
+        units' are counted by :func:`nnrtl.gen.sbe.resources.post_unit_dsp`."""
         return self.pes - self.lut_multipliers
 
     # -- Number formats ------------------------------------------------------------------
@@ -325,6 +317,28 @@ class SBEConfig:
     def acc_frac(self):
         """Fraction bits of a product and of the accumulators, ``weight_frac + act_frac``."""
         return self.weight_frac + self.act_frac
+
+    @property
+    def formats(self):
+        """The :class:`Formats` ``W``, ``V``, ``A`` and ``E``."""
+        return Formats(weight=QFormat(self.operand_width, self.weight_frac),
+                       vector=QFormat(self.operand_width, self.act_frac),
+                       acc=QFormat(self.acc_width, self.acc_frac),
+                       cell=QFormat(self.acc_width, self.cell_frac))
+
+    @property
+    def pwl_tables(self):
+        """The :class:`PWLTables` of the post-processing units, each
+        :func:`~nnrtl.hw.arith.pwl.pwl_table` with its defaults (64 segments); computed
+        once per set of :attr:`formats`.
+
+        Raises
+        ------
+        ValueError
+            (from ``pwl_table``) if the formats leave fewer input codes than segments in a
+            table's range (``acc_frac`` or ``cell_frac`` below 3).
+        """
+        return pwl_tables_of(self.formats)
 
     # -- Layers and blocks ---------------------------------------------------------------
 
@@ -401,17 +415,40 @@ class SBEConfig:
 
     @property
     def weight_words_per_batch(self):
-        """Weights the DMA moves for one full batch of ``batch`` steps over all layers: each
-        block once in cases 1 and 2, the h blocks once per step in case 3 (eqs. 5 and 6);
-        none when the weights are resident (amortised over the sequence)."""
+        """Weights the DMA moves for one full batch of ``batch`` steps over all layers
+        (:meth:`batch_blocks`); none when the weights are resident (amortised over the
+        sequence)."""
         if self.weights_resident:
             return 0
-        words = 0
-        for shape in self.layer_shapes:
-            block = self.rows * shape.block_columns
-            reuse = 1 if shape.case < 3 else self.batch
-            words += block * (shape.first_hidden_block + reuse * shape.hidden_blocks)
-        return words
+        return sum(self.rows * shape.block_columns
+                   * len(self.batch_blocks(shape.index, self.batch))
+                   for shape in self.layer_shapes)
+
+    def batches(self, steps):
+        """``[(t0, n), ...]``: the batches of a run of ``steps`` steps, ``t0 = 0, B, 2B,
+        ...`` and ``n = min(batch, steps - t0)``."""
+        if not _is_int(steps) or steps <= 0:
+            raise TypeError(f"steps must be a positive integer, not {steps!r}")
+        return [(t0, min(self.batch, steps - t0)) for t0 in range(0, steps, self.batch)]
+
+    def batch_blocks(self, layer_index, size):
+        """Blocks of layer ``layer_index`` the weight stream sends for one batch of
+        ``size`` steps (weights not resident): blocks ``0 .. first_hidden_block - 1``
+        once, then the h blocks once in cases 1 and 2 (both stay on chip for the batch)
+        or once per step in case 3 (eqs. 5 and 6)."""
+        shape = self.layer(layer_index)
+        x_blocks = list(range(shape.first_hidden_block))
+        h_blocks = list(range(shape.first_hidden_block, self.blocks))
+        return x_blocks + h_blocks * (1 if shape.case < 3 else size)
+
+    def block_schedule(self, layer_index, steps):
+        """Block numbers in the order the weight stream sends them for one run of layer
+        ``layer_index`` over ``steps`` steps (header not included): every block once if
+        :attr:`weights_resident`, else :meth:`batch_blocks` batch after batch."""
+        batches = self.batches(steps)
+        if self.weights_resident:
+            return list(range(self.blocks))
+        return [block for _, size in batches for block in self.batch_blocks(layer_index, size)]
 
     # -- Memories ------------------------------------------------------------------------
 
@@ -463,10 +500,27 @@ class SBEConfig:
     # -- Streams -------------------------------------------------------------------------
 
     @property
+    def header_layout(self):
+        """The :class:`HeaderLayout`: per hidden unit four biases, and with batch norm four
+        scales and four shifts, gate by gate in :data:`GATES` order."""
+        if self.batch_norm:
+            return HeaderLayout(fields=12, bias=0, scale=4, shift=8)
+        return HeaderLayout(fields=4, bias=0, scale=None, shift=None)
+
+    @property
     def header_fields(self):
-        """Values per hidden unit in a run's header: four biases, and with batch norm four
-        scales and four shifts."""
-        return 12 if self.batch_norm else 4
+        """Values per hidden unit in a run's header (:attr:`header_layout`)."""
+        return self.header_layout.fields
+
+    @property
+    def stream_bits(self):
+        """The :class:`StreamBits` of ``s_weights`` (``bus_weights`` words), ``s_inputs``
+        (``columns_per_cycle`` words) and ``m_axis`` (``post_units`` words), words of
+        ``operand_width`` bits."""
+        ow = self.operand_width
+        return StreamBits(weights=bus_bits(self.bus_weights, ow),
+                          inputs=bus_bits(self.columns_per_cycle, ow),
+                          outputs=bus_bits(self.post_units, ow))
 
     @property
     def header_beats(self):
@@ -496,8 +550,16 @@ class SBEConfig:
         return {name: int(getattr(self, name)) for name in self._CONSTANTS}
 
     @property
+    def step_bits(self):
+        """Width of the ``steps`` register: the longest run is ``2 ** step_bits - 1``
+        steps."""
+        return self.registers["steps"].width
+
+    @property
     def registers(self):
         """The AXI4-Lite :class:`~nnrtl.hw.bus.RegisterMap` of the engine."""
+        batch_norm = Field("batch_norm", 1, doc="apply the batch normalisation "
+                           "(configurations with batch_norm)")
         counters = {
             "cycles": "Cycles of the last run, start to last hidden value",
             "stall_cycles": "Cycles the array waited for h (the data dependency)",
@@ -520,67 +582,12 @@ class SBEConfig:
             Register("steps", Access.RW, doc="Time steps of the next run"),
             Register("layer", Access.RW, doc="Layer of the next run (0 first); layers "
                      "after the first read hidden_size inputs"),
-            Register("flags", Access.RW, reset=2 if self.batch_norm else 0,
+            Register("flags", Access.RW, reset=int(self.batch_norm) << batch_norm.offset,
                      doc="Run options",
                      fields=[Field("keep_state", 0, doc="continue from the h and c of the "
                                    "previous run instead of zero"),
-                             Field("batch_norm", 1, doc="apply the batch normalisation "
-                                   "(configurations with batch_norm)")]),
+                             batch_norm]),
             *(Register(name, Access.RO, doc=f"Configuration: {name}")
               for name in self._CONSTANTS),
             *(Register(name, Access.RO, width=64, doc=doc) for name, doc in counters.items()),
         ])
-
-
-@dataclasses.dataclass(frozen=True)
-class SBEPreset:
-    """A design from the paper: its configuration, board and clock.
-
-    Attributes
-    ----------
-    name : str
-        Key in :data:`PRESETS`.
-    config : SBEConfig
-        The engine.
-    board : str
-        :func:`nnrtl.boards.get_board` name.
-    clock_hz : float or None
-        The clock the paper reports for it; ``None`` when the paper's text does not give it.
-    source : str
-        What the paper states and what was chosen here because it does not.
-    """
-
-    name: str
-    config: SBEConfig
-    board: str
-    clock_hz: float | None
-    source: str
-
-
-#: The paper's ZC706 design ("Experimental Setup", "Resource Utilization"): the LSTM-256 of
-#: LRCN with 1792 input features (2048 x 256 weights per gate), Npe = 1024, B = 64,
-#: Nt = 16 (256-bit DMA bus), Nb = 16 ("the proper blocking number is 16"), 4 PPs.
-ZC706_LSTM256 = SBEConfig(
-    input_size=1792, hidden_size=256, layers=1, seq_len=1024, pes=1024, batch=64,
-    blocks=16, bus_weights=16, post_units=4, batch_norm=True, lut_multipliers=224)
-
-#: The paper's VC709 design: LSTM-512 on the same 1792 features with Npe = 2048, 356 GOPS at
-#: 125 MHz. B, Nt and Nb are not given; see :data:`PRESETS`.
-VC709_LSTM512 = dataclasses.replace(
-    ZC706_LSTM256, hidden_size=512, pes=2048, batch=64, blocks=6, bus_weights=32,
-    lut_multipliers=0)
-
-PRESETS = {preset.name: preset for preset in (
-    SBEPreset(
-        name="zc706-lstm256", config=ZC706_LSTM256, board="zc706", clock_hz=None,
-        source="Paper: LSTM-256, 1792 inputs, Npe=1024, B=64, Nt=16, Nb=16, 4 PPs, 900 "
-               "DSPs with a few LUT multipliers (224 here: 1024 - (900 - 4 PPs x 25 DSPs "
-               "each)). Chosen here: seq_len=1024 (the 1024 frames of the CPU/GPU comparison), batch_norm=True. "
-               "The clock is in the paper's Table 4, which the text does not reproduce."),
-    SBEPreset(
-        name="vc709-lstm512", config=VC709_LSTM512, board="vc709", clock_hz=125e6,
-        source="Paper: LSTM-512, 1792 inputs, Npe=2048, 125 MHz, 356 GOPS. Chosen here: "
-               "Nt=32 (the 512-bit DMA bus the paper names as the alternative to 256-bit), "
-               "B=Npe/Nt=64 (eq. 1), Nb=6: the fewest blocks whose h weights take two "
-               "blocks (case 2), as Nb=16 is for the ZC706 design."),
-)}

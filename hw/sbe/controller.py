@@ -22,22 +22,48 @@ post-processing units), when the previous hand-over's drain is over and the outp
 has room for the pass's hidden values.
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, unsigned
-from amaranth.lib import wiring
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Controller", "LayerConstants", "PHASE_X", "PHASE_MERGED", "PHASE_CASE3"]
+from .config import SBEConfig
 
-PHASE_X, PHASE_MERGED, PHASE_CASE3 = 0, 1, 2
-STEP_BITS = 32
+__all__ = ["Controller", "LayerConstants", "Phase", "Waiting", "next_batch_size"]
+
+
+class Phase(enum.Enum, shape=2):
+    """What the controller is issuing: blocks of x columns only (``X``), the one or two
+    hidden blocks of cases 1 and 2 (``MERGED``), or case 3's hidden blocks, one at a time
+    (``CASE3``)."""
+
+    X = 0
+    MERGED = 1
+    CASE3 = 2
+
+
+class Waiting(data.Struct):
+    """Why the controller issues nothing while busy (one reason at a time, checked in this
+    order)."""
+
+    weights: 1          # its weight block is not loaded
+    inputs: 1           # its x vectors are not loaded
+    hidden: 1           # the h elements it reads are not written (a stall)
+    handover: 1         # a hand-over waits for the drain or for room in the output FIFO
+
+
+def next_batch_size(config, steps, start):
+    """Steps of the batch starting at step ``start`` of a run of ``steps`` steps:
+    ``min(batch, steps - start)``, as an Amaranth value."""
+    left = steps - start
+    return Mux(left < config.batch, left, config.batch)
 
 
 class LayerConstants:
     """Shape constants of the running layer as Amaranth values: those of layer 0, or of
-    every later layer when ``upper`` is set (a multi-layer configuration's later layers
+    every later layer when ``later_layer`` is set (a multi-layer configuration's later layers
     all read ``hidden_size`` inputs)."""
 
-    def __init__(self, config, upper):
+    def __init__(self, config, later_layer):
         k = config.columns_per_cycle
         shapes = config.layer_shapes[:2]
 
@@ -45,7 +71,7 @@ class LayerConstants:
             values = [getter(shape) for shape in shapes]
             if len(set(values)) == 1:
                 return Const(values[0], range(values[0] + 1))
-            return Mux(upper, values[-1], values[0])
+            return Mux(later_layer, values[-1], values[0])
 
         self.input_size = value(lambda s: s.input_size)
         self.block_columns = value(lambda s: s.block_columns)
@@ -68,16 +94,17 @@ class Controller(wiring.Component):
     Attributes
     ----------
     start : In(1)
-        Begin a run of ``steps`` steps (ignored while ``busy``); ``steps`` and ``upper``
-        (the run is of a layer after the first) must hold still during the run.
-    steps, upper : In
+        Begin a run of ``steps`` steps (ignored while ``busy``); ``steps`` and
+        ``later_layer`` (the run is of a layer after the first) must hold still during the
+        run.
+    steps, later_layer : In
     busy : Out(1)
         Column steps of the run remain to be issued.
     w_loaded, x_loaded : In(2)
         Which weight / vector buffer halves hold a loaded block.
     w_release, x_release : Out(2)
         Halves freed this cycle.
-    h_produced : In(STEP_BITS)
+    h_produced : In(step_bits)
         Steps of the run whose h is completely written.
     h_count : In
         Units of step ``h_produced`` written so far.
@@ -90,31 +117,31 @@ class Controller(wiring.Component):
         ``k`` columns).
     is_h : Out(1)
         The step reads h (else x).
-    step : Out(STEP_BITS)
+    step : Out(step_bits)
         Step of the run (``t0 + s``).
     first, last, init_zero, bb_write, handover : Out(1)
     bb_addr : Out
     pass_index : Out
-    waiting : Out(unsigned(4))
-        Why nothing is issued while ``busy``: bit 0 weights, bit 1 x, bit 2 h (a stall),
-        bit 3 hand-over (drain or output room).
+    waiting : Out(Waiting)
+        Why nothing is issued while ``busy``.
     """
 
     def __init__(self, config):
+        if not isinstance(config, SBEConfig):
+            raise TypeError(f"config must be an SBEConfig, not {config!r}")
         self._config = config
-        k = config.columns_per_cycle
-        self._w_half = config.passes * config.max_block_columns // k
-        self._x_half = config.batch * config.max_block_columns // k
+        self._w_half = self.weight_half_depth(config)
+        self._x_half = self.vector_half_depth(config)
         super().__init__({
             "start": In(1),
-            "steps": In(STEP_BITS),
-            "upper": In(1),
+            "steps": In(config.step_bits),
+            "later_layer": In(1),
             "busy": Out(1),
             "w_loaded": In(2),
             "x_loaded": In(2),
             "w_release": Out(2),
             "x_release": Out(2),
-            "h_produced": In(STEP_BITS),
+            "h_produced": In(config.step_bits),
             "h_count": In(range(config.hidden_size + 1)),
             "drain_free": In(1),
             "out_room": In(1),
@@ -123,7 +150,7 @@ class Controller(wiring.Component):
             "x_addr": Out(range(2 * self._x_half)),
             "h_addr": Out(range(config.hidden_size)),
             "is_h": Out(1),
-            "step": Out(STEP_BITS),
+            "step": Out(config.step_bits),
             "first": Out(1),
             "last": Out(1),
             "init_zero": Out(1),
@@ -131,18 +158,20 @@ class Controller(wiring.Component):
             "handover": Out(1),
             "bb_addr": Out(range(config.bb_fifo_depth)),
             "pass_index": Out(range(config.passes)),
-            "waiting": Out(4),
+            "waiting": Out(Waiting),
         })
 
-    @property
-    def weight_half_depth(self):
-        """Entries of one half of the weight buffer."""
-        return self._w_half
+    @staticmethod
+    def weight_half_depth(config):
+        """Entries of one half of the weight buffer: the column steps of a block's passes,
+        ``passes * max_block_columns / columns_per_cycle``."""
+        return config.passes * config.max_block_columns // config.columns_per_cycle
 
-    @property
-    def vector_half_depth(self):
-        """Entries of one half of the vector (x) buffer."""
-        return self._x_half
+    @staticmethod
+    def vector_half_depth(config):
+        """Entries of one half of the vector (x) buffer: a block's x for a whole batch,
+        ``batch * max_block_columns / columns_per_cycle``."""
+        return config.batch * config.max_block_columns // config.columns_per_cycle
 
     def elaborate(self, platform):
         m = Module()
@@ -150,60 +179,58 @@ class Controller(wiring.Component):
         k, P = config.columns_per_cycle, config.passes
         resident = config.weights_resident
 
-        c = LayerConstants(config, self.upper)
-        In_, BC, BS, F, HB, XTk, merged, hidden_col = (
-            c.input_size, c.block_columns, c.block_steps, c.first_hidden_block,
-            c.hidden_blocks, c.tail_steps, c.merged, c.hidden_column)
+        c = LayerConstants(config, self.later_layer)
+        x_columns, block_columns, block_steps = c.input_size, c.block_columns, c.block_steps
+        first_hidden, hidden_blocks, tail_steps = (c.first_hidden_block, c.hidden_blocks,
+                                                   c.tail_steps)
+        merged, hidden_column = c.merged, c.hidden_column
 
-        t0 = Signal(STEP_BITS)
+        t0 = Signal(config.step_bits)
         n = Signal(range(config.batch + 1))
-        phase = Signal(2)
+        phase = Signal(Phase)
         s = Signal(range(config.batch))
         p = Signal(range(P))
         q = Signal(range(config.max_block_columns // k))
-        part = Signal()                               # merged: which hidden block
-        blk = Signal(range(config.blocks))            # X phase block / case 3 hidden block
-        blk_col = Signal(range(config.columns + config.hidden_size + 1))   # first column
-        qk = Signal(range(config.columns + config.hidden_size + 1))        # q * k
-        p_base = Signal(range(2 * self._w_half + 1))  # p * BS
-        x_base = Signal(range(2 * self._x_half + 1))  # s * (BS or XT / k)
-        bb = Signal(range(config.bb_fifo_depth + 1))  # s * passes + p
-        bb_s = Signal(range(config.bb_fifo_depth + 1))
-        w_use = Signal()
-        x_use = Signal()
-
-        def next_batch_size(start):
-            left = self.steps - start
-            return Mux(left < config.batch, left, config.batch)
+        hidden_part = Signal()                        # merged: which hidden block
+        block = Signal(range(config.blocks))          # X phase block / case 3 hidden block
+        block_column = Signal(range(config.columns + config.hidden_size + 1))  # its first
+        column_offset = Signal(range(config.columns + config.hidden_size + 1))  # q * k
+        p_base = Signal(range(2 * self._w_half + 1))  # p * block_steps
+        x_base = Signal(range(2 * self._x_half + 1))  # s * (block_steps or tail_steps)
+        bb = Signal(range(config.bb_fifo_depth + 1))  # BB-FIFO entry, s * passes + p
+        bb_step = Signal(range(config.bb_fifo_depth + 1))   # case 3: entry of step s, pass 0
+        w_half = Signal()                             # weight buffer half in use
+        x_half = Signal()                             # vector buffer half in use
 
         def first_phase():
-            return Mux(F != 0, PHASE_X, Mux(merged, PHASE_MERGED, PHASE_CASE3))
+            return Mux(first_hidden != 0, Phase.X, Mux(merged, Phase.MERGED, Phase.CASE3))
 
         # -- What the current column step is -------------------------------------------
-        col = Signal.like(blk_col)
-        m.d.comb += col.eq(blk_col + qk)
+        col = Signal.like(block_column)
+        m.d.comb += col.eq(block_column + column_offset)
         is_h = Signal()
-        m.d.comb += is_h.eq(col >= In_)
-        in_x = phase == PHASE_X
-        in_merged = phase == PHASE_MERGED
-        seg_first = (q == 0) & (~in_merged | (part == 0))
-        seg_last = (q == BS - 1) & (~in_merged | (part == HB - 1))
-        final = Mux(in_x, 0, Mux(in_merged, 1, blk == HB - 1))
+        m.d.comb += is_h.eq(col >= x_columns)
+        in_x = phase == Phase.X
+        in_merged = phase == Phase.MERGED
+        seg_first = (q == 0) & (~in_merged | (hidden_part == 0))
+        seg_last = (q == block_steps - 1) & (~in_merged | (hidden_part == hidden_blocks - 1))
+        final = Mux(in_x, 0, Mux(in_merged, 1, block == hidden_blocks - 1))
         handover = seg_last & final
 
         if resident:
-            half = Mux(in_x, blk, F + part)[:1]
+            half = Mux(in_x, block, first_hidden + hidden_part)[:1]
         else:
-            half = Mux(in_merged, w_use ^ part, w_use)
+            half = Mux(in_merged, w_half ^ hidden_part, w_half)
         m.d.comb += [
             self.w_addr.eq(Mux(half, self._w_half, 0) + p_base + q),
-            self.x_addr.eq(Mux(x_use, self._x_half, 0) + x_base + q),
-            self.h_addr.eq((col - In_)[:len(self.h_addr)]),
+            self.x_addr.eq(Mux(x_half, self._x_half, 0) + x_base + q),
+            self.h_addr.eq((col - x_columns)[:len(self.h_addr)]),
             self.is_h.eq(is_h),
             self.step.eq(t0 + s),
             self.first.eq(seg_first),
             self.last.eq(seg_last),
-            self.init_zero.eq(Mux(in_x | (phase == PHASE_CASE3), blk == 0, 1) & (in_x | (F == 0))),
+            self.init_zero.eq(Mux(in_x | (phase == Phase.CASE3), block == 0, 1)
+                              & (in_x | (first_hidden == 0))),
             self.bb_write.eq(seg_last & ~final),
             self.handover.eq(handover),
             self.bb_addr.eq(bb),
@@ -212,21 +239,23 @@ class Controller(wiring.Component):
 
         # -- Whether it can be issued ----------------------------------------------------
         step = t0 + s
-        h_last = col - In_ + k                      # h elements needed: [.., h_last)
+        h_last = col - x_columns + k                # h elements needed: [.., h_last)
         h_ready = ((step == 0) | (self.h_produced >= step)
                    | ((self.h_produced + 1 == step) & (h_last <= self.h_count)))
         w_ok = Mux(half, self.w_loaded[1], self.w_loaded[0])
-        x_ok = Mux(x_use, self.x_loaded[1], self.x_loaded[0]) | is_h
+        x_ok = Mux(x_half, self.x_loaded[1], self.x_loaded[0]) | is_h
         h_ok = ~is_h | h_ready
         ho_ok = ~handover | (self.drain_free & self.out_room)
         go = Signal()
         m.d.comb += [
             go.eq(self.busy & w_ok & x_ok & h_ok & ho_ok),
             self.issue.eq(go),
-            self.waiting.eq(Mux(self.busy & ~go,
-                                Cat(~w_ok, w_ok & ~x_ok, w_ok & x_ok & ~h_ok,
-                                    w_ok & x_ok & h_ok & ~ho_ok), 0)),
         ]
+        with m.If(self.busy & ~go):
+            m.d.comb += [self.waiting.weights.eq(~w_ok),
+                         self.waiting.inputs.eq(w_ok & ~x_ok),
+                         self.waiting.hidden.eq(w_ok & x_ok & ~h_ok),
+                         self.waiting.handover.eq(w_ok & x_ok & h_ok & ~ho_ok)]
 
         # -- Advancing -----------------------------------------------------------------
         def release_w(mask):
@@ -238,17 +267,17 @@ class Controller(wiring.Component):
 
         def release_tail():
             """The vector half holding the batch's x columns of the hidden blocks."""
-            with m.If(XTk != 0):
-                m.d.comb += self.x_release.eq(half_mask(x_use))
-                m.d.sync += x_use.eq(~x_use)
+            with m.If(tail_steps != 0):
+                m.d.comb += self.x_release.eq(half_mask(x_half))
+                m.d.sync += x_half.eq(~x_half)
 
         def end_of_batch():
             with m.If(t0 + n == self.steps):
                 m.d.sync += self.busy.eq(0)
             with m.Else():
-                m.d.sync += [t0.eq(t0 + n), n.eq(next_batch_size(t0 + n)),
-                             phase.eq(first_phase()), blk.eq(0), blk_col.eq(0),
-                             x_base.eq(0), bb.eq(0), bb_s.eq(0)]
+                m.d.sync += [t0.eq(t0 + n), n.eq(next_batch_size(config, self.steps, t0 + n)),
+                             phase.eq(first_phase()), block.eq(0), block_column.eq(0),
+                             x_base.eq(0), bb.eq(0), bb_step.eq(0)]
 
         def next_pass(on_wrap):
             """``p`` advances; ``on_wrap`` runs when it wraps."""
@@ -256,77 +285,77 @@ class Controller(wiring.Component):
                 m.d.sync += [p.eq(0), p_base.eq(0)]
                 on_wrap()
             with m.Else():
-                m.d.sync += [p.eq(p + 1), p_base.eq(p_base + BS)]
+                m.d.sync += [p.eq(p + 1), p_base.eq(p_base + block_steps)]
 
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(self.steps != 0), t0.eq(0),
-                         n.eq(next_batch_size(0)), phase.eq(first_phase()),
-                         s.eq(0), p.eq(0), q.eq(0), part.eq(0), blk.eq(0), blk_col.eq(0),
-                         qk.eq(0), p_base.eq(0), x_base.eq(0), bb.eq(0), bb_s.eq(0),
-                         w_use.eq(0), x_use.eq(0)]
+                         n.eq(next_batch_size(config, self.steps, 0)), phase.eq(first_phase()),
+                         s.eq(0), p.eq(0), q.eq(0), hidden_part.eq(0), block.eq(0), block_column.eq(0),
+                         column_offset.eq(0), p_base.eq(0), x_base.eq(0), bb.eq(0), bb_step.eq(0),
+                         w_half.eq(0), x_half.eq(0)]
 
         with m.If(go):
-            with m.If(q != BS - 1):
-                m.d.sync += [q.eq(q + 1), qk.eq(qk + k)]
+            with m.If(q != block_steps - 1):
+                m.d.sync += [q.eq(q + 1), column_offset.eq(column_offset + k)]
             with m.Else():
-                m.d.sync += [q.eq(0), qk.eq(0)]
+                m.d.sync += [q.eq(0), column_offset.eq(0)]
                 with m.Switch(phase):
-                    with m.Case(PHASE_X):
+                    with m.Case(Phase.X):
                         def x_step():
                             with m.If(s == n - 1):
                                 # Block done for the batch.
                                 m.d.sync += [s.eq(0), x_base.eq(0), bb.eq(0),
-                                             w_use.eq(~w_use), x_use.eq(~x_use),
-                                             blk.eq(blk + 1), blk_col.eq(blk_col + BC)]
-                                release_w(half_mask(w_use))
-                                m.d.comb += self.x_release.eq(half_mask(x_use))
-                                with m.If(blk == F - 1):
-                                    m.d.sync += [blk.eq(0), part.eq(0),
-                                                 phase.eq(Mux(merged, PHASE_MERGED,
-                                                              PHASE_CASE3))]
+                                             w_half.eq(~w_half), x_half.eq(~x_half),
+                                             block.eq(block + 1), block_column.eq(block_column + block_columns)]
+                                release_w(half_mask(w_half))
+                                m.d.comb += self.x_release.eq(half_mask(x_half))
+                                with m.If(block == first_hidden - 1):
+                                    m.d.sync += [block.eq(0), hidden_part.eq(0),
+                                                 phase.eq(Mux(merged, Phase.MERGED,
+                                                              Phase.CASE3))]
                             with m.Else():
-                                m.d.sync += [s.eq(s + 1), x_base.eq(x_base + BS),
+                                m.d.sync += [s.eq(s + 1), x_base.eq(x_base + block_steps),
                                              bb.eq(bb + 1)]
                         with m.If(p != P - 1):
                             m.d.sync += bb.eq(bb + 1)
                         next_pass(x_step)
-                    with m.Case(PHASE_MERGED):
-                        with m.If(part != HB - 1):
-                            m.d.sync += [part.eq(1), blk_col.eq(blk_col + BC)]
+                    with m.Case(Phase.MERGED):
+                        with m.If(hidden_part != hidden_blocks - 1):
+                            m.d.sync += [hidden_part.eq(1), block_column.eq(block_column + block_columns)]
                         with m.Else():
-                            m.d.sync += [part.eq(0), blk_col.eq(hidden_col)]
+                            m.d.sync += [hidden_part.eq(0), block_column.eq(hidden_column)]
 
                             def merged_step():
                                 with m.If(s == n - 1):
                                     m.d.sync += [s.eq(0), x_base.eq(0), bb.eq(0)]
-                                    release_w(Mux(HB == 2, 0b11, half_mask(w_use)))
+                                    release_w(Mux(hidden_blocks == 2, 0b11, half_mask(w_half)))
                                     if not resident:
-                                        m.d.sync += w_use.eq(w_use ^ (HB == 1))
+                                        m.d.sync += w_half.eq(w_half ^ (hidden_blocks == 1))
                                     release_tail()
                                     end_of_batch()
                                 with m.Else():
-                                    m.d.sync += [s.eq(s + 1), x_base.eq(x_base + XTk),
+                                    m.d.sync += [s.eq(s + 1), x_base.eq(x_base + tail_steps),
                                                  bb.eq(bb + 1)]
                             with m.If(p != P - 1):
                                 m.d.sync += bb.eq(bb + 1)
                             next_pass(merged_step)
-                    with m.Case(PHASE_CASE3):
+                    with m.Case(Phase.CASE3):
                         def block_done():
-                            release_w(half_mask(w_use))
-                            m.d.sync += w_use.eq(~w_use)
-                            with m.If(blk == HB - 1):
-                                m.d.sync += [blk.eq(0), blk_col.eq(hidden_col)]
+                            release_w(half_mask(w_half))
+                            m.d.sync += w_half.eq(~w_half)
+                            with m.If(block == hidden_blocks - 1):
+                                m.d.sync += [block.eq(0), block_column.eq(hidden_column)]
                                 with m.If(s == n - 1):
                                     release_tail()
                                     m.d.sync += [s.eq(0), x_base.eq(0), bb.eq(0),
-                                                 bb_s.eq(0)]
+                                                 bb_step.eq(0)]
                                     end_of_batch()
                                 with m.Else():
-                                    m.d.sync += [s.eq(s + 1), x_base.eq(x_base + XTk),
-                                                 bb.eq(bb_s + P), bb_s.eq(bb_s + P)]
+                                    m.d.sync += [s.eq(s + 1), x_base.eq(x_base + tail_steps),
+                                                 bb.eq(bb_step + P), bb_step.eq(bb_step + P)]
                             with m.Else():
-                                m.d.sync += [blk.eq(blk + 1), blk_col.eq(blk_col + BC),
-                                             bb.eq(bb_s)]
+                                m.d.sync += [block.eq(block + 1), block_column.eq(block_column + block_columns),
+                                             bb.eq(bb_step)]
                         with m.If(p != P - 1):
                             m.d.sync += bb.eq(bb + 1)
                         next_pass(block_done)

@@ -23,18 +23,12 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 from ..bus import (AXI4LiteSignature, AXI4StreamSignature, AXI4StreamToStream, PerfCounter,
                    RegisterFile, StreamToAXI4Stream)
 from .config import SBEConfig
-from .controller import STEP_BITS, Controller
+from .controller import Controller
 from .loaders import InputLoader, WeightLoader
 from .pe import PEGroup
 from .post import PostProcessingUnit
 
-__all__ = ["SBEEngine", "bus_bits"]
-
-
-def bus_bits(words, width):
-    """AXI4-Stream data width carrying ``words`` words of ``width`` bits (whole bytes)."""
-    return -(-words * width // 8) * 8
-
+__all__ = ["SBEEngine"]
 
 class SBEEngine(wiring.Component):
     """The stall-free blocking-batching LSTM engine.
@@ -59,12 +53,12 @@ class SBEEngine(wiring.Component):
         if not isinstance(config, SBEConfig):
             raise TypeError(f"config must be an SBEConfig, not {config!r}")
         self._config = config
-        ow = config.operand_width
+        bits = config.stream_bits
         super().__init__({
             "s_axil": In(AXI4LiteSignature(config.registers.addr_width)),
-            "s_weights": In(AXI4StreamSignature(bus_bits(config.bus_weights, ow))),
-            "s_inputs": In(AXI4StreamSignature(bus_bits(config.columns_per_cycle, ow))),
-            "m_axis": Out(AXI4StreamSignature(bus_bits(config.post_units, ow))),
+            "s_weights": In(AXI4StreamSignature(bits.weights)),
+            "s_inputs": In(AXI4StreamSignature(bits.inputs)),
+            "m_axis": Out(AXI4StreamSignature(bits.outputs)),
         })
 
     @property
@@ -75,12 +69,34 @@ class SBEEngine(wiring.Component):
     def registers(self):
         return self._config.registers
 
+    #: Cycles an entry of the output FIFO stays counted beyond ``pipeline_latency``: the
+    #: hand-over's issue cycle, the buffered FIFO's two-cycle read latency and the cycle
+    #: its level drops, rounded up with margin.
+    FIFO_SLACK = 8
+
     @staticmethod
     def output_fifo_depth(config):
-        """Beats of the output FIFO: room for every pass in flight (``pipeline_latency``
-        cycles) plus two, so that an output stream that keeps up never stalls the array."""
+        """Beats of the output FIFO. A hand-over books ``drain_cycles`` entries when it is
+        issued (the controller waits until ``level + reserved + drain_cycles`` fit); each
+        stays counted, reserved then stored, for about ``pipeline_latency + drain_cycles
+        + FIFO_SLACK`` cycles when the output stream keeps up. Hand-overs come at most
+        every ``drain_cycles`` cycles, so the passes in flight are ``ceil((pipeline_latency
+        + FIFO_SLACK) / drain_cycles)`` plus the one draining and the one booking: with
+        that many passes of room an output stream that keeps up never holds the array
+        back (``handover_wait_cycles`` stays 0 without backpressure)."""
         drain = config.drain_cycles
-        return drain * (math.ceil((config.pipeline_latency + 8) / drain) + 2)
+        return drain * (math.ceil((config.pipeline_latency + SBEEngine.FIFO_SLACK) / drain)
+                        + 2)
+
+    @staticmethod
+    def h_store_shape(config):
+        """``(banks, words)`` of the h store: ``max(columns_per_cycle, post_units)`` banks
+        (both powers of two: ``k`` lanes read and ``PP`` units write in one cycle), each of
+        two power-of-two halves (by step parity) of ``hidden_size / banks`` words, padded to a
+        power of two so that the parity is the top address bit."""
+        banks = max(config.columns_per_cycle, config.post_units)
+        index_bits = (config.hidden_size // banks - 1).bit_length()
+        return banks, 2 << index_bits
 
     def elaborate(self, platform):
         m = Module()
@@ -93,9 +109,10 @@ class SBEEngine(wiring.Component):
         m.submodules.regfile = regfile = RegisterFile(config.registers)
         connect(m, flipped(self.s_axil), regfile.s_axil)
         regs = regfile.regs
-        m.submodules.rx_weights = rx_w = AXI4StreamToStream(bus_bits(Nt, ow))
-        m.submodules.rx_inputs = rx_x = AXI4StreamToStream(bus_bits(k, ow))
-        m.submodules.tx = tx = StreamToAXI4Stream(bus_bits(PP, ow))
+        bits = config.stream_bits
+        m.submodules.rx_weights = rx_w = AXI4StreamToStream(bits.weights)
+        m.submodules.rx_inputs = rx_x = AXI4StreamToStream(bits.inputs)
+        m.submodules.tx = tx = StreamToAXI4Stream(bits.outputs)
         connect(m, flipped(self.s_weights), rx_w.s_axis)
         connect(m, flipped(self.s_inputs), rx_x.s_axis)
         connect(m, tx.m_axis, flipped(self.m_axis))
@@ -109,28 +126,31 @@ class SBEEngine(wiring.Component):
         running = Signal()
         done = Signal()
         go = Signal()                       # start of the run, one cycle after the write
-        steps = Signal(STEP_BITS)
-        upper = Signal()
+        steps = Signal(config.step_bits)
+        later_layer = Signal()
         keep = Signal()
         bn_enable = Signal()
         h_base = Signal()                   # h store bank holding the state h
-        out_beats = Signal(STEP_BITS + 16)
+        out_beats = Signal(range((1 << config.step_bits) * (H // PP)))   # of the run
         start = Signal()
         m.d.comb += start.eq(regs.control[start_bit] & ~running)
         m.d.sync += go.eq(start)
         with m.If(start):
             m.d.sync += [running.eq(regs.steps != 0), done.eq(regs.steps == 0),
-                         steps.eq(regs.steps), upper.eq(regs.layer != 0),
+                         steps.eq(regs.steps), later_layer.eq(regs.layer != 0),
                          keep.eq(regs.flags[flags.field("keep_state").offset]),
                          out_beats.eq(0)]
             if config.batch_norm:
                 m.d.sync += bn_enable.eq(regs.flags[flags.field("batch_norm").offset])
 
+        w_half = Controller.weight_half_depth(config)
+        x_half = Controller.vector_half_depth(config)
         m.submodules.controller = ctrl = Controller(config)
-        m.submodules.weight_loader = wl = WeightLoader(config, ctrl.weight_half_depth)
-        m.submodules.input_loader = il = InputLoader(config, ctrl.vector_half_depth)
+        m.submodules.weight_loader = wl = WeightLoader(config, half_depth=w_half)
+        m.submodules.input_loader = il = InputLoader(config, half_depth=x_half)
         for unit in (ctrl, wl, il):
-            m.d.comb += [unit.start.eq(go), unit.steps.eq(steps), unit.upper.eq(upper)]
+            m.d.comb += [unit.start.eq(go), unit.steps.eq(steps),
+                         unit.later_layer.eq(later_layer)]
 
         w_loaded = Signal(2)
         x_loaded = Signal(2)
@@ -148,16 +168,16 @@ class SBEEngine(wiring.Component):
 
         # -- Vector buffer and h store ---------------------------------------------------
         m.submodules.vectors = vectors = Memory(
-            shape=unsigned(k * ow), depth=2 * ctrl.vector_half_depth, init=[])
+            shape=unsigned(k * ow), depth=2 * x_half, init=[])
         x_write = vectors.write_port()
         x_read = vectors.read_port(domain="sync")
         m.d.comb += [x_write.en.eq(il.x_en), x_write.addr.eq(il.x_addr),
                      x_write.data.eq(il.x_data), x_read.addr.eq(ctrl.x_addr)]
 
-        banks = max(k, PP)                                   # both powers of two
+        banks, bank_words = self.h_store_shape(config)
         bank_bits = banks.bit_length() - 1
         bank_depth = H // banks
-        h_produced = Signal(STEP_BITS)
+        h_produced = Signal(config.step_bits)
         h_count = Signal(range(H + 1))
         h_read = []
         h_writes = []
@@ -166,7 +186,7 @@ class SBEEngine(wiring.Component):
         index_bits = (bank_depth - 1).bit_length()
         for bank in range(banks):
             # Address = (step parity, unit index within the bank): two power-of-two halves.
-            mem = Memory(shape=unsigned(ow), depth=2 << index_bits, init=[])
+            mem = Memory(shape=unsigned(ow), depth=bank_words, init=[])
             m.submodules[f"h_bank{bank}"] = mem
             write = mem.write_port()
             read = mem.read_port(domain="sync", transparent_for=(write,))
@@ -215,9 +235,8 @@ class SBEEngine(wiring.Component):
         groups = config.pes // Nt
         s2, s3, s4 = stages[2], stages[3], stages[4]
         pe_acc = []
-        dsp_pes = config.pes - config.lut_multipliers     # the last PEs multiply in LUTs
-        for g in range(groups):
-            group = PEGroup(config, lut_pes=min(Nt, max(0, (g + 1) * Nt - dsp_pes)))
+        for g in range(groups):        # the last PEs multiply in LUTs
+            group = PEGroup(config, lut_pes=min(Nt, max(0, (g + 1) * Nt - config.dsp)))
             m.submodules[f"pe_group{g}"] = group
             lane = g * Nt // rpp
             m.d.comb += [
@@ -229,7 +248,7 @@ class SBEEngine(wiring.Component):
                 group.init_zero.eq(s3["init_zero"]), group.last.eq(s3["last"]),
                 group.bb_write.eq(s3["bb_write"]), group.bb_write_addr.eq(s3["bb_addr"]),
             ]
-            pe_acc.extend(group.acc[n * aw:(n + 1) * aw] for n in range(Nt))
+            pe_acc.extend(group.acc[n] for n in range(Nt))
 
         # -- LSTM interconnection: capture a pass's sums, drain them to the PPs ----------
         capture = s4["issue"] & s4["handover"]
@@ -316,10 +335,10 @@ class SBEEngine(wiring.Component):
         waiting = ctrl.waiting
         counters = {
             "cycles": (running, None),
-            "stall_cycles": (running & waiting[2], None),
-            "weight_wait_cycles": (running & waiting[0], None),
-            "input_wait_cycles": (running & waiting[1], None),
-            "handover_wait_cycles": (running & waiting[3], None),
+            "stall_cycles": (running & waiting.hidden, None),
+            "weight_wait_cycles": (running & waiting.weights, None),
+            "input_wait_cycles": (running & waiting.inputs, None),
+            "handover_wait_cycles": (running & waiting.handover, None),
             "column_steps": (ctrl.issue, None),
             "useful_macs": (ctrl.issue, config.pes),
             "weight_words": (wl.words, Nt),

@@ -18,22 +18,42 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .controller import STEP_BITS, LayerConstants
+from .config import SBEConfig
+from .controller import Controller, LayerConstants, next_batch_size
 
 __all__ = ["WeightLoader", "InputLoader"]
 
 
-def _batch_size(config, steps, start):
-    left = steps - start
-    return Mux(left < config.batch, left, config.batch)
+def _check(config, half_depth, minimum):
+    if not isinstance(config, SBEConfig):
+        raise TypeError(f"config must be an SBEConfig, not {config!r}")
+    if not isinstance(half_depth, int) or isinstance(half_depth, bool) or half_depth <= 0:
+        raise TypeError(f"half_depth must be a positive integer, not {half_depth!r}")
+    if half_depth < minimum(config):
+        raise ValueError(f"half_depth ({half_depth}) must be at least {minimum(config)}, "
+                         f"the entries of the largest block")
 
 
 class WeightLoader(wiring.Component):
     """Header and weight blocks from the weight stream.
 
+    Parameters
+    ----------
+    config : SBEConfig
+    half_depth : int
+        Entries of one half of the weight buffer (:meth:`.Controller.weight_half_depth`),
+        at least a block's.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`SBEConfig` or ``half_depth`` not a positive integer.
+    ValueError
+        If ``half_depth`` is smaller than a block.
+
     Attributes
     ----------
-    start, steps, upper : In
+    start, steps, later_layer : In
         As :class:`~.controller.Controller`.
     i : In(stream.Signature(bus_weights * operand_width))
     loaded : In(2)
@@ -49,13 +69,14 @@ class WeightLoader(wiring.Component):
         A beat of weights (not header) is taken this cycle.
     """
 
-    def __init__(self, config, half_depth):
+    def __init__(self, config, *, half_depth):
+        _check(config, half_depth, Controller.weight_half_depth)
         self._config = config
         self._half = half_depth
         groups = config.pes // config.bus_weights
         units = config.hidden_size // config.post_units
         super().__init__({
-            "start": In(1), "steps": In(STEP_BITS), "upper": In(1),
+            "start": In(1), "steps": In(config.step_bits), "later_layer": In(1),
             "i": In(stream.Signature(config.bus_weights * config.operand_width)),
             "loaded": In(2), "done": Out(2), "busy": Out(1),
             "hdr_en": Out(1), "hdr_lane": Out(range(config.post_units)),
@@ -69,7 +90,7 @@ class WeightLoader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        c = LayerConstants(config, self.upper)
+        c = LayerConstants(config, self.later_layer)
         groups = config.pes // config.bus_weights
 
         header = Signal()
@@ -79,7 +100,7 @@ class WeightLoader(wiring.Component):
         group = Signal.like(self.w_group)
         entry = Signal(range(self._half))
         fill = Signal()
-        t0 = Signal(STEP_BITS)
+        t0 = Signal(config.step_bits)
         n = Signal(range(config.batch + 1))
         block = Signal(range(config.blocks * config.batch + 1))   # blocks of this batch
 
@@ -100,7 +121,7 @@ class WeightLoader(wiring.Component):
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(self.steps != 0), header.eq(1), field.eq(0),
                          lane.eq(0), addr.eq(0), group.eq(0), entry.eq(0), fill.eq(0),
-                         t0.eq(0), n.eq(_batch_size(config, self.steps, 0)), block.eq(0),
+                         t0.eq(0), n.eq(next_batch_size(config, self.steps, 0)), block.eq(0),
                          ]
 
         with m.If(take & header):
@@ -141,16 +162,28 @@ class WeightLoader(wiring.Component):
                                 m.d.sync += self.busy.eq(0)
                             with m.Else():
                                 m.d.sync += [t0.eq(t0 + n),
-                                             n.eq(_batch_size(config, self.steps, t0 + n))]
+                                             n.eq(next_batch_size(config, self.steps, t0 + n))]
         return m
 
 
 class InputLoader(wiring.Component):
     """x vectors from the input stream into the vector double buffer.
 
+    Parameters
+    ----------
+    config : SBEConfig
+    half_depth : int
+        Entries of one half of the vector buffer (:meth:`.Controller.vector_half_depth`),
+        at least a block's x for a whole batch.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :class:`WeightLoader`.
+
     Attributes
     ----------
-    start, steps, upper : In
+    start, steps, later_layer : In
     i : In(stream.Signature(k * operand_width))
     loaded : In(2)
     done : Out(2)
@@ -159,12 +192,13 @@ class InputLoader(wiring.Component):
         Vector buffer write.
     """
 
-    def __init__(self, config, half_depth):
+    def __init__(self, config, *, half_depth):
+        _check(config, half_depth, Controller.vector_half_depth)
         self._config = config
         self._half = half_depth
         width = config.columns_per_cycle * config.operand_width
         super().__init__({
-            "start": In(1), "steps": In(STEP_BITS), "upper": In(1),
+            "start": In(1), "steps": In(config.step_bits), "later_layer": In(1),
             "i": In(stream.Signature(width)),
             "loaded": In(2), "done": Out(2), "busy": Out(1),
             "x_en": Out(1), "x_addr": Out(range(2 * half_depth)), "x_data": Out(width),
@@ -173,10 +207,10 @@ class InputLoader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        c = LayerConstants(config, self.upper)
+        c = LayerConstants(config, self.later_layer)
 
         fill = Signal()
-        t0 = Signal(STEP_BITS)
+        t0 = Signal(config.step_bits)
         n = Signal(range(config.batch + 1))
         block = Signal(range(config.blocks + 1))      # x block of the batch; F = the tail
         s = Signal(range(config.batch))
@@ -198,13 +232,13 @@ class InputLoader(wiring.Component):
             with m.If(t0 + n == self.steps):
                 m.d.sync += self.busy.eq(0)
             with m.Else():
-                m.d.sync += [t0.eq(t0 + n), n.eq(_batch_size(config, self.steps, t0 + n)),
+                m.d.sync += [t0.eq(t0 + n), n.eq(next_batch_size(config, self.steps, t0 + n)),
                              block.eq(0)]
 
         with m.If(self.start & ~self.busy):
             has_x = (c.first_hidden_block != 0) | (c.tail_steps != 0)
             m.d.sync += [self.busy.eq((self.steps != 0) & has_x), fill.eq(0), t0.eq(0),
-                         n.eq(_batch_size(config, self.steps, 0)), s.eq(0), q.eq(0),
+                         n.eq(next_batch_size(config, self.steps, 0)), s.eq(0), q.eq(0),
                          index.eq(0), block.eq(0)]
 
         with m.If(take):

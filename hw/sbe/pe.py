@@ -10,11 +10,12 @@ the interconnection to capture.
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal, signed, unsigned
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..arith.multiplier import lut_product
+from .config import SBEConfig
 
 __all__ = ["PEGroup"]
 
@@ -32,7 +33,7 @@ class PEGroup(wiring.Component):
     Parameters
     ----------
     config : SBEConfig
-    lut_pes : int
+    lut_pes : int (keyword-only)
         How many of the group's PEs (the last ones) build their multiplier from LUTs
         (:func:`~nnrtl.hw.arith.multiplier.lut_product`) instead of a DSP slice.
 
@@ -50,11 +51,23 @@ class PEGroup(wiring.Component):
         BB-FIFO entry of the segment starting at ``I + 3``, given at ``I + 2``.
     bb_write_addr : In
         BB-FIFO entry written at ``I + 3``.
-    acc : Out(ArrayLayout)
+    acc : Out(ArrayLayout(signed(acc_width), bus_weights))
         The accumulators.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`SBEConfig` or ``lut_pes`` is not an integer from 0
+        to ``bus_weights``.
     """
 
-    def __init__(self, config, lut_pes=0):
+    def __init__(self, config, *, lut_pes):
+        if not isinstance(config, SBEConfig):
+            raise TypeError(f"config must be an SBEConfig, not {config!r}")
+        n = config.bus_weights
+        if not isinstance(lut_pes, int) or isinstance(lut_pes, bool) or not 0 <= lut_pes <= n:
+            raise TypeError(f"lut_pes must be an integer from 0 to {n} (bus_weights), "
+                            f"not {lut_pes!r}")
         self._config = config
         self._lut_pes = lut_pes
         n, ow, aw = config.bus_weights, config.operand_width, config.acc_width
@@ -71,7 +84,7 @@ class PEGroup(wiring.Component):
             "bb_write": In(1),
             "bb_read_addr": In(range(config.bb_fifo_depth)),
             "bb_write_addr": In(range(config.bb_fifo_depth)),
-            "acc": Out(unsigned(n * aw)),
+            "acc": Out(data.ArrayLayout(signed(aw), n)),
         })
 
     @staticmethod
@@ -114,7 +127,7 @@ class PEGroup(wiring.Component):
             with m.If(self.valid):
                 m.d.sync += acc.eq(total)
             sums.append(total)
-            m.d.comb += self.acc[pe * aw:(pe + 1) * aw].eq(acc)
+            m.d.comb += self.acc[pe].eq(acc)
         m.d.comb += [bb_write.en.eq(self.valid & self.bb_write),
                      bb_write.addr.eq(self.bb_write_addr), bb_write.data.eq(Cat(*sums))]
         return m

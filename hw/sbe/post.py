@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """A post-processing unit (PP) of the SBE (Fig. 7): bias, optional batch normalisation,
 piecewise-linear sigmoid/tanh, cell update and hidden update for one hidden unit per cycle.
 
@@ -12,75 +13,68 @@ a pass over). The arithmetic is that of :func:`nnrtl.sim.golden.sbe.step`:
 4. ``h = rescale_V(o * tanh(c))``
 """
 
-import dataclasses
-import functools
-
 from amaranth.hdl import Const, Module, Mux, Signal, Value, unsigned
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..arith import FixedAdd, FixedMul, QFormat
-from ..arith.pwl import PiecewiseLinear, pwl_table
+from ..arith import FixedAdd, FixedMul
+from ..arith.pwl import PiecewiseLinear
 
-__all__ = ["PostProcessingUnit", "formats", "pwl_tables", "Formats"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Formats:
-    """The SBE's number formats: ``weight`` (W), ``vector`` (V: x and h), ``acc`` (A:
-    accumulators, biases, batch-norm shift) and ``cell`` (E: activations, cell state,
-    batch-norm scale)."""
-
-    weight: QFormat
-    vector: QFormat
-    acc: QFormat
-    cell: QFormat
+__all__ = ["PostProcessingUnit"]
 
 
-def formats(config):
-    """The :class:`Formats` of ``config``."""
-    ow, aw = config.operand_width, config.acc_width
-    return Formats(weight=QFormat(ow, config.weight_frac), vector=QFormat(ow, config.act_frac),
-                   acc=QFormat(aw, config.acc_frac), cell=QFormat(aw, config.cell_frac))
+class _Units:
+    """The arithmetic units of one PP, stage by stage: the one description of its pipeline.
+    :meth:`PostProcessingUnit.elaborate` wires these very units, and
+    :meth:`PostProcessingUnit.stage_latencies` reads their latencies from a set built only
+    to ask (this file's first line tells Amaranth not to warn about those)."""
+
+    def __init__(self, config):
+        f, t = config.formats, config.pwl_tables
+        self.bias = [FixedAdd(f.acc, f.acc, f.acc) for _ in range(4)]
+        self.batch_norm = config.batch_norm
+        if config.batch_norm:
+            self.bn_mul = [FixedMul(f.acc, f.cell, f.acc) for _ in range(4)]
+            self.bn_add = [FixedAdd(f.acc, f.acc, f.acc) for _ in range(4)]
+        self.gates = [PiecewiseLinear(table) for table in (t.sigmoid, t.tanh, t.sigmoid,
+                                                            t.sigmoid)]
+        # The activations take the multipliers only as wide as their values (y_fmt).
+        self.mul_fc = FixedMul(t.sigmoid.y_fmt, f.cell, f.cell)
+        self.mul_iu = FixedMul(t.sigmoid.y_fmt, t.tanh.y_fmt, f.cell)
+        self.add_c = FixedAdd(f.cell, f.cell, f.cell)
+        self.act_c = PiecewiseLinear(t.cell_tanh)
+        self.mul_h = FixedMul(t.sigmoid.y_fmt, t.cell_tanh.y_fmt, f.vector)
+
+    @staticmethod
+    def _same(units):
+        """The one latency of units that run side by side."""
+        latencies = {unit.latency for unit in units}
+        assert len(latencies) == 1, latencies
+        return latencies.pop()
+
+    @property
+    def stages(self):
+        """``{stage: cycles}`` from ``valid`` to ``h_valid``, in order."""
+        stages = {"parameter read": 1, "bias add": self._same(self.bias)}
+        if self.batch_norm:
+            stages["batch norm"] = self._same(self.bn_mul) + self._same(self.bn_add)
+        stages.update({
+            "gate activation": self._same(self.gates),
+            "cell products": self._same([self.mul_fc, self.mul_iu]),
+            "cell add": self.add_c.latency,
+            "cell activation": self.act_c.latency,
+            "hidden product": self.mul_h.latency,
+        })
+        return stages
 
 
-def pwl_tables(config):
-    """``(sigmoid A->E, tanh A->E, tanh E->E)``: the PWL tables of the gates and the cell
-    (64 segments, the :func:`~nnrtl.hw.arith.pwl.pwl_table` defaults)."""
-    return _tables(formats(config))
-
-
-@functools.lru_cache(maxsize=32)
-def _tables(f):
-    return (pwl_table("sigmoid", f.acc, f.cell), pwl_table("tanh", f.acc, f.cell),
-            pwl_table("tanh", f.cell, f.cell))
-
-
-def _latency(unit):
-    """The latency of a unit built only to ask it (not elaborated)."""
-    unit._MustUse__silence = True
-    return unit.latency
-
-
-@functools.lru_cache(maxsize=32)
-def _stage_latencies(f, batch_norm):
-    add_a = _latency(FixedAdd(f.acc, f.acc, f.acc))
-    stages = {"parameter read": 1, "bias add": add_a}
-    if batch_norm:
-        stages["batch norm"] = _latency(FixedMul(f.acc, f.cell, f.acc)) + add_a
-    stages.update({
-        "gate activation": _latency(PiecewiseLinear(_tables(f)[0])),
-        "cell products": _latency(FixedMul(f.cell, f.cell, f.cell)),
-        "cell add": _latency(FixedAdd(f.cell, f.cell, f.cell)),
-        "cell activation": _latency(PiecewiseLinear(_tables(f)[2])),
-        "hidden product": _latency(FixedMul(f.cell, f.cell, f.vector)),
-    })
-    return tuple(stages.items())
+_STAGE_LATENCIES = {}     # (formats, batch_norm) -> stages: the same units, the same latencies
 
 
 class PostProcessingUnit(wiring.Component):
-    """One PP: a hidden unit per cycle, fixed latency :attr:`latency`.
+    """One PP: a hidden unit per cycle, fixed latency :attr:`latency` (the sum of
+    :meth:`stage_latencies`).
 
     Parameters
     ----------
@@ -99,17 +93,15 @@ class PostProcessingUnit(wiring.Component):
     bn_enable : In(1)
         Apply the batch normalisation (configurations with ``batch_norm`` only).
     hdr_en, hdr_addr, hdr_field, hdr_data : In
-        Write one header value (bias, scale or shift) into the parameter memory.
+        Write one header value into the parameter memory: field ``hdr_field`` of
+        :attr:`SBEConfig.header_layout` (bias, scale or shift of a gate).
     h_valid, h : Out
         The hidden value, :attr:`latency` cycles after ``valid``.
-    h_addr : Out
-        ``addr`` delayed to ``h``.
     """
 
     def __init__(self, config):
         self._config = config
-        aw, depth = config.acc_width, config.hidden_size // config.post_units
-        self._fields = config.header_fields
+        aw, depth = config.acc_width, self.depth(config)
         super().__init__({
             "valid": In(1),
             "acc": In(unsigned(4 * aw)),
@@ -118,29 +110,40 @@ class PostProcessingUnit(wiring.Component):
             "bn_enable": In(1),
             "hdr_en": In(1),
             "hdr_addr": In(range(depth)),
-            "hdr_field": In(range(self._fields)),
+            "hdr_field": In(range(config.header_layout.fields)),
             "hdr_data": In(unsigned(aw)),
             "h_valid": Out(1),
             "h": Out(unsigned(config.operand_width)),
-            "h_addr": Out(range(depth)),
         })
 
     @staticmethod
+    def depth(config):
+        """Entries of a PP's parameter and cell memories: the hidden units it finishes,
+        ``hidden_size / post_units``."""
+        return config.hidden_size // config.post_units
+
+    @staticmethod
     def stage_latencies(config):
-        """Cycles of each stage, from ``valid`` to ``h_valid`` (in order)."""
-        return dict(_stage_latencies(formats(config), config.batch_norm))
+        """Cycles of each stage, from ``valid`` to ``h_valid`` (in order), read from the
+        arithmetic units the PP is built of."""
+        key = (config.formats, config.batch_norm)
+        if key not in _STAGE_LATENCIES:
+            _STAGE_LATENCIES[key] = _Units(config).stages
+        return dict(_STAGE_LATENCIES[key])
 
     @property
     def latency(self):
+        """Cycles from ``valid`` to ``h_valid``."""
         return sum(self.stage_latencies(self._config).values())
 
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        f = formats(config)
         aw = config.acc_width
-        depth = config.hidden_size // config.post_units
-        sigmoid, tanh_gate, tanh_cell = pwl_tables(config)
+        layout = config.header_layout
+        fields = layout.fields
+        units = _Units(config)
+        stages = units.stages
 
         def delay(value, cycles, name):
             for index in range(cycles):
@@ -149,22 +152,21 @@ class PostProcessingUnit(wiring.Component):
                 value = reg
             return value
 
+        def advance(cycles, name, *signals):
+            return tuple(delay(value, cycles, f"{label}_{name}") for label, value in signals)
+
         # Parameters: one word of `fields` values per unit.
         m.submodules.params = params = Memory(
-            shape=unsigned(self._fields * aw), depth=depth, init=[])
+            shape=unsigned(fields * aw), depth=self.depth(config), init=[])
         hdr = params.write_port(granularity=aw)
-        m.d.comb += [hdr.addr.eq(self.hdr_addr), hdr.data.eq(self.hdr_data.replicate(self._fields)),
-                     hdr.en.eq(Mux(self.hdr_en, Const(1, self._fields) << self.hdr_field, 0))]
+        m.d.comb += [hdr.addr.eq(self.hdr_addr), hdr.data.eq(self.hdr_data.replicate(fields)),
+                     hdr.en.eq(Mux(self.hdr_en, Const(1, fields) << self.hdr_field, 0))]
         param = params.read_port(domain="sync")
         m.d.comb += param.addr.eq(self.addr)
 
-        def field(index):
+        def field(kind, gate):
+            index = layout.index(kind, gate)
             return param.data[index * aw:(index + 1) * aw]
-
-        valid = delay(self.valid, 1, "valid")                           # parameter read
-        acc = delay(self.acc, 1, "acc")
-        addr = delay(self.addr, 1, "addr")
-        fresh = delay(self.fresh, 1, "fresh")
 
         def unit(name, component, valid, **operands):
             m.submodules[name] = component
@@ -173,70 +175,58 @@ class PostProcessingUnit(wiring.Component):
                 m.d.comb += getattr(component.i.p, port).eq(value)
             return component
 
-        z = []
-        for g in range(4):
-            out = unit(f"bias_{g}", FixedAdd(f.acc, f.acc, f.acc), valid,
-                       a=acc[g * aw:(g + 1) * aw], b=field(g))
-            z.append(out.o.p.sum)
-        lat = out.latency
-        valid, addr, fresh = (delay(s, lat, n) for s, n in
-                              ((valid, "valid_z"), (addr, "addr_z"), (fresh, "fresh_z")))
-        if config.batch_norm:
-            mul_lat = _latency(FixedMul(f.acc, f.cell, f.acc))
-            shift = [delay(field(8 + g), lat + mul_lat, f"shift{g}") for g in range(4)]
-            scaled = []
-            for g in range(4):
-                # The parameter word is read once; scale waits for z (bias add latency).
-                out = unit(f"bn_mul_{g}", FixedMul(f.acc, f.cell, f.acc), valid,
-                           a=z[g], b=delay(field(4 + g), lat, f"bn_scale{g}"))
-                scaled.append(out.o.p.product)
-            valid2 = delay(valid, mul_lat, "valid_bnm")
-            normed = []
-            for g in range(4):
-                out = unit(f"bn_add_{g}", FixedAdd(f.acc, f.acc, f.acc), valid2,
-                           a=scaled[g], b=shift[g])
-                normed.append(out.o.p.sum)
-            bn_lat = mul_lat + lat
-            z = [Mux(self.bn_enable, normed[g], delay(z[g], bn_lat, f"z{g}")) for g in range(4)]
-            valid, addr, fresh = (delay(s, bn_lat, n) for s, n in
-                                  ((valid, "valid_bn"), (addr, "addr_bn"), (fresh, "fresh_bn")))
+        valid, acc, addr, fresh = advance(                                # parameter read
+            stages["parameter read"], "p", ("valid", self.valid), ("acc", self.acc),
+            ("addr", self.addr), ("fresh", self.fresh))
 
-        gates = []
-        for g, table in enumerate((sigmoid, tanh_gate, sigmoid, sigmoid)):
-            out = unit(f"act_{g}", PiecewiseLinear(table), valid, x=z[g])
-            gates.append(out.o.p.y)
-        act_lat = out.latency
-        i_gate, u_gate, f_gate, o_gate = gates
+        lat = stages["bias add"]
+        z = [unit(f"bias_{g}", units.bias[g], valid, a=acc[g * aw:(g + 1) * aw],
+                  b=field("bias", g)).o.p.sum for g in range(4)]
+        valid, addr, fresh = advance(lat, "z", ("valid", valid), ("addr", addr),
+                                     ("fresh", fresh))
+        if config.batch_norm:
+            mul_lat = units.bn_mul[0].latency
+            # The parameter word is read once; the scale waits for z, the shift for z * scale.
+            scaled = [unit(f"bn_mul_{g}", units.bn_mul[g], valid, a=z[g],
+                           b=delay(field("scale", g), lat, f"bn_scale{g}")).o.p.product
+                      for g in range(4)]
+            valid_scaled = delay(valid, mul_lat, "valid_bnm")
+            normed = [unit(f"bn_add_{g}", units.bn_add[g], valid_scaled, a=scaled[g],
+                           b=delay(field("shift", g), lat + mul_lat, f"shift{g}")).o.p.sum
+                      for g in range(4)]
+            bn_lat = stages["batch norm"]
+            z = [Mux(self.bn_enable, normed[g], delay(z[g], bn_lat, f"z{g}"))
+                 for g in range(4)]
+            valid, addr, fresh = advance(bn_lat, "bn", ("valid", valid), ("addr", addr),
+                                         ("fresh", fresh))
+
+        act_lat = stages["gate activation"]
+        i_gate, u_gate, f_gate, o_gate = (
+            unit(f"act_{g}", units.gates[g], valid, x=z[g]).o.p.y for g in range(4))
 
         # The cell memory is read so that c_prev meets f at the cell products.
-        m.submodules.cells = cells = Memory(shape=unsigned(aw), depth=depth, init=[])
+        m.submodules.cells = cells = Memory(shape=unsigned(aw), depth=self.depth(config),
+                                            init=[])
         c_read = cells.read_port(domain="sync")
         c_write = cells.write_port()
-        m.d.comb += c_read.addr.eq(delay(addr, act_lat - 1, "addr_c"))
-        valid, addr, fresh = (delay(s, act_lat, n) for s, n in
-                              ((valid, "valid_a"), (addr, "addr_a"), (fresh, "fresh_a")))
+        m.d.comb += c_read.addr.eq(delay(addr, act_lat - 1, "addr_cell_read"))
+        valid, addr, fresh = advance(act_lat, "a", ("valid", valid), ("addr", addr),
+                                     ("fresh", fresh))
         c_prev = Mux(fresh, 0, c_read.data)
 
-        # The activations take the multipliers only as wide as their values (y_fmt).
-        fc = unit("mul_fc", FixedMul(sigmoid.y_fmt, f.cell, f.cell), valid, a=f_gate, b=c_prev)
-        iu = unit("mul_iu", FixedMul(sigmoid.y_fmt, tanh_gate.y_fmt, f.cell), valid,
-                  a=i_gate, b=u_gate)
-        mul_lat = fc.latency
-        valid, addr = delay(valid, mul_lat, "valid_p"), delay(addr, mul_lat, "addr_p")
-        o_gate = delay(o_gate, mul_lat, "o_p")
-        cell = unit("add_c", FixedAdd(f.cell, f.cell, f.cell), valid,
-                    a=fc.o.p.product, b=iu.o.p.product)
-        add_lat = cell.latency
-        valid, addr = delay(valid, add_lat, "valid_c"), delay(addr, add_lat, "addr_c2")
-        o_gate = delay(o_gate, add_lat, "o_c")
+        fc = unit("mul_fc", units.mul_fc, valid, a=f_gate, b=c_prev)
+        iu = unit("mul_iu", units.mul_iu, valid, a=i_gate, b=u_gate)
+        valid, addr, o_gate = advance(stages["cell products"], "m", ("valid", valid),
+                                      ("addr", addr), ("o", o_gate))
+        cell = unit("add_c", units.add_c, valid, a=fc.o.p.product, b=iu.o.p.product)
+        valid, addr, o_gate = advance(stages["cell add"], "c", ("valid", valid),
+                                      ("addr", addr), ("o", o_gate))
         m.d.comb += [c_write.en.eq(valid), c_write.addr.eq(addr), c_write.data.eq(cell.o.p.sum)]
 
-        t = unit("act_c", PiecewiseLinear(tanh_cell), valid, x=cell.o.p.sum)
-        valid, addr = delay(valid, act_lat, "valid_t"), delay(addr, act_lat, "addr_t")
-        o_gate = delay(o_gate, act_lat, "o_t")
-        h = unit("mul_h", FixedMul(sigmoid.y_fmt, tanh_cell.y_fmt, f.vector), valid,
-                 a=o_gate, b=t.o.p.y)
-        h_lat = h.latency
-        m.d.comb += [self.h_valid.eq(delay(valid, h_lat, "valid_h")),
-                     self.h_addr.eq(delay(addr, h_lat, "addr_h")), self.h.eq(h.o.p.product)]
+        t = unit("act_c", units.act_c, valid, x=cell.o.p.sum)
+        valid, o_gate = advance(stages["cell activation"], "t", ("valid", valid),
+                                ("o", o_gate))
+        h = unit("mul_h", units.mul_h, valid, a=o_gate, b=t.o.p.y)
+        m.d.comb += [self.h_valid.eq(delay(valid, stages["hidden product"], "valid_h")),
+                     self.h.eq(h.o.p.product)]
         return m

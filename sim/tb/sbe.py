@@ -38,7 +38,6 @@ from cocotbext.axi import AxiStreamFrame
 
 from nnrtl.gen.sbe.perf import run_cycles
 from nnrtl.hw.sbe import SBEConfig
-from nnrtl.hw.sbe.engine import bus_bits
 from nnrtl.sim.golden import sbe as golden
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
@@ -89,18 +88,17 @@ async def run(bench, layer, params, xs, first, last, *, keep_state, batch_norm, 
     await bench.regs.write("layer", layer)
     await bench.regs.write_fields("flags", keep_state=keep_state, batch_norm=batch_norm)
     await bench.source("s_weights").send(AxiStreamFrame(beats_to_bytes(
-        golden.weight_beats(CONFIG, layer, params, count), ow,
-        bus_bits(CONFIG.bus_weights, ow))))
+        golden.weight_beats(CONFIG, layer, params, count), ow, CONFIG.stream_bits.weights)))
     x_beats = golden.input_beats(CONFIG, layer, xs[first:last])
     if len(x_beats):
         await bench.source("s_inputs").send(AxiStreamFrame(beats_to_bytes(
-            x_beats, ow, bus_bits(CONFIG.columns_per_cycle, ow))))
+            x_beats, ow, CONFIG.stream_bits.inputs)))
     model = run_cycles(CONFIG, layer, count)
     bench.begin(f"the run of layer {layer}, steps {first}-{last - 1}", model,
                 output_beats=counts["outputs"])
     await bench.regs.write_fields("control", start=1)
 
-    o_bits = bus_bits(CONFIG.post_units, ow)
+    o_bits = CONFIG.stream_bits.outputs
     beats_per_step = CONFIG.hidden_size // CONFIG.post_units
     hs = []
     for t in range(first, last):

@@ -268,7 +268,9 @@ def test_load_array(tmp_path):
         load_array(tmp_path / "objects.npy", what="inputs")
     (tmp_path / "text.npy").write_text("1 2 3\n")
     with pytest.raises(UsageError, match=rf"^{tmp_path}/text\.npy: the inputs are not a "
-                                         r"(plain )?\.npy array \("):
+                                         r"\.npy file \(it does not begin with numpy's magic "
+                                         r"string; a text file\? write arrays with "
+                                         r"numpy\.save\)$"):
         load_array(tmp_path / "text.npy", what="inputs")
     with pytest.raises(UsageError, match=rf"^{tmp_path}/x\.npy: the targets have 2 dimensions "
                                          r"\(shape \(4, 5\)\); 3 are needed$"):

@@ -1,14 +1,13 @@
-"""Golden model of the SBE (:mod:`nnrtl.sim.golden.sbe`): accuracy, exactness, streams.
+"""Golden model of the SBE (:mod:`nnrtl.sim.golden.sbe`): accuracy and exactness.
 
 The model is checked against PyTorch's float64 ``nn.LSTM`` (within the error the
-piecewise-linear activations bring), against a float64 batch-norm formula, against a slow
-scalar re-implementation of the contract's arithmetic in Python integers (bit for bit,
-including the accumulator's wrap and every saturation), and its stream packing against
-decoders written from the contract's text (``briefs/sbe_spec.md``).
+piecewise-linear activations bring), against a float64 batch-norm formula and against a
+slow scalar re-implementation of the contract's arithmetic in Python integers
+(:mod:`sbe_contract`; bit for bit, including the accumulator's wrap and every saturation).
+The streams are in ``test_sbe_streams.py``.
 """
 
 import dataclasses
-import math
 
 import numpy as np
 import pytest
@@ -17,113 +16,11 @@ import torch
 from nnrtl.gen.models import load_state_dict
 from nnrtl.gen.models.quantize import to_fixed
 from nnrtl.gen.sbe.frommodel import quantize_model
-from nnrtl.hw.sbe.config import SBEConfig, VC709_LSTM512
+from nnrtl.hw.sbe import VC709_LSTM512, SBEConfig
 from nnrtl.sim.golden import sbe
 from nnrtl.sim.golden.fixed import to_float
 
-
-# -- Valid random configurations -----------------------------------------------------------
-
-#: (operand_width, acc_width) pairs the random configurations draw from.
-WIDTHS = [(16, 32), (8, 16), (8, 24), (12, 28), (18, 40), (6, 16), (16, 48)]
-
-
-def divisors(n):
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def random_config(rng, **overrides):
-    """A random valid :class:`SBEConfig` (small), drawn until one passes validation
-    (whatever rules it holds; this one draws ``bus_weights * operand_width >= acc_width``
-    and power-of-two ``post_units`` directly)."""
-    for _ in range(10000):
-        hidden = int(rng.choice([1, 2, 3, 4, 5, 6, 8, 10, 12, 16]))
-        rows = 4 * hidden
-        pes = int(rng.choice([d for d in divisors(rows) if d % 4 == 0]
-                             + [rows * m for m in (2, 3, 4)]))
-        layers = int(rng.choice([1, 2]))
-        inputs = int(rng.integers(1, 33))
-        widths = [inputs + hidden] + ([2 * hidden] if layers > 1 else [])
-        blocks = int(rng.choice(divisors(math.gcd(*widths))))
-        batch = int(rng.integers(1, 6))
-        width, acc_width = WIDTHS[rng.integers(len(WIDTHS))]
-        bus = [1 << n for n in range(11) if acc_width <= (1 << n) * width <= 1024]
-        weight_frac = int(rng.integers(1, width))
-        act_frac = int(rng.integers(max(1, 3 - weight_frac), width))
-        kwargs = dict(
-            input_size=inputs, hidden_size=hidden, layers=layers,
-            seq_len=batch + int(rng.integers(0, 6)), pes=pes, batch=batch, blocks=blocks,
-            bus_weights=int(rng.choice(bus)), batch_norm=bool(rng.integers(2)),
-            operand_width=width, acc_width=acc_width, weight_frac=weight_frac,
-            act_frac=act_frac, cell_frac=int(rng.integers(3, acc_width - 1)))
-        units = min(pes, rows) // 4
-        kwargs["post_units"] = int(rng.choice([d for d in divisors(units)
-                                               if not d & (d - 1)]))
-        kwargs.update(overrides)
-        try:
-            return SBEConfig(**kwargs)
-        except (TypeError, ValueError):
-            continue
-    raise AssertionError(f"no valid config with {overrides}")
-
-
-# -- A scalar re-implementation of the contract --------------------------------------------
-
-def s_wrap(value, width):
-    value &= (1 << width) - 1
-    return value - (1 << width) if value >> (width - 1) else value
-
-
-def s_saturate(value, fmt):
-    return min(max(value, fmt.min_code), fmt.max_code)
-
-
-def s_round(value, shift):
-    """HALF_UP right shift (exact left shift if ``shift < 0``)."""
-    if shift <= 0:
-        return value << -shift
-    return (value + (1 << (shift - 1))) >> shift
-
-
-def s_mul(a, a_fmt, b, b_fmt, out_fmt):
-    shift = a_fmt.fraction_bits + b_fmt.fraction_bits - out_fmt.fraction_bits
-    return s_saturate(s_round(a * b, shift), out_fmt)
-
-
-def s_pwl(table, x):
-    assert table.rounding.name == "HALF_UP"
-    x = min(max(x, table.low_code), table.high_code)
-    u = x - table.low_code
-    k, d = u >> table.offset_bits, u & ((1 << table.offset_bits) - 1)
-    total = table.bases[k] + table.slopes[k] * d
-    return s_saturate(s_round(total, table.sum_fmt.fraction_bits
-                              - table.out_fmt.fraction_bits), table.out_fmt)
-
-
-def scalar_step(config, params, x, h_prev, c_prev, batch_norm):
-    """One step in Python integers, row by row, as the contract reads."""
-    W, V, A, E = sbe.formats(config)
-    table = sbe.tables(config)
-    v = [int(a) for a in x] + [int(a) for a in h_prev]
-    z = []
-    for r in range(config.rows):
-        acc = s_wrap(sum(int(params.matrix[r, c]) * v[c] for c in range(len(v))),
-                     config.acc_width)
-        value = s_saturate(acc + int(params.bias[r]), A)
-        if batch_norm:
-            value = s_mul(value, A, int(params.bn_scale[r]), E, A)
-            value = s_saturate(value + int(params.bn_shift[r]), A)
-        z.append(value)
-    h, c = [], []
-    for j in range(config.hidden_size):
-        i = s_pwl(table.sigmoid, z[4 * j])
-        u = s_pwl(table.tanh, z[4 * j + 1])
-        f = s_pwl(table.sigmoid, z[4 * j + 2])
-        o = s_pwl(table.sigmoid, z[4 * j + 3])
-        cell = s_saturate(s_mul(f, E, int(c_prev[j]), E, E) + s_mul(i, E, u, E, E), E)
-        c.append(cell)
-        h.append(s_mul(o, E, s_pwl(table.cell_tanh, cell), E, V))
-    return h, c
+from sbe_contract import random_config, scalar_step
 
 
 # -- Golden model against PyTorch ----------------------------------------------------------
@@ -149,7 +46,7 @@ def torch_case(inputs, hidden, layers, steps, seed, margin_bits):
     xs, saturated = to_fixed(x, config.act_frac, config.operand_width)
     assert saturated == 0
     hs, _ = sbe.run_model(config, params, xs)
-    golden = to_float(hs, sbe.formats(config).vector)
+    golden = to_float(hs, config.formats.vector)
     dequantized = quantized.dequantized().forward(x)[0]
     return expected, golden, dequantized
 
@@ -181,7 +78,7 @@ def test_torch_formats_and_params():
     quantized = quantize_model(load_state_dict(lstm.state_dict()), x)
     config = quantized.apply(SBEConfig(input_size=12, hidden_size=10, seq_len=20, pes=40,
                                        batch=4, blocks=2, bus_weights=4, post_units=2))
-    W, V, A, E = sbe.formats(config)
+    W, V, A, E = config.formats
     assert (W.width, W.fraction_bits) == (16, quantized.weight_frac)
     assert (V.fraction_bits, E.fraction_bits) == (quantized.act_frac, quantized.cell_frac)
     assert A.fraction_bits == W.fraction_bits + V.fraction_bits
@@ -204,7 +101,7 @@ def test_batch_norm_against_float():
     """``z = (acc + bias) * scale + shift`` within half an A LSB (one rounding); h and c
     of one step from a zero state within the PWL errors of the float formula."""
     config = SBEConfig(input_size=40, hidden_size=16, pes=64, blocks=4, batch_norm=True)
-    W, V, A, E = sbe.formats(config)
+    W, V, A, E = config.formats
     rng = np.random.default_rng(5)
     worst_z = worst_h = worst_c = 0.0
     for _ in range(20):
@@ -251,7 +148,7 @@ def test_step_matches_scalar_reference(seed):
     for scale in (0.25, 1.0, 4.0):      # from mostly inside the PWL ranges to saturated
         params = sbe.random_layer(config, index, rng, scale=scale)
         xs = sbe.random_inputs(config, 3, rng, layer_index=index)
-        W, V, A, E = sbe.formats(config)
+        W, V, A, E = config.formats
         h = rng.integers(V.min_code, V.max_code, size=config.hidden_size, endpoint=True)
         c = rng.integers(E.min_code, E.max_code, size=config.hidden_size, endpoint=True)
         h0, c0 = h, c
@@ -283,7 +180,7 @@ def test_run_model_chains_layers():
 def test_accumulator_wraps():
     """Sums far beyond 2**31 wrap to 32 bits, as a DSP48 accumulator does."""
     config = SBEConfig(input_size=24, hidden_size=8, pes=32, blocks=2, bus_weights=4)
-    W, V, A, E = sbe.formats(config)
+    W, V, A, E = config.formats
     rng = np.random.default_rng(7)
     matrix = rng.integers(W.max_code - 2000, W.max_code, size=(32, 32), endpoint=True)
     matrix[::3] *= -1
@@ -306,7 +203,7 @@ def test_exact_products_int64_path(monkeypatch):
     params = sbe.random_layer(config, 0, rng, scale=8.0)
     xs = sbe.random_inputs(config, 4, rng)
     fast = sbe.run_layer(config, 0, params, xs)
-    monkeypatch.setattr(sbe, "_EXACT_FLOAT", 0)
+    monkeypatch.setattr(sbe.model, "_EXACT_FLOAT", 0)
     slow = sbe.run_layer(config, 0, params, xs)
     assert all(np.array_equal(a, b) for a, b in zip(fast, slow))
 
@@ -319,7 +216,7 @@ def saturation_config(**overrides):
 
 def test_saturation_of_preactivation_and_batch_norm():
     config = saturation_config(batch_norm=True)
-    W, V, A, E = sbe.formats(config)
+    W, V, A, E = config.formats
     acc = np.array([A.max_code - 5, A.min_code + 5, 1 << 24, -(1 << 24)] * 2)
     bias = np.array([100, -100, 0, 0] * 2)
     scale = np.array([1 << 16, 1 << 16, 3 << 16, 3 << 16] * 2)        # 1.0 and 3.0
@@ -338,7 +235,7 @@ def test_saturation_of_cell_and_hidden():
     ([-8, 8)); with ``V`` spanning [-1, 1), h saturates as o * tanh(c) rounds to 1.0."""
     config = saturation_config(operand_width=8, acc_width=16, weight_frac=4, act_frac=7,
                                cell_frac=12, bus_weights=2)
-    W, V, A, E = sbe.formats(config)
+    W, V, A, E = config.formats
     table = sbe.tables(config)
     big = A.max_code - 4
     assert big > table.sigmoid.high_code and -big < table.tanh.low_code
@@ -365,7 +262,7 @@ def test_random_data_exercises_inside_and_saturated_ranges():
     the tanh range [-4, 4) and sometimes beyond the sigmoid's [-8, 8)."""
     config = SBEConfig(input_size=80, hidden_size=16, layers=2, blocks=4)
     rng = np.random.default_rng(11)
-    A = sbe.formats(config).acc
+    A = config.formats.acc
     z = []
     for index in range(2):
         params = sbe.random_layer(config, index, rng)
@@ -386,7 +283,7 @@ def test_full_size_paper_layer():
     xs = sbe.random_inputs(config, 16, rng)
     hs, c = sbe.run_layer(config, 0, params, xs)
     assert hs.shape == (16, 512) and c.shape == (512,)
-    assert 0.1 < np.std(to_float(hs, sbe.formats(config).vector)) < 0.9
+    assert 0.1 < np.std(to_float(hs, config.formats.vector)) < 0.9
     counts = sbe.beat_counts(config, 0, 16)
     beats = sbe.weight_beats(config, 0, params, 16)
     assert len(beats) == counts["header"] + counts["weights"]
@@ -395,10 +292,11 @@ def test_full_size_paper_layer():
 
 def test_tables_cached_per_formats():
     config = SBEConfig()
-    assert sbe.tables(config) is sbe.tables(dataclasses.replace(config, batch=2, blocks=2))
-    assert sbe.tables(config) is not sbe.tables(dataclasses.replace(config, cell_frac=20))
+    assert sbe.tables(config) is config.pwl_tables
+    assert config.pwl_tables is dataclasses.replace(config, batch=2, blocks=2).pwl_tables
+    assert config.pwl_tables is not dataclasses.replace(config, cell_frac=20).pwl_tables
     table = sbe.tables(config)
-    A, E = sbe.formats(config).acc, sbe.formats(config).cell
+    A, E = config.formats.acc, config.formats.cell
     sigmoid = table.sigmoid
     assert (sigmoid.in_fmt, sigmoid.out_fmt, sigmoid.segments) == (A, E, 64)
     assert (table.tanh.function, table.cell_tanh.in_fmt) == ("tanh", E)
@@ -438,201 +336,3 @@ def test_errors():
         sbe.tables(dataclasses.replace(config, acc_width=64))
     with pytest.raises(TypeError, match=r"^steps must be a positive integer, not 0$"):
         sbe.beat_counts(config, 0, 0)
-
-
-# -- Streams -------------------------------------------------------------------------------
-
-def signed(word, width):
-    return word - (1 << width) if word >> (width - 1) else word
-
-
-def unique_codes(rng, shape, fmt):
-    """Codes all different when the format has enough of them (so a word's value names
-    its position), random otherwise."""
-    count = math.prod(shape)
-    if count <= fmt.max_code - fmt.min_code + 1:
-        return rng.permutation(np.arange(fmt.min_code, fmt.min_code + count)).reshape(shape)
-    return rng.integers(fmt.min_code, fmt.max_code, size=shape, endpoint=True)
-
-
-def stream_case(seed):
-    """A random config, layer, step count, parameters and inputs for the stream tests."""
-    rng = np.random.default_rng(1000 + seed)
-    config = random_config(rng)
-    index = int(rng.integers(config.layers))
-    steps = int(rng.integers(1, 3 * config.batch + 2))
-    W, V, A, E = sbe.formats(config)
-    shape = config.layer(index)
-    rows = config.rows
-    params = sbe.LayerParams(
-        matrix=unique_codes(rng, (rows, shape.columns), W),
-        bias=rng.integers(A.min_code, A.max_code, size=rows, endpoint=True),
-        bn_scale=rng.integers(E.min_code, E.max_code, size=rows, endpoint=True),
-        bn_shift=rng.integers(A.min_code, A.max_code, size=rows, endpoint=True))
-    xs = unique_codes(rng, (steps, shape.input_size), V)
-    return config, index, steps, params, xs
-
-
-STREAM_SEEDS = range(48)
-
-
-def test_stream_cases_cover_the_contract():
-    """The random stream cases include every case, resident and streamed weights, several
-    passes and several columns per cycle, batches not dividing the steps, layer 1 and
-    batch norm on and off."""
-    seen = set()
-    for seed in STREAM_SEEDS:
-        config, index, steps, _, _ = stream_case(seed)
-        shape = config.layer(index)
-        seen |= {f"case {shape.case}", f"resident {config.weights_resident}",
-                 f"batch norm {config.batch_norm}", f"layer {index}"}
-        seen |= {"passes" for _ in [0] if config.passes > 1}
-        seen |= {"columns per cycle" for _ in [0] if config.columns_per_cycle > 1}
-        seen |= {"partial batch" for _ in [0] if steps % config.batch}
-        seen |= {"x in hidden blocks" for _ in [0] if shape.x_columns_in_hidden_blocks}
-        seen |= {"streamed case 3" for _ in [0]
-                 if shape.case == 3 and not config.weights_resident}
-        seen |= {"wide header" for _ in [0] if config.acc_width > config.operand_width * 2}
-    assert seen >= {"case 1", "case 2", "case 3", "resident True", "resident False",
-                    "batch norm True", "batch norm False", "layer 0", "layer 1", "passes",
-                    "columns per cycle", "partial batch", "x in hidden blocks",
-                    "streamed case 3", "wide header"}
-
-
-def decode_weights(config, index, steps, beats, params):
-    """Walk ``s_weights`` as the contract's text lays it out; check every header value and
-    every weight word against the parameters at its (row, column)."""
-    shape = config.layer(index)
-    width, nt = config.operand_width, config.bus_weights
-    k, passes, rpp = config.columns_per_cycle, config.passes, config.rows_per_pass
-    bc = shape.block_columns
-    position = 0
-    # 1. Header: one value per beat, low acc_width bits.
-    for j in range(config.hidden_size):
-        expected = list(params.bias[4 * j:4 * j + 4])
-        if config.batch_norm:
-            expected += list(params.bn_scale[4 * j:4 * j + 4])
-            expected += list(params.bn_shift[4 * j:4 * j + 4])
-        for value in expected:
-            beat = sbe.pack_beat(beats[position], width)
-            assert beat >> config.acc_width == 0
-            assert signed(beat, config.acc_width) == value
-            position += 1
-    # 2. Blocks in consumption order.
-    if config.blocks <= 2:
-        order = list(range(config.blocks))
-    else:
-        order = []
-        first = shape.first_hidden_block
-        for t0 in range(0, steps, config.batch):
-            n = min(config.batch, steps - t0)
-            order += list(range(first))
-            if config.blocks - first <= 2:
-                order += list(range(first, config.blocks))
-            else:
-                for _ in range(n):
-                    order += list(range(first, config.blocks))
-    for b in order:
-        seen = np.zeros((config.rows, bc), dtype=bool)
-        for p in range(passes):
-            for q in range(bc // k):
-                entry = beats[position:position + config.pes // nt].reshape(-1)
-                position += config.pes // nt
-                for c in range(k):
-                    for r in range(rpp):
-                        row, column = p * rpp + r, b * bc + q * k + c
-                        assert signed(int(entry[c * rpp + r]), width) == \
-                            params.matrix[row, column]
-                        seen[row, column - b * bc] = True
-        assert seen.all()
-    assert position == len(beats)
-    return order
-
-
-def decode_inputs(config, index, beats, xs):
-    shape = config.layer(index)
-    k, bc, first = config.columns_per_cycle, shape.block_columns, shape.first_hidden_block
-    xt = shape.x_columns_in_hidden_blocks
-    steps = len(xs)
-    seen = np.zeros(xs.shape, dtype=int)
-    position = 0
-    for t0 in range(0, steps, config.batch):
-        n = min(config.batch, steps - t0)
-        places = [(t0 + s, b * bc + q * k) for b in range(first) for s in range(n)
-                  for q in range(bc // k)]
-        places += [(t0 + s, first * bc + q * k) for s in range(n) for q in range(xt // k)]
-        for t, column in places:
-            for c in range(k):
-                assert signed(int(beats[position, c]), config.operand_width) == \
-                    xs[t, column + c]
-                seen[t, column + c] += 1
-            position += 1
-    assert position == len(beats) and (seen == 1).all()
-
-
-@pytest.mark.parametrize("seed", STREAM_SEEDS)
-def test_streams_against_contract(seed):
-    config, index, steps, params, xs = stream_case(seed)
-    counts = sbe.beat_counts(config, index, steps)
-    assert counts["header"] == config.header_beats
-
-    weights = sbe.weight_beats(config, index, params, steps)
-    assert weights.shape == (counts["header"] + counts["weights"], config.bus_weights)
-    assert weights.min() >= 0 and weights.max() < 1 << config.operand_width
-    order = decode_weights(config, index, steps, weights, params)
-    assert order == sbe.block_schedule(config, index, steps)
-
-    inputs = sbe.input_beats(config, index, xs)
-    assert inputs.shape == (counts["inputs"], config.columns_per_cycle)
-    decode_inputs(config, index, inputs, xs)
-
-    V = sbe.formats(config).vector
-    hs = np.random.default_rng(seed).integers(
-        V.min_code, V.max_code, size=(steps, config.hidden_size), endpoint=True)
-    outputs = sbe.output_beats(config, hs)
-    per_step = config.hidden_size // config.post_units
-    assert outputs.shape == (counts["outputs"], config.post_units)
-    for t in range(steps):
-        for d in range(per_step):
-            for m in range(config.post_units):
-                assert signed(int(outputs[t * per_step + d, m]), config.operand_width) == \
-                    hs[t, d * config.post_units + m]
-    assert np.array_equal(sbe.unpack_outputs(config, outputs), hs)
-    last = sbe.output_last(config, steps)
-    assert np.flatnonzero(last).tolist() == [per_step * (t + 1) - 1 for t in range(steps)]
-
-    for beat in outputs[:5]:
-        value = sbe.pack_beat(beat, config.operand_width)
-        words = sbe.unpack_beat(value, config.post_units, config.operand_width)
-        assert value < 1 << (config.post_units * config.operand_width)
-        assert words == [signed(int(w), config.operand_width) for w in beat]
-        assert sbe.unpack_beat(value, config.post_units, config.operand_width,
-                               signed=False) == beat.tolist()
-        assert sbe.pack_beat(words, config.operand_width) == value
-
-
-def test_beat_counts_match_the_performance_model():
-    """Over one full batch of every layer, the weight beats carry
-    ``config.weight_words_per_batch`` words (streamed weights) or the whole matrix
-    (resident weights)."""
-    checked = 0
-    for seed in range(40):
-        config = random_config(np.random.default_rng(seed))
-        words = sum(sbe.beat_counts(config, index, config.batch)["weights"]
-                    for index in range(config.layers)) * config.bus_weights
-        expected = (config.weight_words if config.weights_resident
-                    else config.weight_words_per_batch)
-        assert words == expected
-        checked += not config.weights_resident
-    assert checked >= 5
-
-
-def test_header_without_batch_norm_params_is_identity():
-    config = SBEConfig(batch_norm=True, hidden_size=4, input_size=12, pes=16, blocks=2,
-                       post_units=2)
-    params = sbe.random_layer(config, 0, np.random.default_rng(0), batch_norm=False)
-    beats = sbe.weight_beats(config, 0, params, 3)
-    header = [signed(sbe.pack_beat(beat, 16), 32) for beat in beats[:48]]
-    for j in range(4):
-        assert header[12 * j:12 * j + 4] == params.bias[4 * j:4 * j + 4].tolist()
-        assert header[12 * j + 4:12 * j + 12] == [1 << config.cell_frac] * 4 + [0] * 4

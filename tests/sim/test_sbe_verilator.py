@@ -72,17 +72,19 @@ def random_config(rng):
             continue
 
 
-def under_model(config, run):
-    """The one known disagreement of RTL and model: runs of a layer after the first with
-    several columns per cycle (case 2, ``columns_per_cycle > 1``) come out ~2% under
-    :func:`~nnrtl.gen.sbe.perf.run_cycles` (the RTL and the model disagree on that
-    schedule; being fixed in ``hw/sbe`` and ``gen/sbe/perf``)."""
-    return run["layer"] > 0 and config.columns_per_cycle > 1
+def check_cycles(result):
+    """Gapless streams: every run's cycles equal the model's -- exactly, except where a
+    batch's x vectors take longer to stream than the weights before them: the model
+    assumes x never stalls the array (gen/sbe/perf.py), and the RTL counts the cycles it
+    waited for x."""
+    for run in result["runs"]:
+        extra = run["cycles"] - run["model_cycles"]
+        assert extra == 0 or 0 < extra <= run["input_wait_cycles"], run
 
 
 def check(config, backpressure, seed, **kwargs):
-    """Simulate; bit-exact; with ``none`` each run's cycles equal the model's (bounded for
-    :func:`under_model` runs), with pauses the total is at least the model's; every
+    """Simulate; bit-exact; with ``none`` each run's cycles equal the model's (beyond it
+    by at most the cycles spent waiting for x, see below), with pauses the total is at least the model's; every
     piece of work within half its cycle budget."""
     steps = kwargs.pop("steps", None)
     result = ENGINE.simulate(SimRequest(config, get_board("zc706"), seed=seed,
@@ -90,11 +92,7 @@ def check(config, backpressure, seed, **kwargs):
     assert result["bit_exact"] is True
     assert result["mismatches"] == 0 and result["first_mismatch"] is None
     if backpressure == "none":
-        for run in result["runs"]:
-            if under_model(config, run):
-                assert 0.97 * run["model_cycles"] <= run["cycles"] <= run["model_cycles"], run
-            else:
-                assert run["cycles"] == run["model_cycles"], run
+        check_cycles(result)
     else:
         assert result["cycles"] >= result["model_cycles"]
     assert result["budget_use"] < 0.5
@@ -125,7 +123,7 @@ def test_scaled_up_weights_wrap_and_saturate(tmp_path):
     wrap, the bias addition and the batch norm saturate ``A``; the RTL stays bit-exact,
     and ``outputs`` holds what it sent."""
     config = SBEConfig(**CASE2_WIDE)
-    fmts = golden.formats(config)
+    fmts = config.formats
     acc, cell, vector = fmts.acc, fmts.cell, fmts.vector
     rng = np.random.default_rng(5)
     layers = []
@@ -221,7 +219,7 @@ def test_full_size_preset_one_batch(name):
     result = ENGINE.simulate(SimRequest(config, get_board(PRESETS[name].board), seed=1,
                                         backpressure="none", steps=config.batch), split=0)
     assert result["bit_exact"] is True
-    assert abs(result["cycles"] - result["model_cycles"]) <= 0.05 * result["model_cycles"]
+    check_cycles(result)
 
 
 def test_sim_command_runs_a_pytorch_model(tmp_path, capsys):
