@@ -222,16 +222,29 @@ def test_full_size_preset_one_batch(name):
     check_cycles(result)
 
 
-def test_sim_command_runs_a_pytorch_model(tmp_path, capsys):
-    """``nnrtl sim sbe --model --inputs --outputs``: a user's nn.LSTM through the RTL."""
+@pytest.mark.parametrize("kind", ["state_dict", "onnx"])
+def test_sim_command_runs_a_pytorch_model(tmp_path, capsys, kind):
+    """``nnrtl sim sbe --model --inputs --outputs``: a user's nn.LSTM through the RTL, as a
+    ``state_dict`` and as the ONNX file ``torch.onnx.export`` writes; both within the
+    golden model's bound of PyTorch."""
+    import warnings
+
     import torch
 
     torch.manual_seed(0)
     lstm = torch.nn.LSTM(12, 8, num_layers=2).double()
-    torch.save(lstm.state_dict(), tmp_path / "lstm.pt")
     xs = np.random.default_rng(0).uniform(-1, 1, (10, 12))
+    model = tmp_path / ("lstm.pt" if kind == "state_dict" else "lstm.onnx")
+    if kind == "state_dict":
+        torch.save(lstm.state_dict(), model)
+    else:
+        with warnings.catch_warnings():     # the exporter's own warnings are its own
+            warnings.simplefilter("ignore")
+            torch.onnx.export(lstm.float().eval(), (torch.zeros(10, 1, 12),), model,
+                              dynamo=True, verbose=False)
+        lstm.double()
     np.save(tmp_path / "x.npy", xs)
-    code = main(["sim", "sbe", "--board", "zc706", "--model", str(tmp_path / "lstm.pt"),
+    code = main(["sim", "sbe", "--board", "zc706", "--model", str(model),
                  "--inputs", str(tmp_path / "x.npy"), "--outputs", str(tmp_path / "y.npy"),
                  "--param", "pes=32", "--param", "blocks=4", "--param", "batch=4",
                  "--param", "bus_weights=8", "--backpressure", "random", "--seed", "2"])
