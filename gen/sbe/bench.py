@@ -151,7 +151,7 @@ def bench_presets(simulate):
                                         / result["cycles"] / 1e9, 1),
             "gops_1024_steps_model": round(model.gops(clock), 1),
             "utilization_1024_steps_model": round(model.utilization, 4),
-            "paper_gops": 356.0 if name == "vc709-lstm512" else None,
+            "paper_gops": preset.paper_gops,
         })
         progress(f"presets: {rows[-1]}")
     return rows

@@ -24,6 +24,8 @@ class SBEPreset:
         The clock the paper reports for it; ``None`` when the paper's text does not give it.
     source : str
         What the paper states and what was chosen here because it does not.
+    paper_gops : float or None
+        The throughput the paper reports for it; ``None`` when its text does not give it.
     """
 
     name: str
@@ -31,6 +33,7 @@ class SBEPreset:
     board: str
     clock_hz: float | None
     source: str
+    paper_gops: float | None = None
 
 
 #: The paper's ZC706 design ("Experimental Setup", "Resource Utilization"): the LSTM-256 of
@@ -58,5 +61,6 @@ PRESETS = {preset.name: preset for preset in (
         source="Paper: LSTM-512, 1792 inputs, Npe=2048, 125 MHz, 356 GOPS. Chosen here: "
                "Nt=32 (the 512-bit DMA bus the paper names as the alternative to 256-bit), "
                "B=Npe/Nt=64 (eq. 1), Nb=6: the fewest blocks whose h weights take two "
-               "blocks (case 2), as Nb=16 is for the ZC706 design."),
+               "blocks (case 2), as Nb=16 is for the ZC706 design.",
+        paper_gops=356.0),
 )}
