@@ -9,9 +9,10 @@
     nnrtl synth DIR [--hierarchy auto|flat|shared]
     nnrtl sim ENGINE --board B [--preset NAME] [--param k=v]... [--seed N] [--steps N]
               [--backpressure none|cycle|random|bursty] [--waves fst|vcd]
-              [--model FILE --inputs X.npy --outputs Y.npy]
+              [--model FILE --inputs X.npy --outputs Y.npy] [-o DIR]
     nnrtl explore ENGINE --board B (--model FILE | --param k=v...) [--seq-len N] [--top K]
-                  [--json]
+                  [--json] [-o DIR]
+    nnrtl report DIR
     nnrtl train ENGINE --board B --model M --inputs X.npy --targets Y.npy [--loss L]
                 [--lr F] [--steps N] [--backend golden|rtl] [--param k=v]... -o DIR
                 [engine options]
@@ -26,6 +27,7 @@ having written nothing; 130 interrupted, having written nothing.
 import argparse
 import dataclasses
 import json
+import os
 import signal
 import sys
 import time
@@ -134,6 +136,113 @@ def _outputs_path(path):
     return output
 
 
+def _summary_wanted():
+    """Whether ``nnrtl sim`` prints its summary before the JSON line: on a terminal, or as
+    ``NNRTL_SUMMARY`` says (``always`` or ``never``; for tests and pipes)."""
+    forced = os.environ.get("NNRTL_SUMMARY", "")
+    if forced not in ("", "always", "never"):
+        raise UsageError(f"NNRTL_SUMMARY must be always or never, not {forced!r}")
+    return forced == "always" or (forced == "" and sys.stdout.isatty())
+
+
+def _summary(result, breakdown):
+    """The lines of ``nnrtl sim``'s summary: bit-exact or not, cycles against the model
+    for the same stream pattern, where the cycles went."""
+    pattern = result["backpressure"]
+    lines = [f"{result['engine']} on {result['board']}, seed {result['seed']}, streams "
+             f"{pattern}" + ("" if pattern == "none" else " (gaps on the inputs, "
+                             "backpressure on the outputs)")]
+    if result.get("bit_exact") is True:
+        lines.append("  bit-exact: yes, every output word equals the golden model's")
+    else:
+        lines.append("  bit-exact: NO")
+        mismatch = result.get("first_mismatch")
+        if mismatch:
+            lines.append(f"    first mismatch: {mismatch}")
+        if result.get("error"):
+            lines.append(f"    {result['error']}")
+    cycles, model = result.get("cycles"), result.get("model_cycles")
+    if cycles:
+        lines.append(f"  cycles: {cycles:,}")
+        if model and pattern == "none":
+            lines.append(f"  performance model for these streams (gapless): {model:,} "
+                         f"cycles; the run took {cycles / model - 1:+.1%}")
+        elif model:
+            lines.append(f"  performance model for {pattern} streams: none (the model "
+                         f"assumes streams that never pause)")
+            lines.append(f"  gapless model, for reference only: {model:,} cycles; the "
+                         f"difference is the streams, see below")
+        if result.get("utilization") is not None:
+            lines.append(f"  utilization: {result['utilization']:.1%} of the PE cycles "
+                         f"did useful work" + (f"; {result['gops']:.2f} GOPS at "
+                                               f"{result['f_clk_mhz']:g} MHz"
+                                               if "gops" in result else ""))
+    if breakdown:
+        lines.append("  where the cycles went:")
+        width = max(len(label) for label, _ in breakdown)
+        for label, count in breakdown:
+            share = count / cycles if cycles else 0.0
+            lines.append(f"    {label:<{width}} {count:>10,} {share:>7.1%}  "
+                         f"{'#' * round(30 * max(share, 0.0))}")
+    lines.append("  (the JSON line below is the full result)")
+    return lines
+
+
+def _sim_output(args, engine, config, platform_class):
+    """Check ``sim -o DIR``/``explore -o DIR`` before running: ``None`` without ``-o``;
+    else ``(path, exists)``: an existing directory must hold the manifest of the same
+    engine and configuration; a new one is generated at the end."""
+    if args.output is None:
+        return None
+    from .output import MANIFEST
+    output = Path(args.output)
+    if not output.exists():
+        return output, False
+    manifest_path = output / MANIFEST
+    if not output.is_dir() or not manifest_path.is_file():
+        raise UsageError(f"-o {output} exists and holds no {MANIFEST}: give a directory "
+                         f"written by 'nnrtl generate' or a new one")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError) as error:
+        raise UsageError(f"cannot read {manifest_path}: {error}") from None
+    if config is None and manifest.get("engine") != engine.name:
+        raise UsageError(f"-o {output} holds a design of {manifest.get('engine')}, not of "
+                         f"{engine.name}; give a new directory or one generated for "
+                         f"{engine.name}")
+    if config is not None:
+        want = dataclasses.asdict(config)
+        if manifest.get("engine") != engine.name or manifest.get("parameters") != want or \
+                manifest.get("board", {}).get("name") != platform_class.name:
+            differ = sorted(k for k in want if manifest.get("parameters", {}).get(k)
+                            != want[k])
+            raise UsageError(
+                f"-o {output} holds {manifest.get('engine')} for "
+                f"{manifest.get('board', {}).get('name')}, not this {engine.name} design for "
+                f"{platform_class.name}" + (f" (parameters differ: {', '.join(differ)})"
+                                            if differ else "")
+                + "; give a new directory or the one generated with the same parameters")
+    return output, True
+
+
+def _write_into(destination, engine, config, platform_class, name, result):
+    """Write ``result`` as ``name`` (``sim.json``, ``explore.json``) into ``destination``
+    (from :func:`_sim_output`): atomically into the existing directory, or into a new one
+    generated (with its manifest) for ``config``, the whole directory atomically."""
+    from .emit import _write_design as write_design
+    from .output import staged_directory
+    from .report import write_result
+
+    output, exists = destination
+    if exists:
+        write_result(output, name, result)
+    else:
+        with staged_directory(output) as staging:
+            write_design(staging, engine, config, platform_class)
+            write_result(staging, name, result)
+    progress(f"wrote {output / name}")
+
+
 def _cmd_sim(args):
     from ..sim.runner import SimulationError
 
@@ -142,8 +251,10 @@ def _cmd_sim(args):
         raise UsageError("--model FILE --inputs X.npy --outputs Y.npy go together")
     if args.steps is not None and args.steps <= 0:
         raise UsageError(f"--steps must be a positive integer, not {args.steps}")
+    summary = _summary_wanted()
     outputs = _outputs_path(args.outputs) if args.outputs is not None else None
     engine, config, platform_class, binding = _configure(args)
+    destination = _sim_output(args, engine, config, platform_class)
     request = SimRequest(
         config=config, board=platform_class, seed=args.seed, backpressure=args.backpressure,
         waves=args.waves, steps=args.steps, model=binding and binding.model,
@@ -159,7 +270,16 @@ def _cmd_sim(args):
     result = {"engine": engine.name, "board": platform_class.name, "seed": args.seed,
               "backpressure": args.backpressure, **result,
               "seconds": round(time.monotonic() - start, 3)}
-    print(json.dumps(result))
+    if "build_seconds" in result:
+        progress(f"sim: Verilator build {'from the cache' if result['build_cached'] else 'took'}"
+                 f" {result['build_seconds']:.1f} s, simulation {result['run_seconds']:.1f} s")
+    breakdown = engine.breakdown(result) if engine.breakdown is not None else []
+    if destination is not None:
+        _write_into(destination, engine, config, platform_class, "sim.json",
+                    {**result, "breakdown": breakdown})
+    if summary:
+        print("\n".join(_summary(result, breakdown)))
+    print(json.dumps(result), flush=True)
     return 0 if result.get("bit_exact") is True else 1
 
 
@@ -167,6 +287,7 @@ def _cmd_explore(args):
     engine = get_engine(args.engine)
     explore = engine.hook("explore", "design-space exploration")
     platform_class = get_board_or_usage_error(args.board)
+    destination = _sim_output(args, engine, None, platform_class)
     exploration = explore(ExploreRequest(
         board=platform_class, model=args.model and Path(args.model),
         weights=args.weights and Path(args.weights), params=tuple(args.param),
@@ -175,6 +296,24 @@ def _cmd_explore(args):
         print(json.dumps(exploration.as_json(), indent=2))
     else:
         print(exploration.table())
+    if destination is not None:
+        found = exploration.as_json()
+        config = None
+        if not destination[1]:
+            try:
+                config = engine.config_class(**found["chosen"])
+            except (KeyError, TypeError, ValueError) as error:
+                raise UsageError(f"-o {destination[0]}: {engine.name}'s exploration names "
+                                 f"no configuration to generate ({error})") from None
+            check_fit(engine, config, platform_class)
+        _write_into(destination, engine, config, platform_class, "explore.json", found)
+
+
+def _cmd_report(args):
+    from .report import write_report
+
+    path = write_report(args.directory, get_engine)
+    print(f"wrote {path}")
 
 
 def _cmd_train(args, extra):
@@ -250,7 +389,8 @@ def _parser():
     synth.set_defaults(run=_cmd_synth)
 
     sim = commands.add_parser("sim", help="one randomized end-to-end RTL simulation "
-                              "under Verilator; prints one JSON line")
+                              "under Verilator; prints a summary on a terminal, then one "
+                              "JSON line")
     _engine_arguments(sim, model_help=_MODEL_HELP)
     preset_argument(sim)
     sim.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
@@ -265,6 +405,9 @@ def _parser():
                      "input_size floats (also the calibration data)")
     sim.add_argument("--outputs", metavar="Y.npy", help="with --model: where the outputs go "
                      "as floats (an RNN: the last layer's h, seq_len x hidden_size)")
+    sim.add_argument("-o", "--output", metavar="DIR", help="also write the result as "
+                     "sim.json into DIR: a directory generated with the same parameters, or "
+                     "a new one (the design is generated into it)")
     sim.set_defaults(run=_cmd_sim)
 
     explore = commands.add_parser("explore", help="design-space exploration: the fastest "
@@ -276,7 +419,16 @@ def _parser():
     explore.add_argument("--top", type=int, default=10, metavar="K",
                          help="candidates to list (default 10)")
     explore.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    explore.add_argument("-o", "--output", metavar="DIR", help="also write explore.json "
+                         "into DIR: a directory written by generate, or a new one (the "
+                         "chosen design is generated into it)")
     explore.set_defaults(run=_cmd_explore)
+
+    report = commands.add_parser("report", help="write DIR/report.html with plots of what "
+                                 "DIR holds (manifest.json; sim.json, synth.json, "
+                                 "explore.json when present)")
+    report.add_argument("directory", metavar="DIR", help="a directory written by generate")
+    report.set_defaults(run=_cmd_report)
 
     train = commands.add_parser("train", help="SGD steps with the engine's part of "
                                 "training in its golden model or RTL, the rest in PyTorch; "

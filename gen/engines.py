@@ -20,6 +20,10 @@ Optional hooks (``None`` when an engine has none)::
     explore(request)             -> Exploration      (design-space exploration)
     train(request, network)      -> Trainer          (nnrtl train; see nnrtl.gen.train)
     bench()                      -> (result dict, markdown text)   (make bench)
+    breakdown(result)            -> [(label, cycles), ...]  where a simulation's cycles
+                                    went (nnrtl sim's summary, the report's cycle plot)
+    report(data)                 -> [Figure, ...]   the engine's own plots for nnrtl report
+                                    (data: nnrtl.gen.report.ReportData; see that module)
 """
 
 import dataclasses
@@ -39,7 +43,7 @@ __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
 ENTRY_POINT_GROUP = "nnrtl.engines"
 
 #: The optional hooks, in the order ``nnrtl engines`` lists them.
-HOOKS = ("load_model", "explore", "train", "bench")
+HOOKS = ("load_model", "explore", "train", "bench", "breakdown", "report")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,7 +140,8 @@ class ExploreRequest:
 
 class Exploration(Protocol):
     """What an ``explore`` hook returns: :meth:`table` for a terminal, :meth:`as_json` for
-    ``--json``."""
+    ``--json`` and ``explore.json`` (``nnrtl explore -o``), whose ``"chosen"`` holds the
+    chosen configuration's fields."""
 
     def table(self) -> str: ...
 
@@ -159,7 +164,7 @@ class Engine:
         The required hooks (see the module).
     presets : dict
         Name to :class:`Preset`.
-    load_model, explore, train, bench : callable or None
+    load_model, explore, train, bench, breakdown, report : callable or None
         The optional hooks.
     """
 
@@ -175,6 +180,8 @@ class Engine:
     explore: Callable | None = None
     train: Callable | None = None
     bench: Callable | None = None
+    breakdown: Callable | None = None
+    report: Callable | None = None
 
     def __post_init__(self):
         if not self.name.isidentifier() or self.name != self.name.lower():

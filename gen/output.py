@@ -23,9 +23,13 @@ __all__ = ["MANIFEST", "ADDED_LATER", "staged_directory", "check_replaceable"]
 
 MANIFEST = "manifest.json"
 
-#: Files nnrtl writes into a directory after creating it (``nnrtl synth``, ``nnrtl sim``
-#: and ``nnrtl report`` results), which do not make it foreign.
-ADDED_LATER = ("synth.json", "synth.log", "sim.json", "explore.json", "report.html")
+#: Files nnrtl writes into a directory after creating it (``nnrtl synth``, ``nnrtl sim -o``,
+#: ``nnrtl explore -o`` and ``nnrtl report`` results, the report's figures, the engines'
+#: ones included: :func:`nnrtl.gen.report.save_figure` takes only these), which do not
+#: make it foreign.
+ADDED_LATER = ("synth.json", "synth.log", "sim.json", "explore.json", "report.html",
+               "report-parameters.png", "report-resources.png", "report-cycles.png",
+               "report-explore.png", "report-utilization.png")
 
 
 def _protected(path):

@@ -6,7 +6,7 @@ import dataclasses
 from ...hw.demo import DemoConfig, DemoEngine
 from ..engines import Engine, add_throughput
 
-__all__ = ["ENGINE", "simulate", "predict"]
+__all__ = ["ENGINE", "simulate", "predict", "breakdown"]
 
 #: Frames of a simulation when the request names no ``steps``, and the longest frame.
 DEFAULT_FRAMES = 12
@@ -39,6 +39,18 @@ def simulate(request, *, max_beats=MAX_BEATS):
     return add_throughput(result, request.board)
 
 
+def breakdown(result):
+    """Where a run's busy cycles went: beats multiplied (one per cycle), results waiting
+    for the output stream (``stall_cycles``), and the rest (gaps in the input stream and
+    the result register); ``[]`` for a result without counters."""
+    if "beats" not in result or "cycles" not in result:
+        return []
+    rows = [("computing (beats)", result["beats"]),
+            ("output backpressure", result["stall_cycles"])]
+    return rows + [("waiting for inputs, result register",
+                    result["cycles"] - sum(cycles for _, cycles in rows))]
+
+
 def _bench(out):
     from .bench import bench_foundation, markdown_foundation
     result = bench_foundation()
@@ -54,4 +66,5 @@ ENGINE = Engine(
     predict=predict,
     simulate=simulate,
     bench=_bench,
+    breakdown=breakdown,
 )

@@ -13,6 +13,9 @@
     The paper's automatic hardware mapping (:mod:`.explore`).
 ``bench``
     :mod:`.bench`.
+``breakdown``, ``report``
+    :mod:`.report`: where a simulation's cycles went; the exploration and utilization
+    plots of ``nnrtl report``.
 """
 
 import dataclasses
@@ -126,6 +129,16 @@ def _bench(out):
     return result, markdown_sbe(result)
 
 
+def _breakdown(result):
+    from .report import breakdown
+    return breakdown(result)
+
+
+def _report(data):
+    from .report import report
+    return report(data)
+
+
 def _resources(config, family):
     from .resources import resources
     return resources(config, family)
@@ -143,4 +156,6 @@ ENGINE = Engine(
     load_model=load_model,
     explore=explore,
     bench=_bench,
+    breakdown=_breakdown,
+    report=_report,
 )
