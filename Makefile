@@ -1,6 +1,6 @@
 # nnrtl — one-command setup. Every target creates the virtual environment if needed.
 #
-#   make demo    generate a small SBE (LSTM engine) for the ZC706 and simulate it
+#   make demo    generate a small SBE (LSTM engine) for the ZC706, simulate it, write its report
 #   make test    run the test suite (what CI runs)
 #   make install create .venv and install nnrtl with its test extras
 #   make bench   benchmarks, JSON under build/bench/
@@ -30,9 +30,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The report is written even when the simulation is not bit-exact; make then fails.
 demo: $(STAMP)
 	$(BIN)/nnrtl generate sbe --board $(DEMO_BOARD) -o $(DEMO_DIR) --force
-	$(BIN)/nnrtl sim sbe --board $(DEMO_BOARD) --seed 1
+	$(BIN)/nnrtl sim sbe --board $(DEMO_BOARD) --seed 1 -o $(DEMO_DIR); status=$$?; \
+	$(BIN)/nnrtl report $(DEMO_DIR) && exit $$status
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m "not slow" -q

@@ -313,7 +313,7 @@ def _cmd_report(args):
     from .report import write_report
 
     path = write_report(args.directory, get_engine)
-    print(f"wrote {path}")
+    print(f"wrote {path} (open {path.resolve().as_uri()} in a browser)")
 
 
 def _cmd_train(args, extra):

@@ -167,7 +167,7 @@ def _cycles(data):
     breakdown = [(label, cycles) for label, cycles in sim.get("breakdown", []) if cycles]
     if not breakdown:
         return None
-    figure = new_figure(7.0, 1.2 + 0.45 * len(breakdown))
+    figure = new_figure(8.5, 1.4 + 0.45 * len(breakdown))
     axes = figure.add_subplot()
     labels = [label for label, _ in breakdown]
     values = [cycles for _, cycles in breakdown]
@@ -179,8 +179,8 @@ def _cycles(data):
     axes.invert_yaxis()
     axes.set_xlabel("cycles")
     axes.set_xlim(0, max(values) * 1.3)
-    axes.set_title(f"Where the {total:,} cycles went (seed {sim.get('seed')}, "
-                   f"backpressure {sim.get('backpressure')})")
+    axes.set_title(f"Where the {total:,} cycles went\n(seed {sim.get('seed')}, streams "
+                   f"{sim.get('backpressure')})", fontsize=10)
     return save_figure(figure, data.directory, "report-cycles.png", "Simulation",
                        "The engine's cycle counters of the simulation (sim.json).")
 

@@ -66,9 +66,10 @@ def _explore_figure(data):
                     f"{model['layers']} on {explore['board']}, {len(candidates)} of "
                     f"{explore['feasible']} feasible configurations")
     return save_figure(figure, data.directory, "report-explore.png", "Exploration",
-                       f"Predicted cycles of the ranked candidates of explore.json against "
-                       f"their DSPs and BRAM36s; {explore['considered']} configurations "
-                       f"considered, {explore['feasible']} fit the board.")
+                       f"Predicted cycles of the {len(candidates)} best-ranked feasible "
+                       f"candidates in explore.json (nnrtl explore --top K sets how many) "
+                       f"against their DSPs and BRAM36s; {explore['considered']} "
+                       f"configurations considered, {explore['feasible']} fit the board.")
 
 
 def _sweep(config, field, values):
