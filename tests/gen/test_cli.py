@@ -346,3 +346,86 @@ def test_a_design_yosys_rejects_points_to_the_log(tmp_path, capsys):
                         rf"nnrtl_demo\.v \(exit 1: nnrtl_demo\.v:1: ERROR: syntax error.*\); "
                         rf"its log is {re.escape(str(output))}/synth\.log\n", err), err
     assert "syntax error" in (output / "synth.log").read_text()
+
+
+def _summary_and_result(out):
+    """``nnrtl sim``'s summary lines and its JSON line, the last line of stdout."""
+    lines = out.rstrip("\n").splitlines()
+    return lines[:-1], json.loads(lines[-1])
+
+
+def test_sim_summary_and_sim_json(tmp_path, capsys, monkeypatch):
+    """On a terminal (forced), a summary comes before the JSON line: bit-exact, the cycles,
+    the gapless model labelled as such under backpressure, the breakdown summing to the
+    cycles; ``-o`` writes sim.json into a new generated directory, then into the same one."""
+    monkeypatch.setenv("NNRTL_SUMMARY", "always")
+    output = tmp_path / "demo3"
+    argv = ["sim", "demo", "--board", "vu9p", "--param", "lanes=3", "--seed", "5",
+            "-o", str(output)]
+    code, out, err = run(capsys, *argv, "--backpressure", "random")
+    summary, result = _summary_and_result(out)
+    assert code == 0 and result["bit_exact"] is True
+    assert re.search(r"^sim: Verilator build (from the cache|took) [\d.]+ s, simulation "
+                     r"[\d.]+ s$", err, re.M)
+    assert "  bit-exact: yes, every output word equals the golden model's" in summary
+    assert f"  cycles: {result['cycles']:,}" in summary
+    assert (f"  gapless model, for reference only: {result['model_cycles']:,} cycles; the "
+            f"difference is the streams, see below") in summary
+    rows = {m[1].strip(): int(m[2].replace(",", "")) for m in
+            (re.match(r"    (\D+?)\s+([\d,]+)\s+[\d.]+%", line) for line in summary) if m}
+    assert rows["computing (beats)"] == result["useful_macs"] // 3    # one beat per cycle
+    assert rows["output backpressure"] == result["stall_cycles"]
+    assert sum(rows.values()) == result["cycles"]
+    written = json.loads((output / "sim.json").read_text())
+    assert written == {**result, "breakdown": [[label, count] for label, count in
+                                               rows.items()]}
+    manifest = json.loads((output / "manifest.json").read_text())
+    assert manifest["engine"] == "demo" and manifest["parameters"]["lanes"] == 3
+
+    code, out, _ = run(capsys, *argv, "--backpressure", "none")
+    summary, result = _summary_and_result(out)
+    assert code == 0 and result["cycles"] == result["model_cycles"]
+    assert (f"  performance model for these streams (gapless): {result['model_cycles']:,} "
+            f"cycles; the run took +0.0%") in summary
+    assert json.loads((output / "sim.json").read_text())["backpressure"] == "none"
+
+    monkeypatch.setenv("NNRTL_SUMMARY", "never")
+    assert run(capsys, *argv[:-2], "--backpressure", "none")[1].count("\n") == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sim", "demo", "--board", "zc706", "--param", "lanes=2"],
+     r"-o {d} holds demo for zc706, not this demo design for zc706 \(parameters differ: "
+     r"lanes\); give a new directory or the one generated with the same parameters"),
+    (["sim", "demo", "--board", "vu9p", "--param", "lanes=3"],
+     r"-o {d} holds demo for zc706, not this demo design for vu9p; give a new directory or "
+     r"the one generated with the same parameters"),
+    (["explore", "sbe", "--board", "zc706", "--param", "input_size=4",
+      "--param", "hidden_size=4"],
+     r"-o {d} holds a design of demo, not of sbe; give a new directory or one generated "
+     r"for sbe"),
+])
+def test_output_directory_of_another_design_is_refused(tmp_path, capsys, argv, message):
+    """Checked before anything runs: no simulation, nothing written."""
+    output = tmp_path / "demo"
+    assert run(capsys, "generate", "demo", "--board", "zc706", "--param", "lanes=3",
+               "-o", str(output))[0] == 0
+    before = sorted(p.name for p in output.iterdir())
+    code, out, err = run(capsys, *argv, "-o", str(output))
+    assert code == 2 and out == ""
+    assert re.fullmatch("nnrtl: error: " + message.format(d=re.escape(str(output))) + "\n",
+                        err)
+    assert sorted(p.name for p in output.iterdir()) == before
+
+
+def test_explore_output_generates_the_chosen_design(tmp_path, capsys):
+    output = tmp_path / "explored"
+    code, _, _ = run(capsys, "explore", "sbe", "--board", "zc706", "--param",
+                     "input_size=16", "--param", "hidden_size=8", "--top", "3",
+                     "-o", str(output))
+    assert code == 0
+    explore = json.loads((output / "explore.json").read_text())
+    manifest = json.loads((output / "manifest.json").read_text())
+    assert manifest["engine"] == "sbe" and manifest["board"]["name"] == "zc706"
+    assert manifest["parameters"] == explore["chosen"] == explore["candidates"][0]["config"]
+    assert manifest["parameters"]["input_size"] == 16
