@@ -189,7 +189,7 @@ def _cycles(data):
 
 def _sim_lines(sim):
     lines = [f"bit-exact: {sim.get('bit_exact')}"]
-    for key in ("cycles", "model_cycles", "model_error", "stream_wait_cycles",
+    for key in ("cycles", "model_cycles", "model_error",
                 "utilization", "gops", "first_mismatch", "error"):
         if sim.get(key) is not None:
             value = sim[key]

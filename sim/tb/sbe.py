@@ -28,8 +28,7 @@ output after the last run. Reported: the checker's ``bit_exact``, ``mismatches``
 counters), ``model_cycles`` (:func:`~nnrtl.gen.sbe.perf.run_cycles` of the same runs: the
 model of gapless streams), ``model_error`` (``cycles / model_cycles - 1``, only when both
 stream patterns are ``none``: the model has no other pattern to compare with),
-``stream_wait_cycles`` (the cycles the array waited for weights or x vectors or a
-hand-over waited on the output: what the stream pattern added), ``useful_macs``, ``expected_macs``, ``utilization``, ``stall_cycles``
+``useful_macs``, ``expected_macs``, ``utilization``, ``stall_cycles``
 and the other wait counters, ``weight_words``, ``runs`` (per-run counters).
 """
 
@@ -167,8 +166,6 @@ async def runs_match_golden_model(dut):
             "cycles": total["cycles"],
             "model_cycles": model,
             **({"model_error": (total["cycles"] - model) / model} if gapless else {}),
-            "stream_wait_cycles": sum(total[name] for name in (
-                "weight_wait_cycles", "input_wait_cycles", "handover_wait_cycles")),
             "useful_macs": total["useful_macs"],
             "utilization": total["useful_macs"] / (CONFIG.pes * total["cycles"]),
             **{name: total[name] for name in COUNTERS if name not in ("cycles", "useful_macs")},

@@ -21,7 +21,7 @@ SBE_RUN = {
     "engine": "sbe", "board": "zc706", "seed": 1, "backpressure": "random",
     "bit_exact": True, "mismatches": 0, "first_mismatch": None, "fault": None,
     "budget_use": 0.2397, "cycles": 5272, "model_cycles": 2918,
-    "stream_wait_cycles": 3442, "useful_macs": 98304, "utilization": 0.291350531107739,
+    "useful_macs": 98304, "utilization": 0.291350531107739,
     "stall_cycles": 234, "weight_wait_cycles": 3442, "input_wait_cycles": 0,
     "handover_wait_cycles": 0, "column_steps": 1536, "weight_words": 18432,
     "expected_macs": 98304, "build_seconds": 0.002, "build_cached": True,
