@@ -70,9 +70,17 @@ def load_report_data(directory):
     if not (directory / MANIFEST).is_file():
         raise UsageError(f"report: {directory} holds no {MANIFEST}; give a directory "
                          f"written by 'nnrtl generate'")
+    manifest = _read_json(directory / MANIFEST)
+    missing = [key for key in ("engine", "module", "parameters", "board")
+               if not isinstance(manifest, dict) or key not in manifest]
+    missing += [f"board.{key}" for key in ("name", "title", "part", "clock_hz", "capacity")
+                if not missing and key not in manifest["board"]]
+    if missing:
+        raise UsageError(f"report: {directory / MANIFEST} lacks {', '.join(missing)}; "
+                         f"regenerate the directory with 'nnrtl generate'")
     found = {name: _read_json(directory / f"{name}.json")
              for name in ("sim", "synth", "explore") if (directory / f"{name}.json").is_file()}
-    return ReportData(directory=directory, manifest=_read_json(directory / MANIFEST), **found)
+    return ReportData(directory=directory, manifest=manifest, **found)
 
 
 def write_result(directory, name, result):
@@ -165,8 +173,8 @@ def _resources(data):
 def _cycles(data):
     sim = data.sim
     breakdown = [(label, cycles) for label, cycles in sim.get("breakdown", []) if cycles]
-    if not breakdown:
-        return None
+    if not breakdown or not sim.get("cycles"):
+        return None                      # a run that failed before its counters
     figure = new_figure(8.5, 1.4 + 0.45 * len(breakdown))
     axes = figure.add_subplot()
     labels = [label for label, _ in breakdown]
@@ -201,6 +209,8 @@ def _sim_lines(sim):
 def _html(data, figures):
     manifest = data.manifest
     board = manifest["board"]
+    sources = [MANIFEST] + [f"{name}.json" for name in ("sim", "synth", "explore")
+                            if getattr(data, name) is not None]
     parts = [
         "<!DOCTYPE html>", "<html><head><meta charset='utf-8'>",
         f"<title>nnrtl report: {html.escape(manifest['module'])} on "
@@ -210,8 +220,8 @@ def _html(data, figures):
         "</head><body>",
         f"<h1>{html.escape(manifest['module'])} on {html.escape(board['title'])}</h1>",
         f"<p>Engine {html.escape(manifest['engine'])}, part {html.escape(board['part'])}, "
-        f"clock {board['clock_hz'] / 1e6:g} MHz. Sources in this directory: "
-        f"{', '.join(n for n in ('manifest.json', 'sim.json', 'synth.json', 'explore.json') if (data.directory / n).exists())}.</p>",
+        f"clock {board['clock_hz'] / 1e6:g} MHz. From this directory: "
+        f"{', '.join(sources)}.</p>",
     ]
     if data.sim is not None:
         parts.append("<h2>Simulation result</h2><pre>"

@@ -108,14 +108,19 @@ def test_report_of_a_small_sbe(tmp_path, capsys):
 
 
 def test_report_of_a_synthesised_demo(tmp_path, capsys):
-    """The real ``nnrtl synth`` (seconds for a 2-lane demo) beside the resource model, no
-    sim.json: the generic sections only."""
+    """The real ``nnrtl synth`` (seconds for a 2-lane demo) beside the resource model, and
+    the sim.json of a run that failed before its counters: no cycle plot, the error shown."""
     output = tmp_path / "demo"
     assert run(capsys, "generate", "demo", "--board", "zc706", "--param", "lanes=2",
                "-o", str(output))[0] == 0
     assert run(capsys, "synth", str(output))[0] == 0
+    (output / "sim.json").write_text(json.dumps({
+        "engine": "demo", "board": "zc706", "seed": 1, "backpressure": "bursty",
+        "bit_exact": False, "error": "m_axis: no frame 3 within its budget",
+        "seconds": 4.2, "breakdown": []}))
     assert run(capsys, "report", str(output))[0] == 0
     html = (output / "report.html").read_text()
+    assert "bit-exact: False\nerror: m_axis: no frame 3 within its budget" in html
     assert re.findall(r"alt='([^']+)'", html) == ["report-parameters.png",
                                                    "report-resources.png"]
     check_png(output / "report-resources.png")
@@ -128,6 +133,9 @@ def test_report_of_a_synthesised_demo(tmp_path, capsys):
     (lambda d: None, r"report: {d} is not a directory"),
     (lambda d: (d.mkdir(), (d / "manifest.json").write_text("{")),
      r"{d}/manifest\.json is not valid JSON: .*"),
+    (lambda d: (d.mkdir(), (d / "manifest.json").write_text('{"engine": "sbe"}')),
+     r"report: {d}/manifest\.json lacks module, parameters, board; regenerate the "
+     r"directory with 'nnrtl generate'"),
 ])
 def test_report_errors_exit_2(tmp_path, capsys, make, message):
     directory = tmp_path / "out"
