@@ -188,7 +188,7 @@ def _summary(result, breakdown):
     return lines
 
 
-def _sim_output(args, engine, config, platform_class):
+def _output_directory(args, engine, config, platform_class):
     """Check ``sim -o DIR``/``explore -o DIR`` before running: ``None`` without ``-o``;
     else ``(path, exists)``: an existing directory must hold the manifest of the same
     engine and configuration; a new one is generated at the end."""
@@ -227,7 +227,7 @@ def _sim_output(args, engine, config, platform_class):
 
 def _write_into(destination, engine, config, platform_class, name, result):
     """Write ``result`` as ``name`` (``sim.json``, ``explore.json``) into ``destination``
-    (from :func:`_sim_output`): atomically into the existing directory, or into a new one
+    (from :func:`_output_directory`): atomically into the existing directory, or into a new one
     generated (with its manifest) for ``config``, the whole directory atomically."""
     from .emit import _write_design as write_design
     from .output import staged_directory
@@ -254,7 +254,7 @@ def _cmd_sim(args):
     summary = _summary_wanted()
     outputs = _outputs_path(args.outputs) if args.outputs is not None else None
     engine, config, platform_class, binding = _configure(args)
-    destination = _sim_output(args, engine, config, platform_class)
+    destination = _output_directory(args, engine, config, platform_class)
     request = SimRequest(
         config=config, board=platform_class, seed=args.seed, backpressure=args.backpressure,
         waves=args.waves, steps=args.steps, model=binding and binding.model,
@@ -287,7 +287,7 @@ def _cmd_explore(args):
     engine = get_engine(args.engine)
     explore = engine.hook("explore", "design-space exploration")
     platform_class = get_board_or_usage_error(args.board)
-    destination = _sim_output(args, engine, None, platform_class)
+    destination = _output_directory(args, engine, None, platform_class)
     exploration = explore(ExploreRequest(
         board=platform_class, model=args.model and Path(args.model),
         weights=args.weights and Path(args.weights), params=tuple(args.param),
