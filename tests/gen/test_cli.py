@@ -154,7 +154,7 @@ def test_interrupted_generation_leaves_nothing(tmp_path, capsys, monkeypatch):
     def interrupted(directory, *args):
         (directory / "half-written.v").write_text("module")
         raise KeyboardInterrupt
-    monkeypatch.setattr(emit, "_write_design", interrupted)
+    monkeypatch.setattr(emit, "write_design", interrupted)
     code, _, err = run(capsys, "generate", "demo", "--board", "zc706", "-o",
                        str(tmp_path / "out"))
     assert code == 130 and err == "nnrtl: interrupted; nothing was written\n"
