@@ -15,7 +15,9 @@ configuration of
 is checked against the board's DSP slices and 36 Kb block RAMs
 (:func:`~nnrtl.gen.sbe.resources.resource_estimate`: one DSP per PE, those of the
 post-processing units, the double buffers, the BB-FIFOs unless in LUTRAM; the PEs beyond
-the DSPs left by the post-processing units multiply in LUTs) and a LUT budget for LUTRAM and LUT multipliers. The feasible
+the DSPs left by the post-processing units multiply in LUTs) and a LUT budget for LUTRAM
+and LUT multipliers (:data:`~nnrtl.gen.engines.LUT_SHARE` of the board's LUTs): the rule
+``nnrtl generate`` checks, :func:`~nnrtl.gen.engines.budget`. The feasible
 ones are ranked by :func:`~nnrtl.gen.sbe.perf.model_cycles`, ties broken by fewer DSPs, then
 fewer BRAMs, then a narrower bus and a smaller batch. Exact cycles are computed in order of
 a cheap lower bound until the best ``top`` are certain.
@@ -28,6 +30,7 @@ import time
 from ...boards import get_board
 from ...hw.bus import MAX_BUS_BITS
 from ...hw.sbe.config import SBEConfig
+from ..engines import LUT_SHARE, budget
 from ..errors import UsageError
 from ..models import ModelSpec
 from .perf import lower_bound_cycles, predict
@@ -132,7 +135,7 @@ def _board(board):
 
 
 def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
-            dram_efficiency=1.0, lut_share=0.5, top=10, log=None):
+            dram_efficiency=1.0, lut_share=LUT_SHARE, top=10, log=None):
     """Enumerate, check and rank SBE configurations of ``model`` on ``board``.
 
     Parameters
@@ -152,7 +155,10 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     dram_efficiency : float
         Share of the board's peak off-chip bandwidth the DMA may count on.
     lut_share : float
-        Share of the board's LUTs that LUTRAM BB-FIFOs and LUT multipliers may take.
+        Share of the board's LUTs that LUTRAM BB-FIFOs and LUT multipliers may take, the
+        rest left for the logic the resource model does not count: the rule ``nnrtl
+        generate`` checks (:func:`~nnrtl.gen.engines.check_fit`), with its default
+        (:data:`~nnrtl.gen.engines.LUT_SHARE`, where the value is argued).
     top : int
         Candidates ranked exactly and returned.
     log : callable, optional
@@ -187,7 +193,9 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     ow = base.operand_width
     widths = {spec.input_size + hidden} | ({2 * hidden} if spec.layers > 1 else set())
     columns = math.gcd(*widths)
-    lut_budget = lut_share * capacity.lut
+    limits = {resource: budget(capacity, resource, lut_share=lut_share)
+              for resource in ("dsp", "bram36", "lut")}
+    lut_budget = limits["lut"]
     family = capacity.yosys_family
     post_dsp = post_unit_dsp(base, family)           # DSPs of one post-processing unit
     max_pes = capacity.dsp + int(lut_budget // lut_multiplier_luts(ow))
@@ -231,8 +239,8 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
             estimate = resource_estimate(config, family)
             if smallest is None or (estimate.bram36, estimate.dsp) < smallest[:2]:
                 smallest = (estimate.bram36, estimate.dsp, config)
-            if (estimate.dsp <= capacity.dsp and estimate.bram36 <= capacity.bram36
-                    and estimate.luts <= lut_budget):
+            if all(amount <= limits[resource]
+                   for resource, amount in estimate.needs().items()):
                 feasible.append((lower_bound_cycles(config), config, estimate))
     if not feasible:
         need = (f"the smallest needs {smallest[0]} BRAM36 and {smallest[1]} DSP"

@@ -42,6 +42,15 @@ the model by at most that many, ``tests/hw/test_sbe_engine.py``); layers
 run one after another, a batch of layer ``l > 0`` starting once the h of its steps in layer
 ``l - 1`` are all usable. ``tests/gen/test_sbe_perf.py`` checks the timeline against an
 independent cycle-by-cycle simulation of these rules.
+
+The cost does not depend on the sequence length. Every time in the timeline is a ``max``
+of others plus constants, so once the state at a batch's start, taken relative to the PE
+array's time, repeats the state ``c`` batches before, every later stretch of ``c`` full
+batches repeats that one, shifted by the cycles it took: the timeline runs the first
+batches until that happens (a few, independent of the length), adds the whole repetitions
+left in closed form, and runs the rest and the last, partial batch; steps inside a batch
+likewise. The result is exactly that of the step-by-step timeline, which the tests keep
+(``_EXTRAPOLATE = False``) and compare with it.
 """
 
 import bisect
