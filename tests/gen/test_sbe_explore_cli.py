@@ -216,7 +216,7 @@ def write(tmp_path, name, content):
      r"--seq-len \(4294967296\) is longer than one run of the SBE: its steps register has "
      r"32 bits \(SBEConfig\.step_bits\), so at most 4294967295 steps"),
     (["sbe", "--board", "zc706", *SHAPE, "--top", "0"],
-     r"top must be a positive integer, not 0"),
+     r"--top must be a positive integer, not 0"),
     (["sbe", "--board", "zc706", "--model", "{torch}", *SHAPE],
      r"give the model as --model FILE or as --param, not both"),
     (["sbe", "--board", "zc706", "--weights", "{h5}", *SHAPE],
