@@ -26,6 +26,7 @@ having written nothing; 130 interrupted, having written nothing.
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -249,6 +250,7 @@ def _cmd_sim(args):
     given = [args.model is not None, args.inputs is not None, args.outputs is not None]
     if any(given) and not all(given):
         raise UsageError("--model FILE --inputs X.npy --outputs Y.npy go together")
+    _check_seed(args.seed)
     if args.steps is not None and args.steps <= 0:
         raise UsageError(f"--steps must be a positive integer, not {args.steps}")
     summary = _summary_wanted()
@@ -283,7 +285,15 @@ def _cmd_sim(args):
     return 0 if result.get("bit_exact") is True else 1
 
 
+def _check_seed(seed):
+    if seed < 0:
+        raise UsageError(f"--seed must be a non-negative integer, not {seed} (a negative "
+                         f"seed would run as seed {-seed})")
+
+
 def _cmd_explore(args):
+    if args.top <= 0:
+        raise UsageError(f"--top must be a positive integer, not {args.top}")
     engine = get_engine(args.engine)
     explore = engine.hook("explore", "design-space exploration")
     platform_class = get_board_or_usage_error(args.board)
@@ -319,6 +329,7 @@ def _cmd_report(args):
 def _cmd_train(args, extra):
     from .train import TrainRequest, train
 
+    _check_seed(args.seed)
     engine = get_engine(args.engine)
     hook = engine.hook("train", "training (nnrtl train)")
     platform_class = get_board_or_usage_error(args.board)
@@ -347,10 +358,13 @@ _MODEL_HELP = ("a model file (PyTorch state_dict, TorchScript or torch.export ar
 
 
 def _parser():
+    # Options are taken by their full names only: no guess from a prefix.
     parser = argparse.ArgumentParser(
         prog="nnrtl", description="Generate, synthesise, simulate and train FPGA "
-        "accelerators for recurrent and convolutional networks.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+        "accelerators for recurrent and convolutional networks.", allow_abbrev=False)
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND",
+        parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
 
     boards = commands.add_parser("boards", help="list the boards and their capacities")
     boards.add_argument("--json", action="store_true", help="print JSON instead of a table")

@@ -9,7 +9,7 @@ e.g. ``sbe = "nnrtl.gen.sbe.engine:ENGINE"``. Nothing else names it: ``gen/cli.p
 Required hooks::
 
     top(config)                  -> wiring.Component with a ``registers`` RegisterMap
-    resources(config, family)    -> {"dsp": n, "bram36": n, ...}   (checked by check_fit)
+    resources(config, family)    -> {"dsp": n, "bram36": n, "lut": n, ...}  (check_fit)
     predict(config, workload)    -> {"cycles": n, "useful_macs": n, ...}  performance model
     simulate(request)            -> JSON-able result with "bit_exact", "cycles",
                                     "model_cycles", "useful_macs", "utilization", ...
@@ -36,7 +36,7 @@ from .errors import UsageError
 
 __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
            "ExploreRequest", "Exploration", "ENTRY_POINT_GROUP", "engines", "register",
-           "unregister", "get_engine", "check_fit", "board_clock_hz", "add_throughput",
+           "unregister", "get_engine", "check_fit", "budget", "LUT_SHARE", "board_clock_hz", "add_throughput",
            "get_board_or_usage_error", "HOOKS"]
 
 #: The entry-point group engines register in.
@@ -299,13 +299,42 @@ def add_throughput(result, board):
     return result
 
 
-def check_fit(engine, config, platform_class):
-    """Raise :class:`UsageError` if ``config`` needs more of a resource than the board has."""
+#: Share of a board's LUTs that the LUTs an engine's resource model counts (its ``"lut"``:
+#: for the SBE, LUTRAM and LUT-built multipliers) may take; the other 30% are left for the
+#: logic no resource model here counts (adders, accumulators, multiplexers, control). The
+#: one design known to fit its board, the SBE paper's ZC706 design ("almost all the
+#: FPGA's hardware resources are used", 224 LUT multipliers), has 62.5% of the XC7Z045's
+#: LUTs counted so; 0.7 admits it with 65,580 LUTs left, 64 for each of its 1024 PEs (a
+#: 32-bit accumulator and the select of its input), where 0.5 would refuse a design that
+#: was built, and 0.8 would leave 43 a PE, less than its accumulator and select.
+LUT_SHARE = 0.7
+
+
+def budget(capacity, resource, *, lut_share=LUT_SHARE):
+    """How much of ``resource`` (an attribute of :class:`~nnrtl.boards.Capacity`) a design
+    may take on a board: all of it, but of ``"lut"`` only ``lut_share`` (see
+    :data:`LUT_SHARE`). :func:`check_fit` and the exploration apply this one rule."""
+    if resource != "lut":
+        return getattr(capacity, resource)
+    if not isinstance(lut_share, (int, float)) or not 0 < lut_share <= 1:
+        raise UsageError(f"lut_share must be a number in (0, 1], not {lut_share!r}")
+    return int(lut_share * capacity.lut)
+
+
+def check_fit(engine, config, platform_class, *, lut_share=LUT_SHARE):
+    """Raise :class:`UsageError` if ``config`` needs more of a resource than the board
+    allows (:func:`budget`); return the needs."""
     capacity = platform_class.capacity
     needs = engine.resources(config, capacity.yosys_family)
     for resource, amount in needs.items():
-        available = getattr(capacity, resource)
+        available = budget(capacity, resource, lut_share=lut_share)
         if amount > available:
+            if resource == "lut":
+                raise UsageError(
+                    f"{engine.name} with {config} needs {amount} lut counted by its resource "
+                    f"model, but {platform_class.name} allows {available}: lut_share "
+                    f"{lut_share:g} of its {capacity.lut} LUTs, the rest left for the logic "
+                    f"the model does not count")
             raise UsageError(f"{engine.name} with {config} needs {amount} {resource}, "
                              f"but {platform_class.name} has {available}")
     return needs

@@ -98,11 +98,11 @@ def _simulate_model(request):
 
 def load_model(request):
     """``--model``: the configuration of a model file for ``request.board``."""
-    from .exploration import check_seq_len
+    from .explore import check_seq_len
     from .frommodel import load_inputs, load_model as read, model_config
 
-    if request.seq_len is not None and not request.params:
-        check_seq_len(request.seq_len)      # before reading a model for nothing
+    if request.seq_len is not None:
+        check_seq_len(request.seq_len, name="--seq-len")   # before reading a model for nothing
     model = read(request.path, request.weights)
     xs = None
     if request.inputs is not None:
@@ -110,8 +110,6 @@ def load_model(request):
     seq_len = len(xs) if xs is not None else request.seq_len
     if seq_len is None:
         seq_len = SBEConfig().seq_len
-    if not request.params:
-        check_seq_len(seq_len)              # the exploration plans for it
     config, quantized = model_config(model, request.board, request.params, seq_len=seq_len,
                                      calibration=xs)
     return ModelBinding(config=config, model=quantized, inputs=xs)

@@ -6,25 +6,9 @@ import dataclasses
 from ...hw.sbe.config import SBEConfig
 from ..errors import UsageError
 from ..params import parse_params
-from .explore import explore, format_table
+from .explore import check_seq_len, explore, format_table
 
-__all__ = ["SBEExploration", "explore_request", "generate_command", "MAX_PLAN_STEPS",
-           "check_seq_len"]
-
-#: The longest sequence the exploration plans for. The performance model's timeline runs
-#: every step of every candidate (measured: 8 s for 1024 steps of a small LSTM on a loaded
-#: 2-core machine, growing linearly), so 16384 steps already take minutes; the engine runs
-#: longer sequences as several runs that carry their state (``keep_state``).
-MAX_PLAN_STEPS = 16384
-
-
-def check_seq_len(seq_len):
-    """:class:`UsageError` unless the exploration can plan for ``seq_len`` steps."""
-    if seq_len > MAX_PLAN_STEPS:
-        raise UsageError(f"--seq-len ({seq_len}) is too large to plan: the exploration "
-                         f"simulates every step of every candidate, at most "
-                         f"{MAX_PLAN_STEPS} steps; longer sequences run as several runs "
-                         f"that carry their state, so plan for {MAX_PLAN_STEPS} or fewer")
+__all__ = ["SBEExploration", "explore_request", "generate_command"]
 
 
 def _model(request):
@@ -100,7 +84,7 @@ def explore_request(request):
 
     model, spec = _model(request)
     seq_len = SBEConfig().seq_len if request.seq_len is None else request.seq_len
-    check_seq_len(seq_len)
+    check_seq_len(seq_len, name="--seq-len")      # before calibrating on that many steps
     base = quantized = None
     calibration = (f"{CALIBRATION_SEQUENCES} synthetic sequences, inputs uniform in "
                    f"[-1, 1], seed {CALIBRATION_SEED}")

@@ -15,7 +15,9 @@ configuration of
 is checked against the board's DSP slices and 36 Kb block RAMs
 (:func:`~nnrtl.gen.sbe.resources.resource_estimate`: one DSP per PE, those of the
 post-processing units, the double buffers, the BB-FIFOs unless in LUTRAM; the PEs beyond
-the DSPs left by the post-processing units multiply in LUTs) and a LUT budget for LUTRAM and LUT multipliers. The feasible
+the DSPs left by the post-processing units multiply in LUTs) and a LUT budget for LUTRAM
+and LUT multipliers (:data:`~nnrtl.gen.engines.LUT_SHARE` of the board's LUTs): the rule
+``nnrtl generate`` checks, :func:`~nnrtl.gen.engines.budget`. The feasible
 ones are ranked by :func:`~nnrtl.gen.sbe.perf.model_cycles`, ties broken by fewer DSPs, then
 fewer BRAMs, then a narrower bus and a smaller batch. Exact cycles are computed in order of
 a cheap lower bound until the best ``top`` are certain.
@@ -28,13 +30,14 @@ import time
 from ...boards import get_board
 from ...hw.bus import MAX_BUS_BITS
 from ...hw.sbe.config import SBEConfig
+from ..engines import LUT_SHARE, budget
 from ..errors import UsageError
 from ..models import ModelSpec
 from .perf import lower_bound_cycles, predict
 from .resources import (ResourceEstimate, lut_multiplier_luts, post_unit_dsp,
                         resource_estimate)
 
-__all__ = ["Candidate", "Exploration", "explore", "format_table"]
+__all__ = ["Candidate", "Exploration", "explore", "format_table", "check_seq_len"]
 
 #: Seconds between the progress lines :func:`explore` gives its ``log`` while ranking.
 LOG_INTERVAL = 5.0
@@ -108,6 +111,20 @@ def _powers_of_two(limit):
     return [1 << k for k in range(limit.bit_length()) if 1 << k <= limit]
 
 
+def check_seq_len(seq_len, *, name="seq_len", base=None):
+    """:class:`UsageError` unless ``seq_len`` is a positive integer of steps one run of the
+    engine holds: its ``steps`` register has :attr:`SBEConfig.step_bits` bits (of ``base``,
+    default ``SBEConfig()``). The exploration's cost does not depend on it (the
+    performance model is in closed form past the first batches)."""
+    if not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len <= 0:
+        raise UsageError(f"{name} must be a positive integer, not {seq_len!r}")
+    bits = (SBEConfig() if base is None else base).step_bits
+    if seq_len >= 1 << bits:
+        raise UsageError(f"{name} ({seq_len}) is longer than one run of the SBE: its steps "
+                         f"register has {bits} bits (SBEConfig.step_bits), so at most "
+                         f"{(1 << bits) - 1} steps")
+
+
 def _board(board):
     if isinstance(board, str):
         try:
@@ -118,7 +135,7 @@ def _board(board):
 
 
 def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
-            dram_efficiency=1.0, lut_share=0.5, top=10, log=None):
+            dram_efficiency=1.0, lut_share=LUT_SHARE, top=10, log=None):
     """Enumerate, check and rank SBE configurations of ``model`` on ``board``.
 
     Parameters
@@ -138,13 +155,18 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     dram_efficiency : float
         Share of the board's peak off-chip bandwidth the DMA may count on.
     lut_share : float
-        Share of the board's LUTs that LUTRAM BB-FIFOs and LUT multipliers may take.
+        Share of the board's LUTs that LUTRAM BB-FIFOs and LUT multipliers may take, the
+        rest left for the logic the resource model does not count: the rule ``nnrtl
+        generate`` checks (:func:`~nnrtl.gen.engines.check_fit`), with its default
+        (:data:`~nnrtl.gen.engines.LUT_SHARE`, where the value is argued).
     top : int
         Candidates ranked exactly and returned.
     log : callable, optional
-        Called with a line of progress once the configurations are enumerated, then every
-        :data:`LOG_INTERVAL` seconds while they are ranked (exact cycle counts of large
-        models can take minutes).
+        Called with a line of progress every :data:`LOG_INTERVAL` seconds while the
+        configurations are checked against the board, once they are, every
+        :data:`LOG_INTERVAL` seconds while they are ranked, and at the end. (The cost of
+        the ranking does not depend on ``seq_len``: :func:`~.perf.predict` is in closed
+        form past the first batches.)
 
     Returns
     -------
@@ -156,9 +178,10 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
         Unknown board, ``seq_len`` or ``top`` not a positive integer, or no configuration
         fits the board (naming the smallest design's needs).
     """
-    for name, value in (("seq_len", seq_len), ("top", top)):
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise UsageError(f"{name} must be a positive integer, not {value!r}")
+    started = time.monotonic()
+    check_seq_len(seq_len, base=base)
+    if not isinstance(top, int) or isinstance(top, bool) or top <= 0:
+        raise UsageError(f"top must be a positive integer, not {top!r}")
     spec = model if isinstance(model, ModelSpec) else ModelSpec(*model)
     platform = _board(board)
     capacity = platform.capacity
@@ -170,7 +193,9 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     ow = base.operand_width
     widths = {spec.input_size + hidden} | ({2 * hidden} if spec.layers > 1 else set())
     columns = math.gcd(*widths)
-    lut_budget = lut_share * capacity.lut
+    limits = {resource: budget(capacity, resource, lut_share=lut_share)
+              for resource in ("dsp", "bram36", "lut")}
+    lut_budget = limits["lut"]
     family = capacity.yosys_family
     post_dsp = post_unit_dsp(base, family)           # DSPs of one post-processing unit
     max_pes = capacity.dsp + int(lut_budget // lut_multiplier_luts(ow))
@@ -183,7 +208,7 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
         raise UsageError(f"{platform.name}'s off-chip bandwidth "
                          f"({capacity.offchip_gbps} GB/s) cannot deliver one "
                          f"{ow}-bit weight per cycle at {clock_hz / 1e6:g} MHz")
-    considered, feasible, smallest = 0, [], None
+    shapes = []                                     # (pes, post_units, bus, batch)
     for pes in pes_options:
         units = min(pes, rows) // 4
         pp = max(d for d in _powers_of_two(max(1, post_units)) if units % d == 0)
@@ -191,23 +216,32 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
             batches = set(_powers_of_two(seq_len)) | {seq_len}
             if pes % bus == 0 and pes // bus <= seq_len:
                 batches.add(pes // bus)
-            for batch in sorted(batches):
-                for blocks in _divisors(columns):
-                    considered += 1
-                    try:
-                        config = dataclasses.replace(
-                            base, input_size=spec.input_size, hidden_size=hidden,
-                            layers=spec.layers, seq_len=seq_len, pes=pes, batch=batch,
-                            blocks=blocks, bus_weights=bus, post_units=pp,
-                            lut_multipliers=min(pes, max(0, pes - (capacity.dsp - pp * post_dsp))))
-                    except ValueError:
-                        continue
-                    estimate = resource_estimate(config, family)
-                    if smallest is None or (estimate.bram36, estimate.dsp) < smallest[:2]:
-                        smallest = (estimate.bram36, estimate.dsp, config)
-                    if (estimate.dsp <= capacity.dsp and estimate.bram36 <= capacity.bram36
-                            and estimate.luts <= lut_budget):
-                        feasible.append((lower_bound_cycles(config), config, estimate))
+            shapes += [(pes, pp, bus, batch) for batch in sorted(batches)]
+    blockings = _divisors(columns)
+    total = len(shapes) * len(blockings)
+    considered, feasible, smallest = 0, [], None
+    logged = time.monotonic()
+    for pes, pp, bus, batch in shapes:
+        if log and time.monotonic() - logged >= LOG_INTERVAL:
+            log(f"explore: {considered:,} of {total:,} configurations checked against "
+                f"{platform.name}")
+            logged = time.monotonic()
+        for blocks in blockings:
+            considered += 1
+            try:
+                config = dataclasses.replace(
+                    base, input_size=spec.input_size, hidden_size=hidden,
+                    layers=spec.layers, seq_len=seq_len, pes=pes, batch=batch,
+                    blocks=blocks, bus_weights=bus, post_units=pp,
+                    lut_multipliers=min(pes, max(0, pes - (capacity.dsp - pp * post_dsp))))
+            except ValueError:
+                continue
+            estimate = resource_estimate(config, family)
+            if smallest is None or (estimate.bram36, estimate.dsp) < smallest[:2]:
+                smallest = (estimate.bram36, estimate.dsp, config)
+            if all(amount <= limits[resource]
+                   for resource, amount in estimate.needs().items()):
+                feasible.append((lower_bound_cycles(config), config, estimate))
     if not feasible:
         need = (f"the smallest needs {smallest[0]} BRAM36 and {smallest[1]} DSP"
                 if smallest else "no configuration is valid")
@@ -219,6 +253,7 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
         log(f"explore: {len(feasible)} of {considered} configurations fit {platform.name}; "
             f"ranking them by predicted cycles")
     ranked, logged = [], time.monotonic()
+    exact = 0
     for bound, config, estimate in feasible:
         if len(ranked) >= top and bound > ranked[top - 1].cycles:
             break
@@ -227,9 +262,13 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
                 f"{ranked[0].cycles:,} cycles")
             logged = time.monotonic()
         prediction = predict(config, seq_len=seq_len)
+        exact += 1
         ranked.append(Candidate(config, prediction.cycles, prediction.utilization,
                                 prediction.gops(clock_hz), estimate))
         ranked.sort(key=Candidate.rank_key)
+    if log:
+        log(f"explore: {exact} ranked by exact cycles (the others cannot beat the best "
+            f"{min(top, exact)}) in {time.monotonic() - started:.1f} s")
     return Exploration(model=spec, board=platform.name, clock_hz=clock_hz, seq_len=seq_len,
                        candidates=tuple(ranked[:top]), feasible=len(feasible),
                        considered=considered)

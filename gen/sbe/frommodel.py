@@ -10,8 +10,8 @@ from, with the :class:`QuantizedLSTM` whose codes the engine loads.
 
 Without calibration inputs the activation ranges come from a synthetic calibration set
 (:func:`synthetic_calibration`): :data:`CALIBRATION_SEQUENCES` sequences of ``seq_len``
-steps, every input drawn uniformly from [-1, 1] by ``numpy.random.default_rng``
-(:data:`CALIBRATION_SEED`). It suits inputs normalised to that range; give real inputs
+steps (at most :data:`CALIBRATION_MAX_STEPS`), every input drawn uniformly from [-1, 1] by
+``numpy.random.default_rng`` (:data:`CALIBRATION_SEED`). It suits inputs normalised to that range; give real inputs
 when they are not.
 """
 
@@ -25,7 +25,8 @@ from ..models import LSTM, MODEL_FORMATS, load_array, load_network
 from ..models.quantize import quantize, to_fixed
 from .explore import explore
 
-__all__ = ["MODEL_FORMATS", "CALIBRATION_SEED", "CALIBRATION_SEQUENCES", "load_model",
+__all__ = ["MODEL_FORMATS", "CALIBRATION_SEED", "CALIBRATION_SEQUENCES",
+           "CALIBRATION_MAX_STEPS", "load_model",
            "check_model", "QuantizedLayer", "QuantizedLSTM", "quantize_model",
            "synthetic_calibration", "quantized_base", "config_from_model", "model_config",
            "load_inputs", "write_engine_inputs"]
@@ -33,6 +34,11 @@ __all__ = ["MODEL_FORMATS", "CALIBRATION_SEED", "CALIBRATION_SEQUENCES", "load_m
 #: Seed and number of sequences of :func:`synthetic_calibration`.
 CALIBRATION_SEED = 0
 CALIBRATION_SEQUENCES = 8
+
+#: The longest synthetic calibration sequence. Random inputs reach the states' ranges within
+#: a few hundred steps; a longer sequence only costs memory (8 sequences of 10^5 steps of
+#: an 8 x 4 LSTM: 720 MB), so a longer ``seq_len`` is calibrated on this many steps.
+CALIBRATION_MAX_STEPS = 4096
 
 #: SBEConfig fields :func:`config_from_model` chooses, and who chooses them.
 _CHOSEN = {
@@ -237,9 +243,11 @@ def quantize_model(model, calibration, **options):
 
 def synthetic_calibration(input_size, seq_len, *, sequences=CALIBRATION_SEQUENCES,
                           seed=CALIBRATION_SEED):
-    """Calibration inputs for a model without real ones: ``seq_len x sequences x
-    input_size`` values drawn uniformly from [-1, 1] with ``numpy.random.default_rng(seed)``."""
-    return np.random.default_rng(seed).uniform(-1.0, 1.0, size=(seq_len, sequences,
+    """Calibration inputs for a model without real ones: ``min(seq_len,
+    CALIBRATION_MAX_STEPS) x sequences x input_size`` values drawn uniformly from [-1, 1]
+    with ``numpy.random.default_rng(seed)``."""
+    steps = min(seq_len, CALIBRATION_MAX_STEPS)
+    return np.random.default_rng(seed).uniform(-1.0, 1.0, size=(steps, sequences,
                                                                  input_size))
 
 

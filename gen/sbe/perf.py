@@ -42,8 +42,18 @@ the model by at most that many, ``tests/hw/test_sbe_engine.py``); layers
 run one after another, a batch of layer ``l > 0`` starting once the h of its steps in layer
 ``l - 1`` are all usable. ``tests/gen/test_sbe_perf.py`` checks the timeline against an
 independent cycle-by-cycle simulation of these rules.
+
+The cost does not depend on the sequence length. Every time in the timeline is a ``max``
+of others plus constants, so once the state at a batch's start, taken relative to the PE
+array's time, repeats the state ``c`` batches before, every later stretch of ``c`` full
+batches repeats that one, shifted by the cycles it took: the timeline runs the first
+batches until that happens (a few, independent of the length), adds the whole repetitions
+left in closed form, and runs the rest and the last, partial batch; steps inside a batch
+likewise. The result is exactly that of the step-by-step timeline, which the tests keep
+(``_EXTRAPOLATE = False``) and compare with it.
 """
 
+import bisect
 import dataclasses
 import math
 
@@ -190,13 +200,20 @@ class Prediction:
 
 _PAST = -(1 << 40)    # "long ago": the ready time of h_{-1} = 0
 
-#: Whether :func:`predict` skips steps and batches that repeat the previous one exactly
-#: (the tests switch it off to check that the shortcut changes nothing).
+#: Whether the timeline skips ahead once it repeats itself (the tests switch it off to
+#: compare the closed form with the plain step-by-step timeline).
 _EXTRAPOLATE = True
 
 
 class _Timeline:
-    """Times of the DMA, the two weight buffers, the PE array and the post-processing."""
+    """Times of the DMA, the two weight buffers, the PE array and the post-processing.
+
+    Everything that happens is a ``max`` of these times plus constants, and only the PE
+    array's time is compared with the inputs' and the h's, so two states that agree
+    relative to the PE array's time (:meth:`key`) have the same future, shifted. A run
+    repeats itself after a few batches (and steps inside a batch): :func:`_run_layer` and
+    :func:`_run_steps` find the repetition and jump over every whole repetition left.
+    """
 
     _HELD = 1 << 62               # a buffer half in use has no release time yet
 
@@ -210,6 +227,11 @@ class _Timeline:
         self.handover = _PAST         # cycle of the last hand-over to post-processing
         self.busy = 0
         self.words = 0
+        # DMA and buffer times more than two of the longest loads before the PE array's
+        # time cannot delay it any more (see key).
+        self.horizon = 2 * max(math.ceil(config.rows * shape.block_columns
+                                         / config.bus_weights)
+                               for shape in config.layer_shapes)
 
     def load(self, words):
         """Load a block into the next buffer half; returns the half and the cycle the
@@ -226,21 +248,30 @@ class _Timeline:
         self.buffers[half] = self.engine
 
     def key(self, ready, dma=True):
-        """The state relative to the PE array's time (with or without the DMA and the
-        buffers): from equal keys, equal futures."""
+        """The state relative to the PE array's time ``now`` (with or without the DMA and
+        the buffers): from equal keys, equal futures, shifted by the difference of their
+        ``now``. Times that can no longer matter are clamped: an h ready before ``now``
+        (every use is a ``max`` with a later PE array time), a hand-over more than a drain
+        before it, and DMA and free-buffer times more than :attr:`horizon` before it (a
+        load starts at the later of the two, the PE array waits for its end, and only the
+        next two loads can start before a buffer half is released at or after ``now``:
+        each ends at or before ``now`` either way, as does the DMA after them)."""
         now = self.engine
         key = (max(self.handover - now, -self.config.drain_cycles),
                np.maximum(ready - now, 0).tobytes())
         if dma:
-            key += (self.dma - now, self.next_buffer,
-                    tuple(b - now if b != self._HELD else None for b in self.buffers))
+            floor = -self.horizon
+            key += (max(self.dma - now, floor), self.next_buffer,
+                    tuple(None if b == self._HELD else max(b - now, floor)
+                          for b in self.buffers))
         return key
 
     def marks(self):
         return self.engine, self.busy, self.words
 
     def repeat(self, marks, times, dma=True):
-        """Repeat ``times`` more times what happened since ``marks``; returns the period."""
+        """Repeat ``times`` more times what happened since ``marks``; returns the cycles
+        it took once."""
         period = self.engine - marks[0]
         self.busy += (self.busy - marks[1]) * times
         self.words += (self.words - marks[2]) * times
@@ -251,6 +282,43 @@ class _Timeline:
             self.buffers = [b + period * times if b != self._HELD else b
                             for b in self.buffers]
         return period
+
+
+class _Sequence:
+    """Integers stored as runs: a run of values given one by one, or ``values`` repeated
+    ``times`` times, ``period`` added at each repetition."""
+
+    def __init__(self):
+        self._starts, self._runs = [], []     # first index, (values, period or None, times)
+        self.length = 0
+        self.max = _PAST
+
+    def append(self, value):
+        if not self._runs or self._runs[-1][1] is not None:
+            self._starts.append(self.length)
+            self._runs.append(([], None, 1))
+        self._runs[-1][0].append(value)
+        self.length += 1
+        self.max = max(self.max, value)
+
+    def repeat(self, values, period, times):
+        if times:
+            self._starts.append(self.length)
+            self._runs.append((list(values), period, times))
+            self.length += len(values) * times
+            self.max = max(self.max, max(values) + max(period, 0) * (times - 1))
+
+    def __getitem__(self, index):
+        if not 0 <= index < self.length:
+            raise IndexError(index)
+        run = bisect.bisect_right(self._starts, index) - 1
+        values, period, _ = self._runs[run]
+        repetition, offset = divmod(index - self._starts[run], len(values))
+        return values[offset] + (period or 0) * repetition
+
+    @property
+    def last(self):
+        return self[self.length - 1]
 
 
 class _Layer:
@@ -313,6 +381,31 @@ def _run_step(tl, lay, ready, loaded=()):
     return next_ready
 
 
+def _run_steps(tl, lay, steps, ready, loaded):
+    """``steps`` time steps over the h blocks; returns the h ready times of the last.
+    Once the state relative to the PE array (:meth:`_Timeline.key`) repeats one it had
+    ``c`` steps before, every whole run of ``c`` steps left repeats those ``c``."""
+    dma = not lay.merged                  # case 3 loads blocks inside every step
+    seen = {} if _EXTRAPOLATE else None
+    step = 0
+    while step < steps:
+        if seen is not None:
+            key = tl.key(ready, dma)
+            if key in seen:
+                first, marks = seen.pop(key)
+                cycle = step - first
+                times = (steps - step) // cycle
+                period = tl.repeat(marks, times, dma)
+                ready = ready + period * times
+                step += cycle * times
+                seen = None               # fewer than ``cycle`` steps are left
+                continue
+            seen[key] = (step, tl.marks())
+        ready = _run_step(tl, lay, ready, loaded)
+        step += 1
+    return ready
+
+
 def _run_batch(tl, lay, steps, ready, inputs_ready, resident):
     """One batch of ``steps`` steps; returns the h ready times of its last step.
     ``resident`` is the cycle each block's load ended if the weights are resident, else
@@ -339,17 +432,7 @@ def _run_batch(tl, lay, steps, ready, inputs_ready, resident):
             half, end = tl.load(lay.block_words)
             halves.append(half)
             loaded.append(end)
-    dma = not lay.merged                  # case 3 loads blocks inside every step
-    previous = None
-    for step in range(steps):
-        key = tl.key(ready, dma)
-        if _EXTRAPOLATE and previous is not None and previous[0] == key:
-            # This step starts as the last one did: every remaining step repeats it.
-            period = tl.repeat(previous[1], steps - step, dma)
-            ready = ready + period * (steps - step)
-            break
-        previous = (key, tl.marks())
-        ready = _run_step(tl, lay, ready, loaded)
+    ready = _run_steps(tl, lay, steps, ready, loaded)
     for half in halves:
         tl.release(half)
     return ready
@@ -387,50 +470,59 @@ def predict(config, *, pipeline_latency=None, seq_len=None):
         raise TypeError(f"seq_len must be a positive integer, not {seq_len!r}")
 
     tl = _Timeline(config, latency)
-    sizes = _batch_sizes(config, seq_len)
-    inputs = [0] * len(sizes)             # cycle each batch's x inputs are all ready
+    done = None                           # the cycle each batch's x are all ready
     for shape in config.layer_shapes:
-        inputs = _run_layer(tl, config, shape, sizes, inputs, every=True)
+        done = _run_layer(tl, config, shape, seq_len, done)
+    cycles = done.last
     macs = seq_len * config.macs_per_step
-    return Prediction(cycles=inputs[-1], useful_macs=macs, busy_cycles=tl.busy,
-                      weight_words=tl.words, utilization=macs / (config.pes * inputs[-1]))
+    return Prediction(cycles=cycles, useful_macs=macs, busy_cycles=tl.busy,
+                      weight_words=tl.words, utilization=macs / (config.pes * cycles))
 
 
-def _run_layer(tl, config, shape, sizes, inputs, *, every=False):
-    """One layer over batches of ``sizes`` steps on timeline ``tl``; ``inputs`` are the
-    cycles each batch's x are ready (``None``: at once). Returns the cycle the last h is
-    usable, or with ``every`` the list of each batch's."""
-    inputs = inputs or [0] * len(sizes)
-    full = sizes[0]
+def _run_layer(tl, config, shape, steps, inputs):
+    """One layer over ``steps`` steps in batches on timeline ``tl``; ``inputs`` is the
+    :class:`_Sequence` of the cycles each batch's x are ready (``None``: at once).
+    Returns the :class:`_Sequence` of the cycles each batch's last h is usable.
+
+    The full batches run until the state at a batch's start, relative to the PE array
+    (:meth:`_Timeline.key`), repeats one ``c`` batches before and every input is ready;
+    then every whole run of ``c`` batches left repeats those ``c``, shifted by the
+    cycles they took. The batches left over and the last, partial batch run as usual.
+    The cost is independent of ``steps``."""
     lay = _Layer(config, shape)
     halves = [tl.load(lay.block_words) for _ in range(config.blocks)] \
         if config.weights_resident else []
     resident = [loaded for _, loaded in halves] or None
     ready = np.full(shape.hidden_size, _PAST, dtype=np.int64)
-    done = []
-    index, previous = 0, None
-    while index < len(sizes):
-        key = (tl.key(ready), max(inputs[index] - tl.engine, 0))
-        repeat = 0
-        while index + repeat < len(sizes) and sizes[index + repeat] == full:
-            repeat += 1
-        if (_EXTRAPOLATE and previous is not None and previous[0] == key and repeat
-                and max(inputs[index:index + repeat]) <= tl.engine):
-            # This batch starts as the last one did: the full batches repeat it.
-            period = tl.repeat(previous[1], repeat)
-            last = done[-1]
-            done.extend(last + period * (i + 1) for i in range(repeat))
-            ready = ready + period * repeat
-            index += repeat
-            previous = None
-            continue
-        previous = (key, tl.marks())
-        ready = _run_batch(tl, lay, sizes[index], ready, inputs[index], resident)
+    full, rest = divmod(steps, config.batch)
+    done = _Sequence()
+    seen = {} if _EXTRAPOLATE else None
+    index = 0
+    while index < full:
+        if seen is not None and (inputs is None or tl.engine >= inputs.max):
+            key = tl.key(ready)
+            if key in seen:
+                first, marks = seen.pop(key)
+                cycle = index - first
+                times = (full - index) // cycle
+                period = tl.repeat(marks, times)
+                ready = ready + period * times
+                done.repeat([done[i] + period for i in range(first, index)], period, times)
+                index += cycle * times
+                seen = None               # fewer than ``cycle`` full batches are left
+                continue
+            seen[key] = (index, tl.marks())
+        ready = _run_batch(tl, lay, config.batch, ready,
+                           0 if inputs is None else inputs[index], resident)
         done.append(int(ready.max()))
         index += 1
+    if rest:
+        ready = _run_batch(tl, lay, rest, ready, 0 if inputs is None else inputs[full],
+                           resident)
+        done.append(int(ready.max()))
     for half, _ in halves:
         tl.release(half)
-    return done if every else done[-1]
+    return done
 
 
 def run_cycles(config, layer, steps):
@@ -438,7 +530,8 @@ def run_cycles(config, layer, steps):
     ``layer`` over ``steps`` steps from an idle engine, the header of the run (one beat per
     hidden unit and field) on the weight stream before the first block, from the start
     command to the last hidden value. Equal to the RTL's ``cycles`` counter with gapless
-    streams, unless the x stream falls behind (see the module's docstring)."""
+    streams, unless the x stream falls behind (see the module's docstring). The cost is
+    independent of ``steps``."""
     if not isinstance(config, SBEConfig):
         raise TypeError(f"config must be an SBEConfig, not {config!r}")
     shape = config.layer(layer)
@@ -446,17 +539,12 @@ def run_cycles(config, layer, steps):
         raise TypeError(f"steps must be a positive integer, not {steps!r}")
     tl = _Timeline(config, config.pipeline_latency)
     tl.dma = config.header_beats
-    ready = _run_layer(tl, config, shape, _batch_sizes(config, steps), None)
-    return ready + RUN_OVERHEAD
+    return _run_layer(tl, config, shape, steps, None).last + RUN_OVERHEAD
 
 
 #: Cycles a run adds to the schedule: the start command reaches the loaders and the
 #: controller one cycle after it is written, and the count ends with the last push.
 RUN_OVERHEAD = 1
-
-
-def _batch_sizes(config, seq_len):
-    return [size for _, size in config.batches(seq_len)]
 
 
 def model_cycles(config, *, pipeline_latency=None, seq_len=None):
@@ -467,11 +555,18 @@ def model_cycles(config, *, pipeline_latency=None, seq_len=None):
 def lower_bound_cycles(config, *, seq_len=None):
     """A cheap lower bound of :func:`model_cycles`: the larger of the PE array's column
     steps and the DMA's load cycles (the blocks of
-    :meth:`~nnrtl.hw.sbe.SBEConfig.block_schedule`), which each run one at a time."""
+    :meth:`~nnrtl.hw.sbe.SBEConfig.block_schedule`, counted without listing them), which
+    each run one at a time."""
     seq_len = config.seq_len if seq_len is None else seq_len
+    batches = -(-seq_len // config.batch)
     compute = load = 0
     for shape in config.layer_shapes:
         compute += seq_len * config.passes * shape.columns // config.columns_per_cycle
         block = math.ceil(config.rows * shape.block_columns / config.bus_weights)
-        load += block * len(config.block_schedule(shape.index, seq_len))
+        if config.weights_resident:
+            count = config.blocks
+        else:
+            count = batches * shape.first_hidden_block + shape.hidden_blocks * (
+                batches if shape.case < 3 else seq_len)
+        load += block * count
     return max(compute, load)

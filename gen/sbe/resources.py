@@ -147,6 +147,12 @@ class ResourceEstimate:
         """The LUTs counted here (memories and multipliers, not the rest of the logic)."""
         return self.lutram_luts + self.lut_multiplier_luts
 
+    def needs(self):
+        """``{"dsp": n, "bram36": n, "lut": n}``: what
+        :func:`nnrtl.gen.engines.check_fit` checks against the board (``lut``: :attr:`luts`,
+        against :data:`~nnrtl.gen.engines.LUT_SHARE` of the board's LUTs)."""
+        return {"dsp": self.dsp, "bram36": self.bram36, "lut": self.luts}
+
 
 def resource_estimate(config, family="xc7"):
     """The :class:`ResourceEstimate` of ``config`` in Yosys ``family`` (``xc7`` or
@@ -169,6 +175,6 @@ def resource_estimate(config, family="xc7"):
 
 
 def resources(config, family="xc7"):
-    """``{"dsp": n, "bram36": n}``: what :func:`nnrtl.gen.engines.check_fit` checks."""
-    estimate = resource_estimate(config, family)
-    return {"dsp": estimate.dsp, "bram36": estimate.bram36}
+    """:meth:`ResourceEstimate.needs` of ``config``: what
+    :func:`nnrtl.gen.engines.check_fit` checks."""
+    return resource_estimate(config, family).needs()

@@ -429,3 +429,50 @@ def test_explore_output_generates_the_chosen_design(tmp_path, capsys):
     assert manifest["engine"] == "sbe" and manifest["board"]["name"] == "zc706"
     assert manifest["parameters"] == explore["chosen"] == explore["candidates"][0]["config"]
     assert manifest["parameters"]["input_size"] == 16
+
+
+@pytest.mark.parametrize("argv, unknown", [
+    (["sim", "sbe", "--board", "zc706", "--se", "3"], "--se 3"),
+    (["sim", "demo", "--board", "zc706", "--step", "4"], "--step 4"),
+    (["generate", "demo", "--board", "zc706", "--out", "x"], "--out x"),
+    (["explore", "sbe", "--board", "zc706", "--param", "input_size=3", "--param",
+      "hidden_size=2", "--to", "3"], "--to 3"),
+    (["generate", "demo", "--bo", "zc706"], None),
+])
+def test_options_are_never_guessed_from_a_prefix(capsys, argv, unknown):
+    """A prefix of an option is not that option (argparse's allow_abbrev=False): it is
+    refused by its own name, never read as, or matched against, the options it begins."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    _, err = capsys.readouterr()
+    assert exit_info.value.code == 2
+    assert "could match" not in err and "ambiguous" not in err
+    if unknown is None:         # --board is required: its prefix does not give it
+        assert "error: the following arguments are required: --board" in err
+    else:
+        assert err.endswith(f"nnrtl: error: unrecognized arguments: {unknown}\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sim", "demo", "--board", "zc706", "--seed", "-1"],
+     r"--seed must be a non-negative integer, not -1 \(a negative seed would run as seed "
+     r"1\)"),
+    (["train", "sbe", "--board", "zc706", "--model", "m.pt", "--inputs", "x.npy",
+      "--targets", "y.npy", "-o", "out", "--seed", "-7"],
+     r"--seed must be a non-negative integer, not -7 \(a negative seed would run as seed "
+     r"7\)"),
+    (["sim", "demo", "--board", "zc706", "--steps", "-3"],
+     r"--steps must be a positive integer, not -3"),
+    (["sim", "demo", "--board", "zc706", "--steps", "0"],
+     r"--steps must be a positive integer, not 0"),
+    (["explore", "sbe", "--board", "zc706", "--param", "input_size=3", "--param",
+      "hidden_size=2", "--top", "0"], r"--top must be a positive integer, not 0"),
+    (["explore", "sbe", "--board", "zc706", "--param", "input_size=3", "--param",
+      "hidden_size=2", "--top", "-2"], r"--top must be a positive integer, not -2"),
+])
+def test_counts_and_seeds_out_of_range_exit_2(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert (code, out) == (2, "")
+    assert re.fullmatch(rf"nnrtl: error: {message}\n", err), err
+    assert list(tmp_path.iterdir()) == []

@@ -3,6 +3,7 @@
 import pytest
 
 from nnrtl.boards import Capacity, get_board
+from nnrtl.gen.engines import LUT_SHARE, check_fit, get_engine
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.sbe.explore import Exploration, explore, format_table
 from nnrtl.gen.models import ModelSpec
@@ -20,7 +21,7 @@ def board(name="tiny", *, dsp=64, bram36=40, gbps=1.6, lut=20_000):
     return type(name, (), {"name": name, "capacity": capacity})
 
 
-def fits(candidate, capacity, lut_share=0.5):
+def fits(candidate, capacity, lut_share=LUT_SHARE):
     r = candidate.resources
     return (r.dsp <= capacity.dsp and r.bram36 <= capacity.bram36
             and r.luts <= lut_share * capacity.lut)
@@ -90,3 +91,32 @@ def test_paper_models_on_their_boards(name, clock_hz):
     table = format_table(result)
     assert table.splitlines()[0].startswith(f"SBE on {preset.board} at ")
     assert len(table.splitlines()) == 2 + len(result.candidates)
+
+
+@pytest.mark.parametrize("lut_share", [0.3, LUT_SHARE])
+def test_explore_and_generate_apply_one_rule(lut_share):
+    """Every candidate explore keeps passes generate's check with the same share, and the
+    candidates it drops for LUTs are those the check refuses; a smaller share keeps
+    fewer."""
+    platform = board(dsp=40, lut=20_000)
+    result = explore((24, 8, 1), platform, seq_len=16, clock_hz=100e6, top=10 ** 6,
+                     lut_share=lut_share)
+    sbe = get_engine("sbe")
+    for candidate in result.candidates:
+        assert check_fit(sbe, candidate.config, platform, lut_share=lut_share) == \
+            candidate.resources.needs()
+    over = [c for c in explore((24, 8, 1), platform, seq_len=16, clock_hz=100e6,
+                               top=10 ** 6, lut_share=1.0).candidates
+            if c.resources.luts > lut_share * 20_000]
+    assert over
+    for candidate in over:
+        with pytest.raises(UsageError, match=r" lut counted by its resource model, "):
+            check_fit(sbe, candidate.config, platform, lut_share=lut_share)
+
+
+def test_the_readme_example_picks_the_papers_design_size():
+    """LSTM 1792 x 256 on the ZC706 (the README's example): 1024 PEs, as the paper's
+    design, some of them LUT multipliers (900 DSPs less 4 PPs' 9 each without batch
+    norm: 160)."""
+    best = explore((1792, 256, 1), "zc706", seq_len=1024, top=1).best.config
+    assert (best.pes, best.lut_multipliers) == (1024, 1024 - (900 - 4 * 9))

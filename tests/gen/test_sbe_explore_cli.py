@@ -73,7 +73,8 @@ def test_table_marks_the_chosen_configuration(capsys):
                                "--param hidden_size=7 --param layers=2 --param seq_len=9 ")
     assert generated_config(out) == expected.best.config
     assert re.fullmatch(r"explore: \d+ of \d+ configurations fit zc706; ranking them by "
-                        r"predicted cycles\n", err)
+                        r"predicted cycles\nexplore: \d+ ranked by exact cycles \(the others "
+                        r"cannot beat the best 4\) in \d+\.\d s\n", err)
 
 
 def test_json(capsys):
@@ -117,14 +118,19 @@ def test_model_files(tmp_path, capsys, kind):
     assert generated_config(out) == config
 
 
-def test_progress_while_ranking(capsys, monkeypatch):
+def test_progress_while_checking_and_ranking(capsys, monkeypatch):
     monkeypatch.setattr(importlib.import_module("nnrtl.gen.sbe.explore"), "LOG_INTERVAL", 0)
     code, _, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--top", 2)
     assert code == 0
     lines = err.splitlines()
-    assert len(lines) > 2
+    fit = next(i for i, line in enumerate(lines) if " configurations fit zc706; " in line)
+    assert fit > 1 and len(lines) > fit + 3
+    assert all(re.fullmatch(r"explore: [\d,]+ of [\d,]+ configurations checked against "
+                            r"zc706", line) for line in lines[:fit])
     assert all(re.fullmatch(r"explore: \d+ ranked, the best so far takes [\d,]+ cycles", line)
-               for line in lines[1:])
+               for line in lines[fit + 1:-1])
+    assert re.fullmatch(r"explore: \d+ ranked by exact cycles \(the others cannot beat the "
+                        r"best 2\) in \d+\.\d s", lines[-1])
 
 
 def test_post_units_are_a_power_of_two():
@@ -205,9 +211,12 @@ def write(tmp_path, name, content):
     (["sbe", "--board", "zc706", "--param", "input_size=5", "--param", "hidden_size=0"],
      r"hidden_size must be a positive integer, not 0"),
     (["sbe", "--board", "zc706", *SHAPE, "--seq-len", "0"],
-     r"seq_len must be a positive integer, not 0"),
+     r"--seq-len must be a positive integer, not 0"),
+    (["sbe", "--board", "zc706", *SHAPE, "--seq-len", str(2 ** 32)],
+     r"--seq-len \(4294967296\) is longer than one run of the SBE: its steps register has "
+     r"32 bits \(SBEConfig\.step_bits\), so at most 4294967295 steps"),
     (["sbe", "--board", "zc706", *SHAPE, "--top", "0"],
-     r"top must be a positive integer, not 0"),
+     r"--top must be a positive integer, not 0"),
     (["sbe", "--board", "zc706", "--model", "{torch}", *SHAPE],
      r"give the model as --model FILE or as --param, not both"),
     (["sbe", "--board", "zc706", "--weights", "{h5}", *SHAPE],
@@ -258,13 +267,28 @@ def test_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, monkeypatch, arg
     assert sorted(tmp_path.iterdir()) == before
 
 
-def test_seq_len_too_large_to_plan_names_the_limit(capsys):
-    from nnrtl.gen.sbe.exploration import MAX_PLAN_STEPS
-    code, out, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--seq-len",
-                         str(MAX_PLAN_STEPS + 1))
-    assert code == 2 and out == ""
-    assert re.fullmatch(rf"nnrtl: error: --seq-len \({MAX_PLAN_STEPS + 1}\) is too large to "
-                        rf"plan: the exploration simulates every step of every candidate, "
-                        rf"at most {MAX_PLAN_STEPS} steps; longer sequences run as several "
-                        rf"runs that carry their state, so plan for {MAX_PLAN_STEPS} or "
-                        rf"fewer\n", err)
+def test_a_long_sequence_is_planned_at_once(capsys):
+    """The performance model is in closed form past the first batches: 100,000 steps cost
+    what 16 do, and the table's cycles are those of 100,000 steps."""
+    code, out, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--seq-len", 100_000,
+                         "--top", 3)
+    assert code == 0
+    expected = explore((INPUTS, HIDDEN, 2), "zc706", seq_len=100_000, top=3)
+    assert out.split("\n\n")[0] == format_table(expected, chosen=0)
+    assert "seq_len 100000;" in out.splitlines()[0]
+    best = expected.best.config        # the PE array takes a column step per cycle at most
+    assert expected.best.cycles >= 100_000 * best.passes * (INPUTS + 3 * HIDDEN) \
+        // best.columns_per_cycle
+    assert err.splitlines()[-1].startswith("explore: ")
+
+
+def test_generate_refuses_a_sequence_longer_than_a_run(tmp_path, capsys):
+    model = model_files(tmp_path, "torch")
+    code = main(["generate", "sbe", "--board", "zc706", *map(str, model), "--seq-len",
+                 str(2 ** 32), "-o", str(tmp_path / "out")])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == ("nnrtl: error: --seq-len (4294967296) is longer than one run of the SBE: "
+                   "its steps register has 32 bits (SBEConfig.step_bits), so at most "
+                   "4294967295 steps\n")
+    assert not (tmp_path / "out").exists()

@@ -261,6 +261,75 @@ def test_skipping_repeats_changes_nothing(changes, monkeypatch):
     assert predict(config) == fast
 
 
+def long_runs(count, seed):
+    """Configurations of every case (resident weights, one or two h blocks, more), of one
+    to three layers, with sequence lengths of up to a few hundred steps, many of them not
+    a multiple of the batch."""
+    rng = random.Random(seed)
+    runs = []
+    while len(runs) < count:
+        hidden = rng.choice([2, 3, 4, 6, 8, 12])
+        rows = 4 * hidden
+        seq_len = rng.randint(1, 300)
+        kwargs = dict(
+            input_size=rng.choice([2, 3, 5, 8, 12, 16, 40]), hidden_size=hidden,
+            layers=rng.choice([1, 2, 3]), seq_len=seq_len,
+            pes=rng.choice([p for p in (4, 8, 12, 16, 24, 32, 48, 64, 96) if
+                            rows % p == 0 or p % rows == 0]),
+            bus_weights=rng.choice([n for n in (1, 2, 4, 8, 16) if rows % n == 0]),
+            post_units=rng.choice([1, 2, 3, 4]), blocks=rng.randint(1, 16),
+            batch=rng.choice([rng.randint(1, min(seq_len, 6)), rng.randint(1, seq_len)]))
+        try:
+            config = SBEConfig(**kwargs)
+        except ValueError:
+            continue
+        steps = rng.choice([seq_len, seq_len - 1, rng.randint(1, 700)]) or 1
+        runs.append((config, rng.choice([0, 1, 3, 17]), steps))
+    return runs
+
+
+LONG_RUNS = long_runs(48, seed=11)
+
+
+def test_long_runs_cover_every_case():
+    cases = {shape.case for config, _, _ in LONG_RUNS for shape in config.layer_shapes}
+    assert cases == {1, 2, 3}
+    assert any(config.weights_resident for config, _, _ in LONG_RUNS)
+    assert any(config.layers == 3 for config, _, _ in LONG_RUNS)
+    assert sum(steps % config.batch != 0 for config, _, steps in LONG_RUNS) >= 20
+    assert any(steps >= 10 * config.batch for config, _, steps in LONG_RUNS)
+
+
+@pytest.mark.parametrize("config, latency, steps", LONG_RUNS)
+def test_closed_form_equals_the_step_by_step_timeline(config, latency, steps, monkeypatch):
+    """The timeline jumps over the batches (and steps) that repeat; the step-by-step
+    timeline, which runs every one, gives the same prediction, cycle for cycle."""
+    fast = predict(config, pipeline_latency=latency, seq_len=steps)
+    runs = [perf.run_cycles(config, layer, steps) for layer in range(config.layers)]
+    monkeypatch.setattr(perf, "_EXTRAPOLATE", False)
+    assert predict(config, pipeline_latency=latency, seq_len=steps) == fast
+    assert [perf.run_cycles(config, layer, steps) for layer in range(config.layers)] == runs
+    assert lower_bound_cycles(config, seq_len=steps) <= fast.cycles
+
+
+@pytest.mark.parametrize("config", [Z, dataclasses.replace(Z, layers=3, input_size=256,
+                                                             batch=1)])
+def test_a_billion_steps(config, monkeypatch):
+    """A billion steps are predicted at once; past the first batches every batch of every
+    layer repeats the last, so the billion steps take the cycles of 1024 steps plus, per
+    batch more, what the step-by-step timeline adds from 1024 to 1024 + batch steps."""
+    billion = 10 ** 9 // config.batch * config.batch
+    prediction = predict(config, seq_len=billion)
+    monkeypatch.setattr(perf, "_EXTRAPOLATE", False)
+    base = model_cycles(config, seq_len=1024)
+    per_batch = model_cycles(config, seq_len=1024 + config.batch) - base
+    assert prediction.cycles == base + (billion - 1024) // config.batch * per_batch
+    columns = sum(shape.columns for shape in config.layer_shapes)
+    assert prediction.busy_cycles == billion * config.passes * columns \
+        // config.columns_per_cycle
+    assert prediction.useful_macs == billion * config.macs_per_step
+
+
 def test_predict_checks_its_arguments():
     with pytest.raises(TypeError, match=r"^config must be an SBEConfig, not 3$"):
         predict(3)

@@ -8,10 +8,13 @@ import pytest
 from amaranth.hdl import Fragment, Shape
 from amaranth.lib.memory import Memory
 
+from nnrtl.boards import get_board
 from nnrtl.boards.capacity import bram36_for
+from nnrtl.gen.engines import LUT_SHARE, check_fit, get_engine
+from nnrtl.gen.errors import UsageError
 from nnrtl.gen.sbe.resources import (memory_shapes, post_unit_dsp, resource_estimate,
                                      resources)
-from nnrtl.hw.sbe import VC709_LSTM512, ZC706_LSTM256, SBEConfig, SBEEngine
+from nnrtl.hw.sbe import PRESETS, VC709_LSTM512, ZC706_LSTM256, SBEConfig, SBEEngine
 
 Z = ZC706_LSTM256
 
@@ -65,7 +68,8 @@ def test_resource_estimates_of_the_presets():
     # 64-entry BB-FIFOs, PP memories of 256 / 4 = 64 units: LUTRAM, as in the paper.
     assert {"bb-fifo", "post parameters", "cell state"}.isdisjoint(z.memories)
     assert z.bram36 <= 545 and z.lutram_luts > 0    # DS190: the XC7Z045 has 545 BRAM36
-    assert resources(Z) == {"dsp": z.dsp, "bram36": z.bram36}
+    assert resources(Z) == {"dsp": z.dsp, "bram36": z.bram36,
+                            "lut": z.lutram_luts + z.lut_multiplier_luts}
     v = resource_estimate(VC709_LSTM512)
     assert v.dsp_pes == 2048 and v.bram36 <= 1470   # DS180: the XC7VX690T has 1470
     assert v.bram_eq7 == pytest.approx(VC709_LSTM512.bram_eq7)
@@ -85,3 +89,36 @@ def test_post_unit_dsp_matches_yosys(family, batch_norm, tmp_path):
     (tmp_path / "post.v").write_text(verilog.convert(PostProcessingUnit(config), name="post"))
     cells, _, _ = run_yosys(tmp_path / "post.v", "post", family, tmp_path)
     assert count_resources(cells)["dsp"] == post_unit_dsp(config, family)
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_the_paper_presets_fit_their_boards(name):
+    """``generate``'s check counts the LUTs of LUTRAM and LUT multipliers against
+    LUT_SHARE of the board's LUTs; the paper's designs pass it (ZC706: 224 LUT multipliers
+    of 405 LUTs, 64-entry BB-FIFOs and PP memories in LUTRAM, 62.5% of 218,600)."""
+    preset = PRESETS[name]
+    board = get_board(preset.board)
+    needs = check_fit(get_engine("sbe"), preset.config, board)
+    assert needs == resources(preset.config, board.capacity.yosys_family)
+    assert needs["lut"] <= LUT_SHARE * board.capacity.lut
+    if name == "zc706-lstm256":
+        assert needs["lut"] == 224 * 405 + resource_estimate(Z).lutram_luts
+        assert 0.62 < needs["lut"] / 218_600 < 0.63
+
+
+def test_check_fit_counts_luts_against_the_share():
+    """More LUT multipliers than the share leaves room for are refused, naming the rule;
+    a smaller share refuses the ZC706 design itself."""
+    sbe, zc706 = get_engine("sbe"), get_board("zc706")
+    many = dataclasses.replace(Z, lut_multipliers=400)     # 400 x 405 LUTs > 153,020
+    lut = resources(many)["lut"]
+    with pytest.raises(UsageError, match=rf"^sbe with SBEConfig\(.*\) needs {lut} lut "
+                                         rf"counted by its resource model, but zc706 allows "
+                                         rf"153020: lut_share 0\.7 of its 218600 LUTs, the "
+                                         rf"rest left for the logic the model does not "
+                                         rf"count$"):
+        check_fit(sbe, many, zc706)
+    with pytest.raises(UsageError, match=r"allows 109300: lut_share 0\.5 of its 218600"):
+        check_fit(sbe, Z, zc706, lut_share=0.5)
+    with pytest.raises(UsageError, match=r"^lut_share must be a number in \(0, 1\], not 0$"):
+        check_fit(sbe, Z, zc706, lut_share=0)
