@@ -110,14 +110,19 @@ def _configure(args):
 def _cmd_generate(args):
     from .emit import generate
 
-    engine, config, platform_class, _ = _configure(args)
+    engine, config, platform_class, binding = _configure(args)
     output = args.output or f"build/{engine.name}-{platform_class.name}"
-    manifest = generate(engine, config, platform_class, output, force=args.force)
+    manifest = generate(engine, config, platform_class, output, force=args.force,
+                        binding=binding)
     print(f"wrote {engine.name} for {platform_class.name} ({manifest['board']['part']}) "
           f"into {output} in {manifest['seconds']:.2f} s:")
     for name in manifest["files"]:
         print(f"  {name}")
     print("  manifest.json")
+    if binding is not None:
+        print(f"configuration chosen for {args.model}:")
+        for name, value in manifest["parameters"].items():
+            print(f"  {name} = {value}")
 
 
 def _cmd_synth(args):

@@ -1,4 +1,5 @@
-"""Write a generated design: engine Verilog, board files, manifest and C header.
+"""Write a generated design: engine Verilog, board files, manifest and C header, and with
+a model the engine's files to run the design on it (its ``model_files`` hook).
 
 The directory is written completely or not at all (:mod:`nnrtl.gen.output`).
 """
@@ -85,8 +86,10 @@ def _sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def write_design(directory, engine, config, platform_class):
-    """Write every file of the design into ``directory`` (which exists and is empty)."""
+def write_design(directory, engine, config, platform_class, binding=None):
+    """Write every file of the design into ``directory`` (which exists and is empty); with
+    ``binding`` (what the engine's ``load_model`` hook returned for ``--model``), also the
+    files its ``model_files`` hook writes, their section in the manifest as ``"model"``."""
     component = engine.top(config)
     module = engine.module_name
     verilog_text = to_verilog(component, module)
@@ -99,6 +102,14 @@ def write_design(directory, engine, config, platform_class):
 
     prefix = module.upper()
     (directory / f"{module}.h").write_text(c_header(component.registers, prefix=prefix))
+
+    model = None
+    if binding is not None and engine.model_files is not None:
+        model = engine.model_files(config, binding, directory)
+        missing = [name for name in model["files"] if not (directory / name).is_file()]
+        if missing:
+            raise RuntimeError(f"engine {engine.name}: model_files listed {missing} but did "
+                               f"not write them")
 
     files = sorted(p.name for p in directory.iterdir())
     manifest = {
@@ -117,11 +128,13 @@ def write_design(directory, engine, config, platform_class):
         "tools": tool_versions(),
         "files": {name: _sha256(directory / name) for name in files},
     }
+    if model is not None:
+        manifest["model"] = model
     (directory / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
 
-def generate(engine, config, platform_class, output, *, force=False):
+def generate(engine, config, platform_class, output, *, force=False, binding=None):
     """Generate ``engine`` with ``config`` for a board into ``output``, atomically
     (:func:`~nnrtl.gen.output.staged_directory`).
 
@@ -135,6 +148,9 @@ def generate(engine, config, platform_class, output, *, force=False):
         Destination directory; must not exist unless ``force``.
     force : bool
         Replace an existing ``output`` that nnrtl wrote.
+    binding : ModelBinding, optional
+        The model (``--model``): the engine's ``model_files`` hook adds what a host needs
+        to run the design on it (:func:`write_design`).
 
     Returns
     -------
@@ -149,6 +165,6 @@ def generate(engine, config, platform_class, output, *, force=False):
     """
     start = time.monotonic()
     with staged_directory(output, force=force) as staging:
-        manifest = write_design(staging, engine, config, platform_class)
+        manifest = write_design(staging, engine, config, platform_class, binding)
     manifest["seconds"] = time.monotonic() - start
     return manifest

@@ -17,6 +17,11 @@ Required hooks::
 Optional hooks (``None`` when an engine has none)::
 
     load_model(request)          -> ModelBinding     (--model: sizes and formats from a file)
+    model_files(config, binding, directory)
+                                 -> dict             files a host needs to run the design on
+                                    the model (``generate --model``), written into the
+                                    staging directory; the manifest's ``"model"`` section,
+                                    whose ``"files"`` lists the names written
     explore(request)             -> Exploration      (design-space exploration)
     train(request, network)      -> Trainer          (nnrtl train; see nnrtl.gen.train)
     bench()                      -> (result dict, markdown text)   (make bench)
@@ -43,7 +48,7 @@ __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
 ENTRY_POINT_GROUP = "nnrtl.engines"
 
 #: The optional hooks, in the order ``nnrtl engines`` lists them.
-HOOKS = ("load_model", "explore", "train", "bench", "breakdown", "report")
+HOOKS = ("load_model", "model_files", "explore", "train", "bench", "breakdown", "report")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -164,7 +169,7 @@ class Engine:
         The required hooks (see the module).
     presets : dict
         Name to :class:`Preset`.
-    load_model, explore, train, bench, breakdown, report : callable or None
+    load_model, model_files, explore, train, bench, breakdown, report : callable or None
         The optional hooks.
     """
 
@@ -177,6 +182,7 @@ class Engine:
     simulate: Callable
     presets: dict = dataclasses.field(default_factory=dict)
     load_model: Callable | None = None
+    model_files: Callable | None = None
     explore: Callable | None = None
     train: Callable | None = None
     bench: Callable | None = None

@@ -9,6 +9,9 @@
 ``load_model``
     A model file read through :mod:`nnrtl.gen.models`, quantized to 16 bits, its
     hardware chosen by the design-space exploration unless ``--param`` sets it.
+``model_files``
+    :mod:`.hostfiles`: ``weights.bin``, ``runs.json`` and ``host.py`` of a model's
+    design (``nnrtl generate sbe --model``).
 ``explore``
     The paper's automatic hardware mapping (:mod:`.explore`).
 ``bench``
@@ -99,7 +102,8 @@ def _simulate_model(request):
 def load_model(request):
     """``--model``: the configuration of a model file for ``request.board``."""
     from .explore import check_seq_len
-    from .frommodel import load_inputs, load_model as read, model_config
+    from ..models import model_format
+    from .frommodel import calibration_used, load_inputs, load_model as read, model_config
 
     if request.seq_len is not None:
         check_seq_len(request.seq_len, name="--seq-len")   # before reading a model for nothing
@@ -112,7 +116,10 @@ def load_model(request):
         seq_len = SBEConfig().seq_len
     config, quantized = model_config(model, request.board, request.params, seq_len=seq_len,
                                      calibration=xs)
-    return ModelBinding(config=config, model=quantized, inputs=xs)
+    source = {"path": str(request.path), "weights": request.weights and str(request.weights),
+              "format": model_format(request.path), "calibration": calibration_used(seq_len, xs)}
+    return ModelBinding(config=config, model=dataclasses.replace(quantized, source=source),
+                        inputs=xs)
 
 
 def explore(request):
@@ -137,6 +144,11 @@ def _report(data):
     return report(data)
 
 
+def _model_files(config, binding, directory):
+    from .hostfiles import model_files
+    return model_files(config, binding, directory)
+
+
 def _resources(config, family):
     from .resources import resources
     return resources(config, family)
@@ -152,6 +164,7 @@ ENGINE = Engine(
     simulate=simulate,
     presets={name: Preset(p.config, p.board, p.source) for name, p in PRESETS.items()},
     load_model=load_model,
+    model_files=_model_files,
     explore=explore,
     bench=_bench,
     breakdown=_breakdown,

@@ -28,7 +28,8 @@ from .explore import explore
 __all__ = ["MODEL_FORMATS", "CALIBRATION_SEED", "CALIBRATION_SEQUENCES",
            "CALIBRATION_MAX_STEPS", "load_model",
            "check_model", "QuantizedLayer", "QuantizedLSTM", "quantize_model",
-           "synthetic_calibration", "quantized_base", "config_from_model", "model_config",
+           "synthetic_calibration", "calibration_used", "quantized_base", "config_from_model",
+           "model_config",
            "load_inputs", "write_engine_inputs"]
 
 #: Seed and number of sequences of :func:`synthetic_calibration`.
@@ -144,12 +145,16 @@ class QuantizedLSTM:
     ----------
     layers : tuple of QuantizedLayer
     network : QuantizedNetwork
+    source : dict, optional
+        Where the model came from (``nnrtl generate --model``'s manifest): ``path``,
+        ``weights``, ``format`` and the ``calibration`` (:func:`calibration_used`).
     act_frac, cell_frac, width, acc_width, rounding, ranges, saturated
         As the shared quantization's.
     """
 
     layers: tuple
     network: object
+    source: dict | None = None
 
     @property
     def act_frac(self):
@@ -249,6 +254,16 @@ def synthetic_calibration(input_size, seq_len, *, sequences=CALIBRATION_SEQUENCE
     steps = min(seq_len, CALIBRATION_MAX_STEPS)
     return np.random.default_rng(seed).uniform(-1.0, 1.0, size=(steps, sequences,
                                                                  input_size))
+
+
+def calibration_used(seq_len, inputs=None):
+    """What the quantization of :func:`quantized_base` calibrates on (JSON-able): the
+    user's ``inputs`` (an array), else :func:`synthetic_calibration` of ``seq_len`` steps."""
+    if inputs is not None:
+        return {"data": "--inputs", "sequences": 1, "steps": int(len(inputs))}
+    return {"data": "synthetic", "distribution": "uniform in [-1, 1]",
+            "sequences": CALIBRATION_SEQUENCES, "steps": min(seq_len, CALIBRATION_MAX_STEPS),
+            "seed": CALIBRATION_SEED}
 
 
 def quantized_base(model, *, seq_len, calibration=None, **fields):
