@@ -476,3 +476,22 @@ def test_counts_and_seeds_out_of_range_exit_2(tmp_path, capsys, monkeypatch, arg
     assert (code, out) == (2, "")
     assert re.fullmatch(rf"nnrtl: error: {message}\n", err), err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_generate_with_a_model_prints_the_host_files_then_the_configuration(tmp_path, capsys):
+    _files(tmp_path)
+    output = tmp_path / "out"
+    code, out, err = run(capsys, "generate", "sbe", "--board", "zc706", "--model",
+                         str(tmp_path / "ok.pt"), "--seq-len", "4", "--param", "pes=8",
+                         "--param", "blocks=2", "--param", "bus_weights=4", "--param",
+                         "post_units=2", "--param", "batch=2", "-o", str(output))
+    assert code == 0, err
+    manifest = json.loads((output / "manifest.json").read_text())
+    listed, _, chosen = out.partition(f"configuration chosen for {tmp_path / 'ok.pt'}:\n")
+    files = [line.strip() for line in listed.splitlines()[1:]]
+    assert files == [*manifest["files"], "manifest.json"]
+    assert {"weights.bin", "runs.json", "host.py"} <= set(files)
+    assert chosen.splitlines() == [f"  {name} = {value}"
+                                   for name, value in manifest["parameters"].items()]
+    assert "  seq_len = 4" in chosen and "  pes = 8" in chosen
+    assert manifest["model"]["path"] == str(tmp_path / "ok.pt")
