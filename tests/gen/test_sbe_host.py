@@ -2,6 +2,7 @@
 against the golden packer, runs.json against the golden beat counts, and host.py driving an
 engine emulated with the golden model (:mod:`nnrtl.sim.golden.sbe`)."""
 
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -304,3 +305,27 @@ def test_a_failure_writing_the_host_files_leaves_no_directory(model_path, tmp_pa
     with pytest.raises(RuntimeError, match="disk full"):
         generate(engine, binding.config, ZC706, tmp_path / "out", binding=binding)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+def test_host_py_runs_the_rtl_bit_exact(model_path, tmp_path):
+    """host.py's sequence on the real RTL under Verilator (:mod:`sbe_host_bench`, random
+    gaps and backpressure): the h codes it returns are the golden model's."""
+    from nnrtl.hw.sbe import SBEEngine
+    from nnrtl.sim.runner import simulate
+
+    engine, binding = bind(model_path, CONFIGS["k1-blocks4"])
+    config = binding.config
+    generate(engine, config, ZC706, tmp_path / "out", binding=binding)
+    xs = np.random.default_rng(4).uniform(-1, 1, size=(SEQ_LEN, 4))
+    codes = np.rint(xs * 2.0 ** config.act_frac).astype(np.int64)
+    expected = codes
+    for layer, params in enumerate(layer_params(binding)):
+        expected, _ = golden.run_layer(config, layer, params, expected, batch_norm=False)
+    result = simulate(SBEEngine(config), test_module="sbe_host_bench", name="nnrtl_sbe",
+                      seed=3, params={"config": dataclasses.asdict(config),
+                                      "directory": str(tmp_path / "out"),
+                                      "xs": codes.tolist(), "source_pauses": "random",
+                                      "sink_pauses": "random"})
+    assert result.get("failure") is None, result
+    assert result["hs"] == expected.tolist()
