@@ -178,7 +178,11 @@ class Prediction:
     cycles : int
         From the first load request to the last hidden element of the last layer.
     useful_macs : int
-        ``seq_len * config.macs_per_step``.
+        ``seq_len * config.macs_per_step``: the model's, padding not counted.
+    padding_macs : int
+        ``seq_len * config.padding_macs_per_step``: what the engine issues for the zero
+        rows and columns padding adds (:attr:`~nnrtl.hw.sbe.SBEConfig.padded`); its cost
+        is in ``cycles``.
     busy_cycles : int
         Cycles the PE array issues a column step.
     weight_words : int
@@ -189,6 +193,7 @@ class Prediction:
 
     cycles: int
     useful_macs: int
+    padding_macs: int
     busy_cycles: int
     weight_words: int
     utilization: float
@@ -475,7 +480,8 @@ def predict(config, *, pipeline_latency=None, seq_len=None):
         done = _run_layer(tl, config, shape, seq_len, done)
     cycles = done.last
     macs = seq_len * config.macs_per_step
-    return Prediction(cycles=cycles, useful_macs=macs, busy_cycles=tl.busy,
+    return Prediction(cycles=cycles, useful_macs=macs,
+                      padding_macs=seq_len * config.padding_macs_per_step, busy_cycles=tl.busy,
                       weight_words=tl.words, utilization=macs / (config.pes * cycles))
 
 

@@ -58,6 +58,51 @@ def _check_non_negative(name, value):
         raise TypeError(f"{name} must be a non-negative integer, not {value!r}")
 
 
+def _pow2(n):
+    return n > 0 and not n & (n - 1)
+
+
+def _nearest(value, valid):
+    """The nearest valid values below and above ``value`` (text, for error messages)."""
+    below = next((n for n in range(value - 1, 0, -1) if valid(n)), None)
+    above = next((n for n in range(value + 1, 2 * value + 64) if valid(n)), None)
+    return " or ".join(str(n) for n in (below, above) if n is not None)
+
+
+def _hidden_fits(config, hidden):
+    rows = 4 * hidden
+    pes = config.pes
+    if rows % pes and pes % rows:
+        return False
+    step = max(1, pes // rows)
+    if not _pow2(step) or hidden % step or rows % config.bus_weights:
+        return False
+    if (min(pes, rows) // 4) % config.post_units:
+        return False
+    if config.layers > 1:
+        width = 2 * hidden
+        if width % config.blocks or (width // config.blocks) % step:
+            return False
+    return True
+
+
+def _padded_sizes(config):
+    """``(padded_input_size, padded_hidden_size)``: the smallest sizes at least the model's
+    that the RTL's rules accept, or None if no hidden size does."""
+    limit = config.hidden_size + 4 * math.lcm(config.pes, config.blocks,
+                                              4 * config.post_units) + 1
+    hidden = next((h for h in range(config.hidden_size, limit) if _hidden_fits(config, h)),
+                  None)
+    if hidden is None:
+        return None
+    step = max(1, config.pes // (4 * hidden))
+    inputs = config.input_size
+    while ((inputs + hidden) % config.blocks or inputs % step
+           or ((inputs + hidden) // config.blocks) % step):
+        inputs += 1
+    return inputs, hidden
+
+
 @dataclasses.dataclass(frozen=True)
 class LayerShape:
     """How one LSTM layer's weight matrix maps onto the engine.
@@ -207,35 +252,57 @@ class SBEConfig:
             raise ValueError(f"cell_frac ({self.cell_frac}) cannot exceed "
                              f"acc_width - 2 ({self.acc_width - 2})")
 
-        # PE array: whole hidden units per pass, passes or columns per cycle.
-        rows = self.rows
+        # Size-independent rules: padding cannot help these.
         if self.pes % 4:
             raise ValueError(f"pes ({self.pes}) must be a multiple of 4: a pass computes "
-                             f"the four gate rows of whole hidden units")
-        if rows % self.pes and self.pes % rows:
-            raise ValueError(f"pes ({self.pes}) must divide 4 * hidden_size ({rows}) "
-                             f"or be a multiple of it")
+                             f"the four gate rows of whole hidden units; nearest valid "
+                             f"values: {_nearest(self.pes, lambda n: n % 4 == 0)}")
         if self.lut_multipliers > self.pes:
             raise ValueError(f"lut_multipliers ({self.lut_multipliers}) cannot exceed "
                              f"pes ({self.pes})")
+        if self.bus_weights & (self.bus_weights - 1):
+            raise ValueError(f"bus_weights ({self.bus_weights}) must be a power of two; "
+                             f"nearest valid values: {_nearest(self.bus_weights, _pow2)}")
+        if self.bus_weights * self.operand_width > MAX_BUS_BITS:
+            raise ValueError(f"bus_weights * operand_width "
+                             f"({self.bus_weights * self.operand_width}) cannot exceed "
+                             f"{MAX_BUS_BITS}, the widest AXI4 data bus")
+        if self.post_units & (self.post_units - 1):
+            raise ValueError(f"post_units ({self.post_units}) must be a power of two; "
+                             f"nearest valid values: {_nearest(self.post_units, _pow2)}")
+        if self.pes % self.bus_weights:
+            raise ValueError(f"bus_weights ({self.bus_weights}) must divide pes "
+                             f"({self.pes}): a beat fills one group of PEs; nearest valid "
+                             f"pes: {_nearest(self.pes, lambda n: n % self.bus_weights == 0)}")
+        padded = _padded_sizes(self)
+        if padded is None:
+            units = self.pes // 4
+            raise ValueError(f"post_units ({self.post_units}) must divide pes / 4 "
+                             f"({units}), the hidden units a pass completes; nearest valid "
+                             f"post_units: "
+                             f"{_nearest(self.post_units, lambda n: _pow2(n) and units % n == 0)}")
+        object.__setattr__(self, "_padded_sizes", padded)
+
+        # The rules below hold on the padded shapes by construction of _padded_sizes;
+        # they stay as the statement of what the RTL needs.
+        # PE array: whole hidden units per pass, passes or columns per cycle.
+        rows = self.rows
+        if rows % self.pes and self.pes % rows:
+            raise ValueError(f"pes ({self.pes}) must divide 4 * padded_hidden_size ({rows}) "
+                             f"or be a multiple of it")
 
         # Blocks cut the columns of every layer evenly.
-        widths = sorted({self.input_size + self.hidden_size, 2 * self.hidden_size}
-                        if self.layers > 1 else {self.input_size + self.hidden_size})
+        widths = sorted({shape.columns for shape in self.layer_shapes})
         if any(width % self.blocks for width in widths):
-            which = " and ".join(
-                f"{label} ({width})" for label, width in
-                (("input_size + hidden_size", self.input_size + self.hidden_size),
-                 ("2 * hidden_size", 2 * self.hidden_size))[:1 + (self.layers > 1)])
-            raise ValueError(f"blocks ({self.blocks}) must divide the columns of every "
-                             f"layer: {which}")
+            raise ValueError(f"blocks ({self.blocks}) must divide the padded columns of "
+                             f"every layer: {widths}")
         step = self.columns_per_cycle
         if step & (step - 1):
-            raise ValueError(f"pes / (4 * hidden_size) ({step}) must be a power of two")
+            raise ValueError(f"pes / (4 * padded_hidden_size) ({step}) must be a power of two")
         for width in widths:
             if (width // self.blocks) % step:
                 raise ValueError(f"columns per block ({width // self.blocks}) must be a "
-                                 f"multiple of pes / (4 * hidden_size) ({step}), the "
+                                 f"multiple of pes / (4 * padded_hidden_size) ({step}), the "
                                  f"columns a cycle consumes")
 
         # Batching.
@@ -243,27 +310,17 @@ class SBEConfig:
             raise ValueError(f"batch ({self.batch}) cannot exceed seq_len ({self.seq_len})")
 
         # The DMA bus: power-of-two words, each beat inside one column.
-        if self.bus_weights & (self.bus_weights - 1):
-            raise ValueError(f"bus_weights ({self.bus_weights}) must be a power of two")
-        if self.bus_weights * self.operand_width > MAX_BUS_BITS:
-            raise ValueError(f"bus_weights * operand_width "
-                             f"({self.bus_weights * self.operand_width}) cannot exceed "
-                             f"{MAX_BUS_BITS}, the widest AXI4 data bus")
         if rows % self.bus_weights:
             raise ValueError(f"bus_weights ({self.bus_weights}) must divide "
-                             f"4 * hidden_size ({rows}): a beat carries part of one column")
+                             f"4 * padded_hidden_size ({rows}): a beat carries part of one "
+                             f"column")
 
         for shape in self.layer_shapes:
             if shape.input_size % step:
-                raise ValueError(f"the input size of layer {shape.index} "
+                raise ValueError(f"the padded input size of layer {shape.index} "
                                  f"({shape.input_size}) must be a multiple of pes / "
-                                 f"(4 * hidden_size) ({step}): a column step reads x or h, "
-                                 f"never both")
-        if self.post_units & (self.post_units - 1):
-            raise ValueError(f"post_units ({self.post_units}) must be a power of two")
-        if self.pes % self.bus_weights:
-            raise ValueError(f"bus_weights ({self.bus_weights}) must divide pes "
-                             f"({self.pes}): a beat fills one group of PEs")
+                                 f"(4 * padded_hidden_size) ({step}): a column step reads "
+                                 f"x or h, never both")
         if self.bus_weights * self.operand_width < self.acc_width:
             raise ValueError(f"bus_weights * operand_width "
                              f"({self.bus_weights * self.operand_width}) must be at least "
@@ -276,10 +333,45 @@ class SBEConfig:
 
     # -- The PE array --------------------------------------------------------------------
 
+    # -- Padding -------------------------------------------------------------------------
+
+    @property
+    def padded_input_size(self):
+        """The first layer's input size the engine runs: ``input_size`` padded with zero
+        inputs (and zero weight columns) up to the smallest size the RTL's rules accept."""
+        return self._padded_sizes[0]
+
+    @property
+    def padded_hidden_size(self):
+        """Hidden units the engine runs: ``hidden_size`` padded with units whose weights and
+        biases are zero up to the smallest size the RTL's rules accept. Their h never
+        reaches a true unit (the columns they feed have zero weights) and is cut from the
+        outputs."""
+        return self._padded_sizes[1]
+
+    @property
+    def is_padded(self):
+        """Whether the engine runs a larger problem than the model's."""
+        return self._padded_sizes != (self.input_size, self.hidden_size)
+
+    @property
+    def padded(self):
+        """This configuration with the padded sizes as its true ones (``self`` when not
+        :attr:`is_padded`): what the RTL is built from and what the golden model runs."""
+        if not self.is_padded:
+            return self
+        return dataclasses.replace(self, input_size=self.padded_input_size,
+                                   hidden_size=self.padded_hidden_size)
+
+    def layer_sizes(self, index):
+        """``(input_size, hidden_size)`` of layer ``index`` of the model (not padded)."""
+        self.layer(index)
+        return (self.input_size if index == 0 else self.hidden_size), self.hidden_size
+
     @property
     def rows(self):
-        """Rows of the interleaved matrix, ``4 * hidden_size``."""
-        return 4 * self.hidden_size
+        """Rows of the interleaved matrix the engine runs, ``4 * padded_hidden_size``."""
+        return 4 * self.padded_hidden_size
 
     @property
     def passes(self):
@@ -347,13 +439,14 @@ class SBEConfig:
         if not _is_int(index) or not 0 <= index < self.layers:
             raise TypeError(f"layer index must be an integer from 0 to {self.layers - 1}, "
                             f"not {index!r}")
-        inputs = self.input_size if index == 0 else self.hidden_size
-        columns = inputs + self.hidden_size
+        inputs = self.padded_input_size if index == 0 else self.padded_hidden_size
+        columns = inputs + self.padded_hidden_size
         block_columns = columns // self.blocks
         first = inputs // block_columns
         hidden_blocks = self.blocks - first
         return LayerShape(
-            index=index, input_size=inputs, hidden_size=self.hidden_size, columns=columns,
+            index=index, input_size=inputs, hidden_size=self.padded_hidden_size,
+            columns=columns,
             block_columns=block_columns, first_hidden_block=first,
             hidden_blocks=hidden_blocks,
             x_columns_in_hidden_blocks=inputs - first * block_columns,
@@ -366,8 +459,9 @@ class SBEConfig:
 
     @property
     def columns(self):
-        """Columns of the first layer's matrix, ``input_size + hidden_size``."""
-        return self.input_size + self.hidden_size
+        """Columns of the first layer's matrix as the engine runs it, ``padded_input_size +
+        padded_hidden_size``."""
+        return self.padded_input_size + self.padded_hidden_size
 
     @property
     def block_columns(self):
@@ -404,14 +498,27 @@ class SBEConfig:
 
     @property
     def macs_per_step(self):
-        """Useful multiply-accumulates per time step over all layers,
-        ``sum(4 * hidden_size * columns)``."""
+        """Useful multiply-accumulates per time step over all layers, those of the model:
+        ``sum(4 * hidden_size * (inputs + hidden_size))``, padding not counted."""
+        return sum(4 * hidden * (inputs + hidden)
+                   for inputs, hidden in map(self.layer_sizes, range(self.layers)))
+
+    @property
+    def padded_macs_per_step(self):
+        """Multiply-accumulates the engine issues per time step over all layers, padding
+        included: ``sum(rows * columns)`` of the padded shapes."""
         return sum(self.rows * shape.columns for shape in self.layer_shapes)
 
     @property
+    def padding_macs_per_step(self):
+        """``padded_macs_per_step - macs_per_step``: the padding's share of the work."""
+        return self.padded_macs_per_step - self.macs_per_step
+
+    @property
     def weight_words(self):
-        """Weights of all layers' interleaved matrices (biases not counted)."""
-        return self.macs_per_step
+        """Weights of all layers' interleaved matrices as streamed, padding included
+        (biases not counted)."""
+        return self.padded_macs_per_step
 
     @property
     def weight_words_per_batch(self):
@@ -525,7 +632,7 @@ class SBEConfig:
     @property
     def header_beats(self):
         """Weight-stream beats of a run's header: one value per beat."""
-        return self.hidden_size * self.header_fields
+        return self.padded_hidden_size * self.header_fields
 
     @property
     def pipeline_latency(self):
@@ -547,7 +654,8 @@ class SBEConfig:
     @property
     def register_constants(self):
         """``{register: value}`` of the read-only configuration registers."""
-        return {name: int(getattr(self, name)) for name in self._CONSTANTS}
+        hw = self.padded
+        return {name: int(getattr(hw, name)) for name in self._CONSTANTS}
 
     @property
     def step_bits(self):

@@ -52,6 +52,7 @@ class SBEEngine(wiring.Component):
     def __init__(self, config):
         if not isinstance(config, SBEConfig):
             raise TypeError(f"config must be an SBEConfig, not {config!r}")
+        config = config.padded          # the RTL runs the padded problem
         self._config = config
         bits = config.stream_bits
         super().__init__({

@@ -244,7 +244,8 @@ def random_configs(count, seed):
 
 @pytest.mark.parametrize("config, latency", random_configs(60, seed=2024))
 def test_timeline_matches_cycle_simulation(config, latency, monkeypatch):
-    expected = reference_cycles(config, latency, config.seq_len)
+    # Sizes the RTL refuses run padded: the reference simulates the padded shapes.
+    expected = reference_cycles(config.padded, latency, config.seq_len)
     assert model_cycles(config, pipeline_latency=latency) == expected
     monkeypatch.setattr(perf, "_EXTRAPOLATE", False)
     assert model_cycles(config, pipeline_latency=latency) == expected
@@ -350,3 +351,22 @@ def test_utilization_definition():
     p = predict(SBEConfig())
     assert p.utilization == pytest.approx(p.useful_macs / (64 * p.cycles))
     assert np.isclose(p.gops(1e9), 2 * p.useful_macs / p.cycles)
+
+
+@pytest.mark.parametrize("kwargs, padded_macs", [
+    (dict(input_size=39, hidden_size=19, seq_len=4, batch=2), 4 * 32 * (40 + 32)),
+    (dict(input_size=123, hidden_size=100, layers=2, seq_len=4, batch=2),
+     4 * 112 * (124 + 112) + 4 * 112 * (112 + 112)),
+])
+def test_padding_costs_cycles_but_is_not_useful_work(kwargs, padded_macs):
+    """The padded problem's cycles; useful MACs and utilization of the model's sizes only;
+    the padding's MACs on their own line."""
+    config = SBEConfig(**kwargs)
+    h, x, layers = config.hidden_size, config.input_size, config.layers
+    useful = 4 * h * (x + h) + (layers - 1) * 4 * h * 2 * h      # written out
+    prediction = predict(config)
+    assert prediction.cycles == predict(config.padded).cycles
+    assert prediction.useful_macs == config.seq_len * useful
+    assert prediction.padding_macs == config.seq_len * (padded_macs - useful)
+    assert prediction.utilization == useful * config.seq_len / (config.pes * prediction.cycles)
+    assert predict(config.padded).padding_macs == 0

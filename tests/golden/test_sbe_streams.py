@@ -81,7 +81,7 @@ def test_beat_counts_follow_the_paper():
     (case 3); or the whole matrix once (resident weights)."""
     checked = 0
     for seed in range(40):
-        config = random_config(np.random.default_rng(seed))
+        config = random_config(np.random.default_rng(seed)).padded
         words = sum(sbe.beat_counts(config, index, config.batch)["weights"]
                     for index in range(config.layers)) * config.bus_weights
         if config.weights_resident:
@@ -110,3 +110,50 @@ def test_header_without_batch_norm_params_is_identity():
     for j in range(4):
         assert header[12 * j:12 * j + 4] == params.bias[4 * j:4 * j + 4].tolist()
         assert header[12 * j + 4:12 * j + 12] == [1 << config.cell_frac] * 4 + [0] * 4
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(input_size=39, hidden_size=19),
+    dict(input_size=13, hidden_size=40, batch_norm=True),
+    dict(input_size=123, hidden_size=100, layers=2, seq_len=4, batch=2),
+])
+def test_streams_of_odd_sizes_are_the_padded_problem(kwargs):
+    """A model whose sizes the RTL refuses is streamed as its padded problem: zero rows
+    for the padded units, zero columns for the padded x and h entries; the outputs are
+    cut back to the model's units."""
+    config = SBEConfig(**kwargs)
+    hw = config.padded
+    assert config.is_padded
+    rng = np.random.default_rng(7)
+    steps = 5
+    for index in range(config.layers):
+        params = sbe.random_layer(config, index, rng)
+        inputs, hidden = config.layer_sizes(index)
+        assert params.matrix.shape == (4 * hidden, inputs + hidden)
+        padded = sbe.pad_params(config, index, params)
+        shape = hw.layer(index)
+        # Written out: the model's weights at their rows and columns, zeros elsewhere.
+        expected = np.zeros((hw.rows, shape.columns), dtype=np.int64)
+        expected[:4 * hidden, :inputs] = params.matrix[:, :inputs]
+        expected[:4 * hidden, shape.input_size:shape.input_size + hidden] = \
+            params.matrix[:, inputs:]
+        assert np.array_equal(padded.matrix, expected)
+        assert np.array_equal(padded.bias[:4 * hidden], params.bias)
+        assert not padded.bias[4 * hidden:].any()
+        assert np.array_equal(sbe.weight_beats(config, index, params, steps),
+                              sbe.weight_beats(hw, index, padded, steps))
+        xs = sbe.random_inputs(config, steps, rng, layer_index=index)
+        xs_padded = np.zeros((steps, shape.input_size), dtype=np.int64)
+        xs_padded[:, :inputs] = xs
+        assert np.array_equal(sbe.input_beats(config, index, xs),
+                              sbe.input_beats(hw, index, xs_padded))
+        assert sbe.beat_counts(config, index, steps) == sbe.beat_counts(hw, index, steps)
+        # The golden model runs the padded problem and cuts it back: the model's units
+        # are exactly the padded run's first `hidden` units.
+        hs, c = sbe.run_layer(config, index, params, xs)
+        hs_hw, c_hw = sbe.run_layer(hw, index, padded, xs_padded)
+        assert hs.shape == (steps, hidden)
+        assert np.array_equal(hs, hs_hw[:, :hidden]) and np.array_equal(c, c_hw[:hidden])
+        words = sbe.output_beats(hw, hs_hw)
+        assert np.array_equal(sbe.unpack_outputs(config, words), hs)
+        assert len(words) == sbe.beat_counts(config, index, steps)["outputs"]

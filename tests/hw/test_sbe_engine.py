@@ -31,6 +31,15 @@ CONFIGS = {
     # than the 8 header and 5 weight beats, so the array waits 2 cycles for x.
     "x-stream-bound": SBEConfig(input_size=3, hidden_size=2, pes=8, batch=5, blocks=1,
                                 seq_len=5, bus_weights=8, post_units=2, lut_multipliers=4),
+    # Sizes the RTL's rules refuse, run padded (issue 11): 39 inputs and 19 hidden units
+    # on the default hardware (padded to 40 and 32: two passes, 18 columns a block).
+    "odd-39x19-default-hardware": SBEConfig(input_size=39, hidden_size=19, seq_len=3,
+                                            batch=2),
+    # Two odd layers, blocks dividing neither (padded to 9 inputs and 12 units), batch
+    # norm (the padded units' scale and shift are zero).
+    "odd-7x5x2": SBEConfig(input_size=7, hidden_size=5, layers=2, pes=16, blocks=3,
+                           bus_weights=4, post_units=2, seq_len=4, batch=2,
+                           batch_norm=True),
     # Resident weights whose first block already holds h columns (merged, no x block).
     "resident-merged": SBEConfig(input_size=4, hidden_size=8, pes=32, batch=2, blocks=2,
                                  seq_len=5, bus_weights=4, post_units=2),
@@ -47,7 +56,7 @@ def run_layer(config, layer, params, xs):
     w_beats = [(golden.pack_beat(b, ow), 0)
                for b in golden.weight_beats(config, layer, params, steps)]
     x_beats = [(golden.pack_beat(b, ow), 0) for b in golden.input_beats(config, layer, xs)]
-    outputs = steps * config.hidden_size // config.post_units
+    outputs = steps * config.padded_hidden_size // config.post_units
     result = {}
 
     async def host(ctx):

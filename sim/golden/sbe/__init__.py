@@ -44,6 +44,20 @@ otherwise), so the paper's VC709 layer (2048 rows x 2304 columns) runs 64 steps 
 a second. ``acc_width`` above 61 is not modelled: the PWL model
 (:func:`~nnrtl.sim.golden.pwl.evaluate`) does not index its table with wider codes.
 
+Padding (sizes the RTL's rules refuse)
+--------------------------------------
+A config whose ``input_size`` or ``hidden_size`` the RTL cannot run as they are
+(:attr:`~nnrtl.hw.sbe.SBEConfig.is_padded`) runs the problem of ``config.padded``:
+:func:`pad_params` puts the model's rows first (unit ``j < H`` keeps rows ``4j + g``) and
+zeros in the padded units' rows (weights, bias, batch-norm scale and shift), and the
+model's x and h columns at their places in ``[x (padded In), h (padded H)]`` with zero
+columns between. A padded unit's pre-activations are 0, so it computes whatever the PWL
+tables give for 0 (not necessarily h = 0), but every column it feeds has zero weights:
+the model's units are exact. :func:`step`, :func:`run_layer`, :func:`run_model` and the
+stream functions take the model's sizes, run the padded problem and cut the outputs back
+(:func:`unpack_outputs`); :func:`accumulate`, :func:`preactivation` and
+:func:`cell_update` work on the shapes the engine runs.
+
 Streams (AXI4-Stream; little-endian words: word ``n`` of a beat is bits ``[n*w, (n+1)*w)``)
 -------------------------------------------------------------------------------------------
 One *run* is one layer ``l`` over ``T`` steps. Batches (:func:`batches`): steps ``t0 = 0,
@@ -106,12 +120,13 @@ rounding), and one step's c and h within 8.2e-4 and 1.2e-3 of the float formula.
 """
 
 from .model import (MAX_MODELLED_ACC_WIDTH, LayerParams, accumulate, cell_update,
-                    preactivation, run_layer, run_model, step, tables)
+                    pad_columns, pad_params, preactivation, run_layer, run_model, step,
+                    tables)
 from .random_data import random_inputs, random_layer
 from .streams import (batches, beat_counts, block_schedule, input_beats, output_beats,
                       output_last, pack_beat, unpack_beat, unpack_outputs, weight_beats)
 
-__all__ = ["tables", "LayerParams", "random_layer", "random_inputs", "accumulate",
+__all__ = ["tables", "LayerParams", "pad_params", "pad_columns", "random_layer", "random_inputs", "accumulate",
            "preactivation", "cell_update", "step", "run_layer", "run_model", "batches",
            "block_schedule", "weight_beats", "input_beats", "output_beats", "output_last",
            "unpack_outputs", "pack_beat", "unpack_beat", "beat_counts",

@@ -10,7 +10,7 @@ from nnrtl.hw.sbe.config import GATES
 from .. import fixed
 from ..pwl import evaluate
 
-__all__ = ["MAX_MODELLED_ACC_WIDTH", "tables", "LayerParams", "accumulate", "preactivation",
+__all__ = ["MAX_MODELLED_ACC_WIDTH", "tables", "LayerParams", "pad_params", "pad_columns", "accumulate", "preactivation",
            "cell_update", "step", "run_layer", "run_model"]
 
 #: Widest accumulator the model evaluates (:func:`nnrtl.sim.golden.pwl.evaluate` keeps
@@ -131,8 +131,8 @@ class LayerParams:
     def check(self, config, layer_index):
         """Raise ``ValueError`` unless these parameters fit layer ``layer_index`` of
         ``config``: shapes and codes inside ``config.formats``. Returns ``self``."""
-        shape = config.layer(layer_index)
-        expected = (config.rows, shape.columns)
+        inputs, hidden = config.layer_sizes(layer_index)
+        expected = (4 * hidden, inputs + hidden)
         if self.matrix.shape != expected:
             raise ValueError(f"layer {layer_index}: matrix must have shape {expected}, "
                              f"not {self.matrix.shape}")
@@ -143,6 +143,40 @@ class LayerParams:
             _check_codes(self.bn_scale, fmts.cell, "bn_scale")
             _check_codes(self.bn_shift, fmts.acc, "bn_shift")
         return self
+
+
+# -- Padding -------------------------------------------------------------------------------
+
+def pad_columns(values, size):
+    """``values`` (codes, last axis the vector) with zeros appended up to ``size``
+    entries on the last axis."""
+    values = np.asarray(values, dtype=np.int64)
+    pad = size - values.shape[-1]
+    if pad < 0:
+        raise ValueError(f"cannot pad {values.shape[-1]} entries to {size}")
+    return np.concatenate([values, np.zeros(values.shape[:-1] + (pad,), dtype=np.int64)],
+                          axis=-1)
+
+
+def pad_params(config, layer_index, params):
+    """``params`` of layer ``layer_index`` of ``config`` (the model's sizes) on the padded
+    shapes of ``config.padded``: zero rows for the padded units (weights, bias, batch-norm
+    scale and shift all zero, so their pre-activations are 0) and zero columns for the
+    padded x and h entries (so whatever a padded unit's h is, no true unit sees it)."""
+    params.check(config, layer_index)
+    if not config.is_padded:
+        return params
+    inputs, hidden = config.layer_sizes(layer_index)
+    shape = config.layer(layer_index)
+    rows = config.rows
+    matrix = np.zeros((rows, shape.columns), dtype=np.int64)
+    matrix[:4 * hidden, :inputs] = params.matrix[:, :inputs]
+    matrix[:4 * hidden, shape.input_size:shape.input_size + hidden] = params.matrix[:, inputs:]
+    extra = {}
+    if params.has_batch_norm:
+        extra = dict(bn_scale=pad_columns(params.bn_scale, rows),
+                     bn_shift=pad_columns(params.bn_shift, rows))
+    return LayerParams(matrix=matrix, bias=pad_columns(params.bias, rows), **extra)
 
 
 # -- Arithmetic ----------------------------------------------------------------------------
@@ -204,6 +238,15 @@ def _layer_index_of(config, params):
     raise ValueError(f"matrix shape {params.matrix.shape} fits no layer of the config: "
                      f"expected {config.rows} rows and one of "
                      f"{sorted({s.columns for s in config.layer_shapes})} columns")
+
+
+def _true_layer_index_of(config, params):
+    """A layer index whose model sizes ``params`` fits."""
+    for index in range(config.layers):
+        inputs, hidden = config.layer_sizes(index)
+        if params.matrix.shape == (4 * hidden, inputs + hidden):
+            return index
+    raise ValueError(f"matrix shape {params.matrix.shape} fits no layer of the config")
 
 
 def accumulate(config, params, x, h_prev):
@@ -297,6 +340,16 @@ def step(config, params, x, h_prev, c_prev, *, batch_norm=None):
         If a shape does not fit ``config``, a code is outside its format, or batch norm
         is enabled without a unit or parameters for it.
     """
+    if config.is_padded:
+        index = _true_layer_index_of(config, params)
+        hidden = config.hidden_size
+        hw = config.padded
+        h, c = step(hw, pad_params(config, index, params),
+                    pad_columns(x, hw.layer(index).input_size),
+                    pad_columns(h_prev, hw.hidden_size),
+                    None if c_prev is None else pad_columns(c_prev, hw.hidden_size),
+                    batch_norm=batch_norm)
+        return h[:hidden], c[:hidden]
     c_prev = _state(c_prev, config, config.formats.cell, "c_prev")
     acc = accumulate(config, params, x, h_prev)
     return cell_update(config, preactivation(config, params, acc, batch_norm=batch_norm),
@@ -325,6 +378,18 @@ def run_layer(config, layer_index, params, xs, h0=None, c0=None, *, batch_norm=N
     c_last : ndarray of int64, shape (H,)
         The cell state after the last step (``E``; ``c0`` if ``T == 0``).
     """
+    if config.is_padded:
+        hw = config.padded
+        xs = _codes_array(xs, "xs", 2)
+        inputs, hidden = config.layer_sizes(layer_index)
+        if xs.shape[1] != inputs:
+            raise ValueError(f"xs must have shape (steps, {inputs}), not {xs.shape}")
+        hs, c = run_layer(hw, layer_index, pad_params(config, layer_index, params),
+                          pad_columns(xs, hw.layer(layer_index).input_size),
+                          None if h0 is None else pad_columns(h0, hw.hidden_size),
+                          None if c0 is None else pad_columns(c0, hw.hidden_size),
+                          batch_norm=batch_norm)
+        return hs[:, :hidden], c[:hidden]
     fmts = config.formats
     shape = config.layer(layer_index)
     params.check(config, layer_index)

@@ -35,12 +35,13 @@ def random_layer(config, layer_index, rng, *, scale=0.25, batch_norm=None):
         Fraction of the weight range, before the ``1 / sqrt(C)``.
     batch_norm : bool, optional
     """
-    shape = config.layer(layer_index)
+    inputs, hidden = config.layer_sizes(layer_index)
+    columns = inputs + hidden
     fmts = config.formats
-    rows = config.rows
+    rows = 4 * hidden
     limit = max(1, min(fmts.weight.max_code,
-                       round(scale * fmts.weight.max_code / math.sqrt(shape.columns))))
-    matrix = rng.integers(-limit, limit, size=(rows, shape.columns), endpoint=True,
+                       round(scale * fmts.weight.max_code / math.sqrt(columns))))
+    matrix = rng.integers(-limit, limit, size=(rows, columns), endpoint=True,
                           dtype=np.int64)
     bias = _uniform_codes(rng, fmts.acc, -1.0, 1.0, rows)
     if config.batch_norm if batch_norm is None else batch_norm:
@@ -57,6 +58,6 @@ def random_inputs(config, steps, rng, *, layer_index=0):
     if not _is_int(steps) or steps < 0:
         raise TypeError(f"steps must be a non-negative integer, not {steps!r}")
     vector = config.formats.vector
-    size = (steps, config.layer(layer_index).input_size)
+    size = (steps, config.layer_sizes(layer_index)[0])
     return rng.integers(vector.min_code // 2, vector.max_code // 2, size=size,
                         endpoint=True, dtype=np.int64)

@@ -4,7 +4,7 @@ one run, and the packing of words into beats (the contract is in
 
 import numpy as np
 
-from .model import _check_codes, _codes_array, _is_int
+from .model import _check_codes, _codes_array, _is_int, pad_columns, pad_params
 
 __all__ = ["batches", "block_schedule", "weight_beats", "input_beats", "output_beats",
            "output_last", "unpack_outputs", "pack_beat", "unpack_beat", "beat_counts"]
@@ -87,6 +87,8 @@ def weight_beats(config, layer_index, params, steps):
     -------
     ndarray of int64, shape (beats, bus_weights)
     """
+    params = pad_params(config, layer_index, params)
+    config = config.padded
     shape = config.layer(layer_index)
     params.check(config, layer_index)
     order = block_schedule(config, layer_index, steps)
@@ -108,11 +110,14 @@ def input_beats(config, layer_index, xs):
     -------
     ndarray of int64, shape (T * In / k, columns_per_cycle)
     """
-    shape = config.layer(layer_index)
+    inputs, _ = config.layer_sizes(layer_index)
     xs = _codes_array(xs, "xs", 2)
-    if xs.shape[1] != shape.input_size:
-        raise ValueError(f"xs must have shape (steps, {shape.input_size}), not {xs.shape}")
+    if xs.shape[1] != inputs:
+        raise ValueError(f"xs must have shape (steps, {inputs}), not {xs.shape}")
     _check_codes(xs, config.formats.vector, "xs")
+    config = config.padded
+    shape = config.layer(layer_index)
+    xs = pad_columns(xs, shape.input_size)
     k = config.columns_per_cycle
     first, columns = shape.first_hidden_block, shape.block_columns
     words = _unsigned(xs, config.operand_width)
@@ -129,6 +134,9 @@ def output_beats(config, hs):
     """``m_axis`` of a run: ``hs`` (``T x H`` codes of ``V``) as rows of ``PP`` unsigned
     words, ``H / PP`` beats per step."""
     hs = _codes_array(hs, "hs", 2)
+    if hs.shape[1] == config.hidden_size:    # the model's units; the padded ones as zeros
+        hs = pad_columns(hs, config.padded_hidden_size)
+    config = config.padded
     if hs.shape[1] != config.hidden_size:
         raise ValueError(f"hs must have shape (steps, {config.hidden_size}), "
                          f"not {hs.shape}")
@@ -139,7 +147,7 @@ def output_beats(config, hs):
 def output_last(config, steps):
     """``tlast`` of each ``m_axis`` beat of a run of ``steps`` steps (bool array)."""
     _check_steps(steps)
-    per_step = config.hidden_size // config.post_units
+    per_step = config.padded_hidden_size // config.post_units
     return np.arange(steps * per_step) % per_step == per_step - 1
 
 
@@ -147,11 +155,13 @@ def unpack_outputs(config, words):
     """The inverse of :func:`output_beats`: ``T x H`` signed h codes from rows of ``PP``
     words (unsigned or signed)."""
     words = _codes_array(words, "words", 2)
-    per_step = config.hidden_size // config.post_units
+    padded = config.padded_hidden_size
+    per_step = padded // config.post_units
     if words.shape[1] != config.post_units or words.shape[0] % per_step:
         raise ValueError(f"words must have shape (steps * {per_step}, "
                          f"{config.post_units}), not {words.shape}")
-    return _signed(words, config.operand_width).reshape(-1, config.hidden_size)
+    hs = _signed(words, config.operand_width).reshape(-1, padded)
+    return hs[:, :config.hidden_size]
 
 
 def pack_beat(words, width):
@@ -190,4 +200,4 @@ def beat_counts(config, layer_index, steps):
     return dict(header=config.header_beats,
                 weights=len(config.block_schedule(layer_index, steps)) * per_block,
                 inputs=steps * shape.input_size // config.columns_per_cycle,
-                outputs=steps * config.hidden_size // config.post_units)
+                outputs=steps * config.padded_hidden_size // config.post_units)
