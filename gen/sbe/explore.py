@@ -3,14 +3,19 @@
 For a model (``input_size``, ``hidden_size``, ``layers``) and a sequence length, every
 configuration of
 
-* ``pes``: multiples of 4 that divide ``4 * hidden_size`` or multiples of it, up to the
-  board's DSP slices plus the LUT multipliers allowed (the paper's ZC706 design builds a
-  few multipliers from LUTs),
-* ``bus_weights``: powers of two dividing ``4 * hidden_size`` whose bandwidth
+* ``pes``: multiples of 4 that divide ``4 * hidden_size`` or multiples of it, and the
+  powers of two from 4 (the model's sizes padded to fit them), up to the board's DSP
+  slices plus the LUT multipliers allowed (the paper's ZC706 design builds a few
+  multipliers from LUTs),
+* ``bus_weights``: powers of two dividing ``pes`` whose bandwidth
   ``bus_weights * operand_width / 8 * clock`` the board's off-chip memory delivers,
 * ``batch``: powers of two up to ``seq_len``, ``seq_len`` itself and ``pes / bus_weights``
   (eq. 1),
-* ``blocks``: the divisors of every layer's columns,
+* ``blocks``: every number from 1 to :data:`MAX_ANY_BLOCKS` (the columns padded to a
+  whole number of blocks), and the divisors of every layer's columns beyond,
+
+sizes that do not divide being padded with zeros (:attr:`~nnrtl.hw.sbe.SBEConfig.padded`):
+the padding's cost is in the predicted cycles, the utilization counts the model's MACs,
 
 is checked against the board's DSP slices and 36 Kb block RAMs
 (:func:`~nnrtl.gen.sbe.resources.resource_estimate`: one DSP per PE, those of the
@@ -101,6 +106,11 @@ class Exploration:
     def best(self):
         """The fastest feasible :class:`Candidate`."""
         return self.candidates[0]
+
+
+#: Block numbers up to this one are all considered, whether or not they divide the
+#: columns; beyond it only the divisors (every number would multiply the search).
+MAX_ANY_BLOCKS = 64
 
 
 def _divisors(n):
@@ -199,25 +209,30 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     family = capacity.yosys_family
     post_dsp = post_unit_dsp(base, family)           # DSPs of one post-processing unit
     max_pes = capacity.dsp + int(lut_budget // lut_multiplier_luts(ow))
-    pes_options = [p for p in range(4, min(rows, max_pes) + 1, 4) if rows % p == 0]
-    pes_options += [rows * m for m in range(2, max_pes // rows + 1)]
+    pes_options = {p for p in range(4, min(rows, max_pes) + 1, 4) if rows % p == 0}
+    pes_options |= {rows * m for m in range(2, max_pes // rows + 1)}
+    pes_options |= {p for p in _powers_of_two(max_pes) if p >= 4}
+    pes_options = sorted(pes_options)
     bandwidth = dram_efficiency * capacity.offchip_gbps * 1e9
-    bus_options = [n for n in _powers_of_two(min(rows, MAX_BUS_BITS // ow))
-                   if rows % n == 0 and n * ow / 8 * clock_hz <= bandwidth]
+    bus_options = [n for n in _powers_of_two(MAX_BUS_BITS // ow)
+                   if n * ow / 8 * clock_hz <= bandwidth]
     if not bus_options:
         raise UsageError(f"{platform.name}'s off-chip bandwidth "
                          f"({capacity.offchip_gbps} GB/s) cannot deliver one "
                          f"{ow}-bit weight per cycle at {clock_hz / 1e6:g} MHz")
     shapes = []                                     # (pes, post_units, bus, batch)
     for pes in pes_options:
-        units = min(pes, rows) // 4
+        units = pes // 4                 # with the hidden units padded to fill a pass
         pp = max(d for d in _powers_of_two(max(1, post_units)) if units % d == 0)
         for bus in bus_options:
+            if pes % bus:
+                continue
             batches = set(_powers_of_two(seq_len)) | {seq_len}
             if pes % bus == 0 and pes // bus <= seq_len:
                 batches.add(pes // bus)
             shapes += [(pes, pp, bus, batch) for batch in sorted(batches)]
-    blockings = _divisors(columns)
+    blockings = sorted(set(range(1, min(max(widths), MAX_ANY_BLOCKS) + 1))
+                       | set(_divisors(columns)))
     total = len(shapes) * len(blockings)
     considered, feasible, smallest = 0, [], None
     logged = time.monotonic()
@@ -226,6 +241,7 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
             log(f"explore: {considered:,} of {total:,} configurations checked against "
                 f"{platform.name}")
             logged = time.monotonic()
+        block_sizes, least_hidden = set(), None
         for blocks in blockings:
             considered += 1
             try:
@@ -236,6 +252,15 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
                     lut_multipliers=min(pes, max(0, pes - (capacity.dsp - pp * post_dsp))))
             except ValueError:
                 continue
+            # A block number that pads the hidden units beyond what the PE array needs
+            # (blocks = 1) costs whole rows; more blocks of a padded size a smaller
+            # number already gives only add zero columns: both are left out.
+            size = tuple(shape.block_columns for shape in config.layer_shapes)
+            if least_hidden is None:
+                least_hidden = config.padded_hidden_size
+            if config.padded_hidden_size > least_hidden or size in block_sizes:
+                continue
+            block_sizes.add(size)
             estimate = resource_estimate(config, family)
             if smallest is None or (estimate.bram36, estimate.dsp) < smallest[:2]:
                 smallest = (estimate.bram36, estimate.dsp, config)

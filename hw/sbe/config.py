@@ -676,7 +676,8 @@ class SBEConfig:
             "handover_wait_cycles": "Cycles a hand-over waited for the post-processing "
                                     "drain or for room in the output FIFO",
             "column_steps": "Column steps issued",
-            "useful_macs": "Multiply-accumulates of the matrix-vector products",
+            "useful_macs": "Multiply-accumulates issued (pes per column step), the "
+                           "zero rows and columns of padded sizes included",
             "weight_words": "Weights received (header excluded)",
         }
         return RegisterMap([

@@ -22,13 +22,16 @@ Every wait of a run shares the run's budget from :func:`nnrtl.gen.sbe.perf.run_c
 Protocol failures: a frame of the wrong length, ``status.done`` not set after a run,
 a source not drained at the end of its run, the ``weight_words`` counter differing from
 the golden model's beat counts (:func:`~nnrtl.sim.golden.sbe.beat_counts`, words =
-beats x ``bus_weights``), ``useful_macs`` differing from ``steps x macs_per_step``, and
+beats x ``bus_weights``), the ``useful_macs`` counter (MACs issued, padding included)
+differing from ``steps x padded_macs_per_step``, and
 output after the last run. Reported: the checker's ``bit_exact``, ``mismatches``,
 ``first_mismatch``, ``fault``, ``budget_use``; ``cycles`` (sum of the runs' ``cycles``
 counters), ``model_cycles`` (:func:`~nnrtl.gen.sbe.perf.run_cycles` of the same runs: the
 model of gapless streams), ``model_error`` (``cycles / model_cycles - 1``, only when both
 stream patterns are ``none``: the model has no other pattern to compare with),
-``useful_macs``, ``expected_macs``, ``utilization``, ``stall_cycles``
+``useful_macs`` (the model's: ``steps x macs_per_step``), ``padding_macs`` (the MACs the
+padding of sizes the RTL refuses costs), ``expected_macs``, ``utilization`` (useful MACs
+only), ``stall_cycles``
 and the other wait counters, ``weight_words``, ``runs`` (per-run counters).
 """
 
@@ -101,16 +104,18 @@ async def run(bench, layer, params, xs, first, last, *, keep_state, batch_norm, 
     await bench.regs.write_fields("control", start=1)
 
     o_bits = CONFIG.stream_bits.outputs
-    beats_per_step = CONFIG.hidden_size // CONFIG.post_units
+    beats_per_step = CONFIG.padded_hidden_size // CONFIG.post_units
     hs = []
     for t in range(first, last):
         frame = await bench.recv("m_axis", f"h of layer {layer} step {t}")
         data = int.from_bytes(bytes(frame.tdata), "little")
         beats = len(frame.tdata) * 8 // o_bits
         bench.expect_count(f"the m_axis frame of layer {layer} step {t}", beats,
-                           beats_per_step, source="beats per step, hidden_size / post_units")
+                           beats_per_step,
+                           source="beats per step, padded_hidden_size / post_units")
         row = [word for b in range(beats)
                for word in golden.unpack_beat(data >> (b * o_bits), CONFIG.post_units, ow)]
+        row = row[:CONFIG.hidden_size]          # the padded units' h are cut
         bench.check("m_axis", expected[t], row)
         hs.append(row)
     await bench.wait_field("status", "busy", 0, f"the end of layer {layer} steps {first}-"
@@ -157,8 +162,11 @@ async def runs_match_golden_model(dut):
 
         total = {name: sum(run[name] for run in runs) for name in COUNTERS}
         model = sum(run["model_cycles"] for run in runs)
+        # The counter counts what the array issues, padding included.
         bench.expect_count("the useful_macs counters (sum of the runs)", total["useful_macs"],
-                           steps * CONFIG.macs_per_step, source="steps x macs_per_step")
+                           steps * CONFIG.padded_macs_per_step,
+                           source="steps x padded_macs_per_step")
+        useful = steps * CONFIG.macs_per_step
         gapless = (PARAMS.get("source_pauses", "none") == "none"
                    and PARAMS.get("sink_pauses", "none") == "none")
         report({
@@ -166,8 +174,9 @@ async def runs_match_golden_model(dut):
             "cycles": total["cycles"],
             "model_cycles": model,
             **({"model_error": (total["cycles"] - model) / model} if gapless else {}),
-            "useful_macs": total["useful_macs"],
-            "utilization": total["useful_macs"] / (CONFIG.pes * total["cycles"]),
+            "useful_macs": useful,
+            "padding_macs": total["useful_macs"] - useful,
+            "utilization": useful / (CONFIG.pes * total["cycles"]),
             **{name: total[name] for name in COUNTERS if name not in ("cycles", "useful_macs")},
             "expected_macs": steps * CONFIG.macs_per_step,
             "runs": runs,

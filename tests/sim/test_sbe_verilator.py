@@ -47,7 +47,12 @@ CASE2_WIDE = dict(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3, seq_l
 #: Case 1 with the weights streamed per batch, x columns in the hidden block.
 CASE1 = dict(input_size=44, hidden_size=12, pes=48, batch=4, blocks=4, seq_len=9,
              bus_weights=8, post_units=4)
-CONFIGS = {"case3-passes": CASE3_PASSES, "case2-wide-bn-2layers": CASE2_WIDE, "case1": CASE1}
+#: Sizes the RTL's rules refuse (issue 11): 39 inputs, 19 hidden units on the default
+#: hardware (64 PEs, 4 blocks, 8 weights a beat, 4 post-processing units), run padded to
+#: 40 and 32 (two row passes, case 2).
+ODD = dict(input_size=39, hidden_size=19, seq_len=6, batch=3)
+CONFIGS = {"case3-passes": CASE3_PASSES, "case2-wide-bn-2layers": CASE2_WIDE, "case1": CASE1,
+           "odd-39x19": ODD}
 
 
 def random_config(rng):
@@ -116,6 +121,8 @@ def test_cases_covered():
     assert SBEConfig(**CASE3_PASSES).passes == 2
     assert SBEConfig(**CASE2_WIDE).columns_per_cycle == 2
     assert not SBEConfig(**CASE1).weights_resident
+    odd = SBEConfig(**ODD)
+    assert (odd.padded_input_size, odd.padded_hidden_size) == (40, 32)
 
 
 def test_scaled_up_weights_wrap_and_saturate(tmp_path):
@@ -253,6 +260,30 @@ def test_sim_command_runs_a_pytorch_model(tmp_path, capsys, kind):
     expected, _ = lstm(torch.tensor(xs))
     assert hs.shape == (10, 8)
     # The golden model's bound against PyTorch (tests/golden/test_sbe_golden.py).
+    assert np.max(np.abs(hs - expected.detach().numpy())) < 6e-4
+
+
+def test_sim_command_runs_an_odd_size_pytorch_model(tmp_path, capsys):
+    """An nn.LSTM of 39 inputs and 19 hidden units (sizes the RTL runs padded) on the
+    default hardware: the engine's h within the golden model's bound of PyTorch, padding
+    reported apart from the useful MACs."""
+    import torch
+
+    torch.manual_seed(1)
+    lstm = torch.nn.LSTM(39, 19).double()
+    xs = np.random.default_rng(1).uniform(-1, 1, (6, 39))
+    torch.save(lstm.state_dict(), tmp_path / "lstm.pt")
+    np.save(tmp_path / "x.npy", xs)
+    code = main(["sim", "sbe", "--board", "zc706", "--model", str(tmp_path / "lstm.pt"),
+                 "--inputs", str(tmp_path / "x.npy"), "--outputs", str(tmp_path / "y.npy"),
+                 "--param", "batch=3", "--backpressure", "random", "--seed", "3"])
+    result = sim_json_line(capsys, code)
+    assert result["bit_exact"] is True
+    assert result["useful_macs"] == 6 * 4 * 19 * (39 + 19)
+    assert result["padding_macs"] == 6 * (4 * 32 * (40 + 32) - 4 * 19 * (39 + 19))
+    hs = np.load(tmp_path / "y.npy")
+    expected, _ = lstm(torch.tensor(xs))
+    assert hs.shape == (6, 19)
     assert np.max(np.abs(hs - expected.detach().numpy())) < 6e-4
 
 
