@@ -30,6 +30,9 @@ from ...boards.capacity import BRAM36_BITS, LUTRAM_DEPTH
 from ..arith.fixed import QFormat
 from ..bus import MAX_BUS_BITS, Access, Field, Register, RegisterMap, bus_bits
 from .formats import Formats, HeaderLayout, StreamBits, pwl_tables_of
+from .padding import is_power_of_two as _pow2
+from .padding import nearest_valid as _nearest
+from .padding import padded_sizes as _padded_sizes
 
 __all__ = ["SBEConfig", "LayerShape", "GATES"]
 
@@ -56,51 +59,6 @@ def _check_range(name, value, minimum, maximum):
 def _check_non_negative(name, value):
     if not _is_int(value) or value < 0:
         raise TypeError(f"{name} must be a non-negative integer, not {value!r}")
-
-
-def _pow2(n):
-    return n > 0 and not n & (n - 1)
-
-
-def _nearest(value, valid):
-    """The nearest valid values below and above ``value`` (text, for error messages)."""
-    below = next((n for n in range(value - 1, 0, -1) if valid(n)), None)
-    above = next((n for n in range(value + 1, 2 * value + 64) if valid(n)), None)
-    return " or ".join(str(n) for n in (below, above) if n is not None)
-
-
-def _hidden_fits(config, hidden):
-    rows = 4 * hidden
-    pes = config.pes
-    if rows % pes and pes % rows:
-        return False
-    step = max(1, pes // rows)
-    if not _pow2(step) or hidden % step or rows % config.bus_weights:
-        return False
-    if (min(pes, rows) // 4) % config.post_units:
-        return False
-    if config.layers > 1:
-        width = 2 * hidden
-        if width % config.blocks or (width // config.blocks) % step:
-            return False
-    return True
-
-
-def _padded_sizes(config):
-    """``(padded_input_size, padded_hidden_size)``: the smallest sizes at least the model's
-    that the RTL's rules accept, or None if no hidden size does."""
-    limit = config.hidden_size + 4 * math.lcm(config.pes, config.blocks,
-                                              4 * config.post_units) + 1
-    hidden = next((h for h in range(config.hidden_size, limit) if _hidden_fits(config, h)),
-                  None)
-    if hidden is None:
-        return None
-    step = max(1, config.pes // (4 * hidden))
-    inputs = config.input_size
-    while ((inputs + hidden) % config.blocks or inputs % step
-           or ((inputs + hidden) // config.blocks) % step):
-        inputs += 1
-    return inputs, hidden
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,6 +110,14 @@ class LayerShape:
 class SBEConfig:
     """Parameters of one SBE engine.
 
+    The sizes are the model's; the divisibility rules of the RTL below hold on the
+    *padded* sizes (:attr:`padded_input_size`, :attr:`padded_hidden_size`: the smallest
+    at least the model's that satisfy them). The engine runs the padded problem, zero
+    weights in the padded rows and columns, and its outputs are cut back
+    (:attr:`padded`, :mod:`nnrtl.sim.golden.sbe`); :attr:`macs_per_step` counts the
+    model's work, :attr:`padding_macs_per_step` the padding's. The shape properties
+    (:attr:`rows`, :meth:`layer`, :attr:`columns`, ...) are the padded ones.
+
     Parameters
     ----------
     input_size : int
@@ -163,20 +129,23 @@ class SBEConfig:
     seq_len : int
         Time steps per sequence the engine is sized and modelled for.
     pes : int
-        Processing elements, one multiplier each (``Npe``). A multiple of 4 that divides
-        ``4 * hidden_size`` (the rows then run in ``4 * hidden_size / pes`` passes) or is a
-        multiple of it (``pes / (4 * hidden_size)`` vector elements each cycle).
+        Processing elements, one multiplier each (``Npe``), a multiple of 4. It divides
+        ``4 * padded_hidden_size`` (the rows then run in ``4 * padded_hidden_size / pes``
+        passes) or is a multiple of it (``pes / (4 * padded_hidden_size)`` vector
+        elements each cycle).
     batch : int
         Consecutive time steps that reuse each weight block (``B``), at most ``seq_len``;
         also the depth of a BB-FIFO per pass.
     blocks : int
-        Blocks the columns are cut into (``Nb``); it must divide every layer's columns.
+        Blocks the columns are cut into (``Nb``); it divides every layer's padded
+        columns.
     bus_weights : int
-        Weights the DMA delivers per cycle (``Nt``); a power of two dividing
-        ``4 * hidden_size``; ``bus_weights * operand_width`` is the weight bus width.
+        Weights the DMA delivers per cycle (``Nt``); a power of two dividing ``pes`` (and
+        ``4 * padded_hidden_size``); ``bus_weights * operand_width`` is the weight bus
+        width.
     post_units : int
-        Post-processing units (``PP``), each finishing one hidden unit per cycle; it must
-        divide the hidden units a pass completes.
+        Post-processing units (``PP``), each finishing one hidden unit per cycle; a power
+        of two dividing ``pes / 4`` and the (padded) hidden units a pass completes.
     batch_norm : bool
         Whether the post-processing units include batch normalisation (an affine map per
         gate row; the paper's BN unit, which can be turned off at run time).
@@ -207,7 +176,8 @@ class SBEConfig:
         ``hidden_size must be a positive integer, not -3``.
     ValueError
         Parameters that conflict, e.g.
-        ``pes (1000) must divide 4 * hidden_size (1024) or be a multiple of it``.
+        ``post_units (32) must divide pes / 4 (16), the hidden units a pass completes;
+        nearest valid post_units: 16``.
     """
 
     input_size: int = 80

@@ -120,3 +120,17 @@ def test_the_readme_example_picks_the_papers_design_size():
     norm: 160)."""
     best = explore((1792, 256, 1), "zc706", seq_len=1024, top=1).best.config
     assert (best.pes, best.lut_multipliers) == (1024, 1024 - (900 - 4 * 9))
+
+
+def test_odd_sizes_are_explored_padded():
+    """39 inputs, 19 hidden units: block numbers that do not divide the 58 columns and PE
+    counts that do not divide the 76 rows are candidates (the sizes padded); cycles are
+    the padded problem's, utilization counts the model's MACs."""
+    result = explore((39, 19, 1), board(), seq_len=16, clock_hz=100e6, top=10 ** 6)
+    configs = [c.config for c in result.candidates]
+    assert any(58 % config.blocks for config in configs)
+    assert any(76 % config.pes and config.pes % 76 for config in configs)
+    for candidate in result.candidates[:5]:
+        prediction = predict(candidate.config)
+        assert candidate.cycles == prediction.cycles
+        assert prediction.useful_macs == 16 * 4 * 19 * (39 + 19)

@@ -28,9 +28,10 @@ from sbe_contract import random_config, scalar_step
 TORCH_SHAPES = [(12, 10, 1), (12, 10, 2), (40, 24, 1), (40, 24, 2), (16, 32, 2)]
 
 
-def torch_case(inputs, hidden, layers, steps, seed, margin_bits):
+def torch_case(inputs, hidden, layers, steps, seed, margin_bits, hardware=None):
     """PyTorch's output, the golden model's (as float64) and the dequantized float
-    model's for one random LSTM and input sequence."""
+    model's for one random LSTM and input sequence; ``hardware`` the SBEConfig fields
+    beyond the sizes (default: one pass, weights resident, narrow buses)."""
     torch.manual_seed(seed)
     lstm = torch.nn.LSTM(inputs, hidden, num_layers=layers).double()   # default init
     x = np.random.default_rng(seed).uniform(-1, 1, size=(steps, inputs))
@@ -38,10 +39,12 @@ def torch_case(inputs, hidden, layers, steps, seed, margin_bits):
         expected = lstm(torch.from_numpy(x))[0].numpy()
     quantized = quantize_model(load_state_dict(lstm.state_dict()), x, width=16, acc_width=32,
                                margin_bits=margin_bits)
+    if hardware is None:
+        hardware = dict(pes=4 * hidden, blocks=2 if layers == 1 else 1, bus_weights=2,
+                        post_units=2)
     config = quantized.apply(SBEConfig(
         input_size=inputs, hidden_size=hidden, layers=layers, seq_len=steps,
-        pes=4 * hidden, batch=min(8, steps), blocks=2 if layers == 1 else 1,
-        bus_weights=2, post_units=2))
+        batch=min(8, steps), **hardware))
     params = [sbe.LayerParams.from_quantized(quantized, index) for index in range(layers)]
     xs, saturated = to_fixed(x, config.act_frac, config.operand_width)
     assert saturated == 0
@@ -68,6 +71,21 @@ def test_golden_against_torch(shape, margin_bits, bound, float_bound):
             worst_float = max(worst_float, float(np.max(np.abs(dequantized - expected))))
     assert worst <= bound
     assert worst_float <= float_bound
+
+
+@pytest.mark.parametrize("shape", [(39, 19, 1), (13, 40, 1), (123, 100, 2)],
+                         ids=lambda s: "x{}-h{}-l{}".format(*s))
+def test_golden_against_torch_on_odd_sizes(shape):
+    """Sizes the RTL runs padded, on the default hardware (64 PEs, 4 blocks, 8 weights a
+    beat, 4 post-processing units): the same bound of PyTorch as above
+    (``margin_bits=0``)."""
+    assert SBEConfig(input_size=shape[0], hidden_size=shape[1], layers=shape[2]).is_padded
+    worst = 0.0
+    for seed in range(2):
+        expected, golden, _ = torch_case(*shape, 20, seed, 0, hardware={})
+        assert golden.shape == expected.shape
+        worst = max(worst, float(np.max(np.abs(golden - expected))))
+    assert worst <= 6e-4
 
 
 def test_torch_formats_and_params():
