@@ -9,7 +9,8 @@ stall-free blocking-batching order), :class:`WeightLoader` / :class:`InputLoader
 (``post.py``). The bit-exact model is :mod:`nnrtl.sim.golden.sbe`.
 """
 
-from .config import GATES, LayerShape, SBEConfig
+from .config import GATES, SBEConfig
+from .layer_shape import LayerShape
 from .formats import Formats, HeaderLayout, PWLTables, StreamBits
 from .presets import PRESETS, VC709_LSTM512, ZC706_LSTM256, SBEPreset
 from .controller import Controller

@@ -28,11 +28,13 @@ import math
 
 from ...boards.capacity import BRAM36_BITS, LUTRAM_DEPTH
 from ..arith.fixed import QFormat
-from ..bus import MAX_BUS_BITS, Access, Field, Register, RegisterMap, bus_bits
+from ..bus import MAX_BUS_BITS, bus_bits
 from .formats import Formats, HeaderLayout, StreamBits, pwl_tables_of
+from .layer_shape import LayerShape
 from .padding import is_power_of_two as _pow2
 from .padding import nearest_valid as _nearest
 from .padding import padded_sizes as _padded_sizes
+from .register_map import register_map
 
 __all__ = ["SBEConfig", "LayerShape", "GATES"]
 
@@ -59,51 +61,6 @@ def _check_range(name, value, minimum, maximum):
 def _check_non_negative(name, value):
     if not _is_int(value) or value < 0:
         raise TypeError(f"{name} must be a non-negative integer, not {value!r}")
-
-
-@dataclasses.dataclass(frozen=True)
-class LayerShape:
-    """How one LSTM layer's weight matrix maps onto the engine.
-
-    Attributes
-    ----------
-    index : int
-        Layer number, 0 first.
-    input_size : int
-        Length of the layer's x vector (``input_size`` for layer 0, ``hidden_size`` after).
-    hidden_size : int
-        Hidden units.
-    columns : int
-        ``input_size + hidden_size``: columns of the interleaved matrix.
-    block_columns : int
-        Columns per block, ``columns / blocks``.
-    first_hidden_block : int
-        Index of the first block holding a column of the h part (``input_size //
-        block_columns``); blocks before it hold x columns only and are reused by the whole
-        batch.
-    hidden_blocks : int
-        Blocks holding h columns: ``blocks - first_hidden_block``.
-    x_columns_in_hidden_blocks : int
-        x columns that share those blocks and run before the first h column; they hide the
-        pipeline latency of the previous step's h (Fig. 4).
-    case : int
-        The paper's case: 1, 2 or 3 when the hidden weights take one, two or more than two
-        blocks ("Performance Model").
-    alpha : float
-        The paper's alpha: the share of the matrix in blocks reused by the whole batch,
-        ``first_hidden_block / blocks`` (eqs. 5 and 6).
-    """
-
-    index: int
-    input_size: int
-    hidden_size: int
-    columns: int
-    block_columns: int
-    first_hidden_block: int
-    hidden_blocks: int
-    x_columns_in_hidden_blocks: int
-    case: int
-    alpha: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -635,38 +592,6 @@ class SBEConfig:
 
     @property
     def registers(self):
-        """The AXI4-Lite :class:`~nnrtl.hw.bus.RegisterMap` of the engine."""
-        batch_norm = Field("batch_norm", 1, doc="apply the batch normalisation "
-                           "(configurations with batch_norm)")
-        counters = {
-            "cycles": "Cycles of the last run, start to last hidden value",
-            "stall_cycles": "Cycles the array waited for h (the data dependency)",
-            "weight_wait_cycles": "Cycles the array waited for a weight block",
-            "input_wait_cycles": "Cycles the array waited for x vectors",
-            "handover_wait_cycles": "Cycles a hand-over waited for the post-processing "
-                                    "drain or for room in the output FIFO",
-            "column_steps": "Column steps issued",
-            "useful_macs": "Multiply-accumulates issued (pes per column step), the "
-                           "zero rows and columns of padded sizes included",
-            "weight_words": "Weights received (header excluded)",
-        }
-        return RegisterMap([
-            Register("control", Access.PULSE, doc="Write 1 to START to run; CLEAR zeroes "
-                     "the counters (a start does too)",
-                     fields=[Field("start", 0, doc="run `steps` steps of layer `layer`"),
-                             Field("clear", 1, doc="zero the performance counters")]),
-            Register("status", Access.RO, doc="Engine state",
-                     fields=[Field("busy", 0, doc="a run is in progress"),
-                             Field("done", 1, doc="the last run finished")]),
-            Register("steps", Access.RW, doc="Time steps of the next run"),
-            Register("layer", Access.RW, doc="Layer of the next run (0 first); layers "
-                     "after the first read hidden_size inputs"),
-            Register("flags", Access.RW, reset=int(self.batch_norm) << batch_norm.offset,
-                     doc="Run options",
-                     fields=[Field("keep_state", 0, doc="continue from the h and c of the "
-                                   "previous run instead of zero"),
-                             batch_norm]),
-            *(Register(name, Access.RO, doc=f"Configuration: {name}")
-              for name in self._CONSTANTS),
-            *(Register(name, Access.RO, width=64, doc=doc) for name, doc in counters.items()),
-        ])
+        """The AXI4-Lite :class:`~nnrtl.hw.bus.RegisterMap` of the engine
+        (:func:`~nnrtl.hw.sbe.register_map.register_map`)."""
+        return register_map(self)
