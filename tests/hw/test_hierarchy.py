@@ -1,0 +1,112 @@
+# amaranth: UnusedElaboratable=no
+"""Shared units (:mod:`nnrtl.hw.hierarchy`): one module per kind, an instance per use, and
+the plain component outside an emission. The engines' Verilator benches check that a
+shared design computes what the flat one does (tests/sim/test_sbe_verilator.py)."""
+
+import re
+
+import pytest
+from amaranth.hdl import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from nnrtl.hw import hierarchy
+
+
+class Counter(wiring.Component):
+    """Counts ``step`` each cycle (sync logic: the module has clk and rst)."""
+
+    def __init__(self, step):
+        self.step = step
+        super().__init__({"en": In(1), "count": Out(8)})
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.en):
+            m.d.sync += self.count.eq(self.count + self.step)
+        return m
+
+
+class Invert(wiring.Component):
+    """Combinational only: its module has no clock or reset port."""
+
+    def __init__(self):
+        super().__init__({"a": In(4), "y": Out(4)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.y.eq(~self.a)
+        return m
+
+
+class Parent(wiring.Component):
+    def __init__(self):
+        super().__init__({"en": In(1), "total": Out(8), "a": In(4), "y": Out(4)})
+
+    def elaborate(self, platform):
+        m = Module()
+        counters = [Counter(1), Counter(1), Counter(1), Counter(2)]
+        total = 0
+        for index, counter in enumerate(counters):
+            m.submodules[f"counter{index}"] = hierarchy.shared(counter, key=counter.step)
+            m.d.comb += counter.en.eq(self.en)
+            total = total + counter.count
+        m.d.comb += self.total.eq(total)
+        invert = Invert()
+        m.submodules.invert = hierarchy.shared(invert, key=())
+        m.d.comb += [invert.a.eq(self.a), self.y.eq(invert.y)]
+        return m
+
+
+def modules(text):
+    return dict(re.findall(r"^module\s+(\S+)\s*\((.*?)\);", text, re.S | re.M))
+
+
+@pytest.fixture(scope="module")
+def text():
+    return hierarchy.convert(Parent(), "top")
+
+
+def test_each_kind_is_emitted_once_and_instantiated_per_use(text):
+    found = modules(text)
+    counters = [name for name in found if name.startswith("top__counter_")]
+    assert len(counters) == 2                       # steps 1 and 2: two kinds
+    instances = re.findall(r"^\s*(top__counter_\S+) \S+ \(", text, re.M)
+    assert sorted(instances) == sorted(counters[:1] * 3 + counters[1:]) or \
+        sorted(instances) == sorted(counters[1:] * 3 + counters[:1])    # 4 instances
+    inverts = [name for name in found if name.startswith("top__invert_")]
+    assert len(inverts) == 1
+    assert "clk" in found[counters[0]] and "rst" in found[counters[0]]
+    assert "clk" not in found[inverts[0]]
+    # Each unit's module comes before the top that instantiates it.
+    assert text.index(f"module {counters[0]}") < text.index("module top(")
+
+
+def test_outside_an_emission_the_component_itself_is_elaborated():
+    counter = Counter(3)
+    assert hierarchy.shared(counter, key=3) is counter
+
+    parent = Parent()
+    sim = Simulator(parent)
+    sim.add_clock(1e-6)
+
+    async def bench(ctx):
+        ctx.set(parent.en, 1)
+        ctx.set(parent.a, 0b0101)
+        await ctx.tick().repeat(3)
+        assert ctx.get(parent.total) == 3 * (1 + 1 + 1 + 2)
+        assert ctx.get(parent.y) == 0b1010
+
+    sim.add_testbench(bench)
+    sim.run()
+
+
+def test_a_non_component_is_refused():
+    with pytest.raises(TypeError, match="shared\\(\\) takes a wiring.Component"):
+        hierarchy.shared(object(), key=0)
+
+
+def test_names_are_stable_across_conversions(text):
+    assert hierarchy.convert(Parent(), "top") == text
+    assert "top__p_e" not in hierarchy._module_name("top", type("PEGroup", (), {})(), 1)
