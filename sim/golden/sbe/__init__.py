@@ -46,16 +46,19 @@ a second. ``acc_width`` above 61 is not modelled: the PWL model
 
 Padding (sizes the RTL's rules refuse)
 --------------------------------------
-A config whose ``input_size`` or ``hidden_size`` the RTL cannot run as they are
-(:attr:`~nnrtl.hw.sbe.SBEConfig.is_padded`) runs the problem of ``config.padded``:
+A config whose ``input_size`` or ``hidden_size`` the RTL cannot run as they are, or whose
+layers have different hidden sizes (``config.hidden_sizes``: every layer runs padded to
+the largest, ``config.padded_hidden_size``)
+(:attr:`~nnrtl.hw.sbe.SBEConfig.is_padded`), runs the problem of ``config.padded``:
 :func:`pad_params` puts the model's rows first (unit ``j < H`` keeps rows ``4j + g``) and
 zeros in the padded units' rows (weights, bias, batch-norm scale and shift), and the
 model's x and h columns at their places in ``[x (padded In), h (padded H)]`` with zero
 columns between. A padded unit's pre-activations are 0, so it computes whatever the PWL
 tables give for 0 (not necessarily h = 0), but every column it feeds has zero weights:
 the model's units are exact. :func:`step`, :func:`run_layer`, :func:`run_model` and the
-stream functions take the model's sizes, run the padded problem and cut the outputs back
-(:func:`unpack_outputs`); :func:`accumulate`, :func:`preactivation` and
+stream functions take the model's sizes (layer ``l``: ``config.layer_sizes(l)``, its x the
+previous layer's h cut to that layer's model size), run the padded problem and cut the
+outputs back (:func:`unpack_outputs`); :func:`accumulate`, :func:`preactivation` and
 :func:`cell_update` work on the shapes the engine runs.
 
 Streams (AXI4-Stream; little-endian words: word ``n`` of a beat is bits ``[n*w, (n+1)*w)``)
