@@ -122,7 +122,7 @@ def _cmd_generate(args):
     if binding is not None:
         print(f"configuration chosen for {args.model}:")
         for name, value in manifest["parameters"].items():
-            print(f"  {name} = {value}")
+            print(f"  {name} = {list(value) if isinstance(value, tuple) else value}")
 
 
 def _cmd_synth(args):
