@@ -111,7 +111,9 @@ calibrated on the same inputs), 10, 30 and 50 steps, 3 seeds each:
 ===============  ===========================  ================  =================
 
 (``max |h - torch|`` over every step, unit and case; the bound the test asserts in
-brackets.) The float64 LSTM with the dequantized weights shows the weight quantization's
+brackets.) Stacks of ``nn.LSTM`` modules of different hidden sizes on 12 inputs (16 -> 9,
+9 -> 16, 24 -> 16 -> 9; 20 steps, 2 seeds, ``margin_bits=0``, each layer padded to the
+largest): 1.7e-4 (<= 6e-4). The float64 LSTM with the dequantized weights shows the weight quantization's
 share; the rest, almost all of it, is the fixed-point post-processing, mostly the
 piecewise-linear activations (3.9e-4 for the sigmoid over ``[-8, 8)`` and 7.6e-4 for tanh
 over ``[-4, 4)`` at 64 segments). With ``margin_bits=0`` the quantizer fits ``A`` to the
