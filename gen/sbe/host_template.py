@@ -18,7 +18,7 @@ Example::
 
     from host import Host
     host = Host("build/lstm", write_register=..., read_register=..., send=..., receive=...)
-    hs = host.run(xs)    # seq_len x input_size floats -> seq_len x (last layer's) hidden_size floats
+    hs = host.run(xs)    # seq_len x input_size floats -> seq_len x last layer's h floats
 
 Each layer runs over the whole sequence, in ``seq_len``-step runs (a longer sequence, a
 multiple of ``seq_len``, continues the state with ``flags.keep_state``): registers

@@ -70,9 +70,9 @@ class SBEConfig:
         (a Keras stack tapering 16 -> 9: ``(16, 9)``; ``--param hidden_sizes=16,9``);
         ``()``, the default, gives every layer ``hidden_size``. Its length is ``layers``
         and its largest entry ``hidden_size``. Every layer runs padded to the same
-        :attr:`padded_hidden_size` (units of zero weights and biases, their h cut and
-        never read), so a smaller layer costs the largest one's cycles; its missing MACs
-        count as padding (:attr:`padding_macs_per_step`).
+        :attr:`padded_hidden_size` (units of zero weights and biases; their h meet only
+        zero weights and are cut from the outputs), so a smaller layer costs the largest
+        one's cycles and its missing MACs count as padding (:attr:`padding_macs_per_step`).
     layers : int
         Stacked LSTM layers, run one after another; layer ``k > 0`` reads layer ``k - 1``'s h.
     seq_len : int
