@@ -122,7 +122,7 @@ def _cmd_generate(args):
     if binding is not None:
         print(f"configuration chosen for {args.model}:")
         for name, value in manifest["parameters"].items():
-            print(f"  {name} = {value}")
+            print(f"  {name} = {list(value) if isinstance(value, tuple) else value}")
 
 
 def _cmd_synth(args):
@@ -217,7 +217,7 @@ def _output_directory(args, engine, config, platform_class):
                          f"{engine.name}; give a new directory or one generated for "
                          f"{engine.name}")
     if config is not None:
-        want = dataclasses.asdict(config)
+        want = json.loads(json.dumps(dataclasses.asdict(config)))   # as the manifest has it
         if manifest.get("engine") != engine.name or manifest.get("parameters") != want or \
                 manifest.get("board", {}).get("name") != platform_class.name:
             differ = sorted(k for k in want if manifest.get("parameters", {}).get(k)

@@ -27,6 +27,13 @@ def _convert(name, text, kind):
             return int(text, 0)
         except ValueError:
             raise UsageError(f"parameter {name} must be an integer, not {text!r}") from None
+    if typing.get_origin(kind) is tuple:     # tuple[int, ...]: comma-separated
+        parts = [part.strip() for part in text.split(",")] if text.strip() else []
+        try:
+            return tuple(int(part, 0) for part in parts)
+        except ValueError:
+            raise UsageError(f"parameter {name} must be comma-separated integers (e.g. "
+                             f"16,9), not {text!r}") from None
     if kind is float:
         try:
             return float(text)

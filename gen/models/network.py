@@ -76,23 +76,44 @@ def apply_entries(layers, entries, arrays):
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """The shape of a stacked RNN of one hidden size, what the SBE's design-space
-    exploration needs.
+    """The shape of a stacked RNN, what the SBE's design-space exploration needs.
 
     Attributes
     ----------
     input_size, hidden_size, layers : int
+        ``hidden_size`` is the largest layer's.
+    hidden_sizes : tuple of int
+        Each layer's hidden size when they differ (``layers`` entries, the largest
+        ``hidden_size``), else ``()``: as :class:`~nnrtl.hw.sbe.SBEConfig`'s.
     """
 
     input_size: int
     hidden_size: int
     layers: int
+    hidden_sizes: tuple[int, ...] = ()
 
     def __post_init__(self):
         for name in ("input_size", "hidden_size", "layers"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise TypeError(f"{name} must be a positive integer, not {value!r}")
+        sizes = self.hidden_sizes
+        if not isinstance(sizes, (tuple, list)) or not all(
+                isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in sizes):
+            raise TypeError(f"hidden_sizes must be a tuple of positive integers, not "
+                            f"{sizes!r}")
+        object.__setattr__(self, "hidden_sizes", tuple(sizes))
+        if sizes and len(sizes) != self.layers:
+            raise ValueError(f"hidden_sizes {tuple(sizes)} must have one size per layer: "
+                             f"layers is {self.layers}; set layers={len(sizes)}")
+        if sizes and max(sizes) != self.hidden_size:
+            raise ValueError(f"hidden_size ({self.hidden_size}) must be the largest of "
+                             f"hidden_sizes {tuple(sizes)}; set hidden_size={max(sizes)}")
+
+    @property
+    def layer_hidden_sizes(self):
+        """Every layer's hidden size."""
+        return self.hidden_sizes or (self.hidden_size,) * self.layers
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -160,11 +181,13 @@ class Network:
 
     @property
     def spec(self):
-        """The :class:`ModelSpec` of a stack of RNN layers of one hidden size."""
-        if not self.is_rnn or len({layer.hidden_size for layer in self.layers}) != 1:
-            raise ValueError("spec needs a stack of RNN layers of one hidden size")
-        return ModelSpec(self.layers[0].input_size, self.layers[0].hidden_size,
-                         len(self.layers))
+        """The :class:`ModelSpec` of a stack of RNN layers (``hidden_sizes`` set when the
+        layers' hidden sizes differ)."""
+        if not self.is_rnn:
+            raise ValueError("spec needs a stack of RNN layers")
+        sizes = tuple(int(layer.hidden_size) for layer in self.layers)
+        return ModelSpec(int(self.layers[0].input_size), max(sizes), len(sizes),
+                         hidden_sizes=sizes if len(set(sizes)) > 1 else ())
 
     def forward(self, x, states=None, *, trace=None):
         """The float64 reference forward (:func:`~nnrtl.gen.models.forward`)."""

@@ -33,7 +33,13 @@ def _model(request):
 def generate_command(board, config):
     """``nnrtl generate sbe`` of ``config``: its shape and the fields not at their default."""
     defaults = type(config)()
-    params = [f"--param {field.name}={str(getattr(config, field.name)).lower()}"
+
+    def text(value):
+        if isinstance(value, tuple):
+            return ",".join(map(str, value))
+        return str(value).lower()
+
+    params = [f"--param {field.name}={text(getattr(config, field.name))}"
               for field in dataclasses.fields(config)
               if field.name in ("input_size", "hidden_size", "layers", "seq_len")
               or getattr(config, field.name) != getattr(defaults, field.name)]

@@ -1,6 +1,7 @@
 """Design-space exploration of the SBE: the fastest configuration of a model on a board.
 
-For a model (``input_size``, ``hidden_size``, ``layers``) and a sequence length, every
+For a model (``input_size``, ``hidden_size``, ``layers``, and ``hidden_sizes`` when the
+layers differ: each runs padded to the largest) and a sequence length, every
 configuration of
 
 * ``pes``: multiples of 4 that divide ``4 * hidden_size`` or multiples of it, and the
@@ -247,7 +248,7 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
             try:
                 config = dataclasses.replace(
                     base, input_size=spec.input_size, hidden_size=hidden,
-                    layers=spec.layers, seq_len=seq_len, pes=pes, batch=batch,
+                    hidden_sizes=spec.hidden_sizes, layers=spec.layers, seq_len=seq_len, pes=pes, batch=batch,
                     blocks=blocks, bus_weights=bus, post_units=pp,
                     lut_multipliers=min(pes, max(0, pes - (capacity.dsp - pp * post_dsp))))
             except ValueError:
@@ -303,8 +304,9 @@ def format_table(exploration, *, chosen=None):
     """The ranked candidates of an :class:`Exploration` as a text table; the candidate at
     index ``chosen`` (if given) is marked with ``*`` after its rank."""
     e = exploration
+    hidden = "/".join(map(str, e.model.hidden_sizes)) or e.model.hidden_size
     lines = [f"SBE on {e.board} at {e.clock_hz / 1e6:g} MHz: LSTM {e.model.input_size} inputs, "
-             f"{e.model.hidden_size} hidden, {e.model.layers} layer(s), seq_len {e.seq_len}; "
+             f"{hidden} hidden, {e.model.layers} layer(s), seq_len {e.seq_len}; "
              f"{e.feasible} of {e.considered} configurations fit",
              f"{'#':>3} {'pes':>5} {'batch':>5} {'blocks':>6} {'bus':>4} {'case':>4} "
              f"{'cycles':>11} {'util':>6} {'GOPS':>7} {'DSP':>5} {'BRAM36':>6} {'eq.7':>6} "

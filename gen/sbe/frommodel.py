@@ -43,7 +43,8 @@ CALIBRATION_MAX_STEPS = 4096
 
 #: SBEConfig fields :func:`config_from_model` chooses, and who chooses them.
 _CHOSEN = {
-    **dict.fromkeys(("input_size", "hidden_size", "layers"), "comes from the model"),
+    **dict.fromkeys(("input_size", "hidden_size", "hidden_sizes", "layers"),
+                    "comes from the model"),
     "seq_len": "is the seq_len argument",
     **dict.fromkeys(("pes", "batch", "blocks", "bus_weights", "lut_multipliers"),
                     "is chosen by the design-space exploration"),
@@ -56,8 +57,9 @@ _EXPLORE_OVERRIDES = ("post_units", "dram_efficiency", "lut_share")
 
 
 def check_model(network):
-    """``network`` if the SBE runs it: forward LSTM layers without projections, one hidden
-    size; otherwise :class:`UsageError` naming the layer and the rule."""
+    """``network`` if the SBE runs it: forward LSTM layers without projections (of any
+    hidden sizes: the engine is sized for the largest, ``SBEConfig.hidden_sizes``);
+    otherwise :class:`UsageError` naming the layer and the rule."""
     label = network.source or "model"
     for n, layer in enumerate(network.layers):
         where = f"{label}: layer {n}"
@@ -70,10 +72,6 @@ def check_model(network):
         if layer.direction != "forward":
             raise UsageError(f"{where} runs in direction {layer.direction!r}; the SBE runs "
                              f"forward LSTMs only")
-        if layer.hidden_size != network.layers[0].hidden_size:
-            raise UsageError(f"{where} has hidden size {layer.hidden_size}, layer 0 has "
-                             f"{network.layers[0].hidden_size}: the SBE needs one hidden size "
-                             f"for every layer")
     return network
 
 
@@ -94,13 +92,13 @@ def load_model(path, weights=None, *, ignore_trailing=False):
     Returns
     -------
     Network
-        Forward LSTM layers of one hidden size (:func:`check_model`).
+        Forward LSTM layers (:func:`check_model`).
 
     Raises
     ------
     UsageError
         The errors of :func:`~nnrtl.gen.models.load_network`, and a GRU, CNN, projection,
-        reverse or bidirectional layer, or layers of different hidden sizes.
+        reverse or bidirectional layer.
     """
     return check_model(load_network(path, weights, ignore_trailing=ignore_trailing))
 
@@ -375,6 +373,7 @@ def model_config(model, board, params=(), *, seq_len, calibration=None):
     base, quantized = quantized_base(model, seq_len=seq_len, calibration=calibration)
     spec = model.spec
     fixed = {"input_size": spec.input_size, "hidden_size": spec.hidden_size,
+             "hidden_sizes": ",".join(map(str, spec.hidden_sizes)),
              "layers": spec.layers, "seq_len": seq_len, "weight_frac": base.weight_frac,
              "act_frac": base.act_frac, "cell_frac": base.cell_frac}
     for item in params:

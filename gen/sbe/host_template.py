@@ -18,7 +18,7 @@ Example::
 
     from host import Host
     host = Host("build/lstm", write_register=..., read_register=..., send=..., receive=...)
-    hs = host.run(xs)    # xs: seq_len x input_size floats -> seq_len x hidden_size floats
+    hs = host.run(xs)    # seq_len x input_size floats -> seq_len x last layer's h floats
 
 Each layer runs over the whole sequence, in ``seq_len``-step runs (a longer sequence, a
 multiple of ``seq_len``, continues the state with ``flags.keep_state``): registers
@@ -102,10 +102,13 @@ class Host:
         return (word >> offset) & 1
 
     def _input_words(self, run, xs):
-        """x codes of one run (``steps x input_size``) in the order of ``s_inputs``: per
-        batch, the x-only blocks block by block (every step of the batch), then each
-        step's other columns."""
+        """x codes of one run (``steps x`` the layer's model input size), padded with zeros
+        to the ``input_size`` the engine reads, in the order of ``s_inputs``: per batch,
+        the x-only blocks block by block (every step of the batch), then each step's
+        other columns."""
         batch, columns, first = run["batch"], run["block_columns"], run["first_hidden_block"]
+        pad = [0] * (run["input_size"] - run["model_input_size"])
+        xs = [list(x) + pad for x in xs]
         words = []
         for t0 in range(0, len(xs), batch):
             steps = xs[t0:t0 + batch]
@@ -117,7 +120,8 @@ class Host:
         return words
 
     def _run(self, run, xs, keep_state):
-        """One run (``len(xs) == run["steps"]``); returns its h codes."""
+        """One run (``len(xs) == run["steps"]``); returns its h codes, the layer's model
+        units (a frame carries ``padded_hidden_size`` values, the padded units' last)."""
         plan, streams = self.plan, self.plan["streams"]
         width = plan["operand_width"]
         self._write(self._offset("steps"), run["steps"])
@@ -131,14 +135,15 @@ class Host:
                                      inputs["beat_bytes"]))
         self._write(self._offset("control"), self._fields("control", start=1))
         outputs = streams["outputs"]
-        size = plan["hidden_size"] // outputs["words"] * outputs["beat_bytes"]
+        size = plan["padded_hidden_size"] // outputs["words"] * outputs["beat_bytes"]
         hs = []
         for t in range(run["steps"]):
             frame = bytes(self._receive("m_axis", size))
             if len(frame) != size:
                 raise EngineError(f"layer {run['layer']} step {t}: m_axis frame of "
                                   f"{len(frame)} bytes, expected {size}")
-            hs.append(_unpack(frame, width, outputs["words"], outputs["beat_bytes"]))
+            hs.append(_unpack(frame, width, outputs["words"],
+                              outputs["beat_bytes"])[:run["hidden_size"]])
         status = self._offset("status")
         for _ in range(self.max_polls):
             word = self._read(status)
@@ -177,8 +182,8 @@ class Host:
 def _describe(directory):
     with open(os.path.join(directory, "runs.json")) as file:
         plan = json.load(file)
-    print(f"{plan['layers']} layer(s), input_size {plan['input_size']}, hidden_size "
-          f"{plan['hidden_size']}, runs of {plan['seq_len']} steps, inputs with "
+    print(f"{plan['layers']} layer(s), input_size {plan['input_size']}, hidden sizes "
+          f"{plan['hidden_sizes']}, runs of {plan['seq_len']} steps, inputs with "
           f"{plan['act_frac']} fraction bits")
     for run in plan["runs"]:
         image = run["weights"]

@@ -8,8 +8,11 @@
     (:mod:`nnrtl.sim.tb.sbe`) sends them.
 ``runs.json``
     The runs in order (layer, steps, flags, the layer's slice of ``weights.bin``, beat
-    counts of :func:`~nnrtl.sim.golden.sbe.beat_counts`), the streams' beat sizes, the
-    input order's parameters and the register map (as ``manifest.json`` lists it).
+    counts of :func:`~nnrtl.sim.golden.sbe.beat_counts`, the layer's model sizes
+    ``model_input_size`` and ``hidden_size`` beside the padded ``input_size`` the engine
+    reads), the streams' beat sizes, the input order's parameters, ``hidden_sizes`` (the
+    model's, per layer), ``padded_hidden_size`` (h values per ``m_axis`` frame) and the
+    register map (as ``manifest.json`` lists it).
 ``host.py``
     A copy of :mod:`.host_template`: loads both and runs every layer through four
     functions the user writes for the platform.
@@ -45,6 +48,7 @@ def runs_plan(config, images, registers):
     runs, offset = [], 0
     for layer, image in enumerate(images):
         shape = config.layer(layer)
+        inputs, hidden = config.layer_sizes(layer)
         counts = beat_counts(config, layer, config.seq_len)
         runs.append({
             "layer": layer,
@@ -56,6 +60,8 @@ def runs_plan(config, images, registers):
             "input_beats": counts["inputs"],
             "output_beats": counts["outputs"],
             "input_size": shape.input_size,
+            "model_input_size": inputs,
+            "hidden_size": hidden,
             "batch": config.batch,
             "block_columns": shape.block_columns,
             "first_hidden_block": shape.first_hidden_block,
@@ -66,7 +72,9 @@ def runs_plan(config, images, registers):
         "seq_len": config.seq_len,
         "layers": config.layers,
         "input_size": config.input_size,
-        "hidden_size": config.hidden_size,
+        "hidden_size": config.layer_hidden_sizes[-1],
+        "hidden_sizes": list(config.layer_hidden_sizes),
+        "padded_hidden_size": config.padded_hidden_size,
         "operand_width": config.operand_width,
         "act_frac": config.act_frac,
         "streams": {

@@ -29,6 +29,8 @@ import math
 from ...boards.capacity import BRAM36_BITS, LUTRAM_DEPTH
 from ..arith.fixed import QFormat
 from ..bus import MAX_BUS_BITS, bus_bits
+from .checks import check_hidden_sizes, check_non_negative, check_positive, check_range
+from .checks import is_int as _is_int
 from .formats import Formats, HeaderLayout, StreamBits, pwl_tables_of
 from .layer_shape import LayerShape
 from .padding import is_power_of_two as _pow2
@@ -42,25 +44,6 @@ __all__ = ["SBEConfig", "LayerShape", "GATES"]
 #: Gate order of the interleaved matrix: input, cell candidate ("input modulation"),
 #: forget, output -- the paper's Fig. 5 order; row ``4 * j + g`` is unit ``j`` of gate ``g``.
 GATES = ("i", "u", "f", "o")
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_positive(name, value):
-    if not _is_int(value) or value <= 0:
-        raise TypeError(f"{name} must be a positive integer, not {value!r}")
-
-
-def _check_range(name, value, minimum, maximum):
-    if not _is_int(value) or not minimum <= value <= maximum:
-        raise TypeError(f"{name} must be an integer from {minimum} to {maximum}, not {value!r}")
-
-
-def _check_non_negative(name, value):
-    if not _is_int(value) or value < 0:
-        raise TypeError(f"{name} must be a non-negative integer, not {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +63,16 @@ class SBEConfig:
     input_size : int
         Length of the first layer's input vector x (the paper's ``Lx``).
     hidden_size : int
-        Hidden units per layer (``Lh``); every layer has the same.
+        Hidden units per layer (``Lh``); with :attr:`hidden_sizes`, the largest layer's,
+        what the engine is sized for.
+    hidden_sizes : tuple of int
+        Hidden units of each layer, first layer first, for a model whose layers differ
+        (a Keras stack tapering 16 -> 9: ``(16, 9)``; ``--param hidden_sizes=16,9``);
+        ``()``, the default, gives every layer ``hidden_size``. Its length is ``layers``
+        and its largest entry ``hidden_size``. Every layer runs padded to the same
+        :attr:`padded_hidden_size` (units of zero weights and biases; their h meet only
+        zero weights and are cut from the outputs), so a smaller layer costs the largest
+        one's cycles and its missing MACs count as padding (:attr:`padding_macs_per_step`).
     layers : int
         Stacked LSTM layers, run one after another; layer ``k > 0`` reads layer ``k - 1``'s h.
     seq_len : int
@@ -139,6 +131,7 @@ class SBEConfig:
 
     input_size: int = 80
     hidden_size: int = 16
+    hidden_sizes: tuple[int, ...] = ()
     layers: int = 1
     seq_len: int = 16
     pes: int = 64
@@ -157,13 +150,14 @@ class SBEConfig:
     def __post_init__(self):
         for name in ("input_size", "hidden_size", "layers", "seq_len", "pes", "batch",
                      "blocks", "bus_weights", "post_units"):
-            _check_positive(name, getattr(self, name))
+            check_positive(name, getattr(self, name))
         if not isinstance(self.batch_norm, bool):
             raise TypeError(f"batch_norm must be a bool, not {self.batch_norm!r}")
-        _check_range("operand_width", self.operand_width, 2, 18)
-        _check_range("acc_width", self.acc_width, 4, 64)
+        check_range("operand_width", self.operand_width, 2, 18)
+        check_range("acc_width", self.acc_width, 4, 64)
         for name in ("weight_frac", "act_frac", "cell_frac", "lut_multipliers"):
-            _check_non_negative(name, getattr(self, name))
+            check_non_negative(name, getattr(self, name))
+        object.__setattr__(self, "hidden_sizes", check_hidden_sizes(self))
 
         # Number formats.
         if self.acc_width < 2 * self.operand_width:
@@ -258,8 +252,6 @@ class SBEConfig:
             raise ValueError(f"post_units ({self.post_units}) must divide the hidden units "
                              f"a pass completes ({self.units_per_pass})")
 
-    # -- The PE array --------------------------------------------------------------------
-
     # -- Padding -------------------------------------------------------------------------
 
     @property
@@ -278,22 +270,32 @@ class SBEConfig:
 
     @property
     def is_padded(self):
-        """Whether the engine runs a larger problem than the model's."""
-        return self._padded_sizes != (self.input_size, self.hidden_size)
+        """Whether the engine runs a larger problem than the model's (odd sizes, or layers
+        of different hidden sizes)."""
+        return (self._padded_sizes != (self.input_size, self.hidden_size)
+                or len(set(self.layer_hidden_sizes)) > 1)
 
     @property
     def padded(self):
-        """This configuration with the padded sizes as its true ones (``self`` when not
-        :attr:`is_padded`): what the RTL is built from and what the golden model runs."""
+        """This configuration with the padded sizes as its true ones, every layer of
+        :attr:`padded_hidden_size` units (``self`` when not :attr:`is_padded`): what the
+        RTL is built from and what the golden model runs."""
         if not self.is_padded:
             return self
         return dataclasses.replace(self, input_size=self.padded_input_size,
-                                   hidden_size=self.padded_hidden_size)
+                                   hidden_size=self.padded_hidden_size, hidden_sizes=())
+
+    @property
+    def layer_hidden_sizes(self):
+        """Hidden units of every layer of the model: :attr:`hidden_sizes`, or
+        ``hidden_size`` for each layer."""
+        return self.hidden_sizes or (self.hidden_size,) * self.layers
 
     def layer_sizes(self, index):
         """``(input_size, hidden_size)`` of layer ``index`` of the model (not padded)."""
         self.layer(index)
-        return (self.input_size if index == 0 else self.hidden_size), self.hidden_size
+        sizes = self.layer_hidden_sizes
+        return (self.input_size if index == 0 else sizes[index - 1]), sizes[index]
 
     @property
     def rows(self):

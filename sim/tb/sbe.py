@@ -85,7 +85,7 @@ def layer_inputs(rng):
 
 async def run(bench, layer, params, xs, first, last, *, keep_state, batch_norm, expected):
     """One run: steps ``first .. last - 1`` of layer ``layer``; returns its counters and
-    the h codes the engine sent (``count x hidden_size``)."""
+    the h codes the engine sent (``count x`` the layer's model hidden size)."""
     count = last - first
     ow = CONFIG.operand_width
     counts = golden.beat_counts(CONFIG, layer, count)
@@ -115,7 +115,7 @@ async def run(bench, layer, params, xs, first, last, *, keep_state, batch_norm, 
                            source="beats per step, padded_hidden_size / post_units")
         row = [word for b in range(beats)
                for word in golden.unpack_beat(data >> (b * o_bits), CONFIG.post_units, ow)]
-        row = row[:CONFIG.hidden_size]          # the padded units' h are cut
+        row = row[:CONFIG.layer_sizes(layer)[1]]      # the padded units' h are cut
         bench.check("m_axis", expected[t], row)
         hs.append(row)
     await bench.wait_field("status", "busy", 0, f"the end of layer {layer} steps {first}-"

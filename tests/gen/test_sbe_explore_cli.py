@@ -59,6 +59,11 @@ def generated_config(out):
     return parse_params(SBEConfig, line.split()[6::2])
 
 
+def as_json(value):
+    """``value`` as the JSON output has it (tuples become lists)."""
+    return json.loads(json.dumps(value))
+
+
 def test_table_marks_the_chosen_configuration(capsys):
     code, out, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--seq-len", STEPS,
                          "--top", 4)
@@ -83,15 +88,15 @@ def test_json(capsys):
     result = json.loads(out)
     expected = explore(ModelSpec(INPUTS, HIDDEN, 2), "vc709", seq_len=16, top=3)
     assert result["model"] == {"input_size": INPUTS, "hidden_size": HIDDEN, "layers": 2,
-                               "source": None}
+                               "hidden_sizes": [], "source": None}
     assert (result["board"], result["seq_len"], result["quantization"]) == ("vc709", 16, None)
     assert (result["considered"], result["feasible"]) == (expected.considered,
                                                           expected.feasible)
-    assert result["chosen"] == dataclasses.asdict(expected.best.config)
+    assert result["chosen"] == as_json(dataclasses.asdict(expected.best.config))
     assert [c["rank"] for c in result["candidates"]] == [1, 2, 3]
     assert [c["chosen"] for c in result["candidates"]] == [True, False, False]
     for row, candidate in zip(result["candidates"], expected.candidates):
-        assert row["config"] == dataclasses.asdict(candidate.config)
+        assert row["config"] == as_json(dataclasses.asdict(candidate.config))
         assert row["cycles"] == candidate.cycles
         assert row["resources"]["bram36"] == candidate.resources.bram36
 
@@ -107,7 +112,7 @@ def test_model_files(tmp_path, capsys, kind):
     model = load_model(*files[1::2])
     assert result["model"]["source"] == model.source
     config, quantized = config_from_model(model, "zc706", seq_len=STEPS)
-    assert result["chosen"] == dataclasses.asdict(config)
+    assert result["chosen"] == as_json(dataclasses.asdict(config))
     assert result["quantization"]["saturated"] == quantized.saturated == 0
     assert "explore: quantizing " in err
     assert sorted(tmp_path.iterdir()) == before            # nothing written
@@ -207,7 +212,7 @@ def write(tmp_path, name, content):
     (["sbe", "--board", "zc706", "--param", "input_size=5"], r"explore needs --model FILE, .*"),
     (["sbe", "--board", "zc706", *SHAPE, "--param", "pes=4"],
      r"unknown parameter 'pes' for ModelSpec; valid parameters: input_size, hidden_size, "
-     r"layers"),
+     r"layers, hidden_sizes"),
     (["sbe", "--board", "zc706", "--param", "input_size=5", "--param", "hidden_size=0"],
      r"hidden_size must be a positive integer, not 0"),
     (["sbe", "--board", "zc706", *SHAPE, "--seq-len", "0"],
@@ -292,3 +297,22 @@ def test_generate_refuses_a_sequence_longer_than_a_run(tmp_path, capsys):
                    "its steps register has 32 bits (SBEConfig.step_bits), so at most "
                    "4294967295 steps\n")
     assert not (tmp_path / "out").exists()
+
+
+def test_model_of_different_hidden_sizes(tmp_path, capsys):
+    """A stack tapering 16 -> 9 units (two ``nn.LSTM`` modules in one state_dict): the
+    exploration sizes the engine for 16 units, the table names both sizes, and the printed
+    ``nnrtl generate`` line gives ``hidden_sizes`` back as ``--param``."""
+    torch.manual_seed(2)
+    modules = [torch.nn.LSTM(INPUTS, 16), torch.nn.LSTM(16, 9)]
+    torch.save({f"{key[:-1]}{index}": value for index, module in enumerate(modules)
+                for key, value in module.state_dict().items()}, tmp_path / "taper.pt")
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", "--model", tmp_path / "taper.pt",
+                       "--seq-len", STEPS, "--top", 2)
+    assert code == 0
+    assert out.startswith(f"SBE on zc706 at 200 MHz: LSTM {INPUTS} inputs, 16/9 hidden, "
+                          f"2 layer(s), seq_len {STEPS}; ")
+    config = generated_config(out)
+    assert (config.hidden_size, config.hidden_sizes, config.layers) == (16, (16, 9), 2)
+    assert "--param hidden_sizes=16,9 " in out.splitlines()[-1]
+    assert config.padding_macs_per_step >= 4 * 16 * 32 - 4 * 9 * 25

@@ -246,6 +246,38 @@ def test_host_py_on_the_golden_engine_returns_the_golden_h(model_path, tmp_path,
     assert runner.run(codes.astype(int).tolist(), codes=True) == expected.tolist()
 
 
+def test_host_py_runs_a_stack_of_different_hidden_sizes(tmp_path):
+    """A stack tapering 8 -> 5 units on 5 inputs (two ``nn.LSTM`` modules): the engine
+    (emulated) runs 8 inputs (whole blocks) and layer 1 padded to 8 units; runs.json gives
+    each layer's model sizes beside the padded ones, and host.py pads x, cuts h and returns
+    the golden model's 5 units."""
+    torch.manual_seed(7)
+    modules = [torch.nn.LSTM(5, 8), torch.nn.LSTM(8, 5)]
+    state = {f"{key[:-1]}{index}": value for index, module in enumerate(modules)
+             for key, value in module.state_dict().items()}
+    torch.save(state, tmp_path / "taper.pt")
+    engine, binding = bind(tmp_path / "taper.pt", CONFIGS["k1-blocks4"])
+    config = binding.config
+    assert (config.hidden_size, config.hidden_sizes) == (8, (8, 5)) and config.is_padded
+    write_host_files(engine, binding, tmp_path / "out")
+    plan = json.loads((tmp_path / "out/runs.json").read_text())
+    assert (plan["hidden_size"], plan["hidden_sizes"], plan["padded_hidden_size"]) == \
+        (5, [8, 5], 8)
+    assert [(run["model_input_size"], run["input_size"], run["hidden_size"])
+            for run in plan["runs"]] == [(5, 8, 8), (8, 8, 5)]
+    emulator = GoldenEngine(config.padded)      # what the RTL runs
+    runner = load_host(tmp_path / "out").Host(
+        tmp_path / "out", write_register=emulator.write_register,
+        read_register=emulator.read_register, send=emulator.send, receive=emulator.receive)
+    codes = np.random.default_rng(3).integers(-4000, 4000, size=(SEQ_LEN, 5))
+    expected = codes
+    for layer, params in enumerate(layer_params(binding)):
+        expected, _ = golden.run_layer(config, layer, params, expected, batch_norm=False)
+    assert expected.shape == (SEQ_LEN, 5) and np.abs(expected).max() > 0
+    assert runner.run(codes.tolist(), codes=True) == expected.tolist()
+    assert not any(emulator.frames.values())
+
+
 def test_host_py_refuses_a_sequence_not_a_multiple_of_seq_len(model_path, tmp_path):
     engine, binding = bind(model_path, CONFIGS["k1-blocks4"])
     write_host_files(engine, binding, tmp_path / "out")

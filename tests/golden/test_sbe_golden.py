@@ -88,6 +88,45 @@ def test_golden_against_torch_on_odd_sizes(shape):
     assert worst <= 6e-4
 
 
+def tapered_torch_case(inputs, sizes, steps, seed):
+    """A stack of ``nn.LSTM`` modules of hidden sizes ``sizes`` (one layer each), as one
+    state_dict: PyTorch's output and the golden model's on the default hardware."""
+    torch.manual_seed(seed)
+    modules = [torch.nn.LSTM(n_in, n_out).double()
+               for n_in, n_out in zip((inputs, *sizes[:-1]), sizes)]
+    state = {f"{key[:-1]}{index}": value for index, module in enumerate(modules)
+             for key, value in module.state_dict().items()}
+    x = np.random.default_rng(seed).uniform(-1, 1, size=(steps, inputs))
+    with torch.no_grad():
+        expected = torch.from_numpy(x)
+        for module in modules:
+            expected = module(expected)[0]
+    quantized = quantize_model(load_state_dict(state), x, width=16, acc_width=32,
+                               margin_bits=0)
+    config = quantized.apply(SBEConfig(input_size=inputs, hidden_size=max(sizes),
+                                       hidden_sizes=sizes, layers=len(sizes),
+                                       seq_len=steps))
+    params = [sbe.LayerParams.from_quantized(quantized, index) for index in range(len(sizes))]
+    xs, _ = to_fixed(x, config.act_frac, config.operand_width)
+    hs, (h_n, c_n) = sbe.run_model(config, params, xs)
+    assert [h.shape for h in h_n] == [c.shape for c in c_n] == [(n,) for n in sizes]
+    return expected.numpy(), to_float(hs, config.formats.vector)
+
+
+@pytest.mark.parametrize("sizes", [(16, 9), (9, 16), (24, 16, 9)],
+                         ids=lambda s: "h" + "-".join(map(str, s)))
+def test_golden_against_torch_on_layers_of_different_sizes(sizes):
+    """Stacks whose hidden sizes differ (a Keras-style taper 16 -> 9, a widening 9 -> 16,
+    three layers), each layer run padded to the largest: the same bound of PyTorch as
+    above (``margin_bits=0``)."""
+    worst = 0.0
+    for seed in range(2):
+        expected, golden = tapered_torch_case(12, sizes, 20, seed)
+        assert golden.shape == expected.shape == (20, sizes[-1])
+        worst = max(worst, float(np.max(np.abs(golden - expected))))
+    assert worst <= 6e-4
+
+
 def test_torch_formats_and_params():
     """The quantizer's formats reach the config, and the interleaved rows the params."""
     torch.manual_seed(0)

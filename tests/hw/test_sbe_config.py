@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from nnrtl.boards import get_board
+from nnrtl.gen.errors import UsageError
 from nnrtl.gen.params import param_help, parse_params
 from nnrtl.hw.sbe import (GATES, PRESETS, VC709_LSTM512, ZC706_LSTM256, LayerShape,
                           SBEConfig)
@@ -263,3 +264,58 @@ def test_block_schedule():
     assert resident.block_schedule(0, 19) == [0, 1]
     with pytest.raises(TypeError, match=r"^steps must be a positive integer, not 0$"):
         config.batches(0)
+
+
+# -- Layers of different hidden sizes -------------------------------------------------------
+
+def test_hidden_sizes_per_layer_run_padded_to_the_largest():
+    """A stack tapering 16 -> 9: the engine is the 16-unit one; layer 1's 7 missing units
+    and layer 1's work beyond 4 * 9 * (16 + 9) MACs count as padding."""
+    config = SBEConfig(input_size=12, hidden_size=16, hidden_sizes=(16, 9), layers=2)
+    assert config.layer_hidden_sizes == (16, 9)
+    assert [config.layer_sizes(n) for n in range(2)] == [(12, 16), (16, 9)]
+    assert config.is_padded and config.padded == SBEConfig(input_size=12, hidden_size=16,
+                                                           layers=2)
+    assert [s.hidden_size for s in config.layer_shapes] == [16, 16]
+    assert [s.input_size for s in config.layer_shapes] == [12, 16]
+    assert config.macs_per_step == 4 * 16 * (12 + 16) + 4 * 9 * (16 + 9)
+    assert config.padded_macs_per_step == 4 * 16 * (12 + 16) + 4 * 16 * (16 + 16)
+    assert config.padding_macs_per_step == 4 * 16 * 32 - 4 * 9 * 25
+    assert config.register_constants["hidden_size"] == 16
+    # Widening: layer 0's 9 units padded to 16, layer 1 reads 9 true h and 7 zero columns.
+    widening = SBEConfig(input_size=12, hidden_size=16, hidden_sizes=(9, 16), layers=2)
+    assert [widening.layer_sizes(n) for n in range(2)] == [(12, 9), (9, 16)]
+    assert widening.padded == config.padded
+    # Equal sizes given per layer: the same engine, nothing padded.
+    even = SBEConfig(hidden_sizes=(16, 16), layers=2)
+    assert not even.is_padded and even.padding_macs_per_step == 0
+    # A JSON list (a manifest's parameters) is taken as the tuple.
+    assert SBEConfig(hidden_sizes=[16, 9], layers=2).hidden_sizes == (16, 9)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(hidden_sizes=(16, 9)), ValueError,
+     r"hidden_sizes \(16, 9\) must have one size per layer: layers is 1; set layers=2"),
+    (dict(hidden_sizes=(32, 9), layers=2), ValueError,
+     r"hidden_size \(16\) must be the largest of hidden_sizes \(32, 9\), what the engine "
+     r"is sized for; set hidden_size=32"),
+    (dict(hidden_sizes=(16, 0), layers=2), TypeError,
+     r"hidden_sizes must be a tuple of positive integers, not \(16, 0\)"),
+    (dict(hidden_sizes=16), TypeError,
+     r"hidden_sizes must be a tuple of positive integers, not 16"),
+])
+def test_hidden_sizes_rejects(kwargs, error, message):
+    with pytest.raises(error, match=rf"^{message}$"):
+        SBEConfig(**kwargs)
+
+
+def test_hidden_sizes_from_the_command_line():
+    config = parse_params(SBEConfig, ["layers=3", "hidden_size=32", "hidden_sizes=32,16,9"])
+    assert config.hidden_sizes == (32, 16, 9)
+    assert "hidden_sizes (tuple, default ())" in param_help(SBEConfig)
+    with pytest.raises(UsageError, match=r"^parameter hidden_sizes must be comma-separated "
+                                         r"integers \(e\.g\. 16,9\), not '16;9'$"):
+        parse_params(SBEConfig, ["hidden_sizes=16;9"])
+    with pytest.raises(UsageError, match=r"^hidden_sizes \(16, 9\) must have one size per "
+                                         r"layer: layers is 1; set layers=2$"):
+        parse_params(SBEConfig, ["hidden_sizes=16,9"])

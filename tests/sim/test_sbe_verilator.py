@@ -306,3 +306,61 @@ def test_sim_model_errors(tmp_path, monkeypatch, capsys, argv, message):
     assert main(["sim", "sbe", "--board", "zc706", *argv]) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "y.npy").exists()
+
+
+#: Layers of different hidden sizes (issue 11): 12 inputs, a stack tapering 16 -> 9 on the
+#: default hardware, layer 1 run padded to 16 units (case 3, then case 2).
+TAPERED = dict(input_size=12, hidden_size=16, hidden_sizes=(16, 9), layers=2, seq_len=6,
+               batch=3)
+
+
+def test_sbe_tapered_layers_bit_exact_and_cycles_as_modelled():
+    """The tapered stack with gapless streams: bit-exact, every run's cycles equal to the
+    performance model's, the padding counted apart from the useful MACs."""
+    config = SBEConfig(**TAPERED)
+    assert config.is_padded and config.cases == (3, 2)
+    result = check(config, "none", seed=11)
+    assert result["cycles"] == result["model_cycles"]
+    assert result["useful_macs"] == 6 * (4 * 16 * (12 + 16) + 4 * 9 * (16 + 9))
+    assert result["padding_macs"] == 6 * 4 * 16 * (16 + 16) - 6 * 4 * 9 * (16 + 9)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backpressure", PATTERNS)
+def test_sbe_tapered_layers_bit_exact_under_every_pattern(backpressure):
+    check(SBEConfig(**TAPERED), backpressure, seed=len(backpressure) + 20)
+
+
+def test_sim_command_runs_a_tapered_keras_stack(tmp_path, capsys):
+    """A stack tapering 16 -> 9 units saved by Keras itself (``model.save``, torch
+    backend) through ``nnrtl sim sbe --model`` under random backpressure: bit-exact
+    against the golden model, and the engine's h within the golden model's bound of
+    Keras' own ``predict``."""
+    import os
+    import warnings
+
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((6, 12)),
+                              keras.layers.LSTM(16, return_sequences=True),
+                              keras.layers.LSTM(9, return_sequences=True)])
+    xs = np.random.default_rng(6).uniform(-1, 1, (6, 12))
+    with warnings.catch_warnings():     # Keras' own warnings are Keras'
+        warnings.simplefilter("ignore")
+        model.save(tmp_path / "taper.keras")
+        expected = model.predict(xs[None].astype(np.float32), verbose=0)[0]
+    np.save(tmp_path / "x.npy", xs)
+    code = main(["sim", "sbe", "--board", "zc706", "--model", str(tmp_path / "taper.keras"),
+                 "--inputs", str(tmp_path / "x.npy"), "--outputs", str(tmp_path / "y.npy"),
+                 "--param", "batch=3", "--backpressure", "random", "--seed", "5"])
+    result = sim_json_line(capsys, code)
+    assert result["bit_exact"] is True
+    assert (result["config"]["hidden_size"], result["config"]["hidden_sizes"]) == (16, [16, 9])
+    assert result["useful_macs"] == 6 * (4 * 16 * (12 + 16) + 4 * 9 * (16 + 9))
+    hs = np.load(tmp_path / "y.npy")
+    assert hs.shape == (6, 9)
+    # The golden model's bound against PyTorch (tests/golden/test_sbe_golden.py); Keras
+    # computes in float32, 1e-6 from the float64 LSTM.
+    assert np.max(np.abs(hs - expected)) < 6e-4

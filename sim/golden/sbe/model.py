@@ -342,7 +342,7 @@ def step(config, params, x, h_prev, c_prev, *, batch_norm=None):
     """
     if config.is_padded:
         index = _true_layer_index_of(config, params)
-        hidden = config.hidden_size
+        hidden = config.layer_sizes(index)[1]
         hw = config.padded
         h, c = step(hw, pad_params(config, index, params),
                     pad_columns(x, hw.layer(index).input_size),
@@ -422,7 +422,8 @@ def run_model(config, layers_params, xs, h0=None, c0=None, *, batch_norm=None, t
     xs : array of int, shape (T, input_size)
         The first layer's x codes (``V``); layer ``l + 1`` reads layer ``l``'s h codes.
     h0, c0 : array of int, shape (layers, H), optional
-        Initial states; zeros by default.
+        Initial states; zeros by default. With layers of different hidden sizes
+        (``config.hidden_sizes``), a sequence of one array per layer.
     batch_norm : bool, optional
         Default ``config.batch_norm``.
     trace : dict, optional
@@ -434,21 +435,25 @@ def run_model(config, layers_params, xs, h0=None, c0=None, *, batch_norm=None, t
     hs : ndarray of int64, shape (T, H)
         The last layer's h at every step.
     (h_n, c_n) : ndarrays of int64, shape (layers, H)
-        Each layer's last h and c.
+        Each layer's last h and c (with layers of different hidden sizes, tuples of one
+        array per layer).
     """
     if len(layers_params) != config.layers:
         raise ValueError(f"layers_params must have {config.layers} entries "
                          f"(config.layers), not {len(layers_params)}")
     h_n, c_n = [], []
     for index, params in enumerate(layers_params):
-        h_init = None if h0 is None else np.asarray(h0)[index]
-        c_init = None if c0 is None else np.asarray(c0)[index]
+        h_init = None if h0 is None else h0[index]
+        c_init = None if c0 is None else c0[index]
         hs, c = run_layer(config, index, params, xs, h_init, c_init, batch_norm=batch_norm)
         if trace is not None:
             for key, value in (("x", _codes_array(xs, "xs", 2)), ("h", hs), ("c", c)):
                 trace.setdefault(key, []).append(value)
-        h_n.append(hs[-1] if len(hs) else _state(h_init, config, config.formats.vector,
-                                                 "h0"))
+        hidden = config.layer_sizes(index)[1]
+        h_n.append(hs[-1] if len(hs) else np.zeros(hidden, dtype=np.int64)
+                   if h_init is None else _vector(h_init, hidden, config.formats.vector, "h0"))
         c_n.append(c)
         xs = hs
+    if len(set(config.layer_hidden_sizes)) > 1:
+        return xs, (tuple(h_n), tuple(c_n))
     return xs, (np.stack(h_n), np.stack(c_n))

@@ -132,9 +132,10 @@ def input_beats(config, layer_index, xs):
 
 def output_beats(config, hs):
     """``m_axis`` of a run: ``hs`` (``T x H`` codes of ``V``) as rows of ``PP`` unsigned
-    words, ``H / PP`` beats per step."""
+    words, ``H / PP`` beats per step (``H`` the padded hidden size; ``hs`` of a layer's
+    model size gets the padded units as zeros)."""
     hs = _codes_array(hs, "hs", 2)
-    if hs.shape[1] == config.hidden_size:    # the model's units; the padded ones as zeros
+    if hs.shape[1] in config.layer_hidden_sizes:    # the model's units
         hs = pad_columns(hs, config.padded_hidden_size)
     config = config.padded
     if hs.shape[1] != config.hidden_size:
@@ -151,9 +152,12 @@ def output_last(config, steps):
     return np.arange(steps * per_step) % per_step == per_step - 1
 
 
-def unpack_outputs(config, words):
+def unpack_outputs(config, words, layer_index=None):
     """The inverse of :func:`output_beats`: ``T x H`` signed h codes from rows of ``PP``
-    words (unsigned or signed)."""
+    words (unsigned or signed), ``H`` the model's hidden size of layer ``layer_index``
+    (default: the last layer, whose h is the model's output)."""
+    layer_index = config.layers - 1 if layer_index is None else layer_index
+    hidden = config.layer_sizes(layer_index)[1]
     words = _codes_array(words, "words", 2)
     padded = config.padded_hidden_size
     per_step = padded // config.post_units
@@ -161,7 +165,7 @@ def unpack_outputs(config, words):
         raise ValueError(f"words must have shape (steps * {per_step}, "
                          f"{config.post_units}), not {words.shape}")
     hs = _signed(words, config.operand_width).reshape(-1, padded)
-    return hs[:, :config.hidden_size]
+    return hs[:, :hidden]
 
 
 def pack_beat(words, width):

@@ -1,0 +1,50 @@
+"""The type and range checks of :class:`~nnrtl.hw.sbe.SBEConfig`'s parameters, in
+Amaranth's wording (``hidden_size must be a positive integer, not -3``)."""
+
+__all__ = ["is_int", "check_positive", "check_range", "check_non_negative",
+           "check_hidden_sizes"]
+
+
+def is_int(value):
+    """Whether ``value`` is an ``int`` (not a ``bool``)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_positive(name, value):
+    if not is_int(value) or value <= 0:
+        raise TypeError(f"{name} must be a positive integer, not {value!r}")
+
+
+def check_range(name, value, minimum, maximum):
+    if not is_int(value) or not minimum <= value <= maximum:
+        raise TypeError(f"{name} must be an integer from {minimum} to {maximum}, not {value!r}")
+
+
+def check_non_negative(name, value):
+    if not is_int(value) or value < 0:
+        raise TypeError(f"{name} must be a non-negative integer, not {value!r}")
+
+
+def check_hidden_sizes(config):
+    """``config.hidden_sizes`` as a tuple (a list, as a manifest's JSON holds it, is taken),
+    checked against ``hidden_size`` and ``layers``.
+
+    Raises
+    ------
+    TypeError
+        Not a sequence of positive integers.
+    ValueError
+        Not one size per layer, or ``hidden_size`` not the largest of them.
+    """
+    sizes = config.hidden_sizes
+    if not isinstance(sizes, (tuple, list)) or not all(is_int(n) and n > 0 for n in sizes):
+        raise TypeError(f"hidden_sizes must be a tuple of positive integers, not {sizes!r}")
+    sizes = tuple(sizes)
+    if sizes and len(sizes) != config.layers:
+        raise ValueError(f"hidden_sizes {sizes} must have one size per layer: layers is "
+                         f"{config.layers}; set layers={len(sizes)}")
+    if sizes and max(sizes) != config.hidden_size:
+        raise ValueError(f"hidden_size ({config.hidden_size}) must be the largest of "
+                         f"hidden_sizes {sizes}, what the engine is sized for; set "
+                         f"hidden_size={max(sizes)}")
+    return sizes
