@@ -22,6 +22,9 @@ performance model and the paper's figures.
     (``nnrtl synth``: Yosys ``synth_xilinx``, ``auto`` hierarchy, ``shared`` at this size)
     into ``build/bench/sbe-synth``: LUT, FF, DSP and BRAM36 beside the resource model's DSPs (PEs and post-processing
     units), BRAM36, the paper's eq. 7 and the LUTs it counts (LUT multipliers, LUTRAM).
+``toolspeed``
+    Generation, Verilator build and Yosys time against the PE count, 64 to 2048
+    (:mod:`.toolspeed`).
 """
 
 import dataclasses
@@ -33,6 +36,7 @@ from ..engines import SimRequest, board_clock_hz
 from ..progress import progress
 from .perf import paper_performance, predict
 from .resources import resource_estimate
+from .toolspeed import bench_toolspeed, markdown_toolspeed
 
 __all__ = ["bench_sbe", "markdown_sbe", "TREND_BASE", "speedup_table"]
 
@@ -186,8 +190,9 @@ def bench_synthesis(directory):
     return rows
 
 
-def bench_sbe(parts=("trends", "speedup", "presets", "synth"), *, out):
-    """The parts of the benchmark; ``synth`` writes its designs under ``out/sbe-synth``."""
+def bench_sbe(parts=("trends", "speedup", "presets", "synth", "toolspeed"), *, out):
+    """The parts of the benchmark; ``synth`` writes its designs under ``out/sbe-synth``,
+    ``toolspeed`` (:mod:`.toolspeed`) under ``out/sbe-toolspeed``."""
     from .engine import simulate
     result = {}
     if "trends" in parts:
@@ -198,6 +203,8 @@ def bench_sbe(parts=("trends", "speedup", "presets", "synth"), *, out):
         result["presets"] = bench_presets(simulate)
     if "synth" in parts:
         result["synth"] = bench_synthesis(f"{out}/sbe-synth")
+    if "toolspeed" in parts:
+        result["toolspeed"] = bench_toolspeed(f"{out}/sbe-toolspeed")
     return result
 
 
@@ -253,5 +260,7 @@ def markdown_sbe(result):
                   f"{r['model_bram36']} | {r['model_bram_eq7']} | {r['lut']} / "
                   f"{r['board_lut']} | {r['model_luts']} | {r['ff']} | "
                   f"{r['yosys_seconds']} |" for r in result["synth"]]
+    if "toolspeed" in result:
+        lines.append(markdown_toolspeed(result["toolspeed"]))
     return "\n".join(lines) + "\n"
 
