@@ -1,0 +1,89 @@
+"""A chain of FARNN PEs (Cho et al., TPDS 2022, Sec. 5.1.2, Fig. 4a-c).
+
+``chain_length`` :class:`~nnrtl.hw.farnn.pe.FarnnPE` in a row; each is wired to its two
+neighbours only (feed down, results up), so nothing in the chain fans out with its length.
+The chain head's links are the chain's: ``i`` takes the feed (weight load and vector
+elements, one word per cycle, no backpressure) and ``o`` gives the sums of each stream in
+PE order 0 to ``chain_length - 1``, the last one marked, with valid/ready. Whoever drives
+``i`` keeps the two rules of :mod:`nnrtl.hw.farnn.pe` (``E`` idle cycles after a stream,
+at most two streams outstanding); then no backpressure on ``o`` loses data.
+
+Weight load: a ``RESTART`` word, then PE 0's words (addresses in any order, the last one
+marked ``last``), then PE 1's, and so on: one word per cycle, ``chain_length`` blocks.
+"""
+
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out, connect, flipped
+
+from .pe import FarnnPE, _check_int, chain_word_layout, result_layout
+
+
+__all__ = ["PEChain"]
+
+
+class PEChain(wiring.Component):
+    """``chain_length`` PEs wired nearest neighbour.
+
+    Parameters
+    ----------
+    fmt : FloatFormat
+    chain_length : int (keyword-only)
+        PEs in the chain (``L``), at least 1.
+    weight_depth, adder_stages, multiplier_stages : int (keyword-only)
+        Of every PE (:class:`~nnrtl.hw.farnn.pe.FarnnPE`).
+
+    Attributes
+    ----------
+    i : In(stream.Signature(chain_word_layout, always_ready=True))
+        Feed into PE 0.
+    o : Out(stream.Signature(result_layout))
+        Sums out of PE 0.
+    pes : tuple of FarnnPE
+        The PEs, head first.
+    collection_cycles : int
+        ``2 * (chain_length - 1)``: cycles from PE 0's sum of a stream on ``o`` to the
+        tail's, without stalls (one word every two cycles per link).
+
+    Raises
+    ------
+    TypeError
+        If a parameter is of the wrong type or out of range.
+    """
+
+    def __init__(self, fmt, *, chain_length, weight_depth, adder_stages=4,
+                 multiplier_stages=3):
+        _check_int("chain_length", chain_length, 1)
+        self._pes = tuple(
+            FarnnPE(fmt, weight_depth=weight_depth, adder_stages=adder_stages,
+                    multiplier_stages=multiplier_stages, tail=k == chain_length - 1)
+            for k in range(chain_length))
+        super().__init__({
+            "i": In(stream.Signature(chain_word_layout(fmt, weight_depth), always_ready=True)),
+            "o": Out(stream.Signature(result_layout(fmt))),
+        })
+
+    @property
+    def pes(self):
+        return self._pes
+
+    @property
+    def chain_length(self):
+        return len(self._pes)
+
+    @property
+    def collection_cycles(self):
+        return 2 * (len(self._pes) - 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        for k, pe in enumerate(self._pes):
+            m.submodules[f"pe{k}"] = pe
+        head = self._pes[0]
+        connect(m, flipped(self.i), head.i)
+        connect(m, head.o, flipped(self.o))
+        for before, after in zip(self._pes, self._pes[1:]):
+            connect(m, before.o_next, after.i)
+            connect(m, after.o, before.i_next)
+        # The tail has no successor: nothing comes up its i_next (the port idles at 0).
+        return m
