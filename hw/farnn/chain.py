@@ -16,7 +16,9 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from .pe import FarnnPE, _check_int, chain_word_layout, result_layout
+from ..arith.float_format import FloatFormat
+from .pe import (FarnnPE, _check_int, _check_stages, chain_word_layout, reduction_cycles,
+                 result_layout, sum_delay)
 
 
 __all__ = ["PEChain"]
@@ -39,8 +41,11 @@ class PEChain(wiring.Component):
         Feed into PE 0.
     o : Out(stream.Signature(result_layout))
         Sums out of PE 0.
-    pes : tuple of FarnnPE
-        The PEs, head first.
+    reduction_cycles : int
+        ``E`` of the PEs' accumulators.
+    sum_delay : int
+        Cycles from a stream's last element on ``i`` to PE 0's sum on ``o`` without
+        stalls (:func:`~nnrtl.hw.farnn.pe.sum_delay`).
     collection_cycles : int
         ``2 * (chain_length - 1)``: cycles from PE 0's sum of a stream on ``o`` to the
         tail's, without stalls (one word every two cycles per link).
@@ -53,36 +58,50 @@ class PEChain(wiring.Component):
 
     def __init__(self, fmt, *, chain_length, weight_depth, adder_stages=4,
                  multiplier_stages=3):
+        if not isinstance(fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
         _check_int("chain_length", chain_length, 1)
-        self._pes = tuple(
-            FarnnPE(fmt, weight_depth=weight_depth, adder_stages=adder_stages,
-                    multiplier_stages=multiplier_stages, tail=k == chain_length - 1)
-            for k in range(chain_length))
+        _check_int("weight_depth", weight_depth, 1)
+        _check_stages(adder_stages, multiplier_stages)
+        self._fmt = fmt
+        self._chain_length = chain_length
+        self._weight_depth = weight_depth
+        self._adder_stages = adder_stages
+        self._multiplier_stages = multiplier_stages
         super().__init__({
             "i": In(stream.Signature(chain_word_layout(fmt, weight_depth), always_ready=True)),
             "o": Out(stream.Signature(result_layout(fmt))),
         })
 
     @property
-    def pes(self):
-        return self._pes
+    def chain_length(self):
+        return self._chain_length
 
     @property
-    def chain_length(self):
-        return len(self._pes)
+    def reduction_cycles(self):
+        return reduction_cycles(self._adder_stages)
+
+    @property
+    def sum_delay(self):
+        return sum_delay(self._adder_stages, self._multiplier_stages)
 
     @property
     def collection_cycles(self):
-        return 2 * (len(self._pes) - 1)
+        return 2 * (self._chain_length - 1)
 
     def elaborate(self, platform):
         m = Module()
-        for k, pe in enumerate(self._pes):
+        pes = [FarnnPE(self._fmt, weight_depth=self._weight_depth,
+                       adder_stages=self._adder_stages,
+                       multiplier_stages=self._multiplier_stages,
+                       tail=k == self._chain_length - 1)
+               for k in range(self._chain_length)]
+        for k, pe in enumerate(pes):
             m.submodules[f"pe{k}"] = pe
-        head = self._pes[0]
+        head = pes[0]
         connect(m, flipped(self.i), head.i)
         connect(m, head.o, flipped(self.o))
-        for before, after in zip(self._pes, self._pes[1:]):
+        for before, after in zip(pes, pes[1:]):
             connect(m, before.o_next, after.i)
             connect(m, after.o, before.i_next)
         # The tail has no successor: nothing comes up its i_next (the port idles at 0).

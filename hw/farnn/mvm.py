@@ -45,11 +45,10 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..arith.accumulator import reduction_schedule
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FloatFormat
 from .chain import PEChain
-from .pe import ChainWordKind, _check_int, _check_stages, sideband
+from .pe import ChainWordKind, _check_int, _check_stages, reduction_cycles, sideband
 
 
 __all__ = ["MVMUnit"]
@@ -163,7 +162,7 @@ class MVMUnit(wiring.Component):
     vector_depth = property(lambda self: self._vector_depth)
     lanes = property(lambda self: self._chains // self._split)
     rows_per_round = property(lambda self: self.lanes * self._chain_length)
-    reduction_cycles = property(lambda self: len(reduction_schedule(self._adder_stages)) - 1)
+    reduction_cycles = property(lambda self: reduction_cycles(self._adder_stages))
 
     def elaborate(self, platform):
         m = Module()

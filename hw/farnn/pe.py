@@ -67,7 +67,8 @@ from ..arith.float_format import FloatFormat
 from ..arith.float_mul import FloatMul
 
 
-__all__ = ["ChainWordKind", "chain_word_layout", "result_layout", "sideband", "FarnnPE"]
+__all__ = ["ChainWordKind", "chain_word_layout", "result_layout", "sideband", "reduction_cycles",
+           "sum_delay", "FarnnPE"]
 
 
 class ChainWordKind(enum.Enum, shape=2):
@@ -115,6 +116,18 @@ def _check_int(name, value, lowest, highest=None):
         rule = (f"an integer from {lowest} to {highest}" if highest is not None
                 else "a positive integer" if lowest == 1 else f"an integer of at least {lowest}")
         raise TypeError(f"{name} must be {rule}, not {value!r}")
+
+
+def reduction_cycles(adder_stages):
+    """``E`` of a :class:`~nnrtl.hw.arith.StreamingAccumulator` with ``adder_stages``."""
+    return len(reduction_schedule(adder_stages)) - 1
+
+
+def sum_delay(adder_stages, multiplier_stages):
+    """Cycles from a stream's last element at a PE's input to its sum on the PE's ``o``,
+    without stalls: the weight read (1), the multiplier, the reduction and emission
+    (``E + 1``), the result FIFO and output register (2)."""
+    return multiplier_stages + reduction_cycles(adder_stages) + 4
 
 
 def _check_stages(adder_stages, multiplier_stages):
@@ -209,11 +222,11 @@ class FarnnPE(wiring.Component):
 
     @property
     def reduction_cycles(self):
-        return len(reduction_schedule(self._adder_stages)) - 1
+        return reduction_cycles(self._adder_stages)
 
     @property
     def sum_delay(self):
-        return self._multiplier_stages + self.reduction_cycles + 4
+        return sum_delay(self._adder_stages, self._multiplier_stages)
 
     def elaborate(self, platform):
         m = Module()
