@@ -2,42 +2,51 @@
 sharing one vector feed, their own weight lanes and one result stream.
 
 Geometry, weight stream and result order: :mod:`nnrtl.sim.golden.farnn.mvm` (the bit-exact
-model and the host packer's reference). In short, with split ``s`` the chains form ``s``
-groups of ``lanes = chains // s`` consecutive chains; group ``g`` is fed chunk ``g`` of the
-vector (contiguous chunks of ``c = ceil(n_in / s)`` elements) and the ``s`` partial sums of
-a row are folded at the chain heads, ``((q0 + q1) + q2) + ...``, through ``s - 1`` rows of
-:class:`~nnrtl.hw.arith.FloatAdd`. A round computes ``lanes * chain_length`` rows; the
-split applies to every round. (The paper splits only the last, partly filled round; with a
-split factor of the hardware every round has one shape, so the feeder, the fold and the
-result beat do not change between rounds. For the paper's case -- 1,024 rows on 768 PEs --
-both give 1,536 MAC cycles: 3 rounds of 512 here, 1,024 + 512 there.)
+model and the host packer's reference). A run (one time step) takes ``batch`` vectors of
+``n_in`` elements on ``x`` and computes ``rounds`` rounds (vector slices), each feeding the
+batch's vectors back to back: one accumulator stream per vector and round, vector by
+vector (so a PE needs one accumulator and the weights of a round serve the whole batch).
 
-A run (one time step): ``batch`` vectors of ``n_in`` elements on ``x``; ``rounds`` rounds,
-each feeding the batch's vectors back to back (one accumulator stream per vector and
-round; weight address ``round * c + t``). With ``split == 1`` round 0 is fed straight from
-``x`` as the elements arrive (gaps on ``x`` become gaps in the feed) and stored for the
-later rounds; with ``split > 1`` the groups need different elements in the same cycle, so
-the whole batch is stored first. The vector buffer is one memory per group, each holding
-the batch (``vector_depth`` words). Results leave on ``o``, one beat per PE position and
-stream: ``lanes`` sums, PE 0's first, ``last`` on the tail's.
+- A *full* round feeds every chain the same element, one per cycle: ``n_in`` cycles per
+  vector, ``chains * chain_length`` rows (chain ``c``'s PE ``k``: row
+  ``round * P + k * chains + c``, weight ``t`` at address ``round * n_in + t``).
+- Cell splitting (Sec. 5.1.3), as the paper does it: with ``split_last`` set (and
+  ``rounds >= 2``) the *last* round is split by the unit's factor ``s``: the chains form
+  ``s`` groups of ``lanes = chains // s`` consecutive chains, group ``g`` is fed chunk ``g``
+  of the vector (contiguous chunks of ``c = ceil(n_in / s)`` elements, all groups in the
+  same cycles, ``c`` cycles per vector) and a row's ``s`` partial sums are folded at the
+  chain heads, ``((q0 + q1) + q2) + ...``, by ``s - 1`` rows of
+  :class:`~nnrtl.hw.arith.FloatAdd`. The round computes ``lanes * chain_length`` rows. For
+  1,024 rows on 768 PEs: 1,024 + 512 MAC cycles instead of 2 x 1,024.
+
+Round 0 is always full and fed straight from ``x`` as the elements arrive (gaps on ``x``
+become gaps in the feed); the elements are stored for the later rounds in ``split`` vector
+buffers (one per group, each holding the batch: ``vector_depth`` words, one read and one
+write port), so a split round reads ``s`` elements per cycle. Results leave on ``o``: one
+beat per PE position and stream, PE 0's first, ``last`` on the tail's; a beat carries
+``chains`` lanes (chain ``c``'s sum in lane ``c``), in a split round the ``lanes`` folded
+sums in lanes ``0 .. lanes - 1`` and zeros above. Every beat passes the fold adders (a
+full round's sums plus ``-0``, which changes no value), so all beats have one latency.
 
 Backpressure on ``o`` never loses data: the feeder keeps the two rules of
 :mod:`nnrtl.hw.farnn.pe` -- ``E`` idle cycles after each stream (and at least
 ``2 * chain_length`` cycles between the starts of two streams, the time a chain head takes
 to hand out one stream's sums) and at most two streams outstanding (a *credit*: a stream
-stops being outstanding when its last beat is taken on ``o``). Without backpressure the
-run's cycle count is :func:`nnrtl.sim.golden.farnn.mvm.cycles`, exactly.
+stops being outstanding when its last beat is taken on ``o``). Without gaps and
+backpressure the run's cycle count is :func:`nnrtl.sim.golden.farnn.mvm.cycles`, exactly.
 
 Weight load: a ``w`` beat while idle starts it. One cycle sends ``RESTART`` down every
-chain; then one beat per cycle, lane ``c`` feeding chain ``c`` (PE 0's block of
-``rounds * c`` words first), the addresses counted here and each block's last word marked.
-``w.last`` must come on beat ``chain_length * rounds * c`` exactly; otherwise
-``load_error`` is set (sticky) and the load ends there.
+chain; then one beat per cycle, lane ``c`` feeding chain ``c`` (PE 0's block first), the
+addresses counted here and each block's last word marked. ``w.last`` must come on the
+block end of PE ``chain_length - 1`` exactly (block: ``rounds * n_in`` words, or
+``(rounds - 1) * n_in + c`` with ``split_last``); otherwise ``load_error`` is set (sticky)
+and the load ends there.
 
-``n_in``, ``rounds`` and ``batch`` are configuration inputs, read continuously: they must
-be stable from two cycles before a load or run until it ends. The host keeps
-``rounds * ceil(n_in / split) <= weight_depth`` and ``batch * n_in <= vector_depth``
-and no chunk empty (``(split - 1) * c < n_in``).
+``n_in``, ``rounds``, ``batch`` and ``split_last`` are configuration inputs, read
+continuously: they must be stable from two cycles before a load or run until it ends. The
+host keeps the weights of a PE within ``weight_depth``, ``batch * n_in <= vector_depth``
+and, with ``split_last``, ``rounds >= 2`` and no chunk empty (``(s - 1) * c < n_in``):
+:func:`nnrtl.sim.golden.farnn.mvm.plan` chooses all of it.
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -69,10 +78,10 @@ class MVMUnit(wiring.Component):
     adder_stages, multiplier_stages : int (keyword-only)
         Of the PEs' units and the fold adders (default 4 and 3).
     split : int (keyword-only)
-        Cell splitting factor ``s``, dividing ``chains`` (default 1).
+        Cell splitting factor ``s`` of a split last round, dividing ``chains`` (default
+        1: no splitting).
     vector_depth : int (keyword-only)
-        Words of each group's vector buffer (``batch * n_in`` at most); default
-        ``split * weight_depth``.
+        Words of each vector buffer (``batch * n_in`` at most); default ``weight_depth``.
     counter_width : int (keyword-only)
         Bits of the cycle counters (default 32; they wrap).
 
@@ -82,9 +91,9 @@ class MVMUnit(wiring.Component):
         The weight port; lane ``c`` feeds chain ``c``.
     x : In(stream.Signature({"data": fmt.width, "last": 1}))
         Vector elements, ``last`` on each vector's final element (else ``vector_error``).
-    o : Out(stream.Signature({"data": ArrayLayout(fmt.width, lanes), "last": 1}))
+    o : Out(stream.Signature({"data": ArrayLayout(fmt.width, chains), "last": 1}))
         Result beats (see the module docstring).
-    n_in, rounds, batch : In
+    n_in, rounds, batch, split_last : In
         Run configuration.
     busy : Out(1)
         A load or run is under way (or the accumulators fill after reset).
@@ -96,10 +105,10 @@ class MVMUnit(wiring.Component):
         Cycles spent loading weights (the restart cycle included).
     stall_cycles : Out(counter_width)
         Cycles in which a result beat waited on ``o`` (backpressure).
+    pes : int
+        ``chains * chain_length``: the rows of a full round.
     lanes : int
-        ``chains // split``: sums per result beat.
-    rows_per_round : int
-        ``lanes * chain_length``.
+        ``chains // split``: the sums per beat of a split round.
     reduction_cycles : int
         ``E`` of the accumulators.
 
@@ -122,7 +131,7 @@ class MVMUnit(wiring.Component):
         if chains % split:
             raise ValueError(f"split ({split}) must divide chains ({chains})")
         if vector_depth is None:
-            vector_depth = split * weight_depth
+            vector_depth = weight_depth
         _check_int("vector_depth", vector_depth, 1)
         _check_int("counter_width", counter_width, 1)
         _check_stages(adder_stages, multiplier_stages)
@@ -134,16 +143,16 @@ class MVMUnit(wiring.Component):
         self._multiplier_stages = multiplier_stages
         self._split = split
         self._vector_depth = vector_depth
-        lanes = chains // split
         super().__init__({
             "w": In(stream.Signature(data.StructLayout({
                 "data": data.ArrayLayout(fmt.width, chains), "last": 1}))),
             "x": In(stream.Signature(data.StructLayout({"data": fmt.width, "last": 1}))),
             "o": Out(stream.Signature(data.StructLayout({
-                "data": data.ArrayLayout(fmt.width, lanes), "last": 1}))),
+                "data": data.ArrayLayout(fmt.width, chains), "last": 1}))),
             "n_in": In(range(vector_depth + 1)),
             "rounds": In(range(weight_depth + 1)),
             "batch": In(range(vector_depth + 1)),
+            "split_last": In(1),
             "busy": Out(1),
             "load_error": Out(1),
             "vector_error": Out(1),
@@ -160,8 +169,8 @@ class MVMUnit(wiring.Component):
     multiplier_stages = property(lambda self: self._multiplier_stages)
     split = property(lambda self: self._split)
     vector_depth = property(lambda self: self._vector_depth)
+    pes = property(lambda self: self._chains * self._chain_length)
     lanes = property(lambda self: self._chains // self._split)
-    rows_per_round = property(lambda self: self.lanes * self._chain_length)
     reduction_cycles = property(lambda self: reduction_cycles(self._adder_stages))
 
     def elaborate(self, platform):
@@ -184,7 +193,8 @@ class MVMUnit(wiring.Component):
         m.d.sync += [
             chunk.eq(self.n_in if s == 1 else (self.n_in + s - 1) // s),
             last_chunk.eq(self.n_in - (s - 1) * chunk),
-            words.eq(self.rounds * chunk),
+            words.eq(self.rounds * self.n_in
+                     - Mux(self.split_last & (self.rounds > 1), self.n_in - chunk, 0)),
         ]
         m.d.sync += [offsets[g].eq(g * chunk) for g in range(s)]
 
@@ -212,10 +222,20 @@ class MVMUnit(wiring.Component):
             m.submodules[f"vectors{g}"] = memory
             buffers.append((memory.write_port(), memory.read_port()))
         issue = Signal()
-        through = Signal()                   # this issue takes its element from x
-        t = Signal.like(chunk)               # element of the chunk
+        t = Signal.like(chunk)               # element of the stream
+        r = Signal(range(self._weight_depth + 1))
+        b = Signal(range(self._vector_depth + 1))
         vector_base = Signal(range(self._vector_depth + 1))
         round_base = Signal(range(self._weight_depth + 1))
+        through = Signal()                   # round 0: the element comes from x
+        split_round = Signal()
+        stream_length = Signal.like(chunk)
+        m.d.comb += [
+            through.eq(r == 0),
+            split_round.eq(self.split_last & (r != 0) & (r == self.rounds - 1)
+                           if s > 1 else 0),
+            stream_length.eq(Mux(split_round, chunk, self.n_in)),
+        ]
         s1_valid = Signal()
         s1_through = Signal()
         s1_data = Signal(fmt.width)
@@ -231,11 +251,11 @@ class MVMUnit(wiring.Component):
         for g in range(s):
             size = chunk if g < s - 1 else last_chunk
             m.d.sync += [
-                s1_group_valid[g].eq(t < size),
-                s1_group_last[g].eq(t == size - 1),
+                s1_group_valid[g].eq(~split_round | (t < size)),
+                s1_group_last[g].eq(Mux(split_round, t == size - 1, t == self.n_in - 1)),
             ]
             m.d.comb += [
-                buffers[g][1].addr.eq(vector_base + offsets[g] + t),
+                buffers[g][1].addr.eq(vector_base + Mux(split_round, offsets[g], 0) + t),
                 buffers[g][1].en.eq(1),
             ]
         with m.If(s1_valid):
@@ -257,9 +277,8 @@ class MVMUnit(wiring.Component):
         may_issue = Signal()
         m.d.comb += may_issue.eq((t != 0) | may_start)
         first = issue & (t == 0)
-        final = issue & (t == chunk - 1)
-        beat_taken = self.o.valid & self.o.ready
-        done = beat_taken & self.o.payload.last
+        final = issue & (t == stream_length - 1)
+        done = self.o.valid & self.o.ready & self.o.payload.last
         m.d.sync += outstanding.eq(outstanding + first - done)
         with m.If(final):
             m.d.sync += quiet.eq(1)
@@ -271,28 +290,11 @@ class MVMUnit(wiring.Component):
             m.d.sync += since.eq(since + 1)
 
         # -- control ---------------------------------------------------------------------
-        r = Signal.like(round_base)
-        b = Signal(range(self._vector_depth + 1))
         block = Signal(range(length))
         address = Signal.like(words)
-        received = Signal(range(self._vector_depth + 1))
-        element = Signal.like(chunk)         # element of the vector being received
         warmup = Signal(range(self._adder_stages + 3), init=self._adder_stages + 2)
         loading = Signal()
         vector_last_wrong = Signal()
-
-        def advance_issue():
-            """Counters after an issue: next element, vector, round; returns 'all issued'."""
-            with m.If(final):
-                m.d.sync += t.eq(0)
-                with m.If(b == self.batch - 1):
-                    m.d.sync += [b.eq(0), vector_base.eq(0), r.eq(r + 1),
-                                 round_base.eq(round_base + chunk)]
-                with m.Else():
-                    m.d.sync += [b.eq(b + 1), vector_base.eq(vector_base + self.n_in)]
-            with m.Else():
-                m.d.sync += t.eq(t + 1)
-            return final & (b == self.batch - 1) & (r == self.rounds - 1)
 
         with m.FSM(name="control"):
             with m.State("Wait for the accumulators to fill"):
@@ -302,12 +304,11 @@ class MVMUnit(wiring.Component):
                     m.next = "Idle"
             with m.State("Idle"):
                 m.d.sync += [t.eq(0), b.eq(0), r.eq(0), vector_base.eq(0),
-                             round_base.eq(0), block.eq(0), address.eq(0), received.eq(0),
-                             element.eq(0)]
+                             round_base.eq(0), block.eq(0), address.eq(0)]
                 with m.If(self.w.valid):
                     m.next = "Restart the load"
                 with m.Elif(self.x.valid):
-                    m.next = "Run the rounds" if s == 1 else "Receive the vectors"
+                    m.next = "Run the rounds"
             with m.State("Restart the load"):
                 m.d.comb += [self.busy.eq(1), loading.eq(1)]
                 m.d.sync += [v.eq(1) for v in head_valid]
@@ -319,7 +320,7 @@ class MVMUnit(wiring.Component):
                 final_beat = block_end & (block == length - 1)
                 with m.If(self.w.valid):
                     m.d.sync += [v.eq(1) for v in head_valid]
-                    m.d.sync += [l.eq(block_end) for l in head_last]
+                    m.d.sync += [last.eq(block_end) for last in head_last]
                     m.d.sync += [head_kind.eq(ChainWordKind.WEIGHT), head_addr.eq(address)]
                     m.d.sync += [head_data[c].eq(self.w.payload.data[c])
                                  for c in range(self._chains)]
@@ -331,39 +332,29 @@ class MVMUnit(wiring.Component):
                         with m.If(~(self.w.payload.last & final_beat)):
                             m.d.sync += self.load_error.eq(1)
                         m.next = "Idle"
-            with m.State("Receive the vectors"):
-                m.d.comb += [self.busy.eq(1), self.x.ready.eq(1)]
-                with m.If(self.x.valid):
-                    m.d.comb += vector_last_wrong.eq(
-                        self.x.payload.last != (element == self.n_in - 1))
-                    for write, _read in buffers:
-                        m.d.comb += [write.en.eq(1), write.addr.eq(received),
-                                     write.data.eq(self.x.payload.data)]
-                    m.d.sync += received.eq(received + 1)
-                    with m.If(element == self.n_in - 1):
-                        m.d.sync += [element.eq(0), b.eq(b + 1)]
-                        with m.If(b == self.batch - 1):
-                            m.d.sync += b.eq(0)
-                            m.next = "Run the rounds"
-                    with m.Else():
-                        m.d.sync += element.eq(element + 1)
             with m.State("Run the rounds"):
                 m.d.comb += self.busy.eq(1)
-                if s == 1:
-                    m.d.comb += through.eq(r == 0)
                 with m.If(through):
                     m.d.comb += [self.x.ready.eq(may_issue),
                                  issue.eq(may_issue & self.x.valid)]
                     with m.If(issue):
                         m.d.comb += vector_last_wrong.eq(self.x.payload.last != final)
-                        write = buffers[0][0]
-                        m.d.comb += [write.en.eq(1), write.addr.eq(vector_base + t),
-                                     write.data.eq(self.x.payload.data)]
+                        for write, _read in buffers:
+                            m.d.comb += [write.en.eq(1), write.addr.eq(vector_base + t),
+                                         write.data.eq(self.x.payload.data)]
                 with m.Else():
                     m.d.comb += issue.eq(may_issue)
-                with m.If(issue):
-                    with m.If(advance_issue()):
-                        m.next = "Wait for the sums"
+                with m.If(final):
+                    m.d.sync += t.eq(0)
+                    with m.If(b == self.batch - 1):
+                        m.d.sync += [b.eq(0), vector_base.eq(0), r.eq(r + 1),
+                                     round_base.eq(round_base + self.n_in)]
+                        with m.If(r == self.rounds - 1):
+                            m.next = "Wait for the sums"
+                    with m.Else():
+                        m.d.sync += [b.eq(b + 1), vector_base.eq(vector_base + self.n_in)]
+                with m.Elif(issue):
+                    m.d.sync += t.eq(t + 1)
             with m.State("Wait for the sums"):
                 m.d.comb += self.busy.eq(1)
                 with m.If((outstanding == 0) & ~s1_valid):
@@ -373,58 +364,79 @@ class MVMUnit(wiring.Component):
 
         # -- results: join the chain heads, fold the groups ------------------------------
         heads = [chain.o for chain in chains]
-
-        def all_valid(group):
-            valid = 1
-            for j in range(lanes):
-                valid = valid & heads[group * lanes + j].valid
-            return valid
-
+        joined = 1
+        for head in heads:
+            joined = joined & head.valid
         if s == 1:
-            valid = all_valid(0)
             m.d.comb += [
-                self.o.valid.eq(valid),
+                self.o.valid.eq(joined),
                 self.o.payload.last.eq(heads[0].payload.last),
             ]
-            for c in range(lanes):
+            for c, head in enumerate(heads):
                 m.d.comb += [
-                    self.o.payload.data[c].eq(heads[c].payload.data),
-                    heads[c].ready.eq(self.o.ready & valid),
+                    self.o.payload.data[c].eq(head.payload.data),
+                    head.ready.eq(self.o.ready & joined),
                 ]
         else:
-            previous_valid = all_valid(0)
-            previous_data = [heads[j].payload.data for j in range(lanes)]
-            previous_ready = [heads[j].ready for j in range(lanes)]
-            previous_last = heads[0].payload.last
+            # Every beat enters the fold at once; the split flag, the upper groups' sums
+            # and ``last`` travel beside the adders (sideband registers on their enable).
+            # The flag of the beat entering: its stream's, queued from the stream's first
+            # issue until its last beat enters (at most two streams are outstanding).
+            queued = Signal(range(3))
+            queue = [Signal(name=f"split_queue{k}") for k in range(2)]
+            beat_split = queue[0]
+            entered = Signal()               # the last beat of a stream enters the fold
+            with m.If(first & entered):
+                with m.If(queued == 1):
+                    m.d.sync += queue[0].eq(split_round)
+                with m.Else():
+                    m.d.sync += [queue[0].eq(queue[1]), queue[1].eq(split_round)]
+            with m.Elif(first):
+                m.d.sync += queued.eq(queued + 1)
+                with m.If(queued == 0):
+                    m.d.sync += queue[0].eq(split_round)
+                with m.Else():
+                    m.d.sync += queue[1].eq(split_round)
+            with m.Elif(entered):
+                m.d.sync += [queued.eq(queued - 1), queue[0].eq(queue[1])]
+            valid = joined
+            sums = [head.payload.data for head in heads[:lanes]]
+            upper = [head.payload.data for head in heads[lanes:]]
+            flag = beat_split
+            last = heads[0].payload.last
+            readies = [head.ready for head in heads]
+            negative_zero = 1 << (fmt.width - 1)
             for g in range(1, s):
                 adders = [FloatAdd(fmt, stages=self._adder_stages) for _ in range(lanes)]
                 for j, adder in enumerate(adders):
                     m.submodules[f"fold{g}_{j}"] = adder
-                group_valid = all_valid(g)
-                joined = previous_valid & group_valid
-                stage_ready = adders[0].i.ready
-                for j, adder in enumerate(adders):
                     m.d.comb += [
-                        adder.i.valid.eq(joined),
-                        adder.i.payload.a.eq(previous_data[j]),
-                        adder.i.payload.b.eq(heads[g * lanes + j].payload.data),
+                        adder.i.valid.eq(valid),
+                        adder.i.payload.a.eq(sums[j]),
+                        adder.i.payload.b.eq(Mux(flag, upper[(g - 1) * lanes + j],
+                                                 negative_zero)),
                         adder.i.payload.subtract.eq(0),
-                        previous_ready[j].eq(stage_ready & group_valid),
-                        heads[g * lanes + j].ready.eq(stage_ready & previous_valid),
                     ]
-                previous_last = sideband(m, adders[0], previous_last, f"fold{g}_last")
-                previous_valid = adders[0].o.valid
-                previous_data = [adder.o.payload for adder in adders]
-                previous_ready = [adder.o.ready for adder in adders]
+                for ready in readies:
+                    m.d.comb += ready.eq(adders[0].i.ready & valid)
+                if g == 1:
+                    m.d.comb += entered.eq(valid & adders[0].i.ready & last)
+                upper = [sideband(m, adders[0], value, f"fold{g}_upper{k}")
+                         for k, value in enumerate(upper)]
+                flag = sideband(m, adders[0], flag, f"fold{g}_split")
+                last = sideband(m, adders[0], last, f"fold{g}_last")
+                valid = adders[0].o.valid
+                sums = [adder.o.payload for adder in adders]
+                readies = [adder.o.ready for adder in adders]
             m.d.comb += [
-                self.o.valid.eq(previous_valid),
-                self.o.payload.last.eq(previous_last),
+                self.o.valid.eq(valid),
+                self.o.payload.last.eq(last),
             ]
-            for j in range(lanes):
-                m.d.comb += [
-                    self.o.payload.data[j].eq(previous_data[j]),
-                    previous_ready[j].eq(self.o.ready),
-                ]
+            for c in range(self._chains):
+                value = sums[c] if c < lanes else Mux(flag, 0, upper[c - lanes])
+                m.d.comb += self.o.payload.data[c].eq(value)
+            for ready in readies:
+                m.d.comb += ready.eq(self.o.ready)
 
         # -- counters --------------------------------------------------------------------
         with m.If(issue):

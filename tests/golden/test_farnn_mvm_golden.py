@@ -13,27 +13,46 @@ from nnrtl.sim.golden.float import float_mul, from_bits, to_bits
 
 
 @pytest.mark.parametrize("chains, length, split, n_out, n_in",
-                         [(2, 3, 1, 7, 5), (4, 2, 2, 16, 9), (4, 3, 4, 5, 10), (16, 2, 8, 40, 23)])
+                         [(2, 3, 1, 7, 5), (4, 2, 2, 12, 9), (4, 3, 4, 15, 10),
+                          (16, 2, 8, 40, 23), (2, 2, 2, 8, 5)])
 def test_pack_weights_follows_the_documented_order(chains, length, split, n_out, n_in):
     rng = np.random.default_rng(n_out)
     matrix = rng.integers(1, 2**32, size=(n_out, n_in), dtype=np.uint64)
     words = golden.pack_weights(matrix, chains=chains, chain_length=length, split=split)
+    layout = golden.plan(n_out, n_in, chains=chains, chain_length=length, split=split)
+    pes, rounds = chains * length, layout["rounds"]
     lanes = chains // split
     c = -(-n_in // split)
-    rounds = -(-n_out // (lanes * length))
-    assert words.shape == (length * rounds * c, chains)
+    per_pe = (rounds - 1) * n_in + c if layout["split_last"] else rounds * n_in
+    assert words.shape == (length * per_pe, chains)
+
+    def entry(row, col):
+        return matrix[row, col] if row < n_out and col < n_in else 0
+
     for chain in range(chains):
         g, j = divmod(chain, lanes)
         for k in range(length):
+            block = words[k * per_pe:(k + 1) * per_pe, chain]
             for r in range(rounds):
-                for t in range(c):
-                    row = r * lanes * length + k * lanes + j
-                    col = g * c + t
-                    want = matrix[row, col] if row < n_out and col < n_in else 0
-                    assert words[k * rounds * c + r * c + t, chain] == want
+                if layout["split_last"] and r == rounds - 1:
+                    want = [entry(r * pes + k * lanes + j, g * c + t) for t in range(c)]
+                    assert list(block[r * n_in:]) == want
+                else:
+                    want = [entry(r * pes + k * chains + chain, t) for t in range(n_in)]
+                    assert list(block[r * n_in:(r + 1) * n_in]) == want
     back = golden.unpack_weights(words, n_out=n_out, n_in=n_in, chains=chains,
                                  chain_length=length, split=split)
     assert np.array_equal(back, matrix)
+
+
+def test_plan_splits_only_a_last_round_that_fits():
+    """The paper's example and its limits: 1,024 rows on 768 PEs split the second round
+    (256 rows <= 384); 1,200 rows do not fit 384 and stay whole; one round never splits."""
+    assert golden.plan(1024, 1024, chains=16, chain_length=48, split=2)["split_last"]
+    assert golden.plan(1024, 1024, chains=16, chain_length=48, split=2)["split_from"] == 768
+    assert not golden.plan(1200, 1024, chains=16, chain_length=48, split=2)["split_last"]
+    assert not golden.plan(700, 1024, chains=16, chain_length=48, split=2)["split_last"]
+    assert not golden.plan(1024, 1024, chains=16, chain_length=48, split=1)["split_last"]
 
 
 def test_unpack_rejects_wrong_streams():
@@ -43,6 +62,9 @@ def test_unpack_rejects_wrong_streams():
                                          r"not carry 4 x 3 on 2 chains of 2 with split 1: "
                                          r"expected \(6, 2\)$"):
         golden.unpack_weights(words[:5], n_out=4, n_in=3, chains=2, chain_length=2)
+    with pytest.raises(ValueError, match=r"^split_last needs split > 1 and rounds >= 2, "
+                                         r"not split 1 and rounds 1$"):
+        golden.pack_weights(matrix, chains=2, chain_length=2, rounds=1, split_last=True)
     with pytest.raises(ValueError, match=r"padding"):
         golden.unpack_weights(words, n_out=3, n_in=3, chains=2, chain_length=2)
 
@@ -54,7 +76,7 @@ def test_split_partials_fold_left_in_group_order():
     x = to_bits(FP32, np.ones(3))
     got = golden.mvm(FP32, matrix, x, adder_stages=4, split=3)
     assert from_bits(FP32, got).tolist() == [1.0]
-    unsplit = golden.mvm(FP32, matrix, x, adder_stages=4, split=1)
+    unsplit = golden.mvm(FP32, matrix, x, adder_stages=4, split=3, split_from=1)
     products = float_mul(FP32, matrix[0], x)
     assert int(unsplit[0]) == streaming_sum(FP32, products, adder_stages=4)
 
@@ -65,7 +87,7 @@ def test_mvm_is_close_to_float64(split):
     matrix = rng.normal(size=(12, 33)).astype(np.float32)
     x = rng.normal(size=(2, 33)).astype(np.float32)
     got = from_bits(FP32, golden.mvm(FP32, to_bits(FP32, matrix), to_bits(FP32, x),
-                                     adder_stages=4, split=split))
+                                     adder_stages=4, split=split, split_from=5))
     exact = x.astype(np.float64) @ matrix.T.astype(np.float64)
     scale = np.abs(x).astype(np.float64) @ np.abs(matrix).T.astype(np.float64)
     assert np.all(np.abs(got - exact) <= 33 * 2.0**-24 * scale)
@@ -78,19 +100,19 @@ def test_chunk_rule():
                                          r"element$"):
         golden.chunks(9, 4)
     with pytest.raises(ValueError, match=r"^split \(3\) must divide chains \(16\)$"):
-        golden.rows_per_round(chains=16, chain_length=2, split=3)
+        golden.plan(10, 10, chains=16, chain_length=2, split=3)
 
 
 def test_result_beats_order():
-    matrix = to_bits(FP32, np.arange(1, 1 + 10 * 2, dtype=np.float32).reshape(10, 2))
+    """10 rows of 2 on 2 chains of 2 with split 2: round 0 full (rows 0-3), round 1 split
+    (rows 4-5, one per beat, lane 1 zero)."""
+    matrix = to_bits(FP32, np.arange(1, 1 + 6 * 2, dtype=np.float32).reshape(6, 2))
     x = to_bits(FP32, np.array([[1.0, 0.0], [0.0, 1.0]]))
-    beats = golden.result_beats(FP32, matrix, x, chains=2, chain_length=3, adder_stages=2)
-    # 6 rows per round, 2 rounds; beat (round, vector, PE k) holds rows 6r + 2k, 6r + 2k + 1
-    assert len(beats) == 2 * 2 * 3
-    first = [from_bits(FP32, np.array(lanes)).tolist() for lanes, _last in beats[:6]]
-    assert first == [[1.0, 3.0], [5.0, 7.0], [9.0, 11.0], [2.0, 4.0], [6.0, 8.0], [10.0, 12.0]]
-    assert [last for _lanes, last in beats] == [False, False, True] * 4
-    # round 1: vector 0 at beats 6-8, vector 1 at 9-11; PE 1 holds rows 8, 9
-    assert from_bits(FP32, np.array(beats[7][0])).tolist() == [17.0, 19.0]
-    assert from_bits(FP32, np.array(beats[10][0])).tolist() == [18.0, 20.0]
-    assert from_bits(FP32, np.array(beats[8][0])).tolist() == [0.0, 0.0]   # padding rows
+    beats = golden.result_beats(FP32, matrix, x, chains=2, chain_length=2, split=2,
+                                adder_stages=2)
+    values = [from_bits(FP32, np.array(lanes)).tolist() for lanes, _last in beats]
+    # round 0: vector 0 (column 0), then vector 1 (column 1): beat k = rows 2k, 2k + 1
+    assert values[:4] == [[1.0, 3.0], [5.0, 7.0], [2.0, 4.0], [6.0, 8.0]]
+    # round 1, split: row 4 + k in lane 0 (chunks [0, 1) and [1, 2) added)
+    assert values[4:] == [[9.0, 0.0], [11.0, 0.0], [10.0, 0.0], [12.0, 0.0]]
+    assert [last for _lanes, last in beats] == [False, True] * 4

@@ -32,8 +32,8 @@ def operands(rng, shape, *, specials=0.0):
     return values
 
 
-def simulate(unit, matrix, steps, *, rounds, sink="none", source="none", seed=0,
-             weight_stream=None):
+def simulate(unit, matrix, steps, *, rounds, split_last=False, sink="none", source="none",
+             seed=0, weight_stream=None):
     """Load ``matrix`` (or the raw ``weight_stream`` beats), then run each batch of
     ``steps`` (arrays ``(batch, n_in)``). Returns a dict: ``beats`` per step (lists of
     ``(lanes, last)``), ``first_x`` / ``last_o`` cycles per step, the counters after the
@@ -42,7 +42,8 @@ def simulate(unit, matrix, steps, *, rounds, sink="none", source="none", seed=0,
     if weight_stream is None:
         weight_stream = golden.pack_weights(matrix, chains=unit.chains,
                                             chain_length=unit.chain_length,
-                                            split=unit.split, rounds=rounds)
+                                            split=unit.split, rounds=rounds,
+                                            split_last=split_last)
     weight_stream = [[int(v) for v in row] for row in weight_stream]
     rng = random.Random(seed)
     gaps = pause_pattern(source, rng)
@@ -80,6 +81,7 @@ def simulate(unit, matrix, steps, *, rounds, sink="none", source="none", seed=0,
         ctx.set(unit.n_in, n_in)
         ctx.set(unit.rounds, rounds)
         ctx.set(unit.batch, steps[0].shape[0])
+        ctx.set(unit.split_last, split_last)
         await wait_idle()
         for k, row in enumerate(weight_stream):
             await send(unit.w, {"data": row, "last": int(k == len(weight_stream) - 1)})
@@ -104,7 +106,7 @@ def simulate(unit, matrix, steps, *, rounds, sink="none", source="none", seed=0,
                 assert cycle < budget, "the unit hangs (beats lost?)"
                 out["refused"] += bool(valid and not ready)
                 if valid and ready:
-                    lanes = tuple(int(payload.data[j]) for j in range(unit.lanes))
+                    lanes = tuple(int(payload.data[j]) for j in range(unit.chains))
                     out["beats"][s].append((lanes, bool(payload.last)))
                     last_o = cycle - 1
             out["last_o"].append(last_o)
@@ -130,9 +132,11 @@ CONFIGS = {
     "s1_rounds2": (2, 2, 16, 1, 5, 7, 1, 4, 3),
     "s1_L3_batch2": (2, 3, 32, 1, 13, 12, 2, 4, 3),
     "s1_rounds1_batch3": (2, 3, 16, 1, 3, 6, 3, 4, 3),
-    "s2_rounds4": (4, 2, 64, 2, 9, 16, 1, 4, 3),
-    "s2_L3_batch2": (2, 3, 32, 2, 9, 10, 2, 2, 1),
-    "s4_short_last_chunk": (4, 2, 64, 4, 10, 5, 1, 4, 3),
+    "s2_split_last": (4, 2, 64, 2, 9, 12, 1, 4, 3),
+    "s2_L3_batch2": (2, 3, 32, 2, 9, 8, 2, 2, 1),
+    "s2_unsplit_full_last": (2, 2, 32, 2, 5, 8, 1, 4, 3),
+    "s2_split_rounds3_batch2": (2, 2, 32, 2, 7, 9, 2, 3, 2),
+    "s4_short_last_chunk": (4, 2, 64, 4, 10, 10, 1, 4, 3),
     "credit_bound": (2, 3, 32, 1, 3, 10, 2, 1, 6),
 }
 
@@ -144,54 +148,59 @@ def _run_config(name, *, sink="none", source="none", steps=1, specials=0.0):
     rng = np.random.default_rng(sum(map(ord, name)))
     matrix = operands(rng, (n_out, n_in), specials=specials)
     vectors = [operands(rng, (batch, n_in), specials=specials) for _ in range(steps)]
-    rounds = golden.rounds_for(n_out, chains=chains, chain_length=length, split=split)
-    got = simulate(unit, matrix, vectors, rounds=rounds, sink=sink, source=source,
-                   seed=len(name))
+    layout = golden.plan(n_out, n_in, chains=chains, chain_length=length, split=split)
+    rounds, split_last = layout["rounds"], layout["split_last"]
+    got = simulate(unit, matrix, vectors, rounds=rounds, split_last=split_last, sink=sink,
+                   source=source, seed=len(name))
     for s, x in enumerate(vectors):
         want = golden.result_beats(FP32, matrix, x, chains=chains, chain_length=length,
-                                   split=split, adder_stages=adder, rounds=rounds)
+                                   split=split, adder_stages=adder)
         assert got["beats"][s] == want, f"step {s}"
-        # the rows of the model's own MVM (not padded) are in the beats where it says
-        sums = golden.mvm(FP32, matrix, x, adder_stages=adder, split=split)
-        lanes = chains // split
+        # the unit's rows (not padded) are in the beats where the geometry says
+        sums = golden.mvm_unit(FP32, matrix, x, chains=chains, chain_length=length,
+                               split=split, adder_stages=adder)
         for r in range(rounds):
+            split_round = split_last and r == rounds - 1
             for b in range(batch):
                 for k in range(length):
                     lane_values = got["beats"][s][(r * batch + b) * length + k][0]
-                    for j in range(lanes):
+                    for j in range(chains // split if split_round else chains):
                         row = golden.row_index(r, k, j, chains=chains, chain_length=length,
-                                               split=split)
+                                               split=split, split_round=split_round)
                         if row < n_out:
                             assert lane_values[j] == int(sums[b, row])
     assert not got["load_error"] and not got["vector_error"] and not got["busy"]
-    assert got["mac_cycles"] == steps * golden.cycles(
-        n_in, rounds=rounds, batch=batch, chains=chains, chain_length=length, split=split,
-        adder_stages=adder, multiplier_stages=mul)["mac_cycles"]
-    return unit, got, rounds
+    model = golden.cycles(n_in, rounds=rounds, batch=batch, chains=chains,
+                          chain_length=length, split=split, split_last=split_last,
+                          adder_stages=adder, multiplier_stages=mul)
+    assert got["mac_cycles"] == steps * model["mac_cycles"]
+    return got, layout, model
 
 
 @pytest.mark.parametrize("name", CONFIGS)
 def test_gapless_runs_are_bit_exact_and_take_the_model_cycles(name):
     chains, length, depth, split, n_in, n_out, batch, adder, mul = CONFIGS[name]
-    unit, got, rounds = _run_config(name, steps=2)
-    model = golden.cycles(n_in, rounds=rounds, batch=batch, chains=chains,
-                          chain_length=length, split=split, adder_stages=adder,
-                          multiplier_stages=mul)
+    got, layout, model = _run_config(name, steps=2)
     for s in range(2):
         assert got["last_o"][s] - got["first_x"][s] + 1 == model["cycles"], f"step {s}"
-    assert got["load_cycles"] == golden.load_cycles(n_in, rounds=rounds, chain_length=length,
-                                                    split=split)
+    assert got["load_cycles"] == golden.load_cycles(
+        n_in, rounds=layout["rounds"], chain_length=length, split=split,
+        split_last=layout["split_last"])
     assert got["stall_cycles"] == 0
     if name == "credit_bound":
         assert model["credit_bound"], "the stimulus misses the two-stream credit"
     if name == "s1_L3_batch2":
         assert not model["credit_bound"]
+    if name.startswith("s2_split") or name.startswith("s4"):
+        assert layout["split_last"]
+    if name == "s2_unsplit_full_last":
+        assert not layout["split_last"]
 
 
 @pytest.mark.parametrize("sink", ["cycle", "random", "bursty"])
 @pytest.mark.parametrize("name", ["s1_L3_batch2", "s2_L3_batch2", "credit_bound"])
 def test_backpressure_and_gaps_lose_nothing(name, sink):
-    _unit, got, _rounds = _run_config(name, sink=sink, source="random", specials=0.1)
+    got, _layout, _model = _run_config(name, sink=sink, source="random", specials=0.1)
     assert got["stall_cycles"] == got["refused"]
     if sink != "cycle":   # one pause in four may fall between beats every time
         assert got["refused"] > 0
@@ -201,7 +210,7 @@ def test_wrong_weight_stream_length_sets_load_error():
     unit = MVMUnit(FP32, chains=2, chain_length=2, weight_depth=16)
     rng = np.random.default_rng(1)
     matrix = operands(rng, (4, 3))
-    stream = golden.pack_weights(matrix, chains=2, chain_length=2, rounds=1)
+    stream = golden.pack_weights(matrix, chains=2, chain_length=2)
     got = {}
 
     async def bench(ctx):
@@ -229,36 +238,40 @@ def test_wrong_weight_stream_length_sets_load_error():
 
 
 def test_paper_slice_arithmetic_at_full_size():
-    """1,024 x 1,024 (Sec. 5.1.3): the MAC cycles are the paper's; the totals add the
-    fixed latency of each stream's tail (and, with split, the vector's arrival)."""
+    """1,024 x 1,024 (Sec. 5.1.3): the rounds, weights per PE and MAC cycles are the
+    paper's; the totals add each stream's fill and collection (reported, not the
+    paper's)."""
     cases = golden.paper_cases()
-    assert {k: v["mac_cycles"] for k, v in cases.items()} == {
-        "256 PEs": 4096, "768 PEs": 2048, "768 PEs, split 2": 1536}
-    assert cases["256 PEs"]["rounds"] == 4 and cases["256 PEs"]["words_per_pe"] == 4096
-    assert cases["768 PEs"]["rounds"] == 2
-    assert cases["768 PEs, split 2"]["rounds"] == 3
+    assert {k: (v["rounds"], v["words_per_pe"], v["mac_cycles"]) for k, v in cases.items()} \
+        == {"256 PEs": (4, 4096, 4096), "768 PEs": (2, 2048, 2048),
+            "768 PEs, split 2": (2, 1536, 1536)}
     assert all(not case["credit_bound"] for case in cases.values())
+    assert cases["768 PEs, split 2"]["cycles"] < cases["768 PEs"]["cycles"]
 
 
 def test_scaled_paper_shapes_match_the_simulation():
-    """The paper's three shapes scaled down (rows / PEs per unit kept): 4 rounds on 4 PEs;
-    8 rows on 6 PEs (2 rounds, the second partly idle); the same split 2 (3 rounds of
-    half the elements)."""
-    for chains, length, split, n in ((2, 2, 1, 16), (2, 3, 1, 8), (2, 3, 2, 8)):
+    """The paper's three shapes scaled down (rows per PE kept): 4 rounds on 4 PEs;
+    8 rows on 6 PEs (2 rounds, the second partly idle); the same with split 2 (the second
+    round split: half the elements)."""
+    for chains, length, split, n, macs in ((2, 2, 1, 16, 64), (2, 3, 1, 8, 16),
+                                           (2, 3, 2, 8, 12)):
         unit = MVMUnit(FP32, chains=chains, chain_length=length, weight_depth=64,
                        split=split)
         rng = np.random.default_rng(n + split)
         matrix = operands(rng, (n, n))
         x = operands(rng, (1, n))
-        rounds = golden.rounds_for(n, chains=chains, chain_length=length, split=split)
-        got = simulate(unit, matrix, [x], rounds=rounds)
+        layout = golden.plan(n, n, chains=chains, chain_length=length, split=split)
+        got = simulate(unit, matrix, [x], rounds=layout["rounds"],
+                       split_last=layout["split_last"])
         assert got["beats"][0] == golden.result_beats(
             FP32, matrix, x, chains=chains, chain_length=length, split=split,
-            adder_stages=4, rounds=rounds)
-        model = golden.cycles(n, rounds=rounds, chains=chains, chain_length=length,
-                              split=split, adder_stages=4, multiplier_stages=3)
+            adder_stages=4)
+        model = golden.cycles(n, rounds=layout["rounds"], chains=chains,
+                              chain_length=length, split=split,
+                              split_last=layout["split_last"], adder_stages=4,
+                              multiplier_stages=3)
         assert got["last_o"][0] - got["first_x"][0] + 1 == model["cycles"]
-        assert got["mac_cycles"] == model["mac_cycles"] == rounds * -(-n // split)
+        assert got["mac_cycles"] == model["mac_cycles"] == macs
 
 
 def test_mvm_unit_checks_its_parameters():
@@ -272,5 +285,5 @@ def test_mvm_unit_checks_its_parameters():
                                         r"not 0$"):
         MVMUnit(FP32, chain_length=2, weight_depth=16, adder_stages=0)
     unit = MVMUnit(FP32, chain_length=3, weight_depth=16, split=4)
-    assert (unit.lanes, unit.rows_per_round, unit.reduction_cycles) == (4, 12, 11)
-    assert len(unit.w.payload.data.as_value()) == 16 * 32
+    assert (unit.lanes, unit.pes, unit.reduction_cycles) == (4, 48, 11)
+    assert len(unit.w.payload.data.as_value()) == len(unit.o.payload.data.as_value()) == 512
