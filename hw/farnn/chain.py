@@ -37,7 +37,7 @@ class PEChain(wiring.Component):
 
     Attributes
     ----------
-    i : In(stream.Signature(chain_word_layout, always_ready=True))
+    i : In(stream.Signature(chain_word_layout))
         Feed into PE 0.
     o : Out(stream.Signature(result_layout))
         Sums out of PE 0.
@@ -69,7 +69,7 @@ class PEChain(wiring.Component):
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
         super().__init__({
-            "i": In(stream.Signature(chain_word_layout(fmt, weight_depth), always_ready=True)),
+            "i": In(stream.Signature(chain_word_layout(fmt, weight_depth))),
             "o": Out(stream.Signature(result_layout(fmt))),
         })
 

@@ -7,7 +7,8 @@ two neighbours in a :class:`~nnrtl.hw.farnn.chain.PEChain`.
 Links (nearest neighbour only)
 ------------------------------
 ``i`` / ``o_next`` -- the *feed*, from the predecessor and to the successor: one
-:data:`chain_word_layout` word per cycle, no backpressure (``always_ready``). Every word
+:data:`chain_word_layout` word per cycle, no backpressure (``ready`` is a constant 1,
+which the sender ignores; not ``always_ready``, so a chain converts as a top level). Every word
 the PE does not keep is relayed to ``o_next`` one cycle later, so a PE sees a word one cycle
 after its predecessor (the paper's Fig. 4c). A word is one of :class:`ChainWordKind`:
 
@@ -158,9 +159,9 @@ class FarnnPE(wiring.Component):
 
     Attributes
     ----------
-    i : In(stream.Signature(chain_word_layout, always_ready=True))
+    i : In(stream.Signature(chain_word_layout))
         Feed from the predecessor.
-    o_next : Out(stream.Signature(chain_word_layout, always_ready=True))
+    o_next : Out(stream.Signature(chain_word_layout))
         Feed to the successor, one cycle later.
     o : Out(stream.Signature(result_layout))
         Results to the predecessor.
@@ -191,7 +192,7 @@ class FarnnPE(wiring.Component):
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
         self._tail = tail
-        feed = stream.Signature(chain_word_layout(fmt, weight_depth), always_ready=True)
+        feed = stream.Signature(chain_word_layout(fmt, weight_depth))
         results = stream.Signature(result_layout(fmt))
         super().__init__({
             "i": In(feed),
@@ -244,7 +245,10 @@ class FarnnPE(wiring.Component):
         word = self.i.payload
         full = Signal()
         keep = Signal()
-        m.d.comb += keep.eq(self.i.valid & (word.kind == ChainWordKind.WEIGHT) & ~full)
+        m.d.comb += [
+            self.i.ready.eq(1),
+            keep.eq(self.i.valid & (word.kind == ChainWordKind.WEIGHT) & ~full),
+        ]
         m.d.sync += [
             self.o_next.valid.eq(self.i.valid & ~keep),
             self.o_next.payload.eq(word),

@@ -237,6 +237,45 @@ def test_wrong_weight_stream_length_sets_load_error():
     assert got == {"load_error": 1, "busy": 0}
 
 
+def test_misplaced_vector_last_sets_vector_error():
+    unit = MVMUnit(FP32, chains=2, chain_length=2, weight_depth=16)
+    rng = np.random.default_rng(2)
+    matrix = operands(rng, (4, 3))
+    stream = golden.pack_weights(matrix, chains=2, chain_length=2)
+    got = {}
+
+    async def bench(ctx):
+        ctx.set(unit.n_in, 3)
+        ctx.set(unit.rounds, 1)
+        ctx.set(unit.batch, 1)
+        ctx.set(unit.o.ready, 1)
+        while ctx.get(unit.busy):
+            await ctx.tick()
+        for k, row in enumerate(stream):
+            ctx.set(unit.w.payload, {"data": [int(v) for v in row],
+                                     "last": int(k == len(stream) - 1)})
+            ctx.set(unit.w.valid, 1)
+            await ctx.tick().until(unit.w.ready)
+        ctx.set(unit.w.valid, 0)
+        while ctx.get(unit.busy):
+            await ctx.tick()
+        got["before"] = ctx.get(unit.vector_error)
+        for e in range(3):   # last on the second element instead of the third
+            ctx.set(unit.x.payload, {"data": 0x3F800000, "last": int(e == 1)})
+            ctx.set(unit.x.valid, 1)
+            await ctx.tick().until(unit.x.ready)
+        ctx.set(unit.x.valid, 0)
+        await ctx.tick().until(~unit.busy)
+        got["after"] = ctx.get(unit.vector_error)
+        got["load_error"] = ctx.get(unit.load_error)
+
+    sim = Simulator(unit)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == {"before": 0, "after": 1, "load_error": 0}
+
+
 def test_paper_slice_arithmetic_at_full_size():
     """1,024 x 1,024 (Sec. 5.1.3): the rounds, weights per PE and MAC cycles are the
     paper's; the totals add each stream's fill and collection (reported, not the
