@@ -1,0 +1,108 @@
+"""A chain of FARNN PEs (Cho et al., TPDS 2022, Sec. 5.1.2, Fig. 4a-c).
+
+``chain_length`` :class:`~nnrtl.hw.farnn.pe.FarnnPE` in a row; each is wired to its two
+neighbours only (feed down, results up), so nothing in the chain fans out with its length.
+The chain head's links are the chain's: ``i`` takes the feed (weight load and vector
+elements, one word per cycle, no backpressure) and ``o`` gives the sums of each stream in
+PE order 0 to ``chain_length - 1``, the last one marked, with valid/ready. Whoever drives
+``i`` keeps the two rules of :mod:`nnrtl.hw.farnn.pe` (``E`` idle cycles after a stream,
+at most two streams outstanding); then no backpressure on ``o`` loses data.
+
+Weight load: a ``RESTART`` word, then PE 0's words (addresses in any order, the last one
+marked ``last``), then PE 1's, and so on: one word per cycle, ``chain_length`` blocks.
+"""
+
+from amaranth.hdl import Module
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out, connect, flipped
+
+from ..arith.float_format import FloatFormat
+from .pe import (FarnnPE, _check_int, _check_stages, chain_word_layout, reduction_cycles,
+                 result_layout, sum_delay)
+
+
+__all__ = ["PEChain"]
+
+
+class PEChain(wiring.Component):
+    """``chain_length`` PEs wired nearest neighbour.
+
+    Parameters
+    ----------
+    fmt : FloatFormat
+    chain_length : int (keyword-only)
+        PEs in the chain (``L``), at least 1.
+    weight_depth, adder_stages, multiplier_stages : int (keyword-only)
+        Of every PE (:class:`~nnrtl.hw.farnn.pe.FarnnPE`).
+
+    Attributes
+    ----------
+    i : In(stream.Signature(chain_word_layout))
+        Feed into PE 0.
+    o : Out(stream.Signature(result_layout))
+        Sums out of PE 0.
+    reduction_cycles : int
+        ``E`` of the PEs' accumulators.
+    sum_delay : int
+        Cycles from a stream's last element on ``i`` to PE 0's sum on ``o`` without
+        stalls (:func:`~nnrtl.hw.farnn.pe.sum_delay`).
+    collection_cycles : int
+        ``2 * (chain_length - 1)``: cycles from PE 0's sum of a stream on ``o`` to the
+        tail's, without stalls (one word every two cycles per link).
+
+    Raises
+    ------
+    TypeError
+        If a parameter is of the wrong type or out of range.
+    """
+
+    def __init__(self, fmt, *, chain_length, weight_depth, adder_stages=4,
+                 multiplier_stages=3):
+        if not isinstance(fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
+        _check_int("chain_length", chain_length, 1)
+        _check_int("weight_depth", weight_depth, 1)
+        _check_stages(adder_stages, multiplier_stages)
+        self._fmt = fmt
+        self._chain_length = chain_length
+        self._weight_depth = weight_depth
+        self._adder_stages = adder_stages
+        self._multiplier_stages = multiplier_stages
+        super().__init__({
+            "i": In(stream.Signature(chain_word_layout(fmt, weight_depth))),
+            "o": Out(stream.Signature(result_layout(fmt))),
+        })
+
+    @property
+    def chain_length(self):
+        return self._chain_length
+
+    @property
+    def reduction_cycles(self):
+        return reduction_cycles(self._adder_stages)
+
+    @property
+    def sum_delay(self):
+        return sum_delay(self._adder_stages, self._multiplier_stages)
+
+    @property
+    def collection_cycles(self):
+        return 2 * (self._chain_length - 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        pes = [FarnnPE(self._fmt, weight_depth=self._weight_depth,
+                       adder_stages=self._adder_stages,
+                       multiplier_stages=self._multiplier_stages,
+                       tail=k == self._chain_length - 1)
+               for k in range(self._chain_length)]
+        for k, pe in enumerate(pes):
+            m.submodules[f"pe{k}"] = pe
+        head = pes[0]
+        connect(m, flipped(self.i), head.i)
+        connect(m, head.o, flipped(self.o))
+        for before, after in zip(pes, pes[1:]):
+            connect(m, before.o_next, after.i)
+            connect(m, after.o, before.i_next)
+        # The tail has no successor: nothing comes up its i_next (the port idles at 0).
+        return m
