@@ -1,0 +1,152 @@
+"""Bit-exact model of the FARNN MVM arithmetic: the PE MAC and cell splitting of the
+contract (``briefs/farnn-contract.md``), on fp32 bit patterns.
+
+Row ``j`` of a matrix is one PE's: the products ``p_e = float_mul(w[j, e], x[e])`` enter
+its :class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator` in element order, and the
+result is :func:`~nnrtl.sim.golden.accumulator.streaming_sum` of them. Split by ``s``, the
+vector is cut into the chunks of :func:`nnrtl.hw.farnn.config.chunk_bounds`; PE group ``g``
+sums chunk ``g`` as a stream of its own and the chain heads fold the partials left to
+right, ``((q0 + q1) + q2) + ...``, with ``float_add``.
+
+:func:`rmvm` applies one split factor to every row it is given; which rows of a matrix
+run split (those of its partial last round) is the layer model's business
+(:func:`unit_mvm`, from a :class:`~nnrtl.hw.farnn.config.MatrixShape`).
+"""
+
+import numpy as np
+
+from nnrtl.hw.arith.float_format import FP32
+from nnrtl.hw.farnn.config import chunk_bounds
+
+from ..accumulator import streaming_sums
+from ..float import float_add, float_mul
+
+__all__ = ["rmvm", "unit_mvm", "fold"]
+
+#: Products per block of work: bounds the temporaries of the vectorised arithmetic.
+_BLOCK_PRODUCTS = 1 << 20
+
+
+def _check_stages(name, value, lowest, highest):
+    if not isinstance(value, int) or isinstance(value, bool) or not lowest <= value <= highest:
+        raise TypeError(f"{name} must be an integer from {lowest} to {highest}, not {value!r}")
+
+
+def fold(parts):
+    """``((parts[0] + parts[1]) + parts[2]) + ...`` with ``float_add`` (fp32 patterns)."""
+    total = parts[0]
+    for part in parts[1:]:
+        total = float_add(FP32, total, part)
+    return np.asarray(total, dtype=np.uint32)
+
+
+def rmvm(weight_bits, x_bits, *, split, adder_stages, multiplier_stages):
+    """``W x`` as the PEs compute it, every row split by ``split``.
+
+    Parameters
+    ----------
+    weight_bits : array_like of uint32, shape (rows, n_in)
+        fp32 patterns of the matrix.
+    x_bits : array_like of uint32, shape (..., n_in)
+        fp32 patterns of the vectors (any leading shape: batch, steps).
+    split : int
+        Chunks each row's sum is cut into (1: one stream per row); no chunk may be empty.
+    adder_stages : int
+        The accumulator's adder latency (1 to 6): its number of slots, which fixes the
+        summation order.
+    multiplier_stages : int
+        The multiplier's latency (0 to 6); it does not change a bit of the result.
+
+    Returns
+    -------
+    ndarray of uint32, shape (..., rows)
+
+    Raises
+    ------
+    TypeError
+        A stage count or ``split`` of the wrong type or range.
+    ValueError
+        Shapes that do not match, or a split leaving a chunk empty.
+    """
+    _check_stages("adder_stages", adder_stages, 1, 6)
+    _check_stages("multiplier_stages", multiplier_stages, 0, 6)
+    weights = np.asarray(weight_bits, dtype=np.uint32)
+    x = np.asarray(x_bits, dtype=np.uint32)
+    if weights.ndim != 2 or x.ndim < 1 or x.shape[-1] != weights.shape[1]:
+        raise ValueError(f"weight_bits must be rows x n_in and x_bits ... x n_in, not "
+                         f"{weights.shape} and {x.shape}")
+    n_in = weights.shape[1]
+    if not isinstance(split, int) or isinstance(split, bool) or not 1 <= split <= max(n_in, 1):
+        raise TypeError(f"split must be an integer from 1 to n_in ({n_in}), not {split!r}")
+    chunks = chunk_bounds(n_in, split)
+    if any(start >= stop for start, stop in chunks):
+        raise ValueError(f"split ({split}) leaves a chunk of the {n_in} inputs empty "
+                         f"(chunks of {-(-n_in // split)})")
+    lead = x.shape[:-1]
+    vectors = x.reshape(-1, n_in)
+    rows = weights.shape[0]
+    out = np.zeros((vectors.shape[0], rows), dtype=np.uint32)
+    if rows == 0 or vectors.shape[0] == 0:
+        return out.reshape(*lead, rows)
+    block = max(1, _BLOCK_PRODUCTS // max(1, n_in * vectors.shape[0]))
+    for first in range(0, rows, block):
+        w = weights[first:first + block]
+        # products[v, j, e] = w[j, e] * x[v, e]
+        products = float_mul(FP32, w[None, :, :], vectors[:, None, :])
+        parts = []
+        for start, stop in chunks:
+            streams = products[:, :, start:stop].reshape(-1, stop - start)
+            parts.append(streaming_sums(FP32, streams, adder_stages=adder_stages)
+                         .reshape(vectors.shape[0], -1))
+        out[:, first:first + block] = fold(parts)
+    return out.reshape(*lead, rows)
+
+
+def unit_mvm(shape, weight_bits, x_bits, *, per_group, adder_stages, multiplier_stages):
+    """A matrix as the MVM units run it (:class:`~nnrtl.hw.farnn.config.MatrixShape`):
+    rows ``[0, shape.split_from)`` of each unit's block unsplit, the rest of the block
+    (its partial last round) split by ``shape.split``.
+
+    Parameters
+    ----------
+    shape : MatrixShape
+    weight_bits : array_like of uint32, shape (groups, total_rows, n_in)
+        ``groups`` matrices of this shape (the gate matrices of the units; 1 for the
+        projection, whose rows the units share in blocks of ``shape.rows``).
+    x_bits : array_like of uint32
+        ``(..., groups, n_in)``: one vector per matrix (``per_group``, BW: each unit its
+        gate's delta), or ``(..., n_in)``: one vector for all (FW: h).
+    per_group : bool
+    adder_stages, multiplier_stages : int
+        As :func:`rmvm`.
+
+    Returns
+    -------
+    ndarray of uint32, shape (..., groups, total_rows)
+    """
+    weights = np.asarray(weight_bits, dtype=np.uint32)
+    groups, total, n_in = weights.shape
+    if (total, n_in) != (shape.total_rows, shape.inputs):
+        raise ValueError(f"the {shape.name} matrix must be {shape.total_rows} x "
+                         f"{shape.inputs}, not {total} x {n_in}")
+    x = np.asarray(x_bits, dtype=np.uint32)
+    if per_group and (x.ndim < 2 or x.shape[-2] != groups):
+        raise ValueError(f"x_bits must be ... x {groups} x {n_in}, not {x.shape}")
+    lead = x.shape[:-2] if per_group else x.shape[:-1]
+    local = np.arange(total) % shape.rows          # row index inside its unit's block
+    split_rows = local >= shape.split_from
+    out = np.zeros(lead + (groups, total), dtype=np.uint32)
+    options = dict(adder_stages=adder_stages, multiplier_stages=multiplier_stages)
+    for rows, split in ((~split_rows, 1), (split_rows, shape.split)):
+        count = int(rows.sum())
+        if not count:
+            continue
+        if per_group:
+            for g in range(groups):
+                out[..., g, rows] = rmvm(weights[g][rows], x[..., g, :], split=split,
+                                         **options)
+        else:
+            stacked = weights[:, rows].reshape(groups * count, n_in)
+            out[..., rows] = rmvm(stacked, x, split=split, **options).reshape(
+                lead + (groups, count))
+    return out
