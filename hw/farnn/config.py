@@ -64,9 +64,9 @@ def chunk_bounds(inputs, split):
     """``[(start, stop), ...]``: the ``split`` contiguous chunks of a vector of ``inputs``
     elements, chunk ``g`` = ``[g * c, min((g + 1) * c, inputs))`` with ``c = ceil(inputs /
     split)`` (the contract). A chunk may be empty when ``split`` is close to ``inputs``
-    (e.g. 5 elements in 4 chunks of 2: the last is empty); :func:`split_valid` rejects that."""
+    (e.g. 5 elements in 4 chunks of 2: the last is ``(5, 5)``); :func:`split_valid` rejects that."""
     size = -(-inputs // split)
-    return [(g * size, min((g + 1) * size, inputs)) for g in range(split)]
+    return [(min(g * size, inputs), min((g + 1) * size, inputs)) for g in range(split)]
 
 
 def split_valid(split, *, chains, inputs, last_rows, pes_per_unit):

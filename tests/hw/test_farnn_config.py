@@ -1,0 +1,164 @@
+"""The FARNN configuration: validation, the paper's slice and split arithmetic, weights per
+PE, fitting, MACs and the weight stream's length."""
+
+import dataclasses
+
+import pytest
+
+from nnrtl.gen.errors import UsageError
+from nnrtl.gen.params import param_help, parse_params
+from nnrtl.hw.farnn import GATES, FarnnConfig
+from nnrtl.hw.farnn.config import chunk_bounds, split_valid
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"cell": "rnn"}, TypeError, r"^cell must be one of lstm, gru, not 'rnn'$"),
+    ({"hidden_size": -3}, TypeError, r"^hidden_size must be a positive integer, not -3$"),
+    ({"chains": True}, TypeError, r"^chains must be a positive integer, not True$"),
+    ({"seq_len": 2.0}, TypeError, r"^seq_len must be a positive integer, not 2\.0$"),
+    ({"proj_size": -1}, TypeError, r"^proj_size must be a non-negative integer, not -1$"),
+    ({"split": -2}, TypeError,
+     r"^split must be a non-negative integer \(0: chosen per matrix\), not -2$"),
+    ({"weight_depth": 5000}, TypeError, r"^weight_depth must be one of 4096, 8192, not 5000$"),
+    ({"adder_stages": 7}, TypeError, r"^adder_stages must be an integer from 1 to 6, not 7$"),
+    ({"multiplier_stages": -1}, TypeError,
+     r"^multiplier_stages must be an integer from 0 to 6, not -1$"),
+    ({"cell": "gru", "proj_size": 8}, ValueError,
+     r"^proj_size \(8\) must be 0 for cell 'gru': only an LSTM has a recurrent projection$"),
+    ({"proj_size": 1024}, ValueError,
+     r"^proj_size \(1024\) must be less than hidden_size \(1024\), as nn\.LSTM's; nearest "
+     r"valid proj_size: 1023$"),
+    ({"split": 3}, ValueError,
+     r"^split \(3\) must divide chains \(16\): a split group is whole chains; nearest valid "
+     r"split: 2 or 4$"),
+    # 1,024 rows on 768 PEs: 256 rows in the last round, 4 x 256 > 768
+    ({"chain_length": 48, "split": 4}, ValueError,
+     r"^split \(4\) is not valid for the recurrent matrix \(1024 x 1024\): it must divide "
+     r"chains \(16\), fit the 256 rows of the last round in pes_per_unit / split PEs "
+     r"\(768 / 4\) and leave no chunk of the 1024 inputs empty; nearest valid split: 2; or "
+     r"split=0 to choose per matrix$"),
+])
+def test_invalid(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        FarnnConfig(**kwargs)
+
+
+def test_defaults_are_the_papers_vu9p_lstm_1024():
+    """1,024 cells on 256 PEs per unit: 4 slices, 4,096 weights per PE (exactly the 4K
+    depth), 4 x 1,024 MAC cycles per vector (§5.1.3)."""
+    config = FarnnConfig()
+    assert (config.units, config.pes_per_unit, config.pes) == (4, 256, 1024)
+    assert config.gates == GATES["lstm"] == ("i", "f", "g", "o")
+    assert config.slices("fw") == config.slices("bw") == 4
+    assert config.weights_per_pe("fw") == config.weights_per_pe("bw") == 4096
+    assert config.fits
+    assert config.matrix("recurrent").cycles_per_vector == 4096
+    assert config.mac_cycles_per_step("fw") == 4096
+    assert config.weight_port_bits == 512
+    # the whole R (4 x 1,024 x 1,024 words) in 16-word beats, no padding
+    assert config.weight_stream_beats("fw") == 4 * 1024 * 1024 // 16
+    assert config.weight_stream_words("bw") == 4 * 1024 * 1024
+
+
+def test_paper_split_example():
+    """1,024 cells on 768 PEs per unit: 2,048 cycles unsplit, 1,536 split by 2."""
+    unsplit = FarnnConfig(chain_length=48, split=1)
+    auto = FarnnConfig(chain_length=48)
+    assert unsplit.pes_per_unit == 768
+    assert unsplit.matrix("recurrent").cycles_per_vector == 2048
+    shape = auto.matrix("recurrent")
+    assert (shape.split, shape.slices, shape.full_rounds, shape.last_rows) == (2, 2, 1, 256)
+    assert shape.cycles_per_vector == 1536 and shape.weights_per_pe == 1536
+    assert shape.split_from == 768 and shape.chunk == 512
+
+
+def test_8k_configuration_768_pes():
+    """The paper's VU9P LSTM configuration for > 1,024 cells: 8K words per PE, 768 PEs."""
+    config = FarnnConfig(chain_length=12, weight_depth=8192)
+    assert config.pes == 768
+    # 1,024 rows on 192 PEs: 5 full rounds and 64 rows split by 2 (3 does not divide 16)
+    assert config.matrix("recurrent").split == 2
+    assert config.weights_per_pe("fw") == 5 * 1024 + 512
+    assert config.fits
+    assert not dataclasses.replace(config, weight_depth=4096).fits
+
+
+def test_gru_1280_fits_4k_only_with_split():
+    """GRU 1,280 cells on 416 PEs per unit: unsplit 4 slices x 1,280 = 5,120 words > 4K;
+    the last round's 32 rows split by 8 need 3 x 1,280 + 160 = 4,000."""
+    unsplit = FarnnConfig(cell="gru", input_size=1280, hidden_size=1280, chain_length=26,
+                          split=1)
+    assert unsplit.units == 3 and unsplit.gates == ("r", "z", "n")
+    assert unsplit.weights_per_pe("fw") == 5120 and not unsplit.fits
+    split = dataclasses.replace(unsplit, split=0)
+    assert split.matrix("recurrent").split == 8
+    assert split.weights_per_pe("fw") == 4000 and split.fits
+    # the spec's bound: 27 chains of 16 -> 432 PEs per unit fit unsplit (3 x 1,280)
+    assert dataclasses.replace(unsplit, chain_length=27).weights_per_pe("fw") == 3840
+
+
+def test_projection_slices_differ_between_passes():
+    """RNN-T's encoder layer: 2,048 cells, projection 640, on 640 PEs per unit. FW runs R_k
+    (2,048 x 640: 4 slices) and W_hr (640 x 2,048 cut over 4 units: 160 rows each, split
+    by 4); BW runs R_k^T (640 x 2,048: 1 slice) and W_hr^T (2,048 x 640: 512 rows per
+    unit, unsplit since 2 x 512 > 640)."""
+    config = FarnnConfig(hidden_size=2048, proj_size=640, chain_length=40,
+                         weight_depth=8192)
+    assert config.matrices == ("recurrent", "projection", "recurrent_t", "projection_t")
+    assert config.recurrent_size == config.output_size == 640
+    assert config.slices("fw") == 4 and config.slices("bw") == 1
+    recurrent, projection = config.pass_matrices("fw")
+    assert (recurrent.full_rounds, recurrent.last_rows, recurrent.split) == (3, 128, 4)
+    assert (projection.rows, projection.slices, projection.split) == (160, 1, 4)
+    assert config.weights_per_pe("fw") == 3 * 640 + 160 + 512
+    recurrent_t, projection_t = config.pass_matrices("bw")
+    assert (recurrent_t.rows, recurrent_t.inputs, recurrent_t.split) == (640, 2048, 1)
+    assert (projection_t.rows, projection_t.split) == (512, 1)
+    assert config.weights_per_pe("bw") == 2048 + 640
+    assert config.max_weights_per_pe == 2688 and config.fits
+    # useful MACs are the same in both passes: 4 gates x 2,048 x 640 + 640 x 2,048
+    assert config.useful_macs_per_step("fw") == config.useful_macs_per_step("bw") == \
+        5 * 2048 * 640
+
+
+def test_useful_macs():
+    config = FarnnConfig(cell="gru", input_size=8, hidden_size=10, layers=3, seq_len=7,
+                         batch=2, chain_length=1)
+    assert config.useful_macs_per_step("fw") == 2 * 3 * 10 * 10
+    assert config.useful_macs_per_pass("bw") == 7 * 600
+    assert config.useful_macs == 3 * 2 * 7 * 600
+
+
+def test_auto_split_never_leaves_a_chunk_empty():
+    """5 inputs: split 4 would give chunks of 2, 2, 1 and an empty one."""
+    assert chunk_bounds(5, 4) == [(0, 2), (2, 4), (4, 5), (5, 5)]
+    assert not split_valid(4, chains=16, inputs=5, last_rows=1, pes_per_unit=16)
+    assert split_valid(2, chains=16, inputs=5, last_rows=1, pes_per_unit=16)
+    config = FarnnConfig(cell="gru", input_size=3, hidden_size=5, chain_length=1, chains=4)
+    # 5 rows on 4 PEs: one row left, 4 groups would fit, but 5 inputs in 4 chunks do not
+    assert config.matrix("recurrent").split == 2
+    with pytest.raises(ValueError, match=r"nearest valid split: 2; or split=0"):
+        dataclasses.replace(config, split=4)
+
+
+def test_unsplit_matrix_ignores_split():
+    config = FarnnConfig(hidden_size=512, input_size=512, chain_length=16, split=2)
+    shape = config.matrix("recurrent")
+    assert (shape.slices, shape.last_rows, shape.split) == (2, 0, 1)
+    with pytest.raises(ValueError, match=r"^matrix must be one of recurrent, recurrent_t, "
+                                         r"not 'projection'$"):
+        config.matrix("projection")
+    with pytest.raises(ValueError, match=r"^phase must be fw or bw, not 'up'$"):
+        config.slices("up")
+
+
+def test_frozen_and_params():
+    config = FarnnConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.hidden_size = 4
+    parsed = parse_params(FarnnConfig, ["cell=gru", "chain_length=27", "split=1"])
+    assert (parsed.cell, parsed.units, parsed.pes) == ("gru", 3, 3 * 16 * 27)
+    with pytest.raises(UsageError, match=r"^split \(3\) must divide chains \(16\)"):
+        parse_params(FarnnConfig, ["split=3"])
+    assert any(line.startswith("weight_depth (int, default 4096)")
+               for line in param_help(FarnnConfig))
