@@ -259,3 +259,29 @@ def test_full_size_step():
     assert np.abs(a - sigmoid(from_bits(imvm[1, :, 0]) + exact[:, 0])).max() < 1e-5
     bw = backward(config, weights, fw, random_bits(rng, (2, 1, 1024)))
     assert bw.dv_prev.shape == (2, 1, 1024) and bw.dc_prev.shape == (2, 1, 1024)
+
+
+def test_fast_product_is_the_float_mul_golden():
+    """rmvm's products: numpy's IEEE float32 multiply gives the golden's bits over its whole
+    operand mix (subnormals, ties, overflow, specials; NaNs canonical)."""
+    from nnrtl.sim.golden.farnn.rmvm import fp32_mul
+    from nnrtl.sim.golden.float import random_operands
+    a, b, kinds = random_operands(FP32, "mul", 200_000, seed=11)
+    assert {"subnormal", "tie", "overflow", "special"} <= set(kinds)
+    assert np.array_equal(fp32_mul(a, b), float_mul(FP32, a, b))
+
+
+def test_fast_sum_is_the_float_add_and_accumulator_golden():
+    from nnrtl.sim.golden.accumulator import streaming_sums
+    from nnrtl.sim.golden.farnn.rmvm import fp32_add, fp32_streaming_sums
+    from nnrtl.sim.golden.float import random_operands
+    a, b, kinds = random_operands(FP32, "add", 200_000, seed=12)
+    assert {"subnormal", "tie", "overflow", "special", "cancellation"} <= set(kinds)
+    assert np.array_equal(fp32_add(a, b), float_add(FP32, a, b))
+    # streams mixing every kind of operand, lengths around the slot count, 1 to 6 slots
+    for stages in range(1, 7):
+        for length in (1, stages - 1 or 1, stages, stages + 1, 3 * stages + 2, 40):
+            streams = np.concatenate([a, b])[: 300 * length].reshape(300, length)
+            assert np.array_equal(fp32_streaming_sums(streams, adder_stages=stages),
+                                  streaming_sums(FP32, streams, adder_stages=stages)), \
+                (stages, length)

@@ -1,9 +1,15 @@
 """Bit-exact model of the FARNN MVM arithmetic: the PE MAC and cell splitting of the
 contract (``briefs/farnn-contract.md``), on fp32 bit patterns.
 
-Row ``j`` of a matrix is one PE's: the products ``p_e = float_mul(w[j, e], x[e])`` enter
-its :class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator` in element order, and the
-result is :func:`~nnrtl.sim.golden.accumulator.streaming_sum` of them. Split by ``s``, the
+Row ``j`` of a matrix is one PE's: the products ``p_e = float_mul(w[j, e], x[e])``
+enter its :class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator` in element order, and
+the result is :func:`~nnrtl.sim.golden.accumulator.streaming_sum` of them.
+
+Speed: the goldens of :mod:`nnrtl.sim.golden.float` compute with integers, a microsecond
+or so per operation; a 1,024-cell step is millions. :func:`fp32_mul`, :func:`fp32_add` and
+:func:`fp32_streaming_sums` give the same bits through numpy's IEEE binary32 arithmetic
+(NaNs made canonical as the goldens make them), checked against the goldens over their
+operand mixes by the tests, and fall back to the goldens should the FPU flush subnormals. Split by ``s``, the
 vector is cut into the chunks of :func:`nnrtl.hw.farnn.config.chunk_bounds`; PE group ``g``
 sums chunk ``g`` as a stream of its own and the chain heads fold the partials left to
 right, ``((q0 + q1) + q2) + ...``, with ``float_add``.
@@ -18,10 +24,10 @@ import numpy as np
 from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.farnn.config import chunk_bounds
 
-from ..accumulator import streaming_sums
+from ..accumulator import _reduce, streaming_sums
 from ..float import float_add, float_mul
 
-__all__ = ["rmvm", "unit_mvm", "fold"]
+__all__ = ["rmvm", "unit_mvm", "fold", "fp32_mul", "fp32_add", "fp32_streaming_sums"]
 
 #: Products per block of work: bounds the temporaries of the vectorised arithmetic.
 _BLOCK_PRODUCTS = 1 << 20
@@ -32,11 +38,72 @@ def _check_stages(name, value, lowest, highest):
         raise TypeError(f"{name} must be an integer from {lowest} to {highest}, not {value!r}")
 
 
+def _ieee_float32():
+    """Whether numpy's float32 arithmetic keeps subnormals (no flush-to-zero mode set in
+    the FPU by some library): then its products are IEEE binary32's."""
+    tiny = np.array([2.0 ** -126], np.float32)
+    with np.errstate(all="ignore"):
+        return bool((tiny * np.float32(0.5))[0] == np.float32(2.0 ** -127))
+
+
+def fp32_mul(a_bits, b_bits):
+    """``float_mul(FP32, a, b)``, fast: numpy's float32 multiply is IEEE 754 binary32's,
+    one rounding to nearest even with subnormals, the same bits as the golden
+    :func:`~nnrtl.sim.golden.float.float_mul` (pinned over its operand mixes by
+    ``tests/golden/test_farnn_golden.py``) except for NaNs, which are made the canonical
+    NaN as the golden's. Falls back to the golden if the FPU flushes subnormals."""
+    a = np.asarray(a_bits, dtype=np.uint32)
+    b = np.asarray(b_bits, dtype=np.uint32)
+    if not _ieee_float32():
+        return float_mul(FP32, a, b)
+    with np.errstate(all="ignore"):
+        product = np.multiply(a.view(np.float32), b.view(np.float32))
+    bits = np.ascontiguousarray(product).view(np.uint32)
+    return np.where(np.isnan(product), np.uint32(FP32.canonical_nan), bits)
+
+
+def fp32_add(a_bits, b_bits):
+    """``float_add(FP32, a, b)`` by numpy's IEEE float32 addition, as :func:`fp32_mul`
+    (IEEE's rules for the sign of a zero sum are the golden's; NaNs made canonical)."""
+    a = np.asarray(a_bits, dtype=np.uint32)
+    b = np.asarray(b_bits, dtype=np.uint32)
+    if not _ieee_float32():
+        return float_add(FP32, a, b)
+    with np.errstate(all="ignore"):
+        total = np.add(a.view(np.float32), b.view(np.float32))
+    bits = np.ascontiguousarray(total).view(np.uint32)
+    return np.where(np.isnan(total), np.uint32(FP32.canonical_nan), bits)
+
+
+def fp32_streaming_sums(streams, *, adder_stages):
+    """:func:`~nnrtl.sim.golden.accumulator.streaming_sums` of equal-length fp32 streams
+    (``streams`` ``count x n``, ``n >= 1``), the same rule -- slot ``i mod L``, then the
+    accumulator golden's own reduction (``_reduce``) -- with :func:`fp32_add`; the same bits
+    (pinned by ``tests/golden/test_farnn_golden.py``), fast."""
+    streams = np.asarray(streams, dtype=np.uint32)
+    count, n = streams.shape
+    slots = adder_stages
+    if not _ieee_float32():
+        return streaming_sums(FP32, streams, adder_stages=adder_stages).astype(np.uint32)
+    rows = -(-n // slots)
+    padded = np.full((count, rows * slots), FP32.sign_mask, dtype=np.uint32)
+    padded[:, :n] = streams
+    partials = np.full((count, slots), -0.0, dtype=np.float32)
+    values = padded.view(np.float32)
+    with np.errstate(all="ignore"):
+        for row in range(rows):
+            partials = partials + values[:, row * slots:(row + 1) * slots]
+    bits = np.where(np.isnan(partials), np.uint32(FP32.canonical_nan),
+                    partials.view(np.uint32))
+    leaving = bits[:, (n + np.arange(slots)) % slots]
+    return _reduce(FP32, [leaving[:, j] for j in range(slots)], fp32_add)
+
+
 def fold(parts):
     """``((parts[0] + parts[1]) + parts[2]) + ...`` with ``float_add`` (fp32 patterns)."""
     total = parts[0]
     for part in parts[1:]:
-        total = float_add(FP32, total, part)
+        total = fp32_add(total, part)
     return np.asarray(total, dtype=np.uint32)
 
 
@@ -92,11 +159,11 @@ def rmvm(weight_bits, x_bits, *, split, adder_stages, multiplier_stages):
     for first in range(0, rows, block):
         w = weights[first:first + block]
         # products[v, j, e] = w[j, e] * x[v, e]
-        products = float_mul(FP32, w[None, :, :], vectors[:, None, :])
+        products = fp32_mul(w[None, :, :], vectors[:, None, :])
         parts = []
         for start, stop in chunks:
             streams = products[:, :, start:stop].reshape(-1, stop - start)
-            parts.append(streaming_sums(FP32, streams, adder_stages=adder_stages)
+            parts.append(fp32_streaming_sums(streams, adder_stages=adder_stages)
                          .reshape(vectors.shape[0], -1))
         out[:, first:first + block] = fold(parts)
     return out.reshape(*lead, rows)
