@@ -94,6 +94,7 @@ def gradient_errors(network, steps, batch, *, seed=0, params=()):
 
 
 def main(argv=None):
+    from .host import device_name
     from .trainer import GRADIENT_BOUND
 
     argv = sys.argv[1:] if argv is None else argv
@@ -110,7 +111,7 @@ def main(argv=None):
                 "max_abs_error": float(f"{max_abs:.3g}"),
                 "max_rel_error": float(f"{max_rel:.3g}"),
                 "largest_gradient": float(f"{largest:.3g}"), "bound": GRADIENT_BOUND,
-                "within_bound": max_abs <= GRADIENT_BOUND,
+                "within_bound": max_abs <= GRADIENT_BOUND, "host_device": device_name(),
                 "seconds": round(time.monotonic() - start, 1)}), flush=True)
 
 

@@ -63,11 +63,7 @@ def _tensor(array):
     import torch
     if isinstance(array, torch.Tensor):
         return array.to(device(), dtype=torch.float32)
-    return torch.as_tensor(np.asarray(array, dtype=np.float32), device=device())
-
-
-def _gates(layer):
-    return layer.GATES
+    return torch.tensor(np.asarray(array, dtype=np.float32), device=device())
 
 
 def input_mvm(layer, x):
@@ -84,7 +80,7 @@ def input_mvm(layer, x):
     -------
     tensor float32, shape (T, B, units, H)
     """
-    units, hidden = _gates(layer), layer.hidden_size
+    units, hidden = layer.GATES, layer.hidden_size
     x = _tensor(x)
     out = x @ _tensor(layer.weight_ih).T
     if layer.has_bias:

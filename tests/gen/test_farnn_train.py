@@ -171,8 +171,8 @@ def step(network, x, y, loss, lr, params=()):
 
 @pytest.mark.parametrize("cell, proj, layers, params", [
     ("lstm", 0, 1, ()),
-    ("gru", 0, 2, ("chains=4", "chain_length=2")),            # 13 rows: last 5 split... 1
-    ("lstm", 5, 3, ("chains=4", "chain_length=1")),
+    ("gru", 0, 2, ("chains=4", "chain_length=2")),            # 13 rows on 8 PEs: 5 unsplit
+    ("lstm", 5, 3, ("chains=4", "chain_length=1")),           # 13 rows on 4: 1 split by 2
     ("gru", 0, 3, ("chains=2", "chain_length=3")),            # 13 rows on 6 PEs: split 2
 ])
 def test_training_step_matches_float64_sgd(cell, proj, layers, params):
@@ -230,12 +230,17 @@ def test_train_through_the_interface(tmp_path):
     assert record["config"]["chain_length"] == 2 and record["config"]["cell"] == "gru"
     # 2 layers x (FW + BW) x 5 steps x batch 2 x 3 gates x 6 x 6
     assert record["steps"][0]["useful_macs"] == 2 * 2 * 5 * 2 * 3 * 36
+    assert record["steps"][0]["host_device"] in ("cpu", f"cuda:{_gpu()}")
     trained = load_network(tmp_path / "run" / "model.pt")
     assert not np.array_equal(trained.layers[0].weight_hh, gru.weight_hh_l0.detach().numpy())
     bad = dataclasses.replace(request, backend="rtl")
     with pytest.raises(UsageError, match=r"^--backend rtl is not available"):
         interface.train(types.SimpleNamespace(name="farnn"), train_hook, bad,
                         tmp_path / "run2")
+
+
+def _gpu():
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
 
 
 def test_layer_weights_reach_the_golden_through_the_streams():
