@@ -18,24 +18,21 @@ array ``beats x chains``. Word order:
   address ``a`` of PE ``l`` (0 = the chain's head) of chain ``c``. A chain therefore
   receives its head PE's ``D`` words first; each PE keeps the first ``D`` words that reach
   it and relays the rest to its successor;
-* **PE memory image** (address ``a`` of PE ``(c, l)``): the gate matrix first, then, with
-  a projection, the projection matrix's block at addresses ``weights_per_pe`` of the gate
-  matrix onward. For a matrix of ``n_in`` columns run in rounds of ``P_unit = chains *
-  chain_length`` rows, PE ``(c, l)`` is PE ``q = l * chains + c`` of an unsplit round
-  (consecutive rows on the lanes of one head cycle): addresses ``[rho * n_in, (rho + 1) *
-  n_in)`` hold row ``rho * P_unit + q`` of the unit's block. In the split last round the
-  chains form ``split`` groups of ``gc = chains / split`` consecutive chains; chain ``c`` is
-  in group ``g = c // gc`` and its PE ``l`` is PE ``q = l * gc + c % gc`` of the group; it
-  holds chunk ``g`` (:func:`~nnrtl.hw.farnn.config.chunk_bounds`) of row ``full_rounds *
-  P_unit + q`` at the next addresses. Addresses of rows past the block's end and of the
-  shorter last chunk are zero words.
+* **PE memory image** (address ``a`` of PE ``k`` of chain ``c``): the gate matrix first,
+  then, with a projection, the unit's block of the projection matrix at addresses
+  ``weights_per_pe`` of the gate matrix onward. For a matrix of ``n_in`` columns split by
+  ``s`` (:class:`~nnrtl.hw.farnn.config.MatrixShape`: ``lanes = chains / s``, ``chunk =
+  ceil(n_in / s)``, rounds of ``round_rows = lanes * chain_length`` rows), chain ``c = g *
+  lanes + j`` is lane ``j`` of group ``g``, and its PE ``k`` holds, at addresses ``r *
+  chunk + t``, column ``g * chunk + t`` of row ``r * round_rows + k * lanes + j`` of the
+  unit's block: consecutive rows on the lanes of one head cycle, PE 0 first. Words of rows
+  past the block's end and of columns past ``n_in`` are zeros. This is the order of the MVM
+  unit's own packer (``sim/golden/farnn/mvm.py``, ``pack_weights``) for each matrix.
 
 :func:`unpack_weights` inverts it and checks the zero words and the length.
 """
 
 import numpy as np
-
-from nnrtl.hw.farnn.config import chunk_bounds
 
 from ..errors import UsageError
 
@@ -171,23 +168,10 @@ def pass_weights(config, phase, recurrent, projection=None):
     return list(zip(shapes, arrays))
 
 
-def _positions(config, shape):
-    """Per round: ``(address offset, length, rows [chains, L], valid [chains, L], start)``
-    lists describing the memory image of one unit's block (module docstring)."""
-    chains, length, per_unit = config.chains, config.chain_length, config.pes_per_unit
-    c = np.arange(chains)[:, None]
-    l = np.arange(length)[None, :]
-    parts = []
-    for rho in range(shape.full_rounds):
-        rows = np.broadcast_to(rho * per_unit + l * chains + c, (chains, length))
-        parts.append((rho * shape.inputs, 0, shape.inputs, rows, None))
-    if shape.last_rows:
-        group = chains // shape.split
-        q = np.broadcast_to(l * group + c % group, (chains, length))
-        g = np.broadcast_to(c // group, (chains, length))
-        rows = shape.split_from + q
-        parts.append((shape.full_rounds * shape.inputs, None, shape.chunk, rows, (q, g)))
-    return parts
+def _grid(shape):
+    """``(slices, chain_length, lanes, split, chunk)``: a block's padded words indexed by
+    round, PE, lane, group and element of the chunk (module docstring)."""
+    return shape.slices, shape.chain_length, shape.lanes, shape.split, shape.chunk
 
 
 def pe_image(config, shape, block):
@@ -195,18 +179,23 @@ def pe_image(config, shape, block):
     shape.weights_per_pe`` (module docstring). ``block`` is the unit's rows, at most
     ``shape.rows`` of them (fewer in the projection's last block)."""
     block = np.asarray(block, dtype=np.uint32)
-    image = np.zeros((config.chains, config.chain_length, shape.weights_per_pe), np.uint32)
-    chunks = chunk_bounds(shape.inputs, shape.split)
-    for offset, _, width, rows, split in _positions(config, shape):
-        if split is None:
-            valid = rows < block.shape[0]
-            image[valid, offset:offset + width] = block[rows[valid]]
-            continue
-        q, g = split
-        for group, (start, stop) in enumerate(chunks):
-            valid = (g == group) & (q < shape.last_rows) & (rows < block.shape[0])
-            image[valid, offset:offset + stop - start] = block[rows[valid], start:stop]
-    return image
+    slices, length, lanes, split, chunk = _grid(shape)
+    padded = np.zeros((slices * length * lanes, split * chunk), np.uint32)
+    padded[:block.shape[0], :block.shape[1]] = block
+    # padded[r, k, j, g, t] -> chain g * lanes + j, PE k, address r * chunk + t
+    words = padded.reshape(slices, length, lanes, split, chunk).transpose(3, 2, 1, 0, 4)
+    return words.reshape(config.chains, length, slices * chunk)
+
+
+def _block_of_image(shape, image, rows):
+    """The inverse of :func:`pe_image`: ``(block, padding)``, the block's ``rows`` rows and
+    every other word of the image."""
+    slices, length, lanes, split, chunk = _grid(shape)
+    words = image.reshape(split, lanes, length, slices, chunk).transpose(3, 2, 1, 0, 4)
+    padded = words.reshape(slices * length * lanes, split * chunk)
+    mask = np.ones(padded.shape, bool)
+    mask[:rows, :shape.inputs] = False
+    return padded[:rows, :shape.inputs], padded[mask]
 
 
 def _blocks(shape, array, unit):
@@ -241,8 +230,8 @@ def unpack_weights(config, phase, stream):
     ------
     UsageError
         If the stream has the wrong shape (naming the expected beats and lanes) or a word
-        the order reserves for padding is not zero (naming the beat and lane): a stream in
-        another order or for another configuration.
+        the order reserves for padding is not zero (naming the unit and the matrix): a
+        stream in another order or for another configuration.
     """
     stream = np.asarray(stream, dtype=np.uint32)
     beats = config.weight_stream_beats(phase)
@@ -251,35 +240,24 @@ def unpack_weights(config, phase, stream):
                          f"{config.chains} words for {config}, not {stream.shape}")
     depth = config.weights_per_pe(phase)
     words = stream.reshape(config.units, config.chain_length, depth, config.chains)
-    used = np.zeros(words.shape, bool)
     results = []
     offset = 0
     for shape in config.pass_matrices(phase):
         groups = config.units if shape.units == 1 else 1
         matrix = np.zeros((groups, shape.total_rows, shape.inputs), np.uint32)
-        chunks = chunk_bounds(shape.inputs, shape.split)
         for unit in range(config.units):
             base = 0 if shape.units == 1 else unit * shape.rows
-            target = matrix[unit] if shape.units == 1 else matrix[0]
-            count = min(shape.rows, shape.total_rows - base)
+            count = max(0, min(shape.rows, shape.total_rows - base))
             image = words[unit, :, offset:offset + shape.weights_per_pe].transpose(2, 0, 1)
-            mark = used[unit, :, offset:offset + shape.weights_per_pe].transpose(2, 0, 1)
-            for at, _, width, rows, split in _positions(config, shape):
-                pieces = ([(rows < count, 0, shape.inputs)] if split is None else
-                          [((split[1] == g) & (split[0] < shape.last_rows) & (rows < count),
-                            start, stop - start)
-                           for g, (start, stop) in enumerate(chunks)])
-                for valid, start, size in pieces:
-                    target[base + rows[valid], start:start + size] = \
-                        image[valid, at:at + size]
-                    mark[valid, at:at + size] = True
+            block, padding = _block_of_image(shape, image, count)
+            if padding.any():
+                raise UsageError(
+                    f"the {phase} weight stream has a nonzero padding word in unit {unit}'s "
+                    f"{shape.name} words (addresses {offset} to "
+                    f"{offset + shape.weights_per_pe - 1}): not in the order of "
+                    f"nnrtl.gen.farnn.host")
+            target = matrix[unit] if shape.units == 1 else matrix[0, base:base + count]
+            target[...] = block
         results.append(matrix)
         offset += shape.weights_per_pe
-    stray = (words != 0) & ~used
-    if stray.any():
-        unit, pe, address, lane = (int(i[0]) for i in np.nonzero(stray))
-        beat = (unit * config.chain_length + pe) * depth + address
-        raise UsageError(f"the {phase} weight stream has a nonzero padding word at beat "
-                         f"{beat}, lane {lane} (unit {unit}, PE {pe}, address {address}): "
-                         f"not in the order of nnrtl.gen.farnn.host")
     return results[0], (results[1][0] if len(results) > 1 else None)

@@ -9,9 +9,11 @@ MVM, the gradients and the update; the FPGA runs the recurrence of one layer at 
 * :attr:`FarnnConfig.units` MVM units (4 for LSTM, 3 for GRU), unit ``k`` holding gate
   ``k``'s recurrent matrix ``R_k`` (PyTorch's gate order, :data:`GATES`); each unit is
   ``chains`` chains of ``chain_length`` weight-stationary fp32 PEs;
-* PE ``j`` of a round holds row ``j`` of the matrix; a matrix with more rows than a unit
-  has PEs runs in :attr:`MatrixShape.slices` rounds, and its last, partial round may split
-  each row over ``split`` groups of chains (the paper's cell splitting, §5.1.3);
+* each PE of a round holds one row of the matrix; a matrix with more rows than a round
+  computes runs in :attr:`MatrixShape.slices` rounds; with cell splitting (the paper's
+  §5.1.3) the chains form ``split`` groups, each row is computed by one PE of every group
+  (group ``g`` summing chunk ``g`` of the vector) and a round computes ``pes_per_unit /
+  split`` rows in ``ceil(n_in / split)`` cycles;
 * FW uses ``R_k``, BW the host-transposed ``R_k^T``; the recurrent projection
   (``proj_size``, LSTM only) reuses the units (:meth:`FarnnConfig.matrix`).
 
@@ -20,10 +22,11 @@ by :mod:`nnrtl.sim.golden.farnn`.
 """
 
 import dataclasses
-import math
+
+from ..arith.accumulator import reduction_schedule
 
 __all__ = ["FarnnConfig", "MatrixShape", "CELLS", "GATES", "WEIGHT_DEPTHS", "MATRICES",
-           "FP32_BITS"]
+           "FP32_BITS", "chunk_bounds", "split_valid"]
 
 #: Cell types.
 CELLS = ("lstm", "gru")
@@ -64,25 +67,32 @@ def chunk_bounds(inputs, split):
     """``[(start, stop), ...]``: the ``split`` contiguous chunks of a vector of ``inputs``
     elements, chunk ``g`` = ``[g * c, min((g + 1) * c, inputs))`` with ``c = ceil(inputs /
     split)`` (the contract). A chunk may be empty when ``split`` is close to ``inputs``
-    (e.g. 5 elements in 4 chunks of 2: the last is ``(5, 5)``); :func:`split_valid` rejects that."""
+    (5 elements in 4 chunks of 2: the last is ``(5, 5)``); :func:`split_valid` rejects
+    that."""
     size = -(-inputs // split)
     return [(min(g * size, inputs), min((g + 1) * size, inputs)) for g in range(split)]
 
 
-def split_valid(split, *, chains, inputs, last_rows, pes_per_unit):
-    """Whether ``split`` may split the rows of a partial last round: it divides ``chains``
-    (a group is ``chains / split`` whole chains), the ``last_rows`` rows fit one group
-    (``split * last_rows <= pes_per_unit``) and no chunk of the ``inputs`` is empty."""
-    return (chains % split == 0 and split * last_rows <= pes_per_unit
-            and all(start < stop for start, stop in chunk_bounds(inputs, split)))
+def split_valid(split, *, chains, inputs):
+    """Whether ``split`` may split a matrix of ``inputs`` columns: it divides ``chains`` (a
+    group is ``chains / split`` whole chains) and leaves no chunk of the inputs empty."""
+    return chains % split == 0 and all(start < stop
+                                       for start, stop in chunk_bounds(inputs, split))
 
 
 @dataclasses.dataclass(frozen=True)
 class MatrixShape:
     """One matrix as the MVM units run it: its rows are cut over ``units`` units in
     contiguous blocks of :attr:`rows` rows (one block per unit; only the projection is
-    cut, the gate matrices are one per unit), each block in rounds of ``pes_per_unit``
+    cut, the gate matrices are one per unit), each block in rounds of :attr:`round_rows`
     rows.
+
+    The geometry is that of the MVM unit's RTL and golden (``hw/farnn/mvm.py``,
+    ``sim/golden/farnn/mvm.py``): the chains form ``split`` groups of ``lanes = chains /
+    split`` consecutive chains; in round ``r`` PE ``k`` of chain ``g * lanes + j`` computes
+    chunk ``g`` of row ``r * round_rows + k * lanes + j``, its weights at addresses ``r *
+    chunk ...``. The split applies to every round (the contract's summation order then
+    holds for every row alike).
 
     Attributes
     ----------
@@ -95,16 +105,17 @@ class MatrixShape:
     units : int
         Units it is cut over; unit ``u`` computes rows ``[u * rows, min((u + 1) * rows,
         total_rows))``.
-    pes_per_unit : int
+    chains, chain_length : int
     split : int
-        The split factor of the partial last round (1 without one).
+        The split factor (1: each row on one PE).
     """
 
     name: str
     total_rows: int
     inputs: int
     units: int
-    pes_per_unit: int
+    chains: int
+    chain_length: int
     split: int
 
     @property
@@ -114,42 +125,37 @@ class MatrixShape:
         return -(-self.total_rows // self.units)
 
     @property
-    def full_rounds(self):
-        """Rounds every PE of the unit takes part in, unsplit: ``rows // pes_per_unit``."""
-        return self.rows // self.pes_per_unit
+    def lanes(self):
+        """Chains per split group, ``chains / split``."""
+        return self.chains // self.split
 
     @property
-    def last_rows(self):
-        """Rows of the partial last round, ``rows % pes_per_unit`` (0: none)."""
-        return self.rows % self.pes_per_unit
+    def round_rows(self):
+        """Rows a round computes, ``lanes * chain_length``."""
+        return self.lanes * self.chain_length
 
     @property
     def slices(self):
-        """Rounds (the paper's vector slices) ``S = ceil(rows / pes_per_unit)``."""
-        return -(-self.rows // self.pes_per_unit)
-
-    @property
-    def split_from(self):
-        """First row (index inside a unit's block) that is split: rows from here on are
-        computed by ``split`` PEs each, one chunk of the vector per PE."""
-        return self.full_rounds * self.pes_per_unit
+        """Rounds (the paper's vector slices) ``S = ceil(rows / round_rows)``."""
+        return -(-self.rows // self.round_rows)
 
     @property
     def chunk(self):
-        """Elements of a chunk of the split round, ``ceil(inputs / split)``."""
+        """Elements of a chunk, ``ceil(inputs / split)``: a round's MAC cycles per
+        vector."""
         return -(-self.inputs // self.split)
 
     @property
     def weights_per_pe(self):
-        """Weights the busiest PE stores: ``full_rounds * inputs`` plus a chunk for the
-        split round (the paper's ``S * n_in`` without split: 4 x 1,024 = 4,096)."""
-        return self.full_rounds * self.inputs + (self.chunk if self.last_rows else 0)
+        """Weights a PE stores: ``slices * chunk`` (the paper's ``S * n_in`` without split:
+        4 x 1,024 = 4,096)."""
+        return self.slices * self.chunk
 
     @property
     def cycles_per_vector(self):
-        """MAC cycles of one vector: ``full_rounds * inputs + ceil(inputs / split)`` (the
-        spec's ``C_mvm``; 2,048 unsplit and 1,536 with split 2 for 1,024 x 1,024 on 768
-        PEs)."""
+        """MAC (issue) cycles of one vector: ``slices * chunk`` (2,048 unsplit and 1,536
+        split by 2 for 1,024 x 1,024 on 768 PEs). The accumulator's reduction adds its
+        stall per stream and round (:meth:`FarnnConfig.stream_cycles`)."""
         return self.weights_per_pe
 
     @property
@@ -187,10 +193,13 @@ class FarnnConfig:
     weight_depth : int
         fp32 words of a PE's weight memory, 4096 or 8192.
     split : int
-        Split factor of a matrix's partial last round; 0 chooses, for each matrix, the
-        largest valid one (the spec's derived model: the largest divisor of ``chains``
-        ``s <= pes_per_unit / last_rows`` leaving no chunk empty). A nonzero value is used
-        for every matrix with a partial last round and must be valid for each.
+        Split factor (cell splitting) of every matrix; 0 chooses one per matrix: among the
+        divisors of ``chains`` leaving no chunk of its inputs empty, the one with the
+        fewest cycles per vector, ``slices * (chunk + E)`` (``E`` the accumulator's
+        reduction stall per stream, :attr:`reduction_cycles`), the smallest on a tie. The
+        spec's derived model splits the partial last round only; the MVM unit splits a
+        whole run, which is never slower for the best split and is what this models.
+        A nonzero value is used for every matrix and must be valid for each.
     adder_stages : int
         Pipeline stages of the fp32 adders (the accumulator's slots), 1 to 6.
     multiplier_stages : int
@@ -257,7 +266,7 @@ class FarnnConfig:
     def _shape(self, name, split):
         rows, inputs, units = self._sizes(name)
         return MatrixShape(name=name, total_rows=rows, inputs=inputs, units=units,
-                           pes_per_unit=self.pes_per_unit, split=split)
+                           chains=self.chains, chain_length=self.chain_length, split=split)
 
     def _sizes(self, name):
         """``(total_rows, inputs, units)`` of a matrix."""
@@ -267,21 +276,16 @@ class FarnnConfig:
                 "projection": (self.proj_size, hidden, self.units),
                 "projection_t": (hidden, self.proj_size, self.units)}[name]
 
-    def _valid(self, shape, split):
-        return split_valid(split, chains=self.chains, inputs=shape.inputs,
-                           last_rows=shape.last_rows, pes_per_unit=self.pes_per_unit)
-
     def _check_split(self, name):
         shape = self._shape(name, 1)
-        if not shape.last_rows or self._valid(shape, self.split):
+        if split_valid(self.split, chains=self.chains, inputs=shape.inputs):
             return
-        valid = [s for s in range(1, self.chains + 1) if self._valid(shape, s)]
+        valid = [s for s in range(1, self.chains + 1)
+                 if split_valid(s, chains=self.chains, inputs=shape.inputs)]
         raise ValueError(
             f"split ({self.split}) is not valid for the {name} matrix ({shape.total_rows} x "
-            f"{shape.inputs}): it must divide chains ({self.chains}), fit the "
-            f"{shape.last_rows} rows of the last round in pes_per_unit / split PEs "
-            f"({self.pes_per_unit} / {self.split}) and leave no chunk of the {shape.inputs} "
-            f"inputs empty; nearest valid split: "
+            f"{shape.inputs}): it must leave no chunk of the {shape.inputs} inputs empty "
+            f"(chunks of {-(-shape.inputs // self.split)}); nearest valid split: "
             f"{_nearest(self.split, lambda s: s in valid, self.chains)}; or split=0 to "
             f"choose per matrix")
 
@@ -326,15 +330,26 @@ class FarnnConfig:
         with ``proj_size``)."""
         return MATRICES if self.proj_size else ("recurrent", "recurrent_t")
 
+    @property
+    def reduction_cycles(self):
+        """``E``: cycles the accumulator stalls its input per stream for the final
+        reduction of its ``adder_stages`` slots (0, 3, 7, 11, 16, 21 for 1 to 6)."""
+        return len(reduction_schedule(self.adder_stages)) - 1
+
+    def stream_cycles(self, shape):
+        """Cycles the PEs spend per vector on ``shape``: ``slices * (chunk + E)``, the
+        quantity :attr:`split` = 0 minimises."""
+        return shape.slices * (shape.chunk + self.reduction_cycles)
+
     def chosen_split(self, name):
-        """Split factor of matrix ``name``'s partial last round: ``split`` if given, else
-        the largest valid one (1 without a partial round)."""
-        shape = self._shape(name, 1)
-        if not shape.last_rows:
-            return 1
+        """Split factor of matrix ``name``: ``split`` if given, else the valid one with
+        the fewest :meth:`stream_cycles` (the smallest on a tie)."""
         if self.split:
             return self.split
-        return max(s for s in range(1, self.chains + 1) if self._valid(shape, s))
+        inputs = self._sizes(name)[1]
+        valid = [s for s in range(1, self.chains + 1)
+                 if split_valid(s, chains=self.chains, inputs=inputs)]
+        return min(valid, key=lambda s: (self.stream_cycles(self._shape(name, s)), s))
 
     def matrix(self, name):
         """The :class:`MatrixShape` of matrix ``name`` (one of :attr:`matrices`): FW
@@ -355,8 +370,8 @@ class FarnnConfig:
         return tuple(self.matrix(name) for name in names if name in self.matrices)
 
     def slices(self, phase):
-        """Rounds ``S`` of the gate matrices in pass ``phase``: FW ``ceil(H / P_unit)``, BW
-        ``ceil(recurrent_size / P_unit)`` (they differ with a projection)."""
+        """Rounds ``S`` of the gate matrices in pass ``phase``: ``ceil(rows / round_rows)``
+        with FW ``H`` rows, BW ``recurrent_size`` (they differ with a projection)."""
         return self.pass_matrices(phase)[0].slices
 
     def weights_per_pe(self, phase):

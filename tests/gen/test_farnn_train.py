@@ -47,38 +47,57 @@ def test_transposed_layout():
     assert out[2].tolist() == [[12, 14, 16], [13, 15, 17]]   # R_g^T
 
 
-def tiny():
-    """2 chains x 2 PEs per unit (P_unit 4), GRU H = 5, input 3: R_k is 5 x 5, one full
-    round (rows 0-3) and row 4 split by 2 (chunks [0, 3) and [3, 5)): D = 5 + 3 words."""
-    return FarnnConfig(cell="gru", input_size=3, hidden_size=5, chains=2, chain_length=2)
+def tiny(split=1):
+    """2 chains x 2 PEs per unit, GRU H = 5, input 3: R_k is 5 x 5."""
+    return FarnnConfig(cell="gru", input_size=3, hidden_size=5, chains=2, chain_length=2,
+                       split=split)
 
 
-def test_weight_stream_word_order():
+def test_weight_stream_word_order_unsplit():
+    """Rounds of 4 rows: PE k of chain c holds row r * 4 + k * 2 + c at addresses r * 5 ..
+    r * 5 + 4; 2 rounds (rows 5-7 zero), D = 10 words per PE, head PE first."""
     config = tiny()
-    assert config.weights_per_pe("fw") == 8
+    d = config.weights_per_pe("fw")
+    assert d == 10
     r = np.arange(1, 3 * 5 * 5 + 1, dtype=np.uint32).reshape(3, 5, 5)   # word = its tag
     stream = host.pack_weights(config, "fw", r)
-    assert stream.shape == (3 * 2 * 8, 2) == (config.weight_stream_beats("fw"), 2)
-    d = 8
+    assert stream.shape == (3 * 2 * d, 2) == (config.weight_stream_beats("fw"), 2)
     for unit in range(3):
         base = unit * 2 * d                   # units one after another
-        for a in range(5):                    # full round: PE (c, l) holds row l*2 + c
-            assert stream[base + 0 * d + a, 0] == r[unit, 0, a]
-            assert stream[base + 0 * d + a, 1] == r[unit, 1, a]
-            assert stream[base + 1 * d + a, 0] == r[unit, 2, a]
-            assert stream[base + 1 * d + a, 1] == r[unit, 3, a]
-        # split round: chain 0 (group 0) PE 0 has row 4's chunk 0, chain 1 its chunk 1
-        assert stream[base + 5:base + 8, 0].tolist() == r[unit, 4, 0:3].tolist()
-        assert stream[base + 5:base + 8, 1].tolist() == r[unit, 4, 3:5].tolist() + [0]
-        # PEs 1 have no row in the split round
-        assert stream[base + d + 5:base + d + 8].tolist() == [[0, 0]] * 3
+        for a in range(5):
+            assert stream[base + 0 * d + a].tolist() == [r[unit, 0, a], r[unit, 1, a]]
+            assert stream[base + 1 * d + a].tolist() == [r[unit, 2, a], r[unit, 3, a]]
+            assert stream[base + 0 * d + 5 + a].tolist() == [r[unit, 4, a], 0]
+            assert stream[base + 1 * d + 5 + a].tolist() == [0, 0]
     recurrent, projection = host.unpack_weights(config, "fw", stream)
     assert np.array_equal(recurrent, r) and projection is None
+
+
+def test_weight_stream_word_order_split():
+    """Split by 2: chain 0 holds chunk 0 (columns 0-2), chain 1 chunk 1 (columns 3-4 and a
+    zero) of the same row; rounds of 2 rows (PE k: row r * 2 + k), 3 rounds, D = 9."""
+    config = tiny(split=2)
+    d = config.weights_per_pe("bw")
+    assert d == 3 * 3
+    r = np.arange(1, 3 * 5 * 5 + 1, dtype=np.uint32).reshape(3, 5, 5)
+    stream = host.pack_weights(config, "bw", r)
+    unit = 2
+    base = unit * 2 * d
+    for rnd in range(3):
+        for k in range(2):
+            row = rnd * 2 + k
+            words = stream[base + k * d + rnd * 3:base + k * d + rnd * 3 + 3]
+            expected = (r[unit, row, 0:3].tolist(), r[unit, row, 3:5].tolist() + [0]) \
+                if row < 5 else ([0] * 3, [0] * 3)
+            assert words[:, 0].tolist() == expected[0]
+            assert words[:, 1].tolist() == expected[1]
+    assert np.array_equal(host.unpack_weights(config, "bw", stream)[0], r)
 
 
 @pytest.mark.parametrize("kwargs", [
     dict(cell="lstm", hidden_size=7, proj_size=3, chains=4, chain_length=1),
     dict(cell="lstm", hidden_size=9, chains=2, chain_length=3, split=1),
+    dict(cell="lstm", hidden_size=9, proj_size=5, chains=4, chain_length=2, split=2),
     dict(cell="gru", hidden_size=13, chains=4, chain_length=2),
     dict(cell="lstm", hidden_size=20, proj_size=6, chains=4, chain_length=2),
 ])
@@ -104,15 +123,15 @@ def test_pack_unpack_round_trip(kwargs):
 
 
 def test_unpack_rejects_a_wrong_stream():
-    config = tiny()
+    config = tiny(split=2)
     stream = host.pack_weights(config, "fw", np.ones((3, 5, 5), np.uint32))
-    with pytest.raises(UsageError, match=r"^the fw weight stream must be 48 beats of 2 words "
-                                         r"for FarnnConfig\(.*\), not \(47, 2\)$"):
-        host.unpack_weights(config, "fw", stream[:47])
-    stream[7, 1] = 5                          # the short chunk's padding word
+    with pytest.raises(UsageError, match=r"^the fw weight stream must be 54 beats of 2 words "
+                                         r"for FarnnConfig\(.*\), not \(53, 2\)$"):
+        host.unpack_weights(config, "fw", stream[:53])
+    stream[2, 1] = 5                          # chunk 1's third word: column 5 of row 0
     with pytest.raises(UsageError, match=r"^the fw weight stream has a nonzero padding word "
-                                         r"at beat 7, lane 1 \(unit 0, PE 0, address 7\): not "
-                                         r"in the order of nnrtl\.gen\.farnn\.host$"):
+                                         r"in unit 0's recurrent words \(addresses 0 to 8\): "
+                                         r"not in the order of nnrtl\.gen\.farnn\.host$"):
         host.unpack_weights(config, "fw", stream)
     with pytest.raises(ValueError, match=r"^the recurrent_t matrices must have shape "
                                          r"\(3, 5, 5\), not \(3, 5, 4\)$"):
@@ -171,9 +190,9 @@ def step(network, x, y, loss, lr, params=()):
 
 @pytest.mark.parametrize("cell, proj, layers, params", [
     ("lstm", 0, 1, ()),
-    ("gru", 0, 2, ("chains=4", "chain_length=2")),            # 13 rows on 8 PEs: 5 unsplit
-    ("lstm", 5, 3, ("chains=4", "chain_length=1")),           # 13 rows on 4: 1 split by 2
-    ("gru", 0, 3, ("chains=2", "chain_length=3")),            # 13 rows on 6 PEs: split 2
+    ("gru", 0, 2, ("chains=4", "chain_length=2")),
+    ("lstm", 5, 3, ("chains=4", "chain_length=1", "split=2")),
+    ("gru", 0, 3, ("chains=2", "chain_length=3", "split=2")),
 ])
 def test_training_step_matches_float64_sgd(cell, proj, layers, params):
     """An SGD step whose gradients come from the golden model updates the weights as

@@ -31,12 +31,11 @@ from nnrtl.hw.farnn.config import chunk_bounds, split_valid
     ({"split": 3}, ValueError,
      r"^split \(3\) must divide chains \(16\): a split group is whole chains; nearest valid "
      r"split: 2 or 4$"),
-    # 1,024 rows on 768 PEs: 256 rows in the last round, 4 x 256 > 768
-    ({"chain_length": 48, "split": 4}, ValueError,
-     r"^split \(4\) is not valid for the recurrent matrix \(1024 x 1024\): it must divide "
-     r"chains \(16\), fit the 256 rows of the last round in pes_per_unit / split PEs "
-     r"\(768 / 4\) and leave no chunk of the 1024 inputs empty; nearest valid split: 2; or "
-     r"split=0 to choose per matrix$"),
+    # 5 inputs in chunks of 2: the fourth chunk would be empty
+    ({"cell": "gru", "input_size": 3, "hidden_size": 5, "split": 4}, ValueError,
+     r"^split \(4\) is not valid for the recurrent matrix \(5 x 5\): it must leave no "
+     r"chunk of the 5 inputs empty \(chunks of 2\); nearest valid split: 2; or split=0 to "
+     r"choose per matrix$"),
 ])
 def test_invalid(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -61,31 +60,45 @@ def test_defaults_are_the_papers_vu9p_lstm_1024():
 
 
 def test_paper_split_example():
-    """1,024 cells on 768 PEs per unit: 2,048 cycles unsplit, 1,536 split by 2."""
+    """1,024 cells on 768 PEs per unit: 2,048 cycles unsplit, 1,536 split by 2 (§5.1.3).
+    Split by 2 the chains form 2 groups of 8: rounds of 384 rows, 3 rounds of 512 cycles."""
     unsplit = FarnnConfig(chain_length=48, split=1)
-    auto = FarnnConfig(chain_length=48)
     assert unsplit.pes_per_unit == 768
     assert unsplit.matrix("recurrent").cycles_per_vector == 2048
-    shape = auto.matrix("recurrent")
-    assert (shape.split, shape.slices, shape.full_rounds, shape.last_rows) == (2, 2, 1, 256)
+    shape = FarnnConfig(chain_length=48, split=2).matrix("recurrent")
+    assert (shape.lanes, shape.round_rows, shape.slices, shape.chunk) == (8, 384, 3, 512)
     assert shape.cycles_per_vector == 1536 and shape.weights_per_pe == 1536
-    assert shape.split_from == 768 and shape.chunk == 512
+
+
+def test_split_chosen_by_the_cycles_per_vector():
+    """split=0 minimises slices * (chunk + E), E = 11 for 4 adder stages: on 768 PEs
+    1 -> 2 x 1,035, 2 -> 3 x 523, 4 -> 6 x 267, 8 -> 11 x 139 = 1,529 (the least),
+    16 -> 22 x 75. On 256 PEs nothing is idle: unsplit."""
+    config = FarnnConfig(chain_length=48)
+    assert config.reduction_cycles == 11
+    shape = config.matrix("recurrent")
+    assert (shape.split, shape.slices, shape.chunk) == (8, 11, 128)
+    assert config.stream_cycles(shape) == 1529 and shape.cycles_per_vector == 1408
+    assert FarnnConfig().matrix("recurrent").split == 1
+    assert FarnnConfig(adder_stages=1).reduction_cycles == 0
 
 
 def test_8k_configuration_768_pes():
     """The paper's VU9P LSTM configuration for > 1,024 cells: 8K words per PE, 768 PEs."""
     config = FarnnConfig(chain_length=12, weight_depth=8192)
     assert config.pes == 768
-    # 1,024 rows on 192 PEs: 5 full rounds and 64 rows split by 2 (3 does not divide 16)
-    assert config.matrix("recurrent").split == 2
-    assert config.weights_per_pe("fw") == 5 * 1024 + 512
+    # 1,024 rows on 192 PEs: split 2 -> rounds of 96 rows: 11 x (512 + 11) = 5,753,
+    # better than 6 x 1,035 unsplit and 22 x 267 split by 4
+    shape = config.matrix("recurrent")
+    assert (shape.split, shape.slices) == (2, 11)
+    assert config.weights_per_pe("fw") == 11 * 512
     assert config.fits
     assert not dataclasses.replace(config, weight_depth=4096).fits
 
 
 def test_gru_1280_fits_4k_only_with_split():
     """GRU 1,280 cells on 416 PEs per unit: unsplit 4 slices x 1,280 = 5,120 words > 4K;
-    the last round's 32 rows split by 8 need 3 x 1,280 + 160 = 4,000."""
+    split by 8 (rounds of 52 rows): 25 slices x 160 = 4,000."""
     unsplit = FarnnConfig(cell="gru", input_size=1280, hidden_size=1280, chain_length=26,
                           split=1)
     assert unsplit.units == 3 and unsplit.gates == ("r", "z", "n")
@@ -98,24 +111,29 @@ def test_gru_1280_fits_4k_only_with_split():
 
 
 def test_projection_slices_differ_between_passes():
-    """RNN-T's encoder layer: 2,048 cells, projection 640, on 640 PEs per unit. FW runs R_k
-    (2,048 x 640: 4 slices) and W_hr (640 x 2,048 cut over 4 units: 160 rows each, split
-    by 4); BW runs R_k^T (640 x 2,048: 1 slice) and W_hr^T (2,048 x 640: 512 rows per
-    unit, unsplit since 2 x 512 > 640)."""
+    """RNN-T's encoder layer: 2,048 cells, projection 640, on 640 PEs per unit, unsplit.
+    FW runs R_k (2,048 x 640: 4 slices) and W_hr (640 x 2,048 cut over 4 units: 160 rows
+    each, 1 slice); BW runs R_k^T (640 x 2,048: 1 slice) and W_hr^T (2,048 x 640: 512 rows
+    per unit, 1 slice)."""
     config = FarnnConfig(hidden_size=2048, proj_size=640, chain_length=40,
-                         weight_depth=8192)
+                         weight_depth=8192, split=1)
     assert config.matrices == ("recurrent", "projection", "recurrent_t", "projection_t")
     assert config.recurrent_size == config.output_size == 640
     assert config.slices("fw") == 4 and config.slices("bw") == 1
     recurrent, projection = config.pass_matrices("fw")
-    assert (recurrent.full_rounds, recurrent.last_rows, recurrent.split) == (3, 128, 4)
-    assert (projection.rows, projection.slices, projection.split) == (160, 1, 4)
-    assert config.weights_per_pe("fw") == 3 * 640 + 160 + 512
+    assert (recurrent.slices, recurrent.inputs) == (4, 640)
+    assert (projection.rows, projection.slices, projection.inputs) == (160, 1, 2048)
+    assert config.weights_per_pe("fw") == 4 * 640 + 2048
     recurrent_t, projection_t = config.pass_matrices("bw")
-    assert (recurrent_t.rows, recurrent_t.inputs, recurrent_t.split) == (640, 2048, 1)
-    assert (projection_t.rows, projection_t.split) == (512, 1)
+    assert (recurrent_t.rows, recurrent_t.inputs, recurrent_t.slices) == (640, 2048, 1)
+    assert (projection_t.rows, projection_t.slices) == (512, 1)
     assert config.weights_per_pe("bw") == 2048 + 640
-    assert config.max_weights_per_pe == 2688 and config.fits
+    assert config.max_weights_per_pe == 4608 and config.fits
+    assert not dataclasses.replace(config, weight_depth=4096).fits
+    # chosen per matrix: the projection's 160 rows leave 480 PEs idle -> split by 4
+    chosen = dataclasses.replace(config, split=0)
+    assert chosen.matrix("projection").split == 4
+    assert chosen.weights_per_pe("fw") < config.weights_per_pe("fw")
     # useful MACs are the same in both passes: 4 gates x 2,048 x 640 + 640 x 2,048
     assert config.useful_macs_per_step("fw") == config.useful_macs_per_step("bw") == \
         5 * 2048 * 640
@@ -132,19 +150,18 @@ def test_useful_macs():
 def test_auto_split_never_leaves_a_chunk_empty():
     """5 inputs: split 4 would give chunks of 2, 2, 1 and an empty one."""
     assert chunk_bounds(5, 4) == [(0, 2), (2, 4), (4, 5), (5, 5)]
-    assert not split_valid(4, chains=16, inputs=5, last_rows=1, pes_per_unit=16)
-    assert split_valid(2, chains=16, inputs=5, last_rows=1, pes_per_unit=16)
-    config = FarnnConfig(cell="gru", input_size=3, hidden_size=5, chain_length=1, chains=4)
-    # 5 rows on 4 PEs: one row left, 4 groups would fit, but 5 inputs in 4 chunks do not
+    assert chunk_bounds(11, 3) == [(0, 4), (4, 8), (8, 11)]
+    assert not split_valid(4, chains=16, inputs=5)
+    assert split_valid(2, chains=16, inputs=5)
+    assert not split_valid(3, chains=16, inputs=5)
+    config = FarnnConfig(cell="gru", input_size=3, hidden_size=5, chain_length=1, chains=4,
+                         adder_stages=1)
+    # no reduction stall: 1 -> 2 x 5, 2 -> 3 x 3 (the least; 4 is invalid)
     assert config.matrix("recurrent").split == 2
-    with pytest.raises(ValueError, match=r"nearest valid split: 2; or split=0"):
-        dataclasses.replace(config, split=4)
 
 
-def test_unsplit_matrix_ignores_split():
-    config = FarnnConfig(hidden_size=512, input_size=512, chain_length=16, split=2)
-    shape = config.matrix("recurrent")
-    assert (shape.slices, shape.last_rows, shape.split) == (2, 0, 1)
+def test_matrix_and_phase_names():
+    config = FarnnConfig(hidden_size=512, input_size=512)
     with pytest.raises(ValueError, match=r"^matrix must be one of recurrent, recurrent_t, "
                                          r"not 'projection'$"):
         config.matrix("projection")

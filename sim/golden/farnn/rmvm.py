@@ -14,9 +14,11 @@ vector is cut into the chunks of :func:`nnrtl.hw.farnn.config.chunk_bounds`; PE 
 sums chunk ``g`` as a stream of its own and the chain heads fold the partials left to
 right, ``((q0 + q1) + q2) + ...``, with ``float_add``.
 
-:func:`rmvm` applies one split factor to every row it is given; which rows of a matrix
-run split (those of its partial last round) is the layer model's business
-(:func:`unit_mvm`, from a :class:`~nnrtl.hw.farnn.config.MatrixShape`).
+:func:`rmvm` applies one split factor to every row it is given, as the MVM unit splits a
+whole run; :func:`unit_mvm` runs the matrices of a
+:class:`~nnrtl.hw.farnn.config.MatrixShape` (each unit's gate matrix, or the projection
+the units share). Neither depends on the round a row is computed in: rounds change where
+and when a row's sum is computed, not its summation order.
 """
 
 import numpy as np
@@ -171,8 +173,7 @@ def rmvm(weight_bits, x_bits, *, split, adder_stages, multiplier_stages):
 
 def unit_mvm(shape, weight_bits, x_bits, *, per_group, adder_stages, multiplier_stages):
     """A matrix as the MVM units run it (:class:`~nnrtl.hw.farnn.config.MatrixShape`):
-    rows ``[0, shape.split_from)`` of each unit's block unsplit, the rest of the block
-    (its partial last round) split by ``shape.split``.
+    every row split by ``shape.split`` (the MVM unit splits a whole run).
 
     Parameters
     ----------
@@ -199,21 +200,11 @@ def unit_mvm(shape, weight_bits, x_bits, *, per_group, adder_stages, multiplier_
     x = np.asarray(x_bits, dtype=np.uint32)
     if per_group and (x.ndim < 2 or x.shape[-2] != groups):
         raise ValueError(f"x_bits must be ... x {groups} x {n_in}, not {x.shape}")
-    lead = x.shape[:-2] if per_group else x.shape[:-1]
-    local = np.arange(total) % shape.rows          # row index inside its unit's block
-    split_rows = local >= shape.split_from
-    out = np.zeros(lead + (groups, total), dtype=np.uint32)
-    options = dict(adder_stages=adder_stages, multiplier_stages=multiplier_stages)
-    for rows, split in ((~split_rows, 1), (split_rows, shape.split)):
-        count = int(rows.sum())
-        if not count:
-            continue
-        if per_group:
-            for g in range(groups):
-                out[..., g, rows] = rmvm(weights[g][rows], x[..., g, :], split=split,
-                                         **options)
-        else:
-            stacked = weights[:, rows].reshape(groups * count, n_in)
-            out[..., rows] = rmvm(stacked, x, split=split, **options).reshape(
-                lead + (groups, count))
-    return out
+    options = dict(split=shape.split, adder_stages=adder_stages,
+                   multiplier_stages=multiplier_stages)
+    if per_group:
+        return np.stack([rmvm(weights[g], x[..., g, :], **options) for g in range(groups)],
+                        axis=-2)
+    lead = x.shape[:-1]
+    return rmvm(weights.reshape(groups * total, n_in), x, **options).reshape(
+        lead + (groups, total))
