@@ -273,3 +273,15 @@ def test_layer_weights_reach_the_golden_through_the_streams():
     assert np.array_equal(weights.recurrent, recurrent)
     assert np.array_equal(weights.recurrent_t, recurrent.transpose(0, 2, 1))
     assert np.array_equal(weights.projection_t, to_bits(layer.weight_hr).T)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["lstm", "gru", "lstm-proj"])
+def test_gradient_accuracy_at_256_steps(model):
+    """The accuracy report's longest sequences (python -m nnrtl.gen.farnn.accuracy): the
+    summed loss's gradients (up to ~170) within the bound, relative error below 1e-5."""
+    from nnrtl.gen.farnn.accuracy import HARDWARE, MODELS, gradient_errors
+    network = random_network(*MODELS[model])
+    max_abs, max_rel, largest = gradient_errors(network, 256, 2, params=HARDWARE)
+    assert largest > 5
+    assert max_abs <= GRADIENT_BOUND and max_rel <= 1e-5
