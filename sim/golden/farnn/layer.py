@@ -54,7 +54,8 @@ saved gates: it is the FW output of step ``t - 1``, +0 for ``t = 0``)::
 
 Out to the host: the W side's deltas (LSTM di*, df*, dg*, do*; GRU dr*, dz*, dn*) and the
 R side's (the same, but ``dhn`` for GRU n): ``dW_k = sum_t dW-side_k x_t``, ``dbW_k`` their
-sum, ``dR_k = sum_t dR-side_k v_{t-1}``, ``dbR_k`` their sum.
+sum, ``dR_k = sum_t dR-side_k v_{t-1}``, ``dbR_k`` their sum; with a projection also
+``dr^`` for ``dW_hr = sum_t dr^_t h_t`` (so the FW sends ``h_t`` as well as ``r_t``).
 """
 
 import dataclasses
