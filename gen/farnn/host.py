@@ -20,13 +20,14 @@ array ``beats x chains``. Word order:
   it and relays the rest to its successor;
 * **PE memory image** (address ``a`` of PE ``k`` of chain ``c``): the gate matrix first,
   then, with a projection, the unit's block of the projection matrix at addresses
-  ``weights_per_pe`` of the gate matrix onward. For a matrix of ``n_in`` columns split by
-  ``s`` (:class:`~nnrtl.hw.farnn.config.MatrixShape`: ``lanes = chains / s``, ``chunk =
-  ceil(n_in / s)``, rounds of ``round_rows = lanes * chain_length`` rows), chain ``c = g *
-  lanes + j`` is lane ``j`` of group ``g``, and its PE ``k`` holds, at addresses ``r *
-  chunk + t``, column ``g * chunk + t`` of row ``r * round_rows + k * lanes + j`` of the
-  unit's block: consecutive rows on the lanes of one head cycle, PE 0 first. Words of rows
-  past the block's end and of columns past ``n_in`` are zeros. This is the order of the MVM
+  ``weights_per_pe`` of the gate matrix onward. For a matrix of ``n_in`` columns
+  (:class:`~nnrtl.hw.farnn.config.MatrixShape`, ``P = chains * chain_length``): in a full
+  round ``r`` PE ``k`` of chain ``c`` holds row ``r * P + k * chains + c`` of the unit's
+  block at addresses ``r * n_in + t`` (consecutive rows on the lanes of one head cycle);
+  in a split last round (``split`` groups of ``lanes = chains / split`` chains, ``chunk =
+  ceil(n_in / split)``) PE ``k`` of chain ``g * lanes + j`` holds column ``g * chunk + t`` of
+  row ``(S - 1) * P + k * lanes + j`` at address ``(S - 1) * n_in + t``. Words of rows past
+  the block's end and of columns past ``n_in`` are zeros. This is the order of the MVM
   unit's own packer (``sim/golden/farnn/mvm.py``, ``pack_weights``) for each matrix.
 
 :func:`unpack_weights` inverts it and checks the zero words and the length.
@@ -168,10 +169,13 @@ def pass_weights(config, phase, recurrent, projection=None):
     return list(zip(shapes, arrays))
 
 
-def _grid(shape):
-    """``(slices, chain_length, lanes, split, chunk)``: a block's padded words indexed by
-    round, PE, lane, group and element of the chunk (module docstring)."""
-    return shape.slices, shape.chain_length, shape.lanes, shape.split, shape.chunk
+def _layout(shape):
+    """``(full, pes, lanes, chunk, last)``: full rounds, rows per full round, lanes and chunk
+    of the split round, rows of the split round (0 without one)."""
+    full = shape.slices - 1 if shape.split_last else shape.slices
+    pes = shape.pes_per_unit
+    last = shape.lanes * shape.chain_length if shape.split_last else 0
+    return full, pes, shape.lanes, shape.chunk, last
 
 
 def pe_image(config, shape, block):
@@ -179,23 +183,37 @@ def pe_image(config, shape, block):
     shape.weights_per_pe`` (module docstring). ``block`` is the unit's rows, at most
     ``shape.rows`` of them (fewer in the projection's last block)."""
     block = np.asarray(block, dtype=np.uint32)
-    slices, length, lanes, split, chunk = _grid(shape)
-    padded = np.zeros((slices * length * lanes, split * chunk), np.uint32)
-    padded[:block.shape[0], :block.shape[1]] = block
-    # padded[r, k, j, g, t] -> chain g * lanes + j, PE k, address r * chunk + t
-    words = padded.reshape(slices, length, lanes, split, chunk).transpose(3, 2, 1, 0, 4)
-    return words.reshape(config.chains, length, slices * chunk)
+    full, pes, lanes, chunk, last = _layout(shape)
+    length, n_in = config.chain_length, shape.inputs
+    padded = np.zeros((full * pes + last, max(n_in, shape.split * chunk)), np.uint32)
+    padded[:block.shape[0], :n_in] = block
+    # full rounds: padded[r, k, c, t] -> chain c, PE k, address r * n_in + t
+    fulls = padded[:full * pes, :n_in].reshape(full, length, config.chains, n_in)
+    parts = [fulls.transpose(2, 1, 0, 3).reshape(config.chains, length, full * n_in)]
+    if last:
+        # split round: padded[k, j, g, t] -> chain g * lanes + j, PE k, address + t
+        rows = padded[full * pes:, :shape.split * chunk]
+        split = rows.reshape(length, lanes, shape.split, chunk).transpose(2, 1, 0, 3)
+        parts.append(split.reshape(config.chains, length, chunk))
+    return np.concatenate(parts, axis=2)
 
 
 def _block_of_image(shape, image, rows):
     """The inverse of :func:`pe_image`: ``(block, padding)``, the block's ``rows`` rows and
     every other word of the image."""
-    slices, length, lanes, split, chunk = _grid(shape)
-    words = image.reshape(split, lanes, length, slices, chunk).transpose(3, 2, 1, 0, 4)
-    padded = words.reshape(slices * length * lanes, split * chunk)
+    full, pes, lanes, chunk, last = _layout(shape)
+    chains, length = image.shape[:2]
+    n_in = shape.inputs
+    padded = np.zeros((full * pes + last, max(n_in, shape.split * chunk)), np.uint32)
+    fulls = image[:, :, :full * n_in].reshape(chains, length, full, n_in)
+    padded[:full * pes, :n_in] = fulls.transpose(2, 1, 0, 3).reshape(full * pes, n_in)
+    if last:
+        split = image[:, :, full * n_in:].reshape(shape.split, lanes, length, chunk)
+        padded[full * pes:, :shape.split * chunk] = split.transpose(2, 1, 0, 3).reshape(
+            last, shape.split * chunk)
     mask = np.ones(padded.shape, bool)
-    mask[:rows, :shape.inputs] = False
-    return padded[:rows, :shape.inputs], padded[mask]
+    mask[:rows, :n_in] = False
+    return padded[:rows, :n_in], padded[mask]
 
 
 def _blocks(shape, array, unit):

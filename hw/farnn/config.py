@@ -9,11 +9,11 @@ MVM, the gradients and the update; the FPGA runs the recurrence of one layer at 
 * :attr:`FarnnConfig.units` MVM units (4 for LSTM, 3 for GRU), unit ``k`` holding gate
   ``k``'s recurrent matrix ``R_k`` (PyTorch's gate order, :data:`GATES`); each unit is
   ``chains`` chains of ``chain_length`` weight-stationary fp32 PEs;
-* each PE of a round holds one row of the matrix; a matrix with more rows than a round
-  computes runs in :attr:`MatrixShape.slices` rounds; with cell splitting (the paper's
-  §5.1.3) the chains form ``split`` groups, each row is computed by one PE of every group
-  (group ``g`` summing chunk ``g`` of the vector) and a round computes ``pes_per_unit /
-  split`` rows in ``ceil(n_in / split)`` cycles;
+* each PE of a round holds one row of the matrix; a matrix with more rows than a unit has
+  PEs runs in :attr:`MatrixShape.slices` rounds; with cell splitting (the paper's §5.1.3)
+  the last of two or more rounds, if its rows fit, runs split: the chains form ``split``
+  groups, each of its rows is computed by one PE of every group (group ``g`` summing chunk
+  ``g`` of the vector) in ``ceil(n_in / split)`` cycles;
 * FW uses ``R_k``, BW the host-transposed ``R_k^T``; the recurrent projection
   (``proj_size``, LSTM only) reuses the units (:meth:`FarnnConfig.matrix`).
 
@@ -22,8 +22,6 @@ by :mod:`nnrtl.sim.golden.farnn`.
 """
 
 import dataclasses
-
-from ..arith.accumulator import reduction_schedule
 
 __all__ = ["FarnnConfig", "MatrixShape", "CELLS", "GATES", "WEIGHT_DEPTHS", "MATRICES",
            "FP32_BITS", "chunk_bounds", "split_valid"]
@@ -73,26 +71,26 @@ def chunk_bounds(inputs, split):
     return [(min(g * size, inputs), min((g + 1) * size, inputs)) for g in range(split)]
 
 
-def split_valid(split, *, chains, inputs):
-    """Whether ``split`` may split a matrix of ``inputs`` columns: it divides ``chains`` (a
-    group is ``chains / split`` whole chains) and leaves no chunk of the inputs empty."""
-    return chains % split == 0 and all(start < stop
-                                       for start, stop in chunk_bounds(inputs, split))
+def split_valid(split, *, inputs):
+    """Whether ``split`` leaves no chunk of a vector of ``inputs`` elements empty."""
+    return all(start < stop for start, stop in chunk_bounds(inputs, split))
 
 
 @dataclasses.dataclass(frozen=True)
 class MatrixShape:
     """One matrix as the MVM units run it: its rows are cut over ``units`` units in
     contiguous blocks of :attr:`rows` rows (one block per unit; only the projection is
-    cut, the gate matrices are one per unit), each block in rounds of :attr:`round_rows`
-    rows.
+    cut, the gate matrices are one per unit), each block in rounds of ``pes_per_unit``
+    rows, the units in lockstep (the largest block sets the rounds of all).
 
-    The geometry is that of the MVM unit's RTL and golden (``hw/farnn/mvm.py``,
-    ``sim/golden/farnn/mvm.py``): the chains form ``split`` groups of ``lanes = chains /
-    split`` consecutive chains; in round ``r`` PE ``k`` of chain ``g * lanes + j`` computes
-    chunk ``g`` of row ``r * round_rows + k * lanes + j``, its weights at addresses ``r *
-    chunk ...``. The split applies to every round (the contract's summation order then
-    holds for every row alike).
+    The geometry is the MVM unit's (``hw/farnn/mvm.py``; its golden ``plan``,
+    ``sim/golden/farnn/mvm.py``). In a full round ``r`` PE ``k`` of chain ``c`` computes row
+    ``r * P + k * chains + c`` (``P = pes_per_unit``). The unit has a split factor ``s``
+    (a divisor of ``chains``); the last round is split (:attr:`split_last`) when there are
+    two or more rounds (round 0 is fed as the vector arrives, never split), its rows fit
+    ``P / s`` PEs and no chunk of the vector is empty: the chains form ``s`` groups of
+    ``lanes = chains / s``, and PE ``k`` of chain ``g * lanes + j`` sums chunk ``g`` of row
+    ``(slices - 1) * P + k * lanes + j``.
 
     Attributes
     ----------
@@ -107,7 +105,7 @@ class MatrixShape:
         total_rows))``.
     chains, chain_length : int
     split : int
-        The split factor (1: each row on one PE).
+        The unit's split factor ``s`` (1: none).
     """
 
     name: str
@@ -125,37 +123,56 @@ class MatrixShape:
         return -(-self.total_rows // self.units)
 
     @property
+    def pes_per_unit(self):
+        """``chains * chain_length``: the rows of a full round."""
+        return self.chains * self.chain_length
+
+    @property
+    def slices(self):
+        """Rounds (the paper's vector slices) ``S = ceil(rows / pes_per_unit)``."""
+        return -(-self.rows // self.pes_per_unit)
+
+    @property
+    def last_rows(self):
+        """Rows of the last round, ``rows - (slices - 1) * pes_per_unit``."""
+        return self.rows - (self.slices - 1) * self.pes_per_unit
+
+    @property
     def lanes(self):
         """Chains per split group, ``chains / split``."""
         return self.chains // self.split
 
     @property
-    def round_rows(self):
-        """Rows a round computes, ``lanes * chain_length``."""
-        return self.lanes * self.chain_length
-
-    @property
-    def slices(self):
-        """Rounds (the paper's vector slices) ``S = ceil(rows / round_rows)``."""
-        return -(-self.rows // self.round_rows)
-
-    @property
     def chunk(self):
-        """Elements of a chunk, ``ceil(inputs / split)``: a round's MAC cycles per
-        vector."""
+        """Elements of a chunk of a split round, ``ceil(inputs / split)``."""
         return -(-self.inputs // self.split)
 
     @property
+    def split_last(self):
+        """Whether the last round runs split (the class docstring's rule)."""
+        return (self.split > 1 and self.slices >= 2
+                and self.last_rows <= self.pes_per_unit // self.split
+                and split_valid(self.split, inputs=self.inputs))
+
+    @property
+    def split_from(self):
+        """First split row of a unit's block (:attr:`rows` when none is): the rows from
+        here on are each summed by ``split`` PEs, one chunk of the vector each."""
+        return (self.slices - 1) * self.pes_per_unit if self.split_last else self.rows
+
+    @property
     def weights_per_pe(self):
-        """Weights a PE stores: ``slices * chunk`` (the paper's ``S * n_in`` without split:
-        4 x 1,024 = 4,096)."""
-        return self.slices * self.chunk
+        """Weights the busiest PE stores: ``slices * inputs``, or ``(slices - 1) * inputs
+        + chunk`` with a split last round (the paper's 4 x 1,024 = 4,096)."""
+        if self.split_last:
+            return (self.slices - 1) * self.inputs + self.chunk
+        return self.slices * self.inputs
 
     @property
     def cycles_per_vector(self):
-        """MAC (issue) cycles of one vector: ``slices * chunk`` (2,048 unsplit and 1,536
-        split by 2 for 1,024 x 1,024 on 768 PEs). The accumulator's reduction adds its
-        stall per stream and round (:meth:`FarnnConfig.stream_cycles`)."""
+        """MAC cycles of one vector, the spec's ``C_mvm``: ``(slices - 1) * inputs`` plus
+        ``chunk`` or ``inputs`` for the last round (2,048 unsplit and 1,536 split by 2 for
+        1,024 x 1,024 on 768 PEs)."""
         return self.weights_per_pe
 
     @property
@@ -193,13 +210,11 @@ class FarnnConfig:
     weight_depth : int
         fp32 words of a PE's weight memory, 4096 or 8192.
     split : int
-        Split factor (cell splitting) of every matrix; 0 chooses one per matrix: among the
-        divisors of ``chains`` leaving no chunk of its inputs empty, the one with the
-        fewest cycles per vector, ``slices * (chunk + E)`` (``E`` the accumulator's
-        reduction stall per stream, :attr:`reduction_cycles`), the smallest on a tie. The
-        spec's derived model splits the partial last round only; the MVM unit splits a
-        whole run, which is never slower for the best split and is what this models.
-        A nonzero value is used for every matrix and must be valid for each.
+        The MVM units' split factor ``s`` (cell splitting), a divisor of ``chains``; each
+        matrix splits its last round by it where that round's rows fit (:class:`MatrixShape`)
+        and runs unsplit elsewhere. 0 chooses the divisor with the fewest MAC cycles per
+        step over every matrix of both passes (the spec's derived model: the largest
+        ``s`` whose groups hold the last round's rows), the smallest on a tie.
     adder_stages : int
         Pipeline stages of the fp32 adders (the accumulator's slots), 1 to 6.
     multiplier_stages : int
@@ -211,8 +226,8 @@ class FarnnConfig:
         A parameter of the wrong type or out of its own range, e.g. ``hidden_size must
         be a positive integer, not -3``.
     ValueError
-        Parameters that conflict, e.g. ``split (3) must divide chains (16)...; nearest
-        valid split: 2 or 4``.
+        Parameters that conflict, e.g. ``split (3) must divide chains (16): a split group
+        is whole chains; nearest valid split: 2 or 4``.
     """
 
     cell: str = "lstm"
@@ -239,8 +254,8 @@ class FarnnConfig:
             raise TypeError(f"proj_size must be a non-negative integer, not "
                             f"{self.proj_size!r}")
         if not _is_int(self.split) or self.split < 0:
-            raise TypeError(f"split must be a non-negative integer (0: chosen per matrix), "
-                            f"not {self.split!r}")
+            raise TypeError(f"split must be a non-negative integer (0: chosen), not "
+                            f"{self.split!r}")
         if self.weight_depth not in WEIGHT_DEPTHS:
             raise TypeError(f"weight_depth must be one of "
                             f"{', '.join(map(str, WEIGHT_DEPTHS))}, not {self.weight_depth!r}")
@@ -260,8 +275,6 @@ class FarnnConfig:
                     f"split ({self.split}) must divide chains ({self.chains}): a split "
                     f"group is whole chains; nearest valid split: "
                     f"{_nearest(self.split, lambda s: self.chains % s == 0, self.chains)}")
-            for name in self.matrices:
-                self._check_split(name)
 
     def _shape(self, name, split):
         rows, inputs, units = self._sizes(name)
@@ -275,19 +288,6 @@ class FarnnConfig:
                 "recurrent_t": (recurrent, hidden, 1),
                 "projection": (self.proj_size, hidden, self.units),
                 "projection_t": (hidden, self.proj_size, self.units)}[name]
-
-    def _check_split(self, name):
-        shape = self._shape(name, 1)
-        if split_valid(self.split, chains=self.chains, inputs=shape.inputs):
-            return
-        valid = [s for s in range(1, self.chains + 1)
-                 if split_valid(s, chains=self.chains, inputs=shape.inputs)]
-        raise ValueError(
-            f"split ({self.split}) is not valid for the {name} matrix ({shape.total_rows} x "
-            f"{shape.inputs}): it must leave no chunk of the {shape.inputs} inputs empty "
-            f"(chunks of {-(-shape.inputs // self.split)}); nearest valid split: "
-            f"{_nearest(self.split, lambda s: s in valid, self.chains)}; or split=0 to "
-            f"choose per matrix")
 
     # -- The PE array --------------------------------------------------------------------
 
@@ -331,25 +331,15 @@ class FarnnConfig:
         return MATRICES if self.proj_size else ("recurrent", "recurrent_t")
 
     @property
-    def reduction_cycles(self):
-        """``E``: cycles the accumulator stalls its input per stream for the final
-        reduction of its ``adder_stages`` slots (0, 3, 7, 11, 16, 21 for 1 to 6)."""
-        return len(reduction_schedule(self.adder_stages)) - 1
-
-    def stream_cycles(self, shape):
-        """Cycles the PEs spend per vector on ``shape``: ``slices * (chunk + E)``, the
-        quantity :attr:`split` = 0 minimises."""
-        return shape.slices * (shape.chunk + self.reduction_cycles)
-
-    def chosen_split(self, name):
-        """Split factor of matrix ``name``: ``split`` if given, else the valid one with
-        the fewest :meth:`stream_cycles` (the smallest on a tie)."""
+    def split_factor(self):
+        """The MVM units' split factor: ``split`` if given, else the divisor of ``chains``
+        with the fewest MAC cycles per vector summed over :attr:`matrices` (the smallest on
+        a tie): 2 for 1,024 x 1,024 on 768 PEs per unit, 1 when no round is partial."""
         if self.split:
             return self.split
-        inputs = self._sizes(name)[1]
-        valid = [s for s in range(1, self.chains + 1)
-                 if split_valid(s, chains=self.chains, inputs=inputs)]
-        return min(valid, key=lambda s: (self.stream_cycles(self._shape(name, s)), s))
+        divisors = [s for s in range(1, self.chains + 1) if self.chains % s == 0]
+        return min(divisors, key=lambda s: (sum(self._shape(name, s).cycles_per_vector
+                                                for name in self.matrices), s))
 
     def matrix(self, name):
         """The :class:`MatrixShape` of matrix ``name`` (one of :attr:`matrices`): FW
@@ -359,7 +349,7 @@ class FarnnConfig:
         units)."""
         if name not in self.matrices:
             raise ValueError(f"matrix must be one of {', '.join(self.matrices)}, not {name!r}")
-        return self._shape(name, self.chosen_split(name))
+        return self._shape(name, self.split_factor)
 
     def pass_matrices(self, phase):
         """The matrices of pass ``phase`` (``"fw"`` or ``"bw"``), on chip together."""
@@ -370,8 +360,8 @@ class FarnnConfig:
         return tuple(self.matrix(name) for name in names if name in self.matrices)
 
     def slices(self, phase):
-        """Rounds ``S`` of the gate matrices in pass ``phase``: ``ceil(rows / round_rows)``
-        with FW ``H`` rows, BW ``recurrent_size`` (they differ with a projection)."""
+        """Rounds ``S`` of the gate matrices in pass ``phase``: FW ``ceil(H / P_unit)``, BW
+        ``ceil(recurrent_size / P_unit)`` (they differ with a projection)."""
         return self.pass_matrices(phase)[0].slices
 
     def weights_per_pe(self, phase):

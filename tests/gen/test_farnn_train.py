@@ -74,23 +74,23 @@ def test_weight_stream_word_order_unsplit():
 
 
 def test_weight_stream_word_order_split():
-    """Split by 2: chain 0 holds chunk 0 (columns 0-2), chain 1 chunk 1 (columns 3-4 and a
-    zero) of the same row; rounds of 2 rows (PE k: row r * 2 + k), 3 rounds, D = 9."""
+    """Split by 2: round 0 as unsplit; in the last round (row 4 alone, lanes of 1 chain)
+    chain 0's PE 0 holds row 4's chunk 0 (columns 0-2), chain 1's PE 0 its chunk 1
+    (columns 3-4 and a zero), at addresses 5-7; the PEs 1 (row 5) hold zeros. D = 8."""
     config = tiny(split=2)
     d = config.weights_per_pe("bw")
-    assert d == 3 * 3
+    assert d == 5 + 3
     r = np.arange(1, 3 * 5 * 5 + 1, dtype=np.uint32).reshape(3, 5, 5)
     stream = host.pack_weights(config, "bw", r)
-    unit = 2
-    base = unit * 2 * d
-    for rnd in range(3):
-        for k in range(2):
-            row = rnd * 2 + k
-            words = stream[base + k * d + rnd * 3:base + k * d + rnd * 3 + 3]
-            expected = (r[unit, row, 0:3].tolist(), r[unit, row, 3:5].tolist() + [0]) \
-                if row < 5 else ([0] * 3, [0] * 3)
-            assert words[:, 0].tolist() == expected[0]
-            assert words[:, 1].tolist() == expected[1]
+    assert stream.shape == (3 * 2 * d, 2)
+    for unit in range(3):
+        base = unit * 2 * d
+        for a in range(5):
+            assert stream[base + 0 * d + a].tolist() == [r[unit, 0, a], r[unit, 1, a]]
+            assert stream[base + 1 * d + a].tolist() == [r[unit, 2, a], r[unit, 3, a]]
+        assert stream[base + 5:base + 8, 0].tolist() == r[unit, 4, 0:3].tolist()
+        assert stream[base + 5:base + 8, 1].tolist() == r[unit, 4, 3:5].tolist() + [0]
+        assert stream[base + d + 5:base + d + 8].tolist() == [[0, 0]] * 3
     assert np.array_equal(host.unpack_weights(config, "bw", stream)[0], r)
 
 
@@ -125,12 +125,12 @@ def test_pack_unpack_round_trip(kwargs):
 def test_unpack_rejects_a_wrong_stream():
     config = tiny(split=2)
     stream = host.pack_weights(config, "fw", np.ones((3, 5, 5), np.uint32))
-    with pytest.raises(UsageError, match=r"^the fw weight stream must be 54 beats of 2 words "
-                                         r"for FarnnConfig\(.*\), not \(53, 2\)$"):
-        host.unpack_weights(config, "fw", stream[:53])
-    stream[2, 1] = 5                          # chunk 1's third word: column 5 of row 0
+    with pytest.raises(UsageError, match=r"^the fw weight stream must be 48 beats of 2 words "
+                                         r"for FarnnConfig\(.*\), not \(47, 2\)$"):
+        host.unpack_weights(config, "fw", stream[:47])
+    stream[7, 1] = 5                          # chunk 1's third word: column 5 of row 4
     with pytest.raises(UsageError, match=r"^the fw weight stream has a nonzero padding word "
-                                         r"in unit 0's recurrent words \(addresses 0 to 8\): "
+                                         r"in unit 0's recurrent words \(addresses 0 to 7\): "
                                          r"not in the order of nnrtl\.gen\.farnn\.host$"):
         host.unpack_weights(config, "fw", stream)
     with pytest.raises(ValueError, match=r"^the recurrent_t matrices must have shape "

@@ -85,23 +85,24 @@ def test_rmvm_rejects_bad_arguments():
         rmvm(w, x, split=1, adder_stages=0, multiplier_stages=3)
 
 
-def test_unit_mvm_splits_every_row():
-    """The MVM unit splits a whole run: each gate matrix is rmvm of all its rows with the
-    shape's split, FW one vector for every unit, BW each unit its own."""
+def test_unit_mvm_splits_the_last_round_only():
+    """7 rows on 2 chains x 3 PEs: rows 0-5 a full round, row 6 the last round, split by 2
+    (the unit's factor); FW one vector for every unit, BW each unit its own."""
     rng = np.random.default_rng(4)
     config = FarnnConfig(cell="gru", input_size=3, hidden_size=7, chains=2, chain_length=3,
                          split=2)
     shape = config.matrix("recurrent")
-    assert (shape.split, shape.round_rows, shape.slices) == (2, 3, 3)
+    assert (shape.split_from, shape.split, shape.split_last) == (6, 2, True)
     w, x = random_bits(rng, (3, 7, 7)), random_bits(rng, (2, 7))
     out = unit_mvm(shape, w, x, per_group=False, **OPTIONS)
     assert out.shape == (2, 3, 7)
     for k in range(3):
-        assert np.array_equal(out[:, k], rmvm(w[k], x, split=2, **OPTIONS))
-    assert not np.array_equal(out[:, 0], rmvm(w[0], x, split=1, **OPTIONS))
+        assert np.array_equal(out[:, k, :6], rmvm(w[k, :6], x, split=1, **OPTIONS))
+        assert np.array_equal(out[:, k, 6:], rmvm(w[k, 6:], x, split=2, **OPTIONS))
     per_gate = random_bits(rng, (2, 3, 7))
     out = unit_mvm(shape, w, per_gate, per_group=True, **OPTIONS)
-    assert np.array_equal(out[:, 1], rmvm(w[1], per_gate[:, 1], split=2, **OPTIONS))
+    assert np.array_equal(out[:, 1, 6:], rmvm(w[1, 6:], per_gate[:, 1], split=2, **OPTIONS))
+    assert np.array_equal(out[:, 2, :6], rmvm(w[2, :6], per_gate[:, 2], split=1, **OPTIONS))
     with pytest.raises(ValueError, match=r"^the recurrent matrix must be 7 x 7, not 7 x 6$"):
         unit_mvm(shape, w[:, :, :6], x, per_group=False, **OPTIONS)
 
@@ -111,8 +112,8 @@ def sigmoid(x):
 
 
 def small(cell, proj=0):
-    """A small engine whose matrices run split by 2 (9 rows on 2 chains x 3 PEs: rounds
-    of 3 rows)."""
+    """A small engine whose gate matrices run split (9 rows on 2 chains x 3 PEs: the last
+    3 rows split by 2)."""
     return FarnnConfig(cell=cell, input_size=4, hidden_size=9, proj_size=proj, layers=1,
                        seq_len=6, batch=2, chains=2, chain_length=3, split=2)
 
@@ -170,6 +171,7 @@ LAYER_BOUND = 2e-5
 def test_layer_against_float64_autograd(cell, proj):
     rng = np.random.default_rng(5)
     config = small(cell, proj)
+    assert config.matrix("recurrent").split_last
     weights = layer_weights(config, rng)
     imvm = random_bits(rng, (6, 2, config.units, 9))
     dy = random_bits(rng, (6, 2, config.recurrent_size))

@@ -17,8 +17,7 @@ from nnrtl.hw.farnn.config import chunk_bounds, split_valid
     ({"chains": True}, TypeError, r"^chains must be a positive integer, not True$"),
     ({"seq_len": 2.0}, TypeError, r"^seq_len must be a positive integer, not 2\.0$"),
     ({"proj_size": -1}, TypeError, r"^proj_size must be a non-negative integer, not -1$"),
-    ({"split": -2}, TypeError,
-     r"^split must be a non-negative integer \(0: chosen per matrix\), not -2$"),
+    ({"split": -2}, TypeError, r"^split must be a non-negative integer \(0: chosen\), not -2$"),
     ({"weight_depth": 5000}, TypeError, r"^weight_depth must be one of 4096, 8192, not 5000$"),
     ({"adder_stages": 7}, TypeError, r"^adder_stages must be an integer from 1 to 6, not 7$"),
     ({"multiplier_stages": -1}, TypeError,
@@ -31,11 +30,6 @@ from nnrtl.hw.farnn.config import chunk_bounds, split_valid
     ({"split": 3}, ValueError,
      r"^split \(3\) must divide chains \(16\): a split group is whole chains; nearest valid "
      r"split: 2 or 4$"),
-    # 5 inputs in chunks of 2: the fourth chunk would be empty
-    ({"cell": "gru", "input_size": 3, "hidden_size": 5, "split": 4}, ValueError,
-     r"^split \(4\) is not valid for the recurrent matrix \(5 x 5\): it must leave no "
-     r"chunk of the 5 inputs empty \(chunks of 2\); nearest valid split: 2; or split=0 to "
-     r"choose per matrix$"),
 ])
 def test_invalid(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -60,45 +54,63 @@ def test_defaults_are_the_papers_vu9p_lstm_1024():
 
 
 def test_paper_split_example():
-    """1,024 cells on 768 PEs per unit: 2,048 cycles unsplit, 1,536 split by 2 (§5.1.3).
-    Split by 2 the chains form 2 groups of 8: rounds of 384 rows, 3 rounds of 512 cycles."""
+    """1,024 cells on 768 PEs per unit: 2 rounds; 2,048 cycles unsplit, 1,536 with the
+    last round's 256 rows split by 2 (§5.1.3)."""
     unsplit = FarnnConfig(chain_length=48, split=1)
     assert unsplit.pes_per_unit == 768
     assert unsplit.matrix("recurrent").cycles_per_vector == 2048
-    shape = FarnnConfig(chain_length=48, split=2).matrix("recurrent")
-    assert (shape.lanes, shape.round_rows, shape.slices, shape.chunk) == (8, 384, 3, 512)
+    shape = FarnnConfig(chain_length=48).matrix("recurrent")
+    assert (shape.split, shape.slices, shape.last_rows, shape.split_last) == (2, 2, 256, True)
+    assert (shape.lanes, shape.chunk, shape.split_from) == (8, 512, 768)
     assert shape.cycles_per_vector == 1536 and shape.weights_per_pe == 1536
+    # split 4: 256 rows do not fit 768 / 4 PEs, the last round runs whole
+    four = FarnnConfig(chain_length=48, split=4).matrix("recurrent")
+    assert not four.split_last and four.cycles_per_vector == 2048
 
 
-def test_split_chosen_by_the_cycles_per_vector():
-    """split=0 minimises slices * (chunk + E), E = 11 for 4 adder stages: on 768 PEs
-    1 -> 2 x 1,035, 2 -> 3 x 523, 4 -> 6 x 267, 8 -> 11 x 139 = 1,529 (the least),
-    16 -> 22 x 75. On 256 PEs nothing is idle: unsplit."""
-    config = FarnnConfig(chain_length=48)
-    assert config.reduction_cycles == 11
+def test_split_chosen_over_every_matrix():
+    """split=0: the divisor of chains with the fewest MAC cycles over FW and BW. 1,024
+    cells on 256 PEs: no partial round, so 1; with 1,280 inputs on the GRU 1,280 on 416
+    PEs: the last round's 32 rows fit 416 / 8 (52) but not 416 / 16 (26): 8."""
+    assert FarnnConfig().split_factor == 1
+    gru = FarnnConfig(cell="gru", input_size=1280, hidden_size=1280, chain_length=26)
+    assert gru.split_factor == 8
+    assert dataclasses.replace(gru, split=2).split_factor == 2
+
+
+def test_round_0_is_never_split():
+    """One round (rows <= PEs): the vector is fed as it arrives, no split; every chunk
+    must be non-empty too (5 inputs in 4 chunks of 2 leave the last empty)."""
+    config = FarnnConfig(cell="gru", input_size=3, hidden_size=5, chains=2, chain_length=4,
+                         split=2)
     shape = config.matrix("recurrent")
-    assert (shape.split, shape.slices, shape.chunk) == (8, 11, 128)
-    assert config.stream_cycles(shape) == 1529 and shape.cycles_per_vector == 1408
-    assert FarnnConfig().matrix("recurrent").split == 1
-    assert FarnnConfig(adder_stages=1).reduction_cycles == 0
+    assert (shape.slices, shape.split_last, shape.split_from) == (1, False, 5)
+    assert shape.weights_per_pe == 5
+    assert chunk_bounds(5, 4) == [(0, 2), (2, 4), (4, 5), (5, 5)]
+    assert chunk_bounds(11, 3) == [(0, 4), (4, 8), (8, 11)]
+    assert not split_valid(4, inputs=5) and split_valid(2, inputs=5)
+    # 5 rows on 4 PEs: 2 rounds, the last (1 row) fits 4 / 4, but the chunks do not
+    empty = FarnnConfig(cell="gru", input_size=3, hidden_size=5, chains=4, chain_length=1,
+                        split=4).matrix("recurrent")
+    assert (empty.slices, empty.split_last) == (2, False)
+    assert FarnnConfig(cell="gru", input_size=3, hidden_size=5, chains=4, chain_length=1,
+                       split=2).matrix("recurrent").split_last
 
 
 def test_8k_configuration_768_pes():
     """The paper's VU9P LSTM configuration for > 1,024 cells: 8K words per PE, 768 PEs."""
     config = FarnnConfig(chain_length=12, weight_depth=8192)
     assert config.pes == 768
-    # 1,024 rows on 192 PEs: split 2 -> rounds of 96 rows: 11 x (512 + 11) = 5,753,
-    # better than 6 x 1,035 unsplit and 22 x 267 split by 4
-    shape = config.matrix("recurrent")
-    assert (shape.split, shape.slices) == (2, 11)
-    assert config.weights_per_pe("fw") == 11 * 512
+    # 1,024 rows on 192 PEs: 5 full rounds and 64 rows split by 2 (64 > 192 / 4)
+    assert config.matrix("recurrent").split == 2
+    assert config.weights_per_pe("fw") == 5 * 1024 + 512
     assert config.fits
     assert not dataclasses.replace(config, weight_depth=4096).fits
 
 
 def test_gru_1280_fits_4k_only_with_split():
     """GRU 1,280 cells on 416 PEs per unit: unsplit 4 slices x 1,280 = 5,120 words > 4K;
-    split by 8 (rounds of 52 rows): 25 slices x 160 = 4,000."""
+    the last round's 32 rows split by 8 need 3 x 1,280 + 160 = 4,000."""
     unsplit = FarnnConfig(cell="gru", input_size=1280, hidden_size=1280, chain_length=26,
                           split=1)
     assert unsplit.units == 3 and unsplit.gates == ("r", "z", "n")
@@ -111,29 +123,27 @@ def test_gru_1280_fits_4k_only_with_split():
 
 
 def test_projection_slices_differ_between_passes():
-    """RNN-T's encoder layer: 2,048 cells, projection 640, on 640 PEs per unit, unsplit.
-    FW runs R_k (2,048 x 640: 4 slices) and W_hr (640 x 2,048 cut over 4 units: 160 rows
-    each, 1 slice); BW runs R_k^T (640 x 2,048: 1 slice) and W_hr^T (2,048 x 640: 512 rows
-    per unit, 1 slice)."""
+    """RNN-T's encoder layer: 2,048 cells, projection 640, on 640 PEs per unit. FW runs R_k
+    (2,048 x 640: 4 slices, the last 128 rows split by 4: they fit 640 / 4 PEs, not 640 /
+    8) and W_hr (640 x
+    2,048 cut over 4 units: 160 rows each, 1 slice); BW runs R_k^T (640 x 2,048: 1 slice)
+    and W_hr^T (2,048 x 640: 512 rows per unit, 1 slice)."""
     config = FarnnConfig(hidden_size=2048, proj_size=640, chain_length=40,
-                         weight_depth=8192, split=1)
+                         weight_depth=8192)
     assert config.matrices == ("recurrent", "projection", "recurrent_t", "projection_t")
     assert config.recurrent_size == config.output_size == 640
     assert config.slices("fw") == 4 and config.slices("bw") == 1
+    assert config.split_factor == 4
     recurrent, projection = config.pass_matrices("fw")
-    assert (recurrent.slices, recurrent.inputs) == (4, 640)
-    assert (projection.rows, projection.slices, projection.inputs) == (160, 1, 2048)
-    assert config.weights_per_pe("fw") == 4 * 640 + 2048
+    assert (recurrent.slices, recurrent.last_rows, recurrent.split_last) == (4, 128, True)
+    assert (projection.rows, projection.slices, projection.split_last) == (160, 1, False)
+    assert config.weights_per_pe("fw") == 3 * 640 + 160 + 2048
     recurrent_t, projection_t = config.pass_matrices("bw")
     assert (recurrent_t.rows, recurrent_t.inputs, recurrent_t.slices) == (640, 2048, 1)
     assert (projection_t.rows, projection_t.slices) == (512, 1)
     assert config.weights_per_pe("bw") == 2048 + 640
-    assert config.max_weights_per_pe == 4608 and config.fits
+    assert config.max_weights_per_pe == 4128 and config.fits
     assert not dataclasses.replace(config, weight_depth=4096).fits
-    # chosen per matrix: the projection's 160 rows leave 480 PEs idle -> split by 4
-    chosen = dataclasses.replace(config, split=0)
-    assert chosen.matrix("projection").split == 4
-    assert chosen.weights_per_pe("fw") < config.weights_per_pe("fw")
     # useful MACs are the same in both passes: 4 gates x 2,048 x 640 + 640 x 2,048
     assert config.useful_macs_per_step("fw") == config.useful_macs_per_step("bw") == \
         5 * 2048 * 640
@@ -145,19 +155,6 @@ def test_useful_macs():
     assert config.useful_macs_per_step("fw") == 2 * 3 * 10 * 10
     assert config.useful_macs_per_pass("bw") == 7 * 600
     assert config.useful_macs == 3 * 2 * 7 * 600
-
-
-def test_auto_split_never_leaves_a_chunk_empty():
-    """5 inputs: split 4 would give chunks of 2, 2, 1 and an empty one."""
-    assert chunk_bounds(5, 4) == [(0, 2), (2, 4), (4, 5), (5, 5)]
-    assert chunk_bounds(11, 3) == [(0, 4), (4, 8), (8, 11)]
-    assert not split_valid(4, chains=16, inputs=5)
-    assert split_valid(2, chains=16, inputs=5)
-    assert not split_valid(3, chains=16, inputs=5)
-    config = FarnnConfig(cell="gru", input_size=3, hidden_size=5, chain_length=1, chains=4,
-                         adder_stages=1)
-    # no reduction stall: 1 -> 2 x 5, 2 -> 3 x 3 (the least; 4 is invalid)
-    assert config.matrix("recurrent").split == 2
 
 
 def test_matrix_and_phase_names():

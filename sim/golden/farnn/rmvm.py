@@ -14,11 +14,10 @@ vector is cut into the chunks of :func:`nnrtl.hw.farnn.config.chunk_bounds`; PE 
 sums chunk ``g`` as a stream of its own and the chain heads fold the partials left to
 right, ``((q0 + q1) + q2) + ...``, with ``float_add``.
 
-:func:`rmvm` applies one split factor to every row it is given, as the MVM unit splits a
-whole run; :func:`unit_mvm` runs the matrices of a
-:class:`~nnrtl.hw.farnn.config.MatrixShape` (each unit's gate matrix, or the projection
-the units share). Neither depends on the round a row is computed in: rounds change where
-and when a row's sum is computed, not its summation order.
+:func:`rmvm` applies one split factor to every row it is given; :func:`unit_mvm` runs the
+matrices of a :class:`~nnrtl.hw.farnn.config.MatrixShape` (each unit's gate matrix, or
+the projection the units share), splitting the rows of a split last round only. The
+round a row is computed in changes where and when its sum is computed, not its order.
 """
 
 import numpy as np
@@ -173,7 +172,8 @@ def rmvm(weight_bits, x_bits, *, split, adder_stages, multiplier_stages):
 
 def unit_mvm(shape, weight_bits, x_bits, *, per_group, adder_stages, multiplier_stages):
     """A matrix as the MVM units run it (:class:`~nnrtl.hw.farnn.config.MatrixShape`):
-    every row split by ``shape.split`` (the MVM unit splits a whole run).
+    rows ``[0, shape.split_from)`` of each unit's block summed whole, the rest of the block
+    (a split last round) split by ``shape.split``.
 
     Parameters
     ----------
@@ -200,11 +200,20 @@ def unit_mvm(shape, weight_bits, x_bits, *, per_group, adder_stages, multiplier_
     x = np.asarray(x_bits, dtype=np.uint32)
     if per_group and (x.ndim < 2 or x.shape[-2] != groups):
         raise ValueError(f"x_bits must be ... x {groups} x {n_in}, not {x.shape}")
-    options = dict(split=shape.split, adder_stages=adder_stages,
-                   multiplier_stages=multiplier_stages)
-    if per_group:
-        return np.stack([rmvm(weights[g], x[..., g, :], **options) for g in range(groups)],
-                        axis=-2)
-    lead = x.shape[:-1]
-    return rmvm(weights.reshape(groups * total, n_in), x, **options).reshape(
-        lead + (groups, total))
+    lead = x.shape[:-2] if per_group else x.shape[:-1]
+    split_rows = np.arange(total) % shape.rows >= shape.split_from   # index in its block
+    out = np.zeros(lead + (groups, total), dtype=np.uint32)
+    options = dict(adder_stages=adder_stages, multiplier_stages=multiplier_stages)
+    for rows, split in ((~split_rows, 1), (split_rows, shape.split)):
+        count = int(rows.sum())
+        if not count:
+            continue
+        if per_group:
+            for g in range(groups):
+                out[..., g, rows] = rmvm(weights[g][rows], x[..., g, :], split=split,
+                                         **options)
+        else:
+            stacked = weights[:, rows].reshape(groups * count, n_in)
+            out[..., rows] = rmvm(stacked, x, split=split, **options).reshape(
+                lead + (groups, count))
+    return out
