@@ -26,13 +26,11 @@ from amaranth.hdl import Const, Module, Mux, Signal, signed, unsigned
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..checks import check_positive, is_int
+
 
 __all__ = ["QFormat", "Rounding", "Overflow", "round_shift", "rescale_value",
            "Rescale", "FixedMul", "FixedAdd", "FixedMac"]
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -73,9 +71,9 @@ class QFormat:
     signed: bool = True
 
     def __post_init__(self):
-        if not _is_int(self.width) or self.width <= 0:
+        if not is_int(self.width) or self.width <= 0:
             raise TypeError(f"width must be a positive integer, not {self.width!r}")
-        if not _is_int(self.fraction_bits) or self.fraction_bits < 0:
+        if not is_int(self.fraction_bits) or self.fraction_bits < 0:
             raise TypeError(f"fraction_bits must be a non-negative integer, "
                             f"not {self.fraction_bits!r}")
         if not isinstance(self.signed, bool):
@@ -205,11 +203,6 @@ def _check_modes(rounding, overflow, **others):
     for name, (value, kind, article) in checks.items():
         if not isinstance(value, kind):
             raise TypeError(f"{name} must be {article} {kind.__name__}, not {value!r}")
-
-
-def _check_positive(name, value):
-    if not _is_int(value) or value <= 0:
-        raise TypeError(f"{name} must be a positive integer, not {value!r}")
 
 
 class _Pipeline:
@@ -372,7 +365,7 @@ class FixedMul(_FixedUnit):
                  overflow=Overflow.SATURATE, stages=3):
         _check_formats(("out_fmt",), a_fmt=a_fmt, b_fmt=b_fmt, out_fmt=out_fmt)
         _check_modes(rounding, overflow)
-        _check_positive("stages", stages)
+        check_positive("stages", stages)
         self._a_fmt, self._b_fmt = a_fmt, b_fmt
         self._product_fmt = a_fmt.product(b_fmt)
         self._out_fmt = self._product_fmt if out_fmt is None else out_fmt
@@ -537,7 +530,7 @@ class FixedMac(_FixedUnit):
         _check_modes(rounding, overflow, acc_overflow=acc_overflow)
         if not isinstance(init, bool):
             raise TypeError(f"init must be a bool, not {init!r}")
-        _check_positive("stages", stages)
+        check_positive("stages", stages)
         product_fmt = a_fmt.product(b_fmt)
         acc_fmt = product_fmt if acc_fmt is None else acc_fmt
         if acc_fmt.fraction_bits != product_fmt.fraction_bits:

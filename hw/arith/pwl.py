@@ -45,8 +45,9 @@ from amaranth.hdl import Const, Module, Mux, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 
-from .fixed import (QFormat, Overflow, Rounding, _check_formats, _check_modes, _is_int,
-                    _Pipeline, _ports, rescale_value)
+from ..checks import is_int
+from .fixed import (QFormat, Overflow, Rounding, _check_formats, _check_modes, _Pipeline,
+                    _ports, rescale_value)
 
 
 __all__ = ["FUNCTIONS", "PWLTable", "pwl_table", "PiecewiseLinear", "PWLSigmoid",
@@ -189,11 +190,11 @@ def pwl_table(function, in_fmt, out_fmt, *, segments=64, input_range=None,
     _check_formats(in_fmt=in_fmt, out_fmt=out_fmt)
     if not in_fmt.signed:
         raise ValueError(f"in_fmt ({in_fmt}) must be signed")
-    if not _is_int(segments) or segments <= 0:
+    if not is_int(segments) or segments <= 0:
         raise TypeError(f"segments must be a positive integer, not {segments!r}")
     if segments & (segments - 1):
         raise ValueError(f"segments ({segments}) must be a power of two")
-    if not _is_int(coefficient_bits) or coefficient_bits < 2:
+    if not is_int(coefficient_bits) or coefficient_bits < 2:
         raise TypeError(f"coefficient_bits must be an integer of at least 2, "
                         f"not {coefficient_bits!r}")
     _check_modes(rounding, Overflow.SATURATE)

@@ -14,6 +14,8 @@ with one more ``_``.
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..checks import check_positive
+
 
 __all__ = ["AXI4LiteSignature", "AXI4StreamSignature", "AXI_RESP_OKAY", "AXI_RESP_SLVERR",
            "MAX_BUS_BITS", "bus_bits"]
@@ -33,11 +35,6 @@ AXI_RESP_OKAY = 0b00
 #: ``bresp`` / ``rresp`` encoding of a slave error (unmapped address, write to a read-only
 #: register).
 AXI_RESP_SLVERR = 0b10
-
-
-def _check_positive_int(name, value):
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise TypeError(f"{name} must be a positive integer, not {value!r}")
 
 
 def _check_byte_multiple(name, value):
@@ -81,7 +78,7 @@ class AXI4LiteSignature(wiring.Signature):
     """
 
     def __init__(self, addr_width, data_width=32):
-        _check_positive_int("addr_width", addr_width)
+        check_positive("addr_width", addr_width)
         if data_width not in (32, 64) or isinstance(data_width, bool):
             raise TypeError(f"data_width must be 32 or 64, not {data_width!r}")
         self._addr_width = addr_width

@@ -26,6 +26,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import exact_log2
 
+from ..checks import is_int
 from .axi import AXI4LiteSignature, AXI_RESP_OKAY, AXI_RESP_SLVERR
 
 
@@ -42,10 +43,6 @@ def _check_name(what, name):
     if not _NAME_RE.match(name) or keyword.iskeyword(name) or name in _RESERVED_NAMES:
         raise ValueError(f"{what} name {name!r} must be a lower-case identifier "
                          f"(letters, digits, '_', starting with a letter; not a keyword)")
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 class Access(enum.Enum):
@@ -97,9 +94,9 @@ class Field:
 
     def __post_init__(self):
         _check_name("field", self.name)
-        if not _is_int(self.offset) or self.offset < 0:
+        if not is_int(self.offset) or self.offset < 0:
             raise TypeError(f"offset must be a non-negative integer, not {self.offset!r}")
-        if not _is_int(self.width) or self.width <= 0:
+        if not is_int(self.width) or self.width <= 0:
             raise TypeError(f"width must be a positive integer, not {self.width!r}")
         if not isinstance(self.doc, str):
             raise TypeError(f"doc must be a string, not {self.doc!r}")
@@ -157,7 +154,7 @@ class Register:
             raise TypeError(f"access must be an Access, not {self.access!r}")
         if self.width not in (32, 64) or isinstance(self.width, bool):
             raise TypeError(f"width must be 32 or 64, not {self.width!r}")
-        if not _is_int(self.reset) or self.reset < 0:
+        if not is_int(self.reset) or self.reset < 0:
             raise TypeError(f"reset must be a non-negative integer, not {self.reset!r}")
         if not isinstance(self.doc, str):
             raise TypeError(f"doc must be a string, not {self.doc!r}")

@@ -17,11 +17,13 @@ MVM, the gradients and the update; the FPGA runs the recurrence of one layer at 
 * FW uses ``R_k``, BW the host-transposed ``R_k^T``; the recurrent projection
   (``proj_size``, LSTM only) reuses the units (:meth:`FarnnConfig.matrix`).
 
-The arithmetic is the lead's contract (``briefs/farnn-contract.md``), modelled bit for bit
+The arithmetic is the contract in :mod:`nnrtl.hw.farnn` ("Arithmetic"), modelled bit for bit
 by :mod:`nnrtl.sim.golden.farnn`.
 """
 
 import dataclasses
+
+from ..checks import check_positive, check_range, is_int
 
 __all__ = ["FarnnConfig", "MatrixShape", "CELLS", "GATES", "WEIGHT_DEPTHS", "MATRICES",
            "FP32_BITS", "chunk_bounds", "split_valid"]
@@ -37,20 +39,6 @@ WEIGHT_DEPTHS = (4096, 8192)
 MATRICES = ("recurrent", "projection", "recurrent_t", "projection_t")
 #: Bits of one word of the weight port (fp32).
 FP32_BITS = 32
-
-
-def _is_int(value):
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_positive(name, value):
-    if not _is_int(value) or value <= 0:
-        raise TypeError(f"{name} must be a positive integer, not {value!r}")
-
-
-def _check_range(name, value, minimum, maximum):
-    if not _is_int(value) or not minimum <= value <= maximum:
-        raise TypeError(f"{name} must be an integer from {minimum} to {maximum}, not {value!r}")
 
 
 def _nearest(value, valid, limit):
@@ -249,18 +237,18 @@ class FarnnConfig:
             raise TypeError(f"cell must be one of {', '.join(CELLS)}, not {self.cell!r}")
         for name in ("input_size", "hidden_size", "layers", "seq_len", "batch",
                      "chain_length", "chains"):
-            _check_positive(name, getattr(self, name))
-        if not _is_int(self.proj_size) or self.proj_size < 0:
+            check_positive(name, getattr(self, name))
+        if not is_int(self.proj_size) or self.proj_size < 0:
             raise TypeError(f"proj_size must be a non-negative integer, not "
                             f"{self.proj_size!r}")
-        if not _is_int(self.split) or self.split < 0:
+        if not is_int(self.split) or self.split < 0:
             raise TypeError(f"split must be a non-negative integer (0: chosen), not "
                             f"{self.split!r}")
         if self.weight_depth not in WEIGHT_DEPTHS:
             raise TypeError(f"weight_depth must be one of "
                             f"{', '.join(map(str, WEIGHT_DEPTHS))}, not {self.weight_depth!r}")
-        _check_range("adder_stages", self.adder_stages, 1, 6)
-        _check_range("multiplier_stages", self.multiplier_stages, 0, 6)
+        check_range("adder_stages", self.adder_stages, 1, 6)
+        check_range("multiplier_stages", self.multiplier_stages, 0, 6)
         if self.proj_size:
             if self.cell != "lstm":
                 raise ValueError(f"proj_size ({self.proj_size}) must be 0 for cell "

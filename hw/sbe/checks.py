@@ -1,28 +1,10 @@
 """The type and range checks of :class:`~nnrtl.hw.sbe.SBEConfig`'s parameters, in
 Amaranth's wording (``hidden_size must be a positive integer, not -3``)."""
 
+from ..checks import check_non_negative, check_positive, check_range, is_int
+
 __all__ = ["is_int", "check_positive", "check_range", "check_non_negative",
            "check_hidden_sizes"]
-
-
-def is_int(value):
-    """Whether ``value`` is an ``int`` (not a ``bool``)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def check_positive(name, value):
-    if not is_int(value) or value <= 0:
-        raise TypeError(f"{name} must be a positive integer, not {value!r}")
-
-
-def check_range(name, value, minimum, maximum):
-    if not is_int(value) or not minimum <= value <= maximum:
-        raise TypeError(f"{name} must be an integer from {minimum} to {maximum}, not {value!r}")
-
-
-def check_non_negative(name, value):
-    if not is_int(value) or value < 0:
-        raise TypeError(f"{name} must be a non-negative integer, not {value!r}")
 
 
 def check_hidden_sizes(config):

@@ -29,8 +29,7 @@ import math
 from ...boards.capacity import BRAM36_BITS, LUTRAM_DEPTH
 from ..arith.fixed import QFormat
 from ..bus import MAX_BUS_BITS, bus_bits
-from .checks import check_hidden_sizes, check_non_negative, check_positive, check_range
-from .checks import is_int as _is_int
+from .checks import check_hidden_sizes, check_non_negative, check_positive, check_range, is_int
 from .formats import Formats, HeaderLayout, StreamBits, pwl_tables_of
 from .layer_shape import LayerShape
 from .padding import is_power_of_two as _pow2
@@ -365,7 +364,7 @@ class SBEConfig:
 
     def layer(self, index):
         """The :class:`LayerShape` of layer ``index`` (0 first)."""
-        if not _is_int(index) or not 0 <= index < self.layers:
+        if not is_int(index) or not 0 <= index < self.layers:
             raise TypeError(f"layer index must be an integer from 0 to {self.layers - 1}, "
                             f"not {index!r}")
         inputs = self.padded_input_size if index == 0 else self.padded_hidden_size
@@ -463,7 +462,7 @@ class SBEConfig:
     def batches(self, steps):
         """``[(t0, n), ...]``: the batches of a run of ``steps`` steps, ``t0 = 0, B, 2B,
         ...`` and ``n = min(batch, steps - t0)``."""
-        if not _is_int(steps) or steps <= 0:
+        if not is_int(steps) or steps <= 0:
             raise TypeError(f"steps must be a positive integer, not {steps!r}")
         return [(t0, min(self.batch, steps - t0)) for t0 in range(0, steps, self.batch)]
 

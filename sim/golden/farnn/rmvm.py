@@ -1,5 +1,5 @@
 """Bit-exact model of the FARNN MVM arithmetic: the PE MAC and cell splitting of the
-contract (``briefs/farnn-contract.md``), on fp32 bit patterns.
+contract (:mod:`nnrtl.hw.farnn`, "Arithmetic"), on fp32 bit patterns.
 
 Row ``j`` of a matrix is one PE's: the products ``p_e = float_mul(w[j, e], x[e])``
 enter its :class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator` in element order, and
