@@ -1,13 +1,16 @@
 """Design-space exploration of the SBE."""
 
+import math
+
 import pytest
 
 from nnrtl.boards import Capacity, get_board
 from nnrtl.gen.engines import LUT_SHARE, check_fit, get_engine
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.sbe.explore import Exploration, explore, format_table
+from nnrtl.gen.sbe.exploration import feasible_points
 from nnrtl.gen.models import ModelSpec
-from nnrtl.gen.sbe.perf import predict
+from nnrtl.gen.sbe.perf import lower_bound_cycles, predict
 from nnrtl.gen.sbe.resources import resource_estimate
 from nnrtl.hw.sbe import PRESETS
 
@@ -134,3 +137,67 @@ def test_odd_sizes_are_explored_padded():
         prediction = predict(candidate.config)
         assert candidate.cycles == prediction.cycles
         assert prediction.useful_macs == 16 * 4 * 19 * (39 + 19)
+
+
+def test_every_feasible_configuration_is_kept():
+    """``points``: every feasible configuration with its resources, its lower bound and,
+    when it was ranked, its exact cycles -- the same set whether or not the ranking stops
+    early; those it skipped could not beat the ``top`` best."""
+    platform = board()
+    everything = explore((24, 8, 2), platform, seq_len=24, clock_hz=100e6, top=10 ** 6)
+    pruned = explore((24, 8, 2), platform, seq_len=24, clock_hz=100e6, top=5)
+    assert len(everything.points) == everything.feasible == pruned.feasible > 10
+    assert [p.config for p in pruned.points] == [p.config for p in everything.points]
+    exact = {c.config: c.cycles for c in everything.candidates}
+    assert {p.config: p.cycles for p in everything.points} == exact
+    ranked = [p for p in pruned.points if p.cycles is not None]
+    skipped = [p for p in pruned.points if p.cycles is None]
+    assert 5 <= len(ranked) < len(pruned.points) and skipped
+    assert all(p.cycles == exact[p.config] for p in ranked)
+    assert min(p.lower_bound for p in skipped) > pruned.candidates[-1].cycles
+    for point in everything.points:
+        assert point.lower_bound == lower_bound_cycles(point.config) <= exact[point.config]
+        assert point.resources == resource_estimate(point.config, "xc7")
+        assert fits(point, platform.capacity)
+    bounds = [(p.lower_bound, p.resources.dsp, p.resources.bram36) for p in pruned.points]
+    assert bounds == sorted(bounds)
+
+
+def test_feasible_points_are_bounded_and_say_how():
+    """``explore.json``'s ``feasible_points``: all of them under the limit; beyond it, the
+    best ranked (the chosen one first among them) and an even sample of the others."""
+    result = explore((24, 8, 2), board(), seq_len=24, clock_hz=100e6, top=5)
+    found = feasible_points(result)
+    assert (found["count"], found["kept"], found["sampled"]) == (result.feasible,) * 2 + (False,)
+    first = result.points[0]
+    assert found["points"][0] == {
+        "pes": first.config.pes, "batch": first.config.batch, "blocks": first.config.blocks,
+        "bus_weights": first.config.bus_weights, "post_units": first.config.post_units,
+        "lut_multipliers": first.config.lut_multipliers,
+        "lower_bound_cycles": first.lower_bound, "cycles": first.cycles,
+        "dsp": first.resources.dsp, "bram36": first.resources.bram36,
+        "luts": first.resources.luts}
+
+    ranked = sum(p.cycles is not None for p in result.points)
+    limit = 2 * ranked + 10
+    assert result.feasible > limit
+    sample = feasible_points(result, limit=limit)
+    assert (sample["count"], sample["kept"], sample["sampled"]) == (result.feasible, limit,
+                                                                    True)
+    others = result.feasible - ranked
+    assert sample["kept_which"] == (f"the {ranked} best ranked and {limit - ranked} of the "
+                                    f"other {others} evenly in order of their lower bound "
+                                    f"(one in {others / (limit - ranked):.2f})")
+    kept = sample["points"]
+    assert sum(p["cycles"] is not None for p in kept) == ranked
+    best = result.best
+    assert any(p["cycles"] == best.cycles and p["pes"] == best.config.pes
+               and p["blocks"] == best.config.blocks and p["batch"] == best.config.batch
+               for p in kept)
+    bounds = [p["lower_bound_cycles"] for p in kept if p["cycles"] is None]
+    assert bounds == sorted(bounds)
+    # evenly: the unranked points kept span the whole range of bounds, one in `step`
+    unranked = [p.lower_bound for p in result.points if p.cycles is None]
+    step = others / (limit - ranked)
+    assert bounds[0] == unranked[0]
+    assert bounds[-1] >= unranked[others - math.ceil(step) - 1]

@@ -17,6 +17,7 @@ from nnrtl.gen.cli import main
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.params import parse_params
 from nnrtl.gen.sbe.explore import explore, format_table
+from nnrtl.gen.sbe.exploration import MAX_POINTS
 from nnrtl.gen.sbe.frommodel import (config_from_model, load_model, quantized_base,
                                      synthetic_calibration)
 from nnrtl.gen.models import ModelSpec, load_state_dict
@@ -94,6 +95,17 @@ def test_json(capsys):
         assert row["config"] == dataclasses.asdict(candidate.config)
         assert row["cycles"] == candidate.cycles
         assert row["resources"]["bram36"] == candidate.resources.bram36
+    # Every feasible configuration, sampled to MAX_POINTS (10,699 fit the VC709).
+    found = result["feasible_points"]
+    assert (found["count"], found["kept"], found["sampled"]) == (expected.feasible,
+                                                                 MAX_POINTS, True)
+    assert len(found["points"]) == MAX_POINTS < expected.feasible
+    ranked = [p for p in found["points"] if p["cycles"] is not None]
+    assert len(ranked) == sum(p.cycles is not None for p in expected.points)
+    best = expected.best
+    assert {"cycles": best.cycles, "dsp": best.resources.dsp,
+            **{name: getattr(best.config, name) for name in ("pes", "batch", "blocks")}} \
+        .items() <= min(ranked, key=lambda p: (p["cycles"], p["dsp"], p["bram36"])).items()
 
 
 @pytest.mark.parametrize("kind", ["torch", "keras2.2-model", "tf.keras-weights", "keras"])
