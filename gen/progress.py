@@ -32,7 +32,7 @@ PLAIN_INTERVAL = 5.0
 #: Seconds between two plain lines of a run that does not advance (a build: elapsed time).
 QUIET_INTERVAL = 30.0
 #: Characters of a bar between its brackets.
-BAR_WIDTH = 24
+BAR_WIDTH = 20
 #: Frames of the spinner of a run of unknown length.
 SPINNER = "|/-\\"
 
@@ -102,9 +102,9 @@ class Terminal:
     def _draw(self):
         if self._bars:
             try:
-                width = os.get_terminal_size(sys.stderr.fileno()).columns
+                width = os.get_terminal_size(sys.stderr.fileno()).columns or 80
             except (AttributeError, ValueError, OSError):
-                width = 80
+                width = 80                  # not a real terminal, or of unknown size
             text = " | ".join(bar.text() for bar in self._bars)[:max(width - 1, 10)]
             sys.stderr.write(f"\r{text}\033[K")
             self._shown = True
@@ -238,9 +238,12 @@ class Progress:
         """The run as drawn on a terminal: a bar, or the spinner and the time so far."""
         seconds = self.elapsed()
         if self.total is None:
-            head = f"{self.label} {SPINNER[int(seconds / TTY_INTERVAL) % len(SPINNER)]}"
+            parts = [f"{self.label} {SPINNER[int(seconds / TTY_INTERVAL) % len(SPINNER)]}",
+                     self._counts()]
         else:
             filled = BAR_WIDTH * self.done // self.total if self.total else BAR_WIDTH
-            head = f"{self.label} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}]"
-        parts = [self._counts(), _seconds(seconds), self.status]
-        return f"{head} {' '.join(p for p in parts if p)}"
+            share = self.done / self.total if self.total else 1.0
+            parts = [f"{self.label} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}]",
+                     f"{self.done:,}/{self.total:,} {share:.0%}"]
+        parts += [_seconds(seconds), self.status]
+        return " ".join(p for p in parts if p)

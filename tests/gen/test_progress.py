@@ -86,9 +86,9 @@ def test_a_bar_on_a_terminal(capsys, monkeypatch):
         bar.advance(5)
     text = tty.getvalue()
     assert capsys.readouterr().out == ""
-    assert text.startswith("\rexplore [" + "." * module.BAR_WIDTH + "] 0 of 10 shapes ")
+    assert text.startswith("\rexplore [" + "." * module.BAR_WIDTH + "] 0/10 0% ")
     half = "#" * (module.BAR_WIDTH // 2) + "." * (module.BAR_WIDTH // 2)
-    assert f"\rexplore [{half}] 5 of 10 shapes " in text
+    assert f"\rexplore [{half}] 5/10 50% " in text
     assert "\r\033[Ka line in between\n\rexplore [" in text
     assert re.search(r"\r\033\[Kexplore: 10 of 10 shapes, done in \d+\.\d s\n\Z", text)
     assert text.endswith("\n")
@@ -106,7 +106,7 @@ def test_a_run_of_unknown_length_on_a_terminal(monkeypatch):
         outer.advance(2)
     text = tty.getvalue()
     drawn = re.findall(r"\r([^\r\n]*)\033\[K", text)
-    assert any(re.fullmatch(r"bench \[\.+\] 0 of 2 benchmarks \d+\.\d s \| build "
+    assert any(re.fullmatch(r"bench \[\.+\] 0/2 0% \d+\.\d s \| build "
                             r"[|/\\-] \d+\.\d s", line) for line in drawn), drawn
     assert len({line[-12:] for line in drawn if "build" in line}) > 1      # it moves
     lines = text.replace("\r\033[K", "\n").split("\n")
