@@ -42,8 +42,8 @@ class Terminal:
 
     Called with a line, it prints the line; :class:`Progress` bars attached to it are
     drawn together on the terminal's last line, cleared before a line is printed and
-    drawn again after it. Thread-safe (a bar of a run of unknown length redraws itself
-    from a thread)."""
+    drawn again after it. Thread-safe: each bar redraws itself from a thread of its own,
+    so that the time so far moves while the run does not advance."""
 
     def __init__(self):
         self._lock = threading.RLock()
