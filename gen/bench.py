@@ -120,7 +120,7 @@ def main(argv=None):
             (out / f"{name}.md").write_text(markdown)
             with progress.paused():
                 print(f"wrote {out / name}.json and {out / name}.md ({result['seconds']} s)")
-            bar.advance()
+            bar.advance(status="")
     return 0
 
 
