@@ -49,9 +49,10 @@ def generate_command(board, config):
 
 def feasible_points(exploration, limit=MAX_POINTS):
     """The feasible configurations of an :class:`~.explore.Exploration` as JSON, at most
-    ``limit`` of them: all if there are that few, otherwise the best ranked ones (up to
-    half of ``limit``, the chosen one first) and an even sample of the others in order of
-    their lower bound, every ``n``-th with ``n`` not an integer in general. Each point:
+    ``limit`` of them, in order of their lower bound: all if there are that few, otherwise
+    the best ranked ones (up to half of ``limit``, the chosen one among them) and an even
+    sample of the others, one in ``n`` (their count over the places left, not an integer
+    in general), ``kept_which`` saying so. Each point:
     the :data:`VARIED` parameters, ``lower_bound_cycles``, ``cycles`` (exact, or ``None``
     for a configuration the ranking did not need) and the resource estimate's ``dsp``,
     ``bram36``, ``luts``."""
@@ -65,8 +66,8 @@ def feasible_points(exploration, limit=MAX_POINTS):
                     c.pes)
         ranked = sorted((i for i, p in enumerate(points) if p.cycles is not None),
                         key=rank)[:limit // 2]
-        chosen = set(ranked)
-        others = [i for i in range(len(points)) if i not in chosen]
+        taken = set(ranked)
+        others = [i for i in range(len(points)) if i not in taken]
         step = len(others) / (limit - len(ranked))
         keep = sorted(ranked + [others[int(k * step)] for k in range(limit - len(ranked))])
         rule = (f"the {len(ranked)} best ranked and {limit - len(ranked)} of the other "
