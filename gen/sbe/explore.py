@@ -127,7 +127,7 @@ class Exploration:
     candidates: tuple
     feasible: int
     considered: int
-    points: tuple = ()
+    points: tuple
 
     @property
     def best(self):
