@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .progress import progress
+from .progress import Progress, progress
 
 __all__ = ["benchmarks", "bench_arith", "main"]
 
@@ -51,13 +51,19 @@ def bench_arith():
     from .synth import count_resources, run_yosys
 
     rows = []
-    with tempfile.TemporaryDirectory() as scratch:
-        for index, (name, build) in enumerate(_arith_units().items()):
+    units = _arith_units()
+    families = ("xc7", "xcup")
+    with tempfile.TemporaryDirectory() as scratch, \
+            Progress("bench arith", total=len(units) * len(families), unit="Yosys runs",
+                     log=progress) as bar:
+        for index, (name, build) in enumerate(units.items()):
             verilog_path = Path(scratch) / f"unit{index}.v"
             verilog_path.write_text(to_verilog(build(), f"unit{index}"))
-            for family in ("xc7", "xcup"):
+            for family in families:
+                bar.status = f"{name}, {family}"
                 cells, levels, seconds = run_yosys(verilog_path, f"unit{index}", family,
                                                    scratch, log=progress)
+                bar.advance()
                 counts = count_resources(cells)
                 rows.append({"unit": name, "family": family, "logic_levels": levels,
                              "yosys_seconds": round(seconds, 2),
@@ -102,14 +108,19 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name in args.only or known:
-        progress(f"== {name}")
-        start = time.monotonic()
-        result, markdown = known[name](out)
-        result["seconds"] = round(time.monotonic() - start, 1)
-        (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
-        (out / f"{name}.md").write_text(markdown)
-        print(f"wrote {out / name}.json and {out / name}.md ({result['seconds']} s)")
+    names = args.only or list(known)
+    with Progress("bench", total=len(names), unit="benchmarks", log=progress) as bar:
+        for name in names:
+            bar.note(f"== {name}")
+            bar.status = name
+            start = time.monotonic()
+            result, markdown = known[name](out)
+            result["seconds"] = round(time.monotonic() - start, 1)
+            (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+            (out / f"{name}.md").write_text(markdown)
+            with progress.paused():
+                print(f"wrote {out / name}.json and {out / name}.md ({result['seconds']} s)")
+            bar.advance(status="")
     return 0
 
 

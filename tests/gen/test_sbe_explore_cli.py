@@ -17,6 +17,7 @@ from nnrtl.gen.cli import main
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.params import parse_params
 from nnrtl.gen.sbe.explore import explore, format_table
+from nnrtl.gen.sbe.exploration import MAX_POINTS
 from nnrtl.gen.sbe.frommodel import (config_from_model, load_model, quantized_base,
                                      synthetic_calibration)
 from nnrtl.gen.models import ModelSpec, load_state_dict
@@ -99,6 +100,17 @@ def test_json(capsys):
         assert row["config"] == as_json(dataclasses.asdict(candidate.config))
         assert row["cycles"] == candidate.cycles
         assert row["resources"]["bram36"] == candidate.resources.bram36
+    # Every feasible configuration, sampled to MAX_POINTS (10,699 fit the VC709).
+    found = result["feasible_points"]
+    assert (found["count"], found["kept"], found["sampled"]) == (expected.feasible,
+                                                                 MAX_POINTS, True)
+    assert len(found["points"]) == MAX_POINTS < expected.feasible
+    ranked = [p for p in found["points"] if p["cycles"] is not None]
+    assert len(ranked) == sum(p.cycles is not None for p in expected.points)
+    best = expected.best
+    assert {"cycles": best.cycles, "dsp": best.resources.dsp,
+            **{name: getattr(best.config, name) for name in ("pes", "batch", "blocks")}} \
+        .items() <= min(ranked, key=lambda p: (p["cycles"], p["dsp"], p["bram36"])).items()
 
 
 @pytest.mark.parametrize("kind", ["torch", "keras2.2-model", "tf.keras-weights", "keras"])
@@ -124,18 +136,33 @@ def test_model_files(tmp_path, capsys, kind):
 
 
 def test_progress_while_checking_and_ranking(capsys, monkeypatch):
-    monkeypatch.setattr(importlib.import_module("nnrtl.gen.sbe.explore"), "LOG_INTERVAL", 0)
-    code, _, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--top", 2)
-    assert code == 0
+    """Not on a terminal: plain lines (here every one, the interval set to 0) while the
+    configurations are checked and while they are ranked, each phase's last line, the
+    counts and the end; nothing on stdout but the table."""
+    monkeypatch.setattr(importlib.import_module("nnrtl.gen.progress"), "PLAIN_INTERVAL", 0)
+    code, out, err = run(capsys, "sbe", "--board", "zc706", *SHAPE, "--top", 2)
+    assert code == 0 and out.startswith("SBE on zc706 at 200 MHz: ")
+    expected = explore((INPUTS, HIDDEN, 2), "zc706", seq_len=16, top=2)
+    exact = sum(point.cycles is not None for point in expected.points)
     lines = err.splitlines()
-    fit = next(i for i, line in enumerate(lines) if " configurations fit zc706; " in line)
-    assert fit > 1 and len(lines) > fit + 3
-    assert all(re.fullmatch(r"explore: [\d,]+ of [\d,]+ configurations checked against "
-                            r"zc706", line) for line in lines[:fit])
-    assert all(re.fullmatch(r"explore: \d+ ranked, the best so far takes [\d,]+ cycles", line)
-               for line in lines[fit + 1:-1])
-    assert re.fullmatch(r"explore: \d+ ranked by exact cycles \(the others cannot beat the "
-                        r"best 2\) in \d+\.\d s", lines[-1])
+    fit = lines.index(f"explore: {expected.feasible} of {expected.considered} configurations "
+                      f"fit zc706; ranking them by predicted cycles")
+    total = f"{expected.considered:,}"
+    checking, ranking = lines[:fit], lines[fit + 1:-1]
+    assert len(checking) > 2 and len(ranking) == exact + 1
+    assert all(re.fullmatch(rf"explore, checking against zc706: [\d,]+ of {total} "
+                            rf"configurations \(\d+%\), \d+\.\d s so far", line)
+               for line in checking[:-1])
+    assert re.fullmatch(rf"explore, checking against zc706: {total} of {total} "
+                        rf"configurations, done in \d+\.\d s", checking[-1])
+    assert all(re.fullmatch(rf"explore, ranking by predicted cycles: {k} ranked, \d+\.\d s "
+                            rf"so far, the best so far takes [\d,]+ cycles", line)
+               for k, line in enumerate(ranking[:-1], 1))
+    assert ranking[-1].startswith(f"explore, ranking by predicted cycles: {exact} ranked, "
+                                  f"the best so far takes {expected.best.cycles:,} cycles, "
+                                  f"done in ")
+    assert re.fullmatch(rf"explore: {exact} ranked by exact cycles \(the others cannot beat "
+                        rf"the best 2\) in \d+\.\d s", lines[-1])
 
 
 def test_post_units_are_a_power_of_two():

@@ -10,6 +10,7 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from nnrtl.gen import progress
 from nnrtl.sim import runner
 
 
@@ -63,18 +64,32 @@ def test_concurrent_builds_share_one_cache_entry(tmp_path):
 
 
 def test_failing_bench_raises(tmp_path, monkeypatch):
+    """... and the build's progress: a line when it starts, the time so far (every
+    QUIET_INTERVAL, made short here), the time it took; none for a cached build."""
     monkeypatch.setenv("NNRTL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(progress, "QUIET_INTERVAL", 0.2)
+    lines = []
     with pytest.raises(runner.SimulationError,
                        match=r"^tb_runner_check on inc: 1 of 1 cocotb tests failed; log "):
         runner.simulate(Incrementer(1), test_module="tb_runner_check", name="inc",
-                        params={"values": [1], "fail": True})
+                        params={"values": [1], "fail": True}, log=lines.append)
+    assert lines[0] == f"building inc with Verilator in {tmp_path / 'verilator'}/" \
+        f"{next((tmp_path / 'verilator').glob('inc-*/')).name} ..."
+    build = [line for line in lines if line.startswith("Verilator build of inc: ")]
+    assert len(build) >= 2 and all(re.fullmatch(r"Verilator build of inc: [\d.]+ s so far",
+                                                line) for line in build[:-1])
+    assert re.fullmatch(r"Verilator build of inc: done in [\d.]+ s", build[-1])
+    assert all(line.startswith(("building inc", "Verilator build of inc: ",
+                                "simulation of inc (tb_runner_check): ")) for line in lines)
     # a bench that reports its failure gets it as the first line of the error
+    lines.clear()
     with pytest.raises(runner.SimulationError,
                        match=r"^budget overrun: waiting for o\ntb_runner_check on inc: 1 of 1 "
                              r"cocotb tests failed; log "):
         runner.simulate(Incrementer(1), test_module="tb_runner_check", name="inc",
                         params={"values": [1], "fail": True,
-                                "failure": "budget overrun: waiting for o"})
+                                "failure": "budget overrun: waiting for o"}, log=lines.append)
+    assert not any("Verilator build" in line or "building" in line for line in lines)
 
 
 def test_warning_not_waived_fails_the_build(tmp_path, monkeypatch):
