@@ -308,7 +308,7 @@ def _cmd_explore(args):
         weights=args.weights and Path(args.weights), params=tuple(args.param),
         seq_len=args.seq_len, top=args.top, log=progress))
     if args.json:
-        print(json.dumps(exploration.as_json(), indent=2))
+        print(json.dumps(exploration.as_json()))     # one line: feasible_points is long
     else:
         print(exploration.table())
     if destination is not None:
