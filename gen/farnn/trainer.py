@@ -1,0 +1,237 @@
+"""The FARNN training step behind the platform's training interface
+(:mod:`nnrtl.gen.train`): :class:`FarnnTrainer` runs each layer's recurrence (FW and BW
+passes) on the FPGA part -- its bit-exact golden model (backend ``golden``; ``rtl`` once
+the engine's top exists) -- and the rest on the host in PyTorch (:mod:`.host`): the input
+MVM of all steps, the BW input MVM and the gradients. The weights reach the FPGA part as
+the weight streams of :func:`~.host.pack_weights` (the BW ones host-transposed), unpacked
+as the PEs would hold them.
+
+Layers are run one after another (one layer's weights on chip at a time), FW from the
+first layer up, BW from the last down; the output delta of layer ``l`` is the BW input MVM
+of layer ``l + 1``.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from nnrtl.hw.farnn import FarnnConfig
+from nnrtl.sim.golden import farnn as golden
+from nnrtl.sim.golden.farnn.layer import from_bits, to_bits
+
+from ..errors import UsageError
+from ..params import parse_params
+from . import host
+
+__all__ = ["FarnnTrainer", "config_for", "train_hook", "GRADIENT_BOUND"]
+
+#: The largest difference of a weight gradient from PyTorch float64 autograd the engine's
+#: arithmetic allows. The error is that of fp32 arithmetic (one rounding per operation, each
+#: MVM sum a chain of fp32 additions in the accumulator's order) plus the PWL sigmoid/tanh
+#: tables' (absolute error up to 4.9e-6 and 9.7e-6: ``nnrtl.sim.golden.activation.
+#: max_abs_error``), carried through the recurrence. It is relative
+#: to the gradients: ``python -m nnrtl.gen.farnn.accuracy`` (2-layer LSTM, GRU and LSTM with
+#: projection, hidden 32, batch 2, split rounds, the summed loss whose gradients grow with
+#: T) measures at most 3.9e-6 of each tensor's largest gradient for T = 16 ... 256, and
+#: absolute errors from 1.0e-6 (T = 16) to 5.2e-5 (GRU, T = 256, gradients up to 169).
+#: 1e-4 therefore holds for gradients up to about 25 even at the worst relative error, and
+#: for every model and length measured; with the interface's mean losses (gradients well
+#: below 1) the tests' steps stay 20 times and more below it.
+GRADIENT_BOUND = 1e-4
+
+
+def _workload_sizes(network):
+    """``(cell, input_size, hidden_size, proj_size)`` of an RNN network, or a UsageError
+    naming the layer and the rule it breaks."""
+    from nnrtl.gen.models import GRU, LSTM
+
+    source = network.source or "the model"
+    if not network.is_rnn:
+        raise UsageError(f"the farnn engine trains LSTM and GRU layers; {source} is a CNN")
+    first = network.layers[0]
+    cell = "lstm" if isinstance(first, LSTM) else "gru"
+    for index, layer in enumerate(network.layers):
+        kind = "lstm" if isinstance(layer, LSTM) else "gru" if isinstance(layer, GRU) else None
+        if kind != cell:
+            raise UsageError(f"layer {index} of {source} is {type(layer).__name__}, but layer "
+                             f"0 is {type(first).__name__}: the farnn engine runs one cell "
+                             f"type")
+        if layer.direction != "forward":
+            raise UsageError(f"layer {index} of {source} is {layer.direction}; the farnn "
+                             f"engine runs forward layers only")
+        if (layer.hidden_size, layer.proj_size) != (first.hidden_size, first.proj_size):
+            raise UsageError(f"layer {index} of {source} has hidden_size "
+                             f"{layer.hidden_size} and proj_size {layer.proj_size}, layer 0 "
+                             f"{first.hidden_size} and {first.proj_size}: every layer of "
+                             f"the farnn engine has the same")
+    return cell, first.input_size, first.hidden_size, first.proj_size
+
+
+def config_for(network, seq_len, batch, params=()):
+    """The :class:`FarnnConfig` of ``network`` for sequences of ``seq_len`` steps in
+    batches of ``batch``: the sizes from the model, the hardware ``params`` (``--param``
+    strings) as given, and, when ``chain_length`` is not given, the shortest chains whose
+    PEs hold every pass's weights (a small model builds a small engine)."""
+    cell, inputs, hidden, proj = _workload_sizes(network)
+    sizes = dict(cell=cell, input_size=inputs, hidden_size=hidden, proj_size=proj,
+                 layers=len(network.layers), seq_len=seq_len, batch=batch)
+    given = {item.partition("=")[0].strip() for item in params}
+    for name in sorted(given & set(sizes)):
+        raise UsageError(f"parameter {name} comes from the model and the inputs "
+                         f"({sizes[name]}); do not give it with --model")
+    base = FarnnConfig(**sizes, chain_length=1)
+    config = parse_params(FarnnConfig, params, base=base)
+    if "chain_length" not in given:
+        length = 1
+        while not config.fits:
+            length += 1
+            try:
+                config = dataclasses.replace(config, chain_length=length)
+            except (TypeError, ValueError) as error:
+                raise UsageError(f"{error} (chain_length {length}, chosen for the "
+                                 f"weights to fit)") from None
+    if not config.fits:
+        raise UsageError(f"the weights of {network.source or 'the model'} need "
+                         f"{config.max_weights_per_pe} words per PE, more than weight_depth "
+                         f"({config.weight_depth}): give a longer chain_length or "
+                         f"weight_depth=8192")
+    return config
+
+
+@dataclasses.dataclass
+class _Layer:
+    """What a layer's FW leaves for its BW."""
+
+    layer: object
+    x: np.ndarray
+    weights: object
+    fw: object
+
+
+class FarnnTrainer:
+    """The training step of :mod:`nnrtl.gen.train` with the FPGA part in the golden model.
+
+    Parameters
+    ----------
+    config : FarnnConfig
+        Sizes and hardware (split, stages) of the engine; the network given to
+        :meth:`forward` must have its cell type and sizes.
+    backend : str
+        ``"golden"`` (``"rtl"`` is not available yet).
+
+    Attributes
+    ----------
+    gradient_bound : float
+        :data:`GRADIENT_BOUND`.
+    device : str
+        Where the host part runs (:func:`~.host.device_name`).
+    """
+
+    gradient_bound = GRADIENT_BOUND
+
+    def __init__(self, config, backend="golden"):
+        if not isinstance(config, FarnnConfig):
+            raise TypeError(f"config must be a FarnnConfig, not {config!r}")
+        if backend != "golden":
+            raise UsageError(f"--backend {backend} is not available for the farnn engine "
+                             f"yet (its RTL top does not exist); use --backend golden")
+        self.config = config
+        self.backend = backend
+        self.device = host.device_name()
+        self._layers = []
+        self._shape = None
+
+    def _weights(self, layer):
+        """The layer's matrices as the FPGA receives them: FW ``R_k`` (and ``W_hr``), BW the
+        host-transposed ``R_k^T`` (and ``W_hr^T``), each through its weight stream."""
+        config = self.config
+        recurrent = to_bits(layer.weight_hh).reshape(config.units, config.hidden_size,
+                                                     config.recurrent_size)
+        transposed = to_bits(host.transpose_recurrent(layer.weight_hh, config.units))
+        projection = projection_t = None
+        if config.proj_size:
+            projection = to_bits(layer.weight_hr)
+            projection_t = to_bits(host.transpose_recurrent(layer.weight_hr, 1))[0]
+        fw = host.unpack_weights(config, "fw", host.pack_weights(config, "fw", recurrent,
+                                                                 projection))
+        bw = host.unpack_weights(config, "bw", host.pack_weights(config, "bw", transposed,
+                                                                 projection_t))
+        bias_n = None
+        if config.cell == "gru":
+            bias_n = (np.zeros(config.hidden_size, np.uint32) if not layer.has_bias
+                      else to_bits(layer.bias_hh[2 * config.hidden_size:]))
+        return golden.LayerWeights(recurrent=fw[0], recurrent_t=bw[0], bias_n=bias_n,
+                                   projection=fw[1], projection_t=bw[1])
+
+    def forward(self, network, inputs):
+        """The last layer's outputs at every step, ``T x B x output_size`` float64, for
+        time-first ``inputs`` (``T x B x input_size``)."""
+        _workload_sizes(network)
+        config = self.config
+        first = network.layers[0]
+        if (first.input_size, first.hidden_size, first.proj_size) != (
+                config.input_size, config.hidden_size, config.proj_size) or (
+                network.layers[0].GATES != config.units):
+            raise UsageError(f"the network's sizes (cell {type(first).__name__}, input "
+                             f"{first.input_size}, hidden {first.hidden_size}, proj "
+                             f"{first.proj_size}) are not those of the engine's "
+                             f"configuration {config}")
+        x = np.asarray(inputs, dtype=np.float32)
+        self._shape = x.shape[:2]
+        self._layers = []
+        for layer in network.layers:
+            weights = self._weights(layer)
+            imvm = to_bits(host.input_mvm(layer, x).cpu().numpy())
+            fw = golden.forward(config, weights, imvm)
+            self._layers.append(_Layer(layer=layer, x=x, weights=weights, fw=fw))
+            x = from_bits(fw.y)
+        return x.astype(np.float64)
+
+    def backward(self, grad_outputs):
+        """The gradients of every tensor of the last :meth:`forward`'s network,
+        ``{(layer index, field): float64 array}``, given the loss gradient at its outputs
+        (``T x B x output_size``)."""
+        config = self.config
+        dy = np.asarray(grad_outputs, dtype=np.float32)
+        gradients = {}
+        for index in reversed(range(len(self._layers))):
+            saved = self._layers[index]
+            bw = golden.backward(config, saved.weights, saved.fw, to_bits(dy))
+            y = from_bits(saved.fw.y)
+            v_prev = np.concatenate([np.zeros_like(y[:1]), y[:-1]])
+            fields = host.gradients(
+                saved.layer, saved.x, v_prev, from_bits(bw.d_input),
+                from_bits(bw.d_recurrent), h=from_bits(saved.fw.h),
+                dr_hat=None if bw.dr_hat is None else from_bits(bw.dr_hat))
+            for field in saved.layer.tensor_fields():
+                gradients[(index, field)] = fields[field]
+            if index:
+                dy = host.backward_input_mvm(saved.layer, from_bits(bw.d_input)).cpu().numpy()
+        return gradients
+
+    def counters(self):
+        """``cycles`` and ``utilization`` None (the golden model has no cycles);
+        ``useful_macs`` of the last step's FPGA part (FW and BW of every layer); and
+        ``host_device``, where the host part ran (recorded in ``train.json``)."""
+        useful = None
+        if self._shape is not None:
+            steps, batch = self._shape
+            useful = dataclasses.replace(self.config, seq_len=steps, batch=batch,
+                                         layers=len(self._layers)).useful_macs
+        return {"cycles": None, "useful_macs": useful, "utilization": None,
+                "host_device": self.device}
+
+
+def train_hook(request, network):
+    """The engine's ``train`` hook (:class:`nnrtl.gen.train.TrainRequest`): a
+    :class:`FarnnTrainer` for ``network`` sized by the request's inputs and ``--param``s.
+    Not registered as an engine yet (its RTL top does not exist)."""
+    from nnrtl.gen.models import load_array
+
+    if request.options:
+        raise UsageError(f"the farnn engine takes no options, not {' '.join(request.options)}")
+    inputs = load_array(request.inputs, what="--inputs")
+    steps, batch = (inputs.shape[1], inputs.shape[0]) if inputs.ndim == 3 else (
+        inputs.shape[0], 1)
+    config = config_for(network, steps, batch, request.params)
+    return FarnnTrainer(config, request.backend)

@@ -1,0 +1,287 @@
+"""The FARNN host side and trainer: the input MVMs with the contract's biases, the R^T
+layout, the weight stream's word order (pinned word by word on a tiny engine) and its
+unpacking checks, and training steps through :mod:`nnrtl.gen.train`'s functions for LSTM,
+GRU and LSTM with projection, 1 to 3 layers, against PyTorch float64."""
+
+import dataclasses
+import json
+import types
+
+import numpy as np
+import pytest
+import torch
+
+from nnrtl.gen import train as interface
+from nnrtl.gen.errors import UsageError
+from nnrtl.gen.farnn import host
+from nnrtl.gen.farnn.accuracy import random_network, reference_gradients
+from nnrtl.gen.farnn.trainer import (GRADIENT_BOUND, FarnnTrainer, config_for,
+                                     train_hook)
+from nnrtl.gen.models import GRU, LSTM, Network, load_network
+from nnrtl.hw.farnn import FarnnConfig
+from nnrtl.sim.golden.farnn.layer import to_bits
+
+
+def test_input_mvm_adds_the_host_biases():
+    """LSTM: W x + bW + bR for every gate; GRU: bR_n is left to the FPGA."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, (3, 2, 4))
+    lstm = random_network("lstm", 4, 5).layers[0]
+    expected = x @ lstm.weight_ih.T + lstm.bias_ih + lstm.bias_hh
+    out = host.input_mvm(lstm, x).cpu().numpy()
+    assert out.shape == (3, 2, 4, 5)
+    assert np.abs(out.reshape(3, 2, 20) - expected).max() < 1e-6
+    gru = random_network("gru", 4, 5).layers[0]
+    bias = gru.bias_ih + np.concatenate([gru.bias_hh[:10], np.zeros(5)])
+    out = host.input_mvm(gru, x).cpu().numpy()
+    assert np.abs(out.reshape(3, 2, 15) - (x @ gru.weight_ih.T + bias)).max() < 1e-6
+    d = rng.uniform(-1, 1, (3, 2, 3, 5))
+    dx = host.backward_input_mvm(gru, d).cpu().numpy()
+    assert np.abs(dx - d.reshape(3, 2, 15) @ gru.weight_ih).max() < 1e-6
+
+
+def test_transposed_layout():
+    weight_hh = np.arange(4 * 3 * 2, dtype=np.float64).reshape(12, 2)   # 4 gates, H 3, P 2
+    out = host.transpose_recurrent(weight_hh, 4)
+    assert out.shape == (4, 2, 3)
+    assert out[2].tolist() == [[12, 14, 16], [13, 15, 17]]   # R_g^T
+
+
+def tiny(split=1):
+    """2 chains x 2 PEs per unit, GRU H = 5, input 3: R_k is 5 x 5."""
+    return FarnnConfig(cell="gru", input_size=3, hidden_size=5, chains=2, chain_length=2,
+                       split=split)
+
+
+def test_weight_stream_word_order_unsplit():
+    """Rounds of 4 rows: PE k of chain c holds row r * 4 + k * 2 + c at addresses r * 5 ..
+    r * 5 + 4; 2 rounds (rows 5-7 zero), D = 10 words per PE, head PE first."""
+    config = tiny()
+    d = config.weights_per_pe("fw")
+    assert d == 10
+    r = np.arange(1, 3 * 5 * 5 + 1, dtype=np.uint32).reshape(3, 5, 5)   # word = its tag
+    stream = host.pack_weights(config, "fw", r)
+    assert stream.shape == (3 * 2 * d, 2) == (config.weight_stream_beats("fw"), 2)
+    for unit in range(3):
+        base = unit * 2 * d                   # units one after another
+        for a in range(5):
+            assert stream[base + 0 * d + a].tolist() == [r[unit, 0, a], r[unit, 1, a]]
+            assert stream[base + 1 * d + a].tolist() == [r[unit, 2, a], r[unit, 3, a]]
+            assert stream[base + 0 * d + 5 + a].tolist() == [r[unit, 4, a], 0]
+            assert stream[base + 1 * d + 5 + a].tolist() == [0, 0]
+    recurrent, projection = host.unpack_weights(config, "fw", stream)
+    assert np.array_equal(recurrent, r) and projection is None
+
+
+def test_weight_stream_word_order_split():
+    """Split by 2: round 0 as unsplit; in the last round (row 4 alone, lanes of 1 chain)
+    chain 0's PE 0 holds row 4's chunk 0 (columns 0-2), chain 1's PE 0 its chunk 1
+    (columns 3-4 and a zero), at addresses 5-7; the PEs 1 (row 5) hold zeros. D = 8."""
+    config = tiny(split=2)
+    d = config.weights_per_pe("bw")
+    assert d == 5 + 3
+    r = np.arange(1, 3 * 5 * 5 + 1, dtype=np.uint32).reshape(3, 5, 5)
+    stream = host.pack_weights(config, "bw", r)
+    assert stream.shape == (3 * 2 * d, 2)
+    for unit in range(3):
+        base = unit * 2 * d
+        for a in range(5):
+            assert stream[base + 0 * d + a].tolist() == [r[unit, 0, a], r[unit, 1, a]]
+            assert stream[base + 1 * d + a].tolist() == [r[unit, 2, a], r[unit, 3, a]]
+        assert stream[base + 5:base + 8, 0].tolist() == r[unit, 4, 0:3].tolist()
+        assert stream[base + 5:base + 8, 1].tolist() == r[unit, 4, 3:5].tolist() + [0]
+        assert stream[base + d + 5:base + d + 8].tolist() == [[0, 0]] * 3
+    assert np.array_equal(host.unpack_weights(config, "bw", stream)[0], r)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(cell="lstm", hidden_size=7, proj_size=3, chains=4, chain_length=1),
+    dict(cell="lstm", hidden_size=9, chains=2, chain_length=3, split=1),
+    dict(cell="lstm", hidden_size=9, proj_size=5, chains=4, chain_length=2, split=2),
+    dict(cell="gru", hidden_size=13, chains=4, chain_length=2),
+    dict(cell="lstm", hidden_size=20, proj_size=6, chains=4, chain_length=2),
+])
+def test_pack_unpack_round_trip(kwargs):
+    config = FarnnConfig(input_size=3, **kwargs)
+    rng = np.random.default_rng(2)
+    h, p, units = config.hidden_size, config.recurrent_size, config.units
+    for phase, shapes in (("fw", ((units, h, p), (config.proj_size, h))),
+                          ("bw", ((units, p, h), (h, config.proj_size)))):
+        recurrent = rng.integers(1, 2 ** 32, shapes[0], dtype=np.uint32)
+        projection = (rng.integers(1, 2 ** 32, shapes[1], dtype=np.uint32)
+                      if config.proj_size else None)
+        stream = host.pack_weights(config, phase, recurrent, projection)
+        assert stream.shape == (config.weight_stream_beats(phase), config.chains)
+        back = host.unpack_weights(config, phase, stream)
+        assert np.array_equal(back[0], recurrent)
+        assert (back[1] is None) == (projection is None)
+        if projection is not None:
+            assert np.array_equal(back[1], projection)
+        # every weight is sent once; the rest is zero padding
+        assert np.count_nonzero(stream) == recurrent.size + (
+            0 if projection is None else projection.size)
+
+
+def test_unpack_rejects_a_wrong_stream():
+    config = tiny(split=2)
+    stream = host.pack_weights(config, "fw", np.ones((3, 5, 5), np.uint32))
+    with pytest.raises(UsageError, match=r"^the fw weight stream must be 48 beats of 2 words "
+                                         r"for FarnnConfig\(.*\), not \(47, 2\)$"):
+        host.unpack_weights(config, "fw", stream[:47])
+    stream[7, 1] = 5                          # chunk 1's third word: column 5 of row 4
+    with pytest.raises(UsageError, match=r"^the fw weight stream has a nonzero padding word "
+                                         r"in unit 0's recurrent words \(addresses 0 to 7\): "
+                                         r"not in the order of nnrtl\.gen\.farnn\.host$"):
+        host.unpack_weights(config, "fw", stream)
+    with pytest.raises(ValueError, match=r"^the recurrent_t matrices must have shape "
+                                         r"\(3, 5, 5\), not \(3, 5, 4\)$"):
+        host.pack_weights(config, "bw", np.ones((3, 5, 4), np.uint32))
+
+
+def test_config_for_a_model():
+    network = random_network("lstm", 3, 20, proj_size=6, layers=2)
+    config = config_for(network, 7, 2)
+    assert (config.cell, config.input_size, config.hidden_size, config.proj_size,
+            config.layers, config.seq_len, config.batch) == ("lstm", 3, 20, 6, 2, 7, 2)
+    assert config.chain_length == 1 and config.fits        # a small model, a small engine
+    big = random_network("lstm", 8, 1024)
+    assert config_for(big, 2, 1).chain_length == 16         # 4 slices x 1,024 = 4K words
+    assert config_for(big, 2, 1, ["weight_depth=8192"]).chain_length == 8
+    with pytest.raises(UsageError, match=r"^parameter hidden_size comes from the model and "
+                                         r"the inputs \(20\); do not give it with --model$"):
+        config_for(network, 7, 2, ["hidden_size=4"])
+    with pytest.raises(UsageError, match=r"^split \(3\) must divide chains \(16\)"):
+        config_for(network, 7, 2, ["split=3"])
+
+
+def test_unsupported_networks():
+    lstm = random_network("lstm", 3, 4).layers[0]
+    gru = random_network("gru", 4, 4).layers[0]
+    with pytest.raises(UsageError, match=r"^layer 1 of the model is GRU, but layer 0 is LSTM: "
+                                         r"the farnn engine runs one cell type$"):
+        config_for(Network(layers=(lstm, gru)), 2, 1)
+    torch.manual_seed(0)
+    module = torch.nn.LSTM(3, 4, bidirectional=True)
+    state = {k: v.detach().double().numpy() for k, v in module.state_dict().items()}
+    fields = {k.replace("_l0", ""): v for k, v in state.items()}
+    bidirectional = LSTM(direction="bidirectional", **fields)
+    with pytest.raises(UsageError, match=r"^layer 0 of the model is bidirectional; the farnn "
+                                         r"engine runs forward layers only$"):
+        config_for(Network(layers=(bidirectional,)), 2, 1)
+    with pytest.raises(UsageError, match=r"^--backend rtl is not available for the farnn "
+                                         r"engine yet"):
+        FarnnTrainer(config_for(Network(layers=(lstm,)), 2, 1), "rtl")
+
+
+def step(network, x, y, loss, lr, params=()):
+    """One training step through the interface's functions: returns (update difference,
+    bound, trainer)."""
+    batch = interface.prepare_batch(network, x, y, loss)
+    steps, size = batch.inputs.shape[:2]
+    trainer = FarnnTrainer(config_for(network, steps, size, params))
+    outputs = trainer.forward(network, batch.inputs.numpy())
+    _, grad_outputs = interface.loss_and_gradient(outputs, batch, loss, network.is_rnn)
+    updated = interface.sgd_step(network, trainer.backward(grad_outputs), lr)
+    _, reference = interface.reference_step(network, batch, loss, lr)
+    pa, pb = updated.parameters(), reference.parameters()
+    difference = max(float(np.max(np.abs(pa[name] - pb[name]))) for name in pa)
+    return difference, lr * trainer.gradient_bound, trainer
+
+
+@pytest.mark.parametrize("cell, proj, layers, params", [
+    ("lstm", 0, 1, ()),
+    ("gru", 0, 2, ("chains=4", "chain_length=2")),
+    ("lstm", 5, 3, ("chains=4", "chain_length=1", "split=2")),
+    ("gru", 0, 3, ("chains=2", "chain_length=3", "split=2")),
+])
+def test_training_step_matches_float64_sgd(cell, proj, layers, params):
+    """An SGD step whose gradients come from the golden model updates the weights as
+    PyTorch float64's own step does, within lr * gradient_bound; the measured gradient
+    error is far below the bound (documented in nnrtl.gen.farnn.trainer)."""
+    network = random_network(cell, 3, 13, proj, layers, seed=layers)
+    rng = np.random.default_rng(layers)
+    x = rng.uniform(-1, 1, (2, 6, 3))                         # batch x seq_len x input
+    y = rng.uniform(-1, 1, (2, 6, network.layers[-1].output_size))
+    difference, bound, trainer = step(network, x, y, "mse", 0.5, params)
+    assert difference <= bound
+    assert difference <= bound / 20                           # the margin the bound keeps
+    steps, batch = 6, 2
+    assert trainer.counters()["useful_macs"] == trainer.config.useful_macs
+    assert trainer.config.seq_len == steps and trainer.config.batch == batch
+
+
+def test_gradients_against_float64_autograd_directly():
+    """Every tensor's gradient, not just the update: LSTM with projection, 2 layers."""
+    network = random_network("lstm", 3, 10, 4, 2, seed=4)
+    rng = np.random.default_rng(4)
+    x = rng.uniform(-1, 1, (8, 2, 3))
+    trainer = FarnnTrainer(config_for(network, 8, 2, ["chains=4", "chain_length=1"]))
+    outputs = trainer.forward(network, x)
+    grad_outputs = rng.uniform(-1, 1, outputs.shape)
+    engine = trainer.backward(grad_outputs)
+    reference = reference_gradients(network, x, grad_outputs)
+    assert set(engine) == set(reference) and (1, "weight_hr") in engine
+    for key, value in reference.items():
+        assert engine[key].shape == value.shape
+        assert np.abs(engine[key] - value).max() < GRADIENT_BOUND / 10, key
+
+
+def test_train_through_the_interface(tmp_path):
+    """gen/train.py's ``train`` with the farnn hook (the engine is not registered yet):
+    a GRU state_dict, cross-entropy, two steps; the trained model comes back as a
+    state_dict and train.json records the useful MACs and the bound."""
+    torch.manual_seed(5)
+    gru = torch.nn.GRU(3, 6, num_layers=2)
+    torch.save(gru.state_dict(), tmp_path / "gru.pt")
+    rng = np.random.default_rng(5)
+    np.save(tmp_path / "x.npy", rng.uniform(-1, 1, (2, 5, 3)))
+    np.save(tmp_path / "y.npy", np.array([1, 4]))
+    from nnrtl.boards import get_board
+    request = interface.TrainRequest(
+        board=get_board("vu9p"), model=tmp_path / "gru.pt", inputs=tmp_path / "x.npy",
+        targets=tmp_path / "y.npy", loss="cross-entropy", lr=0.5, steps=2,
+        params=("chains=2", "chain_length=2"))
+    summary = interface.train(types.SimpleNamespace(name="farnn"), train_hook, request,
+                              tmp_path / "run")
+    assert summary["within_bound"] and len(summary["loss"]) == 2
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert record["gradient_bound"] == GRADIENT_BOUND
+    assert record["config"]["chain_length"] == 2 and record["config"]["cell"] == "gru"
+    # 2 layers x (FW + BW) x 5 steps x batch 2 x 3 gates x 6 x 6
+    assert record["steps"][0]["useful_macs"] == 2 * 2 * 5 * 2 * 3 * 36
+    assert record["steps"][0]["host_device"] in ("cpu", f"cuda:{_gpu()}")
+    trained = load_network(tmp_path / "run" / "model.pt")
+    assert not np.array_equal(trained.layers[0].weight_hh, gru.weight_hh_l0.detach().numpy())
+    bad = dataclasses.replace(request, backend="rtl")
+    with pytest.raises(UsageError, match=r"^--backend rtl is not available"):
+        interface.train(types.SimpleNamespace(name="farnn"), train_hook, bad,
+                        tmp_path / "run2")
+
+
+def _gpu():
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+
+
+def test_layer_weights_reach_the_golden_through_the_streams():
+    """The trainer's FPGA weights are what the streams carry: the FW R_k and the BW R_k^T
+    (the host's transpose) of the layer, bit for bit."""
+    network = random_network("lstm", 3, 5, 2, 1, seed=6)
+    layer = network.layers[0]
+    trainer = FarnnTrainer(config_for(network, 2, 1, ["chains=2", "chain_length=1"]))
+    weights = trainer._weights(layer)
+    recurrent = to_bits(layer.weight_hh).reshape(4, 5, 2)
+    assert np.array_equal(weights.recurrent, recurrent)
+    assert np.array_equal(weights.recurrent_t, recurrent.transpose(0, 2, 1))
+    assert np.array_equal(weights.projection_t, to_bits(layer.weight_hr).T)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["lstm", "gru", "lstm-proj"])
+def test_gradient_accuracy_at_256_steps(model):
+    """The accuracy report's longest sequences (python -m nnrtl.gen.farnn.accuracy): the
+    summed loss's gradients (up to ~170) within the bound, relative error below 1e-5."""
+    from nnrtl.gen.farnn.accuracy import HARDWARE, MODELS, gradient_errors
+    network = random_network(*MODELS[model])
+    max_abs, max_rel, largest = gradient_errors(network, 256, 2, params=HARDWARE)
+    assert largest > 5
+    assert max_abs <= GRADIENT_BOUND and max_rel <= 1e-5
