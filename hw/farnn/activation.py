@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """FARNN activation units (Cho et al., TPDS 2022, Sec. 5.2, Eq. 1-3): the FW unit (gate
 sums, sigmoid / tanh, the cell and hidden update) and the separate BW unit (derivatives
 from the saved values, the gate deltas), for LSTM and GRU (PyTorch's ``nn.GRU`` form).
@@ -94,7 +95,8 @@ class _Value:
 class _Schedule:
     """Places float units on one pipeline moved by ``advance``, ASAP, with delay
     registers where an operand is ready early. With ``m=None`` it only computes the
-    times (for :attr:`_CellPipeline.latency`), from the same unit objects."""
+    times (for :attr:`_CellPipeline.latency`), from the same unit objects, which are then
+    never elaborated (hence the file's ``UnusedElaboratable=no``)."""
 
     def __init__(self, fmt, adder_stages, multiplier_stages, m=None, advance=None):
         self._fmt = fmt
