@@ -7,6 +7,7 @@ backpressure pattern of :mod:`nnrtl.sim.patterns` on ``o`` and gaps on ``i``; wi
 either, one cell per cycle with every result ``latency`` cycles after its input, for the
 default, the shallowest and the deepest stages."""
 
+import itertools
 import random
 
 import numpy as np
@@ -82,46 +83,58 @@ def read(layout, view):
     return int(view)
 
 
-def simulate(unit, inputs, *, sink="none", source="none", seed=0):
-    """Send ``inputs`` to ``unit`` (gaps by ``source``), take its results (stalls by
-    ``sink``). Returns the results and the cycles of the input and output handshakes."""
-    gaps = pause_pattern(source, random.Random(seed))
-    stalls = pause_pattern(sink, random.Random(seed + 1))
-    out = {"results": [], "sent": [], "taken": []}
-    budget = 2000 + 300 * len(inputs) + unit.latency
+def simulate(unit, segments, *, seed=0):
+    """Run ``segments``, each ``(inputs, sink, source)``, one after another through one
+    simulation of ``unit`` (a segment starts when the previous one's results are all
+    taken): send the inputs with gaps by ``source``, take the results with stalls by
+    ``sink`` (a pattern name, or an iterable of pause bits). Returns per segment the results and the cycles of the input and output
+    handshakes."""
+    out = [{"results": [], "sent": [], "taken": []} for _ in segments]
+    done = []
+    budget = 2000 + sum(300 * len(inputs) + unit.latency for inputs, _s, _g in segments)
+    cycle = {"driver": 0, "receiver": 0}   # both count their ticks from time 0
 
     async def driver(ctx):
-        cycle = 0
-        for payload in inputs:
-            while next(gaps):
-                ctx.set(unit.i.valid, 0)
-                await ctx.tick()
-                cycle += 1
-            ctx.set(unit.i.payload, payload)
-            ctx.set(unit.i.valid, 1)
-            while True:
-                _clk, _rst, ready = await ctx.tick().sample(unit.i.ready)
-                cycle += 1
-                if ready:
-                    break
-            out["sent"].append(cycle - 1)
-        ctx.set(unit.i.valid, 0)
+        async def tick(*signals):
+            cycle["driver"] += 1
+            return (await ctx.tick().sample(*signals))[2:]
+
+        for k, (inputs, _sink, source) in enumerate(segments):
+            gaps = pause_pattern(source, random.Random(seed + 2 * k))
+            while len(done) < k:
+                await tick()
+            for payload in inputs:
+                while next(gaps):
+                    ctx.set(unit.i.valid, 0)
+                    await tick()
+                ctx.set(unit.i.payload, payload)
+                ctx.set(unit.i.valid, 1)
+                while not (await tick(unit.i.ready))[0]:
+                    pass
+                out[k]["sent"].append(cycle["driver"] - 1)
+            ctx.set(unit.i.valid, 0)
 
     async def receiver(ctx):
-        cycle = 0
-        while len(out["results"]) < len(inputs):
-            ready = 0 if next(stalls) else 1
-            ctx.set(unit.o.ready, ready)
-            _clk, _rst, valid, payload = await ctx.tick().sample(unit.o.valid, unit.o.payload)
-            cycle += 1
-            assert cycle < budget, "the unit hangs (a result lost?)"
-            if valid and ready:
-                out["results"].append(read(unit.output_layout, payload))
-                out["taken"].append(cycle - 1)
-        ctx.set(unit.o.ready, 1)
-        for _ in range(unit.latency + 4):
-            _clk, _rst, valid = await ctx.tick().sample(unit.o.valid)
-            assert not valid, "a result beyond the inputs"
+        async def tick(*signals):
+            cycle["receiver"] += 1
+            assert cycle["receiver"] < budget, "the unit hangs (a result lost?)"
+            return (await ctx.tick().sample(*signals))[2:]
+
+        for k, (inputs, sink, _source) in enumerate(segments):
+            stalls = (pause_pattern(sink, random.Random(seed + 2 * k + 1))
+                      if isinstance(sink, str) else iter(sink))
+            while len(out[k]["results"]) < len(inputs):
+                ready = 0 if next(stalls) else 1
+                ctx.set(unit.o.ready, ready)
+                valid, payload = await tick(unit.o.valid, unit.o.payload)
+                if valid and ready:
+                    out[k]["results"].append(read(unit.output_layout, payload))
+                    out[k]["taken"].append(cycle["receiver"] - 1)
+            ctx.set(unit.o.ready, 1)
+            for _ in range(unit.latency + 4):
+                valid, = await tick(unit.o.valid)
+                assert not valid, f"segment {k}: a result beyond the inputs"
+            done.append(k)
 
     sim = Simulator(unit)
     sim.add_clock(1e-8)
@@ -133,38 +146,54 @@ def simulate(unit, inputs, *, sink="none", source="none", seed=0):
 
 UNITS = {"fw": FwActivation, "bw": BwActivation}
 KINDS = [(phase, cell) for phase in UNITS for cell in GATES]
+STAGES = {"default": (4, 3), "shallowest": (1, 0), "deepest": (6, 6)}
 
 
 def mismatches(results, expected):
     return [k for k, (got, want) in enumerate(zip(results, expected)) if got != want]
 
 
-@pytest.mark.parametrize("sink", PATTERNS)
+@pytest.mark.parametrize("stages", STAGES)
 @pytest.mark.parametrize("phase, cell", KINDS, ids=[f"{p}-{c}" for p, c in KINDS])
-def test_bit_exact_under_backpressure(phase, cell, sink):
-    seed = 10 * KINDS.index((phase, cell)) + PATTERNS.index(sink)
+def test_bit_exact_under_backpressure_and_gapless_at_the_latency(phase, cell, stages):
+    """One segment per backpressure pattern on ``o`` (with gaps on ``i`` under random and
+    bursty); the first, without either, also gives one cell per cycle in and out, each
+    result ``latency`` cycles after its input."""
+    seed = 10 * KINDS.index((phase, cell)) + list(STAGES).index(stages)
     rng = np.random.default_rng(seed)
-    count = 40
-    inputs, expected = stimulus(phase, cell, count, rng)
-    unit = UNITS[phase](cell)
-    source = "random" if sink in ("random", "bursty") else "none"
-    got = simulate(unit, inputs, sink=sink, source=source, seed=seed)
-    assert len(got["results"]) == count
-    assert mismatches(got["results"], expected) == []
+    adder_stages, multiplier_stages = STAGES[stages]
+    unit = UNITS[phase](cell, adder_stages=adder_stages, multiplier_stages=multiplier_stages)
+    counts = {"none": 64, "cycle": 24, "random": 24, "bursty": 24}
+    segments, expected = [], []
+    for sink in PATTERNS:
+        inputs, want = stimulus(phase, cell, counts[sink], rng)
+        segments.append((inputs, sink, "random" if sink in ("random", "bursty") else "none"))
+        expected.append(want)
+    got = simulate(unit, segments, seed=seed)
+    for sink, result, want in zip(PATTERNS, got, expected):
+        assert len(result["results"]) == counts[sink], sink
+        assert mismatches(result["results"], want) == [], sink
+    gapless, count = got[0], counts["none"]
+    start = gapless["sent"][0]
+    assert gapless["sent"] == list(range(start, start + count))   # never refused
+    assert [t - s for s, t in zip(gapless["sent"], gapless["taken"])] == [unit.latency] * count
+    # the patterns did hold results back: some waited beyond the latency
+    assert max(t - s for s, t in zip(got[3]["sent"], got[3]["taken"])) > unit.latency + 30
 
 
-@pytest.mark.parametrize("stages", [(4, 3), (1, 0), (6, 6)], ids=["default", "shallowest",
-                                                                  "deepest"])
-@pytest.mark.parametrize("phase, cell", KINDS, ids=[f"{p}-{c}" for p, c in KINDS])
-def test_gapless_one_cell_per_cycle_at_the_latency(phase, cell, stages):
-    rng = np.random.default_rng(11)
-    count = 24
-    inputs, expected = stimulus(phase, cell, count, rng)
-    unit = UNITS[phase](cell, adder_stages=stages[0], multiplier_stages=stages[1])
-    got = simulate(unit, inputs)
-    assert mismatches(got["results"], expected) == []
-    assert got["sent"] == list(range(count))   # one cell per cycle, never refused
-    assert [t - s for s, t in zip(got["sent"], got["taken"])] == [unit.latency] * count
+def test_stalled_from_reset():
+    """Inputs from the first cycle while ``o`` is not ready for 100 cycles: the units,
+    still filling after reset, stay in step with the pipeline (module docstring), the
+    input is refused once a result waits, and nothing is lost."""
+    rng = np.random.default_rng(5)
+    unit = FwActivation("lstm", adder_stages=2, multiplier_stages=1)
+    inputs, want = stimulus("fw", "lstm", 60, rng)
+    got, = simulate(unit, [(inputs, itertools.chain([1] * 100, itertools.repeat(0)),
+                            "none")])
+    assert mismatches(got["results"], want) == []
+    # the pipeline holds `latency` cells; the next waits until the first result is taken
+    assert got["sent"][:unit.latency + 1] == list(range(unit.latency)) + [100]
+    assert got["taken"][0] == 100
 
 
 def test_latency_is_the_critical_path_of_the_units():
