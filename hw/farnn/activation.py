@@ -18,14 +18,14 @@ computed from the units' own ``latency`` properties by running the same datapath
 without building hardware. With ``A`` adder and ``M`` multiplier stages (a table unit
 takes ``2A + M``, a derivative unit ``A + M``) the critical paths are:
 
-==========  ======================================================  =========  ============
-unit        critical path                                           latency    (4, 3) (6, 6)
-==========  ======================================================  =========  ============
-LSTM FW     a_k, sig/tanh, f*c_prev | i*g, +, tanh(c), o*           6A + 4M    36     60
-GRU FW      a_r, sig, r*hn, +, tanh, (1-z)*n, +                     7A + 4M    40     66
-LSTM BW     tanh(c), tanh', *o, *dh^, +dc, *i, *tanh'(g)            4A + 6M    34     60
-GRU BW      dh^, (1-z)*dh^, *tanh'(n), *hn, *sig'(r)                A + 4M     16     30
-==========  ======================================================  =========  ============
+=======  ===================================================  =======  ======  ======
+unit     critical path                                        latency  A4, M3  A6, M6
+=======  ===================================================  =======  ======  ======
+LSTM FW  a_k, sig / tanh, f*c_prev or i*g, +, tanh(c), *o     6A + 4M  36      60
+GRU FW   a_r, sig, *hn, +imvm_n, tanh, *(1-z), +              7A + 4M  40      66
+LSTM BW  tanh(c), tanh', *o, *dh^, +dc, *i, *tanh'(g)         4A + 6M  34      60
+GRU BW   dh^, *(1-z), *tanh'(n), *hn, *sig'(r)                A + 4M   16      30
+=======  ===================================================  =======  ======  ======
 
 The paper's LSTM FW takes 204 cycles (exp and division cores); this one 36 at the
 defaults: well under one round of ``n_in`` cycles per vector, so the activation of a

@@ -87,8 +87,8 @@ def simulate(unit, segments, *, seed=0):
     """Run ``segments``, each ``(inputs, sink, source)``, one after another through one
     simulation of ``unit`` (a segment starts when the previous one's results are all
     taken): send the inputs with gaps by ``source``, take the results with stalls by
-    ``sink`` (a pattern name, or an iterable of pause bits). Returns per segment the results and the cycles of the input and output
-    handshakes."""
+    ``sink`` (a pattern name, or an iterable of pause bits). Returns per segment the
+    results and the cycles of the input and output handshakes."""
     out = [{"results": [], "sent": [], "taken": []} for _ in segments]
     done = []
     budget = 2000 + sum(300 * len(inputs) + unit.latency for inputs, _s, _g in segments)
