@@ -14,21 +14,25 @@ array ``beats x chains``. Word order:
   i.e. ``stream.tobytes()`` little-endian) goes to chain ``c`` of the unit being loaded;
 * **units** one after another, unit 0 (gate i / r) first: ``chain_length * D`` beats each,
   ``D = weights_per_pe(phase)``;
-* **PE and address**: within a unit, beat ``l * D + a`` carries, on lane ``c``, the word at
-  address ``a`` of PE ``l`` (0 = the chain's head) of chain ``c``. A chain therefore
-  receives its head PE's ``D`` words first; each PE keeps the first ``D`` words that reach
-  it and relays the rest to its successor;
-* **PE memory image** (address ``a`` of PE ``k`` of chain ``c``): the gate matrix first,
-  then, with a projection, the unit's block of the projection matrix at addresses
-  ``weights_per_pe`` of the gate matrix onward. For a matrix of ``n_in`` columns
+* **matrices**: within a unit, the pass's matrices one after another, the gate matrix, then
+  with a projection the unit's block of it: one *load* each, ``chain_length * D_m`` beats
+  (``D_m`` the matrix's :attr:`~nnrtl.hw.farnn.config.MatrixShape.weights_per_pe`);
+* **PE and address**: within a load, beat ``k * D_m + a`` carries, on lane ``c``, the word
+  at address ``base + a`` of PE ``k`` (0 = the chain's head) of chain ``c``, ``base`` 0 for
+  the gate matrix and its ``D_m`` for the projection. A chain therefore receives its head
+  PE's words first; each PE keeps the first ``D_m`` words that reach it and relays the
+  rest to its successor;
+* **PE memory image** (address ``a`` of PE ``k`` of chain ``c``). For a matrix of ``n_in``
+  columns
   (:class:`~nnrtl.hw.farnn.config.MatrixShape`, ``P = chains * chain_length``): in a full
   round ``r`` PE ``k`` of chain ``c`` holds row ``r * P + k * chains + c`` of the unit's
   block at addresses ``r * n_in + t`` (consecutive rows on the lanes of one head cycle);
   in a split last round (``split`` groups of ``lanes = chains / split`` chains, ``chunk =
   ceil(n_in / split)``) PE ``k`` of chain ``g * lanes + j`` holds column ``g * chunk + t`` of
   row ``(S - 1) * P + k * lanes + j`` at address ``(S - 1) * n_in + t``. Words of rows past
-  the block's end and of columns past ``n_in`` are zeros. This is the order of the MVM
-  unit's own packer (``sim/golden/farnn/mvm.py``, ``pack_weights``) for each matrix.
+  the block's end and of columns past ``n_in`` are zeros. A load is exactly the MVM unit's
+  own packer's stream of that matrix (``sim/golden/farnn/mvm.py``, ``pack_weights``, with
+  the rounds of the largest block).
 
 :func:`unpack_weights` inverts it and checks the zero words and the length.
 """
@@ -229,15 +233,12 @@ def pack_weights(config, phase, recurrent, projection=None):
     ``recurrent`` (``units x rows x n_in``) and ``projection`` are fp32 patterns of the
     pass's matrices (:func:`pass_weights`)."""
     matrices = pass_weights(config, phase, recurrent, projection)
-    depth = config.weights_per_pe(phase)
-    stream = np.zeros((config.units, config.chain_length, depth, config.chains), np.uint32)
+    loads = []
     for unit in range(config.units):
-        offset = 0
         for shape, array in matrices:
             image = pe_image(config, shape, _blocks(shape, array, unit))
-            stream[unit, :, offset:offset + shape.weights_per_pe] = image.transpose(1, 2, 0)
-            offset += shape.weights_per_pe
-    return stream.reshape(-1, config.chains)
+            loads.append(image.transpose(1, 2, 0).reshape(-1, config.chains))
+    return np.concatenate(loads)
 
 
 def unpack_weights(config, phase, stream):
@@ -256,26 +257,24 @@ def unpack_weights(config, phase, stream):
     if stream.shape != (beats, config.chains):
         raise UsageError(f"the {phase} weight stream must be {beats} beats of "
                          f"{config.chains} words for {config}, not {stream.shape}")
-    depth = config.weights_per_pe(phase)
-    words = stream.reshape(config.units, config.chain_length, depth, config.chains)
-    results = []
-    offset = 0
-    for shape in config.pass_matrices(phase):
-        groups = config.units if shape.units == 1 else 1
-        matrix = np.zeros((groups, shape.total_rows, shape.inputs), np.uint32)
-        for unit in range(config.units):
+    shapes = config.pass_matrices(phase)
+    matrices = [np.zeros((config.units if shape.units == 1 else 1, shape.total_rows,
+                          shape.inputs), np.uint32) for shape in shapes]
+    beat = 0
+    for unit in range(config.units):
+        for shape, matrix in zip(shapes, matrices):
+            size = config.chain_length * shape.weights_per_pe
+            image = stream[beat:beat + size].reshape(config.chain_length,
+                                                     shape.weights_per_pe, config.chains)
             base = 0 if shape.units == 1 else unit * shape.rows
             count = max(0, min(shape.rows, shape.total_rows - base))
-            image = words[unit, :, offset:offset + shape.weights_per_pe].transpose(2, 0, 1)
-            block, padding = _block_of_image(shape, image, count)
+            block, padding = _block_of_image(shape, image.transpose(2, 0, 1), count)
             if padding.any():
                 raise UsageError(
                     f"the {phase} weight stream has a nonzero padding word in unit {unit}'s "
-                    f"{shape.name} words (addresses {offset} to "
-                    f"{offset + shape.weights_per_pe - 1}): not in the order of "
-                    f"nnrtl.gen.farnn.host")
+                    f"{shape.name} load (beats {beat} to {beat + size - 1}): not in the "
+                    f"order of nnrtl.gen.farnn.host")
             target = matrix[unit] if shape.units == 1 else matrix[0, base:base + count]
             target[...] = block
-        results.append(matrix)
-        offset += shape.weights_per_pe
-    return results[0], (results[1][0] if len(results) > 1 else None)
+            beat += size
+    return matrices[0], (matrices[1][0] if len(matrices) > 1 else None)

@@ -94,6 +94,27 @@ def test_weight_stream_word_order_split():
     assert np.array_equal(host.unpack_weights(config, "bw", stream)[0], r)
 
 
+def test_weight_stream_loads_with_a_projection():
+    """LSTM H = 3, P = 2 on 2 chains x 1 PE: per unit, the R_k load (3 rows x 2 inputs: 2
+    rounds, D = 4) then the unit's block of W_hr (1 row x 3 inputs, D = 3), each a load of
+    its own (the projection's words at PE addresses 4-6)."""
+    config = FarnnConfig(input_size=1, hidden_size=3, proj_size=2, chains=2, chain_length=1,
+                         split=1)
+    r = np.arange(1, 4 * 3 * 2 + 1, dtype=np.uint32).reshape(4, 3, 2)
+    w_hr = np.arange(100, 106, dtype=np.uint32).reshape(2, 3)
+    stream = host.pack_weights(config, "fw", r, w_hr)
+    assert stream.shape == (4 * (4 + 3), 2)
+    unit = 1
+    load = stream[unit * 7:unit * 7 + 4]
+    assert load.tolist() == [[r[1, 0, 0], r[1, 1, 0]], [r[1, 0, 1], r[1, 1, 1]],
+                             [r[1, 2, 0], 0], [r[1, 2, 1], 0]]
+    # unit 1's block of W_hr is row 1 (blocks of ceil(2 / 4) = 1 row); units 2, 3: none
+    assert stream[unit * 7 + 4:unit * 7 + 7].tolist() == [[103, 0], [104, 0], [105, 0]]
+    assert not stream[2 * 7 + 4:2 * 7 + 7].any() and not stream[3 * 7 + 4:].any()
+    back = host.unpack_weights(config, "fw", stream)
+    assert np.array_equal(back[0], r) and np.array_equal(back[1], w_hr)
+
+
 @pytest.mark.parametrize("kwargs", [
     dict(cell="lstm", hidden_size=7, proj_size=3, chains=4, chain_length=1),
     dict(cell="lstm", hidden_size=9, chains=2, chain_length=3, split=1),
@@ -130,8 +151,8 @@ def test_unpack_rejects_a_wrong_stream():
         host.unpack_weights(config, "fw", stream[:47])
     stream[7, 1] = 5                          # chunk 1's third word: column 5 of row 4
     with pytest.raises(UsageError, match=r"^the fw weight stream has a nonzero padding word "
-                                         r"in unit 0's recurrent words \(addresses 0 to 7\): "
-                                         r"not in the order of nnrtl\.gen\.farnn\.host$"):
+                                         r"in unit 0's recurrent load \(beats 0 to 15\): not in "
+                                         r"the order of nnrtl\.gen\.farnn\.host$"):
         host.unpack_weights(config, "fw", stream)
     with pytest.raises(ValueError, match=r"^the recurrent_t matrices must have shape "
                                          r"\(3, 5, 5\), not \(3, 5, 4\)$"):
