@@ -73,7 +73,8 @@ from .config import CELLS, GATES
 
 __all__ = ["SAVED", "FwActivation", "BwActivation"]
 
-#: What the FW saves for the BW, per cell (``nnrtl.sim.golden.farnn.cells.SAVED``).
+#: What the FW saves for the BW, per cell, in the order of the save stream's fields (also
+#: :mod:`nnrtl.sim.golden.farnn.cells`'s).
 SAVED = {"lstm": ("i", "f", "g", "o", "c"), "gru": ("r", "z", "n", "hn")}
 
 

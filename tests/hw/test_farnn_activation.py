@@ -17,11 +17,11 @@ from amaranth.sim import Simulator
 
 from nnrtl.hw.arith.float import FP32
 from nnrtl.hw.farnn.activation import BwActivation, FwActivation
+from nnrtl.hw.farnn.config import GATES
 from nnrtl.sim.golden.farnn import cells
 from nnrtl.sim.golden.float import special_values, to_bits
 from nnrtl.sim.patterns import PATTERNS, pause_pattern
 
-GATES = {"lstm": ("i", "f", "g", "o"), "gru": ("r", "z", "n")}
 
 
 def operands(rng, shape, *, low=-4.0, high=4.0, specials=0.1):

@@ -45,16 +45,15 @@ import numpy as np
 
 from nnrtl.hw.arith.activation import activation_table
 from nnrtl.hw.arith.float_format import FP32
+from nnrtl.hw.farnn.activation import SAVED
 from nnrtl.hw.farnn.config import GATES
 
 from .. import activation
 from ..float import float_add, float_mul
 
-__all__ = ["SAVED", "lstm_forward", "gru_forward", "lstm_backward", "gru_backward",
-           "forward", "backward", "NEGATIVE_ZERO"]
+__all__ = ["SAVED", "NEGATIVE_ZERO", "lstm_forward", "gru_forward", "lstm_backward",
+           "gru_backward"]
 
-#: What the FW saves for the BW, per cell, in save-stream order.
-SAVED = {"lstm": ("i", "f", "g", "o", "c"), "gru": ("r", "z", "n", "hn")}
 #: fp32 ``-0``: ``fa(x, -0) = x`` (the ``dy`` the RTL's top feeds with a projection).
 NEGATIVE_ZERO = np.uint32(0x80000000)
 
@@ -240,26 +239,3 @@ def gru_backward(saved, h_prev, dh, dy):
     dhn = _fm(r, dn)
     dr = _fm(_dsig(r), _fm(hn, dn))
     return dict(r=dr, z=dz, n=dn), dict(r=dr, z=dz, n=dhn), _fm(z, dh_hat)
-
-
-def forward(cell, imvm, rmvm, state, *, bias_n=None, axis=0):
-    """:func:`lstm_forward` (``state`` = ``c_prev``) or :func:`gru_forward` (``state`` =
-    ``h_prev``, ``bias_n`` = ``bR_n``) by ``cell``. Returns ``(h, saved)``."""
-    if cell == "lstm":
-        h, _c, saved = lstm_forward(imvm, rmvm, state, axis=axis)
-        return h, saved
-    if cell == "gru":
-        return gru_forward(imvm, rmvm, bias_n, state, axis=axis)
-    raise ValueError(f"cell must be one of {', '.join(GATES)}, not {cell!r}")
-
-
-def backward(cell, saved, prev, dh, dy, *, dc=None):
-    """:func:`lstm_backward` (``prev`` = ``c_prev``) or :func:`gru_backward` (``prev`` =
-    ``h_prev``) by ``cell``. Returns ``(d_input, d_recurrent, carry)`` with ``carry`` the
-    LSTM's ``dc_prev`` or the GRU's ``direct``."""
-    if cell == "lstm":
-        d, dc_prev = lstm_backward(saved, prev, dh, dy, dc)
-        return d, d, dc_prev
-    if cell == "gru":
-        return gru_backward(saved, prev, dh, dy)
-    raise ValueError(f"cell must be one of {', '.join(GATES)}, not {cell!r}")
