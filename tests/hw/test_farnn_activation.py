@@ -5,7 +5,7 @@ field bit for bit against :mod:`nnrtl.sim.golden.farnn.cells` on random fp32 ope
 special values (zeros, infinities, NaNs, subnormals), LSTM and GRU, under each
 backpressure pattern of :mod:`nnrtl.sim.patterns` on ``o`` and gaps on ``i``; without
 either, one cell per cycle with every result ``latency`` cycles after its input, for the
-default, the shallowest and the deepest stages."""
+default stages (the shallowest and the deepest in ``make test-slow``)."""
 
 import itertools
 import random
@@ -153,7 +153,8 @@ def mismatches(results, expected):
     return [k for k, (got, want) in enumerate(zip(results, expected)) if got != want]
 
 
-@pytest.mark.parametrize("stages", STAGES)
+@pytest.mark.parametrize("stages", [
+    pytest.param(name, marks=[] if name == "default" else pytest.mark.slow) for name in STAGES])
 @pytest.mark.parametrize("phase, cell", KINDS, ids=[f"{p}-{c}" for p, c in KINDS])
 def test_bit_exact_under_backpressure_and_gapless_at_the_latency(phase, cell, stages):
     """One segment per backpressure pattern on ``o`` (with gaps on ``i`` under random and
