@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Cycle model of the FARNN engine: a layer pass (FW or BW) and a training step.
 
 Built from named components so that it can be calibrated against the engine top's RTL
