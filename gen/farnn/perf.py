@@ -328,6 +328,9 @@ class TrainingStep:
     cycles_double_buffered : int
         The next pass's weights loaded behind the current pass (a second weight buffer):
         the first load, then each pass's compute or the next load, whichever is longer.
+    double_buffer_fits : bool
+        Whether a second weight buffer fits the PEs' memories (``2 x`` the busiest PE's
+        words within ``weight_depth``); otherwise the variant needs a second memory per PE.
     useful_macs : int
     pes : int
     clock_hz : float
@@ -338,6 +341,7 @@ class TrainingStep:
     layers: int
     cycles: int
     cycles_double_buffered: int
+    double_buffer_fits: bool
     useful_macs: int
     pes: int
     clock_hz: float
@@ -376,6 +380,7 @@ def training_step(config, *, schedule="overlap", pcie_gbps=PCIE_GBPS, clock_hz=C
     return TrainingStep(fw=fw, bw=bw, layers=config.layers,
                         cycles=config.layers * (fw.cycles + bw.cycles),
                         cycles_double_buffered=buffered,
+                        double_buffer_fits=2 * config.max_weights_per_pe <= config.weight_depth,
                         useful_macs=config.layers * (fw.useful_macs + bw.useful_macs),
                         pes=config.pes, clock_hz=clock_hz)
 
@@ -392,6 +397,7 @@ def predict(config, workload):
             "utilization": step.utilization, "gflops": step.gflops,
             "cycles_double_buffered": step.cycles_double_buffered,
             "utilization_double_buffered": step.utilization_double_buffered,
+            "double_buffer_fits": step.double_buffer_fits,
             "fw": step.fw.components(), "bw": step.bw.components()}
 
 
@@ -407,5 +413,6 @@ def f9_table(config, *, batches=(1, 2, 4), pcie_gbps=PCIE_GBPS, schedule="overla
         rows.append({"batch": batch, "paper": paper.get(batch),
                      "utilization": step.utilization,
                      "double_buffered": step.utilization_double_buffered,
+                     "double_buffer_fits": step.double_buffer_fits,
                      "seconds": step.seconds, "cycles": step.cycles})
     return rows

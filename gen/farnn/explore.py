@@ -1,0 +1,243 @@
+"""Design-space exploration of FARNN: ``chain_length``, ``weight_depth`` and ``split`` for a
+workload on a board.
+
+For a workload (``cell``, ``input_size``, ``hidden_size``, ``proj_size``, ``layers``,
+``seq_len``, ``batch``) every configuration of
+
+* ``weight_depth``: 4096 and 8192 words per PE (:data:`~nnrtl.hw.farnn.WEIGHT_DEPTHS`),
+* ``chain_length``: 1 up to the longest whose engine the board's DSPs, LUTs and memories
+  hold,
+* ``split``: every divisor of ``chains`` (the configuration's default ``chains``, 16: the
+  512-bit weight port),
+
+whose weights fit its PEs' memories (:attr:`~nnrtl.hw.farnn.FarnnConfig.fits`, FW and BW)
+is checked against the board by :func:`~nnrtl.gen.farnn.resources.resource_estimate` under
+:func:`~nnrtl.gen.engines.budget` (all DSPs, URAMs and BRAM36, :data:`~nnrtl.gen.engines.
+LUT_SHARE` of the LUTs: the rule ``nnrtl generate`` checks) and ranked by the cycle model's
+training step (:func:`~nnrtl.gen.farnn.perf.training_step`: FW and BW of every layer, weight
+loads exposed), ties broken by fewer PEs, fewer LUTs, the smaller depth, the smaller split.
+A split that changes nothing (no partial last round) ties with ``split = 1`` and loses.
+Every feasible point is kept (:attr:`Exploration.points`) for the report's plot.
+"""
+
+import dataclasses
+
+from ...boards import get_board
+from ...hw.farnn.config import WEIGHT_DEPTHS, FarnnConfig
+from ..engines import LUT_SHARE, budget
+from ..errors import UsageError
+from .perf import CLOCK_HZ, PCIE_GBPS, training_step
+from .resources import resource_estimate
+
+__all__ = ["Candidate", "Exploration", "explore", "fits", "WORKLOAD", "VARIED"]
+
+#: The workload's parameters (the model and how it is trained).
+WORKLOAD = ("cell", "input_size", "hidden_size", "proj_size", "layers", "seq_len", "batch")
+#: The parameters the exploration chooses.
+VARIED = ("chain_length", "weight_depth", "split")
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One feasible configuration with its predicted training step.
+
+    Attributes
+    ----------
+    config : FarnnConfig
+    cycles : int
+        FPGA cycles of a training step, weight loads exposed.
+    cycles_double_buffered : int
+    utilization : float
+        Useful MACs / (PEs x cycles).
+    seconds : float
+        At the exploration's clock.
+    needs : dict
+        ``dsp``, ``lut``, ``uram``, ``bram36``.
+    """
+
+    config: FarnnConfig
+    cycles: int
+    cycles_double_buffered: int
+    utilization: float
+    seconds: float
+    needs: dict
+
+    def rank_key(self):
+        c = self.config
+        return (self.cycles, c.pes, self.needs["lut"], c.weight_depth, c.split)
+
+
+@dataclasses.dataclass(frozen=True)
+class Exploration:
+    """What :func:`explore` returns: :meth:`table` and :meth:`as_json` (the engine's
+    ``explore`` hook).
+
+    Attributes
+    ----------
+    workload : FarnnConfig
+        The configuration the workload came in (its hardware fields are not used).
+    board : str
+    clock_hz, pcie_gbps : float
+    limits : dict
+        The budgets applied.
+    considered : int
+        Configurations enumerated (valid ones whose weights fit their PEs).
+    points : tuple of Candidate
+        Every feasible configuration, best first.
+    top : int
+    """
+
+    workload: FarnnConfig
+    board: str
+    clock_hz: float
+    pcie_gbps: float
+    limits: dict
+    considered: int
+    points: tuple
+    top: int = 10
+
+    @property
+    def candidates(self):
+        """The best ``top`` points."""
+        return self.points[:self.top]
+
+    @property
+    def best(self):
+        return self.points[0]
+
+    def table(self):
+        w = self.workload
+        proj = f", projection {w.proj_size}" if w.proj_size else ""
+        lines = [f"FARNN on {self.board} at {self.clock_hz / 1e6:g} MHz, PCIe "
+                 f"{self.pcie_gbps:g} GB/s: {w.cell.upper()} {w.input_size} inputs, "
+                 f"{w.hidden_size} cells{proj}, {w.layers} layer(s), seq_len {w.seq_len}, "
+                 f"batch {w.batch}; {len(self.points)} of {self.considered} configurations "
+                 f"fit",
+                 f"{'#':>3} {'L':>4} {'PEs':>5} {'depth':>5} {'split':>5} {'S fw':>4} "
+                 f"{'cycles':>12} {'util':>6} {'util db':>7} {'ms':>8} {'DSP':>5} "
+                 f"{'LUT':>9} {'URAM':>5} {'BRAM36':>6}"]
+        for rank, c in enumerate(self.candidates, 1):
+            cfg, n = c.config, c.needs
+            mark = "*" if rank == 1 else " "
+            lines.append(
+                f"{rank:>3}{mark}{cfg.chain_length:>3} {cfg.pes:>5} {cfg.weight_depth:>5} "
+                f"{cfg.split:>5} {cfg.slices('fw'):>4} {c.cycles:>12,} {c.utilization:>6.1%} "
+                f"{c.cycles and c.utilization * c.cycles / c.cycles_double_buffered:>7.1%} "
+                f"{c.seconds * 1e3:>8.2f} {n['dsp']:>5} {n['lut']:>9,} {n['uram']:>5} "
+                f"{n['bram36']:>6}")
+        lines += ["", f"* chosen: chain_length={self.best.config.chain_length} "
+                      f"weight_depth={self.best.config.weight_depth} "
+                      f"split={self.best.config.split}"]
+        return "\n".join(lines)
+
+    def as_json(self):
+        def point(c, rank=None):
+            return {**({"rank": rank} if rank else {}),
+                    **{name: getattr(c.config, name) for name in VARIED},
+                    "pes": c.config.pes, "cycles": c.cycles,
+                    "cycles_double_buffered": c.cycles_double_buffered,
+                    "utilization": c.utilization, "seconds": c.seconds, **c.needs}
+        return {
+            "engine": "farnn", "board": self.board, "clock_hz": self.clock_hz,
+            "pcie_gbps": self.pcie_gbps, "limits": self.limits,
+            "workload": {name: getattr(self.workload, name) for name in WORKLOAD},
+            "considered": self.considered, "feasible": len(self.points),
+            "chosen": dataclasses.asdict(self.best.config),
+            "candidates": [point(c, rank) for rank, c in enumerate(self.candidates, 1)],
+            "feasible_points": [point(c) for c in self.points],
+        }
+
+
+def _board(board):
+    if isinstance(board, str):
+        try:
+            return get_board(board)
+        except (TypeError, ValueError) as error:
+            raise UsageError(str(error)) from None
+    return board
+
+
+def fits(config, board, *, lut_share=LUT_SHARE):
+    """``(fits, needs, limits)`` of ``config`` on ``board`` under the fit rule
+    (:func:`~nnrtl.gen.engines.budget`)."""
+    capacity = _board(board).capacity
+    needs = resource_estimate(config, capacity.yosys_family).needs()
+    limits = {key: budget(capacity, key, lut_share=lut_share) for key in needs}
+    return all(needs[key] <= limits[key] for key in needs), needs, limits
+
+
+def _divisors(n):
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _nothing_fits(workload, platform, depths, splits, limits):
+    """The error text: the shortest chains whose weights fit, and what they need."""
+    w, family = workload, platform.capacity.yosys_family
+    found = []
+    for depth in depths:
+        for split in splits:
+            for length in range(1, 4097):
+                config = dataclasses.replace(w, weight_depth=depth, split=split,
+                                             chain_length=length)
+                if config.fits:
+                    found.append((config.pes, length, depth, split,
+                                  resource_estimate(config, family).needs()))
+                    break
+    head = (f"no FARNN configuration of {w.cell.upper()} {w.hidden_size} cells (proj_size "
+            f"{w.proj_size}) fits {platform.name} (budgets {limits})")
+    if not found:
+        return f"{head}: no chain length holds its weights"
+    pes, length, depth, split, needs = min(found, key=lambda item: item[0])
+    over = ", ".join(f"{key} {needs[key]} > {limits[key]}" for key in needs
+                     if needs[key] > limits[key])
+    return (f"{head}: its weights need at least chain_length {length} (weight_depth {depth}, "
+            f"split {split}, {pes} PEs), which needs {over}")
+
+
+def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
+            pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ, lut_share=LUT_SHARE, top=10):
+    """Enumerate, check and rank FARNN configurations for ``workload`` (a
+    :class:`FarnnConfig` whose :data:`WORKLOAD` fields are used) on ``board``.
+
+    ``depths``, ``splits`` and ``lengths`` restrict the search (default: both depths, every
+    divisor of ``chains``, every chain length). Raises :class:`UsageError` when nothing
+    fits, naming the smallest design's needs and the board's budgets."""
+    if not isinstance(workload, FarnnConfig):
+        raise UsageError(f"workload must be a FarnnConfig, not {workload!r}")
+    if not isinstance(top, int) or isinstance(top, bool) or top <= 0:
+        raise UsageError(f"top must be a positive integer, not {top!r}")
+    platform = _board(board)
+    capacity = platform.capacity
+    family = capacity.yosys_family
+    limits = {key: budget(capacity, key, lut_share=lut_share)
+              for key in ("dsp", "lut", "uram", "bram36")}
+    splits = _divisors(workload.chains) if splits is None else list(splits)
+    points, considered = [], 0
+    for depth in depths:
+        for split in splits:
+            length = 0
+            while True:
+                length += 1
+                if lengths is not None and length > max(lengths):
+                    break
+                config = dataclasses.replace(workload, weight_depth=depth, split=split,
+                                             chain_length=length)
+                needs = resource_estimate(config, family).needs()
+                if any(needs[key] > limits[key] for key in ("dsp", "lut")):
+                    break               # longer chains need more still
+                if lengths is not None and length not in lengths:
+                    continue
+                if not config.fits:
+                    continue
+                considered += 1
+                if any(needs[key] > limits[key] for key in needs):
+                    continue
+                step = training_step(config, pcie_gbps=pcie_gbps, clock_hz=clock_hz)
+                points.append(Candidate(config, step.cycles, step.cycles_double_buffered,
+                                        step.utilization, step.seconds, needs))
+    if not points:
+        raise UsageError(_nothing_fits(workload, platform, depths, splits, limits))
+    points.sort(key=Candidate.rank_key)
+    return Exploration(workload=workload, board=platform.name, clock_hz=clock_hz,
+                       pcie_gbps=pcie_gbps, limits=limits, considered=considered,
+                       points=tuple(points), top=top)
