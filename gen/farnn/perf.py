@@ -148,9 +148,10 @@ def _streams(config, shape, run):
     return out
 
 
-def _ready(config, shape, run, delay):
-    """When (from the run's first issue) the next run may start for its round 0 to run
-    without a gap (module docstring, *data*), and when the run's last cell is usable."""
+def _ready(config, shape, run, delay, consumer):
+    """When (from the run's first issue) the next run, ``consumer`` (its golden
+    ``cycles``), may start for its round 0 to run without a gap (module docstring,
+    *data*), and when the run's last cell is usable."""
     free, bound, last = None, None, None
     for r, b, first, rows, width in _streams(config, shape, run):
         if rows == 0:
@@ -163,7 +164,7 @@ def _ready(config, shape, run, delay):
         last = end + delay if last is None else max(last, end + delay)
         if shape.units == 1:
             # element e = r P + q of vector b is fed I[b] + e after the next run's start
-            need = worst - run["issues"][b] - r * shape.pes_per_unit
+            need = worst - consumer["issues"][b] - r * shape.pes_per_unit
             bound = need if bound is None else max(bound, need)
     if shape.units != 1:      # a projection's output: the whole vector first (barrier)
         bound = last
@@ -278,7 +279,8 @@ def pass_cycles(config, phase, *, steps=None, schedule="overlap", pcie_gbps=PCIE
         gaps += run["issues"][-1] + lengths[-1] - run["mac_cycles"]
         if m > 0:
             gaps += start - prev_end
-        bound, last = _ready(config, shape, run, delays[shape.name])
+        consumer = runs[(m + 1) % len(runs)]
+        bound, last = _ready(config, shape, run, delays[shape.name], consumer)
         last_issue = start + run["issues"][-1]
         if schedule == "overlap":
             unit_at = last_issue + _stream_gap(config, lengths[-1])
