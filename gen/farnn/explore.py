@@ -29,7 +29,8 @@ from ..errors import UsageError
 from .perf import CLOCK_HZ, PCIE_GBPS, training_step
 from .resources import resource_estimate
 
-__all__ = ["Candidate", "Exploration", "explore", "fits", "WORKLOAD", "VARIED"]
+__all__ = ["Candidate", "Exploration", "explore", "explore_request", "fits", "WORKLOAD",
+           "VARIED"]
 
 #: The workload's parameters (the model and how it is trained).
 WORKLOAD = ("cell", "input_size", "hidden_size", "proj_size", "layers", "seq_len", "batch")
@@ -241,3 +242,39 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
     return Exploration(workload=workload, board=platform.name, clock_hz=clock_hz,
                        pcie_gbps=pcie_gbps, limits=limits, considered=considered,
                        points=tuple(points), top=top)
+
+
+def explore_request(request):
+    """The engine's ``explore`` hook: the workload from ``--model`` (an LSTM or GRU
+    network file: its cell, sizes and layers) or from ``--param`` (``cell``,
+    ``input_size``, ``hidden_size``, ``proj_size``, ``layers``, ``batch``; hardware
+    parameters given are kept fixed: ``weight_depth`` and ``split`` restrict the search),
+    ``--seq-len`` for ``seq_len``."""
+    from ..params import parse_params
+    from .trainer import _workload_sizes
+
+    given = {item.partition("=")[0].strip() for item in request.params}
+    base = FarnnConfig(chain_length=1, split=1)
+    if request.model is not None:
+        from ..models import load_network
+        network = load_network(request.model)
+        cell, inputs, hidden, proj = _workload_sizes(network)
+        for name in sorted(given & {"cell", "input_size", "hidden_size", "proj_size",
+                                    "layers"}):
+            raise UsageError(f"parameter {name} comes from the model; do not give it with "
+                             f"--model")
+        base = dataclasses.replace(base, cell=cell, input_size=inputs, hidden_size=hidden,
+                                   proj_size=proj,
+                                   layers=len(network.layers))
+    elif not {"input_size", "hidden_size"} <= given:
+        raise UsageError("explore farnn needs --model FILE, or --param input_size=N "
+                         "--param hidden_size=N [--param cell=lstm|gru --param layers=N "
+                         "--param batch=N]")
+    workload = parse_params(FarnnConfig, request.params, base=base)
+    if request.seq_len is not None:
+        workload = dataclasses.replace(workload, seq_len=request.seq_len)
+    return explore(workload, request.board,
+                   depths=(workload.weight_depth,) if "weight_depth" in given
+                   else WEIGHT_DEPTHS,
+                   splits=(workload.split,) if "split" in given else None,
+                   top=request.top)

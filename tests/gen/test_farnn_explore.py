@@ -7,7 +7,7 @@ import json
 import pytest
 
 from nnrtl.gen.errors import UsageError
-from nnrtl.gen.farnn.explore import explore, fits
+from nnrtl.gen.farnn.explore import explore, explore_request, fits
 from nnrtl.gen.farnn.perf import training_step
 from nnrtl.hw.farnn.config import FarnnConfig
 from nnrtl.hw.farnn.presets import PAPER_8K, PRESETS, VU9P_GRU1280, VU9P_LSTM1024
@@ -65,3 +65,36 @@ def test_report_table_and_json():
 def test_bad_board_is_a_usage_error():
     with pytest.raises(UsageError, match="board"):
         explore(FarnnConfig(), "nope")
+
+
+def test_explore_request_from_params():
+    from nnrtl.boards import get_board
+    from nnrtl.gen.engines import ExploreRequest
+
+    request = ExploreRequest(board=get_board("vu9p"), seq_len=200, top=2,
+                             params=("cell=gru", "input_size=128", "hidden_size=256",
+                                     "layers=2", "weight_depth=4096"))
+    found = explore_request(request)
+    assert found.workload.seq_len == 200 and found.workload.cell == "gru"
+    assert {p.config.weight_depth for p in found.points} == {4096}
+    with pytest.raises(UsageError, match="explore farnn needs --model FILE"):
+        explore_request(ExploreRequest(board=get_board("vu9p"), params=("cell=gru",)))
+    with pytest.raises(UsageError, match="hidden_size"):
+        explore_request(ExploreRequest(board=get_board("vu9p"),
+                                       params=("input_size=8", "hidden_size=-3")))
+
+
+def test_explore_request_from_a_model_file(tmp_path):
+    import torch
+
+    from nnrtl.boards import get_board
+    from nnrtl.gen.engines import ExploreRequest
+
+    torch.save(torch.nn.GRU(24, 96, num_layers=3).state_dict(), tmp_path / "gru.pt")
+    found = explore_request(ExploreRequest(board=get_board("vcu128"), model=tmp_path / "gru.pt",
+                                           seq_len=50, top=1))
+    w = found.workload
+    assert (w.cell, w.input_size, w.hidden_size, w.layers, w.seq_len) == ("gru", 24, 96, 3, 50)
+    with pytest.raises(UsageError, match="parameter hidden_size comes from the model"):
+        explore_request(ExploreRequest(board=get_board("vcu128"), model=tmp_path / "gru.pt",
+                                       params=("hidden_size=8",)))
