@@ -22,9 +22,8 @@ Every feasible point is kept (:attr:`Exploration.points`) for the report's plot.
 
 import dataclasses
 
-from ...boards import get_board
 from ...hw.farnn.config import WEIGHT_DEPTHS, FarnnConfig
-from ..engines import LUT_SHARE, budget
+from ..engines import LUT_SHARE, budget, get_board_or_usage_error
 from ..errors import UsageError
 from .perf import CLOCK_HZ, PCIE_GBPS, training_step
 from .resources import resource_estimate
@@ -82,7 +81,8 @@ class Exploration:
     limits : dict
         The budgets applied.
     considered : int
-        Configurations enumerated (valid ones whose weights fit their PEs).
+        Configurations within the DSP and LUT budgets whose weights fit their PEs (those
+        the URAM or BRAM36 then refuse included).
     points : tuple of Candidate
         Every feasible configuration, best first.
     top : int
@@ -150,12 +150,8 @@ class Exploration:
 
 
 def _board(board):
-    if isinstance(board, str):
-        try:
-            return get_board(board)
-        except (TypeError, ValueError) as error:
-            raise UsageError(str(error)) from None
-    return board
+    """The platform class of ``board``, a name or the class itself."""
+    return get_board_or_usage_error(board) if isinstance(board, str) else board
 
 
 def fits(config, board, *, lut_share=LUT_SHARE):
