@@ -131,16 +131,27 @@ def test_pass_matches_the_mvm_unit_exactly(name):
         assert model.exposed == 0         # S >= 2: hidden behind round 0
 
 
-def test_pass_is_an_upper_bound_when_round_0_waits_midway():
-    """A latency longer than the last slice's lead: the RTL feeds round 0 with gaps and
-    starts earlier than the gapless start the model takes (module docstring)."""
-    chains, length, split, n, batch, delay = 2, 2, 1, 8, 2, 60
+#: chains, chain_length, split, n, batch, delay: a later element of round 0 binds
+MIDWAY = {
+    "S2_batch2": (2, 2, 1, 8, 2, 60),
+    "S2": (2, 3, 1, 7, 1, 30),
+    "S3_split_batch3": (2, 3, 2, 14, 3, 60),
+}
+
+
+@pytest.mark.parametrize("name", MIDWAY)
+def test_pass_is_one_cycle_over_when_round_0_waits_midway(name):
+    """A latency longer than the last slice's lead: the RTL feeds round 0 with a gap and
+    starts earlier than the gapless start the model takes; in steady state it saves the
+    one cycle the idle unit takes to start (module docstring). Randomized sweeps (seeds
+    1 and 7, 24 configurations) found only exact periods and these."""
+    chains, length, split, n, batch, delay = MIDWAY[name]
     got = simulate_pass(chains=chains, length=length, split=split, n=n, batch=batch,
                         steps=3, delay=delay)
     model = perf.pass_cycles(_config(chains, length, split, n, batch), "fw",
                              schedule="mvm", delays={"recurrent": delay})
-    steady = got["first_x"][2] - got["first_x"][1]
-    assert steady <= model.period <= 1.3 * steady, (steady, model.period)
+    first, steady = (b - a for a, b in zip(got["first_x"], got["first_x"][1:]))
+    assert first < steady == model.period - 1, (first, steady, model.period)
 
 
 def test_the_papers_mac_cycles_per_vector():
