@@ -248,7 +248,10 @@ def load_cycles(config, phase, *, pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ):
     return port, pcie
 
 
-def _check(config, phase, schedule, pcie_gbps):
+def _check(config, phase, schedule, pcie_gbps, steps):
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)
+                              or steps <= 0):
+        raise UsageError(f"steps must be a positive integer, not {steps!r}")
     if not isinstance(config, FarnnConfig):
         raise UsageError(f"config must be a FarnnConfig, not {config!r}")
     if phase not in ("fw", "bw"):
@@ -265,7 +268,7 @@ def pass_cycles(config, phase, *, steps=None, schedule="overlap", pcie_gbps=PCIE
     """:class:`PassCycles` of one layer's pass ``phase`` over ``steps`` time steps
     (default ``config.seq_len``). ``delays`` (``{matrix name: cycles}``) overrides
     :func:`handoff_delay` (the test's emulated top; calibration)."""
-    _check(config, phase, schedule, pcie_gbps)
+    _check(config, phase, schedule, pcie_gbps, steps)
     steps = config.seq_len if steps is None else steps
     shapes = config.pass_matrices(phase)
     runs = [_run(config, shape) for shape in shapes]

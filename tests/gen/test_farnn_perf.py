@@ -204,3 +204,5 @@ def test_bad_arguments_are_usage_errors():
         perf.pass_cycles(FarnnConfig(), "fw", schedule="x")
     with pytest.raises(UsageError, match="pcie_gbps must be a positive number"):
         perf.pass_cycles(FarnnConfig(), "fw", pcie_gbps=0)
+    with pytest.raises(UsageError, match=r"^steps must be a positive integer, not 0$"):
+        perf.predict(FarnnConfig(), {"steps": 0})
