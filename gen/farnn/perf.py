@@ -45,6 +45,10 @@ A pass of one layer (:func:`pass_cycles`)
 
   What the boundary adds beyond the last stream's issue is split into ``stream_gap``
   (what the *unit* rule alone gives) and ``exposed`` (what waiting for the data adds).
+* **transfer**: a step takes at least its host transfers over PCIe
+  (:func:`transfer_cycles`: the input MVM's results in and ``h_t`` out, or ``dy_t`` in and
+  the gate deltas out); what that adds is ``transfer`` (0 at the paper's sizes: 16 KB a
+  step of ~10 us is 1.6 GB/s).
 * **drain**: after the last step's last issue, until its last cell is usable (the last
   slice's collection, serialization and activation).
 * **fill**: 0: the first step's vector ``h_{-1} = 0`` is on chip when the load ends.
@@ -78,8 +82,8 @@ from ...sim.golden.farnn.mvm import load_cycles as mvm_load_cycles
 from ..errors import UsageError
 
 __all__ = ["CLOCK_HZ", "PCIE_GBPS", "HANDOFF", "MVM_TURNAROUND", "SCHEDULES", "PassCycles",
-           "TrainingStep", "handoff_delay", "load_cycles", "pass_cycles", "training_step",
-           "predict", "f9_table"]
+           "TrainingStep", "handoff_delay", "load_cycles", "transfer_cycles", "pass_cycles",
+           "training_step", "predict", "f9_table"]
 
 #: The paper's clock on UltraScale+ (Sec. 5.1.2).
 CLOCK_HZ = 400e6
@@ -189,7 +193,8 @@ class PassCycles:
         Per step: MAC (issue) cycles, idle issue cycles inside the runs, the unit's wait
         at the step boundary, the data wait beyond it (the exposed latency).
     period : int
-        Cycles per step in steady state: ``mac + gaps + stream_gap + exposed``.
+        Cycles per step in steady state: ``mac + gaps + stream_gap + exposed +
+        transfer``.
     span : int
         The last step's cycles to its last issue (``period - stream_gap - exposed``).
     drain : int
@@ -201,6 +206,9 @@ class PassCycles:
         Whether the previous step's streams could still hold the unit's two-stream credit
         at the next step's second stream (``schedule="overlap"`` only; the model assumes
         not).
+    transfer : int
+        Per step, the wait for the step's host transfers beyond the rest
+        (:func:`transfer_cycles`; 0 unless PCIe is slower than the step).
     """
 
     phase: str
@@ -218,6 +226,7 @@ class PassCycles:
     fill: int
     useful_macs: int
     credit_risk: bool
+    transfer: int = 0
 
     @property
     def compute(self):
@@ -234,7 +243,8 @@ class PassCycles:
         t = self.steps
         return {"load": self.load, "fill": self.fill, "mac": t * self.mac,
                 "gaps": t * self.gaps, "stream_gap": (t - 1) * self.stream_gap,
-                "exposed": (t - 1) * self.exposed, "drain": self.drain}
+                "exposed": (t - 1) * self.exposed, "transfer": (t - 1) * self.transfer,
+                "drain": self.drain}
 
 
 def load_cycles(config, phase, *, pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ):
@@ -246,6 +256,17 @@ def load_cycles(config, phase, *, pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ):
     nbytes = 4 * config.weight_stream_words(phase)
     pcie = -(-int(round(nbytes * clock_hz)) // int(round(pcie_gbps * 1e9)))
     return port, pcie
+
+
+def transfer_cycles(config, phase, *, pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ):
+    """Cycles the host link needs per step of pass ``phase`` (PCIe is full duplex: the
+    larger direction). FW: in the input MVM's results (``units x H``), out ``h_t`` (the
+    recurrent vector); BW: in ``dy_t`` (the recurrent vector), out the gate deltas
+    (``units x H``); fp32, times ``batch``. The saved gates travel to and from the FPGA's
+    own DRAM, not counted here."""
+    gates = config.units * config.hidden_size
+    words = max(gates, config.recurrent_size) * config.batch
+    return -(-int(round(4 * words * clock_hz)) // int(round(pcie_gbps * 1e9)))
 
 
 def _check(config, phase, schedule, pcie_gbps, steps):
@@ -298,11 +319,13 @@ def pass_cycles(config, phase, *, steps=None, schedule="overlap", pcie_gbps=PCIE
         drain_end = start + last
     span = prev_end
     period = _join(unit_at, data_at, schedule)
+    transfer = max(0, transfer_cycles(config, phase, pcie_gbps=pcie_gbps,
+                                      clock_hz=clock_hz) - period)
     port, pcie = load_cycles(config, phase, pcie_gbps=pcie_gbps, clock_hz=clock_hz)
     return PassCycles(
         phase=phase, steps=steps, load=max(port, pcie), load_stream=port, load_pcie=pcie,
         mac=mac, gaps=gaps, stream_gap=unit_at - span, exposed=period - unit_at,
-        period=period, span=span, drain=max(0, drain_end + 1 - span), fill=0,
+        transfer=transfer, period=period + transfer, span=span, drain=max(0, drain_end + 1 - span), fill=0,
         useful_macs=steps * config.useful_macs_per_step(phase), credit_risk=credit_risk)
 
 

@@ -122,6 +122,7 @@ def test_pass_matches_the_mvm_unit_exactly(name):
     model = perf.pass_cycles(config, "fw", schedule="mvm", delays={"recurrent": delay})
     periods = [b - a for a, b in zip(got["first_x"], got["first_x"][1:])]
     assert periods == [model.period] * 2, (periods, model)
+    assert model.transfer == 0
     assert model.mac + model.gaps + model.stream_gap + model.exposed == model.period
     # the port's load cycles: one load per unit, each the unit's measured cycles
     assert model.load_stream == config.units * got["load"]
@@ -171,6 +172,17 @@ def test_weight_load_is_the_port_or_pcie_bound():
     assert port == 4 * (1 + 16 * 4096)         # restart + L x 4,096 beats per unit
     assert pcie == 536_871                     # 16,777,216 B / 12.5 GB/s at 400 MHz
     assert perf.load_cycles(config, "fw", pcie_gbps=100.0)[1] < port
+
+
+def test_a_slow_host_link_bounds_the_step():
+    """128 cells on 1,024 PEs: a step is 185 cycles; at 1 GB/s its 4 x 128 x 4 B = 2,048 B
+    of input-MVM results take 2.048 us, 820 cycles at 400 MHz."""
+    config = FarnnConfig(hidden_size=128, input_size=128, chain_length=16)
+    fast = perf.pass_cycles(config, "fw")
+    slow = perf.pass_cycles(config, "fw", pcie_gbps=1.0)
+    assert fast.transfer == 0 and perf.transfer_cycles(config, "fw", pcie_gbps=1.0) == 820
+    assert slow.period == 820 and slow.transfer == 820 - fast.period
+    assert sum(slow.components().values()) == slow.cycles
 
 
 def test_cycles_grow_and_utilization_rises_with_batch():
