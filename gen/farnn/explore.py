@@ -28,8 +28,8 @@ from ..errors import UsageError
 from .perf import CLOCK_HZ, PCIE_GBPS, training_step
 from .resources import resource_estimate
 
-__all__ = ["Candidate", "Exploration", "explore", "explore_request", "fits", "WORKLOAD",
-           "VARIED"]
+__all__ = ["Candidate", "Exploration", "explore", "explore_request", "fits", "table2",
+           "WORKLOAD", "VARIED", "PAPER_WORKLOADS"]
 
 #: The workload's parameters (the model and how it is trained).
 WORKLOAD = ("cell", "input_size", "hidden_size", "proj_size", "layers", "seq_len", "batch")
@@ -274,3 +274,30 @@ def explore_request(request):
                    else WEIGHT_DEPTHS,
                    splits=(workload.split,) if "split" in given else None,
                    top=request.top)
+
+
+#: The paper's Fig. 7-9 workloads: 5 layers, T = 1,600, batch 1.
+PAPER_WORKLOADS = {"lstm": FarnnConfig(cell="lstm", input_size=1024, hidden_size=1024),
+                   "gru": FarnnConfig(cell="gru", input_size=1280, hidden_size=1280)}
+
+
+def table2(boards=("vu9p", "vcu128")):
+    """The paper's Table 2 analogue: the exploration's design for each of
+    :data:`PAPER_WORKLOADS` on each board. Returns ``(rows, markdown)``."""
+    rows = []
+    for board in boards:
+        for cell, workload in PAPER_WORKLOADS.items():
+            best = explore(workload, board).best
+            c = best.config
+            rows.append({"board": board, "cell": cell, "cells": c.hidden_size,
+                         "chain_length": c.chain_length, "pes": c.pes,
+                         "weight_depth": c.weight_depth, "split": c.split,
+                         "slices_fw": c.slices("fw"), "cycles": best.cycles,
+                         "utilization": best.utilization, **best.needs})
+    lines = ["| board | cell | cells | L | PEs | depth | split | S | U | DSP | LUT | URAM "
+             "| BRAM36 |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['board']} | {r['cell']} | {r['cells']} | {r['chain_length']} | "
+              f"{r['pes']} | {r['weight_depth']} | {r['split']} | {r['slices_fw']} | "
+              f"{r['utilization']:.1%} | {r['dsp']} | {r['lut']:,} | {r['uram']} | "
+              f"{r['bram36']} |" for r in rows]
+    return rows, "\n".join(lines)

@@ -83,7 +83,7 @@ from ..errors import UsageError
 
 __all__ = ["CLOCK_HZ", "PCIE_GBPS", "HANDOFF", "MVM_TURNAROUND", "SCHEDULES", "PassCycles",
            "TrainingStep", "handoff_delay", "load_cycles", "transfer_cycles", "pass_cycles",
-           "training_step", "predict", "f9_table"]
+           "training_step", "predict", "f9_table", "f9_markdown"]
 
 #: The paper's clock on UltraScale+ (Sec. 5.1.2).
 CLOCK_HZ = 400e6
@@ -446,3 +446,13 @@ def f9_table(config, *, batches=(1, 2, 4), pcie_gbps=PCIE_GBPS, schedule="overla
                      "double_buffer_fits": step.double_buffer_fits,
                      "seconds": step.seconds, "cycles": step.cycles})
     return rows
+
+
+def f9_markdown(rows):
+    """:func:`f9_table`'s rows as a markdown table beside the paper's figures."""
+    lines = ["| batch | paper | U | U, double-buffered | ms per training step |",
+             "|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['batch']} | {r['paper']:.1%} | {r['utilization']:.1%} | "
+              f"{r['double_buffered']:.1%}{'' if r['double_buffer_fits'] else ' (2nd memory)'}"
+              f" | {r['seconds'] * 1e3:.1f} |" for r in rows]
+    return "\n".join(lines)

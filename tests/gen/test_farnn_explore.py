@@ -98,3 +98,17 @@ def test_explore_request_from_a_model_file(tmp_path):
     with pytest.raises(UsageError, match="parameter hidden_size comes from the model"):
         explore_request(ExploreRequest(board=get_board("vcu128"), model=tmp_path / "gru.pt",
                                        params=("hidden_size=8",)))
+
+
+def test_table2_analogue():
+    """The VCU128 (VU37P: more LUTs) holds more PEs than the VU9P for either cell; LSTM
+    chains are shorter than GRU chains on both."""
+    from nnrtl.gen.farnn.explore import table2
+
+    rows, markdown = table2()
+    design = {(r["board"], r["cell"]): r for r in rows}
+    for cell in ("lstm", "gru"):
+        assert design["vcu128", cell]["pes"] > design["vu9p", cell]["pes"]
+    for board in ("vu9p", "vcu128"):
+        assert design[board, "lstm"]["chain_length"] < design[board, "gru"]["chain_length"]
+    assert markdown.count("\n") == 1 + len(rows)

@@ -218,3 +218,8 @@ def test_bad_arguments_are_usage_errors():
         perf.pass_cycles(FarnnConfig(), "fw", pcie_gbps=0)
     with pytest.raises(UsageError, match=r"^steps must be a positive integer, not 0$"):
         perf.predict(FarnnConfig(), {"steps": 0})
+
+
+def test_f9_markdown_lists_each_batch_beside_the_paper():
+    text = perf.f9_markdown(perf.f9_table(FarnnConfig()))
+    assert "| 1 | 82.8% | 91.5% |" in text and "| 4 | 92.5% |" in text
