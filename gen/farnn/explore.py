@@ -62,6 +62,11 @@ class Candidate:
     seconds: float
     needs: dict
 
+    @property
+    def utilization_double_buffered(self):
+        """The utilization with the next pass's weights loaded behind the current one."""
+        return self.utilization * self.cycles / self.cycles_double_buffered
+
     def rank_key(self):
         c = self.config
         return (self.cycles, c.pes, self.needs["lut"], c.weight_depth, c.split)
@@ -104,9 +109,11 @@ class Exploration:
 
     @property
     def best(self):
+        """The fastest feasible :class:`Candidate`."""
         return self.points[0]
 
     def table(self):
+        """The best ``top`` candidates as a text table, the chosen one marked ``*``."""
         w = self.workload
         proj = f", projection {w.proj_size}" if w.proj_size else ""
         lines = [f"FARNN on {self.board} at {self.clock_hz / 1e6:g} MHz, PCIe "
@@ -123,7 +130,7 @@ class Exploration:
             lines.append(
                 f"{rank:>3}{mark}{cfg.chain_length:>3} {cfg.pes:>5} {cfg.weight_depth:>5} "
                 f"{cfg.split:>5} {cfg.slices('fw'):>4} {c.cycles:>12,} {c.utilization:>6.1%} "
-                f"{c.cycles and c.utilization * c.cycles / c.cycles_double_buffered:>7.1%} "
+                f"{c.utilization_double_buffered:>7.1%} "
                 f"{c.seconds * 1e3:>8.2f} {n['dsp']:>5} {n['lut']:>9,} {n['uram']:>5} "
                 f"{n['bram36']:>6}")
         lines += ["", f"* chosen: chain_length={self.best.config.chain_length} "
@@ -132,6 +139,8 @@ class Exploration:
         return "\n".join(lines)
 
     def as_json(self):
+        """JSON: the workload, budgets, ``chosen`` (the configuration's fields), the ranked
+        ``candidates`` and every feasible point (``feasible_points``, for the plot)."""
         def point(c, rank=None):
             return {**({"rank": rank} if rank else {}),
                     **{name: getattr(c.config, name) for name in VARIED},

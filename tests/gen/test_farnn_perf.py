@@ -136,7 +136,7 @@ def test_pass_matches_the_mvm_unit_exactly(name):
 MIDWAY = {
     "S2_batch2": (2, 2, 1, 8, 2, 60),
     "S2": (2, 3, 1, 7, 1, 30),
-    "S3_split_batch3": (2, 3, 2, 14, 3, 60),
+    "S2_split": (2, 2, 2, 6, 1, 40),
 }
 
 
