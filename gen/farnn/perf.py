@@ -1,0 +1,458 @@
+# amaranth: UnusedElaboratable=no
+"""Cycle model of the FARNN engine: a layer pass (FW or BW) and a training step.
+
+Built from named components so that it can be calibrated against the engine top's RTL
+cycles (``hw/farnn/engine.py``, next session); today it is validated against the MVM
+unit's own simulation (``tests/gen/test_farnn_perf.py``).
+
+A pass of one layer (:func:`pass_cycles`)
+-----------------------------------------
+``load + T * step + drain`` with
+
+* **load**: the pass's matrices through the weight port, units one after another, one
+  load per unit and matrix (:mod:`nnrtl.gen.farnn.host`): the MVM unit takes
+  :func:`~nnrtl.sim.golden.farnn.mvm.load_cycles` each (a restart cycle, then one beat of
+  ``chains`` words per cycle). The port is fed over PCIe: ``bytes / pcie_gbps`` at the
+  clock, when that is longer (the spec's ``C_wload = max(n / 16, 4 n f / BW)``). The
+  compute cannot start before the weights are in ("FPGA tasks need the weight matrices to
+  begin"); the double-buffered variant (:func:`training_step`) loads the next pass's
+  weights behind the current pass.
+* **step**: each run of a step (the gate matrices; with a projection, then the
+  projection) is the MVM unit's gapless run, :func:`~nnrtl.sim.golden.farnn.mvm.cycles`
+  (its issue times ``I[j]``, latencies ``K[j]`` and last beats ``O[j] = I[j] + K[j]``:
+  used, not restated). Its MAC cycles are ``mac``; the idle issue cycles between its
+  streams (the accumulators' ``E``) ``gaps``.
+* **boundary** (where a step joins the next): the next run's first element is issued at
+  the later of
+
+  - *unit*: when the MVM unit may start it. ``schedule="overlap"`` (the lead's schedule
+    for the top): by the unit's issue rule, as if the run went on (the gap a stream of the
+    last length ``c`` leaves before the next, taken from ``cycles`` of a two-stream run);
+    ``schedule="mvm"`` (the MVM unit as on main, which waits for its last sum before it
+    goes idle): ``O[last] + 1 + MVM_TURNAROUND``;
+  - *data*: the top's rule "the next step's feed of element ``e`` waits until the slice
+    holding row ``e`` is written". Result beats of a stream leave one per two cycles, the
+    first at ``O[j] - 2 (L - 1)`` (PE 0's sum first); the top serializes them into the
+    activation at one cell per cycle (rows in order, a stream after the one before);
+    cell ``q`` of stream ``j`` is usable ``delay`` cycles after it enters (the producer's
+    :func:`handoff_delay`: activation latency, the BW fold of the units' partials, and
+    :data:`HANDOFF` cycles of vector buffer). The run starts so that round 0 runs without
+    a gap: every vector ``b``'s element ``e`` (fed at ``I[b] + e``) usable in time. With
+    ``S >= 2`` rounds the last slice's rows are needed ``(S - 1) P`` elements into round 0,
+    so its collection and activation hide behind the next step's round 0; with ``S = 1``
+    they are exposed (the spec's ``E_step``). A projection's output is taken as a barrier
+    (the whole vector, then the next run), a simplification to calibrate.
+
+  What the boundary adds beyond the last stream's issue is split into ``stream_gap``
+  (what the *unit* rule alone gives) and ``exposed`` (what waiting for the data adds).
+* **transfer**: a step takes at least its host transfers over PCIe
+  (:func:`transfer_cycles`: the input MVM's results in and ``h_t`` out, or ``dy_t`` in and
+  the gate deltas out); what that adds is ``transfer`` (0 at the paper's sizes: 16 KB a
+  step of ~10 us is 1.6 GB/s).
+* **drain**: after the last step's last issue, until its last cell is usable (the last
+  slice's collection, serialization and activation).
+* **fill**: 0: the first step's vector ``h_{-1} = 0`` is on chip when the load ends.
+
+Exactness. Every step of a gapless pass is the same (its start state is the previous
+step's), so a pass is ``load + (T - 1) period + span + drain``. Against the MVM unit's
+simulation (``schedule="mvm"``, a testbench playing the top: serializer and ``delay``)
+the model is exact when the unit or round 0's first element binds (the paper's regime:
+``S >= 2`` with a latency under a round, and ``S = 1``); when a later element of round 0
+binds, the RTL feeds round 0 with gaps and starts earlier, so the model is an upper bound:
+one cycle over the RTL's steady period in every such case measured (the idle unit's start
+cycle, which a unit already running saves; randomized sweeps of 24 small configurations
+found only exact periods and these). The two-stream credit of the previous step is not
+carried into the next step's streams under ``schedule="overlap"`` (it binds only when a
+stream's latency exceeds two stream spacings, ``2L + M + 3 > n_in + E``:
+:attr:`PassCycles.credit_risk`).
+
+Utilization ``U = useful MACs / (P_total x cycles incl. weight load)``; GFLOP/s = ``2 x
+useful MACs x clock / cycles`` at :data:`CLOCK_HZ` (the paper's 400 MHz).
+"""
+
+import dataclasses
+import functools
+
+from ...hw.arith.float import FP32
+from ...hw.arith.float_add import FloatAdd
+from ...hw.farnn.activation import BwActivation, FwActivation
+from ...hw.farnn.config import FarnnConfig
+from ...sim.golden.farnn.mvm import cycles as mvm_cycles
+from ...sim.golden.farnn.mvm import load_cycles as mvm_load_cycles
+from ..errors import UsageError
+
+__all__ = ["CLOCK_HZ", "PCIE_GBPS", "HANDOFF", "MVM_TURNAROUND", "SCHEDULES", "PassCycles",
+           "TrainingStep", "handoff_delay", "load_cycles", "transfer_cycles", "pass_cycles",
+           "training_step", "predict", "f9_table", "f9_markdown"]
+
+#: The paper's clock on UltraScale+ (Sec. 5.1.2).
+CLOCK_HZ = 400e6
+#: Host-to-FPGA weight bandwidth in GB/s (10**9 B/s) assumed by default: PCIe Gen3 x16
+#: (15.75 GB/s raw after 128b/130b coding) at ~80% DMA efficiency, the 12-13 GB/s usable the
+#: spec quotes (farnn.md §4 "Sanity derivations"). A parameter everywhere.
+PCIE_GBPS = 12.5
+#: Cycles from a cell leaving the activation unit (or a result entering the vector
+#: buffer) until it can be fed: the buffer's write, then its synchronous read. To calibrate
+#: against the top.
+HANDOFF = 2
+#: Cycles the MVM unit on main takes from a run's last result beat to accepting the next
+#: run's first element (its "Wait for the sums" and "Idle" states), measured by
+#: ``tests/gen/test_farnn_perf.py`` in the Amaranth simulator.
+MVM_TURNAROUND = 2
+#: ``"overlap"``: the lead's schedule (next run issued by the unit's issue rule);
+#: ``"mvm"``: the MVM unit on main (waits for its last sum).
+SCHEDULES = ("overlap", "mvm")
+
+
+@functools.cache
+def _latencies(cell, adder_stages, multiplier_stages):
+    kwargs = {"adder_stages": adder_stages, "multiplier_stages": multiplier_stages}
+    return (FwActivation(cell, **kwargs).latency, BwActivation(cell, **kwargs).latency,
+            FloatAdd(FP32, stages=adder_stages).latency)
+
+
+def handoff_delay(config, name):
+    """Cycles from a result cell of matrix ``name`` entering the top's serializer to the
+    element it makes being usable by the next run: FW ``recurrent``: the FW activation's
+    latency; BW ``recurrent_t``: the fold of the units' partials (``units - 1`` adds; one
+    more for the GRU's direct term) and, without a projection, the BW activation;
+    ``projection_t``: the BW activation; ``projection``: none; plus :data:`HANDOFF`."""
+    fw, bw, add = _latencies(config.cell, config.adder_stages, config.multiplier_stages)
+    fold = (config.units - 1 + (config.cell == "gru")) * add
+    delay = {"recurrent": fw, "projection": 0, "projection_t": bw,
+             "recurrent_t": fold + (0 if config.proj_size else bw)}[name]
+    return delay + HANDOFF
+
+
+def _run(config, shape):
+    """The MVM unit's gapless run of ``shape`` for the batch (golden ``cycles``)."""
+    return mvm_cycles(shape.inputs, rounds=shape.slices, batch=config.batch,
+                      chains=shape.chains, chain_length=shape.chain_length,
+                      split=shape.split, split_last=shape.split_last,
+                      adder_stages=config.adder_stages,
+                      multiplier_stages=config.multiplier_stages)
+
+
+def _stream_gap(config, length):
+    """Issue cycles the MVM unit leaves from the start of a stream of ``length`` elements
+    to the next stream's start: the second issue of a two-stream golden run."""
+    return mvm_cycles(length, rounds=2, chains=config.chains,
+                      chain_length=config.chain_length, adder_stages=config.adder_stages,
+                      multiplier_stages=config.multiplier_stages)["issues"][1]
+
+
+def _streams(config, shape, run):
+    """Per stream ``(round, vector, first beat, rows, width)`` of a run."""
+    length, batch = shape.chain_length, config.batch
+    out = []
+    for j, (issue, latency) in enumerate(zip(run["issues"], run["latencies"])):
+        r, b = divmod(j, batch)
+        split_round = shape.split_last and r == shape.slices - 1
+        width = shape.lanes if split_round else shape.chains
+        rows = min(width * length, shape.rows - r * shape.pes_per_unit)
+        out.append((r, b, issue + latency - 2 * (length - 1), max(rows, 0), width))
+    return out
+
+
+def _ready(config, shape, run, delay, consumer):
+    """When (from the run's first issue) the next run, ``consumer`` (its golden
+    ``cycles``), may start for its round 0 to run without a gap (module docstring,
+    *data*), and when the run's last cell is usable."""
+    free, bound, last = None, None, None
+    for r, b, first, rows, width in _streams(config, shape, run):
+        if rows == 0:
+            continue
+        start = first if free is None else max(first, free + 1)
+        pace = 2 if width == 1 else 1
+        end = max(first + pace * (rows - 1), start + rows - 1)
+        free = end
+        worst = max(start, first + (rows - 1 if width == 1 else 0)) + delay
+        last = end + delay if last is None else max(last, end + delay)
+        if shape.units == 1:
+            # element e = r P + q of vector b is fed I[b] + e after the next run's start
+            need = worst - consumer["issues"][b] - r * shape.pes_per_unit
+            bound = need if bound is None else max(bound, need)
+    if shape.units != 1:      # a projection's output: the whole vector first (barrier)
+        bound = last
+    return bound, last
+
+
+@dataclasses.dataclass(frozen=True)
+class PassCycles:
+    """Cycles of one layer's pass and their components (module docstring).
+
+    Attributes
+    ----------
+    phase : str
+        ``"fw"`` or ``"bw"``.
+    steps : int
+    load, load_stream, load_pcie : int
+        Weight load: ``max(load_stream, load_pcie)``; the port's own cycles and the PCIe
+        bound.
+    mac, gaps, stream_gap, exposed : int
+        Per step: MAC (issue) cycles, idle issue cycles inside the runs, the unit's wait
+        at the step boundary, the data wait beyond it (the exposed latency).
+    period : int
+        Cycles per step in steady state: ``mac + gaps + stream_gap + exposed +
+        transfer``.
+    span : int
+        The last step's cycles to its last issue (``period - stream_gap - exposed``).
+    drain : int
+        From the last issue to the last cell usable.
+    fill : int
+        Before the first issue (0).
+    useful_macs : int
+    credit_risk : bool
+        Whether the previous step's streams could still hold the unit's two-stream credit
+        at the next step's second stream (``schedule="overlap"`` only; the model assumes
+        not).
+    transfer : int
+        Per step, the wait for the step's host transfers beyond the rest
+        (:func:`transfer_cycles`; 0 unless PCIe is slower than the step).
+    """
+
+    phase: str
+    steps: int
+    load: int
+    load_stream: int
+    load_pcie: int
+    mac: int
+    gaps: int
+    stream_gap: int
+    exposed: int
+    period: int
+    span: int
+    drain: int
+    fill: int
+    useful_macs: int
+    credit_risk: bool
+    transfer: int = 0
+
+    @property
+    def compute(self):
+        """Cycles after the load: ``fill + (steps - 1) period + span + drain``."""
+        return self.fill + (self.steps - 1) * self.period + self.span + self.drain
+
+    @property
+    def cycles(self):
+        """``load + compute``."""
+        return self.load + self.compute
+
+    def components(self):
+        """``{name: cycles}`` of the whole pass, summing to :attr:`cycles`."""
+        t = self.steps
+        return {"load": self.load, "fill": self.fill, "mac": t * self.mac,
+                "gaps": t * self.gaps, "stream_gap": (t - 1) * self.stream_gap,
+                "exposed": (t - 1) * self.exposed, "transfer": (t - 1) * self.transfer,
+                "drain": self.drain}
+
+
+def load_cycles(config, phase, *, pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ):
+    """``(port cycles, PCIe cycles)`` of pass ``phase``'s weight load."""
+    port = config.units * sum(
+        mvm_load_cycles(shape.inputs, rounds=shape.slices, chain_length=shape.chain_length,
+                        split=shape.split, split_last=shape.split_last)
+        for shape in config.pass_matrices(phase))
+    nbytes = 4 * config.weight_stream_words(phase)
+    pcie = -(-int(round(nbytes * clock_hz)) // int(round(pcie_gbps * 1e9)))
+    return port, pcie
+
+
+def transfer_cycles(config, phase, *, pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ):
+    """Cycles the host link needs per step of pass ``phase`` (PCIe is full duplex: the
+    larger direction). FW: in the input MVM's results (``units x H``), out ``h_t`` (the
+    recurrent vector); BW: in ``dy_t`` (the recurrent vector), out the gate deltas
+    (``units x H``); fp32, times ``batch``. The saved gates travel to and from the FPGA's
+    own DRAM, not counted here."""
+    gates = config.units * config.hidden_size
+    words = max(gates, config.recurrent_size) * config.batch
+    return -(-int(round(4 * words * clock_hz)) // int(round(pcie_gbps * 1e9)))
+
+
+def _check(config, phase, schedule, pcie_gbps, steps):
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool)
+                              or steps <= 0):
+        raise UsageError(f"steps must be a positive integer, not {steps!r}")
+    if not isinstance(config, FarnnConfig):
+        raise UsageError(f"config must be a FarnnConfig, not {config!r}")
+    if phase not in ("fw", "bw"):
+        raise UsageError(f"phase must be fw or bw, not {phase!r}")
+    if schedule not in SCHEDULES:
+        raise UsageError(f"schedule must be one of {', '.join(SCHEDULES)}, not {schedule!r}")
+    if isinstance(pcie_gbps, bool) or not isinstance(pcie_gbps, (int, float)) \
+            or pcie_gbps <= 0:
+        raise UsageError(f"pcie_gbps must be a positive number of GB/s, not {pcie_gbps!r}")
+
+
+def pass_cycles(config, phase, *, steps=None, schedule="overlap", pcie_gbps=PCIE_GBPS,
+                clock_hz=CLOCK_HZ, delays=None):
+    """:class:`PassCycles` of one layer's pass ``phase`` over ``steps`` time steps
+    (default ``config.seq_len``). ``delays`` (``{matrix name: cycles}``) overrides
+    :func:`handoff_delay` (the test's emulated top; calibration)."""
+    _check(config, phase, schedule, pcie_gbps, steps)
+    steps = config.seq_len if steps is None else steps
+    shapes = config.pass_matrices(phase)
+    runs = [_run(config, shape) for shape in shapes]
+    delays = {s.name: handoff_delay(config, s.name) for s in shapes} | dict(delays or {})
+    # chain the runs of a step; times from the step's first issue
+    unit_at = data_at = prev_end = drain_end = 0
+    mac = gaps = 0
+    credit_risk = False
+    for m, (shape, run) in enumerate(zip(shapes, runs)):
+        start = 0 if m == 0 else _join(unit_at, data_at, schedule)
+        lengths = _lengths(shape, config.batch)
+        mac += run["mac_cycles"]
+        gaps += run["issues"][-1] + lengths[-1] - run["mac_cycles"]
+        if m > 0:
+            gaps += start - prev_end
+        consumer = runs[(m + 1) % len(runs)]
+        bound, last = _ready(config, shape, run, delays[shape.name], consumer)
+        last_issue = start + run["issues"][-1]
+        if schedule == "overlap":
+            unit_at = last_issue + _stream_gap(config, lengths[-1])
+            o_last = last_issue + run["latencies"][-1]
+            credit_risk |= o_last + 1 > unit_at + _stream_gap(config, shape.inputs)
+        else:
+            unit_at = start + run["cycles"] + MVM_TURNAROUND
+        data_at = start + bound
+        prev_end = last_issue + lengths[-1]
+        drain_end = start + last
+    span = prev_end
+    period = _join(unit_at, data_at, schedule)
+    transfer = max(0, transfer_cycles(config, phase, pcie_gbps=pcie_gbps,
+                                      clock_hz=clock_hz) - period)
+    port, pcie = load_cycles(config, phase, pcie_gbps=pcie_gbps, clock_hz=clock_hz)
+    return PassCycles(
+        phase=phase, steps=steps, load=max(port, pcie), load_stream=port, load_pcie=pcie,
+        mac=mac, gaps=gaps, stream_gap=unit_at - span, exposed=period - unit_at,
+        transfer=transfer, period=period + transfer, span=span, drain=max(0, drain_end + 1 - span), fill=0,
+        useful_macs=steps * config.useful_macs_per_step(phase), credit_risk=credit_risk)
+
+
+def _join(unit_at, data_at, schedule):
+    """The next run's first issue: the unit's and the data's bound; the MVM unit on main,
+    idle when the data come last, takes one cycle to enter its run state."""
+    if data_at > unit_at:
+        return data_at + (schedule == "mvm")
+    return unit_at
+
+
+def _lengths(shape, batch):
+    return [shape.chunk if shape.split_last and r == shape.slices - 1 else shape.inputs
+            for r in range(shape.slices) for _ in range(batch)]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingStep:
+    """The FPGA part of one training step: FW of layers ``1 .. layers``, then BW of
+    ``layers .. 1``, one layer's weights on chip at a time.
+
+    Attributes
+    ----------
+    fw, bw : PassCycles
+        Every layer's passes are the same (the recurrent matrices are ``H x H`` in every
+        layer; the input MVM is the host's).
+    layers : int
+    cycles : int
+        Weight loads exposed: ``layers * (fw.cycles + bw.cycles)``.
+    cycles_double_buffered : int
+        The next pass's weights loaded behind the current pass (a second weight buffer):
+        the first load, then each pass's compute or the next load, whichever is longer.
+    double_buffer_fits : bool
+        Whether a second weight buffer fits the PEs' memories (``2 x`` the busiest PE's
+        words within ``weight_depth``); otherwise the variant needs a second memory per PE.
+    useful_macs : int
+    pes : int
+    clock_hz : float
+    """
+
+    fw: PassCycles
+    bw: PassCycles
+    layers: int
+    cycles: int
+    cycles_double_buffered: int
+    double_buffer_fits: bool
+    useful_macs: int
+    pes: int
+    clock_hz: float
+
+    @property
+    def utilization(self):
+        """Useful MACs / (PEs x cycles), weight loads included."""
+        return self.useful_macs / (self.pes * self.cycles)
+
+    @property
+    def utilization_double_buffered(self):
+        return self.useful_macs / (self.pes * self.cycles_double_buffered)
+
+    @property
+    def gflops(self):
+        """``2 x useful MACs x clock / cycles`` in GFLOP/s."""
+        return 2 * self.useful_macs * self.clock_hz / self.cycles / 1e9
+
+    @property
+    def seconds(self):
+        return self.cycles / self.clock_hz
+
+
+def training_step(config, *, schedule="overlap", pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ,
+                  steps=None):
+    """The :class:`TrainingStep` of ``config`` (its ``layers``, ``seq_len`` or ``steps``,
+    ``batch``)."""
+    kwargs = {"schedule": schedule, "pcie_gbps": pcie_gbps, "clock_hz": clock_hz,
+              "steps": steps}
+    fw, bw = pass_cycles(config, "fw", **kwargs), pass_cycles(config, "bw", **kwargs)
+    passes = [fw] * config.layers + [bw] * config.layers
+    buffered = passes[0].load
+    for k, p in enumerate(passes):
+        following = passes[k + 1].load if k + 1 < len(passes) else 0
+        buffered += max(p.compute, following)
+    return TrainingStep(fw=fw, bw=bw, layers=config.layers,
+                        cycles=config.layers * (fw.cycles + bw.cycles),
+                        cycles_double_buffered=buffered,
+                        double_buffer_fits=2 * config.max_weights_per_pe <= config.weight_depth,
+                        useful_macs=config.layers * (fw.useful_macs + bw.useful_macs),
+                        pes=config.pes, clock_hz=clock_hz)
+
+
+def predict(config, workload):
+    """The engine hook: ``workload`` may hold ``steps`` (default ``config.seq_len``),
+    ``schedule``, ``pcie_gbps``, ``clock_hz``. Returns ``cycles``, ``useful_macs``,
+    ``utilization``, the double-buffered ones and the passes' components."""
+    step = training_step(config, steps=workload.get("steps"),
+                         schedule=workload.get("schedule", "overlap"),
+                         pcie_gbps=workload.get("pcie_gbps", PCIE_GBPS),
+                         clock_hz=workload.get("clock_hz", CLOCK_HZ))
+    return {"cycles": step.cycles, "useful_macs": step.useful_macs,
+            "utilization": step.utilization, "gflops": step.gflops,
+            "cycles_double_buffered": step.cycles_double_buffered,
+            "utilization_double_buffered": step.utilization_double_buffered,
+            "double_buffer_fits": step.double_buffer_fits,
+            "fw": step.fw.components(), "bw": step.bw.components()}
+
+
+def f9_table(config, *, batches=(1, 2, 4), pcie_gbps=PCIE_GBPS, schedule="overlap"):
+    """The paper's Fig. 9 utilization (5 layers x 1,024 LSTM cells, T = 1,600) for
+    ``config`` at each batch: rows ``{batch, paper, utilization, double_buffered,
+    seconds}``."""
+    paper = {1: 0.828, 2: 0.880, 4: 0.925}
+    rows = []
+    for batch in batches:
+        step = training_step(dataclasses.replace(config, batch=batch), schedule=schedule,
+                             pcie_gbps=pcie_gbps)
+        rows.append({"batch": batch, "paper": paper.get(batch),
+                     "utilization": step.utilization,
+                     "double_buffered": step.utilization_double_buffered,
+                     "double_buffer_fits": step.double_buffer_fits,
+                     "seconds": step.seconds, "cycles": step.cycles})
+    return rows
+
+
+def f9_markdown(rows):
+    """:func:`f9_table`'s rows as a markdown table beside the paper's figures."""
+    lines = ["| batch | paper | U | U, double-buffered | ms per training step |",
+             "|---:|---:|---:|---:|---:|"]
+    lines += [f"| {r['batch']} | {r['paper']:.1%} | {r['utilization']:.1%} | "
+              f"{r['double_buffered']:.1%}{'' if r['double_buffer_fits'] else ' (2nd memory)'}"
+              f" | {r['seconds'] * 1e3:.1f} |" for r in rows]
+    return "\n".join(lines)

