@@ -153,11 +153,11 @@ def _run_config(name, *, sink="none", source="none", steps=1, specials=0.0):
     got = simulate(unit, matrix, vectors, rounds=rounds, split_last=split_last, sink=sink,
                    source=source, seed=len(name))
     for s, x in enumerate(vectors):
-        want = golden.result_beats(FP32, matrix, x, chains=chains, chain_length=length,
+        want = golden.result_beats(matrix, x, chains=chains, chain_length=length,
                                    split=split, adder_stages=adder)
         assert got["beats"][s] == want, f"step {s}"
         # the unit's rows (not padded) are in the beats where the geometry says
-        sums = golden.mvm_unit(FP32, matrix, x, chains=chains, chain_length=length,
+        sums = golden.mvm_unit(matrix, x, chains=chains, chain_length=length,
                                split=split, adder_stages=adder)
         for r in range(rounds):
             split_round = split_last and r == rounds - 1
@@ -303,7 +303,7 @@ def test_scaled_paper_shapes_match_the_simulation():
         got = simulate(unit, matrix, [x], rounds=layout["rounds"],
                        split_last=layout["split_last"])
         assert got["beats"][0] == golden.result_beats(
-            FP32, matrix, x, chains=chains, chain_length=length, split=split,
+            matrix, x, chains=chains, chain_length=length, split=split,
             adder_stages=4)
         model = golden.cycles(n, rounds=layout["rounds"], chains=chains,
                               chain_length=length, split=split,
