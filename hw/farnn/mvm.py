@@ -56,6 +56,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FloatFormat
+from ..hierarchy import shared
 from .chain import PEChain
 from .pe import ChainWordKind, _check_int, _check_stages, reduction_cycles, sideband
 
@@ -182,8 +183,10 @@ class MVMUnit(wiring.Component):
                           adder_stages=self._adder_stages,
                           multiplier_stages=self._multiplier_stages)
                   for _ in range(self._chains)]
+        key = (fmt, length, self._weight_depth, self._adder_stages, self._multiplier_stages)
         for c, chain in enumerate(chains):
-            m.submodules[f"chain{c}"] = chain
+            # one chain module for all (nnrtl.hw.hierarchy); only its ports are used here
+            m.submodules[f"chain{c}"] = shared(chain, key=key)
 
         # -- configuration, registered (quasi-static) -----------------------------------
         chunk = Signal(range(self._vector_depth + 1))
