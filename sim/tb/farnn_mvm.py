@@ -36,9 +36,7 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiStreamFrame
 
-from nnrtl.hw.arith.float_format import FP32
 from nnrtl.sim.golden.farnn import mvm as golden
-from nnrtl.sim.golden.float import special_values, to_bits
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
 from nnrtl.sim.tb.farnn_tops import STATUS_PORTS
@@ -46,18 +44,6 @@ from nnrtl.sim.tb.registers import BenchFailure
 
 PARAMS = tb_params()
 UNIT = PARAMS.get("unit", {})
-
-
-def operands(rng, shape, specials):
-    """fp32 patterns: normal values of mixed scales, a share ``specials`` replaced by
-    special values (zeros, infinities, NaNs, subnormals)."""
-    values = to_bits(FP32, rng.normal(size=shape) * 2.0 ** rng.integers(-6, 7, size=shape))
-    values = np.asarray(values, dtype=np.uint32)
-    if specials:
-        table = np.array(sorted(special_values(FP32).values()), dtype=np.uint32)
-        mask = rng.random(shape) < specials
-        values[mask] = rng.choice(table, size=int(mask.sum()))
-    return values
 
 
 class MVMBench(EngineBench):
@@ -111,7 +97,7 @@ async def mvm_matches_golden_model(dut):
     rounds = layout["rounds"]
     split_last = PARAMS.get("split_last", layout["split_last"])
     shape = dict(chains=chains, chain_length=length, split=split)
-    matrix = operands(rng, (n_out, n_in), specials)
+    matrix = golden.random_operands(rng, (n_out, n_in), specials=specials)
     gapless = (PARAMS.get("source_pauses", "none") == "none"
                and PARAMS.get("sink_pauses", "none") == "none")
 
@@ -139,7 +125,7 @@ async def mvm_matches_golden_model(dut):
                               adder_stages=adder, multiplier_stages=multiplier, **shape)
         runs = []
         for step in range(PARAMS.get("steps", 1)):
-            x = operands(rng, (batch, n_in), specials)
+            x = golden.random_operands(rng, (batch, n_in), specials=specials)
             expected = golden.result_beats(matrix, x, rounds=rounds, split_last=split_last,
                                            adder_stages=adder, **shape)
             streams = rounds * batch

@@ -16,20 +16,7 @@ from amaranth.sim import Simulator
 from nnrtl.hw.arith.float import FP32
 from nnrtl.hw.farnn.mvm import MVMUnit
 from nnrtl.sim.golden.farnn import mvm as golden
-from nnrtl.sim.golden.float import special_values, to_bits
 from nnrtl.sim.patterns import pause_pattern
-
-
-def operands(rng, shape, *, specials=0.0):
-    """Normal fp32 values with mixed scales, a share ``specials`` replaced by special
-    values (zeros, infinities, NaNs, subnormals)."""
-    values = to_bits(FP32, rng.normal(size=shape) * 2.0 ** rng.integers(-6, 7, size=shape))
-    values = np.asarray(values, dtype=np.uint64)
-    if specials:
-        table = np.array(sorted(special_values(FP32).values()), dtype=np.uint64)
-        mask = rng.random(shape) < specials
-        values[mask] = rng.choice(table, size=int(mask.sum()))
-    return values
 
 
 def simulate(unit, matrix, steps, *, rounds, split_last=False, sink="none", source="none",
@@ -146,8 +133,9 @@ def _run_config(name, *, sink="none", source="none", steps=1, specials=0.0):
     unit = MVMUnit(FP32, chains=chains, chain_length=length, weight_depth=depth,
                    adder_stages=adder, multiplier_stages=mul, split=split)
     rng = np.random.default_rng(sum(map(ord, name)))
-    matrix = operands(rng, (n_out, n_in), specials=specials)
-    vectors = [operands(rng, (batch, n_in), specials=specials) for _ in range(steps)]
+    matrix = golden.random_operands(rng, (n_out, n_in), specials=specials)
+    vectors = [golden.random_operands(rng, (batch, n_in), specials=specials)
+               for _ in range(steps)]
     layout = golden.plan(n_out, n_in, chains=chains, chain_length=length, split=split)
     rounds, split_last = layout["rounds"], layout["split_last"]
     got = simulate(unit, matrix, vectors, rounds=rounds, split_last=split_last, sink=sink,
@@ -209,7 +197,7 @@ def test_backpressure_and_gaps_lose_nothing(name, sink):
 def test_wrong_weight_stream_length_sets_load_error():
     unit = MVMUnit(FP32, chains=2, chain_length=2, weight_depth=16)
     rng = np.random.default_rng(1)
-    matrix = operands(rng, (4, 3))
+    matrix = golden.random_operands(rng, (4, 3))
     stream = golden.pack_weights(matrix, chains=2, chain_length=2)
     got = {}
 
@@ -240,7 +228,7 @@ def test_wrong_weight_stream_length_sets_load_error():
 def test_misplaced_vector_last_sets_vector_error():
     unit = MVMUnit(FP32, chains=2, chain_length=2, weight_depth=16)
     rng = np.random.default_rng(2)
-    matrix = operands(rng, (4, 3))
+    matrix = golden.random_operands(rng, (4, 3))
     stream = golden.pack_weights(matrix, chains=2, chain_length=2)
     got = {}
 
@@ -297,8 +285,8 @@ def test_scaled_paper_shapes_match_the_simulation():
         unit = MVMUnit(FP32, chains=chains, chain_length=length, weight_depth=64,
                        split=split)
         rng = np.random.default_rng(n + split)
-        matrix = operands(rng, (n, n))
-        x = operands(rng, (1, n))
+        matrix = golden.random_operands(rng, (n, n))
+        x = golden.random_operands(rng, (1, n))
         layout = golden.plan(n, n, chains=chains, chain_length=length, split=split)
         got = simulate(unit, matrix, [x], rounds=layout["rounds"],
                        split_last=layout["split_last"])

@@ -8,10 +8,11 @@ units (:mod:`nnrtl.sim.golden.activation`, default fp32 tables), ``sig'(s) = s *
 s)`` and ``tanh'(t) = 1 - t * t`` the derivative units, ``mvm`` = the PE MAC with cell
 splitting (:func:`~nnrtl.sim.golden.farnn.rmvm.unit_mvm`), ``fold(a, b, c, ...)`` =
 ``((a + b) + c) + ...``, ``-x`` a sign flip (exact). One step's cell arithmetic (the
-FW and BW lines below, but the MVMs and folds) is :mod:`.cells`'s, called here. Gate order: LSTM (i, f, g, o), GRU
-(r, z, n); unit ``k`` holds gate ``k``. The recurrent state starts at +0 (h, c in FW; the
-recurrent deltas in BW). ``imvm`` is the host's input MVM with its biases: ``W_k x +
-bW_k + bR_k`` for the LSTM gates and GRU r, z; ``W_n x + bW_n`` for GRU n.
+FW and BW lines below but the MVMs and folds) is :mod:`.cells`'s, called here. Gate
+order: LSTM (i, f, g, o), GRU (r, z, n); unit ``k`` holds gate ``k``. The recurrent
+state starts at +0 (h, c in FW; the recurrent deltas in BW). ``imvm`` is the host's input
+MVM with its biases: ``W_k x + bW_k + bR_k`` for the LSTM gates and GRU r, z; ``W_n x +
+bW_n`` for GRU n.
 
 FW (the lead's contract), per step ``t``, with ``v`` the recurrent vector (``h_{t-1}``, or
 ``r_{t-1}`` with a projection)::

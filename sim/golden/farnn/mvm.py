@@ -44,12 +44,15 @@ import numpy as np
 from nnrtl.hw.farnn.config import chunk_bounds
 from nnrtl.hw.farnn.pe import reduction_cycles
 
+from nnrtl.hw.arith.float_format import FP32
+
+from ..float import special_values, to_bits
 from .rmvm import rmvm
 
 
 __all__ = ["chunk_length", "chunks", "plan", "words_per_pe", "row_index",
            "mvm", "mvm_unit", "pack_weights", "unpack_weights", "result_beats", "cycles",
-           "load_cycles", "paper_cases"]
+           "load_cycles", "paper_cases", "random_operands"]
 
 
 def _int(name, value, lowest=1):
@@ -379,3 +382,24 @@ def paper_cases():
             "credit_bound": result["credit_bound"],
         }
     return out
+
+
+def random_operands(rng, shape, *, specials=0.0):
+    """Test operands, fp32 patterns (``uint32``): normal values of mixed scales (times
+    ``2**-6 .. 2**6``), a share ``specials`` replaced by special values (zeros,
+    infinities, NaNs, subnormals: :func:`~nnrtl.sim.golden.float.special_values`).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    shape : tuple of int
+    specials : float
+        From 0 to 1.
+    """
+    values = to_bits(FP32, rng.normal(size=shape) * 2.0 ** rng.integers(-6, 7, size=shape))
+    values = np.asarray(values, dtype=np.uint32)
+    if specials:
+        table = np.array(sorted(special_values(FP32).values()), dtype=np.uint32)
+        mask = rng.random(shape) < specials
+        values[mask] = rng.choice(table, size=int(mask.sum()))
+    return values
