@@ -8,6 +8,9 @@ PE order 0 to ``chain_length - 1``, the last one marked, with valid/ready. Whoev
 ``i`` keeps the two rules of :mod:`nnrtl.hw.farnn.pe` (``E`` idle cycles after a stream,
 at most two streams outstanding); then no backpressure on ``o`` loses data.
 
+In Verilog (:mod:`nnrtl.hw.hierarchy`) the PEs are instances of two modules, the inner
+PE and the tail, each written once whatever ``chain_length`` is.
+
 Weight load: a ``RESTART`` word, then PE 0's words (addresses in any order, the last one
 marked ``last``), then PE 1's, and so on: one word per cycle, ``chain_length`` blocks.
 """
