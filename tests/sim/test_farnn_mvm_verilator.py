@@ -11,6 +11,7 @@ printed (:func:`nnrtl.gen.farnn.bench.bench_slices` puts them in the bench table
 """
 
 import functools
+import re
 
 import pytest
 
@@ -47,6 +48,14 @@ def check(result):
     assert result["budget_use"] < 0.5
     for got in result["runs"]:
         assert got["mac_cycles"] == got["model_mac_cycles"]
+
+
+def test_one_module_per_pe_kind_and_chain():
+    """The Verilog has one chain module and two PE modules (inner and tail) however
+    many chains and PEs the unit has (:func:`nnrtl.hw.hierarchy.shared`)."""
+    tops = re.findall(r"^module (farnn_mvm_small__\w+?)_[0-9a-f]{10}\(", small_verilog(),
+                      re.M)
+    assert sorted(tops) == ["farnn_mvm_small__farnn_pe"] * 2 + ["farnn_mvm_small__pe_chain"]
 
 
 @pytest.mark.parametrize("sink_pauses", PATTERNS)
