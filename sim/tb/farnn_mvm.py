@@ -31,6 +31,8 @@ on ``s_axis_x`` to the last result beat's on ``m_axis``, both counted), ``model_
 ``mac_cycles`` (the counter's increase), ``model_mac_cycles``, ``stall_cycles``.
 """
 
+import logging
+
 import cocotb
 import numpy as np
 from cocotb.triggers import RisingEdge
@@ -103,6 +105,8 @@ async def mvm_matches_golden_model(dut):
 
     async with MVMBench(dut, params=PARAMS) as bench:
         cocotb.start_soon(bench.monitor())
+        # cocotbext-axi logs every frame it sends: megabytes for a full-size weight load
+        bench.source("s_axis_w").log.setLevel(logging.WARNING)
         dut.n_in.value, dut.rounds.value, dut.batch.value = n_in, rounds, batch
         dut.split_last.value = int(split_last)
         words = golden.pack_weights(matrix, rounds=rounds, split_last=split_last, **shape)
