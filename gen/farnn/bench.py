@@ -17,6 +17,11 @@ the RTL's total cycles of the pass (first element in to last sum out) beside
 :func:`nnrtl.sim.golden.farnn.mvm.cycles`, the weight load's cycles, and the Verilator
 build and run seconds. The lead wires :func:`bench_slices` into ``make bench`` (the
 engine's ``bench`` hook).
+
+Cost: the Verilog is small (one module per PE kind and chain), but Verilator still writes
+C++ per PE instance, so its build grows with the PE count: the 256-PE unit took 25 min to
+build and 11 min to run on 2 cores shared with four other jobs; the 768-PE unit is about
+three times that.
 """
 
 import json
