@@ -8,6 +8,9 @@ PE order 0 to ``chain_length - 1``, the last one marked, with valid/ready. Whoev
 ``i`` keeps the two rules of :mod:`nnrtl.hw.farnn.pe` (``E`` idle cycles after a stream,
 at most two streams outstanding); then no backpressure on ``o`` loses data.
 
+In Verilog (:mod:`nnrtl.hw.hierarchy`) the PEs are instances of two modules, the inner
+PE and the tail, each written once whatever ``chain_length`` is.
+
 Weight load: a ``RESTART`` word, then PE 0's words (addresses in any order, the last one
 marked ``last``), then PE 1's, and so on: one word per cycle, ``chain_length`` blocks.
 """
@@ -17,6 +20,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ..arith.float_format import FloatFormat
+from ..hierarchy import shared
 from .pe import (FarnnPE, _check_int, _check_stages, chain_word_layout, reduction_cycles,
                  result_layout, sum_delay)
 
@@ -97,7 +101,10 @@ class PEChain(wiring.Component):
                        tail=k == self._chain_length - 1)
                for k in range(self._chain_length)]
         for k, pe in enumerate(pes):
-            m.submodules[f"pe{k}"] = pe
+            # one module per kind (the tail is the other kind): nnrtl.hw.hierarchy
+            m.submodules[f"pe{k}"] = shared(pe, key=(self._fmt, self._weight_depth,
+                                                     self._adder_stages,
+                                                     self._multiplier_stages, pe.tail))
         head = pes[0]
         connect(m, flipped(self.i), head.i)
         connect(m, head.o, flipped(self.o))

@@ -19,6 +19,11 @@ vector (so a PE needs one accumulator and the weights of a round serve the whole
   :class:`~nnrtl.hw.arith.FloatAdd`. The round computes ``lanes * chain_length`` rows. For
   1,024 rows on 768 PEs: 1,024 + 512 MAC cycles instead of 2 x 1,024.
 
+In Verilog (:mod:`nnrtl.hw.hierarchy`) the chains are instances of one chain module (and
+its two PE modules): an MVM unit of 16 chains of 16 PEs at 4,096 words converts in
+seconds to 0.6 MB of Verilog (12 modules), where the flat hierarchy was 49 MB (1,297
+modules) and a quarter of an hour.
+
 Round 0 is always full and fed straight from ``x`` as the elements arrive (gaps on ``x``
 become gaps in the feed); the elements are stored for the later rounds in ``split`` vector
 buffers (one per group, each holding the batch: ``vector_depth`` words, one read and one
@@ -56,6 +61,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FloatFormat
+from ..hierarchy import shared
 from .chain import PEChain
 from .pe import ChainWordKind, _check_int, _check_stages, reduction_cycles, sideband
 
@@ -182,8 +188,10 @@ class MVMUnit(wiring.Component):
                           adder_stages=self._adder_stages,
                           multiplier_stages=self._multiplier_stages)
                   for _ in range(self._chains)]
+        key = (fmt, length, self._weight_depth, self._adder_stages, self._multiplier_stages)
         for c, chain in enumerate(chains):
-            m.submodules[f"chain{c}"] = chain
+            # one chain module for all (nnrtl.hw.hierarchy); only its ports are used here
+            m.submodules[f"chain{c}"] = shared(chain, key=key)
 
         # -- configuration, registered (quasi-static) -----------------------------------
         chunk = Signal(range(self._vector_depth + 1))

@@ -87,8 +87,10 @@ class EngineBench:
         The top level: clock ``clk``, reset ``rst`` (active high), the register file's
         AXI4-Lite slave with prefix ``s_axil_`` (reached through :attr:`regs`), the
         streams named below.
-    registers : nnrtl.hw.bus.RegisterMap
-        The engine's register map; every offset, width and field comes from it.
+    registers : nnrtl.hw.bus.RegisterMap or None
+        The engine's register map; every offset, width and field comes from it. None
+        for a unit without AXI4-Lite (its bench reads ports; :attr:`regs` is None and a
+        subclass gives :meth:`snapshot`).
     sources, sinks : sequence of str
         Port prefixes of the AXI4-Stream inputs (``"s_axis"``) and outputs (``"m_axis"``).
     params : dict
@@ -122,8 +124,9 @@ class EngineBench:
     async def __aenter__(self):
         await start_clock_and_reset(self.dut)
         dut = self.dut
-        self.regs = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"),
-                                              dut.clk, dut.rst), self.registers)
+        if self.registers is not None:
+            self.regs = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"),
+                                                  dut.clk, dut.rst), self.registers)
         for name in self.source_names:
             source = AxiStreamSource(AxiStreamBus.from_prefix(dut, f"{name}_"), dut.clk,
                                      dut.rst)
@@ -200,7 +203,12 @@ class EngineBench:
                 f"{self.cycle - start} cycles into {work} (budget {budget} cycles: "
                 f"{model} model cycles, {beats} output beats, patterns "
                 f"{self.source_pauses}/{self.sink_pauses}); "
-                f"registers: {await self.regs.snapshot()}") from None
+                f"{await self.snapshot()}") from None
+
+    async def snapshot(self):
+        """The state for a failure message: ``registers: name=value ...`` (every
+        read-only register, :meth:`RegisterBus.snapshot`)."""
+        return f"registers: {await self.regs.snapshot()}"
 
     async def recv(self, sink, what):
         """The next frame of ``sink`` (a :class:`cocotbext.axi.AxiStreamFrame`);

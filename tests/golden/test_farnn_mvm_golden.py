@@ -74,9 +74,9 @@ def test_split_partials_fold_left_in_group_order():
     ``(2**100 - 2**100) + 1 = 1``; any other order loses the 1."""
     matrix = to_bits(FP32, np.array([[2.0**100, -2.0**100, 1.0]]))
     x = to_bits(FP32, np.ones(3))
-    got = golden.mvm(FP32, matrix, x, adder_stages=4, split=3)
+    got = golden.mvm(matrix, x, adder_stages=4, split=3)
     assert from_bits(FP32, got).tolist() == [1.0]
-    unsplit = golden.mvm(FP32, matrix, x, adder_stages=4, split=3, split_from=1)
+    unsplit = golden.mvm(matrix, x, adder_stages=4, split=3, split_from=1)
     products = float_mul(FP32, matrix[0], x)
     assert int(unsplit[0]) == streaming_sum(FP32, products, adder_stages=4)
 
@@ -86,7 +86,7 @@ def test_mvm_is_close_to_float64(split):
     rng = np.random.default_rng(split)
     matrix = rng.normal(size=(12, 33)).astype(np.float32)
     x = rng.normal(size=(2, 33)).astype(np.float32)
-    got = from_bits(FP32, golden.mvm(FP32, to_bits(FP32, matrix), to_bits(FP32, x),
+    got = from_bits(FP32, golden.mvm(to_bits(FP32, matrix), to_bits(FP32, x),
                                      adder_stages=4, split=split, split_from=5))
     exact = x.astype(np.float64) @ matrix.T.astype(np.float64)
     scale = np.abs(x).astype(np.float64) @ np.abs(matrix).T.astype(np.float64)
@@ -108,7 +108,7 @@ def test_result_beats_order():
     (rows 4-5, one per beat, lane 1 zero)."""
     matrix = to_bits(FP32, np.arange(1, 1 + 6 * 2, dtype=np.float32).reshape(6, 2))
     x = to_bits(FP32, np.array([[1.0, 0.0], [0.0, 1.0]]))
-    beats = golden.result_beats(FP32, matrix, x, chains=2, chain_length=2, split=2,
+    beats = golden.result_beats(matrix, x, chains=2, chain_length=2, split=2,
                                 adder_stages=2)
     values = [from_bits(FP32, np.array(lanes)).tolist() for lanes, _last in beats]
     # round 0: vector 0 (column 0), then vector 1 (column 1): beat k = rows 2k, 2k + 1

@@ -16,20 +16,7 @@ from amaranth.sim import Simulator
 from nnrtl.hw.arith.float import FP32
 from nnrtl.hw.farnn.mvm import MVMUnit
 from nnrtl.sim.golden.farnn import mvm as golden
-from nnrtl.sim.golden.float import special_values, to_bits
 from nnrtl.sim.patterns import pause_pattern
-
-
-def operands(rng, shape, *, specials=0.0):
-    """Normal fp32 values with mixed scales, a share ``specials`` replaced by special
-    values (zeros, infinities, NaNs, subnormals)."""
-    values = to_bits(FP32, rng.normal(size=shape) * 2.0 ** rng.integers(-6, 7, size=shape))
-    values = np.asarray(values, dtype=np.uint64)
-    if specials:
-        table = np.array(sorted(special_values(FP32).values()), dtype=np.uint64)
-        mask = rng.random(shape) < specials
-        values[mask] = rng.choice(table, size=int(mask.sum()))
-    return values
 
 
 def simulate(unit, matrix, steps, *, rounds, split_last=False, sink="none", source="none",
@@ -146,18 +133,19 @@ def _run_config(name, *, sink="none", source="none", steps=1, specials=0.0):
     unit = MVMUnit(FP32, chains=chains, chain_length=length, weight_depth=depth,
                    adder_stages=adder, multiplier_stages=mul, split=split)
     rng = np.random.default_rng(sum(map(ord, name)))
-    matrix = operands(rng, (n_out, n_in), specials=specials)
-    vectors = [operands(rng, (batch, n_in), specials=specials) for _ in range(steps)]
+    matrix = golden.random_operands(rng, (n_out, n_in), specials=specials)
+    vectors = [golden.random_operands(rng, (batch, n_in), specials=specials)
+               for _ in range(steps)]
     layout = golden.plan(n_out, n_in, chains=chains, chain_length=length, split=split)
     rounds, split_last = layout["rounds"], layout["split_last"]
     got = simulate(unit, matrix, vectors, rounds=rounds, split_last=split_last, sink=sink,
                    source=source, seed=len(name))
     for s, x in enumerate(vectors):
-        want = golden.result_beats(FP32, matrix, x, chains=chains, chain_length=length,
+        want = golden.result_beats(matrix, x, chains=chains, chain_length=length,
                                    split=split, adder_stages=adder)
         assert got["beats"][s] == want, f"step {s}"
         # the unit's rows (not padded) are in the beats where the geometry says
-        sums = golden.mvm_unit(FP32, matrix, x, chains=chains, chain_length=length,
+        sums = golden.mvm_unit(matrix, x, chains=chains, chain_length=length,
                                split=split, adder_stages=adder)
         for r in range(rounds):
             split_round = split_last and r == rounds - 1
@@ -209,7 +197,7 @@ def test_backpressure_and_gaps_lose_nothing(name, sink):
 def test_wrong_weight_stream_length_sets_load_error():
     unit = MVMUnit(FP32, chains=2, chain_length=2, weight_depth=16)
     rng = np.random.default_rng(1)
-    matrix = operands(rng, (4, 3))
+    matrix = golden.random_operands(rng, (4, 3))
     stream = golden.pack_weights(matrix, chains=2, chain_length=2)
     got = {}
 
@@ -240,7 +228,7 @@ def test_wrong_weight_stream_length_sets_load_error():
 def test_misplaced_vector_last_sets_vector_error():
     unit = MVMUnit(FP32, chains=2, chain_length=2, weight_depth=16)
     rng = np.random.default_rng(2)
-    matrix = operands(rng, (4, 3))
+    matrix = golden.random_operands(rng, (4, 3))
     stream = golden.pack_weights(matrix, chains=2, chain_length=2)
     got = {}
 
@@ -297,13 +285,13 @@ def test_scaled_paper_shapes_match_the_simulation():
         unit = MVMUnit(FP32, chains=chains, chain_length=length, weight_depth=64,
                        split=split)
         rng = np.random.default_rng(n + split)
-        matrix = operands(rng, (n, n))
-        x = operands(rng, (1, n))
+        matrix = golden.random_operands(rng, (n, n))
+        x = golden.random_operands(rng, (1, n))
         layout = golden.plan(n, n, chains=chains, chain_length=length, split=split)
         got = simulate(unit, matrix, [x], rounds=layout["rounds"],
                        split_last=layout["split_last"])
         assert got["beats"][0] == golden.result_beats(
-            FP32, matrix, x, chains=chains, chain_length=length, split=split,
+            matrix, x, chains=chains, chain_length=length, split=split,
             adder_stages=4)
         model = golden.cycles(n, rounds=layout["rounds"], chains=chains,
                               chain_length=length, split=split,

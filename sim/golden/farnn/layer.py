@@ -7,10 +7,12 @@ the units the RTL is built of: ``fa`` = :func:`~nnrtl.sim.golden.float.float_add
 units (:mod:`nnrtl.sim.golden.activation`, default fp32 tables), ``sig'(s) = s * (1 -
 s)`` and ``tanh'(t) = 1 - t * t`` the derivative units, ``mvm`` = the PE MAC with cell
 splitting (:func:`~nnrtl.sim.golden.farnn.rmvm.unit_mvm`), ``fold(a, b, c, ...)`` =
-``((a + b) + c) + ...``, ``-x`` a sign flip (exact). Gate order: LSTM (i, f, g, o), GRU
-(r, z, n); unit ``k`` holds gate ``k``. The recurrent state starts at +0 (h, c in FW; the
-recurrent deltas in BW). ``imvm`` is the host's input MVM with its biases: ``W_k x +
-bW_k + bR_k`` for the LSTM gates and GRU r, z; ``W_n x + bW_n`` for GRU n.
+``((a + b) + c) + ...``, ``-x`` a sign flip (exact). One step's cell arithmetic (the
+FW and BW lines below but the MVMs and folds) is :mod:`.cells`'s, called here. Gate
+order: LSTM (i, f, g, o), GRU (r, z, n); unit ``k`` holds gate ``k``. The recurrent
+state starts at +0 (h, c in FW; the recurrent deltas in BW). ``imvm`` is the host's input
+MVM with its biases: ``W_k x + bW_k + bR_k`` for the LSTM gates and GRU r, z; ``W_n x +
+bW_n`` for GRU n.
 
 FW (the lead's contract), per step ``t``, with ``v`` the recurrent vector (``h_{t-1}``, or
 ``r_{t-1}`` with a projection)::
@@ -59,22 +61,16 @@ sum, ``dR_k = sum_t dR-side_k v_{t-1}``, ``dbR_k`` their sum; with a projection 
 """
 
 import dataclasses
-import functools
 
 import numpy as np
 
-from nnrtl.hw.arith.activation import activation_table
-from nnrtl.hw.arith.float_format import FP32
+from nnrtl.hw.farnn.config import GATES
 
-from .. import activation
-from ..float import float_add, float_mul
-from .rmvm import fold, unit_mvm
+from . import cells
+from .rmvm import fold, fp32_add, unit_mvm
 
 __all__ = ["LayerWeights", "ForwardResult", "BackwardResult", "forward", "backward",
            "to_bits", "from_bits"]
-
-_SIGN = np.uint32(0x80000000)
-_ONE = np.uint32(0x3F800000)
 
 
 def to_bits(values):
@@ -85,35 +81,6 @@ def to_bits(values):
 def from_bits(bits):
     """float32 values of fp32 bit patterns."""
     return np.ascontiguousarray(np.asarray(bits, dtype=np.uint32)).view(np.float32)
-
-
-@functools.cache
-def _table(function):
-    return activation_table(function, FP32)
-
-
-def _fa(a, b):
-    return float_add(FP32, a, b)
-
-
-def _fm(a, b):
-    return float_mul(FP32, a, b)
-
-
-def _sig(x):
-    return activation.evaluate(_table("sigmoid"), x).astype(np.uint32)
-
-
-def _tanh(x):
-    return activation.evaluate(_table("tanh"), x).astype(np.uint32)
-
-
-def _dsig(s):
-    return activation.sigmoid_derivative(FP32, s)
-
-
-def _dtanh(t):
-    return activation.tanh_derivative(FP32, t)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -228,26 +195,16 @@ def forward(config, weights, imvm_bits):
     lstm = config.cell == "lstm"
     h_all = np.zeros((steps, batch, hidden), np.uint32)
     y_all = np.zeros((steps, batch, recurrent), np.uint32)
-    names = ("i", "f", "g", "o", "c") if lstm else ("r", "z", "n", "hn")
+    names = cells.SAVED[config.cell]
     saved = {name: np.zeros((steps, batch, hidden), np.uint32) for name in names}
     v = np.zeros((batch, recurrent), np.uint32)
     c = h = np.zeros((batch, hidden), np.uint32)
     for t in range(steps):
         rm = _mvm(config, "recurrent", weights.recurrent, v, False)   # (B, units, H)
         if lstm:
-            a = _fa(imvm[t], rm)
-            i, f, o = _sig(a[:, 0]), _sig(a[:, 1]), _sig(a[:, 3])
-            g = _tanh(a[:, 2])
-            c = _fa(_fm(f, c), _fm(i, g))
-            h = _fm(o, _tanh(c))
-            values = dict(i=i, f=f, g=g, o=o, c=c)
+            h, c, values = cells.lstm_forward(imvm[t], rm, c, axis=1)
         else:
-            r = _sig(_fa(imvm[t, :, 0], rm[:, 0]))
-            z = _sig(_fa(imvm[t, :, 1], rm[:, 1]))
-            hn = _fa(rm[:, 2], weights.bias_n)
-            n = _tanh(_fa(imvm[t, :, 2], _fm(r, hn)))
-            h = _fa(_fm(_fa(_ONE, z ^ _SIGN), n), _fm(z, h))
-            values = dict(r=r, z=z, n=n, hn=hn)
+            h, values = cells.gru_forward(imvm[t], rm, weights.bias_n, h, axis=1)
         for name in names:
             saved[name][t] = values[name]
         v = h
@@ -285,39 +242,29 @@ def backward(config, weights, fw, dy_bits):
     zero = np.zeros((batch, hidden), np.uint32)
     dv = np.zeros((batch, recurrent), np.uint32)
     dc = zero
-    s = fw.saved
+    gates = GATES[config.cell]
     for t in reversed(range(steps)):
+        saved = {name: values[t] for name, values in fw.saved.items()}
+        dy_t = dy[t]
         if config.proj_size:
-            dr_hat[t] = _fa(dv, dy[t])
-            dh = _mvm(config, "projection_t", weights.projection_t[None], dr_hat[t],
+            dr_hat[t] = fp32_add(dv, dy[t])
+            dv = _mvm(config, "projection_t", weights.projection_t[None], dr_hat[t],
                       False)[:, 0]
-        else:
-            dh = _fa(dv, dy[t])
+            dy_t = None            # dy entered at dr^
         if lstm:
-            i, f, g, o, c = (s[name][t] for name in ("i", "f", "g", "o", "c"))
-            c_prev = s["c"][t - 1] if t else zero
-            tc = _tanh(c)
-            dc_hat = _fa(dc, _fm(_fm(_dtanh(tc), o), dh))
-            do = _fm(_dsig(o), _fm(tc, dh))
-            dg = _fm(_dtanh(g), _fm(i, dc_hat))
-            di = _fm(_dsig(i), _fm(g, dc_hat))
-            df = _fm(_dsig(f), _fm(c_prev, dc_hat))
-            dc = dc_prev[t] = _fm(f, dc_hat)
-            d_input[t] = d_recurrent[t] = np.stack([di, df, dg, do], axis=1)
-            u = _mvm(config, "recurrent_t", weights.recurrent_t, d_recurrent[t], True)
-            dv = fold([u[:, k] for k in range(units)])
+            c_prev = fw.saved["c"][t - 1] if t else zero
+            d, dc = cells.lstm_backward(saved, c_prev, dv, dy_t, dc)
+            dc_prev[t] = dc
+            d_input[t] = d_recurrent[t] = np.stack([d[k] for k in gates], axis=1)
+            direct = []
         else:
-            r, z, n, hn = (s[name][t] for name in ("r", "z", "n", "hn"))
             h_prev = fw.h[t - 1] if t else zero
-            omz = _fa(_ONE, z ^ _SIGN)
-            dn = _fm(_dtanh(n), _fm(omz, dh))
-            dz = _fm(_dsig(z), _fm(_fa(h_prev, n ^ _SIGN), dh))
-            dhn = _fm(r, dn)
-            dr = _fm(_dsig(r), _fm(hn, dn))
-            d_input[t] = np.stack([dr, dz, dn], axis=1)
-            d_recurrent[t] = np.stack([dr, dz, dhn], axis=1)
-            u = _mvm(config, "recurrent_t", weights.recurrent_t, d_recurrent[t], True)
-            dv = _fa(fold([u[:, k] for k in range(units)]), _fm(z, dh))
+            d_in, d_rec, direct = cells.gru_backward(saved, h_prev, dv, dy_t)
+            d_input[t] = np.stack([d_in[k] for k in gates], axis=1)
+            d_recurrent[t] = np.stack([d_rec[k] for k in gates], axis=1)
+            direct = [direct]
+        u = _mvm(config, "recurrent_t", weights.recurrent_t, d_recurrent[t], True)
+        dv = fold([u[:, k] for k in range(units)] + direct)
         dv_prev[t] = dv
     return BackwardResult(d_input=d_input, d_recurrent=d_recurrent, dv_prev=dv_prev,
                           dc_prev=dc_prev, dr_hat=dr_hat)

@@ -1,7 +1,8 @@
 """Bit-exact model of one FARNN MVM unit (:class:`nnrtl.hw.farnn.mvm.MVMUnit`): the
 products and streaming sums of the FARNN arithmetic contract (issue 12, decided by the lead),
 the plan of rounds and splitting, the weight stream's packing, the order of the result
-beats, and the cycle count of a run without gaps or backpressure.
+beats, and the cycle count of a run without gaps or backpressure. The arithmetic itself is
+:func:`nnrtl.sim.golden.farnn.rmvm.rmvm`'s (fp32, pinned to the float and accumulator goldens).
 
 Arithmetic (the contract). Row ``j`` of ``R`` times a vector ``x`` of ``n_in`` elements:
 the products ``p[e] = float_mul(R[j, e], x[e])`` summed as one stream,
@@ -40,16 +41,18 @@ Cycle count (:func:`cycles`): see its docstring.
 
 import numpy as np
 
-from nnrtl.hw.arith.accumulator import reduction_schedule
-from nnrtl.hw.arith.float_format import FloatFormat
+from nnrtl.hw.farnn.config import chunk_bounds
+from nnrtl.hw.farnn.pe import reduction_cycles
 
-from ..accumulator import streaming_sums
-from ..float import float_add, float_mul, pattern_dtype
+from nnrtl.hw.arith.float_format import FP32
+
+from ..float import special_values, to_bits
+from .rmvm import rmvm
 
 
-__all__ = ["reduction_cycles", "chunk_length", "chunks", "plan", "words_per_pe", "row_index",
+__all__ = ["chunk_length", "chunks", "plan", "words_per_pe", "row_index",
            "mvm", "mvm_unit", "pack_weights", "unpack_weights", "result_beats", "cycles",
-           "load_cycles", "paper_cases"]
+           "load_cycles", "paper_cases", "random_operands"]
 
 
 def _int(name, value, lowest=1):
@@ -68,11 +71,6 @@ def _geometry(chains, chain_length, split):
     return chains, chain_length, split
 
 
-def reduction_cycles(adder_stages):
-    """``E``: the accumulator's input stall per stream (0, 3, 7, 11, 16, 21 for 1-6)."""
-    return len(reduction_schedule(adder_stages)) - 1
-
-
 def chunk_length(n_in, split):
     """``c = ceil(n_in / split)``, checking that every chunk is non-empty."""
     n_in = _int("n_in", n_in)
@@ -86,8 +84,8 @@ def chunk_length(n_in, split):
 
 def chunks(n_in, split):
     """The ``(start, stop)`` of each chunk, in group order."""
-    c = chunk_length(n_in, split)
-    return [(g * c, min((g + 1) * c, n_in)) for g in range(split)]
+    chunk_length(n_in, split)
+    return chunk_bounds(n_in, split)
 
 
 def plan(n_out, n_in, *, chains, chain_length, split=1):
@@ -141,14 +139,15 @@ def row_index(round_, pe, lane, *, chains, chain_length, split=1, split_round=Fa
     return round_ * chains * chain_length + pe * width + lane
 
 
-def mvm(fmt, matrix_bits, vectors_bits, *, adder_stages, split=1, split_from=0):
+def mvm(matrix_bits, vectors_bits, *, adder_stages, split=1, split_from=0):
     """``R x`` for each vector: rows before ``split_from`` summed whole, the others split
-    by ``split`` (module docstring). For an MVM unit's rows use :func:`mvm_unit`.
+    by ``split`` (module docstring), fp32. The arithmetic is :func:`.rmvm.rmvm`'s (the
+    multiplier's stages change no bit). For an MVM unit's rows use :func:`mvm_unit`.
 
     Parameters
     ----------
-    fmt : FloatFormat
     matrix_bits : array_like of int, shape (n_out, n_in)
+        fp32 patterns.
     vectors_bits : array_like of int, shape (n_in,) or (batch, n_in)
     adder_stages : int
     split : int
@@ -157,43 +156,30 @@ def mvm(fmt, matrix_bits, vectors_bits, *, adder_stages, split=1, split_from=0):
 
     Returns
     -------
-    ndarray of pattern_dtype(fmt), shape (n_out,) or (batch, n_out)
+    ndarray of uint32, shape (n_out,) or (batch, n_out)
     """
-    if not isinstance(fmt, FloatFormat):
-        raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
-    matrix = np.asarray(matrix_bits, dtype=np.uint64)
-    vectors = np.asarray(vectors_bits, dtype=np.uint64)
-    single = vectors.ndim == 1
-    vectors = np.atleast_2d(vectors)
-    if matrix.ndim != 2 or vectors.ndim != 2 or matrix.shape[1] != vectors.shape[1]:
+    matrix = np.asarray(matrix_bits, dtype=np.uint32)
+    vectors = np.asarray(vectors_bits, dtype=np.uint32)
+    if matrix.ndim != 2 or vectors.ndim not in (1, 2) or matrix.shape[1] != vectors.shape[-1]:
         raise ValueError(f"matrix {matrix.shape} and vectors {vectors.shape} do not fit: "
                          f"the vectors need matrix.shape[1] elements")
     n_out, n_in = matrix.shape
     split_from = min(_int("split_from", split_from, 0), n_out) if split > 1 else n_out
-    parts = chunks(n_in, split) if split_from < n_out else []
-    results = np.empty((vectors.shape[0], n_out), dtype=pattern_dtype(fmt))
-    for b, x in enumerate(vectors):
-        products = float_mul(fmt, matrix, x[None, :])
-        if split_from > 0:
-            results[b, :split_from] = streaming_sums(fmt, list(products[:split_from]),
-                                                     adder_stages=adder_stages)
-        total = None
-        for start, stop in parts:
-            partial = streaming_sums(fmt, list(products[split_from:, start:stop]),
-                                     adder_stages=adder_stages)
-            total = partial if total is None else float_add(fmt, total, partial)
-        if total is not None:
-            results[b, split_from:] = total
-    return results[0] if single else results
+    options = dict(adder_stages=adder_stages, multiplier_stages=0)
+    whole = rmvm(matrix[:split_from], vectors, split=1, **options)
+    if split_from == n_out:
+        return whole
+    chunks(n_in, split)   # the chunk rule's error, before rmvm's
+    return np.concatenate([whole, rmvm(matrix[split_from:], vectors, split=split, **options)],
+                          axis=-1)
 
 
-def mvm_unit(fmt, matrix_bits, vectors_bits, *, chains, chain_length, split=1,
-             adder_stages):
+def mvm_unit(matrix_bits, vectors_bits, *, chains, chain_length, split=1, adder_stages):
     """``R x`` as an MVM unit of this geometry computes it (:func:`plan` decides the
     split rows)."""
     matrix = np.asarray(matrix_bits, dtype=np.uint64)
     layout = plan(*matrix.shape, chains=chains, chain_length=chain_length, split=split)
-    return mvm(fmt, matrix, vectors_bits, adder_stages=adder_stages, split=split,
+    return mvm(matrix, vectors_bits, adder_stages=adder_stages, split=split,
                split_from=layout["split_from"])
 
 
@@ -283,7 +269,7 @@ def unpack_weights(words, *, n_out, n_in, chains, chain_length, split=1):
     return matrix[:n_out]
 
 
-def result_beats(fmt, matrix_bits, vectors_bits, *, chains, chain_length, split=1,
+def result_beats(matrix_bits, vectors_bits, *, chains, chain_length, split=1,
                  adder_stages, rounds=None, split_last=None):
     """The MVM unit's result stream for one run: a list of ``(lanes_tuple, last)`` in
     output order (module docstring), padding rows included (their sums of zero
@@ -296,7 +282,7 @@ def result_beats(fmt, matrix_bits, vectors_bits, *, chains, chain_length, split=
     pes = chains * chain_length
     padded = _padded(matrix, rounds * pes, matrix.shape[1])
     split_from = (rounds - 1) * pes if split_last else rounds * pes
-    sums = mvm(fmt, padded, vectors, adder_stages=adder_stages, split=split,
+    sums = mvm(padded, vectors, adder_stages=adder_stages, split=split,
                split_from=split_from)
     beats = []
     for r in range(rounds):
@@ -396,3 +382,24 @@ def paper_cases():
             "credit_bound": result["credit_bound"],
         }
     return out
+
+
+def random_operands(rng, shape, *, specials=0.0):
+    """Test operands, fp32 patterns (``uint32``): normal values of mixed scales (times
+    ``2**-6 .. 2**6``), a share ``specials`` replaced by special values (zeros,
+    infinities, NaNs, subnormals: :func:`~nnrtl.sim.golden.float.special_values`).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    shape : tuple of int
+    specials : float
+        From 0 to 1.
+    """
+    values = to_bits(FP32, rng.normal(size=shape) * 2.0 ** rng.integers(-6, 7, size=shape))
+    values = np.asarray(values, dtype=np.uint32)
+    if specials:
+        table = np.array(sorted(special_values(FP32).values()), dtype=np.uint32)
+        mask = rng.random(shape) < specials
+        values[mask] = rng.choice(table, size=int(mask.sum()))
+    return values

@@ -9,10 +9,12 @@ Speed: the goldens of :mod:`nnrtl.sim.golden.float` compute with integers, a mic
 or so per operation; a 1,024-cell step is millions. :func:`fp32_mul`, :func:`fp32_add` and
 :func:`fp32_streaming_sums` give the same bits through numpy's IEEE binary32 arithmetic
 (NaNs made canonical as the goldens make them), checked against the goldens over their
-operand mixes by the tests, and fall back to the goldens should the FPU flush subnormals. Split by ``s``, the
-vector is cut into the chunks of :func:`nnrtl.hw.farnn.config.chunk_bounds`; PE group ``g``
-sums chunk ``g`` as a stream of its own and the chain heads fold the partials left to
-right, ``((q0 + q1) + q2) + ...``, with ``float_add``.
+operand mixes by the tests, and fall back to the goldens should the FPU flush subnormals.
+This is the one implementation of the MVM arithmetic: :mod:`.mvm` (the MVM unit's golden)
+and :mod:`.layer` call it. Split by ``s``, the vector is cut into the chunks of
+:func:`nnrtl.hw.farnn.config.chunk_bounds`; PE group ``g`` sums chunk ``g`` as a stream
+of its own and the chain heads fold the partials left to right, ``((q0 + q1) + q2) +
+...``, with ``float_add``.
 
 :func:`rmvm` applies one split factor to every row it is given; :func:`unit_mvm` runs the
 matrices of a :class:`~nnrtl.hw.farnn.config.MatrixShape` (each unit's gate matrix, or
