@@ -233,8 +233,9 @@ class FarnnEngine(wiring.Component):
                          running.eq(batch_ok & (regs.steps != 0)),
                          done.eq(~batch_ok | (regs.steps == 0)),
                          run_error.eq(~batch_ok | (regs.steps == 0))]
-        go = Signal()
-        m.d.sync += go.eq(start & batch_ok & (regs.steps != 0))
+        go = Signal()                       # the run's state is reset with running set
+        m.d.comb += go.eq(start & batch_ok & (regs.steps != 0))
+        start_bw = regs.phase == PHASES["bw"]
 
         # -- weight load -----------------------------------------------------------------
         loading = Signal()
@@ -307,7 +308,7 @@ class FarnnEngine(wiring.Component):
         fed = feed_valid & feed_ready
         vector_end = fed & (feed_e == hidden - 1)
         with m.If(go):
-            m.d.sync += [feed_step.eq(Mux(bw, 1, 0)), feed_b.eq(0), feed_e.eq(0)]
+            m.d.sync += [feed_step.eq(Mux(start_bw, 1, 0)), feed_b.eq(0), feed_e.eq(0)]
         with m.Elif(fed):
             m.d.sync += feed_e.eq(feed_e + 1)
             with m.If(vector_end):

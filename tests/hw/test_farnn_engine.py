@@ -12,8 +12,9 @@ from amaranth.sim import Simulator
 from nnrtl.gen.farnn.host import pack_weights
 from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.hw.farnn.engine import FarnnEngine, bias_beats, cell_order
-from nnrtl.hw.farnn.registers import PHASES, stream_words
+from nnrtl.hw.farnn.registers import COUNTERS, PHASES, stream_words
 from nnrtl.sim.golden.farnn import layer as golden
+from nnrtl.sim.golden.farnn import mvm as mvm_golden
 from nnrtl.sim.tb.bus_amaranth import axil_read, axil_write, axis_receive, axis_send
 
 TIMEOUT = 3000
@@ -44,67 +45,73 @@ def _weight_beats(config, phase, weights):
     return beats
 
 
-def run_pass(config, phase, weights, cell_beats, outputs, *, batch, steps):
-    """Load, run and collect one pass; returns ``({port: [words per beat]}, counters,
-    status)``."""
+def run_layer(config, weights, fw_beats, bw_beats, *, batch, steps, rng=None, gap=0.0,
+              stall=0.0):
+    """Load and run the FW pass, then load and run the BW pass, in one simulation (two
+    runs back to back); returns ``({port: [(words, last)]}, {phase: counters},
+    {phase: status})``. With ``rng`` the input streams have random gaps (probability
+    ``gap`` per beat) and the outputs random backpressure (``stall``)."""
     dut = FarnnEngine(config)
     regs = dut.registers
-    result = {}
-    w_beats = _weight_beats(config, phase, weights)
-    in_port = dut.s_imvm if phase == "fw" else dut.s_bw
-    sinks = {name: getattr(dut, f"m_{name}") for name in outputs}
+    result = {"counters": {}, "status": {}}
     widths = stream_words(config)
+    cells = len(fw_beats)
+    options = dict(rng=rng, timeout=TIMEOUT)
 
-    async def host(ctx):
+    async def run(ctx, phase):
         await axil_write(ctx, dut.s_axil, regs.offset_of("phase"), PHASES[phase])
         await axil_write(ctx, dut.s_axil, regs.offset_of("steps"), steps)
         await axil_write(ctx, dut.s_axil, regs.offset_of("batch"), batch)
         await axil_write(ctx, dut.s_axil, regs.offset_of("control"),
                          1 << regs["control"].field("load").offset)
-        loading = 1 << regs["status"].field("loading").offset
-        for _ in range(TIMEOUT):
-            status, _ = await axil_read(ctx, dut.s_axil, regs.offset_of("status"))
-            if not status & loading:
-                break
-        await axil_write(ctx, dut.s_axil, regs.offset_of("control"),
-                         1 << regs["control"].field("start").offset)
-        busy = 1 << regs["status"].field("busy").offset
-        for _ in range(TIMEOUT):
-            status, _ = await axil_read(ctx, dut.s_axil, regs.offset_of("status"))
-            if not status & busy:
-                break
-        else:
-            raise AssertionError("the engine never finished")
-        result["status"] = status
-        result["counters"] = {}
-        for name in ("cycles", "mac_cycles", "load_cycles", "activation_wait_cycles",
-                     "useful_macs"):
+        for bit in ("loading", "busy"):
+            mask = 1 << regs["status"].field(bit).offset
+            for _ in range(TIMEOUT):
+                status, _ = await axil_read(ctx, dut.s_axil, regs.offset_of("status"))
+                if not status & mask:
+                    break
+            else:
+                raise AssertionError(f"the engine stayed {bit}")
+            if bit == "loading":
+                await axil_write(ctx, dut.s_axil, regs.offset_of("control"),
+                                 1 << regs["control"].field("start").offset)
+        result["status"][phase] = status
+        counters = result["counters"][phase] = {}
+        for name in COUNTERS:
             low, _ = await axil_read(ctx, dut.s_axil, regs.offset_of(name))
             high, _ = await axil_read(ctx, dut.s_axil, regs.offset_of(name) + 4)
-            result["counters"][name] = low | high << 32
+            counters[name] = low | high << 32
+
+    async def host(ctx):
+        await run(ctx, "fw")
+        await run(ctx, "bw")
 
     async def weights_source(ctx):
-        await axis_send(ctx, dut.s_weights, w_beats, timeout=TIMEOUT)
+        beats = _weight_beats(config, "fw", weights) + _weight_beats(config, "bw", weights)
+        await axis_send(ctx, dut.s_weights, beats, gap_probability=gap, **options)
 
-    async def cells_source(ctx):
-        await axis_send(ctx, in_port, [(_pack(words), 0) for words in cell_beats],
-                        timeout=TIMEOUT)
+    def source(port, beats):
+        async def send(ctx):
+            await axis_send(ctx, port, [(_pack(words), 0) for words in beats],
+                            gap_probability=gap, **options)
+        return send
 
     def sink(name, count):
         async def receive(ctx):
-            beats = await axis_receive(ctx, sinks[name], count, timeout=TIMEOUT)
+            beats = await axis_receive(ctx, getattr(dut, f"m_{name}"), count,
+                                       stall_probability=stall, **options)
             result[name] = [(_unpack(data, widths[name]), last) for data, last in beats]
         return receive
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    sim.add_testbench(host)
-    sim.add_testbench(weights_source)
-    sim.add_testbench(cells_source)
-    for name, count in outputs.items():
-        sim.add_testbench(sink(name, count))
+    for bench in (host, weights_source, source(dut.s_imvm, fw_beats),
+                  source(dut.s_bw, bw_beats), sink("h", cells), sink("saved", cells),
+                  sink("deltas", cells)):
+        sim.add_testbench(bench)
     sim.run()
-    return {name: result[name] for name in outputs}, result["counters"], result["status"]
+    return ({name: result[name] for name in ("h", "saved", "deltas")}, result["counters"],
+            result["status"])
 
 
 def random_bits(rng, shape, scale=1.0):
@@ -118,48 +125,42 @@ def random_weights(config, rng):
     return golden.LayerWeights.from_arrays(config, weight_hh, bias_hh)
 
 
-def check(config, seed):
-    """FW then BW of one layer, bit-exact; returns the two runs' counters."""
+def check(config, seed, *, gap=0.0, stall=0.0):
+    """FW then BW of one layer, every output bit-exact; returns the runs' counters."""
     rng = np.random.default_rng(seed)
     steps, batch, hidden, units = config.seq_len, config.batch, config.hidden_size, config.units
     weights = random_weights(config, rng)
     imvm = random_bits(rng, (steps, batch, units, hidden))
     fw = golden.forward(config, weights, imvm)
+    dy = random_bits(rng, (steps, batch, hidden))
+    bw = golden.backward(config, weights, fw, dy)
     order = cell_order(config, batch)
-    saved_names = list(fw.saved)
     lstm = config.cell == "lstm"
 
     def prev_state(t, b, row):
-        if t == 0:
-            return 0
-        return int((fw.c if lstm else fw.h)[t - 1, b, row])
+        return 0 if t == 0 else int((fw.c if lstm else fw.h)[t - 1, b, row])
 
-    imvm_beats = [imvm[t, b, :, row] for t in range(steps) for b, row in order]
-    total = steps * len(order)
-    out, fw_counters, status = run_pass(config, "fw", weights, imvm_beats,
-                                        {"h": total, "saved": total}, batch=batch,
-                                        steps=steps)
-    assert status & 0b111000 == 0, f"error flags {status:#x}"
-    expected_h = [[int(fw.h[t, b, row])] for t in range(steps) for b, row in order]
-    assert [words for words, _ in out["h"]] == expected_h
-    expected_saved = [[int(fw.saved[name][t, b, row]) for name in saved_names]
-                      + [prev_state(t, b, row)] for t in range(steps) for b, row in order]
-    assert [words for words, _ in out["saved"]] == expected_saved
-    step_ends = [int((i + 1) % len(order) == 0) for i in range(total)]
-    assert [last for _, last in out["h"]] == step_ends
-
-    dy = random_bits(rng, (steps, batch, hidden))
-    bw = golden.backward(config, weights, fw, dy)
-    bw_beats = [expected_saved[t * len(order) + i] + [int(dy[t, b, row])]
-                for t in reversed(range(steps)) for i, (b, row) in enumerate(order)]
-    out, bw_counters, status = run_pass(config, "bw", weights, bw_beats, {"deltas": total},
-                                        batch=batch, steps=steps)
-    assert status & 0b111000 == 0, f"error flags {status:#x}"
+    fw_cells = [(t, b, row) for t in range(steps) for b, row in order]
+    bw_cells = [(t, b, row) for t in reversed(range(steps)) for b, row in order]
+    imvm_beats = [imvm[t, b, :, row] for t, b, row in fw_cells]
+    expected_saved = {(t, b, row): [int(fw.saved[name][t, b, row]) for name in fw.saved]
+                      + [prev_state(t, b, row)] for t, b, row in fw_cells}
+    bw_beats = [expected_saved[cell] + [int(dy[cell])] for cell in bw_cells]
+    out, counters, status = run_layer(config, weights, imvm_beats, bw_beats, batch=batch,
+                                      steps=steps, rng=rng if gap or stall else None,
+                                      gap=gap, stall=stall)
+    for phase in ("fw", "bw"):
+        assert status[phase] & 0b111000 == 0, f"{phase} error flags {status[phase]:#x}"
+    assert [words for words, _ in out["h"]] == [[int(fw.h[cell])] for cell in fw_cells]
+    assert [words for words, _ in out["saved"]] == [expected_saved[c] for c in fw_cells]
     expected = [[int(v) for v in bw.d_input[t, b, :, row]]
                 + ([] if lstm else [int(bw.d_recurrent[t, b, 2, row])])
-                for t in reversed(range(steps)) for b, row in order]
+                for t, b, row in bw_cells]
     assert [words for words, _ in out["deltas"]] == expected
-    return fw_counters, bw_counters
+    step_ends = [int((i + 1) % len(order) == 0) for i in range(len(fw_cells))]
+    for name in ("h", "saved", "deltas"):
+        assert [last for _, last in out[name]] == step_ends, name
+    return counters
 
 
 CONFIGS = {
@@ -182,5 +183,38 @@ CONFIGS = {
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_engine_pass_is_bit_exact(name):
     config = CONFIGS[name]
-    fw, bw = check(config, seed=len(name))
-    print(name, "fw", fw, "bw", bw)
+    counters = check(config, seed=len(name))
+    print(name, counters)
+    check_counters(config, counters)
+
+
+def check_counters(config, counters, *, gapless=True):
+    """The work counters against the MVM golden's plan and the configuration: FW runs the
+    units every step, BW every step but the first (``T - 1``: ``dh = +0`` at ``T - 1``)."""
+    shape = config.matrix("recurrent")
+    run = mvm_golden.cycles(shape.inputs, rounds=shape.slices, batch=config.batch,
+                            chains=config.chains, chain_length=config.chain_length,
+                            split=config.split_factor, split_last=shape.split_last,
+                            adder_stages=config.adder_stages,
+                            multiplier_stages=config.multiplier_stages)
+    load = mvm_golden.load_cycles(shape.inputs, rounds=shape.slices,
+                                  chain_length=config.chain_length,
+                                  split=config.split_factor, split_last=shape.split_last)
+    for phase, runs in (("fw", config.seq_len), ("bw", config.seq_len - 1)):
+        assert counters[phase]["mac_cycles"] == runs * run["mac_cycles"], phase
+        assert counters[phase]["useful_macs"] == runs * config.useful_macs_per_step(phase)
+        assert counters[phase]["cycles"] > runs * run["mac_cycles"]
+    # load_cycles is not cleared by a start: FW's load, then FW's and BW's (gaps in the
+    # weight stream count as load cycles)
+    if gapless:
+        assert counters["fw"]["load_cycles"] == load
+        assert counters["bw"]["load_cycles"] == 2 * load
+    else:
+        assert counters["fw"]["load_cycles"] >= load
+
+
+@pytest.mark.parametrize("name", ["lstm-s2-split-b2", "gru-s2-split-b2"])
+def test_engine_pass_is_bit_exact_under_gaps_and_backpressure(name):
+    config = CONFIGS[name]
+    counters = check(config, seed=7 * len(name), gap=0.3, stall=0.3)
+    check_counters(config, counters, gapless=False)
