@@ -40,20 +40,39 @@ the vector buffer, ``dc_{t-1}`` / ``direct`` into the state buffer.
 
 Schedule (the rule the cycle model follows)
 -------------------------------------------
-The feed of element ``e`` of vector ``b`` of step ``t + 1`` (run order) waits only until row
-``e`` of vector ``b`` of step ``t`` has been written by the activation unit (a per-vector
-count of the rows written, reset when the feed of that vector ends): rows come out in
-increasing order, so with ``S >= 2`` rounds the next step's round 0 starts as soon as the
-MVM unit is free and overlaps the activation of the last slice -- the paper's latency
-hiding. The first step of a FW run is fed zeros at once. An MVM unit starts a run (one
-step: ``batch`` vectors, ``S`` rounds) after the last result beat of the previous one was
-taken. Without gaps and backpressure the cycles of a run are :func:`run_cycles`.
+* Feed: the units take one element per cycle (their issue rules permitting: the
+  accumulators' reduction gap, two streams outstanding, :class:`MVMUnit`). Element ``e``
+  of vector ``b`` of run step ``j + 1`` is offered from the cycle after row ``e`` of vector
+  ``b`` of run step ``j`` was written by the activation unit: a per-vector count of the
+  rows written (``avail[b]``), compared with ``e``, reset when the feed of vector ``b``
+  ends. Rows of a vector are written in increasing order (round by round), so this is
+  the per-slice rule at row granularity: with ``S >= 2`` rounds the next step's round 0
+  starts as soon as its unit is free and its elements of the earlier slices are long
+  written, overlapping the activation of the last slice (the paper's latency hiding);
+  only elements of the last slice can wait (``activation_wait_cycles``). The first FW
+  step is fed zeros at once; the first BW step runs no MVM.
+* An MVM unit starts a run (one step: ``batch`` vectors, ``S`` rounds) from Idle, two
+  cycles after the last result beat of its previous run was taken.
+* Serializer: a result beat (every unit's, joined) is taken when the previous beat's last
+  real row has gone; its real rows (``min(width, hidden_size - first row)``, ``width`` =
+  ``chains``, or ``chains / split`` in a split round) leave one per cycle from the next
+  cycle; a beat of padding rows only takes one cycle. The activation units take one cell
+  per cycle, so a stream of ``chains * chain_length`` rows takes at least that many cycles
+  out of the units (a head hands out a beat every two cycles: no stall for ``chains <=
+  2``).
+* BW: the fold adds ``3 A`` cycles before :class:`BwActivation`.
+* ``cycles`` counts from the cycle after the START write's pulse to the cycle the last
+  cell of the last step leaves the activation unit, inclusive.
+The ``cycles`` of the tests' gapless runs are printed by ``tests/hw/test_farnn_engine.py``;
+a closed-form model of them is not written yet (the per-beat timing of the MVM unit's
+result stream under a throttled feed is needed).
 
 Weight load: LOAD (control) with ``phase`` set routes ``s_weights`` to unit 0 until a
 ``tlast``, then unit 1, ...; a unit takes one RESTART cycle then one beat per cycle
 (:class:`~nnrtl.hw.farnn.mvm.MVMUnit`).
 """
 
+import numpy as np
 from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -71,7 +90,7 @@ from .pe import sideband
 from .registers import (COUNTERS, PHASES, register_constants, register_map, stream_bits,
                         stream_words)
 
-__all__ = ["FarnnEngine", "cell_order", "bias_beats", "run_cycles"]
+__all__ = ["FarnnEngine", "cell_order", "bias_beats"]
 
 W = 32
 
@@ -96,7 +115,6 @@ def cell_order(config, batch=None):
 def bias_beats(config, bias_n):
     """The ``bR_n`` beats a GRU FW load ends with: ``uint32`` array ``ceil(H / chains) x
     chains``, cell ``j`` in lane ``j % chains`` of beat ``j // chains``, zeros after."""
-    import numpy as np
     hidden, chains = config.hidden_size, config.chains
     beats = np.zeros((-(-hidden // chains)) * chains, np.uint32)
     beats[:hidden] = np.asarray(bias_n, np.uint32)
@@ -221,11 +239,12 @@ class FarnnEngine(wiring.Component):
 
         # -- run state -------------------------------------------------------------------
         running = Signal()
+        loading = Signal()
         done = Signal()
         bw = Signal()                       # phase of the run (and of the load)
         steps = Signal(32)
         run_error = Signal()
-        start = pulse["start"] & ~running
+        start = pulse["start"] & ~running & ~loading
         batch_ok = (regs.batch != 0) & (regs.batch <= max_batch)
         with m.If(start):
             m.d.sync += [bw.eq(regs.phase == PHASES["bw"]), steps.eq(regs.steps),
@@ -238,7 +257,6 @@ class FarnnEngine(wiring.Component):
         start_bw = regs.phase == PHASES["bw"]
 
         # -- weight load -----------------------------------------------------------------
-        loading = Signal()
         load_unit = Signal(range(units + 2))
         bias_rows = -(-hidden // chains)
         bias_beat = Signal(range(bias_rows + 1))

@@ -180,7 +180,14 @@ CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(CONFIGS))
+#: Configurations run by ``make test``; the others under ``make test-slow`` (a simulation
+#: of the whole engine takes some 20 s).
+FAST = ("lstm-s2-split-b2", "gru-s2-split-b2", "lstm-s1-b2")
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=() if name in FAST
+                                               else pytest.mark.slow)
+                                  for name in sorted(CONFIGS)])
 def test_engine_pass_is_bit_exact(name):
     config = CONFIGS[name]
     counters = check(config, seed=len(name))
@@ -213,8 +220,50 @@ def check_counters(config, counters, *, gapless=True):
         assert counters["fw"]["load_cycles"] >= load
 
 
-@pytest.mark.parametrize("name", ["lstm-s2-split-b2", "gru-s2-split-b2"])
+@pytest.mark.parametrize("name", ["lstm-s2-split-b2",
+                                  pytest.param("gru-s2-split-b2", marks=pytest.mark.slow)])
 def test_engine_pass_is_bit_exact_under_gaps_and_backpressure(name):
     config = CONFIGS[name]
     counters = check(config, seed=7 * len(name), gap=0.3, stall=0.3)
     check_counters(config, counters, gapless=False)
+
+
+def test_cell_order_follows_the_result_beats():
+    """The cell streams' order is the units' result beats' (round, vector, PE, lane),
+    rows from :func:`nnrtl.sim.golden.farnn.mvm.row_index`, padding rows dropped."""
+    config = CONFIGS["lstm-s2-split-b2"]
+    shape = config.matrix("recurrent")
+    expected = []
+    for r in range(shape.slices):
+        split_round = shape.split_last and r == shape.slices - 1
+        lanes = shape.lanes if split_round else config.chains
+        for b in range(config.batch):
+            for pe in range(config.chain_length):
+                for lane in range(lanes):
+                    row = mvm_golden.row_index(r, pe, lane, chains=config.chains,
+                                               chain_length=config.chain_length,
+                                               split=config.split_factor,
+                                               split_round=split_round)
+                    if row < config.hidden_size:
+                        expected.append((b, row))
+    assert cell_order(config) == expected
+    assert sorted(expected) == [(b, row) for b in range(config.batch)
+                                for row in range(config.hidden_size)]
+
+
+def test_engine_refuses_a_projection_and_a_non_config():
+    with pytest.raises(ValueError, match=r"proj_size \(3\) must be 0 for FarnnEngine"):
+        FarnnEngine(FarnnConfig(cell="lstm", input_size=3, hidden_size=7, proj_size=3,
+                                chains=2, chain_length=2))
+    with pytest.raises(TypeError, match="config must be a FarnnConfig"):
+        FarnnEngine({"cell": "lstm"})
+
+
+def test_registers_and_stream_widths():
+    config = CONFIGS["gru-s2-split-b2"]
+    dut = FarnnEngine(config)
+    assert stream_words(config) == {"weights": 2, "imvm": 3, "h": 1, "saved": 5,
+                                    "bw_in": 6, "deltas": 4}
+    assert len(dut.s_bw.tdata) == 6 * 32 and len(dut.m_deltas.tdata) == 4 * 32
+    assert dut.registers["batch"].reset == config.batch
+    assert [dut.registers[name].width for name in COUNTERS] == [64] * len(COUNTERS)
