@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The FARNN engine top (Cho et al., TPDS 2022, Sec. 5, Fig. 3): ``units`` MVM units in
 lockstep, the FW and BW activation units, the on-chip vector and state buffers, the
 AXI4-Stream edges and the AXI4-Lite registers. One run is one layer pass, FW or BW.
@@ -63,9 +64,8 @@ Schedule (the rule the cycle model follows)
 * BW: the fold adds ``3 A`` cycles before :class:`BwActivation`.
 * ``cycles`` counts from the cycle after the START write's pulse to the cycle the last
   cell of the last step leaves the activation unit, inclusive.
-The ``cycles`` of the tests' gapless runs are printed by ``tests/hw/test_farnn_engine.py``;
-a closed-form model of them is not written yet (the per-beat timing of the MVM unit's
-result stream under a throttled feed is needed).
+Without gaps and backpressure (and ``chains <= 2``) the ``cycles`` of a run are
+:func:`run_cycles`, exactly.
 
 Weight load: LOAD (control) with ``phase`` set routes ``s_weights`` to unit 0 until a
 ``tlast``, then unit 1, ...; a unit takes one RESTART cycle then one beat per cycle
@@ -90,7 +90,7 @@ from .pe import sideband
 from .registers import (COUNTERS, PHASES, register_constants, register_map, stream_bits,
                         stream_words)
 
-__all__ = ["FarnnEngine", "cell_order", "bias_beats"]
+__all__ = ["FarnnEngine", "cell_order", "bias_beats", "run_cycles"]
 
 W = 32
 
@@ -577,3 +577,106 @@ class FarnnEngine(wiring.Component):
                 m.d.comb += counter.increment.eq(increment)
         return m
 
+
+
+def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, in order)
+    """The ``cycles`` counter of a run without gaps on the inputs or backpressure on the
+    outputs, for ``chains <= 2`` (the serializer then never holds a unit's result stream;
+    with more chains a beat's cells take longer than a chain head's two cycles per beat).
+
+    The model of the module docstring's schedule, cycle by cycle, with the START pulse in
+    cycle 0 (the counter counts cycles ``1 ..`` the last cell's): ``A``, ``M`` the adder and
+    multiplier stages, ``E`` the accumulators' reduction cycles, ``L`` the chain length,
+    ``s`` the split factor, ``lat`` the activation unit's latency (BW: plus ``3 A`` for the
+    fold).
+
+    * Feed: element ``e`` of vector ``b`` of run step ``j >= 1`` is ready in the cycle after
+      the cell ``(b, e)`` of step ``j - 1`` left the activation unit; FW step 0's from
+      cycle 1.
+    * A unit starts a run in the cycle after it saw the first element valid while Idle;
+      it is Idle from two cycles after the previous run's last beat (from the start for
+      the first run). Stream ``i`` of a run (rounds, then vectors) starts its issue no
+      earlier than ``last_{i-1} + E + 1``, ``first_{i-1} + 2 L`` and ``out_{i-2} + 1``
+      (the unit's rules); round 0 issues an element once it is ready, later rounds one per
+      cycle.
+    * Beat ``k`` of a stream whose last element issued in cycle ``u`` leaves the unit in
+      ``u + M + E + 6 + 2 k + (s - 1) A`` (``cycles`` of :mod:`nnrtl.sim.golden.farnn.mvm`
+      at ``k = L - 1``); its real rows leave the serializer one per cycle from the next
+      cycle and the activation unit ``lat`` cycles later. BW step ``T - 1`` has no unit
+      run: the serializer makes its beats from cycle 1, back to back (a beat of ``n`` real
+      rows ``max(n, 1)`` cycles).
+
+    Returns
+    -------
+    int
+    """
+    from .pe import reduction_cycles
+    if config.chains > 2:
+        raise ValueError(f"chains ({config.chains}) must be at most 2 for run_cycles: "
+                         f"the serializer's stalls are not modelled")
+    batch = config.batch if batch is None else batch
+    shape = config.matrix("recurrent")
+    a, mul, length = config.adder_stages, config.multiplier_stages, config.chain_length
+    e_gap = reduction_cycles(a)
+    stages = dict(adder_stages=a, multiplier_stages=mul)
+    bw = phase == "bw"
+    lat = (BwActivation(config.cell, **stages).latency + 3 * a if bw
+           else FwActivation(config.cell, **stages).latency)
+    fold = (config.split_factor - 1) * a
+    pes, hidden = shape.pes_per_unit, config.hidden_size
+
+    def beat_rows(r, k):
+        split = shape.split_last and r == shape.slices - 1
+        width = shape.lanes if split else config.chains
+        first = r * pes + k * width
+        return list(range(first, min(first + width, hidden)))
+
+    fired = {}                                   # (b, row) -> cycle it left the unit
+    last_fire = 0
+    idle_from = None
+    for j in range(steps):
+        now = {}
+        if bw and j == 0:                        # no unit run: zero beats back to back
+            take = 1
+            for r in range(shape.slices):
+                for b in range(batch):
+                    for k in range(length):
+                        rows = beat_rows(r, k)
+                        for c, row in enumerate(rows):
+                            now[b, row] = take + 1 + c + lat
+                        take += max(len(rows), 1)
+        else:
+            def ready(b, e):
+                return 1 if (j == 0 and not bw) else fired[b, e] + 1
+            first_valid = ready(0, 0)
+            t = (first_valid if idle_from is None else max(idle_from, first_valid)) + 1
+            firsts, lasts, outs = [], [], []
+            for r in range(shape.slices):
+                split = shape.split_last and r == shape.slices - 1
+                count = shape.chunk if split else shape.inputs
+                for b in range(batch):
+                    start = t
+                    if firsts:
+                        start = max(start, lasts[-1] + e_gap + 1, firsts[-1] + 2 * length)
+                    if len(outs) >= 2:
+                        start = max(start, outs[-2] + 1)
+                    u = start
+                    for e in range(count):
+                        if r == 0:
+                            u = max(u, ready(b, e))
+                        if e == 0:
+                            first = u
+                        u += 1
+                    last = u - 1
+                    t = u
+                    firsts.append(first)
+                    lasts.append(last)
+                    for k in range(length):
+                        beat = last + mul + e_gap + 6 + 2 * k + fold
+                        for c, row in enumerate(beat_rows(r, k)):
+                            now[b, row] = beat + 1 + c + lat
+                    outs.append(last + mul + e_gap + 6 + 2 * (length - 1) + fold)
+            idle_from = outs[-1] + 2
+        fired = now
+        last_fire = max(last_fire, max(now.values()))
+    return last_fire

@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 
 from nnrtl.gen.farnn.host import pack_weights
 from nnrtl.hw.farnn import FarnnConfig
-from nnrtl.hw.farnn.engine import FarnnEngine, bias_beats, cell_order
+from nnrtl.hw.farnn.engine import FarnnEngine, bias_beats, cell_order, run_cycles
 from nnrtl.hw.farnn.registers import COUNTERS, PHASES, stream_words
 from nnrtl.sim.golden.farnn import layer as golden
 from nnrtl.sim.golden.farnn import mvm as mvm_golden
@@ -180,6 +180,12 @@ CONFIGS = {
 }
 
 
+#: The ``cycles`` of the gapless FW and BW runs (the record the cycle model of
+#: ``gen/farnn/perf.py`` is matched to; :func:`run_cycles` gives them too).
+MEASURED = {"lstm-s1-b2": [209, 214], "lstm-s2-b1": [241, 231],
+            "lstm-s2-split-b2": [296, 275], "gru-s2-split-b2": [308, 221],
+            "gru-s1-b1": [213, 150]}
+
 #: Configurations run by ``make test``; the others under ``make test-slow`` (a simulation
 #: of the whole engine takes some 20 s).
 FAST = ("lstm-s2-split-b2", "gru-s2-split-b2", "lstm-s1-b2")
@@ -193,6 +199,9 @@ def test_engine_pass_is_bit_exact(name):
     counters = check(config, seed=len(name))
     print(name, counters)
     check_counters(config, counters)
+    for phase in ("fw", "bw"):       # gapless: the schedule's model, exactly
+        assert counters[phase]["cycles"] == run_cycles(config, phase, config.seq_len), phase
+    assert [counters[phase]["cycles"] for phase in ("fw", "bw")] == MEASURED[name]
 
 
 def check_counters(config, counters, *, gapless=True):
