@@ -3,7 +3,7 @@
 simulator on tiny configurations: weights through ``s_weights`` in the host's packing
 (:func:`nnrtl.gen.farnn.host.pack_weights`), registers through AXI4-Lite, every output of a
 FW and a BW pass bit-exact against :mod:`nnrtl.sim.golden.farnn.layer`, and the ``cycles``
-counter of a gapless run equal to :func:`~nnrtl.hw.farnn.engine.run_cycles`."""
+counter of a gapless run equal to :func:`~nnrtl.hw.farnn.schedule.run_cycles`."""
 
 import numpy as np
 import pytest
@@ -11,7 +11,8 @@ from amaranth.sim import Simulator
 
 from nnrtl.gen.farnn.host import pack_weights
 from nnrtl.hw.farnn import FarnnConfig
-from nnrtl.hw.farnn.engine import FarnnEngine, bias_beats, cell_order, run_cycles
+from nnrtl.hw.farnn.engine import FarnnEngine
+from nnrtl.hw.farnn.schedule import bias_beats, cell_order, run_cycles
 from nnrtl.hw.farnn.registers import COUNTERS, PHASES, stream_words
 from nnrtl.sim.golden.farnn import layer as golden
 from nnrtl.sim.golden.farnn import mvm as mvm_golden
