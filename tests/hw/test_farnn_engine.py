@@ -178,18 +178,28 @@ CONFIGS = {
                                    batch=2, chains=2, chain_length=2, split=2, layers=1),
     "gru-s1-b1": FarnnConfig(cell="gru", input_size=3, hidden_size=7, seq_len=3,
                              batch=1, chains=2, chain_length=4, split=1, layers=1),
+    # Four chains: a beat's rows take the serializer longer than a chain head's two
+    # cycles, so it holds the units' result streams (outside run_cycles' scope).
+    "lstm-c4-split-b2": FarnnConfig(cell="lstm", input_size=3, hidden_size=9, seq_len=3,
+                                    batch=2, chains=4, chain_length=2, split=2, layers=1),
+    # Four chains of one PE, the shallowest pipelines (A = 2, M = 1).
+    "gru-c4-shallow": FarnnConfig(cell="gru", input_size=3, hidden_size=7, seq_len=2,
+                                  batch=1, chains=4, chain_length=1, split=1, layers=1,
+                                  adder_stages=2, multiplier_stages=1),
 }
 
 
 #: The ``cycles`` of the gapless FW and BW runs (the record the cycle model of
-#: ``gen/farnn/perf.py`` is matched to; :func:`run_cycles` gives them too).
+#: ``gen/farnn/perf.py`` is matched to; :func:`run_cycles` gives them too for
+#: ``chains <= 2``).
 MEASURED = {"lstm-s1-b2": [209, 214], "lstm-s2-b1": [241, 231],
             "lstm-s2-split-b2": [296, 275], "gru-s2-split-b2": [308, 221],
-            "gru-s1-b1": [213, 150]}
+            "gru-s1-b1": [213, 150], "lstm-c4-split-b2": [320, 297],
+            "gru-c4-shallow": [91, 57]}
 
 #: Configurations run by ``make test``; the others under ``make test-slow`` (a simulation
 #: of the whole engine takes some 20 s).
-FAST = ("lstm-s2-split-b2", "gru-s2-split-b2", "lstm-s1-b2")
+FAST = ("lstm-s2-split-b2", "gru-s2-split-b2", "lstm-s1-b2", "gru-c4-shallow")
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=() if name in FAST
@@ -201,7 +211,8 @@ def test_engine_pass_is_bit_exact(name):
     print(name, counters)
     check_counters(config, counters)
     for phase in ("fw", "bw"):       # gapless: the schedule's model, exactly
-        assert counters[phase]["cycles"] == run_cycles(config, phase, config.seq_len), phase
+        if config.chains <= 2:
+            assert counters[phase]["cycles"] == run_cycles(config, phase, config.seq_len)
     assert [counters[phase]["cycles"] for phase in ("fw", "bw")] == MEASURED[name]
 
 
