@@ -59,9 +59,10 @@ the GRU save set with ``h_{t-1}``, the projection's BW), their docstrings say so
 """
 
 from .chain import PEChain
+from .engine import FarnnEngine
 from .config import CELLS, GATES, MATRICES, WEIGHT_DEPTHS, FarnnConfig, MatrixShape
 from .mvm import MVMUnit
 from .pe import FarnnPE
 
 __all__ = ["FarnnConfig", "MatrixShape", "CELLS", "GATES", "MATRICES", "WEIGHT_DEPTHS",
-           "FarnnPE", "PEChain", "MVMUnit"]
+           "FarnnPE", "PEChain", "MVMUnit", "FarnnEngine"]

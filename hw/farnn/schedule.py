@@ -1,0 +1,139 @@
+# amaranth: UnusedElaboratable=no
+"""The FARNN engine's schedule seen from outside (:class:`~nnrtl.hw.farnn.engine.FarnnEngine`):
+the order of the cell streams, the GRU bias beats of a FW load and the cycle model of a
+run (the module docstring of :mod:`nnrtl.hw.farnn.engine` states the schedule)."""
+
+import numpy as np
+
+from .activation import BwActivation, FwActivation
+from .pe import reduction_cycles
+
+__all__ = ["cell_order", "bias_beats", "run_cycles"]
+
+
+def cell_order(config, batch=None):
+    """``[(b, row), ...]``: the cells of one step in the order of the cell streams: for
+    each round, for each vector ``b``, the round's rows in increasing order (padding rows
+    past ``hidden_size`` skipped)."""
+    batch = config.batch if batch is None else batch
+    shape = config.matrix("recurrent")
+    order = []
+    for r in range(shape.slices):
+        split = shape.split_last and r == shape.slices - 1
+        width = shape.lanes if split else shape.chains
+        first = r * shape.pes_per_unit
+        rows = range(first, min(first + width * shape.chain_length, shape.rows))
+        for b in range(batch):
+            order.extend((b, row) for row in rows)
+    return order
+
+
+def bias_beats(config, bias_n):
+    """The ``bR_n`` beats a GRU FW load ends with: ``uint32`` array ``ceil(H / chains) x
+    chains``, cell ``j`` in lane ``j % chains`` of beat ``j // chains``, zeros after."""
+    hidden, chains = config.hidden_size, config.chains
+    beats = np.zeros((-(-hidden // chains)) * chains, np.uint32)
+    beats[:hidden] = np.asarray(bias_n, np.uint32)
+    return beats.reshape(-1, chains)
+
+
+def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, in order)
+    """The ``cycles`` counter of a run without gaps on the inputs or backpressure on the
+    outputs, for ``chains <= 2`` (the serializer then never holds a unit's result stream;
+    with more chains a beat's cells take longer than a chain head's two cycles per beat).
+
+    The model of the module docstring's schedule, cycle by cycle, with the START pulse in
+    cycle 0 (the counter counts cycles ``1 ..`` the last cell's): ``A``, ``M`` the adder and
+    multiplier stages, ``E`` the accumulators' reduction cycles, ``L`` the chain length,
+    ``s`` the split factor, ``lat`` the activation unit's latency (BW: plus ``3 A`` for the
+    fold).
+
+    * Feed: element ``e`` of vector ``b`` of run step ``j >= 1`` is ready in the cycle after
+      the cell ``(b, e)`` of step ``j - 1`` left the activation unit; FW step 0's from
+      cycle 1.
+    * A unit starts a run in the cycle after it saw the first element valid while Idle;
+      it is Idle from two cycles after the previous run's last beat (from the start for
+      the first run). Stream ``i`` of a run (rounds, then vectors) starts its issue no
+      earlier than ``last_{i-1} + E + 1``, ``first_{i-1} + 2 L`` and ``out_{i-2} + 1``
+      (the unit's rules); round 0 issues an element once it is ready, later rounds one per
+      cycle.
+    * Beat ``k`` of a stream whose last element issued in cycle ``u`` leaves the unit in
+      ``u + M + E + 6 + 2 k + (s - 1) A`` (``cycles`` of :mod:`nnrtl.sim.golden.farnn.mvm`
+      at ``k = L - 1``); its real rows leave the serializer one per cycle from the next
+      cycle and the activation unit ``lat`` cycles later. BW step ``T - 1`` has no unit
+      run: the serializer makes its beats from cycle 1, back to back (a beat of ``n`` real
+      rows ``max(n, 1)`` cycles).
+
+    Returns
+    -------
+    int
+    """
+    if config.chains > 2:
+        raise ValueError(f"chains ({config.chains}) must be at most 2 for run_cycles: "
+                         f"the serializer's stalls are not modelled")
+    batch = config.batch if batch is None else batch
+    shape = config.matrix("recurrent")
+    a, mul, length = config.adder_stages, config.multiplier_stages, config.chain_length
+    e_gap = reduction_cycles(a)
+    stages = dict(adder_stages=a, multiplier_stages=mul)
+    bw = phase == "bw"
+    lat = (BwActivation(config.cell, **stages).latency + 3 * a if bw
+           else FwActivation(config.cell, **stages).latency)
+    fold = (config.split_factor - 1) * a
+    pes, hidden = shape.pes_per_unit, config.hidden_size
+
+    def beat_rows(r, k):
+        split = shape.split_last and r == shape.slices - 1
+        width = shape.lanes if split else config.chains
+        first = r * pes + k * width
+        return list(range(first, min(first + width, hidden)))
+
+    fired = {}                                   # (b, row) -> cycle it left the unit
+    last_fire = 0
+    idle_from = None
+    for j in range(steps):
+        now = {}
+        if bw and j == 0:                        # no unit run: zero beats back to back
+            take = 1
+            for r in range(shape.slices):
+                for b in range(batch):
+                    for k in range(length):
+                        rows = beat_rows(r, k)
+                        for c, row in enumerate(rows):
+                            now[b, row] = take + 1 + c + lat
+                        take += max(len(rows), 1)
+        else:
+            def ready(b, e):
+                return 1 if (j == 0 and not bw) else fired[b, e] + 1
+            first_valid = ready(0, 0)
+            t = (first_valid if idle_from is None else max(idle_from, first_valid)) + 1
+            firsts, lasts, outs = [], [], []
+            for r in range(shape.slices):
+                split = shape.split_last and r == shape.slices - 1
+                count = shape.chunk if split else shape.inputs
+                for b in range(batch):
+                    start = t
+                    if firsts:
+                        start = max(start, lasts[-1] + e_gap + 1, firsts[-1] + 2 * length)
+                    if len(outs) >= 2:
+                        start = max(start, outs[-2] + 1)
+                    u = start
+                    for e in range(count):
+                        if r == 0:
+                            u = max(u, ready(b, e))
+                        if e == 0:
+                            first = u
+                        u += 1
+                    last = u - 1
+                    t = u
+                    firsts.append(first)
+                    lasts.append(last)
+                    for k in range(length):
+                        beat = last + mul + e_gap + 6 + 2 * k + fold
+                        for c, row in enumerate(beat_rows(r, k)):
+                            now[b, row] = beat + 1 + c + lat
+                    outs.append(last + mul + e_gap + 6 + 2 * (length - 1) + fold)
+            idle_from = outs[-1] + 2
+        fired = now
+        last_fire = max(last_fire, max(now.values()))
+    return last_fire

@@ -1,0 +1,290 @@
+# amaranth: UnusedElaboratable=no
+"""The whole FARNN engine (:class:`nnrtl.hw.farnn.engine.FarnnEngine`) in the Amaranth
+simulator on tiny configurations: weights through ``s_weights`` in the host's packing
+(:func:`nnrtl.gen.farnn.host.pack_weights`), registers through AXI4-Lite, every output of a
+FW and a BW pass bit-exact against :mod:`nnrtl.sim.golden.farnn.layer`, and the ``cycles``
+counter of a gapless run equal to :func:`~nnrtl.hw.farnn.schedule.run_cycles`."""
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from nnrtl.gen.farnn.host import pack_weights
+from nnrtl.hw.farnn import FarnnConfig
+from nnrtl.hw.farnn.engine import FarnnEngine
+from nnrtl.hw.farnn.schedule import bias_beats, cell_order, run_cycles
+from nnrtl.hw.farnn.registers import COUNTERS, PHASES, stream_words
+from nnrtl.sim.golden.farnn import layer as golden
+from nnrtl.sim.golden.farnn import mvm as mvm_golden
+from nnrtl.sim.tb.bus_amaranth import axil_read, axil_write, axis_receive, axis_send
+
+TIMEOUT = 3000
+
+
+def _pack(words):
+    """One beat's ``tdata`` from fp32 patterns, word ``i`` in bits ``32 i ..``."""
+    value = 0
+    for i, word in enumerate(words):
+        value |= int(word) << (32 * i)
+    return value
+
+
+def _unpack(value, count):
+    return [(value >> (32 * i)) & 0xFFFFFFFF for i in range(count)]
+
+
+def _weight_beats(config, phase, weights):
+    """The load of pass ``phase``: each unit's beats with ``tlast`` on its last, then
+    (GRU FW) the ``bR_n`` beats."""
+    matrices = weights.recurrent if phase == "fw" else weights.recurrent_t
+    stream = pack_weights(config, phase, matrices)
+    per_unit = config.chain_length * config.weights_per_pe(phase)
+    beats = [(_pack(row), int((i + 1) % per_unit == 0)) for i, row in enumerate(stream)]
+    if config.cell == "gru" and phase == "fw":
+        extra = bias_beats(config, weights.bias_n)
+        beats += [(_pack(row), int(i == len(extra) - 1)) for i, row in enumerate(extra)]
+    return beats
+
+
+def run_layer(config, weights, fw_beats, bw_beats, *, batch, steps, rng=None, gap=0.0,
+              stall=0.0):
+    """Load and run the FW pass, then load and run the BW pass, in one simulation (two
+    runs back to back); returns ``({port: [(words, last)]}, {phase: counters},
+    {phase: status})``. With ``rng`` the input streams have random gaps (probability
+    ``gap`` per beat) and the outputs random backpressure (``stall``)."""
+    dut = FarnnEngine(config)
+    regs = dut.registers
+    result = {"counters": {}, "status": {}}
+    widths = stream_words(config)
+    cells = len(fw_beats)
+    options = dict(rng=rng, timeout=TIMEOUT)
+
+    async def run(ctx, phase):
+        await axil_write(ctx, dut.s_axil, regs.offset_of("phase"), PHASES[phase])
+        await axil_write(ctx, dut.s_axil, regs.offset_of("steps"), steps)
+        await axil_write(ctx, dut.s_axil, regs.offset_of("batch"), batch)
+        await axil_write(ctx, dut.s_axil, regs.offset_of("control"),
+                         1 << regs["control"].field("load").offset)
+        for bit in ("loading", "busy"):
+            mask = 1 << regs["status"].field(bit).offset
+            for _ in range(TIMEOUT):
+                status, _ = await axil_read(ctx, dut.s_axil, regs.offset_of("status"))
+                if not status & mask:
+                    break
+            else:
+                raise AssertionError(f"the engine stayed {bit}")
+            if bit == "loading":
+                await axil_write(ctx, dut.s_axil, regs.offset_of("control"),
+                                 1 << regs["control"].field("start").offset)
+        result["status"][phase] = status
+        counters = result["counters"][phase] = {}
+        for name in COUNTERS:
+            low, _ = await axil_read(ctx, dut.s_axil, regs.offset_of(name))
+            high, _ = await axil_read(ctx, dut.s_axil, regs.offset_of(name) + 4)
+            counters[name] = low | high << 32
+
+    async def host(ctx):
+        await run(ctx, "fw")
+        await run(ctx, "bw")
+
+    async def weights_source(ctx):
+        beats = _weight_beats(config, "fw", weights) + _weight_beats(config, "bw", weights)
+        await axis_send(ctx, dut.s_weights, beats, gap_probability=gap, **options)
+
+    def source(port, beats):
+        async def send(ctx):
+            await axis_send(ctx, port, [(_pack(words), 0) for words in beats],
+                            gap_probability=gap, **options)
+        return send
+
+    def sink(name, count):
+        async def receive(ctx):
+            beats = await axis_receive(ctx, getattr(dut, f"m_{name}"), count,
+                                       stall_probability=stall, **options)
+            result[name] = [(_unpack(data, widths[name]), last) for data, last in beats]
+        return receive
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    for bench in (host, weights_source, source(dut.s_imvm, fw_beats),
+                  source(dut.s_bw, bw_beats), sink("h", cells), sink("saved", cells),
+                  sink("deltas", cells)):
+        sim.add_testbench(bench)
+    sim.run()
+    return ({name: result[name] for name in ("h", "saved", "deltas")}, result["counters"],
+            result["status"])
+
+
+def random_bits(rng, shape, scale=1.0):
+    return golden.to_bits(rng.standard_normal(shape) * scale)
+
+
+def random_weights(config, rng):
+    hidden, units = config.hidden_size, config.units
+    weight_hh = rng.standard_normal((units * hidden, hidden)) * 0.4
+    bias_hh = rng.standard_normal(units * hidden) * 0.3
+    return golden.LayerWeights.from_arrays(config, weight_hh, bias_hh)
+
+
+def check(config, seed, *, gap=0.0, stall=0.0):
+    """FW then BW of one layer, every output bit-exact; returns the runs' counters."""
+    rng = np.random.default_rng(seed)
+    steps, batch, hidden, units = config.seq_len, config.batch, config.hidden_size, config.units
+    weights = random_weights(config, rng)
+    imvm = random_bits(rng, (steps, batch, units, hidden))
+    fw = golden.forward(config, weights, imvm)
+    dy = random_bits(rng, (steps, batch, hidden))
+    bw = golden.backward(config, weights, fw, dy)
+    order = cell_order(config, batch)
+    lstm = config.cell == "lstm"
+
+    def prev_state(t, b, row):
+        return 0 if t == 0 else int((fw.c if lstm else fw.h)[t - 1, b, row])
+
+    fw_cells = [(t, b, row) for t in range(steps) for b, row in order]
+    bw_cells = [(t, b, row) for t in reversed(range(steps)) for b, row in order]
+    imvm_beats = [imvm[t, b, :, row] for t, b, row in fw_cells]
+    expected_saved = {(t, b, row): [int(fw.saved[name][t, b, row]) for name in fw.saved]
+                      + [prev_state(t, b, row)] for t, b, row in fw_cells}
+    bw_beats = [expected_saved[cell] + [int(dy[cell])] for cell in bw_cells]
+    out, counters, status = run_layer(config, weights, imvm_beats, bw_beats, batch=batch,
+                                      steps=steps, rng=rng if gap or stall else None,
+                                      gap=gap, stall=stall)
+    for phase in ("fw", "bw"):
+        assert status[phase] & 0b111000 == 0, f"{phase} error flags {status[phase]:#x}"
+    assert [words for words, _ in out["h"]] == [[int(fw.h[cell])] for cell in fw_cells]
+    assert [words for words, _ in out["saved"]] == [expected_saved[c] for c in fw_cells]
+    expected = [[int(v) for v in bw.d_input[t, b, :, row]]
+                + ([] if lstm else [int(bw.d_recurrent[t, b, 2, row])])
+                for t, b, row in bw_cells]
+    assert [words for words, _ in out["deltas"]] == expected
+    step_ends = [int((i + 1) % len(order) == 0) for i in range(len(fw_cells))]
+    for name in ("h", "saved", "deltas"):
+        assert [last for _, last in out[name]] == step_ends, name
+    return counters
+
+
+CONFIGS = {
+    # S = 1: one round (5 rows on 8 PEs), batch 2.
+    "lstm-s1-b2": FarnnConfig(cell="lstm", input_size=3, hidden_size=5, seq_len=3,
+                              batch=2, chains=2, chain_length=4, split=1, layers=1),
+    # S = 2 on 4 PEs (7 rows), unsplit, batch 1.
+    "lstm-s2-b1": FarnnConfig(cell="lstm", input_size=3, hidden_size=7, seq_len=3,
+                              batch=1, chains=2, chain_length=2, split=1, layers=1),
+    # S = 2 with the last round split by 2 (5 rows: 4 + 1), batch 2.
+    "lstm-s2-split-b2": FarnnConfig(cell="lstm", input_size=3, hidden_size=5, seq_len=3,
+                                    batch=2, chains=2, chain_length=2, split=2, layers=1),
+    "gru-s2-split-b2": FarnnConfig(cell="gru", input_size=3, hidden_size=5, seq_len=3,
+                                   batch=2, chains=2, chain_length=2, split=2, layers=1),
+    "gru-s1-b1": FarnnConfig(cell="gru", input_size=3, hidden_size=7, seq_len=3,
+                             batch=1, chains=2, chain_length=4, split=1, layers=1),
+    # Four chains: a beat's rows take the serializer longer than a chain head's two
+    # cycles, so it holds the units' result streams (outside run_cycles' scope).
+    "lstm-c4-split-b2": FarnnConfig(cell="lstm", input_size=3, hidden_size=9, seq_len=3,
+                                    batch=2, chains=4, chain_length=2, split=2, layers=1),
+    # Four chains of one PE, the shallowest pipelines (A = 2, M = 1).
+    "gru-c4-shallow": FarnnConfig(cell="gru", input_size=3, hidden_size=7, seq_len=2,
+                                  batch=1, chains=4, chain_length=1, split=1, layers=1,
+                                  adder_stages=2, multiplier_stages=1),
+}
+
+
+#: The ``cycles`` of the gapless FW and BW runs (the record the cycle model of
+#: ``gen/farnn/perf.py`` is matched to; :func:`run_cycles` gives them too for
+#: ``chains <= 2``).
+MEASURED = {"lstm-s1-b2": [209, 214], "lstm-s2-b1": [241, 231],
+            "lstm-s2-split-b2": [296, 275], "gru-s2-split-b2": [308, 221],
+            "gru-s1-b1": [213, 150], "lstm-c4-split-b2": [320, 297],
+            "gru-c4-shallow": [91, 57]}
+
+#: Configurations run by ``make test``; the others under ``make test-slow`` (a simulation
+#: of the whole engine takes some 20 s).
+FAST = ("lstm-s2-split-b2", "gru-s2-split-b2", "lstm-s1-b2", "gru-c4-shallow")
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=() if name in FAST
+                                               else pytest.mark.slow)
+                                  for name in sorted(CONFIGS)])
+def test_engine_pass_is_bit_exact(name):
+    config = CONFIGS[name]
+    counters = check(config, seed=len(name))
+    print(name, counters)
+    check_counters(config, counters)
+    for phase in ("fw", "bw"):       # gapless: the schedule's model, exactly
+        if config.chains <= 2:
+            assert counters[phase]["cycles"] == run_cycles(config, phase, config.seq_len)
+    assert [counters[phase]["cycles"] for phase in ("fw", "bw")] == MEASURED[name]
+
+
+def check_counters(config, counters, *, gapless=True):
+    """The work counters against the MVM golden's plan and the configuration: FW runs the
+    units every step, BW every step but the first (``T - 1``: ``dh = +0`` at ``T - 1``)."""
+    shape = config.matrix("recurrent")
+    run = mvm_golden.cycles(shape.inputs, rounds=shape.slices, batch=config.batch,
+                            chains=config.chains, chain_length=config.chain_length,
+                            split=config.split_factor, split_last=shape.split_last,
+                            adder_stages=config.adder_stages,
+                            multiplier_stages=config.multiplier_stages)
+    load = mvm_golden.load_cycles(shape.inputs, rounds=shape.slices,
+                                  chain_length=config.chain_length,
+                                  split=config.split_factor, split_last=shape.split_last)
+    for phase, runs in (("fw", config.seq_len), ("bw", config.seq_len - 1)):
+        assert counters[phase]["mac_cycles"] == runs * run["mac_cycles"], phase
+        assert counters[phase]["useful_macs"] == runs * config.useful_macs_per_step(phase)
+        assert counters[phase]["cycles"] > runs * run["mac_cycles"]
+    # load_cycles is not cleared by a start: FW's load, then FW's and BW's (gaps in the
+    # weight stream count as load cycles)
+    if gapless:
+        assert counters["fw"]["load_cycles"] == load
+        assert counters["bw"]["load_cycles"] == 2 * load
+    else:
+        assert counters["fw"]["load_cycles"] >= load
+
+
+@pytest.mark.parametrize("name", ["lstm-s2-split-b2",
+                                  pytest.param("gru-s2-split-b2", marks=pytest.mark.slow)])
+def test_engine_pass_is_bit_exact_under_gaps_and_backpressure(name):
+    config = CONFIGS[name]
+    counters = check(config, seed=7 * len(name), gap=0.3, stall=0.3)
+    check_counters(config, counters, gapless=False)
+
+
+def test_cell_order_follows_the_result_beats():
+    """The cell streams' order is the units' result beats' (round, vector, PE, lane),
+    rows from :func:`nnrtl.sim.golden.farnn.mvm.row_index`, padding rows dropped."""
+    config = CONFIGS["lstm-s2-split-b2"]
+    shape = config.matrix("recurrent")
+    expected = []
+    for r in range(shape.slices):
+        split_round = shape.split_last and r == shape.slices - 1
+        lanes = shape.lanes if split_round else config.chains
+        for b in range(config.batch):
+            for pe in range(config.chain_length):
+                for lane in range(lanes):
+                    row = mvm_golden.row_index(r, pe, lane, chains=config.chains,
+                                               chain_length=config.chain_length,
+                                               split=config.split_factor,
+                                               split_round=split_round)
+                    if row < config.hidden_size:
+                        expected.append((b, row))
+    assert cell_order(config) == expected
+    assert sorted(expected) == [(b, row) for b in range(config.batch)
+                                for row in range(config.hidden_size)]
+
+
+def test_engine_refuses_a_projection_and_a_non_config():
+    with pytest.raises(ValueError, match=r"proj_size \(3\) must be 0 for FarnnEngine"):
+        FarnnEngine(FarnnConfig(cell="lstm", input_size=3, hidden_size=7, proj_size=3,
+                                chains=2, chain_length=2))
+    with pytest.raises(TypeError, match="config must be a FarnnConfig"):
+        FarnnEngine({"cell": "lstm"})
+
+
+def test_registers_and_stream_widths():
+    config = CONFIGS["gru-s2-split-b2"]
+    dut = FarnnEngine(config)
+    assert stream_words(config) == {"weights": 2, "imvm": 3, "h": 1, "saved": 5,
+                                    "bw_in": 6, "deltas": 4}
+    assert len(dut.s_bw.tdata) == 6 * 32 and len(dut.m_deltas.tdata) == 4 * 32
+    assert dut.registers["batch"].reset == config.batch
+    assert [dut.registers[name].width for name in COUNTERS] == [64] * len(COUNTERS)
