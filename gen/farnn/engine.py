@@ -1,0 +1,85 @@
+"""The FARNN engine registered with the platform (:mod:`nnrtl.gen.engines`): its hooks.
+
+``top``
+    :class:`~nnrtl.hw.farnn.engine.FarnnEngine`: one layer pass (FW or BW) per run.
+``resources``, ``predict``
+    The resource model (:mod:`.resources`) and the cycle model of one training step's FPGA
+    part (:mod:`.perf`).
+``simulate``
+    One run of :mod:`nnrtl.sim.tb.farnn` under Verilator: one layer's FW pass then its BW
+    pass over ``steps`` steps (default ``config.seq_len``), random weights, inputs and
+    ``dy`` drawn from the seed, every output checked against
+    :mod:`nnrtl.sim.golden.farnn.layer`.
+``explore``
+    :func:`.explore.explore_request`.
+``train``
+    :func:`.trainer.train_hook`.
+"""
+
+import dataclasses
+
+from ...hw.farnn import FarnnConfig
+from ...hw.farnn.engine import FarnnEngine
+from ...hw.farnn.presets import PRESETS
+from ..engines import Engine, Preset, add_throughput
+
+__all__ = ["ENGINE", "simulate"]
+
+
+def simulate(request):
+    """One FW + BW layer pass of ``request.config`` through the Verilator bench
+    (:mod:`nnrtl.sim.tb.farnn`); its result JSON with the board's throughput."""
+    from ...sim.runner import simulate as run
+    from ..errors import UsageError
+
+    config = request.config
+    if request.model is not None:
+        raise UsageError("farnn sim takes no --model: it runs random weights (use "
+                         "nnrtl train farnn for a network)")
+    steps = config.seq_len if request.steps is None else request.steps
+    if steps < 1:
+        raise UsageError(f"--steps ({steps}) must be at least 1")
+    params = {
+        "config": dataclasses.asdict(config),
+        "steps": steps,
+        "source_pauses": request.backpressure,
+        "sink_pauses": request.backpressure,
+    }
+    result = run(FarnnEngine(config), test_module="nnrtl.sim.tb.farnn", params=params,
+                 seed=request.seed, waves=request.waves, name="nnrtl_farnn",
+                 log=request.log)
+    return add_throughput(result, request.board)
+
+
+def _resources(config, family):
+    from .resources import resources
+    return resources(config, family)
+
+
+def _predict(config, workload):
+    from .perf import predict
+    return predict(config, workload)
+
+
+def _explore(request):
+    from .explore import explore_request
+    return explore_request(request)
+
+
+def _train(request, network):
+    from .trainer import train_hook
+    return train_hook(request, network)
+
+
+ENGINE = Engine(
+    name="farnn",
+    summary="FPGA RNN training (FW and BW passes of LSTM/GRU layers), weights in PEs",
+    config_class=FarnnConfig,
+    top=FarnnEngine,
+    resources=_resources,
+    predict=_predict,
+    simulate=simulate,
+    presets={name: Preset(p.config, p.board, p.source) for name, p in PRESETS.items()},
+    explore=_explore,
+    train=_train,
+)
