@@ -21,7 +21,9 @@ length, an error flag in ``status`` after a pass, a source not drained, output a
 last run. Reported: the checker's fields, ``cycles`` (sum of the passes' counters),
 ``model_cycles`` (sum of ``run_cycles``), ``model_error`` (gapless patterns and ``chains <=
 2`` only: the model's scope), ``useful_macs`` (sum of the counters), ``utilization``,
-``phases`` (per pass: ``phase`` and its counters).
+``stall_cycles`` (the ``activation_wait_cycles`` counters: the feed waiting for the
+recurrence), the sums of ``mac_cycles``, ``load_cycles``, ``activation_wait_cycles``, and
+``phases`` (per pass: ``phase``, ``model_cycles`` and its counters).
 """
 
 import dataclasses
@@ -169,6 +171,10 @@ async def layer_pass_matches_golden_model(dut):
                if gapless and CONFIG.chains <= 2 else {}),
             "useful_macs": useful,
             "utilization": useful / (CONFIG.pes * cycles),
+            # the cycles the units' feed waited for the recurrence: the FARNN's stall
+            "stall_cycles": sum(p["activation_wait_cycles"] for p in phases),
+            **{name: sum(p[name] for p in phases)
+               for name in ("mac_cycles", "load_cycles", "activation_wait_cycles")},
             "phases": phases,
         })
 
