@@ -1,0 +1,83 @@
+"""The FARNN engine end to end under Verilator (:mod:`nnrtl.sim.tb.farnn`): one layer's FW
+pass then its BW pass, every output bit-exact against :mod:`nnrtl.sim.golden.farnn.layer`
+under every stream pattern; without gaps each pass's ``cycles`` counter equal to
+:func:`nnrtl.hw.farnn.schedule.run_cycles` (``chains <= 2``, its scope), and the cycles
+of the records measured in the Amaranth simulator (``tests/hw/test_farnn_engine.py``).
+
+Three small engines, one Verilator build each (about three minutes, cached afterwards):
+LSTM with two rounds (S = 2), GRU with one (S = 1), GRU with two rounds, the last split,
+batch 2.
+"""
+
+import pytest
+
+from nnrtl.boards import get_board
+from nnrtl.gen.cli import main
+from nnrtl.gen.engines import SimRequest, get_engine
+from nnrtl.hw.farnn import FarnnConfig
+from nnrtl.sim.patterns import PATTERNS
+
+from cli_result import sim_json_line
+
+ENGINE = get_engine("farnn")
+
+pytestmark = pytest.mark.timeout(900)    # a Verilator build (minutes on a busy machine)
+
+SMALL = dict(input_size=3, seq_len=3, chains=2, layers=1)
+CONFIGS = {
+    # S = 2 on 4 PEs (7 rows), unsplit, batch 1.
+    "lstm-s2-b1": dict(SMALL, cell="lstm", hidden_size=7, batch=1, chain_length=2, split=1),
+    # S = 1: 7 rows on 8 PEs, batch 1.
+    "gru-s1-b1": dict(SMALL, cell="gru", hidden_size=7, batch=1, chain_length=4, split=1),
+    # S = 2, the last round split by 2 (5 rows: 4 + 1), batch 2.
+    "gru-s2-split-b2": dict(SMALL, cell="gru", hidden_size=5, batch=2, chain_length=2,
+                            split=2),
+}
+#: ``cycles`` of the gapless FW and BW runs, as the Amaranth simulator measured them
+#: (``MEASURED`` of tests/hw/test_farnn_engine.py): the same RTL under Verilator.
+MEASURED = {"lstm-s2-b1": [241, 231], "gru-s1-b1": [213, 150],
+            "gru-s2-split-b2": [308, 221]}
+
+
+def check(name, backpressure, seed):
+    config = FarnnConfig(**CONFIGS[name])
+    result = ENGINE.simulate(SimRequest(config, get_board("vu9p"), seed=seed,
+                                        backpressure=backpressure))
+    assert result["bit_exact"] is True
+    assert result["mismatches"] == 0 and result["first_mismatch"] is None
+    phases = result["phases"]
+    assert [p["phase"] for p in phases] == ["fw", "bw"]
+    assert result["cycles"] == sum(p["cycles"] for p in phases)
+    if backpressure == "none":
+        assert [p["cycles"] for p in phases] == MEASURED[name]
+        assert [p["cycles"] for p in phases] == [p["model_cycles"] for p in phases]
+        assert result["model_error"] == 0
+    else:
+        assert "model_error" not in result
+        for p in phases:
+            assert p["cycles"] >= p["model_cycles"]
+    assert result["budget_use"] < 0.5
+    return result
+
+
+@pytest.mark.parametrize("backpressure", PATTERNS)
+@pytest.mark.parametrize("name", CONFIGS)
+def test_farnn_engine_bit_exact(name, backpressure):
+    check(name, backpressure, seed=len(backpressure))
+
+
+def test_useful_macs_counted():
+    """The ``useful_macs`` counters: FW ``steps x batch x units x hidden x hidden``, BW
+    the same without the first BW step (``T - 1``: it runs no MVM)."""
+    config = FarnnConfig(**CONFIGS["lstm-s2-b1"])
+    result = check("lstm-s2-b1", "none", seed=3)
+    per_step = config.batch * config.units * config.hidden_size ** 2
+    assert [p["useful_macs"] for p in result["phases"]] == [3 * per_step, 2 * per_step]
+
+
+def test_nnrtl_sim_farnn_prints_one_json_line(capsys):
+    args = [f"--param={key}={value}" for key, value in CONFIGS["gru-s1-b1"].items()]
+    code = main(["sim", "farnn", "--board", "vu9p", "--backpressure", "none", *args])
+    result = sim_json_line(capsys, code)
+    assert result["engine"] == "farnn"
+    assert [p["cycles"] for p in result["phases"]] == MEASURED["gru-s1-b1"]
