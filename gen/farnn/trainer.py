@@ -134,7 +134,8 @@ class FarnnTrainer:
             raise TypeError(f"config must be a FarnnConfig, not {config!r}")
         if backend != "golden":
             raise UsageError(f"--backend {backend} is not available for the farnn engine "
-                             f"yet (its RTL top does not exist); use --backend golden")
+                             f"yet (the Verilator bench runs random weights only: nnrtl sim farnn); "
+                             f"use --backend golden")
         self.config = config
         self.backend = backend
         self.device = host.device_name()
@@ -225,7 +226,7 @@ class FarnnTrainer:
 def train_hook(request, network):
     """The engine's ``train`` hook (:class:`nnrtl.gen.train.TrainRequest`): a
     :class:`FarnnTrainer` for ``network`` sized by the request's inputs and ``--param``s.
-    Not registered as an engine yet (its RTL top does not exist)."""
+    Registered in :mod:`nnrtl.gen.farnn.engine`."""
     from nnrtl.gen.models import load_array
 
     if request.options:

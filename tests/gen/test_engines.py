@@ -137,7 +137,7 @@ def test_a_missing_hook_is_a_usage_error(capsys):
     code, _, err = run(capsys, "explore", "demo", "--board", "vu9p")
     assert code == 2
     assert re.fullmatch(r"nnrtl: error: demo has no design-space exploration; engines with "
-                        r"one: sbe\n", err)
+                        r"one: farnn, sbe\n", err)
     code, _, err = run(capsys, "sim", "demo", "--board", "vu9p", "--model", "m.pt",
                        "--inputs", "x.npy", "--outputs", "y.npy")
     assert code == 2
