@@ -17,6 +17,7 @@
 """
 
 import dataclasses
+import functools
 
 from ...hw.farnn import FarnnConfig
 from ...hw.farnn.engine import FarnnEngine
@@ -24,6 +25,14 @@ from ...hw.farnn.presets import PRESETS
 from ..engines import Engine, Preset, add_throughput
 
 __all__ = ["ENGINE", "simulate"]
+
+
+@functools.lru_cache(maxsize=8)
+def _verilog(config):
+    """The engine's Verilog, converted once per configuration in a process (the
+    conversion, not the cached Verilator build, dominates a small run)."""
+    from ...sim.runner import to_verilog
+    return to_verilog(FarnnEngine(config), "nnrtl_farnn")
 
 
 def simulate(request):
@@ -45,7 +54,7 @@ def simulate(request):
         "source_pauses": request.backpressure,
         "sink_pauses": request.backpressure,
     }
-    result = run(FarnnEngine(config), test_module="nnrtl.sim.tb.farnn", params=params,
+    result = run(_verilog(config), test_module="nnrtl.sim.tb.farnn", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_farnn",
                  log=request.log)
     return add_throughput(result, request.board)
