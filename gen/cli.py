@@ -36,8 +36,8 @@ from pathlib import Path
 
 from ..boards import BOARDS, vivado_part
 from ..sim.patterns import PATTERNS
-from .engines import (ExploreRequest, ModelRequest, SimRequest, check_fit, engines,
-                      get_board_or_usage_error, get_engine)
+from .engines import (ExploreRequest, ModelRequest, SimRequest, add_throughput, check_fit,
+                      engines, get_board_or_usage_error, get_engine)
 from .errors import UsageError
 from .params import param_help, parse_params
 from .progress import progress
@@ -268,7 +268,8 @@ def _cmd_sim(args):
         inputs=binding and binding.inputs, outputs=outputs, log=progress)
     start = time.monotonic()
     try:
-        result = engine.simulate(request)
+        result = add_throughput(engine.simulate(request),
+                                engine.clock_hz(config, platform_class))
     except SimulationError as error:
         # The run did not complete its checks (a budget overrun, an undrained source, a
         # build that failed): the result is wrong, and the JSON line says why.

@@ -123,6 +123,7 @@ def write_design(directory, engine, config, platform_class, binding=None):
             "clock_hz": board_clock_hz(platform_class),
             "capacity": platform_class.capacity.as_dict(),
         },
+        "engine_clock_hz": engine.clock_hz(config, platform_class),
         "resources_needed": engine.resources(config, platform_class.capacity.yosys_family),
         "registers": component.registers.as_dict(),
         "tools": tool_versions(),

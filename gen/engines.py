@@ -29,6 +29,10 @@ Optional hooks (``None`` when an engine has none)::
                                     went (nnrtl sim's summary, the report's cycle plot)
     report(data)                 -> [Figure, ...]   the engine's own plots for nnrtl report
                                     (data: nnrtl.gen.report.ReportData; see that module)
+    clock(config, board)         -> Hz               the clock the engine's models and
+                                    throughput figures assume on ``board`` (a platform
+                                    class), when it is not the board's default clock (e.g. a
+                                    paper's 400 MHz core clock); :meth:`Engine.clock_hz`
 """
 
 import dataclasses
@@ -48,7 +52,8 @@ __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
 ENTRY_POINT_GROUP = "nnrtl.engines"
 
 #: The optional hooks, in the order ``nnrtl engines`` lists them.
-HOOKS = ("load_model", "model_files", "explore", "train", "bench", "breakdown", "report")
+HOOKS = ("load_model", "model_files", "explore", "train", "bench", "breakdown", "report",
+         "clock")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +174,7 @@ class Engine:
         The required hooks (see the module).
     presets : dict
         Name to :class:`Preset`.
-    load_model, model_files, explore, train, bench, breakdown, report : callable or None
+    load_model, model_files, explore, train, bench, breakdown, report, clock : callable or None
         The optional hooks.
     """
 
@@ -188,6 +193,7 @@ class Engine:
     bench: Callable | None = None
     breakdown: Callable | None = None
     report: Callable | None = None
+    clock: Callable | None = None
 
     def __post_init__(self):
         if not self.name.isidentifier() or self.name != self.name.lower():
@@ -212,6 +218,13 @@ class Engine:
             raise UsageError(f"{self.name} has no {command}; engines with one: "
                              f"{', '.join(having) or 'none'}")
         return found
+
+    def clock_hz(self, config, board):
+        """The clock in Hz the engine's figures assume for ``config`` on ``board`` (a
+        platform class): its ``clock`` hook's, else the board's default clock."""
+        if self.clock is not None:
+            return self.clock(config, board)
+        return board_clock_hz(board)
 
     def preset(self, name):
         """The configuration of preset ``name``; :class:`UsageError` listing the valid ones."""
@@ -296,12 +309,13 @@ def board_clock_hz(platform_class):
     return platform.lookup(platform.default_clk).clock.frequency
 
 
-def add_throughput(result, board):
-    """Add the clock of ``board`` and the throughput at it (``gops``: two operations per
-    useful MAC) to a simulation result."""
-    clock = board_clock_hz(board)
+def add_throughput(result, clock):
+    """Add ``clock`` (Hz: :meth:`Engine.clock_hz`) and the throughput at it (``gops``: two
+    operations per useful MAC) to a simulation result (``nnrtl sim`` does, for every
+    engine); a run without cycles gets the clock only."""
     result["f_clk_mhz"] = clock / 1e6
-    result["gops"] = 2 * result["useful_macs"] * clock / result["cycles"] / 1e9
+    if result.get("cycles"):
+        result["gops"] = 2 * result["useful_macs"] * clock / result["cycles"] / 1e9
     return result
 
 

@@ -195,6 +195,15 @@ def _cycles(data):
 
 # -- The page ---------------------------------------------------------------------------
 
+def _engine_clock(manifest):
+    """The engine's own clock (:meth:`~nnrtl.gen.engines.Engine.clock_hz`) when it is not
+    the board's."""
+    clock = manifest.get("engine_clock_hz")
+    if clock is None or clock == manifest["board"]["clock_hz"]:
+        return ""
+    return f", engine figures at {clock / 1e6:g} MHz"
+
+
 def _sim_lines(sim):
     lines = [f"bit-exact: {sim.get('bit_exact')}"]
     for key in ("cycles", "model_cycles", "model_error",
@@ -220,7 +229,8 @@ def _html(data, figures):
         "</head><body>",
         f"<h1>{html.escape(manifest['module'])} on {html.escape(board['title'])}</h1>",
         f"<p>Engine {html.escape(manifest['engine'])}, part {html.escape(board['part'])}, "
-        f"clock {board['clock_hz'] / 1e6:g} MHz. From this directory: "
+        f"board clock {board['clock_hz'] / 1e6:g} MHz{_engine_clock(manifest)}. From this "
+        f"directory: "
         f"{', '.join(sources)}.</p>",
     ]
     if data.sim is not None:

@@ -4,7 +4,7 @@ platform: the smallest complete example of the engine hooks (:mod:`nnrtl.gen.eng
 import dataclasses
 
 from ...hw.demo import DemoConfig, DemoEngine
-from ..engines import Engine, add_throughput
+from ..engines import Engine
 
 __all__ = ["ENGINE", "simulate", "predict", "breakdown"]
 
@@ -36,7 +36,7 @@ def simulate(request, *, max_beats=MAX_BEATS):
     }
     result = run(DemoEngine(config), test_module="nnrtl.sim.tb.demo", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_demo", log=request.log)
-    return add_throughput(result, request.board)
+    return result
 
 
 def breakdown(result):

@@ -14,6 +14,12 @@
     :func:`.explore.explore_request`.
 ``train``
     :func:`.trainer.train_hook`.
+``clock``
+    :func:`.explore.core_clock_hz`: the paper's 400 MHz on UltraScale+ boards, which the
+    cycle model, ``explore`` and ``nnrtl sim``'s ``gops`` assume; on 7-series boards the
+    board's clock. The generated board top clocks the
+    engine from the board's oscillator (no MMCM is generated), and the 400 MHz is a target
+    that only vendor timing closure can confirm.
 """
 
 import dataclasses
@@ -22,7 +28,7 @@ import functools
 from ...hw.farnn import FarnnConfig
 from ...hw.farnn.engine import FarnnEngine
 from ...hw.farnn.presets import PRESETS
-from ..engines import Engine, Preset, add_throughput
+from ..engines import Engine, Preset
 
 __all__ = ["ENGINE", "simulate"]
 
@@ -57,7 +63,7 @@ def simulate(request):
     result = run(_verilog(config), test_module="nnrtl.sim.tb.farnn", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_farnn",
                  log=request.log)
-    return add_throughput(result, request.board)
+    return result
 
 
 def _resources(config, family):
@@ -73,6 +79,11 @@ def _predict(config, workload):
 def _explore(request):
     from .explore import explore_request
     return explore_request(request)
+
+
+def _clock(config, board):
+    from .explore import core_clock_hz
+    return core_clock_hz(board)
 
 
 def _train(request, network):
@@ -91,4 +102,5 @@ ENGINE = Engine(
     presets={name: Preset(p.config, p.board, p.source) for name, p in PRESETS.items()},
     explore=_explore,
     train=_train,
+    clock=_clock,
 )

@@ -200,8 +200,19 @@ def _nothing_fits(workload, platform, depths, splits, limits):
             f"split {split}, {pes} PEs), which needs {over}")
 
 
+def core_clock_hz(platform):
+    """The engine's clock on ``platform`` (a board class): the paper's 400 MHz
+    (:data:`~.perf.CLOCK_HZ`) on UltraScale+, where nearest-neighbour wiring is its stated
+    reason for that clock (Sec. 5.1.2); on 7-series the board's default clock (the paper
+    gives no figure there)."""
+    if platform.capacity.yosys_family == "xcup":
+        return CLOCK_HZ
+    from ..engines import board_clock_hz
+    return board_clock_hz(platform)
+
+
 def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
-            pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ, lut_share=LUT_SHARE, top=10):
+            pcie_gbps=PCIE_GBPS, clock_hz=None, lut_share=LUT_SHARE, top=10):
     """Enumerate, check and rank FARNN configurations for ``workload`` (a
     :class:`FarnnConfig` whose :data:`WORKLOAD` fields are used) on ``board``.
 
@@ -213,6 +224,7 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
     if not isinstance(top, int) or isinstance(top, bool) or top <= 0:
         raise UsageError(f"top must be a positive integer, not {top!r}")
     platform = _board(board)
+    clock_hz = core_clock_hz(platform) if clock_hz is None else clock_hz
     capacity = platform.capacity
     family = capacity.yosys_family
     limits = {key: budget(capacity, key, lut_share=lut_share)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ...hw.sbe import PRESETS, SBEConfig, SBEEngine
-from ..engines import Engine, ModelBinding, Preset, add_throughput
+from ..engines import Engine, ModelBinding, Preset
 
 __all__ = ["ENGINE", "simulate", "predict", "load_model", "explore"]
 
@@ -60,7 +60,7 @@ def _run(request, *, steps, split, model=None, outputs=None):
     }
     result = run(SBEEngine(config), test_module="nnrtl.sim.tb.sbe", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_sbe", log=request.log)
-    return add_throughput(result, request.board)
+    return result
 
 
 def simulate(request, *, split=None, codes=None, code_outputs=None):

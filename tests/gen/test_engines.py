@@ -126,6 +126,24 @@ def test_sim_through_hooks_and_exit_codes(toy, capsys):
     assert code == 1 and json.loads(out)["bit_exact"] is False
 
 
+def test_clock_hook_sets_the_throughput_clock(toy, tmp_path, capsys):
+    """Without a ``clock`` hook the figures are at the board's clock (VC709: its 200 MHz
+    oscillator); with one, at the engine's, in ``nnrtl sim``'s JSON and the manifest."""
+    code, out, _ = run(capsys, "sim", "toy", "--board", "vc709", "--steps", "5")
+    result = json.loads(out.strip().splitlines()[-1])
+    # 2 operations x 2 lanes a cycle at 200 MHz.
+    assert (result["f_clk_mhz"], result["gops"]) == (200.0, pytest.approx(0.8))
+    registry.unregister("toy")
+    registry.register(dataclasses.replace(TOY, clock=lambda config, board: 333e6))
+    code, out, _ = run(capsys, "sim", "toy", "--board", "vc709", "--steps", "5")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert (result["f_clk_mhz"], result["gops"]) == (333.0, pytest.approx(2 * 2 * 0.333))
+    code, out, _ = run(capsys, "generate", "toy", "--board", "vc709", "-o",
+                       str(tmp_path / "toy"))
+    manifest = json.loads((tmp_path / "toy" / "manifest.json").read_text())
+    assert (manifest["engine_clock_hz"], manifest["board"]["clock_hz"]) == (333e6, 200e6)
+
+
 def test_explore_through_hooks(toy, capsys):
     code, out, _ = run(capsys, "explore", "toy", "--board", "vu9p", "--top", "3")
     assert (code, out) == (0, "toy exploration on vu9p, top 3\n")
