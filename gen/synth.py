@@ -26,6 +26,10 @@ Two ways (``hierarchy``):
     4 GB WebAssembly memory: flattened, the ZC706 SBE (then 5.7 MB of Verilog) was still
     in ABC after 45 minutes at 3.3 GB.
 
+On UltraScale+ (``xcup``) a memory marked ``ram_style = "ultra"`` (a FARNN PE's weights)
+is mapped to UltraRAM (``-uram``); without the mark Yosys chooses among LUT-RAM and block
+RAM as Vivado would.
+
 ``auto`` (the default) is ``flat`` when no module is instantiated more than once and the
 Verilog is at most :data:`FLAT_LIMIT_BYTES`, ``shared`` otherwise.
 """
@@ -218,7 +222,7 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
     script.write_text("\n".join([
         f"read_verilog -sv {verilog_path.name}",
         f"synth_xilinx -family {family} -top {top}{' -flatten' if flatten else ''} "
-        f"-noiopad -noclkbuf",
+        f"-noiopad -noclkbuf{' -uram' if family == 'xcup' else ''}",
         f"tee -q -o {stat_file.name} stat -json -top {top}",
         f"write_json {netlist_file.name}",
     ]) + "\n")

@@ -32,9 +32,9 @@ from amaranth.lib import wiring
 __all__ = ["shared", "emission", "convert", "compact_zero_init"]
 
 _SCOPE = contextvars.ContextVar("nnrtl_emission", default=None)
-_ZERO_INIT = re.compile(r"^  initial begin\n((?:    (?:\\\S+ |\w+)\[\d+\] = \d+'h0+;\n)+)  end\n",
+_ZERO_INIT = re.compile(r"^  initial begin\n((?:    (?:\\\S+ |\w+)\[\d+\] = \d+'[hdb]0+;\n)+)  end\n",
                         re.M)
-_ZERO_LINE = re.compile(r"    (\\\S+ |\w+)\[(\d+)\] = (\d+)'h0+;")
+_ZERO_LINE = re.compile(r"    (\\\S+ |\w+)\[(\d+)\] = (\d+)'[hdb]0+;")
 _HEADER = re.compile(r"^module\s+(\S+)\s*\((.*?)\);", re.S | re.M)
 
 

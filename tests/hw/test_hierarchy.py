@@ -110,3 +110,33 @@ def test_a_non_component_is_refused():
 def test_names_are_stable_across_conversions(text):
     assert hierarchy.convert(Parent(), "top") == text
     assert "top__p_e" not in hierarchy._module_name("top", type("PEGroup", (), {})(), 1)
+
+
+class Table(wiring.Component):
+    """A memory of ``depth`` words of ``width`` bits, zero-initialised."""
+
+    def __init__(self, width, depth):
+        self.width, self.depth = width, depth
+        super().__init__({"addr": In(range(depth)), "data": Out(width)})
+
+    def elaborate(self, platform):
+        from amaranth.lib.memory import Memory
+        m = Module()
+        m.submodules.table = table = Memory(shape=self.width, depth=self.depth, init=[])
+        read = table.read_port()
+        m.d.comb += [read.addr.eq(self.addr), self.data.eq(read.data)]
+        return m
+
+
+@pytest.mark.parametrize("width", [32, 512])
+def test_zero_initial_contents_become_one_loop(width):
+    """Amaranth writes an all-zero memory as one line per word, in decimal (``32'd0``) or
+    hex (``512'h0...``) depending on the width; either becomes one loop of zeros."""
+    text = hierarchy.convert(Table(width, 300), "t")
+    assert re.search(r"for \(nnrtl_zero_init_1 = 0; nnrtl_zero_init_1 < 300;", text)
+    assert not re.search(r"\[299\] = ", text)
+
+
+def test_nonzero_initial_contents_are_kept():
+    block = "  initial begin\n    m[0] = 32'd0;\n    m[1] = 32'd7;\n  end\n"
+    assert hierarchy.compact_zero_init(block) == block
