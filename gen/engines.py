@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..boards import get_board
+from ..hw.presets import Preset
 from .errors import UsageError
 
 __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
@@ -54,16 +55,6 @@ ENTRY_POINT_GROUP = "nnrtl.engines"
 #: The optional hooks, in the order ``nnrtl engines`` lists them.
 HOOKS = ("load_model", "model_files", "explore", "train", "bench", "breakdown", "report",
          "clock")
-
-
-@dataclasses.dataclass(frozen=True)
-class Preset:
-    """A named configuration (``--preset``): a paper's design, the board it is for and
-    where its figures come from."""
-
-    config: Any
-    board: str
-    source: str
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ...hw.sbe import PRESETS, SBEConfig, SBEEngine
-from ..engines import Engine, ModelBinding, Preset
+from ..engines import Engine, ModelBinding
 
 __all__ = ["ENGINE", "simulate", "predict", "load_model", "explore"]
 
@@ -162,7 +162,7 @@ ENGINE = Engine(
     resources=_resources,
     predict=predict,
     simulate=simulate,
-    presets={name: Preset(p.config, p.board, p.source) for name, p in PRESETS.items()},
+    presets=PRESETS,
     load_model=load_model,
     model_files=_model_files,
     explore=explore,

@@ -12,14 +12,14 @@ stall-free blocking-batching order), :class:`WeightLoader` / :class:`InputLoader
 from .config import GATES, SBEConfig
 from .layer_shape import LayerShape
 from .formats import Formats, HeaderLayout, PWLTables, StreamBits
-from .presets import PRESETS, VC709_LSTM512, ZC706_LSTM256, SBEPreset
+from .presets import PRESETS, VC709_LSTM512, ZC706_LSTM256
 from .controller import Controller
 from .engine import SBEEngine
 from .loaders import InputLoader, WeightLoader
 from .pe import PEGroup
 from .post import PostProcessingUnit
 
-__all__ = ["SBEConfig", "LayerShape", "SBEPreset", "PRESETS", "ZC706_LSTM256",
+__all__ = ["SBEConfig", "LayerShape", "PRESETS", "ZC706_LSTM256",
            "VC709_LSTM512", "GATES", "Formats", "PWLTables", "HeaderLayout", "StreamBits",
            "SBEEngine", "Controller", "WeightLoader", "InputLoader", "PEGroup",
            "PostProcessingUnit"]

@@ -1,39 +1,12 @@
-"""The paper's SBE designs as :class:`SBEPreset` records (Que et al., 2020,
+"""The paper's SBE designs as :class:`~nnrtl.hw.presets.Preset` records (Que et al., 2020,
 ``papers/sbe-weight-reuse-large-lstm.txt``)."""
 
 import dataclasses
 
+from ..presets import Preset
 from .config import SBEConfig
 
-__all__ = ["SBEPreset", "ZC706_LSTM256", "VC709_LSTM512", "PRESETS"]
-
-
-@dataclasses.dataclass(frozen=True)
-class SBEPreset:
-    """A design from the paper: its configuration, board and clock.
-
-    Attributes
-    ----------
-    name : str
-        Key in :data:`PRESETS`.
-    config : SBEConfig
-        The engine.
-    board : str
-        :func:`nnrtl.boards.get_board` name.
-    clock_hz : float or None
-        The clock the paper reports for it; ``None`` when the paper's text does not give it.
-    source : str
-        What the paper states and what was chosen here because it does not.
-    paper_gops : float or None
-        The throughput the paper reports for it; ``None`` when its text does not give it.
-    """
-
-    name: str
-    config: SBEConfig
-    board: str
-    clock_hz: float | None
-    source: str
-    paper_gops: float | None = None
+__all__ = ["ZC706_LSTM256", "VC709_LSTM512", "PRESETS"]
 
 
 #: The paper's ZC706 design ("Experimental Setup", "Resource Utilization"): the LSTM-256 of
@@ -49,18 +22,18 @@ VC709_LSTM512 = dataclasses.replace(
     ZC706_LSTM256, hidden_size=512, pes=2048, batch=64, blocks=6, bus_weights=32,
     lut_multipliers=0)
 
-PRESETS = {preset.name: preset for preset in (
-    SBEPreset(
-        name="zc706-lstm256", config=ZC706_LSTM256, board="zc706", clock_hz=None,
+PRESETS = {
+    "zc706-lstm256": Preset(
+        config=ZC706_LSTM256, board="zc706", clock_hz=None,
         source="Paper: LSTM-256, 1792 inputs, Npe=1024, B=64, Nt=16, Nb=16, 4 PPs, 900 "
                "DSPs with a few LUT multipliers (224 here: 1024 - (900 - 4 PPs x 25 DSPs "
                "each)). Chosen here: seq_len=1024 (the 1024 frames of the CPU/GPU comparison), batch_norm=True. "
                "The clock is in the paper's Table 4, which the text does not reproduce."),
-    SBEPreset(
-        name="vc709-lstm512", config=VC709_LSTM512, board="vc709", clock_hz=125e6,
+    "vc709-lstm512": Preset(
+        config=VC709_LSTM512, board="vc709", clock_hz=125e6,
         source="Paper: LSTM-512, 1792 inputs, Npe=2048, 125 MHz, 356 GOPS. Chosen here: "
                "Nt=32 (the 512-bit DMA bus the paper names as the alternative to 256-bit), "
                "B=Npe/Nt=64 (eq. 1), Nb=6: the fewest blocks whose h weights take two "
                "blocks (case 2), as Nb=16 is for the ZC706 design.",
         paper_gops=356.0),
-)}
+}
