@@ -47,10 +47,10 @@ block end of PE ``chain_length - 1`` exactly (block: ``rounds * n_in`` words, or
 ``(rounds - 1) * n_in + c`` with ``split_last``); otherwise ``load_error`` is set (sticky)
 and the load ends there.
 
-``n_in``, ``rounds``, ``batch`` and ``split_last`` are configuration inputs, read
+``n_in``, ``rounds``, ``batch``, ``split_last`` and ``base`` are configuration inputs, read
 continuously: they must be stable from two cycles before a load or run until it ends. The
 host keeps the weights of a PE within ``weight_depth``, ``batch * n_in <= vector_depth``
-and, with ``split_last``, ``rounds >= 2`` and no chunk empty (``(s - 1) * c < n_in``):
+(and ``base`` plus them within ``weight_depth``) and, with ``split_last``, ``rounds >= 2`` and no chunk empty (``(s - 1) * c < n_in``):
 :func:`nnrtl.sim.golden.farnn.mvm.plan` chooses all of it.
 """
 
@@ -101,6 +101,9 @@ class MVMUnit(wiring.Component):
         Result beats (see the module docstring).
     n_in, rounds, batch, split_last : In
         Run configuration.
+    base : In(range(weight_depth))
+        Weight base address: the load writes and the run reads addresses ``base + a``
+        (a PE holds a second matrix, the projection, from ``base``).
     busy : Out(1)
         A load or run is under way (or the accumulators fill after reset).
     load_error, vector_error : Out(1)
@@ -159,6 +162,7 @@ class MVMUnit(wiring.Component):
             "rounds": In(range(weight_depth + 1)),
             "batch": In(range(vector_depth + 1)),
             "split_last": In(1),
+            "base": In(range(weight_depth)),
             "busy": Out(1),
             "load_error": Out(1),
             "vector_error": Out(1),
@@ -254,7 +258,7 @@ class MVMUnit(wiring.Component):
             s1_valid.eq(issue),
             s1_through.eq(through),
             s1_data.eq(self.x.payload.data),
-            s1_addr.eq(round_base + t),
+            s1_addr.eq(self.base + round_base + t),
         ]
         for g in range(s):
             size = chunk if g < s - 1 else last_chunk
@@ -329,7 +333,8 @@ class MVMUnit(wiring.Component):
                 with m.If(self.w.valid):
                     m.d.sync += [v.eq(1) for v in head_valid]
                     m.d.sync += [last.eq(block_end) for last in head_last]
-                    m.d.sync += [head_kind.eq(ChainWordKind.WEIGHT), head_addr.eq(address)]
+                    m.d.sync += [head_kind.eq(ChainWordKind.WEIGHT),
+                                 head_addr.eq(self.base + address)]
                     m.d.sync += [head_data[c].eq(self.w.payload.data[c])
                                  for c in range(self._chains)]
                     with m.If(block_end):

@@ -28,11 +28,18 @@ def stream_words(config):
     """fp32 words per beat of each AXI4-Stream port: ``weights`` (``chains``), ``imvm``
     (``units``: the host's input MVM of one cell, gate order), ``h`` (1), ``saved`` (FW save
     stream: :data:`~nnrtl.hw.farnn.activation.SAVED` then the state before the step, LSTM
-    ``c_{t-1}``, GRU ``h_{t-1}``), ``bw_in`` (``saved`` read back plus ``dy``) and
-    ``deltas`` (BW: the ``units`` W-side gate deltas, plus GRU's ``dhn``; LSTM 4, GRU 4)."""
+    ``c_{t-1}``, GRU ``h_{t-1}``), ``bw_in`` (``saved`` read back plus ``dy``; with a
+    projection without ``dy``, which then comes on ``dy``) and ``deltas`` (BW: the ``units``
+    W-side gate deltas, plus GRU's ``dhn``; LSTM 4, GRU 4). With a projection also ``dy``
+    (BW in, 1: the output's delta, ``P`` per vector) and ``proj`` (out, 1: FW ``r = W_hr
+    h``, BW ``dr^ = fa(dv, dy)``)."""
     saved = len(SAVED[config.cell]) + 1
-    return {"weights": config.chains, "imvm": config.units, "h": 1, "saved": saved,
-            "bw_in": saved + 1, "deltas": config.units + (config.cell == "gru")}
+    words = {"weights": config.chains, "imvm": config.units, "h": 1, "saved": saved,
+             "bw_in": saved + (not config.proj_size),
+             "deltas": config.units + (config.cell == "gru")}
+    if config.proj_size:
+        words.update(dy=1, proj=1)
+    return words
 
 
 def stream_bits(config):
