@@ -8,24 +8,42 @@ import numpy as np
 from .activation import BwActivation, FwActivation
 from .pe import reduction_cycles
 
-__all__ = ["cell_order", "bias_beats", "run_cycles"]
+__all__ = ["cell_order", "weight_loads", "bias_beats", "run_cycles"]
 
 
-def cell_order(config, batch=None):
-    """``[(b, row), ...]``: the cells of one step in the order of the cell streams: for
-    each round, for each vector ``b``, the round's rows in increasing order (padding rows
-    past ``hidden_size`` skipped)."""
+def cell_order(config, batch=None, matrix="recurrent"):
+    """``[(b, row), ...]``: the cells of one step of the job running ``matrix`` (one of
+    :meth:`FarnnConfig.matrices`) in the order its results leave the serializer: for each
+    round, for each vector ``b``, for each PE position, the beat's rows in lane order; a
+    gate matrix's rows are cells of all units at once, the projection's (cut over the units
+    in blocks) unit by unit; padding rows skipped. The cell streams follow it: FW ``s_imvm``,
+    ``m_h``, ``m_saved`` ``recurrent``, ``m_proj`` ``projection``; BW ``s_bw``,
+    ``m_deltas`` ``recurrent`` (``projection_t`` with a projection), ``s_dy`` and
+    ``m_proj`` ``recurrent_t``."""
     batch = config.batch if batch is None else batch
-    shape = config.matrix("recurrent")
+    shape = config.matrix(matrix)
+    blocks = config.units if shape.units > 1 else 1
     order = []
     for r in range(shape.slices):
         split = shape.split_last and r == shape.slices - 1
         width = shape.lanes if split else shape.chains
-        first = r * shape.pes_per_unit
-        rows = range(first, min(first + width * shape.chain_length, shape.rows))
         for b in range(batch):
-            order.extend((b, row) for row in rows)
+            for k in range(shape.chain_length):
+                first = r * shape.pes_per_unit + k * width
+                for u in range(blocks):
+                    offset = u * shape.rows if blocks > 1 else 0
+                    rows = min(shape.rows, shape.total_rows - offset)
+                    order.extend((b, offset + row)
+                                 for row in range(first, min(first + width, rows)))
     return order
+
+
+def weight_loads(config, phase):
+    """Beats of each load of pass ``phase``'s weight stream, in stream order (units one after
+    another; each unit its gate matrix, then with a projection its projection block):
+    ``tlast`` closes each (:func:`nnrtl.gen.farnn.host.pack_weights` packs them)."""
+    return [config.chain_length * shape.weights_per_pe
+            for _ in range(config.units) for shape in config.pass_matrices(phase)]
 
 
 def bias_beats(config, bias_n):

@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 from nnrtl.gen.farnn.host import pack_weights
 from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.hw.farnn.engine import FarnnEngine
-from nnrtl.hw.farnn.schedule import bias_beats, cell_order, run_cycles
+from nnrtl.hw.farnn.schedule import bias_beats, cell_order, run_cycles, weight_loads
 from nnrtl.hw.farnn.registers import COUNTERS, PHASES, stream_words
 from nnrtl.sim.golden.farnn import layer as golden
 from nnrtl.sim.golden.farnn import mvm as mvm_golden
@@ -34,29 +34,34 @@ def _unpack(value, count):
 
 
 def _weight_beats(config, phase, weights):
-    """The load of pass ``phase``: each unit's beats with ``tlast`` on its last, then
-    (GRU FW) the ``bR_n`` beats."""
-    matrices = weights.recurrent if phase == "fw" else weights.recurrent_t
-    stream = pack_weights(config, phase, matrices)
-    per_unit = config.chain_length * config.weights_per_pe(phase)
-    beats = [(_pack(row), int((i + 1) % per_unit == 0)) for i, row in enumerate(stream)]
+    """The load of pass ``phase``: each load's beats (:func:`weight_loads`) with ``tlast`` on
+    its last, then (GRU FW) the ``bR_n`` beats."""
+    fw = phase == "fw"
+    stream = pack_weights(config, phase, weights.recurrent if fw else weights.recurrent_t,
+                          weights.projection if fw else weights.projection_t)
+    ends = set(np.cumsum(weight_loads(config, phase)) - 1)
+    beats = [(_pack(row), int(i in ends)) for i, row in enumerate(stream)]
     if config.cell == "gru" and phase == "fw":
         extra = bias_beats(config, weights.bias_n)
         beats += [(_pack(row), int(i == len(extra) - 1)) for i, row in enumerate(extra)]
     return beats
 
 
-def run_layer(config, weights, fw_beats, bw_beats, *, batch, steps, rng=None, gap=0.0,
-              stall=0.0):
+def run_layer(config, weights, inputs, *, batch, steps, rng=None, gap=0.0, stall=0.0):
     """Load and run the FW pass, then load and run the BW pass, in one simulation (two
-    runs back to back); returns ``({port: [(words, last)]}, {phase: counters},
-    {phase: status})``. With ``rng`` the input streams have random gaps (probability
-    ``gap`` per beat) and the outputs random backpressure (``stall``)."""
+    runs back to back); ``inputs`` are the beats (lists of words) of ``imvm``, ``bw`` and
+    with a projection ``dy``. Returns ``({port: [(words, last)]}, {phase: counters},
+    {phase: status})``; ``proj`` holds the FW beats then the BW beats. With ``rng`` the
+    input streams have random gaps (probability ``gap`` per beat) and the outputs random
+    backpressure (``stall``)."""
     dut = FarnnEngine(config)
     regs = dut.registers
     result = {"counters": {}, "status": {}}
     widths = stream_words(config)
-    cells = len(fw_beats)
+    cells = len(inputs["imvm"])
+    outputs = {"h": cells, "saved": cells, "deltas": len(inputs["bw"])}
+    if config.proj_size:
+        outputs["proj"] = 2 * steps * batch * config.proj_size
     options = dict(rng=rng, timeout=TIMEOUT)
 
     async def run(ctx, phase):
@@ -106,13 +111,14 @@ def run_layer(config, weights, fw_beats, bw_beats, *, batch, steps, rng=None, ga
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
-    for bench in (host, weights_source, source(dut.s_imvm, fw_beats),
-                  source(dut.s_bw, bw_beats), sink("h", cells), sink("saved", cells),
-                  sink("deltas", cells)):
-        sim.add_testbench(bench)
+    sim.add_testbench(host)
+    sim.add_testbench(weights_source)
+    for name, beats in inputs.items():
+        sim.add_testbench(source(getattr(dut, f"s_{name}"), beats))
+    for name, count in outputs.items():
+        sim.add_testbench(sink(name, count))
     sim.run()
-    return ({name: result[name] for name in ("h", "saved", "deltas")}, result["counters"],
-            result["status"])
+    return ({name: result[name] for name in outputs}, result["counters"], result["status"])
 
 
 def random_bits(rng, shape, scale=1.0):
@@ -120,47 +126,67 @@ def random_bits(rng, shape, scale=1.0):
 
 
 def random_weights(config, rng):
-    hidden, units = config.hidden_size, config.units
-    weight_hh = rng.standard_normal((units * hidden, hidden)) * 0.4
+    hidden, units, proj = config.hidden_size, config.units, config.proj_size
+    weight_hh = rng.standard_normal((units * hidden, config.recurrent_size)) * 0.4
     bias_hh = rng.standard_normal(units * hidden) * 0.3
-    return golden.LayerWeights.from_arrays(config, weight_hh, bias_hh)
+    weight_hr = rng.standard_normal((proj, hidden)) * 0.5 if proj else None
+    return golden.LayerWeights.from_arrays(config, weight_hh, bias_hh, weight_hr)
+
+
+def _cells(config, batch, matrix, steps, backward):
+    order = cell_order(config, batch, matrix)
+    times = reversed(range(steps)) if backward else range(steps)
+    return [(t, b, row) for t in times for b, row in order], len(order)
 
 
 def check(config, seed, *, gap=0.0, stall=0.0):
     """FW then BW of one layer, every output bit-exact; returns the runs' counters."""
     rng = np.random.default_rng(seed)
     steps, batch, hidden, units = config.seq_len, config.batch, config.hidden_size, config.units
+    proj = config.proj_size
     weights = random_weights(config, rng)
     imvm = random_bits(rng, (steps, batch, units, hidden))
     fw = golden.forward(config, weights, imvm)
-    dy = random_bits(rng, (steps, batch, hidden))
+    dy = random_bits(rng, (steps, batch, config.recurrent_size))
     bw = golden.backward(config, weights, fw, dy)
-    order = cell_order(config, batch)
     lstm = config.cell == "lstm"
 
     def prev_state(t, b, row):
         return 0 if t == 0 else int((fw.c if lstm else fw.h)[t - 1, b, row])
 
-    fw_cells = [(t, b, row) for t in range(steps) for b, row in order]
-    bw_cells = [(t, b, row) for t in reversed(range(steps)) for b, row in order]
+    fw_cells, fw_step = _cells(config, batch, "recurrent", steps, False)
+    bw_cells, bw_step = _cells(config, batch, "projection_t" if proj else "recurrent", steps,
+                               True)
     imvm_beats = [imvm[t, b, :, row] for t, b, row in fw_cells]
-    expected_saved = {(t, b, row): [int(fw.saved[name][t, b, row]) for name in fw.saved]
-                      + [prev_state(t, b, row)] for t, b, row in fw_cells}
-    bw_beats = [expected_saved[cell] + [int(dy[cell])] for cell in bw_cells]
-    out, counters, status = run_layer(config, weights, imvm_beats, bw_beats, batch=batch,
-                                      steps=steps, rng=rng if gap or stall else None,
-                                      gap=gap, stall=stall)
+    saved = {(t, b, row): [int(fw.saved[name][t, b, row]) for name in fw.saved]
+             + [prev_state(t, b, row)] for t, b, row in fw_cells}
+    inputs = {"imvm": imvm_beats,
+              "bw": [saved[cell] + ([] if proj else [int(dy[cell])]) for cell in bw_cells]}
+    expected = {"h": [[int(fw.h[cell])] for cell in fw_cells],
+                "saved": [saved[cell] for cell in fw_cells],
+                "deltas": [[int(v) for v in bw.d_input[t, b, :, row]]
+                           + ([] if lstm else [int(bw.d_recurrent[t, b, 2, row])])
+                           for t, b, row in bw_cells]}
+    step_ends = {name: [int((i + 1) % per_step == 0) for i in range(len(cells))]
+                 for name, cells, per_step in (("h", fw_cells, fw_step),
+                                               ("saved", fw_cells, fw_step),
+                                               ("deltas", bw_cells, bw_step))}
+    if proj:
+        y_cells, y_step = _cells(config, batch, "projection", steps, False)
+        dr_cells, dr_step = _cells(config, batch, "recurrent_t", steps, True)
+        inputs["dy"] = [[int(dy[cell])] for cell in dr_cells]
+        expected["proj"] = ([[int(fw.y[cell])] for cell in y_cells]
+                            + [[int(bw.dr_hat[cell])] for cell in dr_cells])
+        step_ends["proj"] = ([int((i + 1) % y_step == 0) for i in range(len(y_cells))]
+                             + [int((i + 1) % dr_step == 0) for i in range(len(dr_cells))])
+    out, counters, status = run_layer(config, weights, inputs, batch=batch, steps=steps,
+                                      rng=rng if gap or stall else None, gap=gap,
+                                      stall=stall)
     for phase in ("fw", "bw"):
         assert status[phase] & 0b111000 == 0, f"{phase} error flags {status[phase]:#x}"
-    assert [words for words, _ in out["h"]] == [[int(fw.h[cell])] for cell in fw_cells]
-    assert [words for words, _ in out["saved"]] == [expected_saved[c] for c in fw_cells]
-    expected = [[int(v) for v in bw.d_input[t, b, :, row]]
-                + ([] if lstm else [int(bw.d_recurrent[t, b, 2, row])])
-                for t, b, row in bw_cells]
-    assert [words for words, _ in out["deltas"]] == expected
-    step_ends = [int((i + 1) % len(order) == 0) for i in range(len(fw_cells))]
-    for name in ("h", "saved", "deltas"):
-        assert [last for _, last in out[name]] == step_ends, name
+    for name, words in expected.items():
+        assert [got for got, _ in out[name]] == words, name
+        assert [last for _, last in out[name]] == step_ends[name], name
     return counters
 
 
