@@ -318,6 +318,7 @@ class EngineDatapath:
         k = Signal(range(length))
         base = Signal(range(row_bound))              # first row of the beat in its block
         active = self.running & (step < self.steps)
+        self.ser_done = step >= self.steps
         slices = self.pick(bw, job, lambda s: s.slices)
         split_round = self.pick(bw, job, lambda s: int(s.split_last)) & (r == slices - 1)
         width = Mux(split_round, self.pick(bw, job, lambda s: s.lanes), chains)
@@ -628,10 +629,14 @@ class EngineDatapath:
         ends = fire & step_last & (out_step == self.steps - 1)
         if self.proj:
             ends = Mux(bw, ends, self.proj_end)
-        with m.If(ends):
-            m.d.sync += [self.running.eq(0), self.done.eq(1)]
+        # ... and not before the serializer took the units' last (padding) beats
+        seen = Signal()
+        with m.If((ends | seen) & self.ser_done):
+            m.d.sync += [self.running.eq(0), self.done.eq(1), seen.eq(0)]
+        with m.Elif(ends):
+            m.d.sync += seen.eq(1)
         with m.If(self.go):
-            m.d.sync += [out_count.eq(0), out_step.eq(0)]
+            m.d.sync += [out_count.eq(0), out_step.eq(0), seen.eq(0)]
             m.d.sync += [avail[b].eq(0) for avail in self.avail.values()
                          for b in range(self.max_batch)]
 

@@ -16,7 +16,8 @@ from nnrtl.hw.farnn.schedule import bias_beats, cell_order, run_cycles, weight_l
 from nnrtl.hw.farnn.registers import COUNTERS, PHASES, stream_words
 from nnrtl.sim.golden.farnn import layer as golden
 from nnrtl.sim.golden.farnn import mvm as mvm_golden
-from nnrtl.sim.tb.bus_amaranth import axil_read, axil_write, axis_receive, axis_send
+from nnrtl.sim.tb.bus_amaranth import (BusTimeout, axil_read, axil_write, axis_receive,
+                                       axis_send)
 
 TIMEOUT = 3000
 
@@ -96,10 +97,14 @@ def run_layer(config, weights, inputs, *, batch, steps, rng=None, gap=0.0, stall
         beats = _weight_beats(config, "fw", weights) + _weight_beats(config, "bw", weights)
         await axis_send(ctx, dut.s_weights, beats, gap_probability=gap, **options)
 
-    def source(port, beats):
+    def source(name, beats):
         async def send(ctx):
-            await axis_send(ctx, port, [(_pack(words), 0) for words in beats],
-                            gap_probability=gap, **options)
+            try:
+                await axis_send(ctx, getattr(dut, f"s_{name}"),
+                                [(_pack(words), 0) for words in beats],
+                                gap_probability=gap, **options)
+            except BusTimeout as error:
+                raise AssertionError(f"s_{name}: {error}") from error
         return send
 
     def sink(name, count):
@@ -114,7 +119,7 @@ def run_layer(config, weights, inputs, *, batch, steps, rng=None, gap=0.0, stall
     sim.add_testbench(host)
     sim.add_testbench(weights_source)
     for name, beats in inputs.items():
-        sim.add_testbench(source(getattr(dut, f"s_{name}"), beats))
+        sim.add_testbench(source(name, beats))
     for name, count in outputs.items():
         sim.add_testbench(sink(name, count))
     sim.run()
