@@ -3,24 +3,38 @@
 lockstep, the FW and BW activation units, the on-chip vector and state buffers, the
 AXI4-Stream edges and the AXI4-Lite registers. One run is one layer pass, FW or BW.
 
-Scope: LSTM and GRU without a projection (``proj_size = 0``; :class:`FarnnEngine` refuses
-one: the MVM unit has no weight base address for a second matrix per PE).
+Scope: LSTM and GRU, and LSTM with a recurrent projection (``proj_size = P > 0``,
+``nn.LSTM(proj_size=P)``): the MVM units run the projection too, its rows cut over the
+units in contiguous blocks of ``ceil(P / units)``; a PE holds its gate matrix from weight
+address 0 and its projection rows from ``D_m`` (the gate matrix's words per PE,
+:attr:`MatrixShape.weights_per_pe`; :class:`~nnrtl.hw.farnn.mvm.MVMUnit`'s ``base``). The
+parts are the methods of :class:`~nnrtl.hw.farnn.datapath.EngineDatapath` and
+:class:`~nnrtl.hw.farnn.sinks.CellSinks`.
 
 Ports (AXI4-Stream, fp32 words little-endian in ``tdata``, word ``i`` in bits ``32 i ..
 32 i + 31``; :func:`~nnrtl.hw.farnn.registers.stream_words`)
 -----------------------------------------------------------------------------------------
 ``s_weights`` (``chains`` words): after a LOAD, the pass's weights in
 :func:`nnrtl.gen.farnn.host.pack_weights` order, units one after another, ``tlast`` on the
-last beat of each unit's load; for GRU FW then :func:`~nnrtl.hw.farnn.schedule.bias_beats`
+last beat of each unit's load (with a projection: of each unit's gate matrix and of its
+projection block, :func:`~nnrtl.hw.farnn.schedule.weight_loads`); for GRU FW then
+:func:`~nnrtl.hw.farnn.schedule.bias_beats`
 (``bR_n``, ``chains`` cells a beat, ``tlast`` on the last). ``s_imvm`` (FW, ``units``
 words): the host's input MVM of one cell, gate order. ``m_h`` (FW, 1 word): ``h_t`` of one
 cell. ``m_saved`` (FW): the saved values of one cell and the state before the step (LSTM
 ``i, f, g, o, c, c_{t-1}``; GRU ``r, z, n, hn, h_{t-1}``). ``s_bw`` (BW): a ``m_saved``
-beat read back with ``dy`` appended. ``m_deltas`` (BW): the W side's gate deltas of one
-cell in gate order (GRU: then ``dhn``, the R side's delta of n). Every cell stream of a
-step is in :func:`~nnrtl.hw.farnn.schedule.cell_order` (the order the units' results come
-out: round, vector, row), FW steps ``0 .. T-1``, BW ``T-1 .. 0``; ``tlast`` closes each
-step on the output streams and is ignored on the inputs.
+beat read back with ``dy`` appended (with a projection without ``dy``). ``m_deltas`` (BW):
+the W side's gate deltas of one cell in gate order (GRU: then ``dhn``, the R side's delta
+of n). With a projection also ``m_proj`` (1 word): FW ``r_t = W_hr h_t``, the layer's
+output, BW ``dr^_t = fa(dv, dy)`` (for the host's ``dW_hr``), and ``s_dy`` (BW, 1 word):
+the output's delta ``dy_t`` (``P`` cells). Every cell stream of a step is in
+:func:`~nnrtl.hw.farnn.schedule.cell_order` of the matrix whose results make it (the order
+the units' results come out: round, vector, PE, lane; the projection's unit by unit):
+``recurrent`` for ``s_imvm``, ``m_h``, ``m_saved`` and (no projection) ``s_bw`` and
+``m_deltas``; with a projection ``projection`` for FW ``m_proj``, ``projection_t`` for
+``s_bw`` and ``m_deltas``, ``recurrent_t`` for ``s_dy`` and BW ``m_proj``. FW steps ``0 ..
+T-1``, BW ``T-1 .. 0``; ``tlast`` closes each step on the output streams and is ignored
+on the inputs.
 
 Data flow of a step
 -------------------
@@ -38,6 +52,16 @@ buffer), giving ``dh``; step ``T - 1`` runs no MVM (``dh = +0``, as the golden m
 initial ``dv``). :class:`BwActivation` takes ``dh``, the ``s_bw`` beat and ``dc`` (LSTM,
 state buffer, ``+0`` at ``T - 1``); ``d*`` goes to ``m_deltas`` and the R side's deltas into
 the vector buffer, ``dc_{t-1}`` / ``direct`` into the state buffer.
+
+With a projection a step is two *jobs* of the units (the golden model's order,
+:mod:`nnrtl.sim.golden.farnn.layer`). FW: job 0 runs ``R_k`` on ``r_{t-1}`` (from the
+``projected`` buffer, zeros at ``t = 0``) into :class:`FwActivation` as above; job 1 runs
+``W_hr`` on ``h_t`` (vector buffer), each unit its block of rows, and its cells (no
+activation) go to ``m_proj`` and into the ``projected`` buffer. BW: job 0 runs ``R_k^T`` on
+``d_k*_{t+1}`` (none at ``T - 1``: ``dv = +0``), folded as above into ``dv``; ``dr^ =
+fa(dv, dy)`` with ``s_dy`` goes to ``m_proj`` and into the ``projected`` buffer; job 1 runs
+``W_hr^T`` on ``dr^``, and its cells are the ``dh`` of :class:`BwActivation`, whose ``dy``
+is then ``-0`` (``fa(dh, -0) = dh``: ``dy`` entered at ``dr^``).
 
 Schedule (the rule the cycle model follows)
 -------------------------------------------
@@ -62,14 +86,28 @@ Schedule (the rule the cycle model follows)
   out of the units (a head hands out a beat every two cycles: no stall for ``chains <=
   2``).
 * BW: the fold adds ``3 A`` cycles before :class:`BwActivation`.
+* With a projection (two jobs a step): the units' configuration (``n_in``, rounds, split,
+  weight ``base``) is the job of the beats the serializer takes next; it switches in the
+  cycle after the previous job's last beat was taken, and the feed offers a job's
+  elements only once the configuration has been its job's for a cycle. The ``R_k`` /
+  ``R_k^T`` job's elements of vector ``b`` wait for the whole vector of their source
+  (``avail[b]`` equal to its length): the projection writes its rows unit by unit, not in
+  row order; the other job's, row by row as above. A projection beat carries up to
+  ``units * chains`` cells, so the serializer holds the units' result streams (the chain
+  head then hands out the next beat two cycles after a beat is taken at the earliest).
+  FW ``r`` cells go to ``m_proj`` with no latency; BW ``dr^`` after the fold and one more
+  adder (``4 A`` with LSTM's four units).
 * ``cycles`` counts from the cycle after the START write's pulse to the cycle the last
-  cell of the last step leaves the activation unit, inclusive.
+  cell of the last step leaves its sink (the activation unit; FW with a projection
+  ``m_proj``), inclusive, or to the cycle after the serializer took the units' last
+  beat, if that is later (a projection job can end with padding beats).
 Without gaps and backpressure (and ``chains <= 2``) the ``cycles`` of a run are
 :func:`~nnrtl.hw.farnn.schedule.run_cycles`, exactly.
 
 Weight load: LOAD (control) with ``phase`` set routes ``s_weights`` to unit 0 until a
-``tlast``, then unit 1, ...; a unit takes one RESTART cycle then one beat per cycle
-(:class:`~nnrtl.hw.farnn.mvm.MVMUnit`).
+``tlast``, then (with a projection: unit 0's projection block until the next ``tlast``)
+unit 1, ...; a unit takes one RESTART cycle then one beat per cycle
+(:class:`~nnrtl.hw.farnn.mvm.MVMUnit`), the units configured for the matrix they load.
 """
 
 from amaranth.hdl import Module
@@ -99,7 +137,7 @@ class FarnnEngine(wiring.Component):
     Parameters
     ----------
     config : FarnnConfig
-        ``proj_size`` must be 0.
+        Its weights must fit the PEs (:attr:`FarnnConfig.fits`).
 
     Attributes
     ----------
@@ -108,6 +146,8 @@ class FarnnEngine(wiring.Component):
     s_weights, s_imvm, s_bw : In(AXI4StreamSignature)
     m_h, m_saved, m_deltas : Out(AXI4StreamSignature)
         Module docstring; widths :func:`~nnrtl.hw.farnn.registers.stream_bits`.
+    s_dy : In(AXI4StreamSignature), m_proj : Out(AXI4StreamSignature)
+        With a projection only (module docstring).
     registers : RegisterMap
     fw_latency, bw_latency : int
         The activation units' latencies.
@@ -117,7 +157,7 @@ class FarnnEngine(wiring.Component):
     TypeError
         If ``config`` is not a FarnnConfig.
     ValueError
-        A projection, or weights that do not fit the PEs.
+        If the weights do not fit the PEs.
     """
 
     def __init__(self, config):

@@ -57,7 +57,9 @@ def register_map(config):
                  fields=[Field("start", 0, doc="run `steps` steps of pass `phase`"),
                          Field("load", 1, doc="accept the weights of pass `phase` on "
                                "s_weights: the units one after another, tlast closing "
-                               "each unit's load (GRU FW: then the bR_n beats)"),
+                               "each unit's load (with a projection: its gate matrix's "
+                               "and its projection block's; GRU FW: then the bR_n "
+                               "beats)"),
                          Field("clear", 2, doc="zero the performance counters")]),
         Register("status", Access.RO, doc="Engine state and sticky errors",
                  fields=[Field("busy", 0, doc="a run is in progress"),

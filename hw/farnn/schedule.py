@@ -6,6 +6,7 @@ run (the module docstring of :mod:`nnrtl.hw.farnn.engine` states the schedule)."
 import numpy as np
 
 from .activation import BwActivation, FwActivation
+from .mvm import result_delay
 from .pe import reduction_cycles
 
 __all__ = ["cell_order", "weight_loads", "bias_beats", "run_cycles"]
@@ -206,7 +207,7 @@ def _projected_run_cycles(config, phase, steps, batch):  # noqa: C901 (one sched
     shapes = config.pass_matrices(phase)
     latency = ([config.units * a, BwActivation(config.cell, **stages).latency] if bw
                else [FwActivation(config.cell, **stages).latency, 0])
-    fold = (config.split_factor - 1) * a
+    delay = result_delay(a, mul, config.split_factor)
     state = dict(free=1, last_take=None, idle_from=None, end=0)
     sources = {}                 # job -> {(b, row): cycle its cell was written}
 
@@ -246,7 +247,7 @@ def _projected_run_cycles(config, phase, steps, batch):  # noqa: C901 (one sched
                 for k in range(length):
                     _r, _b, _k, rows = beats[index]
                     index += 1
-                    take = max(last + mul + e_gap + 6 + 2 * k + fold, state["free"])
+                    take = max(last + delay + 2 * k, state["free"])
                     if previous is not None:
                         take = max(take, previous[0] + max(previous[1], 2))
                     for c, row in enumerate(rows):

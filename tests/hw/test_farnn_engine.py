@@ -217,6 +217,24 @@ CONFIGS = {
     "gru-c4-shallow": FarnnConfig(cell="gru", input_size=3, hidden_size=7, seq_len=2,
                                   batch=1, chains=4, chain_length=1, split=1, layers=1,
                                   adder_stages=2, multiplier_stages=1),
+    # LSTM with a projection (FW R_k then W_hr a step, BW R_k^T then W_hr^T; the
+    # projection's rows cut over the four units in blocks):
+    # H = 7, P = 3: R_k S = 2 on 4 PEs, W_hr one row per unit (unit 3 none), batch 1.
+    "proj-h7p3-s2-b1": FarnnConfig(cell="lstm", input_size=3, hidden_size=7, proj_size=3,
+                                   seq_len=2, batch=1, chains=2, chain_length=2, split=1,
+                                   layers=1),
+    # H = 7, P = 3 on 8 PEs: every matrix S = 1, batch 2 (padding beats end each job).
+    "proj-h7p3-s1-b2": FarnnConfig(cell="lstm", input_size=3, hidden_size=7, proj_size=3,
+                                   seq_len=2, batch=2, chains=2, chain_length=4, split=1,
+                                   layers=1),
+    # H = 9, P = 5, split 2: R_k S = 3 and R_k^T S = 2 with split last rounds, batch 2.
+    "proj-h9p5-split-b2": FarnnConfig(cell="lstm", input_size=3, hidden_size=9,
+                                      proj_size=5, seq_len=3, batch=2, chains=2,
+                                      chain_length=2, split=2, layers=1),
+    # One chain of one PE: every job S >= 3, unsplit.
+    "proj-h9p5-c1": FarnnConfig(cell="lstm", input_size=3, hidden_size=9, proj_size=5,
+                                seq_len=2, batch=1, chains=1, chain_length=1, split=1,
+                                layers=1, adder_stages=2, multiplier_stages=1),
 }
 
 
@@ -226,11 +244,14 @@ CONFIGS = {
 MEASURED = {"lstm-s1-b2": [209, 214], "lstm-s2-b1": [241, 231],
             "lstm-s2-split-b2": [296, 275], "gru-s2-split-b2": [308, 221],
             "gru-s1-b1": [213, 150], "lstm-c4-split-b2": [320, 297],
-            "gru-c4-shallow": [91, 57]}
+            "gru-c4-shallow": [91, 57], "proj-h7p3-s2-b1": [204, 193],
+            "proj-h7p3-s1-b2": [230, 215], "proj-h9p5-split-b2": [540, 434],
+            "proj-h9p5-c1": [244, 180]}
 
 #: Configurations run by ``make test``; the others under ``make test-slow`` (a simulation
 #: of the whole engine takes some 20 s).
-FAST = ("lstm-s2-split-b2", "gru-s2-split-b2", "lstm-s1-b2", "gru-c4-shallow")
+FAST = ("lstm-s2-split-b2", "gru-s2-split-b2", "lstm-s1-b2", "gru-c4-shallow",
+        "proj-h7p3-s2-b1", "proj-h9p5-c1")
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=() if name in FAST
@@ -249,31 +270,42 @@ def test_engine_pass_is_bit_exact(name):
 
 def check_counters(config, counters, *, gapless=True):
     """The work counters against the MVM golden's plan and the configuration: FW runs the
-    units every step, BW every step but the first (``T - 1``: ``dh = +0`` at ``T - 1``)."""
-    shape = config.matrix("recurrent")
-    run = mvm_golden.cycles(shape.inputs, rounds=shape.slices, batch=config.batch,
-                            chains=config.chains, chain_length=config.chain_length,
-                            split=config.split_factor, split_last=shape.split_last,
-                            adder_stages=config.adder_stages,
-                            multiplier_stages=config.multiplier_stages)
-    load = mvm_golden.load_cycles(shape.inputs, rounds=shape.slices,
-                                  chain_length=config.chain_length,
-                                  split=config.split_factor, split_last=shape.split_last)
-    for phase, runs in (("fw", config.seq_len), ("bw", config.seq_len - 1)):
-        assert counters[phase]["mac_cycles"] == runs * run["mac_cycles"], phase
-        assert counters[phase]["useful_macs"] == runs * config.useful_macs_per_step(phase)
-        assert counters[phase]["cycles"] > runs * run["mac_cycles"]
+    units every step, BW every step but the first (``T - 1``: ``dh = +0`` at ``T - 1``);
+    with a projection BW runs its ``W_hr^T`` job at ``T - 1`` too. Unit 0 loads its gate
+    matrix, then its projection block."""
+    steps = config.seq_len
+    options = dict(batch=config.batch, chains=config.chains,
+                   chain_length=config.chain_length, split=config.split_factor)
+    load = {}
+    for phase in ("fw", "bw"):
+        runs = (steps, steps) if phase == "fw" else (steps - 1, steps)
+        mac_cycles = useful = load[phase] = 0
+        for job, shape in enumerate(config.pass_matrices(phase)):
+            geometry = dict(rounds=shape.slices, split_last=shape.split_last)
+            run = mvm_golden.cycles(shape.inputs, **geometry, **options,
+                                    adder_stages=config.adder_stages,
+                                    multiplier_stages=config.multiplier_stages)
+            mac_cycles += runs[job] * run["mac_cycles"]
+            copies = config.units if shape.units == 1 else 1
+            useful += runs[job] * config.batch * copies * shape.macs_per_vector
+            load[phase] += mvm_golden.load_cycles(
+                shape.inputs, chain_length=config.chain_length, split=config.split_factor,
+                **geometry)
+        assert counters[phase]["mac_cycles"] == mac_cycles, phase
+        assert counters[phase]["useful_macs"] == useful, phase
+        assert counters[phase]["cycles"] > mac_cycles
     # load_cycles is not cleared by a start: FW's load, then FW's and BW's (gaps in the
     # weight stream count as load cycles)
     if gapless:
-        assert counters["fw"]["load_cycles"] == load
-        assert counters["bw"]["load_cycles"] == 2 * load
+        assert counters["fw"]["load_cycles"] == load["fw"]
+        assert counters["bw"]["load_cycles"] == load["fw"] + load["bw"]
     else:
-        assert counters["fw"]["load_cycles"] >= load
+        assert counters["fw"]["load_cycles"] >= load["fw"]
 
 
-@pytest.mark.parametrize("name", ["lstm-s2-split-b2",
-                                  pytest.param("gru-s2-split-b2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", ["lstm-s2-split-b2", "proj-h7p3-s2-b1",
+                                  pytest.param("gru-s2-split-b2", marks=pytest.mark.slow),
+                                  pytest.param("proj-h9p5-split-b2", marks=pytest.mark.slow)])
 def test_engine_pass_is_bit_exact_under_gaps_and_backpressure(name):
     config = CONFIGS[name]
     counters = check(config, seed=7 * len(name), gap=0.3, stall=0.3)
@@ -303,10 +335,25 @@ def test_cell_order_follows_the_result_beats():
                                 for row in range(config.hidden_size)]
 
 
-def test_engine_refuses_a_projection_and_a_non_config():
-    with pytest.raises(ValueError, match=r"proj_size \(3\) must be 0 for FarnnEngine"):
-        FarnnEngine(FarnnConfig(cell="lstm", input_size=3, hidden_size=7, proj_size=3,
-                                chains=2, chain_length=2))
+def test_cell_order_of_the_projection_goes_unit_by_unit():
+    """The projection's rows are cut over the units in blocks of ``ceil(P / units)``; a
+    beat's cells are unit 0's rows, then unit 1's, ...: H = 9 on 4 units is blocks of 3
+    (unit 3 holds none), so with 2 chains a beat holds rows 0, 1, 3, 4, 6, 7, then the
+    next 2, 5, 8."""
+    config = CONFIGS["proj-h9p5-split-b2"]
+    assert cell_order(config, 1, "projection_t") == [(0, row) for row in
+                                                     (0, 1, 3, 4, 6, 7, 2, 5, 8)]
+    # W_hr: P = 5 in blocks of 2: rows 0, 1 | 2, 3 | 4
+    assert cell_order(config, 2, "projection") == [(b, row) for b in range(2)
+                                                   for row in (0, 1, 2, 3, 4)]
+    assert weight_loads(config, "fw") == [2 * 13, 2 * 9] * 4
+
+
+def test_engine_refuses_weights_that_do_not_fit_and_a_non_config():
+    with pytest.raises(ValueError, match=r"weights per PE \(4900\) must fit weight_depth "
+                                         r"\(4096\)"):
+        FarnnEngine(FarnnConfig(cell="lstm", input_size=3, hidden_size=70, chains=1,
+                                chain_length=1, split=1))
     with pytest.raises(TypeError, match="config must be a FarnnConfig"):
         FarnnEngine({"cell": "lstm"})
 
