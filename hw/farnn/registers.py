@@ -18,9 +18,11 @@ COUNTERS = {
     "load_cycles": "Cycles unit 0 spent loading weights (its RESTART cycles included), "
                    "since the last clear",
     "activation_wait_cycles": "Cycles the next step's feed waited for its element of "
-                              "the previous step's output (the recurrence)",
+                              "the previous step's output (the recurrence; with a "
+                              "projection also the W_hr job's wait for h)",
     "useful_macs": "Multiply-accumulates of real rows (padding rows excluded): units * "
-                   "n_in per output cell of a step that ran the MVM units",
+                   "n_in per cell of a gate matrix's job that ran the MVM units, n_in "
+                   "per cell of a projection job",
 }
 
 

@@ -83,6 +83,9 @@ def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, i
       run: the serializer makes its beats from cycle 1, back to back (a beat of ``n`` real
       rows ``max(n, 1)`` cycles).
 
+    With a projection (``proj_size > 0``) the run has two jobs a step: the rules of
+    :func:`_projected_run_cycles`.
+
     Returns
     -------
     int

@@ -231,6 +231,11 @@ CONFIGS = {
     "proj-h9p5-split-b2": FarnnConfig(cell="lstm", input_size=3, hidden_size=9,
                                       proj_size=5, seq_len=3, batch=2, chains=2,
                                       chain_length=2, split=2, layers=1),
+    # Four chains, split 2: R_k S = 2 split, the projection beats 4 x 4 lanes (outside
+    # run_cycles' scope, as lstm-c4-split-b2).
+    "proj-c4-split-b2": FarnnConfig(cell="lstm", input_size=3, hidden_size=9, proj_size=5,
+                                    seq_len=2, batch=2, chains=4, chain_length=1, split=2,
+                                    layers=1),
     # One chain of one PE: every job S >= 3, unsplit.
     "proj-h9p5-c1": FarnnConfig(cell="lstm", input_size=3, hidden_size=9, proj_size=5,
                                 seq_len=2, batch=1, chains=1, chain_length=1, split=1,
@@ -251,7 +256,7 @@ MEASURED = {"lstm-s1-b2": [209, 214], "lstm-s2-b1": [241, 231],
 #: Configurations run by ``make test``; the others under ``make test-slow`` (a simulation
 #: of the whole engine takes some 20 s).
 FAST = ("lstm-s2-split-b2", "gru-s2-split-b2", "lstm-s1-b2", "gru-c4-shallow",
-        "proj-h7p3-s2-b1", "proj-h9p5-c1")
+        "proj-h7p3-s2-b1")
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=() if name in FAST
