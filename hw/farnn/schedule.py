@@ -83,14 +83,14 @@ def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, i
       run: the serializer makes its beats from cycle 1, back to back (a beat of ``n`` real
       rows ``max(n, 1)`` cycles).
 
-    With a projection (``proj_size > 0``) the run has two jobs a step: the rules of
-    :func:`_projected_run_cycles`.
+    With a projection (``proj_size > 0``, any ``chains``) the run has two jobs a step:
+    the rules of :func:`_projected_run_cycles`, which model the serializer's hold.
 
     Returns
     -------
     int
     """
-    if config.proj_size and config.chains <= 2:
+    if config.proj_size:
         return _projected_run_cycles(config, phase, steps,
                                      config.batch if batch is None else batch)
     if config.chains > 2:
