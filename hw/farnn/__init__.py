@@ -55,7 +55,9 @@ accumulator.py, activation.py.
 
 Where the golden model and the RTL decided further (the split of the last round only,
 the GRU save set with ``h_{t-1}``, the projection's BW), their docstrings say so:
-:mod:`nnrtl.sim.golden.farnn.layer`, :mod:`nnrtl.hw.farnn.mvm`.
+:mod:`nnrtl.sim.golden.farnn.layer`, :mod:`nnrtl.hw.farnn.mvm`; the projection's schedule in
+the engine (two jobs a step, its rows cut over the units in blocks, FW ``r`` and BW ``dr^``
+on ``m_proj``): :mod:`nnrtl.hw.farnn.engine`.
 """
 
 from .chain import PEChain

@@ -21,14 +21,13 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ..arith.float_format import FloatFormat
 from ..hierarchy import shared
-from .pe import (FarnnPE, _check_int, _check_stages, chain_word_layout, reduction_cycles,
-                 result_layout, sum_delay)
+from .pe import FarnnPE, Latencies, _check_int, _check_stages, chain_word_layout, result_layout
 
 
 __all__ = ["PEChain"]
 
 
-class PEChain(wiring.Component):
+class PEChain(Latencies, wiring.Component):
     """``chain_length`` PEs wired nearest neighbour.
 
     Parameters
@@ -80,14 +79,6 @@ class PEChain(wiring.Component):
     @property
     def chain_length(self):
         return self._chain_length
-
-    @property
-    def reduction_cycles(self):
-        return reduction_cycles(self._adder_stages)
-
-    @property
-    def sum_delay(self):
-        return sum_delay(self._adder_stages, self._multiplier_stages)
 
     @property
     def collection_cycles(self):

@@ -47,11 +47,11 @@ block end of PE ``chain_length - 1`` exactly (block: ``rounds * n_in`` words, or
 ``(rounds - 1) * n_in + c`` with ``split_last``); otherwise ``load_error`` is set (sticky)
 and the load ends there.
 
-``n_in``, ``rounds``, ``batch`` and ``split_last`` are configuration inputs, read
-continuously: they must be stable from two cycles before a load or run until it ends. The
-host keeps the weights of a PE within ``weight_depth``, ``batch * n_in <= vector_depth``
-and, with ``split_last``, ``rounds >= 2`` and no chunk empty (``(s - 1) * c < n_in``):
-:func:`nnrtl.sim.golden.farnn.mvm.plan` chooses all of it.
+``n_in``, ``rounds``, ``batch``, ``split_last`` and ``base`` are configuration inputs,
+read continuously: they must be stable from two cycles before a load or run until it
+ends. The host keeps the weights of a PE within ``weight_depth`` (from ``base``),
+``batch * n_in <= vector_depth`` and, with ``split_last``, ``rounds >= 2`` and no chunk
+empty (``(s - 1) * c < n_in``): :func:`nnrtl.sim.golden.farnn.mvm.plan` chooses all of it.
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -63,13 +63,21 @@ from ..arith.float_add import FloatAdd
 from ..arith.float_format import FloatFormat
 from ..hierarchy import shared
 from .chain import PEChain
-from .pe import ChainWordKind, _check_int, _check_stages, reduction_cycles, sideband
+from .pe import ChainWordKind, Latencies, _check_int, _check_stages, sideband, sum_delay
 
 
-__all__ = ["MVMUnit"]
+__all__ = ["MVMUnit", "result_delay"]
 
 
-class MVMUnit(wiring.Component):
+def result_delay(adder_stages, multiplier_stages, split):
+    """Cycles from a stream's last element issued on ``x`` to its first result beat on
+    ``o`` without stalls: two to the chain heads (``s1``, head register), the PEs'
+    :func:`~nnrtl.hw.farnn.pe.sum_delay` and the fold's ``(split - 1) * adder_stages``
+    (every beat passes it). Beat ``k`` of the stream follows ``2 k`` cycles later."""
+    return 2 + sum_delay(adder_stages, multiplier_stages) + (split - 1) * adder_stages
+
+
+class MVMUnit(Latencies, wiring.Component):
     """``chains`` PE chains, their vector feed, weight loader, fold and counters.
 
     Parameters
@@ -101,6 +109,9 @@ class MVMUnit(wiring.Component):
         Result beats (see the module docstring).
     n_in, rounds, batch, split_last : In
         Run configuration.
+    base : In(range(weight_depth))
+        Weight base address: the load writes and the run reads addresses ``base + a``
+        (a PE holds a second matrix, the projection, from ``base``).
     busy : Out(1)
         A load or run is under way (or the accumulators fill after reset).
     load_error, vector_error : Out(1)
@@ -115,8 +126,10 @@ class MVMUnit(wiring.Component):
         ``chains * chain_length``: the rows of a full round.
     lanes : int
         ``chains // split``: the sums per beat of a split round.
-    reduction_cycles : int
-        ``E`` of the accumulators.
+    reduction_cycles, sum_delay : int
+        Of its PEs (:class:`~nnrtl.hw.farnn.pe.Latencies`).
+    result_delay : int
+        :func:`result_delay`.
 
     Raises
     ------
@@ -159,6 +172,7 @@ class MVMUnit(wiring.Component):
             "rounds": In(range(weight_depth + 1)),
             "batch": In(range(vector_depth + 1)),
             "split_last": In(1),
+            "base": In(range(weight_depth)),
             "busy": Out(1),
             "load_error": Out(1),
             "vector_error": Out(1),
@@ -177,7 +191,8 @@ class MVMUnit(wiring.Component):
     vector_depth = property(lambda self: self._vector_depth)
     pes = property(lambda self: self._chains * self._chain_length)
     lanes = property(lambda self: self._chains // self._split)
-    reduction_cycles = property(lambda self: reduction_cycles(self._adder_stages))
+    result_delay = property(lambda self: result_delay(self._adder_stages,
+                                                      self._multiplier_stages, self._split))
 
     def elaborate(self, platform):
         m = Module()
@@ -254,7 +269,7 @@ class MVMUnit(wiring.Component):
             s1_valid.eq(issue),
             s1_through.eq(through),
             s1_data.eq(self.x.payload.data),
-            s1_addr.eq(round_base + t),
+            s1_addr.eq(self.base + round_base + t),
         ]
         for g in range(s):
             size = chunk if g < s - 1 else last_chunk
@@ -329,7 +344,8 @@ class MVMUnit(wiring.Component):
                 with m.If(self.w.valid):
                     m.d.sync += [v.eq(1) for v in head_valid]
                     m.d.sync += [last.eq(block_end) for last in head_last]
-                    m.d.sync += [head_kind.eq(ChainWordKind.WEIGHT), head_addr.eq(address)]
+                    m.d.sync += [head_kind.eq(ChainWordKind.WEIGHT),
+                                 head_addr.eq(self.base + address)]
                     m.d.sync += [head_data[c].eq(self.w.payload.data[c])
                                  for c in range(self._chains)]
                     with m.If(block_end):

@@ -69,7 +69,7 @@ from ..arith.float_mul import FloatMul
 
 
 __all__ = ["ChainWordKind", "chain_word_layout", "result_layout", "sideband", "reduction_cycles",
-           "sum_delay", "FarnnPE"]
+           "sum_delay", "Latencies", "FarnnPE"]
 
 
 class ChainWordKind(enum.Enum, shape=2):
@@ -131,12 +131,27 @@ def sum_delay(adder_stages, multiplier_stages):
     return multiplier_stages + reduction_cycles(adder_stages) + 4
 
 
+class Latencies:
+    """The latency properties of a unit built of FARNN PEs (:class:`FarnnPE`,
+    :class:`~nnrtl.hw.farnn.chain.PEChain`, :class:`~nnrtl.hw.farnn.mvm.MVMUnit`), derived
+    once from its ``_adder_stages`` and ``_multiplier_stages``:
+    :func:`reduction_cycles` and :func:`sum_delay`."""
+
+    @property
+    def reduction_cycles(self):
+        return reduction_cycles(self._adder_stages)
+
+    @property
+    def sum_delay(self):
+        return sum_delay(self._adder_stages, self._multiplier_stages)
+
+
 def _check_stages(adder_stages, multiplier_stages):
     _check_int("adder_stages", adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
     _check_int("multiplier_stages", multiplier_stages, 0, len(FloatMul.CUT_PRIORITY))
 
 
-class FarnnPE(wiring.Component):
+class FarnnPE(Latencies, wiring.Component):
     """One FARNN PE: weight memory, fp32 multiplier, streaming accumulator, two links.
 
     See the module docstring for the link protocol, the result collection and the rules
@@ -220,14 +235,6 @@ class FarnnPE(wiring.Component):
     @property
     def tail(self):
         return self._tail
-
-    @property
-    def reduction_cycles(self):
-        return reduction_cycles(self._adder_stages)
-
-    @property
-    def sum_delay(self):
-        return sum_delay(self._adder_stages, self._multiplier_stages)
 
     def elaborate(self, platform):
         m = Module()

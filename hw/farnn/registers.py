@@ -18,9 +18,11 @@ COUNTERS = {
     "load_cycles": "Cycles unit 0 spent loading weights (its RESTART cycles included), "
                    "since the last clear",
     "activation_wait_cycles": "Cycles the next step's feed waited for its element of "
-                              "the previous step's output (the recurrence)",
+                              "the previous step's output (the recurrence; with a "
+                              "projection also the W_hr job's wait for h)",
     "useful_macs": "Multiply-accumulates of real rows (padding rows excluded): units * "
-                   "n_in per output cell of a step that ran the MVM units",
+                   "n_in per cell of a gate matrix's job that ran the MVM units, n_in "
+                   "per cell of a projection job",
 }
 
 
@@ -28,11 +30,18 @@ def stream_words(config):
     """fp32 words per beat of each AXI4-Stream port: ``weights`` (``chains``), ``imvm``
     (``units``: the host's input MVM of one cell, gate order), ``h`` (1), ``saved`` (FW save
     stream: :data:`~nnrtl.hw.farnn.activation.SAVED` then the state before the step, LSTM
-    ``c_{t-1}``, GRU ``h_{t-1}``), ``bw_in`` (``saved`` read back plus ``dy``) and
-    ``deltas`` (BW: the ``units`` W-side gate deltas, plus GRU's ``dhn``; LSTM 4, GRU 4)."""
+    ``c_{t-1}``, GRU ``h_{t-1}``), ``bw_in`` (``saved`` read back plus ``dy``; with a
+    projection without ``dy``, which then comes on ``dy``) and ``deltas`` (BW: the ``units``
+    W-side gate deltas, plus GRU's ``dhn``; LSTM 4, GRU 4). With a projection also ``dy``
+    (BW in, 1: the output's delta, ``P`` per vector) and ``proj`` (out, 1: FW ``r = W_hr
+    h``, BW ``dr^ = fa(dv, dy)``)."""
     saved = len(SAVED[config.cell]) + 1
-    return {"weights": config.chains, "imvm": config.units, "h": 1, "saved": saved,
-            "bw_in": saved + 1, "deltas": config.units + (config.cell == "gru")}
+    words = {"weights": config.chains, "imvm": config.units, "h": 1, "saved": saved,
+             "bw_in": saved + (not config.proj_size),
+             "deltas": config.units + (config.cell == "gru")}
+    if config.proj_size:
+        words.update(dy=1, proj=1)
+    return words
 
 
 def stream_bits(config):
@@ -50,7 +59,9 @@ def register_map(config):
                  fields=[Field("start", 0, doc="run `steps` steps of pass `phase`"),
                          Field("load", 1, doc="accept the weights of pass `phase` on "
                                "s_weights: the units one after another, tlast closing "
-                               "each unit's load (GRU FW: then the bR_n beats)"),
+                               "each unit's load (with a projection: its gate matrix's "
+                               "and its projection block's; GRU FW: then the bR_n "
+                               "beats)"),
                          Field("clear", 2, doc="zero the performance counters")]),
         Register("status", Access.RO, doc="Engine state and sticky errors",
                  fields=[Field("busy", 0, doc="a run is in progress"),

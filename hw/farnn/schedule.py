@@ -6,26 +6,45 @@ run (the module docstring of :mod:`nnrtl.hw.farnn.engine` states the schedule)."
 import numpy as np
 
 from .activation import BwActivation, FwActivation
+from .mvm import result_delay
 from .pe import reduction_cycles
 
-__all__ = ["cell_order", "bias_beats", "run_cycles"]
+__all__ = ["cell_order", "weight_loads", "bias_beats", "run_cycles"]
 
 
-def cell_order(config, batch=None):
-    """``[(b, row), ...]``: the cells of one step in the order of the cell streams: for
-    each round, for each vector ``b``, the round's rows in increasing order (padding rows
-    past ``hidden_size`` skipped)."""
+def cell_order(config, batch=None, matrix="recurrent"):
+    """``[(b, row), ...]``: the cells of one step of the job running ``matrix`` (one of
+    :meth:`FarnnConfig.matrices`) in the order its results leave the serializer: for each
+    round, for each vector ``b``, for each PE position, the beat's rows in lane order; a
+    gate matrix's rows are cells of all units at once, the projection's (cut over the units
+    in blocks) unit by unit; padding rows skipped. The cell streams follow it: FW ``s_imvm``,
+    ``m_h``, ``m_saved`` ``recurrent``, ``m_proj`` ``projection``; BW ``s_bw``,
+    ``m_deltas`` ``recurrent`` (``projection_t`` with a projection), ``s_dy`` and
+    ``m_proj`` ``recurrent_t``."""
     batch = config.batch if batch is None else batch
-    shape = config.matrix("recurrent")
+    shape = config.matrix(matrix)
+    blocks = config.units if shape.units > 1 else 1
     order = []
     for r in range(shape.slices):
         split = shape.split_last and r == shape.slices - 1
         width = shape.lanes if split else shape.chains
-        first = r * shape.pes_per_unit
-        rows = range(first, min(first + width * shape.chain_length, shape.rows))
         for b in range(batch):
-            order.extend((b, row) for row in rows)
+            for k in range(shape.chain_length):
+                first = r * shape.pes_per_unit + k * width
+                for u in range(blocks):
+                    offset = u * shape.rows if blocks > 1 else 0
+                    rows = min(shape.rows, shape.total_rows - offset)
+                    order.extend((b, offset + row)
+                                 for row in range(first, min(first + width, rows)))
     return order
+
+
+def weight_loads(config, phase):
+    """Beats of each load of pass ``phase``'s weight stream, in stream order (units one after
+    another; each unit its gate matrix, then with a projection its projection block):
+    ``tlast`` closes each (:func:`nnrtl.gen.farnn.host.pack_weights` packs them)."""
+    return [config.chain_length * shape.weights_per_pe
+            for _ in range(config.units) for shape in config.pass_matrices(phase)]
 
 
 def bias_beats(config, bias_n):
@@ -64,10 +83,16 @@ def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, i
       run: the serializer makes its beats from cycle 1, back to back (a beat of ``n`` real
       rows ``max(n, 1)`` cycles).
 
+    With a projection (``proj_size > 0``, any ``chains``) the run has two jobs a step:
+    the rules of :func:`_projected_run_cycles`, which model the serializer's hold.
+
     Returns
     -------
     int
     """
+    if config.proj_size:
+        return _projected_run_cycles(config, phase, steps,
+                                     config.batch if batch is None else batch)
     if config.chains > 2:
         raise ValueError(f"chains ({config.chains}) must be at most 2 for run_cycles: "
                          f"the serializer's stalls are not modelled")
@@ -137,3 +162,133 @@ def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, i
         fired = now
         last_fire = max(last_fire, max(now.values()))
     return last_fire
+
+
+def _job_beats(config, shape, batch):
+    """``[(r, b, k, rows)]``: a job's result beats in order, ``rows`` the cells each
+    leaves the serializer as (:func:`cell_order`'s grouping by beat)."""
+    blocks = config.units if shape.units > 1 else 1
+    beats = []
+    for r in range(shape.slices):
+        split = shape.split_last and r == shape.slices - 1
+        width = shape.lanes if split else shape.chains
+        for b in range(batch):
+            for k in range(shape.chain_length):
+                first = r * shape.pes_per_unit + k * width
+                rows = []
+                for u in range(blocks):
+                    offset = u * shape.rows if blocks > 1 else 0
+                    end = min(shape.rows, shape.total_rows - offset)
+                    rows.extend(offset + row for row in range(first, min(first + width, end)))
+                beats.append((r, b, k, rows))
+    return beats
+
+
+def _projected_run_cycles(config, phase, steps, batch):  # noqa: C901 (one schedule)
+    """:func:`run_cycles` of an engine with a projection: two jobs a step (FW ``R_k`` then
+    ``W_hr``, BW ``R_k^T`` then ``W_hr^T``), the rules of :func:`run_cycles` plus:
+
+    * a job's first element is offered no earlier than two cycles after the serializer
+      took the previous job's last beat (the units' configuration settles);
+    * the ``R_k`` / ``R_k^T`` job's elements of vector ``b`` are ready in the cycle after
+      the last row of vector ``b`` of its source was written (the projection's rows come
+      out unit by unit, not in row order), the other job's row by row;
+    * a projection beat has up to ``units * chains`` cells: the serializer takes beat
+      ``k + 1`` of a unit run at ``max(natural, take_k + max(n_k, 2))`` (``natural`` the
+      unstalled cycle, ``n_k`` the cells of beat ``k``), any beat no earlier than the
+      previous beat's last cell (``take + max(n, 1)``);
+    * the sinks: FW ``R_k`` the activation unit (its latency), ``W_hr`` none (``m_proj``
+      at once); BW ``R_k^T`` the fold and ``fa(dv, dy)`` (``units * A``), ``W_hr^T`` the
+      BW activation unit;
+    * the run ends in the later of the last cell's cycle and the cycle after the
+      serializer took the last beat.
+    """
+    a, mul, length = config.adder_stages, config.multiplier_stages, config.chain_length
+    e_gap = reduction_cycles(a)
+    stages = dict(adder_stages=a, multiplier_stages=mul)
+    bw = phase == "bw"
+    shapes = config.pass_matrices(phase)
+    latency = ([config.units * a, BwActivation(config.cell, **stages).latency] if bw
+               else [FwActivation(config.cell, **stages).latency, 0])
+    delay = result_delay(a, mul, config.split_factor)
+    state = dict(free=1, last_take=None, idle_from=None, end=0)
+    sources = {}                 # job -> {(b, row): cycle its cell was written}
+
+    def unit_run(job, ready, full):
+        shape = shapes[job]
+        beats = _job_beats(config, shape, batch)
+        gate = 1 if state["last_take"] is None else state["last_take"] + 2
+
+        def element_ready(b, e):
+            return max(gate, ready(b, None if full else e))
+        first_valid = element_ready(0, 0)
+        idle = state["idle_from"]
+        t = (first_valid if idle is None else max(idle, first_valid)) + 1
+        firsts, lasts, outs, written = [], [], [], {}
+        previous = None                         # (take, cells) of this run's last beat
+        index = 0
+        for r in range(shape.slices):
+            split = shape.split_last and r == shape.slices - 1
+            count = shape.chunk if split else shape.inputs
+            for b in range(batch):
+                start = t
+                if firsts:
+                    start = max(start, lasts[-1] + e_gap + 1, firsts[-1] + 2 * length)
+                if len(outs) >= 2:
+                    start = max(start, outs[-2] + 1)
+                u = start
+                for e in range(count):
+                    if r == 0:
+                        u = max(u, element_ready(b, e))
+                    if e == 0:
+                        first = u
+                    u += 1
+                last = u - 1
+                t = u
+                firsts.append(first)
+                lasts.append(last)
+                for k in range(length):
+                    _r, _b, _k, rows = beats[index]
+                    index += 1
+                    take = max(last + delay + 2 * k, state["free"])
+                    if previous is not None:
+                        take = max(take, previous[0] + max(previous[1], 2))
+                    for c, row in enumerate(rows):
+                        written[b, row] = take + 1 + c + latency[job]
+                    state["free"] = take + max(len(rows), 1)
+                    previous = (take, len(rows))
+                outs.append(previous[0])
+        state["idle_from"] = outs[-1] + 2
+        state["last_take"] = outs[-1]
+        return written
+
+    def zero_run():
+        written = {}
+        take = 1
+        for _r, b, _k, rows in _job_beats(config, shapes[0], batch):
+            for c, row in enumerate(rows):
+                written[b, row] = take + 1 + c + latency[0]
+            state["last_take"] = take
+            take += max(len(rows), 1)
+        state["free"] = take
+        return written
+
+    def from_source(job):
+        cells = sources[job]
+        done = {}
+        for (b, _row), cycle in cells.items():
+            done[b] = max(done.get(b, 0), cycle)
+
+        def ready(b, e):
+            return done[b] + 1 if e is None else cells[b, e] + 1
+        return ready
+
+    for j in range(steps):
+        if bw and j == 0:
+            sources[0] = zero_run()
+        else:
+            ready = (lambda b, e: 1) if (j == 0 and not bw) else from_source(1)
+            sources[0] = unit_run(0, ready, full=True)
+        sources[1] = unit_run(1, from_source(0), full=False)
+        state["end"] = max(state["end"], max(sources[0].values()), max(sources[1].values()))
+    return max(state["end"], state["last_take"] + 1)
