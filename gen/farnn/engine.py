@@ -28,7 +28,7 @@ import functools
 from ...hw.farnn import FarnnConfig
 from ...hw.farnn.engine import FarnnEngine
 from ...hw.farnn.presets import PRESETS
-from ..engines import Engine, Preset
+from ..engines import Engine
 
 __all__ = ["ENGINE", "simulate"]
 
@@ -99,7 +99,7 @@ ENGINE = Engine(
     resources=_resources,
     predict=_predict,
     simulate=simulate,
-    presets={name: Preset(p.config, p.board, p.source) for name, p in PRESETS.items()},
+    presets=PRESETS,
     explore=_explore,
     train=_train,
     clock=_clock,

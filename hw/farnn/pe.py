@@ -239,8 +239,10 @@ class FarnnPE(Latencies, wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fmt = self._fmt
+        # ram_style "ultra": UltraRAM, as the paper builds the PE (Vivado and Yosys'
+        # synth_xilinx -uram honour it; left to itself Yosys put 8,192 words in LUT-RAM).
         m.submodules.memory = memory = Memory(shape=fmt.width, depth=self._weight_depth,
-                                              init=[])
+                                              init=[], attrs={"ram_style": "ultra"})
         write = memory.write_port()
         read = memory.read_port()
         m.submodules.multiplier = multiplier = FloatMul(fmt, stages=self._multiplier_stages)

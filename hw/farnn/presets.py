@@ -1,4 +1,4 @@
-"""FARNN designs for the VU9P (Cho et al., TPDS 2022, Sec. 6.1) as :class:`FarnnPreset`
+"""FARNN designs for the VU9P (Cho et al., TPDS 2022, Sec. 6.1) as :class:`~nnrtl.hw.presets.Preset`
 records, each the choice of the design-space exploration (:func:`nnrtl.gen.farnn.explore.
 explore`, ranked by the cycle model, under the resource model's budgets) with the numbers it
 found written here, beside the spec's derived bounds (``shared/specs/farnn.md`` §1.12).
@@ -26,33 +26,10 @@ layer, weight loads exposed), ``schedule="overlap"``.
 
 import dataclasses
 
+from ..presets import Preset
 from .config import FarnnConfig
 
-__all__ = ["FarnnPreset", "VU9P_LSTM1024", "VU9P_GRU1280", "PAPER_8K", "PRESETS"]
-
-
-@dataclasses.dataclass(frozen=True)
-class FarnnPreset:
-    """A design: its configuration, board, clock and where it comes from.
-
-    Attributes
-    ----------
-    name : str
-        Key in :data:`PRESETS`.
-    config : FarnnConfig
-    board : str
-        :func:`nnrtl.boards.get_board` name.
-    clock_hz : float
-        The paper's 400 MHz.
-    source : str
-        What the exploration found and what the paper states.
-    """
-
-    name: str
-    config: FarnnConfig
-    board: str
-    clock_hz: float
-    source: str
+__all__ = ["VU9P_LSTM1024", "VU9P_GRU1280", "PAPER_8K", "PRESETS"]
 
 
 #: LSTM, 1,024 cells, 5 layers, T = 1,600, batch 1 on the VU9P: the exploration's best of
@@ -81,15 +58,15 @@ VU9P_GRU1280 = FarnnConfig(cell="gru", input_size=1280, hidden_size=1280, layers
 #: (the module docstring); the exploration's 8K design is :data:`VU9P_LSTM1024`.
 PAPER_8K = dataclasses.replace(VU9P_LSTM1024, chain_length=12, split=2)
 
-PRESETS = {preset.name: preset for preset in (
-    FarnnPreset(
-        name="vu9p-lstm1024", config=VU9P_LSTM1024, board="vu9p", clock_hz=400e6,
+PRESETS = {
+    "vu9p-lstm1024": Preset(
+        config=VU9P_LSTM1024, board="vu9p", clock_hz=400e6,
         source="Exploration on the VU9P for 5 x 1,024 LSTM cells, T = 1,600, batch 1: "
                "L = 10 (640 PEs), 8K words, split 2; U = 92.6% (96.8% double-buffered). "
                "The paper's 4K words per PE needs 1,024 PEs, 1.23 M LUTs here: no 4K "
                "design fits."),
-    FarnnPreset(
-        name="vu9p-gru1280", config=VU9P_GRU1280, board="vu9p", clock_hz=400e6,
+    "vu9p-gru1280": Preset(
+        config=VU9P_GRU1280, board="vu9p", clock_hz=400e6,
         source="Exploration on the VU9P for 5 x 1,280 GRU cells, T = 1,600, batch 1: "
                "L = 14 (672 PEs), 8K words, split 1; U = 89.6% (93.9% double-buffered)."),
-)}
+}
