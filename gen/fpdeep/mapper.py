@@ -60,15 +60,14 @@ def residencies(chain, fc_batch):
 
 def _node_segments(chain, line, start, end):
     """The segments of a node holding units ``[start, end)``: ``[(layer index, mode, lo,
-    hi, completes), ...]``."""
+    hi, completes), ...]`` (a layer's units are its channels in order)."""
     segments = []
-    layers = line.layer[start:end]
-    for index in dict.fromkeys(int(i) for i in layers):
+    for index in range(int(line.layer[start]), int(line.layer[end - 1]) + 1):
         layer = chain.layers[index]
-        chans = line.channel[start:end][layers == index]
-        lo, hi = int(chans.min()), int(chans.max()) + 1
+        first = line.first[index]
         mode = line.modes[index]
         count = layer.oc if mode == "OCP" else layer.ic
+        lo, hi = max(start, first) - first, min(end, first + count) - first
         if hi - lo == count:
             mode, lo, hi = "ICP", 0, layer.ic         # the whole layer: S_IC = IC
         completes = mode == "OCP" or hi == layer.ic
@@ -141,6 +140,7 @@ class Mapping:
     period: int
     compute_period: int
     link_period: int
+    ddr_period: int
     fc_batch: int
     unit_budget: int
     budget_resource: str
@@ -156,6 +156,14 @@ class Mapping:
     moves: int
     infeasible: tuple
     offchip_gbps: float
+    """DDR traffic of the busiest node's FC weights in GB/s."""
+
+    @property
+    def bound(self):
+        """What sets the period: ``"compute"``, ``"link"`` or ``"ddr"`` (the FC weights)."""
+        return max((self.compute_period, "compute"), (self.link_period, "link"),
+                   (self.ddr_period, "ddr"))[1] if self.period > self.compute_period \
+            else "compute"
 
     @property
     def images_per_second(self):
@@ -186,6 +194,11 @@ class Mapping:
         return links.link_gbps(self.boundaries, self.model.word_bits, self.model.clock_hz,
                                self.period)
 
+    def table(self):
+        """The per-node table (:func:`~.table.format_table`)."""
+        from .table import format_table
+        return format_table(self)
+
     def as_json(self):
         """``mapping.json``: network, board, cost model, per node (segments, storage, hosted
         banks, idle, DSP use), per boundary (bits per sample and Gb/s each way) and the
@@ -212,6 +225,7 @@ class Mapping:
             "summary": {
                 "period_cycles": self.period, "compute_period_cycles": self.compute_period,
                 "link_period_cycles": self.link_period,
+                "ddr_period_cycles": self.ddr_period, "bound": self.bound,
                 "clock_mhz": self.model.clock_hz / 1e6,
                 "images_per_second": self.images_per_second,
                 "gops_per_fpga": self.gops_per_fpga, "idle_share": self.idle,
@@ -356,7 +370,10 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     words = links.boundary_words(chain, line, cuts, hosted)
     link_period = links.link_period(words, model.word_bits, model.clock_hz, link_gbps,
                                     convention)
-    period = max(compute_period, link_period)
+    ddr_period = max(math.ceil(2 * off * model.word_bits / 8 / fc_batch
+                               / (capacity.offchip_gbps * 1e9) * model.clock_hz)
+                     for off in offchip)             # 4 words per weight per pass
+    period = max(compute_period, link_period, ddr_period)
     nodes, infeasible = [], []
     for n, segs in enumerate(per_node):
         alloc = allocate(shapes[n], period)
@@ -379,7 +396,9 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                        f"= {bram} BRAM36, but {board.name} has {capacity.bram36} BRAM36 "
                        f"({capacity_words:,} words); largest: "
                        + ", ".join(f"{kind} {value:,}" for kind, value in big)
-                       + (" (after parameter balancing)" if balance else ""))
+                       + (" (after parameter balancing)" if balance else "")
+                       + f"; Act-RAM residency up to {max(c.residency for c in configs):.1f} "
+                       f"samples, fc_batch {fc_batch} of them")
             if check_storage:
                 raise UsageError(message + f"; precision {precision}, {fpgas} FPGAs")
             infeasible.append(message)
@@ -389,10 +408,11 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
             tuple(h for h in hosted if h.host == n + 1), offchip[n], model.word_bits))
     return Mapping(
         chain, board.name, fpgas, model, link_gbps, convention, dsp_cap, tuple(nodes), period,
-        compute_period, link_period, fc_batch, budget, resource, capacity.bram36,
+        compute_period, link_period, ddr_period, fc_batch, budget, resource, capacity.bram36,
         capacity.dsp, capacity.lut, tuple(words), tuple(groups), tuple(coarse),
         tuple(float(w) for w in fine), variance(coarse), variance(fine), moves,
-        tuple(infeasible), ddr_bytes_per_sample / fc_batch * model.clock_hz / period / 1e9)
+        tuple(infeasible), 2 * max(offchip) * model.word_bits / 8 / fc_batch * model.clock_hz
+        / period / 1e9)
 
 
 def _budget_text(model, capacity, dsp_cap, resource):

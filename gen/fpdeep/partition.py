@@ -75,12 +75,15 @@ def coarse_partition(works, nodes):
 @dataclasses.dataclass(frozen=True)
 class UnitLine:
     """The channel units of the chain in order: for unit ``u``, ``layer[u]`` (index into the
-    chain), ``channel[u]`` (the input or output channel), ``work[u]`` (MACs per sample)."""
+    chain), ``channel[u]`` (the input or output channel), ``work[u]`` (MACs per sample);
+    ``modes[l]`` the unit kind of layer ``l`` (ICP, OCP), ``first[l]`` its first unit."""
 
     layer: np.ndarray
     channel: np.ndarray
     work: np.ndarray
     modes: tuple
+    first: tuple
+
 
     @classmethod
     def of(cls, chain, ocp_min_ic=OCP_MIN_IC):
@@ -92,8 +95,9 @@ class UnitLine:
             layers.append(np.full(count, index))
             channels.append(np.arange(count))
             works.append(np.full(count, layer.work / count))
+        first = tuple(int(f) for f in np.cumsum([0] + [len(c) for c in channels])[:-1])
         return cls(np.concatenate(layers), np.concatenate(channels),
-                   np.concatenate(works), tuple(modes))
+                   np.concatenate(works), tuple(modes), first)
 
     def __len__(self):
         return len(self.work)
@@ -184,9 +188,9 @@ def min_period_cuts(total_units, nodes, fits, low, high, preferred):
     e.g. the MAC units of a node) in ``(low, high]`` at which the unit line splits into
     ``nodes`` contiguous ranges that each ``fits(start, end, T)`` — exact, since a range's
     shortest period grows with its end and falls with its start (binary search on ``T``,
-    greedy packing for each) — and cuts for it: ``preferred`` (the work-balanced cuts)
-    clamped between the packings from the left and from the right when every node then
-    fits, else the packing from the left.
+    greedy packing for each) — and cuts for it: from the left, each cut as near its
+    ``preferred`` position (the work-balanced cuts) as lets this node fit and the rest fit
+    the nodes after it (the packing from the right).
 
     ``high`` must be feasible. Returns ``(period, cuts)``.
     """
@@ -196,13 +200,22 @@ def min_period_cuts(total_units, nodes, fits, low, high, preferred):
             high = middle
         else:
             low = middle
-    left = _greedy(total_units, nodes, fits, high)
     mirrored = _greedy(total_units, nodes,
                        lambda a, b, t: fits(total_units - b, total_units - a, t), high)
-    right = [total_units - c for c in reversed(mirrored)] if mirrored is not None else left
-    clamped = [min(max(int(c), r), l) for c, l, r in zip(preferred, left, right)]
-    bounds = [0, *clamped, total_units]
-    if all(b > a for a, b in zip(bounds, bounds[1:])) and all(
-            fits(a, b, high) for a, b in zip(bounds, bounds[1:])):
-        return high, clamped
-    return high, left
+    right = [total_units - c for c in reversed(mirrored)]
+    cuts, start = [], 0
+    for i, want in enumerate(preferred):
+        # the suffix fits from right[i] on; this node fits [start, end) up to the largest end
+        low, top = max(right[i], start + 1), total_units - (nodes - 1 - i)
+        while top > low and not fits(start, top, high):
+            step_low, step_high = low, top          # largest end that fits, by bisection
+            while step_high - step_low > 1:
+                middle = (step_low + step_high) // 2
+                if fits(start, middle, high):
+                    step_low = middle
+                else:
+                    step_high = middle
+            top = step_low
+        cuts.append(min(max(int(want), low), top))
+        start = cuts[-1]
+    return high, cuts
