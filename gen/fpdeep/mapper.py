@@ -334,7 +334,7 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
             names = ", ".join(chain.layers[s[0]].name for s in per_node[n])
             raise UsageError(
                 f"node {n + 1} ({names}): one K x K tile per module needs {least} MAC units "
-                f"= {least * model.dsp_per_mac} DSP and {least * model.lut_per_mac} LUT, but "
+                f"= {least * model.dsp_per_mac:,} DSP and {least * model.lut_per_mac:,} LUT, but "
                 f"{board.name} allows {budget} MAC units ({resource}-limited: "
                 f"{_budget_text(model, capacity, dsp_cap, resource)}) in {precision}")
     compute_period = max(periods)
