@@ -166,6 +166,11 @@ class Mapping:
             else "compute"
 
     @property
+    def v_mapped(self):
+        """Eq. 5 over the mapped nodes' work (after the period search moved the cuts)."""
+        return variance([sum(s.work for s in node.segments) for node in self.nodes])
+
+    @property
     def images_per_second(self):
         return self.model.clock_hz / self.period
 
@@ -230,6 +235,7 @@ class Mapping:
                 "images_per_second": self.images_per_second,
                 "gops_per_fpga": self.gops_per_fpga, "idle_share": self.idle,
                 "v_coarse": _finite(self.v_coarse), "v_fine": _finite(self.v_fine),
+                "v_mapped": _finite(self.v_mapped),
                 "coarse_groups": [list(g) for g in self.coarse_groups],
                 "local_search_moves": self.moves,
                 "max_link_gbps": max((max(g) for g in gbps), default=0.0),

@@ -45,7 +45,7 @@ def variance(works):
 
 
 def coarse_partition(works, nodes):
-    """Cut the layer works ``works`` into ``nodes`` contiguous groups (some empty when
+    """Cut the layer works ``works`` into ``nodes`` contiguous groups (none empty, unless
     there are fewer layers than nodes) minimizing the largest group's sum.
 
     Returns
@@ -59,9 +59,12 @@ def coarse_partition(works, nodes):
     best = np.full((nodes + 1, L + 1), math.inf)
     cut = np.zeros((nodes + 1, L + 1), dtype=np.int64)
     best[0][0] = 0.0
+    gap = 1 if L >= nodes else 0          # groups non-empty when there are layers enough
     for j in range(1, nodes + 1):
         for i in range(L + 1):
             cost = np.maximum(best[j - 1][:i + 1], prefix[i] - prefix[:i + 1])
+            if gap:
+                cost[max(0, i - gap + 1):] = math.inf
             k = int(np.argmin(cost))
             best[j][i], cut[j][i] = cost[k], k
     groups, end = [], L

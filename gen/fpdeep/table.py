@@ -28,7 +28,8 @@ def format_table(mapping):
         f"  period {m.period:,} cycles ({m.bound}-bound; compute {m.compute_period:,}, links "
         f"{m.link_period:,}, FC weights from DDR {m.ddr_period:,}), "
         f"{m.images_per_second:,.1f} images/s, {m.gops_per_fpga:,.1f} GOPS per FPGA, "
-        f"idle {m.idle:.2%}, V coarse {_v(m.v_coarse)} -> fine {_v(m.v_fine)}",
+        f"idle {m.idle:.2%}, V coarse {_v(m.v_coarse)} -> fine {_v(m.v_fine)} (mapped "
+        f"{_v(m.v_mapped)})",
         f"  MAC units per node at most {m.unit_budget:,} ({m.budget_resource}-limited, DSP cap "
         f"{m.dsp_cap:g}); FC weights off chip, {m.fc_batch} samples per weight pass, "
         f"{m.offchip_gbps:.2f} GB/s of DDR; links "

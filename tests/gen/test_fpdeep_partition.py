@@ -27,6 +27,8 @@ def test_coarse_partition_is_exact(seed):
     groups = coarse_partition(works, nodes)
     assert len(groups) == nodes and groups[0][0] == 0 and groups[-1][1] == len(works)
     assert all(a[1] == b[0] for a, b in zip(groups, groups[1:]))
+    if len(works) >= nodes:
+        assert all(b > a for a, b in groups)
     found = max(sum(works[a:b]) for a, b in groups)
     best = min(max(sum(works[a:b]) for a, b in zip((0, *cuts), (*cuts, len(works))))
                for cuts in itertools.combinations_with_replacement(range(len(works) + 1),
