@@ -4,7 +4,8 @@ registration (``Engine(..., map=map_hook)``) once its RTL top exists.
 Defaults: precision ``fixed16`` (the paper's cost model, :mod:`.cost`), links 150 Gb/s
 per link and direction (the paper's inter-board constraint, Fig. 15), 224 x 224 images
 for the built-in networks; a model file's image side is inferred as the smallest that
-makes its Linear layer's input match, unless ``--image-size`` gives it.
+makes its first Linear layer's input match, unless ``--image-size`` gives it (required
+for a network without a Linear layer).
 
 ``--param`` options: ``fc_batch`` (samples per FC weight pass; default the least the DDR
 bandwidth allows), ``dsp_cap`` (share of the DSP slices for MAC units, default 0.85),
@@ -66,8 +67,10 @@ def _chain(request):
     from ..models import load_network
     network = load_network(request.model)
     name = request.model.name
-    if request.image_size is not None:
-        return from_network(network, request.image_size, name)
+    if request.image_size is not None or network.is_rnn:
+        return from_network(network, request.image_size or DEFAULT_IMAGE_SIZE, name)
+    if not any(type(layer).__name__ == "Linear" for layer in network.layers):
+        raise UsageError(f"{name}: no Linear layer fixes the input size; give --image-size")
     for size in range(1, MAX_INFERRED_SIZE + 1):
         try:
             chain = from_network(network, size, name)

@@ -134,6 +134,22 @@ def test_bad_input_exits_2(mapper, tmp_path, capsys, argv, message):
     assert not (tmp_path / "m").exists()
 
 
+def test_refused_model_files(mapper, tmp_path, capsys):
+    """An RNN, and a CNN without a Linear layer and no --image-size."""
+    torch.save(torch.nn.LSTM(3, 5).state_dict(), tmp_path / "lstm.pt")
+    code, _, err = run(capsys, "map", "mapper", "--model", tmp_path / "lstm.pt", "--fpgas", 2,
+                       "--board", "vc709", "-o", tmp_path / "m")
+    assert code == 2 and "lstm.pt: FPDeep maps CNNs" in err
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    torch.export.save(torch.export.export(conv, (torch.zeros(1, 3, 8, 8),)),
+                      tmp_path / "conv.pt2")
+    code, _, err = run(capsys, "map", "mapper", "--model", tmp_path / "conv.pt2", "--fpgas", 2,
+                       "--board", "vc709", "-o", tmp_path / "m")
+    assert code == 2 and "conv.pt2: no Linear layer fixes the input size; give " \
+                         "--image-size" in err
+    assert not (tmp_path / "m").exists()
+
+
 def test_engine_without_a_mapper(mapper, tmp_path, capsys):
     code, _, err = run(capsys, "map", "demo", "--network", "vgg16", "--fpgas", 2,
                        "--board", "vc709", "-o", tmp_path / "m")
