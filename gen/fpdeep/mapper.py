@@ -323,9 +323,14 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     # below it and the cuts kept as near the work-balanced ones as it allows.
     bounds = [0, *map(int, cuts), len(line)]
     periods = [period_of(a, b) for a, b in zip(bounds, bounds[1:])]
-    if not any(math.isinf(p) for p in periods):
-        lower = math.ceil(max(fine) / budget) - 1
-        best, cuts = min_period_cuts(len(line), fpgas, fits, lower, max(periods), cuts)
+    # without a finite period for every node, other cuts may still fit: the slowest
+    # conceivable period is every segment on one CE of one tile
+    high = max(periods) if not any(math.isinf(p) for p in periods) else sum(
+        l.w_out ** 2 * l.oc * l.ic for l in chain.layers)
+    found = min_period_cuts(len(line), fpgas, fits, math.ceil(max(fine) / budget) - 1, high,
+                            cuts)
+    if found is not None:
+        best, cuts = found
         # at that period, the least per-node MAC units: the slack spread over the nodes
         _, cuts = min_period_cuts(len(line), fpgas, lambda a, b, u: fits(a, b, best, u),
                                   math.ceil(sum(fine) / best / fpgas) - 1, budget, cuts)

@@ -195,8 +195,10 @@ def min_period_cuts(total_units, nodes, fits, low, high, preferred):
     ``preferred`` position (the work-balanced cuts) as lets this node fit and the rest fit
     the nodes after it (the packing from the right).
 
-    ``high`` must be feasible. Returns ``(period, cuts)``.
+    Returns ``(period, cuts)``, or ``None`` when even ``high`` does not fit.
     """
+    if _greedy(total_units, nodes, fits, high) is None:
+        return None
     while high - low > 1:
         middle = (low + high) // 2
         if _greedy(total_units, nodes, fits, middle) is not None:

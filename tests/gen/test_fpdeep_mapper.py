@@ -198,3 +198,14 @@ def test_link_conventions():
     b = map_network(vgg16(), 60, VC709, link_gbps=150, convention="fpga",
                     check_storage=False)
     assert b.link_period >= a.link_period > 0
+
+
+def test_cuts_move_when_tiles_do_not_fit():
+    """fp32 on the VC709 allows 257 MAC units a node: AlexNet's conv1 takes 2 x 11² = 242 of
+    them, so conv2 (3 x 5² = 75 more) cannot share its node, whatever the work balance
+    says: node 1 holds conv1 alone."""
+    from nnrtl.gen.fpdeep import alexnet
+    mapping = map_network(alexnet(), 2, VC709, precision="fp32", check_storage=False)
+    assert [s.layer for s in mapping.nodes[0].segments] == ["conv1"]
+    assert mapping.nodes[0].mac_units <= 257
+    check_invariants(alexnet(), mapping, 257)
