@@ -10,7 +10,9 @@ for a network without a Linear layer).
 ``--param`` options: ``fc_batch`` (samples per FC weight pass; default the least the DDR
 bandwidth allows), ``dsp_cap`` (share of the DSP slices for MAC units, default 0.85),
 ``convention`` (``link`` or ``fpga``, spec §2.10), ``ocp_min_ic`` (default 16),
-``balance`` (parameter balancing, default 1).
+``balance`` (parameter balancing, default 1), ``word_bits`` (16 or 32: the width of
+buffer and link words instead of the precision's; 32 with ``fixed16`` is the paper's own
+setting, fp32 words with 1 DSP per MAC).
 """
 
 from ..errors import UsageError
@@ -35,6 +37,7 @@ OPTIONS = {
     "convention": (str, "link", "link or fpga"),
     "ocp_min_ic": (int, OCP_MIN_IC, "a positive integer"),
     "balance": (int, 1, "0 or 1"),
+    "word_bits": (int, None, "16 or 32"),
 }
 
 
@@ -96,4 +99,5 @@ def map_hook(request):
         link_gbps=DEFAULT_LINK_GBPS if request.link_gbps is None else request.link_gbps,
         convention=options["convention"], dsp_cap=options["dsp_cap"],
         ocp_min_ic=options["ocp_min_ic"], fc_batch=options["fc_batch"],
-        balance=bool(options["balance"]), check_storage=True)
+        balance=bool(options["balance"]), check_storage=True,
+        word_bits=options["word_bits"])

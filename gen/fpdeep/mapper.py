@@ -255,7 +255,7 @@ def _check_int(name, value, least=1):
 
 def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                 convention="link", dsp_cap=DSP_CAP, ocp_min_ic=OCP_MIN_IC, fc_batch=None,
-                balance=True, check_storage=True):
+                balance=True, check_storage=True, word_bits=None):
     """Map ``chain`` (a :class:`~.network.Chain`) onto ``fpgas`` boards ``board`` (a
     platform class of :mod:`nnrtl.boards`).
 
@@ -275,6 +275,9 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         Parameter balancing when a node overflows.
     check_storage : bool
         Raise on a node whose storage does not fit; else mark the mapping infeasible.
+    word_bits : int, optional
+        16 or 32: the word width in buffers and on links instead of the cost model's (e.g.
+        the paper's cost model with the paper's fp32 words, whose links give its 18.6 Gb/s).
 
     Raises
     ------
@@ -296,6 +299,10 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     if fc_batch is not None:
         _check_int("fc_batch", fc_batch)
     model = COST_MODELS[precision]
+    if word_bits is not None:
+        if word_bits not in (16, 32):
+            raise UsageError(f"word_bits must be 16 or 32, not {word_bits!r}")
+        model = dataclasses.replace(model, word_bits=word_bits)
     capacity = board.capacity
     budget, resource = unit_budget(model, capacity, dsp_cap)
 

@@ -136,6 +136,13 @@ def test_gbps_at_the_period():
     words, _, _ = m.boundaries[0]
     assert fwd == pytest.approx(words * 16 * 200e6 / m.period / 1e9)
     assert m.as_json()["boundaries"][0]["forward_bits_per_sample"] == words * 16
+    # the paper's setting: 1 DSP per MAC with fp32 words: the same period, twice the bits
+    wide = map_network(chain, 2, VC709, word_bits=32)
+    assert wide.compute_period == m.compute_period
+    assert wide.as_json()["boundaries"][0]["forward_bits_per_sample"] == \
+        wide.boundaries[0][0] * 32
+    with pytest.raises(UsageError, match="word_bits must be 16 or 32, not 8"):
+        map_network(chain, 2, VC709, word_bits=8)
 
 
 def test_parameter_balancing_moves_banks_upstream():
