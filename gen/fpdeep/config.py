@@ -72,6 +72,21 @@ class SegmentConfig:
     completes: bool
     residency: float
 
+    def __post_init__(self):
+        if self.mode not in ("ICP", "OCP"):
+            raise ValueError(f"mode must be ICP or OCP, not {self.mode!r}")
+        span = self.n_in if self.mode == "ICP" else self.n_out
+        if not 0 <= self.lo < self.hi or self.hi - self.lo != span:
+            raise ValueError(f"channel range [{self.lo}, {self.hi}) must be non-empty and "
+                             f"hold the segment's {span} {self.mode} channels")
+        if self.mac_units != self.modules * self.p * self.q * self.k ** 2:
+            raise ValueError(f"mac_units ({self.mac_units}) must be modules x P x Q x K^2 = "
+                             f"{self.modules * self.p * self.q * self.k ** 2}")
+        cycles = self.pixels * -(-self.n_out // self.p) * -(-self.n_in // self.q)
+        if self.cycles != cycles:
+            raise ValueError(f"cycles ({self.cycles}) must be pixels x ceil(n_out / P) x "
+                             f"ceil(n_in / Q) = {cycles}")
+
 
 @dataclasses.dataclass(frozen=True)
 class HostedBanks:
@@ -118,6 +133,23 @@ class FpdeepNodeConfig:
     hosted: tuple
     offchip_words: int
     word_bits: int
+
+    def __post_init__(self):
+        if self.mac_units != sum(s.mac_units for s in self.segments):
+            raise ValueError(f"mac_units ({self.mac_units}) must be the segments' sum, "
+                             f"{sum(s.mac_units for s in self.segments)}")
+        if any(h.host != self.node or h.consumer <= self.node for h in self.hosted):
+            raise ValueError(f"node {self.node} can host banks only for downstream nodes")
+
+    @classmethod
+    def from_json(cls, found):
+        """The configuration from its entry in ``mapping.json``'s ``"nodes"``."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in found.items() if k in fields}
+        values["segments"] = tuple(SegmentConfig(**s) for s in found["segments"])
+        values["hosted"] = tuple(HostedBanks(**h) for h in found["hosted"])
+        values["storage"] = tuple(found["storage"].items())
+        return cls(**values)
 
     @property
     def storage_words(self):

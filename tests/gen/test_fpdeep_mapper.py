@@ -167,6 +167,11 @@ def test_parameter_balancing_moves_banks_upstream():
                                                            plain.boundaries)):
         extra = sum(h.words for h in hosted if h.host <= b + 1 < h.consumer)
         assert (fwd - fwd0, bwd - bwd0) == (extra, extra)
+    # the node configurations come back from mapping.json
+    import json
+    from nnrtl.gen.fpdeep import FpdeepNodeConfig
+    found = json.loads(json.dumps(balanced.as_json()))
+    assert tuple(FpdeepNodeConfig.from_json(n) for n in found["nodes"]) == balanced.nodes
     # eq. 12's S (largest node storage) came down below the budget
     assert max(n.storage_words for n in balanced.nodes) <= 220 * 2048 \
         < max(n.storage_words for n in plain.nodes)
@@ -216,3 +221,20 @@ def test_cuts_move_when_tiles_do_not_fit():
     assert [s.layer for s in mapping.nodes[0].segments] == ["conv1"]
     assert mapping.nodes[0].mac_units <= 257
     check_invariants(alexnet(), mapping, 257)
+
+
+def test_node_configuration_checks():
+    from nnrtl.gen.fpdeep import SegmentConfig
+    good = dict(layer="conv", index=0, kind="conv", mode="ICP", lo=0, hi=4, n_in=4, n_out=8,
+                k=3, pixels=16, p=2, q=2, modules=3, mac_units=108, dsp=108, lut=0,
+                cycles=16 * 4 * 2, work=3 * 16 * 8 * 4 * 9, completes=True, residency=2.0)
+    SegmentConfig(**good)
+    with pytest.raises(ValueError, match=r"^mac_units \(100\) must be modules x P x Q x K\^2 "
+                                         r"= 108$"):
+        SegmentConfig(**dict(good, mac_units=100))
+    with pytest.raises(ValueError, match=r"^cycles \(1\) must be pixels x ceil\(n_out / P\) x "
+                                         r"ceil\(n_in / Q\) = 128$"):
+        SegmentConfig(**dict(good, cycles=1))
+    with pytest.raises(ValueError, match=r"^channel range \[0, 3\) must be non-empty and hold "
+                                         r"the segment's 4 ICP channels$"):
+        SegmentConfig(**dict(good, hi=3))
