@@ -13,6 +13,9 @@
     nnrtl explore ENGINE --board B (--model FILE | --param k=v...) [--seq-len N] [--top K]
                   [--json] [-o DIR]
     nnrtl report DIR
+    nnrtl map ENGINE (--model M | --network NAME) --fpgas N --board B
+              [--precision P] [--link-gbps G] [--image-size S] [--param k=v]... -o DIR
+              [--force]
     nnrtl train ENGINE --board B --model M --inputs X.npy --targets Y.npy [--loss L]
                 [--lr F] [--steps N] [--backend golden|rtl] [--param k=v]... -o DIR
                 [engine options]
@@ -36,8 +39,8 @@ from pathlib import Path
 
 from ..boards import BOARDS, vivado_part
 from ..sim.patterns import PATTERNS
-from .engines import (ExploreRequest, ModelRequest, SimRequest, add_throughput, check_fit,
-                      engines, get_board_or_usage_error, get_engine)
+from .engines import (ExploreRequest, MapRequest, ModelRequest, SimRequest, add_throughput,
+                      check_fit, engines, get_board_or_usage_error, get_engine)
 from .errors import UsageError
 from .params import param_help, parse_params
 from .progress import progress
@@ -325,6 +328,37 @@ def _cmd_explore(args):
         _write_into(destination, engine, config, platform_class, "explore.json", found)
 
 
+def _cmd_map(args):
+    from .emit import tool_versions
+    from .output import MANIFEST, staged_directory
+
+    engine = get_engine(args.engine)
+    hook = engine.hook("map", "mapping onto a chain of FPGAs (nnrtl map)")
+    if (args.model is None) == (args.network is None):
+        raise UsageError("give --model FILE or --network NAME (one of them)")
+    if args.model is not None and not Path(args.model).is_file():
+        raise UsageError(f"--model {args.model}: no such file")
+    if args.fpgas < 1:
+        raise UsageError(f"--fpgas must be a positive integer, not {args.fpgas}")
+    if args.link_gbps is not None and not args.link_gbps > 0:
+        raise UsageError(f"--link-gbps must be a positive number, not {args.link_gbps:g}")
+    if args.image_size is not None and args.image_size < 1:
+        raise UsageError(f"--image-size must be a positive integer, not {args.image_size}")
+    platform_class = get_board_or_usage_error(args.board)
+    mapping = hook(MapRequest(
+        board=platform_class, fpgas=args.fpgas, model=args.model and Path(args.model),
+        network=args.network, precision=args.precision, link_gbps=args.link_gbps,
+        image_size=args.image_size, params=tuple(args.param), log=progress))
+    found = mapping.as_json()
+    with staged_directory(args.output, force=args.force) as staging:
+        (staging / "mapping.json").write_text(json.dumps(found, indent=2, default=str) + "\n")
+        manifest = {"engine": engine.name, "command": "map", "board": platform_class.name,
+                    "fpgas": args.fpgas, "files": ["mapping.json"], "tools": tool_versions()}
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    print(mapping.table())
+    progress(f"wrote {Path(args.output) / 'mapping.json'}")
+
+
 def _cmd_report(args):
     from .report import write_report
 
@@ -449,6 +483,31 @@ def _parser():
                                  "explore.json when present)")
     report.add_argument("directory", metavar="DIR", help="a directory written by generate")
     report.set_defaults(run=_cmd_report)
+
+    mapping = commands.add_parser("map", help="map a network onto a chain of FPGAs; "
+                                  "prints the per-node table, writes DIR/mapping.json")
+    mapping.add_argument("engine", metavar="ENGINE", help="an engine with a mapper")
+    mapping.add_argument("--model", metavar="M", help="the network: a model file (PyTorch "
+                         "state_dict, TorchScript or torch.export archive, ONNX)")
+    mapping.add_argument("--network", metavar="NAME", help="or a network the engine has "
+                         "built in (e.g. alexnet, vgg16, vgg19)")
+    mapping.add_argument("--fpgas", type=int, required=True, metavar="N",
+                         help="boards in the chain")
+    mapping.add_argument("--board", required=True, metavar="B",
+                         help=f"one of {', '.join(BOARDS)}")
+    mapping.add_argument("--precision", metavar="P", help="number format (e.g. fp32, "
+                         "fixed16; default: the engine's)")
+    mapping.add_argument("--link-gbps", type=float, metavar="G", help="link bandwidth in "
+                         "Gb/s (default: the engine's)")
+    mapping.add_argument("--image-size", type=int, metavar="S", help="input image side "
+                         "(a state_dict does not hold it; default: the engine's)")
+    mapping.add_argument("--param", action="append", default=[], metavar="k=v",
+                         help="an engine mapping option; repeatable")
+    mapping.add_argument("-o", "--output", required=True, metavar="DIR",
+                         help="output directory: mapping.json and manifest.json")
+    mapping.add_argument("--force", action="store_true", help="replace DIR if nnrtl "
+                         "wrote it")
+    mapping.set_defaults(run=_cmd_map)
 
     train = commands.add_parser("train", help="SGD steps with the engine's part of "
                                 "training in its golden model or RTL, the rest in PyTorch; "

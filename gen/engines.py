@@ -33,6 +33,10 @@ Optional hooks (``None`` when an engine has none)::
                                     throughput figures assume on ``board`` (a platform
                                     class), when it is not the board's default clock (e.g. a
                                     paper's 400 MHz core clock); :meth:`Engine.clock_hz`
+    map(request)                 -> Mapping          (nnrtl map: a network onto a chain of
+                                    ``request.fpgas`` boards; request: :class:`MapRequest`;
+                                    the result has ``table()`` for a terminal and
+                                    ``as_json()`` for ``mapping.json``)
 """
 
 import dataclasses
@@ -45,7 +49,7 @@ from ..hw.presets import Preset
 from .errors import UsageError
 
 __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
-           "ExploreRequest", "Exploration", "ENTRY_POINT_GROUP", "engines", "register",
+           "ExploreRequest", "Exploration", "MapRequest", "Mapping", "ENTRY_POINT_GROUP", "engines", "register",
            "unregister", "get_engine", "check_fit", "budget", "LUT_SHARE", "board_clock_hz", "add_throughput",
            "get_board_or_usage_error", "HOOKS"]
 
@@ -54,7 +58,7 @@ ENTRY_POINT_GROUP = "nnrtl.engines"
 
 #: The optional hooks, in the order ``nnrtl engines`` lists them.
 HOOKS = ("load_model", "model_files", "explore", "train", "bench", "breakdown", "report",
-         "clock")
+         "clock", "map")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -150,6 +154,35 @@ class Exploration(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
+class MapRequest:
+    """``nnrtl map``: a network (``model``, a file, or ``network``, a name the engine has
+    built in) onto a chain of ``fpgas`` boards ``board`` (a platform class).
+
+    ``precision``, ``link_gbps`` (Gb/s) and ``image_size`` (the input side, which a
+    state_dict does not hold) are ``None`` for the engine's defaults; ``params`` are the
+    ``--param k=v`` strings of the engine's own mapping options."""
+
+    board: type
+    fpgas: int
+    model: Path | None = None
+    network: str | None = None
+    precision: str | None = None
+    link_gbps: float | None = None
+    image_size: int | None = None
+    params: tuple = ()
+    log: Callable | None = None
+
+
+class Mapping(Protocol):
+    """What a ``map`` hook returns: :meth:`table` for a terminal (per node: layers and
+    channels, DSPs, BRAM, link Gb/s, idle share), :meth:`as_json` for ``mapping.json``."""
+
+    def table(self) -> str: ...
+
+    def as_json(self) -> dict: ...
+
+
+@dataclasses.dataclass(frozen=True)
 class Engine:
     """One engine: its configuration, its RTL and its models, reached through hooks.
 
@@ -165,7 +198,8 @@ class Engine:
         The required hooks (see the module).
     presets : dict
         Name to :class:`Preset`.
-    load_model, model_files, explore, train, bench, breakdown, report, clock : callable or None
+    load_model, model_files, explore, train, bench, breakdown, report, clock, map : callable
+        or None
         The optional hooks.
     """
 
@@ -185,6 +219,7 @@ class Engine:
     breakdown: Callable | None = None
     report: Callable | None = None
     clock: Callable | None = None
+    map: Callable | None = None
 
     def __post_init__(self):
         if not self.name.isidentifier() or self.name != self.name.lower():

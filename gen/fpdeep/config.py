@@ -1,0 +1,162 @@
+"""The per-node configuration the mapper produces: one frozen :class:`FpdeepNodeConfig` per
+FPGA of the chain, with one :class:`SegmentConfig` per layer segment it computes.
+
+It lives in ``gen/fpdeep`` until the RTL generator (``hw/fpdeep``) exists; that generator
+and the cluster simulator consume it (or ``mapping.json``, which holds the same fields).
+"""
+
+import dataclasses
+
+__all__ = ["SegmentConfig", "HostedBanks", "FpdeepNodeConfig", "STORAGE_KINDS"]
+
+#: Storage kinds of a node (spec §2.9), in words of the cost model's width.
+STORAGE_KINDS = ("lpram", "lgb", "bias", "bpram", "bgb", "act_ram", "line_buffers",
+                 "pab", "error_buffer", "sfu_masks")
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentConfig:
+    """One layer segment on a node.
+
+    Attributes
+    ----------
+    layer : str
+        The layer's name; ``index`` its position in the chain.
+    kind : str
+        ``"conv"`` or ``"fc"``.
+    mode : str
+        ``"ICP"`` (a range of input channels, partial sums of all outputs; a whole layer is
+        ICP with every input channel) or ``"OCP"`` (a range of output channels from every
+        input channel).
+    lo, hi : int
+        The channel range ``[lo, hi)`` (input channels under ICP, output under OCP).
+    n_in, n_out : int
+        Input and output channels the segment's MACs span.
+    k, pixels : int
+        Kernel side and output pixels per map (``W_out²``).
+    p, q : int
+        CEs and tiles per CE of each module.
+    modules : int
+        3 (FP, EB, PG), 2 on the first layer (no EB).
+    mac_units, dsp, lut : int
+        ``modules · P · Q · K²`` MAC units and their DSP slices and LUTs.
+    cycles : int
+        Cycles per sample (``pixels · ⌈n_out/P⌉ · ⌈n_in/Q⌉``).
+    work : int
+        Useful MACs per sample (all modules).
+    completes : bool
+        This node finishes the layer's outputs (adds the bias, applies ReLU/pool, keeps
+        the SFU masks).
+    residency : float
+        Act-RAM residency ``R_s`` in samples (spec §2.9).
+    """
+
+    layer: str
+    index: int
+    kind: str
+    mode: str
+    lo: int
+    hi: int
+    n_in: int
+    n_out: int
+    k: int
+    pixels: int
+    p: int
+    q: int
+    modules: int
+    mac_units: int
+    dsp: int
+    lut: int
+    cycles: int
+    work: int
+    completes: bool
+    residency: float
+
+    def __post_init__(self):
+        if self.mode not in ("ICP", "OCP"):
+            raise ValueError(f"mode must be ICP or OCP, not {self.mode!r}")
+        span = self.n_in if self.mode == "ICP" else self.n_out
+        if not 0 <= self.lo < self.hi or self.hi - self.lo != span:
+            raise ValueError(f"channel range [{self.lo}, {self.hi}) must be non-empty and "
+                             f"hold the segment's {span} {self.mode} channels")
+        if self.mac_units != self.modules * self.p * self.q * self.k ** 2:
+            raise ValueError(f"mac_units ({self.mac_units}) must be modules x P x Q x K^2 = "
+                             f"{self.modules * self.p * self.q * self.k ** 2}")
+        cycles = self.pixels * -(-self.n_out // self.p) * -(-self.n_in // self.q)
+        if self.cycles != cycles:
+            raise ValueError(f"cycles ({self.cycles}) must be pixels x ceil(n_out / P) x "
+                             f"ceil(n_in / Q) = {cycles}")
+
+
+@dataclasses.dataclass(frozen=True)
+class HostedBanks:
+    """Parameter banks of ``consumer``'s segment of ``layer`` held by ``host`` (spec §2.6):
+    ``banks`` banks (input channels under ICP, output channels under OCP) of ``words``
+    weights in all; the host keeps them in BPRAM and their gradients in BGB, sends them
+    downstream once per sample (DP5) and receives the gradients (DP6)."""
+
+    host: int
+    consumer: int
+    layer: str
+    banks: int
+    words: int
+
+
+@dataclasses.dataclass(frozen=True)
+class FpdeepNodeConfig:
+    """One FPGA of the chain (nodes are numbered from 1, upstream first).
+
+    Attributes
+    ----------
+    node : int
+    segments : tuple of SegmentConfig
+    mac_units, dsp, lut : int
+        Sums over the segments.
+    storage : tuple of (str, int)
+        Words per kind of :data:`STORAGE_KINDS` (on chip; FC weights live off chip).
+    bram36 : int
+        36 Kb block RAMs for ``storage`` (words / words per BRAM36, rounded up).
+    hosted : tuple of HostedBanks
+        Banks this node hosts for downstream consumers.
+    offchip_words : int
+        FC weights and gradients in DDR.
+    word_bits : int
+    """
+
+    node: int
+    segments: tuple
+    mac_units: int
+    dsp: int
+    lut: int
+    storage: tuple
+    bram36: int
+    hosted: tuple
+    offchip_words: int
+    word_bits: int
+
+    def __post_init__(self):
+        if self.mac_units != sum(s.mac_units for s in self.segments):
+            raise ValueError(f"mac_units ({self.mac_units}) must be the segments' sum, "
+                             f"{sum(s.mac_units for s in self.segments)}")
+        if any(h.host != self.node or h.consumer <= self.node for h in self.hosted):
+            raise ValueError(f"node {self.node} can host banks only for downstream nodes")
+
+    @classmethod
+    def from_json(cls, found):
+        """The configuration from its entry in ``mapping.json``'s ``"nodes"``."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in found.items() if k in fields}
+        values["segments"] = tuple(SegmentConfig(**s) for s in found["segments"])
+        values["hosted"] = tuple(HostedBanks(**h) for h in found["hosted"])
+        values["storage"] = tuple(found["storage"].items())
+        return cls(**values)
+
+    @property
+    def storage_words(self):
+        return sum(words for _, words in self.storage)
+
+    def as_json(self):
+        result = dataclasses.asdict(self)
+        result["storage"] = dict(self.storage)
+        result["storage_words"] = self.storage_words
+        return result

@@ -1,0 +1,163 @@
+"""Cost models of a MAC unit and the per-node budget (spec §3.9), and the allocation of MAC
+units to the segments of a node (spec §2.8, §2.11 step 4).
+
+Two cost models, chosen by the precision:
+
+* ``fixed16`` = the **paper** model: one DSP48E1 per MAC at 200 MHz (the VC709's system
+  clock), the only reading under which Table 6's GOPS come out of 3,600 DSPs at ~80% (spec
+  §3.9); 16-bit words in buffers and on links. No LUTs per MAC (the DSP slice does a 16 x 16
+  multiply-accumulate alone).
+* ``fp32``: this project's fp32 multiply + accumulate (``hw/arith`` FloatMul + FloatAdd), as
+  ``gen/farnn/resources.py`` measured its PE with Yosys: 2 DSP slices and 1,178 LUTs per
+  MAC (the figure taken from there, not re-measured here; measured on ``xcup`` — the
+  multiplier needs 2 DSP48E1 on 7 series as well, spec §3.9); 32-bit words; the board's
+  clock (no Fmax measured: 200 MHz on the VC709 is an assumption, not a timing result).
+
+A node's budget of MAC units is ``min(u · DSP / dsp_per_mac, LUT_SHARE · LUT /
+lut_per_mac)``, ``u`` the DSP utilization cap (default 0.85, spec §2.11 step 4:
+0.8-0.85 matches the paper's ~80%), ``LUT_SHARE`` the platform's
+(:data:`nnrtl.gen.engines.LUT_SHARE`).
+
+A segment runs its FP, EB and PG modules (EB omitted on the first layer) on ``P`` CEs of
+``Q`` tiles of ``K x K`` MACs each: ``modules · P · Q · K²`` MAC units, and
+``W_out² · ⌈n_out/P⌉ · ⌈n_in/Q⌉`` cycles per sample (spec §2.8, ``Q < S_IC`` allowed:
+input channels time-multiplexed in a CE), ``n_out`` = OC and ``n_in`` = S_IC under ICP,
+``n_out`` = S_OC and ``n_in`` = IC under OCP.
+"""
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from ..engines import LUT_SHARE
+from ..errors import UsageError
+
+__all__ = ["CostModel", "COST_MODELS", "PRECISIONS", "DSP_CAP", "unit_budget",
+           "allocate", "segment_cycles"]
+
+#: Default DSP utilization cap ``u``.
+DSP_CAP = 0.85
+
+
+@dataclasses.dataclass(frozen=True)
+class CostModel:
+    """What one MAC unit costs and how fast it runs.
+
+    Attributes
+    ----------
+    name : str
+        ``"paper"`` or ``"fp32"``.
+    precision : str
+    dsp_per_mac, lut_per_mac : int
+    word_bits : int
+        Width of a word in the buffers and on the links.
+    clock_hz : float
+    source : str
+    """
+
+    name: str
+    precision: str
+    dsp_per_mac: int
+    lut_per_mac: int
+    word_bits: int
+    clock_hz: float
+    source: str
+
+    def words_per_bram36(self):
+        """Words one 36 Kb block RAM holds (its data bits, parity left out: 1024 x 32,
+        2048 x 16)."""
+        return 32 * 1024 // self.word_bits
+
+
+COST_MODELS = {
+    "fixed16": CostModel(
+        "paper", "fixed16", 1, 0, 16, 200e6,
+        "the paper's Table 6 figures: 1 DSP48E1 per MAC per cycle at 200 MHz (spec §3.9)"),
+    "fp32": CostModel(
+        "fp32", "fp32", 2, 1178, 32, 200e6,
+        "hw/arith FloatMul + FloatAdd as the FARNN PE (gen/farnn/resources.py, Yosys "
+        "synth_xilinx): 2 DSP + 1,178 LUT per MAC; clock 200 MHz assumed, not measured"),
+}
+
+#: ``--precision`` values.
+PRECISIONS = tuple(COST_MODELS)
+
+
+def unit_budget(model, capacity, dsp_cap=DSP_CAP, lut_share=LUT_SHARE):
+    """MAC units a node may have, and which resource limits it (``"dsp"`` or ``"lut"``)."""
+    if not isinstance(dsp_cap, (int, float)) or not 0 < dsp_cap <= 1:
+        raise UsageError(f"dsp_cap must be a number in (0, 1], not {dsp_cap!r}")
+    by_dsp = int(dsp_cap * capacity.dsp) // model.dsp_per_mac
+    if model.lut_per_mac:
+        by_lut = int(lut_share * capacity.lut) // model.lut_per_mac
+        if by_lut < by_dsp:
+            return by_lut, "lut"
+    return by_dsp, "dsp"
+
+
+def segment_cycles(pixels, n_out, n_in, p, q):
+    """Cycles per sample of a segment with ``p`` CEs of ``q`` tiles."""
+    return pixels * math.ceil(n_out / p) * math.ceil(n_in / q)
+
+
+def _cheapest(pixels, n_out, n_in, period):
+    """Least ``P · Q`` meeting ``period``: ``(P, Q)`` or ``None`` when even ``P = n_out``,
+    ``Q = n_in`` is too slow."""
+    per_pixel = period // pixels
+    if per_pixel < 1:
+        return None
+    groups = np.arange(1, min(n_out, per_pixel) + 1)          # ⌈n_out / P⌉
+    p = -(-n_out // groups)
+    rounds = np.minimum(per_pixel // groups, n_in)            # ⌈n_in / Q⌉ allowed
+    q = -(-n_in // rounds)
+    cost = p * q
+    best = np.flatnonzero(cost == cost.min())
+    cycles = pixels * (-(-n_out // p[best])) * (-(-n_in // q[best]))
+    pick = best[int(np.argmin(cycles))]
+    return int(p[pick]), int(q[pick])
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def segment_units(shape, period):
+    """MAC units a segment (``shape``: ``pixels, n_out, n_in, k, modules``) needs to finish a
+    sample in ``period`` cycles: ``(units, P, Q)`` or ``None``."""
+    pixels, n_out, n_in, k, modules = shape
+    found = _cheapest(pixels, n_out, n_in, period)
+    if found is None:
+        return None
+    p, q = found
+    return modules * p * q * k * k, p, q
+
+
+def allocate(shapes, period):
+    """``[(units, P, Q), ...]`` for the segments at ``period``, or ``None`` if one cannot
+    make it."""
+    result = []
+    for shape in shapes:
+        found = segment_units(tuple(shape), int(period))
+        if found is None:
+            return None
+        result.append(found)
+    return result
+
+
+def fastest_period(shapes, budget):
+    """The shortest period (cycles per sample) at which the segments ``shapes`` of a node
+    fit ``budget`` MAC units, or ``None`` if one tile per module per segment does not fit."""
+    least = sum(modules * k * k for _, _, _, k, modules in shapes)
+    if least > budget:
+        return None
+    work = sum(pixels * n_out * n_in * k * k * modules for pixels, n_out, n_in, k, modules
+               in shapes)
+    low = max(1, math.ceil(work / budget) - 1)                # too short: cannot fit
+    high = max(pixels * n_out * n_in for pixels, n_out, n_in, _, _ in shapes)
+    while high - low > 1:
+        middle = (low + high) // 2
+        found = allocate(shapes, middle)
+        if found is not None and sum(u for u, _, _ in found) <= budget:
+            high = middle
+        else:
+            low = middle
+    return high

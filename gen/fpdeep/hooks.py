@@ -1,0 +1,103 @@
+"""The FPDeep engine's ``map`` hook (``nnrtl map fpdeep ...``), ready for the engine's
+registration (``Engine(..., map=map_hook)``) once its RTL top exists.
+
+Defaults: precision ``fixed16`` (the paper's cost model, :mod:`.cost`), links 150 Gb/s
+per link and direction (the paper's inter-board constraint, Fig. 15), 224 x 224 images
+for the built-in networks; a model file's image side is inferred as the smallest that
+makes its first Linear layer's input match, unless ``--image-size`` gives it (required
+for a network without a Linear layer).
+
+``--param`` options: ``fc_batch`` (samples per FC weight pass; default the least the DDR
+bandwidth allows), ``dsp_cap`` (share of the DSP slices for MAC units, default 0.85),
+``convention`` (``link`` or ``fpga``, spec §2.10), ``ocp_min_ic`` (default 16),
+``balance`` (parameter balancing, default 1), ``word_bits`` (16 or 32: the width of
+buffer and link words instead of the precision's; 32 with ``fixed16`` is the paper's own
+setting, fp32 words with 1 DSP per MAC).
+"""
+
+from ..errors import UsageError
+from .cost import DSP_CAP
+from .mapper import map_network
+from .network import BUILTIN, builtin, from_network
+from .partition import OCP_MIN_IC
+
+__all__ = ["map_hook", "DEFAULT_PRECISION", "DEFAULT_LINK_GBPS", "DEFAULT_IMAGE_SIZE",
+           "OPTIONS"]
+
+DEFAULT_PRECISION = "fixed16"
+DEFAULT_LINK_GBPS = 150.0
+DEFAULT_IMAGE_SIZE = 224
+#: Largest image side tried when inferring a model file's.
+MAX_INFERRED_SIZE = 1024
+
+#: ``--param`` options: name -> (parser, default, rule).
+OPTIONS = {
+    "fc_batch": (int, None, "a positive integer"),
+    "dsp_cap": (float, DSP_CAP, "a number in (0, 1]"),
+    "convention": (str, "link", "link or fpga"),
+    "ocp_min_ic": (int, OCP_MIN_IC, "a positive integer"),
+    "balance": (int, 1, "0 or 1"),
+    "word_bits": (int, None, "16 or 32"),
+}
+
+
+def _options(params):
+    found = {name: default for name, (_, default, _) in OPTIONS.items()}
+    for text in params:
+        name, sep, value = text.partition("=")
+        if not sep or name not in OPTIONS:
+            raise UsageError(f"--param {text!r}: FPDeep's mapping options are "
+                             f"{', '.join(f'{k}=...' for k in OPTIONS)}")
+        parse, _, rule = OPTIONS[name]
+        try:
+            found[name] = parse(value)
+        except ValueError:
+            raise UsageError(f"--param {name} must be {rule}, not {value!r}") from None
+    if found["balance"] not in (0, 1):
+        raise UsageError(f"--param balance must be 0 or 1, not {found['balance']}")
+    if found["ocp_min_ic"] < 1:
+        raise UsageError(f"--param ocp_min_ic must be a positive integer, not "
+                         f"{found['ocp_min_ic']}")
+    return found
+
+
+def _chain(request):
+    if request.network is not None:
+        if request.network not in BUILTIN:
+            raise UsageError(f"--network {request.network!r}: FPDeep has {', '.join(BUILTIN)} "
+                             f"built in; give another network with --model FILE")
+        return builtin(request.network, request.image_size or DEFAULT_IMAGE_SIZE)
+    from ..models import load_network
+    network = load_network(request.model)
+    name = request.model.name
+    if request.image_size is not None or network.is_rnn:
+        return from_network(network, request.image_size or DEFAULT_IMAGE_SIZE, name)
+    if not any(type(layer).__name__ == "Linear" for layer in network.layers):
+        raise UsageError(f"{name}: no Linear layer fixes the input size; give --image-size")
+    for size in range(1, MAX_INFERRED_SIZE + 1):
+        try:
+            chain = from_network(network, size, name)
+        except UsageError:
+            continue
+        if request.log:
+            request.log(f"map: {name}: image size {size} x {size} inferred (the smallest its "
+                        f"Linear layer's input allows); give --image-size to choose")
+        return chain
+    raise UsageError(f"{name}: no image size up to {MAX_INFERRED_SIZE} fits its layers; give "
+                     f"--image-size")
+
+
+def map_hook(request):
+    """``nnrtl map``: :func:`~.mapper.map_network` for a
+    :class:`nnrtl.gen.engines.MapRequest`; refuses (:class:`UsageError`) a mapping that does
+    not fit, naming the node and the resource."""
+    options = _options(request.params)
+    chain = _chain(request)
+    return map_network(
+        chain, request.fpgas, request.board,
+        precision=request.precision or DEFAULT_PRECISION,
+        link_gbps=DEFAULT_LINK_GBPS if request.link_gbps is None else request.link_gbps,
+        convention=options["convention"], dsp_cap=options["dsp_cap"],
+        ocp_min_ic=options["ocp_min_ic"], fc_batch=options["fc_batch"],
+        balance=bool(options["balance"]), check_storage=True,
+        word_bits=options["word_bits"])

@@ -1,0 +1,98 @@
+"""Link traffic between neighbouring nodes (spec §2.10, datapaths 1-6) and the two link-budget
+conventions.
+
+For the boundary between node ``m`` and ``m + 1`` (words per sample; times the word width
+for bits):
+
+* exactly between layers ``l`` and ``l + 1``: the complete input of ``l + 1``
+  (``IC · W_in²``, pooled and flattened as it is read) each way (activations forward,
+  errors backward);
+* inside an ICP layer with a fraction ``f`` of its input channels upstream: forward
+  ``(1 − f) · IC · W_in²`` (DP1, inputs bypassed to downstream nodes) ``+ OC · W_out²``
+  (DP2, partial sums); backward ``OC · W_out²`` (DP3, δ relayed upstream) ``+ (1 − f) · IC ·
+  W_in²`` (DP4, the downstream nodes' input errors);
+* inside an OCP layer with a fraction ``f`` of its output channels upstream: forward
+  ``IC · W_in²`` (every input to every node) ``+ f · OC · W_out²`` (the upstream outputs);
+  backward ``IC · W_in²`` (the EB partial-error reduction) ``+ f · OC · W_out²`` (the δ of
+  the upstream nodes' output channels) — the spec's "δ for downstream output channels"
+  read as the δ the upstream nodes' channels need, which must cross the boundary;
+* hosted parameters (spec §2.6, weight-pass order, ``R_bal`` = 1): every boundary between
+  host and consumer carries the hosted words forward (DP5) and their gradients backward
+  (DP6), once per sample.
+
+Conventions (spec §2.10): ``"link"`` (default): ``--link-gbps`` per neighbour link per
+direction; ``"fpga"``: per FPGA, the sum of what it sends (and of what it receives) over
+both its links.
+"""
+
+import math
+
+__all__ = ["CONVENTIONS", "boundary_words", "link_period", "link_gbps"]
+
+#: Link-budget conventions.
+CONVENTIONS = ("link", "fpga")
+
+
+def boundary_words(chain, line, cuts, hosted=()):
+    """``[(forward, backward), ...]`` words per sample for each of the ``len(cuts)``
+    boundaries, and a description of where each falls."""
+    first_unit = {}
+    for u, layer in enumerate(line.layer):
+        first_unit.setdefault(int(layer), u)
+    result = []
+    for b, c in enumerate(cuts):
+        c = int(c)
+        index = int(line.layer[c])
+        layer = chain.layers[index]
+        if c == first_unit[index]:
+            words = layer.in_words
+            result.append([float(words), float(words),
+                           f"between {chain.layers[index - 1].name} and {layer.name}"
+                           if index else f"before {layer.name}"])
+            continue
+        count = layer.oc if line.modes[index] == "OCP" else layer.ic
+        f = (c - first_unit[index]) / count
+        outs = layer.oc * layer.w_out ** 2
+        if line.modes[index] == "ICP":
+            fwd = (1 - f) * layer.in_words + outs
+            bwd = outs + (1 - f) * layer.in_words
+        else:
+            fwd = layer.in_words + f * outs
+            bwd = layer.in_words + f * outs
+        result.append([fwd, bwd, f"inside {layer.name} ({line.modes[index]}, "
+                                 f"{c - first_unit[index]} of {count} channels upstream)"])
+    for bank in hosted:
+        for b in range(bank.host - 1, bank.consumer - 1):     # nodes are numbered from 1
+            result[b][0] += bank.words
+            result[b][1] += bank.words
+    return [tuple(row) for row in result]
+
+
+def link_loads(words, convention):
+    """Words per sample each budgeted channel carries: per boundary
+    ``max(forward, backward)`` (``"link"``), or per node the larger of what it sends and
+    what it receives (``"fpga"``)."""
+    if convention == "link":
+        return [max(fwd, bwd) for fwd, bwd, _ in words]
+    nodes = len(words) + 1
+    loads = []
+    for m in range(nodes):
+        tx = (words[m][0] if m < nodes - 1 else 0) + (words[m - 1][1] if m else 0)
+        rx = (words[m - 1][0] if m else 0) + (words[m][1] if m < nodes - 1 else 0)
+        loads.append(max(tx, rx))
+    return loads
+
+
+def link_period(words, word_bits, clock_hz, gbps, convention):
+    """The shortest period (cycles per sample) the links allow; 0 without a limit."""
+    if gbps is None or not words:
+        return 0
+    busiest = max(link_loads(words, convention))
+    return math.ceil(busiest * word_bits / (gbps * 1e9) * clock_hz)
+
+
+def link_gbps(words, word_bits, clock_hz, period):
+    """``[(forward, backward), ...]`` Gb/s each boundary needs at ``period``."""
+    rate = clock_hz / period
+    return [(fwd * word_bits * rate / 1e9, bwd * word_bits * rate / 1e9)
+            for fwd, bwd, _ in words]

@@ -1,0 +1,477 @@
+"""The FPDeep mapping framework (spec §2.11 steps 1-6): a layer chain onto a 1-D chain of
+FPGAs.
+
+:func:`map_network` runs
+
+1. the layer chain (:mod:`.network`) and its work per layer;
+2. the coarse partition (:func:`~.partition.coarse_partition`, exact), its ``V`` (eq. 5);
+3. the fine partition at channel units with local search (:func:`~.partition.fine_partition`),
+   its ``V``; ICP/OCP per layer (:func:`~.partition.unit_mode`);
+4. per node the shortest period its MAC-unit budget allows (:mod:`.cost`), the chain's
+   period ``T`` the longest of them, then each segment's least ``(P, Q)`` meeting ``T``
+   (DSPs a multiple of ``K²``); the idle share ``1 − Σ work / (Σ MAC units · T)``
+   (spec §2.8);
+5. storage per node (spec §2.9) against the board's block RAM; parameter balancing (spec
+   §2.6: whole banks of the most over-full node to the upstream node with the most free
+   memory) until every node fits, else :class:`UsageError` naming the node and the
+   resource (or, with ``check_storage=False``, the mapping marked infeasible: for reports);
+6. link traffic per boundary and direction (:mod:`.links`) and the period the links allow.
+
+FC layers are mapped like convolutions (1 x 1 on a 1 x 1 map, input-channel units), which
+puts them on the last node(s) as the paper does; their weights and gradients are off chip
+(the paper: "off-chip memory only for FC layers"), which the FC stage reads once per
+``fc_batch`` samples: the smallest batch whose weight traffic (weights read for FP and EB,
+gradients read and written: 4 words per weight) the board's DDR bandwidth carries at the
+chain's rate, unless given. The batch adds to every Act-RAM residency (spec §3.9).
+
+Act-RAM residency of a layer's inputs, in samples: ``R = 1 + 2 · fill + max(1, fc_batch)``,
+``fill`` = ``Σ (K_j − 1) / W_out,j`` over the convolutions from this layer to the last (and
+``(k − 1) / W_pooled`` per pool), the rows a sample's window needs before its first output,
+forward and again backward (spec §2.9).
+"""
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..errors import UsageError
+from . import links
+from .config import STORAGE_KINDS, FpdeepNodeConfig, HostedBanks, SegmentConfig
+from .cost import COST_MODELS, DSP_CAP, allocate, fastest_period, unit_budget
+from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
+                        min_period_cuts, variance)
+
+__all__ = ["map_network", "Mapping", "residencies"]
+
+
+def residencies(chain, fc_batch):
+    """Act-RAM residency (samples) of each layer's inputs."""
+    fills, total = [], 0.0
+    for layer in reversed(chain.layers):
+        if layer.kind == "conv":
+            total += (layer.k - 1) / layer.w_out
+            if layer.pool is not None:
+                total += (layer.pool[0] - 1) / layer.w_pooled
+        fills.append(total)
+    fills.reverse()
+    return [1 + 2 * fill + max(1, fc_batch) for fill in fills]
+
+
+def _node_segments(chain, line, start, end):
+    """The segments of a node holding units ``[start, end)``: ``[(layer index, mode, lo,
+    hi, completes), ...]`` (a layer's units are its channels in order)."""
+    segments = []
+    for index in range(int(line.layer[start]), int(line.layer[end - 1]) + 1):
+        layer = chain.layers[index]
+        first = line.first[index]
+        mode = line.modes[index]
+        count = layer.oc if mode == "OCP" else layer.ic
+        lo, hi = max(start, first) - first, min(end, first + count) - first
+        if hi - lo == count:
+            mode, lo, hi = "ICP", 0, layer.ic         # the whole layer: S_IC = IC
+        completes = mode == "OCP" or hi == layer.ic
+        segments.append((index, mode, lo, hi, completes))
+    return segments
+
+
+def _shape(layer, mode, lo, hi):
+    """``(pixels, n_out, n_in, k, modules)`` of a segment."""
+    n_out, n_in = (layer.oc, hi - lo) if mode == "ICP" else (hi - lo, layer.ic)
+    return layer.w_out ** 2, n_out, n_in, layer.k, layer.modules
+
+
+def _storage(chain, segment, shape, residency, word_bits):
+    """Words of a segment by kind (spec §2.9), and its off-chip words."""
+    index, mode, lo, hi, completes = segment
+    layer = chain.layers[index]
+    pixels, n_out, n_in, k, modules = shape
+    weights = n_out * n_in * k * k
+    words = dict.fromkeys(STORAGE_KINDS, 0)
+    offchip = 0
+    if layer.kind == "fc":
+        offchip = 2 * weights                    # weights and gradients in DDR
+    else:
+        words["lpram"] = words["lgb"] = weights
+    words["bias"] = n_out if completes else 0
+    words["act_ram"] = math.ceil(residency * n_in * layer.w_in ** 2)
+    if layer.kind == "conv":
+        fp = n_in * ((k - 1) * layer.w_in + k)
+        eb = n_out * ((k - 1) * layer.w_out + k) if modules == 3 else 0
+        words["line_buffers"] = 2 * fp + eb          # FP and PG windows, EB on δ maps
+        words["pab"] = n_out * layer.w_out               # one row of partial sums
+        words["error_buffer"] = n_in * layer.w_in if modules == 3 else 0
+        if completes:
+            outs = n_out * pixels
+            bits = outs if layer.relu else 0
+            if layer.pool is not None:
+                bits += n_out * layer.w_pooled ** 2 * math.ceil(math.log2(layer.pool[0] ** 2))
+            words["sfu_masks"] = math.ceil(residency * bits / word_bits)
+    else:
+        words["pab"] = n_out
+        words["error_buffer"] = n_in if modules == 3 else 0
+    return words, offchip
+
+
+def _banks(chain, segment, shape):
+    """``(banks, words per bank)`` a segment's weights split into (one per channel of its
+    range), none for FC (off chip)."""
+    index, mode, lo, hi, _ = segment
+    if chain.layers[index].kind == "fc":
+        return 0, 0
+    _, n_out, n_in, k, _ = shape
+    return hi - lo, (n_out if mode == "ICP" else n_in) * k * k
+
+
+@dataclasses.dataclass(frozen=True)
+class Mapping:
+    """The result of :func:`map_network`: the per-node configurations and the cluster's
+    figures (see :meth:`as_json` for the fields, :func:`~.table.format_table` for the
+    table)."""
+
+    chain: object
+    board: str
+    fpgas: int
+    model: object
+    link_gbps: float | None
+    convention: str
+    dsp_cap: float
+    nodes: tuple
+    period: int
+    compute_period: int
+    link_period: int
+    ddr_period: int
+    fc_batch: int
+    unit_budget: int
+    budget_resource: str
+    bram36: int
+    dsp: int
+    lut: int
+    boundaries: tuple
+    coarse_groups: tuple
+    coarse_works: tuple
+    fine_works: tuple
+    v_coarse: float
+    v_fine: float
+    moves: int
+    infeasible: tuple
+    offchip_gbps: float
+    """DDR traffic of the busiest node's FC weights in GB/s."""
+
+    @property
+    def bound(self):
+        """What sets the period: ``"compute"``, ``"link"`` or ``"ddr"`` (the FC weights)."""
+        return max((self.compute_period, "compute"), (self.link_period, "link"),
+                   (self.ddr_period, "ddr"))[1] if self.period > self.compute_period \
+            else "compute"
+
+    @property
+    def v_mapped(self):
+        """Eq. 5 over the mapped nodes' work (after the period search moved the cuts)."""
+        return variance([sum(s.work for s in node.segments) for node in self.nodes])
+
+    @property
+    def images_per_second(self):
+        return self.model.clock_hz / self.period
+
+    @property
+    def work(self):
+        return self.chain.work
+
+    @property
+    def gops_per_fpga(self):
+        return 2 * self.work * self.images_per_second / self.fpgas / 1e9
+
+    @property
+    def idle(self):
+        """Idle share of the allocated MAC units (spec §2.8)."""
+        units = sum(node.mac_units for node in self.nodes)
+        return 1 - self.work / (units * self.period)
+
+    def node_idle(self, node):
+        work = sum(s.work for s in node.segments)
+        return 1 - work / (node.mac_units * self.period)
+
+    def dsp_use(self, node):
+        return node.dsp / self.dsp
+
+    def boundary_gbps(self):
+        return links.link_gbps(self.boundaries, self.model.word_bits, self.model.clock_hz,
+                               self.period)
+
+    def table(self):
+        """The per-node table (:func:`~.table.format_table`)."""
+        from .table import format_table
+        return format_table(self)
+
+    def as_json(self):
+        """``mapping.json``: network, board, cost model, per node (segments, storage, hosted
+        banks, idle, DSP use), per boundary (bits per sample and Gb/s each way) and the
+        summary."""
+        gbps = self.boundary_gbps()
+        bits = self.model.word_bits
+        return {
+            "network": {"name": self.chain.name, "layers": self.chain.as_json(),
+                        "work_macs_per_sample": self.work},
+            "board": {"name": self.board, "dsp": self.dsp, "bram36": self.bram36,
+                      "lut": self.lut, "fpgas": self.fpgas},
+            "cost_model": dataclasses.asdict(self.model),
+            "options": {"link_gbps": self.link_gbps, "link_convention": self.convention,
+                        "dsp_cap": self.dsp_cap, "fc_batch": self.fc_batch,
+                        "mac_unit_budget": self.unit_budget,
+                        "budget_limited_by": self.budget_resource},
+            "nodes": [dict(node.as_json(), idle=self.node_idle(node),
+                           dsp_use=self.dsp_use(node)) for node in self.nodes],
+            "boundaries": [
+                {"between": [b + 1, b + 2], "where": where,
+                 "forward_bits_per_sample": fwd * bits, "backward_bits_per_sample": bwd * bits,
+                 "forward_gbps": g[0], "backward_gbps": g[1]}
+                for b, ((fwd, bwd, where), g) in enumerate(zip(self.boundaries, gbps))],
+            "summary": {
+                "period_cycles": self.period, "compute_period_cycles": self.compute_period,
+                "link_period_cycles": self.link_period,
+                "ddr_period_cycles": self.ddr_period, "bound": self.bound,
+                "clock_mhz": self.model.clock_hz / 1e6,
+                "images_per_second": self.images_per_second,
+                "gops_per_fpga": self.gops_per_fpga, "idle_share": self.idle,
+                "v_coarse": _finite(self.v_coarse), "v_fine": _finite(self.v_fine),
+                "v_mapped": _finite(self.v_mapped),
+                "coarse_groups": [list(g) for g in self.coarse_groups],
+                "local_search_moves": self.moves,
+                "max_link_gbps": max((max(g) for g in gbps), default=0.0),
+                "fc_offchip_gbytes_per_s": self.offchip_gbps,
+                "feasible": not self.infeasible, "infeasible": list(self.infeasible)},
+        }
+
+
+def _finite(value):
+    return None if math.isinf(value) else value
+
+
+def _check_int(name, value, least=1):
+    if not isinstance(value, int) or isinstance(value, bool) or value < least:
+        raise UsageError(f"{name} must be an integer of at least {least}, not {value!r}")
+
+
+def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
+                convention="link", dsp_cap=DSP_CAP, ocp_min_ic=OCP_MIN_IC, fc_batch=None,
+                balance=True, check_storage=True, word_bits=None):
+    """Map ``chain`` (a :class:`~.network.Chain`) onto ``fpgas`` boards ``board`` (a
+    platform class of :mod:`nnrtl.boards`).
+
+    Parameters
+    ----------
+    precision : str
+        ``"fixed16"`` (the paper's cost model) or ``"fp32"`` (:mod:`.cost`).
+    link_gbps : float, optional
+        Link budget in Gb/s (``None``: unlimited); ``convention`` ``"link"`` or ``"fpga"``.
+    dsp_cap : float
+        Share of the DSP slices the MAC units may take.
+    ocp_min_ic : int
+        Layers with fewer input channels are cut by output channels.
+    fc_batch : int, optional
+        Samples per FC weight pass (default: the least the DDR bandwidth allows).
+    balance : bool
+        Parameter balancing when a node overflows.
+    check_storage : bool
+        Raise on a node whose storage does not fit; else mark the mapping infeasible.
+    word_bits : int, optional
+        16 or 32: the word width in buffers and on links instead of the cost model's (e.g.
+        the paper's cost model with the paper's fp32 words, whose links give its 18.6 Gb/s).
+
+    Raises
+    ------
+    UsageError
+        Bad parameters; a node whose segments cannot fit its DSP/LUT budget; with
+        ``check_storage``, a node whose storage does not fit after balancing (naming the
+        node, the resource, the need and the budget).
+    """
+    _check_int("--fpgas", fpgas)
+    if precision not in COST_MODELS:
+        raise UsageError(f"--precision must be one of {', '.join(COST_MODELS)}, not "
+                         f"{precision!r}")
+    if convention not in links.CONVENTIONS:
+        raise UsageError(f"link convention must be one of {', '.join(links.CONVENTIONS)}, "
+                         f"not {convention!r}")
+    if link_gbps is not None and (not isinstance(link_gbps, (int, float))
+                                  or isinstance(link_gbps, bool) or not link_gbps > 0):
+        raise UsageError(f"--link-gbps must be a positive number, not {link_gbps!r}")
+    if fc_batch is not None:
+        _check_int("fc_batch", fc_batch)
+    model = COST_MODELS[precision]
+    if word_bits is not None:
+        if word_bits not in (16, 32):
+            raise UsageError(f"word_bits must be 16 or 32, not {word_bits!r}")
+        model = dataclasses.replace(model, word_bits=word_bits)
+    capacity = board.capacity
+    budget, resource = unit_budget(model, capacity, dsp_cap)
+
+    # steps 2-3: coarse and fine partitions
+    works = [layer.work for layer in chain.layers]
+    groups = coarse_partition(works, fpgas)
+    coarse = [sum(works[a:b]) for a, b in groups]
+    line = UnitLine.of(chain, ocp_min_ic)
+    cuts, moves = fine_partition(line, fpgas)
+    fine = node_works(line, cuts)
+
+    def shapes_of(segments):
+        return [_shape(chain.layers[s[0]], *s[1:4]) for s in segments]
+
+    def period_of(start, end):
+        found = fastest_period(shapes_of(_node_segments(chain, line, start, end)), budget)
+        return math.inf if found is None else found
+
+    def fits(start, end, period, units=budget):
+        found = allocate(shapes_of(_node_segments(chain, line, start, end)), period)
+        return found is not None and sum(u for u, _, _ in found) <= units
+
+    # step 4: the period and the allocation. The work-balanced cuts give an upper bound;
+    # the least period over all cuts (the MAC units are integers: P, Q, K²) is searched
+    # below it and the cuts kept as near the work-balanced ones as it allows.
+    bounds = [0, *map(int, cuts), len(line)]
+    periods = [period_of(a, b) for a, b in zip(bounds, bounds[1:])]
+    # without a finite period for every node, other cuts may still fit: the slowest
+    # conceivable period is every segment on one CE of one tile
+    high = max(periods) if not any(math.isinf(p) for p in periods) else sum(
+        l.w_out ** 2 * l.oc * l.ic for l in chain.layers)
+    found = min_period_cuts(len(line), fpgas, fits, math.ceil(max(fine) / budget) - 1, high,
+                            cuts)
+    if found is not None:
+        best, cuts = found
+        # at that period, the least per-node MAC units: the slack spread over the nodes
+        _, cuts = min_period_cuts(len(line), fpgas, lambda a, b, u: fits(a, b, best, u),
+                                  math.ceil(sum(fine) / best / fpgas) - 1, budget, cuts)
+        bounds = [0, *cuts, len(line)]
+        periods = [period_of(a, b) for a, b in zip(bounds, bounds[1:])]
+    per_node = [_node_segments(chain, line, a, b) for a, b in zip(bounds, bounds[1:])]
+    shapes = [shapes_of(segs) for segs in per_node]
+    for n, period in enumerate(periods):
+        if math.isinf(period):
+            node_shapes = shapes[n]
+            least = sum(m * k * k for _, _, _, k, m in node_shapes)
+            names = ", ".join(chain.layers[s[0]].name for s in per_node[n])
+            raise UsageError(
+                f"node {n + 1} ({names}): one K x K tile per module needs {least} MAC units "
+                f"= {least * model.dsp_per_mac:,} DSP and {least * model.lut_per_mac:,} LUT, but "
+                f"{board.name} allows {budget} MAC units ({resource}-limited: "
+                f"{_budget_text(model, capacity, dsp_cap, resource)}) in {precision}")
+    compute_period = max(periods)
+
+    # FC batch from the DDR bandwidth at the compute rate
+    fc_words = sum(2 * layer.params for layer in chain.layers if layer.kind == "fc")
+    ddr_bytes_per_sample = 2 * fc_words * model.word_bits / 8     # 4 words per weight
+    rate = model.clock_hz / compute_period
+    if fc_batch is None:
+        fc_batch = max(1, math.ceil(ddr_bytes_per_sample * rate
+                                    / (capacity.offchip_gbps * 1e9)))
+    resid = residencies(chain, fc_batch if fc_words else 0)
+
+    # step 5: storage and parameter balancing
+    words_per_bram = model.words_per_bram36()
+    capacity_words = capacity.bram36 * words_per_bram
+    stores, offchip, banks = [], [], []
+    for n, segs in enumerate(per_node):
+        total, off = dict.fromkeys(STORAGE_KINDS, 0), 0
+        node_banks = []
+        for seg, shape in zip(segs, shapes[n]):
+            words, o = _storage(chain, seg, shape, resid[seg[0]], model.word_bits)
+            for kind, value in words.items():
+                total[kind] += value
+            off += o
+            node_banks.append([chain.layers[seg[0]].name, *_banks(chain, seg, shape)])
+        stores.append(total)
+        offchip.append(off)
+        banks.append(node_banks)
+    hosted = _balance(stores, banks, capacity_words) if balance else []
+
+    # step 6: links and the period
+    words = links.boundary_words(chain, line, cuts, hosted)
+    link_period = links.link_period(words, model.word_bits, model.clock_hz, link_gbps,
+                                    convention)
+    ddr_period = max(math.ceil(2 * off * model.word_bits / 8 / fc_batch
+                               / (capacity.offchip_gbps * 1e9) * model.clock_hz)
+                     for off in offchip)             # 4 words per weight per pass
+    period = max(compute_period, link_period, ddr_period)
+    nodes, infeasible = [], []
+    for n, segs in enumerate(per_node):
+        alloc = allocate(shapes[n], period)
+        configs = []
+        for seg, shape, (units, p, q) in zip(segs, shapes[n], alloc):
+            index, mode, lo, hi, completes = seg
+            layer = chain.layers[index]
+            pixels, n_out, n_in, k, modules = shape
+            configs.append(SegmentConfig(
+                layer.name, index, layer.kind, mode, lo, hi, n_in, n_out, k, pixels, p, q,
+                modules, units, units * model.dsp_per_mac, units * model.lut_per_mac,
+                pixels * -(-n_out // p) * -(-n_in // q), modules * pixels * n_out * n_in * k * k,
+                completes, resid[index]))
+        units = sum(c.mac_units for c in configs)
+        need = sum(stores[n].values())
+        bram = math.ceil(need / words_per_bram)
+        if bram > capacity.bram36:
+            big = sorted(stores[n].items(), key=lambda kv: -kv[1])[:3]
+            message = (f"node {n + 1}: storage needs {need:,} words of {model.word_bits} bits "
+                       f"= {bram} BRAM36, but {board.name} has {capacity.bram36} BRAM36 "
+                       f"({capacity_words:,} words); largest: "
+                       + ", ".join(f"{kind} {value:,}" for kind, value in big)
+                       + (" (after parameter balancing)" if balance else "")
+                       + f"; Act-RAM residency up to {max(c.residency for c in configs):.1f} "
+                       f"samples, fc_batch {fc_batch} of them")
+            if check_storage:
+                raise UsageError(message + f"; precision {precision}, {fpgas} FPGAs")
+            infeasible.append(message)
+        nodes.append(FpdeepNodeConfig(
+            n + 1, tuple(configs), units, units * model.dsp_per_mac,
+            units * model.lut_per_mac, tuple(stores[n].items()), bram,
+            tuple(h for h in hosted if h.host == n + 1), offchip[n], model.word_bits))
+    return Mapping(
+        chain, board.name, fpgas, model, link_gbps, convention, dsp_cap, tuple(nodes), period,
+        compute_period, link_period, ddr_period, fc_batch, budget, resource, capacity.bram36,
+        capacity.dsp, capacity.lut, tuple(words), tuple(groups), tuple(coarse),
+        tuple(float(w) for w in fine), variance(coarse), variance(fine), moves,
+        tuple(infeasible), 2 * max(offchip) * model.word_bits / 8 / fc_batch * model.clock_hz
+        / period / 1e9)
+
+
+def _budget_text(model, capacity, dsp_cap, resource):
+    if resource == "dsp":
+        return (f"{dsp_cap:g} of {capacity.dsp} DSP / {model.dsp_per_mac} DSP per MAC")
+    from ..engines import LUT_SHARE
+    return f"{LUT_SHARE:g} of {capacity.lut:,} LUT / {model.lut_per_mac:,} LUT per MAC"
+
+
+def _balance(stores, banks, capacity_words):
+    """Spec §2.11 step 5: move whole parameter banks of the most over-full node to the
+    upstream node with the most free memory until all fit or no move helps. Updates
+    ``stores`` (``bpram``/``bgb`` on the host, ``lpram``/``lgb`` off the consumer) and
+    returns the :class:`HostedBanks`."""
+    hosted = {}
+    left = [[list(b) for b in node] for node in banks]
+    while True:
+        over = [sum(s.values()) - capacity_words for s in stores]
+        worst = int(np.argmax(over))
+        if over[worst] <= 0:
+            break
+        free = [capacity_words - sum(s.values()) for s in stores[:worst]]
+        moved = False
+        for host in sorted(range(worst), key=lambda h: -free[h]):
+            for entry in sorted(left[worst], key=lambda e: -e[2]):
+                name, count, size = entry
+                if not count or 2 * size > free[host]:
+                    continue
+                n = min(count, math.ceil(over[worst] / (2 * size)), free[host] // (2 * size))
+                entry[1] -= n
+                for kind, sign, node in (("lpram", -1, worst), ("lgb", -1, worst),
+                                         ("bpram", 1, host), ("bgb", 1, host)):
+                    stores[node][kind] += sign * n * size
+                key = (host + 1, worst + 1, name)
+                hosted[key] = [hosted.get(key, [0, 0])[0] + n,
+                               hosted.get(key, [0, 0])[1] + n * size]
+                moved = True
+                break
+            if moved:
+                break
+        if not moved:
+            break
+    return [HostedBanks(host, consumer, name, count, words)
+            for (host, consumer, name), (count, words) in sorted(hosted.items())]

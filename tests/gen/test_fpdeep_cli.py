@@ -1,0 +1,164 @@
+"""``nnrtl map``: the generic command reaches FPDeep's mapper through an engine's ``map``
+hook (a toy engine registered at run time with :func:`nnrtl.gen.fpdeep.hooks.map_hook`,
+since FPDeep has no RTL top to register yet); the output directory is complete or absent;
+bad input exits 2 naming the parameter."""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from nnrtl.gen import engines as registry
+from nnrtl.gen.cli import main
+from nnrtl.gen.engines import Engine
+from nnrtl.gen.fpdeep.hooks import map_hook
+from nnrtl.hw.demo import DemoConfig, DemoEngine
+
+
+@dataclasses.dataclass(frozen=True)
+class MapConfig:
+    lanes: int = 2
+
+
+MAPPER = Engine(
+    name="mapper", summary="a toy engine with FPDeep's map hook", config_class=MapConfig,
+    top=lambda config: DemoEngine(DemoConfig(lanes=config.lanes)),
+    resources=lambda config, family: {"dsp": 1}, predict=lambda config, workload: {},
+    simulate=lambda request: {}, map=map_hook)
+
+
+@pytest.fixture
+def mapper():
+    registry.register(MAPPER)
+    yield MAPPER
+    registry.unregister("mapper")
+
+
+@pytest.fixture(scope="module")
+def cnn_file(tmp_path_factory):
+    """A small CNN as a torch.export archive: 32 x 32 x 3 -> conv 16 -> pool -> conv 32 ->
+    pool -> 10."""
+    cnn = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(32 * 8 * 8, 10))
+    path = tmp_path_factory.mktemp("model") / "cnn.pt2"
+    torch.export.save(torch.export.export(cnn, (torch.zeros(1, 3, 32, 32),)), path)
+    return path
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_map_a_model_file(mapper, cnn_file, tmp_path, capsys):
+    out_dir = tmp_path / "map"
+    code, out, err = run(capsys, "map", "mapper", "--model", cnn_file, "--fpgas", 3,
+                         "--board", "vc709", "-o", out_dir)
+    assert code == 0, err
+    assert "image size 32 x 32 inferred" in err
+    assert sorted(p.name for p in out_dir.iterdir()) == ["manifest.json", "mapping.json"]
+    found = json.loads((out_dir / "mapping.json").read_text())
+    assert found["board"] == {"name": "vc709", "dsp": 3600, "bram36": 1470, "lut": 433200,
+                              "fpgas": 3}
+    assert len(found["nodes"]) == 3 and len(found["boundaries"]) == 2
+    assert found["cost_model"]["name"] == "paper" and found["options"]["link_gbps"] == 150
+    assert [l["macs"] for l in found["network"]["layers"]] == [
+        32 * 32 * 16 * 3 * 9, 16 * 16 * 32 * 16 * 9, 2048 * 10]
+    summary = found["summary"]
+    assert summary["feasible"] and summary["period_cycles"] > 0
+    for key in ("images_per_second", "gops_per_fpga", "idle_share", "v_coarse", "v_fine",
+                "max_link_gbps"):
+        assert key in summary
+    node = found["nodes"][0]
+    assert {"segments", "storage", "hosted", "dsp", "bram36", "idle", "dsp_use"} <= set(node)
+    lines = out.splitlines()
+    assert lines[0].startswith("FPDeep: cnn.pt2 on 3 x vc709, precision fixed16")
+    assert any(line.split()[:1] == ["1"] and "layers[0]" in line for line in lines)
+    # --force replaces it (nnrtl wrote it); fp32 costs 2 DSP per MAC
+    code, out, err = run(capsys, "map", "mapper", "--model", cnn_file, "--fpgas", 2,
+                         "--board", "vc709", "--precision", "fp32", "--image-size", 32,
+                         "--link-gbps", 250, "-o", out_dir, "--force")
+    assert code == 0, err
+    found = json.loads((out_dir / "mapping.json").read_text())
+    assert found["cost_model"]["dsp_per_mac"] == 2 and len(found["nodes"]) == 2
+
+
+def test_map_a_builtin_network_with_params(mapper, tmp_path, capsys):
+    code, out, err = run(capsys, "map", "mapper", "--network", "alexnet", "--fpgas", 15,
+                         "--board", "vc709", "--param", "fc_batch=4", "-o", tmp_path / "a")
+    assert code == 0, err
+    found = json.loads((tmp_path / "a" / "mapping.json").read_text())
+    assert found["options"]["fc_batch"] == 4 and found["summary"]["bound"] == "ddr"
+    assert "conv1" in out and len(found["nodes"]) == 15
+
+
+def test_infeasible_mapping_is_refused(mapper, tmp_path, capsys):
+    out_dir = tmp_path / "vgg"
+    code, out, err = run(capsys, "map", "mapper", "--network", "vgg16", "--fpgas", 15,
+                         "--board", "vc709", "--precision", "fp32", "-o", out_dir)
+    assert code == 2 and out == ""
+    assert err.startswith("nnrtl: error: node ") and "BRAM36, but vc709 has 1470 BRAM36" in err
+    assert not out_dir.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--fpgas", "2"], "give --model FILE or --network NAME (one of them)"),
+    (["--network", "vgg16", "--model", "x.pt", "--fpgas", "2"], "give --model FILE or "
+                                                                  "--network NAME"),
+    (["--network", "resnet", "--fpgas", "2"], "--network 'resnet': FPDeep has alexnet, "
+                                              "vgg16, vgg19 built in"),
+    (["--model", "missing.pt", "--fpgas", "2"], "--model missing.pt: no such file"),
+    (["--network", "vgg16", "--fpgas", "0"], "--fpgas must be a positive integer, not 0"),
+    (["--network", "vgg16", "--fpgas", "2", "--link-gbps", "-1"],
+     "--link-gbps must be a positive number, not -1"),
+    (["--network", "vgg16", "--fpgas", "2", "--image-size", "0"],
+     "--image-size must be a positive integer, not 0"),
+    (["--network", "vgg16", "--fpgas", "2", "--precision", "fp64"],
+     "--precision must be one of fixed16, fp32, not 'fp64'"),
+    (["--network", "vgg16", "--fpgas", "2", "--param", "depth=3"],
+     "--param 'depth=3': FPDeep's mapping options are fc_batch=..."),
+    (["--network", "vgg16", "--fpgas", "2", "--param", "dsp_cap=lots"],
+     "--param dsp_cap must be a number in (0, 1], not 'lots'"),
+    (["--network", "vgg16", "--fpgas", "2", "--board", "vc999"], "unknown board"),
+])
+def test_bad_input_exits_2(mapper, tmp_path, capsys, argv, message):
+    if "--board" not in argv:
+        argv = [*argv, "--board", "vc709"]
+    code, out, err = run(capsys, "map", "mapper", *argv, "-o", tmp_path / "m")
+    assert code == 2 and out == ""
+    assert err.startswith("nnrtl: error: ") and message in err, err
+    assert not (tmp_path / "m").exists()
+
+
+def test_refused_model_files(mapper, tmp_path, capsys):
+    """An RNN, and a CNN without a Linear layer and no --image-size."""
+    torch.save(torch.nn.LSTM(3, 5).state_dict(), tmp_path / "lstm.pt")
+    code, _, err = run(capsys, "map", "mapper", "--model", tmp_path / "lstm.pt", "--fpgas", 2,
+                       "--board", "vc709", "-o", tmp_path / "m")
+    assert code == 2 and "lstm.pt: FPDeep maps CNNs" in err
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    torch.export.save(torch.export.export(conv, (torch.zeros(1, 3, 8, 8),)),
+                      tmp_path / "conv.pt2")
+    code, _, err = run(capsys, "map", "mapper", "--model", tmp_path / "conv.pt2", "--fpgas", 2,
+                       "--board", "vc709", "-o", tmp_path / "m")
+    assert code == 2 and "conv.pt2: no Linear layer fixes the input size; give " \
+                         "--image-size" in err
+    assert not (tmp_path / "m").exists()
+
+
+def test_engine_without_a_mapper(mapper, tmp_path, capsys):
+    code, _, err = run(capsys, "map", "demo", "--network", "vgg16", "--fpgas", 2,
+                       "--board", "vc709", "-o", tmp_path / "m")
+    assert code == 2
+    assert "demo has no mapping onto a chain of FPGAs (nnrtl map); engines with one: " \
+           "mapper" in err
+
+
+def test_engines_lists_the_map_hook(mapper, capsys):
+    code, out, _ = run(capsys, "engines", "--json")
+    by_name = {e["name"]: e for e in json.loads(out)}
+    assert by_name["mapper"]["hooks"] == ["top", "resources", "predict", "simulate", "map"]
