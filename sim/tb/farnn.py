@@ -15,10 +15,11 @@ MVM results, saved values and ``dy``), or, without ``inputs``, drawn from the se
 BW's saved values the golden FW's). The expected outputs are the golden model's
 (:mod:`nnrtl.sim.golden.farnn.layer`) on those inputs. Then for each pass in turn:
 registers ``phase``, ``steps``, ``batch``, ``control.load``; the pass's weight stream on
-``s_weights`` (one frame per unit, GRU FW then the ``bR_n`` beats as one frame),
+``s_weights`` (one frame a load, GRU FW then the ``bR_n`` beats as one frame),
 ``status.loading`` awaited; ``control.start``; the input cells on ``s_imvm`` (FW) or
-``s_bw`` (BW), one frame a step; ``m_h`` and ``m_saved`` (FW) or ``m_deltas`` (BW) taken
-one frame a step (``tlast`` closes each step) and checked in order. The words received
+``s_bw`` (BW; with a projection also ``s_dy``), one frame a step; ``m_h`` and ``m_saved``
+(FW) or ``m_deltas`` (BW), with a projection also ``m_proj``, taken one frame a step
+(``tlast`` closes each step) and checked in order. The words received
 are what ``outputs`` gets (:func:`~nnrtl.sim.tb.farnn_io.arrays_of`), written once every
 pass has ended its checks.
 
@@ -44,7 +45,7 @@ from cocotbext.axi import AxiStreamFrame
 
 from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.hw.farnn.registers import COUNTERS, PHASES, register_map
-from nnrtl.hw.farnn.schedule import bias_beats, run_cycles
+from nnrtl.hw.farnn.schedule import run_cycles
 from nnrtl.sim.tb import farnn_io
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
@@ -78,17 +79,6 @@ def _words(frame, count):
     return words.reshape(-1, count).tolist()
 
 
-def weight_frames(data, phase):
-    """The load of pass ``phase``: its weight stream (``data["weights_<phase>"]``, as the
-    host packed it) cut into one frame per unit, then (GRU FW) the ``bR_n`` beats."""
-    stream = np.asarray(data[f"weights_{phase}"])
-    per_unit = CONFIG.chain_length * CONFIG.weights_per_pe(phase)
-    frames = [stream[i:i + per_unit] for i in range(0, len(stream), per_unit)]
-    if CONFIG.cell == "gru" and phase == "fw":
-        frames.append(np.asarray(bias_beats(CONFIG, data["bias_n"])))
-    return frames
-
-
 def inputs(phases):
     """The passes' input arrays: the ``inputs`` file's, or drawn from the seed; checked
     against the shapes :mod:`~nnrtl.sim.tb.farnn_io` names."""
@@ -105,7 +95,7 @@ def inputs(phases):
 
 async def load(bench, data, phase):
     """LOAD of pass ``phase``: its weight frames, ``status.loading`` awaited."""
-    frames = weight_frames(data, phase)
+    frames = farnn_io.weight_frames(CONFIG, phase, data)
     beats = sum(len(frame) for frame in frames)
     bench.begin(f"the {phase} weight load", beats + CONFIG.units)
     await bench.regs.write("phase", PHASES[phase])
@@ -124,27 +114,28 @@ async def run(bench, phase, data, expected):
     golden outputs). Returns the pass's counters and the frames received (``{sink:
     frames}``)."""
     steps = CONFIG.seq_len
-    source, frames = farnn_io.input_cells(CONFIG, phase, data)
+    sources = farnn_io.input_cells(CONFIG, phase, data)
     sinks = farnn_io.output_cells(CONFIG, phase, expected)
-    cells = len(frames[0])
     model, budget = budget_model(phase, steps)
-    bench.begin(f"the {phase} run", budget, output_beats=steps * cells * len(sinks))
+    beats = sum(len(frame) for frames in sinks.values() for frame in frames)
+    bench.begin(f"the {phase} run", budget, output_beats=beats)
     await bench.regs.write_fields("control", start=1)
-    for beats in frames:
-        await bench.source(source).send(AxiStreamFrame(_bytes(beats)))
+    for name, frames in sources.items():
+        for frame in frames:
+            await bench.source(name).send(AxiStreamFrame(_bytes(frame)))
     received = {name: [] for name in sinks}
     for index in range(steps):
         for name, want in sinks.items():
             frame = await bench.recv(name, f"{phase} frame {index}")
-            width = len(want[index][0])
-            got = _words(frame, width)
-            bench.expect_count(f"the beats of {name} frame {index}", len(got), cells,
-                               source="cells per step, cell_order")
+            got = _words(frame, len(want[index][0]))
+            bench.expect_count(f"the beats of {name} frame {index}", len(got),
+                               len(want[index]), source="cells per step, cell_order")
             bench.check(name, [w for beat in want[index] for w in beat],
                         [w for beat in got for w in beat])
             received[name].append(got)
     await bench.wait_field("status", "busy", 0, f"the end of the {phase} run")
-    await bench.drain(source)
+    for name in sources:
+        await bench.drain(name)
     status = {name: await bench.regs.read_field("status", name) for name in ERRORS}
     if any(status.values()) or await bench.regs.read_field("status", "done") != 1:
         raise BenchFailure(f"status after the {phase} run: {status}, done expected 1 "
@@ -156,8 +147,11 @@ async def run(bench, phase, data, expected):
 @cocotb.test()
 async def layer_pass_matches_golden_model(dut):
     phases = PARAMS.get("phases", list(farnn_io.PHASES))
-    async with EngineBench(dut, register_map(CONFIG), sources=["s_weights", "s_imvm", "s_bw"],
-                           sinks=["m_h", "m_saved", "m_deltas"], params=PARAMS) as bench:
+    sources = ["s_weights"] + [name for phase in farnn_io.PHASES
+                               for name in farnn_io.sources(CONFIG, phase)]
+    sinks = [name for phase in farnn_io.PHASES for name in farnn_io.sinks(CONFIG, phase)]
+    async with EngineBench(dut, register_map(CONFIG), sources=list(dict.fromkeys(sources)),
+                           sinks=list(dict.fromkeys(sinks)), params=PARAMS) as bench:
         # inside the bench: a bad input file is reported as its failure
         data = inputs(phases)
         expected = {phase: farnn_io.expected_outputs(CONFIG, phase, data) for phase in phases}

@@ -32,25 +32,29 @@ Streams (the top's, :mod:`nnrtl.hw.farnn.engine`): one frame a step, the cells i
 ``s_imvm`` carries ``imvm`` per cell; ``m_h`` ``h``; ``m_saved`` the saved values and the
 state before the step (LSTM ``c_{t-1}``, GRU ``h_{t-1}``; +0 at ``t = 0``); ``s_bw`` an
 ``m_saved`` beat with ``dy`` appended; ``m_deltas`` ``d_input``'s gates (GRU: then
-``d_recurrent``'s n).
+``d_recurrent``'s n). The weight stream goes as one frame a load (``tlast`` closing it).
 
-Projection (``proj_size > 0``): the inputs, the weight streams and the golden results
-already carry it (:class:`~nnrtl.sim.golden.farnn.layer.LayerWeights` from the streams'
-projection loads; outputs ``y`` and ``dr_hat`` reserved); the top does not build one yet,
-so :func:`check_supported` refuses it. Its output cells (``r_t`` in FW, ``dr^_t`` in BW,
-following the golden model) are the one thing to add to :func:`output_cells` and
-:func:`arrays_of` with the top.
+Projection (``proj_size > 0``, LSTM), as the top with a projection defines its ports:
+``s_bw`` then carries no ``dy``; ``s_dy`` (BW) carries ``dy`` per cell; ``m_proj`` carries
+FW ``y`` (``r_t = W_hr h_t``) and BW ``dr_hat`` (``dr^_t``), outputs of those names (T, B,
+P); the weight stream is cut into loads (each unit's gate matrix, then its projection
+block). Cells follow :func:`~nnrtl.hw.farnn.schedule.cell_order` of the matrix whose job
+makes them: ``projection`` for FW ``m_proj``, ``projection_t`` for ``s_bw`` and
+``m_deltas``, ``recurrent_t`` for ``s_dy`` and BW ``m_proj``, ``recurrent`` for the rest.
+The top of this tree refuses a projection (:func:`check_supported` passes its refusal
+on), so that path runs once the top has one.
 """
 
 import numpy as np
 
 from nnrtl.gen.farnn.host import pack_weights, unpack_weights
-from nnrtl.hw.farnn.schedule import cell_order
+from nnrtl.hw.farnn.schedule import bias_beats, cell_order
 from nnrtl.sim.golden.farnn import cells
 from nnrtl.sim.golden.farnn import layer as golden
 
-__all__ = ["PHASES", "INPUTS", "OUTPUTS", "input_names", "output_names", "check_supported",
-           "random_inputs", "check_inputs", "layer_weights", "forward_result",
+__all__ = ["PHASES", "INPUTS", "OUTPUTS", "SOURCES", "SINKS", "input_names",
+           "output_names", "sources", "sinks", "check_supported", "random_inputs",
+           "check_inputs", "weight_frames", "layer_weights", "forward_result",
            "backward_result", "expected_outputs", "input_cells", "output_cells", "arrays_of",
            "save", "load"]
 
@@ -77,16 +81,20 @@ def input_names(config, phase):
 
 
 def output_names(config, phase):
-    """The names of the arrays pass ``phase`` of ``config`` gives back."""
-    return list(OUTPUTS[phase]) + (_saved(config) if phase == "fw" else [])
+    """The names of the arrays pass ``phase`` of ``config`` gives back (with a projection
+    also FW ``y``, BW ``dr_hat``)."""
+    names = list(OUTPUTS[phase]) + (_saved(config) if phase == "fw" else [])
+    if config.proj_size:
+        names.append("y" if phase == "fw" else "dr_hat")
+    return names
 
 
 def check_supported(config):
-    """ValueError if the top cannot run ``config``'s passes (a projection: module
-    docstring)."""
-    if config.proj_size:
-        raise ValueError(f"proj_size ({config.proj_size}) must be 0 for the engine bench: "
-                         f"the top (nnrtl.hw.farnn.engine) has no projection yet")
+    """The top's own ValueError if it cannot be built for ``config`` (a projection before
+    the top has one, weights that do not fit): constructing it checks, without
+    elaborating."""
+    from nnrtl.hw.farnn.engine import FarnnEngine
+    FarnnEngine(config)
 
 
 def _shapes(config, phase):
@@ -97,7 +105,9 @@ def _shapes(config, phase):
               "bias_n": (hidden,), "imvm": (steps, batch, units, hidden),
               "h": (steps, batch, hidden), "dy": (steps, batch, config.recurrent_size),
               "d_input": (steps, batch, units, hidden),
-              "d_recurrent": (steps, batch, units, hidden)}
+              "d_recurrent": (steps, batch, units, hidden),
+              "y": (steps, batch, config.recurrent_size),
+              "dr_hat": (steps, batch, config.recurrent_size)}
     shapes.update({name: (steps, batch, hidden) for name in _saved(config)})
     return shapes
 
@@ -140,6 +150,20 @@ def random_inputs(config, rng):
     return data
 
 
+def weight_frames(config, phase, data):
+    """The load of pass ``phase``: its weight stream (``data["weights_<phase>"]``, as the
+    host packed it) cut into one frame a load (each unit's gate matrix, then with a
+    projection its projection block), then (GRU FW) the ``bR_n`` beats as one frame."""
+    stream = np.asarray(data[f"weights_{phase}"])
+    sizes = [config.chain_length * shape.weights_per_pe
+             for _ in range(config.units) for shape in config.pass_matrices(phase)]
+    ends = np.cumsum(sizes)
+    frames = [stream[end - size:end] for size, end in zip(sizes, ends)]
+    if config.cell == "gru" and phase == "fw":
+        frames.append(np.asarray(bias_beats(config, data["bias_n"])))
+    return frames
+
+
 def layer_weights(config, data):
     """The :class:`~nnrtl.sim.golden.farnn.layer.LayerWeights` the streams in ``data``
     carry (the passes' matrices that are there; None for the others)."""
@@ -180,14 +204,47 @@ def expected_outputs(config, phase, data):
     weights = layer_weights(config, data)
     if phase == "fw":
         fw = golden.forward(config, weights, data["imvm"])
-        return {"h": fw.h, **{f"saved_{name}": fw.saved[name] for name in fw.saved}}
-    bw = golden.backward(config, weights, forward_result(config, data), data["dy"])
-    return {"d_input": bw.d_input, "d_recurrent": bw.d_recurrent}
+        out = {"h": fw.h, "y": fw.y, **{f"saved_{name}": fw.saved[name] for name in fw.saved}}
+    else:
+        bw = golden.backward(config, weights, forward_result(config, data), data["dy"])
+        out = {"d_input": bw.d_input, "d_recurrent": bw.d_recurrent, "dr_hat": bw.dr_hat}
+    return {name: out[name] for name in output_names(config, phase)}
 
 
 def _steps(config, phase):
     steps = range(config.seq_len)
     return list(steps) if phase == "fw" else list(reversed(steps))
+
+
+#: The cell streams of each pass: inputs, outputs (with a projection also ``s_dy`` in BW
+#: and ``m_proj`` in both).
+SOURCES = {"fw": ("s_imvm",), "bw": ("s_bw",)}
+SINKS = {"fw": ("m_h", "m_saved"), "bw": ("m_deltas",)}
+
+
+def sources(config, phase):
+    """The input streams of pass ``phase``."""
+    return SOURCES[phase] + (("s_dy",) if config.proj_size and phase == "bw" else ())
+
+
+def sinks(config, phase):
+    """The output streams of pass ``phase``."""
+    return SINKS[phase] + (("m_proj",) if config.proj_size else ())
+
+
+def _matrix(config, phase, port):
+    """The matrix whose job's cell order stream ``port`` follows (the top's docstring)."""
+    if not config.proj_size:
+        return "recurrent"
+    if port == "m_proj":
+        return "projection" if phase == "fw" else "recurrent_t"
+    return {"s_bw": "projection_t", "m_deltas": "projection_t",
+            "s_dy": "recurrent_t"}.get(port, "recurrent")
+
+
+def _order(config, phase, port):
+    matrix = _matrix(config, phase, port)
+    return cell_order(config) if matrix == "recurrent" else cell_order(config, None, matrix)
 
 
 def _before(config, arrays, t, b, row):
@@ -197,68 +254,69 @@ def _before(config, arrays, t, b, row):
     return int(arrays["saved_c" if config.cell == "lstm" else "h"][t - 1, b, row])
 
 
-def _saved_words(config, arrays, t, b, row):
-    return [int(arrays[name][t, b, row]) for name in _saved(config)] + [
-        _before(config, arrays, t, b, row)]
+def _beat(config, phase, port, arrays, t, b, row):
+    """The words of cell ``(t, b, row)`` on stream ``port``, from ``arrays``."""
+    if port == "s_imvm":
+        return [int(w) for w in arrays["imvm"][t, b, :, row]]
+    if port == "m_h":
+        return [int(arrays["h"][t, b, row])]
+    if port in ("m_saved", "s_bw"):
+        words = [int(arrays[name][t, b, row]) for name in _saved(config)] + [
+            _before(config, arrays, t, b, row)]
+        if port == "s_bw" and not config.proj_size:      # dy enters at dr^ with one
+            words.append(int(arrays["dy"][t, b, row]))
+        return words
+    if port == "s_dy":
+        return [int(arrays["dy"][t, b, row])]
+    if port == "m_proj":
+        return [int(arrays["y" if phase == "fw" else "dr_hat"][t, b, row])]
+    gru = config.cell == "gru"                           # m_deltas
+    return [int(w) for w in arrays["d_input"][t, b, :, row]] + (
+        [int(arrays["d_recurrent"][t, b, 2, row])] if gru else [])
+
+
+def _frames(config, phase, ports, arrays):
+    order = {port: _order(config, phase, port) for port in ports}
+    return {port: [[_beat(config, phase, port, arrays, t, b, row) for b, row in order[port]]
+                   for t in _steps(config, phase)] for port in ports}
 
 
 def input_cells(config, phase, data):
-    """``(source, frames)``: the input stream of pass ``phase`` and its frames, one a
-    step in the pass's order, each a list of beats (lists of words)."""
-    order = cell_order(config)
-    frames = []
-    for t in _steps(config, phase):
-        if phase == "fw":
-            frames.append([[int(w) for w in data["imvm"][t, b, :, row]] for b, row in order])
-        else:
-            frames.append([_saved_words(config, data, t, b, row) + [int(data["dy"][t, b, row])]
-                           for b, row in order])
-    return ("s_imvm" if phase == "fw" else "s_bw"), frames
+    """``{source: frames}``: the input streams of pass ``phase`` carrying ``data``, one
+    frame a step in the pass's order, each a list of beats (lists of words)."""
+    return _frames(config, phase, sources(config, phase), data)
 
 
 def output_cells(config, phase, arrays):
     """``{sink: frames}``: the output streams of pass ``phase`` carrying ``arrays`` (its
     outputs), one frame a step in the pass's order, each a list of beats."""
-    order = cell_order(config)
-    steps = _steps(config, phase)
-    if phase == "fw":
-        return {"m_h": [[[int(arrays["h"][t, b, row])] for b, row in order] for t in steps],
-                "m_saved": [[_saved_words(config, arrays, t, b, row) for b, row in order]
-                            for t in steps]}
-    gru = config.cell == "gru"
-    return {"m_deltas": [[[int(w) for w in arrays["d_input"][t, b, :, row]]
-                          + ([int(arrays["d_recurrent"][t, b, 2, row])] if gru else [])
-                          for b, row in order] for t in steps]}
+    return _frames(config, phase, sinks(config, phase), arrays)
 
 
 def arrays_of(config, phase, frames):
     """The inverse of :func:`output_cells`: pass ``phase``'s output arrays from the frames
     of its sinks (``{sink: frames}``). The ``m_saved`` beats' last word (the state before
     the step) is not kept: it repeats ``saved_c`` / ``h`` of the step before."""
-    steps, batch, hidden, units = config.seq_len, config.batch, config.hidden_size, \
-        config.units
-    order = cell_order(config)
-    if phase == "fw":
-        out = {name: np.zeros((steps, batch, hidden), np.uint32)
-               for name in ["h"] + _saved(config)}
-        for t, beats in zip(_steps(config, phase), frames["m_h"]):
+    shapes = _shapes(config, phase)
+    out = {name: np.zeros(shapes[name], np.uint32) for name in output_names(config, phase)}
+    units, saved = config.units, _saved(config)
+    for port in sinks(config, phase):
+        order = _order(config, phase, port)
+        for t, beats in zip(_steps(config, phase), frames[port]):
             for (b, row), beat in zip(order, beats):
-                out["h"][t, b, row] = beat[0]
-        for t, beats in zip(_steps(config, phase), frames["m_saved"]):
-            for (b, row), beat in zip(order, beats):
-                for name, word in zip(_saved(config), beat):
-                    out[name][t, b, row] = word
-        return out
-    d_input = np.zeros((steps, batch, units, hidden), np.uint32)
-    for t, beats in zip(_steps(config, phase), frames["m_deltas"]):
-        for (b, row), beat in zip(order, beats):
-            d_input[t, b, :, row] = beat[:units]
-    d_recurrent = d_input.copy()
-    if config.cell == "gru":
-        for t, beats in zip(_steps(config, phase), frames["m_deltas"]):
-            for (b, row), beat in zip(order, beats):
-                d_recurrent[t, b, 2, row] = beat[units]
-    return {"d_input": d_input, "d_recurrent": d_recurrent}
+                if port == "m_h":
+                    out["h"][t, b, row] = beat[0]
+                elif port == "m_saved":
+                    for name, word in zip(saved, beat):
+                        out[name][t, b, row] = word
+                elif port == "m_proj":
+                    out["y" if phase == "fw" else "dr_hat"][t, b, row] = beat[0]
+                else:                                    # m_deltas
+                    out["d_input"][t, b, :, row] = beat[:units]
+                    out["d_recurrent"][t, b, :, row] = beat[:units]
+                    if config.cell == "gru":
+                        out["d_recurrent"][t, b, 2, row] = beat[units]
+    return out
 
 
 def save(path, arrays):

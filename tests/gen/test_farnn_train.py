@@ -189,9 +189,9 @@ def test_unsupported_networks():
                                          r"engine runs forward layers only$"):
         config_for(Network(layers=(bidirectional,)), 2, 1)
     projected = random_network("lstm", 3, 5, proj_size=2)
-    with pytest.raises(UsageError, match=r"^--backend rtl: proj_size \(2\) must be 0 for the "
-                                         r"engine bench: the top \(nnrtl.hw.farnn.engine\) has "
-                                         r"no projection yet; use --backend golden$"):
+    with pytest.raises(UsageError, match=r"^--backend rtl: proj_size \(2\) must be 0 for "
+                                         r"FarnnEngine: the projection is not built yet .*; use "
+                                         r"--backend golden$"):
         FarnnTrainer(config_for(projected, 2, 1), "rtl")
     with pytest.raises(UsageError, match=r"^--backend must be one of golden, rtl for the farnn "
                                          r"engine, not 'fpga'$"):

@@ -66,9 +66,9 @@ def test_stream_cells_where_the_top_puts_them():
     assert sinks["m_saved"][2][5] == [fw[f"saved_{n}"][2, b, row]
                                       for n in ("r", "z", "n", "hn")] + [fw["h"][1, b, row]]
     assert sinks["m_saved"][0][5][-1] == 0                # h_{-1} = +0
-    source, frames = farnn_io.input_cells(config, "fw", data)
+    (source, frames), = farnn_io.input_cells(config, "fw", data).items()
     assert source == "s_imvm" and frames[1][5] == data["imvm"][1, b, :, row].tolist()
-    source, frames = farnn_io.input_cells(config, "bw", data)
+    (source, frames), = farnn_io.input_cells(config, "bw", data).items()
     assert source == "s_bw" and len(frames) == 3
     assert frames[0][5] == [data[f"saved_{n}"][2, b, row] for n in ("r", "z", "n", "hn")] + [
         data["h"][1, b, row], data["dy"][2, b, row]]    # frame 0 = step T - 1
@@ -80,6 +80,9 @@ def test_stream_cells_where_the_top_puts_them():
 
 def test_bad_inputs_are_named():
     data = farnn_io.random_inputs(LSTM, np.random.default_rng(4))
+    # the weight load of a pass without projection: one frame per unit
+    frames = farnn_io.weight_frames(LSTM, "bw", data)
+    assert len(frames) == 4 and all(len(f) == 2 * LSTM.weights_per_pe("bw") for f in frames)
     with pytest.raises(ValueError, match=r"^the bw pass needs the array saved_c \(has "):
         farnn_io.check_inputs(LSTM, "bw", {k: v for k, v in data.items() if k != "saved_c"})
     data["imvm"] = data["imvm"][:2]
@@ -87,11 +90,21 @@ def test_bad_inputs_are_named():
                                          r"for FarnnConfig\(.*\), not uint32 \(2, 1, 4, 7\)$"):
         farnn_io.check_inputs(LSTM, "fw", data)
     proj = FarnnConfig(**SMALL, cell="lstm", hidden_size=7, proj_size=3, chain_length=2)
-    with pytest.raises(ValueError, match=r"^proj_size \(3\) must be 0 for the engine bench: "
-                                         r"the top \(nnrtl.hw.farnn.engine\) has no projection"):
-        farnn_io.check_supported(proj)
+    with pytest.raises(ValueError, match=r"^proj_size \(3\) must be 0 for FarnnEngine"):
+        farnn_io.check_supported(proj)          # the top's refusal, passed on
     # the projection's inputs are drawn and carried all the same (the top is what is missing)
     data = farnn_io.random_inputs(proj, np.random.default_rng(5))
     weights = farnn_io.layer_weights(proj, data)
     assert weights.projection.shape == (3, 7)
     assert np.array_equal(weights.projection_t, weights.projection.T)
+    fw = farnn_io.expected_outputs(proj, "fw", data)
+    assert sorted(fw) == ["h", "saved_c", "saved_f", "saved_g", "saved_i", "saved_o", "y"]
+    assert fw["y"].shape == (3, 1, 3)
+    bw = farnn_io.expected_outputs(proj, "bw", data)
+    assert sorted(bw) == ["d_input", "d_recurrent", "dr_hat"]
+    # the load: one frame per unit's gate matrix, then per unit's projection block
+    frames = farnn_io.weight_frames(proj, "fw", data)
+    assert len(frames) == 2 * proj.units
+    assert [len(f) for f in frames[:2]] == [2 * proj.matrix("recurrent").weights_per_pe,
+                                            2 * proj.matrix("projection").weights_per_pe]
+    assert np.array_equal(np.concatenate(frames), data["weights_fw"])
