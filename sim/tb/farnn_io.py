@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The data of the FARNN engine bench's layer passes (:mod:`nnrtl.sim.tb.farnn`), apart
 from cocotb: what a pass takes (drawn from a seed, or an ``.npz`` file the trainer's ``rtl``
 backend writes), the golden model's results for it, the cells of every stream, and the
