@@ -41,7 +41,7 @@ from ..boards import BOARDS, vivado_part
 from ..sim.patterns import PATTERNS
 from .engines import (ExploreRequest, MapRequest, ModelRequest, SimRequest, add_throughput,
                       check_fit, engines, get_board_or_usage_error, get_engine)
-from .errors import UsageError
+from .errors import CheckFailed, UsageError
 from .params import param_help, parse_params
 from .progress import progress
 
@@ -562,6 +562,9 @@ def main(argv=None):
     except UsageError as error:
         print(f"nnrtl: error: {error}", file=sys.stderr)
         return 2
+    except CheckFailed as error:
+        print(f"nnrtl: check failed: {error}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("nnrtl: interrupted; nothing was written", file=sys.stderr)
         return 130

@@ -1,10 +1,12 @@
 """The FARNN training step behind the platform's training interface
 (:mod:`nnrtl.gen.train`): :class:`FarnnTrainer` runs each layer's recurrence (FW and BW
-passes) on the FPGA part -- its bit-exact golden model (backend ``golden``; ``rtl`` once
-the engine's top exists) -- and the rest on the host in PyTorch (:mod:`.host`): the input
-MVM of all steps, the BW input MVM and the gradients. The weights reach the FPGA part as
-the weight streams of :func:`~.host.pack_weights` (the BW ones host-transposed), unpacked
-as the PEs would hold them.
+passes) on the FPGA part -- its bit-exact golden model (backend ``golden``) or the
+engine's RTL under Verilator (backend ``rtl``, :mod:`.rtl`) -- and the rest on the host in
+PyTorch (:mod:`.host`): the input MVM of all steps, the BW input MVM and the gradients.
+The weights reach the FPGA part as the weight streams of :func:`~.host.pack_weights` (the
+BW ones host-transposed): the RTL loads them as they are, the golden model unpacks them
+as the PEs hold them. Both backends give the host the same arrays (the FPGA part is
+bit-exact and the host part deterministic), so they update the weights bit for bit alike.
 
 Layers are run one after another (one layer's weights on chip at a time), FW from the
 first layer up, BW from the last down; the output delta of layer ``l`` is the BW input MVM
@@ -19,9 +21,13 @@ from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.sim.golden import farnn as golden
 from nnrtl.sim.golden.farnn.layer import from_bits, to_bits
 
+from nnrtl.sim.tb import farnn_io
+
 from ..errors import UsageError
 from ..params import parse_params
+from ..train import BACKENDS
 from . import host
+from .rtl import RtlPasses
 
 __all__ = ["FarnnTrainer", "config_for", "train_hook", "GRADIENT_BOUND"]
 
@@ -104,12 +110,13 @@ class _Layer:
 
     layer: object
     x: np.ndarray
-    weights: object
+    streams: dict
     fw: object
 
 
 class FarnnTrainer:
-    """The training step of :mod:`nnrtl.gen.train` with the FPGA part in the golden model.
+    """The training step of :mod:`nnrtl.gen.train` with the FPGA part in the golden model
+    or the RTL.
 
     Parameters
     ----------
@@ -117,7 +124,12 @@ class FarnnTrainer:
         Sizes and hardware (split, stages) of the engine; the network given to
         :meth:`forward` must have its cell type and sizes.
     backend : str
-        ``"golden"`` (``"rtl"`` is not available yet).
+        ``"golden"``, or ``"rtl"``: every layer pass one run of the Verilator bench
+        (:class:`~.rtl.RtlPasses`; no projection yet: a UsageError naming proj_size).
+    seed : int
+        The bench's seed (``rtl``).
+    log : callable, optional
+        Progress lines (``rtl``: the Verilator build's).
 
     Attributes
     ----------
@@ -129,22 +141,23 @@ class FarnnTrainer:
 
     gradient_bound = GRADIENT_BOUND
 
-    def __init__(self, config, backend="golden"):
+    def __init__(self, config, backend="golden", *, seed=1, log=None):
         if not isinstance(config, FarnnConfig):
             raise TypeError(f"config must be a FarnnConfig, not {config!r}")
-        if backend != "golden":
-            raise UsageError(f"--backend {backend} is not available for the farnn engine "
-                             f"yet (the Verilator bench runs random weights only: nnrtl sim farnn); "
-                             f"use --backend golden")
+        if backend not in BACKENDS:
+            raise UsageError(f"--backend must be one of {', '.join(BACKENDS)} for the farnn "
+                             f"engine, not {backend!r}")
         self.config = config
         self.backend = backend
         self.device = host.device_name()
+        self._rtl = RtlPasses(config, seed=seed, log=log) if backend == "rtl" else None
         self._layers = []
         self._shape = None
 
-    def _weights(self, layer):
-        """The layer's matrices as the FPGA receives them: FW ``R_k`` (and ``W_hr``), BW the
-        host-transposed ``R_k^T`` (and ``W_hr^T``), each through its weight stream."""
+    def _streams(self, layer):
+        """What the FPGA receives of a layer: ``{"weights_fw": FW stream of R_k (and
+        W_hr), "weights_bw": BW stream of the host-transposed R_k^T (and W_hr^T),
+        "bias_n": GRU's bR_n}`` (:mod:`nnrtl.sim.tb.farnn_io` names)."""
         config = self.config
         recurrent = to_bits(layer.weight_hh).reshape(config.units, config.hidden_size,
                                                      config.recurrent_size)
@@ -153,16 +166,36 @@ class FarnnTrainer:
         if config.proj_size:
             projection = to_bits(layer.weight_hr)
             projection_t = to_bits(host.transpose_recurrent(layer.weight_hr, 1))[0]
-        fw = host.unpack_weights(config, "fw", host.pack_weights(config, "fw", recurrent,
-                                                                 projection))
-        bw = host.unpack_weights(config, "bw", host.pack_weights(config, "bw", transposed,
-                                                                 projection_t))
-        bias_n = None
+        streams = {"weights_fw": host.pack_weights(config, "fw", recurrent, projection),
+                   "weights_bw": host.pack_weights(config, "bw", transposed, projection_t)}
         if config.cell == "gru":
-            bias_n = (np.zeros(config.hidden_size, np.uint32) if not layer.has_bias
-                      else to_bits(layer.bias_hh[2 * config.hidden_size:]))
-        return golden.LayerWeights(recurrent=fw[0], recurrent_t=bw[0], bias_n=bias_n,
-                                   projection=fw[1], projection_t=bw[1])
+            streams["bias_n"] = (np.zeros(config.hidden_size, np.uint32) if not layer.has_bias
+                                 else to_bits(layer.bias_hh[2 * config.hidden_size:]))
+        return streams
+
+    def _weights(self, layer):
+        """The layer's matrices as the PEs hold them after its weight streams
+        (:meth:`_streams`): FW ``R_k`` (and ``W_hr``), BW ``R_k^T`` (and ``W_hr^T``)."""
+        return farnn_io.layer_weights(self.config, self._streams(layer))
+
+    def _forward_pass(self, index, streams, imvm):
+        """Layer ``index``'s FW pass on the FPGA part: a ForwardResult."""
+        if self._rtl is None:
+            return golden.forward(self.config, farnn_io.layer_weights(self.config, streams),
+                                  imvm)
+        data = {**streams, "imvm": imvm}
+        return farnn_io.forward_result(self.config, self._rtl.run(index, "fw", data))
+
+    def _backward_pass(self, index, streams, fw, dy):
+        """Layer ``index``'s BW pass on the FPGA part, from its FW pass ``fw``: a
+        BackwardResult (the RTL's without ``dv_prev`` and ``dc_prev``, which stay on
+        chip)."""
+        if self._rtl is None:
+            return golden.backward(self.config, farnn_io.layer_weights(self.config, streams),
+                                   fw, dy)
+        data = {**streams, "h": fw.h, "dy": dy,
+                **{f"saved_{name}": values for name, values in fw.saved.items()}}
+        return farnn_io.backward_result(self.config, self._rtl.run(index, "bw", data))
 
     def forward(self, network, inputs):
         """The last layer's outputs at every step, ``T x B x output_size`` float64, for
@@ -178,13 +211,19 @@ class FarnnTrainer:
                              f"{first.proj_size}) are not those of the engine's "
                              f"configuration {config}")
         x = np.asarray(inputs, dtype=np.float32)
+        if x.shape[:2] != (config.seq_len, config.batch) and self._rtl is not None:
+            raise UsageError(f"the inputs are {x.shape[0]} steps of batch {x.shape[1]}, the "
+                             f"engine's configuration {config.seq_len} of {config.batch}: "
+                             f"--backend rtl runs the configuration's")
         self._shape = x.shape[:2]
         self._layers = []
-        for layer in network.layers:
-            weights = self._weights(layer)
+        if self._rtl is not None:
+            self._rtl.clear()
+        for index, layer in enumerate(network.layers):
+            streams = self._streams(layer)
             imvm = to_bits(host.input_mvm(layer, x).cpu().numpy())
-            fw = golden.forward(config, weights, imvm)
-            self._layers.append(_Layer(layer=layer, x=x, weights=weights, fw=fw))
+            fw = self._forward_pass(index, streams, imvm)
+            self._layers.append(_Layer(layer=layer, x=x, streams=streams, fw=fw))
             x = from_bits(fw.y)
         return x.astype(np.float64)
 
@@ -197,7 +236,7 @@ class FarnnTrainer:
         gradients = {}
         for index in reversed(range(len(self._layers))):
             saved = self._layers[index]
-            bw = golden.backward(config, saved.weights, saved.fw, to_bits(dy))
+            bw = self._backward_pass(index, saved.streams, saved.fw, to_bits(dy))
             y = from_bits(saved.fw.y)
             v_prev = np.concatenate([np.zeros_like(y[:1]), y[:-1]])
             fields = host.gradients(
@@ -211,9 +250,16 @@ class FarnnTrainer:
         return gradients
 
     def counters(self):
-        """``cycles`` and ``utilization`` None (the golden model has no cycles);
-        ``useful_macs`` of the last step's FPGA part (FW and BW of every layer); and
-        ``host_device``, where the host part ran (recorded in ``train.json``)."""
+        """The last step's FPGA part (FW and BW of every layer) and ``host_device``, where
+        the host part ran (recorded in ``train.json``). Backend ``rtl``: the RTL's counters
+        summed over the passes (``cycles`` of the runs, ``mac_cycles``, ``load_cycles``,
+        ``activation_wait_cycles``, ``useful_macs``), ``utilization`` and ``passes`` (per
+        pass: layer, phase, counters, wall ``seconds``; :meth:`.rtl.RtlPasses.counters`).
+        Backend ``golden``: ``cycles`` and ``utilization`` None (the golden model has no
+        cycles), ``useful_macs`` from the configuration (``T`` steps of MVM in BW, where
+        the RTL runs none in its first BW step)."""
+        if self._rtl is not None:
+            return {**self._rtl.counters(), "host_device": self.device}
         useful = None
         if self._shape is not None:
             steps, batch = self._shape
@@ -235,4 +281,4 @@ def train_hook(request, network):
     steps, batch = (inputs.shape[1], inputs.shape[0]) if inputs.ndim == 3 else (
         inputs.shape[0], 1)
     config = config_for(network, steps, batch, request.params)
-    return FarnnTrainer(config, request.backend)
+    return FarnnTrainer(config, request.backend, seed=request.seed, log=request.log)

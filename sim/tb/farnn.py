@@ -1,29 +1,39 @@
 """cocotb bench: the FARNN engine (:class:`~nnrtl.hw.farnn.engine.FarnnEngine`) end to end
-under Verilator, on the generic :class:`~nnrtl.sim.tb.engine_bench.EngineBench`.
+under Verilator, on the generic :class:`~nnrtl.sim.tb.engine_bench.EngineBench`: layer
+passes on the given or drawn data, every output checked against the golden model.
 
 Parameters (``tb_params()``): ``config`` (the :class:`~nnrtl.hw.farnn.FarnnConfig` fields),
-``steps`` (time steps of the layer pass), ``source_pauses`` / ``sink_pauses`` (names of
-:data:`nnrtl.sim.patterns.PATTERNS`), ``seed``.
+``steps`` (time steps of a pass), ``phases`` (the passes to run in order, default ``["fw",
+"bw"]``), ``inputs`` (optional: an ``.npz`` of the passes' inputs), ``outputs`` (optional:
+the ``.npz`` the RTL's outputs are written to), ``source_pauses`` / ``sink_pauses``
+(names of :data:`nnrtl.sim.patterns.PATTERNS`), ``seed``.
 
-Driver: random weights (``weight_hh``, ``bias_hh``), the host's input MVM and ``dy`` drawn
-from the seed; then for the FW pass and the BW pass in turn: registers ``phase``,
-``steps``, ``batch``, ``control.load``; the pass's weights on ``s_weights``
-(:func:`nnrtl.gen.farnn.host.pack_weights`, one frame per unit, GRU FW then the ``bR_n``
-beats as one frame), ``status.loading`` awaited; ``control.start``; the input cells on
-``s_imvm`` (FW) or ``s_bw`` (BW: the saved values read back with ``dy``), one frame a step;
-``m_h`` and ``m_saved`` (FW) or ``m_deltas`` (BW) taken one frame a step (``tlast`` closes
-each step) and checked in order against :mod:`nnrtl.sim.golden.farnn.layer`.
+One data path (:mod:`nnrtl.sim.tb.farnn_io`: the arrays, their streams and shapes): the
+inputs are the file's (what the trainer's ``rtl`` backend sends: its weight streams, input
+MVM results, saved values and ``dy``), or, without ``inputs``, drawn from the seed
+(:func:`~nnrtl.sim.tb.farnn_io.random_inputs`: random weights, input MVM and ``dy``, the
+BW's saved values the golden FW's). The expected outputs are the golden model's
+(:mod:`nnrtl.sim.golden.farnn.layer`) on those inputs. Then for each pass in turn:
+registers ``phase``, ``steps``, ``batch``, ``control.load``; the pass's weight stream on
+``s_weights`` (one frame a load, GRU FW then the ``bR_n`` beats as one frame),
+``status.loading`` awaited; ``control.start``; the input cells on ``s_imvm`` (FW) or
+``s_bw`` (BW; with a projection also ``s_dy``), one frame a step; ``m_h`` and ``m_saved``
+(FW) or ``m_deltas`` (BW), with a projection also ``m_proj``, taken one frame a step
+(``tlast`` closes each step) and checked in order. The words received
+are what ``outputs`` gets (:func:`~nnrtl.sim.tb.farnn_io.arrays_of`), written once every
+pass has ended its checks.
 
 Every wait shares its piece of work's budget (:func:`nnrtl.sim.patterns.cycle_budget`): a
 load's is its beats plus a RESTART cycle per unit, a run's
 :func:`~nnrtl.hw.farnn.schedule.run_cycles`. Protocol failures: a frame of the wrong
 length, an error flag in ``status`` after a pass, a source not drained, output after the
 last run. Reported: the checker's fields, ``cycles`` (sum of the passes' counters),
-``model_cycles`` (sum of ``run_cycles``; ``None`` for ``chains > 2``), ``model_error`` (gapless patterns and ``chains <=
-2`` only: the model's scope), ``useful_macs`` (sum of the counters), ``utilization``,
-``stall_cycles`` (the ``activation_wait_cycles`` counters: the feed waiting for the
-recurrence), the sums of ``mac_cycles``, ``load_cycles``, ``activation_wait_cycles``, and
-``phases`` (per pass: ``phase``, ``model_cycles`` and its counters).
+``model_cycles`` (sum of ``run_cycles``; ``None`` for ``chains > 2``), ``model_error``
+(gapless patterns and ``chains <= 2`` only: the model's scope), ``useful_macs`` (sum of
+the counters), ``utilization``, ``stall_cycles`` (the ``activation_wait_cycles`` counters:
+the feed waiting for the recurrence), the sums of ``mac_cycles``, ``load_cycles``,
+``activation_wait_cycles``, ``phases`` (per pass: ``phase``, ``model_cycles`` and its
+counters) and ``outputs`` (the file written, or None).
 """
 
 import dataclasses
@@ -33,11 +43,10 @@ import cocotb
 import numpy as np
 from cocotbext.axi import AxiStreamFrame
 
-from nnrtl.gen.farnn.host import pack_weights
 from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.hw.farnn.registers import COUNTERS, PHASES, register_map
-from nnrtl.hw.farnn.schedule import bias_beats, cell_order, run_cycles
-from nnrtl.sim.golden.farnn import layer as golden
+from nnrtl.hw.farnn.schedule import run_cycles
+from nnrtl.sim.tb import farnn_io
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
 from nnrtl.sim.tb.registers import BenchFailure
@@ -70,34 +79,23 @@ def _words(frame, count):
     return words.reshape(-1, count).tolist()
 
 
-def weight_frames(weights, phase):
-    """The load of pass ``phase``: one frame per unit, then (GRU FW) the ``bR_n`` beats."""
-    matrices = weights.recurrent if phase == "fw" else weights.recurrent_t
-    stream = np.asarray(pack_weights(CONFIG, phase, matrices))
-    per_unit = CONFIG.chain_length * CONFIG.weights_per_pe(phase)
-    frames = [stream[i:i + per_unit] for i in range(0, len(stream), per_unit)]
-    if CONFIG.cell == "gru" and phase == "fw":
-        frames.append(np.asarray(bias_beats(CONFIG, weights.bias_n)))
-    return frames
+def inputs(phases):
+    """The passes' input arrays: the ``inputs`` file's, or drawn from the seed; checked
+    against the shapes :mod:`~nnrtl.sim.tb.farnn_io` names."""
+    farnn_io.check_supported(CONFIG)
+    if PARAMS.get("inputs"):
+        data = farnn_io.load(PARAMS["inputs"])
+    else:
+        rng = np.random.default_rng(random.Random(PARAMS["seed"]).getrandbits(32))
+        data = farnn_io.random_inputs(CONFIG, rng)
+    for phase in phases:
+        farnn_io.check_inputs(CONFIG, phase, data)
+    return data
 
 
-def stimulus(rng):
-    """Weights, golden FW/BW results and the streams' cells, from ``rng``."""
-    steps, batch, hidden, units = CONFIG.seq_len, CONFIG.batch, CONFIG.hidden_size, \
-        CONFIG.units
-    weight_hh = rng.standard_normal((units * hidden, hidden)) * 0.4
-    bias_hh = rng.standard_normal(units * hidden) * 0.3
-    weights = golden.LayerWeights.from_arrays(CONFIG, weight_hh, bias_hh)
-    imvm = golden.to_bits(rng.standard_normal((steps, batch, units, hidden)))
-    fw = golden.forward(CONFIG, weights, imvm)
-    dy = golden.to_bits(rng.standard_normal((steps, batch, hidden)))
-    bw = golden.backward(CONFIG, weights, fw, dy)
-    return weights, imvm, fw, dy, bw
-
-
-async def load(bench, weights, phase):
+async def load(bench, data, phase):
     """LOAD of pass ``phase``: its weight frames, ``status.loading`` awaited."""
-    frames = weight_frames(weights, phase)
+    frames = farnn_io.weight_frames(CONFIG, phase, data)
     beats = sum(len(frame) for frame in frames)
     bench.begin(f"the {phase} weight load", beats + CONFIG.units)
     await bench.regs.write("phase", PHASES[phase])
@@ -110,69 +108,66 @@ async def load(bench, weights, phase):
     await bench.wait_field("status", "loading", 0, f"the end of the {phase} load")
 
 
-async def run(bench, phase, source, inputs, sinks):
-    """START of pass ``phase``: ``inputs`` (one list of beats a step) on ``source``; each
-    sink's frames checked against ``sinks[name]`` (one list of beats a step). Returns the
-    pass's counters."""
-    steps, cells = CONFIG.seq_len, len(inputs[0])
+async def run(bench, phase, data, expected):
+    """START of pass ``phase``: its input cells (:func:`farnn_io.input_cells` of ``data``)
+    one frame a step; each sink's frames checked against the cells of ``expected`` (the
+    golden outputs). Returns the pass's counters and the frames received (``{sink:
+    frames}``)."""
+    steps = CONFIG.seq_len
+    sources = farnn_io.input_cells(CONFIG, phase, data)
+    sinks = farnn_io.output_cells(CONFIG, phase, expected)
     model, budget = budget_model(phase, steps)
-    bench.begin(f"the {phase} run", budget, output_beats=steps * cells * len(sinks))
+    beats = sum(len(frame) for frames in sinks.values() for frame in frames)
+    bench.begin(f"the {phase} run", budget, output_beats=beats)
     await bench.regs.write_fields("control", start=1)
-    for beats in inputs:
-        await bench.source(source).send(AxiStreamFrame(_bytes(beats)))
+    for name, frames in sources.items():
+        for frame in frames:
+            await bench.source(name).send(AxiStreamFrame(_bytes(frame)))
+    received = {name: [] for name in sinks}
     for index in range(steps):
-        for name, expected in sinks.items():
+        for name, want in sinks.items():
             frame = await bench.recv(name, f"{phase} frame {index}")
-            width = len(expected[index][0])
-            got = _words(frame, width)
-            bench.expect_count(f"the beats of {name} frame {index}", len(got), cells,
-                               source="cells per step, cell_order")
-            bench.check(name, [w for beat in expected[index] for w in beat],
+            got = _words(frame, len(want[index][0]))
+            bench.expect_count(f"the beats of {name} frame {index}", len(got),
+                               len(want[index]), source="cells per step, cell_order")
+            bench.check(name, [w for beat in want[index] for w in beat],
                         [w for beat in got for w in beat])
+            received[name].append(got)
     await bench.wait_field("status", "busy", 0, f"the end of the {phase} run")
-    await bench.drain(source)
+    for name in sources:
+        await bench.drain(name)
     status = {name: await bench.regs.read_field("status", name) for name in ERRORS}
     if any(status.values()) or await bench.regs.read_field("status", "done") != 1:
         raise BenchFailure(f"status after the {phase} run: {status}, done expected 1 "
                            f"(cycle {bench.cycle})")
     counters = await bench.regs.read_many(tuple(COUNTERS))
-    return {"phase": phase, "model_cycles": model, **counters}
+    return {"phase": phase, "model_cycles": model, **counters}, received
 
 
 @cocotb.test()
 async def layer_pass_matches_golden_model(dut):
-    rng = np.random.default_rng(random.Random(PARAMS["seed"]).getrandbits(32))
-    weights, imvm, fw, dy, bw = stimulus(rng)
-    lstm = CONFIG.cell == "lstm"
-    order = cell_order(CONFIG, CONFIG.batch)
-    steps = CONFIG.seq_len
-
-    def saved(t, b, row):
-        before = 0 if t == 0 else int((fw.c if lstm else fw.h)[t - 1, b, row])
-        return [int(fw.saved[name][t, b, row]) for name in fw.saved] + [before]
-
-    fw_in = [[list(imvm[t, b, :, row]) for b, row in order] for t in range(steps)]
-    fw_h = [[[int(fw.h[t, b, row])] for b, row in order] for t in range(steps)]
-    fw_saved = [[saved(t, b, row) for b, row in order] for t in range(steps)]
-    back = list(reversed(range(steps)))
-    bw_in = [[saved(t, b, row) + [int(dy[t, b, row])] for b, row in order] for t in back]
-    bw_deltas = [[[int(v) for v in bw.d_input[t, b, :, row]]
-                  + ([] if lstm else [int(bw.d_recurrent[t, b, 2, row])])
-                  for b, row in order] for t in back]
-
-    async with EngineBench(dut, register_map(CONFIG), sources=["s_weights", "s_imvm", "s_bw"],
-                           sinks=["m_h", "m_saved", "m_deltas"], params=PARAMS) as bench:
-        phases = []
-        await load(bench, weights, "fw")
-        phases.append(await run(bench, "fw", "s_imvm", fw_in,
-                                {"m_h": fw_h, "m_saved": fw_saved}))
-        await load(bench, weights, "bw")
-        phases.append(await run(bench, "bw", "s_bw", bw_in, {"m_deltas": bw_deltas}))
+    phases = PARAMS.get("phases", list(farnn_io.PHASES))
+    sources = ["s_weights"] + [name for phase in farnn_io.PHASES
+                               for name in farnn_io.sources(CONFIG, phase)]
+    sinks = [name for phase in farnn_io.PHASES for name in farnn_io.sinks(CONFIG, phase)]
+    async with EngineBench(dut, register_map(CONFIG), sources=list(dict.fromkeys(sources)),
+                           sinks=list(dict.fromkeys(sinks)), params=PARAMS) as bench:
+        # inside the bench: a bad input file is reported as its failure
+        data = inputs(phases)
+        expected = {phase: farnn_io.expected_outputs(CONFIG, phase, data) for phase in phases}
+        records, outputs = [], {}
+        for phase in phases:
+            await load(bench, data, phase)
+            record, received = await run(bench, phase, data, expected[phase])
+            records.append(record)
+            outputs.update(farnn_io.arrays_of(CONFIG, phase, received))
         await bench.finish()
+        if PARAMS.get("outputs"):
+            farnn_io.save(PARAMS["outputs"], outputs)
 
-        cycles = sum(p["cycles"] for p in phases)
-        model = None if CONFIG.chains > 2 else sum(p["model_cycles"] for p in phases)
-        useful = sum(p["useful_macs"] for p in phases)
+        cycles = sum(p["cycles"] for p in records)
+        model = None if CONFIG.chains > 2 else sum(p["model_cycles"] for p in records)
+        useful = sum(p["useful_macs"] for p in records)
         gapless = (PARAMS.get("source_pauses", "none") == "none"
                    and PARAMS.get("sink_pauses", "none") == "none")
         report({
@@ -184,9 +179,9 @@ async def layer_pass_matches_golden_model(dut):
             "useful_macs": useful,
             "utilization": useful / (CONFIG.pes * cycles),
             # the cycles the units' feed waited for the recurrence: the FARNN's stall
-            "stall_cycles": sum(p["activation_wait_cycles"] for p in phases),
-            **{name: sum(p[name] for p in phases)
+            "stall_cycles": sum(p["activation_wait_cycles"] for p in records),
+            **{name: sum(p[name] for p in records)
                for name in ("mac_cycles", "load_cycles", "activation_wait_cycles")},
-            "phases": phases,
+            "phases": records,
+            "outputs": PARAMS.get("outputs") or None,
         })
-

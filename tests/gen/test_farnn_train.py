@@ -3,7 +3,6 @@ layout, the weight stream's word order (pinned word by word on a tiny engine) an
 unpacking checks, and training steps through :mod:`nnrtl.gen.train`'s functions for LSTM,
 GRU and LSTM with projection, 1 to 3 layers, against PyTorch float64."""
 
-import dataclasses
 import json
 import types
 
@@ -189,9 +188,11 @@ def test_unsupported_networks():
     with pytest.raises(UsageError, match=r"^layer 0 of the model is bidirectional; the farnn "
                                          r"engine runs forward layers only$"):
         config_for(Network(layers=(bidirectional,)), 2, 1)
-    with pytest.raises(UsageError, match=r"^--backend rtl is not available for the farnn "
-                                         r"engine yet"):
-        FarnnTrainer(config_for(Network(layers=(lstm,)), 2, 1), "rtl")
+    projected = random_network("lstm", 3, 5, proj_size=2)
+    assert FarnnTrainer(config_for(projected, 2, 1), "rtl").backend == "rtl"   # supported
+    with pytest.raises(UsageError, match=r"^--backend must be one of golden, rtl for the farnn "
+                                         r"engine, not 'fpga'$"):
+        FarnnTrainer(config_for(Network(layers=(lstm,)), 2, 1), "fpga")
 
 
 def step(network, x, y, loss, lr, params=()):
@@ -273,10 +274,6 @@ def test_train_through_the_interface(tmp_path):
     assert record["steps"][0]["host_device"] in ("cpu", f"cuda:{_gpu()}")
     trained = load_network(tmp_path / "run" / "model.pt")
     assert not np.array_equal(trained.layers[0].weight_hh, gru.weight_hh_l0.detach().numpy())
-    bad = dataclasses.replace(request, backend="rtl")
-    with pytest.raises(UsageError, match=r"^--backend rtl is not available"):
-        interface.train(types.SimpleNamespace(name="farnn"), train_hook, bad,
-                        tmp_path / "run2")
 
 
 def _gpu():
