@@ -8,7 +8,7 @@ import numpy as np
 from .activation import BwActivation, FwActivation
 from .pe import reduction_cycles
 
-__all__ = ["cell_order", "bias_beats", "run_cycles"]
+__all__ = ["cell_order", "bias_beats", "run_cycles", "serialized_run_cycles"]
 
 
 def cell_order(config, batch=None):
@@ -42,7 +42,7 @@ def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, i
     outputs. With ``chains <= 2`` the serializer never holds a unit's result stream (the
     rule below); with more chains a beat's cells take longer than a chain head's two
     cycles per beat and the serializer holds the streams back:
-    :func:`_serialized_run_cycles` (the same rules plus the stalls).
+    :func:`serialized_run_cycles` (the same rules plus the stalls).
 
     The model of the module docstring's schedule, cycle by cycle, with the START pulse in
     cycle 0 (the counter counts cycles ``1 ..`` the last cell's): ``A``, ``M`` the adder and
@@ -71,7 +71,7 @@ def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, i
     int
     """
     if config.chains > 2:
-        return _serialized_run_cycles(config, phase, steps, batch)
+        return serialized_run_cycles(config, phase, steps, batch)
     batch = config.batch if batch is None else batch
     shape = config.matrix("recurrent")
     a, mul, length = config.adder_stages, config.multiplier_stages, config.chain_length
@@ -140,7 +140,7 @@ def run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule, i
     return last_fire
 
 
-def _serialized_run_cycles(config, phase, steps, batch):  # noqa: C901 (one schedule)
+def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule)
     """:func:`run_cycles` with the serializer holding the units' result streams (``chains >
     2``). The rules of :func:`run_cycles`, and on the result path, beat by beat (``n_k =
     last + M + E + 6 + 2 k``: beat ``k``'s cycle at the chain heads without stalls):
