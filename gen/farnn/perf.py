@@ -1,70 +1,81 @@
 # amaranth: UnusedElaboratable=no
 """Cycle model of the FARNN engine: a layer pass (FW or BW) and a training step.
 
-Built from named components so that it can be calibrated against the engine top's RTL
-cycles (``hw/farnn/engine.py``, next session); today it is validated against the MVM
-unit's own simulation (``tests/gen/test_farnn_perf.py``).
+Built from named components and calibrated against the engine top
+(:class:`~nnrtl.hw.farnn.engine.FarnnEngine`): its cycles are those of
+:func:`nnrtl.hw.farnn.schedule.serialized_run_cycles`, the top's schedule beat by beat
+and element by element, itself equal to the simulated engine's ``cycles`` counter on
+every gapless run measured (``tests/hw/test_farnn_schedule.py``). This model takes the
+same terms per stream and per step, so a 1,600-step pass of 1,024 cells costs
+milliseconds; ``tests/gen/test_farnn_perf.py`` holds it within 3 % of the schedule on
+drawn engines (exactness below).
 
 A pass of one layer (:func:`pass_cycles`)
 -----------------------------------------
-``load + T * step + drain`` with
+``load + fill + (R - 1) period + span + drain`` over ``R`` MVM runs (FW ``T``, BW ``T -
+1``: step ``T - 1`` has ``dh = 0`` and runs no MVM) with
 
 * **load**: the pass's matrices through the weight port, units one after another, one
   load per unit and matrix (:mod:`nnrtl.gen.farnn.host`): the MVM unit takes
   :func:`~nnrtl.sim.golden.farnn.mvm.load_cycles` each (a restart cycle, then one beat of
-  ``chains`` words per cycle). The port is fed over PCIe: ``bytes / pcie_gbps`` at the
-  clock, when that is longer (the spec's ``C_wload = max(n / 16, 4 n f / BW)``). The
-  compute cannot start before the weights are in ("FPGA tasks need the weight matrices to
-  begin"); the double-buffered variant (:func:`training_step`) loads the next pass's
-  weights behind the current pass.
-* **step**: each run of a step (the gate matrices; with a projection, then the
-  projection) is the MVM unit's gapless run, :func:`~nnrtl.sim.golden.farnn.mvm.cycles`
-  (its issue times ``I[j]``, latencies ``K[j]`` and last beats ``O[j] = I[j] + K[j]``:
-  used, not restated). Its MAC cycles are ``mac``; the idle issue cycles between its
-  streams (the accumulators' ``E``) ``gaps``.
+  ``chains`` words per cycle, the paper's 16 words a cycle at 16 chains). The port is fed
+  over PCIe: ``bytes / pcie_gbps`` at the clock, when that is longer (the spec's ``C_wload
+  = max(n / 16, 4 n f / BW)``). The compute cannot start before the weights are in; the
+  double-buffered variant (:func:`training_step`) loads the next pass's weights behind
+  the current pass.
+* **run** (:func:`_run`): the MVM unit's issue rule (golden
+  :func:`~nnrtl.sim.golden.farnn.mvm.cycles`: slices, split, the accumulators' ``E``
+  idle cycles ``gaps``, the ``2 L`` stream spacing, the two-stream credit) with each
+  stream's ``L`` result beats taken by the top's serializer (:class:`_ResultPath`): a
+  chain head hands out a beat two cycles after the last at the earliest, the ``(s - 1)
+  A``-stage fold holds as a whole while its last stage waits, and the serializer takes a
+  beat ``max(rows, 1)`` cycles after the one before (one cell a cycle into the
+  activation). With more than two chains a beat holds more rows than the head's two
+  cycles: the serializer holds the streams back, and the credit follows the beats taken.
+  Its issue cycles are ``mac``.
 * **boundary** (where a step joins the next): the next run's first element is issued at
   the later of
 
-  - *unit*: when the MVM unit may start it. ``schedule="overlap"`` (the lead's schedule
-    for the top): by the unit's issue rule, as if the run went on (the gap a stream of the
-    last length ``c`` leaves before the next, taken from ``cycles`` of a two-stream run);
-    ``schedule="mvm"`` (the MVM unit as on main, which waits for its last sum before it
-    goes idle): ``O[last] + 1 + MVM_TURNAROUND``;
-  - *data*: the top's rule "the next step's feed of element ``e`` waits until the slice
-    holding row ``e`` is written". Result beats of a stream leave one per two cycles, the
-    first at ``O[j] - 2 (L - 1)`` (PE 0's sum first); the top serializes them into the
-    activation at one cell per cycle (rows in order, a stream after the one before);
-    cell ``q`` of stream ``j`` is usable ``delay`` cycles after it enters (the producer's
-    :func:`handoff_delay`: activation latency, the BW fold of the units' partials, and
-    :data:`HANDOFF` cycles of vector buffer). The run starts so that round 0 runs without
-    a gap: every vector ``b``'s element ``e`` (fed at ``I[b] + e``) usable in time. With
-    ``S >= 2`` rounds the last slice's rows are needed ``(S - 1) P`` elements into round 0,
-    so its collection and activation hide behind the next step's round 0; with ``S = 1``
-    they are exposed (the spec's ``E_step``). A projection's output is taken as a barrier
-    (the whole vector, then the next run), a simplification to calibrate.
+  - *unit*: ``schedule="mvm"`` (the engine as built, the default): the MVM unit waits
+    for its last beat to be taken, goes Idle two cycles later and issues one cycle after
+    that (``O[last] + 1 + MVM_TURNAROUND``); at 16 chains of 16 PEs the last stream's
+    beats of 16 rows take 256 cycles in the serializer, so a step loses some 262 cycles
+    (``stream_gap``). ``schedule="overlap"`` (not built: a unit that issues the next run
+    while the sums drain): by the issue rule, as if the run went on;
+  - *data*: element ``e`` of vector ``b`` of the next step is fed once row ``e`` of the
+    vector has left the activation (each row: its serializer cycle plus the producer's
+    :func:`handoff_delay`: the activation latency, BW's fold of the units' partials,
+    :data:`HANDOFF`). The run starts so that round 0 runs without a gap. With ``S >= 2``
+    the last slice's rows are needed ``(S - 1) P`` elements into round 0, so their
+    activation hides behind it (the paper's latency hiding); with ``S = 1`` it is exposed
+    unless the unit's own wait is longer. A projection's output is taken as a barrier (the
+    whole vector, then the next run; the top has no projection yet).
 
-  What the boundary adds beyond the last stream's issue is split into ``stream_gap``
-  (what the *unit* rule alone gives) and ``exposed`` (what waiting for the data adds).
+  What the boundary adds beyond the last stream's issue is ``stream_gap`` (the unit) and
+  ``exposed`` (the data beyond it).
 * **transfer**: a step takes at least its host transfers over PCIe
-  (:func:`transfer_cycles`: the input MVM's results in and ``h_t`` out, or ``dy_t`` in and
-  the gate deltas out); what that adds is ``transfer`` (0 at the paper's sizes: 16 KB a
-  step of ~10 us is 1.6 GB/s).
-* **drain**: after the last step's last issue, until its last cell is usable (the last
-  slice's collection, serialization and activation).
-* **fill**: 0: the first step's vector ``h_{-1} = 0`` is on chip when the load ends.
+  (:func:`transfer_cycles`); what that adds is ``transfer`` (0 at the paper's sizes).
+* **drain**: after the last run's last issue, until its last cell has left the
+  activation (the last streams' serialization and the activation latency).
+* **fill**: FW 0 (``h_{-1} = 0`` is on chip: the first run issues in the top's cycle 2,
+  :data:`FIRST_ISSUE`). BW: the zero step ``T - 1``: the serializer hands out its zero
+  beats from cycle 1 and the first run starts once its round 0 can run (and, if the zero
+  beats still hold the serializer, its beats wait: the first period's excess is in
+  ``fill``).
 
-Exactness. Every step of a gapless pass is the same (its start state is the previous
-step's), so a pass is ``load + (T - 1) period + span + drain``. Against the MVM unit's
-simulation (``schedule="mvm"``, a testbench playing the top: serializer and ``delay``)
-the model is exact when the unit or round 0's first element binds (the paper's regime:
-``S >= 2`` with a latency under a round, and ``S = 1``); when a later element of round 0
-binds, the RTL feeds round 0 with gaps and starts earlier, so the model is an upper bound:
-one cycle over the RTL's steady period in every such case measured (the idle unit's start
-cycle, which a unit already running saves; randomized sweeps of 24 small configurations
-found only exact periods and these). The two-stream credit of the previous step is not
-carried into the next step's streams under ``schedule="overlap"`` (it binds only when a
-stream's latency exceeds two stream spacings, ``2L + M + 3 > n_in + E``:
-:attr:`PassCycles.credit_risk`).
+Exactness. Every steady step is the same, so a pass is the sum above. Against the top's
+schedule the model is exact when the unit or round 0's first element binds the next
+run's start. Where they differ, and why:
+
+* when a *later* element of round 0 binds (layers of a few cells, where the activation
+  outlasts the last slice's lead), the top feeds round 0 with gaps and starts earlier
+  than the model's gapless start: an upper bound, up to 7 % on layers under 10 cells;
+* the next run's round 0 in the model is gapless, while the top's may start before the
+  data bound and wait within it; a cycle or two per step on layers of 10-40 cells with
+  one-stage adders (at most 2.2 % in sweeps of 900 drawn engines).
+
+Under ``schedule="overlap"`` the two-stream credit of the previous step is not carried
+into the next step's streams (:attr:`PassCycles.credit_risk` says when it could bind).
 
 Utilization ``U = useful MACs / (P_total x cycles incl. weight load)``; GFLOP/s = ``2 x
 useful MACs x clock / cycles`` at :data:`CLOCK_HZ` (the paper's 400 MHz).
@@ -96,16 +107,16 @@ PCIE_GBPS = 12.5
 #: buffer) until it can be fed: the buffer's write, then its synchronous read. To calibrate
 #: against the top.
 HANDOFF = 2
-#: Cycles the MVM unit on main takes from a run's last result beat to accepting the next
-#: run's first element (its "Wait for the sums" and "Idle" states), measured by
+#: Cycles the MVM unit takes from a run's last result beat to accepting the next run's
+#: first element (its "Wait for the sums" and "Idle" states), measured by
 #: ``tests/gen/test_farnn_perf.py`` in the Amaranth simulator.
 MVM_TURNAROUND = 2
 #: The top's first issue of a FW run: the START pulse in cycle 0, the zeros valid from
 #: cycle 1, the idle unit's run from cycle 2 (:func:`nnrtl.hw.farnn.schedule.run_cycles`).
 FIRST_ISSUE = 2
-#: ``"overlap"``: the lead's schedule (next run issued by the unit's issue rule);
-#: ``"mvm"``: the MVM unit on main (waits for its last sum).
-SCHEDULES = ("overlap", "mvm")
+#: ``"mvm"``: the engine as built (the MVM unit waits for its last sum); ``"overlap"``:
+#: a unit that issues the next run by its issue rule (not built).
+SCHEDULES = ("mvm", "overlap")
 
 
 @functools.cache
