@@ -225,7 +225,7 @@ def test_s1_exposes_the_activation_latency():
 
 
 def test_bad_arguments_are_usage_errors():
-    with pytest.raises(UsageError, match="schedule must be one of overlap, mvm, not 'x'"):
+    with pytest.raises(UsageError, match="schedule must be one of mvm, overlap, not 'x'"):
         perf.pass_cycles(FarnnConfig(), "fw", schedule="x")
     with pytest.raises(UsageError, match="pcie_gbps must be a positive number"):
         perf.pass_cycles(FarnnConfig(), "fw", pcie_gbps=0)
