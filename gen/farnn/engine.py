@@ -14,6 +14,8 @@
     :func:`.explore.explore_request`.
 ``train``
     :func:`.trainer.train_hook`.
+``bench``
+    :func:`.bench.bench_farnn` (``make bench``).
 """
 
 import dataclasses
@@ -75,6 +77,13 @@ def _explore(request):
     return explore_request(request)
 
 
+def _bench(out):
+    from .bench import bench_farnn
+    from .bench_markdown import markdown_farnn
+    result = bench_farnn(out)
+    return result, markdown_farnn(result)
+
+
 def _train(request, network):
     from .trainer import train_hook
     return train_hook(request, network)
@@ -91,4 +100,5 @@ ENGINE = Engine(
     presets={name: Preset(p.config, p.board, p.source) for name, p in PRESETS.items()},
     explore=_explore,
     train=_train,
+    bench=_bench,
 )
