@@ -99,6 +99,13 @@ def _table2(result):
             f"{pe['ff']:,} | {pe['dsp']} | {pe['uram']:g} | {chain['lut']:,} | "
             f"{chain['dsp']} | {needs['lut']:,} ({limits['lut']:,}) | {needs['dsp']:,} "
             f"({limits['dsp']:,}) | {needs['uram']:,} ({limits['uram']:,}) |")
+    if result.get("yosys"):
+        lines += ["", "Yosys on the units (64-word stand-in memories; xcup, flattened):", "",
+                  "| unit | LUT | LUTRAM | FF | DSP | logic levels | Yosys s |",
+                  "|---|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {r['unit']} | {r['lut']:,} | {r['lut_memory']:,} | {r['ff']:,} | "
+                  f"{r['dsp']} | {r['logic_levels']} | {r['yosys_seconds']}"
+                  f"{' (cached)' if r['cached'] else ''} |" for r in result["yosys"]]
     lines += ["", "The paper's Table 2 body is missing from the text; it states: VU9P LSTM "
               "(over 1,024 cells) 8K words at 768 PEs, two PEs per URAM at 4K, L_LSTM < "
               "L_GRU.", ""]

@@ -161,3 +161,45 @@ def table2_rows(boards=("vu9p", "vcu128")):
                          "activation": estimate.activation, "total": estimate.total,
                          "needs": needs, "limits": limits})
     return rows
+
+
+def yosys_rows(chain_length=2, *, log=None):
+    """Yosys (``synth_xilinx -family xcup``, flattened) of one PE and one chain of
+    ``chain_length`` PEs (64-word stand-in memories: :mod:`.resources`' note): LUT, FF,
+    DSP and logic levels, with the seconds. Cached by the Verilog's hash under
+    ``$NNRTL_CACHE_DIR/farnn-yosys`` (minutes each otherwise)."""
+    import hashlib
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from ...hw.arith.float import FP32
+    from ...hw.farnn.chain import PEChain
+    from ...hw.farnn.pe import FarnnPE
+    from ...sim.runner import cache_dir, to_verilog
+    from ..synth import count_resources, run_yosys
+
+    units = {"PE": lambda: FarnnPE(FP32, weight_depth=64),
+             f"chain of {chain_length} PEs": lambda: PEChain(FP32, chain_length=chain_length,
+                                                             weight_depth=64)}
+    store = Path(cache_dir()) / "farnn-yosys"
+    store.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for name, build in units.items():
+        verilog = to_verilog(build(), "unit")
+        entry = store / f"{hashlib.sha256(verilog.encode()).hexdigest()[:16]}.json"
+        cached = entry.exists()
+        if cached:
+            row = json.loads(entry.read_text())
+        else:
+            with tempfile.TemporaryDirectory() as scratch:
+                path = Path(scratch) / "unit.v"
+                path.write_text(verilog)
+                cells, levels, seconds = run_yosys(path, "unit", "xcup", scratch, log=log)
+            counts = count_resources(cells)
+            row = {"lut": counts["lut_logic"], "lut_memory": counts["lut_memory"],
+                   "ff": counts["ff"], "dsp": counts["dsp"], "logic_levels": levels,
+                   "yosys_seconds": round(seconds, 1)}
+            entry.write_text(json.dumps(row))
+        rows.append({"unit": name, "cached": cached, **row})
+    return rows

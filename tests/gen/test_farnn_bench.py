@@ -91,11 +91,11 @@ def test_gpu_baseline_on_a_tiny_layer():
 
 
 def test_bench_farnn_without_rtl(tmp_path):
-    result = bench.bench_farnn(tmp_path, engines=(), slow=(),
+    result = bench.bench_farnn(tmp_path, engines=(), slow=(), yosys=False,
                                gpu_options=dict(hidden=8, layers=1, seq_len=8,
                                                 measured_seq_len=2, repeats=1,
                                                 device="cpu"))
-    assert set(result) == {"slices", "f9", "time", "table2", "plots", "slices_rtl",
+    assert set(result) == {"slices", "f9", "time", "table2", "plots", "slices_rtl", "yosys",
                            "engine", "gpu"}
     assert result["engine"] == [] and result["slices_rtl"] == []
     for name in result["plots"]:
@@ -113,7 +113,7 @@ def test_slow_parts_are_named_by_the_environment(monkeypatch):
     assert bench._slow_words() == ["768 PEs", "768 PEs, split 2"]
     monkeypatch.setenv("NNRTL_BENCH_FARNN", "slices256,bogus")
     with pytest.raises(UsageError, match=r"NNRTL_BENCH_FARNN \(bogus\) must name parts of "
-                                         r"slices256, slices768"):
+                                         r"slices256, slices768, yosys"):
         bench._slow_words()
 
 
