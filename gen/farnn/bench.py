@@ -1,8 +1,8 @@
 """FARNN bench (``python -m nnrtl.gen.bench --only farnn``, the engine's ``bench`` hook):
 the paper's figures beside ours, JSON and markdown (:func:`bench_farnn`).
 
-Parts (default: about two minutes plus the Verilator build of one small engine, if not
-cached)
+Parts (default: about three minutes, plus the Verilator build of two small engines and
+Yosys of a PE and a chain when not cached: some five more)
 -----------------------------------------------------------------------------------------
 ``slices``
     The paper's slice arithmetic (Sec. 5.1.3, 1,024 x 1,024): from the configuration's
@@ -27,9 +27,9 @@ cached)
     (Figs. 7-8's shapes; PNG plots), :func:`.bench_model.time_rows`.
 ``table2``
     PEs per board and resources per PE and per chain, VU9P and VCU128, LSTM 1,024 and GRU
-    1,280 (:func:`.bench_model.table2_rows`, the Yosys figures of :mod:`.resources`); with
-    ``NNRTL_BENCH_FARNN=yosys`` also Yosys run on a PE and a chain, with logic levels
-    (:func:`.bench_model.yosys_rows`, cached).
+    1,280 (:func:`.bench_model.table2_rows`, the Yosys figures of :mod:`.resources`), and
+    Yosys run on a PE and a chain of two, with logic levels (:func:`.bench_model.yosys_rows`:
+    some 90 s, then cached).
 ``gpu``
     The same LSTM layers' training step in PyTorch at batch 1/2/4 (:mod:`.bench_gpu`; on
     the CPU the sequence is scaled, which the JSON says).
@@ -125,10 +125,8 @@ ENGINE_CONFIGS = {
                              chains=4, chain_length=2, split=2, layers=1),
 }
 
-#: ``NNRTL_BENCH_FARNN`` words: the full-size MVM runs they add (and ``yosys``: Yosys of
-#: a PE and a chain, :func:`.bench_model.yosys_rows`).
+#: ``NNRTL_BENCH_FARNN`` words: the full-size MVM runs they add.
 SLOW_SLICES = {"slices256": "256 PEs", "slices768": ("768 PEs", "768 PEs, split 2")}
-SLOW_WORDS = (*SLOW_SLICES, "yosys")
 
 
 def engine_rows(names=None, *, log=None):
@@ -161,27 +159,25 @@ def engine_rows(names=None, *, log=None):
 
 def _slow_words():
     words = [w for w in os.environ.get("NNRTL_BENCH_FARNN", "").split(",") if w]
-    unknown = sorted(set(words) - set(SLOW_WORDS))
+    unknown = sorted(set(words) - set(SLOW_SLICES))
     if unknown:
         from ..errors import UsageError
         raise UsageError(f"NNRTL_BENCH_FARNN ({','.join(unknown)}) must name parts of "
-                         f"{', '.join(SLOW_WORDS)}")
+                         f"{', '.join(SLOW_SLICES)}")
     names = []
     for word in words:
-        if word not in SLOW_SLICES:
-            continue
         value = SLOW_SLICES[word]
         names += [value] if isinstance(value, str) else list(value)
     return names
 
 
-def bench_farnn(out, *, engines=None, gpu=True, gpu_options=None, slow=None, yosys=None,
+def bench_farnn(out, *, engines=None, gpu=True, gpu_options=None, slow=None, yosys=True,
                 log=None):
     """Every part of the module docstring; writes the plots under ``out``; returns the
     result dict (:func:`markdown_farnn` renders it). ``engines``: names of
     :data:`ENGINE_CONFIGS` (``()``: none); ``gpu_options``: :func:`.bench_gpu.gpu_baseline`
-    keywords; ``slow``: :data:`PAPER_SHAPES` names to run in RTL, ``yosys``: whether to
-    run Yosys on a PE and a chain (both by default from ``NNRTL_BENCH_FARNN``)."""
+    keywords; ``slow``: :data:`PAPER_SHAPES` names to run in RTL (default from
+    ``NNRTL_BENCH_FARNN``); ``yosys``: whether to run Yosys on a PE and a chain."""
     from .bench_gpu import gpu_baseline
     from .bench_model import (f9_rows, plot_times, slice_rows, table2_rows, time_rows,
                               yosys_rows)
@@ -194,8 +190,6 @@ def bench_farnn(out, *, engines=None, gpu=True, gpu_options=None, slow=None, yos
     slow = _slow_words() if slow is None else list(slow)
     result["slices_rtl"] = bench_slices(out, names=slow, log=log)[0] if slow else []
     result["engine"] = engine_rows(engines, log=log) if engines != () else []
-    if yosys is None:
-        yosys = "yosys" in os.environ.get("NNRTL_BENCH_FARNN", "").split(",")
     result["yosys"] = yosys_rows(log=log) if yosys else []
     if gpu:
         result["gpu"] = gpu_baseline(**(gpu_options or {}))
