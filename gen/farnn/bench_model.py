@@ -127,7 +127,7 @@ def plot_times(times, out):
                     label=f"{cell.upper()} FW")
         ax.set_xlabel(xlabel)
         ax.set_ylabel("FPGA time per training step (ms)")
-        ax.set_title(f"FARNN on the VU9P presets, 5 layers, batch 1, against {xlabel}")
+        ax.set_title("FARNN, VU9P presets, 5 layers, batch 1", fontsize=10)
         ax.grid(alpha=0.3)
         ax.legend()
         name = f"farnn_time_vs_{key}.png"
