@@ -121,3 +121,16 @@ def test_engine_configs_fit_and_are_small():
     for fields in bench.ENGINE_CONFIGS.values():
         config = FarnnConfig(**fields)
         assert config.fits and config.pes <= 32 and config.seq_len == 3
+
+
+@pytest.mark.slow
+def test_engine_rows_under_verilator():
+    """The bench's RTL part on the two-chain engine (the Verilator build of
+    tests/sim/test_farnn_verilator.py, usually cached): bit-exact, RTL cycles equal to
+    the schedule's, the model within 3 %."""
+    rows = bench.engine_rows(["gru-s2-split-b2"])
+    assert [r["phase"] for r in rows] == ["fw", "bw"]
+    assert [r["cycles"] for r in rows] == [308, 221]      # measured (test_farnn_engine)
+    for row in rows:
+        assert row["bit_exact"] and row["schedule_cycles"] == row["cycles"]
+        assert abs(row["model_cycles"] / row["cycles"] - 1) <= 0.03
