@@ -157,6 +157,12 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
       leave one per cycle from the next cycle;
     * a stream's last beat taken on ``o`` frees its credit (the issue rule
       ``out_{i-2} + 1``), and the run's last one makes the unit Idle two cycles later.
+
+    It holds for any ``chains``: with two or fewer it equals :func:`run_cycles`' own rule
+    except where a short (split) stream's first beat would reach a chain head before the
+    stream before it has left (one adder stage, ``E = 0``): the head's two cycles then
+    delay it, which only this function models (measured: ``tests/hw/test_farnn_schedule.py``,
+    ``HEAD_CLASH``).
     """
     batch = config.batch if batch is None else batch
     shape = config.matrix("recurrent")
