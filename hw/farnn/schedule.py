@@ -161,8 +161,8 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
     It holds for any ``chains``: with two or fewer it equals :func:`run_cycles`' own rule
     except where a short (split) stream's first beat would reach a chain head before the
     stream before it has left (``E + c < 2 L`` for its ``c`` elements: e.g. one adder
-    stage, ``E = 0``): the head's two cycles then delay it, which only this function models (measured: ``tests/hw/test_farnn_schedule.py``,
-    ``HEAD_CLASH``).
+    stage, ``E = 0``): the head's two cycles then delay it, which only this function
+    models (measured: ``tests/hw/test_farnn_schedule.py``, ``HEAD_CLASH``).
     """
     batch = config.batch if batch is None else batch
     shape = config.matrix("recurrent")
