@@ -24,7 +24,8 @@ Optional hooks (``None`` when an engine has none)::
                                     whose ``"files"`` lists the names written
     explore(request)             -> Exploration      (design-space exploration)
     train(request, network)      -> Trainer          (nnrtl train; see nnrtl.gen.train)
-    bench()                      -> (result dict, markdown text)   (make bench)
+    bench(out)                   -> (result dict, markdown text)   (make bench; out: its
+                                    directory for files such as plots)
     breakdown(result)            -> [(label, cycles), ...]  where a simulation's cycles
                                     went (nnrtl sim's summary, the report's cycle plot)
     report(data)                 -> [Figure, ...]   the engine's own plots for nnrtl report

@@ -20,6 +20,8 @@
     board's clock. The generated board top clocks the
     engine from the board's oscillator (no MMCM is generated), and the 400 MHz is a target
     that only vendor timing closure can confirm.
+``bench``
+    :func:`.bench.bench_farnn` (``make bench``).
 """
 
 import dataclasses
@@ -86,6 +88,13 @@ def _clock(config, board):
     return core_clock_hz(board)
 
 
+def _bench(out):
+    from .bench import bench_farnn
+    from .bench_markdown import markdown_farnn
+    result = bench_farnn(out)
+    return result, markdown_farnn(result)
+
+
 def _train(request, network):
     from .trainer import train_hook
     return train_hook(request, network)
@@ -103,4 +112,5 @@ ENGINE = Engine(
     explore=_explore,
     train=_train,
     clock=_clock,
+    bench=_bench,
 )

@@ -1,70 +1,81 @@
 # amaranth: UnusedElaboratable=no
 """Cycle model of the FARNN engine: a layer pass (FW or BW) and a training step.
 
-Built from named components so that it can be calibrated against the engine top's RTL
-cycles (``hw/farnn/engine.py``, next session); today it is validated against the MVM
-unit's own simulation (``tests/gen/test_farnn_perf.py``).
+Built from named components and calibrated against the engine top
+(:class:`~nnrtl.hw.farnn.engine.FarnnEngine`): its cycles are those of
+:func:`nnrtl.hw.farnn.schedule.serialized_run_cycles`, the top's schedule beat by beat
+and element by element, itself equal to the simulated engine's ``cycles`` counter on
+every gapless run measured (``tests/hw/test_farnn_schedule.py``). This model takes the
+same terms per stream and per step, so a 1,600-step pass of 1,024 cells costs
+milliseconds; ``tests/gen/test_farnn_perf.py`` holds it within 3 % of the schedule on
+drawn engines (exactness below).
 
 A pass of one layer (:func:`pass_cycles`)
 -----------------------------------------
-``load + T * step + drain`` with
+``load + fill + (R - 1) period + span + drain`` over ``R`` MVM runs (FW ``T``, BW ``T -
+1``: step ``T - 1`` has ``dh = 0`` and runs no MVM) with
 
 * **load**: the pass's matrices through the weight port, units one after another, one
   load per unit and matrix (:mod:`nnrtl.gen.farnn.host`): the MVM unit takes
   :func:`~nnrtl.sim.golden.farnn.mvm.load_cycles` each (a restart cycle, then one beat of
-  ``chains`` words per cycle). The port is fed over PCIe: ``bytes / pcie_gbps`` at the
-  clock, when that is longer (the spec's ``C_wload = max(n / 16, 4 n f / BW)``). The
-  compute cannot start before the weights are in ("FPGA tasks need the weight matrices to
-  begin"); the double-buffered variant (:func:`training_step`) loads the next pass's
-  weights behind the current pass.
-* **step**: each run of a step (the gate matrices; with a projection, then the
-  projection) is the MVM unit's gapless run, :func:`~nnrtl.sim.golden.farnn.mvm.cycles`
-  (its issue times ``I[j]``, latencies ``K[j]`` and last beats ``O[j] = I[j] + K[j]``:
-  used, not restated). Its MAC cycles are ``mac``; the idle issue cycles between its
-  streams (the accumulators' ``E``) ``gaps``.
+  ``chains`` words per cycle, the paper's 16 words a cycle at 16 chains). The port is fed
+  over PCIe: ``bytes / pcie_gbps`` at the clock, when that is longer (the spec's ``C_wload
+  = max(n / 16, 4 n f / BW)``). The compute cannot start before the weights are in; the
+  double-buffered variant (:func:`training_step`) loads the next pass's weights behind
+  the current pass.
+* **run** (:func:`_run`): the MVM unit's issue rule (golden
+  :func:`~nnrtl.sim.golden.farnn.mvm.cycles`: slices, split, the accumulators' ``E``
+  idle cycles ``gaps``, the ``2 L`` stream spacing, the two-stream credit) with each
+  stream's ``L`` result beats taken by the top's serializer (:class:`_ResultPath`): a
+  chain head hands out a beat two cycles after the last at the earliest, the ``(s - 1)
+  A``-stage fold holds as a whole while its last stage waits, and the serializer takes a
+  beat ``max(rows, 1)`` cycles after the one before (one cell a cycle into the
+  activation). With more than two chains a beat holds more rows than the head's two
+  cycles: the serializer holds the streams back, and the credit follows the beats taken.
+  Its issue cycles are ``mac``.
 * **boundary** (where a step joins the next): the next run's first element is issued at
   the later of
 
-  - *unit*: when the MVM unit may start it. ``schedule="overlap"`` (the lead's schedule
-    for the top): by the unit's issue rule, as if the run went on (the gap a stream of the
-    last length ``c`` leaves before the next, taken from ``cycles`` of a two-stream run);
-    ``schedule="mvm"`` (the MVM unit as on main, which waits for its last sum before it
-    goes idle): ``O[last] + 1 + MVM_TURNAROUND``;
-  - *data*: the top's rule "the next step's feed of element ``e`` waits until the slice
-    holding row ``e`` is written". Result beats of a stream leave one per two cycles, the
-    first at ``O[j] - 2 (L - 1)`` (PE 0's sum first); the top serializes them into the
-    activation at one cell per cycle (rows in order, a stream after the one before);
-    cell ``q`` of stream ``j`` is usable ``delay`` cycles after it enters (the producer's
-    :func:`handoff_delay`: activation latency, the BW fold of the units' partials, and
-    :data:`HANDOFF` cycles of vector buffer). The run starts so that round 0 runs without
-    a gap: every vector ``b``'s element ``e`` (fed at ``I[b] + e``) usable in time. With
-    ``S >= 2`` rounds the last slice's rows are needed ``(S - 1) P`` elements into round 0,
-    so its collection and activation hide behind the next step's round 0; with ``S = 1``
-    they are exposed (the spec's ``E_step``). A projection's output is taken as a barrier
-    (the whole vector, then the next run), a simplification to calibrate.
+  - *unit*: ``schedule="mvm"`` (the engine as built, the default): the MVM unit waits
+    for its last beat to be taken, goes Idle two cycles later and issues one cycle after
+    that (``O[last] + 1 + MVM_TURNAROUND``); at 16 chains of 16 PEs the last stream's
+    beats of 16 rows take 256 cycles in the serializer, so a step loses some 262 cycles
+    (``stream_gap``). ``schedule="overlap"`` (not built: a unit that issues the next run
+    while the sums drain): by the issue rule, as if the run went on;
+  - *data*: element ``e`` of vector ``b`` of the next step is fed once row ``e`` of the
+    vector has left the activation (each row: its serializer cycle plus the producer's
+    :func:`handoff_delay`: the activation latency, BW's fold of the units' partials,
+    :data:`HANDOFF`). The run starts so that round 0 runs without a gap. With ``S >= 2``
+    the last slice's rows are needed ``(S - 1) P`` elements into round 0, so their
+    activation hides behind it (the paper's latency hiding); with ``S = 1`` it is exposed
+    unless the unit's own wait is longer. A projection's output is taken as a barrier (the
+    whole vector, then the next run; the top has no projection yet).
 
-  What the boundary adds beyond the last stream's issue is split into ``stream_gap``
-  (what the *unit* rule alone gives) and ``exposed`` (what waiting for the data adds).
+  What the boundary adds beyond the last stream's issue is ``stream_gap`` (the unit) and
+  ``exposed`` (the data beyond it).
 * **transfer**: a step takes at least its host transfers over PCIe
-  (:func:`transfer_cycles`: the input MVM's results in and ``h_t`` out, or ``dy_t`` in and
-  the gate deltas out); what that adds is ``transfer`` (0 at the paper's sizes: 16 KB a
-  step of ~10 us is 1.6 GB/s).
-* **drain**: after the last step's last issue, until its last cell is usable (the last
-  slice's collection, serialization and activation).
-* **fill**: 0: the first step's vector ``h_{-1} = 0`` is on chip when the load ends.
+  (:func:`transfer_cycles`); what that adds is ``transfer`` (0 at the paper's sizes).
+* **drain**: after the last run's last issue, until its last cell has left the
+  activation (the last streams' serialization and the activation latency).
+* **fill**: FW 0 (``h_{-1} = 0`` is on chip: the first run issues in the top's cycle 2,
+  :data:`FIRST_ISSUE`). BW: the zero step ``T - 1``: the serializer hands out its zero
+  beats from cycle 1 and the first run starts once its round 0 can run (and, if the zero
+  beats still hold the serializer, its beats wait: the first period's excess is in
+  ``fill``).
 
-Exactness. Every step of a gapless pass is the same (its start state is the previous
-step's), so a pass is ``load + (T - 1) period + span + drain``. Against the MVM unit's
-simulation (``schedule="mvm"``, a testbench playing the top: serializer and ``delay``)
-the model is exact when the unit or round 0's first element binds (the paper's regime:
-``S >= 2`` with a latency under a round, and ``S = 1``); when a later element of round 0
-binds, the RTL feeds round 0 with gaps and starts earlier, so the model is an upper bound:
-one cycle over the RTL's steady period in every such case measured (the idle unit's start
-cycle, which a unit already running saves; randomized sweeps of 24 small configurations
-found only exact periods and these). The two-stream credit of the previous step is not
-carried into the next step's streams under ``schedule="overlap"`` (it binds only when a
-stream's latency exceeds two stream spacings, ``2L + M + 3 > n_in + E``:
-:attr:`PassCycles.credit_risk`).
+Exactness. Every steady step is the same, so a pass is the sum above. Against the top's
+schedule the model is exact when the unit or round 0's first element binds the next
+run's start. Where they differ, and why:
+
+* when a *later* element of round 0 binds (layers of a few cells, where the activation
+  outlasts the last slice's lead), the top feeds round 0 with gaps and starts earlier
+  than the model's gapless start: an upper bound, up to 7 % on layers under 10 cells;
+* the next run's round 0 in the model is gapless, while the top's may start before the
+  data bound and wait within it; a cycle or two per step on layers of 10-40 cells with
+  one-stage adders (at most 2.2 % in sweeps of 900 drawn engines).
+
+Under ``schedule="overlap"`` the two-stream credit of the previous step is not carried
+into the next step's streams (:attr:`PassCycles.credit_risk` says when it could bind).
 
 Utilization ``U = useful MACs / (P_total x cycles incl. weight load)``; GFLOP/s = ``2 x
 useful MACs x clock / cycles`` at :data:`CLOCK_HZ` (the paper's 400 MHz).
@@ -77,6 +88,7 @@ from ...hw.arith.float import FP32
 from ...hw.arith.float_add import FloatAdd
 from ...hw.farnn.activation import BwActivation, FwActivation
 from ...hw.farnn.config import FarnnConfig
+from ...hw.farnn.pe import reduction_cycles
 from ...sim.golden.farnn.mvm import cycles as mvm_cycles
 from ...sim.golden.farnn.mvm import load_cycles as mvm_load_cycles
 from ..errors import UsageError
@@ -95,13 +107,16 @@ PCIE_GBPS = 12.5
 #: buffer) until it can be fed: the buffer's write, then its synchronous read. To calibrate
 #: against the top.
 HANDOFF = 2
-#: Cycles the MVM unit on main takes from a run's last result beat to accepting the next
-#: run's first element (its "Wait for the sums" and "Idle" states), measured by
+#: Cycles the MVM unit takes from a run's last result beat to accepting the next run's
+#: first element (its "Wait for the sums" and "Idle" states), measured by
 #: ``tests/gen/test_farnn_perf.py`` in the Amaranth simulator.
 MVM_TURNAROUND = 2
-#: ``"overlap"``: the lead's schedule (next run issued by the unit's issue rule);
-#: ``"mvm"``: the MVM unit on main (waits for its last sum).
-SCHEDULES = ("overlap", "mvm")
+#: The top's first issue of a FW run: the START pulse in cycle 0, the zeros valid from
+#: cycle 1, the idle unit's run from cycle 2 (:func:`nnrtl.hw.farnn.schedule.run_cycles`).
+FIRST_ISSUE = 2
+#: ``"mvm"``: the engine as built (the MVM unit waits for its last sum); ``"overlap"``:
+#: a unit that issues the next run by its issue rule (not built).
+SCHEDULES = ("mvm", "overlap")
 
 
 @functools.cache
@@ -124,13 +139,79 @@ def handoff_delay(config, name):
     return delay + HANDOFF
 
 
-def _run(config, shape):
-    """The MVM unit's gapless run of ``shape`` for the batch (golden ``cycles``)."""
-    return mvm_cycles(shape.inputs, rounds=shape.slices, batch=config.batch,
-                      chains=shape.chains, chain_length=shape.chain_length,
-                      split=shape.split, split_last=shape.split_last,
-                      adder_stages=config.adder_stages,
-                      multiplier_stages=config.multiplier_stages)
+def _run(config, shape, free=None):
+    """The MVM unit's gapless run of ``shape`` for the batch as the top takes its results
+    (module docstring, *run*): golden ``cycles``' issue rule and latencies, each stream's
+    beats taken by the serializer (``beats``: per stream ``[(cycle taken, real rows)]``),
+    the credit and ``cycles`` from the last beats taken. ``free``: the cycle (from the
+    run's first issue) from which the serializer is free (BW's first run, behind the zero
+    step)."""
+    golden = mvm_cycles(shape.inputs, rounds=shape.slices, batch=config.batch,
+                        chains=shape.chains, chain_length=shape.chain_length,
+                        split=shape.split, split_last=shape.split_last,
+                        adder_stages=config.adder_stages,
+                        multiplier_stages=config.multiplier_stages)
+    length, pes = shape.chain_length, shape.pes_per_unit
+    e_gap = reduction_cycles(config.adder_stages)
+    depth = (shape.split - 1) * config.adder_stages
+    lengths = _lengths(shape, config.batch)
+    issues, outs, beats = [], [], []
+    path = _ResultPath(depth, free)
+    for j, (count, latency) in enumerate(zip(lengths, golden["latencies"])):
+        if j == 0:
+            issue = 0
+        else:
+            issue = issues[-1] + max(lengths[j - 1] + e_gap, 2 * length)
+            if j >= 2:
+                issue = max(issue, outs[j - 2] + 1)
+        r = j // config.batch
+        split_round = shape.split_last and r == shape.slices - 1
+        width = shape.lanes if split_round else shape.chains
+        stream = []
+        for k in range(length):
+            rows = max(0, min(width, shape.rows - r * pes - k * width))
+            taken = path.take(issue + latency - 2 * (length - 1 - k) - depth, rows)
+            stream.append((taken, rows))
+        issues.append(issue)
+        outs.append(taken)
+        beats.append(stream)
+    return {"issues": issues, "latencies": [o - i for o, i in zip(outs, issues)],
+            "cycles": outs[-1] + 1, "mac_cycles": golden["mac_cycles"], "beats": beats}
+
+
+class _ResultPath:
+    """The result path of the units into the top's serializer, beat by beat (module
+    docstring, *run*; :func:`nnrtl.hw.farnn.schedule.run_cycles`' rules): a chain head
+    hands out a beat two cycles after the one before at the earliest; the ``depth``-stage
+    fold holds as a whole while its last stage waits; the serializer takes a beat
+    ``max(rows, 1)`` cycles after the one before."""
+
+    def __init__(self, depth, free=None):
+        self.depth, self.free, self.head, self.holds = depth, free, None, []
+
+    def _moving(self, cycle):
+        for start, end in self.holds:
+            if start <= cycle < end:
+                cycle = end
+        return cycle
+
+    def take(self, natural, rows):
+        """The cycle a beat at the chain heads at ``natural`` without stalls is taken."""
+        head = natural if self.head is None else max(natural, self.head + 2)
+        free = head if self.free is None else self.free
+        if self.depth:
+            enter = at = self._moving(head)
+            for _ in range(self.depth):
+                at = self._moving(at) + 1
+            taken = max(at, free)
+            self.holds = [(s, e) for s, e in self.holds if e > enter]
+            if taken > at:
+                self.holds.append((at, taken))
+            self.head = enter
+        else:
+            taken = self.head = max(head, free)
+        self.free = taken + max(rows, 1)
+        return taken
 
 
 def _stream_gap(config, length):
@@ -141,40 +222,55 @@ def _stream_gap(config, length):
                       multiplier_stages=config.multiplier_stages)["issues"][1]
 
 
-def _streams(config, shape, run):
-    """Per stream ``(round, vector, first beat, rows, width)`` of a run."""
-    length, batch = shape.chain_length, config.batch
-    out = []
-    for j, (issue, latency) in enumerate(zip(run["issues"], run["latencies"])):
-        r, b = divmod(j, batch)
+def _rows(config, shape, beats):
+    """``[(cycle, vector, row), ...]``: each real row of ``beats`` (per stream ``[(cycle
+    taken, rows)]``) leaving the serializer, one per cycle in beat order."""
+    out, free = [], None
+    for j, stream in enumerate(beats):
+        r, b = divmod(j, config.batch)
         split_round = shape.split_last and r == shape.slices - 1
         width = shape.lanes if split_round else shape.chains
-        rows = min(width * length, shape.rows - r * shape.pes_per_unit)
-        out.append((r, b, issue + latency - 2 * (length - 1), max(rows, 0), width))
+        for k, (taken, rows) in enumerate(stream):
+            for c in range(rows):
+                free = taken + c if free is None else max(taken + c, free + 1)
+                out.append((free, b, r * shape.pes_per_unit + k * width + c))
     return out
 
 
 def _ready(config, shape, run, delay, consumer):
-    """When (from the run's first issue) the next run, ``consumer`` (its golden
-    ``cycles``), may start for its round 0 to run without a gap (module docstring,
-    *data*), and when the run's last cell is usable."""
-    free, bound, last = None, None, None
-    for r, b, first, rows, width in _streams(config, shape, run):
-        if rows == 0:
-            continue
-        start = first if free is None else max(first, free + 1)
-        pace = 2 if width == 1 else 1
-        end = max(first + pace * (rows - 1), start + rows - 1)
-        free = end
-        worst = max(start, first + (rows - 1 if width == 1 else 0)) + delay
-        last = end + delay if last is None else max(last, end + delay)
-        if shape.units == 1:
-            # element e = r P + q of vector b is fed I[b] + e after the next run's start
-            need = worst - consumer["issues"][b] - r * shape.pes_per_unit
-            bound = need if bound is None else max(bound, need)
+    """When (from the run's first issue) the next run, ``consumer`` (:func:`_run`), may
+    start for its round 0 to run without a gap (module docstring, *data*), and when the
+    run's last cell is usable."""
+    rows = _rows(config, shape, run["beats"])
+    last = max(cycle for cycle, _, _ in rows) + delay
     if shape.units != 1:      # a projection's output: the whole vector first (barrier)
-        bound = last
+        return last, last
+    # element e of vector b is fed I[b] + e after the next run's start
+    bound = max(cycle + delay - consumer["issues"][b] - row for cycle, b, row in rows)
     return bound, last
+
+
+def _zero_step(config, shape, delay, consumer):
+    """BW's first step (``T - 1``, no unit run): the serializer's zero beats back to back
+    from the first cycle, ``max(rows, 1)`` cycles each; returns the first run's first
+    issue (from its gapless round 0 or the idle unit's start after its first element,
+    whichever is later), the step's last cell usable and the cycle the serializer is free,
+    in the top's cycles (the START pulse in cycle 0, the zero beats from cycle 1)."""
+    beats, cycle = [], 1
+    for r in range(shape.slices):
+        split_round = shape.split_last and r == shape.slices - 1
+        width = shape.lanes if split_round else shape.chains
+        for _b in range(config.batch):
+            stream = []
+            for k in range(shape.chain_length):
+                rows = max(0, min(width, shape.rows - r * shape.pes_per_unit - k * width))
+                stream.append((cycle, rows))
+                cycle += max(rows, 1)
+            beats.append(stream)
+    rows = _rows(config, shape, beats)
+    bound = max(cycle + delay - consumer["issues"][b] - row for cycle, b, row in rows)
+    first = min(cycle for cycle, b, row in rows if b == 0 and row == 0) + delay + 1
+    return max(bound, first), max(cycle for cycle, _, _ in rows) + delay, cycle
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,6 +282,8 @@ class PassCycles:
     phase : str
         ``"fw"`` or ``"bw"``.
     steps : int
+    runs : int
+        MVM runs: ``steps`` in FW, ``steps - 1`` in BW (step ``T - 1`` has ``dh = 0``).
     load, load_stream, load_pcie : int
         Weight load: ``max(load_stream, load_pcie)``; the port's own cycles and the PCIe
         bound.
@@ -200,7 +298,8 @@ class PassCycles:
     drain : int
         From the last issue to the last cell usable.
     fill : int
-        Before the first issue (0).
+        Before the first run's first issue beyond the top's start (FW: 0; BW: the zero
+        step, :func:`_zero_step`; without a run, the whole pass).
     useful_macs : int
     credit_risk : bool
         Whether the previous step's streams could still hold the unit's two-stream credit
@@ -213,6 +312,7 @@ class PassCycles:
 
     phase: str
     steps: int
+    runs: int
     load: int
     load_stream: int
     load_pcie: int
@@ -230,8 +330,11 @@ class PassCycles:
 
     @property
     def compute(self):
-        """Cycles after the load: ``fill + (steps - 1) period + span + drain``."""
-        return self.fill + (self.steps - 1) * self.period + self.span + self.drain
+        """Cycles after the load: ``fill + (runs - 1) period + span + drain`` (``fill``
+        alone without a run)."""
+        if not self.runs:
+            return self.fill
+        return self.fill + (self.runs - 1) * self.period + self.span + self.drain
 
     @property
     def cycles(self):
@@ -240,7 +343,10 @@ class PassCycles:
 
     def components(self):
         """``{name: cycles}`` of the whole pass, summing to :attr:`cycles`."""
-        t = self.steps
+        t = self.runs
+        if not t:
+            return {"load": self.load, "fill": self.fill, "mac": 0, "gaps": 0,
+                    "stream_gap": 0, "exposed": 0, "transfer": 0, "drain": 0}
         return {"load": self.load, "fill": self.fill, "mac": t * self.mac,
                 "gaps": t * self.gaps, "stream_gap": (t - 1) * self.stream_gap,
                 "exposed": (t - 1) * self.exposed, "transfer": (t - 1) * self.transfer,
@@ -284,7 +390,7 @@ def _check(config, phase, schedule, pcie_gbps, steps):
         raise UsageError(f"pcie_gbps must be a positive number of GB/s, not {pcie_gbps!r}")
 
 
-def pass_cycles(config, phase, *, steps=None, schedule="overlap", pcie_gbps=PCIE_GBPS,
+def pass_cycles(config, phase, *, steps=None, schedule="mvm", pcie_gbps=PCIE_GBPS,
                 clock_hz=CLOCK_HZ, delays=None):
     """:class:`PassCycles` of one layer's pass ``phase`` over ``steps`` time steps
     (default ``config.seq_len``). ``delays`` (``{matrix name: cycles}``) overrides
@@ -294,6 +400,38 @@ def pass_cycles(config, phase, *, steps=None, schedule="overlap", pcie_gbps=PCIE
     shapes = config.pass_matrices(phase)
     runs = [_run(config, shape) for shape in shapes]
     delays = {s.name: handoff_delay(config, s.name) for s in shapes} | dict(delays or {})
+    step = _step(config, shapes, runs, runs, delays, schedule)
+    period, span = step["period"], step["span"]
+    transfer = max(0, transfer_cycles(config, phase, pcie_gbps=pcie_gbps,
+                                      clock_hz=clock_hz) - period)
+    port, pcie = load_cycles(config, phase, pcie_gbps=pcie_gbps, clock_hz=clock_hz)
+    count, fill, drain = steps, 0, step["drain"]
+    if phase == "bw":                   # step T - 1 runs no MVM: the zero step first
+        count = steps - 1
+        first, zero_last, free = _zero_step(config, shapes[0], delays[shapes[0].name],
+                                            runs[0])
+        fill = first - FIRST_ISSUE if count else zero_last - 1
+        # the first run's beats wait for the zero step's serializer
+        held = [_run(config, shapes[0], free=free - first)] + runs[1:]
+        lead = _step(config, shapes, held, runs, delays, schedule)
+        if count >= 2:
+            fill += lead["period"] - period
+        elif count == 1:
+            fill += lead["span"] + lead["drain"] - span - drain
+    return PassCycles(
+        phase=phase, steps=steps, runs=count, load=max(port, pcie), load_stream=port,
+        load_pcie=pcie, mac=step["mac"], gaps=step["gaps"], stream_gap=step["unit_at"] - span,
+        exposed=period - step["unit_at"], transfer=transfer, period=period + transfer,
+        span=span, drain=drain, fill=fill,
+        useful_macs=count * config.useful_macs_per_step(phase),
+        credit_risk=step["credit_risk"])
+
+
+def _step(config, shapes, runs, consumers, delays, schedule):
+    """One step's runs chained (times from the step's first issue, module docstring): MAC
+    and gap cycles, the unit's and the data's bound on the next step's first issue
+    (``unit_at``; ``period``, their join), the last issue's end (``span``) and ``drain``.
+    ``consumers``: the next step's runs."""
     # chain the runs of a step; times from the step's first issue
     unit_at = data_at = prev_end = drain_end = 0
     mac = gaps = 0
@@ -305,7 +443,7 @@ def pass_cycles(config, phase, *, steps=None, schedule="overlap", pcie_gbps=PCIE
         gaps += run["issues"][-1] + lengths[-1] - run["mac_cycles"]
         if m > 0:
             gaps += start - prev_end
-        consumer = runs[(m + 1) % len(runs)]
+        consumer = consumers[0] if m + 1 == len(runs) else runs[m + 1]
         bound, last = _ready(config, shape, run, delays[shape.name], consumer)
         last_issue = start + run["issues"][-1]
         if schedule == "overlap":
@@ -318,15 +456,9 @@ def pass_cycles(config, phase, *, steps=None, schedule="overlap", pcie_gbps=PCIE
         prev_end = last_issue + lengths[-1]
         drain_end = start + last
     span = prev_end
-    period = _join(unit_at, data_at, schedule)
-    transfer = max(0, transfer_cycles(config, phase, pcie_gbps=pcie_gbps,
-                                      clock_hz=clock_hz) - period)
-    port, pcie = load_cycles(config, phase, pcie_gbps=pcie_gbps, clock_hz=clock_hz)
-    return PassCycles(
-        phase=phase, steps=steps, load=max(port, pcie), load_stream=port, load_pcie=pcie,
-        mac=mac, gaps=gaps, stream_gap=unit_at - span, exposed=period - unit_at,
-        transfer=transfer, period=period + transfer, span=span, drain=max(0, drain_end + 1 - span), fill=0,
-        useful_macs=steps * config.useful_macs_per_step(phase), credit_risk=credit_risk)
+    return {"mac": mac, "gaps": gaps, "unit_at": unit_at, "span": span,
+            "period": _join(unit_at, data_at, schedule), "credit_risk": credit_risk,
+            "drain": max(0, drain_end + 1 - span)}
 
 
 def _join(unit_at, data_at, schedule):
@@ -395,7 +527,7 @@ class TrainingStep:
         return self.cycles / self.clock_hz
 
 
-def training_step(config, *, schedule="overlap", pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ,
+def training_step(config, *, schedule="mvm", pcie_gbps=PCIE_GBPS, clock_hz=CLOCK_HZ,
                   steps=None):
     """The :class:`TrainingStep` of ``config`` (its ``layers``, ``seq_len`` or ``steps``,
     ``batch``)."""
@@ -420,7 +552,7 @@ def predict(config, workload):
     ``schedule``, ``pcie_gbps``, ``clock_hz``. Returns ``cycles``, ``useful_macs``,
     ``utilization``, the double-buffered ones and the passes' components."""
     step = training_step(config, steps=workload.get("steps"),
-                         schedule=workload.get("schedule", "overlap"),
+                         schedule=workload.get("schedule", "mvm"),
                          pcie_gbps=workload.get("pcie_gbps", PCIE_GBPS),
                          clock_hz=workload.get("clock_hz", CLOCK_HZ))
     return {"cycles": step.cycles, "useful_macs": step.useful_macs,
@@ -431,7 +563,7 @@ def predict(config, workload):
             "fw": step.fw.components(), "bw": step.bw.components()}
 
 
-def f9_table(config, *, batches=(1, 2, 4), pcie_gbps=PCIE_GBPS, schedule="overlap"):
+def f9_table(config, *, batches=(1, 2, 4), pcie_gbps=PCIE_GBPS, schedule="mvm"):
     """The paper's Fig. 9 utilization (5 layers x 1,024 LSTM cells, T = 1,600) for
     ``config`` at each batch: rows ``{batch, paper, utilization, double_buffered,
     seconds}``."""

@@ -28,8 +28,8 @@ load's is its beats plus a RESTART cycle per unit, a run's
 :func:`~nnrtl.hw.farnn.schedule.run_cycles`. Protocol failures: a frame of the wrong
 length, an error flag in ``status`` after a pass, a source not drained, output after the
 last run. Reported: the checker's fields, ``cycles`` (sum of the passes' counters),
-``model_cycles`` (sum of ``run_cycles``; ``None`` for ``chains > 2``), ``model_error``
-(gapless patterns and ``chains <= 2`` only: the model's scope), ``useful_macs`` (sum of
+``model_cycles`` (sum of ``run_cycles``), ``model_error`` (gapless patterns only: the
+model's scope), ``useful_macs`` (sum of
 the counters), ``utilization``, ``stall_cycles`` (the ``activation_wait_cycles`` counters:
 the feed waiting for the recurrence), the sums of ``mac_cycles``, ``load_cycles``,
 ``activation_wait_cycles``, ``phases`` (per pass: ``phase``, ``model_cycles`` and its
@@ -57,15 +57,9 @@ ERRORS = ("load_error", "vector_error", "run_error")
 
 
 def budget_model(phase, steps):
-    """``(model, budget cycles)`` of a run: :func:`run_cycles` for ``chains <= 2`` (its
-    scope); beyond, no model, and the budget from the two-chain engine of the same PEs
-    times ``chains / 2`` (the serializer hands out a beat's rows one a cycle)."""
-    if CONFIG.chains <= 2:
-        model = run_cycles(CONFIG, phase, steps)
-        return model, model
-    pairs = dataclasses.replace(CONFIG, chains=2,
-                                chain_length=CONFIG.chain_length * CONFIG.chains // 2)
-    return None, run_cycles(pairs, phase, steps) * CONFIG.chains // 2
+    """``(model, budget cycles)`` of a run: :func:`run_cycles` for both."""
+    model = run_cycles(CONFIG, phase, steps)
+    return model, model
 
 
 def _bytes(rows):
@@ -166,7 +160,7 @@ async def layer_pass_matches_golden_model(dut):
             farnn_io.save(PARAMS["outputs"], outputs)
 
         cycles = sum(p["cycles"] for p in records)
-        model = None if CONFIG.chains > 2 else sum(p["model_cycles"] for p in records)
+        model = sum(p["model_cycles"] for p in records)
         useful = sum(p["useful_macs"] for p in records)
         gapless = (PARAMS.get("source_pauses", "none") == "none"
                    and PARAMS.get("sink_pauses", "none") == "none")

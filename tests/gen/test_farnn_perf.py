@@ -17,6 +17,7 @@ from nnrtl.gen.farnn import perf
 from nnrtl.hw.arith.float import FP32
 from nnrtl.hw.farnn.config import FarnnConfig
 from nnrtl.hw.farnn.mvm import MVMUnit
+from nnrtl.hw.farnn.schedule import serialized_run_cycles
 from nnrtl.sim.golden.farnn import mvm as golden
 
 
@@ -194,25 +195,37 @@ def test_cycles_grow_and_utilization_rises_with_batch():
 
 
 def test_f9_utilization_at_least_the_papers():
-    """5 x 1,024 LSTM cells, T = 1,600, 1,024 PEs, 12.5 GB/s: at least 82.8 / 88.0 / 92.5 %
-    at batch 1 / 2 / 4, and at least 95 % at batch 1 with double-buffered weights."""
+    """5 x 1,024 LSTM cells, T = 1,600, 1,024 PEs, 12.5 GB/s: the engine as built (the
+    unit waits for its last sums, ``schedule="mvm"``) at least 82.8 / 88.0 / 92.5 % at
+    batch 1 / 2 / 4; the goal of 95 % at batch 1 with double-buffered weights needs a unit
+    that issues the next run while the sums drain (``"overlap"``)."""
     rows = perf.f9_table(FarnnConfig())
     for row in rows:
         assert row["utilization"] >= row["paper"]
         assert row["double_buffered"] > row["utilization"]
-    assert rows[0]["double_buffered"] >= 0.95
+    assert rows[0]["double_buffered"] < 0.95
+    assert perf.f9_table(FarnnConfig(), schedule="overlap")[0]["double_buffered"] >= 0.95
 
 
 def test_s1_exposes_the_activation_latency():
-    """256 cells on 256 PEs per unit (S = 1): the FW activation is exposed every step;
-    512 cells (S = 2) hide it."""
-    one = perf.pass_cycles(FarnnConfig(hidden_size=256, input_size=256), "fw")
-    two = perf.pass_cycles(FarnnConfig(hidden_size=512, input_size=512), "fw")
+    """256 cells on 256 PEs per unit (S = 1): with a unit that issues the next run while
+    the sums drain, the FW activation is exposed every step; 512 cells (S = 2) hide it.
+    The engine as built waits for the last stream's 16 beats of 16 rows to leave the
+    serializer (256 cycles from the first beat at its natural time, then the unit's two
+    cycles to idle and one to start: 262 beyond the last issue), which hides the
+    activation in both."""
+    one = perf.pass_cycles(FarnnConfig(hidden_size=256, input_size=256), "fw",
+                           schedule="overlap")
+    two = perf.pass_cycles(FarnnConfig(hidden_size=512, input_size=512), "fw",
+                           schedule="overlap")
     assert one.exposed > 0 and two.exposed == 0
+    for hidden in (256, 512):
+        built = perf.pass_cycles(FarnnConfig(hidden_size=hidden, input_size=hidden), "fw")
+        assert (built.stream_gap, built.exposed) == (262, 0)
 
 
 def test_bad_arguments_are_usage_errors():
-    with pytest.raises(UsageError, match="schedule must be one of overlap, mvm, not 'x'"):
+    with pytest.raises(UsageError, match="schedule must be one of mvm, overlap, not 'x'"):
         perf.pass_cycles(FarnnConfig(), "fw", schedule="x")
     with pytest.raises(UsageError, match="pcie_gbps must be a positive number"):
         perf.pass_cycles(FarnnConfig(), "fw", pcie_gbps=0)
@@ -222,17 +235,79 @@ def test_bad_arguments_are_usage_errors():
 
 def test_f9_batch_1_by_hand():
     """1,024 PEs (L = 16), 5 x 1,024 LSTM cells, T = 1,600, batch 1, by hand: a stream is
-    1,024 issues and E = 11 idle (A = 4), 4 rounds: a step 4 x 1,035 = 4,140 cycles, the
-    last step 3 x 1,035 + 1,024 = 4,129 to its last issue. The last stream's sums: its
-    latency K = 1,024 + M 3 + E 11 + 2L 32 + 3 = 1,073, first beat 2(L - 1) = 30 before its
-    end: 3,105 + 1,073 - 30 = 4,148; 256 cells serialized to 4,403; usable after the FW
-    activation's 36 + 2 (4,441: drain 313) or BW's fold 3 x 4 + 34 + 2 (drain 323). Load:
-    16,777,216 B at 12.5 GB/s = 536,871 cycles at 400 MHz."""
-    fw = 536_871 + 1599 * 4140 + 4129 + 313
-    bw = 536_871 + 1599 * 4140 + 4129 + 323
+    1,024 issues and E = 11 idle (A = 4), 4 rounds: the last issue ends at 3 x 1,035 +
+    1,024 = 4,129. The last stream's sums: its latency K = 1,024 + M 3 + E 11 + 2L 32 + 3 =
+    1,073, first beat 2(L - 1) = 30 before its end: 3,105 + 1,073 - 30 = 4,148; its 16
+    beats of 16 rows leave the serializer one per 16 cycles, the last taken at 4,148 + 240
+    = 4,388, its last row at 4,403; the unit is idle and issues again at 4,388 + 1 + 2 =
+    4,391 (the period). Usable after the FW activation's 36 + 2 (4,441: drain 313) or BW's
+    fold 3 x 4 + 34 + 2 = 48 (drain 323). BW: step T - 1 runs no MVM; its zero rows leave
+    from cycle 1, row 0 usable at 1 + 48 and the first run issues one cycle later, at 50
+    (fill 48 beyond the FW's first issue at cycle 2), then 1,599 runs. Load: 16,777,216 B
+    at 12.5 GB/s = 536,871 cycles at 400 MHz."""
+    fw = 536_871 + 1599 * 4391 + 4129 + 313
+    bw = 536_871 + 48 + 1598 * 4391 + 4129 + 323
     step = perf.training_step(FarnnConfig())
     assert step.cycles == 5 * (fw + bw)
-    macs = 2 * 5 * 4 * 1024 * 1024 * 1600
+    macs = 5 * 4 * 1024 * 1024 * (1600 + 1599)
     assert step.utilization == macs / (1024 * 5 * (fw + bw))
     text = perf.f9_markdown(perf.f9_table(FarnnConfig()))
     assert f"| 1 | 82.8% | {macs / (1024 * 5 * (fw + bw)):.1%} |" in text
+
+
+def _random_configs(seed, count, smallest):
+    """``count`` engines drawn from ``seed``: 1-8 chains of 1-4 PEs, split 1/2/4, hidden
+    ``smallest``-40, batch 1-4, 2-12 steps, LSTM or GRU, A 1-6, M 0-4."""
+    rng = np.random.default_rng(seed)
+    found = []
+    while len(found) < count:
+        chains = int(rng.choice([1, 2, 4, 8]))
+        split = int(rng.choice([s for s in (1, 2, 4) if chains % s == 0]))
+        try:
+            config = FarnnConfig(
+                cell=str(rng.choice(["lstm", "gru"])), input_size=3,
+                hidden_size=int(rng.integers(smallest, 41)), seq_len=int(rng.integers(2, 13)),
+                batch=int(rng.integers(1, 5)), chains=chains,
+                chain_length=int(rng.integers(1, 5)), split=split, layers=1,
+                adder_stages=int(rng.integers(1, 7)),
+                multiplier_stages=int(rng.integers(0, 5)))
+        except ValueError:                  # e.g. a split leaving a chunk empty
+            continue
+        if config.fits:
+            found.append(config)
+    return found
+
+
+def test_pass_within_3_percent_of_the_tops_schedule():
+    """The model's pass (after the load) against the top's cycles,
+    :func:`~nnrtl.hw.farnn.schedule.serialized_run_cycles` (exact against the simulated
+    engine: ``tests/hw/test_farnn_schedule.py``), on 60 drawn engines of 10-40 cells, FW
+    and BW: within 3 % (the largest seen in sweeps of 900 was 2.2 %)."""
+    for config in _random_configs(12, 60, 10):
+        for phase in ("fw", "bw"):
+            model = perf.pass_cycles(config, phase).compute
+            rtl = serialized_run_cycles(config, phase, config.seq_len)
+            assert abs(model / rtl - 1) <= 0.03, (config, phase, model, rtl)
+
+
+#: Layers of a few cells where round 0 of the next step waits midway for the last
+#: slice's rows (hidden, chains, chain_length, batch, cell, A, M; the top's cycles by
+#: serialized_run_cycles, the model's).
+MIDWAY_TOP = {
+    "lstm-5": ((5, 2, 2, 3, "lstm", 1, 4), (441, 462)),
+    "gru-4": ((4, 1, 2, 3, "gru", 1, 4), (443, 473)),
+}
+
+
+@pytest.mark.parametrize("name", MIDWAY_TOP)
+def test_tiny_layers_where_round_0_waits_midway_are_an_upper_bound(name):
+    """Where they differ: with a few cells per layer the activation outlasts the last
+    slice's lead, the top feeds round 0 with gaps and starts earlier than the model's
+    gapless start (module docstring), up to 7 % over on such layers (T = 7)."""
+    (hidden, chains, length, batch, cell, adders, multipliers), (rtl, model) = \
+        MIDWAY_TOP[name]
+    config = FarnnConfig(cell=cell, input_size=3, hidden_size=hidden, seq_len=7,
+                         batch=batch, chains=chains, chain_length=length, split=1,
+                         layers=1, adder_stages=adders, multiplier_stages=multipliers)
+    assert serialized_run_cycles(config, "fw", 7) == rtl
+    assert perf.pass_cycles(config, "fw").compute == model
