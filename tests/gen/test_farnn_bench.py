@@ -68,7 +68,7 @@ def test_time_rows_sum_and_grow():
 
 def test_table2_rows_per_pe_and_per_chain():
     rows = bench_model.table2_rows(boards=("vu9p",))
-    assert [(r["cell"], r["pes"]) for r in rows] == [("lstm", 640), ("gru", 672)]
+    assert [(r["cell"], r["pes"]) for r in rows] == [("lstm", 4 * 16 * 9), ("gru", 3 * 16 * 13)]
     for row in rows:
         assert row["pes"] == row["chains"] * row["chain_length"] * row["units"]
         for key in ("lut", "ff", "dsp", "uram"):

@@ -14,11 +14,12 @@ from nnrtl.hw.farnn.config import FarnnConfig
 from nnrtl.hw.farnn.presets import PAPER_8K, PRESETS
 
 
-def test_pe_memory_two_pes_per_uram_at_4k_one_at_8k():
-    """URAM288 is 4K x 72 b: a 4K x 32 b PE memory is half of one (the paper's two PEs per
-    URAM), 8K a whole one; on 7-series a 4K x 32 b memory is four 1K x 36 BRAM36."""
-    assert pe_memory(4096, "xcup") == (0.5, 0)
-    assert pe_memory(8192, "xcup") == (1.0, 0)
+def test_pe_memory_one_uram_a_pe():
+    """URAM288 is 4K x 72 b: the RTL gives each PE its own memory, one URAM at 4K or 8K x
+    32 b (the paper pairs two 4K PEs in one through its two ports); on 7-series a 4K x
+    32 b memory is four 1K x 36 BRAM36."""
+    assert pe_memory(4096, "xcup") == (1, 0)
+    assert pe_memory(8192, "xcup") == (1, 0)
     assert pe_memory(4096, "xc7") == (0, 4)
     assert pe_memory(8192, "xc7") == (0, 8)
 
@@ -27,8 +28,9 @@ def test_totals_add_up_from_pe_chain_unit_and_activation():
     config = FarnnConfig(chain_length=16, weight_depth=4096, split=1)   # 1,024 PEs, 4K
     estimate = resource_estimate(config)
     assert estimate.pes == 1024
-    assert estimate.per_chain["lut"] == 16 * UNIT_LOGIC["pe"]["lut"]
-    assert estimate.total["uram"] == 512                                # 2 PEs per URAM
+    pe = UNIT_LOGIC["pe4096"]
+    assert estimate.per_chain["lut"] == 16 * (pe["lut"] + pe["lut_memory"])
+    assert estimate.total["uram"] == 1024                               # 1 URAM a PE
     assert estimate.total["dsp"] == 1024 * 2 + 16 + 34                  # PEs, FW, BW LSTM
     # split 4: 3 rows of 4 fold adders per unit, no DSP, their LUTs
     split = resource_estimate(dataclasses.replace(config, split=4))
@@ -68,6 +70,7 @@ def test_the_papers_768_pes_exceed_only_the_lut_budget():
 
 
 @pytest.mark.slow
-def test_pe_logic_is_what_yosys_measures():
-    """Re-measure the PE (about 15 s of Yosys)."""
-    assert measure("pe") == UNIT_LOGIC["pe"]
+@pytest.mark.parametrize("name", ["pe4096", "pe8192"])
+def test_pe_logic_is_what_yosys_measures(name):
+    """Re-measure the PE at its depth, its weights in one URAM (about a minute of Yosys)."""
+    assert measure(name) == UNIT_LOGIC[name]
