@@ -103,7 +103,7 @@ def test_bench_farnn_without_rtl(tmp_path):
     json.dumps(result)
     text = markdown_farnn(result)
     for needle in ("| 1 | 82.8% |", "| 2 | 88.0% |", "| 4 | 92.5% |", "4,096 (4,096)",
-                   "1,536 (1,536)", "| vu9p | lstm 1,024 | 640 |", "an extrapolation"):
+                   "1,536 (1,536)", "| vu9p | lstm 1,024 | 576 |", "an extrapolation"):
         assert needle in text, needle
     assert [r["fpga_ms"] is not None for r in result["gpu"]["rows"]] == [True] * 3
 
