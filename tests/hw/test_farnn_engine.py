@@ -369,3 +369,37 @@ def test_registers_and_stream_widths():
     assert len(dut.s_bw.tdata) == 6 * 32 and len(dut.m_deltas.tdata) == 4 * 32
     assert dut.registers["batch"].reset == config.batch
     assert [dut.registers[name].width for name in COUNTERS] == [64] * len(COUNTERS)
+
+
+def draw_config(rng):
+    """A random small engine: cell, odd or even sizes, 1/2/4 chains, chain length 1-3,
+    any split factor of the chains, batch 1-2, 2-3 steps, a projection one time in three
+    (LSTM), stage counts from 1 to the defaults."""
+    cell = str(rng.choice(["lstm", "gru"]))
+    chains = int(rng.choice([1, 2, 4]))
+    hidden = int(rng.integers(3, 12))
+    proj = int(rng.integers(2, hidden)) if cell == "lstm" and rng.random() < 1 / 3 else 0
+    return FarnnConfig(cell=cell, input_size=int(rng.integers(1, 6)), hidden_size=hidden,
+                       proj_size=proj, seq_len=int(rng.integers(2, 4)),
+                       batch=int(rng.integers(1, 3)), chains=chains,
+                       chain_length=int(rng.integers(1, 4)),
+                       split=int(rng.choice([s for s in (1, 2, 4) if chains % s == 0])),
+                       layers=1, adder_stages=int(rng.integers(1, 5)),
+                       multiplier_stages=int(rng.integers(1, 4)))
+
+
+@pytest.mark.parametrize("seed", [pytest.param(seed, marks=() if seed < 2 else pytest.mark.slow)
+                                  for seed in range(10)])
+def test_randomized_configurations(seed):
+    """Drawn engines (:func:`draw_config`): every output bit-exact against the golden model,
+    gapless (even seeds: ``cycles`` equal to :func:`run_cycles`) or under random gaps and
+    backpressure (odd seeds)."""
+    config = draw_config(np.random.default_rng(1000 + seed))
+    gapless = seed % 2 == 0
+    counters = check(config, seed, gap=0.0 if gapless else 0.3,
+                     stall=0.0 if gapless else 0.3)
+    check_counters(config, counters, gapless=gapless)
+    if gapless:
+        for phase in ("fw", "bw"):
+            assert counters[phase]["cycles"] == run_cycles(config, phase, config.seq_len), (
+                config, phase)
