@@ -85,9 +85,9 @@ def _text(spec):
     path = importlib.util.find_spec("pydoc_data.topics").origin
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
-    vocabulary = sorted(set(text))
-    codes = torch.tensor([vocabulary.index(c) for c in text[:spec.train_chars
-                                                              + spec.valid_chars + 1]])
+    vocabulary = {char: code for code, char in enumerate(sorted(set(text)))}
+    codes = torch.tensor([vocabulary[c] for c in text[:spec.train_chars
+                                                       + spec.valid_chars + 1]])
     chunks = []
     for start, size in ((0, spec.train_chars), (spec.train_chars, spec.valid_chars)):
         count = size // spec.seq_len
