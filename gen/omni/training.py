@@ -110,8 +110,8 @@ class Tape:
 
 def layers_from_module(module, dtype=None):
     """The per-layer weight dicts of an ``nn.LSTM`` (detached copies, ``dtype`` if given)."""
-    if module.proj_size or not module.bias or module.bidirectional or not isinstance(
-            module, torch.nn.LSTM):
+    if not isinstance(module, torch.nn.LSTM) or module.proj_size or not module.bias or (
+            module.bidirectional):
         raise UsageError("the Omni-PE training takes a unidirectional nn.LSTM with biases "
                          "and no projection")
     layers = []
@@ -215,7 +215,7 @@ def backward(layers, tape, dys, factors=None, measure=False):
             dg, ds_next = bp_ew_part2(part1, dys[t] + dh_next, ds_next)
             dh_next = bp_matmul_inner(dg, layer["weight_hh"])
             dgates[t] = dg
-            needed.append(float((dg != 0).any(0).double().mean()))
+            needed.append((dg != 0).any(0))
             if measure:
                 magnitudes[index, t] = float(
                     bp_matmul_outer(dg, taped["xs"][t]).abs().sum()
@@ -225,7 +225,7 @@ def backward(layers, tape, dys, factors=None, measure=False):
         grads[index] = dict(weight_ih=bp_matmul_outer(dgates, taped["xs"]) * factor,
                             weight_hh=bp_matmul_outer(dgates, taped["hs"]) * factor,
                             bias_ih=dbias, bias_hh=dbias.clone())
-        rows[index] = float(np.mean(needed)) if needed else 0.0
+        rows[index] = float(torch.stack(needed).double().mean()) if needed else 0.0
         dys = bp_matmul_inner(dgates, layer["weight_ih"])
     info = dict(dxs=dys, rows=rows)
     if measure:
