@@ -1,0 +1,67 @@
+"""gen/omni/accuracy.py: the real tasks (tiny versions fast, the full comparison slow)."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from nnrtl.gen.omni.accuracy import QUICK, TASKS, compare, load_task, train_run
+from nnrtl.gen.omni.training import OmniConfig
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_tasks_load_real_data():
+    digits = load_task(QUICK["digits"])
+    inputs, labels = digits["train"]
+    assert inputs.shape == (1437, 8, 8) and set(labels.tolist()) == set(range(10))
+    assert 0 <= float(inputs.min()) and float(inputs.max()) == 1.0
+    text = load_task(QUICK["text"])
+    inputs, targets = text["train"]
+    assert inputs.shape == (320, 20) and torch.equal(inputs[0, 1:], targets[0, :-1])
+    assert text["classes"] > 60
+
+
+def test_decomposition_trains_as_pytorch_does():
+    spec = dataclasses.replace(QUICK["digits"], epochs=2)
+    torch_run = train_run(spec)
+    ours = train_run(spec, OmniConfig())
+    assert ours["losses"] == pytest.approx(torch_run["losses"], rel=1e-5)
+    assert ours["value"] == torch_run["value"] > 0.2
+
+
+def test_quick_ms1_ms2_text_run():
+    spec = QUICK["text"]
+    run = train_run(spec, OmniConfig(ms1=True, ms2=True, loss_type=spec.loss_type))
+    assert run["skipped_per_epoch"][:3] == [0.0, 0.0, 0.0]
+    assert max(run["skipped_per_epoch"][3:]) > 0
+    assert 0 < run["p1_density"] < 1
+    assert run["losses"][-1] < run["losses"][0]
+
+
+@pytest.mark.slow
+def test_digits_within_one_percent_of_pytorch():
+    results = compare(TASKS["digits"])
+    assert [r["run"] for r in results] == ["pytorch", "baseline", "ms1", "ms2", "ms1+ms2"]
+    for result in results:
+        assert abs(result["relative_difference"]) <= 0.01, result
+    assert results[4]["stored_reduction"] > 0.5
+
+
+@pytest.mark.slow
+def test_text_language_model_against_pytorch():
+    """The decomposition without MS is within 1 % of PyTorch. MS1 (θ = 0.1) and MS2 are
+    NOT within 1 % on this task (measured +8.3 %, +6.3 %, both +17.5 % perplexity; the
+    seed-to-seed spread of PyTorch itself is about 1-2 %): pinned at 20 % so that a
+    regression shows, see gen/omni/accuracy.py."""
+    results = compare(TASKS["text"])
+    assert abs(results[1]["relative_difference"]) <= 0.01, results[1]
+    for result in results[2:]:
+        assert result["relative_difference"] <= 0.20, result
+        assert result["stored_reduction"] > 0.1, result
