@@ -96,6 +96,36 @@ def run_cycles(config, phase, steps, batch=None):
     return serialized_run_cycles(config, phase, steps, batch)
 
 
+def _streams(shape, batch, start, ready, e_gap, outs):
+    """The streams of one unit run of ``shape`` in issue order (rounds, then vectors), as
+    ``(r, b, last)`` with ``last`` the cycle its last element issued, under the unit's rules
+    (:func:`run_cycles`): from ``start``, no earlier than ``last_{i-1} + E + 1``,
+    ``first_{i-1} + 2 L`` and ``out_{i-2} + 1``; round 0 issues element ``e`` of vector
+    ``b`` from ``ready(b, e)``. The caller appends each stream's last beat's cycle to
+    ``outs`` before taking the next stream."""
+    t, firsts, lasts = start, [], []
+    for r in range(shape.slices):
+        split = shape.split_last and r == shape.slices - 1
+        count = shape.chunk if split else shape.inputs
+        for b in range(batch):
+            u = t
+            if firsts:
+                u = max(u, lasts[-1] + e_gap + 1, firsts[-1] + 2 * shape.chain_length)
+            if len(outs) >= 2:
+                u = max(u, outs[-2] + 1)
+            first = None
+            for e in range(count):
+                if r == 0:
+                    u = max(u, ready(b, e))
+                if first is None:
+                    first = u
+                u += 1
+            t = u
+            firsts.append(first)
+            lasts.append(u - 1)
+            yield r, b, u - 1
+
+
 def _job_beats(config, shape, batch):
     """``[(r, b, k, rows)]``: a job's result beats in order, ``rows`` the cells each
     leaves the serializer as (:func:`cell_order`'s grouping by beat)."""
@@ -156,40 +186,21 @@ def _projected_run_cycles(config, phase, steps, batch):  # noqa: C901 (one sched
         first_valid = element_ready(0, 0)
         idle = state["idle_from"]
         t = (first_valid if idle is None else max(idle, first_valid)) + 1
-        firsts, lasts, outs, written = [], [], [], {}
+        outs, written = [], {}
         previous = None                         # (take, cells) of this run's last beat
         index = 0
-        for r in range(shape.slices):
-            split = shape.split_last and r == shape.slices - 1
-            count = shape.chunk if split else shape.inputs
-            for b in range(batch):
-                start = t
-                if firsts:
-                    start = max(start, lasts[-1] + e_gap + 1, firsts[-1] + 2 * length)
-                if len(outs) >= 2:
-                    start = max(start, outs[-2] + 1)
-                u = start
-                for e in range(count):
-                    if r == 0:
-                        u = max(u, element_ready(b, e))
-                    if e == 0:
-                        first = u
-                    u += 1
-                last = u - 1
-                t = u
-                firsts.append(first)
-                lasts.append(last)
-                for k in range(length):
-                    _r, _b, _k, rows = beats[index]
-                    index += 1
-                    take = max(last + delay + 2 * k, state["free"])
-                    if previous is not None:
-                        take = max(take, previous[0] + max(previous[1], 2))
-                    for c, row in enumerate(rows):
-                        written[b, row] = take + 1 + c + latency[job]
-                    state["free"] = take + max(len(rows), 1)
-                    previous = (take, len(rows))
-                outs.append(previous[0])
+        for _r, b, last in _streams(shape, batch, t, element_ready, e_gap, outs):
+            for k in range(length):
+                _r, _b, _k, rows = beats[index]
+                index += 1
+                take = max(last + delay + 2 * k, state["free"])
+                if previous is not None:
+                    take = max(take, previous[0] + max(previous[1], 2))
+                for c, row in enumerate(rows):
+                    written[b, row] = take + 1 + c + latency[job]
+                state["free"] = take + max(len(rows), 1)
+                previous = (take, len(rows))
+            outs.append(previous[0])
         state["idle_from"] = outs[-1] + 2
         state["last_take"] = outs[-1]
         return written
@@ -316,31 +327,12 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
                 return 1 if (j == 0 and not bw) else fired[b, e] + 1
             first_valid = ready(0, 0)
             t = (first_valid if idle_from is None else max(idle_from, first_valid)) + 1
-            firsts, lasts, outs = [], [], []
-            for r in range(shape.slices):
-                split = shape.split_last and r == shape.slices - 1
-                count = shape.chunk if split else shape.inputs
-                for b in range(batch):
-                    start = t
-                    if firsts:
-                        start = max(start, lasts[-1] + e_gap + 1, firsts[-1] + 2 * length)
-                    if len(outs) >= 2:
-                        start = max(start, outs[-2] + 1)
-                    u = start
-                    for e in range(count):
-                        if r == 0:
-                            u = max(u, ready(b, e))
-                        if e == 0:
-                            first = u
-                        u += 1
-                    last = u - 1
-                    t = u
-                    firsts.append(first)
-                    lasts.append(last)
-                    for k in range(length):
-                        taken = pass_beat(last + mul + e_gap + 6 + 2 * k)
-                        serialize(taken, b, beat_rows(r, k))
-                    outs.append(taken)
+            outs = []
+            for r, b, last in _streams(shape, batch, t, ready, e_gap, outs):
+                for k in range(length):
+                    taken = pass_beat(last + mul + e_gap + 6 + 2 * k)
+                    serialize(taken, b, beat_rows(r, k))
+                outs.append(taken)
             idle_from = outs[-1] + 2
         fired = now
         last_fire = max(last_fire, max(now.values()))
