@@ -4,9 +4,9 @@ under every stream pattern; without gaps each pass's ``cycles`` counter equal to
 :func:`nnrtl.hw.farnn.schedule.run_cycles` (``chains <= 2``, its scope), and the cycles
 of the records measured in the Amaranth simulator (``tests/hw/test_farnn_engine.py``).
 
-Three small engines, one Verilator build each (about three minutes, cached afterwards):
+Four small engines, one Verilator build each (about three minutes, cached afterwards):
 LSTM with two rounds (S = 2), GRU with one (S = 1), GRU with two rounds, the last split,
-batch 2.
+batch 2, and LSTM with a projection.
 """
 
 import pytest
@@ -32,11 +32,15 @@ CONFIGS = {
     # S = 2, the last round split by 2 (5 rows: 4 + 1), batch 2.
     "gru-s2-split-b2": dict(SMALL, cell="gru", hidden_size=5, batch=2, chain_length=2,
                             split=2),
+    # LSTM with a projection (P = 3): R on the projected state, then the projection; two
+    # steps (the Verilog is that of test_farnn_train_rtl.py's projection test).
+    "lstm-proj-s2-b1": dict(SMALL, cell="lstm", hidden_size=7, proj_size=3, batch=1,
+                            chain_length=2, split=1, seq_len=2),
 }
 #: ``cycles`` of the gapless FW and BW runs, as the Amaranth simulator measured them
 #: (``MEASURED`` of tests/hw/test_farnn_engine.py): the same RTL under Verilator.
 MEASURED = {"lstm-s2-b1": [241, 231], "gru-s1-b1": [213, 150],
-            "gru-s2-split-b2": [308, 221]}
+            "gru-s2-split-b2": [308, 221], "lstm-proj-s2-b1": [204, 193]}
 
 
 def check(name, backpressure, seed):
