@@ -227,7 +227,7 @@ def write(tmp_path, name, content):
 
 @pytest.mark.parametrize("argv, message", [
     (["demo", "--board", "zc706", *SHAPE],
-     r"demo has no design-space exploration; engines with one: sbe"),
+     r"demo has no design-space exploration; engines with one: farnn, sbe"),
     (["foo", "--board", "zc706", *SHAPE], r"unknown engine 'foo'; valid engines: demo, .*"),
     (["sbe", "--board", "zc123", *SHAPE],
      r"unknown board 'zc123'; valid boards: zc706, vc709, vu9p, vcu128"),

@@ -138,6 +138,7 @@ def test_a_failed_pass_stops_training(tmp_path, capsys, monkeypatch, fault, reas
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow         # the projection's RTL: four patterns in test_farnn_verilator.py
 def test_lstm_projection_two_layers_rtl_equals_golden(tmp_path):
     """nn.LSTM(3, 7, proj_size=3, num_layers=2): the top runs R on the projected state and
     the projection (FW), and their transposes (BW); layer 1 takes layer 0's 3 projected
