@@ -37,7 +37,7 @@ demo: $(STAMP)
 	$(BIN)/nnrtl report $(DEMO_DIR) && exit $$status
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -m "not slow" -q
+	$(BIN)/python -m pytest -n $(JOBS) -m "not slow" -q --durations=20
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m slow -q
