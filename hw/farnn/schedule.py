@@ -23,21 +23,8 @@ def cell_order(config, batch=None, matrix="recurrent"):
     ``m_deltas`` ``recurrent`` (``projection_t`` with a projection), ``s_dy`` and
     ``m_proj`` ``recurrent_t``."""
     batch = config.batch if batch is None else batch
-    shape = config.matrix(matrix)
-    blocks = config.units if shape.units > 1 else 1
-    order = []
-    for r in range(shape.slices):
-        split = shape.split_last and r == shape.slices - 1
-        width = shape.lanes if split else shape.chains
-        for b in range(batch):
-            for k in range(shape.chain_length):
-                first = r * shape.pes_per_unit + k * width
-                for u in range(blocks):
-                    offset = u * shape.rows if blocks > 1 else 0
-                    rows = min(shape.rows, shape.total_rows - offset)
-                    order.extend((b, offset + row)
-                                 for row in range(first, min(first + width, rows)))
-    return order
+    return [(b, row) for _r, b, _k, rows in _job_beats(config, config.matrix(matrix), batch)
+            for row in rows]
 
 
 def weight_loads(config, phase):
