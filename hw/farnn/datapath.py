@@ -278,15 +278,20 @@ class EngineDatapath(CellSinks):
                 m.d.sync += e.eq(0)
                 with m.If(b == self.run_batch - 1):
                     m.d.sync += b.eq(0)
-                    if self.proj:
-                        m.d.sync += job.eq(~job)
-                        with m.If(job):
-                            m.d.sync += step.eq(step + 1)
-                    else:
-                        m.d.sync += step.eq(step + 1)
+                    self._next_job(m, job, step)
                 with m.Else():
                     m.d.sync += b.eq(b + 1)
         self.activation_wait = active & ~element_ready
+
+    def _next_job(self, m, job, step):
+        """After a job's last vector: the next job (with a projection, ``R`` then ``W_hr``),
+        and after a step's last job the next step."""
+        if self.proj:
+            m.d.sync += job.eq(~job)
+            with m.If(job):
+                m.d.sync += step.eq(step + 1)
+        else:
+            m.d.sync += step.eq(step + 1)
 
     # -- serializer: result beats -> cells -----------------------------------------------
 
@@ -351,12 +356,7 @@ class EngineDatapath(CellSinks):
                     m.d.sync += [b.eq(0), r.eq(r + 1), base.eq((r + 1) * pes)]
                     with m.If(r == slices - 1):
                         m.d.sync += [r.eq(0), base.eq(0)]
-                        if self.proj:
-                            m.d.sync += job.eq(~job)
-                            with m.If(job):
-                                m.d.sync += step.eq(step + 1)
-                        else:
-                            m.d.sync += step.eq(step + 1)
+                        self._next_job(m, job, step)
                 with m.Else():
                     m.d.sync += b.eq(b + 1)
         with m.Elif(beat_done):
