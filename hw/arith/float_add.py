@@ -1,5 +1,7 @@
 """Pipelined floating-point adder / subtractor for any :class:`FloatFormat`."""
 
+from types import SimpleNamespace
+
 from amaranth.hdl import Cat, Const, Module, Mux
 
 from .float_pipeline import (FloatUnit, leading_zeros, round_and_pack, shift_right_sticky,
@@ -31,10 +33,19 @@ class FloatAdd(FloatUnit):
     ----------
     fmt : FloatFormat
     stages : int
-        Pipeline registers, 0 to 6 (default 3): 0 is combinational, 1 registers the
+        Pipeline registers, 0 to 8 (default 3): 0 is combinational, 1 registers the
         result, 2 adds a register after the alignment shift, 3 one after the leading-zero
         count, 4 after the operand swap, 5 after the addition, 6 after the normalising
-        shift (see :attr:`registered_steps`).
+        shift, 7 one after the magnitude comparison (before the swap), 8 one after the
+        leading-zero tree (before its limit and the exponent update); see
+        :attr:`registered_steps`. 8 is η-LSTM's adder (Sec. V-B: "8 cycles in our study").
+        The two registers beyond 6 split the two steps that chain a carry chain or a tree
+        with a second arithmetic operation: ``swap`` (a ``width - 1``-bit magnitude
+        comparison, then the operand multiplexers and the exponent difference) and
+        ``count`` (the leading-zero tree, then the comparison with the exponent limit and
+        the exponent subtraction). The shifts keep one step each (a ``log2`` deep
+        multiplexer tree, like the leading-zero count). Every setting computes the same
+        bits; only the registers differ.
     flush_subnormals : bool
         Read subnormal operands as zeros and flush subnormal results to zero (less logic:
         the normalising shift needs no exponent limit).
@@ -55,11 +66,11 @@ class FloatAdd(FloatUnit):
     ------
     TypeError
         If ``fmt`` is not a :class:`FloatFormat`, ``stages`` is not an integer from 0
-        to 6, or ``flush_subnormals`` is not a bool.
+        to 8, or ``flush_subnormals`` is not a bool.
     """
 
-    STEPS = ("swap", "align", "add", "count", "normalize", "round")
-    CUT_PRIORITY = ("round", "align", "count", "swap", "add", "normalize")
+    STEPS = ("compare", "swap", "align", "add", "zeros", "count", "normalize", "round")
+    CUT_PRIORITY = ("round", "align", "count", "swap", "add", "normalize", "compare", "zeros")
 
     def __init__(self, fmt, *, stages=3, flush_subnormals=False):
         super().__init__(fmt, stages=stages, flush_subnormals=flush_subnormals,
@@ -73,12 +84,21 @@ class FloatAdd(FloatUnit):
         e_bits = fmt.exponent_bits
         top = fmt.width - 1
         pipe = self.pipeline(m)
+        # Below 7 stages the compare and zeros steps are not cut at all (not even named
+        # wires), so the Verilog of 0 to 6 stages is what it was before they existed.
+        registered = self.registered_steps
 
-        # swap: the operand of larger magnitude goes first
+        # compare: which operand has the larger magnitude
         a = wire(m, self.i.payload.a, "a")
         b = wire(m, Cat(self.i.payload.b[:top], self.i.payload.b[top] ^ self.i.payload.subtract),
                  "b")
-        swap = wire(m, b[:top] > a[:top], "swap")
+        if "compare" in registered:
+            r = pipe.cut("compare", a=a, b=b, swap=b[:top] > a[:top])
+            a, b, swap = r.a, r.b, r.swap
+        else:
+            swap = wire(m, b[:top] > a[:top], "swap")
+
+        # swap: the operand of larger magnitude goes first
         large = unpack(m, fmt, Mux(swap, b, a), flush_subnormals=flush, name="large")
         small = unpack(m, fmt, Mux(swap, a, b), flush_subnormals=flush, name="small")
         effective_subtract = large.sign ^ small.sign
@@ -114,22 +134,31 @@ class FloatAdd(FloatUnit):
             nan=t.nan, inf=t.inf,
         )
 
-        # count: leading zeros, limited so the exponent stays >= 1
-        carry = u.total[p + 3]
-        zeros = leading_zeros(m, u.total[:p + 3])
+        # zeros: the leading-zero tree
+        if "zeros" in registered:
+            z = pipe.cut(
+                "zeros",
+                sign=u.sign, zero_sign=u.zero_sign, exponent=u.exponent, total=u.total,
+                zeros=leading_zeros(m, u.total[:p + 3]), nan=u.nan, inf=u.inf,
+            )
+        else:
+            z = SimpleNamespace(**vars(u), zeros=leading_zeros(m, u.total[:p + 3]))
+
+        # count: the left shift, limited so the exponent stays >= 1
+        carry = z.total[p + 3]
         if flush:
             # a result below the smallest normal is flushed: no need to stop the shift there
-            shift = zeros
-            exponent = Mux(carry, u.exponent + 1, u.exponent - shift)
+            shift = z.zeros
+            exponent = Mux(carry, z.exponent + 1, z.exponent - shift)
         else:
-            limit = u.exponent - 1
-            shift = Mux(zeros > limit, limit, zeros)[:len(zeros)]
-            exponent = Mux(carry, u.exponent + 1, u.exponent - shift)[:e_bits + 1]
+            limit = z.exponent - 1
+            shift = Mux(z.zeros > limit, limit, z.zeros)[:len(z.zeros)]
+            exponent = Mux(carry, z.exponent + 1, z.exponent - shift)[:e_bits + 1]
         v = pipe.cut(
             "count",
-            sign=u.sign, zero_sign=u.zero_sign, total=u.total, carry=carry, shift=shift,
-            exponent=exponent, exact_zero=u.total == 0,
-            nan=u.nan, inf=u.inf,
+            sign=z.sign, zero_sign=z.zero_sign, total=z.total, carry=carry, shift=shift,
+            exponent=exponent, exact_zero=z.total == 0,
+            nan=z.nan, inf=z.inf,
         )
 
         # normalize: left by the count, or right by one (keeping a sticky bit) on a carry

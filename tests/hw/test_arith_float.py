@@ -79,6 +79,9 @@ PIPELINES = [(0, False), (1, False), (2, False), (3, False), (4, False), (5, Fal
 RANDOM_CASES = [(op, fmt, stages, flush)
                 for op in ("add", "sub", "mul") for fmt in FORMATS
                 for stages, flush in PIPELINES if fmt == FP32 or stages not in (2, 4, 5)]
+# the adder's 7 and 8 stages (η-LSTM's adder has 8): fp32, and bf16 flushing at 8
+RANDOM_CASES += [(op, fmt, stages, flush) for op in ("add", "sub")
+                 for fmt, stages, flush in [(FP32, 7, False), (FP32, 8, False), (BF16, 8, True)]]
 
 
 @pytest.mark.parametrize("op, fmt, stages, flush", RANDOM_CASES, ids=str)
@@ -112,8 +115,8 @@ def test_tiny_formats_exhaustively(op, fmt, flush):
     assert_bit_exact(op, fmt, a, b, stream_through(dut, op, a, b), flush)
 
 
-@pytest.mark.parametrize("stages", [0, 1, 3, 6])
-@pytest.mark.parametrize("op", ["add", "mul"])
+@pytest.mark.parametrize("op, stages", [(op, stages) for op in ("add", "mul")
+                                         for stages in (0, 1, 3, 6)] + [("add", 8)])
 def test_latency_and_full_throughput(op, stages):
     """With o.ready high, n pairs sent back to back give n results in n + latency cycles,
     the first one ``latency`` cycles after the first input handshake."""
@@ -186,6 +189,12 @@ def test_payload_layouts_and_properties():
     assert [(name, field.offset) for name, field in mul.payload_layout] == [("a", 0), ("b", 32)]
     assert FloatMul(FP32, stages=6).registered_steps == FloatMul.STEPS
     assert FloatAdd(BF16, stages=0).registered_steps == ()
+    assert FloatAdd(FP32, stages=6).registered_steps == (
+        "swap", "align", "add", "count", "normalize", "round")
+    assert FloatAdd(FP32, stages=7).registered_steps == (
+        "compare", "swap", "align", "add", "count", "normalize", "round")
+    assert FloatAdd(FP32, stages=8).registered_steps == FloatAdd.STEPS
+    assert FloatAdd(FP32, stages=8).latency == 8
 
 
 def test_formats():
@@ -214,15 +223,18 @@ def test_format_checks(args, message):
         FloatFormat(*args)
 
 
-@pytest.mark.parametrize("unit", [FloatAdd, FloatMul])
-def test_unit_checks(unit):
+@pytest.mark.parametrize("unit, highest", [(FloatAdd, 8), (FloatMul, 6)])
+def test_unit_checks(unit, highest):
     with pytest.raises(TypeError, match=r"^fmt must be a FloatFormat, not 'fp32'$"):
         unit("fp32")
-    with pytest.raises(TypeError, match=r"^stages must be an integer from 0 to 6, not 7$"):
-        unit(FP32, stages=7)
-    with pytest.raises(TypeError, match=r"^stages must be an integer from 0 to 6, not -1$"):
+    with pytest.raises(TypeError, match=rf"^stages must be an integer from 0 to {highest}, "
+                                        rf"not {highest + 1}$"):
+        unit(FP32, stages=highest + 1)
+    with pytest.raises(TypeError, match=rf"^stages must be an integer from 0 to {highest}, "
+                                        r"not -1$"):
         unit(FP32, stages=-1)
-    with pytest.raises(TypeError, match=r"^stages must be an integer from 0 to 6, not True$"):
+    with pytest.raises(TypeError, match=rf"^stages must be an integer from 0 to {highest}, "
+                                        r"not True$"):
         unit(FP32, stages=True)
     with pytest.raises(TypeError, match=r"^flush_subnormals must be a bool, not 1$"):
         unit(FP32, flush_subnormals=1)
