@@ -1,0 +1,192 @@
+"""Configuration of the η-LSTM Omni-PE: the one object its RTL (:mod:`.pe`), golden model
+(:mod:`nnrtl.sim.golden.omni.pe`) and test expectations derive from.
+
+η-LSTM (ISCA 2021, Sec. V-B, Fig. 12; spec omni.md §3.2): a universal fp32 PE with one
+multiplier and one adder, the adder doubling as the streaming accumulator of Fig. 11
+(:class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator`'s schedule). A PE runs *jobs*,
+each a command ``(mode, length, subtract)`` (:class:`OmniJob`); the four modes
+(:class:`OmniMode`) are the paper's MVM, element-wise multiply, outer product and
+element-wise add.
+"""
+
+import dataclasses
+
+from amaranth.lib import data, enum
+
+from ..arith.accumulator import reduction_schedule
+from ..arith.float_add import FloatAdd
+from ..arith.float_format import FP32, FloatFormat
+from ..arith.float_mul import FloatMul
+from ..checks import check_positive, check_range, is_int
+
+__all__ = ["OmniMode", "OmniJob", "OmniPEConfig", "IP_ACCUMULATOR_LATENCY"]
+
+#: Latency of the Xilinx accumulator IP of the paper's Table III (cycles): the reference
+#: of its "< 2.87%" (spec §3.1: ``(50 - 20) / (1024 + 20)``).
+IP_ACCUMULATOR_LATENCY = 20
+
+
+class OmniMode(enum.Enum, shape=2):
+    """What a job computes (paper Sec. V-B's list; ``n`` = the job's ``length``)."""
+
+    #: ``sum_k input1[k] * input2[k]``: a row times a vector, accumulated (one MAC per
+    #: cycle); one result.
+    MVM = 0
+    #: ``input1[k] * input2[k]``: ``n`` results (multiplier only).
+    EW_MUL = 1
+    #: ``input1[0] * input2[k]``: one row of an outer product, the first operand taken
+    #: once and broadcast over the row (multiplier only); ``n`` results.
+    OUTER = 2
+    #: ``input1[k] + input2[k]`` (or ``-`` with ``subtract``): ``n`` results (adder only).
+    EW_ADD = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class OmniJob:
+    """One command of an Omni-PE.
+
+    Attributes
+    ----------
+    mode : OmniMode
+    length : int
+        ``n``, the elements of Input2 the job takes (at least 1).
+    subtract : bool
+        :attr:`OmniMode.EW_ADD` only: ``input1 - input2`` (the ``1 - x`` of the BP cell,
+        ``1 - o_t`` and friends, with a broadcast one as input1).
+    """
+
+    mode: OmniMode
+    length: int
+    subtract: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.mode, OmniMode):
+            raise TypeError(f"mode must be an OmniMode, not {self.mode!r}")
+        check_positive("length", self.length)
+        if not isinstance(self.subtract, bool):
+            raise TypeError(f"subtract must be a bool, not {self.subtract!r}")
+        if self.subtract and self.mode is not OmniMode.EW_ADD:
+            raise ValueError(f"subtract is only valid with mode EW_ADD, not {self.mode.name}")
+
+    @property
+    def inputs1(self):
+        """Elements the job takes from Input1: 1 for :attr:`OmniMode.OUTER`, else ``n``."""
+        return 1 if self.mode is OmniMode.OUTER else self.length
+
+    @property
+    def inputs2(self):
+        """Elements the job takes from Input2: ``n``."""
+        return self.length
+
+    @property
+    def results(self):
+        """Results the job puts on the output: 1 for :attr:`OmniMode.MVM`, else ``n``."""
+        return 1 if self.mode is OmniMode.MVM else self.length
+
+    @property
+    def uses_adder(self):
+        """Whether the results come from the adder (MVM, EW add) or the multiplier."""
+        return self.mode in (OmniMode.MVM, OmniMode.EW_ADD)
+
+
+@dataclasses.dataclass(frozen=True)
+class OmniPEConfig:
+    """One Omni-PE's parameters (the spec's [U] decisions are in :mod:`nnrtl.hw.omni.pe`).
+
+    Attributes
+    ----------
+    fmt : FloatFormat
+        The number format (the paper: fp32).
+    adder_stages : int
+        Pipeline registers of the adder, 1 to 8 (default 8, the paper's "8 cycles"): the
+        accumulator's ``L``, the number of interleaved partial sums.
+    multiplier_stages : int
+        Pipeline registers of the multiplier, 0 to 6 (default 4: the DSP input, M and P
+        registers plus the rounding; the paper does not give it).
+    input_depth : int
+        Entries of the Input1 and Input2 queues, at least 2 (a full queue takes no write
+        even when read in the same cycle, so 2 is the least that passes one element per
+        cycle).
+    partial_depth : int
+        Entries of the Partial Output Queue, at least ``adder_stages`` (default 8): every
+        result in flight in the adder (at most ``adder_stages``) finds a place there when
+        the adder drains before an MVM job, so the drain never waits on the output.
+    output_depth : int
+        Entries of the Output Queue, at least 2 (one result per cycle, as the inputs).
+    max_length : int
+        The largest job length a command can carry (sets the command's ``length`` width).
+    flush_subnormals : bool
+        Passed to the multiplier and the adder.
+
+    Raises
+    ------
+    TypeError
+        A parameter of the wrong type or out of range.
+    ValueError
+        ``partial_depth`` below ``adder_stages``.
+    """
+
+    fmt: FloatFormat = FP32
+    adder_stages: int = 8
+    multiplier_stages: int = 4
+    input_depth: int = 4
+    partial_depth: int = 8
+    output_depth: int = 4
+    max_length: int = 4096
+    flush_subnormals: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {self.fmt!r}")
+        check_range("adder_stages", self.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
+        check_range("multiplier_stages", self.multiplier_stages, 0,
+                    len(FloatMul.CUT_PRIORITY))
+        for name in ("input_depth", "output_depth"):
+            value = getattr(self, name)
+            if not is_int(value) or value < 2:
+                raise TypeError(f"{name} must be an integer of at least 2, not {value!r}")
+        check_positive("partial_depth", self.partial_depth)
+        check_positive("max_length", self.max_length)
+        if not isinstance(self.flush_subnormals, bool):
+            raise TypeError(f"flush_subnormals must be a bool, not {self.flush_subnormals!r}")
+        if self.partial_depth < self.adder_stages:
+            raise ValueError(f"partial_depth ({self.partial_depth}) cannot be less than "
+                             f"adder_stages ({self.adder_stages}): the Partial Output Queue "
+                             f"must hold every result in flight in the adder")
+
+    # -- derived sizes -------------------------------------------------------------------
+
+    @property
+    def reduction_cycles(self):
+        """``E``: cycles an MVM job's partial sums take to reduce after its last product
+        (:class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator`'s, 31 for 8 stages)."""
+        return len(reduction_schedule(self.adder_stages)) - 1
+
+    @property
+    def job_depth(self):
+        """Entries of the controller's job queue (a job's result source and count, for the
+        output MUX): one per job that can have a result not yet on the output, so the
+        queue never refuses a command before the datapath is full: issue stage, the
+        multiplier, the adder, the two result queues and the output MUX."""
+        return (self.multiplier_stages + self.adder_stages + self.partial_depth
+                + self.output_depth + 2)
+
+    @property
+    def command_layout(self):
+        """The command stream's payload: ``mode``, ``length`` (1 to ``max_length``),
+        ``subtract``."""
+        return data.StructLayout({"mode": OmniMode, "length": range(self.max_length + 1),
+                                  "subtract": 1})
+
+    @property
+    def output_layout(self):
+        """The output stream's payload: ``data`` and ``last`` (the job's last result)."""
+        return data.StructLayout({"data": self.fmt.width, "last": 1})
+
+    def check_job(self, job):
+        """Raise ``ValueError`` unless ``job`` (an :class:`OmniJob`) fits this PE."""
+        if not isinstance(job, OmniJob):
+            raise TypeError(f"job must be an OmniJob, not {job!r}")
+        if job.length > self.max_length:
+            raise ValueError(f"job length ({job.length}) cannot exceed max_length "
+                             f"({self.max_length})")
