@@ -190,3 +190,96 @@ class OmniPEConfig:
         if job.length > self.max_length:
             raise ValueError(f"job length ({job.length}) cannot exceed max_length "
                              f"({self.max_length})")
+
+    # -- timing ----------------------------------------------------------------------
+    # A gapless run: the first command and operands are offered in the cycle counted 1
+    # (after fill_cycles idle cycles from reset), every later one as soon as the previous
+    # is taken, and o.ready is always high. Job j then has a *start* S_j: its element k
+    # is issued at S_j + k when nothing ahead holds it, and its results leave on o at
+    # S_j + result_offset (exact: every cycle comes from the pipeline structure below).
+
+    @property
+    def fill_cycles(self):
+        """Cycles after reset before the adder takes work: it fills its ``adder_stages``
+        registers with ``-0`` (as the accumulator's ``fill_cycles``)."""
+        return self.adder_stages + 1
+
+    def cycles(self, job):
+        """Cycles ``job`` holds the PE in a run of jobs of its own mode: one per element,
+        plus ``reduction_cycles`` for :attr:`OmniMode.MVM` (the adder reduces the partial
+        sums while the next row's products wait)."""
+        self.check_job(job)
+        return job.length + (self.reduction_cycles if job.mode is OmniMode.MVM else 0)
+
+    def switch_cycles(self, previous, job):
+        """Extra cycles when ``job`` follows ``previous`` (a mode switch), for jobs long
+        enough that one switch's wait is over before the next (at least
+        :attr:`switch_length` elements); 0 within a mode and between EW multiply and
+        outer product. With ``M`` = ``multiplier_stages``, ``L`` = ``adder_stages``:
+
+        - MVM to EW multiply / outer product: 2 (the multiplier's first result waits for
+          the sum: the Partial Output Queue's write-to-read cycle and the job queue's);
+        - MVM to EW add: ``M + 1`` (the adder takes EW-add operations once the sum of the
+          last product, ``M`` cycles behind the issue, is out);
+        - EW add to EW multiply / outer product: ``max(0, L + 1 - M)`` (results leave in
+          job order; the adder's are ``L + 1`` cycles behind their issue, the
+          multiplier's ``M``);
+        - EW multiply / outer product to EW add: ``max(0, M - L - 1)`` (the converse: the
+          EW-add job's issue waits, so its results never queue behind the products);
+        - EW add to MVM: ``max(0, L - 1 - M)`` (the first product enters the adder once
+          the last EW-add result leaves it).
+        """
+        self.check_job(previous)
+        self.check_job(job)
+        m, add = self.multiplier_stages, self.adder_stages
+        multiplier_modes = (OmniMode.EW_MUL, OmniMode.OUTER)
+        before, after = previous.mode, job.mode
+        if before is OmniMode.MVM:
+            return (2 if after in multiplier_modes else m + 1 if after is OmniMode.EW_ADD
+                    else 0)
+        if before is OmniMode.EW_ADD:
+            return (max(0, add + 1 - m) if after in multiplier_modes
+                    else max(0, add - 1 - m) if after is OmniMode.MVM else 0)
+        return max(0, m - add - 1) if after is OmniMode.EW_ADD else 0
+
+    @property
+    def switch_length(self):
+        """Job length from which :meth:`switch_cycles` is exact for every pair of modes
+        (a multiplier job must fill the multiplier, an adder job the adder, and a wait
+        must end within the next job)."""
+        return self.multiplier_stages + self.adder_stages + self.reduction_cycles + 4
+
+    def result_offset(self, job):
+        """Cycles from a job's start to its first result on ``o`` (the last for MVM): the
+        multiplier and the Output Queue (``M + 1``); the adder, the Partial Output Queue
+        and the Output Queue (``L + 2``); for MVM the products, the reduction and the
+        queues (``length + M + E + 2``)."""
+        self.check_job(job)
+        if job.mode is OmniMode.MVM:
+            return job.length + self.multiplier_stages + self.reduction_cycles + 2
+        if job.mode is OmniMode.EW_ADD:
+            return self.adder_stages + 2
+        return self.multiplier_stages + 1
+
+    def output_cycles(self, jobs):
+        """The cycle (counted as the note above says) of every result's handshake on
+        ``o`` in a gapless run of ``jobs``: job ``j`` starts at ``S_0 = 2`` (the command
+        is taken in cycle 1), ``S_{j+1} = S_j + cycles(j) + switch_cycles(j, j + 1)``;
+        result ``k`` leaves at ``S_j + result_offset(j) + k``. Exact for a run of one
+        mode (any lengths), and for mixed runs whose jobs are at least
+        :attr:`switch_length` long."""
+        jobs = list(jobs)
+        cycles, start = [], 2
+        for index, job in enumerate(jobs):
+            if index:
+                start += (self.cycles(jobs[index - 1])
+                          + self.switch_cycles(jobs[index - 1], job))
+            first = start + self.result_offset(job)
+            cycles.extend(range(first, first + job.results))
+        return cycles
+
+    def run_cycles(self, jobs):
+        """Cycles of a gapless run of ``jobs``, from the first command to the last result
+        (the last of :meth:`output_cycles`)."""
+        cycles = self.output_cycles(jobs)
+        return cycles[-1] if cycles else 0

@@ -48,7 +48,10 @@ Decisions the paper leaves open ([U] of spec §3.2, §6.6)
   impose (:meth:`~.config.OmniPEConfig.switch_cycles`): an EW-add job waits for the sum of
   an MVM job before it (the adder is busy reducing); an MVM job's first product waits for
   the adder to drain earlier EW-add results; a multiplier job's results wait for the
-  results of adder jobs before it (the output is in job order; the multiplier holds).
+  results of adder jobs before it (the output is in job order; the multiplier holds);
+  with a multiplier deeper than the adder plus one (``M > L + 1``), an EW-add job's
+  first issue waits ``M - L - 1`` cycles behind a multiplier job's last (so its results
+  never queue behind the products and every wait shows at the issue).
 - *Rounding*: IEEE round to nearest even everywhere; subnormals exact unless
   ``flush_subnormals``; NaNs canonical.
 - *Queue depths*: :class:`~.config.OmniPEConfig` (Input/Output queues 2 or more for one
@@ -220,11 +223,23 @@ class OmniPE(wiring.Component):
         operand1_ready = Mux(outer & loaded, 1, queue1.r_rdy)
         operand1 = Mux(outer & loaded, broadcast, queue1.r_data)
         pair_ready = operand1_ready & queue2.r_rdy
+        # An EW-add job right behind a multiplier job waits at the issue when the
+        # multiplier is deeper than the adder's path to the output (M > L + 1): its
+        # results would otherwise wait in the Partial Output Queue behind the products.
+        behind = max(0, config.multiplier_stages - stages - 1)
+        add_hold = Const(0)
+        if behind:
+            add_hold = Signal(range(behind + 1))
+            with m.If(multiplier.i.valid & multiplier.i.ready):
+                m.d.sync += add_hold.eq(behind)
+            with m.Elif(add_hold != 0):
+                m.d.sync += add_hold.eq(add_hold - 1)
         m.d.comb += [
             multiplier.i.valid.eq(uses_multiplier & pair_ready),
             multiplier.i.payload.a.eq(operand1),
             multiplier.i.payload.b.eq(queue2.r_data),
-            issue_add.eq(active & (mode == OmniMode.EW_ADD) & pair_ready & add_ok),
+            issue_add.eq(active & (mode == OmniMode.EW_ADD) & pair_ready & add_ok
+                         & (add_hold == 0)),
             issue.eq((multiplier.i.valid & multiplier.i.ready) | issue_add),
             queue1.r_en.eq(issue & ~(outer & loaded)),
             queue2.r_en.eq(issue),

@@ -77,6 +77,8 @@ async def amaranth_run(ctx, pe, jobs, input1, input2, *, rng, gap=0.0, stall=0.0
     offering = {name: False for name in ports}
     cycles = {name: [] for name in (*ports, "output")}
     results, lasts = [], []
+    for _ in range(pe.config.fill_cycles):
+        await ctx.tick()
     cycle = idle = 0
     while len(results) < count:
         for name, port in ports.items():
