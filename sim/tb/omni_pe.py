@@ -110,12 +110,12 @@ async def amaranth_run(ctx, pe, jobs, input1, input2, *, rng, gap=0.0, stall=0.0
     return {**cycles, "results": results, "lasts": lasts}
 
 
-def check_in_amaranth(pe, jobs, input1, input2, *, seed=0, patterns=PATTERNS):
+def check_in_amaranth(pe, jobs, input1, input2, *, seed=0, patterns=PATTERNS, timed=True):
     """Run ``jobs`` through ``pe`` under each gap/stall pattern (Amaranth simulator): the
     results equal :func:`run_jobs` bit for bit with ``last`` on each job's last result,
-    nothing more comes out, and without gaps or stalls the cycles of every output
-    handshake equal :meth:`~nnrtl.hw.omni.config.OmniPEConfig.output_cycles`. Returns the
-    run of the first pattern."""
+    nothing more comes out, and (``timed``) without gaps or stalls the cycles of every
+    output handshake equal :meth:`~nnrtl.hw.omni.config.OmniPEConfig.output_cycles`.
+    Returns the runs, one per pattern."""
     from amaranth.sim import Simulator
 
     config = pe.config
@@ -143,11 +143,11 @@ def check_in_amaranth(pe, jobs, input1, input2, *, seed=0, patterns=PATTERNS):
                          + ", ".join(f"#{k} got {run['results'][k]:#x} model {want[k]:#x}"
                                      for k in bad[:6]))
         assert run["lasts"] == want_last, f"last flags differ (gap {gap}, stall {stall})"
-        if gap == 0 and stall == 0:
+        if timed and gap == 0 and stall == 0:
             expected = config.output_cycles(jobs)
             assert run["output"] == expected, (
                 f"output cycles differ from output_cycles: "
                 + ", ".join(f"#{k} {got} vs {model}" for k, (got, model)
                             in enumerate(zip(run["output"], expected)) if got != model)[:400])
         runs.append(run)
-    return runs[0]
+    return runs
