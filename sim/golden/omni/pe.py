@@ -57,8 +57,8 @@ def job_results(config, job, input1, input2):
     for name, values, want in (("input1", input1, job.inputs1),
                                ("input2", input2, job.inputs2)):
         if values.size != want:
-            raise ValueError(f"{name} holds {values.size} values; a {job.mode.name} job of "
-                             f"length {job.length} takes {want}")
+            raise ValueError(f"{name} holds {values.size} values, not {want} (a "
+                             f"{job.mode.name} job of length {job.length})")
     if job.mode is OmniMode.EW_ADD:
         op = float_sub if job.subtract else float_add
         return op(fmt, input1, input2, flush_subnormals=flush)
