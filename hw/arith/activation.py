@@ -241,8 +241,8 @@ def activation_table(function, fmt, *, segment_bits=None, min_exponent=None,
                            y0=tuple(y0), slope=tuple(slope))
 
 
-def _check_stages(name, value, lowest):
-    _check_int(name, value, lowest, len(FloatAdd.CUT_PRIORITY))
+def _check_stages(name, value, lowest, unit):
+    _check_int(name, value, lowest, len(unit.CUT_PRIORITY))
 
 
 def _delay(m, value, unit, name):
@@ -264,8 +264,8 @@ class _FloatChain(wiring.Component):
     def __init__(self, fmt, *, adder_stages, multiplier_stages, flush_subnormals):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
-        _check_stages("adder_stages", adder_stages, self._min_adder_stages)
-        _check_stages("multiplier_stages", multiplier_stages, 0)
+        _check_stages("adder_stages", adder_stages, self._min_adder_stages, FloatAdd)
+        _check_stages("multiplier_stages", multiplier_stages, 0, FloatMul)
         if not isinstance(flush_subnormals, bool):
             raise TypeError(f"flush_subnormals must be a bool, not {flush_subnormals!r}")
         self._fmt = fmt

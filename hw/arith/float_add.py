@@ -36,16 +36,15 @@ class FloatAdd(FloatUnit):
         Pipeline registers, 0 to 8 (default 3): 0 is combinational, 1 registers the
         result, 2 adds a register after the alignment shift, 3 one after the leading-zero
         count, 4 after the operand swap, 5 after the addition, 6 after the normalising
-        shift, 7 one after the magnitude comparison (before the swap), 8 one after the
-        leading-zero tree (before its limit and the exponent update); see
+        shift, 7 one after the leading-zero tree (before its limit and the exponent
+        update), 8 one after the rounding (before the special cases); see
         :attr:`registered_steps`. 8 is η-LSTM's adder (Sec. V-B: "8 cycles in our study").
-        The two registers beyond 6 split the two steps that chain a carry chain or a tree
-        with a second arithmetic operation: ``swap`` (a ``width - 1``-bit magnitude
-        comparison, then the operand multiplexers and the exponent difference) and
-        ``count`` (the leading-zero tree, then the comparison with the exponent limit and
-        the exponent subtraction). The shifts keep one step each (a ``log2`` deep
-        multiplexer tree, like the leading-zero count). Every setting computes the same
-        bits; only the registers differ.
+        The two registers beyond 6 cut the deepest paths left: Yosys (``synth_xilinx
+        -family xcup``, flattened) counts 14 logic levels on the fp32 adder's longest path
+        at 6 stages, 13 at 7, 12 at 8 (at 7 the longest runs through the rounding: the
+        24-bit increment, the exponent carry and the special cases); a register after the
+        magnitude comparison instead of the 8th gained nothing over 7 stages and cost 36
+        more flip-flops. Every setting computes the same bits; only the registers differ.
     flush_subnormals : bool
         Read subnormal operands as zeros and flush subnormal results to zero (less logic:
         the normalising shift needs no exponent limit).
@@ -69,8 +68,8 @@ class FloatAdd(FloatUnit):
         to 8, or ``flush_subnormals`` is not a bool.
     """
 
-    STEPS = ("compare", "swap", "align", "add", "zeros", "count", "normalize", "round")
-    CUT_PRIORITY = ("round", "align", "count", "swap", "add", "normalize", "compare", "zeros")
+    STEPS = ("swap", "align", "add", "zeros", "count", "normalize", "rounded", "round")
+    CUT_PRIORITY = ("round", "align", "count", "swap", "add", "normalize", "zeros", "rounded")
 
     def __init__(self, fmt, *, stages=3, flush_subnormals=False):
         super().__init__(fmt, stages=stages, flush_subnormals=flush_subnormals,
@@ -84,21 +83,15 @@ class FloatAdd(FloatUnit):
         e_bits = fmt.exponent_bits
         top = fmt.width - 1
         pipe = self.pipeline(m)
-        # Below 7 stages the compare and zeros steps are not cut at all (not even named
+        # Below 7 stages the zeros and rounded steps are not cut at all (not even named
         # wires), so the Verilog of 0 to 6 stages is what it was before they existed.
         registered = self.registered_steps
 
-        # compare: which operand has the larger magnitude
+        # swap: the operand of larger magnitude goes first
         a = wire(m, self.i.payload.a, "a")
         b = wire(m, Cat(self.i.payload.b[:top], self.i.payload.b[top] ^ self.i.payload.subtract),
                  "b")
-        if "compare" in registered:
-            r = pipe.cut("compare", a=a, b=b, swap=b[:top] > a[:top])
-            a, b, swap = r.a, r.b, r.swap
-        else:
-            swap = wire(m, b[:top] > a[:top], "swap")
-
-        # swap: the operand of larger magnitude goes first
+        swap = wire(m, b[:top] > a[:top], "swap")
         large = unpack(m, fmt, Mux(swap, b, a), flush_subnormals=flush, name="large")
         small = unpack(m, fmt, Mux(swap, a, b), flush_subnormals=flush, name="small")
         effective_subtract = large.sign ^ small.sign
@@ -176,6 +169,10 @@ class FloatAdd(FloatUnit):
                                  significand=w.normalized[3:], guard=w.normalized[2],
                                  sticky=w.normalized[1] | w.normalized[0],
                                  flush_subnormals=flush)
+        if "rounded" in registered:
+            w = pipe.cut("rounded", rounded=rounded, nan=w.nan, inf=w.inf, sign=w.sign,
+                         exact_zero=w.exact_zero, zero_sign=w.zero_sign)
+            rounded = w.rounded
         result = Mux(w.nan, Const(fmt.canonical_nan, fmt.width),
                      Mux(w.inf, Cat(Const(fmt.infinity, top), w.sign),
                          Mux(w.exact_zero, Cat(Const(0, top), w.zero_sign), rounded)))

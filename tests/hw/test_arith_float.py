@@ -192,7 +192,7 @@ def test_payload_layouts_and_properties():
     assert FloatAdd(FP32, stages=6).registered_steps == (
         "swap", "align", "add", "count", "normalize", "round")
     assert FloatAdd(FP32, stages=7).registered_steps == (
-        "compare", "swap", "align", "add", "count", "normalize", "round")
+        "swap", "align", "add", "zeros", "count", "normalize", "round")
     assert FloatAdd(FP32, stages=8).registered_steps == FloatAdd.STEPS
     assert FloatAdd(FP32, stages=8).latency == 8
 

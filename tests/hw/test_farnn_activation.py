@@ -216,7 +216,7 @@ def test_units_check_their_parameters():
         FwActivation("rnn")
     with pytest.raises(TypeError, match=r"^fmt must be a FloatFormat, not 'fp32'$"):
         BwActivation("lstm", fmt="fp32")
-    with pytest.raises(TypeError, match=r"^adder_stages must be an integer from 1 to 6, "
+    with pytest.raises(TypeError, match=r"^adder_stages must be an integer from 1 to 8, "
                                         r"not 0$"):
         FwActivation("gru", adder_stages=0)
     with pytest.raises(TypeError, match=r"^multiplier_stages must be an integer from 0 to 6, "

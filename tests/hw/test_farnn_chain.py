@@ -114,9 +114,9 @@ def test_chain_collects_sums_in_pe_order(length, stall):
 def test_chain_checks_its_parameters():
     with pytest.raises(TypeError, match=r"^chain_length must be a positive integer, not 0$"):
         PEChain(FP32, chain_length=0, weight_depth=8)
-    with pytest.raises(TypeError, match=r"^adder_stages must be an integer from 1 to 6, "
-                                        r"not 7$"):
-        PEChain(FP32, chain_length=2, weight_depth=8, adder_stages=7)
+    with pytest.raises(TypeError, match=r"^adder_stages must be an integer from 1 to 8, "
+                                        r"not 9$"):
+        PEChain(FP32, chain_length=2, weight_depth=8, adder_stages=9)
     chain = PEChain(FP32, chain_length=4, weight_depth=8, adder_stages=4,
                     multiplier_stages=3)
     assert (chain.collection_cycles, chain.reduction_cycles, chain.sum_delay) == (6, 11, 18)

@@ -308,7 +308,7 @@ def test_mvm_unit_checks_its_parameters():
         MVMUnit(FP32, chain_length=0, weight_depth=16)
     with pytest.raises(ValueError, match=r"^split \(3\) must divide chains \(16\)$"):
         MVMUnit(FP32, chain_length=2, weight_depth=16, split=3)
-    with pytest.raises(TypeError, match=r"^adder_stages must be an integer from 1 to 6, "
+    with pytest.raises(TypeError, match=r"^adder_stages must be an integer from 1 to 8, "
                                         r"not 0$"):
         MVMUnit(FP32, chain_length=2, weight_depth=16, adder_stages=0)
     unit = MVMUnit(FP32, chain_length=3, weight_depth=16, split=4)
