@@ -1,0 +1,1 @@
+"""η-LSTM Omni-PE channels (issue 13): PEs, channels, R2A and the compressing DMA."""
