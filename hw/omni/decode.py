@@ -110,10 +110,7 @@ class Reader(wiring.Component):
         m.d.comb += [entry.offset.eq(job.addr[:c.size_code] if c.size_code else 0),
                      entry.count.eq(job.count), entry.beats.eq(beats),
                      jobs.w_data.eq(entry.as_value()),
-                     self.job.ready.eq((left == 0) & jobs.w_rdy),
                      jobs.w_en.eq(self.job.valid & self.job.ready)]
-        with m.If(self.job.valid & self.job.ready):
-            m.d.sync += [nxt.eq(first), left.eq(beats)]
 
         low = max(1, (c.burst_len - 1).bit_length())
         room = Signal(range(c.burst_len + 1))
@@ -124,6 +121,11 @@ class Reader(wiring.Component):
                      self.ar_valid.eq((left != 0) & (queue.level + inflight + n <= self._depth))]
         with m.If(self.ar_grant):
             m.d.sync += [nxt.eq(nxt + n), left.eq(left - n)]
+        # The next job is taken in the cycle the last burst of the previous one is granted.
+        m.d.comb += self.job.ready.eq(((left == 0) | (self.ar_grant & (left == n)))
+                                      & jobs.w_rdy)
+        with m.If(self.job.valid & self.job.ready):
+            m.d.sync += [nxt.eq(first), left.eq(beats)]
         m.d.sync += inflight.eq(inflight + Mux(self.ar_grant, n, 0) - self.r_valid)
         m.d.comb += [queue.w_en.eq(self.r_valid), queue.w_data.eq(self.r_data)]
 
@@ -154,11 +156,9 @@ class Reader(wiring.Component):
             m.d.sync += count.eq(count - 1)
         head = Signal(unpack_layout)
         m.d.comb += head.eq(jobs.r_data)
-        with m.If(active & (count == 0) & (beats_left == 0)):
-            m.d.sync += active.eq(0)
-        with m.Elif(~active & jobs.r_rdy):
-            m.d.comb += jobs.r_en.eq(1)
-            m.d.sync += [active.eq(1), drop.eq(head.offset), count.eq(head.count),
+        with m.If(~active | ((count == 0) & (beats_left == 0))):
+            m.d.comb += jobs.r_en.eq(jobs.r_rdy)
+            m.d.sync += [active.eq(jobs.r_rdy), drop.eq(head.offset), count.eq(head.count),
                          beats_left.eq(head.beats), buf.eq(0), have.eq(0)]
         m.d.comb += self.idle.eq(~active & ~jobs.r_rdy & (left == 0))
         return m
@@ -193,22 +193,27 @@ class ReadInterface(wiring.Component):
         length = Signal(range(c.burst_len + 1))
         m.d.comb += [axi.arsize.eq(c.size_code), axi.arburst.eq(0b01),
                      axi.araddr.eq(Cat(Const(0, c.size_code), addr)), axi.arlen.eq(length - 1),
-                     axi.rready.eq(1), tags.w_data.eq(sel)]
-        with m.FSM():
-            with m.State("IDLE"):
-                with m.If(tags.w_rdy):
-                    for k in reversed(ids):
-                        with m.If(readers[k].ar_valid):
-                            m.d.sync += [sel.eq(k), addr.eq(readers[k].ar_addr),
-                                         length.eq(readers[k].ar_len)]
-                            m.next = "REQ"
-            with m.State("REQ"):
-                m.d.comb += axi.arvalid.eq(1)
-                with m.If(axi.arready):
-                    m.d.comb += tags.w_en.eq(1)
-                    for k in ids:
-                        m.d.comb += readers[k].ar_grant.eq(sel == k)
-                    m.next = "IDLE"
+                     axi.rready.eq(1)]
+        # A request is presented as soon as a reader has one; once presented and not yet
+        # taken, the choice is held (AXI4: the address may not change while arvalid waits).
+        locked = Signal()
+        choice = Signal(range(len(readers)))
+        any_valid = Signal()
+        for k in reversed(ids):
+            with m.If(readers[k].ar_valid):
+                m.d.comb += [choice.eq(k), any_valid.eq(1)]
+        pick = Mux(locked, sel, choice)
+        for k in ids:
+            with m.If(pick == k):
+                m.d.comb += [addr.eq(readers[k].ar_addr), length.eq(readers[k].ar_len)]
+        m.d.comb += [axi.arvalid.eq(tags.w_rdy & (locked | any_valid)), tags.w_data.eq(pick)]
+        with m.If(axi.arvalid & axi.arready):
+            m.d.comb += tags.w_en.eq(1)
+            for k in ids:
+                m.d.comb += readers[k].ar_grant.eq(pick == k)
+            m.d.sync += locked.eq(0)
+        with m.Elif(axi.arvalid):
+            m.d.sync += [locked.eq(1), sel.eq(pick)]
         for k in ids:
             m.d.comb += [readers[k].r_valid.eq(axi.rvalid & (tags.r_data == k)),
                          readers[k].r_data.eq(axi.rdata)]
