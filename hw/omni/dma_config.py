@@ -171,19 +171,21 @@ class DmaConfig:
 
 def axi4_signature(config):
     """The DMA's AXI4 memory port, seen from the master: one ID (``awid`` and ``arid``
-    are 0, responses in order; the 1-bit ID ports exist so standard models attach). Amaranth names a member ``m_axi`` of a top ``m_axi__awaddr``, ...;
-    cocotbext-axi finds them with ``AxiBus.from_prefix(dut, "m_axi_")``."""
+    are 0, responses in order; the 1-bit ID ports exist so standard models attach).
+    Amaranth names a member ``m_axi`` of a top ``m_axi__awaddr``, ...; cocotbext-axi
+    finds them with ``AxiBus.from_prefix(dut, "m_axi_")``."""
     from amaranth.lib import wiring
     from amaranth.lib.wiring import In, Out
 
     a, d = config.addr_width, config.data_width
     return wiring.Signature({
-        "awid": Out(1), "awaddr": Out(a), "awlen": Out(8), "awsize": Out(3), "awburst": Out(2),
-        "awvalid": Out(1), "awready": In(1),
+        "awid": Out(1), "awaddr": Out(a), "awlen": Out(8), "awsize": Out(3),
+        "awburst": Out(2), "awvalid": Out(1), "awready": In(1),
         "wdata": Out(d), "wstrb": Out(d // 8), "wlast": Out(1), "wvalid": Out(1),
         "wready": In(1),
         "bid": In(1), "bresp": In(2), "bvalid": In(1), "bready": Out(1),
-        "arid": Out(1), "araddr": Out(a), "arlen": Out(8), "arsize": Out(3), "arburst": Out(2),
-        "arvalid": Out(1), "arready": In(1),
-        "rid": In(1), "rdata": In(d), "rresp": In(2), "rlast": In(1), "rvalid": In(1), "rready": Out(1),
+        "arid": Out(1), "araddr": Out(a), "arlen": Out(8), "arsize": Out(3),
+        "arburst": Out(2), "arvalid": Out(1), "arready": In(1),
+        "rid": In(1), "rdata": In(d), "rresp": In(2), "rlast": In(1), "rvalid": In(1),
+        "rready": Out(1),
     })
