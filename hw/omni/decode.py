@@ -25,9 +25,15 @@ their RD queues, the AXI4 read channels shared between them, and the decoder.
 
   The bitmap is read once; a counting stage sums each block's survivors and asks for the
   block's values (one read job per block with survivors), the walker goes through the
-  positions one per cycle [U: a priority encoder skipping runs of zeros would be faster
-  for very sparse blocks; one position per cycle keeps up with a channel consuming one
-  value per cycle at the paper's ≈35 % density when rows are at least 3 words].
+  positions one per cycle and asks for each survivor's row (one read job per row).
+
+Throughput (Amaranth simulator, 64-bit bus, bursts of 8, memory answering at once, 16
+blocks of 64 values, about 60 % surviving θ = 0.1): ``dense`` and ``expand`` one beat per
+cycle (1,032 and 1,068 cycles for 1,024 beats); ``gather`` about 3 cycles per survivor
+with 1-word rows (an AXI burst each) and 1.26 cycles per beat with 8-word rows.
+[U] decided here: the walker takes one position per cycle (a priority encoder skipping runs
+of pruned positions would help very sparse blocks; at the paper's ≈35 % density a gather of
+rows of 3 words or more is limited by the rows, not the walk).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal

@@ -322,3 +322,61 @@ def test_config_rules():
         CONFIG.check_transfer(2, 41)
     assert CONFIG.index_width == 6 and DmaConfig(max_length=4096).index_width == 12
     assert threshold_bits(0.1) == 0x3DCCCCCD
+
+
+#: Other buses and bursts: a 32-bit bus (a value is a whole beat), single-beat bursts,
+#: a 128-bit bus with long bursts and minimal queues.
+OTHER_CONFIGS = [
+    DmaConfig(data_width=32, addr_width=16, max_length=40, max_blocks=8, max_row_words=6,
+              burst_len=1, wt_data_depth=2, wt_index_depth=1, rd_data_depth=2,
+              rd_index_depth=1, rd_dense_depth=1, pending_depth=1, counter_width=32),
+    DmaConfig(data_width=128, addr_width=16, max_length=40, max_blocks=8, max_row_words=6,
+              burst_len=8, wt_data_depth=8, wt_index_depth=8, rd_data_depth=8,
+              rd_index_depth=8, rd_dense_depth=8, pending_depth=2, counter_width=32),
+]
+
+
+def sweep(config, seed, count, pause):
+    """``count`` random records on ``config``: write, expand, gather, dense, each against
+    the golden model."""
+    dut = OmniDMA(config)
+
+    async def scenario(ctx, bench, rng):
+        for _ in range(count):
+            blocks = rng.randint(1, config.max_blocks)
+            length = rng.randint(1, config.max_length)
+            theta = rng.choice([0.0, 0.1, 0.3])
+            ctx.set(dut.threshold, threshold_bits(theta))
+            bits = random_values(rng, blocks, length, rng.choice(["mixed", "all", "none"]))
+            base = 0x1000 + rng.randrange(64)
+            model = golden.write_record(bits, sparse=True, threshold=theta)
+            await bench.write(ctx, bits, sparse=1, base=base)
+            assert bytes(bench.memory.data[base:base + len(model.image)]) == model.image
+            got = await bench.read(ctx, "expand", base=base, blocks=blocks, length=length)
+            assert got == golden.read_record(bench.memory.data, mode="expand", base=base,
+                                             blocks=blocks, length=length).beats
+            fields = dict(base=base, blocks=blocks, length=length,
+                          dense_base=0x4000 + 4 * rng.randrange(16),
+                          row_words=rng.randint(0, config.max_row_words))
+            fields.update(row_stride=4 * fields["row_words"] + 4 * rng.randrange(2),
+                          block_stride=rng.choice([0, 4 * config.max_row_words * length]))
+            got = await bench.read(ctx, "gather", **fields)
+            assert got == golden.read_record(bench.memory.data, mode="gather", **fields).beats
+            base = 0x8000 + rng.randrange(64)
+            await bench.write(ctx, bits, sparse=0, base=base)
+            image = golden.write_record(bits, sparse=False).image
+            assert bytes(bench.memory.data[base:base + len(image)]) == image
+
+    run(dut, scenario, seed=seed, pause=pause)
+
+
+@pytest.mark.parametrize("index", range(len(OTHER_CONFIGS)))
+def test_other_buses(index):
+    sweep(OTHER_CONFIGS[index], seed=100 + index, count=2, pause=0.3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config", [CONFIG] + OTHER_CONFIGS)
+@pytest.mark.parametrize("pause", [0.0, 0.2, 0.6])
+def test_random_sweep(config, pause):
+    sweep(config, seed=int(pause * 10) + config.data_width, count=25, pause=pause)
