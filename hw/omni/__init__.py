@@ -1,5 +1,6 @@
-"""η-LSTM Omni-PE channels (spec omni.md §3): :mod:`.config` (:class:`OmniPEConfig`,
-:class:`OmniJob`, :class:`OmniMode`) and :mod:`.pe` (:class:`OmniPE`)."""
+"""η-LSTM Omni-PE channels (issue 13, spec omni.md §3): :mod:`.config` and :mod:`.pe` (the
+Omni-PE), :mod:`.r2a` (the R2A scheduler), :mod:`.dma_config`, :mod:`.compress`,
+:mod:`.decode` and :mod:`.dma` (the compressing DMA)."""
 
 from .config import IP_ACCUMULATOR_LATENCY, OmniJob, OmniMode, OmniPEConfig
 from .pe import OmniPE
