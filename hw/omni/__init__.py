@@ -1,0 +1,1 @@
+"""η-LSTM Omni-PE channels (spec omni.md §3): the RTL units."""
