@@ -21,6 +21,7 @@ per pattern), ``seed``. Reported per pattern: ``runs`` (each with ``cycles``,
 import random
 
 import cocotb
+from amaranth.hdl import Shape
 from cocotb.triggers import RisingEdge, ReadOnly
 
 from nnrtl.gen.omni.r2a import allocation, schedule
@@ -239,7 +240,7 @@ class _Ports:
                        for field in ("valid", "ready", "payload")}
                       for c in range(config.channels)]
         layout = config.issue_layout()
-        self.fields = {name: (layout[name].offset, layout[name].shape.width)
+        self.fields = {name: (layout[name].offset, Shape.cast(layout[name].shape).width)
                        for name in ("task", "kind", "length", "switch")}
         load = config.task_layout()
         self.load_offsets = {name: load[name].offset for name in ("kind", "length", "deps")}
