@@ -59,7 +59,7 @@ from .accounting import TABLE_I, TABLE_I_LOSS, PAPER_DENSITY, Workload, table_on
 from .workload import KINDS, check_graph, estimate, training_graph
 
 __all__ = ["Schedule", "static_split", "allocation", "schedule", "run", "scaled",
-           "SCALED_CONFIG", "FULL_CONFIG", "utilization_rows"]
+           "SCALED_CONFIG", "FULL_CONFIG", "utilization_rows", "main"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,7 +253,8 @@ def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=PAPER_DE
         ``shape``, ``scale`` (``"scaled"``/``"full"``), ``options`` (``baseline``,
         ``ms1``, ``ms2``, ``ms1+ms2``), ``ew_channels`` (own split), ``trec10_ew_channels``,
         ``static`` / ``static_trec10`` / ``dynamic`` utilization, their ``*_cycles``,
-        ``swings``, ``returns``, ``gain`` (dynamic / static).
+        ``swings``, ``returns``, ``static_busy`` / ``dynamic_busy`` (channel-cycles per
+        group), ``gain`` (dynamic / static).
     """
     rows = []
     plans = [("scaled", SCALED_CONFIG, name, scaled(shape)) for name, shape in TABLE_I.items()]
@@ -283,5 +284,24 @@ def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=PAPER_DE
                     static_trec10=fixed.utilization, dynamic=dynamic.utilization,
                     static_cycles=static.cycles, static_trec10_cycles=fixed.cycles,
                     dynamic_cycles=dynamic.cycles, swings=dynamic.swings,
-                    returns=dynamic.returns, gain=dynamic.utilization / static.utilization))
+                    returns=dynamic.returns, static_busy=static.busy_group,
+                    dynamic_busy=dynamic.busy_group,
+                    gain=dynamic.utilization / static.utilization))
     return rows
+
+
+def main(argv=None):
+    """``python -m nnrtl.gen.omni.r2a [SHAPE ...]``: :func:`utilization_rows` as JSON, one
+    line per row; the shapes named also run at full size (default TREC-10)."""
+    import json
+    import sys
+    names = tuple(sys.argv[1:] if argv is None else argv) or ("TREC-10",)
+    unknown = [name for name in names if name not in TABLE_I]
+    if unknown:
+        raise UsageError(f"shape must be one of {', '.join(TABLE_I)}, not {unknown[0]!r}")
+    for row in utilization_rows(full=names):
+        print(json.dumps(row))
+
+
+if __name__ == "__main__":
+    main()
