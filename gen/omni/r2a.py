@@ -45,7 +45,8 @@ Decisions [U] (the paper gives none of these; spec §3.4, §6.7)
 No deadlock: a task waits only for its dependencies (the graph has no cycle,
 :func:`.workload.check_graph`), each group has at least one channel, so some channel can
 run every kind, tasks are never preempted and take finite time: as long as a task is not
-done, one is ready or running. Tested on random graphs (``tests/gen/test_omni_r2a.py``).
+done, one is ready or running. Tested on random graphs
+(``tests/gen/test_omni_r2a_model.py``).
 """
 
 import bisect
@@ -273,7 +274,8 @@ def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=PAPER_DE
                     trec, tiles=config.channels, ms1=ms1, kept=trec_kept,
                     density=options["density"]), config)
                 static = schedule(tasks, config, dynamic=False)
-                fixed = schedule(tasks, config, ew_channels=trec_split, dynamic=False)
+                fixed = static if trec_split == static.ew_channels else schedule(
+                    tasks, config, ew_channels=trec_split, dynamic=False)
                 dynamic = schedule(tasks, config, dynamic=True)
                 rows.append(dict(
                     shape=name, scale=scale,

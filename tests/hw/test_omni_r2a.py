@@ -49,7 +49,7 @@ def test_random_graphs_match_model(index):
 
 
 def test_swing_and_return_in_rtl():
-    # Hand-worked in tests/gen/test_omni_r2a.py: ch1 swings to MatMul, then returns.
+    # Hand-worked in tests/gen/test_omni_r2a_model.py: ch1 swings to MatMul, then returns.
     config = R2AConfig(channels=2, pes_per_channel=4, swing_channels=1, switch_cycles=3,
                        max_tasks=4, length_bits=8, counter_bits=16)
     tasks = [Task(0, "matmul", 40), Task(1, "matmul", 40), Task(2, "ew", 4, deps=(1,))]
