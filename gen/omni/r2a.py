@@ -56,7 +56,6 @@ import math
 
 from ...hw.omni.r2a import R2AConfig
 from ..errors import UsageError
-from .accounting import TABLE_I, TABLE_I_LOSS, PAPER_DENSITY, Workload, table_one_kept
 from .workload import KINDS, check_graph, estimate, training_graph
 
 __all__ = ["Schedule", "static_split", "allocation", "schedule", "run", "scaled",
@@ -236,16 +235,18 @@ FULL_CONFIG = R2AConfig(channels=40)
 def scaled(workload):
     """A Table I shape scaled down for the bench [decided here]: hidden and input size
     / 8, length / 8 (rounded up, at least 2), batch 16, the same layers."""
+    from .accounting import Workload
     return Workload(max(1, workload.input_size // 8), max(1, workload.hidden_size // 8),
                     workload.layers, max(2, math.ceil(workload.length / 8)), 16)
 
 
-def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=PAPER_DENSITY):
+def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=None):
     """PE utilization of dynamic (R2A) against static allocation on the six Table I shapes.
 
     Every shape runs :func:`scaled` on :data:`SCALED_CONFIG`; the shapes named in
     ``full`` also run at full size on :data:`FULL_CONFIG`. Each with MS1 / MS2 off and
-    on (MS1: P1 in FW, P2 scaled by ``density``; MS2: the kept cells of
+    on (MS1: P1 in FW, P2 scaled by ``density``, default the paper's 35 % survivors,
+    :data:`.accounting.PAPER_DENSITY`; MS2: the kept cells of
     :func:`.accounting.table_one_kept` at ``skip_threshold``).
 
     Returns
@@ -257,6 +258,8 @@ def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=PAPER_DE
         ``swings``, ``returns``, ``static_busy`` / ``dynamic_busy`` (channel-cycles per
         group), ``gain`` (dynamic / static).
     """
+    from .accounting import PAPER_DENSITY, TABLE_I, TABLE_I_LOSS, table_one_kept
+    density = PAPER_DENSITY if density is None else density
     rows = []
     plans = [("scaled", SCALED_CONFIG, name, scaled(shape)) for name, shape in TABLE_I.items()]
     plans += [("full", FULL_CONFIG, name, TABLE_I[name]) for name in full]
@@ -297,6 +300,8 @@ def main(argv=None):
     line per row; the shapes named also run at full size (default TREC-10)."""
     import json
     import sys
+
+    from .accounting import TABLE_I
     names = tuple(sys.argv[1:] if argv is None else argv) or ("TREC-10",)
     unknown = [name for name in names if name not in TABLE_I]
     if unknown:

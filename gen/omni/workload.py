@@ -77,7 +77,6 @@ import dataclasses
 import numpy as np
 
 from ..errors import UsageError
-from .accounting import Workload
 
 __all__ = ["KINDS", "PHASES", "Task", "training_graph", "estimate", "check_graph"]
 
@@ -163,6 +162,7 @@ def training_graph(workload, *, tiles, ms1=False, kept=None, density=1.0):
     -------
     list of Task, indexed by id.
     """
+    from .accounting import Workload  # imported here: the scheduler model needs no torch
     if not isinstance(workload, Workload):
         raise UsageError(f"workload must be a Workload, not {workload!r}")
     if isinstance(tiles, bool) or not isinstance(tiles, int) or tiles < 1:

@@ -25,7 +25,7 @@ def graphs(seed):
     specs = []
     for number, shape in enumerate(SHAPES):
         tasks = random_graph(rng, CONFIG.max_tasks - number, pes=CONFIG.pes_per_channel,
-                             shape=shape, max_length=255)
+                             shape=shape, max_length=63)
         specs.append(graph_spec(tasks, rng.randint(1, CONFIG.channels - 1), number % 2 == 1))
     return specs
 
