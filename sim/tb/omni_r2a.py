@@ -11,7 +11,8 @@ cycle (the one after ``start``); a handshake in cycle ``h`` is the decision of c
 ``h - 1`` in the model's terms (:func:`nnrtl.gen.omni.r2a.schedule`).
 
 cocotb parameters (``tb_params()``): ``config`` (R2AConfig fields), ``graphs`` (a list
-of ``{"tasks": [[kind, length, [deps]], ...], "ew_channels": int, "dynamic": bool}``),
+of ``{"tasks": [[kind, ops, activations, [deps]], ...], "ew_channels": int, "dynamic":
+bool}``, :func:`graph_spec`),
 ``patterns`` (pause pattern names for the issue ports' ready, one run of every graph
 per pattern), ``seed``. Reported per pattern: ``runs`` (each with ``cycles``,
 ``model_cycles``, ``issues_match`` -- the order equals the model's --, ``counters``,
@@ -96,13 +97,14 @@ def random_graph(rng, count, *, pes, shape=None, max_length=None):
 
 def graph_spec(tasks, ew_channels, dynamic):
     """A JSON-able description of a run (the cocotb parameters' ``graphs`` entries)."""
-    return {"tasks": [[KINDS.index(t.kind), t.ops, list(t.deps)] for t in tasks],
+    return {"tasks": [[KINDS.index(t.kind), t.ops, t.activations, list(t.deps)]
+                      for t in tasks],
             "ew_channels": ew_channels, "dynamic": dynamic}
 
 
 def tasks_from_spec(spec):
-    return [Task(k, KINDS[kind], length, deps=tuple(deps))
-            for k, (kind, length, deps) in enumerate(spec["tasks"])]
+    return [Task(k, KINDS[kind], ops, activations, tuple(deps))
+            for k, (kind, ops, activations, deps) in enumerate(spec["tasks"])]
 
 
 def masks(config, ew_channels, dynamic):
@@ -154,9 +156,9 @@ class ChannelBench:
         late = [d for d in want.deps if self.done_at.get(d, cycle) >= cycle]
         if late:
             fail(f"cycle {cycle}: task {task} issued before its dependencies {late} were done")
-        if KINDS[kind] != want.kind or length != want.ops:
+        if KINDS[kind] != want.kind or length != want.length(self.config.pes_per_channel):
             fail(f"cycle {cycle}: task {task} descriptor kind {kind} length {length}, table "
-                 f"has {want.kind} {want.ops}")
+                 f"has {want.kind} {want.length(self.config.pes_per_channel)}")
         if kind != self.groups[channel] and not self.swing[channel]:
             fail(f"cycle {cycle}: {KINDS[kind]} task {task} on channel {channel}, which is "
                  f"in the {KINDS[self.groups[channel]]} group and does not swing")
@@ -173,8 +175,8 @@ class ChannelBench:
             self.failures.append(f"tasks never done: {missing[:20]}")
 
 
-def _load_fields(task):
-    return KINDS.index(task.kind), task.ops, sum(1 << d for d in task.deps)
+def _load_fields(task, pes):
+    return KINDS.index(task.kind), task.length(pes), sum(1 << d for d in task.deps)
 
 
 def amaranth_run(config, tasks, ew_channels, dynamic, *, budget=None):
@@ -194,7 +196,7 @@ def amaranth_run(config, tasks, ew_channels, dynamic, *, budget=None):
 
     async def testbench(ctx):
         for task in tasks:
-            kind, length, deps = _load_fields(task)
+            kind, length, deps = _load_fields(task, config.pes_per_channel)
             ctx.set(dut.load.payload.kind, kind)
             ctx.set(dut.load.payload.length, length)
             ctx.set(dut.load.payload.deps, deps)
@@ -250,7 +252,7 @@ class _Ports:
                 for name, (offset, width) in self.fields.items()}
 
     def load_word(self, task):
-        kind, length, deps = _load_fields(task)
+        kind, length, deps = _load_fields(task, self.config.pes_per_channel)
         o = self.load_offsets
         return (kind << o["kind"]) | (length << o["length"]) | (deps << o["deps"])
 

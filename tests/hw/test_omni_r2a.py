@@ -8,8 +8,9 @@ import random
 
 import pytest
 
-from nnrtl.gen.omni.r2a import schedule
-from nnrtl.gen.omni.workload import Task
+from nnrtl.gen.omni.accounting import Workload
+from nnrtl.gen.omni.r2a import schedule, static_split
+from nnrtl.gen.omni.workload import Task, training_graph
 from nnrtl.hw.omni.r2a import R2AConfig, R2AScheduler
 from nnrtl.sim.tb.omni_r2a import SHAPES, amaranth_run, model_counters, random_graph
 
@@ -55,6 +56,17 @@ def test_swing_and_return_in_rtl():
     tasks = [Task(0, "matmul", 40), Task(1, "matmul", 40), Task(2, "ew", 4, deps=(1,))]
     model = check_against_model(config, tasks, 1, True)
     assert model.issues == ((0, 0, 0), (1, 1, 1), (16, 1, 2)) and model.cycles == 22
+
+
+@pytest.mark.parametrize("shape", [Workload(3, 4, 2, 1, 2), Workload(5, 4, 1, 2, 3)])
+def test_lstm_training_graph_matches_model(shape):
+    # A whole (tiny) training iteration: FW, BP with MS1, activations in the EW lengths.
+    config = R2AConfig(channels=3, pes_per_channel=4, swing_channels=2, switch_cycles=8,
+                       max_tasks=26, length_bits=8, counter_bits=16)
+    tasks = training_graph(shape, tiles=2, ms1=True)
+    assert len(tasks) == 26 and any(task.activations for task in tasks)
+    for dynamic in (False, True):
+        check_against_model(config, tasks, static_split(tasks, config), dynamic)
 
 
 def test_empty_table_finishes():
