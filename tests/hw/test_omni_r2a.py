@@ -95,3 +95,17 @@ def test_config_properties():
     config = R2AConfig(pes_per_channel=32, switch_cycles=8, max_tasks=64)
     assert config.task_bits == 6 and config.issue_overhead == 2
     assert config.duration(33, False) == 2 and config.duration(32, True) == 9
+
+
+@pytest.mark.slow
+def test_many_random_graphs_match_model():
+    rng = random.Random(2026)
+    for number in range(24):
+        channels = rng.randint(2, 8)
+        config = R2AConfig(channels=channels, pes_per_channel=rng.choice((1, 2, 7, 32)),
+                           swing_channels=rng.randint(0, channels),
+                           switch_cycles=rng.randint(0, 9), max_tasks=rng.randint(8, 40),
+                           length_bits=9, counter_bits=24)
+        tasks = random_graph(rng, rng.randint(1, config.max_tasks), pes=config.pes_per_channel,
+                             shape=SHAPES[number % len(SHAPES)], max_length=511)
+        check_against_model(config, tasks, rng.randint(1, channels - 1), number % 2 == 1)
