@@ -17,20 +17,20 @@ Tiles [U, decided here]
 Operation counts (PE-cycles: one MAC, multiply or add per PE per cycle; spec §1.3), for
 a tile of ``h`` hidden units, batch B, layer input I:
 
-=============  ======  =====================  =============================
-task           kind    ``ops``                ``activations`` (cycles)
-=============  ======  =====================  =============================
-``fw_mm_x``    matmul  4 h I B  (W x_t + b)   0
-``fw_mm_h``    matmul  4 h H B  (U h_{t-1})   0
-``fw_ew``      ew      4 h B (3 mul, 1 add)   3 h B (σ for i, f, o)
-``bp_p1``      ew      15 h B                 h B in BP (tanh(s_t) again),
-                                              0 with MS1 (FW-EW's is reused)
-``bp_p2``      ew      8 h B × density        0
-``bp_inner_h`` matmul  4 H h B (U^T δgates)   0
-``bp_inner_x`` matmul  4 H i B (W^T δgates,   0
-                       i inputs of the tile)
-``bp_outer``   matmul  4 h (I + H) B          0
-=============  ======  =====================  =============================
+==============  ======  =====================  ==============================
+task            kind    ``ops``                ``activations`` (cycles)
+==============  ======  =====================  ==============================
+``fw_mm_x``     matmul  4 h I B  (W x_t + b)   0
+``fw_mm_h``     matmul  4 h H B  (U h_{t-1})   0
+``fw_ew``       ew      4 h B (3 mul, 1 add)   3 h B (σ for i, f, o)
+``bp_p1``       ew      15 h B                 h B in BP (tanh(s_t) again),
+                                               0 with MS1 (FW-EW's is reused)
+``bp_p2``       ew      8 h B × density        0
+``bp_inner_h``  matmul  4 H h B (U^T δgates)   0
+``bp_inner_x``  matmul  4 H i B (W^T δgates,   0
+                        i inputs of the tile)
+``bp_outer``    matmul  4 h (I + H) B          0
+==============  ======  =====================  ==============================
 
 Activations: a channel has one σ and one tanh unit (spec §3.3) working side by side, so
 FW-EW's 3 σ and 2 tanh per unit take 3 cycles per unit and sample; they are serialized

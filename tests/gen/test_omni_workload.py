@@ -126,7 +126,8 @@ def test_errors():
         training_graph(SHAPE, tiles=2, density=0)
     with pytest.raises(UsageError, match=r"^workload must be a Workload"):
         training_graph((1, 2), tiles=2)
-    with pytest.raises(UsageError, match=r"^task 0 depends on itself through task 1: the graph must have no cycle$"):
+    with pytest.raises(UsageError, match=r"^task 0 depends on itself through task 1: the "
+                                         r"graph must have no cycle$"):
         check_graph([Task(0, "ew", 1, deps=(1,)), Task(1, "ew", 1, deps=(0,))])
     with pytest.raises(UsageError, match=r"^task 0: dependency 5 is not another task of the "
                                          r"graph \(0\.\.1\)$"):
