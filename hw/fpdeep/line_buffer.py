@@ -163,11 +163,13 @@ class LineBuffer(wiring.Component):
                 m.submodules[f"bank_{a}_{b}"] = mem
                 banks[a, b] = (mem.write_port(), mem.read_port())
 
-        # take a beat: its slot's old pixel (ry − K, rx, rg) is older than the window's
-        # oldest pixel (max(by, 0), max(bx, 0), og)
+        # take a beat: its slot's old pixel (ry − K, rx) is older than the oldest pixel a
+        # window yet to leave needs: (max(by, 0), max(bx, 0)) of the next window
+        # (every later window of this row needs pixels at or after it; the next row's
+        # windows need (max(by + s, 0), 0), the same row when the rows are top padding)
         y_min = Mux(by < 0, 0, by)
-        x_min = Mux(bx < 0, 0, bx)
-        free = win_done | _lex_less((ry, rx, rg), (y_min + K, x_min, og))
+        x_min = Mux((bx < 0) | ((by + s <= 0) & (oy != self.w_out - 1)), 0, bx)
+        free = win_done | _lex_less((ry, rx), (y_min + K, x_min))
         take = Signal()
         m.d.comb += [take.eq(~in_done & free), self.i.ready.eq(take)]
         for (a, b), (write, _) in banks.items():
