@@ -32,7 +32,7 @@ Latency: a window leaves one cycle after the beat completing it is taken (synchr
 reads, one output register).
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -244,18 +244,24 @@ class LineBuffer(wiring.Component):
         with m.If(win_done & in_done):
             m.d.sync += [win_done.eq(0), in_done.eq(0), ry.eq(0), ry_mod.eq(0)]
 
-        # the window: tap (ky, kx) from bank ((mod_y + ky) mod K, (mod_x + kx) mod K)
+        # the window: tap (ky, kx) from bank ((mod_y + ky) mod K, (mod_x + kx) mod K), in
+        # two rotations of K inputs each (rows, then columns), not one of K² inputs
         m.d.comb += [self.o.valid.eq(out_valid), self.o.payload.last.eq(last)]
+        rows = {}
         for ky in range(K):
-            for kx in range(K):
-                tap = self.o.payload.taps[ky * K + kx]
+            for b in range(K):
+                row = rows[ky, b] = Signal(beat, name=f"row_{ky}_{b}")
                 with m.Switch(mod_y):
                     for my in range(K):
                         with m.Case(my):
-                            with m.Switch(mod_x):
-                                for mx in range(K):
-                                    with m.Case(mx):
-                                        read = banks[(my + ky) % K, (mx + kx) % K][1]
-                                        m.d.comb += tap.eq(
-                                            Mux(inside[ky * K + kx], read.data.as_value(), 0))
+                            m.d.comb += row.eq(banks[(my + ky) % K, b][1].data)
+        for ky in range(K):
+            for kx in range(K):
+                tap = Signal(beat, name=f"tap_{ky}_{kx}")
+                with m.Switch(mod_x):
+                    for mx in range(K):
+                        with m.Case(mx):
+                            m.d.comb += tap.eq(rows[ky, (mx + kx) % K])
+                m.d.comb += self.o.payload.taps[ky * K + kx].eq(
+                    Mux(inside[ky * K + kx], Value.cast(tap), 0))
         return m
