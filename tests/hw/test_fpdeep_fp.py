@@ -160,13 +160,42 @@ def test_fp_fixed16_bit_exact(name):
 
 
 def test_fp_fp32_bit_exact():
-    """fp32 (hw/arith units): a completing ICP node with partials in, bias, ReLU and a 3×3/2
-    pool, OC not a multiple of P."""
-    cfg = FpConfig("fp32", 3, 1, 1, 5, 2, 3, 2, partial_in=True, pool=(3, 2, 0),
-                   multiplier_stages=1, adder_stages=1)
+    """fp32 (hw/arith units, 3 stages each): a completing ICP node with partials in, bias,
+    ReLU and a 2×2/2 pool, OC not a multiple of P. (The fp32 units are slow in the Amaranth
+    simulator: larger layers are in the slow sweep below.)"""
+    cfg = FpConfig("fp32", 3, 1, 1, 4, 1, 3, 2, partial_in=True, pool=(2, 2, 0))
     stream, got, want, _ = amaranth_run(cfg, random_case(cfg, 1, seed=5), gap=0.2,
                                         stall=0.3, seed=4)
     assert got == want, "\n".join(describe(cfg, stream, got, want))
+
+
+def random_config(rng, precision):
+    """A small random FP segment: any K of 1, 3, 5, stride 1 or 2, padding, S_IC 1-3, P not
+    dividing OC, any position in the chain, pools 2×2/2 and 3×3/2, ReLU or none."""
+    k = int(rng.choice([1, 3, 5]))
+    stride, pad = int(rng.integers(1, 3)), int(rng.integers(0, k // 2 + 1))
+    w_in = int(rng.integers(max(k - 2 * pad, 1) + 2, 9))
+    n_out = int(rng.integers(1, 6))
+    completes, partial_in = bool(rng.integers(2)), bool(rng.integers(2))
+    w_out = (w_in + 2 * pad - k) // stride + 1
+    pools = [None] + [pool for pool in ((2, 2, 0), (3, 2, 0)) if pool[0] <= w_out]
+    stages = {"multiplier_stages": int(rng.integers(0, 4)), "adder_stages": int(rng.integers(1, 4))}
+    return FpConfig(precision, k, stride, pad, w_in, int(rng.integers(1, 4)), n_out,
+                    int(rng.integers(1, n_out + 1)), partial_in=partial_in, completes=completes,
+                    relu=bool(rng.integers(2)),
+                    pool=pools[int(rng.integers(len(pools)))] if completes else None,
+                    **(stages if precision == "fp32" else {}))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(12))
+def test_fp_random_layers_slow(seed):
+    rng = np.random.default_rng(seed)
+    for precision in ("fp32", "fixed16"):
+        cfg = random_config(rng, precision)
+        stream, got, want, _ = amaranth_run(cfg, random_case(cfg, 2, seed=seed), gap=0.3,
+                                            stall=0.3, seed=seed)
+        assert got == want, "\n".join([repr(cfg)] + describe(cfg, stream, got, want))
 
 
 def test_fp_chain_fixed16():
