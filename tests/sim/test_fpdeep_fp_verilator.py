@@ -1,5 +1,5 @@
 """The FPDeep FP module under Verilator (bench: nnrtl.sim.tb.fpdeep_fp): one small build of a
-middle ICP node (partials in and out, fixed16, OC not a multiple of P), two images per
+middle ICP node (partials in and out, fixed16, S_IC = 1, OC = 3 on P = 2), two images per
 backpressure pattern on the activation-in, partial-in and partial-out streams, bit-exact
 against the golden model within the patterns' cycle budgets."""
 
@@ -13,7 +13,7 @@ from nnrtl.sim.tb.fpdeep_fp import fields_of
 #: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
 pytestmark = pytest.mark.timeout(900)
 
-CFG = FpConfig("fixed16", 3, 1, 1, 6, 2, 5, 2, partial_in=True, completes=False)
+CFG = FpConfig("fixed16", 3, 1, 1, 6, 1, 3, 2, partial_in=True, completes=False)
 
 
 def test_fp_module_every_pattern():
