@@ -49,6 +49,17 @@ class SegmentConfig:
         the SFU masks).
     residency : float
         Act-RAM residency ``R_s`` in samples (spec §2.9).
+    stride, pad : int
+        The convolution's stride and zero padding (``hw/fpdeep``'s line buffer).
+    w_in : int
+        Input feature-map side; 0 when unknown (a configuration written before the field
+        existed), else ``pixels`` must be ``W_out²`` with ``W_out = (w_in + 2·pad − k) //
+        stride + 1``.
+    pool : tuple of int or None
+        ``(kernel, stride, padding)`` of the max-pool after the layer (run by the SFU of the
+        completing node).
+    relu : bool
+        A ReLU follows the layer (before the pool).
     """
 
     layer: str
@@ -71,6 +82,11 @@ class SegmentConfig:
     work: int
     completes: bool
     residency: float
+    stride: int = 1
+    pad: int = 0
+    w_in: int = 0
+    pool: tuple | None = None
+    relu: bool = True
 
     def __post_init__(self):
         if self.mode not in ("ICP", "OCP"):
@@ -82,6 +98,14 @@ class SegmentConfig:
         if self.mac_units != self.modules * self.p * self.q * self.k ** 2:
             raise ValueError(f"mac_units ({self.mac_units}) must be modules x P x Q x K^2 = "
                              f"{self.modules * self.p * self.q * self.k ** 2}")
+        if self.w_in:
+            w_out = (self.w_in + 2 * self.pad - self.k) // self.stride + 1
+            if w_out < 1 or w_out ** 2 != self.pixels:
+                raise ValueError(f"pixels ({self.pixels}) must be W_out² of w_in {self.w_in}, "
+                                 f"k {self.k}, stride {self.stride}, pad {self.pad}: "
+                                 f"W_out = (w_in + 2·pad − k) // stride + 1 = {w_out}")
+        if self.pool is not None:
+            object.__setattr__(self, "pool", tuple(self.pool))     # from JSON: a list
         cycles = self.pixels * -(-self.n_out // self.p) * -(-self.n_in // self.q)
         if self.cycles != cycles:
             raise ValueError(f"cycles ({self.cycles}) must be pixels x ceil(n_out / P) x "

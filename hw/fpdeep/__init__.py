@@ -1,0 +1,43 @@
+"""FPDeep node RTL (Wang et al., CNN training on a 1-D chain of FPGAs; spec §3), generated per
+node from the mapper's configuration (:class:`nnrtl.gen.fpdeep.config.SegmentConfig` →
+:class:`.config.FpConfig`).
+
+Built (part 1, issue 14)
+------------------------
+* :mod:`.line_buffer`: the multi-bank line buffer (K×K windows, padding, stride);
+* :mod:`.conv`: the CE array builder (tiles of K×K MACs, the fixed adder-tree order);
+* :mod:`.lpram`: the local parameter RAM (S_IC·K² banks of rows of P words, a bias bank);
+* :mod:`.fp`: the FP module: LB → CEs → chained partial add → bias → SFU (ReLU, max-pool,
+  ReLU mask and argmax) or partials downstream;
+* :mod:`.pipe`: the elastic-stage plumbing.
+
+Plan for EB, PG, weight update and links (part 2)
+-------------------------------------------------
+* **LPRAM sharing**: :class:`.lpram.Lpram` gets a second read port ``eb_addr``/``eb_en``/
+  ``eb_data`` on the same banks (FP and EB read different rows concurrently, spec §3.3); EB's
+  CE ``i`` (one per input channel) takes bank ``(i, ky, kx)`` at tile position ``(K−1−ky,
+  K−1−kx)`` (the rotation by wiring), P tiles for the P output channels of a row. The
+  ``load`` port stays the only writer: the weight update writes the new rows through it
+  once per mini-batch from the LGB (same bank/row layout), FP and EB stalled (spec §3.8).
+* **CE sharing**: EB and PG call :func:`.conv.ce_array` with their own operand wiring
+  (``operands[lane][tile][tap]``) and get the same summation order, stage groups and
+  precision handling; EB's δ windows come from a second :class:`.line_buffer.LineBuffer`
+  (pad ``K−1``, full convolution) over the δ map, PG's activation windows from a third one
+  over the Act-RAM stream (``groups`` = 1) with δ broadcast as the "weights".
+* **SFU masks**: the ``out`` stream's ``relu``/``argmax`` fields go with the activations to
+  the node's Act-RAM-side mask buffer (FIFO in raster order, like the Act-RAM, spec §3.3);
+  EB of the next layer's node applies unpool + ReLU' from it.
+* **Links**: ``act_in`` (DP1), ``part_in``/``part_out`` (DP2) are the FP's ends of the
+  upstream/downstream link pair; the link module serializes ``P``-word beats to link
+  words and tags them (spec §3.2's typed flits).
+"""
+
+from .config import FpConfig, PARTIAL_BITS, PRECISIONS
+from .conv import ce_array, ce_latency
+from .fp import FpModule, out_layout, partial_layout
+from .line_buffer import LineBuffer, pixel_layout, window_layout
+from .lpram import Lpram, load_layout, row_layout
+
+__all__ = ["FpConfig", "PARTIAL_BITS", "PRECISIONS", "ce_array", "ce_latency", "FpModule",
+           "out_layout", "partial_layout", "LineBuffer", "pixel_layout", "window_layout",
+           "Lpram", "load_layout", "row_layout"]

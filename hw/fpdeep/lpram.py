@@ -1,0 +1,83 @@
+"""LPRAM, the local parameter RAM (spec §3.3): ``S_IC × K × K`` banks, bank ``(i, ky, kx)``
+(index ``i·K² + ky·K + kx``) holding the weights ``w[o][i][ky][kx]`` of every output channel,
+one row per group of ``P`` output channels (row ``g``: channels ``g·P … g·P + P − 1``, lanes
+past ``n_out`` zero), so one row read feeds the ``P`` CEs of the FP module; plus a bias bank
+(index ``S_IC·K²``, the completing node's ``bias[o]`` in the same rows).
+
+Ports
+-----
+``load``: ``{bank, row, data}`` (``P`` words): writes one row, always ready (the weight update
+of the next task writes through it once per mini-batch, spec §3.8).
+``fp_addr`` / ``fp_en`` → ``fp_data[bank][lane]`` one cycle later (synchronous read, holds while
+``fp_en`` is low). EB (next task) gets a second read port of its own on the same banks
+(``eb_*``): the kernel rotated by wiring (bank ``(i, ky, kx)`` → tile position ``(K−1−ky,
+K−1−kx)``), spec §3.3.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["Lpram", "load_layout", "row_layout"]
+
+
+def row_layout(cfg):
+    """A row: ``P`` words."""
+    return data.ArrayLayout(cfg.word_bits, cfg.p)
+
+
+def load_layout(cfg):
+    """A load beat: ``bank`` (``0 … S_IC·K²``, the last the bias), ``row``, ``data``."""
+    return data.StructLayout({
+        "bank": range(cfg.banks + 1),
+        "row": range(cfg.groups),
+        "data": row_layout(cfg),
+    })
+
+
+class Lpram(wiring.Component):
+    """The LPRAM of one FP segment (:class:`~nnrtl.hw.fpdeep.config.FpConfig`).
+
+    Attributes
+    ----------
+    load : In(stream.Signature(load_layout(cfg)))
+    fp_addr : In(range(groups))
+    fp_en : In(1)
+    fp_data : Out(ArrayLayout(row_layout, banks + 1))
+    words : int
+        Words stored: ``(S_IC·K² + 1)·groups·P``.
+    """
+
+    def __init__(self, cfg):
+        self._cfg = cfg
+        super().__init__({
+            "load": In(stream.Signature(load_layout(cfg))),
+            "fp_addr": In(range(cfg.groups)),
+            "fp_en": In(1),
+            "fp_data": Out(data.ArrayLayout(row_layout(cfg), cfg.banks + 1)),
+        })
+
+    @property
+    def words(self):
+        cfg = self._cfg
+        return (cfg.banks + 1) * cfg.groups * cfg.p
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        m.d.comb += self.load.ready.eq(1)
+        for bank in range(cfg.banks + 1):
+            memory = Memory(shape=row_layout(cfg), depth=cfg.groups, init=[])
+            m.submodules[f"bank_{bank}"] = memory
+            write = memory.write_port()
+            read = memory.read_port()
+            m.d.comb += [
+                write.en.eq(self.load.valid & (self.load.payload.bank == bank)),
+                write.addr.eq(self.load.payload.row),
+                write.data.eq(self.load.payload.data),
+                read.en.eq(self.fp_en),
+                read.addr.eq(self.fp_addr),
+                self.fp_data[bank].eq(read.data),
+            ]
+        return m

@@ -1,0 +1,335 @@
+"""The FPDeep FP module (:mod:`nnrtl.hw.fpdeep.fp`): stimulus and expected beats from the golden
+model (:mod:`nnrtl.sim.golden.fpdeep.fp`), shared by the Amaranth-simulator tests, and a cocotb
+bench under Verilator with every backpressure pattern on the activation-in, partial-in and
+partial-out / out streams.
+
+A case (:func:`random_case`) is random images, weights, bias and upstream partials for an
+:class:`~nnrtl.hw.fpdeep.config.FpConfig`; :func:`stimulus` turns it into the integer payloads
+of the ``load``, ``act_in`` and ``part_in`` streams, :func:`expected` into those of
+``part_out`` or ``out``. Payloads are packed by the ports' own layouts (:func:`pack`).
+
+Parameters of the cocotb bench (``tb_params()``): ``cfg`` (the FpConfig's fields),
+``images``, ``patterns`` (names from :mod:`nnrtl.sim.patterns`), ``seed``. Per pattern the
+bench loads the LPRAM, streams the images and checks every output beat; reported:
+``bit_exact``, per pattern ``beats``, ``mismatches`` (the first few, naming stream, beat and
+field), ``cycles``.
+"""
+
+import dataclasses
+import random
+
+import cocotb
+import numpy as np
+from amaranth.hdl import Shape, Value
+from amaranth.lib import data
+from amaranth.sim import Simulator
+from cocotb.triggers import RisingEdge
+
+from nnrtl.hw.arith.float_format import FP32
+from nnrtl.hw.fpdeep.config import FpConfig
+from nnrtl.hw.fpdeep.fp import FpModule, out_layout, partial_layout
+from nnrtl.hw.fpdeep.line_buffer import pixel_layout
+from nnrtl.hw.fpdeep.lpram import load_layout
+from nnrtl.sim.golden.float import to_bits
+from nnrtl.sim.golden.fpdeep.fp import fp_module, pad_bias, pad_weights
+from nnrtl.sim.patterns import cycle_budget, pause_pattern
+from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+
+__all__ = ["pack", "unpack", "random_case", "stimulus", "expected", "config_of", "fields_of",
+           "model_cycles", "amaranth_run", "describe"]
+
+
+def pack(shape, value):
+    """The integer of ``value`` (int, sequence or mapping) laid out as ``shape``."""
+    if isinstance(shape, data.StructLayout):
+        return sum(pack(field.shape, value[name]) << field.offset
+                   for name, field in shape) if value is not None else 0
+    if isinstance(shape, data.ArrayLayout):
+        width = Shape.cast(shape.elem_shape).width if not isinstance(
+            shape.elem_shape, data.Layout) else shape.elem_shape.size
+        return sum(pack(shape.elem_shape, v) << (n * width) for n, v in enumerate(value))
+    width = Shape.cast(shape).width
+    return int(value) & ((1 << width) - 1)
+
+
+def unpack(shape, bits):
+    """The inverse of :func:`pack` (ints unsigned; lists and dicts)."""
+    if isinstance(shape, data.StructLayout):
+        return {name: unpack(field.shape, bits >> field.offset) for name, field in shape}
+    if isinstance(shape, data.ArrayLayout):
+        elem = shape.elem_shape
+        width = elem.size if isinstance(elem, data.Layout) else Shape.cast(elem).width
+        return [unpack(elem, bits >> (n * width)) for n in range(shape.length)]
+    return bits & ((1 << Shape.cast(shape).width) - 1)
+
+
+def config_of(fields):
+    """An FpConfig from its fields (a dict, e.g. from ``tb_params()``)."""
+    fields = dict(fields)
+    if fields.get("pool") is not None:
+        fields["pool"] = tuple(fields["pool"])
+    return FpConfig(**fields)
+
+
+def random_case(cfg, images, seed):
+    """Random ``act`` (images, w_in, w_in, n_in), ``weights``, ``bias`` and ``partial_in``
+    (images, w_out², groups, P) as the module's words (fp32 bit patterns, fixed16 codes)."""
+    rng = np.random.default_rng(seed)
+    shape_w = (cfg.n_out, cfg.n_in, cfg.k, cfg.k)
+    shape_p = (images, cfg.w_out ** 2, cfg.groups, cfg.p)
+    shape_a = (images, cfg.w_in, cfg.w_in, cfg.n_in)
+    if cfg.precision == "fp32":
+        bits = lambda x: to_bits(FP32, x.astype(np.float32)).astype(np.int64)
+        act = bits(rng.standard_normal(shape_a))
+        weights = bits(rng.standard_normal(shape_w) * 0.5)
+        bias = bits(rng.standard_normal(cfg.n_out) * 0.5)
+        partial = bits(rng.standard_normal(shape_p) * 2) if cfg.partial_in else None
+    else:
+        one = 1 << cfg.frac_bits
+        act = rng.integers(-one, one + 1, shape_a)
+        weights = rng.integers(-one // 2, one // 2 + 1, shape_w)
+        bias = rng.integers(-one, one + 1, cfg.n_out)
+        partial = (rng.integers(-(one << cfg.frac_bits), one << cfg.frac_bits, shape_p)
+                   if cfg.partial_in else None)
+    return {"act": act, "weights": weights, "bias": bias, "partial_in": partial}
+
+
+def stimulus(cfg, case):
+    """Payload integers per input stream: ``load``, ``act_in``, ``part_in`` (if any)."""
+    w = pad_weights(cfg, case["weights"])                  # (g, j, i, t)
+    b = pad_bias(cfg, case["bias"])
+    load = []
+    for bank in range(cfg.banks):
+        i, t = divmod(bank, cfg.taps)
+        load += [pack(load_layout(cfg), {"bank": bank, "row": g, "data": list(w[g, :, i, t])})
+                 for g in range(cfg.groups)]
+    if cfg.completes:
+        load += [pack(load_layout(cfg), {"bank": cfg.banks, "row": g, "data": list(b[g])})
+                 for g in range(cfg.groups)]
+    pixel = pixel_layout(cfg.word_bits, cfg.n_in)
+    act = [pack(pixel, list(image[y, x])) for image in case["act"]
+           for y in range(cfg.w_in) for x in range(cfg.w_in)]
+    result = {"load": load, "act_in": act}
+    if cfg.partial_in:
+        layout = partial_layout(cfg)
+        beats = cfg.w_out ** 2 * cfg.groups
+        result["part_in"] = [
+            pack(layout, {"data": list(beat), "last": int(n == beats - 1)})
+            for image in case["partial_in"]
+            for n, beat in enumerate(image.reshape(beats, cfg.p))]
+    return result
+
+
+def expected(cfg, case):
+    """``(stream name, payload integers)`` the module must send for ``case``."""
+    beats = []
+    for n, act in enumerate(case["act"]):
+        partial = case["partial_in"][n] if cfg.partial_in else None
+        result = fp_module(cfg, act, case["weights"], case["bias"], partial)
+        if not cfg.completes:
+            flat = result.partials.reshape(-1, cfg.p)
+            beats += [pack(partial_layout(cfg), {"data": list(beat),
+                                                 "last": int(k == len(flat) - 1)})
+                      for k, beat in enumerate(flat)]
+        else:
+            data_, relu, argmax = (v.reshape(-1, cfg.p) for v in
+                                   (result.data, result.relu, result.argmax))
+            beats += [pack(out_layout(cfg), {"data": list(data_[k]), "relu": pack(
+                data.ArrayLayout(1, cfg.p), list(relu[k])), "argmax": list(argmax[k]),
+                "last": int(k == len(data_) - 1)}) for k in range(len(data_))]
+    return ("out" if cfg.completes else "part_out"), beats
+
+
+def fields_of(cfg):
+    """The JSON-able fields of ``cfg`` (for ``tb_params``)."""
+    return dataclasses.asdict(cfg)
+
+
+def model_cycles(cfg, images, loads):
+    """Cycles the work takes without pauses, at most: the LPRAM load, then per image the
+    slower of the input (``w_in²`` beats) and the windows (``pixels · G``) plus the fill
+    (``K`` rows)."""
+    return loads + images * (max(cfg.w_in ** 2, cfg.pixels * cfg.groups)
+                             + cfg.k * cfg.w_in) + 200
+
+
+# -- Amaranth simulator ------------------------------------------------------------------
+
+async def _send(ctx, port, words, rng, gap, timeout):
+    payload = Value.cast(port.payload)
+    for word in words:
+        while gap and rng.random() < gap:
+            await ctx.tick()
+        ctx.set(payload, word)
+        ctx.set(port.valid, 1)
+        for _ in range(timeout):
+            _clk, _rst, ready = await ctx.tick().sample(port.ready)
+            if ready:
+                break
+        else:
+            raise AssertionError(f"a beat of {len(words)} not taken in {timeout} cycles")
+        ctx.set(port.valid, 0)
+
+
+def amaranth_run(cfg, case, *, gap=0.0, stall=0.0, seed=0, timeout=5000):
+    """Run ``case`` through an :class:`FpModule` in the Amaranth simulator, the inputs with
+    gap probability ``gap``, the output with stall probability ``stall``. Returns ``(name,
+    got, want, cycles)``: the output stream's name, its payloads, the expected ones and the
+    cycle (from the first activation offered) of every output handshake."""
+    stim = stimulus(cfg, case)
+    name, want = expected(cfg, case)
+    dut = FpModule(cfg)
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    got, cycles = [], []
+    start = len(stim["load"]) + 2
+
+    async def loader(ctx):
+        await _send(ctx, dut.load, stim["load"], None, 0.0, timeout)
+
+    async def activations(ctx):
+        await ctx.tick().repeat(start)
+        await _send(ctx, dut.act_in, stim["act_in"], random.Random(seed + 1), gap, timeout)
+
+    async def partials(ctx):
+        await ctx.tick().repeat(start)
+        await _send(ctx, dut.part_in, stim["part_in"], random.Random(seed + 2), gap, timeout)
+
+    async def collect(ctx):
+        port, rng = getattr(dut, name), random.Random(seed + 3)
+        payload = Value.cast(port.payload)
+        cycle, idle, held = 0, 0, None
+        while len(got) < len(want):
+            accept = not (stall and rng.random() < stall)
+            ctx.set(port.ready, int(accept))
+            _clk, _rst, valid, bits = await ctx.tick().sample(port.valid, payload)
+            cycle, idle = cycle + 1, idle + 1
+            if valid and held is not None:
+                assert bits == held, f"{name}: a beat changed before it was taken"
+            if valid and accept:
+                got.append(bits)
+                cycles.append(cycle - start)
+                held, idle = None, 0
+            elif valid:
+                held = bits
+            assert idle < timeout, f"{name}: beat {len(got)} of {len(want)} not in {timeout} cycles"
+        ctx.set(port.ready, 0)
+
+    sim.add_testbench(loader)
+    sim.add_testbench(activations)
+    sim.add_testbench(collect)
+    if cfg.partial_in:
+        sim.add_testbench(partials)
+    sim.run()
+    return name, got, want, cycles
+
+
+def describe(cfg, name, got, want, limit=3):
+    """The first differing beats, naming stream, beat and fields (empty if equal)."""
+    layout = out_layout(cfg) if name == "out" else partial_layout(cfg)
+    lines = []
+    if len(got) != len(want):
+        lines.append(f"{name}: {len(got)} beats, {len(want)} expected")
+    for n, (a, b) in enumerate(zip(got, want)):
+        if a != b and len(lines) < limit:
+            lines.append(f"{name} beat {n}: got {unpack(layout, a)}, golden {unpack(layout, b)}")
+    return lines
+
+
+# -- cocotb bench (Verilator) ------------------------------------------------------------
+
+class _Source:
+    def __init__(self, dut, port, words, kind, rng):
+        self.valid = getattr(dut, f"{port}__valid")
+        self.ready = getattr(dut, f"{port}__ready")
+        self.payload = getattr(dut, f"{port}__payload")
+        self.words, self.sent, self.offering = words, 0, False
+        self.pauses = pause_pattern(kind, rng)
+
+    def drive(self):
+        pause = next(self.pauses)
+        if not self.offering and self.sent < len(self.words) and not pause:
+            self.payload.value = self.words[self.sent]
+            self.offering = True
+        self.valid.value = int(self.offering)
+
+    def sample(self):
+        if self.offering and self.ready.value:
+            self.sent += 1
+            self.offering = False
+
+    @property
+    def done(self):
+        return self.sent == len(self.words)
+
+
+class _Sink:
+    def __init__(self, dut, port, count, kind, rng):
+        self.valid = getattr(dut, f"{port}__valid")
+        self.ready = getattr(dut, f"{port}__ready")
+        self.payload = getattr(dut, f"{port}__payload")
+        self.count, self.got, self.held, self.accept = count, [], None, False
+        self.pauses = pause_pattern(kind, rng)
+
+    def drive(self):
+        self.accept = not next(self.pauses) and len(self.got) < self.count
+        self.ready.value = int(self.accept)
+
+    def sample(self):
+        if self.valid.value:
+            bits = int(self.payload.value)
+            assert self.held is None or bits == self.held, "a beat changed before it was taken"
+            if self.accept:
+                self.got.append(bits)
+                self.held = None
+            else:
+                self.held = bits
+        else:
+            assert self.held is None, "valid fell before the beat was taken"
+
+
+@cocotb.test()
+async def fp_module_matches_golden(dut):
+    params = tb_params()
+    cfg = config_of(params["cfg"])
+    rng = random.Random(params["seed"])
+    await start_clock_and_reset(dut)
+    edge = RisingEdge(dut.clk)
+    results, exact = {}, True
+    for number, kind in enumerate(params["patterns"]):
+        case = random_case(cfg, params["images"], params["seed"] + number)
+        stim = stimulus(cfg, case)
+        name, want = expected(cfg, case)
+        sources = [_Source(dut, "load", stim["load"], "none", rng)]
+        for port in ("act_in", "part_in"):
+            if port in stim:
+                sources.append(_Source(dut, port, stim[port], kind, rng))
+        sink = _Sink(dut, name, len(want), kind, rng)
+        budget = cycle_budget(model_cycles(cfg, params["images"], len(stim["load"])),
+                              output_beats=len(want), patterns=[kind])
+        cycles = 0
+        while len(sink.got) < len(want) or not all(s.done for s in sources):
+            sources[0].drive()                     # the LPRAM first, then the images
+            sink.drive()
+            for source in sources[1:]:
+                if sources[0].done:
+                    source.drive()
+            await edge
+            cycles += 1
+            for unit in sources + [sink]:
+                unit.sample()
+            assert cycles < budget, (f"pattern {kind}: {len(sink.got)} of {len(want)} {name} "
+                                     f"beats in the budget of {budget} cycles")
+        for source in sources:
+            source.valid.value = 0
+        sink.ready.value = 0
+        for _ in range(20):
+            await edge
+            assert not sink.valid.value, f"pattern {kind}: {name} beat beyond the expected"
+        wrong = describe(cfg, name, sink.got, want)
+        exact = exact and not wrong
+        results[kind] = {"beats": len(sink.got), "cycles": cycles, "budget": budget,
+                         "mismatches": wrong}
+        dut._log.info("pattern %s: %d beats in %d cycles", kind, len(sink.got), cycles)
+    report({"bit_exact": exact, "patterns": results})
+    assert exact, "; ".join(m for r in results.values() for m in r["mismatches"])
