@@ -38,7 +38,7 @@ __all__ = ["NodeTiming", "ClusterPlan", "NodeModel"]
 class NodeTiming:
     """Cycle parameters of a node, the ones to calibrate from the RTL's cycle counts
     (defaults: one cycle per adder, SFU stage, relay and loss; no pipeline latency in the
-    modules; the image streamed in at one pixel per cycle).
+    modules).
 
     Attributes
     ----------
@@ -53,7 +53,10 @@ class NodeTiming:
     loss_latency : int
         From the last layer's output to its δ.
     source_cycles_per_pixel : int
-        The host streams the image at one pixel per this many cycles.
+        The host streams the image at one pixel per this many cycles once admitted (0,
+        the default: the image is in node 1's memory when admitted; the paper leaves the
+        host out, and at 1 pixel per cycle a 224 x 224 image alone takes 50,176 cycles,
+        longer than AlexNet's period on 100 FPGAs).
     extra_cycles_per_pixel : int
         Added to every module's ``⌈n_out/P⌉ · ⌈n_in/Q⌉`` cycles per output pixel.
     """
@@ -65,7 +68,7 @@ class NodeTiming:
     sfu_latency: int = 1
     relay_latency: int = 1
     loss_latency: int = 1
-    source_cycles_per_pixel: int = 1
+    source_cycles_per_pixel: int = 0
     extra_cycles_per_pixel: int = 0
 
     def __post_init__(self):
@@ -74,9 +77,6 @@ class NodeTiming:
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise UsageError(f"timing {field.name} must be a non-negative integer, "
                                  f"not {value!r}")
-        if self.source_cycles_per_pixel < 1:
-            raise UsageError(f"timing source_cycles_per_pixel must be at least 1, not "
-                             f"{self.source_cycles_per_pixel}")
 
     def cycles_per_pixel(self, segment):
         """Cycles per output pixel of each module of ``segment``."""
