@@ -58,7 +58,7 @@ import numpy as np
 from ..errors import UsageError
 from .cluster_node import ClusterPlan, NodeModel, NodeTiming
 
-__all__ = ["ClusterConfig", "simulate", "run_cluster", "load_plan", "scaling_rows",
+__all__ = ["ClusterConfig", "ClusterRun", "simulate", "run_cluster", "load_plan", "scaling_rows",
            "OPTIONS", "main"]
 
 #: Seconds between two progress lines.
@@ -424,6 +424,40 @@ def format_summary(result):
                  f"{result['pab_within_depth']}, stale samples per mini-batch: "
                  f"{result['max_stale_samples']}")
     return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterRun:
+    """A finished simulation: the deterministic ``result`` (:meth:`as_json`), and how it
+    ran (``ranks``, wall ``seconds``), which only :meth:`table` shows."""
+
+    result: dict
+    ranks: int
+    seconds: float
+
+    def as_json(self):
+        return self.result
+
+    def table(self):
+        """The summary, then a line per node and per link."""
+        r = self.result
+        lines = [format_summary(r), f"simulated on {self.ranks} rank(s) in "
+                 f"{self.seconds:.1f} s", "",
+                 f"{'node':>4} {'idle %':>7} {'Act-RAM peak/depth':>22} "
+                 f"{'PAB peak/depth':>18} {'stale':>5}  layers"]
+        for n in r["nodes"]:
+            idle = "" if n["idle_share"] is None else f"{100 * n['idle_share']:.2f}"
+            lines.append(f"{n['node']:>4} {idle:>7} "
+                         f"{n['act_ram_peak_words']:>10,}/{n['act_ram_depth_words']:<11,}"
+                         f"{n['pab_peak_words']:>8,}/{n['pab_depth_words']:<9,} "
+                         f"{n['stale_samples']:>5}  {', '.join(n['layers'])}")
+        if r["links"]:
+            lines += ["", f"{'link':>9} {'fwd Gb/s':>9} {'bwd Gb/s':>9}"]
+            for link in r["links"]:
+                a, b = link["between"]
+                lines.append(f"{f'{a}-{b}':>9} {link['forward_gbps'] or 0:>9.2f} "
+                             f"{link['backward_gbps'] or 0:>9.2f}")
+        return "\n".join(lines)
 
 
 #: ``--param`` options of the ``cluster`` hook: name -> (parser, rule).
