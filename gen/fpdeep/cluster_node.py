@@ -16,7 +16,8 @@ Pixel rules (spec §3.7): an FP output pixel starts when the last input pixel of
 has arrived (raster order, so that one is the window's bottom-right pixel); a non-first
 node of a layer adds (ICP) or appends (OCP) the partial that arrives from upstream; the
 node that completes the layer pools: a pooled pixel is ready when the last pixel of its
-pool window is; a fully connected layer waits for its whole input. BP mirrors FP: the
+pool window is; a fully connected layer steps over its input pixels as they arrive
+(``cycles / input pixels`` each) and has its output after the last. BP mirrors FP: the
 completing node unpools the error (a δ pixel is ready when the last pooled error pixel
 holding it is) and relays δ upstream (DP3); EB errors are gathered (ICP, DP4) or reduced
 (OCP) upstream; PG pops an Act-RAM pixel when the last δ pixel whose window holds it is done.
@@ -159,8 +160,10 @@ class ClusterPlan:
             return self._maps[l]
         layer, n_in = self.layers[l], self.in_px(l)
         if not self.is_conv(l):
-            found = (np.array([n_in - 1]), np.zeros(n_in, dtype=np.int64), np.array([0]),
-                     np.array([0]))
+            # a fully connected layer steps over its input pixels (input-stationary: each
+            # input pixel's weight columns as it arrives), its one output after the last
+            steps = np.arange(n_in)
+            found = (steps, steps, np.array([0]), np.array([0]))
         else:
             w_in, w_out, k, s, p = (layer[key] for key in ("w_in", "w_out", "k", "stride",
                                                            "pad"))
@@ -256,8 +259,9 @@ class _Segment:
         self.first, self.last = plan.span[self.l]
         self.node = node
         self.cycles = timing.cycles_per_pixel(seg)
-        if seg.kind == "fc":
-            self.cycles = max(self.cycles, plan.ddr_period)   # the FC weights from DDR
+        self.steps = plan.in_px(self.l) if seg.kind == "fc" else plan.out_px(self.l)
+        if seg.kind == "fc":                  # per input pixel; the weights from DDR
+            self.cycles = max(self.cycles, plan.ddr_period) / self.steps
         layer = plan.layers[self.l]
         self.act_words = seg.n_in * layer["w_in"] ** 2 / plan.in_px(self.l)
         self.fp_free = self.eb_free = self.pg_free = 0.0
@@ -318,6 +322,8 @@ class NodeModel:
             state.fp_start.append(float(start[0]))
             started = float(start[0]) if started is None else started
             finish = finish + t.fp_latency
+            if seg.kind == "fc":
+                finish = finish[-1:]
             state.writes[s] = acts
             if self.node > state.first:
                 arrived = incoming["partial", l]
@@ -368,6 +374,8 @@ class NodeModel:
                 delta = incoming["delta", l]
             if self.node > state.first:
                 out["delta", l] = delta + t.relay_latency
+            if seg.kind == "fc":
+                delta = np.full(state.steps, delta[0])
             start, finish = serve(delta, state.cycles, state.pg_free)
             state.pg_free = float(finish[-1])
             finish = finish + t.pg_latency
