@@ -4,7 +4,11 @@ model of every node of a mapping and of the links between them, on MPI.
 ::
 
     python -m nnrtl.gen.fpdeep.cluster --mapping DIR/mapping.json --ranks R [--images K]
-        [--link-gbps G] [--link-latency L] [--inflight W] [--minibatch B] [--json] [-o FILE]
+        [--param k=v]... [--json] [-o FILE]
+
+``--param`` options (:data:`OPTIONS`): ``link_gbps`` (per link and direction; default the
+mapping's, 0 unlimited), ``link_latency`` (cycles, default 100), ``act_ram_samples``,
+``inflight``, ``minibatch``, ``timing.<field>`` (:class:`~.cluster_node.NodeTiming`).
 
 (``nnrtl cluster fpdeep ...`` is the same through the engine's ``cluster`` hook.) With
 ``--ranks`` above 1 it starts its own MPI job (``mpiexec`` of the ``mpich`` wheel); under an
@@ -27,11 +31,15 @@ result is bit-identical for any rank count.
 
 [U] decisions:
 
-* Admission (the only backpressure modelled): node 1 starts sample ``s`` when sample
-  ``s − W`` has left node 1's PG (``--inflight W``, the samples the Act-RAMs hold; default:
-  unlimited, every image queued at cycle 0). Act-RAM and PAB are measured, not enforced:
-  their peak occupancy is reported beside the mapping's depths (spec §5 check 4), and a
-  peak above a depth is a finding about the mapping, not a stall.
+* Backpressure: Act-RAM credits. A segment's input pixel enters its Act-RAM when the
+  pixel written ``depth`` pixels before has been popped by PG (a FIFO; depth = the
+  mapping's residency ``R_s`` times the sample's input, spec §2.9, or
+  ``act_ram_samples``); FP waits for it, and on node 1 so does the image (the admission of
+  samples). The pixel waits in the link's receive buffer of its stream (one virtual channel
+  per stream), so it stalls neither the other streams nor the bypass (DP1), which is
+  relayed as it arrives. PAB and the receive buffers are measured, not enforced: their peak
+  is reported beside the mapping's depths (spec §5 check 4). ``inflight`` optionally caps
+  the samples admitted before the oldest has left node 1's PG.
 * Weight update (spec §3.8): a segment updates when its PG has finished the last sample of
   mini-batch ``M``; the samples of ``M + 1`` whose FP started there before are the stale
   ones, counted per node (the paper's "first 5 samples"). The update window itself
@@ -79,7 +87,11 @@ class ClusterConfig:
     link_latency : int
         Cycles of flight on a link.
     inflight : int or None
-        Samples admitted before the oldest has left node 1 (``None``: unlimited).
+        Samples admitted before the oldest has left node 1 (``None``: no limit but the
+        Act-RAMs').
+    act_ram_samples : float or None
+        Every Act-RAM's depth in samples of its input (``None``: the mapping's residency
+        per segment; 0: unlimited).
     minibatch : int
         Samples per mini-batch for the stale-weight count (0: none).
     timing : NodeTiming
@@ -89,6 +101,7 @@ class ClusterConfig:
     link_gbps: float | None = None
     link_latency: int = 100
     inflight: int | None = None
+    act_ram_samples: float | None = None
     minibatch: int = 0
     timing: NodeTiming = NodeTiming()
 
@@ -98,6 +111,12 @@ class ClusterConfig:
         _integer("--minibatch", self.minibatch, 0)
         if self.inflight is not None:
             _integer("--inflight", self.inflight, 1)
+        if self.act_ram_samples is not None and (
+                isinstance(self.act_ram_samples, bool)
+                or not isinstance(self.act_ram_samples, (int, float))
+                or not self.act_ram_samples >= 0 or math.isinf(self.act_ram_samples)):
+            raise UsageError(f"act_ram_samples must be a non-negative number (0: unlimited), "
+                             f"not {self.act_ram_samples!r}")
         if self.link_gbps is not None and (isinstance(self.link_gbps, bool) or not isinstance(
                 self.link_gbps, (int, float)) or not self.link_gbps >= 0):
             raise UsageError(f"--link-gbps must be a non-negative number (0: unlimited), "
@@ -133,8 +152,8 @@ def _gbps(plan, config):
 def _nodes(plan, config, first, last):
     gbps = _gbps(plan, config)
     per_word = 0.0 if gbps is None else plan.word_bits * plan.clock_hz / (gbps * 1e9)
-    return [NodeModel(plan, m, config.timing, per_word, config.link_latency)
-            for m in range(first, last + 1)]
+    return [NodeModel(plan, m, config.timing, per_word, config.link_latency,
+                      config.act_ram_samples) for m in range(first, last + 1)]
 
 
 def blocks(n, ranks):
@@ -177,9 +196,9 @@ def _rank_loop(plan, config, first, last, log=None):
             if not head:
                 yield ("send", _BP, _pack(plan, first - 1, incoming, True))
             bp_next += 1
-        elif fp_next < images and (pending[_FP] if not head else
-                                   config.inflight is None
-                                   or fp_next - config.inflight < bp_next):
+        elif fp_next < images and max(node.needs(fp_next) for node in nodes) < bp_next and (
+                pending[_FP] if not head else
+                config.inflight is None or fp_next - config.inflight < bp_next):
             inject = 0.0
             if head and config.inflight is not None and fp_next >= config.inflight:
                 inject = nodes[0].done[fp_next - config.inflight]
@@ -312,7 +331,8 @@ def _result(plan, config, summaries):
     return {
         "network": plan.name, "fpgas": plan.n, "images": k,
         "link_gbps": gbps, "link_latency_cycles": config.link_latency,
-        "inflight": config.inflight, "minibatch": config.minibatch,
+        "inflight": config.inflight, "act_ram_samples": config.act_ram_samples,
+        "minibatch": config.minibatch,
         "timing": dataclasses.asdict(config.timing),
         "clock_mhz": clock / 1e6,
         "period_cycles": period, "mapper_period_cycles": plan.period,
@@ -371,14 +391,14 @@ def _mpiexec():
 
 
 def _argv(mapping, config, ranks):
-    argv = ["--mapping", str(mapping), "--ranks", str(ranks), "--images", str(config.images),
-            "--link-latency", str(config.link_latency), "--minibatch", str(config.minibatch)]
-    if config.link_gbps is not None:
-        argv += ["--link-gbps", repr(float(config.link_gbps))]
-    if config.inflight is not None:
-        argv += ["--inflight", str(config.inflight)]
-    for field in dataclasses.fields(NodeTiming):
-        argv += ["--timing", f"{field.name}={getattr(config.timing, field.name)}"]
+    argv = ["--mapping", str(mapping), "--ranks", str(ranks), "--images", str(config.images)]
+    for name in OPTIONS:
+        if name.startswith("timing."):
+            value = getattr(config.timing, name[len("timing."):])
+        else:
+            value = getattr(config, name)
+        if value is not None:
+            argv += ["--param", f"{name}={value!r}"]
     return argv
 
 
@@ -465,6 +485,7 @@ OPTIONS = {
     "link_gbps": (float, "a non-negative number (0: unlimited)"),
     "link_latency": (int, "a non-negative integer"),
     "inflight": (int, "a positive integer"),
+    "act_ram_samples": (float, "a non-negative number (0: unlimited)"),
     "minibatch": (int, "a non-negative integer"),
     **{f"timing.{f.name}": (int, "a non-negative integer")
        for f in dataclasses.fields(NodeTiming)},
@@ -535,16 +556,8 @@ def _parser():
                         "the size of the external MPI job)")
     parser.add_argument("--images", type=int, default=8, metavar="K", help="samples "
                         "(default 8)")
-    parser.add_argument("--link-gbps", type=float, metavar="G", help="per link and "
-                        "direction (default: the mapping's; 0: unlimited)")
-    parser.add_argument("--link-latency", type=int, default=100, metavar="L",
-                        help="cycles (default 100)")
-    parser.add_argument("--inflight", type=int, metavar="W", help="samples admitted "
-                        "before the oldest leaves (default: unlimited)")
-    parser.add_argument("--minibatch", type=int, default=0, metavar="B",
-                        help="samples per mini-batch for the stale-weight count")
-    parser.add_argument("--timing", action="append", default=[], metavar="k=v",
-                        help="a NodeTiming field; repeatable")
+    parser.add_argument("--param", action="append", default=[], metavar="k=v",
+                        help=f"a simulator option ({', '.join(OPTIONS)}); repeatable")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("-o", "--output", metavar="FILE", help="write the result as JSON")
     return parser
@@ -558,11 +571,7 @@ def main(argv=None):
     """The module's command line; exit code 0, or 2 for bad input."""
     args = _parser().parse_args(argv)
     try:
-        params = [f"timing.{t}" for t in args.timing]
-        config = config_from_params(args.images, params)
-        config = dataclasses.replace(config, link_gbps=args.link_gbps,
-                                     link_latency=args.link_latency, inflight=args.inflight,
-                                     minibatch=args.minibatch)
+        config = config_from_params(args.images, args.param)
         if _inside_mpi():
             from mpi4py import MPI
             comm = MPI.COMM_WORLD

@@ -253,7 +253,7 @@ class ClusterPlan:
 class _Segment:
     """A segment's state on its node: module free times and measurements."""
 
-    def __init__(self, plan, seg, node, timing):
+    def __init__(self, plan, seg, node, timing, act_ram_samples):
         self.seg = seg
         self.l = seg.index
         self.first, self.last = plan.span[self.l]
@@ -271,22 +271,62 @@ class _Segment:
         self.pab_peak = 0.0
         self.fp_start = []
         self.pg_end = []
+        self.in_px = plan.in_px(self.l)
+        if act_ram_samples is None:        # the mapping's depth, in input pixels
+            self.depth = int(math.ceil(seg.residency * seg.n_in * layer["w_in"] ** 2)
+                             // self.act_words)
+        elif act_ram_samples == 0:
+            self.depth = None
+        else:
+            self.depth = math.ceil(act_ram_samples * self.in_px)
+        if self.depth is not None and self.depth < self.in_px:
+            raise UsageError(
+                f"node {node}, {seg.layer}: an Act-RAM of {self.depth} input pixels holds less "
+                f"than one sample's {self.in_px}: a sample's FP cannot finish before its PG "
+                f"frees them (deadlock); give act_ram_samples of at least 1")
+        self.freed = {}            # sample -> the cycle PG frees each input pixel
+
+    def needs(self, s):
+        """The last sample whose PG must be done before FP of sample ``s`` may start
+        (its Act-RAM credits), or -1."""
+        if self.depth is None:
+            return -1
+        return (s * self.in_px + self.in_px - 1 - self.depth) // self.in_px
+
+    def credits(self, s):
+        """The cycle each input pixel of sample ``s`` gets an Act-RAM slot: the one
+        freed by the pixel ``depth`` writes earlier (FIFO)."""
+        if self.depth is None:
+            return 0.0
+        before = s * self.in_px + np.arange(self.in_px) - self.depth
+        result = np.zeros(self.in_px)
+        for sample in np.unique(before[before >= 0] // self.in_px):
+            mask = (before >= 0) & (before // self.in_px == sample)
+            result[mask] = self.freed[int(sample)][before[mask] % self.in_px]
+        for old in [k for k in self.freed if k < s - self.depth // self.in_px - 1]:
+            del self.freed[old]
+        return result
 
 
 class NodeModel:
     """Node ``node`` (1-based) of ``plan``: :meth:`forward` and :meth:`backward` per sample,
     in sample order, given the arrivals of the streams from its neighbours."""
 
-    def __init__(self, plan, node, timing, cycles_per_word, latency):
+    def __init__(self, plan, node, timing, cycles_per_word, latency, act_ram_samples=None):
         self.plan, self.node, self.timing = plan, node, timing
         config = plan.nodes[node - 1]
         self.config = config
-        self.segments = [_Segment(plan, seg, node, timing) for seg in config.segments]
+        self.segments = [_Segment(plan, seg, node, timing, act_ram_samples)
+                         for seg in config.segments]
         self.down = Link(cycles_per_word, latency) if node < plan.n else None
         self.up = Link(cycles_per_word, latency) if node > 1 else None
         self.loss = {}
         self.done = []
         self.source_free = 0.0
+
+    def needs(self, s):
+        """The last sample whose BP must be done here before FP of sample ``s``."""
+        return max(state.needs(s) for state in self.segments)
 
     def _send(self, link, specs, ready):
         streams = [(ready[key], words) for key, count, words in specs]
@@ -313,6 +353,8 @@ class NodeModel:
                 acts = local[l] if ("act", l) not in incoming else incoming["act", l]
             else:
                 acts = incoming["bypass", l]
+            arrived = acts
+            acts = np.maximum(acts, state.credits(s))      # waits for an Act-RAM slot
             ready = acts[window]
             for key, value in incoming.items():
                 if key[0] == "param" and key[2] == self.node and key[3] == seg.layer:
@@ -336,7 +378,7 @@ class NodeModel:
                 result = finish
             if self.node < state.last:
                 out["partial", l] = result
-                out["bypass", l] = acts + t.relay_latency
+                out["bypass", l] = arrived + t.relay_latency
                 continue
             pooled = result[pool] + t.sfu_latency
             if l + 1 == len(plan.layers):
@@ -381,7 +423,11 @@ class NodeModel:
             finish = finish + t.pg_latency
             state.pg_end.append(float(finish[-1]))
             done = max(done, float(finish[-1]))
-            self._act_ram(state, s, finish[scatter])
+            # a FIFO (spec §3.3): PG pops a pixel once its last window is done and every
+            # pixel before it has been popped
+            frees = np.maximum.accumulate(finish[scatter])
+            state.freed[s] = frees
+            self._act_ram(state, s, frees)
             for h in plan.hosted:
                 if h.consumer == self.node and h.layer == seg.layer:
                     out["grad", h.host, h.consumer, h.layer] = finish[-1:].copy()
