@@ -66,7 +66,7 @@ import numpy as np
 from ..errors import UsageError
 from .cluster_node import ClusterPlan, NodeModel, NodeTiming
 
-__all__ = ["ClusterConfig", "ClusterRun", "simulate", "run_cluster", "load_plan", "scaling_rows",
+__all__ = ["ClusterConfig", "simulate", "run_cluster", "load_plan", "config_from_params",
            "OPTIONS", "main"]
 
 #: Seconds between two progress lines.
@@ -428,58 +428,6 @@ def run_cluster(mapping, config, ranks=1, log=None):
         return json.loads(out.read_text()), time.monotonic() - began
 
 
-def format_summary(result):
-    """A few lines for a terminal."""
-    lines = [f"{result['network']} on {result['fpgas']} FPGAs, {result['images']} images, "
-             f"links {result['link_gbps'] or 'unlimited'} Gb/s, latency "
-             f"{result['link_latency_cycles']} cycles"]
-    if result["period_cycles"] is not None:
-        lines.append(f"period {result['period_cycles']:,.1f} cycles/sample (mapper "
-                     f"{result['mapper_period_cycles']:,}), {result['images_per_second']:,.1f} "
-                     f"images/s, {result['gops_per_fpga']:,.1f} GOPS per FPGA, idle "
-                     f"{100 * result['idle_share']:.2f}%")
-    lines.append(f"fill latency {result['fill_latency_cycles']:,.0f} cycles, busiest link "
-                 f"{result['max_link_gbps']:.1f} Gb/s, Act-RAM within depth: "
-                 f"{result['act_ram_within_depth']}, PAB within depth: "
-                 f"{result['pab_within_depth']}, stale samples per mini-batch: "
-                 f"{result['max_stale_samples']}")
-    return "\n".join(lines)
-
-
-@dataclasses.dataclass(frozen=True)
-class ClusterRun:
-    """A finished simulation: the deterministic ``result`` (:meth:`as_json`), and how it
-    ran (``ranks``, wall ``seconds``), which only :meth:`table` shows."""
-
-    result: dict
-    ranks: int
-    seconds: float
-
-    def as_json(self):
-        return self.result
-
-    def table(self):
-        """The summary, then a line per node and per link."""
-        r = self.result
-        lines = [format_summary(r), f"simulated on {self.ranks} rank(s) in "
-                 f"{self.seconds:.1f} s", "",
-                 f"{'node':>4} {'idle %':>7} {'Act-RAM peak/depth':>22} "
-                 f"{'PAB peak/depth':>18} {'stale':>5}  layers"]
-        for n in r["nodes"]:
-            idle = "" if n["idle_share"] is None else f"{100 * n['idle_share']:.2f}"
-            lines.append(f"{n['node']:>4} {idle:>7} "
-                         f"{n['act_ram_peak_words']:>10,}/{n['act_ram_depth_words']:<11,}"
-                         f"{n['pab_peak_words']:>8,}/{n['pab_depth_words']:<9,} "
-                         f"{n['stale_samples']:>5}  {', '.join(n['layers'])}")
-        if r["links"]:
-            lines += ["", f"{'link':>9} {'fwd Gb/s':>9} {'bwd Gb/s':>9}"]
-            for link in r["links"]:
-                a, b = link["between"]
-                lines.append(f"{f'{a}-{b}':>9} {link['forward_gbps'] or 0:>9.2f} "
-                             f"{link['backward_gbps'] or 0:>9.2f}")
-        return "\n".join(lines)
-
-
 #: ``--param`` options of the ``cluster`` hook: name -> (parser, rule).
 OPTIONS = {
     "link_gbps": (float, "a non-negative number (0: unlimited)"),
@@ -510,40 +458,6 @@ def config_from_params(images, params):
         else:
             values[name] = parsed
     return ClusterConfig(images=images, timing=NodeTiming(**timing), **values)
-
-
-def scaling_rows(network, fpgas, gbps=(150.0, 250.0), images=6, board="vc709",
-                 precision="fixed16", log=None):
-    """Throughput against FPGA count (Fig. 15): one row per ``(N, Gb/s)`` with the
-    simulated period and images/s beside the mapper's compute period (the linear roof);
-    ``linear`` is whether the chain still runs at its compute period. For the bench."""
-    from ...boards import get_board
-    from .mapper import map_network
-    from .network import builtin
-
-    rows = []
-    chain = builtin(network, 224)
-    for n in fpgas:
-        for g in gbps:
-            mapping = map_network(chain, n, get_board(board), precision=precision,
-                                  link_gbps=g, check_storage=False)
-            plan = ClusterPlan(json.loads(json.dumps(mapping.as_json(), default=str)))
-            began = time.monotonic()
-            found = simulate(plan, ClusterConfig(images=images))
-            rows.append({
-                "network": network, "fpgas": n, "link_gbps": g,
-                "period_cycles": found["period_cycles"],
-                "compute_period_cycles": mapping.compute_period,
-                "mapper_period_cycles": mapping.period,
-                "images_per_second": found["images_per_second"],
-                "gops_per_fpga": found["gops_per_fpga"],
-                "max_link_gbps": found["max_link_gbps"],
-                "linear": found["period_cycles"] <= mapping.compute_period * 1.001,
-                "seconds": time.monotonic() - began})
-            if log is not None:
-                log(f"scaling: {network} N={n} {g:g} Gb/s: {found['images_per_second']:.1f} "
-                    f"images/s ({rows[-1]['seconds']:.1f} s)")
-    return rows
 
 
 def _parser():
@@ -594,6 +508,7 @@ def main(argv=None):
     if args.json:
         print(json.dumps(result, indent=1))
     else:
+        from .cluster_report import format_summary
         print(format_summary(result))
     _log(f"cluster: {seconds:.1f} s wall")
     return 0

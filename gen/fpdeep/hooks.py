@@ -111,7 +111,8 @@ def cluster_hook(request):
     :class:`nnrtl.gen.engines.ClusterRequest`; ``--param`` takes the options of
     :data:`.cluster.OPTIONS` (``link_gbps``, ``link_latency``, ``inflight``, ``minibatch``,
     ``timing.<field>`` of :class:`~.cluster_node.NodeTiming`)."""
-    from .cluster import ClusterRun, config_from_params, run_cluster
+    from .cluster import config_from_params, run_cluster
+    from .cluster_report import ClusterRun
 
     config = config_from_params(request.images or DEFAULT_IMAGES, request.params)
     result, seconds = run_cluster(request.mapping, config, request.ranks, request.log)
