@@ -156,9 +156,16 @@ def _nodes(plan, config, first, last):
                       config.act_ram_samples) for m in range(first, last + 1)]
 
 
-def blocks(n, ranks):
-    """Contiguous node blocks ``[(first, last), ...]`` (1-based) of ``ranks`` ranks."""
-    bounds = [round(n * r / ranks) for r in range(ranks + 1)]
+def blocks(plan, ranks):
+    """Contiguous node blocks ``[(first, last), ...]`` (1-based) of ``ranks`` ranks, of
+    about equal pixel steps (the simulator's work) each; at least one node each."""
+    cost = np.cumsum([sum(3 * (plan.out_px(s.index) + plan.in_px(s.index))
+                          for s in node.segments) for node in plan.nodes])
+    bounds = [0]
+    for r in range(1, ranks):
+        cut = int(np.searchsorted(cost, cost[-1] * r / ranks)) + 1
+        bounds.append(min(max(cut, bounds[-1] + 1), plan.n - (ranks - r)))
+    bounds.append(plan.n)
     return [(a + 1, b) for a, b in zip(bounds, bounds[1:])]
 
 
@@ -220,7 +227,7 @@ def _rank_loop(plan, config, first, last, log=None):
 
 def _run_local(plan, config, ranks, log=None):
     """All ranks in this process, round robin (what MPI computes, without MPI)."""
-    spans = blocks(plan.n, ranks)
+    spans = blocks(plan, ranks)
     loops = [_rank_loop(plan, config, a, b, log) for a, b in spans]
     inbox = [[] for _ in spans]
     summaries = [None] * ranks
@@ -260,7 +267,7 @@ def _run_mpi(plan, config, comm, log=None):
     rank, size = comm.Get_rank(), comm.Get_size()
     if size > plan.n:
         raise UsageError(f"--ranks {size}: more ranks than the mapping's {plan.n} nodes")
-    first, last = blocks(plan.n, size)[rank]
+    first, last = blocks(plan, size)[rank]
     loop = _rank_loop(plan, config, first, last, log if rank == 0 else None)
     sent = []
     try:

@@ -368,10 +368,10 @@ class NodeModel:
                 finish = finish[-1:]
             state.writes[s] = acts
             if self.node > state.first:
-                arrived = incoming["partial", l]
-                result = np.maximum(finish, arrived) + (t.add_latency if seg.mode == "ICP"
+                partial = incoming["partial", l]
+                result = np.maximum(finish, partial) + (t.add_latency if seg.mode == "ICP"
                                                         else 0)
-                waiting = np.concatenate([np.minimum(finish, arrived), result])
+                waiting = np.concatenate([np.minimum(finish, partial), result])
                 state.pab_peak = max(state.pab_peak, _peak(waiting, finish.size)
                                      * seg.n_out)
             else:
