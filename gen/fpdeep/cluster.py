@@ -346,6 +346,7 @@ def _result(plan, config, summaries):
         "images_per_second": ips,
         "gops_per_fpga": None if ips is None else 2 * plan.work * ips / plan.n / 1e9,
         "idle_share": None if period is None else 1 - plan.work / (units * period),
+        "forward_latency_cycles": summaries[-1]["losses"][0],
         "fill_latency_cycles": float(done[0]),
         "done_cycles": [float(d) for d in done],
         "max_link_gbps": busiest,

@@ -321,6 +321,7 @@ class NodeModel:
         self.down = Link(cycles_per_word, latency) if node < plan.n else None
         self.up = Link(cycles_per_word, latency) if node > 1 else None
         self.loss = {}
+        self.losses = []
         self.done = []
         self.source_free = 0.0
 
@@ -383,6 +384,7 @@ class NodeModel:
             pooled = result[pool] + t.sfu_latency
             if l + 1 == len(plan.layers):
                 self.loss[s] = float(pooled[-1]) + t.loss_latency
+                self.losses.append(self.loss[s])
             elif plan.span[l + 1][0] == self.node:
                 local[l + 1] = pooled
             else:
@@ -472,6 +474,7 @@ class NodeModel:
         return {
             "node": self.node,
             "done": self.done,
+            "losses": self.losses,
             "act_ram_peak_words": math.ceil(sum(s.act_peak for s in self.segments)),
             "act_ram_depth_words": storage.get("act_ram", 0),
             "pab_peak_words": math.ceil(sum(s.pab_peak for s in self.segments)),
