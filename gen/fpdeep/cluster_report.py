@@ -68,10 +68,12 @@ class ClusterRun:
 
 
 def scaling_rows(network, fpgas, gbps=(150.0, 250.0), images=6, board="vc709",
-                 precision="fixed16", log=None):
+                 precision="fixed16", word_bits=32, log=None):
     """Throughput against FPGA count (Fig. 15): one row per ``(N, Gb/s)`` with the
     simulated period and images/s beside the mapper's compute period (the linear roof);
-    ``linear`` is whether the chain still runs at its compute period. For the bench."""
+    ``linear`` is whether the chain still runs at its compute period. For the bench.
+    Defaults: the paper's setting (spec §4.8): its cost model (1 DSP per MAC, 200 MHz)
+    with 32-bit words on the links, the bandwidth per link and direction."""
     from ...boards import get_board
     from .mapper import map_network
     from .network import builtin
@@ -81,12 +83,12 @@ def scaling_rows(network, fpgas, gbps=(150.0, 250.0), images=6, board="vc709",
     for n in fpgas:
         for g in gbps:
             mapping = map_network(chain, n, get_board(board), precision=precision,
-                                  link_gbps=g, check_storage=False)
+                                  link_gbps=g, check_storage=False, word_bits=word_bits)
             plan = ClusterPlan(json.loads(json.dumps(mapping.as_json(), default=str)))
             began = time.monotonic()
             found = simulate(plan, ClusterConfig(images=images))
             rows.append({
-                "network": network, "fpgas": n, "link_gbps": g,
+                "network": network, "fpgas": n, "link_gbps": g, "word_bits": word_bits,
                 "period_cycles": found["period_cycles"],
                 "compute_period_cycles": mapping.compute_period,
                 "mapper_period_cycles": mapping.period,
