@@ -268,6 +268,7 @@ def _run_mpi(plan, config, comm, log=None):
     if size > plan.n:
         raise UsageError(f"--ranks {size}: more ranks than the mapping's {plan.n} nodes")
     first, last = blocks(plan, size)[rank]
+    results = comm.Dup()          # the summaries apart from the samples' messages
     loop = _rank_loop(plan, config, first, last, log if rank == 0 else None)
     sent = []
     try:
@@ -290,15 +291,17 @@ def _run_mpi(plan, config, comm, log=None):
     MPI.Request.Waitall([q for q, _ in sent])
     text = np.frombuffer(json.dumps(mine).encode(), dtype=np.uint8)
     if rank:
-        comm.Send(np.ascontiguousarray(text), dest=0, tag=_RESULT)
+        results.Send(np.ascontiguousarray(text), dest=0, tag=_RESULT)
+        results.Free()
         return None
     found = list(mine)
     for source in range(1, size):
         status = MPI.Status()
-        comm.Probe(source=source, tag=_RESULT, status=status)
+        results.Probe(source=source, tag=_RESULT, status=status)
         data = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
-        comm.Recv(data, source=source, tag=_RESULT)
+        results.Recv(data, source=source, tag=_RESULT)
         found += json.loads(data.tobytes().decode())
+    results.Free()
     return found
 
 
