@@ -37,16 +37,24 @@ result is bit-identical for any rank count.
   ``act_ram_samples``); FP waits for it, and on node 1 so does the image (the admission of
   samples). The pixel waits in the link's receive buffer of its stream (one virtual channel
   per stream), so it stalls neither the other streams nor the bypass (DP1), which is
-  relayed as it arrives. PAB and the receive buffers are measured, not enforced: their peak
-  is reported beside the mapping's depths (spec §5 check 4). ``inflight`` optionally caps
-  the samples admitted before the oldest has left node 1's PG.
+  relayed as it arrives. PAB is measured, not enforced: its peak is reported beside the
+  mapping's depth (spec §5 check 4); the links' receive buffers are unbounded.
+  ``inflight`` optionally caps the samples admitted before the oldest has left node 1's
+  PG.
+* Links: convention "link" of spec §2.10 (the bandwidth per neighbour link and
+  direction), the streams of a boundary in weighted round robin (:class:`.Link`).
 * Weight update (spec §3.8): a segment updates when its PG has finished the last sample of
   mini-batch ``M``; the samples of ``M + 1`` whose FP started there before are the stale
   ones, counted per node (the paper's "first 5 samples"). The update window itself
   (``⌈n_out/P⌉ · ⌈n_in/Q⌉`` cycles per mini-batch) is not charged.
 * FC layers: their modules take at least the mapping's DDR period per sample (the weights
   stream from DDR once per ``fc_batch``).
-* Links: convention "link" of spec §2.10 (the bandwidth per neighbour link and direction).
+
+Figures: a sample is done when its last PG (or EB) finishes on every node; the period is
+the mean spacing of the done times over the second half of the samples; the fill latency
+is sample 0's round trip (admission to done), the forward latency its admission to its loss;
+idle stages per node ``1 − work / (MAC units · period)`` (spec §2.8, at the simulated
+period); link Gb/s per direction the words each link carried per sample at that rate.
 """
 
 import argparse
