@@ -16,6 +16,8 @@
     nnrtl map ENGINE (--model M | --network NAME) --fpgas N --board B
               [--precision P] [--link-gbps G] [--image-size S] [--param k=v]... -o DIR
               [--force]
+    nnrtl cluster ENGINE --mapping DIR/mapping.json [--ranks R] [--images K] [--param k=v]...
+                  [--json]
     nnrtl train ENGINE --board B --model M --inputs X.npy --targets Y.npy [--loss L]
                 [--lr F] [--steps N] [--backend golden|rtl] [--param k=v]... -o DIR
                 [engine options]
@@ -39,8 +41,9 @@ from pathlib import Path
 
 from ..boards import BOARDS, vivado_part
 from ..sim.patterns import PATTERNS
-from .engines import (ExploreRequest, MapRequest, ModelRequest, SimRequest, add_throughput,
-                      check_fit, engines, get_board_or_usage_error, get_engine)
+from .engines import (ClusterRequest, ExploreRequest, MapRequest, ModelRequest, SimRequest,
+                      add_throughput, check_fit, engines, get_board_or_usage_error,
+                      get_engine)
 from .errors import CheckFailed, UsageError
 from .params import param_help, parse_params
 from .progress import progress
@@ -359,6 +362,24 @@ def _cmd_map(args):
     progress(f"wrote {Path(args.output) / 'mapping.json'}")
 
 
+def _cmd_cluster(args):
+    engine = get_engine(args.engine)
+    hook = engine.hook("cluster", "cluster simulator (nnrtl cluster)")
+    if not Path(args.mapping).is_file():
+        raise UsageError(f"--mapping {args.mapping}: no such file (give the mapping.json "
+                         f"'nnrtl map' wrote)")
+    if args.ranks < 1:
+        raise UsageError(f"--ranks must be a positive integer, not {args.ranks}")
+    if args.images is not None and args.images < 1:
+        raise UsageError(f"--images must be a positive integer, not {args.images}")
+    run = hook(ClusterRequest(mapping=Path(args.mapping), ranks=args.ranks,
+                              images=args.images, params=tuple(args.param), log=progress))
+    if args.json:
+        print(json.dumps(run.as_json(), indent=2))
+    else:
+        print(run.table())
+
+
 def _cmd_report(args):
     from .report import write_report
 
@@ -508,6 +529,23 @@ def _parser():
     mapping.add_argument("--force", action="store_true", help="replace DIR if nnrtl "
                          "wrote it")
     mapping.set_defaults(run=_cmd_map)
+
+    cluster = commands.add_parser("cluster", help="cycle-level simulation of a mapped "
+                                  "chain of FPGAs on MPI ranks: throughput, idle stages, "
+                                  "link bandwidth, buffer peaks")
+    cluster.add_argument("engine", metavar="ENGINE", help="an engine with a cluster "
+                         "simulator")
+    cluster.add_argument("--mapping", required=True, metavar="FILE",
+                         help="DIR/mapping.json written by 'nnrtl map'")
+    cluster.add_argument("--ranks", type=int, default=1, metavar="R", help="MPI ranks "
+                         "(default 1; above 1 the simulator starts its own MPI job)")
+    cluster.add_argument("--images", type=int, metavar="K", help="samples to simulate "
+                         "(default: the engine's)")
+    cluster.add_argument("--param", action="append", default=[], metavar="k=v",
+                         help="a simulator option of the engine; repeatable")
+    cluster.add_argument("--json", action="store_true", help="print JSON instead of a "
+                         "table")
+    cluster.set_defaults(run=_cmd_cluster)
 
     train = commands.add_parser("train", help="SGD steps with the engine's part of "
                                 "training in its golden model or RTL, the rest in PyTorch; "

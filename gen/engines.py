@@ -38,6 +38,10 @@ Optional hooks (``None`` when an engine has none)::
                                     ``request.fpgas`` boards; request: :class:`MapRequest`;
                                     the result has ``table()`` for a terminal and
                                     ``as_json()`` for ``mapping.json``)
+    cluster(request)             -> ClusterRun       (nnrtl cluster: a cycle-level simulation
+                                    of a mapping's chain of boards on ``request.ranks``
+                                    MPI ranks; request: :class:`ClusterRequest`; the result
+                                    has ``table()`` and ``as_json()``)
 """
 
 import dataclasses
@@ -50,7 +54,8 @@ from ..hw.presets import Preset
 from .errors import UsageError
 
 __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
-           "ExploreRequest", "Exploration", "MapRequest", "Mapping", "ENTRY_POINT_GROUP", "engines", "register",
+           "ExploreRequest", "Exploration", "MapRequest", "Mapping", "ClusterRequest", "ClusterRun",
+           "ENTRY_POINT_GROUP", "engines", "register",
            "unregister", "get_engine", "check_fit", "budget", "LUT_SHARE", "board_clock_hz", "add_throughput",
            "get_board_or_usage_error", "HOOKS"]
 
@@ -59,7 +64,7 @@ ENTRY_POINT_GROUP = "nnrtl.engines"
 
 #: The optional hooks, in the order ``nnrtl engines`` lists them.
 HOOKS = ("load_model", "model_files", "explore", "train", "bench", "breakdown", "report",
-         "clock", "map")
+         "clock", "map", "cluster")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,6 +189,28 @@ class Mapping(Protocol):
 
 
 @dataclasses.dataclass(frozen=True)
+class ClusterRequest:
+    """``nnrtl cluster``: simulate the chain of ``mapping`` (a ``mapping.json`` written by
+    ``nnrtl map``) for ``images`` samples on ``ranks`` MPI ranks; ``params`` are the
+    ``--param k=v`` strings of the engine's own simulator options."""
+
+    mapping: Path
+    ranks: int = 1
+    images: int | None = None
+    params: tuple = ()
+    log: Callable | None = None
+
+
+class ClusterRun(Protocol):
+    """What a ``cluster`` hook returns: :meth:`table` for a terminal (throughput, per-node
+    idle and buffer peaks, per-link bandwidth), :meth:`as_json` for ``--json``."""
+
+    def table(self) -> str: ...
+
+    def as_json(self) -> dict: ...
+
+
+@dataclasses.dataclass(frozen=True)
 class Engine:
     """One engine: its configuration, its RTL and its models, reached through hooks.
 
@@ -199,8 +226,8 @@ class Engine:
         The required hooks (see the module).
     presets : dict
         Name to :class:`Preset`.
-    load_model, model_files, explore, train, bench, breakdown, report, clock, map : callable
-        or None
+    load_model, model_files, explore, train, bench, breakdown, report, clock, map, cluster :
+        callable or None
         The optional hooks.
     """
 
@@ -221,6 +248,7 @@ class Engine:
     report: Callable | None = None
     clock: Callable | None = None
     map: Callable | None = None
+    cluster: Callable | None = None
 
     def __post_init__(self):
         if not self.name.isidentifier() or self.name != self.name.lower():

@@ -1,5 +1,6 @@
-"""The FPDeep engine's ``map`` hook (``nnrtl map fpdeep ...``), ready for the engine's
-registration (``Engine(..., map=map_hook)``) once its RTL top exists.
+"""The FPDeep engine's ``map`` hook (``nnrtl map fpdeep ...``) and ``cluster`` hook
+(``nnrtl cluster fpdeep ...``), ready for the engine's registration (``Engine(...,
+map=map_hook, cluster=cluster_hook)``) once its RTL top exists.
 
 Defaults: precision ``fixed16`` (the paper's cost model, :mod:`.cost`), links 150 Gb/s
 per link and direction (the paper's inter-board constraint, Fig. 15), 224 x 224 images
@@ -21,12 +22,14 @@ from .mapper import map_network
 from .network import BUILTIN, builtin, from_network
 from .partition import OCP_MIN_IC
 
-__all__ = ["map_hook", "DEFAULT_PRECISION", "DEFAULT_LINK_GBPS", "DEFAULT_IMAGE_SIZE",
+__all__ = ["map_hook", "cluster_hook", "DEFAULT_IMAGES", "DEFAULT_PRECISION", "DEFAULT_LINK_GBPS", "DEFAULT_IMAGE_SIZE",
            "OPTIONS"]
 
 DEFAULT_PRECISION = "fixed16"
 DEFAULT_LINK_GBPS = 150.0
 DEFAULT_IMAGE_SIZE = 224
+#: Samples ``nnrtl cluster`` simulates without ``--images``.
+DEFAULT_IMAGES = 8
 #: Largest image side tried when inferring a model file's.
 MAX_INFERRED_SIZE = 1024
 
@@ -101,3 +104,16 @@ def map_hook(request):
         ocp_min_ic=options["ocp_min_ic"], fc_batch=options["fc_batch"],
         balance=bool(options["balance"]), check_storage=True,
         word_bits=options["word_bits"])
+
+
+def cluster_hook(request):
+    """``nnrtl cluster``: :func:`~.cluster.run_cluster` for a
+    :class:`nnrtl.gen.engines.ClusterRequest`; ``--param`` takes the options of
+    :data:`.cluster.OPTIONS` (``link_gbps``, ``link_latency``, ``inflight``, ``minibatch``,
+    ``timing.<field>`` of :class:`~.cluster_node.NodeTiming`)."""
+    from .cluster import config_from_params, run_cluster
+    from .cluster_report import ClusterRun
+
+    config = config_from_params(request.images or DEFAULT_IMAGES, request.params)
+    result, seconds = run_cluster(request.mapping, config, request.ranks, request.log)
+    return ClusterRun(result, request.ranks, seconds)

@@ -495,3 +495,87 @@ def test_generate_with_a_model_prints_the_host_files_then_the_configuration(tmp_
                                    for name, value in manifest["parameters"].items()]
     assert "  seq_len = 4" in chosen and "  pes = 8" in chosen
     assert manifest["model"]["path"] == str(tmp_path / "ok.pt")
+
+
+# -- nnrtl cluster: the generic command reaches a simulator through an engine's `cluster`
+# hook (a toy engine with FPDeep's hook, registered at run time: FPDeep has no RTL top yet)
+
+@pytest.fixture
+def cluster_engine():
+    import dataclasses
+
+    from nnrtl.gen import engines as registry
+    from nnrtl.gen.engines import Engine
+    from nnrtl.gen.fpdeep.hooks import cluster_hook
+    from nnrtl.hw.demo import DemoConfig, DemoEngine
+
+    @dataclasses.dataclass(frozen=True)
+    class Lanes:
+        lanes: int = 2
+
+    engine = Engine(name="chain", summary="a toy engine with FPDeep's cluster hook",
+                    config_class=Lanes, top=lambda config: DemoEngine(DemoConfig(lanes=2)),
+                    resources=lambda config, family: {"dsp": 1},
+                    predict=lambda config, workload: {}, simulate=lambda request: {},
+                    cluster=cluster_hook)
+    registry.register(engine)
+    yield engine
+    registry.unregister("chain")
+
+
+@pytest.fixture(scope="module")
+def mapping_file(tmp_path_factory):
+    from nnrtl.gen.fpdeep import builtin, map_network
+
+    mapping = map_network(builtin("alexnet", 67), 3, BOARDS["vc709"], link_gbps=150.0,
+                          check_storage=False)
+    path = tmp_path_factory.mktemp("map") / "mapping.json"
+    path.write_text(json.dumps(mapping.as_json(), default=str))
+    return path, mapping
+
+
+def test_cluster_prints_throughput_nodes_and_links(cluster_engine, mapping_file, capsys):
+    path, mapping = mapping_file
+    code, out, _ = run(capsys, "cluster", "chain", "--mapping", str(path), "--images", "4")
+    assert code == 0
+    assert "alexnet on 3 FPGAs, 4 images, links 150.0 Gb/s" in out
+    assert f"(mapper {mapping.period:,})" in out
+    assert re.search(r"^\s+3\s+[\d.]+\s", out, re.M)            # a line per node
+    assert re.search(r"^\s+2-3\s+[\d.]+\s+[\d.]+$", out, re.M)   # a line per link
+
+
+def test_cluster_json_is_the_simulation(cluster_engine, mapping_file, capsys):
+    from nnrtl.gen.fpdeep.cluster import ClusterConfig, simulate
+    from nnrtl.gen.fpdeep.cluster_node import ClusterPlan
+
+    path, _ = mapping_file
+    code, out, _ = run(capsys, "cluster", "chain", "--mapping", str(path), "--images", "3",
+                       "--param", "link_latency=7", "--json")
+    assert code == 0
+    plan = ClusterPlan(json.loads(path.read_text()))
+    expected = simulate(plan, ClusterConfig(images=3, link_latency=7))
+    assert json.loads(out) == json.loads(json.dumps(expected))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--mapping", "missing.json"], "--mapping missing.json: no such file"),
+    (["--ranks", "0"], "--ranks must be a positive integer, not 0"),
+    (["--images", "0"], "--images must be a positive integer, not 0"),
+    (["--ranks", "4"], "--ranks 4: more ranks than the mapping's 3 nodes"),
+    (["--param", "link_gbps=-1"], "--link-gbps must be a non-negative number"),
+    (["--param", "warp=9"], "--param 'warp=9': the cluster simulator's options are"),
+])
+def test_cluster_bad_input_exits_2(cluster_engine, mapping_file, capsys, argv, message):
+    path, _ = mapping_file
+    if argv[0] != "--mapping":
+        argv = ["--mapping", str(path), *argv]
+    code, out, err = run(capsys, "cluster", "chain", *argv)
+    assert code == 2 and not out
+    assert message in err and "Traceback" not in err
+
+
+def test_cluster_needs_an_engine_with_the_hook(mapping_file, capsys):
+    path, _ = mapping_file
+    code, _, err = run(capsys, "cluster", "demo", "--mapping", str(path))
+    assert code == 2
+    assert "demo has no cluster simulator (nnrtl cluster); engines with one:" in err
