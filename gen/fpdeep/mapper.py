@@ -404,7 +404,8 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                 layer.name, index, layer.kind, mode, lo, hi, n_in, n_out, k, pixels, p, q,
                 modules, units, units * model.dsp_per_mac, units * model.lut_per_mac,
                 pixels * -(-n_out // p) * -(-n_in // q), modules * pixels * n_out * n_in * k * k,
-                completes, resid[index]))
+                completes, resid[index], stride=layer.stride, pad=layer.pad,
+                w_in=layer.w_in, pool=layer.pool, relu=layer.relu))
         units = sum(c.mac_units for c in configs)
         need = sum(stores[n].values())
         bram = math.ceil(need / words_per_bram)

@@ -57,15 +57,29 @@ def test_config_refusals():
 
 
 def test_config_from_mapper():
-    """A mapped network's segments give FP modules once the mapper fills the new fields;
-    those it leaves at their defaults are refused by name."""
-    mapping = map_network(builtin("vgg16"), 15, get_board("vc709"), check_storage=False)
-    seg = mapping.nodes[0].segments[0]
-    if seg.w_in:
-        assert FpConfig.from_segment(seg, "fixed16").w_out ** 2 == seg.pixels
-    else:
-        with pytest.raises(UsageError, match=f"layer {seg.layer}: the segment has no w_in"):
-            FpConfig.from_segment(seg, "fixed16")
+    """Every conv segment of a mapped network carries its layer's geometry; one whose CE
+    has a tile per input channel (``q == n_in``) gives an FP module with the segment's
+    pixels, the others are refused naming ``q`` and ``n_in`` (time-multiplexed input
+    channels are not built yet)."""
+    chain = builtin("alexnet")
+    mapping = map_network(chain, 15, get_board("vc709"), check_storage=False)
+    layers = {layer.name: layer for layer in chain.layers}
+    built = refused = 0
+    for node in mapping.nodes:
+        for seg in node.segments:
+            layer = layers[seg.layer]
+            assert (seg.stride, seg.pad, seg.w_in, seg.pool, seg.relu) == \
+                (layer.stride, layer.pad, layer.w_in, layer.pool, layer.relu)
+            if seg.kind != "conv":
+                continue
+            if seg.q == seg.n_in:
+                assert FpConfig.from_segment(seg, "fixed16").pixels == seg.pixels
+                built += 1
+            else:
+                with pytest.raises(UsageError, match=rf"q \({seg.q}\) must equal n_in"):
+                    FpConfig.from_segment(seg, "fixed16")
+                refused += 1
+    assert built >= 1 and refused >= 1
 
 
 # -- line buffer -------------------------------------------------------------------------

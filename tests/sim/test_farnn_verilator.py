@@ -64,9 +64,10 @@ def check(name, backpressure, seed):
     return result
 
 
-#: Built by ``make test-slow`` only (one Verilator build less in ``make test``; S = 1 runs
-#: in the fast suite in the Amaranth simulator, tests/hw/test_farnn_engine.py).
-SLOW = ("gru-s1-b1",)
+#: Built by ``make test-slow`` only (two Verilator builds less in ``make test``, about five
+#: minutes): S = 1 and the projection run in the fast suite in the Amaranth simulator,
+#: tests/hw/test_farnn_engine.py, gapless and under random pauses.
+SLOW = ("gru-s1-b1", "lstm-proj-s2-b1")
 
 
 @pytest.mark.parametrize("backpressure", PATTERNS)
