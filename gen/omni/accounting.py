@@ -26,6 +26,7 @@ import numpy as np
 from ..errors import UsageError
 from .compress import record_bytes
 from .skipping import kept_cells, magnitude_map
+from .workload import kept_mask
 
 __all__ = ["Workload", "TABLE_I", "TABLE_I_LOSS", "PAPER_FOOTPRINT", "PAPER_DATA_MOVEMENT",
            "PAPER_DENSITY", "parameter_bytes", "footprint", "data_movement", "reduction",
@@ -83,16 +84,6 @@ def parameter_bytes(workload, layer):
     return 4 * 4 * hidden * (workload.layer_input(layer) + hidden + 1)
 
 
-def _kept(workload, kept):
-    if kept is None:
-        return np.ones((workload.layers, workload.length), dtype=bool)
-    kept = np.asarray(kept, dtype=bool)
-    if kept.shape != (workload.layers, workload.length):
-        raise UsageError(f"kept must be layers x length = {workload.layers} x "
-                         f"{workload.length}, not {kept.shape}")
-    return kept
-
-
 def _intermediate_cell(workload, density):
     batch, hidden = workload.batch, workload.hidden_size
     if density is None:
@@ -113,7 +104,7 @@ def footprint(workload, density=None, kept=None):
     kept : LN x LL bool array, optional
         MS2's kept cells (``None``: all).
     """
-    kept = _kept(workload, kept)
+    kept = kept_mask(workload, kept)
     per_layer = kept.sum(axis=1)
     weights = 2 * sum(parameter_bytes(workload, layer) for layer in range(workload.layers))
     activations = sum(int(count) * 4 * workload.batch * (workload.layer_input(layer)
@@ -132,7 +123,7 @@ def data_movement(workload, density=None, kept=None, rows=None):
     ``rows`` is the fraction of weight rows a BP cell fetches (default: ``density`` with
     MS1, per-sample row skipping, else 1); ``density`` and ``kept`` as in
     :func:`footprint`."""
-    kept = _kept(workload, kept)
+    kept = kept_mask(workload, kept)
     if rows is None:
         rows = 1.0 if density is None else density
     held = footprint(workload, density, kept)

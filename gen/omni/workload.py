@@ -78,7 +78,7 @@ import numpy as np
 
 from ..errors import UsageError
 
-__all__ = ["KINDS", "PHASES", "Task", "training_graph", "estimate", "check_graph"]
+__all__ = ["KINDS", "PHASES", "Task", "training_graph", "estimate", "check_graph", "kept_mask"]
 
 #: The two kinds of task, in the order of the scheduler's groups.
 KINDS = ("matmul", "ew")
@@ -132,7 +132,9 @@ def _slices(size, tiles):
     return [size // count + (1 if j < size % count else 0) for j in range(count)]
 
 
-def _kept(workload, kept):
+def kept_mask(workload, kept):
+    """``kept`` (MS2's kept cells, ``layers x length`` booleans; ``None``: all) as a
+    boolean array, checked against ``workload``'s shape."""
     if kept is None:
         return np.ones((workload.layers, workload.length), dtype=bool)
     kept = np.asarray(kept, dtype=bool)
@@ -169,7 +171,7 @@ def training_graph(workload, *, tiles, ms1=False, kept=None, density=1.0):
         raise UsageError(f"tiles must be a positive integer, not {tiles!r}")
     if not isinstance(density, (int, float)) or not 0 < density <= 1:
         raise UsageError(f"density must be a number in (0, 1], not {density!r}")
-    kept = _kept(workload, kept)
+    kept = kept_mask(workload, kept)
     ln, ll, batch, hidden = workload.layers, workload.length, workload.batch, workload.hidden_size
     units = _slices(hidden, tiles)
     tasks, index = [], {}
