@@ -6,7 +6,9 @@ run by ``make bench`` and never by the test suite.
 ``arith``
     Yosys resources and logic levels of the arithmetic units (fp32 add, multiply,
     streaming accumulator, activations; fixed-point multiply, MAC, PWL activations) for
-    ``xc7`` and ``xcup``, beside the eta-LSTM accumulator figures.
+    ``xc7`` and ``xcup``, beside the eta-LSTM accumulator figures (Table III: the paper's
+    8-stage-adder accumulator, so the L = 8 row is the one to compare), and one eta-LSTM
+    Omni-PE.
 one per engine with a ``bench`` hook
     ``bench(out)`` returns ``(result, markdown)`` and may write more files under ``out``
     (see each engine's ``gen/<engine>/bench.py``).
@@ -32,11 +34,15 @@ PAPER_ACCUMULATOR = {"eta-LSTM accumulator": (463, 608), "Xilinx accumulator IP"
 def _arith_units():
     from ..hw.arith import (FP32, FixedMac, FixedMul, FloatAdd, FloatMul, FloatSigmoid,
                             FloatTanh, PWLSigmoid, PWLTanh, QFormat, StreamingAccumulator)
+    from ..hw.omni import OmniPE, OmniPEConfig
     q16 = QFormat(16, 12)
     return {
         "fp32 add (3 stages)": lambda: FloatAdd(FP32),
         "fp32 multiply (3 stages)": lambda: FloatMul(FP32),
         "fp32 streaming accumulator (L=3)": lambda: StreamingAccumulator(FP32),
+        "fp32 streaming accumulator (L=8, eta-LSTM)":
+            lambda: StreamingAccumulator(FP32, adder_stages=8),
+        "eta-LSTM Omni-PE (fp32, OmniPEConfig defaults)": lambda: OmniPE(OmniPEConfig()),
         "fp32 sigmoid (table + interpolation)": lambda: FloatSigmoid(FP32),
         "fp32 tanh (table + interpolation)": lambda: FloatTanh(FP32),
         "fixed 16x16->32 multiply": lambda: FixedMul(q16, q16),

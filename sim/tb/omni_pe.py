@@ -24,13 +24,7 @@ from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["random_jobs", "random_operands", "amaranth_run", "check_in_amaranth",
-           "command_word", "pe_spec", "build_pe", "PATTERNS", "omni_pe_matches_model",
-           "accumulator_resources", "pe_resources", "PAPER_ACCUMULATOR"]
-
-#: Table III of the paper (Vivado): its fp32 streaming accumulator and the Xilinx
-#: floating-point accumulator IP, ``(LUT, FF, latency in cycles)``.
-PAPER_ACCUMULATOR = {"eta-LSTM accumulator": (463, 608, 50),
-                     "Xilinx accumulator IP": (821, 969, 20)}
+           "command_word", "pe_spec", "build_pe", "PATTERNS", "omni_pe_matches_model"]
 
 #: Gap / stall probabilities: none, gaps only, backpressure only, both.
 PATTERNS = [(0.0, 0.0), (0.4, 0.0), (0.0, 0.5), (0.3, 0.4)]
@@ -81,51 +75,6 @@ def build_pe(spec):
 
     fields = dict(spec, fmt=FloatFormat(*spec["fmt"]))
     return OmniPE(OmniPEConfig(**fields))
-
-
-def _yosys_counts(component, family):
-    """Yosys ``synth_xilinx`` counts of ``component`` (flattened, out of context): ``lut``
-    (logic), ``lut_memory``, ``ff``, ``dsp``, ``bram36``, ``carry``, ``logic_levels``."""
-    import tempfile
-    from pathlib import Path
-
-    from nnrtl.gen.synth import count_resources, run_yosys
-    from nnrtl.sim.runner import to_verilog
-
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "unit.v"
-        path.write_text(to_verilog(component, "unit"))
-        cells, levels, seconds = run_yosys(path, "unit", family, scratch)
-    counts = count_resources(cells)
-    return {"lut": counts["lut_logic"], "lut_memory": counts["lut_memory"],
-            "ff": counts["ff"], "dsp": counts["dsp"], "bram36": counts["bram36"],
-            "carry": counts["carry"], "logic_levels": levels,
-            "yosys_seconds": round(seconds, 1)}
-
-
-def accumulator_resources(family="xcup", *, adder_stages=8):
-    """Yosys resources of the fp32 :class:`~nnrtl.hw.arith.accumulator.
-    StreamingAccumulator` with ``adder_stages`` (the paper's 8), beside Table III
-    (:data:`PAPER_ACCUMULATOR`), with its latency at 1024 inputs. Minutes (Yosys); for
-    the bench, never the tests."""
-    from nnrtl.hw.arith.accumulator import StreamingAccumulator
-    from nnrtl.hw.arith.float_format import FP32
-
-    unit = StreamingAccumulator(FP32, adder_stages=adder_stages)
-    return {"family": family, "adder_stages": adder_stages,
-            "reduction_cycles": unit.reduction_cycles, "latency_1024": unit.latency(1024),
-            **_yosys_counts(unit, family),
-            "paper": {name: {"lut": lut, "ff": ff, "latency_1024": 1024 + latency}
-                      for name, (lut, ff, latency) in PAPER_ACCUMULATOR.items()}}
-
-
-def pe_resources(config=None, family="xcup"):
-    """Yosys resources of one :class:`OmniPE` (default :class:`OmniPEConfig`). Minutes."""
-    from nnrtl.hw.omni.config import OmniPEConfig
-    from nnrtl.hw.omni.pe import OmniPE
-
-    config = config or OmniPEConfig()
-    return {"family": family, **pe_spec(config), **_yosys_counts(OmniPE(config), family)}
 
 
 def command_word(pe, job):
