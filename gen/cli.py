@@ -267,11 +267,15 @@ def _cmd_sim(args):
     summary = _summary_wanted()
     outputs = _outputs_path(args.outputs) if args.outputs is not None else None
     engine, config, platform_class, binding = _configure(args)
+    if args.weight_load not in engine.weight_loads:
+        raise UsageError(f"--weight-load {args.weight_load}: engine {engine.name} loads "
+                         f"its weights only by {', '.join(engine.weight_loads)}")
     destination = _output_directory(args, engine, config, platform_class)
     request = SimRequest(
         config=config, board=platform_class, seed=args.seed, backpressure=args.backpressure,
         waves=args.waves, steps=args.steps, model=binding and binding.model,
-        inputs=binding and binding.inputs, outputs=outputs, log=progress)
+        inputs=binding and binding.inputs, outputs=outputs, log=progress,
+        weight_load=args.weight_load)
     start = time.monotonic()
     try:
         result = add_throughput(engine.simulate(request),
@@ -476,6 +480,10 @@ def _parser():
                      "(bursty: long output stalls)")
     sim.add_argument("--waves", default=False, choices=["fst", "vcd"],
                      help="write a waveform file (its path is in the JSON)")
+    sim.add_argument("--weight-load", default="stream", choices=["stream", "backdoor"],
+                     help="stream: the weights through the engine's weight port (default); "
+                     "backdoor: written into its weight memories by the simulator in no "
+                     "simulated time (full-size runs; engines that have one)")
     sim.add_argument("--inputs", metavar="X.npy", help="with --model: the inputs, seq_len x "
                      "input_size floats (also the calibration data)")
     sim.add_argument("--outputs", metavar="Y.npy", help="with --model: where the outputs go "

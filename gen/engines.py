@@ -92,6 +92,11 @@ class SimRequest:
         The user's inputs (:attr:`ModelBinding.inputs`), with ``model``.
     outputs : Path, optional
         Where the engine writes its outputs as floats (``.npy``), with ``model``.
+    weight_load : str
+        How the weights reach the engine: ``"stream"`` (through its weight port, as on
+        the board: the default) or ``"backdoor"`` (written into its on-chip weight
+        memories by the simulator in no simulated time; only an engine that lists it in
+        :attr:`Engine.weight_loads`).
     log : callable, optional
         Progress lines.
     """
@@ -106,6 +111,7 @@ class SimRequest:
     inputs: Any = None
     outputs: Path | None = None
     log: Callable | None = None
+    weight_load: str = "stream"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,6 +235,9 @@ class Engine:
     load_model, model_files, explore, train, bench, breakdown, report, clock, map, cluster :
         callable or None
         The optional hooks.
+    weight_loads : tuple of str
+        The :attr:`SimRequest.weight_load` values the ``simulate`` hook takes
+        (``("stream",)`` unless the engine has a back door into its weight memories).
     """
 
     name: str
@@ -249,6 +258,7 @@ class Engine:
     clock: Callable | None = None
     map: Callable | None = None
     cluster: Callable | None = None
+    weight_loads: tuple = ("stream",)
 
     def __post_init__(self):
         if not self.name.isidentifier() or self.name != self.name.lower():

@@ -61,6 +61,7 @@ def simulate(request):
         "steps": steps,
         "source_pauses": request.backpressure,
         "sink_pauses": request.backpressure,
+        "weight_load": request.weight_load,
     }
     result = run(_verilog(config), test_module="nnrtl.sim.tb.farnn", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_farnn",
@@ -113,4 +114,5 @@ ENGINE = Engine(
     train=_train,
     clock=_clock,
     bench=_bench,
+    weight_loads=("stream", "backdoor"),
 )

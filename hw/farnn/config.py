@@ -347,6 +347,13 @@ class FarnnConfig:
                                                                    "projection_t")
         return tuple(self.matrix(name) for name in names if name in self.matrices)
 
+    def weight_bases(self, phase):
+        """The first weight address of each matrix of :meth:`pass_matrices` in a PE's
+        memory: the gate matrix at 0, the projection block after it (at the gate
+        matrix's :attr:`MatrixShape.weights_per_pe`, ``D_m``)."""
+        shapes = self.pass_matrices(phase)
+        return (0,) + (shapes[0].weights_per_pe,) * (len(shapes) - 1)
+
     def slices(self, phase):
         """Rounds ``S`` of the gate matrices in pass ``phase``: FW ``ceil(H / P_unit)``, BW
         ``ceil(recurrent_size / P_unit)`` (they differ with a projection)."""

@@ -147,8 +147,7 @@ class EngineDatapath(CellSinks):
         self.load_bw, self.load_job, self.ser_job = Signal(), Signal(), Signal()
         job = Mux(self.loading, self.load_job, self.ser_job)
         bw = Mux(self.loading, self.load_bw, self.bw)
-        bases = [[0] + [shapes[0].weights_per_pe] * (len(shapes) - 1)
-                 for shapes in self.shapes]
+        bases = [cfg.weight_bases(phase) for phase in ("fw", "bw")]
         base = self.pick(bw, job, lambda shape: bases[shape.name.endswith("_t")][
             shape.name.startswith("projection")])
         for unit in self.mvms:

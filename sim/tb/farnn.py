@@ -6,7 +6,9 @@ Parameters (``tb_params()``): ``config`` (the :class:`~nnrtl.hw.farnn.FarnnConfi
 ``steps`` (time steps of a pass), ``phases`` (the passes to run in order, default ``["fw",
 "bw"]``), ``inputs`` (optional: an ``.npz`` of the passes' inputs), ``outputs`` (optional:
 the ``.npz`` the RTL's outputs are written to), ``source_pauses`` / ``sink_pauses``
-(names of :data:`nnrtl.sim.patterns.PATTERNS`), ``seed``.
+(names of :data:`nnrtl.sim.patterns.PATTERNS`), ``seed``, ``weight_load`` (``"stream"``,
+the default; ``"backdoor"``: :func:`backdoor_load`, for full-size runs; ``"stream+check"``:
+the stream load, then every PE memory compared with what the back door writes).
 
 One data path (:mod:`nnrtl.sim.tb.farnn_io`: the arrays, their streams and shapes): the
 inputs are the file's (what the trainer's ``rtl`` backend sends: its weight streams, input
@@ -96,6 +98,65 @@ async def load(bench, data, phase):
     await bench.wait_field("status", "loading", 0, f"the end of the {phase} load")
 
 
+def backdoor_writes(config, phase, data):
+    """What :func:`load` of pass ``phase`` leaves in the PEs' weight memories, as
+    ``(unit, chain, pe, base, words)`` blocks: the MVM unit's load rule
+    (:mod:`nnrtl.hw.farnn.mvm`) -- lane ``c`` of a unit's frame feeds chain ``c``, PE
+    ``k`` keeps the ``k``-th block of :attr:`~nnrtl.hw.farnn.config.MatrixShape.
+    weights_per_pe` words, written from the matrix's
+    :meth:`~nnrtl.hw.farnn.FarnnConfig.weight_bases` on. GRU's ``bR_n`` frame is not
+    here (:func:`backdoor_load` writes the ``bias`` memory)."""
+    frames = farnn_io.weight_frames(config, phase, data)
+    shapes = config.pass_matrices(phase)
+    bases = config.weight_bases(phase)
+    for index, frame in enumerate(frames[:config.units * len(shapes)]):
+        unit, job = divmod(index, len(shapes))
+        words = shapes[job].weights_per_pe
+        frame = np.asarray(frame).reshape(config.chain_length, words, config.chains)
+        for chain in range(config.chains):
+            for pe in range(config.chain_length):
+                yield unit, chain, pe, bases[job], frame[pe, :, chain]
+
+
+async def backdoor_load(bench, data, phase):
+    """LOAD of pass ``phase`` through the simulator instead of ``s_weights``: each
+    PE's weight memory written directly (:func:`backdoor_writes`; GRU FW: the ``bias``
+    rows too), in no simulated time. For full-size runs, where the stream load is
+    about 2 cycles a beat over ``units * chain_length * weights_per_pe`` beats (530,000
+    cycles at 576 PEs) at some 130 simulated cycles a second; the stream load itself is
+    checked on the scaled configurations, and ``tests/sim/test_farnn_verilator.py``
+    checks that this back door leaves exactly what the stream load leaves."""
+    from cocotb.handle import Immediate
+
+    await bench.regs.write("phase", PHASES[phase])
+    await bench.regs.write("steps", CONFIG.seq_len)
+    await bench.regs.write("batch", CONFIG.batch)
+    dut = bench.dut
+    for unit, chain, pe, base, words in backdoor_writes(CONFIG, phase, data):
+        memory = getattr(getattr(getattr(dut, f"unit{unit}"), f"chain{chain}"),
+                         f"pe{pe}").memory
+        for address, word in enumerate(words.tolist()):
+            memory[base + address].value = Immediate(int(word))
+    if CONFIG.cell == "gru" and phase == "fw":
+        frames = farnn_io.weight_frames(CONFIG, phase, data)
+        for row, beat in enumerate(np.asarray(frames[-1]).tolist()):
+            dut.bias[row].value = Immediate(
+                sum(int(word) << (32 * lane) for lane, word in enumerate(beat)))
+
+
+async def memory_words(bench, config, phase, data):
+    """The PEs' weight memories where :func:`backdoor_writes` writes, read back: a
+    list of ``(unit, chain, pe, want, got)`` blocks that differ (empty: identical)."""
+    differ = []
+    for unit, chain, pe, base, words in backdoor_writes(config, phase, data):
+        memory = getattr(getattr(getattr(bench.dut, f"unit{unit}"), f"chain{chain}"),
+                         f"pe{pe}").memory
+        got = [int(memory[base + a].value) for a in range(len(words))]
+        if got != words.tolist():
+            differ.append((unit, chain, pe, words.tolist(), got))
+    return differ
+
+
 async def run(bench, phase, data, expected):
     """START of pass ``phase``: its input cells (:func:`farnn_io.input_cells` of ``data``)
     one frame a step; each sink's frames checked against the cells of ``expected`` (the
@@ -144,8 +205,20 @@ async def layer_pass_matches_golden_model(dut):
         data = inputs(phases)
         expected = {phase: farnn_io.expected_outputs(CONFIG, phase, data) for phase in phases}
         records, outputs = [], {}
+        weight_load = PARAMS.get("weight_load", "stream")
         for phase in phases:
-            await load(bench, data, phase)
+            if weight_load == "backdoor":
+                await backdoor_load(bench, data, phase)
+            else:
+                await load(bench, data, phase)
+                if weight_load == "stream+check":
+                    differ = await memory_words(bench, CONFIG, phase, data)
+                    if differ:
+                        unit, chain, pe, want, got = differ[0]
+                        raise BenchFailure(
+                            f"{len(differ)} PE memories differ from the back door's "
+                            f"words after the {phase} stream load; first unit {unit} "
+                            f"chain {chain} pe {pe}: want {want[:4]}..., got {got[:4]}...")
             record, received = await run(bench, phase, data, expected[phase])
             records.append(record)
             outputs.update(farnn_io.arrays_of(CONFIG, phase, received))
@@ -170,6 +243,7 @@ async def layer_pass_matches_golden_model(dut):
             "stall_cycles": sum(p["activation_wait_cycles"] for p in records),
             **{name: sum(p[name] for p in records)
                for name in ("mac_cycles", "load_cycles", "activation_wait_cycles")},
+            "weight_load": weight_load,
             "phases": records,
             "outputs": PARAMS.get("outputs") or None,
         })

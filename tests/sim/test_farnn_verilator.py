@@ -92,3 +92,34 @@ def test_nnrtl_sim_farnn_prints_one_json_line(capsys):
     result = sim_json_line(capsys, code)
     assert result["engine"] == "farnn"
     assert [p["cycles"] for p in result["phases"]] == MEASURED["gru-s2-split-b2"]
+
+
+def test_backdoor_weight_load_leaves_what_the_stream_load_leaves():
+    """``weight_load="stream+check"``: after each pass's stream load every PE memory
+    holds exactly the words :func:`nnrtl.sim.tb.farnn.backdoor_writes` names (the bench
+    fails otherwise); then ``"backdoor"`` on the same data gives the same bit-exact
+    outputs and the same run cycles, with no load cycles."""
+    from nnrtl.sim.runner import simulate
+    from nnrtl.gen.farnn.engine import _verilog
+    import dataclasses
+
+    config = FarnnConfig(**CONFIGS["lstm-s2-b1"])
+    results = {}
+    for mode in ("stream+check", "backdoor"):
+        params = {"config": dataclasses.asdict(config), "steps": config.seq_len,
+                  "source_pauses": "none", "sink_pauses": "none", "weight_load": mode}
+        results[mode] = simulate(_verilog(config), test_module="nnrtl.sim.tb.farnn",
+                                 params=params, seed=5, name="nnrtl_farnn")
+    stream, backdoor = results["stream+check"], results["backdoor"]
+    assert stream["bit_exact"] is True and backdoor["bit_exact"] is True
+    assert stream["weight_load"] == "stream+check" and backdoor["weight_load"] == "backdoor"
+    assert [p["cycles"] for p in backdoor["phases"]] == MEASURED["lstm-s2-b1"]
+    assert [p["cycles"] for p in stream["phases"]] == MEASURED["lstm-s2-b1"]
+    assert stream["load_cycles"] > 0 and backdoor["load_cycles"] == 0
+
+
+def test_nnrtl_sim_weight_load_refused_by_an_engine_without_a_back_door(capsys):
+    code = main(["sim", "sbe", "--board", "zc706", "--weight-load", "backdoor"])
+    assert code == 2
+    assert "--weight-load backdoor: engine sbe loads its weights only by stream" in \
+        capsys.readouterr().err
