@@ -31,7 +31,7 @@ from nnrtl.hw.fpdeep.fp import FpModule, out_layout, partial_layout
 from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.lpram import load_layout
 from nnrtl.sim.golden.float import to_bits
-from nnrtl.sim.golden.fpdeep.fp import fp_module, pad_bias, pad_weights
+from nnrtl.sim.golden.fpdeep.fp import fp_module, pad_bias, pass_weights
 from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
@@ -96,16 +96,17 @@ def random_case(cfg, images, seed):
 
 def stimulus(cfg, case):
     """Payload integers per input stream: ``load``, ``act_in``, ``part_in`` (if any)."""
-    w = pad_weights(cfg, case["weights"])                  # (g, j, i, t)
+    w = pass_weights(cfg, case["weights"])                 # (row, j, i, t)
     b = pad_bias(cfg, case["bias"])
     load = []
     for bank in range(cfg.banks):
         i, t = divmod(bank, cfg.taps)
-        load += [pack(load_layout(cfg), {"bank": bank, "row": g, "data": list(w[g, :, i, t])})
-                 for g in range(cfg.groups)]
-    if cfg.completes:
-        load += [pack(load_layout(cfg), {"bank": cfg.banks, "row": g, "data": list(b[g])})
-                 for g in range(cfg.groups)]
+        load += [pack(load_layout(cfg), {"bank": bank, "row": row,
+                                         "data": list(w[row, :, i, t])})
+                 for row in range(cfg.rows)]
+    if cfg.completes:                      # the bias with the last pass of each group
+        load += [pack(load_layout(cfg), {"bank": cfg.banks, "row": (g + 1) * cfg.passes - 1,
+                                         "data": list(b[g])}) for g in range(cfg.groups)]
     pixel = pixel_layout(cfg.word_bits, cfg.n_in)
     act = [pack(pixel, list(image[y, x])) for image in case["act"]
            for y in range(cfg.w_in) for x in range(cfg.w_in)]
@@ -147,9 +148,9 @@ def fields_of(cfg):
 
 def model_cycles(cfg, images, loads):
     """Cycles the work takes without pauses, at most: the LPRAM load, then per image the
-    slower of the input (``w_in²`` beats) and the windows (``pixels · G``) plus the fill
-    (``K`` rows)."""
-    return loads + images * (max(cfg.w_in ** 2, cfg.pixels * cfg.groups)
+    slower of the input (``w_in²`` beats) and the windows (``pixels · G · passes``) plus the
+    fill (``K`` rows)."""
+    return loads + images * (max(cfg.w_in ** 2, cfg.cycles)
                              + cfg.k * cfg.w_in) + 200
 
 
