@@ -25,6 +25,8 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from cocotb.triggers import RisingEdge
 
+from nnrtl.gen.fpdeep import from_network
+from nnrtl.gen.models import Conv2d, Flatten, Linear, MaxPool2d, Network, ReLU
 from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.fpdeep.config import FpConfig
 from nnrtl.hw.fpdeep.fp import FpModule, out_layout, partial_layout
@@ -36,7 +38,7 @@ from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["pack", "unpack", "random_case", "stimulus", "expected", "config_of", "fields_of",
-           "model_cycles", "amaranth_run", "describe"]
+           "model_cycles", "amaranth_run", "describe", "small_cnn"]
 
 
 def pack(shape, value):
@@ -61,6 +63,18 @@ def unpack(shape, bits):
         width = elem.size if isinstance(elem, data.Layout) else Shape.cast(elem).width
         return [unpack(elem, bits >> (n * width)) for n in range(shape.length)]
     return bits & ((1 << Shape.cast(shape).width) - 1)
+
+
+def small_cnn():
+    """A small CNN for the mapper (:mod:`nnrtl.gen.fpdeep`): three 3×3 convolutions on a
+    16 × 16 image (3 → 8 → 12 → 10 channels, 2×2 pools after the first two, the third
+    without padding) and a Linear; on 2-3 VC709s the mapper gives it segments with
+    ``Q < S_IC``."""
+    layers = [Conv2d(np.zeros((8, 3, 3, 3)), padding=1), ReLU(), MaxPool2d(2),
+              Conv2d(np.zeros((12, 8, 3, 3)), padding=1), ReLU(), MaxPool2d(2),
+              Conv2d(np.zeros((10, 12, 3, 3)), padding=0), ReLU(), Flatten(),
+              Linear(np.zeros((5, 40)))]
+    return from_network(Network(layers), 16, "small")
 
 
 def config_of(fields):
