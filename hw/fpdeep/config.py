@@ -25,7 +25,12 @@ Decisions ([U] in the spec, taken here)
   adds the bias (shifted to the product scale), rounds half up to ``frac_bits`` fraction bits
   and saturates to 16 bits before the SFU.
 * **fp32**: the ``hw/arith`` units, IEEE RNE, subnormals exact; each product rounded once,
-  each addition rounded once, in the fixed order of :mod:`nnrtl.sim.golden.fpdeep.fp`.
+  each addition rounded once, in the fixed order of :mod:`nnrtl.sim.golden.fpdeep.fp`. The
+  pass accumulator (``Q < S_IC``) is a combinational FloatAdd per lane in a one-cycle loop
+  (one pass per cycle, as fixed16; the price: an unpipelined fp32 add in that loop's clock
+  period, see :meth:`nnrtl.hw.fpdeep.fp.FpModule._accumulate`).
+* **fixed16 passes**: the pass accumulator is the 48-bit partial (exact: the 2¹⁶-product
+  check below counts all ``S_IC · K²`` products, every pass).
 * **Bias** is added on the completing node after the chained partial add: ``z = (R_{m-1} +
   local) + bias``.
 * **Pooling** has no padding (AlexNet's 3×3/2 and VGG's 2×2/2 have none); a pool needs a
