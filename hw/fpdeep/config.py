@@ -6,10 +6,17 @@ and the tests take every size, width and latency from it.
 
 Decisions ([U] in the spec, taken here)
 ---------------------------------------
-* **Q = S_IC.** A CE has one tile per input channel of the segment (spec §3.4: "each CE =
-  S_IC convolution tiles"); a segment whose ``q`` is below its ``n_in`` (the mapper's input
-  channels time-multiplexed in a CE) is refused: it needs an accumulator per lane, left to a
-  later step.
+* **Q ≤ S_IC.** A CE has ``Q`` tiles (spec §3.4: "each CE = S_IC convolution tiles" is the
+  case ``Q = S_IC``); with ``Q < S_IC`` (the mapper's input channels time-multiplexed in a
+  CE, spec §2.8) the CE array runs ``passes = ⌈S_IC / Q⌉`` passes of ``Q`` tiles per output
+  pixel and group, pass ``r`` on input channels ``r·Q … r·Q + Q − 1``; the ragged last
+  pass has its tiles past ``S_IC`` fed zero activations and zero weights (they add ``+0``,
+  in the golden model too). A per-lane accumulator sums the passes' CE sums in pass order.
+* **Loop order: pixel, then group, then pass (innermost).** The line buffer's window is held
+  for ``G · passes`` cycles (it reads no bank more than once a window), the accumulator is
+  one register per lane (the passes of a group are consecutive), and the LPRAM is read at
+  the row ``g · passes + r``, i.e. a row counter ``0 … rows − 1`` per window. The
+  alternative (passes outer, groups inner) needs ``G`` accumulators per lane.
 * **fixed16** (the paper's 1 MAC per DSP): activations, weights and bias are 16-bit two's
   complement with ``frac_bits`` fraction bits (default 8, Q8.8); a product is exact (32 bits,
   ``2·frac_bits`` fraction bits) and sums are exact in 48 bits, the DSP48's accumulator width
@@ -18,7 +25,12 @@ Decisions ([U] in the spec, taken here)
   adds the bias (shifted to the product scale), rounds half up to ``frac_bits`` fraction bits
   and saturates to 16 bits before the SFU.
 * **fp32**: the ``hw/arith`` units, IEEE RNE, subnormals exact; each product rounded once,
-  each addition rounded once, in the fixed order of :mod:`nnrtl.sim.golden.fpdeep.fp`.
+  each addition rounded once, in the fixed order of :mod:`nnrtl.sim.golden.fpdeep.fp`. The
+  pass accumulator (``Q < S_IC``) is a combinational FloatAdd per lane in a one-cycle loop
+  (one pass per cycle, as fixed16; the price: an unpipelined fp32 add in that loop's clock
+  period, see :meth:`nnrtl.hw.fpdeep.fp.FpModule._accumulate`).
+* **fixed16 passes**: the pass accumulator is the 48-bit partial (exact: the 2¹⁶-product
+  check below counts all ``S_IC · K²`` products, every pass).
 * **Bias** is added on the completing node after the chained partial add: ``z = (R_{m-1} +
   local) + bias``.
 * **Pooling** has no padding (AlexNet's 3×3/2 and VGG's 2×2/2 have none); a pool needs a
@@ -57,7 +69,7 @@ class FpConfig:
     w_in : int
         Input map side.
     n_in : int
-        ``S_IC``: input channels of the segment (= tiles per CE).
+        ``S_IC``: input channels of the segment.
     n_out : int
         Output channels the segment computes (OC under ICP, S_OC under OCP).
     p : int
@@ -72,6 +84,9 @@ class FpConfig:
         ``(kernel, stride, padding)``; padding must be 0.
     frac_bits : int
         Fraction bits of fixed16 words.
+    q : int or None
+        ``Q``: tiles per CE (input channels per pass), ``1 … n_in``; ``None`` (the default)
+        is ``n_in``, one pass.
     multiplier_stages, adder_stages : int
         Pipeline stages of the fp32 units (``hw/arith`` FloatMul / FloatAdd).
     """
@@ -91,13 +106,18 @@ class FpConfig:
     frac_bits: int = 8
     multiplier_stages: int = 3
     adder_stages: int = 3
+    q: int | None = None
 
     def __post_init__(self):
+        if self.q is None:
+            object.__setattr__(self, "q", self.n_in)
         if self.precision not in PRECISIONS:
             raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, "
                              f"not {self.precision!r}")
-        for name in ("k", "stride", "w_in", "n_in", "n_out", "p"):
+        for name in ("k", "stride", "w_in", "n_in", "n_out", "p", "q"):
             _positive(name, getattr(self, name))
+        if self.q > self.n_in:
+            raise UsageError(f"q ({self.q}) must be at most n_in ({self.n_in})")
         _positive("pad", self.pad, 0)
         if self.pad >= self.k:
             raise UsageError(f"pad ({self.pad}) must be below k ({self.k}): a window of "
@@ -139,15 +159,12 @@ class FpConfig:
         if not segment.w_in:
             raise UsageError(f"layer {segment.layer}: the segment has no w_in (a mapping "
                              f"written before the field existed); map again")
-        if segment.q != segment.n_in:
-            raise UsageError(f"layer {segment.layer}: q ({segment.q}) must equal n_in "
-                             f"({segment.n_in}): the CE has one tile per input channel "
-                             f"(time-multiplexed input channels are not built)")
         return cls(precision, segment.k, segment.stride, segment.pad, segment.w_in,
                    segment.n_in, segment.n_out, segment.p,
                    partial_in=segment.mode == "ICP" and segment.lo > 0,
                    completes=segment.completes, relu=segment.relu,
-                   pool=segment.pool if segment.completes else None, **options)
+                   pool=segment.pool if segment.completes else None, q=segment.q,
+                   **options)
 
     # -- sizes -------------------------------------------------------------------------
     @property
@@ -170,18 +187,35 @@ class FpConfig:
         return -(-self.n_out // self.p)
 
     @property
+    def passes(self):
+        """``⌈S_IC / Q⌉``: passes of the CE array per output pixel and group."""
+        return -(-self.n_in // self.q)
+
+    @property
+    def rows(self):
+        """LPRAM rows: ``groups · passes`` (row ``g · passes + r``)."""
+        return self.groups * self.passes
+
+    @property
     def cycles_per_pixel(self):
-        """Cycles per output pixel in steady state: one group per cycle."""
-        return self.groups
+        """Cycles per output pixel in steady state: one pass of one group per cycle,
+        ``⌈n_out / P⌉ · ⌈S_IC / Q⌉`` (the mapper's per-segment model, spec §2.8)."""
+        return self.rows
+
+    @property
+    def cycles(self):
+        """Cycles per image in steady state: ``pixels · cycles_per_pixel`` (the
+        mapper's ``SegmentConfig.cycles``; the line buffer's fill comes on top)."""
+        return self.pixels * self.cycles_per_pixel
 
     @property
     def banks(self):
-        """LPRAM banks: ``S_IC · K²`` (one per tile position)."""
-        return self.n_in * self.taps
+        """LPRAM banks: ``Q · K²`` (one per tile position), the bias bank not counted."""
+        return self.q * self.taps
 
     @property
     def macs(self):
-        """MAC units: ``P · S_IC · K²``."""
+        """MAC units: ``P · Q · K²``."""
         return self.p * self.banks
 
     @property
@@ -219,5 +253,5 @@ class FpConfig:
 
     @property
     def ce_levels(self):
-        """Adder levels of the tree over a CE's S_IC tile sums."""
-        return math.ceil(math.log2(self.n_in)) if self.n_in > 1 else 0
+        """Adder levels of the tree over a CE's ``Q`` tile sums."""
+        return math.ceil(math.log2(self.q)) if self.q > 1 else 0

@@ -1,6 +1,7 @@
 """The FP module of one layer segment (spec §3.4, paper Sec. 5.3, Fig. 12): line buffer →
-``P`` CEs of ``S_IC`` tiles of ``K × K`` MACs fed by LPRAM rows → chained partial add →
-(on the completing node) bias and SFU, else partials downstream.
+``P`` CEs of ``Q`` tiles of ``K × K`` MACs fed by LPRAM rows, ``⌈S_IC/Q⌉`` passes per pixel
+and group summed by a per-lane accumulator → chained partial add → (on the completing node)
+bias and SFU, else partials downstream.
 
 Streams (all ``amaranth.lib.stream``, valid/ready; every one may stall at any time)
 ----------------------------------------------------------------------------------
@@ -19,10 +20,20 @@ beat). Decision: the mask and argmax travel with the data as a side field of the
 (EB keeps them beside the activations it caches for the node downstream; a separate buffer
 would need its own addressing).
 
-Schedule: one group per cycle: a window is held for ``G = ⌈n_out/P⌉`` cycles while the
-LPRAM rows ``0 … G−1`` are read, so in steady state an output pixel costs ``G`` cycles
-(:attr:`FpConfig.cycles_per_pixel`) as long as the line buffer is fed at least ``s²``
-pixels per ``G`` cycles.
+Schedule: one pass of one group per cycle, passes innermost (pixel → group → pass,
+:mod:`.config`'s decision): a window is held for ``G · passes`` cycles (``G = ⌈n_out/P⌉``,
+``passes = ⌈S_IC/Q⌉``) while the LPRAM rows ``0 … G·passes − 1`` are read (row ``g·passes
++ r``); tile ``i`` of pass ``r`` is fed channel ``r·Q + i`` of the window by a
+``passes``-way multiplexer (zero past ``S_IC``: the ragged last pass), the line buffer still
+delivering whole pixels of ``S_IC`` channels. With ``passes > 1`` a per-lane accumulator
+(:meth:`FpModule._accumulate`) sums the passes of a group and sends one item per group, so
+in steady state an output pixel costs ``G · passes`` cycles
+(:attr:`FpConfig.cycles_per_pixel`, the mapper's model) as long as the line buffer is fed
+at least ``s²`` pixels per ``G · passes`` cycles; with one pass the accumulator is left out
+(the datapath is the ``Q = S_IC`` one).
+
+Latency: line buffer (1) + feed register (1) + :attr:`FpModule.ce_latency` + the
+accumulator (1, with ``passes > 1``) + chain add / bias / SFU stages.
 
 Arithmetic: :mod:`nnrtl.sim.golden.fpdeep.fp` (bit-exact; the order of every sum there).
 Costs to note: fp32 carries the bias row (``P`` words) along the CE pipeline as sideband
@@ -99,46 +110,67 @@ class FpModule(wiring.Component):
 
     @property
     def ce_latency(self):
-        return ce_latency(self._cfg, self._cfg.n_in, self._cfg.taps)
+        return ce_latency(self._cfg, self._cfg.q, self._cfg.taps)
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        G, K2 = cfg.groups, cfg.taps
+        K2, rows, passes = cfg.taps, cfg.rows, cfg.passes
         m.submodules.lb = lb = LineBuffer(cfg.w_in, cfg.k, stride=cfg.stride, pad=cfg.pad,
                                           channels=cfg.n_in, word_bits=cfg.word_bits)
         wiring.connect(m, wiring.flipped(self.act_in), lb.i)
         m.submodules.lpram = lpram = Lpram(cfg)
         wiring.connect(m, wiring.flipped(self.load), lpram.load)
 
-        # feed: hold each window for G cycles, reading LPRAM row g in each
-        g = Signal(range(G))
+        # feed: hold each window for G·passes cycles, reading LPRAM row g·passes + r in each
+        row = Signal(range(rows))
+        r = Signal(range(passes))
         f_valid = Signal()
         f_taps = Signal.like(lb.o.payload.taps)
+        f_pass = Signal(range(passes))
         f_last = Signal()
         feed = Flow(f_valid, "feed")
         advance = Signal()
         m.d.comb += [
             advance.eq(~f_valid | feed.ready),
-            lb.o.ready.eq(advance & (g == G - 1)),
+            lb.o.ready.eq(advance & (row == rows - 1)),
             lpram.fp_en.eq(advance),
-            lpram.fp_addr.eq(g),
+            lpram.fp_addr.eq(row),
         ]
         with m.If(advance):
             m.d.sync += f_valid.eq(lb.o.valid)
             with m.If(lb.o.valid):
                 m.d.sync += [
                     f_taps.eq(lb.o.payload.taps),
-                    f_last.eq(lb.o.payload.last & (g == G - 1)),
-                    g.eq(Mux(g == G - 1, 0, g + 1)),
+                    f_pass.eq(r),
+                    f_last.eq(lb.o.payload.last & (row == rows - 1)),
+                    row.eq(Mux(row == rows - 1, 0, row + 1)),
+                    r.eq(Mux(r == passes - 1, 0, r + 1)),
                 ]
 
+        # tile i of pass r takes input channel r·Q + i (zero past S_IC: the ragged last pass)
+        selected = [[Signal(cfg.word_bits, name=f"act_{i}_{t}") for t in range(K2)]
+                    for i in range(cfg.q)]
+        for i in range(cfg.q):
+            for t in range(K2):
+                if passes == 1:
+                    m.d.comb += selected[i][t].eq(f_taps[t][i])
+                    continue
+                with m.Switch(f_pass):
+                    for n in range(passes):
+                        channel = n * cfg.q + i
+                        if channel < cfg.n_in:
+                            with m.Case(n):
+                                m.d.comb += selected[i][t].eq(f_taps[t][channel])
         weights = lpram.fp_data
-        operands = [[[(f_taps[t][i], weights[i * K2 + t][j]) for t in range(K2)]
-                     for i in range(cfg.n_in)] for j in range(cfg.p)]
+        operands = [[[(selected[i][t], weights[i * K2 + t][j]) for t in range(K2)]
+                     for i in range(cfg.q)] for j in range(cfg.p)]
         bias = [weights[cfg.banks][j] for j in range(cfg.p)] if cfg.completes else []
-        flow, sums, sides = ce_array(m, cfg, feed, operands, bias + [f_last])
-        bias, last = sides[:len(bias)], sides[-1]
+        flags = [f_pass == 0, f_pass == passes - 1] if passes > 1 else []
+        flow, sums, sides = ce_array(m, cfg, feed, operands, bias + [f_last] + flags)
+        if passes > 1:
+            flow, sums, sides = self._accumulate(m, flow, sums, *sides[-2:], sides[:-2])
+        bias, last = sides[:len(bias)], sides[len(bias)]
 
         # R_m = R_{m-1} + local
         if cfg.partial_in:
@@ -198,7 +230,8 @@ class FpModule(wiring.Component):
 
         kp, sp, _ = cfg.pool
         m.submodules.pool_lb = pool_lb = LineBuffer(
-            cfg.w_out, kp, stride=sp, channels=cfg.p, word_bits=cfg.word_bits + 1, groups=G)
+            cfg.w_out, kp, stride=sp, channels=cfg.p, word_bits=cfg.word_bits + 1,
+            groups=cfg.groups)
         m.d.comb += [pool_lb.i.valid.eq(flow.valid), flow.ready.eq(pool_lb.i.ready)]
         for j in range(cfg.p):
             m.d.comb += pool_lb.i.payload[j].eq(Cat(relu_y[j], relu_mask[j]))
@@ -226,6 +259,45 @@ class FpModule(wiring.Component):
                          self.out.payload.argmax[j].eq(best_t)]
         m.d.comb += self.out.payload.last.eq(regs[-1])
         return m
+
+    def _accumulate(self, m, flow, sums, first, final, sides):
+        """The per-lane pass accumulator: ``acc = s_0``, then ``acc = acc + s_r`` for the
+        passes ``r = 1 … passes − 1`` of a group in order; one item (the group's sum, the
+        ``sides`` of its last pass) leaves per ``passes`` items taken, one taken per cycle.
+        fixed16: exact 48-bit adds. fp32: a combinational ``hw/arith`` FloatAdd (0 stages)
+        per lane in the one-cycle loop ``acc → adder → acc``, so a pass still costs one
+        cycle (decision: a pipelined adder would need ``adder_stages`` interleaved
+        accumulators per lane or a stall per pass; the price is one unpipelined fp32 add
+        in the clock period on this loop)."""
+        cfg = self._cfg
+        valid, done = Signal(name="acc_valid"), Signal(name="acc_done")
+        out = Flow(Signal(name="acc_out_valid"), "acc")
+        enable = Signal(name="acc_enable")
+        m.d.comb += [out.valid.eq(valid & done), enable.eq(~out.valid | out.ready),
+                     flow.ready.eq(enable)]
+        accs = [Signal(cfg.partial_bits, name=f"acc_{j}") for j in range(len(sums))]
+        nexts = []
+        for j, (acc, value) in enumerate(zip(accs, sums)):
+            if cfg.precision == "fp32":
+                adder = FloatAdd(FP32, stages=0)
+                m.submodules[f"acc_add_{j}"] = adder
+                m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
+                             adder.i.payload.a.eq(acc), adder.i.payload.b.eq(value),
+                             adder.i.payload.subtract.eq(0)]
+                nexts.append(adder.o.payload)
+            else:
+                nexts.append(acc.as_signed() + Value.cast(value).as_signed())
+        held = [Signal(Value.cast(side).shape(), name=f"acc_side_{n}")
+                for n, side in enumerate(sides)]
+        with m.If(enable):
+            m.d.sync += valid.eq(flow.valid)
+            with m.If(flow.valid):
+                m.d.sync += done.eq(final)
+                for acc, value, total in zip(accs, sums, nexts):
+                    m.d.sync += acc.eq(Mux(first, value, total))
+                for register, side in zip(held, sides):
+                    m.d.sync += register.eq(side)
+        return out, accs, held
 
     def _add(self, m, flow, a, b, sides, name):
         """``a[j] + b[j]`` per lane, one stage group."""

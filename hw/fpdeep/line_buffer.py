@@ -167,8 +167,11 @@ class LineBuffer(wiring.Component):
         # window yet to leave needs: (max(by, 0), max(bx, 0)) of the next window
         # (every later window of this row needs pixels at or after it; the next row's
         # windows need (max(by + s, 0), 0), the same row when the rows are top padding)
-        y_min = Mux(by < 0, 0, by)
-        x_min = Mux((bx < 0) | ((by + s <= 0) & (oy != self.w_out - 1)), 0, bx)
+        if p:
+            y_min = Mux(by < 0, 0, by)
+            x_min = Mux((bx < 0) | ((by + s <= 0) & (oy != self.w_out - 1)), 0, bx)
+        else:                           # no padding: by, bx ≥ 0 (no constant comparisons)
+            y_min, x_min = by, bx
         free = win_done | _lex_less((ry, rx), (y_min + K, x_min))
         take = Signal()
         m.d.comb += [take.eq(~in_done & free), self.i.ready.eq(take)]
@@ -204,7 +207,9 @@ class LineBuffer(wiring.Component):
                      issue.eq(advance & ~win_done & arrived)]
         for (a, b), (_, read) in banks.items():
             m.d.comb += [read.en.eq(advance),
-                         read.addr.eq((bx_div + (b < bx_mod)) * G + og)]
+                         # (b < bx_mod is constant 0 for the last bank column: left out,
+                         # Verilator refuses a constant comparison)
+                         read.addr.eq((bx_div + ((b < bx_mod) if b < K - 1 else 0)) * G + og)]
         # what the read belongs to: rotation and padding mask, registered with it
         mod_y = Signal(range(K))
         mod_x = Signal(range(K))
@@ -214,8 +219,10 @@ class LineBuffer(wiring.Component):
             m.d.sync += [out_valid.eq(issue), mod_y.eq(by_mod), mod_x.eq(bx_mod)]
             for ky in range(K):
                 for kx in range(K):
+                    # without padding a window never starts left of or above the map
+                    above = (by + ky >= 0) & (bx + kx >= 0) if p else Const(1)
                     m.d.sync += inside[ky * K + kx].eq(
-                        (by + ky >= 0) & (by + ky < W) & (bx + kx >= 0) & (bx + kx < W))
+                        above & (by + ky < W) & (bx + kx < W))
             m.d.sync += last.eq((og == G - 1) & (ox == self.w_out - 1)
                                 & (oy == self.w_out - 1))
 

@@ -1,8 +1,13 @@
-"""LPRAM, the local parameter RAM (spec §3.3): ``S_IC × K × K`` banks, bank ``(i, ky, kx)``
-(index ``i·K² + ky·K + kx``) holding the weights ``w[o][i][ky][kx]`` of every output channel,
-one row per group of ``P`` output channels (row ``g``: channels ``g·P … g·P + P − 1``, lanes
-past ``n_out`` zero), so one row read feeds the ``P`` CEs of the FP module; plus a bias bank
-(index ``S_IC·K²``, the completing node's ``bias[o]`` in the same rows).
+"""LPRAM, the local parameter RAM (spec §3.3): ``Q × K × K`` banks, bank ``(i, ky, kx)``
+(index ``i·K² + ky·K + kx``, tile ``i`` of a CE) holding at row ``g·passes + r`` the weights
+``w[o][r·Q + i][ky][kx]`` of the ``P`` output channels ``o = g·P … g·P + P − 1`` of group
+``g`` in pass ``r`` (lanes past ``n_out`` and input channels past ``S_IC`` in the ragged last
+pass zero), so one row read feeds the ``P`` CEs of the FP module for one pass; the rows
+follow the FP module's loop order (groups, passes inner: a row counter per window). With
+``Q = S_IC`` (one pass) row ``g`` is group ``g``. Plus a bias bank (index ``Q·K²``): the
+completing node's ``bias[o]`` of group ``g`` at row ``g·passes + passes − 1``, the row read
+with the last pass, whose sum the bias joins (decision: one address for every bank; the
+other ``passes − 1`` rows of the bias bank are unused, ``(passes − 1)·G·P`` words).
 
 Ports
 -----
@@ -28,10 +33,10 @@ def row_layout(cfg):
 
 
 def load_layout(cfg):
-    """A load beat: ``bank`` (``0 … S_IC·K²``, the last the bias), ``row``, ``data``."""
+    """A load beat: ``bank`` (``0 … Q·K²``, the last the bias), ``row``, ``data``."""
     return data.StructLayout({
         "bank": range(cfg.banks + 1),
-        "row": range(cfg.groups),
+        "row": range(cfg.rows),
         "data": row_layout(cfg),
     })
 
@@ -42,18 +47,18 @@ class Lpram(wiring.Component):
     Attributes
     ----------
     load : In(stream.Signature(load_layout(cfg)))
-    fp_addr : In(range(groups))
+    fp_addr : In(range(rows))
     fp_en : In(1)
     fp_data : Out(ArrayLayout(row_layout, banks + 1))
     words : int
-        Words stored: ``(S_IC·K² + 1)·groups·P``.
+        Words stored: ``(Q·K² + 1)·rows·P``.
     """
 
     def __init__(self, cfg):
         self._cfg = cfg
         super().__init__({
             "load": In(stream.Signature(load_layout(cfg))),
-            "fp_addr": In(range(cfg.groups)),
+            "fp_addr": In(range(cfg.rows)),
             "fp_en": In(1),
             "fp_data": Out(data.ArrayLayout(row_layout(cfg), cfg.banks + 1)),
         })
@@ -61,14 +66,14 @@ class Lpram(wiring.Component):
     @property
     def words(self):
         cfg = self._cfg
-        return (cfg.banks + 1) * cfg.groups * cfg.p
+        return (cfg.banks + 1) * cfg.rows * cfg.p
 
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
         m.d.comb += self.load.ready.eq(1)
         for bank in range(cfg.banks + 1):
-            memory = Memory(shape=row_layout(cfg), depth=cfg.groups, init=[])
+            memory = Memory(shape=row_layout(cfg), depth=cfg.rows, init=[])
             m.submodules[f"bank_{bank}"] = memory
             write = memory.write_port()
             read = memory.read_port()

@@ -25,18 +25,20 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from cocotb.triggers import RisingEdge
 
+from nnrtl.gen.fpdeep import from_network
+from nnrtl.gen.models import Conv2d, Flatten, Linear, MaxPool2d, Network, ReLU
 from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.fpdeep.config import FpConfig
 from nnrtl.hw.fpdeep.fp import FpModule, out_layout, partial_layout
 from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.lpram import load_layout
 from nnrtl.sim.golden.float import to_bits
-from nnrtl.sim.golden.fpdeep.fp import fp_module, pad_bias, pad_weights
+from nnrtl.sim.golden.fpdeep.fp import fp_module, pad_bias, pass_weights
 from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["pack", "unpack", "random_case", "stimulus", "expected", "config_of", "fields_of",
-           "model_cycles", "amaranth_run", "describe"]
+           "model_cycles", "amaranth_run", "describe", "small_cnn"]
 
 
 def pack(shape, value):
@@ -61,6 +63,18 @@ def unpack(shape, bits):
         width = elem.size if isinstance(elem, data.Layout) else Shape.cast(elem).width
         return [unpack(elem, bits >> (n * width)) for n in range(shape.length)]
     return bits & ((1 << Shape.cast(shape).width) - 1)
+
+
+def small_cnn():
+    """A small CNN for the mapper (:mod:`nnrtl.gen.fpdeep`): three 3×3 convolutions on a
+    16 × 16 image (3 → 8 → 12 → 10 channels, 2×2 pools after the first two, the third
+    without padding) and a Linear; on 2-3 VC709s the mapper gives it segments with
+    ``Q < S_IC``."""
+    layers = [Conv2d(np.zeros((8, 3, 3, 3)), padding=1), ReLU(), MaxPool2d(2),
+              Conv2d(np.zeros((12, 8, 3, 3)), padding=1), ReLU(), MaxPool2d(2),
+              Conv2d(np.zeros((10, 12, 3, 3)), padding=0), ReLU(), Flatten(),
+              Linear(np.zeros((5, 40)))]
+    return from_network(Network(layers), 16, "small")
 
 
 def config_of(fields):
@@ -96,16 +110,17 @@ def random_case(cfg, images, seed):
 
 def stimulus(cfg, case):
     """Payload integers per input stream: ``load``, ``act_in``, ``part_in`` (if any)."""
-    w = pad_weights(cfg, case["weights"])                  # (g, j, i, t)
+    w = pass_weights(cfg, case["weights"])                 # (row, j, i, t)
     b = pad_bias(cfg, case["bias"])
     load = []
     for bank in range(cfg.banks):
         i, t = divmod(bank, cfg.taps)
-        load += [pack(load_layout(cfg), {"bank": bank, "row": g, "data": list(w[g, :, i, t])})
-                 for g in range(cfg.groups)]
-    if cfg.completes:
-        load += [pack(load_layout(cfg), {"bank": cfg.banks, "row": g, "data": list(b[g])})
-                 for g in range(cfg.groups)]
+        load += [pack(load_layout(cfg), {"bank": bank, "row": row,
+                                         "data": list(w[row, :, i, t])})
+                 for row in range(cfg.rows)]
+    if cfg.completes:                      # the bias with the last pass of each group
+        load += [pack(load_layout(cfg), {"bank": cfg.banks, "row": (g + 1) * cfg.passes - 1,
+                                         "data": list(b[g])}) for g in range(cfg.groups)]
     pixel = pixel_layout(cfg.word_bits, cfg.n_in)
     act = [pack(pixel, list(image[y, x])) for image in case["act"]
            for y in range(cfg.w_in) for x in range(cfg.w_in)]
@@ -147,9 +162,9 @@ def fields_of(cfg):
 
 def model_cycles(cfg, images, loads):
     """Cycles the work takes without pauses, at most: the LPRAM load, then per image the
-    slower of the input (``w_in²`` beats) and the windows (``pixels · G``) plus the fill
-    (``K`` rows)."""
-    return loads + images * (max(cfg.w_in ** 2, cfg.pixels * cfg.groups)
+    slower of the input (``w_in²`` beats) and the windows (``pixels · G · passes``) plus the
+    fill (``K`` rows)."""
+    return loads + images * (max(cfg.w_in ** 2, cfg.cycles)
                              + cfg.k * cfg.w_in) + 200
 
 

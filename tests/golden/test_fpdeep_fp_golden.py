@@ -4,7 +4,8 @@ max_pool2d of the whole layer, the input channels split over a chain of ICP segm
 fp32 bound. Every output is a sum of ``n = IC·K²`` products and the bias, computed with one
 rounding per product and per addition; along any path from a term to the result there are at
 most ``r = 1 + L + (segments − 1) + 1`` roundings (the product, ``L`` = the deepest segment's
-tile-tree + CE-tree levels, one chained add per later segment, the bias). So (Higham, Sec. 4.2)
+tile-tree + CE-tree (over ``Q`` tiles) levels + ``passes − 1`` pass-accumulator adds, one
+chained add per later segment, the bias). So (Higham, Sec. 4.2)
 ``|ẑ − z| ≤ γ_r · (Σ|w·a| + |b|)``, ``γ_r = r·u / (1 − r·u)``, ``u = 2⁻²⁴``, with ``z`` exact
 (float64 here: its own error is below ``n·2⁻⁵³·Σ|w·a|``, added to the bound). ReLU and max
 are 1-Lipschitz: a pooled output is within the largest bound of its window.
@@ -26,22 +27,29 @@ from nnrtl.hw.fpdeep.conv import tree_levels
 from nnrtl.sim.golden.float import from_bits, to_bits
 from nnrtl.sim.golden.fpdeep.fp import fp_module, tree_sum
 
-CASES = [  # k, stride, pad, w_in, ic, oc, p, cuts, pool, relu
-    (3, 1, 1, 8, 5, 7, 3, (0, 2, 5), (2, 2, 0), True),
-    (5, 2, 2, 11, 3, 4, 4, (0, 3), (3, 2, 0), True),
-    (1, 1, 0, 6, 4, 5, 2, (0, 1, 2, 4), None, True),
-    (3, 2, 0, 9, 2, 3, 2, (0, 1, 2), (2, 2, 0), False),
-    (3, 1, 1, 7, 6, 2, 1, (0, 6), (3, 2, 0), True),
+CASES = [  # k, stride, pad, w_in, ic, oc, p, cuts, pool, relu, q (None: Q = S_IC)
+    (3, 1, 1, 8, 5, 7, 3, (0, 2, 5), (2, 2, 0), True, None),
+    (5, 2, 2, 11, 3, 4, 4, (0, 3), (3, 2, 0), True, None),
+    (1, 1, 0, 6, 4, 5, 2, (0, 1, 2, 4), None, True, None),
+    (3, 2, 0, 9, 2, 3, 2, (0, 1, 2), (2, 2, 0), False, None),
+    (3, 1, 1, 7, 6, 2, 1, (0, 6), (3, 2, 0), True, None),
+    # Q < S_IC: passes of Q tiles, ragged last passes (7 = 3 + 3 + 1, 5 = 2 + 2 + 1)
+    (3, 1, 1, 8, 12, 5, 2, (0, 7, 12), (2, 2, 0), True, 2),
+    (5, 2, 2, 9, 7, 3, 3, (0, 7), None, True, 3),
+    (3, 1, 0, 7, 9, 4, 4, (0, 9), (3, 2, 0), True, 1),
 ]
 
 
-def chain(precision, k, stride, pad, w_in, cuts, oc, p, pool, relu, act, weights, bias):
-    """The golden model over ICP segments ``cuts``: the last one's result."""
+def chain(precision, k, stride, pad, w_in, cuts, oc, p, pool, relu, act, weights, bias,
+          q=None):
+    """The golden model over ICP segments ``cuts`` (``q`` tiles per CE, at most the
+    segment's channels): the last one's result."""
     partial = None
     for number, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
         last = number == len(cuts) - 2
         cfg = FpConfig(precision, k, stride, pad, w_in, hi - lo, oc, p, partial_in=lo > 0,
-                       completes=last, relu=relu, pool=pool if last else None)
+                       completes=last, relu=relu, pool=pool if last else None,
+                       q=None if q is None else min(q, hi - lo))
         result = fp_module(cfg, act[..., lo:hi], weights[:, lo:hi], bias, partial)
         partial = result.partials
     return cfg, result
@@ -63,19 +71,23 @@ def window_index(indices, side_in, side_out, k, s):
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_fp32_against_torch(case):
-    k, s, pad, w_in, ic, oc, p, cuts, pool, relu = CASES[case]
+    k, s, pad, w_in, ic, oc, p, cuts, pool, relu, q = CASES[case]
     rng = np.random.default_rng(case)
     act = rng.standard_normal((w_in, w_in, ic)).astype(np.float32)
     weights = (rng.standard_normal((oc, ic, k, k)) * 0.5).astype(np.float32)
     bias = (rng.standard_normal(oc) * 0.5).astype(np.float32)
     bits = lambda x: to_bits(FP32, x).astype(np.uint32)
     cfg, result = chain("fp32", k, s, pad, w_in, cuts, oc, p, pool, relu, bits(act),
-                        bits(weights), bits(bias))
+                        bits(weights), bits(bias), q)
     x = torch.from_numpy(act.astype(np.float64)).permute(2, 0, 1)[None]
     w, b = torch.from_numpy(weights.astype(np.float64)), torch.from_numpy(bias.astype(np.float64))
     z = F.conv2d(x, w, b, stride=s, padding=pad)
     magnitude = F.conv2d(x.abs(), w.abs(), b.abs(), stride=s, padding=pad)
-    levels = max(tree_levels(k * k) + tree_levels(hi - lo) for lo, hi in zip(cuts, cuts[1:]))
+    def levels_of(n):                     # tile tree + CE tree over Q + pass accumulator
+        tiles = n if q is None else min(q, n)
+        return tree_levels(k * k) + tree_levels(tiles) + (-(-n // tiles) - 1)
+
+    levels = max(levels_of(hi - lo) for lo, hi in zip(cuts, cuts[1:]))
     r = 1 + levels + (len(cuts) - 2) + 1
     u = 2.0 ** -24
     bound = (r * u / (1 - r * u) + ic * k * k * 2.0 ** -53) * magnitude
@@ -104,7 +116,7 @@ def test_fp32_against_torch(case):
 
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_fixed16_against_integer_reference(case):
-    k, s, pad, w_in, ic, oc, p, cuts, pool, relu = CASES[case]
+    k, s, pad, w_in, ic, oc, p, cuts, pool, relu, q = CASES[case]
     frac = 8
     rng = np.random.default_rng(100 + case)
     span = 16384 if case == 0 else 512               # case 0 saturates some outputs
@@ -112,7 +124,7 @@ def test_fixed16_against_integer_reference(case):
     weights = rng.integers(-256, 257, (oc, ic, k, k))
     bias = rng.integers(-1024, 1025, oc)
     cfg, result = chain("fixed16", k, s, pad, w_in, cuts, oc, p, pool, relu, act, weights,
-                        bias)
+                        bias, q)
     x = torch.from_numpy(act.astype(np.float64)).permute(2, 0, 1)[None]
     exact = F.conv2d(x, torch.from_numpy(weights.astype(np.float64)), stride=s, padding=pad)
     wide = exact.numpy().astype(np.int64) + (bias.astype(np.int64) << frac)[None, :, None, None]
@@ -139,3 +151,21 @@ def test_tree_order():
     assert steps == [("a", "b"), ("c", "d"), ("(ab)", "(cd)"), ("((ab)(cd))", "e")]
     assert [tree_levels(n) for n in (1, 2, 3, 9, 25)] == [0, 1, 2, 4, 5]
     assert math.ceil(math.log2(9)) == tree_levels(9)
+
+
+def test_pass_order():
+    """Q < S_IC: the CE sums of the passes are accumulated in pass order after each pass's
+    Q-tile tree, the ragged last pass with a zero tile: with S_IC = 3 on Q = 2 and K = 1 an
+    fp32 sum whose order matters, ``(a + b) + c`` with ``a = 1, b = 2⁻²⁴, c = 2⁻²⁴``
+    rounds to 1 (ties to even twice), ``a + (b + c)`` would give ``1 + 2⁻²³``."""
+    cfg = FpConfig("fp32", 1, 1, 0, 1, 3, 1, 1, q=2, completes=False)
+    act = to_bits(FP32, np.array([[[1.0, 2.0 ** -24, 2.0 ** -24]]], np.float32))
+    one = to_bits(FP32, np.ones((1, 3, 1, 1), np.float32))
+    result = fp_module(cfg, act.astype(np.uint32), one.astype(np.uint32))
+    assert from_bits(FP32, result.partials.reshape(1))[0] == 1.0
+    whole = FpConfig("fp32", 1, 1, 0, 1, 3, 1, 1, completes=False)          # Q = S_IC
+    tree = fp_module(whole, act.astype(np.uint32), one.astype(np.uint32))
+    assert from_bits(FP32, tree.partials.reshape(1))[0] == 1.0          # ((a+b)+c) too
+    later = to_bits(FP32, np.array([[[2.0 ** -24, 2.0 ** -24, 1.0]]], np.float32))
+    result = fp_module(cfg, later.astype(np.uint32), one.astype(np.uint32))
+    assert from_bits(FP32, result.partials.reshape(1))[0] == np.float32(1 + 2.0 ** -23)

@@ -1,5 +1,6 @@
 """The FPDeep FP module and its line buffer in the Amaranth simulator, bit-exact against the
-golden model (nnrtl.sim.golden.fpdeep.fp), and the configuration derived from the mapper's."""
+golden model (nnrtl.sim.golden.fpdeep.fp), and its cycles against the mapper's model (the
+configuration itself: tests/hw/test_fpdeep_config.py)."""
 
 import random
 
@@ -9,77 +10,11 @@ from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
 from nnrtl.boards import get_board
-from nnrtl.gen.errors import UsageError
-from nnrtl.gen.fpdeep import SegmentConfig, builtin, map_network
+from nnrtl.gen.fpdeep import map_network
 from nnrtl.hw.fpdeep import FpConfig, LineBuffer, partial_layout, window_layout
 from nnrtl.sim.golden.fpdeep.fp import windows
-from nnrtl.sim.tb.fpdeep_fp import amaranth_run, describe, pack, random_case, unpack
-
-
-def segment(**fields):
-    base = dict(layer="conv2", index=1, kind="conv", mode="ICP", lo=0, hi=3, n_in=3, n_out=5,
-                k=3, pixels=36, p=2, q=3, modules=3, mac_units=3 * 2 * 3 * 9, dsp=162, lut=0,
-                cycles=36 * 3, work=3 * 36 * 5 * 3 * 9, completes=True, residency=3.0,
-                stride=1, pad=1, w_in=6, pool=(2, 2, 0), relu=True)
-    base.update(fields)
-    return SegmentConfig(**base)
-
-
-# -- configuration -----------------------------------------------------------------------
-
-def test_config_from_segment():
-    cfg = FpConfig.from_segment(segment(), "fp32")
-    assert (cfg.k, cfg.stride, cfg.pad, cfg.w_in, cfg.w_out) == (3, 1, 1, 6, 6)
-    assert (cfg.n_in, cfg.n_out, cfg.p, cfg.groups) == (3, 5, 2, 3)
-    assert cfg.cycles_per_pixel == 3 and cfg.banks == 27 and cfg.macs == 54
-    assert not cfg.partial_in and cfg.completes and cfg.pool == (2, 2, 0)
-    assert cfg.pool_out == 3 and cfg.argmax_bits == 2
-    middle = FpConfig.from_segment(
-        segment(lo=3, hi=6, completes=False, pool=None), "fixed16")
-    assert middle.partial_in and not middle.completes and middle.partial_bits == 48
-    ocp = FpConfig.from_segment(segment(mode="OCP", lo=5, hi=10, n_in=3, n_out=5), "fp32")
-    assert not ocp.partial_in
-
-
-def test_config_refusals():
-    with pytest.raises(UsageError, match=r"q \(2\) must equal n_in \(3\)"):
-        FpConfig.from_segment(segment(q=2, mac_units=3 * 2 * 2 * 9, cycles=36 * 3 * 2), "fp32")
-    with pytest.raises(UsageError, match="no w_in"):
-        FpConfig.from_segment(segment(w_in=0), "fp32")
-    with pytest.raises(UsageError, match="precision must be one of"):
-        FpConfig.from_segment(segment(), "fp16")
-    with pytest.raises(UsageError, match="pool .* must be"):
-        FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, pool=(3, 2, 1))
-    with pytest.raises(UsageError, match="only the node completing"):
-        FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, completes=False, pool=(2, 2, 0))
-    with pytest.raises(ValueError, match="pixels .* must be W_out"):
-        segment(pixels=25, cycles=25 * 3)
-
-
-def test_config_from_mapper():
-    """Every conv segment of a mapped network carries its layer's geometry; one whose CE
-    has a tile per input channel (``q == n_in``) gives an FP module with the segment's
-    pixels, the others are refused naming ``q`` and ``n_in`` (time-multiplexed input
-    channels are not built yet)."""
-    chain = builtin("alexnet")
-    mapping = map_network(chain, 15, get_board("vc709"), check_storage=False)
-    layers = {layer.name: layer for layer in chain.layers}
-    built = refused = 0
-    for node in mapping.nodes:
-        for seg in node.segments:
-            layer = layers[seg.layer]
-            assert (seg.stride, seg.pad, seg.w_in, seg.pool, seg.relu) == \
-                (layer.stride, layer.pad, layer.w_in, layer.pool, layer.relu)
-            if seg.kind != "conv":
-                continue
-            if seg.q == seg.n_in:
-                assert FpConfig.from_segment(seg, "fixed16").pixels == seg.pixels
-                built += 1
-            else:
-                with pytest.raises(UsageError, match=rf"q \({seg.q}\) must equal n_in"):
-                    FpConfig.from_segment(seg, "fixed16")
-                refused += 1
-    assert built >= 1 and refused >= 1
+from nnrtl.sim.tb.fpdeep_fp import (amaranth_run, describe, pack, random_case, small_cnn,
+                                    unpack)
 
 
 # -- line buffer -------------------------------------------------------------------------
@@ -162,6 +97,15 @@ FIXED_CASES = {  # name: FpConfig fields after precision (k, stride, pad, w_in, 
                                    relu=False, pool=(2, 2, 0)),
     "complete_k3_valid": dict(k=3, stride=1, pad=0, w_in=6, n_in=3, n_out=2, p=1,
                               partial_in=True),
+    # Q < S_IC: passes of Q tiles, the last one ragged unless noted
+    "q2_of5_complete_pool2": dict(k=3, stride=1, pad=1, w_in=5, n_in=5, n_out=3, p=2, q=2,
+                                  partial_in=True, pool=(2, 2, 0)),
+    "q1_of3_middle_s2": dict(k=3, stride=2, pad=1, w_in=7, n_in=3, n_out=4, p=3, q=1,
+                             partial_in=True, completes=False),
+    "q3_of7_first_k1": dict(k=1, stride=1, pad=0, w_in=5, n_in=7, n_out=5, p=5, q=3,
+                            completes=False),
+    "q2_of4_even_k5_pool3": dict(k=5, stride=1, pad=2, w_in=7, n_in=4, n_out=2, p=1, q=2,
+                                 relu=False, pool=(3, 2, 0)),
 }
 
 
@@ -183,9 +127,20 @@ def test_fp_fp32_bit_exact():
     assert got == want, "\n".join(describe(cfg, stream, got, want))
 
 
+def test_fp_fp32_passes_bit_exact():
+    """fp32 with Q < S_IC: S_IC = 3 on Q = 2 (a ragged second pass), the pass accumulator's
+    combinational FloatAdd, then the chain add, bias and ReLU; OC = 3 on P = 2."""
+    cfg = FpConfig("fp32", 3, 1, 1, 4, 3, 3, 2, q=2, partial_in=True)
+    assert cfg.passes == 2
+    stream, got, want, _ = amaranth_run(cfg, random_case(cfg, 1, seed=6), gap=0.2,
+                                        stall=0.3, seed=5)
+    assert got == want, "\n".join(describe(cfg, stream, got, want))
+
+
 def random_config(rng, precision):
-    """A small random FP segment: any K of 1, 3, 5, stride 1 or 2, padding, S_IC 1-3, P not
-    dividing OC, any position in the chain, pools 2×2/2 and 3×3/2, ReLU or none."""
+    """A small random FP segment: any K of 1, 3, 5, stride 1 or 2, padding, S_IC 1-5 on any
+    Q ≤ S_IC (ragged passes), P not dividing OC, any position in the chain, pools 2×2/2 and
+    3×3/2, ReLU or none."""
     k = int(rng.choice([1, 3, 5]))
     stride, pad = int(rng.integers(1, 3)), int(rng.integers(0, k // 2 + 1))
     w_in = int(rng.integers(max(k - 2 * pad, 1) + 2, 9))
@@ -194,8 +149,10 @@ def random_config(rng, precision):
     w_out = (w_in + 2 * pad - k) // stride + 1
     pools = [None] + [pool for pool in ((2, 2, 0), (3, 2, 0)) if pool[0] <= w_out]
     stages = {"multiplier_stages": int(rng.integers(0, 4)), "adder_stages": int(rng.integers(1, 4))}
-    return FpConfig(precision, k, stride, pad, w_in, int(rng.integers(1, 4)), n_out,
-                    int(rng.integers(1, n_out + 1)), partial_in=partial_in, completes=completes,
+    n_in = int(rng.integers(1, 6))
+    return FpConfig(precision, k, stride, pad, w_in, n_in, n_out,
+                    int(rng.integers(1, n_out + 1)), q=int(rng.integers(1, n_in + 1)),
+                    partial_in=partial_in, completes=completes,
                     relu=bool(rng.integers(2)),
                     pool=pools[int(rng.integers(len(pools)))] if completes else None,
                     **(stages if precision == "fp32" else {}))
@@ -237,13 +194,39 @@ def test_fp_chain_fixed16():
                 1, cfg.pixels, cfg.groups, cfg.p)
 
 
-def test_fp_cycles_per_pixel():
-    """Without gaps or stalls an output pixel leaves every ``cycles_per_pixel`` cycles in
-    steady state (one group per cycle)."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 6, 2, 7, 3, completes=False)
+@pytest.mark.parametrize("q,expected", [(2, 3 * 1), (1, 3 * 2)])
+def test_fp_cycles_per_pixel(q, expected):
+    """Without gaps or stalls an output pixel leaves every ``⌈n_out/P⌉ · ⌈S_IC/Q⌉`` cycles
+    in steady state (one pass of one group per cycle): OC = 7 on P = 3 is 3 groups, S_IC =
+    2 on Q = 2 one pass, on Q = 1 two."""
+    cfg = FpConfig("fixed16", 3, 1, 1, 6, 2, 7, 3, q=q, completes=False)
     _, got, want, cycles = amaranth_run(cfg, random_case(cfg, 1, seed=1))
     assert got == want
     starts = cycles[::cfg.groups]
     middle = np.diff(starts[cfg.w_out:-cfg.w_out])
-    assert set(middle.tolist()) == {cfg.cycles_per_pixel}
+    assert set(middle.tolist()) == {expected} == {cfg.cycles_per_pixel}
     assert np.all(np.diff(cycles) >= 1)
+
+
+def test_fp_cycles_against_mapper():
+    """The RTL's cycles per image (last output beat to last output beat, three images,
+    no gaps or stalls) on the ``Q < S_IC`` segments the mapper makes for a small CNN on two
+    VC709s, against the mapper's ``SegmentConfig.cycles``: the conv2 segments (S_IC 8 on
+    Q = 2, pixels 64) take 264 for the mapper's 256 (+3.1 %: the line buffer's fill of
+    ``K − 1 − pad`` = 1 row of 8 pixels between images), the conv3 one (S_IC 12 on Q = 1,
+    4 pixels of 60 cycles) exactly its 240."""
+    mapping = map_network(small_cnn(), 2, get_board("vc709"))
+    measured = {}
+    for node in mapping.nodes:
+        for seg in node.segments:
+            if seg.kind != "conv" or seg.q == seg.n_in:
+                continue
+            cfg = FpConfig.from_segment(seg, "fixed16")
+            _, got, want, cycles = amaranth_run(cfg, random_case(cfg, 3, seed=seg.lo))
+            assert got == want
+            ends = [cycles[cfg.out_beats * (n + 1) - 1] for n in range(3)]
+            measured[seg.layer, seg.lo] = (seg.cycles, *np.diff(ends).tolist())
+    fill = 1 * 8                      # conv2: (K − 1 − pad) rows of w_in = 8 pixels
+    assert measured == {("layers[3]", 0): (256, 256 + fill, 256 + fill),
+                        ("layers[3]", 3): (256, 256 + fill, 256 + fill),
+                        ("layers[6]", 0): (240, 240, 240)}

@@ -12,7 +12,12 @@ past ``n_out`` have zero weights and bias):
 2. products ``w[o][i][t] · a[i][t]`` (fp32: rounded once);
 3. **tile tree**: per input channel ``i``, the K² products reduced by :func:`tree_sum` (pairs
    ``(0,1), (2,3), …`` level by level, an odd last item passed to the next level unchanged);
-4. **CE tree**: the S_IC tile sums reduced by :func:`tree_sum` likewise;
+4. **CE tree**: per pass ``r`` (``passes = ⌈S_IC/Q⌉``), the ``Q`` tile sums of input channels
+   ``r·Q … r·Q + Q − 1`` reduced by :func:`tree_sum` likewise; channels past ``S_IC`` (the
+   ragged last pass) are tiles of zero activations and weights (``+0`` products, summed
+   like the others: in fp32 a ``−0`` sum meeting them becomes ``+0``);
+4b. **pass accumulator**: ``acc = ce_0``, then ``acc = acc + ce_r`` for ``r = 1 … passes − 1``
+   in order (one rounding per pass in fp32);
 5. **chained partial**: ``R_m = R_{m-1} + local`` when partials arrive from upstream
    (``partial_in``), else ``R_m = local``;
 6. on the completing node: ``z = R_m + bias[o]``; fixed16: ``z`` rounded half up to
@@ -33,7 +38,7 @@ from nnrtl.hw.arith.float_format import FP32
 from nnrtl.sim.golden.float import float_add, float_mul
 
 __all__ = ["tree_sum", "windows", "conv_partials", "complete", "sfu", "FpResult", "fp_module",
-           "order_key", "pad_weights", "pad_bias"]
+           "order_key", "pad_weights", "pass_weights", "pad_bias"]
 
 
 def tree_sum(items, add):
@@ -92,14 +97,32 @@ def pad_bias(cfg, bias):
     return full.reshape(cfg.groups, cfg.p)
 
 
+def pass_weights(cfg, weights):
+    """``weights`` ``(n_out, n_in, K, K)`` → the LPRAM rows ``(rows, P, Q, K²)``: row
+    ``g·passes + r`` holds ``w[g·P + j][r·Q + i]`` at ``[j, i]``, zero past ``n_out`` and
+    past ``n_in`` (the ragged last pass)."""
+    w = pad_weights(cfg, weights)                              # (g, j, i, t)
+    full = np.zeros((cfg.groups, cfg.p, cfg.passes * cfg.q, cfg.taps), w.dtype)
+    full[:, :, :cfg.n_in] = w
+    full = full.reshape(cfg.groups, cfg.p, cfg.passes, cfg.q, cfg.taps)
+    return np.moveaxis(full, 2, 1).reshape(cfg.rows, cfg.p, cfg.q, cfg.taps)
+
+
 def conv_partials(cfg, act, weights, partial_in=None):
     """``R_m`` of every output beat: ``(w_out, w_out, groups, P)`` (steps 1-5)."""
     add, mul = _ops(cfg)
-    win = windows(cfg, act)[:, :, None, None]                  # (y, x, 1, 1, i, t)
-    w = pad_weights(cfg, weights)[None, None]                  # (1, 1, g, j, i, t)
-    products = mul(w, win)
+    win = windows(cfg, act)
+    channels = cfg.passes * cfg.q                              # zero channels past n_in
+    win = np.concatenate([win, np.zeros(win.shape[:2] + (channels - cfg.n_in, cfg.taps),
+                                        win.dtype)], axis=2)[:, :, None, None]
+    w = pass_weights(cfg, weights).reshape(cfg.groups, cfg.passes, cfg.p, cfg.q, cfg.taps)
+    w = np.moveaxis(w, 1, 2).reshape(cfg.groups, cfg.p, channels, cfg.taps)[None, None]
+    products = mul(w, win)                                     # (y, x, g, j, c, t)
     tiles = tree_sum([products[..., t] for t in range(cfg.taps)], add)
-    local = tree_sum([tiles[..., i] for i in range(cfg.n_in)], add)
+    local = None
+    for r in range(cfg.passes):
+        ce = tree_sum([tiles[..., r * cfg.q + i] for i in range(cfg.q)], add)
+        local = ce if local is None else add(local, ce)
     if cfg.partial_in:
         if partial_in is None:
             raise ValueError("partial_in: this segment adds the upstream partials")
