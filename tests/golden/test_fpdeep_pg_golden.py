@@ -45,3 +45,73 @@ def test_pg_batch_shapes():
     cfg = FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2)
     with pytest.raises(ValueError, match=r"^delta must be \(5, 5, 3\), not \(4, 4, 3\)$"):
         pg_batch(cfg, np.zeros((1, 5, 5, 2), np.int64), np.zeros((1, 4, 4, 3), np.int64))
+
+
+CHAIN_CASES = [  # k1, pad1, w_in, ic, oc1 (= ic2), p1, pool, k2, pad2, oc2, p2
+    (3, 1, 8, 2, 3, 2, (2, 2, 0), 3, 1, 4, 3),
+    (3, 0, 9, 1, 4, 3, None, 2, 0, 3, 2),
+    (5, 2, 7, 3, 2, 1, (2, 2, 0), 1, 0, 5, 5),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CHAIN_CASES)))
+def test_backward_chain_against_torch(case):
+    """Two layers (conv + ReLU + pool, then conv): δ₂ → EB of layer 2 → SFU backward of
+    layer 1 → PG of both layers, against autograd of the same forward values (the golden
+    model's 16-bit activations ``z₁``, ``A₁``).
+
+    Bound: ``dW₂`` exact (its inputs are exact). EB's 16-bit output is the only rounding
+    (half up, ``≤ 2⁻ᶠ⁻¹``, no saturation at these magnitudes), and the unpool/ReLU' only
+    selects, so ``|δ₁ − z₁.grad| ≤ 2⁻ᶠ⁻¹`` element-wise and ``|dW₁ − W₁.grad| ≤ 2⁻ᶠ⁻¹ ·
+    Σ|x|`` over the pixels each weight sees (the autograd of ``conv2d(|x|, ·)`` with a
+    ``2⁻ᶠ⁻¹`` output gradient)."""
+    from nnrtl.sim.golden.fpdeep.eb import eb_module, sfu_backward
+    from nnrtl.sim.golden.fpdeep.fp import fp_module
+
+    k1, pad1, w_in, ic, oc1, p1, pool, k2, pad2, oc2, p2 = CHAIN_CASES[case]
+    cfg1 = FpConfig("fixed16", k1, 1, pad1, w_in, ic, oc1, p1, pool=pool)
+    cfg2 = FpConfig("fixed16", k2, 1, pad2, cfg1.pool_out, oc1, oc2, p2)
+    f, rng = cfg1.frac_bits, np.random.default_rng(20 + case)
+    one = 1 << f
+    x = rng.integers(-one, one + 1, (w_in, w_in, ic))
+    w1 = rng.integers(-one // 2, one // 2 + 1, (oc1, ic, k1, k1))
+    b1 = rng.integers(-one // 4, one // 4 + 1, oc1)
+    w2 = rng.integers(-one // 2, one // 2 + 1, (oc2, oc1, k2, k2))
+    delta2 = rng.integers(-one, one + 1, (cfg2.w_out, cfg2.w_out, oc2))
+
+    forward = fp_module(cfg1, x, w1, b1)
+    side = cfg1.pool_out
+    a1 = forward.data.reshape(side, side, -1)[..., :oc1]
+    error1 = np.zeros((side, side, cfg1.groups * cfg1.p), np.int64)
+    error1[..., :oc1] = eb_module(cfg2, delta2, w2)
+    shape = (side, side, cfg1.groups, cfg1.p)
+    delta1 = sfu_backward(cfg1, error1.reshape(shape), forward.relu.reshape(shape),
+                          forward.argmax.reshape(shape))
+    delta1 = delta1.reshape(cfg1.w_out, cfg1.w_out, -1)[..., :oc1]
+    dw1, db1 = pg_batch(cfg1, [x], [delta1])
+    dw2, _ = pg_batch(cfg2, [a1], [delta2])
+
+    t = lambda v, scale=f: torch.tensor(np.moveaxis(v, -1, 0)[None] / 2.0 ** scale,
+                                        dtype=torch.float64)
+    z1 = forward.z.reshape(cfg1.w_out, cfg1.w_out, -1)[..., :oc1]
+    z1t = t(z1).requires_grad_()
+    y1 = F.relu(z1t)
+    if pool is not None:
+        y1 = F.max_pool2d(y1, pool[0], pool[1])
+    assert torch.equal(y1.detach(), t(a1))                   # the same forward values
+    w2t = torch.tensor(w2 / 2.0 ** f, requires_grad=True)
+    F.conv2d(y1, w2t, padding=pad2).backward(t(delta2))
+    assert np.array_equal(dw2, w2t.grad.numpy() * 2.0 ** (2 * f))
+    grad_z1 = z1t.grad[0].permute(1, 2, 0).numpy()
+    assert np.abs(delta1 / 2.0 ** f - grad_z1).max() <= 2.0 ** -(f + 1)
+    assert np.abs(grad_z1).max() > 2.0 ** -f                   # errors reach layer 1
+
+    w1t = torch.zeros((oc1, ic, k1, k1), dtype=torch.float64, requires_grad=True)
+    b1t = torch.zeros(oc1, dtype=torch.float64, requires_grad=True)
+    F.conv2d(t(x), w1t, b1t, padding=pad1).backward(z1t.grad)
+    wbound = torch.zeros_like(w1t, requires_grad=True)
+    F.conv2d(t(x).abs(), wbound, padding=pad1).backward(
+        torch.full(z1t.shape, 2.0 ** -(f + 1), dtype=torch.float64))
+    assert np.all(np.abs(dw1 / 2.0 ** (2 * f) - w1t.grad.numpy()) <= wbound.grad.numpy())
+    assert np.all(np.abs(db1 / 2.0 ** f - b1t.grad.numpy())
+                  <= 2.0 ** -(f + 1) * cfg1.pixels)
