@@ -1,5 +1,5 @@
 """The EB module (error back-propagation, spec §3.5, paper Sec. 5.4) and the SFU's backward
-step, fixed16.
+step, fixed16 and fp32.
 
 EB: ``S_IC`` CEs (one per input channel of the segment), each of ``P`` tiles of ``K × K``
 MACs; every cycle the δ window of ``P`` output channels (one group) is broadcast to all CEs;
@@ -7,7 +7,8 @@ CE ``i``'s tile ``j`` multiplies it with the kernel ``W[g·P + j][i]`` rotated b
 from the LPRAM's second read port (bank ``(i, ky, kx)`` wired to tile position ``(K−1−ky,
 K−1−kx)``, :class:`~.lpram.Lpram` ``eb_port``); the CE array is :func:`.conv.ce_array`
 (the FP module's datapath, tile tree then CE tree); the ``⌈OC/P⌉`` groups of a pixel are
-summed in order into the complete error, rounded and saturated like the FP output.
+summed in order into the complete error (fixed16: rounded and saturated like the FP
+output).
 
 Streams
 -------
@@ -26,11 +27,16 @@ Decisions ([U] in the spec)
 * **Stride > 1 is refused** (``ValueError``): its error needs the δ map dilated by
   ``s − 1`` zeros between pixels (a line-buffer mode not built); the layers that need it
   (AlexNet conv1 s = 4) are the first layer, whose input error is not propagated anyway.
-* **fixed16 only** (``ValueError`` for fp32): the group sum is a one-cycle exact add; fp32
-  would need an interleaved accumulator over ``G ≥`` adder latency, not built.
-* **Output precision**: 16-bit words (``frac_bits``), round half up, saturate, as the FP
-  module's completing node; the segment holds all ``n_out`` δ channels under ICP, so its
-  errors are complete. (An OCP segment's errors are partial over output channels and would
+* **Group sum**: fixed16 an exact 48-bit add per cycle (the DSP48's accumulate); fp32 the
+  order ``((s_0 + s_1) + s_2) + …`` over the groups, one rounding per add
+  (:mod:`nnrtl.sim.golden.fpdeep.eb`), by a *combinational* ``hw/arith`` FloatAdd in the
+  accumulator loop (one group per cycle, the same bits as any pipelining; the cost is an
+  fp32 add in one cycle's path: a pipelined adder of ``L`` stages needs ``L`` running sums
+  interleaved over ``L`` pixels, i.e. a δ line buffer that issues pixels, not groups,
+  innermost — not built).
+* **Output precision**: fixed16 16-bit words (``frac_bits``), round half up, saturate, as
+  the FP module's completing node; fp32 the sum as it is. The segment holds all ``n_out``
+  δ channels under ICP, so its errors are complete. (An OCP segment's errors are partial over output channels and would
   chain like FP partials: not built.)
 
 Latency and throughput: one δ window per cycle, an output pixel per ``G`` cycles in steady
@@ -43,6 +49,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..arith.float_add import FloatAdd
+from ..arith.float_format import FP32
 from .conv import ce_array, ce_latency
 from .fp import out_layout
 from .line_buffer import LineBuffer, pixel_layout
@@ -59,12 +67,10 @@ def error_layout(cfg):
 
 def check_eb(cfg):
     """Refuse what the EB module does not build (``ValueError``)."""
-    if cfg.precision != "fixed16":
-        raise ValueError(f"EB is built in fixed16, not {cfg.precision}")
     if cfg.stride != 1:
         raise ValueError(f"EB is built for stride 1, not {cfg.stride}: the δ map of a "
                          f"strided layer must be dilated")
-    if cfg.n_out * cfg.taps > 1 << 16:
+    if cfg.precision == "fixed16" and cfg.n_out * cfg.taps > 1 << 16:
         raise ValueError(f"n_out·k² = {cfg.n_out * cfg.taps} products exceed the 2^16 a "
                          f"48-bit sum holds exactly")
 
@@ -148,28 +154,43 @@ class EbModule(wiring.Component):
                      for j in range(cfg.p)] for i in range(cfg.n_in)]
         flow, sums, (final, last) = ce_array(m, cfg, feed, operands, [f_final, f_last], "eb")
 
-        # sum the groups of a pixel in order (exact, 48 bits); emit on the last group
-        acc = [Signal(signed(cfg.partial_bits), name=f"group_sum_{i}")
+        # sum the groups of a pixel in order; emit on the last group. fixed16: exact, 48
+        # bits; fp32: acc = sum_0, then acc + sum_g rounded once per group (a
+        # combinational FloatAdd in the loop, see the module docstring)
+        fp32 = cfg.precision == "fp32"
+        acc = [Signal(32 if fp32 else signed(cfg.partial_bits), name=f"group_sum_{i}")
                for i in range(cfg.n_in)]
         s_valid, s_last = Signal(), Signal()
         summed = Flow(s_valid, "group_sum")
         enable = Signal()
         m.d.comb += [enable.eq(~s_valid | summed.ready), flow.ready.eq(enable)]
-        first_reg = Signal(init=1)          # the next item starts a pixel
+        first = Signal(init=1)              # the next item starts a pixel
+        added = []
+        for i in range(cfg.n_in):
+            if fp32:
+                adder = FloatAdd(FP32, stages=0)
+                m.submodules[f"group_add_{i}"] = adder
+                m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
+                             adder.i.payload.a.eq(acc[i]), adder.i.payload.b.eq(sums[i]),
+                             adder.i.payload.subtract.eq(0)]
+                added.append(Mux(first, sums[i], adder.o.payload))
+            else:
+                added.append(Mux(first, 0, acc[i]) + Value.cast(sums[i]).as_signed())
         with m.If(enable):
             m.d.sync += s_valid.eq(flow.valid & final)
             with m.If(flow.valid):
-                m.d.sync += [s_last.eq(last), first_reg.eq(final)]
-                for i in range(cfg.n_in):
-                    m.d.sync += acc[i].eq(Mux(first_reg, 0, acc[i])
-                                          + Value.cast(sums[i]).as_signed())
+                m.d.sync += [s_last.eq(last), first.eq(final)]
+                m.d.sync += [a.eq(v) for a, v in zip(acc, added)]
 
-        f = cfg.frac_bits
-        rounded = [(a + (1 << (f - 1))) >> f for a in acc]
-        top, bottom = (1 << 15) - 1, -(1 << 15)
-        flow, regs = register_stage(
-            m, summed, [Mux(r > top, top, Mux(r < bottom, bottom, r))[:16] for r in rounded]
-            + [s_last], "rescale")
+        if fp32:
+            flow, regs = register_stage(m, summed, acc + [s_last], "out")
+        else:
+            f = cfg.frac_bits
+            rounded = [(a + (1 << (f - 1))) >> f for a in acc]
+            top, bottom = (1 << 15) - 1, -(1 << 15)
+            flow, regs = register_stage(
+                m, summed, [Mux(r > top, top, Mux(r < bottom, bottom, r))[:16]
+                            for r in rounded] + [s_last], "rescale")
         sink(m, flow, self.o)
         for i in range(cfg.n_in):
             m.d.comb += self.o.payload.data[i].eq(regs[i])

@@ -18,9 +18,11 @@ from amaranth.hdl import Value
 from amaranth.sim import Simulator
 from cocotb.triggers import RisingEdge
 
+from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.fpdeep.eb import EbModule, error_layout
 from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.lpram import load_layout
+from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.golden.fpdeep.eb import eb_module, pad_delta
 from nnrtl.sim.golden.fpdeep.fp import pad_weights
 from nnrtl.sim.patterns import cycle_budget
@@ -32,9 +34,14 @@ __all__ = ["random_case", "stimulus", "expected", "model_cycles", "stream_run", 
 
 
 def random_case(cfg, images, seed):
-    """Random ``weights`` (n_out, n_in, K, K) and ``delta`` (images, w_out, w_out, n_out)
-    codes in ±0.5 and ±1.0 (some sums saturate only with large maps)."""
+    """Random ``weights`` (n_out, n_in, K, K) and ``delta`` (images, w_out, w_out, n_out):
+    fixed16 codes in ±0.5 and ±1.0 (some sums saturate only with large maps), fp32 bit
+    patterns of normal values (σ 0.5 and 1)."""
     rng = np.random.default_rng(seed)
+    if cfg.precision == "fp32":
+        bits = lambda x: to_bits(FP32, x.astype(np.float32)).astype(np.int64)
+        return {"weights": bits(rng.standard_normal((cfg.n_out, cfg.n_in, cfg.k, cfg.k)) / 2),
+                "delta": bits(rng.standard_normal((images, cfg.w_out, cfg.w_out, cfg.n_out)))}
     one = 1 << cfg.frac_bits
     return {"weights": rng.integers(-one // 2, one // 2 + 1, (cfg.n_out, cfg.n_in, cfg.k, cfg.k)),
             "delta": rng.integers(-one, one + 1, (images, cfg.w_out, cfg.w_out, cfg.n_out))}

@@ -1,5 +1,5 @@
 """Bit-exact numpy model of the EB module (:mod:`nnrtl.hw.fpdeep.eb`) and of the SFU's
-backward step (unpool from the argmax, ReLU' from the mask), fixed16.
+backward step (unpool from the argmax, ReLU' from the mask), fixed16 and fp32.
 
 Arithmetic (the RTL computes exactly this)
 ------------------------------------------
@@ -16,6 +16,13 @@ exact sum does not change it, the RTL's is tile tree → CE tree → groups in o
 rounded half up to ``frac_bits`` fraction bits and saturated to 16 bits, as the FP module's
 completing step.
 
+fp32 (bit patterns, ``hw/arith`` RNE, each product and each add rounded once), in the RTL's
+order: per output pixel, group ``g`` and input channel ``i``, the products
+``W[g·P + j][i][K²−1−t] · δ[t][g·P + j]`` of the δ window's taps ``t`` (raster order; lanes
+past ``n_out`` have zero weights and δ) reduced by :func:`~.fp.tree_sum` over ``t`` (tile
+tree), then over the ``P`` tiles ``j`` (CE tree), then the groups in order
+``((s_0 + s_1) + s_2) + …``; no rounding after.
+
 SFU backward (:func:`sfu_backward`) on the node completing layer ``t − 1``: the error of the
 pooled activations (``pool_out²`` pixels × groups × P) goes to the argmax position of its
 window if the ReLU mask bit sent with it is set, every other position gets 0; without a pool,
@@ -25,7 +32,12 @@ stride) get 0.
 
 import numpy as np
 
-__all__ = ["eb_sums", "eb_module", "rescale", "sfu_backward", "pad_delta"]
+from nnrtl.hw.arith.float_format import FP32
+from nnrtl.sim.golden.float import float_add, float_mul
+
+from .fp import pad_weights, tree_sum
+
+__all__ = ["eb_sums", "eb_module", "eb_fp32", "rescale", "sfu_backward", "pad_delta"]
 
 
 def rescale(cfg, wide):
@@ -68,8 +80,36 @@ def eb_sums(cfg, delta, weights):
     return out
 
 
+def eb_fp32(cfg, delta, weights):
+    """fp32: one image's errors ``(w_in, w_in, n_in)`` as bit patterns (``uint32``)."""
+    if cfg.stride != 1:
+        raise ValueError(f"EB is built for stride 1, not {cfg.stride}")
+    add = lambda a, b: float_add(FP32, a, b)
+    d = pad_delta(cfg, np.asarray(delta, np.int64))            # (y, x, g, j)
+    q = cfg.k - 1 - cfg.pad
+    side = cfg.w_out + 2 * q
+    padded = np.zeros((side, side, cfg.groups, cfg.p), np.uint32)
+    padded[q:q + cfg.w_out, q:q + cfg.w_out] = d
+    w = pad_weights(cfg, np.asarray(weights, np.int64)).astype(np.uint32)   # (g, j, i, t)
+    products = []
+    for t in range(cfg.taps):
+        a, b = divmod(t, cfg.k)
+        window = padded[a:a + cfg.w_in, b:b + cfg.w_in][..., None]          # (y, x, g, j, 1)
+        kernel = w[None, None, :, :, :, cfg.taps - 1 - t]                   # (1, 1, g, j, i)
+        products.append(float_mul(FP32, kernel, window))
+    tiles = tree_sum(products, add)                                          # (y, x, g, j, i)
+    sums = tree_sum([tiles[:, :, :, j] for j in range(cfg.p)], add)          # (y, x, g, i)
+    total = sums[:, :, 0]
+    for g in range(1, cfg.groups):
+        total = add(total, sums[:, :, g])
+    return total.astype(np.uint32)
+
+
 def eb_module(cfg, delta, weights):
-    """One image's errors ``(w_in, w_in, n_in)`` as 16-bit codes."""
+    """One image's errors ``(w_in, w_in, n_in)``: fixed16 16-bit codes, fp32 bit
+    patterns."""
+    if cfg.precision == "fp32":
+        return eb_fp32(cfg, delta, weights)
     return rescale(cfg, eb_sums(cfg, delta, weights))
 
 
