@@ -8,6 +8,12 @@ Bound. fixed16 codes are integers; the float64 reference works on the same value
   back-propagated with δ **exactly** (bound 0); its 16-bit output differs from ``x.grad``
   only by the final rounding, ``|E·2⁻ᶠ − x.grad| ≤ 2⁻ᶠ⁻¹`` where not saturated, and is
   the saturation limit where ``|x.grad|`` exceeds it.
+* EB fp32: every error is a sum of ``n = n_out·K²`` products (zero lanes add exact
+  zeros); along any path from a term to the result there are at most ``r = 1 + L_tile +
+  L_CE + (G − 1)`` roundings (the product, the tile and CE tree levels, the group adds), so
+  ``|ê − e| ≤ γ_r · Σ|W·δ|`` (Higham 4.2), ``γ_r = r·u/(1 − r·u)``, ``u = 2⁻²⁴``, with
+  ``Σ|W·δ|`` the same back-propagation of ``|W|`` and ``|δ|``; float64's own error is
+  below ``n·2⁻⁵³·Σ|W·δ|``, added.
 * SFU backward: ``z.grad`` of ``max_pool2d(relu(z))`` (or ``relu(z)``) back-propagated with
   the error equals the golden δ exactly (torch's first-maximum rule and ReLU'(0) = 0, the
   SFU's).
@@ -53,6 +59,35 @@ def test_eb_against_torch(case):
     assert np.all(np.abs(out - grad)[inside] <= 2.0 ** -(f + 1))
     assert np.array_equal(out[~inside], np.where(grad[~inside] > 0, top, bottom))
     assert inside.sum() > 0
+
+
+@pytest.mark.parametrize("case", range(len(EB_CASES)))
+def test_eb_fp32_against_torch(case):
+    from nnrtl.hw.arith.float_format import FP32
+    from nnrtl.hw.fpdeep.conv import tree_levels
+    from nnrtl.sim.golden.float import from_bits, to_bits
+
+    k, pad, w_in, ic, oc, p = EB_CASES[case]
+    cfg = FpConfig("fp32", k, 1, pad, w_in, ic, oc, p)
+    rng = np.random.default_rng(40 + case)
+    weights = (rng.standard_normal((oc, ic, k, k)) * 0.5).astype(np.float32)
+    delta = rng.standard_normal((cfg.w_out, cfg.w_out, oc)).astype(np.float32)
+    bits = lambda v: to_bits(FP32, v).astype(np.int64)
+    got = from_bits(FP32, eb_module(cfg, bits(delta), bits(weights))).astype(np.float64)
+
+    def backward(w, d):
+        x = torch.zeros((1, ic, w_in, w_in), dtype=torch.float64, requires_grad=True)
+        F.conv2d(x, torch.from_numpy(w.astype(np.float64)), padding=pad).backward(
+            torch.from_numpy(np.moveaxis(d, -1, 0)[None].astype(np.float64)))
+        return x.grad[0].permute(1, 2, 0).numpy()
+
+    exact = backward(weights, delta)
+    magnitude = backward(np.abs(weights), np.abs(delta))
+    r = 1 + tree_levels(k * k) + tree_levels(p) + cfg.groups - 1
+    u = 2.0 ** -24
+    bound = (r * u / (1 - r * u) + oc * k * k * 2.0 ** -53) * magnitude
+    assert np.all(np.abs(got - exact) <= bound)
+    assert np.abs(got - exact).max() > 0                 # the roundings show
 
 
 def test_eb_saturates_somewhere():
