@@ -18,7 +18,10 @@ from amaranth.hdl import Value
 from amaranth.sim import Simulator
 from cocotb.triggers import RisingEdge
 
+from nnrtl.boards import get_board
+from nnrtl.gen.fpdeep import builtin, map_network
 from nnrtl.hw.arith.float_format import FP32
+from nnrtl.hw.fpdeep.config import FpConfig
 from nnrtl.hw.fpdeep.eb import EbModule, error_layout
 from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.lpram import load_layout
@@ -30,7 +33,7 @@ from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 from nnrtl.sim.tb.fpdeep_fp import _Sink, _Source, config_of, pack, unpack
 
 __all__ = ["random_case", "stimulus", "expected", "model_cycles", "stream_run", "describe",
-           "delta_beats"]
+           "delta_beats", "paper_segment"]
 
 
 def random_case(cfg, images, seed):
@@ -89,6 +92,16 @@ def describe(layout, name, got, want, limit=3):
         if a != b and len(lines) < limit:
             lines.append(f"{name} beat {n}: got {unpack(layout, a)}, golden {unpack(layout, b)}")
     return lines
+
+
+def paper_segment():
+    """The first mapped AlexNet conv segment (15 VC709s) the modules build (q = n_in,
+    stride 1): conv2's completing node, K = 5, pad 2, 27×27, S_IC = 1, OC = 256 on P = 3
+    (86 groups)."""
+    mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False)
+    segment = next(s for node in mapping.nodes for s in node.segments
+                   if s.kind == "conv" and s.q == s.n_in and s.stride == 1)
+    return FpConfig.from_segment(segment, "fixed16")
 
 
 # -- Amaranth simulator ------------------------------------------------------------------

@@ -21,7 +21,8 @@ from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.lpram import load_layout
 from nnrtl.sim.golden.fpdeep.eb import sfu_backward
 from nnrtl.sim.golden.fpdeep.fp import fp_module
-from nnrtl.sim.tb.fpdeep_eb import describe, expected, random_case, stimulus, stream_run
+from nnrtl.sim.tb.fpdeep_eb import (describe, expected, paper_segment, random_case, stimulus,
+                                    stream_run)
 from nnrtl.sim.tb.fpdeep_fp import pack
 
 
@@ -234,3 +235,14 @@ def test_sfu_backward_refusals():
     with pytest.raises(ValueError, match=r"^SfuBackward runs on the node completing the "
                                          r"layer$"):
         SfuBackward(FpConfig("fixed16", 3, 1, 1, 8, 2, 3, 2, completes=False))
+
+
+@pytest.mark.slow
+def test_eb_paper_segment_slow():
+    cfg = paper_segment()
+    assert (cfg.k, cfg.w_in, cfg.n_out, cfg.p, cfg.groups) == (5, 27, 256, 3, 86)
+    case = random_case(cfg, 1, 1)
+    stim = stimulus(cfg, case)
+    want = expected(cfg, case)
+    got = stream_run(EbModule(cfg), stim, "o", len(want), first=("load",), timeout=20000)
+    assert got == want, describe(error_layout(cfg), "o", got, want)

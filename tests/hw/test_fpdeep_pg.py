@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 
 from nnrtl.hw.fpdeep import FpConfig
 from nnrtl.hw.fpdeep.pg import PgModule, gradient_layout, lgb_bits
-from nnrtl.sim.tb.fpdeep_eb import describe, stream_run
+from nnrtl.sim.tb.fpdeep_eb import describe, paper_segment, stream_run
 from nnrtl.sim.tb.fpdeep_pg import expected, random_case, stimulus
 
 
@@ -101,3 +101,15 @@ def test_pg_refusals():
             PgModule(cfg, batch=bad)
     with pytest.raises(ValueError, match=r"^PG is built in fixed16, not fp32$"):
         PgModule(FpConfig("fp32", 3, 1, 1, 5, 2, 3, 2))
+
+
+@pytest.mark.slow
+def test_pg_paper_segment_slow():
+    """The AlexNet conv2 segment of :func:`nnrtl.sim.tb.fpdeep_eb.paper_segment` (K = 5, 27×27,
+    OC = 256 on P = 3, 86 groups, bias bank), one image."""
+    cfg = paper_segment()
+    case = random_case(cfg, 1, 1, 1)
+    want = expected(cfg, case)
+    got = stream_run(PgModule(cfg, batch=1), stimulus(cfg, case), "o", len(want),
+                     timeout=200000)
+    assert got == want, describe(gradient_layout(cfg, 1), "o", got, want)
