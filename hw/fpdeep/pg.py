@@ -1,4 +1,5 @@
-"""The PG module (parameter-gradient calculation, spec §3.6, paper Sec. 5.5), fixed16.
+"""The PG module (parameter-gradient calculation, spec §3.6, paper Sec. 5.5), fixed16 and
+fp32.
 
 The paper cuts the ``K × K`` large ``W × W`` convolutions (δ as the filter over the cached
 activations) into ``W × W`` small ``K × K`` ones: for each output pixel ``(y, x)`` and group
@@ -30,20 +31,25 @@ these.
 
 Decisions ([U] in the spec)
 ---------------------------
-* **LGB word**: the exact sum, ``lgb_bits = 32 + ⌈log2(pixels · batch)⌉`` bits (products
+* **LGB word**: fp32 32 bits (each add rounded once, :mod:`nnrtl.sim.golden.fpdeep.pg`'s
+  order); fixed16 the exact sum, ``lgb_bits = 32 + ⌈log2(pixels · batch)⌉`` bits (products
   of two 16-bit words are at most 2³⁰ in magnitude); 48 bits (a DSP48's accumulator) hold
   up to 2¹⁶ accumulations, a larger mini-batch widens the word (a cascaded DSP pair).
   ``dW`` words have ``2·frac_bits`` fraction bits, the bias bank's ``frac_bits``.
-* **Read-add-write**: the LGB row of the item in the product register is read the cycle
-  the item enters it and written the next; the read port is transparent to the write port,
-  so a row recurring every cycle (``G = 1``) is forwarded. The product register never
-  stalls (the LGB always takes a write), so backpressure stops at the inputs.
-* **fixed16 only** (``ValueError`` for fp32): an fp32 LGB needs the fp32 adder latency
-  covered by ``G`` or forwarding (spec §3.3), not built.
+* **Read-add-write**: after the multipliers (fixed16 one register, fp32 the FloatMul
+  units' ``multiplier_stages``) one align register: an item's LGB row is read the cycle it
+  enters it and written the next; the read port is transparent to the write port, so a
+  row recurring every cycle (``G = 1``) is forwarded. The pipeline never stalls (the LGB
+  always takes a write), so backpressure stops at the inputs; the drain starts once no
+  item is in flight.
+* **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
+  (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
+  cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
+  a row recurs within its latency (``G`` < latency), is not built.
 
 Throughput: one (pixel, group) per cycle, an output pixel per ``G`` cycles (a window held
 ``G`` cycles, as FP); the drain takes 2 cycles per row beat. Latency from a δ beat to its
-LGB write: 2 cycles.
+LGB write: 2 cycles (fixed16), ``multiplier_stages + 1`` (fp32).
 """
 
 import math
@@ -53,15 +59,19 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from ..arith.float_add import FloatAdd
+from ..arith.float_format import FP32
 from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
-from .pipe import Flow
+from .pipe import Flow, register_stage
 
 __all__ = ["PgModule", "gradient_layout", "lgb_bits"]
 
 
 def lgb_bits(cfg, batch):
-    """Bits of an LGB word that holds ``batch`` images' sums exactly."""
+    """Bits of an LGB word: fp32 32; fixed16 what holds ``batch`` images' sums exactly."""
+    if cfg.precision == "fp32":
+        return 32
     return 32 + max(1, math.ceil(math.log2(cfg.pixels * batch)))
 
 
@@ -97,15 +107,11 @@ class PgModule(wiring.Component):
     ------
     TypeError
         ``batch`` not a positive integer.
-    ValueError
-        fp32.
     """
 
     def __init__(self, cfg, *, batch=1):
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
             raise TypeError(f"batch must be a positive integer, not {batch!r}")
-        if cfg.precision != "fixed16":
-            raise ValueError(f"PG is built in fixed16, not {cfg.precision}")
         self._cfg, self._batch = cfg, batch
         super().__init__({
             "i_act": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.n_in))),
@@ -163,17 +169,25 @@ class PgModule(wiring.Component):
             with m.If(batch_end):
                 m.d.sync += draining.eq(1)
 
-        # products: lane (bank i·K² + t, j) = A[t][i] · δ[j]; one register, never stalls
+        # products: lane (bank i·K² + t, j) = A[t][i] · δ[j] (fixed16 one register, fp32
+        # the FloatMul units); then one align register, during which the LGB row read at
+        # the multiplier output arrives. The pipeline never stalls.
         feed = Flow(take, "feed")
         taps, delta = lb.o.payload.taps, self.i_delta.payload
         operands = [[[(taps[t][i], delta[j])]] for i in range(cfg.n_in) for t in range(K2)
                     for j in range(P)]
         flow, products, sides = ce_array(m, cfg, feed, operands,
                                          [g] + [delta[j] for j in range(P)], "pg")
-        p_row, p_delta = sides[0], sides[1:]
+        read_row = sides[0]
+        flow, regs = register_stage(m, flow, list(products) + sides, "pg_align")
         m.d.comb += flow.ready.eq(1)
+        products, p_row, p_delta = regs[:len(products)], regs[len(products)], \
+            regs[len(products) + 1:]
+        inflight = Signal(range(cfg.multiplier_stages + 4))
+        m.d.sync += inflight.eq(inflight + take - flow.valid)
 
-        # LGB: read the incoming item's row, add and write the next cycle (transparent)
+        # LGB: read the row of the item entering the align register, add and write the
+        # next cycle (the read is transparent to the write: a row recurring every cycle)
         word = data.ArrayLayout(width, P)
         state_read, state_send, state_settle = 1, 2, 0
         d_state = Signal(range(3))
@@ -191,12 +205,24 @@ class PgModule(wiring.Component):
                 terms = products[bank * P:(bank + 1) * P]
             else:
                 terms = p_delta
-            m.d.comb += [read.en.eq(1), read.addr.eq(Mux(draining, d_row, g))]
+            m.d.comb += [read.en.eq(1), read.addr.eq(Mux(draining & (d_state != state_settle),
+                                                         d_row, read_row))]
+            sums = []
+            for j in range(P):
+                if cfg.precision == "fp32":
+                    adder = FloatAdd(FP32, stages=0)
+                    m.submodules[f"lgb_add_{bank}_{j}"] = adder
+                    m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
+                                 adder.i.payload.a.eq(read.data[j]),
+                                 adder.i.payload.b.eq(terms[j]),
+                                 adder.i.payload.subtract.eq(0)]
+                    sums.append(adder.o.payload)
+                else:
+                    sums.append(Value.cast(read.data[j]).as_signed()
+                                + Value.cast(terms[j]).as_signed())
             with m.If(flow.valid):                  # the batch's last item too
                 m.d.comb += [write.en.eq(1), write.addr.eq(p_row)]
-                for j in range(P):
-                    m.d.comb += write.data[j].eq(Value.cast(read.data[j]).as_signed()
-                                                 + Value.cast(terms[j]).as_signed())
+                m.d.comb += [write.data[j].eq(sums[j]) for j in range(P)]
             with m.Elif(draining):
                 m.d.comb += [write.en.eq(send & (d_bank == bank)), write.addr.eq(d_row),
                              write.data.eq(0)]
@@ -214,7 +240,8 @@ class PgModule(wiring.Component):
         with m.If(draining):
             with m.Switch(d_state):
                 with m.Case(state_settle):
-                    m.d.sync += d_state.eq(state_read)
+                    with m.If(inflight == 0):
+                        m.d.sync += d_state.eq(state_read)
                 with m.Case(state_read):
                     m.d.sync += [d_state.eq(state_send), o_valid.eq(1)]
                 with m.Case(state_send):

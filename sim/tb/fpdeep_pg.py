@@ -14,8 +14,10 @@ Parameters of the cocotb bench (``tb_params()``): ``cfg`` (the FpConfig's fields
 import cocotb
 import numpy as np
 
+from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.pg import gradient_layout
+from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.golden.fpdeep.pg import lgb_rows, pg_batch
 from nnrtl.sim.tb.common import tb_params
 from nnrtl.sim.tb.fpdeep_eb import delta_beats, run_patterns
@@ -25,10 +27,16 @@ __all__ = ["random_case", "stimulus", "expected", "model_cycles"]
 
 
 def random_case(cfg, batch, batches, seed):
-    """Random ``act`` (images, w_in, w_in, n_in) in ±1.0 and ``delta`` (images, w_out,
-    w_out, n_out) in ±1.0 codes, ``batch · batches`` images."""
+    """Random ``act`` (images, w_in, w_in, n_in) and ``delta`` (images, w_out, w_out,
+    n_out), ``batch · batches`` images: fixed16 codes in ±1.0, fp32 bit patterns of
+    standard normal values."""
     rng = np.random.default_rng(seed)
     one, images = 1 << cfg.frac_bits, batch * batches
+    if cfg.precision == "fp32":
+        bits = lambda x: to_bits(FP32, x.astype(np.float32)).astype(np.int64)
+        return {"act": bits(rng.standard_normal((images, cfg.w_in, cfg.w_in, cfg.n_in))),
+                "delta": bits(rng.standard_normal((images, cfg.w_out, cfg.w_out, cfg.n_out))),
+                "batch": batch}
     return {"act": rng.integers(-one, one + 1, (images, cfg.w_in, cfg.w_in, cfg.n_in)),
             "delta": rng.integers(-one, one + 1, (images, cfg.w_out, cfg.w_out, cfg.n_out)),
             "batch": batch}

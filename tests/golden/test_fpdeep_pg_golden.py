@@ -2,7 +2,12 @@
 ``W.grad`` and ``b.grad`` of ``conv2d(x, W, b, stride, padding)`` over a mini-batch,
 back-propagated with δ. fixed16 codes are integers and every product and sum is exact in
 float64 here (below 2⁵³), so the bound is 0: ``dW = W.grad · 2²ᶠ``, ``db = b.grad · 2ᶠ``
-exactly."""
+exactly.
+
+fp32: each LGB word is ``+0`` plus ``n = pixels · batch`` rounded products, added one by one,
+so a term meets at most ``r = n + 1`` roundings and ``|dŴ − dW| ≤ γ_r · Σ|δ·A|`` (Higham
+4.2, ``u = 2⁻²⁴``), ``Σ|δ·A|`` the same autograd of ``|x|`` and ``|δ|``; the bias likewise
+with ``r = n`` over ``Σ|δ|``."""
 
 import numpy as np
 import pytest
@@ -115,3 +120,33 @@ def test_backward_chain_against_torch(case):
     assert np.all(np.abs(dw1 / 2.0 ** (2 * f) - w1t.grad.numpy()) <= wbound.grad.numpy())
     assert np.all(np.abs(db1 / 2.0 ** f - b1t.grad.numpy())
                   <= 2.0 ** -(f + 1) * cfg1.pixels)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_pg_fp32_against_torch(case):
+    from nnrtl.hw.arith.float_format import FP32
+    from nnrtl.sim.golden.float import from_bits, to_bits
+
+    k, s, pad, w_in, ic, oc, p, batch = CASES[case]
+    cfg = FpConfig("fp32", k, s, pad, w_in, ic, oc, p)
+    rng = np.random.default_rng(50 + case)
+    acts = rng.standard_normal((batch, w_in, w_in, ic)).astype(np.float32)
+    deltas = rng.standard_normal((batch, cfg.w_out, cfg.w_out, oc)).astype(np.float32)
+    bits = lambda v: to_bits(FP32, v).astype(np.int64)
+    dw, db = pg_batch(cfg, bits(acts), bits(deltas))
+    dw, db = (from_bits(FP32, v).astype(np.float64) for v in (dw, db))
+
+    def grads(a, d):
+        w = torch.zeros((oc, ic, k, k), dtype=torch.float64, requires_grad=True)
+        b = torch.zeros(oc, dtype=torch.float64, requires_grad=True)
+        F.conv2d(torch.from_numpy(np.moveaxis(a, -1, 1).astype(np.float64)), w, b, stride=s,
+                 padding=pad).backward(torch.from_numpy(np.moveaxis(d, -1, 1).astype(np.float64)))
+        return w.grad.numpy(), b.grad.numpy()
+
+    (w_exact, b_exact), (w_mag, b_mag) = grads(acts, deltas), grads(np.abs(acts),
+                                                                    np.abs(deltas))
+    n, u = cfg.pixels * batch, 2.0 ** -24
+    gamma = lambda r: r * u / (1 - r * u) + n * 2.0 ** -53
+    assert np.all(np.abs(dw - w_exact) <= gamma(n + 1) * w_mag)
+    assert np.all(np.abs(db - b_exact) <= gamma(n) * b_mag)
+    assert np.abs(dw - w_exact).max() > 0

@@ -44,6 +44,18 @@ def test_pg_module_matches_golden(cfg):
     assert got == want, describe(gradient_layout(cfg, batch), "o", got, want)
 
 
+def test_pg_module_fp32_matches_golden():
+    """fp32 (FloatMul of 2 stages, the LGB's read-add-write through FloatAdd): two groups,
+    a zero lane, the bias bank, two mini-batches of one image."""
+    cfg = FpConfig("fp32", 2, 1, 1, 4, 1, 3, 2, multiplier_stages=2)
+    dut = PgModule(cfg, batch=1)
+    assert dut.lgb_bits == 32
+    case = random_case(cfg, 1, 2, 6)
+    want = expected(cfg, case)
+    got = stream_run(dut, stimulus(cfg, case), "o", len(want), gap=0.3, stall=0.3, seed=6)
+    assert got == want, describe(gradient_layout(cfg, 1), "o", got, want)
+
+
 def test_pg_module_full_rate():
     """Without gaps or stalls one (pixel, group) is taken per cycle: an image of ``w_out² ·
     G`` δ beats in that many cycles plus the line buffer's fill, then the drain of 2 cycles
@@ -99,8 +111,6 @@ def test_pg_refusals():
         with pytest.raises(TypeError, match=rf"^batch must be a positive integer, not "
                                             rf"{bad!r}$"):
             PgModule(cfg, batch=bad)
-    with pytest.raises(ValueError, match=r"^PG is built in fixed16, not fp32$"):
-        PgModule(FpConfig("fp32", 3, 1, 1, 5, 2, 3, 2))
 
 
 @pytest.mark.slow

@@ -11,17 +11,29 @@ activations (``w_in × w_in × n_in`` codes) and ``δ`` its output channels' err
 sums (``dW`` with ``2·frac_bits`` fraction bits, ``db`` with ``frac_bits``), the LGB words of
 :attr:`PgModule.lgb_bits <nnrtl.hw.fpdeep.pg.PgModule.lgb_bits>` bits hold them without
 overflow. The order of an exact sum does not matter.
+
+fp32 (bit patterns, ``hw/arith`` RNE): every LGB word starts at ``+0`` and takes one
+rounded product ``δ · A`` and one rounded add per output pixel, in the order the RTL
+visits them: images in order, pixels in raster order (``dW ← dW + δ·A``; the bias bank
+``db ← db + δ``). Lanes past ``n_out`` get the zero δ's products.
 """
 
 import numpy as np
 
+from nnrtl.hw.arith.float_format import FP32
+from nnrtl.sim.golden.float import float_add, float_mul
+
+from .eb import pad_delta
 from .fp import windows
 
 __all__ = ["pg_batch", "lgb_rows"]
 
 
 def pg_batch(cfg, acts, deltas):
-    """``(dW (n_out, n_in, K, K), db (n_out,))`` of one mini-batch (lists of images)."""
+    """``(dW (n_out, n_in, K, K), db (n_out,))`` of one mini-batch (lists of images):
+    fixed16 integer codes, fp32 bit patterns."""
+    if cfg.precision == "fp32":
+        return _pg_fp32(cfg, acts, deltas)
     dw = np.zeros((cfg.n_out, cfg.n_in, cfg.taps), np.int64)
     db = np.zeros(cfg.n_out, np.int64)
     for act, delta in zip(acts, deltas, strict=True):
@@ -33,6 +45,22 @@ def pg_batch(cfg, acts, deltas):
         dw += np.einsum("yxo,yxit->oit", delta, win)
         db += delta.sum(axis=(0, 1))
     return dw.reshape(cfg.n_out, cfg.n_in, cfg.k, cfg.k), db
+
+
+def _pg_fp32(cfg, acts, deltas):
+    lanes = cfg.groups * cfg.p
+    dw = np.zeros((lanes, cfg.n_in, cfg.taps), np.uint32)
+    db = np.zeros(lanes, np.uint32)
+    for act, delta in zip(acts, deltas, strict=True):
+        d = pad_delta(cfg, delta).reshape(cfg.w_out, cfg.w_out, lanes).astype(np.uint32)
+        win = windows(cfg, np.asarray(act, np.int64)).astype(np.uint32)   # (y, x, i, t)
+        for y in range(cfg.w_out):
+            for x in range(cfg.w_out):
+                products = float_mul(FP32, d[y, x][:, None, None], win[y, x][None])
+                dw = float_add(FP32, dw, products).astype(np.uint32)
+                db = float_add(FP32, db, d[y, x]).astype(np.uint32)
+    return (dw[:cfg.n_out].reshape(cfg.n_out, cfg.n_in, cfg.k, cfg.k),
+            db[:cfg.n_out])
 
 
 def lgb_rows(cfg, dw, db):
