@@ -14,11 +14,11 @@ Built (part 1, issue 14)
 Built (part 2, issue 14: EB and PG)
 -----------------------------------
 * :mod:`.eb`: the EB module (S_IC CEs of P tiles over a δ line buffer padded by K−1−pad,
-  the rotated kernels from the LPRAM's second read port ``eb_*``, groups summed, fixed16,
-  stride 1) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from the mask,
-  non-overlapping pools);
+  the rotated kernels from the LPRAM's second read port ``eb_*``, groups summed, fixed16
+  and fp32, stride 1) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
+  the mask, non-overlapping pools);
 * :mod:`.pg`: the PG module (the K×K small convolutions, P·S_IC·K² MACs into the LGB,
-  bias gradient, the LGB drained per mini-batch), fixed16.
+  bias gradient, the LGB drained per mini-batch), fixed16 and fp32.
 
 Plan for EB, PG, weight update and links (part 2)
 -------------------------------------------------

@@ -36,8 +36,8 @@ Decisions ([U] in the spec)
   innermost — not built).
 * **Output precision**: fixed16 16-bit words (``frac_bits``), round half up, saturate, as
   the FP module's completing node; fp32 the sum as it is. The segment holds all ``n_out``
-  δ channels under ICP, so its errors are complete. (An OCP segment's errors are partial over output channels and would
-  chain like FP partials: not built.)
+  δ channels under ICP, so its errors are complete. (An OCP segment's errors are partial
+  over output channels and would chain like FP partials: not built.)
 
 Latency and throughput: one δ window per cycle, an output pixel per ``G`` cycles in steady
 state; latency from the completing δ beat: line buffer 1 + feed 1 + ``ce_latency`` + group
