@@ -11,6 +11,15 @@ Built (part 1, issue 14)
   ReLU mask and argmax) or partials downstream;
 * :mod:`.pipe`: the elastic-stage plumbing.
 
+Built (part 2, issue 14: EB and PG)
+-----------------------------------
+* :mod:`.eb`: the EB module (S_IC CEs of P tiles over a δ line buffer padded by K−1−pad,
+  the rotated kernels from the LPRAM's second read port ``eb_*``, groups summed, fixed16
+  and fp32, stride 1) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
+  the mask, non-overlapping pools);
+* :mod:`.pg`: the PG module (the K×K small convolutions, P·S_IC·K² MACs into the LGB,
+  bias gradient, the LGB drained per mini-batch), fixed16 and fp32.
+
 Plan for EB, PG, weight update and links (part 2)
 -------------------------------------------------
 * **LPRAM sharing**: :class:`.lpram.Lpram` gets a second read port ``eb_addr``/``eb_en``/
@@ -34,10 +43,13 @@ Plan for EB, PG, weight update and links (part 2)
 
 from .config import FpConfig, PARTIAL_BITS, PRECISIONS
 from .conv import ce_array, ce_latency
+from .eb import EbModule, SfuBackward, error_layout
 from .fp import FpModule, out_layout, partial_layout
 from .line_buffer import LineBuffer, pixel_layout, window_layout
 from .lpram import Lpram, load_layout, row_layout
+from .pg import PgModule, gradient_layout
 
 __all__ = ["FpConfig", "PARTIAL_BITS", "PRECISIONS", "ce_array", "ce_latency", "FpModule",
            "out_layout", "partial_layout", "LineBuffer", "pixel_layout", "window_layout",
-           "Lpram", "load_layout", "row_layout"]
+           "Lpram", "load_layout", "row_layout", "EbModule", "SfuBackward", "error_layout",
+           "PgModule", "gradient_layout"]

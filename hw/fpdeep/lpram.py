@@ -14,9 +14,11 @@ Ports
 ``load``: ``{bank, row, data}`` (``P`` words): writes one row, always ready (the weight update
 of the next task writes through it once per mini-batch, spec §3.8).
 ``fp_addr`` / ``fp_en`` → ``fp_data[bank][lane]`` one cycle later (synchronous read, holds while
-``fp_en`` is low). EB (next task) gets a second read port of its own on the same banks
-(``eb_*``): the kernel rotated by wiring (bank ``(i, ky, kx)`` → tile position ``(K−1−ky,
-K−1−kx)``), spec §3.3.
+``fp_en`` is low).
+``eb_addr`` / ``eb_en`` → ``eb_data[bank][lane]`` (only with ``eb_port=True``): the EB
+module's second read port on the same weight banks (not the bias bank, EB needs no bias),
+same timing; FP and EB read different rows concurrently (spec §3.3). EB rotates the kernel
+by wiring (bank ``(i, ky, kx)`` → tile position ``(K−1−ky, K−1−kx)``, :mod:`.eb`).
 """
 
 from amaranth.hdl import Module, Signal
@@ -50,18 +52,28 @@ class Lpram(wiring.Component):
     fp_addr : In(range(rows))
     fp_en : In(1)
     fp_data : Out(ArrayLayout(row_layout, banks + 1))
+    eb_addr, eb_en, eb_data : the second read port (``eb_port=True`` only), ``eb_data``
+        ``ArrayLayout(row_layout, banks)``.
     words : int
         Words stored: ``(Q·K² + 1)·rows·P``.
     """
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, *, eb_port=False):
         self._cfg = cfg
-        super().__init__({
+        self._eb_port = bool(eb_port)
+        ports = {
             "load": In(stream.Signature(load_layout(cfg))),
             "fp_addr": In(range(cfg.rows)),
             "fp_en": In(1),
             "fp_data": Out(data.ArrayLayout(row_layout(cfg), cfg.banks + 1)),
-        })
+        }
+        if self._eb_port:
+            ports.update({
+                "eb_addr": In(range(cfg.groups)),
+                "eb_en": In(1),
+                "eb_data": Out(data.ArrayLayout(row_layout(cfg), cfg.banks)),
+            })
+        super().__init__(ports)
 
     @property
     def words(self):
@@ -85,4 +97,8 @@ class Lpram(wiring.Component):
                 read.addr.eq(self.fp_addr),
                 self.fp_data[bank].eq(read.data),
             ]
+            if self._eb_port and bank < cfg.banks:
+                eb_read = memory.read_port()
+                m.d.comb += [eb_read.en.eq(self.eb_en), eb_read.addr.eq(self.eb_addr),
+                             self.eb_data[bank].eq(eb_read.data)]
         return m

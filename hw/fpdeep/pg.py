@@ -1,0 +1,257 @@
+"""The PG module (parameter-gradient calculation, spec §3.6, paper Sec. 5.5), fixed16 and
+fp32.
+
+The paper cuts the ``K × K`` large ``W × W`` convolutions (δ as the filter over the cached
+activations) into ``W × W`` small ``K × K`` ones: for each output pixel ``(y, x)`` and group
+``g`` of ``P`` output channels, the activation window of the pixel (the FP module's window:
+``S_IC`` channels × ``K²`` taps, stride and padding applied) is multiplied by the ``P`` δ
+words broadcast as the "weights"::
+
+    dW[g·P + j][i][ky][kx] += δ[y][x][g·P + j] · A[y·s + ky − pad][x·s + kx − pad][i]
+
+``P · S_IC · K²`` MACs per cycle (the FP module's count), each accumulating into its own word
+of the LGB, the local gradient buffer (spec §3.3: the LPRAM's bank/row layout, bank
+``(i, ky, kx)``, row ``g``, lane ``j``), over every pixel and every image of a mini-batch.
+The completing node also sums ``db[o] = Σ δ[o]`` into a bias bank. The products come from
+:func:`.conv.ce_array` with one tap per tile (no reduction: the sums are in the LGB).
+
+Streams
+-------
+``i_act``: the segment's input activations as the Act-RAM returns them to PG (same raster
+order as FP, one pixel of ``S_IC`` words per beat, :func:`~.line_buffer.pixel_layout`); a
+line buffer of PG's own makes the windows.
+``i_delta``: δ of the segment's output channels, one beat per output pixel and group (``P``
+words, lanes past ``n_out`` zero), raster order: :class:`~.eb.SfuBackward`'s ``o``.
+``o``: after the last image of a mini-batch (``batch`` images), the LGB rows
+(:func:`gradient_layout`): bank-major (bank ``0 … S_IC·K² − 1``, then the bias bank on the
+completing node), rows ``0 … G − 1`` in each, ``last`` on the final row; each row is cleared
+as it is sent, and the next mini-batch's beats wait until the drain ends. The weight update
+(spec §3.8, next step) writes the new LPRAM rows through the LPRAM's ``load`` port from
+these.
+
+Decisions ([U] in the spec)
+---------------------------
+* **LGB word**: fp32 32 bits (each add rounded once, :mod:`nnrtl.sim.golden.fpdeep.pg`'s
+  order); fixed16 the exact sum, ``lgb_bits = 32 + ⌈log2(pixels · batch)⌉`` bits (products
+  of two 16-bit words are at most 2³⁰ in magnitude); 48 bits (a DSP48's accumulator) hold
+  up to 2¹⁶ accumulations, a larger mini-batch widens the word (a cascaded DSP pair).
+  ``dW`` words have ``2·frac_bits`` fraction bits, the bias bank's ``frac_bits``.
+* **Read-add-write**: after the multipliers (fixed16 one register, fp32 the FloatMul
+  units' ``multiplier_stages``) one align register: an item's LGB row is read the cycle it
+  enters it and written the next; the read port is transparent to the write port, so a
+  row recurring every cycle (``G = 1``) is forwarded. The pipeline never stalls (the LGB
+  always takes a write), so backpressure stops at the inputs; the drain starts once no
+  item is in flight.
+* **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
+  (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
+  cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
+  a row recurs within its latency (``G`` < latency), is not built.
+
+Throughput: one (pixel, group) per cycle, an output pixel per ``G`` cycles (a window held
+``G`` cycles, as FP); the drain takes 2 cycles per row beat. Latency from a δ beat to its
+LGB write: 2 cycles (fixed16), ``multiplier_stages + 1`` (fp32).
+"""
+
+import math
+
+from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from ..arith.float_add import FloatAdd
+from ..arith.float_format import FP32
+from .conv import ce_array
+from .line_buffer import LineBuffer, pixel_layout
+from .pipe import Flow, register_stage
+
+__all__ = ["PgModule", "gradient_layout", "lgb_bits"]
+
+
+def lgb_bits(cfg, batch):
+    """Bits of an LGB word: fp32 32; fixed16 what holds ``batch`` images' sums exactly."""
+    if cfg.precision == "fp32":
+        return 32
+    return 32 + max(1, math.ceil(math.log2(cfg.pixels * batch)))
+
+
+def gradient_layout(cfg, batch):
+    """A gradient row beat: ``bank``, ``row``, ``data`` (``P`` LGB words), ``last``."""
+    return data.StructLayout({
+        "bank": range(cfg.banks + 1),
+        "row": range(cfg.groups),
+        "data": data.ArrayLayout(lgb_bits(cfg, batch), cfg.p),
+        "last": 1,
+    })
+
+
+class PgModule(wiring.Component):
+    """The PG module of the segment :class:`~nnrtl.hw.fpdeep.config.FpConfig` ``cfg``.
+
+    Parameters
+    ----------
+    cfg : FpConfig
+    batch : int
+        Images per mini-batch (the LGB is drained after each).
+
+    Attributes
+    ----------
+    i_act, i_delta, o : streams (module docstring)
+    lgb_bits : int
+    lgb_banks : int
+        ``S_IC·K²`` (+ 1 bias bank on the completing node), each ``G`` rows of ``P`` words.
+    macs : int
+        ``P · S_IC · K²``.
+
+    Raises
+    ------
+    TypeError
+        ``batch`` not a positive integer.
+    """
+
+    def __init__(self, cfg, *, batch=1):
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise TypeError(f"batch must be a positive integer, not {batch!r}")
+        self._cfg, self._batch = cfg, batch
+        super().__init__({
+            "i_act": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.n_in))),
+            "i_delta": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.p))),
+            "o": Out(stream.Signature(gradient_layout(cfg, batch))),
+        })
+
+    @property
+    def cfg(self):
+        return self._cfg
+
+    @property
+    def batch(self):
+        return self._batch
+
+    @property
+    def lgb_bits(self):
+        return lgb_bits(self._cfg, self._batch)
+
+    @property
+    def lgb_banks(self):
+        return self._cfg.banks + int(self._cfg.completes)
+
+    @property
+    def macs(self):
+        return self._cfg.macs
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        G, K2, P, B = cfg.groups, cfg.taps, cfg.p, self.lgb_banks
+        width = self.lgb_bits
+        m.submodules.lb = lb = LineBuffer(cfg.w_in, cfg.k, stride=cfg.stride, pad=cfg.pad,
+                                          channels=cfg.n_in, word_bits=cfg.word_bits)
+        wiring.connect(m, wiring.flipped(self.i_act), lb.i)
+
+        # join: the window (held G cycles) with one δ beat per cycle; blocked while draining
+        g = Signal(range(G))
+        images = Signal(range(self._batch))
+        draining = Signal()
+        open_ = Signal()
+        take = Signal()
+        m.d.comb += [
+            open_.eq(~draining),
+            take.eq(open_ & lb.o.valid & self.i_delta.valid),
+            self.i_delta.ready.eq(open_ & lb.o.valid),
+            lb.o.ready.eq(open_ & self.i_delta.valid & (g == G - 1)),
+        ]
+        image_end = lb.o.payload.last & (g == G - 1)
+        batch_end = image_end & (images == self._batch - 1)
+        with m.If(take):
+            m.d.sync += g.eq(Mux(g == G - 1, 0, g + 1))
+            with m.If(image_end):
+                m.d.sync += images.eq(Mux(batch_end, 0, images + 1))
+            with m.If(batch_end):
+                m.d.sync += draining.eq(1)
+
+        # products: lane (bank i·K² + t, j) = A[t][i] · δ[j] (fixed16 one register, fp32
+        # the FloatMul units); then one align register, during which the LGB row read at
+        # the multiplier output arrives. The pipeline never stalls.
+        feed = Flow(take, "feed")
+        taps, delta = lb.o.payload.taps, self.i_delta.payload
+        operands = [[[(taps[t][i], delta[j])]] for i in range(cfg.n_in) for t in range(K2)
+                    for j in range(P)]
+        flow, products, sides = ce_array(m, cfg, feed, operands,
+                                         [g] + [delta[j] for j in range(P)], "pg")
+        read_row = sides[0]
+        flow, regs = register_stage(m, flow, list(products) + sides, "pg_align")
+        m.d.comb += flow.ready.eq(1)
+        products, p_row, p_delta = regs[:len(products)], regs[len(products)], \
+            regs[len(products) + 1:]
+        inflight = Signal(range(cfg.multiplier_stages + 4))
+        m.d.sync += inflight.eq(inflight + take - flow.valid)
+
+        # LGB: read the row of the item entering the align register, add and write the
+        # next cycle (the read is transparent to the write: a row recurring every cycle)
+        word = data.ArrayLayout(width, P)
+        state_read, state_send, state_settle = 1, 2, 0
+        d_state = Signal(range(3))
+        d_bank = Signal(range(B))
+        d_row = Signal(range(G))
+        send = Signal()
+        reads = []
+        for bank in range(B):
+            memory = Memory(shape=word, depth=G, init=[])
+            m.submodules[f"lgb_{bank}"] = memory
+            write = memory.write_port()
+            read = memory.read_port(transparent_for=(write,))
+            reads.append(read)
+            if bank < cfg.banks:
+                terms = products[bank * P:(bank + 1) * P]
+            else:
+                terms = p_delta
+            m.d.comb += [read.en.eq(1), read.addr.eq(Mux(draining & (d_state != state_settle),
+                                                         d_row, read_row))]
+            sums = []
+            for j in range(P):
+                if cfg.precision == "fp32":
+                    adder = FloatAdd(FP32, stages=0)
+                    m.submodules[f"lgb_add_{bank}_{j}"] = adder
+                    m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
+                                 adder.i.payload.a.eq(read.data[j]),
+                                 adder.i.payload.b.eq(terms[j]),
+                                 adder.i.payload.subtract.eq(0)]
+                    sums.append(adder.o.payload)
+                else:
+                    sums.append(Value.cast(read.data[j]).as_signed()
+                                + Value.cast(terms[j]).as_signed())
+            with m.If(flow.valid):                  # the batch's last item too
+                m.d.comb += [write.en.eq(1), write.addr.eq(p_row)]
+                m.d.comb += [write.data[j].eq(sums[j]) for j in range(P)]
+            with m.Elif(draining):
+                m.d.comb += [write.en.eq(send & (d_bank == bank)), write.addr.eq(d_row),
+                             write.data.eq(0)]
+
+        # drain: settle (the last item's write), then read / send each row, bank-major
+        o_valid = Signal()
+        final = (d_bank == B - 1) & (d_row == G - 1)
+        m.d.comb += [self.o.valid.eq(o_valid), send.eq(o_valid & self.o.ready),
+                     self.o.payload.bank.eq(d_bank), self.o.payload.row.eq(d_row),
+                     self.o.payload.last.eq(final)]
+        with m.Switch(d_bank):
+            for bank in range(B):
+                with m.Case(bank):
+                    m.d.comb += self.o.payload.data.eq(reads[bank].data)
+        with m.If(draining):
+            with m.Switch(d_state):
+                with m.Case(state_settle):
+                    with m.If(inflight == 0):
+                        m.d.sync += d_state.eq(state_read)
+                with m.Case(state_read):
+                    m.d.sync += [d_state.eq(state_send), o_valid.eq(1)]
+                with m.Case(state_send):
+                    with m.If(send):
+                        m.d.sync += [o_valid.eq(0), d_state.eq(state_read)]
+                        with m.If(d_row == G - 1):
+                            m.d.sync += [d_row.eq(0), d_bank.eq(d_bank + 1)]
+                        with m.Else():
+                            m.d.sync += d_row.eq(d_row + 1)
+                        with m.If(final):
+                            m.d.sync += [draining.eq(0), d_state.eq(state_settle),
+                                         d_bank.eq(0)]
+        return m

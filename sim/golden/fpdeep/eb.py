@@ -1,0 +1,137 @@
+"""Bit-exact numpy model of the EB module (:mod:`nnrtl.hw.fpdeep.eb`) and of the SFU's
+backward step (unpool from the argmax, ReLU' from the mask), fixed16 and fp32.
+
+Arithmetic (the RTL computes exactly this)
+------------------------------------------
+For a layer segment ``cfg`` (an :class:`~nnrtl.hw.fpdeep.config.FpConfig`, stride 1) and the
+δ map of its output channels, ``delta`` (``w_out × w_out × n_out`` codes of 16-bit words,
+``frac_bits`` fraction bits), the error of the segment's input channels is the full
+convolution with the 180°-rotated kernels::
+
+    E[y][x][i] = Σ_o Σ_{ky,kx} δ[y − ky + pad][x − kx + pad][o] · W[o][i][ky][kx]
+
+(δ outside the map is 0: the EB line buffer pads the δ map by ``K − 1 − pad``). The sum is
+exact (products 32 bits, ``2·frac_bits`` fraction bits, summed in 48 bits; the order of an
+exact sum does not change it, the RTL's is tile tree → CE tree → groups in order). Then
+rounded half up to ``frac_bits`` fraction bits and saturated to 16 bits, as the FP module's
+completing step.
+
+fp32 (bit patterns, ``hw/arith`` RNE, each product and each add rounded once), in the RTL's
+order: per output pixel, group ``g`` and input channel ``i``, the products
+``W[g·P + j][i][K²−1−t] · δ[t][g·P + j]`` of the δ window's taps ``t`` (raster order; lanes
+past ``n_out`` have zero weights and δ) reduced by :func:`~.fp.tree_sum` over ``t`` (tile
+tree), then over the ``P`` tiles ``j`` (CE tree), then the groups in order
+``((s_0 + s_1) + s_2) + …``; no rounding after.
+
+SFU backward (:func:`sfu_backward`) on the node completing layer ``t − 1``: the error of the
+pooled activations (``pool_out²`` pixels × groups × P) goes to the argmax position of its
+window if the ReLU mask bit sent with it is set, every other position gets 0; without a pool,
+``δ = error · relu``. Positions the pool does not cover (``w_out`` not a multiple of the pool
+stride) get 0.
+"""
+
+import numpy as np
+
+from nnrtl.hw.arith.float_format import FP32
+from nnrtl.sim.golden.float import float_add, float_mul
+
+from .fp import pad_weights, tree_sum
+
+__all__ = ["eb_sums", "eb_module", "eb_fp32", "rescale", "sfu_backward", "pad_delta"]
+
+
+def rescale(cfg, wide):
+    """Round half up to ``frac_bits`` fraction bits and saturate to 16 bits."""
+    f = cfg.frac_bits
+    return np.clip((np.asarray(wide, np.int64) + (1 << (f - 1))) >> f, -(1 << 15),
+                   (1 << 15) - 1)
+
+
+def pad_delta(cfg, delta):
+    """``delta`` ``(w_out, w_out, n_out)`` → ``(w_out, w_out, groups, P)``, zero lanes
+    appended (the δ stream's beats)."""
+    delta = np.asarray(delta, np.int64)
+    if delta.shape != (cfg.w_out, cfg.w_out, cfg.n_out):
+        raise ValueError(f"delta must be ({cfg.w_out}, {cfg.w_out}, {cfg.n_out}), "
+                         f"not {delta.shape}")
+    full = np.zeros((cfg.w_out, cfg.w_out, cfg.groups * cfg.p), np.int64)
+    full[..., :cfg.n_out] = delta
+    return full.reshape(cfg.w_out, cfg.w_out, cfg.groups, cfg.p)
+
+
+def eb_sums(cfg, delta, weights):
+    """The exact sums ``(w_in, w_in, n_in)`` (``2·frac_bits`` fraction bits)."""
+    if cfg.stride != 1:
+        raise ValueError(f"EB is built for stride 1, not {cfg.stride}")
+    weights = np.asarray(weights, np.int64)
+    d = pad_delta(cfg, delta).reshape(cfg.w_out, cfg.w_out, -1)[..., :cfg.n_out]
+    q = cfg.k - 1 - cfg.pad
+    side = cfg.w_out + 2 * q
+    padded = np.zeros((side, side, cfg.n_out), np.int64)
+    padded[q:q + cfg.w_out, q:q + cfg.w_out] = d
+    out = np.zeros((cfg.w_in, cfg.w_in, cfg.n_in), np.int64)
+    for g in range(cfg.groups):                       # groups in order, as the RTL
+        lanes = slice(g * cfg.p, min((g + 1) * cfg.p, cfg.n_out))
+        for a in range(cfg.k):
+            for b in range(cfg.k):
+                window = padded[a:a + cfg.w_in, b:b + cfg.w_in, lanes]     # (y, x, o)
+                kernel = weights[lanes, :, cfg.k - 1 - a, cfg.k - 1 - b]   # (o, i)
+                out += window @ kernel
+    return out
+
+
+def eb_fp32(cfg, delta, weights):
+    """fp32: one image's errors ``(w_in, w_in, n_in)`` as bit patterns (``uint32``)."""
+    if cfg.stride != 1:
+        raise ValueError(f"EB is built for stride 1, not {cfg.stride}")
+    add = lambda a, b: float_add(FP32, a, b)
+    d = pad_delta(cfg, np.asarray(delta, np.int64))            # (y, x, g, j)
+    q = cfg.k - 1 - cfg.pad
+    side = cfg.w_out + 2 * q
+    padded = np.zeros((side, side, cfg.groups, cfg.p), np.uint32)
+    padded[q:q + cfg.w_out, q:q + cfg.w_out] = d
+    w = pad_weights(cfg, np.asarray(weights, np.int64)).astype(np.uint32)   # (g, j, i, t)
+    products = []
+    for t in range(cfg.taps):
+        a, b = divmod(t, cfg.k)
+        window = padded[a:a + cfg.w_in, b:b + cfg.w_in][..., None]          # (y, x, g, j, 1)
+        kernel = w[None, None, :, :, :, cfg.taps - 1 - t]                   # (1, 1, g, j, i)
+        products.append(float_mul(FP32, kernel, window))
+    tiles = tree_sum(products, add)                                          # (y, x, g, j, i)
+    sums = tree_sum([tiles[:, :, :, j] for j in range(cfg.p)], add)          # (y, x, g, i)
+    total = sums[:, :, 0]
+    for g in range(1, cfg.groups):
+        total = add(total, sums[:, :, g])
+    return total.astype(np.uint32)
+
+
+def eb_module(cfg, delta, weights):
+    """One image's errors ``(w_in, w_in, n_in)``: fixed16 16-bit codes, fp32 bit
+    patterns."""
+    if cfg.precision == "fp32":
+        return eb_fp32(cfg, delta, weights)
+    return rescale(cfg, eb_sums(cfg, delta, weights))
+
+
+def sfu_backward(cfg, error, relu, argmax):
+    """δ ``(w_out, w_out, groups, P)`` of the layer ``cfg`` completes, from the error of its
+    SFU output ``(pool_out, pool_out, groups, P)`` and the SFU's ``relu`` / ``argmax``
+    fields of the same shape."""
+    error, relu, argmax = (np.asarray(v, np.int64) for v in (error, relu, argmax))
+    shape = (cfg.pool_out, cfg.pool_out, cfg.groups, cfg.p)
+    for name, value in (("error", error), ("relu", relu), ("argmax", argmax)):
+        if value.shape != shape:
+            raise ValueError(f"{name} must be {shape}, not {value.shape}")
+    kept = np.where(relu != 0, error, 0)
+    if cfg.pool is None:
+        return kept
+    kp, sp, _ = cfg.pool
+    if kp != sp:
+        raise ValueError(f"pool {cfg.pool}: the backward step is built for non-overlapping "
+                         f"pools (kernel = stride)")
+    delta = np.zeros((cfg.w_out, cfg.w_out, cfg.groups, cfg.p), np.int64)
+    for t in range(kp * kp):
+        a, b = divmod(t, kp)
+        block = delta[a:a + kp * cfg.pool_out:kp, b:b + kp * cfg.pool_out:kp]
+        block[...] = np.where(argmax == t, kept, 0)
+    return delta

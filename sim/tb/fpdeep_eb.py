@@ -1,0 +1,226 @@
+"""The FPDeep EB module (:mod:`nnrtl.hw.fpdeep.eb`): stimulus and expected beats from the
+golden model (:mod:`nnrtl.sim.golden.fpdeep.eb`), an Amaranth-simulator runner shared with
+the PG bench (:func:`stream_run`), and a cocotb bench under Verilator with every
+backpressure pattern on the δ-in and error-out streams.
+
+Parameters of the cocotb bench (``tb_params()``): ``cfg`` (the FpConfig's fields),
+``images``, ``patterns``, ``seed``. Per pattern the bench loads the LPRAM (no pauses), streams
+the δ maps of fresh random images and checks every error beat in order; reported:
+``bit_exact``, per pattern ``beats``, ``mismatches`` (the first few, naming beat and field),
+``cycles``, ``budget``.
+"""
+
+import random
+
+import cocotb
+import numpy as np
+from amaranth.hdl import Value
+from amaranth.sim import Simulator
+from cocotb.triggers import RisingEdge
+
+from nnrtl.boards import get_board
+from nnrtl.gen.fpdeep import builtin, map_network
+from nnrtl.hw.arith.float_format import FP32
+from nnrtl.hw.fpdeep.config import FpConfig
+from nnrtl.hw.fpdeep.eb import EbModule, error_layout
+from nnrtl.hw.fpdeep.line_buffer import pixel_layout
+from nnrtl.hw.fpdeep.lpram import load_layout
+from nnrtl.sim.golden.float import to_bits
+from nnrtl.sim.golden.fpdeep.eb import eb_module, pad_delta
+from nnrtl.sim.golden.fpdeep.fp import pad_weights
+from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.fpdeep_fp import _Sink, _Source, config_of, pack, unpack
+
+__all__ = ["random_case", "stimulus", "expected", "model_cycles", "stream_run", "describe",
+           "delta_beats", "paper_segment"]
+
+
+def random_case(cfg, images, seed):
+    """Random ``weights`` (n_out, n_in, K, K) and ``delta`` (images, w_out, w_out, n_out):
+    fixed16 codes in ±0.5 and ±1.0 (some sums saturate only with large maps), fp32 bit
+    patterns of normal values (σ 0.5 and 1)."""
+    rng = np.random.default_rng(seed)
+    if cfg.precision == "fp32":
+        bits = lambda x: to_bits(FP32, x.astype(np.float32)).astype(np.int64)
+        return {"weights": bits(rng.standard_normal((cfg.n_out, cfg.n_in, cfg.k, cfg.k)) / 2),
+                "delta": bits(rng.standard_normal((images, cfg.w_out, cfg.w_out, cfg.n_out)))}
+    one = 1 << cfg.frac_bits
+    return {"weights": rng.integers(-one // 2, one // 2 + 1, (cfg.n_out, cfg.n_in, cfg.k, cfg.k)),
+            "delta": rng.integers(-one, one + 1, (images, cfg.w_out, cfg.w_out, cfg.n_out))}
+
+
+def delta_beats(cfg, delta):
+    """One image's δ ``(w_out, w_out, n_out)`` as the δ stream's payloads."""
+    beat = pixel_layout(cfg.word_bits, cfg.p)
+    full = pad_delta(cfg, delta)
+    return [pack(beat, list(full[y, x, g])) for y in range(cfg.w_out)
+            for x in range(cfg.w_out) for g in range(cfg.groups)]
+
+
+def stimulus(cfg, case):
+    """Payload integers per input stream: ``load`` (the weight banks) and ``i``."""
+    w = pad_weights(cfg, case["weights"])                  # (g, j, i, t)
+    load = [pack(load_layout(cfg), {"bank": bank, "row": g,
+                                    "data": list(w[g, :, bank // cfg.taps, bank % cfg.taps])})
+            for bank in range(cfg.banks) for g in range(cfg.groups)]
+    return {"load": load, "i": [b for d in case["delta"] for b in delta_beats(cfg, d)]}
+
+
+def expected(cfg, case):
+    """The ``o`` payloads."""
+    beats = []
+    for delta in case["delta"]:
+        err = eb_module(cfg, delta, case["weights"]).reshape(-1, cfg.n_in)
+        beats += [pack(error_layout(cfg), {"data": list(e), "last": int(n == len(err) - 1)})
+                  for n, e in enumerate(err)]
+    return beats
+
+
+def model_cycles(cfg, images, loads):
+    """Cycles without pauses, at most: the load, then per image ``w_in² · G`` windows and
+    the fill (``K`` δ rows of ``G`` beats)."""
+    return loads + images * (cfg.w_in ** 2 * cfg.groups + cfg.k * cfg.w_out * cfg.groups) + 200
+
+
+def describe(layout, name, got, want, limit=3):
+    """The first differing beats of stream ``name`` (empty if equal)."""
+    lines = []
+    if len(got) != len(want):
+        lines.append(f"{name}: {len(got)} beats, {len(want)} expected")
+    for n, (a, b) in enumerate(zip(got, want)):
+        if a != b and len(lines) < limit:
+            lines.append(f"{name} beat {n}: got {unpack(layout, a)}, golden {unpack(layout, b)}")
+    return lines
+
+
+def paper_segment():
+    """The first mapped AlexNet conv segment (15 VC709s) the modules build (q = n_in,
+    stride 1): conv2's completing node, K = 5, pad 2, 27×27, S_IC = 1, OC = 256 on P = 3
+    (86 groups)."""
+    mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False)
+    segment = next(s for node in mapping.nodes for s in node.segments
+                   if s.kind == "conv" and s.q == s.n_in and s.stride == 1)
+    return FpConfig.from_segment(segment, "fixed16")
+
+
+# -- Amaranth simulator ------------------------------------------------------------------
+
+def stream_run(dut, sources, sink, count, *, first=(), gap=0.0, stall=0.0, seed=0,
+               timeout=5000):
+    """Run ``dut`` in the Amaranth simulator: ``sources`` (port name → payloads) offered
+    with gap probability ``gap`` after the ``first`` ones (sent without gaps, completely
+    before), output port ``sink`` taken with stall probability ``stall`` until ``count``
+    beats. Returns the payloads received; fails naming the beat waited for."""
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    got = []
+    start = sum(len(sources[name]) for name in first) + 2
+
+    def sender(name, number):
+        async def send(ctx):
+            port = getattr(dut, name)
+            rng = random.Random(seed + number)
+            if name not in first:
+                await ctx.tick().repeat(start)
+            for n, word in enumerate(sources[name]):
+                while name not in first and gap and rng.random() < gap:
+                    await ctx.tick()
+                ctx.set(Value.cast(port.payload), word)
+                ctx.set(port.valid, 1)
+                for _ in range(timeout):
+                    if (await ctx.tick().sample(port.ready))[2]:
+                        break
+                else:
+                    raise AssertionError(f"{name}: beat {n} of {len(sources[name])} not "
+                                         f"taken in {timeout} cycles")
+                ctx.set(port.valid, 0)
+        return send
+
+    async def collect(ctx):
+        port, rng = getattr(dut, sink), random.Random(seed + 99)
+        idle, held = 0, None
+        while len(got) < count:
+            accept = not (stall and rng.random() < stall)
+            ctx.set(port.ready, int(accept))
+            _, _, valid, bits = await ctx.tick().sample(port.valid, Value.cast(port.payload))
+            idle += 1
+            if valid and held is not None:
+                assert bits == held, f"{sink}: beat {len(got)} changed before it was taken"
+            if valid and accept:
+                got.append(bits)
+                held, idle = None, 0
+            elif valid:
+                held = bits
+            assert idle < timeout, f"{sink}: beat {len(got)} of {count} not in {timeout} cycles"
+        ctx.set(port.ready, 0)
+        for _ in range(20):
+            assert not (await ctx.tick().sample(port.valid))[2], f"{sink}: a beat too many"
+
+    for number, name in enumerate(sources):
+        sim.add_testbench(sender(name, number))
+    sim.add_testbench(collect)
+    sim.run()
+    return got
+
+
+# -- cocotb bench (Verilator) ------------------------------------------------------------
+
+async def run_patterns(dut, params, make, layout, name):
+    """The bench loop shared with the PG bench: per pattern ``kind``, ``make(number)`` gives
+    ``(sources [(port, payloads, paced)], expected payloads, model cycles)``; the sources
+    not ``paced`` (the LPRAM load) go first without pauses, the others and the sink ``name``
+    follow ``kind``."""
+    rng = random.Random(params["seed"])
+    await start_clock_and_reset(dut)
+    edge = RisingEdge(dut.clk)
+    results, exact = {}, True
+    for number, kind in enumerate(params["patterns"]):
+        specs, want, cycles_model = make(number)
+        sources = [_Source(dut, port, words, kind if paced else "none", rng)
+                   for port, words, paced in specs]
+        ordered = [s for s, spec in zip(sources, specs) if not spec[2]]
+        others = [s for s, spec in zip(sources, specs) if spec[2]]
+        sink = _Sink(dut, name, len(want), kind, rng)
+        budget = cycle_budget(cycles_model, output_beats=len(want), patterns=[kind])
+        cycles = 0
+        while len(sink.got) < len(want) or not all(s.done for s in sources):
+            for source in ordered:
+                source.drive()
+            sink.drive()
+            for source in others:
+                if all(s.done for s in ordered):
+                    source.drive()
+            await edge
+            cycles += 1
+            for unit in sources + [sink]:
+                unit.sample()
+            assert cycles < budget, (f"pattern {kind}: {len(sink.got)} of {len(want)} {name} "
+                                     f"beats in the budget of {budget} cycles")
+        for source in sources:
+            source.valid.value = 0
+        sink.ready.value = 0
+        for _ in range(20):
+            await edge
+            assert not sink.valid.value, f"pattern {kind}: {name} beat beyond the expected"
+        wrong = describe(layout, name, sink.got, want)
+        exact = exact and not wrong
+        results[kind] = {"beats": len(sink.got), "cycles": cycles, "budget": budget,
+                         "mismatches": wrong}
+        dut._log.info("pattern %s: %d beats in %d cycles", kind, len(sink.got), cycles)
+    report({"bit_exact": exact, "patterns": results})
+    assert exact, "; ".join(m for r in results.values() for m in r["mismatches"])
+
+
+@cocotb.test()
+async def eb_module_matches_golden(dut):
+    params = tb_params()
+    cfg = config_of(params["cfg"])
+
+    def make(number):
+        case = random_case(cfg, params["images"], params["seed"] + number)
+        stim = stimulus(cfg, case)
+        return ([("load", stim["load"], False), ("i", stim["i"], True)], expected(cfg, case),
+                model_cycles(cfg, params["images"], len(stim["load"])))
+
+    await run_patterns(dut, params, make, error_layout(cfg), "o")
