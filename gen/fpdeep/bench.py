@@ -3,7 +3,8 @@ fpdeep`` (the part is found through the ``nnrtl.benches`` entry point: FPDeep is
 registered engine yet), or ``python -m nnrtl.gen.fpdeep.bench --out DIR [--quick]``.
 Writes ``fpdeep.json``/``fpdeep.md`` (through the driver) and two PNG plots in the output
 directory. ``NNRTL_BENCH_FPDEEP=quick`` (or ``quick=True``) runs :data:`QUICK`, the set the
-test uses; the default :data:`FULL` takes about three minutes on two cores.
+test uses (some 10 s); the default :data:`FULL` takes about 2 min of CPU (5 min wall
+on the shared two-core machine under load).
 
 Parts
 -----
@@ -46,7 +47,6 @@ spec §4.4), an image's work the training MACs of :attr:`~.network.Chain.work`.
 import argparse
 import dataclasses
 import json
-import math
 import os
 import sys
 import tempfile
