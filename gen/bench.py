@@ -12,6 +12,9 @@ run by ``make bench`` and never by the test suite.
 one per engine with a ``bench`` hook
     ``bench(out)`` returns ``(result, markdown)`` and may write more files under ``out``
     (see each engine's ``gen/<engine>/bench.py``).
+one per entry point of the group ``nnrtl.benches``
+    the same ``bench(out)`` for a part that is no registered engine's hook (e.g.
+    ``fpdeep``, whose engine has no RTL top yet); an engine's hook of the same name wins.
 """
 
 import argparse
@@ -95,12 +98,22 @@ def _bench_arith_hook(out):
     return result, _markdown_arith(result)
 
 
+#: Entry-point group of bench parts that are not an engine's ``bench`` hook.
+BENCH_ENTRY_POINT_GROUP = "nnrtl.benches"
+
+
 def benchmarks():
-    """Every benchmark by name: ``arith``, then each engine with a ``bench`` hook."""
+    """Every benchmark by name: ``arith``, then each engine with a ``bench`` hook, then the
+    parts of :data:`BENCH_ENTRY_POINT_GROUP` (loaded when run)."""
+    from importlib import metadata
+
     from .engines import engines
     found = {"arith": _bench_arith_hook}
     found.update({name: engine.bench for name, engine in engines().items()
                   if engine.bench is not None})
+    for entry in sorted(metadata.entry_points(group=BENCH_ENTRY_POINT_GROUP),
+                        key=lambda e: e.name):
+        found.setdefault(entry.name, lambda out, entry=entry: entry.load()(out))
     return found
 
 

@@ -16,6 +16,10 @@ for bits):
   backward ``IC · W_in²`` (the EB partial-error reduction) ``+ f · OC · W_out²`` (the δ of
   the upstream nodes' output channels) — the spec's "δ for downstream output channels"
   read as the δ the upstream nodes' channels need, which must cross the boundary;
+* inside the network's first layer, no error term backward (neither DP4's relayed input
+  errors under ICP nor the EB partial-error reduction under OCP): the first layer has no
+  EB module, the image needs no δ (spec §2.8), so only the δ of its outputs (DP3) goes
+  upstream, for PG;
 * hosted parameters (spec §2.6, weight-pass order, ``R_bal`` = 1): every boundary between
   host and consumer carries the hosted words forward (DP5) and their gradients backward
   (DP6), once per sample.
@@ -53,12 +57,13 @@ def boundary_words(chain, line, cuts, hosted=()):
         count = layer.oc if line.modes[index] == "OCP" else layer.ic
         f = (c - first_unit[index]) / count
         outs = layer.oc * layer.w_out ** 2
+        eb = layer.modules == 3             # the first layer has no EB: no input errors
         if line.modes[index] == "ICP":
             fwd = (1 - f) * layer.in_words + outs
-            bwd = outs + (1 - f) * layer.in_words
+            bwd = outs + ((1 - f) * layer.in_words if eb else 0)
         else:
             fwd = layer.in_words + f * outs
-            bwd = layer.in_words + f * outs
+            bwd = (layer.in_words if eb else 0) + f * outs
         result.append([fwd, bwd, f"inside {layer.name} ({line.modes[index]}, "
                                  f"{c - first_unit[index]} of {count} channels upstream)"])
     for bank in hosted:
