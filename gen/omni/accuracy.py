@@ -56,7 +56,7 @@ import time
 import numpy as np
 import torch
 
-from .skipping import SkipController
+from .skipping import SkipController, magnitude_map
 from .training import OmniConfig, backward, forward, layers_from_module
 
 __all__ = ["TaskSpec", "TASKS", "QUICK", "load_task", "train_run", "compare", "main"]
@@ -182,12 +182,16 @@ def train_run(spec, config=None, seed=1, task=None):
     inputs, targets = task["train"]
     order_rng = torch.Generator().manual_seed(seed)
     losses, skipped, stored, density, rows = [], [], [], [], []
+    dropped = []
     start = time.perf_counter()
     for epoch in range(1, spec.epochs + 1):
         if config is not None:
-            kept, factors, _ = controller.plan(epoch)
+            kept, factors, predicted = controller.plan(epoch)
             measure = controller.wants_measurements(epoch)
             skipped.append(float(1 - kept.mean()))
+            if predicted is not None and controller.alpha is not None and not kept.all():
+                dropped.append(controller.dropped_share(kept, magnitude_map(
+                    controller.alpha, predicted, spec.layers, spec.seq_len, spec.loss_type)))
         order = torch.randperm(len(targets), generator=order_rng)
         epoch_losses = []
         for begin in range(0, len(order), spec.batch):
@@ -228,6 +232,11 @@ def train_run(spec, config=None, seed=1, task=None):
     if config is not None:
         result.update(skipped_per_epoch=skipped, rows=float(np.mean(rows)),
                       stored_bytes_per_iteration=float(np.mean(stored)))
+        if dropped:
+            # MS2: the mean over the skipping epochs of the gradient-magnitude share of the
+            # skipped cells, as eq. 4 predicts it and as epoch 1 measured it
+            result.update(dropped_predicted=float(np.mean([d[0] for d in dropped])),
+                          dropped_measured=float(np.mean([d[1] for d in dropped])))
         if config.ms1:
             result["p1_density"] = float(np.mean(density))
     return result

@@ -43,6 +43,7 @@ def test_quick_ms1_ms2_text_run():
     assert max(run["skipped_per_epoch"][3:]) > 0
     assert 0 < run["p1_density"] < 1
     assert run["losses"][-1] < run["losses"][0]
+    assert 0 <= run["dropped_predicted"] <= 1 and 0 <= run["dropped_measured"] <= 1
 
 
 @pytest.mark.slow
