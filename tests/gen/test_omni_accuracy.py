@@ -43,6 +43,7 @@ def test_quick_ms1_ms2_text_run():
     assert max(run["skipped_per_epoch"][3:]) > 0
     assert 0 < run["p1_density"] < 1
     assert run["losses"][-1] < run["losses"][0]
+    assert 0 <= run["dropped_predicted"] <= 1 and 0 <= run["dropped_measured"] <= 1
 
 
 @pytest.mark.slow
@@ -58,10 +59,13 @@ def test_digits_within_one_percent_of_pytorch():
 def test_text_language_model_against_pytorch():
     """The decomposition without MS is within 1 % of PyTorch. MS1 (θ = 0.1) and MS2 are
     NOT within 1 % on this task (measured +8.3 %, +6.3 %, both +17.5 % perplexity; the
-    seed-to-seed spread of PyTorch itself is about 1-2 %): pinned at 20 % so that a
-    regression shows, see gen/omni/accuracy.py."""
+    seed-to-seed spread of PyTorch itself is -0.7 .. +1.5 %): pinned at 20 % so that a
+    regression shows; why, measured, in gen/omni/accuracy.py. MS2 skips cells that carry
+    real gradient here: the measured share exceeds eq. 4's prediction."""
     results = compare(TASKS["text"])
     assert abs(results[1]["relative_difference"]) <= 0.01, results[1]
     for result in results[2:]:
         assert result["relative_difference"] <= 0.20, result
         assert result["stored_reduction"] > 0.1, result
+    for result in results[3:]:
+        assert result["dropped_measured"] > 2 * result["dropped_predicted"], result

@@ -85,3 +85,26 @@ def test_controller_errors():
     with pytest.raises(UsageError, match=r"^skip_threshold must be a number from 0 to "
                                          r"below 1, not -1$"):
         SkipController(1, 1, "single", -1)
+
+
+def test_dropped_share_predicted_against_measured_flat_profile():
+    """A per-timestamp task whose measured magnitudes are flat (as the character model's,
+    see gen/omni/skipping.py): eq. 4 predicts the skipped tail carries 14/30 of the
+    gradient, the measured profile says 3/4; the factor restores the predicted share."""
+    controller = SkipController(1, 4, "per-timestamp", 0.2)
+    assert controller.dropped_share(np.ones((1, 4), dtype=bool)) == (None, None)
+    for epoch, loss in zip((1, 2, 3), (2.0, 1.0, 0.6)):
+        controller.plan(epoch)
+        if controller.wants_measurements(epoch):
+            controller.observe(np.ones((1, 4)), loss)
+        controller.end_epoch(loss)
+    # α = 4 / (2.0 * (16 + 9 + 4 + 1)); threshold = 0.2 * α * 2.0 * 16 = 6.4 α;
+    # epoch 4: predicted loss 0.44, α * 0.44 * (16, 9, 4, 1) = α * (7.04, 3.96, 1.76, 0.44)
+    assert controller.alpha == pytest.approx(4 / 60)
+    kept, factors, predicted = controller.plan(4)
+    assert predicted == pytest.approx(0.44)
+    assert kept.tolist() == [[True, False, False, False]]
+    assert factors.tolist() == [pytest.approx(30 / 16)]
+    magnitudes = magnitude_map(controller.alpha, predicted, 1, 4, "per-timestamp")
+    assert controller.dropped_share(kept, magnitudes) == (pytest.approx(14 / 30),
+                                                          pytest.approx(3 / 4))
