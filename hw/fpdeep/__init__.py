@@ -6,7 +6,7 @@ Built (part 1, issue 14)
 ------------------------
 * :mod:`.line_buffer`: the multi-bank line buffer (K×K windows, padding, stride);
 * :mod:`.conv`: the CE array builder (tiles of K×K MACs, the fixed adder-tree order);
-* :mod:`.lpram`: the local parameter RAM (S_IC·K² banks of rows of P words, a bias bank);
+* :mod:`.lpram`: the local parameter RAM (Q·K² banks of rows of P words, a row per group and pass; a bias bank);
 * :mod:`.fp`: the FP module: LB → CEs → chained partial add → bias → SFU (ReLU, max-pool,
   ReLU mask and argmax) or partials downstream;
 * :mod:`.pipe`: the elastic-stage plumbing.

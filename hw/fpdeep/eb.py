@@ -70,6 +70,10 @@ def check_eb(cfg):
     if cfg.stride != 1:
         raise ValueError(f"EB is built for stride 1, not {cfg.stride}: the δ map of a "
                          f"strided layer must be dilated")
+    if cfg.q < cfg.n_in:
+        raise ValueError(f"EB is built for q = n_in, not q {cfg.q} < n_in {cfg.n_in}: its "
+                         f"S_IC CEs read one LPRAM bank per input channel and tap, and a "
+                         f"segment with passes stores Q channels a row")
     if cfg.precision == "fixed16" and cfg.n_out * cfg.taps > 1 << 16:
         raise ValueError(f"n_out·k² = {cfg.n_out * cfg.taps} products exceed the 2^16 a "
                          f"48-bit sum holds exactly")

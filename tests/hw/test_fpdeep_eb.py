@@ -4,6 +4,7 @@ simulator, bit-exact against the golden model (nnrtl.sim.golden.fpdeep.eb), rand
 configurations (odd sizes, one group and several, a zero lane), inputs with gaps and the
 output stalled."""
 
+import dataclasses
 import random
 
 import numpy as np
@@ -111,6 +112,11 @@ def test_eb_refusals():
     with pytest.raises(ValueError, match=r"^n_out·k² = 66125 products exceed the 2\^16 a "
                                          r"48-bit sum holds exactly$"):
         EbModule(FpConfig("fixed16", 5, 1, 2, 7, 1, 2645, 1))
+    with pytest.raises(ValueError, match=r"^EB is built for q = n_in, not q 2 < n_in 5: "
+                                         r"its S_IC CEs read one LPRAM bank per input "
+                                         r"channel and tap, and a segment with passes "
+                                         r"stores Q channels a row$"):
+        EbModule(dataclasses.replace(FpConfig("fixed16", 3, 1, 1, 7, 5, 3, 2), q=2))
 
 
 class SharedLpram(wiring.Component):
