@@ -9,6 +9,8 @@ LSTM with two rounds (S = 2), GRU with one (S = 1), GRU with two rounds, the las
 batch 2, and LSTM with a projection.
 """
 
+import dataclasses
+
 import pytest
 
 from nnrtl.boards import get_board
@@ -101,7 +103,6 @@ def test_backdoor_weight_load_leaves_what_the_stream_load_leaves():
     outputs and the same run cycles, with no load cycles."""
     from nnrtl.sim.runner import simulate
     from nnrtl.gen.farnn.engine import _verilog
-    import dataclasses
 
     config = FarnnConfig(**CONFIGS["lstm-s2-b1"])
     results = {}
@@ -123,3 +124,24 @@ def test_nnrtl_sim_weight_load_refused_by_an_engine_without_a_back_door(capsys):
     assert code == 2
     assert "--weight-load backdoor: engine sbe loads its weights only by stream" in \
         capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(7200)
+@pytest.mark.parametrize("preset", ["vu9p-lstm1024", "vu9p-gru1280"])
+def test_full_size_preset_step_bit_exact(preset):
+    """A VU9P preset's whole engine (576 / 624 PEs): two time steps of FW and BW (BW's
+    first step runs no MVM), weights through the back door (the stream load adds some
+    530,000 cycles a pass: hours at full size). A Verilator build of about 20 minutes, then
+    about 8 minutes of simulation (2026-11-23, LSTM: FW 14,923 and BW 7,537 cycles against
+    ``run_cycles``' 14,943 and 7,547)."""
+    from nnrtl.hw.farnn.presets import PRESETS
+
+    config = dataclasses.replace(PRESETS[preset].config, seq_len=2)
+    result = ENGINE.simulate(SimRequest(config, get_board("vu9p"), seed=1,
+                                        backpressure="none", weight_load="backdoor"))
+    assert result["bit_exact"] is True and result["mismatches"] == 0
+    assert result["weight_load"] == "backdoor" and result["load_cycles"] == 0
+    assert abs(result["model_error"]) < 0.03
+    per_step = config.batch * config.units * config.hidden_size * config.recurrent_size
+    assert [p["useful_macs"] for p in result["phases"]] == [2 * per_step, per_step]
