@@ -123,7 +123,7 @@ class ChannelConfig:
     result_depth : int
         Beats of the channel's output queue toward the scratchpad, at least 2.
     activation_adder_stages, activation_multiplier_stages : int
-        Of the shared sigmoid and tanh units (1 to 6 / 0 to 6; default 3 and 3).
+        Of the shared sigmoid and tanh units (1 to 8 / 0 to 6; default 3 and 3).
     segment_bits : int or None
         Segments per binade of the activation tables (``None``: the format's default,
         6 for fp32).
