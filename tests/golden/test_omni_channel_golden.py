@@ -1,0 +1,142 @@
+"""Golden model of the η-LSTM channel (``sim/golden/omni/channel.py``) against PyTorch.
+
+One FW cell and one BP cell of the golden model (fp32 arithmetic of the RTL, table-based
+sigmoid/tanh) against float64 autograd of an ``nn.LSTMCell`` step on the same (fp32)
+weights and inputs: ``h_t, s_t`` and, for ``loss = sum(h_t * (dY + dH)) + sum(s_t *
+dS)``, the gradients of ``x, h_{t-1}, s_{t-1}``, ``W_ih, W_hh`` and the bias.
+
+The bound (first-order error analysis; every quantity is a max over the cell, from the
+float64 reference, never from the model), with ``u = 2**-24`` and the activation units'
+absolute errors ``e_sig = 5e-6``, ``e_tanh = 1e-5`` (the bounds
+``tests/hw/test_arith_activation.py`` asserts for fp32):
+
+- pre-activation ``r``: ``(K + 1) u sum_k |W'[r,k] z'[k]|`` (a sum of ``K = I + H + 1``
+  rounded products in any order);
+- gates: ``e_sig + pre / 4`` (i, f, o), ``e_tanh + pre`` (g): ``e_g`` their max;
+- ``s_t``: ``|s_{t-1}| e_f + |c| e_i + |i| e_c + 3u (|f s_{t-1}| + |i c|)``: ``e_s``;
+- ``h_t``: ``|o| (e_tanh + e_s + u) + |tanh s_t| e_o + 2u |h_t|``;
+- BP-EW-P1 vectors: ``e_p = 2 E + 3 e_g + 2 |s_{t-1}| e_g + 4u max(1, |s_{t-1}|)`` with
+  ``E = e_tanh + e_s`` (``tanh(s_t)`` is recomputed through the tanh unit);
+- ``ds``: ``e_ds = |dh| e_p + 2u (|dS| + |dh|)``; gate gradients ``e_dg = (D e_p + e_ds)
+  S + 2u D S`` (``D = max(|dh|, |ds|)``, ``S = max(1, |s_{t-1}|)``); ``dS_{t-1}``:
+  ``|ds| e_g + e_ds + u |ds|``;
+- eq. 2: ``sum_r |W[r,k]| e_dg + (4H + 1) u sum_r |W[r,k] dg[r]|``; eq. 3: ``e_dg |z[k]| +
+  u |dW|``; the bias gradient ``e_dg + u |db|``.
+
+Each is doubled for the second-order terms. Measured errors sit 3x to 100x inside.
+Also: the model's results do not depend on the number of lanes (rows are independent and
+every sum has the accumulator's fixed order), bit for bit.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from nnrtl.hw.omni.channel_config import ChannelConfig
+from nnrtl.sim.golden.float import from_bits
+from nnrtl.sim.golden.omni.channel import bp_cell, bp_inputs, fw_cell
+from nnrtl.sim.tb.omni_channel import random_cell
+
+U = 2.0 ** -24
+E_SIG, E_TANH = 5e-6, 1e-5
+
+
+def torch_step(config, fw_pad, gradients):
+    """float64 autograd of one ``nn.LSTMCell`` step on the scratchpad's values."""
+    h, i_size = config.hidden_size, config.input_size
+    f = lambda bits: from_bits(config.fmt, bits).astype(np.float64)
+    weights = f(fw_pad["weights"]).reshape(4 * h, config.fw_row_length)
+    z = f(fw_pad["z"])
+    cell = torch.nn.LSTMCell(i_size, h, dtype=torch.float64)
+    with torch.no_grad():
+        cell.weight_ih.copy_(torch.tensor(weights[:, :i_size]))
+        cell.weight_hh.copy_(torch.tensor(weights[:, i_size:i_size + h]))
+        cell.bias_ih.copy_(torch.tensor(weights[:, -1]))
+        cell.bias_hh.zero_()
+    x = torch.tensor(z[:i_size]).reshape(1, -1).requires_grad_()
+    h_prev = torch.tensor(z[i_size:i_size + h]).reshape(1, -1).requires_grad_()
+    s_prev = torch.tensor(f(fw_pad["s_prev"])).reshape(1, -1).requires_grad_()
+    h_t, s_t = cell(x, (h_prev, s_prev))
+    dy, dh_next, ds_next = (torch.tensor(np.float32(g).astype(np.float64))
+                            for g in gradients[:3])
+    ((h_t * (dy + dh_next)).sum() + (s_t * ds_next).sum()).backward()
+    pre = (torch.tensor(weights) @ torch.tensor(z)).numpy()
+    gates = np.concatenate([1 / (1 + np.exp(-pre[:2 * h])), np.tanh(pre[2 * h:3 * h]),
+                            1 / (1 + np.exp(-pre[3 * h:]))])
+    return {"weights": weights, "z": z, "s_prev": s_prev.detach().numpy().ravel(),
+            "gates": gates, "h": h_t.detach().numpy().ravel(),
+            "s": s_t.detach().numpy().ravel(), "dh": (dy + dh_next).numpy().ravel(),
+            "ds_next": ds_next.numpy().ravel(), "dx": x.grad.numpy().ravel(),
+            "dh_prev": h_prev.grad.numpy().ravel(), "ds_prev": s_prev.grad.numpy().ravel(),
+            "dw_ih": cell.weight_ih.grad.numpy(), "dw_hh": cell.weight_hh.grad.numpy(),
+            "db": cell.bias_ih.grad.numpy()}
+
+
+def bounds(config, ref):
+    h = config.hidden_size
+    k = config.fw_row_length
+    weights, z, s_prev = ref["weights"], ref["z"], np.abs(ref["s_prev"])
+    pre = (k + 1) * U * (np.abs(weights) @ np.abs(z))
+    i, f, c, o = np.split(ref["gates"], 4)
+    e_i, e_f, e_c, e_o = (E_SIG + pre[:h] / 4, E_SIG + pre[h:2 * h] / 4,
+                          E_TANH + pre[2 * h:3 * h], E_SIG + pre[3 * h:] / 4)
+    e_g = max(e_i.max(), e_f.max(), e_c.max(), e_o.max())
+    e_s = (s_prev * e_f + np.abs(c) * e_i + np.abs(i) * e_c
+           + 3 * U * (np.abs(f) * s_prev + np.abs(i * c)))
+    tanh_s = np.tanh(ref["s"])
+    e_h = np.abs(o) * (E_TANH + e_s + U) + np.abs(tanh_s) * e_o + 2 * U * np.abs(ref["h"])
+    big_e = E_TANH + e_s.max()
+    s_max = max(1.0, s_prev.max())
+    e_p = 2 * big_e + 3 * e_g + 2 * s_prev.max() * e_g + 4 * U * s_max
+    dh = np.abs(ref["dh"]).max()
+    ds = np.abs(ref["ds_next"]).max() + dh * 1.0
+    e_ds = dh * e_p + 2 * U * (np.abs(ref["ds_next"]).max() + dh)
+    big_d = max(dh, ds)
+    e_dg = (big_d * e_p + e_ds) * s_max + 2 * U * big_d * s_max
+    w = np.abs(weights[:, :k - 1])
+    dg_ref = np.abs(ref["db"])  # the bias gradient is the gate gradient
+    e_dz = w.T @ np.full(4 * h, e_dg) + (4 * h + 1) * U * (w.T @ dg_ref)
+    dw = np.abs(np.concatenate([ref["dw_ih"], ref["dw_hh"]], axis=1))
+    e_dw = e_dg * np.abs(z[:k - 1])[None, :] + U * dw
+    return {"h": 2 * e_h, "s": 2 * e_s, "dz": 2 * e_dz,
+            "ds_prev": 2 * (ds * e_g + e_ds + U * ds), "dw": 2 * e_dw,
+            "db": 2 * (e_dg + U * dg_ref)}
+
+
+@pytest.mark.parametrize("lanes,input_size,hidden_size,seed", [
+    (3, 3, 5, 0), (5, 6, 7, 1), (32, 40, 36, 2), (7, 64, 48, 3),
+])
+def test_golden_cell_against_torch(lanes, input_size, hidden_size, seed):
+    config = ChannelConfig(pes_per_channel=lanes, input_size=input_size,
+                           hidden_size=hidden_size)
+    fw_pad, gradients = random_cell(config, np.random.default_rng(seed))
+    gradients = gradients[:3] + (np.zeros((4 * hidden_size, input_size + hidden_size)),
+                                 np.zeros(4 * hidden_size))
+    fw = fw_cell(config, fw_pad)
+    bp = bp_cell(config, bp_inputs(config, fw, *gradients))
+    ref = torch_step(config, fw_pad, gradients)
+    bound = bounds(config, ref)
+    f = lambda bits: from_bits(config.fmt, bits).astype(np.float64)
+    got = {"h": f(fw["h"]), "s": f(fw["s"]), "dz": f(bp["dz"]), "ds_prev": f(bp["ds_prev"]),
+           "dw": f(bp["dw"]).reshape(4 * hidden_size, -1), "db": f(bp["db"])}
+    want = {"h": ref["h"], "s": ref["s"], "dz": np.concatenate([ref["dx"], ref["dh_prev"]]),
+            "ds_prev": ref["ds_prev"],
+            "dw": np.concatenate([ref["dw_ih"], ref["dw_hh"]], axis=1), "db": ref["db"]}
+    for name in got:
+        error = np.abs(got[name] - want[name])
+        worst = np.unravel_index(np.argmax(error / bound[name]), error.shape)
+        assert np.all(error <= bound[name]), (
+            f"{name}: error {error[worst]:.3g} beyond the bound {bound[name][worst]:.3g}")
+
+
+def test_golden_cell_independent_of_lanes():
+    base = ChannelConfig(pes_per_channel=1, input_size=5, hidden_size=6)
+    fw_pad, gradients = random_cell(base, np.random.default_rng(9))
+    results = []
+    for lanes in (1, 4, 7, 32):
+        config = ChannelConfig(pes_per_channel=lanes, input_size=5, hidden_size=6)
+        fw = fw_cell(config, fw_pad)
+        bp = bp_cell(config, bp_inputs(config, fw, *gradients))
+        results.append([fw[name].tolist() for name in ("i", "f", "c", "o", "s", "h")]
+                       + [bp[name].tolist() for name in ("dgates", "dz", "ds_prev", "dw", "db")])
+    assert all(r == results[0] for r in results[1:])
