@@ -3,7 +3,7 @@
 One small build (5 Omni-PEs with the paper's 8-stage adder, fp32, jobs up to 32
 elements) and one simulation: per backpressure pattern (``none``, ``cycle``, ``random``,
 ``bursty`` on the four input streams and the output) one FW cell and one BP cell at two
-random odd/even layer sizes (input 3-6, hidden 5-7: rounds of 5 lanes with a tail),
+random layer sizes each (input 3-6, hidden 5-7: rounds of 5 lanes with a tail),
 every result beat bit-exact against the golden channel model.
 """
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from nnrtl.hw.omni.channel_config import ChannelConfig
+from nnrtl.hw.omni.channel_program import bp_program, fw_program
 from nnrtl.sim.patterns import PATTERNS
 from nnrtl.sim.runner import simulate
 from nnrtl.sim.tb.omni_channel import build_channel, channel_spec
@@ -35,11 +36,17 @@ def run(seed, count, patterns=PATTERNS, spec=SPEC):
 
 
 def test_omni_channel_fw_bp_cells_under_the_four_patterns():
-    result = run(13, 1)
+    result = run(17, 2)
     assert result["bit_exact"] and result["mismatches"] == 0
-    assert [r["pattern"] for r in result["runs"]] == list(PATTERNS)
-    assert result["beats"] == sum(r["steps"] for r in result["runs"]) * 0 + result["beats"]
-    none = result["runs"][0]
+    assert [r["pattern"] for r in result["runs"]] == [p for p in PATTERNS for _ in range(2)]
+    want_beats = 0
+    for input_size, hidden_size in sizes(17, 2):
+        config = ChannelConfig(pes_per_channel=5, input_size=input_size,
+                               hidden_size=hidden_size, max_length=32)
+        program = fw_program(config) + bp_program(config)
+        want_beats += sum(step.instruction.out_beats for step in program)
+    assert result["beats"] == len(PATTERNS) * want_beats
+    none = result["runs"][0]  # I = 5, H = 7
     # the estimate leaves out the scratchpad's read-after-write waits
     assert none["model_cycles"] <= none["cycles"] <= 2 * none["model_cycles"]
 
