@@ -282,7 +282,11 @@ class ChannelConfig:
         """``program``: instructions or :class:`~.channel_program.Step`. Estimate of a gapless program's cycles: the sum of
         :meth:`instruction_cycles` plus, per change between the direct path and an
         activation unit (or between the two units), the unit's latency (the result
-        order is kept by draining it), plus the fill of the first job."""
+        order is kept by draining it), plus the fill of the first job. It leaves out the
+        scratchpad's read-after-write waits (a step that reads a vector an earlier step
+        writes starts when that step's last beat is out): measured under Verilator with
+        5 lanes, gapless, the RTL takes 1.30x (I = 5, H = 7) and 1.46x (I = 3, H = 5)
+        of it for a FW plus a BP cell."""
         program = [getattr(item, "instruction", item) for item in program]
         total, previous = 0, None
         for instruction in program:
