@@ -1,8 +1,13 @@
 """η-LSTM Omni-PE channels (issue 13, spec omni.md §3): :mod:`.config` and :mod:`.pe` (the
-Omni-PE), :mod:`.r2a` (the R2A scheduler), :mod:`.dma_config`, :mod:`.compress`,
-:mod:`.decode` and :mod:`.dma` (the compressing DMA)."""
+Omni-PE), :mod:`.channel_config`, :mod:`.channel_program` and :mod:`.channel` (the
+channel of Omni-PEs with its controller and activation units), :mod:`.r2a` (the R2A
+scheduler), :mod:`.dma_config`, :mod:`.compress`, :mod:`.decode` and :mod:`.dma` (the
+compressing DMA)."""
 
+from .channel import Channel
+from .channel_config import Activation, ChannelConfig, ChannelInstruction, Source
 from .config import IP_ACCUMULATOR_LATENCY, OmniJob, OmniMode, OmniPEConfig
 from .pe import OmniPE
 
-__all__ = ["OmniPEConfig", "OmniJob", "OmniMode", "OmniPE", "IP_ACCUMULATOR_LATENCY"]
+__all__ = ["OmniPEConfig", "OmniJob", "OmniMode", "OmniPE", "IP_ACCUMULATOR_LATENCY",
+           "ChannelConfig", "ChannelInstruction", "Source", "Activation", "Channel"]

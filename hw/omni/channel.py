@@ -1,0 +1,285 @@
+"""η-LSTM's channel (ISCA 2021, Sec. V-D, Fig. 13b; spec omni.md §3.3): ``P`` =
+``pes_per_channel`` Omni-PEs in SIMT, the channel controller with its broadcasting queue,
+one shared sigmoid and one shared tanh unit, and the scratchpad port.
+
+The controller runs :class:`~.channel_config.ChannelInstruction` commands from
+``i_command`` in order. Each is one Omni-PE job given to lanes ``0 .. lanes - 1`` at once
+(the *command issue*: in the cycle every active PE takes a command). The *distributor*
+then gives the job's operands, element by element, to every active lane in the same
+cycle: operand 1 from that lane's word of a beat of ``i_input1`` or from the broadcasting
+queue (``i_broadcast``), operand 2 likewise from ``i_input2`` or the queue (outer
+products take operand 1 once per job). The *collector* takes the results in instruction
+order: an instruction without activation leaves as one beat per result index (every
+active lane's result in the same cycle); one with an activation sends the active lanes'
+results one by one, lane 0 first, through the shared sigmoid or tanh unit and gathers
+them back into a beat. Unused lanes of a beat on ``o`` are 0. The programs of an LSTM FW
+and BP cell are :mod:`.channel_program`'s; the bit-exact model is
+:mod:`nnrtl.sim.golden.omni.channel`.
+
+Decisions the paper leaves open ([U] of spec §3.3)
+----------------------------------------------------
+- *Activation units.* ``hw/arith`` has one floating-point form,
+  :class:`~nnrtl.hw.arith.activation.FloatActivation` (a table of ``y0`` and slope per
+  segment, linear interpolation on the float units): one for sigmoid and one for tanh,
+  with the format's default tables (fp32: 64 segments per binade, 1668 / 1540 entries,
+  max error 4.9e-6 / 9.7e-6; saturation from ``|x| >= 32`` / ``16``). The fixed-point
+  PWL units of ``hw/arith/pwl.py`` do not take fp32. Latency ``2 * 3 + 3`` = 9 cycles
+  (``activation_adder_stages``, ``activation_multiplier_stages``), one word per cycle.
+- *Activation rate.* One word per cycle for the channel: the controller feeds one unit
+  at a time, so results leave in instruction order without a reorder buffer; a change of
+  unit or from a unit to the direct path waits until the unit is empty (its latency).
+  Per FW cell that is ``5H`` activation words against ``4H (I + H + 1) / P`` MAC cycles
+  (the spec's rate check: the units keep up for ``H`` >= about 12 at ``P`` = 32).
+- *σ' and tanh'* are formed on the PEs from the saved outputs (``1 - x`` an EW add with
+  ``subtract`` and a broadcast 1.0, then EW multiplies; spec §1.2 [D]): the channel has
+  exactly one sigmoid and one tanh unit, as the paper says, and no derivative unit.
+- *Broadcasting queue.* A FIFO of ``broadcast_depth`` words (default 4: one word per
+  cycle with slack for the scratchpad's read latency); the scratchpad streams the
+  broadcast vector again for every round of rows, so the queue does not hold a vector.
+- *Scratchpad port.* Two operand streams of one word per lane (``P`` x 32 bits each: an
+  MVM or outer product takes one beat per cycle, ``P`` MACs or products per cycle; an EW
+  operation takes both), one broadcast word stream, and one result stream of ``P``
+  words behind a queue of ``result_depth`` beats.
+- *SIMT.* Lanes are in lockstep: a command is given to every active lane in the same
+  cycle, and an element only when every active lane's queue has room; inactive lanes
+  get nothing (a round of fewer than ``P`` rows leaves the others idle).
+
+Throughput: ``P`` MACs (MVM), products (EW multiply, outer product) or sums (EW add) per
+cycle; one activation per cycle. Cycle estimate of a program:
+:meth:`~.channel_config.ChannelConfig.program_cycles`.
+"""
+
+from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.wiring import In, Out
+
+from ..arith.activation import FloatActivation
+from .channel_config import Activation, ChannelConfig, Source
+from .config import OmniMode
+from .pe import OmniPE
+
+__all__ = ["Channel"]
+
+
+def _all(terms):
+    result = Const(1)
+    for term in terms:
+        result = result & term
+    return result
+
+
+class Channel(wiring.Component):
+    """One channel: Omni-PEs, controller, broadcasting queue, sigmoid and tanh units.
+
+    Parameters
+    ----------
+    config : ChannelConfig
+
+    Attributes
+    ----------
+    i_command : In(stream.Signature(config.command_layout))
+        Instructions (:meth:`ChannelConfig.command_word`).
+    i_input1, i_input2 : In(stream.Signature(config.beat_layout))
+        Per-lane operands, one beat per element of the instructions whose ``source1`` /
+        ``source2`` is :attr:`Source.LANES`, in instruction order.
+    i_broadcast : In(stream.Signature(fmt.width))
+        The broadcasting queue's words, in instruction order.
+    o : Out(stream.Signature(config.beat_layout))
+        Results, one beat per result index of each instruction, in instruction order.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`ChannelConfig`.
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, ChannelConfig):
+            raise TypeError(f"config must be a ChannelConfig, not {config!r}")
+        self._config = config
+        width = config.fmt.width
+        super().__init__({
+            "i_command": In(stream.Signature(config.command_layout)),
+            "i_input1": In(stream.Signature(config.beat_layout)),
+            "i_input2": In(stream.Signature(config.beat_layout)),
+            "i_broadcast": In(stream.Signature(width)),
+            "o": Out(stream.Signature(config.beat_layout)),
+        })
+
+    @property
+    def config(self):
+        return self._config
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        lanes_count = config.pes_per_channel
+        width = config.fmt.width
+        layout = config.command_layout
+        pes = []
+        for lane in range(lanes_count):
+            pe = OmniPE(config.pe)
+            m.submodules[f"pe_{lane}"] = pe
+            pes.append(pe)
+
+        m.submodules.broadcast_queue = broadcast = SyncFIFO(width=width,
+                                                            depth=config.broadcast_depth)
+        wiring.connect(m, wiring.flipped(self.i_broadcast), broadcast.w_stream)
+        m.submodules.distribute_queue = distribute = SyncFIFO(width=layout.size, depth=4)
+        m.submodules.collect_queue = collect = SyncFIFO(width=layout.size, depth=4)
+
+        # -- command issue: one job to every active lane in the same cycle ---------------
+        command = self.i_command.payload
+        issue_ready = (_all(~(command.lanes > lane) | pe.i_command.ready
+                            for lane, pe in enumerate(pes))
+                       & distribute.w_rdy & collect.w_rdy)
+        take = self.i_command.valid & issue_ready
+        m.d.comb += [
+            self.i_command.ready.eq(issue_ready),
+            distribute.w_en.eq(take),
+            distribute.w_data.eq(command.as_value()),
+            collect.w_en.eq(take),
+            collect.w_data.eq(command.as_value()),
+        ]
+        for lane, pe in enumerate(pes):
+            m.d.comb += [
+                pe.i_command.valid.eq(take & (command.lanes > lane)),
+                pe.i_command.payload.mode.eq(command.mode),
+                pe.i_command.payload.length.eq(command.length),
+                pe.i_command.payload.subtract.eq(command.subtract),
+            ]
+
+        # -- distributor: an element to every active lane in the same cycle -------------
+        job = data.View(layout, distribute.r_data)
+        element = Signal(range(config.pe.max_length + 1))
+        length = Mux(job.length == 0, 1, job.length)
+        need1 = (job.mode != OmniMode.OUTER) | (element == 0)
+        broadcast1 = job.source1 == Source.BROADCAST
+        broadcast2 = job.source2 == Source.BROADCAST
+        operand1_valid = Mux(broadcast1, broadcast.r_rdy, self.i_input1.valid)
+        operand2_valid = Mux(broadcast2, broadcast.r_rdy, self.i_input2.valid)
+        lanes_ready = _all(~(job.lanes > lane)
+                           | ((~need1 | pe.i_input1.ready) & pe.i_input2.ready)
+                           for lane, pe in enumerate(pes))
+        give = Signal()
+        last_element = element == length - 1
+        m.d.comb += [
+            give.eq(distribute.r_rdy & (~need1 | operand1_valid) & operand2_valid
+                    & lanes_ready),
+            self.i_input1.ready.eq(give & need1 & ~broadcast1),
+            self.i_input2.ready.eq(give & ~broadcast2),
+            broadcast.r_en.eq(give & ((need1 & broadcast1) | broadcast2)),
+            distribute.r_en.eq(give & last_element),
+        ]
+        with m.If(give):
+            m.d.sync += element.eq(Mux(last_element, 0, element + 1))
+        for lane, pe in enumerate(pes):
+            active = job.lanes > lane
+            m.d.comb += [
+                pe.i_input1.valid.eq(give & need1 & active),
+                pe.i_input1.payload.eq(Mux(broadcast1, broadcast.r_data,
+                                           self.i_input1.payload[lane])),
+                pe.i_input2.valid.eq(give & active),
+                pe.i_input2.payload.eq(Mux(broadcast2, broadcast.r_data,
+                                           self.i_input2.payload[lane])),
+            ]
+
+        # -- collector: results in instruction order -------------------------------------
+        beat_shape = config.beat_layout
+        m.submodules.result_queue = results = SyncFIFO(width=beat_shape.size,
+                                                       depth=config.result_depth)
+        m.d.comb += [
+            self.o.valid.eq(results.r_rdy),
+            self.o.payload.eq(results.r_data),
+            results.r_en.eq(self.o.ready),
+        ]
+        m.submodules.sigmoid = sigmoid = FloatActivation(
+            config.table("sigmoid"), adder_stages=config.activation_adder_stages,
+            multiplier_stages=config.activation_multiplier_stages,
+            flush_subnormals=config.flush_subnormals)
+        m.submodules.tanh = tanh = FloatActivation(
+            config.table("tanh"), adder_stages=config.activation_adder_stages,
+            multiplier_stages=config.activation_multiplier_stages,
+            flush_subnormals=config.flush_subnormals)
+        # one entry per word inside an activation unit: whether it ends its beat
+        m.submodules.activation_sideband = sideband = SyncFIFO(
+            width=1, depth=config.activation_slots)
+
+        head = data.View(layout, collect.r_data)
+        result_index = Signal(range(config.pe.max_length + 1))
+        serial_lane = Signal(range(lanes_count))
+        head_results = Mux(head.mode == OmniMode.MVM, 1,
+                           Mux(head.length == 0, 1, head.length))
+        last_result = result_index == head_results - 1
+        direct = head.activation == Activation.NONE
+        want_tanh = head.activation == Activation.TANH
+        unit_tanh = Signal()          # the unit fed last
+        gather = Signal(beat_shape)
+        gather_fill = Signal(range(lanes_count))
+        gather_full = Signal()
+        units_idle = (sideband.level == 0) & ~gather_full
+
+        # the direct path: every active lane's result in one beat
+        all_valid = _all(~(head.lanes > lane) | pe.o.valid for lane, pe in enumerate(pes))
+        take_beat = Signal()
+        beat = Signal(beat_shape)
+        m.d.comb += take_beat.eq(collect.r_rdy & direct & all_valid & units_idle
+                                 & results.w_rdy)
+        for lane, pe in enumerate(pes):
+            m.d.comb += beat[lane].eq(Mux(head.lanes > lane, pe.o.payload.data, 0))
+
+        # the activation path: lane by lane into the sigmoid or the tanh unit
+        serial_valid = Array(pe.o.valid for pe in pes)[serial_lane]
+        serial_data = Array(pe.o.payload.data for pe in pes)[serial_lane]
+        offer = (collect.r_rdy & ~direct & serial_valid & sideband.w_rdy
+                 & (units_idle | (unit_tanh == want_tanh)))
+        unit_ready = Mux(want_tanh, tanh.i.ready, sigmoid.i.ready)
+        feed = Signal()
+        end_of_beat = serial_lane == head.lanes - 1
+        m.d.comb += [
+            sigmoid.i.valid.eq(offer & ~want_tanh),
+            sigmoid.i.payload.eq(serial_data),
+            tanh.i.valid.eq(offer & want_tanh),
+            tanh.i.payload.eq(serial_data),
+            feed.eq(offer & unit_ready),
+            sideband.w_en.eq(feed),
+            sideband.w_data.eq(end_of_beat),
+        ]
+        with m.If(feed):
+            m.d.sync += [
+                unit_tanh.eq(want_tanh),
+                serial_lane.eq(Mux(end_of_beat, 0, serial_lane + 1)),
+            ]
+        for lane, pe in enumerate(pes):
+            m.d.comb += pe.o.ready.eq((take_beat & (head.lanes > lane))
+                                      | (feed & (serial_lane == lane)))
+
+        next_result = take_beat | (feed & end_of_beat)
+        m.d.comb += collect.r_en.eq(next_result & last_result)
+        with m.If(next_result):
+            m.d.sync += result_index.eq(Mux(last_result, 0, result_index + 1))
+
+        # gathering the activation unit's words back into a beat
+        unit_valid = Mux(unit_tanh, tanh.o.valid, sigmoid.o.valid)
+        unit_data = Mux(unit_tanh, tanh.o.payload, sigmoid.o.payload)
+        gathered = unit_valid & ~gather_full
+        m.d.comb += [
+            sigmoid.o.ready.eq(~gather_full & ~unit_tanh),
+            tanh.o.ready.eq(~gather_full & unit_tanh),
+            sideband.r_en.eq(gathered),
+        ]
+        with m.If(gathered):
+            m.d.sync += gather[gather_fill].eq(unit_data)
+            with m.If(sideband.r_data):
+                m.d.sync += [gather_full.eq(1), gather_fill.eq(0)]
+            with m.Else():
+                m.d.sync += gather_fill.eq(gather_fill + 1)
+        emit_gather = gather_full & results.w_rdy
+        with m.If(emit_gather):
+            m.d.sync += [gather_full.eq(0), gather.eq(0)]
+        m.d.comb += [
+            results.w_en.eq(take_beat | emit_gather),
+            results.w_data.eq(Mux(take_beat, beat, gather)),
+        ]
+        return m

@@ -1,0 +1,312 @@
+"""Configuration of an η-LSTM channel (:class:`~nnrtl.hw.omni.channel.Channel`): the one object
+its RTL, its programs (:mod:`.channel_program`), the golden model
+(:mod:`nnrtl.sim.golden.omni.channel`) and the bench derive from.
+
+η-LSTM (ISCA 2021, Sec. V-D, Fig. 13b; spec omni.md §3.3): ``pes_per_channel`` Omni-PEs
+(32 in the paper) driven in SIMT by one channel controller with a broadcasting queue, one
+shared sigmoid unit and one shared tanh unit, and a port to the on-chip scratchpad. The
+controller runs *instructions* (:class:`ChannelInstruction`): one Omni-PE job given to the
+lanes ``0 .. lanes - 1`` at once, each lane's operands from its own word of a scratchpad
+beat or from the broadcasting queue, the results out to the scratchpad directly or
+through the sigmoid or the tanh unit.
+"""
+
+import dataclasses
+
+from amaranth.lib import data, enum
+
+from ..arith.activation import activation_table
+from ..arith.float_add import FloatAdd
+from ..arith.float_format import FP32, FloatFormat
+from ..arith.float_mul import FloatMul
+from ..checks import check_positive, check_range, is_int
+from .config import OmniJob, OmniMode, OmniPEConfig
+
+__all__ = ["Source", "Activation", "ChannelInstruction", "ChannelConfig"]
+
+
+class Source(enum.Enum, shape=1):
+    """Where a lane's operand comes from."""
+
+    #: Its own word of the beat on ``i_input1`` (operand 1) or ``i_input2`` (operand 2).
+    LANES = 0
+    #: The broadcasting queue: one word given to every active lane.
+    BROADCAST = 1
+
+
+class Activation(enum.Enum, shape=2):
+    """Where an instruction's results go."""
+
+    #: Straight to the scratchpad (``o``), one beat per result index.
+    NONE = 0
+    #: Through the shared sigmoid unit, lane by lane, then to ``o``.
+    SIGMOID = 1
+    #: Through the shared tanh unit, lane by lane, then to ``o``.
+    TANH = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class ChannelInstruction:
+    """One SIMT instruction of the channel controller.
+
+    Attributes
+    ----------
+    job : OmniJob
+        What every active lane computes (mode, length, subtract).
+    lanes : int
+        Active lanes, ``0 .. lanes - 1`` (at least 1).
+    source1, source2 : Source
+        Of operand 1 and operand 2; not both :attr:`Source.BROADCAST`.
+    activation : Activation
+    """
+
+    job: OmniJob
+    lanes: int
+    source1: Source = Source.LANES
+    source2: Source = Source.LANES
+    activation: Activation = Activation.NONE
+
+    def __post_init__(self):
+        if not isinstance(self.job, OmniJob):
+            raise TypeError(f"job must be an OmniJob, not {self.job!r}")
+        check_positive("lanes", self.lanes)
+        for name in ("source1", "source2"):
+            if not isinstance(getattr(self, name), Source):
+                raise TypeError(f"{name} must be a Source, not {getattr(self, name)!r}")
+        if not isinstance(self.activation, Activation):
+            raise TypeError(f"activation must be an Activation, not {self.activation!r}")
+        if self.source1 is Source.BROADCAST and self.source2 is Source.BROADCAST:
+            raise ValueError("source1 and source2 cannot both be BROADCAST: the "
+                             "broadcasting queue gives one word per element")
+
+    @property
+    def broadcast_words(self):
+        """Words the instruction takes from the broadcasting queue."""
+        return (self.job.inputs1 if self.source1 is Source.BROADCAST else
+                self.job.inputs2 if self.source2 is Source.BROADCAST else 0)
+
+    @property
+    def beats1(self):
+        """Beats taken from ``i_input1``."""
+        return self.job.inputs1 if self.source1 is Source.LANES else 0
+
+    @property
+    def beats2(self):
+        """Beats taken from ``i_input2``."""
+        return self.job.inputs2 if self.source2 is Source.LANES else 0
+
+    @property
+    def out_beats(self):
+        """Beats the instruction puts on ``o`` (one per result index of a lane)."""
+        return self.job.results
+
+
+@dataclasses.dataclass(frozen=True)
+class ChannelConfig:
+    """One channel's parameters, and the LSTM layer size its cell programs are for.
+
+    Attributes
+    ----------
+    pes_per_channel : int
+        Omni-PEs (lanes) of the channel; the paper's 32.
+    input_size, hidden_size : int
+        ``I`` and ``H`` of the LSTM layer (set the programs and, unless
+        ``max_length`` is given, the longest job).
+    fmt : FloatFormat
+        fp32 in the paper.
+    adder_stages, multiplier_stages : int
+        Of every PE (1 to 8 / 0 to 6; the paper's adder has 8 stages).
+    input_depth, output_depth : int
+        Of every PE's Input1/Input2 and Output queues (at least 2).
+    broadcast_depth : int
+        Entries of the broadcasting queue, at least 2 (one word per cycle); default 4.
+    result_depth : int
+        Beats of the channel's output queue toward the scratchpad, at least 2.
+    activation_adder_stages, activation_multiplier_stages : int
+        Of the shared sigmoid and tanh units (1 to 8 / 0 to 6; default 3 and 3).
+    segment_bits : int or None
+        Segments per binade of the activation tables (``None``: the format's default,
+        6 for fp32).
+    max_length : int or None
+        The longest job the PEs take; ``None``: :attr:`longest_job` (the RTL then
+        depends on the layer size; a bench that runs several sizes on one build gives
+        it).
+    flush_subnormals : bool
+
+    Raises
+    ------
+    TypeError
+        A parameter of the wrong type or out of range.
+    ValueError
+        ``max_length`` below the longest job of the programs.
+    """
+
+    pes_per_channel: int = 32
+    input_size: int = 1024
+    hidden_size: int = 1024
+    fmt: FloatFormat = FP32
+    adder_stages: int = 8
+    multiplier_stages: int = 4
+    input_depth: int = 4
+    output_depth: int = 4
+    broadcast_depth: int = 4
+    result_depth: int = 4
+    activation_adder_stages: int = 3
+    activation_multiplier_stages: int = 3
+    segment_bits: int = None
+    max_length: int = None
+    flush_subnormals: bool = False
+
+    def __post_init__(self):
+        check_positive("pes_per_channel", self.pes_per_channel)
+        check_positive("input_size", self.input_size)
+        check_positive("hidden_size", self.hidden_size)
+        if not isinstance(self.fmt, FloatFormat):
+            raise TypeError(f"fmt must be a FloatFormat, not {self.fmt!r}")
+        check_range("adder_stages", self.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
+        check_range("multiplier_stages", self.multiplier_stages, 0,
+                    len(FloatMul.CUT_PRIORITY))
+        for name in ("input_depth", "output_depth", "broadcast_depth", "result_depth"):
+            value = getattr(self, name)
+            if not is_int(value) or value < 2:
+                raise TypeError(f"{name} must be an integer of at least 2, not {value!r}")
+        check_range("activation_adder_stages", self.activation_adder_stages, 1,
+                    len(FloatAdd.CUT_PRIORITY))
+        check_range("activation_multiplier_stages", self.activation_multiplier_stages, 0,
+                    len(FloatMul.CUT_PRIORITY))
+        if self.segment_bits is not None:
+            check_range("segment_bits", self.segment_bits, 0, self.fmt.mantissa_bits)
+        if self.max_length is not None:
+            check_positive("max_length", self.max_length)
+            if self.max_length < self.longest_job:
+                raise ValueError(f"max_length ({self.max_length}) cannot be less than the "
+                                 f"longest job of the cell programs ({self.longest_job})")
+        if not isinstance(self.flush_subnormals, bool):
+            raise TypeError(f"flush_subnormals must be a bool, not {self.flush_subnormals!r}")
+
+    # -- derived sizes ---------------------------------------------------------------
+
+    @property
+    def gate_rows(self):
+        """``4H``: rows of the stacked gate matrix (PyTorch's order i, f, g, o)."""
+        return 4 * self.hidden_size
+
+    @property
+    def fw_row_length(self):
+        """``I + H + 1``: a FW-MatMul row, ``[W_g U_g b_g]`` against ``[x; h_{t-1}; 1]``."""
+        return self.input_size + self.hidden_size + 1
+
+    @property
+    def longest_job(self):
+        """The longest job of the FW and BP programs: ``max(I + H + 1, 4H)`` (a FW row,
+        an eq. 2 column)."""
+        return max(self.fw_row_length, self.gate_rows)
+
+    @property
+    def pe(self):
+        """The :class:`OmniPEConfig` of every lane."""
+        return OmniPEConfig(fmt=self.fmt, adder_stages=self.adder_stages,
+                            multiplier_stages=self.multiplier_stages,
+                            input_depth=self.input_depth,
+                            partial_depth=max(8, self.adder_stages),
+                            output_depth=self.output_depth,
+                            max_length=self.max_length or self.longest_job,
+                            flush_subnormals=self.flush_subnormals)
+
+    def table(self, function):
+        """The :class:`~nnrtl.hw.arith.activation.ActivationTable` of ``"sigmoid"`` or
+        ``"tanh"`` (default ranges, this config's ``segment_bits``)."""
+        return activation_table(function, self.fmt, segment_bits=self.segment_bits)
+
+    @property
+    def activation_latency(self):
+        """Cycles through a shared activation unit (``2 * adder + multiplier``)."""
+        return 2 * self.activation_adder_stages + self.activation_multiplier_stages
+
+    @property
+    def activation_slots(self):
+        """Entries of the sideband queue beside the activation units: every word in
+        flight (the latency) plus the unit's output register and one cycle of slack."""
+        return self.activation_latency + 2
+
+    # -- ports -----------------------------------------------------------------------
+
+    @property
+    def beat_layout(self):
+        """A scratchpad beat: one word per lane."""
+        return data.ArrayLayout(self.fmt.width, self.pes_per_channel)
+
+    @property
+    def command_layout(self):
+        """``i_command``'s payload: the job (``mode``, ``length``, ``subtract``),
+        ``lanes`` (1 to ``pes_per_channel``), ``source1``, ``source2``, ``activation``."""
+        return data.StructLayout({
+            "mode": OmniMode, "length": range(self.pe.max_length + 1), "subtract": 1,
+            "lanes": range(self.pes_per_channel + 1), "source1": Source,
+            "source2": Source, "activation": Activation})
+
+    def check_instruction(self, instruction):
+        """Raise unless ``instruction`` fits this channel."""
+        if not isinstance(instruction, ChannelInstruction):
+            raise TypeError(f"instruction must be a ChannelInstruction, not {instruction!r}")
+        if instruction.lanes > self.pes_per_channel:
+            raise ValueError(f"lanes ({instruction.lanes}) cannot exceed pes_per_channel "
+                             f"({self.pes_per_channel})")
+        self.pe.check_job(instruction.job)
+
+    def command_word(self, instruction):
+        """``instruction`` as the integer payload of ``i_command`` (offsets from
+        :attr:`command_layout`)."""
+        self.check_instruction(instruction)
+        layout = self.command_layout
+        fields = {"mode": instruction.job.mode.value, "length": instruction.job.length,
+                  "subtract": int(instruction.job.subtract), "lanes": instruction.lanes,
+                  "source1": instruction.source1.value, "source2": instruction.source2.value,
+                  "activation": instruction.activation.value}
+        return sum(value << layout[name].offset for name, value in fields.items())
+
+    # -- timing ----------------------------------------------------------------------
+
+    def instruction_cycles(self, instruction):
+        """Cycles an instruction holds the lanes in a gapless run of instructions of
+        its kind: the PE job's (:meth:`OmniPEConfig.cycles`: ``length``, plus the
+        reduction for MVM), or, through an activation unit, one cycle per result word
+        when that is longer (the unit takes one word per cycle)."""
+        self.check_instruction(instruction)
+        cycles = self.pe.cycles(instruction.job)
+        if instruction.activation is not Activation.NONE:
+            cycles = max(cycles, instruction.lanes * instruction.job.results)
+        return cycles
+
+    def program_cycles(self, program):
+        """``program``: instructions or :class:`~.channel_program.Step`. Estimate of a gapless program's cycles: the sum of
+        :meth:`instruction_cycles` plus, per change between the direct path and an
+        activation unit (or between the two units), the unit's latency (the result
+        order is kept by draining it), plus the fill of the first job. It leaves out the
+        scratchpad's read-after-write waits (a step that reads a vector an earlier step
+        writes starts when that step's last beat is out): measured under Verilator with
+        5 lanes, gapless, the RTL takes 1.30x (I = 5, H = 7) and 1.46x (I = 3, H = 5)
+        of it for a FW plus a BP cell."""
+        program = [getattr(item, "instruction", item) for item in program]
+        total, previous = 0, None
+        for instruction in program:
+            total += self.instruction_cycles(instruction)
+            if previous is not None and previous.activation is not Activation.NONE and (
+                    instruction.activation is not previous.activation):
+                total += self.activation_latency
+            previous = instruction
+        first = program[0] if program else None
+        if first is not None:
+            total += self.pe.result_offset(first.job) - self.pe.cycles(first.job) + 2
+        return total
+
+    @property
+    def peak_macs_per_cycle(self):
+        """MACs per cycle with every lane busy in MVM: ``pes_per_channel``."""
+        return self.pes_per_channel
+
+    @property
+    def activations_per_cycle(self):
+        """Sigmoid plus tanh results per cycle at most: one from each unit, but the
+        controller feeds one unit at a time (result order), so 1."""
+        return 1

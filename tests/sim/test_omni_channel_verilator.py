@@ -1,0 +1,64 @@
+"""η-LSTM channel under Verilator (bench: nnrtl.sim.tb.omni_channel).
+
+One small build (5 Omni-PEs with the paper's 8-stage adder, fp32, jobs up to 32
+elements) and one simulation: per backpressure pattern (``none``, ``cycle``, ``random``,
+``bursty`` on the four input streams and the output) one FW cell and one BP cell at two
+random layer sizes each (input 3-6, hidden 5-7: rounds of 5 lanes with a tail),
+every result beat bit-exact against the golden channel model.
+"""
+
+import numpy as np
+import pytest
+
+from nnrtl.hw.omni.channel_config import ChannelConfig
+from nnrtl.hw.omni.channel_program import bp_program, fw_program
+from nnrtl.sim.patterns import PATTERNS
+from nnrtl.sim.runner import simulate
+from nnrtl.sim.tb.omni_channel import build_channel, channel_spec
+
+#: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
+pytestmark = pytest.mark.timeout(900)
+
+SPEC = channel_spec(ChannelConfig(pes_per_channel=5, input_size=6, hidden_size=7,
+                                  max_length=32))
+
+
+def sizes(seed, count):
+    rng = np.random.default_rng(seed)
+    return [[int(rng.integers(3, 7)), int(rng.integers(5, 8))] for _ in range(count)]
+
+
+def run(seed, count, patterns=PATTERNS, spec=SPEC):
+    return simulate(build_channel(spec), test_module="nnrtl.sim.tb.omni_channel",
+                    name="omni_channel", seed=seed,
+                    params={"channel": spec, "sizes": sizes(seed, count),
+                            "patterns": list(patterns)})
+
+
+def test_omni_channel_fw_bp_cells_under_the_four_patterns():
+    result = run(17, 2)
+    assert result["bit_exact"] and result["mismatches"] == 0
+    assert [r["pattern"] for r in result["runs"]] == [p for p in PATTERNS for _ in range(2)]
+    want_beats = 0
+    for input_size, hidden_size in sizes(17, 2):
+        config = ChannelConfig(pes_per_channel=5, input_size=input_size,
+                               hidden_size=hidden_size, max_length=32)
+        program = fw_program(config) + bp_program(config)
+        want_beats += sum(step.instruction.out_beats for step in program)
+    assert result["beats"] == len(PATTERNS) * want_beats
+    none = result["runs"][0]  # I = 5, H = 7
+    # the estimate leaves out the scratchpad's read-after-write waits
+    assert none["model_cycles"] <= none["cycles"] <= 2 * none["model_cycles"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(7200)
+def test_omni_channel_full_size():
+    """The paper's 32-PE channel (fp32, 8-stage adder) on a layer of I = 40, H = 36
+    (rounds of 32 lanes with a tail), under the four patterns."""
+    spec = channel_spec(ChannelConfig(pes_per_channel=32, input_size=40, hidden_size=36))
+    result = simulate(build_channel(spec), test_module="nnrtl.sim.tb.omni_channel",
+                      name="omni_channel_full", seed=5,
+                      params={"channel": spec, "sizes": [[40, 36]],
+                              "patterns": list(PATTERNS)})
+    assert result["bit_exact"] and result["mismatches"] == 0
