@@ -256,7 +256,6 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
     bw = phase == "bw"
     lat = (BwActivation(config.cell, **stages).latency + 3 * a if bw
            else FwActivation(config.cell, **stages).latency)
-    depth = (config.split_factor - 1) * a
     pes, hidden = shape.pes_per_unit, config.hidden_size
 
     def beat_rows(r, k):
@@ -265,11 +264,12 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
         first = r * pes + k * width
         return list(range(first, min(first + width, hidden)))
 
-    state = {"free": 1, "head": None, "stalls": []}   # serializer, chain head, fold holds
+    folds = config.split_factor - 1
+    state = {"free": 1, "head": None, "stalls": [[] for _ in range(folds)]}
 
-    def hold_free(cycle):
-        """The first cycle from ``cycle`` on in which the fold moves."""
-        for start, end in state["stalls"]:
+    def hold_free(g, cycle):
+        """The first cycle from ``cycle`` on in which fold adder ``g`` moves."""
+        for start, end in state["stalls"][g]:
             if start <= cycle < end:
                 cycle = end
         return cycle
@@ -277,22 +277,23 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
     def pass_beat(natural):
         """Cycle a beat whose chain-head cycle without stalls is ``natural`` is taken."""
         head = natural if state["head"] is None else max(natural, state["head"] + 2)
-        if depth:
-            enter = hold_free(head)
-            at, moved = enter, 0
-            while moved < depth:              # count the cycles in which the fold moves
-                at = hold_free(at)
-                at += 1
-                moved += 1
-            taken = max(at, state["free"])
-            state["stalls"] = [(s, e) for s, e in state["stalls"] if e > enter]
-            if taken > at:
-                state["stalls"].append((at, taken))
-            state["head"] = enter
-        else:
+        if not folds:
             taken = max(head, state["free"])
             state["head"] = taken
-        return taken
+            return taken
+        enter = hold_free(0, head)
+        state["head"] = enter
+        for g in range(folds):
+            at = enter
+            for _ in range(a):                # count the cycles in which adder g moves
+                at = hold_free(g, at) + 1
+            handed = (hold_free(g + 1, at) if g + 1 < folds
+                      else max(at, state["free"]))
+            state["stalls"][g] = [(s, e) for s, e in state["stalls"][g] if e > enter]
+            if handed > at:
+                state["stalls"][g].append((at, handed))
+            enter = handed
+        return enter
 
     def serialize(taken, b, rows):
         for c, row in enumerate(rows):
