@@ -26,9 +26,10 @@ A pass of one layer (:func:`pass_cycles`)
 * **run** (:func:`_run`): the MVM unit's issue rule (golden
   :func:`~nnrtl.sim.golden.farnn.mvm.cycles`: slices, split, the accumulators' ``E``
   idle cycles ``gaps``, the ``2 L`` stream spacing, the two-stream credit) with each
-  stream's ``L`` result beats taken by the top's serializer (:class:`_ResultPath`): a
-  chain head hands out a beat two cycles after the last at the earliest, the ``(s - 1)
-  A``-stage fold holds as a whole while its last stage waits, and the serializer takes a
+  stream's ``L`` result beats taken by the top's serializer
+  (:class:`~nnrtl.hw.farnn.schedule.ResultPath`): a chain head hands out a beat two
+  cycles after the last at the earliest, each of the fold's ``s - 1`` adders of ``A``
+  stages holds as a whole while a beat waits on its output, and the serializer takes a
   beat ``max(rows, 1)`` cycles after the one before (one cell a cycle into the
   activation). With more than two chains a beat holds more rows than the head's two
   cycles: the serializer holds the streams back, and the credit follows the beats taken.
@@ -89,6 +90,7 @@ from ...hw.arith.float_add import FloatAdd
 from ...hw.farnn.activation import BwActivation, FwActivation
 from ...hw.farnn.config import FarnnConfig
 from ...hw.farnn.pe import reduction_cycles
+from ...hw.farnn.schedule import ResultPath
 from ...sim.golden.farnn.mvm import cycles as mvm_cycles
 from ...sim.golden.farnn.mvm import load_cycles as mvm_load_cycles
 from ..errors import UsageError
@@ -156,7 +158,7 @@ def _run(config, shape, free=None):
     depth = (shape.split - 1) * config.adder_stages
     lengths = _lengths(shape, config.batch)
     issues, outs, beats = [], [], []
-    path = _ResultPath(depth, free)
+    path = ResultPath(shape.split - 1, config.adder_stages, free)
     for j, (count, latency) in enumerate(zip(lengths, golden["latencies"])):
         if j == 0:
             issue = 0
@@ -177,41 +179,6 @@ def _run(config, shape, free=None):
         beats.append(stream)
     return {"issues": issues, "latencies": [o - i for o, i in zip(outs, issues)],
             "cycles": outs[-1] + 1, "mac_cycles": golden["mac_cycles"], "beats": beats}
-
-
-class _ResultPath:
-    """The result path of the units into the top's serializer, beat by beat (module
-    docstring, *run*; :func:`nnrtl.hw.farnn.schedule.run_cycles`' rules): a chain head
-    hands out a beat two cycles after the one before at the earliest; the ``depth``-stage
-    fold holds as a whole while its last stage waits; the serializer takes a beat
-    ``max(rows, 1)`` cycles after the one before."""
-
-    def __init__(self, depth, free=None):
-        self.depth, self.free, self.head, self.holds = depth, free, None, []
-
-    def _moving(self, cycle):
-        for start, end in self.holds:
-            if start <= cycle < end:
-                cycle = end
-        return cycle
-
-    def take(self, natural, rows):
-        """The cycle a beat at the chain heads at ``natural`` without stalls is taken."""
-        head = natural if self.head is None else max(natural, self.head + 2)
-        free = head if self.free is None else self.free
-        if self.depth:
-            enter = at = self._moving(head)
-            for _ in range(self.depth):
-                at = self._moving(at) + 1
-            taken = max(at, free)
-            self.holds = [(s, e) for s, e in self.holds if e > enter]
-            if taken > at:
-                self.holds.append((at, taken))
-            self.head = enter
-        else:
-            taken = self.head = max(head, free)
-        self.free = taken + max(rows, 1)
-        return taken
 
 
 def _stream_gap(config, length):

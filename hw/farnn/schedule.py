@@ -10,7 +10,7 @@ from .mvm import result_delay
 from .pe import reduction_cycles
 
 __all__ = ["cell_order", "weight_loads", "bias_beats", "run_cycles",
-           "serialized_run_cycles"]
+           "serialized_run_cycles", "ResultPath"]
 
 
 def cell_order(config, batch=None, matrix="recurrent"):
@@ -224,6 +224,76 @@ def _projected_run_cycles(config, phase, steps, batch):  # noqa: C901 (one sched
     return max(state["end"], state["last_take"] + 1)
 
 
+class ResultPath:
+    """The units' result path into the top's serializer, beat by beat, without
+    backpressure after the serializer (:func:`serialized_run_cycles`' rules; also
+    :mod:`nnrtl.gen.farnn.perf`'s).
+
+    * A chain head hands out a beat no earlier than two cycles after it handed out the
+      beat before (its output register reloads only when empty).
+    * The fold (split factor ``s > 1``) is ``folds = s - 1`` :class:`~nnrtl.hw.arith.FloatAdd`
+      in a row, ``stages`` each (every beat passes all of them). Each adder moves as a
+      whole, ``i.ready = ~o.valid | o.ready``: adder ``g`` holds (bubbles included, and
+      takes no beat) exactly while a beat waits on its ``o`` that the next adder (the
+      serializer for the last) does not take; an adder whose ``o`` is empty moves on
+      while the one after it holds. A beat is on adder ``g``'s ``o`` after ``stages``
+      cycles in which adder ``g`` moved, counted from the one it entered in.
+
+      Issue 12: the model before took the ``(s - 1) A`` stages as one pipeline holding as
+      a whole, which is the RTL only for ``s = 2``; with ``s = 8`` (the ``vu9p-lstm1024``
+      preset) it counted 10 cycles a step too many, since the front adders keep moving
+      (filling their bubbles) while the last one waits on the serializer.
+    * The serializer takes a beat once it is on the fold's ``o`` (the heads' with ``s =
+      1``) and ``free`` has come; it is then busy ``max(rows, 1)`` cycles.
+
+    A beat's progress depends only on the beats before it (the path keeps order), so one
+    pass over the beats in order is exact.
+
+    Parameters
+    ----------
+    folds : int
+        Fold adders, ``s - 1``.
+    stages : int
+        Pipeline stages of each fold adder (the adder stages ``A``).
+    free : int or None
+        First cycle the serializer is free; ``None``: from the first beat's arrival.
+    """
+
+    def __init__(self, folds, stages, free=None):
+        self.folds, self.stages, self.free, self.head = folds, stages, free, None
+        self.holds = [[] for _ in range(folds)]     # per adder: [(start, end)) it holds
+
+    def _moving(self, g, cycle):
+        """The first cycle from ``cycle`` on in which fold adder ``g`` moves."""
+        for start, end in self.holds[g]:
+            if start <= cycle < end:
+                cycle = end
+        return cycle
+
+    def take(self, natural, rows):
+        """The cycle the serializer takes a beat of ``rows`` real rows whose chain-head
+        cycle without stalls is ``natural`` (beats in order)."""
+        head = natural if self.head is None else max(natural, self.head + 2)
+        free = head if self.free is None else self.free
+        if not self.folds:
+            taken = self.head = max(head, free)
+        else:
+            enter = self.head = self._moving(0, head)
+            for g in range(self.folds):
+                at = enter
+                for _ in range(self.stages):      # the cycles in which adder g moves
+                    at = self._moving(g, at) + 1
+                handed = (self._moving(g + 1, at) if g + 1 < self.folds
+                          else max(at, free))
+                self.holds[g] = [(s, e) for s, e in self.holds[g] if e > enter]
+                if handed > at:
+                    self.holds[g].append((at, handed))
+                enter = handed
+            taken = enter
+        self.free = taken + max(rows, 1)
+        return taken
+
+
 def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one schedule)
     """:func:`run_cycles` with the serializer holding the units' result streams (``chains >
     2``). The rules of :func:`run_cycles`, and on the result path, beat by beat (``n_k =
@@ -232,10 +302,10 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
     * a chain head hands out beat ``k`` at the later of ``n_k`` and two cycles after it
       handed out the beat before (its output register reloads only when empty: one word
       every two cycles, streams back to back);
-    * with a split factor ``s > 1`` every beat passes the ``(s - 1) A``-stage fold, a
-      pipeline that holds as a whole while its last stage waits on the serializer (and
-      takes no beat then): a beat is on ``o`` after ``(s - 1) A`` cycles in which the fold
-      moved;
+    * with a split factor ``s > 1`` every beat passes the fold, ``s - 1`` adders of ``A``
+      stages in a row, each moving as a whole and holding (taking no beat) only while a
+      beat waits on its own ``o`` (:class:`ResultPath`; not the ``(s - 1) A`` stages as
+      one pipeline: issue 12);
     * the serializer takes a beat once it is on ``o`` and the beat before has gone, which
       is ``max(n, 1)`` cycles after that beat was taken (``n`` its real rows); the rows
       leave one per cycle from the next cycle;
@@ -256,7 +326,6 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
     bw = phase == "bw"
     lat = (BwActivation(config.cell, **stages).latency + 3 * a if bw
            else FwActivation(config.cell, **stages).latency)
-    depth = (config.split_factor - 1) * a
     pes, hidden = shape.pes_per_unit, config.hidden_size
 
     def beat_rows(r, k):
@@ -265,39 +334,11 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
         first = r * pes + k * width
         return list(range(first, min(first + width, hidden)))
 
-    state = {"free": 1, "head": None, "stalls": []}   # serializer, chain head, fold holds
-
-    def hold_free(cycle):
-        """The first cycle from ``cycle`` on in which the fold moves."""
-        for start, end in state["stalls"]:
-            if start <= cycle < end:
-                cycle = end
-        return cycle
-
-    def pass_beat(natural):
-        """Cycle a beat whose chain-head cycle without stalls is ``natural`` is taken."""
-        head = natural if state["head"] is None else max(natural, state["head"] + 2)
-        if depth:
-            enter = hold_free(head)
-            at, moved = enter, 0
-            while moved < depth:              # count the cycles in which the fold moves
-                at = hold_free(at)
-                at += 1
-                moved += 1
-            taken = max(at, state["free"])
-            state["stalls"] = [(s, e) for s, e in state["stalls"] if e > enter]
-            if taken > at:
-                state["stalls"].append((at, taken))
-            state["head"] = enter
-        else:
-            taken = max(head, state["free"])
-            state["head"] = taken
-        return taken
+    path = ResultPath(config.split_factor - 1, a, free=1)
 
     def serialize(taken, b, rows):
         for c, row in enumerate(rows):
             now[b, row] = taken + 1 + c + lat
-        state["free"] = taken + max(len(rows), 1)
 
     fired = {}                                   # (b, row) -> cycle it left the unit
     last_fire = 0
@@ -308,7 +349,9 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
             for r in range(shape.slices):
                 for b in range(batch):
                     for k in range(length):
-                        serialize(state["free"], b, beat_rows(r, k))
+                        rows = beat_rows(r, k)
+                        serialize(path.free, b, rows)
+                        path.free += max(len(rows), 1)
         else:
             def ready(b, e):
                 return 1 if (j == 0 and not bw) else fired[b, e] + 1
@@ -317,8 +360,9 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
             outs = []
             for r, b, last in _streams(shape, batch, t, ready, e_gap, outs):
                 for k in range(length):
-                    taken = pass_beat(last + mul + e_gap + 6 + 2 * k)
-                    serialize(taken, b, beat_rows(r, k))
+                    rows = beat_rows(r, k)
+                    taken = path.take(last + mul + e_gap + 6 + 2 * k, len(rows))
+                    serialize(taken, b, rows)
                 outs.append(taken)
             idle_from = outs[-1] + 2
         fired = now
