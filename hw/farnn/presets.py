@@ -37,7 +37,7 @@ __all__ = ["VU9P_LSTM1024", "VU9P_GRU1280", "PAPER_8K", "PRESETS"]
 #: LSTM, 1,024 cells, 5 layers, T = 1,600, batch 1 on the VU9P: the exploration's best of
 #: 10 feasible configurations: L = 9 (576 PEs, 144 per unit), 8K words, split 8 (8 rounds,
 #: the last 16 rows split: 7 x 1,024 + 128 = 7,296 MAC cycles and words per PE).
-#: 124,606,570 cycles (311.5 ms), U = 93.5% (97.3% double-buffered); 1,202 DSP,
+#: 124,446,620 cycles (311.1 ms), U = 93.6% (double-buffered: see the bench); 1,202 DSP,
 #: 779,743 LUT, 576 URAM, 53 BRAM36. Split 1: 139,134,695 cycles (83.7%).
 #: Spec bounds: 4K needs L >= 16 (1,024 PEs); 8K needs P_unit >= 128 (L >= 8, 512 PEs);
 #: URAM allows 960 PEs.

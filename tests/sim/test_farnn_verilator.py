@@ -133,8 +133,8 @@ def test_full_size_preset_step_bit_exact(preset):
     """A VU9P preset's whole engine (576 / 624 PEs): two time steps of FW and BW (BW's
     first step runs no MVM), weights through the back door (the stream load adds some
     530,000 cycles a pass: hours at full size). A Verilator build of about 20 minutes, then
-    about 8 minutes of simulation (2026-11-23, LSTM: FW 14,923 and BW 7,537 cycles against
-    ``run_cycles``' 14,943 and 7,547)."""
+    about 8 minutes of simulation (2026-11-23, LSTM: FW 14,923 and BW 7,537 cycles; GRU:
+    16,311 and 8,189; both equal to ``run_cycles``)."""
     from nnrtl.hw.farnn.presets import PRESETS
 
     config = dataclasses.replace(PRESETS[preset].config, seq_len=2)
@@ -142,6 +142,6 @@ def test_full_size_preset_step_bit_exact(preset):
                                         backpressure="none", weight_load="backdoor"))
     assert result["bit_exact"] is True and result["mismatches"] == 0
     assert result["weight_load"] == "backdoor" and result["load_cycles"] == 0
-    assert abs(result["model_error"]) < 0.03
+    assert result["model_error"] == 0
     per_step = config.batch * config.units * config.hidden_size * config.recurrent_size
     assert [p["useful_macs"] for p in result["phases"]] == [2 * per_step, per_step]
