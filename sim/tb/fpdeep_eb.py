@@ -16,7 +16,6 @@ import cocotb
 import numpy as np
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
-from cocotb.triggers import RisingEdge
 
 from nnrtl.boards import get_board
 from nnrtl.gen.fpdeep import builtin, map_network
@@ -28,9 +27,9 @@ from nnrtl.hw.fpdeep.lpram import load_layout
 from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.golden.fpdeep.eb import eb_module, pad_delta
 from nnrtl.sim.golden.fpdeep.fp import pad_weights
-from nnrtl.sim.patterns import cycle_budget
-from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
-from nnrtl.sim.tb.fpdeep_fp import _Sink, _Source, config_of, pack, unpack
+from nnrtl.sim.tb.common import tb_params
+from nnrtl.sim.tb.fpdeep_fp import config_of, pack, run_patterns
+from nnrtl.sim.tb.fpdeep_fp import describe_beats as describe
 
 __all__ = ["random_case", "stimulus", "expected", "model_cycles", "stream_run", "describe",
            "delta_beats", "paper_segment"]
@@ -81,17 +80,6 @@ def model_cycles(cfg, images, loads):
     """Cycles without pauses, at most: the load, then per image ``w_in² · G`` windows and
     the fill (``K`` δ rows of ``G`` beats)."""
     return loads + images * (cfg.w_in ** 2 * cfg.groups + cfg.k * cfg.w_out * cfg.groups) + 200
-
-
-def describe(layout, name, got, want, limit=3):
-    """The first differing beats of stream ``name`` (empty if equal)."""
-    lines = []
-    if len(got) != len(want):
-        lines.append(f"{name}: {len(got)} beats, {len(want)} expected")
-    for n, (a, b) in enumerate(zip(got, want)):
-        if a != b and len(lines) < limit:
-            lines.append(f"{name} beat {n}: got {unpack(layout, a)}, golden {unpack(layout, b)}")
-    return lines
 
 
 def paper_segment():
@@ -165,52 +153,6 @@ def stream_run(dut, sources, sink, count, *, first=(), gap=0.0, stall=0.0, seed=
 
 
 # -- cocotb bench (Verilator) ------------------------------------------------------------
-
-async def run_patterns(dut, params, make, layout, name):
-    """The bench loop shared with the PG bench: per pattern ``kind``, ``make(number)`` gives
-    ``(sources [(port, payloads, paced)], expected payloads, model cycles)``; the sources
-    not ``paced`` (the LPRAM load) go first without pauses, the others and the sink ``name``
-    follow ``kind``."""
-    rng = random.Random(params["seed"])
-    await start_clock_and_reset(dut)
-    edge = RisingEdge(dut.clk)
-    results, exact = {}, True
-    for number, kind in enumerate(params["patterns"]):
-        specs, want, cycles_model = make(number)
-        sources = [_Source(dut, port, words, kind if paced else "none", rng)
-                   for port, words, paced in specs]
-        ordered = [s for s, spec in zip(sources, specs) if not spec[2]]
-        others = [s for s, spec in zip(sources, specs) if spec[2]]
-        sink = _Sink(dut, name, len(want), kind, rng)
-        budget = cycle_budget(cycles_model, output_beats=len(want), patterns=[kind])
-        cycles = 0
-        while len(sink.got) < len(want) or not all(s.done for s in sources):
-            for source in ordered:
-                source.drive()
-            sink.drive()
-            for source in others:
-                if all(s.done for s in ordered):
-                    source.drive()
-            await edge
-            cycles += 1
-            for unit in sources + [sink]:
-                unit.sample()
-            assert cycles < budget, (f"pattern {kind}: {len(sink.got)} of {len(want)} {name} "
-                                     f"beats in the budget of {budget} cycles")
-        for source in sources:
-            source.valid.value = 0
-        sink.ready.value = 0
-        for _ in range(20):
-            await edge
-            assert not sink.valid.value, f"pattern {kind}: {name} beat beyond the expected"
-        wrong = describe(layout, name, sink.got, want)
-        exact = exact and not wrong
-        results[kind] = {"beats": len(sink.got), "cycles": cycles, "budget": budget,
-                         "mismatches": wrong}
-        dut._log.info("pattern %s: %d beats in %d cycles", kind, len(sink.got), cycles)
-    report({"bit_exact": exact, "patterns": results})
-    assert exact, "; ".join(m for r in results.values() for m in r["mismatches"])
-
 
 @cocotb.test()
 async def eb_module_matches_golden(dut):

@@ -239,9 +239,9 @@ def amaranth_run(cfg, case, *, gap=0.0, stall=0.0, seed=0, timeout=5000):
     return name, got, want, cycles
 
 
-def describe(cfg, name, got, want, limit=3):
-    """The first differing beats, naming stream, beat and fields (empty if equal)."""
-    layout = out_layout(cfg) if name == "out" else partial_layout(cfg)
+def describe_beats(layout, name, got, want, limit=3):
+    """The first differing beats of stream ``name`` of ``layout``, naming beat and fields
+    (empty if equal)."""
     lines = []
     if len(got) != len(want):
         lines.append(f"{name}: {len(got)} beats, {len(want)} expected")
@@ -249,6 +249,12 @@ def describe(cfg, name, got, want, limit=3):
         if a != b and len(lines) < limit:
             lines.append(f"{name} beat {n}: got {unpack(layout, a)}, golden {unpack(layout, b)}")
     return lines
+
+
+def describe(cfg, name, got, want, limit=3):
+    """:func:`describe_beats` of the FP module's stream ``name`` (``out`` or partials)."""
+    layout = out_layout(cfg) if name == "out" else partial_layout(cfg)
+    return describe_beats(layout, name, got, want, limit)
 
 
 # -- cocotb bench (Verilator) ------------------------------------------------------------
@@ -303,31 +309,30 @@ class _Sink:
             assert self.held is None, "valid fell before the beat was taken"
 
 
-@cocotb.test()
-async def fp_module_matches_golden(dut):
-    params = tb_params()
-    cfg = config_of(params["cfg"])
+async def run_patterns(dut, params, make, layout, name):
+    """The bench loop of the FP, EB and PG benches: per pattern ``kind``, ``make(number)`` gives
+    ``(sources [(port, payloads, paced)], expected payloads, model cycles)``; the sources
+    not ``paced`` (the LPRAM load) go first without pauses, the others and the sink ``name``
+    follow ``kind``."""
     rng = random.Random(params["seed"])
     await start_clock_and_reset(dut)
     edge = RisingEdge(dut.clk)
     results, exact = {}, True
     for number, kind in enumerate(params["patterns"]):
-        case = random_case(cfg, params["images"], params["seed"] + number)
-        stim = stimulus(cfg, case)
-        name, want = expected(cfg, case)
-        sources = [_Source(dut, "load", stim["load"], "none", rng)]
-        for port in ("act_in", "part_in"):
-            if port in stim:
-                sources.append(_Source(dut, port, stim[port], kind, rng))
+        specs, want, cycles_model = make(number)
+        sources = [_Source(dut, port, words, kind if paced else "none", rng)
+                   for port, words, paced in specs]
+        ordered = [s for s, spec in zip(sources, specs) if not spec[2]]
+        others = [s for s, spec in zip(sources, specs) if spec[2]]
         sink = _Sink(dut, name, len(want), kind, rng)
-        budget = cycle_budget(model_cycles(cfg, params["images"], len(stim["load"])),
-                              output_beats=len(want), patterns=[kind])
+        budget = cycle_budget(cycles_model, output_beats=len(want), patterns=[kind])
         cycles = 0
         while len(sink.got) < len(want) or not all(s.done for s in sources):
-            sources[0].drive()                     # the LPRAM first, then the images
+            for source in ordered:
+                source.drive()
             sink.drive()
-            for source in sources[1:]:
-                if sources[0].done:
+            for source in others:
+                if all(s.done for s in ordered):
                     source.drive()
             await edge
             cycles += 1
@@ -341,10 +346,31 @@ async def fp_module_matches_golden(dut):
         for _ in range(20):
             await edge
             assert not sink.valid.value, f"pattern {kind}: {name} beat beyond the expected"
-        wrong = describe(cfg, name, sink.got, want)
+        wrong = describe_beats(layout, name, sink.got, want)
         exact = exact and not wrong
         results[kind] = {"beats": len(sink.got), "cycles": cycles, "budget": budget,
                          "mismatches": wrong}
         dut._log.info("pattern %s: %d beats in %d cycles", kind, len(sink.got), cycles)
     report({"bit_exact": exact, "patterns": results})
     assert exact, "; ".join(m for r in results.values() for m in r["mismatches"])
+
+
+
+@cocotb.test()
+async def fp_module_matches_golden(dut):
+    params = tb_params()
+    cfg = config_of(params["cfg"])
+
+    def make(number):
+        case = random_case(cfg, params["images"], params["seed"] + number)
+        stim = stimulus(cfg, case)
+        name, want = expected(cfg, case)
+        assert name == stream
+        sources = [("load", stim["load"], False)] + [(port, stim[port], True)
+                                                    for port in ("act_in", "part_in")
+                                                    if port in stim]
+        return sources, want, model_cycles(cfg, params["images"], len(stim["load"]))
+
+    stream = "out" if cfg.completes else "part_out"
+    layout = out_layout(cfg) if stream == "out" else partial_layout(cfg)
+    await run_patterns(dut, params, make, layout, stream)

@@ -20,8 +20,8 @@ from nnrtl.hw.fpdeep.pg import gradient_layout
 from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.golden.fpdeep.pg import lgb_rows, pg_batch
 from nnrtl.sim.tb.common import tb_params
-from nnrtl.sim.tb.fpdeep_eb import delta_beats, run_patterns
-from nnrtl.sim.tb.fpdeep_fp import config_of, pack
+from nnrtl.sim.tb.fpdeep_eb import delta_beats
+from nnrtl.sim.tb.fpdeep_fp import config_of, pack, run_patterns
 
 __all__ = ["random_case", "stimulus", "expected", "model_cycles"]
 
