@@ -30,27 +30,35 @@ from ...hw.omni.top_config import OmniConfig
 from ...hw.presets import Preset
 from ..engines import Engine
 
-__all__ = ["ENGINE", "PRESETS", "VCU128_TREC10", "SMALL", "simulate"]
+__all__ = ["ENGINE", "PRESETS", "PAPER_VCU128", "VCU128_TREC10", "SMALL", "simulate"]
 
 #: The paper's evaluated instance (Sec. VI-A, spec §3.6): 40 channels of 32 Omni-PEs
 #: (1,280), two swing channels (Fig. 13a), 8-stage fp32 adders, θ = 0.1, on the VCU128;
 #: its programs sized for TREC-10 of Table I (hidden 3,072, 2 layers, length 18, batch
-#: 128; input size [U]: the hidden size).
-VCU128_TREC10 = OmniConfig(input_size=3072, hidden_size=3072, layers=2, seq_len=18,
-                           batch=128, channels=40, pes_per_channel=32, swing_channels=2,
-                           adder_stages=8, prune_threshold=0.1)
+#: 128; input size [U]: the hidden size). Not a preset: by the resource model
+#: (:mod:`.resources`, Yosys-measured units) it needs 2,329,135 LUTs, over the VCU128's
+#: 1,304 K (and its budget of 912,800); the VCU128 preset is :data:`VCU128_TREC10`.
+PAPER_VCU128 = OmniConfig(input_size=3072, hidden_size=3072, layers=2, seq_len=18,
+                          batch=128, channels=40, pes_per_channel=32, swing_channels=2,
+                          adder_stages=8, prune_threshold=0.1)
+
+#: The paper's instance cut to the channels that fit the VCU128 by the resource model:
+#: 15 channels of 32 Omni-PEs (480), two swing channels, everything else the paper's.
+VCU128_TREC10 = dataclasses.replace(PAPER_VCU128, channels=15)
 
 #: A small top for fast runs: 3 channels of 4 PEs (one swing channel), the paper's
-#: 8-stage adder, a 2-layer LSTM of input 3 and hidden 5 over 2 timestamps (16 tasks;
-#: rounds of 4 lanes with a tail).
+#: 8-stage adder, a 2-layer LSTM of input 3 and hidden 5 over 2 timestamps (16 tasks, the
+#: task table's size; rounds of 4 lanes with a tail).
 SMALL = OmniConfig(input_size=3, hidden_size=5, layers=2, seq_len=2, batch=1, channels=3,
-                   pes_per_channel=4, swing_channels=1, adder_stages=8)
+                   pes_per_channel=4, swing_channels=1, adder_stages=8, max_tasks=16)
 
 PRESETS = {
-    "vcu128-trec10": Preset(
+    "vcu128": Preset(
         config=VCU128_TREC10, board="vcu128", clock_hz=500e6,
-        source="The paper's VCU128 instance: 40 channels x 32 Omni-PEs at 500 MHz, fp32; "
-               "programs for TREC-10 (H = 3,072, 2 layers, length 18, batch 128)"),
+        source="The paper's VCU128 instance (500 MHz, fp32, 8-stage adders, 2 swing "
+               "channels; programs for TREC-10: H = 3,072, 2 layers, length 18, batch 128) "
+               "with 15 of its 40 channels x 32 Omni-PEs: the 40 need 2.33 M LUTs by the "
+               "Yosys-measured resource model, over the board's 1.30 M"),
     "small": Preset(
         config=SMALL, board="vcu128",
         source="Test size: 3 channels x 4 PEs, 1 swing channel, LSTM 3 -> 5, 2 layers, "
@@ -75,8 +83,10 @@ def _useful_macs(tasks):
 def simulate(request):
     """The training iteration's cell tasks of ``request.config`` through the Verilator
     bench (:mod:`nnrtl.sim.tb.omni_top`) under ``request.backpressure``; its result JSON:
-    ``bit_exact``, ``cycles``, ``model_cycles``, ``busy_matmul`` / ``busy_ew`` (per
-    mode), ``swings`` / ``returns``, ``useful_macs``, ``utilization``."""
+    ``bit_exact``, ``cycles`` (the top's counter), ``model_cycles``, ``busy_matmul`` /
+    ``busy_ew`` (channel-cycles per mode), ``swings`` / ``returns``, the DMA's and R2A's
+    other counters, ``useful_macs`` (the MVMs' MACs), ``utilization`` (per PE and cycle),
+    ``stall_cycles`` (channel-cycles without a task)."""
     from ...hw.omni.top_program import top_tasks
     from ...sim.runner import simulate as run
     from ..errors import UsageError
@@ -98,7 +108,8 @@ def simulate(request):
     macs = _useful_macs(tasks)
     cycles = counters["cycles"]
     result.update({key: counters[key] for key in counters if key not in ("pattern",)})
-    result.update(useful_macs=macs,
+    idle = config.channels * cycles - counters["busy_matmul"] - counters["busy_ew"]
+    result.update(useful_macs=macs, stall_cycles=idle,
                   utilization=macs / (config.pes * cycles) if cycles else None)
     return result
 

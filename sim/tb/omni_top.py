@@ -307,10 +307,11 @@ async def omni_top_runs_iteration(dut):
 # -- Amaranth-simulator driver (the unit tests) ---------------------------------------------
 
 
-def check_in_amaranth(config, *, seed=0, gap=0.0, stall=0.0, timeout=20000):
+def check_in_amaranth(config, *, seed=0, gap=0.0, stall=0.0, masks=None, timeout=20000):
     """Run the top's task graph of ``config`` on :class:`~nnrtl.hw.omni.top.OmniTop` in
     the Amaranth simulator (host on AXI4-Lite, the scratchpad on the channel ports, input
-    gaps and output stalls of the given probabilities). Returns ``{"counters",
+    gaps and output stalls of the given probabilities; ``masks``: ``(ew_mask,
+    swing_mask)`` written before the start, else their reset values). Returns ``{"counters",
     "failures", "mismatches", "dispatch"}``: the counter registers at the end, protocol
     failures, result beats that differ from the golden model, and ``(cycle, channel,
     task)`` of every task taken."""
@@ -354,6 +355,9 @@ def check_in_amaranth(config, *, seed=0, gap=0.0, stall=0.0, timeout=20000):
             await write(ctx, "task_deps", sum(1 << d for d in task.deps))
             await write(ctx, "control", 1 << regmap["control"].field("push").offset)
         state["task_count"] = await read(ctx, "task_count")
+        if masks is not None:
+            await write(ctx, "ew_mask", masks[0])
+            await write(ctx, "swing_mask", masks[1])
         await write(ctx, "control", 1 << regmap["control"].field("start").offset)
         for _ in range(timeout):
             if state["served"] or state["failures"]:

@@ -1,0 +1,129 @@
+# amaranth: UnusedElaboratable=no
+"""The η-LSTM engine's hooks (gen/omni/engine.py): registration, the resource model
+against the VCU128 (gen/omni/resources.py), the cycle model (gen/omni/perf.py), the
+command line's sim and generate."""
+
+import json
+
+import pytest
+
+from nnrtl.boards import get_board
+from nnrtl.gen.cli import main
+from nnrtl.gen.engines import budget, check_fit, get_engine
+from nnrtl.gen.errors import UsageError
+from nnrtl.gen.omni.engine import ENGINE, PAPER_VCU128, PRESETS, SMALL
+from nnrtl.gen.omni.perf import predict, top_schedule
+from nnrtl.gen.omni.resources import UNIT_LOGIC, measure, resource_estimate
+from nnrtl.hw.omni.top_config import OmniConfig
+from nnrtl.hw.omni.top_program import top_tasks
+
+VCU128 = get_board("vcu128")
+
+
+def test_registered_with_its_hooks_and_parameters():
+    assert get_engine("omni") is ENGINE
+    described = ENGINE.describe()
+    names = [p["name"] for p in described["parameters"]]
+    assert names[:10] == ["input_size", "hidden_size", "layers", "seq_len", "batch",
+                          "channels", "pes_per_channel", "swing_channels", "adder_stages",
+                          "prune_threshold"]
+    assert set(described["hooks"]) >= {"top", "resources", "predict", "simulate", "train",
+                                       "clock"}
+    assert ENGINE.clock_hz(SMALL, VCU128) == 500e6
+
+
+def test_train_hook_imports_the_trainer_lazily(monkeypatch):
+    """``_train`` reaches ``gen/omni/trainer.py`` (another helper's) only when called."""
+    import sys
+    import types
+
+    module = types.ModuleType("nnrtl.gen.omni.trainer")
+    module.train_hook = lambda request, network: ("trained", request, network)
+    monkeypatch.setitem(sys.modules, "nnrtl.gen.omni.trainer", module)
+    assert ENGINE.train("request", "network") == ("trained", "request", "network")
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_presets_fit_their_board(name):
+    preset = PRESETS[name]
+    needs = check_fit(ENGINE, preset.config, get_board(preset.board))
+    assert needs["lut"] <= budget(get_board(preset.board).capacity, "lut")
+
+
+def test_resources_add_up_from_pe_channel_and_shared_units():
+    estimate = resource_estimate(PAPER_VCU128)
+    pe = UNIT_LOGIC["pe"]
+    assert estimate.per_pe["lut"] == pe["lut"] + pe["lut_memory"]
+    sigmoid, tanh = UNIT_LOGIC["sigmoid"], UNIT_LOGIC["tanh"]
+    # 32 PEs, a sigmoid and a tanh unit, then the controller's queues and logic
+    assert estimate.per_channel["dsp"] == 32 * pe["dsp"] + sigmoid["dsp"] + tanh["dsp"]
+    assert estimate.per_channel["lut"] > 32 * estimate.per_pe["lut"] + sigmoid["lut"] + tanh["lut"]
+    assert estimate.total["dsp"] == 40 * estimate.per_channel["dsp"] + \
+        UNIT_LOGIC["r2a"]["dsp"] + UNIT_LOGIC["dma"]["dsp"]
+
+
+def test_the_papers_40_channels_exceed_only_the_lut_budget():
+    """1,280 Omni-PEs as Yosys maps them (fp32 adders in LUTs) need more LUTs than the
+    VCU128 has at all; DSPs and block RAM fit."""
+    needs = ENGINE.resources(PAPER_VCU128, "xcup")
+    capacity = VCU128.capacity
+    assert needs["lut"] > capacity.lut
+    assert needs["dsp"] <= capacity.dsp and needs["bram36"] <= capacity.bram36
+    with pytest.raises(UsageError, match=r"^omni with .* needs \d+ lut counted by its "
+                                         r"resource model, but vcu128 allows 912800"):
+        check_fit(ENGINE, PAPER_VCU128, VCU128)
+
+
+def _macs(config):
+    """MACs of one iteration from the LSTM's equations (spec §1.3), not the task graph:
+    per cell FW-MatMul and eq. 3 4H(I_l + H) B each, eq. 2 4H H B for t > 0 (δH_{t-1})
+    and 4H I_l B for l > 0 (δX_t)."""
+    h, b = config.hidden_size, config.batch
+    total = 0
+    for layer in range(config.layers):
+        inputs = config.input_size if layer == 0 else h
+        for t in range(config.seq_len):
+            total += 2 * 4 * h * (inputs + h) * b
+            total += 4 * h * h * b if t > 0 else 0
+            total += 4 * h * inputs * b if layer > 0 else 0
+    return total
+
+
+@pytest.mark.parametrize("config", [SMALL, PAPER_VCU128, PRESETS["vcu128"].config])
+def test_predict_dynamic_no_slower_than_static(config):
+    result = predict(config, {})
+    assert result["useful_macs"] == _macs(config)
+    assert 0 < result["utilization"] <= 1
+    assert result["cycles"] <= result["static_cycles"]
+    assert result["cycles"] * config.pes >= result["useful_ops"]
+    ms1 = predict(config, {"ms1": True, "density": 0.35})
+    assert ms1["useful_ops"] < result["useful_ops"]
+    with pytest.raises(UsageError, match=r"^omni predict takes ms1, kept and density, not "
+                                         r"steps$"):
+        predict(config, {"steps": 3})
+
+
+def test_top_schedule_is_at_least_the_critical_path():
+    """A task decided in cycle a frees its successors in a + D + 2 (the R2A's timing,
+    hw/omni/r2a.py), so the run is at least the longest dependency chain of D + 2."""
+    tasks = top_tasks(SMALL)
+    model = top_schedule(SMALL)
+    finish = []
+    for task in tasks:
+        finish.append(max((finish[d] for d in task.deps), default=0)
+                      + task.model_cycles + 2)
+    assert max(finish) <= model.cycles <= sum(t.model_cycles + 2 for t in tasks)
+    assert model.useful == sum(t.model_cycles * SMALL.pes_per_channel for t in tasks)
+
+
+def test_sim_refuses_a_model_and_too_many_steps(capsys, tmp_path):
+    assert main(["sim", "omni", "--preset", "small", "--board", "vcu128", "--steps", "9"]) == 2
+    assert "omni sim: layers x seq_len x 4 (72 tasks) cannot exceed max_tasks" in \
+        capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(UNIT_LOGIC))
+def test_unit_logic_is_what_yosys_measures(name):
+    """Re-measure a unit (a minute for a PE, several for the DMA and the scheduler)."""
+    assert measure(name) == UNIT_LOGIC[name]
