@@ -37,13 +37,14 @@ __all__ = ["ENGINE", "PRESETS", "PAPER_VCU128", "VCU128_TREC10", "SMALL", "simul
 #: its programs sized for TREC-10 of Table I (hidden 3,072, 2 layers, length 18, batch
 #: 128; input size [U]: the hidden size). Not a preset: by the resource model
 #: (:mod:`.resources`, Yosys-measured units) it needs 2,329,135 LUTs, over the VCU128's
-#: 1,304 K (and its budget of 912,800); the VCU128 preset is :data:`VCU128_TREC10`.
+#: 1,303,680 (and its budget of 912,576); the VCU128 preset is :data:`VCU128_TREC10`.
 PAPER_VCU128 = OmniConfig(input_size=3072, hidden_size=3072, layers=2, seq_len=18,
                           batch=128, channels=40, pes_per_channel=32, swing_channels=2,
                           adder_stages=8, prune_threshold=0.1)
 
 #: The paper's instance cut to the channels that fit the VCU128 by the resource model:
-#: 15 channels of 32 Omni-PEs (480), two swing channels, everything else the paper's.
+#: 15 channels of 32 Omni-PEs (480; 889,610 LUTs, 1,023 DSPs), two swing channels,
+#: everything else the paper's.
 VCU128_TREC10 = dataclasses.replace(PAPER_VCU128, channels=15)
 
 #: A small top for fast runs: 3 channels of 4 PEs (one swing channel), the paper's

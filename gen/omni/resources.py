@@ -23,8 +23,8 @@ R2AScheduler     11,201  0           8,449  0    0       40 channels, 64 tasks
 
 So a 32-PE channel is about 57,600 LUTs (96 % of it the PEs' fp32 adders, multipliers'
 rounding, queues and controllers in LUTs) and the paper's 40 channels about 2.32 M LUTs:
-1.78 x the VCU128's 1,304 K LUTs and 2.5 x its budget (:data:`~nnrtl.gen.engines.LUT_SHARE`
-0.7: 912,800): the fp32 arithmetic as Yosys maps it does not fit 1,280 PEs on the board
+1.79 x the VCU128's 1,303,680 LUTs and 2.55 x its budget
+(:data:`~nnrtl.gen.engines.LUT_SHARE` 0.7: 912,576): the fp32 arithmetic as Yosys maps it does not fit 1,280 PEs on the board
 (the paper's Vivado flow maps its floating-point cores into the DSPs; 2,723 of the
 9,024 DSPs are used here). 15 channels fit (889,610 LUTs). The channel is not measured whole: Yosys 0.70 asserts in
 ``abc`` on the channel's Verilog (the channel helper's report), so a channel is its

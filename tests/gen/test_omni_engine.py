@@ -14,7 +14,6 @@ from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.engine import ENGINE, PAPER_VCU128, PRESETS, SMALL
 from nnrtl.gen.omni.perf import predict, top_schedule
 from nnrtl.gen.omni.resources import UNIT_LOGIC, measure, resource_estimate
-from nnrtl.hw.omni.top_config import OmniConfig
 from nnrtl.hw.omni.top_program import top_tasks
 
 VCU128 = get_board("vcu128")
@@ -70,7 +69,7 @@ def test_the_papers_40_channels_exceed_only_the_lut_budget():
     assert needs["lut"] > capacity.lut
     assert needs["dsp"] <= capacity.dsp and needs["bram36"] <= capacity.bram36
     with pytest.raises(UsageError, match=r"^omni with .* needs \d+ lut counted by its "
-                                         r"resource model, but vcu128 allows 912800"):
+                                         r"resource model, but vcu128 allows 912576: "):
         check_fit(ENGINE, PAPER_VCU128, VCU128)
 
 
@@ -89,12 +88,17 @@ def _macs(config):
     return total
 
 
-@pytest.mark.parametrize("config", [SMALL, PAPER_VCU128, PRESETS["vcu128"].config])
-def test_predict_dynamic_no_slower_than_static(config):
+@pytest.mark.parametrize("config, full", [(SMALL, False), (PAPER_VCU128, True),
+                                          (PRESETS["vcu128"].config, True)])
+def test_predict(config, full):
+    """The MACs are the LSTM's; at full size R2A's swing channels beat the static split
+    (on the 3-channel test top tasks are a few cycles long and a swing's 8-cycle mode
+    switch costs more than it wins: no such claim there)."""
     result = predict(config, {})
     assert result["useful_macs"] == _macs(config)
     assert 0 < result["utilization"] <= 1
-    assert result["cycles"] <= result["static_cycles"]
+    if full:
+        assert result["cycles"] < result["static_cycles"] and result["swings"] > 0
     assert result["cycles"] * config.pes >= result["useful_ops"]
     ms1 = predict(config, {"ms1": True, "density": 0.35})
     assert ms1["useful_ops"] < result["useful_ops"]
@@ -127,3 +131,29 @@ def test_sim_refuses_a_model_and_too_many_steps(capsys, tmp_path):
 def test_unit_logic_is_what_yosys_measures(name):
     """Re-measure a unit (a minute for a PE, several for the DMA and the scheduler)."""
     assert measure(name) == UNIT_LOGIC[name]
+
+
+@pytest.mark.slow
+def test_generate_the_vcu128_preset(capsys, tmp_path):
+    """``nnrtl generate omni --board vcu128`` (15 channels of 32 PEs): the Verilog,
+    board files, C header and a manifest whose resources are the model's."""
+    output = tmp_path / "omni"
+    assert main(["generate", "omni", "--board", "vcu128", "--preset", "vcu128", "-o",
+                 str(output)]) == 0
+    manifest = json.loads((output / "manifest.json").read_text())
+    assert manifest["resources_needed"] == ENGINE.resources(PRESETS["vcu128"].config, "xcup")
+    assert manifest["parameters"]["channels"] == 15
+    assert {"nnrtl_omni.v", "nnrtl_omni.h", "top.v", "top.xdc", "top.tcl"} <= \
+        set(manifest["files"])
+
+
+@pytest.mark.slow
+def test_the_papers_40_channel_top_generates(tmp_path):
+    """The paper's 40 x 32 top is refused by the fit check but its Verilog generates
+    (emit.generate has no fit check): about 50 s and 0.5 GB."""
+    from nnrtl.gen.emit import generate
+
+    manifest = generate(ENGINE, PAPER_VCU128, VCU128, tmp_path / "paper")
+    text = (tmp_path / "paper" / "nnrtl_omni.v").read_text()
+    assert text.count("nnrtl_omni__channel_") >= 41      # one module, 40 instances
+    assert manifest["resources_needed"]["lut"] > VCU128.capacity.lut

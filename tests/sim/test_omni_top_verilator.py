@@ -1,0 +1,44 @@
+"""η-LSTM top under Verilator (bench: nnrtl.sim.tb.omni_top), through ``nnrtl sim omni``.
+
+The small preset's build takes about 5.5 minutes on 2 cores, more than the fast suite
+affords: both runs are slow tests. Each runs the top's task graph (the cells' FW and BP
+programs cut into R2A tasks), dispatched by the RTL's scheduler, every result beat
+bit-exact against the golden channel model.
+"""
+
+import dataclasses
+
+import pytest
+
+from nnrtl.gen.cli import main
+from nnrtl.gen.engines import SimRequest
+from nnrtl.gen.omni.engine import SMALL, simulate
+from nnrtl.boards import get_board
+from nnrtl.sim.patterns import PATTERNS
+
+from .cli_result import sim_json_line
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_small_preset_bit_exact_under_every_pattern(capsys, pattern):
+    code = main(["sim", "omni", "--preset", "small", "--board", "vcu128",
+                 "--backpressure", pattern])
+    result = sim_json_line(capsys, code)
+    assert result["tasks"] == 16 and result["failures"] == []
+    assert result["cycles"] >= result["model_cycles"]
+    assert result["busy_matmul"] + result["busy_ew"] + result["stall_cycles"] == \
+        SMALL.channels * result["cycles"]
+
+
+def test_bigger_top_with_swings():
+    """4 channels of 8 PEs (two swing), a 2-layer LSTM of input 9 and hidden 11 over 3
+    timestamps (24 tasks; rounds of 8 lanes with tails)."""
+    config = dataclasses.replace(SMALL, input_size=9, hidden_size=11, seq_len=3,
+                                 channels=4, pes_per_channel=8, swing_channels=2,
+                                 max_tasks=24)
+    result = simulate(SimRequest(config=config, board=get_board("vcu128"), seed=4,
+                                 backpressure="bursty"))
+    assert result["bit_exact"] is True and result["mismatches"] == 0
+    assert result["tasks"] == 24 and result["failures"] == []
