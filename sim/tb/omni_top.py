@@ -179,7 +179,7 @@ async def _run(dut, config, tasks, befores, regs, pattern, seed):
     boards = [None] * n
     running = [None] * n
     offering = {(port, c): False for c in range(n) for port in PORTS}
-    finished, seen, held = set(), set(), {}
+    finished, seen, held, dispatch = set(), set(), {}, {}
     mismatches, beats, cycles = [], 0, 0
     while len(finished) < len(tasks):
         for c in range(n):
@@ -217,6 +217,7 @@ async def _run(dut, config, tasks, befores, regs, pattern, seed):
                     task = running[c]
                     mismatches += [(task.id, c, m) for m in board.mismatches]
                     finished.add(task.id)
+                    dispatch[task.id].append(cycles)
                     boards[c] = running[c] = None
             elif (_signal(dut, "m_task", c, "valid").value
                   and _signal(dut, "m_task", c, "ready").value):
@@ -229,6 +230,7 @@ async def _run(dut, config, tasks, befores, regs, pattern, seed):
                                     + ("twice" if task_id in seen else
                                        f"before tasks {waiting} were done"))
                 seen.add(task_id)
+                dispatch[task_id] = [c, cycles]
                 running[c] = task
                 boards[c] = TaskPad(task.channel, list(task.steps), befores[task_id])
         if cycles >= budget or len(failures) > 4:
@@ -241,7 +243,7 @@ async def _run(dut, config, tasks, befores, regs, pattern, seed):
             _signal(dut, port, c, "valid").value = 0
         _signal(dut, "m_task", c, "ready").value = 0
         _signal(dut, "m_result", c, "ready").value = 0
-    return cycles, model, failures, mismatches, beats
+    return cycles, model, failures, mismatches, beats, dispatch
 
 
 async def _wait_finished(dut, regs, budget):
@@ -256,7 +258,8 @@ async def omni_top_runs_iteration(dut):
     """Parameters (``tb_params()``): ``config`` (``dataclasses.asdict`` of an
     OmniConfig), ``patterns``, ``seed``. Reported: ``bit_exact``, ``mismatches``,
     ``first_mismatch``, ``beats``, ``tasks``, and per pattern in ``runs``: ``cycles``
-    (the top's counter), ``model_cycles``, the counters, ``failures``."""
+    (the top's counter), ``model_cycles``, the counters, ``failures``, ``dispatch``
+    (per task: id, channel, the bench's cycle it was taken and its last beat's)."""
     from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
     from nnrtl.hw.omni.top import COUNTERS, register_map
@@ -278,7 +281,7 @@ async def omni_top_runs_iteration(dut):
     for index, pattern in enumerate(params["patterns"]):
         befores = task_pads(tasks, cell_pads(config, rng))
         await regs.write_fields("control", clear_tasks=1)
-        cycles, model, failures, mismatches, run_beats = await _run(
+        cycles, model, failures, mismatches, run_beats, dispatch = await _run(
             dut, config, tasks, befores, regs, pattern, params["seed"] + index)
         if not failures and not await _wait_finished(dut, regs, 100):
             failures.append("status.finished stayed 0 after the last task's result")
@@ -291,7 +294,8 @@ async def omni_top_runs_iteration(dut):
         beats += run_beats
         runs.append({"pattern": pattern, "bench_cycles": cycles, **counters,
                      "model_cycles": model.cycles, "model_swings": model.swings,
-                     "failures": failures, "mismatches": len(mismatches)})
+                     "failures": failures, "mismatches": len(mismatches),
+                     "dispatch": [[task, *dispatch[task]] for task in sorted(dispatch)]})
         for failure in failures:
             dut._log.error("pattern %s: %s", pattern, failure)
     first = all_mismatches[0] if all_mismatches else None

@@ -10,13 +10,12 @@ import dataclasses
 
 import pytest
 
+from cli_result import sim_json_line
+from nnrtl.boards import get_board
 from nnrtl.gen.cli import main
 from nnrtl.gen.engines import SimRequest
 from nnrtl.gen.omni.engine import SMALL, simulate
-from nnrtl.boards import get_board
 from nnrtl.sim.patterns import PATTERNS
-
-from .cli_result import sim_json_line
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 
