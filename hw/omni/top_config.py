@@ -61,7 +61,8 @@ class OmniConfig:
     TypeError
         A parameter of the wrong type or out of range (the units' own checks name it).
     ValueError
-        A combination the units refuse (``swing_channels`` above ``channels``, ...).
+        A combination the units refuse (``swing_channels`` above ``channels``, ...);
+        ``channels`` or ``max_tasks`` above 64 (the width of their registers).
     """
 
     input_size: int = 8
@@ -86,6 +87,11 @@ class OmniConfig:
                             f"{threshold!r}")
         # the units check their own parameters, with these names
         self.channel, self.r2a, self.dma    # noqa: B018
+        for name, registers in (("channels", "ew_mask and swing_mask registers have"),
+                                ("max_tasks", "task_deps register has")):
+            if getattr(self, name) > 64:
+                raise ValueError(f"{name} ({getattr(self, name)}) cannot exceed 64: the "
+                                 f"{registers} 64 bits")
 
     # -- the units ---------------------------------------------------------------------
 

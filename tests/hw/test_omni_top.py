@@ -99,6 +99,10 @@ def test_register_map():
     ({"hidden_size": -1}, TypeError, r"^hidden_size must be a positive integer, not -1$"),
     ({"adder_stages": 9}, TypeError, r"^adder_stages must be an integer from 1 to 8, not 9$"),
     ({"max_tasks": 0}, TypeError, r"^max_tasks must be a positive integer, not 0$"),
+    ({"channels": 65}, ValueError, r"^channels \(65\) cannot exceed 64: the ew_mask and "
+                                   r"swing_mask registers have 64 bits$"),
+    ({"max_tasks": 65}, ValueError, r"^max_tasks \(65\) cannot exceed 64: the task_deps "
+                                    r"register has 64 bits$"),
 ])
 def test_config_checks(kwargs, error, message):
     with pytest.raises(error, match=message):
