@@ -19,6 +19,11 @@ Data: a ``layers`` x ``seq_len`` LSTM with random weights, inputs and loss gradi
 the golden program run on the golden scratchpad before it (:class:`TaskPad`), so a
 wrong beat is reported where it happens, not where it propagates to.
 
+After the tasks, MS1's record of one cell (its P1 vectors) goes through the top's DMA
+into an HBM model (cocotbext-axi's ``AxiRam``) and back (:func:`_dma_round_trip`),
+checked against :mod:`nnrtl.sim.golden.omni.dma`: the memory image, the re-densified
+beats and the byte and pruning counters.
+
 Every wait is bounded by :func:`nnrtl.sim.patterns.cycle_budget` of the run's model
 cycles; a mismatch is reported as ``bit_exact: false`` with the first mismatches.
 """
@@ -246,6 +251,101 @@ async def _run(dut, config, tasks, befores, regs, pattern, seed):
     return cycles, model, failures, mismatches, beats, dispatch
 
 
+#: The P1 vectors MS1 compresses (spec §2.1): a cell's record, one block each.
+P1_VECTORS = ("p_o", "p_s", "p_i", "p_f", "p_c", "f")
+
+
+def _pack(layout, **fields):
+    return sum((int(fields[name]) & ((1 << field.width) - 1)) << field.offset
+               for name, field in layout)
+
+
+async def _dma_round_trip(dut, regs, ram, config, pad, pattern, rng):
+    """MS1's record of one cell through the top's DMA: its P1 vectors (``pad``, the
+    golden scratchpad after BP-EW) written sparse at the ``threshold`` register's θ into
+    the HBM model, then read back re-densified (``expand``). The memory image, the beats
+    and the counter registers must be the golden DMA model's
+    (:mod:`nnrtl.sim.golden.omni.dma`); ``ram``: the ``AxiRam`` on ``m_axi``. Returns
+    ``(failures, counters)``."""
+    from nnrtl.hw.omni.decode import MODE, output_layout
+    from nnrtl.hw.omni.dma import read_command_layout, write_command_layout
+    from nnrtl.sim.golden.omni import dma as golden
+
+    dma = config.dma
+    bits = np.stack([np.asarray(pad[name], dtype=np.uint32)
+                     for name in P1_VECTORS])[:, :config.hidden_size]
+    blocks, length = bits.shape
+    model = golden.write_record(bits, sparse=True, threshold=config.prune_threshold)
+    size = ram.size
+    ram.write(0, bytes(size))
+    for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
+                    ram.read_if.ar_channel, ram.read_if.r_channel):
+        channel.set_pause_generator(pause_pattern(pattern, random.Random(rng.random())))
+    source = pause_pattern(pattern, random.Random(rng.random()))
+    sink = pause_pattern(pattern, random.Random(rng.random()))
+    await regs.write_fields("control", clear=1)
+    budget = cycle_budget(4 * bits.size + 64, output_beats=bits.size, patterns=(pattern,))
+    edge = RisingEdge(dut.clk)
+    failures = []
+
+    async def transfer(command, layout, fields, words=(), beats=0):
+        getattr(dut, f"{command}__payload").value = _pack(layout, **fields)
+        getattr(dut, f"{command}__valid").value = 1
+        words, got, offering = list(words), [], False
+        for _ in range(budget):
+            if not offering and words and not next(source):
+                dut.s_dma_wr_data__payload.value = words[0]
+                offering = True
+            dut.s_dma_wr_data__valid.value = int(offering)
+            take = not next(sink)
+            dut.m_dma_rd_data__ready.value = int(take)
+            await edge
+            if getattr(dut, f"{command}__ready").value:
+                getattr(dut, f"{command}__valid").value = 0
+            if offering and dut.s_dma_wr_data__ready.value:
+                words.pop(0)
+                offering = False
+            if take and dut.m_dma_rd_data__valid.value:
+                got.append(int(dut.m_dma_rd_data__payload.value))
+            if not words and len(got) >= beats and not getattr(
+                    dut, f"{command}__valid").value:
+                break
+        else:
+            failures.append(f"DMA {command}: not done within {budget} cycles")
+        dut.s_dma_wr_data__valid.value = 0
+        dut.m_dma_rd_data__ready.value = 0
+        return got
+
+    await transfer("s_dma_wr_cmd", write_command_layout(dma),
+                   dict(sparse=1, base=0, blocks=blocks, length=length),
+                   words=[int(v) for v in bits.flat])
+    for _ in range(budget):
+        if not (await regs.read_field("status", "dma_write_busy")):
+            break
+    image = ram.read(0, len(model.image))
+    if image != model.image:
+        failures.append("DMA: the record in memory differs from the golden record")
+    want = golden.read_record(ram.read(0, size), mode="expand", base=0, blocks=blocks,
+                              length=length)
+    got = await transfer("s_dma_rd_cmd", read_command_layout(dma),
+                         dict(mode=MODE["expand"], base=0, blocks=blocks, length=length,
+                              dense_base=0, row_stride=0, block_stride=0, row_words=0),
+                         beats=len(want.beats))
+    layout = output_layout(dma)
+    beats = [golden.Beat(**{name: (word >> field.offset) & ((1 << field.width) - 1)
+                            for name, field in layout}) for word in got]
+    if beats != want.beats:
+        failures.append(f"DMA: {sum(a != b for a, b in zip(beats, want.beats))} of "
+                        f"{len(want.beats)} expanded beats differ from the golden model")
+    counters = await regs.read_many(("bytes_written", "bytes_read", "values_pruned",
+                                     "values_kept"))
+    expected = {"bytes_written": model.bytes_written, "bytes_read": want.bytes_read,
+                "values_pruned": model.pruned, "values_kept": model.kept}
+    if counters != expected:
+        failures.append(f"DMA counters {counters}, golden {expected}")
+    return failures, counters
+
+
 async def _wait_finished(dut, regs, budget):
     for _ in range(budget):
         if await regs.read_field("status", "finished"):
@@ -260,7 +360,7 @@ async def omni_top_runs_iteration(dut):
     ``first_mismatch``, ``beats``, ``tasks``, and per pattern in ``runs``: ``cycles``
     (the top's counter), ``model_cycles``, the counters, ``failures``, ``dispatch``
     (per task: id, channel, the bench's cycle it was taken and its last beat's)."""
-    from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+    from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
     from nnrtl.hw.omni.top import COUNTERS, register_map
     from nnrtl.hw.omni.top_program import top_tasks
@@ -277,6 +377,11 @@ async def omni_top_runs_iteration(dut):
     await ClockCycles(dut.clk, config.adder_stages + 2)
     regs = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk,
                                      dut.rst), register_map(config))
+    record_bytes = 2 * 4 * len(P1_VECTORS) * config.hidden_size
+    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_"), dut.clk, dut.rst,
+                 size=1 << max(12, record_bytes.bit_length()))
+    for port in ("s_dma_wr_cmd", "s_dma_wr_data", "s_dma_rd_cmd"):
+        getattr(dut, f"{port}__valid").value = 0
     runs, all_mismatches, beats = [], [], 0
     for index, pattern in enumerate(params["patterns"]):
         befores = task_pads(tasks, cell_pads(config, rng))
@@ -286,6 +391,11 @@ async def omni_top_runs_iteration(dut):
         if not failures and not await _wait_finished(dut, regs, 100):
             failures.append("status.finished stayed 0 after the last task's result")
         counters = await regs.read_many(COUNTERS)
+        bp_mm = next(t for t in tasks if t.part == "bp_mm")
+        dma_failures, dma_counters = await _dma_round_trip(
+            dut, regs, ram, config, befores[bp_mm.id], pattern, random.Random(params["seed"]))
+        failures += dma_failures
+        counters.update(dma_counters)
         if counters["busy_matmul"] + counters["busy_ew"] > cycles * config.channels:
             failures.append(f"busy counters {counters['busy_matmul']} + "
                             f"{counters['busy_ew']} exceed {config.channels} channels x "
