@@ -13,8 +13,9 @@
     One run of :mod:`nnrtl.sim.tb.omni_top` under Verilator: the top's task graph of
     ``layers`` x ``seq_len`` FW and BP cells (``--steps`` replaces ``seq_len``),
     dispatched by the RTL's R2A to its channels, every result beat checked bit-exact
-    against :mod:`nnrtl.sim.golden.omni.channel`; ``cycles`` the top's counter,
-    ``model_cycles`` :func:`.perf.top_schedule`'s.
+    against :mod:`nnrtl.sim.golden.omni.channel`, then one cell's MS1 record through the
+    DMA and back against :mod:`nnrtl.sim.golden.omni.dma`; ``cycles`` the top's
+    counter, ``model_cycles`` :func:`.perf.top_schedule`'s.
 ``clock``
     The paper's 500 MHz on UltraScale+ boards (a target: no timing closure here), the
     board's clock elsewhere.
