@@ -147,6 +147,20 @@ def test_unit_logic_is_what_yosys_measures(name):
     assert measure(name) == UNIT_LOGIC[name]
 
 
+def test_generate_the_small_preset(capsys, tmp_path):
+    """``nnrtl generate`` of a top whose ports carry data layouts (struct and array
+    payloads): the board top ties them off by their bits; the header has every register
+    of the manifest."""
+    output = tmp_path / "omni"
+    assert main(["generate", "omni", "--board", "vcu128", "--preset", "small", "-o",
+                 str(output)]) == 0
+    manifest = json.loads((output / "manifest.json").read_text())
+    header = (output / "nnrtl_omni.h").read_text()
+    for register in manifest["registers"]["registers"]:
+        assert f"NNRTL_OMNI_{register['name'].upper()}_OFFSET" in header
+    assert ".s_operand__2__payload(129'h0" in (output / "top.v").read_text()
+
+
 @pytest.mark.slow
 def test_generate_the_vcu128_preset(capsys, tmp_path):
     """``nnrtl generate omni --board vcu128`` (15 channels of 32 PEs): the Verilog,

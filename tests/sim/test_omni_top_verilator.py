@@ -3,7 +3,8 @@
 The small preset's build takes about 5.5 minutes on 2 cores, more than the fast suite
 affords: both runs are slow tests. Each runs the top's task graph (the cells' FW and BP
 programs cut into R2A tasks), dispatched by the RTL's scheduler, every result beat
-bit-exact against the golden channel model.
+bit-exact against the golden channel model, then one cell's MS1 record through the DMA
+and back.
 """
 
 import dataclasses
@@ -29,6 +30,9 @@ def test_small_preset_bit_exact_under_every_pattern(capsys, pattern):
     assert result["cycles"] >= result["model_cycles"]
     assert result["busy_matmul"] + result["busy_ew"] + result["stall_cycles"] == \
         SMALL.channels * result["cycles"]
+    # the DMA round trip: six P1 vectors of H values, a bitmap byte per vector (H = 5)
+    assert result["values_kept"] + result["values_pruned"] == 6 * SMALL.hidden_size
+    assert result["bytes_written"] == 6 + 4 * result["values_kept"] == result["bytes_read"]
 
 
 def test_bigger_top_with_swings():
@@ -41,3 +45,5 @@ def test_bigger_top_with_swings():
                                  backpressure="bursty"))
     assert result["bit_exact"] is True and result["mismatches"] == 0
     assert result["tasks"] == 24 and result["failures"] == []
+    assert result["values_kept"] + result["values_pruned"] == 6 * 11
+    assert result["swings"] > 0
