@@ -15,6 +15,7 @@ from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.engine import ENGINE, PAPER_VCU128, PRESETS, SMALL
 from nnrtl.gen.omni.perf import predict, task_cycles, top_schedule
 from nnrtl.gen.omni.resources import UNIT_LOGIC, measure, resource_estimate
+from nnrtl.hw.omni.top_config import OmniConfig
 from nnrtl.hw.omni.top_program import top_tasks
 
 VCU128 = get_board("vcu128")
@@ -147,18 +148,22 @@ def test_unit_logic_is_what_yosys_measures(name):
     assert measure(name) == UNIT_LOGIC[name]
 
 
-def test_generate_the_small_preset(capsys, tmp_path):
+def test_generate_a_tiny_top(capsys, tmp_path):
     """``nnrtl generate`` of a top whose ports carry data layouts (struct and array
     payloads): the board top ties them off by their bits; the header has every register
-    of the manifest."""
+    of the manifest. Two channels of one PE, the least top (the conversion is most of
+    the test's time)."""
     output = tmp_path / "omni"
-    assert main(["generate", "omni", "--board", "vcu128", "--preset", "small", "-o",
-                 str(output)]) == 0
+    params = dict(channels=2, pes_per_channel=1, input_size=1, hidden_size=1, layers=1,
+                  seq_len=1, max_tasks=4, adder_stages=1)
+    assert main(["generate", "omni", "--board", "vcu128", "-o", str(output),
+                 *(f"--param={name}={value}" for name, value in params.items())]) == 0
     manifest = json.loads((output / "manifest.json").read_text())
     header = (output / "nnrtl_omni.h").read_text()
     for register in manifest["registers"]["registers"]:
         assert f"NNRTL_OMNI_{register['name'].upper()}_OFFSET" in header
-    assert ".s_operand__2__payload(129'h0" in (output / "top.v").read_text()
+    assert ".s_operand__1__payload(33'h0" in (output / "top.v").read_text()
+    assert manifest["parameters"] == {**dataclasses.asdict(OmniConfig()), **params}
 
 
 @pytest.mark.slow
