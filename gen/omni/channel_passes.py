@@ -36,7 +36,7 @@ import numpy as np
 
 from nnrtl.hw.omni.channel_program import bp_program, fw_program
 
-__all__ = ["PART1_VECTORS", "SAVED", "programs", "weights_vector", "fw_pass", "bp_pass",
+__all__ = ["PART1_VECTORS", "SAVED", "PASSES", "programs", "weights_vector", "fw_pass", "bp_pass",
            "run_golden", "drive", "cell_macs"]
 
 #: BP-EW-P1's vectors as the BP program names them, in :data:`nnrtl.gen.omni.cell.PART1`
@@ -175,6 +175,10 @@ def bp_pass(config, weights, xs, hs, stored, dys, kept=None, ms1=False):
             dh_next[b], ds_next[b] = pad["dz"][i_size:], pad["ds_prev"]
     out["dw"], out["db"] = dw.reshape(4 * h, i_size + h), db
     return out
+
+
+#: The passes by name.
+PASSES = {"fw": fw_pass, "bp": bp_pass}
 
 
 def drive(passes, run):

@@ -283,12 +283,15 @@ class OmniTrainer:
         self._loss = None
         self._stats = {}
 
-    def _run(self, index, phase, generator):
-        if self._rtl is None:
-            if index not in self._golden:
-                self._golden[index] = passes.run_golden(self.config.channels[index])
-            return passes.drive(generator, self._golden[index])
-        return self._rtl.run(index, phase, generator)
+    def _run(self, index, phase, **arrays):
+        """Layer ``index``'s pass ``phase`` (``"fw"``: :func:`.channel_passes.fw_pass`,
+        ``"bp"``: :func:`~.channel_passes.bp_pass`, with ``arrays``) on the backend."""
+        if self._rtl is not None:
+            return self._rtl.run(index, phase, arrays)
+        if index not in self._golden:
+            self._golden[index] = passes.run_golden(self.config.channels[index])
+        channel = self.config.channels[index]
+        return passes.drive(passes.PASSES[phase](channel, **arrays), self._golden[index])
 
     def _bits(self, index, values):
         from nnrtl.sim.golden.float import to_bits
@@ -344,8 +347,8 @@ class OmniTrainer:
             bias = sum(b for b in (layer.bias_ih, layer.bias_hh) if b is not None)
             bias = np.zeros(4 * channel.hidden_size) if np.isscalar(bias) else bias
             weights = passes.weights_vector(channel, layer.weight_ih, layer.weight_hh, bias)
-            fw = self._run(index, "fw", passes.fw_pass(channel, weights, xs, memory.ms1,
-                                                       kept[index]))
+            fw = self._run(index, "fw", weights=weights, xs=xs, ms1=memory.ms1,
+                           kept=kept[index])
             cells = int(kept[index].sum()) * config.batch
             self._stats["activations"] += 4 * cells * (channel.input_size
                                                        + channel.hidden_size)
@@ -382,9 +385,9 @@ class OmniTrainer:
         gradients = {}
         for index in reversed(range(len(self._layers))):
             saved, channel = self._layers[index], config.channels[index]
-            bp = self._run(index, "bp", passes.bp_pass(
-                channel, saved["weights"], saved["xs"], saved["hs"], saved["stored"], dys,
-                kept[index], config.memory.ms1))
+            bp = self._run(index, "bp", weights=saved["weights"], xs=saved["xs"],
+                           hs=saved["hs"], stored=saved["stored"], dys=dys,
+                           kept=kept[index], ms1=config.memory.ms1)
             dw = self._floats(index, bp["dw"]) * float(factors[index])
             db = self._floats(index, bp["db"]) * float(factors[index])
             fields = {"weight_ih": dw[:, :channel.input_size],

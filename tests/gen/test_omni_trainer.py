@@ -226,3 +226,39 @@ def test_train_through_the_interface(tmp_path):
     assert record["config"]["channels"][1]["input_size"] == 5
     assert record["steps"][0]["p1_density"] == 1.0
     assert record["gradient_bound"] > record["steps"][1]["update_max_abs_diff"] / 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("options", [(), ("--ms1",)])
+def test_rtl_step_equals_the_golden_step(tmp_path, options):
+    """One step with --backend rtl (a 4-lane channel under Verilator, one build of about
+    two minutes for both runs) through gen/train.py's ``train``: within the bound of
+    PyTorch float64's step, and the trained model equal bit for bit to the golden
+    backend's (the RTL checked beat by beat against the golden model); MS1 at θ = 0.1
+    runs the FW-with-P1 and the BP-without-P1 programs on the RTL."""
+    from nnrtl.boards import get_board
+    from nnrtl.gen.models import load_network
+
+    torch.manual_seed(7)
+    torch.save(torch.nn.LSTM(3, 5).state_dict(), tmp_path / "lstm.pt")
+    rng = np.random.default_rng(7)
+    np.save(tmp_path / "x.npy", rng.uniform(-1, 1, (2, 2, 3)))
+    np.save(tmp_path / "y.npy", rng.uniform(-1, 1, (2, 2, 5)))
+    runs = {}
+    for backend in ("rtl", "golden"):
+        request = interface.TrainRequest(
+            board=get_board("vcu128"), model=tmp_path / "lstm.pt",
+            inputs=tmp_path / "x.npy", targets=tmp_path / "y.npy", loss="mse", lr=0.5,
+            backend=backend, params=("pes_per_channel=4",), options=options)
+        summary = interface.train(types.SimpleNamespace(name="omni"), train_hook, request,
+                                  tmp_path / backend)
+        runs[backend] = load_network(tmp_path / backend / "model.pt").parameters()
+        if not options:
+            assert summary["within_bound"]
+    rtl = json.loads((tmp_path / "rtl" / "train.json").read_text())["steps"][0]
+    assert [p["phase"] for p in rtl["passes"]] == ["fw", "bp"]
+    assert rtl["cycles"] == sum(p["cycles"] for p in rtl["passes"]) > 0
+    assert all(p["cells"] == 4 for p in rtl["passes"])
+    for name, value in runs["golden"].items():
+        assert np.array_equal(value, runs["rtl"][name]), name
