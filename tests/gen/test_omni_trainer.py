@@ -18,20 +18,13 @@ from nnrtl.gen.omni.trainer import (OmniTrainer, config_for, gradient_bound, par
                                     train_hook)
 from nnrtl.gen.omni.training import OmniConfig
 
+from train_step import interface_step
 
-def step(network, x, y, loss, lr, params=(), options=(), backend="golden"):
+
+def step(network, x, y, loss, lr, params=(), options=()):
     """One step through the interface's functions: (update difference, bound, trainer)."""
-    batch = interface.prepare_batch(network, x, y, loss)
-    steps, size = batch.inputs.shape[:2]
-    config = config_for(network, steps, size, params, parse_options(options, loss))
-    trainer = OmniTrainer(config, backend)
-    outputs = trainer.forward(network, batch.inputs.numpy())
-    _, grad_outputs = interface.loss_and_gradient(outputs, batch, loss, network.is_rnn)
-    updated = interface.sgd_step(network, trainer.backward(grad_outputs), lr)
-    _, reference = interface.reference_step(network, batch, loss, lr)
-    pa, pb = updated.parameters(), reference.parameters()
-    difference = max(float(np.max(np.abs(pa[name] - pb[name]))) for name in pa)
-    return difference, lr * trainer.gradient_bound, trainer
+    return interface_step(network, lambda steps, size: OmniTrainer(config_for(
+        network, steps, size, params, parse_options(options, loss))), x, y, loss, lr)
 
 
 @pytest.mark.parametrize("layers, inputs, hidden, loss, params", [
