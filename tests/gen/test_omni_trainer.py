@@ -14,8 +14,8 @@ from nnrtl.gen import train as interface
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.farnn.accuracy import random_network, reference_gradients
 from nnrtl.gen.models import LSTM, Network
-from nnrtl.gen.omni.trainer import (OmniTrainer, config_for, gradient_bound, parse_options,
-                                    train_hook)
+from nnrtl.gen.omni.trainer import (OmniTrainConfig, OmniTrainer, config_for, gradient_bound,
+                                    parse_options, train_hook)
 from nnrtl.gen.omni.training import OmniConfig
 
 from train_step import interface_step
@@ -255,3 +255,43 @@ def test_rtl_step_equals_the_golden_step(tmp_path, options):
     assert all(p["cells"] == 4 for p in rtl["passes"])
     for name, value in runs["golden"].items():
         assert np.array_equal(value, runs["rtl"][name]), name
+
+
+def test_config_checks():
+    lstm = random_network("lstm", 3, 4, 0, 1)
+    good = config_for(lstm, 2, 1)
+    with pytest.raises(TypeError, match=r"^channels must be a non-empty tuple of "
+                                        r"ChannelConfig, not \(\)$"):
+        OmniTrainConfig((), 2, 1)
+    with pytest.raises(TypeError, match=r"^seq_len must be a positive integer, not 0$"):
+        OmniTrainConfig(good.channels, 0, 1)
+    with pytest.raises(TypeError, match=r"^batch must be a positive integer, not True$"):
+        OmniTrainConfig(good.channels, 2, True)
+    with pytest.raises(TypeError, match=r"^memory must be an OmniConfig, not None$"):
+        OmniTrainConfig(good.channels, 2, 1, None)
+
+
+def test_rtl_failures_raise_check_failed(monkeypatch):
+    """A pass the bench finds not bit-exact, or a bench failure, stops the step with
+    CheckFailed naming the layer and the pass (no Verilator: the runner is replaced)."""
+    from nnrtl.gen.errors import CheckFailed
+    from nnrtl.sim import runner
+
+    lstm = random_network("lstm", 3, 4, 0, 1)
+    x = np.zeros((2, 1, 3))
+    trainer = OmniTrainer(config_for(lstm, 2, 1, ["pes_per_channel=2"]), "rtl")
+    trainer._rtl._verilog = "module omni_channel; endmodule"
+    monkeypatch.setattr(runner, "simulate", lambda *a, **k: {
+        "bit_exact": False, "mismatches": 3, "first_mismatch": "cell 1 (fw): beat 0"})
+    with pytest.raises(CheckFailed, match=r"^layer 0's FW pass on the channel RTL is not "
+                                          r"bit-exact against the golden model: 3 result "
+                                          r"beats differ, the first cell 1 \(fw\): beat 0; "
+                                          r"its outputs are not used$"):
+        trainer.forward(lstm, x)
+
+    def fail(*args, **kwargs):
+        raise runner.SimulationError("pattern none: waiting for step 3\nmore")
+    monkeypatch.setattr(runner, "simulate", fail)
+    with pytest.raises(CheckFailed, match=r"^layer 0's FW pass on the channel RTL failed: "
+                                          r"pattern none: waiting for step 3$"):
+        trainer.forward(lstm, x)
