@@ -18,12 +18,14 @@ Decisions (the paper leaves them open)
   node would. The boundary crosses in the nodes' words: the last conv layer's SFU output
   decoded to floats, the error of it encoded.
 * **Words**: fp32 bit patterns (``hw/arith`` RNE); fixed16 16-bit codes with
-  ``--frac-bits`` fraction bits (default :data:`DEFAULT_FRAC_BITS` = 12, Q3.12) for
-  activations, weights *and* errors (one format per node, FpConfig's). 12 keeps the
-  activations of a small CNN with inputs in [-1, 1] below the ±8 the format holds, and
-  resolves errors of a mean loss (order 1e-3 .. 1e-1) to 2^-13 ≈ 1.2e-4; Q8.8 would
-  round most such errors to zero. Host floats → words: fp32 float32 rounding, fixed16
-  ``x·2^f`` rounded half up, saturated. Gradients come back exact (PG's LGB sums).
+  ``--frac-bits`` fraction bits (default :data:`DEFAULT_FRAC_BITS` = 13, Q2.13) for
+  activations, weights *and* errors (one format per node, FpConfig's). 13 keeps the
+  activations of a small CNN with inputs in [-1, 1] below the ±4 the format holds
+  (saturation beyond), and resolves the errors of a mean loss (order 1e-3 .. 1e-1) to
+  2^-14 ≈ 6e-5; Q8.8 rounds most such errors to zero, and at 12 bits the test CNN's
+  conv1 gradients already err by 1e-2 (a max-pool tie after rounding) against 4e-4 at
+  13. Host floats → words: fp32 float32 rounding, fixed16 ``x·2^f`` rounded half up,
+  saturated. Gradients come back exact (PG's LGB sums).
 * **Master weights on the host**: the interface's SGD step (``torch.optim.SGD``) updates
   float64 weights; each step loads them into the nodes as words.
 * **Mini-batch and stale weights** (spec §3.8), ``--pipeline stale`` (default): the chain
@@ -55,14 +57,17 @@ the interface's CNNs (maps up to 32×32, batch up to 8, ``n + m ≤ 9000``) and 
 ``Σ|δ·A| ≤ 1`` (mean losses) that is ``≤ 5.4e-4`` worst case and ``√(n+m)·u ≈ 6e-6``
 typical; :data:`GRADIENT_BOUND` ``fp32`` = 1e-4 (the FARNN engine's) holds with the
 measured errors (``tests/gen/test_fpdeep_trainer.py``: below 1e-6) two orders below it.
-fixed16: words are rounded to ``q = 2^-f``; a PG sum of ``n`` products ``δ·A`` with both
-rounded (``|e| ≤ q/2`` each, plus what FP and EB carry forward, a few ``q`` per layer)
-errs by up to ``n·(|A|max + |δ|max)·c·q``; with ``n = 121`` pixels, ``|A| ≤ 2``, ``c ≈
-3`` and ``q = 2^-12`` that is ``≈ 0.18`` worst case, ``√n·`` that ``≈ 1.6e-2`` typical.
-A max-pool whose window ties after rounding routes a δ to another pixel (PyTorch
-float64 sees no tie), which moves a gradient by ``|δ|·|A| ≲ 1e-2``. ``fixed16`` = 5e-2:
-coarse, documented; it scales with ``2^-f`` (``GRADIENT_BOUND`` is for f = 12; another
-``--frac-bits`` scales it by ``2^(12 − f)``).
+fixed16: words are rounded to ``q = 2^-f``; a PG sum of ``n = B·W_out²`` products
+``δ·A``, both rounded (``|e| ≤ q/2`` each, plus what FP and EB carry forward, a few ``q``
+per layer: ``c·q``), errs by up to ``n·(|A|max + |δ|max)·c·q``: with ``n = 242`` (11×11
+maps, batch 2), ``|A| ≤ 1.5``, ``c = 2``, ``q = 2^-13`` that is 0.09 worst case and
+``√n`` times less (6e-3) typical. And a max-pool window whose values tie after rounding
+routes its δ to the first maximum where PyTorch float64 (no tie) routes it to another
+pixel, moving a gradient by up to ``|δ|·|A|`` (≈ 1e-2 measured at f = 12). ``fixed16``
+= 5e-2 at f = 13 covers one such tie and the typical rounding five times over: a coarse,
+documented bound (the strong fixed16 check is that the chain's split does not change a
+bit, ``tests/gen/test_fpdeep_trainer.py``). Another ``--frac-bits`` scales it by
+``2^(13 − f)``.
 """
 
 import dataclasses
@@ -75,15 +80,16 @@ from nnrtl.hw.fpdeep.config import PRECISIONS
 from ..errors import UsageError
 from ..train import BACKENDS
 from .chain import Codec, ConvChain, GoldenRunner, check_layer, conv_segments, rtl_limits
+from .hooks import _options as map_options
 
 __all__ = ["FpdeepTrainConfig", "FpdeepTrainer", "train_hook", "parse_options",
            "GRADIENT_BOUND", "DEFAULT_FRAC_BITS", "PIPELINES"]
 
 #: ``--frac-bits`` of fixed16 training.
-DEFAULT_FRAC_BITS = 12
+DEFAULT_FRAC_BITS = 13
 #: ``--pipeline``: the pipeline's stale-weight rule, or a flush per mini-batch.
 PIPELINES = ("stale", "flush")
-#: Gradient bound per precision (module docstring); fixed16's at f = 12.
+#: Gradient bound per precision (module docstring); fixed16's at f = 13.
 GRADIENT_BOUND = {"fp32": 1e-4, "fixed16": 5e-2}
 
 _USAGE = ("--fpgas N (required), --precision fp32|fixed16, --frac-bits F (fixed16, 1 .. 15), "
@@ -356,15 +362,15 @@ class FpdeepTrainer:
 
 def train_hook(request, network):
     """The engine's ``train`` hook (:class:`nnrtl.gen.train.TrainRequest`): the network
-    mapped onto ``--fpgas`` boards of ``request.board``, an :class:`FpdeepTrainer`."""
+    mapped onto ``--fpgas`` boards of ``request.board`` (``--param``: the mapping options
+    of ``nnrtl map fpdeep``, :data:`.hooks.OPTIONS`, e.g. ``ocp_min_ic``), an
+    :class:`FpdeepTrainer`."""
     from ..models import load_array
     from .mapper import map_network
     from .network import from_network
 
     options = parse_options(request.options)
-    if request.params:
-        raise UsageError(f"the fpdeep engine's training takes no --param, not "
-                         f"{' '.join(request.params)}")
+    mapping_options = map_options(request.params)
     if request.backend != "golden":
         raise UsageError(f"--backend {request.backend}: the fpdeep engine trains with "
                          f"--backend golden (one of {', '.join(BACKENDS)}); the node RTL "
@@ -379,8 +385,12 @@ def train_hook(request, network):
     config = FpdeepTrainConfig(image_size=int(inputs.shape[2]), board=request.board.name,
                                **options)
     chain = from_network(network, config.image_size, network.source or "model")
-    mapping = map_network(chain, config.fpgas, request.board, precision=config.precision,
-                          check_storage=True)
+    mapping = map_network(
+        chain, config.fpgas, request.board, precision=config.precision,
+        convention=mapping_options["convention"], dsp_cap=mapping_options["dsp_cap"],
+        ocp_min_ic=mapping_options["ocp_min_ic"], fc_batch=mapping_options["fc_batch"],
+        balance=bool(mapping_options["balance"]), check_storage=True,
+        word_bits=mapping_options["word_bits"])
     if request.log is not None:
         for node in mapping.nodes:
             request.log("train: node {}: {}".format(node.node, ", ".join(
