@@ -131,9 +131,9 @@ def test_one_step_on_1_2_3_fpgas(files, precision):
 @pytest.mark.parametrize("precision", ["fp32", "fixed16"])
 def test_icp_partial_chain(files, precision):
     """``ocp_min_ic=1``: conv1 (3 input channels) cut by input channels over 3 nodes, the
-    partial sums chained (R_m = R_{m-1} + local) and the errors of each node's channels
-    from its EB... (conv1 needs none; conv2, whole on node 3, sends them); fixed16 gives 1
-    FPGA's gradients bit for bit, fp32 within the bound of float64."""
+    partial sums chained (R_m = R_{m-1} + local), the bias and SFU on node 3; fixed16
+    gives 1 FPGA's gradients bit for bit, fp32 within the bound; the update within the
+    bound of float64."""
     network = load_network(files.model)
     req = request(files, "--fpgas", "3", "--precision", precision,
                   params=["ocp_min_ic=1"])
@@ -144,7 +144,7 @@ def test_icp_partial_chain(files, precision):
     gradients, diff, _, _ = step(trainer, network, req)
     assert diff <= LR * trainer.gradient_bound
     single = train_hook(request(files, "--fpgas", "1", "--precision", precision), network)
-    alone, _, _, _ = step(single, network, request(files, "--fpgas", "1"))
+    alone, _, _, _ = step(single, network, req)
     for key, value in alone.items():
         if precision == "fixed16":
             assert np.array_equal(gradients[key], value), key
@@ -153,12 +153,13 @@ def test_icp_partial_chain(files, precision):
 
 
 def test_stale_weights_through_train(files, tmp_path):
-    """Batch 3, three steps through gen/train.py's ``train`` on 3 FPGAs: from the second
-    mini-batch on, samples run FP on a segment with the weights of the mini-batch ⌊(g + 1
-    − R_s) / B⌋ (R_s the mapper's residency); the reference applies the same and the
-    update stays within the bound, while plain SGD's reference is farther than the bound
-    (the rule is visible); train.json records each segment's versions."""
-    req = request(files, "--fpgas", "3", batch=3, steps=3)
+    """Batch 3, three steps through gen/train.py's ``train`` on 3 FPGAs (fixed16): from
+    the second mini-batch on, samples run FP on a segment with the weights of mini-batch
+    ⌊(g + 1 − R_s) / B⌋ (R_s the mapper's residency); the reference applies the same and
+    the update stays within the bound; train.json records each segment's versions. Then
+    fp32, two steps: within the bound of the stale reference, while plain SGD's reference
+    is farther than the bound (the rule is visible)."""
+    req = request(files, "--fpgas", "3", "--precision", "fixed16", batch=3, steps=3)
     summary = interface.train(types.SimpleNamespace(name="fpdeep"), train_hook, req,
                               tmp_path / "run")
     assert summary["within_bound"] and len(summary["loss"]) == 3
@@ -269,3 +270,35 @@ def test_stale_reference_is_the_engines_rule():
     module = to_torch(new)
     interface._stale_forward(module, to_torch(old), x[:1]).sum().backward()
     assert module[0].weight.grad.tolist() == [[1.0, 2.0]]   # δ · x, as PG computes it
+
+
+def test_nnrtl_train_command(files, tmp_path, capsys):
+    """``nnrtl train ENGINE ... --fpgas 2 --precision fixed16``: the engine options reach
+    the hook from the command line (an engine registered for the test with the hook as its
+    ``train``; the fpdeep engine's registration is another module's)."""
+    from nnrtl.gen import engines as registry
+    from nnrtl.gen.cli import main
+    from nnrtl.gen.engines import Engine
+    from nnrtl.hw.demo import DemoConfig, DemoEngine
+    registry.register(Engine(
+        name="fpdeep_train_test", summary="the fpdeep train hook (tests)",
+        config_class=DemoConfig, top=DemoEngine,
+        resources=lambda config, family: {"dsp": config.dsp},
+        predict=lambda config, workload: {"cycles": 0},
+        simulate=lambda request: {}, train=train_hook))
+    try:
+        code = main(["train", "fpdeep_train_test", "--board", "vc709", "--model",
+                     str(files.model), "--inputs", str(files.dir / "x1.npy"), "--targets",
+                     str(files.dir / "y1.npy"), "--loss", "cross-entropy", "--lr", "0.5",
+                     "-o", str(tmp_path / "run"), "--fpgas", "2", "--precision", "fixed16"])
+        assert code == 0, capsys.readouterr().err
+        record = json.loads((tmp_path / "run" / "train.json").read_text())
+        assert record["within_bound"] and record["config"]["precision"] == "fixed16"
+        assert record["gradient_bound"] == GRADIENT_BOUND["fixed16"]
+        code = main(["train", "fpdeep_train_test", "--board", "vc709", "--model",
+                     str(files.model), "--inputs", str(files.dir / "x1.npy"), "--targets",
+                     str(files.dir / "y1.npy"), "-o", str(tmp_path / "bad"), "--fpgas", "x"])
+        assert code == 2 and not (tmp_path / "bad").exists()
+        assert "--fpgas must be an integer, not 'x'" in capsys.readouterr().err
+    finally:
+        registry.unregister("fpdeep_train_test")
