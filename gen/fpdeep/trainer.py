@@ -125,15 +125,13 @@ class FpdeepTrainConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, "
                                  f"not {value!r}")
-        if self.precision not in PRECISIONS:
-            raise UsageError(f"--precision must be one of {', '.join(PRECISIONS)}, not "
-                             f"{self.precision!r}")
+        for name, choices in (("precision", PRECISIONS), ("pipeline", PIPELINES)):
+            if getattr(self, name) not in choices:
+                raise UsageError(f"--{name} must be one of {', '.join(choices)}, not "
+                                 f"{getattr(self, name)!r}")
         if not isinstance(self.frac_bits, int) or not 1 <= self.frac_bits <= 15:
             raise UsageError(f"--frac-bits must be an integer from 1 to 15, not "
                              f"{self.frac_bits!r}")
-        if self.pipeline not in PIPELINES:
-            raise UsageError(f"--pipeline must be one of {', '.join(PIPELINES)}, not "
-                             f"{self.pipeline!r}")
 
     @property
     def gradient_bound(self):

@@ -302,3 +302,29 @@ def test_nnrtl_train_command(files, tmp_path, capsys):
         assert "--fpgas must be an integer, not 'x'" in capsys.readouterr().err
     finally:
         registry.unregister("fpdeep_train_test")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision, fpgas", [("fp32", 3), ("fixed16", 4)])
+def test_32x32_cnn_two_mini_batches(tmp_path, precision, fpgas):
+    """The spec's end-to-end case (§5.2) on the golden chain: 3x32x32 inputs, conv 3->8
+    pad 1 + ReLU + pool 2, conv 8->16 pad 1 + ReLU + pool 2, Linear 1024->10; batch 4,
+    three mini-batches (stale weights from the second on) on ``fpgas`` VC709s: every
+    update within the bound of the float64 reference with the same staleness."""
+    torch.manual_seed(11)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(1024, 10))
+    rng = np.random.default_rng(11)
+    np.save(tmp_path / "x4.npy", rng.uniform(-1, 1, (4, 3, 32, 32)))
+    np.save(tmp_path / "y4.npy", np.array([3, 9, 0, 5]))
+    files = types.SimpleNamespace(dir=tmp_path, model=save(tmp_path, model))
+    req = request(files, "--fpgas", str(fpgas), "--precision", precision, batch=4, steps=3)
+    summary = interface.train(types.SimpleNamespace(name="fpdeep"), train_hook, req,
+                              tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    print(json.dumps([{k: s[k] for k in ("loss", "reference_loss", "update_max_abs_diff",
+                                         "update_bound")} for s in record["steps"]]))
+    assert summary["within_bound"]
+    assert len({s["node"] for s in record["steps"][0]["segments"]}) == fpgas
