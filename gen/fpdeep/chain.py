@@ -23,8 +23,9 @@ data between the nodes as the chain's datapaths do (spec §3.1):
   local``: fixed16 as exact 48-bit sums rounded (half up, saturated) by the most upstream
   segment, as the FP partials are; fp32 one rounded add per segment. The golden model
   computes this reduction; the RTL EB module (:mod:`nnrtl.hw.fpdeep.eb`) has no partial
-  error input yet, and it refuses ``q < n_in`` and stride ≠ 1: :func:`rtl_limits` lists
-  the segments it cannot run yet.
+  error input yet, and it refuses ``q < n_in``, stride ≠ 1 and (fixed16) more than 2^16
+  products per sum: :func:`rtl_limits` lists the segments it cannot run yet (stride ≠ 1
+  is refused here too: :func:`check_layer`).
 
 Values are the nodes' words (:class:`Codec`): fp32 bit patterns (``uint32``), fixed16
 16-bit two's-complement codes with ``frac_bits`` fraction bits (``int64``); maps are
@@ -167,6 +168,9 @@ def rtl_limits(layers):
                                                    f"n_in {s.cfg.n_in}"))
             if not s.icp and len(segments) > 1:
                 found.append((s.seg.layer, s.node, "EB has no partial-error input (OCP)"))
+            if s.cfg.precision == "fixed16" and s.cfg.n_out * s.cfg.taps > 1 << 16:
+                found.append((s.seg.layer, s.node, f"EB sums n_out·k² = "
+                              f"{s.cfg.n_out * s.cfg.taps} products, more than 2^16"))
     return found
 
 

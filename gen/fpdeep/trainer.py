@@ -204,6 +204,9 @@ class FpdeepTrainer:
         self.gradient_bound = config.gradient_bound
         self.codec = Codec(config.precision, config.frac_bits)
         self.layers = conv_segments(mapping, config.precision, config.frac_bits)
+        if not self.layers:
+            raise UsageError(f"{mapping.chain.name}: no Conv2d layer; the fpdeep chain trains "
+                             f"convolution layers (fully connected ones run on the host)")
         for index in self.layers:
             check_layer(mapping.chain, index)
         self.chain = ConvChain(self.layers, mapping.chain, self.codec,
@@ -259,7 +262,7 @@ class FpdeepTrainer:
             def weights(index, segment, sample=sample):
                 return words[self._version(sample, segment)][index]
             image = self.codec.encode(x[sample].transpose(1, 2, 0))
-            out = self.chain.forward(image, weights) if self.layers else image
+            out = self.chain.forward(image, weights)
             outs.append(self.codec.decode(out).transpose(2, 0, 1))
         self._module = to_torch(network, torch.float32)
         start = _host_start(network)
@@ -284,8 +287,6 @@ class FpdeepTrainer:
                 for field in network.layers[index].tensor_fields():
                     param = torch_parameter(network, self._module, index, field)
                     gradients[(index, field)] = param.grad.double().numpy()
-        if not self.layers:
-            return gradients
         errors = [self.codec.encode(e.transpose(1, 2, 0))
                   for e in self._conv_out.grad.double().numpy()]
         found = self.chain.backward(errors, lambda index, segment: self._current[index])

@@ -16,7 +16,7 @@ import torch
 from nnrtl.boards import get_board
 from nnrtl.gen import train as interface
 from nnrtl.gen.errors import UsageError
-from nnrtl.gen.fpdeep.chain import Codec, GoldenRunner
+from nnrtl.gen.fpdeep.chain import GoldenRunner
 from nnrtl.gen.fpdeep.trainer import GRADIENT_BOUND, FpdeepTrainer, train_hook
 from nnrtl.gen.models import load_network, to_torch
 
@@ -194,17 +194,6 @@ def test_flush_is_plain_sgd(files):
         assert diff == plain <= LR * trainer.gradient_bound
 
 
-def test_codec_words():
-    """fixed16: x·2^f rounded half up, saturated to 16 bits; fp32: float32 patterns."""
-    codec = Codec("fixed16", 13)
-    q = 2.0 ** -13
-    assert codec.encode([0.5 * q, -0.5 * q, 1.49 * q, 10, -10]).tolist() == [
-        1, 0, 1, 32767, -32768]
-    assert codec.decode([8192, -1]).tolist() == [1.0, -q]
-    fp = Codec("fp32", 13)
-    assert fp.encode([1.0, -2.0]).tolist() == [0x3F800000, 0xC0000000]
-
-
 @pytest.mark.parametrize("options, message", [
     ((), r"^--fpgas is required: the fpdeep engine takes --fpgas N"),
     (("--fpgas", "0"), r"^--fpgas must be a positive integer, not 0$"),
@@ -249,6 +238,8 @@ def test_bad_requests(files, tmp_path):
     ([torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, stride=2),
       torch.nn.Flatten(), torch.nn.Linear(64, 2)],
      r"^layers\[2\]: stride 2: the EB module is built for stride 1"),
+    ([torch.nn.Linear(11, 2)],
+     r"^\S*cnn\.pt: no Conv2d layer; the fpdeep chain trains convolution layers"),
 ])
 def test_layers_the_chain_refuses(files, tmp_path, layers, message):
     path = save(tmp_path, torch.nn.Sequential(*layers))
