@@ -145,11 +145,13 @@ class Segment:
 
 
 def conv_segments(mapping, precision, frac_bits):
-    """``{chain layer index: [Segment, ...] in node order}`` of the conv layers."""
+    """``{chain layer index: [Segment, ...] in node order}`` of the conv layers (each
+    checked by :func:`check_layer` first)."""
     layers = {}
     for node in mapping.nodes:
         for seg in node.segments:
             if seg.kind == "conv":
+                check_layer(mapping.chain, seg.index)
                 cfg = FpConfig.from_segment(seg, precision, frac_bits=frac_bits)
                 layers.setdefault(seg.index, []).append(Segment(node.node, cfg, seg))
     return layers

@@ -82,7 +82,7 @@ from nnrtl.hw.fpdeep.config import PRECISIONS
 
 from ..errors import UsageError
 from ..train import BACKENDS
-from .chain import Codec, ConvChain, GoldenRunner, check_layer, conv_segments, rtl_limits
+from .chain import Codec, ConvChain, GoldenRunner, conv_segments, rtl_limits
 from .hooks import _options as map_options
 
 __all__ = ["FpdeepTrainConfig", "FpdeepTrainer", "train_hook", "parse_options",
@@ -210,8 +210,6 @@ class FpdeepTrainer:
         if not self.layers:
             raise UsageError(f"{mapping.chain.name}: no Conv2d layer; the fpdeep chain trains "
                              f"convolution layers (fully connected ones run on the host)")
-        for index in self.layers:
-            check_layer(mapping.chain, index)
         self.chain = ConvChain(self.layers, mapping.chain, self.codec,
                                runner or GoldenRunner())
         self._network = self._last = None

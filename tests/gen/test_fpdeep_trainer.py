@@ -235,6 +235,9 @@ def test_bad_requests(files, tmp_path):
       torch.nn.Flatten(), torch.nn.Linear(100, 2)],
      r"^layers\[0\]: max-pool 3x3 stride 2 padding 0: the SFU's backward step unpools "
      r"non-overlapping pools"),
+    ([torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.MaxPool2d(2, padding=1),
+      torch.nn.Flatten(), torch.nn.Linear(144, 2)],
+     r"^layers\[0\]: max-pool 2x2 stride 2 padding 1: the SFU's backward step"),
     ([torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, stride=2),
       torch.nn.Flatten(), torch.nn.Linear(64, 2)],
      r"^layers\[2\]: stride 2: the EB module is built for stride 1"),
