@@ -76,6 +76,14 @@ class Codec:
     def dtype(self):
         return np.uint32 if self.precision == "fp32" else np.int64
 
+    def saturated(self, words):
+        """How many of ``words`` sit at a fixed16 limit (-2^15 or 2^15 - 1): values the
+        format clipped, or may have; 0 in fp32."""
+        if self.precision == "fp32":
+            return 0
+        words = np.asarray(words)
+        return int(np.count_nonzero((words == -(1 << 15)) | (words == (1 << 15) - 1)))
+
 
 class NodeRunner(Protocol):
     """One node's module calls (node numbers from 1, upstream first)."""
@@ -216,6 +224,7 @@ class ConvChain:
         self.codec = codec
         self.runner = runner
         self._saved = {}
+        self.saturated = 0
 
     def forward(self, image, weights):
         """One image ``(H, W, C)`` words through the conv layers in chain order;
@@ -245,6 +254,7 @@ class ConvChain:
                 if s.cfg.completes:
                     side = s.cfg.pool_out
                     outputs[..., s.out_range] = _channels(s.cfg, result.data, side)
+                    self.saturated += self.codec.saturated(result.z)
                     relu = result.relu.reshape(side, side, s.cfg.groups, s.cfg.p)
                     argmax = result.argmax.reshape(side, side, s.cfg.groups, s.cfg.p)
                 saved.relu[n].append(relu)
@@ -253,7 +263,9 @@ class ConvChain:
         return act
 
     def clear(self):
+        """Forget the saved images and the saturation count (a new mini-batch)."""
         self._saved = {}
+        self.saturated = 0
 
     def backward(self, errors, weights):
         """Given the error of the last conv layer's SFU output per image (``(side, side,
@@ -313,6 +325,7 @@ class ConvChain:
                 partial = found
         if not segments[0].icp:
             out[...] = partial
+        self.saturated += self.codec.saturated(out)
         return out
 
 

@@ -258,11 +258,14 @@ class FpdeepTrainer:
         words = [{i: self._words(n, i) for i in self.layers} for n in self._history]
         self._current = words[-1]
         self.chain.clear()
+        self.chain.saturated += sum(self.codec.saturated(array)
+                                    for pair in self._current.values() for array in pair)
         outs = []
         for sample in range(x.shape[0]):
             def weights(index, segment, sample=sample):
                 return words[self._version(sample, segment)][index]
             image = self.codec.encode(x[sample].transpose(1, 2, 0))
+            self.chain.saturated += self.codec.saturated(image)
             out = self.chain.forward(image, weights)
             outs.append(self.codec.decode(out).transpose(2, 0, 1))
         self._module = to_torch(network, torch.float32)
@@ -290,6 +293,7 @@ class FpdeepTrainer:
                     gradients[(index, field)] = param.grad.double().numpy()
         errors = [self.codec.encode(e.transpose(1, 2, 0))
                   for e in self._conv_out.grad.double().numpy()]
+        self.chain.saturated += sum(map(self.codec.saturated, errors))
         found = self.chain.backward(errors, lambda index, segment: self._current[index])
         for index, (dw, db) in found.items():
             layer = network.layers[weighted[index]]
@@ -343,7 +347,10 @@ class FpdeepTrainer:
         """``useful_macs`` of the conv chain (FP, PG, EB of every segment, every sample;
         the host's FC layers not counted), ``cycles`` and ``utilization`` None (the
         golden model has no cycles), the stale samples per segment and the segments the
-        node RTL cannot run yet (:func:`.chain.rtl_limits`)."""
+        node RTL cannot run yet (:func:`.chain.rtl_limits`), and ``saturated_words``:
+        fixed16 words of the step at a 16-bit limit (inputs, the step's weights, the
+        completing nodes' ``z``, the errors from the host and from EB), where the format
+        clipped and the gradient bound does not hold."""
         macs, stale = 0, []
         for index, segments in self.layers.items():
             for s in segments:
@@ -356,7 +363,7 @@ class FpdeepTrainer:
                                   self.weight_version(self._step, j, s)
                                   for j in range(self._batch)]})
         return {"cycles": None, "useful_macs": macs * self._batch, "utilization": None,
-                "segments": stale,
+                "segments": stale, "saturated_words": self.chain.saturated,
                 "rtl_limits": [" ".join(map(str, item)) for item in rtl_limits(self.layers)]}
 
 

@@ -117,7 +117,9 @@ def test_one_step_on_1_2_3_fpgas(files, precision):
             (s.node, "fp", s.cfg.n_in, s.cfg.n_out)
             for segs in trainer.layers.values() for s in segs}
         assert {c for c in recorder.calls if c[1] == "eb"} == {(fpgas, "eb", 5, 4)}
-        assert trainer.counters()["useful_macs"] == 2 * 121 * 5 * 3 * 9 + 3 * 9 * 4 * 5 * 9
+        counters = trainer.counters()
+        assert counters["useful_macs"] == 2 * 121 * 5 * 3 * 9 + 3 * 9 * 4 * 5 * 9
+        assert counters["saturated_words"] == 0
     assert set(found[1]) == {(0, "weight"), (0, "bias"), (3, "weight"), (3, "bias"),
                              (6, "weight"), (6, "bias")}
     for fpgas in (2, 3):
@@ -322,3 +324,14 @@ def test_32x32_cnn_two_mini_batches(tmp_path, precision, fpgas):
                                          "update_bound")} for s in record["steps"]]))
     assert summary["within_bound"]
     assert len({s["node"] for s in record["steps"][0]["segments"]}) == fpgas
+
+
+def test_saturated_words_are_counted(files):
+    """fixed16 Q2.13 holds ±4: inputs scaled by 8 saturate, and the count says so (at
+    least the input words beyond the range)."""
+    network = load_network(files.model)
+    trainer = train_hook(request(files, "--fpgas", "1", "--precision", "fixed16"), network)
+    x = 8 * np.load(files.dir / "x1.npy")
+    trainer.forward(network, x)
+    assert trainer.counters()["saturated_words"] >= np.count_nonzero(np.abs(x) >= 4)
+    assert np.count_nonzero(np.abs(x) >= 4) > 0
