@@ -17,8 +17,9 @@ rest in PyTorch on the host. This module does what is the same for every engine:
 * the reference: the same step in plain PyTorch float64 (autograd through
   :func:`nnrtl.gen.models.to_torch` and ``torch.optim.SGD``) from the same weights (a
   pipelined engine's stale forward weights too, when its trainer has
-  ``forward_networks``); the step passes when no updated weight differs from the reference's by more than
-  ``lr * trainer.gradient_bound`` (the engine states its gradient bound and why);
+  ``forward_networks``); the step passes when no updated weight differs from the
+  reference's by more than ``lr * trainer.gradient_bound`` (the engine states its
+  gradient bound and why);
 * writes ``DIR/model.<suffix of the model file>`` (the updated weights, same format),
   ``DIR/train.json`` (per step: loss, the reference's loss, cycles, useful MACs,
   utilization, the update's largest difference from the reference and its bound) and
