@@ -1,0 +1,300 @@
+"""The FPDeep neighbour-link module of one node side (spec §3.1, §3.2): the typed datapaths of
+the node toward one neighbour, multiplexed onto one outgoing and demultiplexed from one
+incoming AXI4-Stream physical link (an Aurora 64B/66B user interface of ``link_bits``), in
+packets of typed flits with credit-based flow control per path. The flit format, the paths
+of each side and the widths are :mod:`.link_config`'s.
+
+Outgoing: each transmit path ``tx_<name>`` (a ``stream.Signature`` of ``P`` words) fills a
+FIFO of ``tx_depth`` beats; a round-robin arbiter over the paths and the credit-return
+source grants one packet (a header flit, then ``min(waiting, credits, max_beats)`` beats of
+``⌈P · word / link_bits⌉`` words each) or one credit flit at a time onto ``link_out``.
+Incoming: ``link_in`` is always ready; headers route the beats that follow into the
+receive FIFO (``rx_depth`` beats) of their path, read on ``rx_<name>``; credit flits give
+the sender credits back for its transmit paths.
+
+Decisions ([U] in the spec)
+---------------------------
+* **Credits, not ready/valid, per path.** The sender holds, per path, the free beats of
+  the receiver's FIFO of that path (initially ``rx_depth``) and sends only beats it has
+  credit for, so the receiver never stalls the wire: a slow consumer of one path fills its
+  own receive FIFO, then its sender's credits run out, then the path's transmit FIFO
+  fills and its producer sees ``ready`` low, and no other path is held. Each beat the
+  consumer takes becomes a pending credit, returned in a credit flit (all of the path's
+  pending credits in one flit) on the link the other way.
+* **Round robin**, over ``tx_paths`` and the credit source, starting after the last grant;
+  the credit flits take turns among the receive paths the same way. A source that is
+  eligible stays so until granted (waiting beats, credits and pending credits only grow
+  until then), and each grant is at most ``1 + max_beats · ⌈P · word / link_bits⌉``
+  words, so an eligible source waits at most 3 grants: **no starvation**, provided the
+  physical link moves. **No deadlock**: the receiver takes every word as it arrives
+  (payload has reserved room, credit flits need none), so the wire only stalls for the
+  physical link itself; a path blocked by its consumer holds nothing but its own FIFOs.
+* **Head-of-line blocking that remains**: on the wire, a packet delays the other sources
+  by up to ``max_beats`` beats (bounded); credit flits share the wire with data, so a
+  credit returns up to one packet late (``rx_depth`` should cover the round trip for full
+  rate, see :attr:`~.link_config.LinkConfig.rx_depth`); and what the node does with the
+  paths (e.g. FP needing both ``act`` and ``partial``) is the node's dependency, not the
+  link's.
+* **Packet length known at the header**: the header goes out only with the beats already
+  in the transmit FIFO (``length = min(level, credits, max_beats)``), so a packet never
+  stalls mid-way on its producer. The price: an idle link sends short packets (one
+  header per beat at worst) — it has the bandwidth to spare then; a saturated link sends
+  full packets (:meth:`~.link_config.LinkConfig.transfer_words`).
+* ``fault`` (sticky) flags a malformed flit or a receive FIFO overflow (a partner with
+  another configuration); it never rises between two modules of one configuration.
+
+Latency and throughput: a packet's header leaves the cycle after the grant (the grant is
+made in the cycle the previous packet's last word is taken, so back-to-back packets have
+no idle cycle between them); one link word per cycle when ``link_out.tready`` is high; a
+beat reaches its receive FIFO's output 2 cycles after its last word arrives (FIFO write,
+buffered read). A transfer of ``N`` beats of one path, waiting in full, takes
+``transfer_words(path, N)`` cycles on the wire.
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.wiring import In, Out
+
+from ..bus.axi import AXI4StreamSignature
+from .link_config import CREDIT, KIND_BITS, PATHS, LinkConfig
+
+__all__ = ["LinkModule", "beat_layout"]
+
+
+def beat_layout(cfg, path):
+    """A beat of ``path``: ``P`` words of ``cfg.bits(path)``."""
+    return data.ArrayLayout(cfg.bits(path), cfg.p)
+
+
+def _round_robin(m, last, eligible, chosen, name):
+    """``chosen`` ← the first index with ``eligible`` after ``last`` (cyclic); returns
+    whether any is eligible."""
+    count = len(eligible)
+    go = Signal(name=f"{name}_go")
+    with m.Switch(last):
+        for previous in range(count):
+            with m.Case(previous):
+                for step in range(1, count + 1):
+                    index = (previous + step) % count
+                    cond = m.If if step == 1 else m.Elif
+                    with cond(eligible[index]):
+                        m.d.comb += [chosen.eq(index), go.eq(1)]
+    return go
+
+
+class LinkModule(wiring.Component):
+    """One node side's link module.
+
+    Parameters
+    ----------
+    config : LinkConfig
+
+    Members
+    -------
+    tx_<path> : In(stream.Signature(beat_layout(config, path))), per ``config.tx_paths``
+    rx_<path> : Out(stream.Signature(beat_layout(config, path))), per ``config.rx_paths``
+    link_out : Out(AXI4StreamSignature(config.link_bits))
+    link_in : In(AXI4StreamSignature(config.link_bits))
+    link_up : In(1)
+        The physical link is up (Aurora ``channel_up``): no grant is made while it is low
+        (the transmit FIFOs fill; the benches use it to preload traffic).
+    fault : Out(1)
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`LinkConfig`.
+    """
+
+    def __init__(self, config):
+        if not isinstance(config, LinkConfig):
+            raise TypeError(f"config must be a LinkConfig, not {config!r}")
+        self._cfg = config
+        ports = {f"tx_{p}": In(stream.Signature(beat_layout(config, p)))
+                 for p in config.tx_paths}
+        ports.update({f"rx_{p}": Out(stream.Signature(beat_layout(config, p)))
+                      for p in config.rx_paths})
+        ports["link_out"] = Out(AXI4StreamSignature(config.link_bits))
+        ports["link_in"] = In(AXI4StreamSignature(config.link_bits))
+        ports["link_up"] = In(1)
+        ports["fault"] = Out(1)
+        super().__init__(ports)
+
+    @property
+    def config(self):
+        return self._cfg
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self._cfg
+        fault = Signal()
+        m.d.sync += self.fault.eq(self.fault | fault)
+        credit_inc = self._receive(m, fault)
+        pending = self._receive_fifos(m)
+        self._transmit(m, credit_inc, pending)
+        return m
+
+    # -- receive side --------------------------------------------------------------------
+    def _receive_fifos(self, m):
+        """The receive FIFOs and their pending credits; returns ``[(pending, returned)]``."""
+        cfg = self._cfg
+        result = []
+        for j, path in enumerate(cfg.rx_paths):
+            fifo = m.submodules[f"rx_fifo_{path}"] = self._rx_fifos[j]
+            port = getattr(self, f"rx_{path}")
+            m.d.comb += [port.payload.eq(fifo.r_data), port.valid.eq(fifo.r_rdy),
+                         fifo.r_en.eq(port.ready)]
+            pending = Signal(range(cfg.rx_depth + 1), name=f"pending_{path}")
+            returned = Signal(range(cfg.rx_depth + 1), name=f"returned_{path}")
+            m.d.sync += pending.eq(pending + (fifo.r_rdy & port.ready) - returned)
+            result.append((pending, returned))
+        return result
+
+    def _receive(self, m, fault):
+        """The deserializer; returns the credits per transmit path arriving this cycle."""
+        cfg = self._cfg
+        link, width = self.link_in, cfg.link_bits
+        rx = cfg.rx_paths
+        self._rx_fifos = [SyncFIFOBuffered(width=cfg.beat_bits(p), depth=cfg.rx_depth)
+                          for p in rx]
+        per = [cfg.words_per_beat(p) for p in rx]
+        most = max(per)
+        m.d.comb += link.tready.eq(1)
+        kind = link.tdata[:KIND_BITS]
+        body = Signal(name="rx_body")
+        path = Signal(range(len(rx)), name="rx_path")
+        remaining = Signal(range(cfg.max_beats + 1), name="rx_remaining")
+        sub = Signal(range(most), name="rx_sub")
+        assembly = Signal(max(1, (most - 1) * width), name="rx_assembly")
+        credit_inc = [Signal(range(cfg.rx_depth + 1), name=f"credit_in_{p}")
+                      for p in cfg.tx_paths]
+        with m.If(link.tvalid & ~body):
+            with m.If(kind == CREDIT):
+                target = link.tdata[KIND_BITS:2 * KIND_BITS]
+                count = link.tdata[2 * KIND_BITS:2 * KIND_BITS + cfg.count_bits]
+                known = Signal(name="rx_credit_known")
+                for i, p in enumerate(cfg.tx_paths):
+                    with m.If(target == PATHS.index(p)):
+                        m.d.comb += [credit_inc[i].eq(count), known.eq(1)]
+                m.d.comb += fault.eq(~known | ~link.tlast)
+            with m.Else():
+                length = link.tdata[KIND_BITS:KIND_BITS + cfg.length_bits]
+                known = Signal(name="rx_header_known")
+                for j, p in enumerate(rx):
+                    with m.If(kind == PATHS.index(p)):
+                        m.d.comb += known.eq(1)
+                        m.d.sync += path.eq(j)
+                m.d.sync += [remaining.eq(length), sub.eq(0), body.eq(known & (length != 0))]
+                m.d.comb += fault.eq(~known | (length == 0) | (length > cfg.max_beats)
+                                     | link.tlast)
+        with m.If(link.tvalid & body):
+            for j, p in enumerate(rx):
+                fifo = self._rx_fifos[j]
+                top = Cat(assembly[(most - per[j]) * width:], link.tdata) if per[j] > 1 \
+                    else link.tdata
+                m.d.comb += fifo.w_data.eq(top[:cfg.beat_bits(p)])
+                with m.If((path == j) & (sub == per[j] - 1)):
+                    m.d.comb += [fifo.w_en.eq(1), fault.eq(~fifo.w_rdy |
+                                                           (link.tlast != (remaining == 1)))]
+                    m.d.sync += [sub.eq(0), remaining.eq(remaining - 1)]
+                    with m.If(remaining == 1):
+                        m.d.sync += body.eq(0)
+                with m.Elif(path == j):
+                    m.d.sync += sub.eq(sub + 1)
+                    m.d.comb += fault.eq(link.tlast)
+            if most > 1:
+                m.d.sync += assembly.eq(Cat(assembly[width:], link.tdata))
+        return credit_inc
+
+    # -- transmit side -------------------------------------------------------------------
+    def _transmit(self, m, credit_inc, pending):
+        cfg = self._cfg
+        link, width = self.link_out, cfg.link_bits
+        tx, rx = cfg.tx_paths, cfg.rx_paths
+        per = [cfg.words_per_beat(p) for p in tx]
+        fifos, credits = [], []
+        state = Signal(range(3), name="tx_state")        # 0 idle, 1 header, 2 payload
+        grant = Signal(range(len(tx)), name="tx_grant")
+        remaining = Signal(range(cfg.max_beats + 1), name="tx_remaining")
+        sub = Signal(range(max(per)), name="tx_sub")
+        word = Signal(width, name="tx_header")
+        credit_flit = Signal(name="tx_credit_flit")
+        last_source = Signal(range(len(tx) + 1), init=len(tx), name="tx_last_source")
+        last_credit = Signal(range(len(rx)), init=len(rx) - 1, name="tx_last_credit")
+        pop = [Signal(name=f"tx_pop_{p}") for p in tx]
+        for i, path in enumerate(tx):
+            fifo = m.submodules[f"tx_fifo_{path}"] = SyncFIFOBuffered(
+                width=cfg.beat_bits(path), depth=cfg.tx_depth)
+            port = getattr(self, f"tx_{path}")
+            m.d.comb += [fifo.w_data.eq(port.payload), fifo.w_en.eq(port.valid),
+                         port.ready.eq(fifo.w_rdy), fifo.r_en.eq(pop[i])]
+            fifos.append(fifo)
+            credits.append(Signal(range(cfg.rx_depth + 1), init=cfg.rx_depth,
+                                  name=f"credit_{path}"))
+
+        # The payload word of the granted path.
+        accepted = link.tvalid & link.tready
+        last_word = Signal(name="tx_last_word")
+        m.d.comb += link.tkeep.eq(-1)
+        with m.Switch(state):
+            with m.Case(1):
+                m.d.comb += [link.tdata.eq(word), link.tvalid.eq(1),
+                             link.tlast.eq(credit_flit)]
+            with m.Case(2):
+                for i in range(len(tx)):
+                    with m.If(grant == i):
+                        padded = Cat(fifos[i].r_data, Const(0, per[i] * width
+                                                            - cfg.beat_bits(tx[i])))
+                        m.d.comb += [link.tdata.eq(padded.word_select(sub, width)
+                                                   if per[i] > 1 else padded),
+                                     link.tvalid.eq(fifos[i].r_rdy)]
+                        end = sub == per[i] - 1
+                        m.d.comb += [pop[i].eq(accepted & end),
+                                     last_word.eq(end & (remaining == 1)),
+                                     link.tlast.eq(end & (remaining == 1))]
+                with m.If(accepted):
+                    m.d.sync += sub.eq(Mux(Cat(*pop).any(), 0, sub + 1))
+                    with m.If(Cat(*pop).any()):
+                        m.d.sync += remaining.eq(remaining - 1)
+
+        # The next grant: when idle, or as the current header (credit flit) or packet ends.
+        free = (state == 0) | (accepted & (((state == 1) & credit_flit) | last_word))
+        with m.If(accepted & (state == 1) & ~credit_flit):
+            m.d.sync += state.eq(2)
+        level = [Signal(range(cfg.tx_depth + 1), name=f"tx_level_{p}") for p in tx]
+        lengths = []
+        for i, path in enumerate(tx):
+            m.d.comb += level[i].eq(fifos[i].r_level - pop[i])
+            n = Signal(range(cfg.max_beats + 1), name=f"tx_length_{path}")
+            smaller = Mux(level[i] < credits[i], level[i], credits[i])
+            m.d.comb += n.eq(Mux(smaller < cfg.max_beats, smaller, cfg.max_beats))
+            lengths.append(n)
+        eligible = [(level[i] != 0) & (credits[i] != 0) for i in range(len(tx))]
+        eligible.append(Cat(*(p for p, _ in pending)).any())
+        source = Signal(range(len(tx) + 1), name="tx_source")
+        go = _round_robin(m, last_source, eligible, source, "tx")
+        back = Signal(range(len(rx)), name="tx_credit_path")
+        _round_robin(m, last_credit, [p != 0 for p, _ in pending], back, "tx_credit")
+        decrement = [Signal(range(cfg.max_beats + 1), name=f"credit_dec_{p}") for p in tx]
+        with m.If(free):
+            m.d.sync += state.eq(Mux(go & self.link_up, 1, 0))
+            with m.If(go & self.link_up):
+                m.d.sync += [last_source.eq(source), sub.eq(0)]
+                for i, path in enumerate(tx):
+                    with m.If(source == i):
+                        m.d.sync += [word.eq(Cat(Const(PATHS.index(path), KIND_BITS),
+                                                 lengths[i])),
+                                     credit_flit.eq(0), grant.eq(i), remaining.eq(lengths[i])]
+                        m.d.comb += decrement[i].eq(lengths[i])
+                with m.If(source == len(tx)):
+                    m.d.sync += [credit_flit.eq(1), last_credit.eq(back)]
+                    for j, path in enumerate(rx):
+                        with m.If(back == j):
+                            count, returned = pending[j]
+                            m.d.sync += word.eq(Cat(Const(CREDIT, KIND_BITS),
+                                                    Const(PATHS.index(path), KIND_BITS),
+                                                    count))
+                            m.d.comb += returned.eq(count)
+        for i in range(len(tx)):
+            m.d.sync += credits[i].eq(credits[i] - decrement[i] + credit_inc[i])
