@@ -24,7 +24,7 @@ from amaranth.sim import Simulator
 from nnrtl.hw.fpdeep.link import LinkModule
 from nnrtl.sim.patterns import PATTERNS, cycle_budget, pause_pattern
 
-__all__ = ["LinkPair", "random_traffic", "run", "preloaded_flits", "PATTERNS"]
+__all__ = ["LinkPair", "random_traffic", "run", "preloaded_flits", "efficiency", "PATTERNS"]
 
 
 class LinkPair(Elaboratable):
@@ -190,3 +190,17 @@ def preloaded_flits(cfg, traffic, *, timeout=100000):
     sim.add_testbench(bench)
     sim.run()
     return words, cycles
+
+
+def efficiency(cfg, path, beats, *, seed=0):
+    """Measure a saturated transfer: ``beats`` random beats of ``path`` preloaded
+    (:func:`preloaded_flits`). Returns ``{"beats", "payload_words", "link_cycles",
+    "words_per_cycle", "bit_efficiency"}``: link cycles from ``link_up`` to the last word,
+    payload words (``beats · P``) per link cycle, payload bits per link bit."""
+    rng = random.Random(seed)
+    _, cycles = preloaded_flits(cfg, {path: [rng.getrandbits(cfg.beat_bits(path))
+                                             for _ in range(beats)]})
+    words = beats * cfg.p
+    return {"beats": beats, "payload_words": words, "link_cycles": cycles[-1],
+            "words_per_cycle": words / cycles[-1],
+            "bit_efficiency": words * cfg.bits(path) / (cycles[-1] * cfg.link_bits)}
