@@ -51,6 +51,7 @@ import dataclasses
 import math
 
 from .config import FpConfig
+from .pg import lgb_bits
 
 __all__ = ["PATHS", "FORWARD", "BACKWARD", "SIDES", "CREDIT", "LANE_BITS", "LinkConfig",
            "lanes_for"]
@@ -129,14 +130,15 @@ class LinkConfig:
                              f"{self.header_bits} bits")
 
     @classmethod
-    def from_fp(cls, fp, side, **options):
-        """The link of ``side`` for the segment ``fp`` (an :class:`~.config.FpConfig`);
-        ``options``: ``grad_bits`` (default ``fp.partial_bits``), ``link_bits``, FIFO
-        depths, ``max_beats``."""
+    def from_fp(cls, fp, side, *, batch=1, **options):
+        """The link of ``side`` for the segment ``fp`` (an :class:`~.config.FpConfig`):
+        ``P``, the word and partial widths are the segment's, the gradient words the PG
+        module's LGB words for ``batch`` samples (:func:`~.pg.lgb_bits`; DP6 carries
+        per-sample gradients into the host's BGB, ``batch`` = 1); ``options``:
+        ``link_bits``, FIFO depths, ``max_beats``."""
         if not isinstance(fp, FpConfig):
             raise TypeError(f"fp must be an FpConfig, not {fp!r}")
-        options.setdefault("grad_bits", fp.partial_bits)
-        return cls(side, fp.p, fp.word_bits, fp.partial_bits, **options)
+        return cls(side, fp.p, fp.word_bits, fp.partial_bits, lgb_bits(fp, batch), **options)
 
     def partner(self):
         """The configuration of the other end of the link."""

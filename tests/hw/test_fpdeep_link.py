@@ -85,7 +85,8 @@ def test_ports_follow_the_side():
 def test_config_from_fp_and_lanes():
     fp = FpConfig("fixed16", 3, 1, 1, 8, 4, 6, 3)
     cfg = LinkConfig.from_fp(fp, "down")
-    assert (cfg.p, cfg.word_bits, cfg.partial_bits, cfg.grad_bits) == (3, 16, 48, 48)
+    # Gradients: PG's LGB words, 32 + ⌈log2(64 pixels)⌉ bits for one sample.
+    assert (cfg.p, cfg.word_bits, cfg.partial_bits, cfg.grad_bits) == (3, 16, 48, 38)
     assert cfg.words_per_beat("act") == 1 and cfg.words_per_beat("partial") == 3
     assert cfg.transfer_words("partial", 33) == 3 + 99
     # The paper's links at 200 MHz: 150 Gb/s is 12 Aurora lanes, 250 Gb/s 20.
