@@ -2,8 +2,8 @@
 two link modules back to back (node ``m``'s ``"down"`` side and node ``m + 1``'s ``"up"``
 side, :class:`LinkPair`), each physical direction through a channel that a backpressure
 pattern pauses (``tvalid`` and ``tready`` both held low, as a SerDes that does not take a
-word), random typed traffic on all six paths, and every typed consumer paused by the same
-pattern (its own generator). Checked: every path delivers exactly the beats its partner
+word), random typed traffic on all six paths, every typed producer (gaps) and consumer
+(stalls) paused by the same pattern (each its own generator). Checked: every path delivers exactly the beats its partner
 was given, in order (the traffic itself is the expectation), and neither module raises
 ``fault``.
 
@@ -81,6 +81,8 @@ def run(cfg, traffic, pattern, *, seed=0, limit=4, stuck=()):
     channels = [pause_pattern(pattern, random.Random(rng.random())) for _ in range(2)]
     consumers = {path: pause_pattern(pattern, random.Random(rng.random()))
                  for _, path in ends}
+    producers = {path: pause_pattern(pattern, random.Random(rng.random()))
+                 for _, path in ends}
     got = {path: [] for _, path in ends}
     report = {"pattern": pattern, "bit_exact": False, "mismatches": [], "cycles": 0,
               "words": {"down": 0, "up": 0}, "timed_out": None, "fault": False}
@@ -103,7 +105,7 @@ def run(cfg, traffic, pattern, *, seed=0, limit=4, stuck=()):
             ctx.set(pair.pause_ab, next(channels[0]))
             ctx.set(pair.pause_ba, next(channels[1]))
             for path in got:
-                more = sent[path] < len(traffic[path])
+                more = sent[path] < len(traffic[path]) and not next(producers[path])
                 ctx.set(tx[path].valid, int(more))
                 if more:
                     ctx.set(Value.cast(tx[path].payload), traffic[path][sent[path]])

@@ -128,3 +128,12 @@ def test_paper_size_link(pattern):
                              rx_depth=64, max_beats=32)
     report = run(cfg, random_traffic(cfg, 200, random.Random(21)), pattern, seed=22)
     assert report["bit_exact"], report
+
+
+def test_a_mismatch_is_reported_not_raised():
+    # A beat one bit wider than the path: the link carries its low bits, the bench reports.
+    traffic = {p: [] for p in MIXED.tx_paths + MIXED.rx_paths}
+    traffic["act"] = [1 << MIXED.beat_bits("act") | 5]
+    report = run(MIXED, traffic, "none")
+    assert not report["bit_exact"]
+    assert report["mismatches"] == [f"act: beat 0 is 0x5, expected {traffic['act'][0]:#x}"]
