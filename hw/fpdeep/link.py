@@ -43,6 +43,15 @@ Decisions ([U] in the spec)
 * ``fault`` (sticky) flags a malformed flit or a receive FIFO overflow (a partner with
   another configuration); it never rises between two modules of one configuration.
 
+Throughput limit (measured, see :func:`nnrtl.sim.tb.fpdeep_link.efficiency`): the wire
+carries one beat per cycle at most (one packet at a time, a beat per link word or more), so
+a direction moves at most ``P · word · f_clk``: fp32, ``P`` = 8 at 200 MHz is 51.2 Gb/s,
+a third of the paper's 150 Gb/s (a 768-bit, 12-lane link carries a 256-bit beat per
+768-bit word: 32 % of its bits). The three paths of a direction together produce up to
+three beats per cycle (153.6 Gb/s at fp32, ``P`` = 8), so the route to the paper's rate is
+to stripe the lanes into slots, each path pinned to a slot with its own flits (per-path
+order kept); not built here.
+
 Latency and throughput: a packet's header leaves the cycle after the grant (the grant is
 made in the cycle the previous packet's last word is taken, so back-to-back packets have
 no idle cycle between them); one link word per cycle when ``link_out.tready`` is high; a
