@@ -37,10 +37,11 @@ def serve(ready, cycles, free):
 @dataclasses.dataclass(frozen=True)
 class LinkFraming:
     """The RTL link's flit accounting for one path (:mod:`nnrtl.hw.fpdeep.link_config`):
-    a beat of ``p`` words of ``word_bits`` takes ``words_per_beat`` link words of
-    ``link_bits``, and a full packet of ``max_beats`` beats one header word more (a
-    saturated link sends full packets; an idle one shorter packets, with bandwidth to
-    spare).
+    a beat of ``p`` words of ``word_bits`` takes ``words_per_beat`` words of its slot, each
+    sent in one cycle of the ``link_bits`` link, and a full packet of ``max_beats`` beats
+    one header word more (a saturated link sends full packets; an idle one shorter
+    packets, with bandwidth to spare). A link striped into slots is one :class:`Link`
+    per slot (its streams share the slot, not the link).
 
     Attributes
     ----------

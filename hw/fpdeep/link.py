@@ -66,7 +66,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
 
 from ..bus.axi import AXI4StreamSignature
-from .link_config import CREDIT, KIND_BITS, PATHS, LinkConfig
+from .link_config import CREDIT, IDLE, KIND_BITS, PATHS, LinkConfig
 
 __all__ = ["LinkModule", "beat_layout"]
 
@@ -137,158 +137,175 @@ class LinkModule(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        fault = Signal()
-        m.d.sync += self.fault.eq(self.fault | fault)
-        credit_inc = self._receive(m, fault)
-        pending = self._receive_fifos(m)
-        self._transmit(m, credit_inc, pending)
-        return m
-
-    # -- receive side --------------------------------------------------------------------
-    def _receive_fifos(self, m):
-        """The receive FIFOs and their pending credits; returns ``[(pending, returned)]``."""
-        cfg = self._cfg
-        result = []
-        for j, path in enumerate(cfg.rx_paths):
-            fifo = m.submodules[f"rx_fifo_{path}"] = self._rx_fifos[j]
+        faults = []
+        fifos = {}
+        for path in cfg.tx_paths:
+            fifo = fifos[path] = m.submodules[f"tx_fifo_{path}"] = SyncFIFOBuffered(
+                width=cfg.beat_bits(path), depth=cfg.tx_depth)
+            port = getattr(self, f"tx_{path}")
+            m.d.comb += [fifo.w_data.eq(port.payload), fifo.w_en.eq(port.valid),
+                         port.ready.eq(fifo.w_rdy)]
+        for path in cfg.rx_paths:
+            fifo = fifos[path] = m.submodules[f"rx_fifo_{path}"] = SyncFIFOBuffered(
+                width=cfg.beat_bits(path), depth=cfg.rx_depth)
             port = getattr(self, f"rx_{path}")
             m.d.comb += [port.payload.eq(fifo.r_data), port.valid.eq(fifo.r_rdy),
                          fifo.r_en.eq(port.ready)]
-            pending = Signal(range(cfg.rx_depth + 1), name=f"pending_{path}")
-            returned = Signal(range(cfg.rx_depth + 1), name=f"returned_{path}")
-            m.d.sync += pending.eq(pending + (fifo.r_rdy & port.ready) - returned)
-            result.append((pending, returned))
-        return result
+        width = cfg.slot_bits
+        words, valids, lasts = [], [], []
+        m.d.comb += self.link_in.tready.eq(1)
+        # A slot may start presenting a word only if no word is held on the wire.
+        held = self.link_out.tvalid & ~self.link_out.tready
+        for slot in range(cfg.slots):
+            tx = [p for p in cfg.tx_paths if cfg.slot(p) == slot]
+            rx = [p for p in cfg.rx_paths if cfg.slot(p) == slot]
+            fault = Signal(name=f"fault{slot}")
+            faults.append(fault)
+            incoming = self.link_in.tdata[slot * width:(slot + 1) * width]
+            credit_inc = self._receive(m, slot, rx, tx, fifos, incoming, fault)
+            word, valid, last = Signal(width, name=f"tx_word{slot}"), \
+                Signal(name=f"tx_valid{slot}"), Signal(name=f"tx_last{slot}")
+            self._transmit(m, slot, tx, rx, fifos, credit_inc, (word, valid, last), held)
+            words.append(Mux(valid, word, IDLE))
+            valids.append(valid)
+            lasts.append(last)
+        m.d.comb += [self.link_out.tdata.eq(Cat(*words)), self.link_out.tvalid.eq(
+            Cat(*valids).any()), self.link_out.tlast.eq(lasts[0] if cfg.slots == 1 else 1),
+            self.link_out.tkeep.eq(-1)]
+        m.d.sync += self.fault.eq(self.fault | Cat(*faults).any())
+        return m
 
-    def _receive(self, m, fault):
-        """The deserializer; returns the credits per transmit path arriving this cycle."""
+    # -- receive side --------------------------------------------------------------------
+    def _receive(self, m, slot, rx, tx, fifos, tdata, fault):
+        """Slot ``slot``'s deserializer of the receive paths ``rx``; returns the credits
+        of the transmit paths ``tx`` arriving this cycle."""
         cfg = self._cfg
-        link, width = self.link_in, cfg.link_bits
-        rx = cfg.rx_paths
-        self._rx_fifos = [SyncFIFOBuffered(width=cfg.beat_bits(p), depth=cfg.rx_depth)
-                          for p in rx]
+        link, width = self.link_in, cfg.slot_bits
+        # Without slots a packet's words carry tlast on its last word only.
+        tlast = link.tlast if cfg.slots == 1 else None
         per = [cfg.words_per_beat(p) for p in rx]
         most = max(per)
-        m.d.comb += link.tready.eq(1)
-        kind = link.tdata[:KIND_BITS]
-        body = Signal(name="rx_body")
-        path = Signal(range(len(rx)), name="rx_path")
-        remaining = Signal(range(cfg.max_beats + 1), name="rx_remaining")
-        sub = Signal(range(most), name="rx_sub")
-        assembly = Signal(max(1, (most - 1) * width), name="rx_assembly")
-        credit_inc = [Signal(range(cfg.rx_depth + 1), name=f"credit_in_{p}")
-                      for p in cfg.tx_paths]
-        with m.If(link.tvalid & ~body):
+        kind = tdata[:KIND_BITS]
+        name = f"rx{slot}"
+        body = Signal(name=f"{name}_body")
+        path = Signal(range(len(rx)), name=f"{name}_path")
+        remaining = Signal(range(cfg.max_beats + 1), name=f"{name}_remaining")
+        sub = Signal(range(most), name=f"{name}_sub")
+        assembly = Signal(max(1, (most - 1) * width), name=f"{name}_assembly")
+        credit_inc = [Signal(range(cfg.rx_depth + 1), name=f"credit_in_{p}") for p in tx]
+        with m.If(link.tvalid & ~body & (kind != IDLE)):
             with m.If(kind == CREDIT):
-                target = link.tdata[KIND_BITS:2 * KIND_BITS]
-                count = link.tdata[2 * KIND_BITS:2 * KIND_BITS + cfg.count_bits]
-                known = Signal(name="rx_credit_known")
-                for i, p in enumerate(cfg.tx_paths):
+                target = tdata[KIND_BITS:2 * KIND_BITS]
+                count = tdata[2 * KIND_BITS:2 * KIND_BITS + cfg.count_bits]
+                known = Signal(name=f"{name}_credit_known")
+                for i, p in enumerate(tx):
                     with m.If(target == PATHS.index(p)):
                         m.d.comb += [credit_inc[i].eq(count), known.eq(1)]
-                m.d.comb += fault.eq(~known | ~link.tlast)
+                m.d.comb += fault.eq(~known | (0 if tlast is None else ~tlast))
             with m.Else():
-                length = link.tdata[KIND_BITS:KIND_BITS + cfg.length_bits]
-                known = Signal(name="rx_header_known")
+                length = tdata[KIND_BITS:KIND_BITS + cfg.length_bits]
+                known = Signal(name=f"{name}_header_known")
                 for j, p in enumerate(rx):
                     with m.If(kind == PATHS.index(p)):
                         m.d.comb += known.eq(1)
                         m.d.sync += path.eq(j)
                 m.d.sync += [remaining.eq(length), sub.eq(0), body.eq(known & (length != 0))]
                 m.d.comb += fault.eq(~known | (length == 0) | (length > cfg.max_beats)
-                                     | link.tlast)
+                                     | (0 if tlast is None else tlast))
         with m.If(link.tvalid & body):
             for j, p in enumerate(rx):
-                fifo = self._rx_fifos[j]
-                top = Cat(assembly[(most - per[j]) * width:], link.tdata) if per[j] > 1 \
-                    else link.tdata
+                fifo = fifos[p]
+                top = Cat(assembly[(most - per[j]) * width:], tdata) if per[j] > 1 else tdata
                 m.d.comb += fifo.w_data.eq(top[:cfg.beat_bits(p)])
                 with m.If((path == j) & (sub == per[j] - 1)):
-                    m.d.comb += [fifo.w_en.eq(1), fault.eq(~fifo.w_rdy |
-                                                           (link.tlast != (remaining == 1)))]
+                    m.d.comb += [fifo.w_en.eq(1), fault.eq(
+                        ~fifo.w_rdy | (0 if tlast is None else tlast != (remaining == 1)))]
                     m.d.sync += [sub.eq(0), remaining.eq(remaining - 1)]
                     with m.If(remaining == 1):
                         m.d.sync += body.eq(0)
                 with m.Elif(path == j):
                     m.d.sync += sub.eq(sub + 1)
-                    m.d.comb += fault.eq(link.tlast)
+                    m.d.comb += fault.eq(0 if tlast is None else tlast)
             if most > 1:
-                m.d.sync += assembly.eq(Cat(assembly[width:], link.tdata))
+                m.d.sync += assembly.eq(Cat(assembly[width:], tdata))
         return credit_inc
 
     # -- transmit side -------------------------------------------------------------------
-    def _transmit(self, m, credit_inc, pending):
+    def _transmit(self, m, slot, tx, rx, fifos, credit_inc, out, held):
+        """Slot ``slot``'s arbiter and serializer of the transmit paths ``tx`` and of the
+        credit return of the receive paths ``rx``, onto ``out`` = (word, valid, last)."""
         cfg = self._cfg
-        link, width = self.link_out, cfg.link_bits
-        tx, rx = cfg.tx_paths, cfg.rx_paths
+        width = cfg.slot_bits
+        ready = self.link_out.tready
+        word_out, valid_out, last_out = out
         per = [cfg.words_per_beat(p) for p in tx]
-        fifos, credits = [], []
-        state = Signal(range(3), name="tx_state")        # 0 idle, 1 header, 2 payload
-        grant = Signal(range(len(tx)), name="tx_grant")
-        remaining = Signal(range(cfg.max_beats + 1), name="tx_remaining")
-        sub = Signal(range(max(per)), name="tx_sub")
-        word = Signal(width, name="tx_header")
-        credit_flit = Signal(name="tx_credit_flit")
-        last_source = Signal(range(len(tx) + 1), init=len(tx), name="tx_last_source")
-        last_credit = Signal(range(len(rx)), init=len(rx) - 1, name="tx_last_credit")
+        name = f"tx{slot}"
+        state = Signal(range(3), name=f"{name}_state")        # 0 idle, 1 header, 2 payload
+        grant = Signal(range(len(tx)), name=f"{name}_grant")
+        remaining = Signal(range(cfg.max_beats + 1), name=f"{name}_remaining")
+        sub = Signal(range(max(per)), name=f"{name}_sub")
+        word = Signal(width, name=f"{name}_header")
+        credit_flit = Signal(name=f"{name}_credit_flit")
+        last_source = Signal(range(len(tx) + 1), init=len(tx), name=f"{name}_last_source")
+        last_credit = Signal(range(len(rx)), init=len(rx) - 1, name=f"{name}_last_credit")
         pop = [Signal(name=f"tx_pop_{p}") for p in tx]
+        credits = [Signal(range(cfg.rx_depth + 1), init=cfg.rx_depth, name=f"credit_{p}")
+                   for p in tx]
+        pending = []
+        for path in rx:
+            fifo, port = fifos[path], getattr(self, f"rx_{path}")
+            count = Signal(range(cfg.rx_depth + 1), name=f"pending_{path}")
+            returned = Signal(range(cfg.rx_depth + 1), name=f"returned_{path}")
+            m.d.sync += count.eq(count + (fifo.r_rdy & port.ready) - returned)
+            pending.append((count, returned))
         for i, path in enumerate(tx):
-            fifo = m.submodules[f"tx_fifo_{path}"] = SyncFIFOBuffered(
-                width=cfg.beat_bits(path), depth=cfg.tx_depth)
-            port = getattr(self, f"tx_{path}")
-            m.d.comb += [fifo.w_data.eq(port.payload), fifo.w_en.eq(port.valid),
-                         port.ready.eq(fifo.w_rdy), fifo.r_en.eq(pop[i])]
-            fifos.append(fifo)
-            credits.append(Signal(range(cfg.rx_depth + 1), init=cfg.rx_depth,
-                                  name=f"credit_{path}"))
+            m.d.comb += fifos[path].r_en.eq(pop[i])
 
-        # The payload word of the granted path.
-        accepted = link.tvalid & link.tready
-        last_word = Signal(name="tx_last_word")
-        m.d.comb += link.tkeep.eq(-1)
+        # The word of the current header / credit flit or of the granted path's beat.
+        accepted = valid_out & ready
+        last_word = Signal(name=f"{name}_last_word")
         with m.Switch(state):
             with m.Case(1):
-                m.d.comb += [link.tdata.eq(word), link.tvalid.eq(1),
-                             link.tlast.eq(credit_flit)]
+                m.d.comb += [word_out.eq(word), valid_out.eq(1), last_out.eq(credit_flit)]
             with m.Case(2):
-                for i in range(len(tx)):
+                for i, path in enumerate(tx):
                     with m.If(grant == i):
-                        padded = Cat(fifos[i].r_data, Const(0, per[i] * width
-                                                            - cfg.beat_bits(tx[i])))
-                        m.d.comb += [link.tdata.eq(padded.word_select(sub, width)
-                                                   if per[i] > 1 else padded),
-                                     link.tvalid.eq(fifos[i].r_rdy)]
+                        fifo = fifos[path]
+                        padded = Cat(fifo.r_data, Const(0, per[i] * width - cfg.beat_bits(path)))
                         end = sub == per[i] - 1
-                        m.d.comb += [pop[i].eq(accepted & end),
+                        m.d.comb += [word_out.eq(padded.word_select(sub, width)
+                                                 if per[i] > 1 else padded),
+                                     valid_out.eq(fifo.r_rdy), pop[i].eq(accepted & end),
                                      last_word.eq(end & (remaining == 1)),
-                                     link.tlast.eq(end & (remaining == 1))]
+                                     last_out.eq(end & (remaining == 1))]
                 with m.If(accepted):
                     m.d.sync += sub.eq(Mux(Cat(*pop).any(), 0, sub + 1))
                     with m.If(Cat(*pop).any()):
                         m.d.sync += remaining.eq(remaining - 1)
 
-        # The next grant: when idle, or as the current header (credit flit) or packet ends.
-        free = (state == 0) | (accepted & (((state == 1) & credit_flit) | last_word))
+        # The next grant: when idle (and no word held on the wire), or as the current
+        # header (credit flit) or packet ends.
+        free = ((state == 0) & ~held) | (accepted & (((state == 1) & credit_flit) | last_word))
         with m.If(accepted & (state == 1) & ~credit_flit):
             m.d.sync += state.eq(2)
-        level = [Signal(range(cfg.tx_depth + 1), name=f"tx_level_{p}") for p in tx]
         lengths = []
+        level = [Signal(range(cfg.tx_depth + 1), name=f"tx_level_{p}") for p in tx]
         for i, path in enumerate(tx):
-            m.d.comb += level[i].eq(fifos[i].r_level - pop[i])
+            m.d.comb += level[i].eq(fifos[path].r_level - pop[i])
             n = Signal(range(cfg.max_beats + 1), name=f"tx_length_{path}")
             smaller = Mux(level[i] < credits[i], level[i], credits[i])
             m.d.comb += n.eq(Mux(smaller < cfg.max_beats, smaller, cfg.max_beats))
             lengths.append(n)
         eligible = [(level[i] != 0) & (credits[i] != 0) for i in range(len(tx))]
-        eligible.append(Cat(*(p for p, _ in pending)).any())
-        source = Signal(range(len(tx) + 1), name="tx_source")
-        go = _round_robin(m, last_source, eligible, source, "tx")
-        back = Signal(range(len(rx)), name="tx_credit_path")
-        _round_robin(m, last_credit, [p != 0 for p, _ in pending], back, "tx_credit")
+        eligible.append(Cat(*(c for c, _ in pending)).any())
+        source = Signal(range(len(tx) + 1), name=f"{name}_source")
+        go = _round_robin(m, last_source, eligible, source, name) & self.link_up
+        back = Signal(range(len(rx)), name=f"{name}_credit_path")
+        _round_robin(m, last_credit, [c != 0 for c, _ in pending], back, f"{name}_credit")
         decrement = [Signal(range(cfg.max_beats + 1), name=f"credit_dec_{p}") for p in tx]
         with m.If(free):
-            m.d.sync += state.eq(Mux(go & self.link_up, 1, 0))
-            with m.If(go & self.link_up):
+            m.d.sync += state.eq(Mux(go, 1, 0))
+            with m.If(go):
                 m.d.sync += [last_source.eq(source), sub.eq(0)]
                 for i, path in enumerate(tx):
                     with m.If(source == i):

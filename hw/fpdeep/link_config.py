@@ -53,8 +53,8 @@ import math
 from .config import FpConfig
 from .pg import lgb_bits
 
-__all__ = ["PATHS", "FORWARD", "BACKWARD", "SIDES", "CREDIT", "LANE_BITS", "LinkConfig",
-           "lanes_for"]
+__all__ = ["PATHS", "FORWARD", "BACKWARD", "SIDES", "CREDIT", "IDLE", "LANE_BITS",
+           "LinkConfig", "lanes_for"]
 
 #: The six datapaths in code order (code = datapath number − 1).
 PATHS = ("act", "partial", "delta", "error", "param", "grad")
@@ -65,6 +65,8 @@ BACKWARD = ("delta", "error", "grad")
 SIDES = ("down", "up")
 #: ``kind`` of a credit flit.
 CREDIT = 7
+#: ``kind`` of an idle slot word (a link word where another slot has a flit).
+IDLE = 6
 #: Bits of ``kind`` and of a credit flit's path field.
 KIND_BITS = 3
 #: One Aurora 64B/66B lane's user word.
@@ -104,6 +106,11 @@ class LinkConfig:
         sender's initial credit: both ends of a link must agree on it).
     max_beats : int
         Longest packet, in beats.
+    slots : int
+        Slots the link word is striped into, 1 to 3: slot ``s`` carries the paths of
+        index ``s, s + slots, ...`` in ``tx_paths`` (and ``rx_paths``), their credits and
+        flits, ``link_bits / slots`` bits wide, independently of the other slots (an idle
+        slot sends :data:`IDLE`).
     """
 
     side: str
@@ -115,18 +122,22 @@ class LinkConfig:
     tx_depth: int = 16
     rx_depth: int = 16
     max_beats: int = 16
+    slots: int = 1
 
     def __post_init__(self):
         if self.side not in SIDES:
             raise ValueError(f"side must be one of 'down', 'up', not {self.side!r}")
         for name in ("p", "word_bits", "partial_bits", "grad_bits", "link_bits", "tx_depth",
-                     "rx_depth", "max_beats"):
+                     "rx_depth", "max_beats", "slots"):
             _check_int(name, getattr(self, name), 1)
         if self.link_bits % LANE_BITS:
             raise ValueError(f"link_bits must be a positive multiple of {LANE_BITS} (Aurora "
                              f"lanes), not {self.link_bits}")
-        if self.header_bits > self.link_bits:
-            raise ValueError(f"link_bits ({self.link_bits}) must hold a header of "
+        if self.slots > len(FORWARD) or (self.link_bits // LANE_BITS) % self.slots:
+            raise ValueError(f"slots must be 1, 2 or 3 and divide the link's "
+                             f"{self.link_bits // LANE_BITS} lanes, not {self.slots}")
+        if self.header_bits > self.slot_bits:
+            raise ValueError(f"a slot of {self.slot_bits} bits must hold a header of "
                              f"{self.header_bits} bits")
 
     @classmethod
@@ -160,14 +171,23 @@ class LinkConfig:
     def beat_bits(self, path):
         return self.p * self.bits(path)
 
+    @property
+    def slot_bits(self):
+        return self.link_bits // self.slots
+
+    def slot(self, path):
+        """The slot of ``path``."""
+        paths = self.tx_paths if path in self.tx_paths else self.rx_paths
+        return paths.index(path) % self.slots
+
     def words_per_beat(self, path):
-        """Link words a beat of ``path`` takes."""
-        return -(-self.beat_bits(path) // self.link_bits)
+        """Slot words (link words without slots) a beat of ``path`` takes."""
+        return -(-self.beat_bits(path) // self.slot_bits)
 
     def efficiency(self, path):
-        """Payload bits per link bit of a full packet of ``path``."""
+        """Payload bits per bit of its slot of a full packet of ``path``."""
         return (self.max_beats * self.beat_bits(path)
-                / ((1 + self.max_beats * self.words_per_beat(path)) * self.link_bits))
+                / ((1 + self.max_beats * self.words_per_beat(path)) * self.slot_bits))
 
     # -- flit fields -------------------------------------------------------------------
     @property
@@ -184,9 +204,10 @@ class LinkConfig:
         return max(KIND_BITS + self.length_bits, 2 * KIND_BITS + self.count_bits)
 
     def packet_words(self, path, beats):
-        """Link words of a packet of ``beats`` beats (header included)."""
+        """Slot words of a packet of ``beats`` beats (header included)."""
         return 1 + beats * self.words_per_beat(path)
 
     def transfer_words(self, path, beats):
-        """Link words of ``beats`` beats sent as full packets (the saturated link)."""
+        """Slot words (link cycles, the path alone in its slot) of ``beats`` beats sent
+        as full packets (the saturated link)."""
         return -(-beats // self.max_beats) + beats * self.words_per_beat(path)

@@ -59,10 +59,11 @@ def random_traffic(cfg, beats, rng):
 
 
 def _model_cycles(cfg, traffic):
-    """Wire cycles of the heavier direction with full packets (no pauses)."""
+    """Wire cycles of the heaviest direction and slot with full packets (no pauses)."""
     down = cfg if cfg.side == "down" else cfg.partner()
-    return max(sum(c.transfer_words(p, len(traffic[p])) for p in c.tx_paths)
-               for c in (down, down.partner()))
+    return max(sum(c.transfer_words(p, len(traffic[p])) for p in c.tx_paths
+                   if c.slot(p) == slot) for c in (down, down.partner())
+               for slot in range(c.slots))
 
 
 def run(cfg, traffic, pattern, *, seed=0, limit=4, stuck=()):
@@ -155,7 +156,8 @@ def preloaded_flits(cfg, traffic, *, timeout=100000):
     mod, other = (pair.a, pair.b) if cfg.side == "down" else (pair.b, pair.a)
     out = mod.link_out
     words, cycles = [], []
-    total = sum(cfg.transfer_words(p, len(traffic.get(p, ()))) for p in cfg.tx_paths)
+    total = max(sum(cfg.transfer_words(p, len(traffic.get(p, ()))) for p in cfg.tx_paths
+                    if cfg.slot(p) == slot) for slot in range(cfg.slots))
 
     async def bench(ctx):
         for path in cfg.rx_paths:

@@ -38,11 +38,23 @@ def test_flits_of_one_packet():
                                                         (7, 0), (5, 1)]
 
 
-@pytest.mark.parametrize("seed", range(4))
+def test_slots_side_by_side_with_idle_words():
+    cfg = LinkConfig("down", 2, 16, 48, 48, link_bits=192, slots=3, max_beats=4)
+    idle = 6
+    words = flits(cfg, {"act": [1], "param": [2, 3]})
+    assert words == [
+        (header(cfg, "act", 1) | idle << 64 | header(cfg, "param", 2) << 128, 1),
+        (1 | idle << 64 | 2 << 128, 1),
+        (idle | idle << 64 | 3 << 128, 1)]
+
+
+@pytest.mark.parametrize("seed", range(6))
 def test_decode_inverts_flits(seed):
     rng = random.Random(seed)
+    slots = rng.randint(1, 3)
     cfg = LinkConfig(rng.choice(("down", "up")), rng.randint(1, 6), 16, 48, rng.randint(20, 60),
-                     link_bits=64 * rng.randint(1, 3), max_beats=rng.randint(1, 9))
+                     link_bits=64 * slots * rng.randint(1, 2), max_beats=rng.randint(1, 9),
+                     slots=slots)
     traffic = {p: [rng.getrandbits(cfg.beat_bits(p)) for _ in range(rng.randint(0, 30))]
                for p in cfg.tx_paths}
     beats, credits = decode(cfg.partner(), flits(cfg, traffic))

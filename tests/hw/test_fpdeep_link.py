@@ -25,6 +25,12 @@ MIXED = LinkConfig("down", 2, 16, 48, 48, tx_depth=8, rx_depth=8, max_beats=4)
 TIGHT = LinkConfig("up", 5, 16, 48, 40, tx_depth=2, rx_depth=2, max_beats=8)
 #: fp32, P = 3 on a 128-bit link: one 96-bit beat per word.
 WIDE = LinkConfig("down", 3, 32, 32, 32, link_bits=128, tx_depth=3, rx_depth=5, max_beats=3)
+#: Three 64-bit slots, a path each: 1- and 2-word beats side by side.
+SLOTS3 = LinkConfig("down", 2, 16, 48, 48, link_bits=192, slots=3, tx_depth=4, rx_depth=4,
+                    max_beats=4)
+#: Two 128-bit slots (act and param share slot 0 on the up side's partner).
+SLOTS2 = LinkConfig("up", 3, 32, 32, 32, link_bits=256, slots=2, tx_depth=2, rx_depth=3,
+                    max_beats=5)
 
 
 def _traffic(cfg, seed):
@@ -41,8 +47,9 @@ def test_every_pattern_delivers_every_path_in_order(pattern):
                                           MIXED.tx_paths)
 
 
-@pytest.mark.parametrize("cfg,pattern,seed", [(TIGHT, "random", 3), (TIGHT, "bursty", 4),
-                                              (WIDE, "cycle", 5), (WIDE, "random", 6)])
+@pytest.mark.parametrize("cfg,pattern,seed", [
+    (TIGHT, "random", 3), (TIGHT, "bursty", 4), (WIDE, "cycle", 5), (WIDE, "random", 6),
+    (SLOTS3, "random", 7), (SLOTS3, "bursty", 8), (SLOTS2, "cycle", 9), (SLOTS2, "random", 10)])
 def test_other_shapes_and_tight_credits(cfg, pattern, seed):
     report = run(cfg, _traffic(cfg, seed), pattern, seed=seed)
     assert report["bit_exact"], report
@@ -59,8 +66,11 @@ def test_a_stuck_consumer_holds_only_its_own_path():
 
 
 @pytest.mark.parametrize("cfg", [
-    MIXED, dataclasses.replace(TIGHT.partner(), tx_depth=8, rx_depth=8, max_beats=3)])
+    MIXED, dataclasses.replace(TIGHT.partner(), tx_depth=8, rx_depth=8, max_beats=3),
+    dataclasses.replace(SLOTS3, tx_depth=8, rx_depth=8),
+    dataclasses.replace(SLOTS2.partner(), tx_depth=8, rx_depth=8)])
 def test_wire_words_are_the_golden_flits(cfg):
+    # Credits to spare (rx_depth >= beats): the golden case.
     rng = random.Random(11)
     traffic = {p: [rng.getrandbits(cfg.beat_bits(p)) for _ in range(n)]
                for p, n in zip(cfg.tx_paths, (7, 2, 5))}
@@ -105,7 +115,11 @@ def test_config_from_fp_and_lanes():
     (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=96), ValueError,
      "link_bits must be a positive multiple of 64 (Aurora lanes), not 96"),
     (lambda: LinkConfig("down", 2, 16, 48, 48, max_beats=1 << 62), ValueError,
-     "link_bits (64) must hold a header of 66 bits"),
+     "a slot of 64 bits must hold a header of 66 bits"),
+    (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=128, slots=3), ValueError,
+     "slots must be 1, 2 or 3 and divide the link's 2 lanes, not 3"),
+    (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=256, slots=4), ValueError,
+     "slots must be 1, 2 or 3 and divide the link's 4 lanes, not 4"),
     (lambda: LinkConfig.from_fp(None, "down"), TypeError, "fp must be an FpConfig, not None"),
     (lambda: lanes_for(0), ValueError, "gbps must be a positive number, not 0"),
 ])
@@ -118,14 +132,27 @@ def test_module_is_a_component():
     assert isinstance(LinkModule(WIDE), wiring.Component)
 
 
+def test_slots_run_side_by_side():
+    """Three paths in three slots: the preloaded transfer takes the longest slot's words,
+    not the sum (the paths no longer share one word per cycle)."""
+    cfg = dataclasses.replace(SLOTS3, tx_depth=16, rx_depth=16)
+    rng = random.Random(12)
+    traffic = {p: [rng.getrandbits(cfg.beat_bits(p)) for _ in range(12)] for p in cfg.tx_paths}
+    words, cycles = preloaded_flits(cfg, traffic)
+    longest = max(cfg.transfer_words(p, 12) for p in cfg.tx_paths)
+    assert len(words) == longest == cfg.transfer_words("partial", 12) == 3 + 24
+    assert cycles[-1] - cycles[0] + 1 == longest
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_paper_size_link(pattern):
-    """The paper's node: fp32, P = 8, a 150 Gb/s link (12 lanes, 768 bits), FIFOs of 64
-    beats, packets of 32, 200 beats per path."""
+    """The paper's node: fp32, P = 8, a 150 Gb/s link (12 lanes, 768 bits) in three
+    256-bit slots (a beat per slot word, the three forward paths side by side), FIFOs of
+    64 beats, packets of 32, 200 beats per path."""
     fp = FpConfig("fp32", 3, 1, 1, 14, 64, 64, 8)
-    cfg = LinkConfig.from_fp(fp, "down", link_bits=64 * lanes_for(150), tx_depth=64,
-                             rx_depth=64, max_beats=32)
+    cfg = LinkConfig.from_fp(fp, "down", link_bits=64 * lanes_for(150), slots=3,
+                             tx_depth=64, rx_depth=64, max_beats=32)
     report = run(cfg, random_traffic(cfg, 200, random.Random(21)), pattern, seed=22)
     assert report["bit_exact"], report
 
