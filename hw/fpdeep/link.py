@@ -43,14 +43,17 @@ Decisions ([U] in the spec)
 * ``fault`` (sticky) flags a malformed flit or a receive FIFO overflow (a partner with
   another configuration); it never rises between two modules of one configuration.
 
-Throughput limit (measured, see :func:`nnrtl.sim.tb.fpdeep_link.efficiency`): the wire
-carries one beat per cycle at most (one packet at a time, a beat per link word or more), so
-a direction moves at most ``P · word · f_clk``: fp32, ``P`` = 8 at 200 MHz is 51.2 Gb/s,
-a third of the paper's 150 Gb/s (a 768-bit, 12-lane link carries a 256-bit beat per
-768-bit word: 32 % of its bits). The three paths of a direction together produce up to
-three beats per cycle (153.6 Gb/s at fp32, ``P`` = 8), so the route to the paper's rate is
-to stripe the lanes into slots, each path pinned to a slot with its own flits (per-path
-order kept); not built here.
+Slots and throughput (measured, :func:`nnrtl.sim.tb.fpdeep_link.efficiency`): one slot
+carries one beat per cycle at most (one packet at a time, a beat per slot word or more),
+the rate of one producer. With ``slots`` = 1 all paths share that, so a wide link is
+wasted: fp32, ``P`` = 8 on the paper's 150 Gb/s (12 lanes, 768 bits at 200 MHz) moves
+49.6 Gb/s (32 % of the bits). Striped into 3 slots of 256 bits, a forward path each, the
+same link moves 148.4 Gb/s of payload (96.6 %, headers of 32-beat packets the rest) with
+all three paths busy. Slots are independent flit streams side by side in the link word
+(a slot with nothing to send sends an ``IDLE`` word while another slot sends); a slot
+joins the word only when no word is held on the wire (AXI4-Stream: a presented word does
+not change until taken); without slots ``tlast`` ends each packet, with slots it is high
+on every word (the receiver needs only the header's length).
 
 Latency and throughput: a packet's header leaves the cycle after the grant (the grant is
 made in the cycle the previous packet's last word is taken, so back-to-back packets have

@@ -33,12 +33,17 @@ Flits (decisions, [U] in the spec)
   13.1 GHz / 66 ≈ 198 MHz, i.e. one 64-bit word per cycle of the ≈200 MHz node clock
   (12.8 Gb/s). ``link_bits = 64 · lanes`` bonds lanes: the paper's 150 Gb/s per link and
   direction at 200 MHz is 750 bits per cycle, 12 lanes (:func:`lanes_for`); its 250 Gb/s
-  20 lanes. The fast tests use 64.
-* **Packet** = one header flit (a whole link word: ``kind`` in bits 0-2, the beat count
-  ``length`` in the bits above) and ``length`` beats, each beat ``⌈P · word / link_bits⌉``
-  link words (its bits from the low word up; the last word's spare bits zero). A beat
-  starts a link word: no packing of several beats in one word (a link wider than a beat
-  wastes the rest; :attr:`LinkConfig.efficiency`). ``tlast`` marks a packet's last word.
+  20 lanes. The fast tests use 64 to 256.
+* **Slots**: the link word is striped into ``slots`` (1-3) independent flit streams,
+  each path pinned to one, since a slot moves at most one beat per cycle (the paper's
+  link in fp32, ``P`` = 8: 768 bits in 3 slots of 256, one 256-bit beat per slot word;
+  see :mod:`.link`).
+* **Packet** = one header flit (a whole slot word: ``kind`` in bits 0-2, the beat count
+  ``length`` in the bits above) and ``length`` beats, each beat ``⌈P · word / slot_bits⌉``
+  slot words (its bits from the low word up; the last word's spare bits zero). A beat
+  starts a slot word: no packing of several beats in one word (a slot wider than a beat
+  wastes the rest; :attr:`LinkConfig.efficiency`). Without slots ``tlast`` marks a
+  packet's last word.
 * **Credit flit**: one word, ``kind`` 7, the path's code in bits 3-5 and a beat count
   above: the receiver returns that many beats of its receive FIFO of that path to the
   sender (credit-based flow control per path, initial credit ``rx_depth``).

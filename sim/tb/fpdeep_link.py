@@ -196,15 +196,18 @@ def preloaded_flits(cfg, traffic, *, timeout=100000):
     return words, cycles
 
 
-def efficiency(cfg, path, beats, *, seed=0):
-    """Measure a saturated transfer: ``beats`` random beats of ``path`` preloaded
-    (:func:`preloaded_flits`). Returns ``{"beats", "payload_words", "link_cycles",
-    "words_per_cycle", "bit_efficiency"}``: link cycles from ``link_up`` to the last word,
-    payload words (``beats · P``) per link cycle, payload bits per link bit."""
+def efficiency(cfg, beats, paths=None, *, seed=0):
+    """Measure a saturated transfer: ``beats`` random beats on each of ``paths`` (default
+    all of ``cfg.tx_paths``) preloaded (:func:`preloaded_flits`). Returns ``{"beats",
+    "payload_words", "link_cycles", "words_per_cycle", "bit_efficiency"}``: link cycles
+    from ``link_up`` to the last word, payload words (``beats · P`` per path) per link
+    cycle, payload bits per link bit."""
     rng = random.Random(seed)
-    _, cycles = preloaded_flits(cfg, {path: [rng.getrandbits(cfg.beat_bits(path))
-                                             for _ in range(beats)]})
-    words = beats * cfg.p
-    return {"beats": beats, "payload_words": words, "link_cycles": cycles[-1],
+    paths = cfg.tx_paths if paths is None else tuple(paths)
+    _, cycles = preloaded_flits(cfg, {p: [rng.getrandbits(cfg.beat_bits(p))
+                                          for _ in range(beats)] for p in paths})
+    words = beats * cfg.p * len(paths)
+    bits = beats * sum(cfg.beat_bits(p) for p in paths)
+    return {"beats": beats * len(paths), "payload_words": words, "link_cycles": cycles[-1],
             "words_per_cycle": words / cycles[-1],
-            "bit_efficiency": words * cfg.bits(path) / (cycles[-1] * cfg.link_bits)}
+            "bit_efficiency": bits / (cycles[-1] * cfg.link_bits)}

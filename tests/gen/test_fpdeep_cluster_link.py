@@ -11,6 +11,9 @@ from nnrtl.sim.tb.fpdeep_link import efficiency
 
 #: fixed16, P = 2: 1-word activation beats, 2-word partial beats on a 64-bit link.
 CFG = LinkConfig("down", 2, 16, 48, 48, tx_depth=128, rx_depth=128, max_beats=16)
+#: The same paths in three 64-bit slots of a 192-bit link: a slot word per cycle.
+SLOTS = LinkConfig("down", 2, 16, 48, 48, link_bits=192, slots=3, tx_depth=128,
+                   rx_depth=128, max_beats=16)
 
 
 def _model_cycles(cfg, path, beats):
@@ -20,13 +23,14 @@ def _model_cycles(cfg, path, beats):
     return float(arrival[0]), link
 
 
-@pytest.mark.parametrize("path,beats", [("act", 96), ("partial", 70)])
-def test_model_matches_rtl_cycles(path, beats):
-    rtl = efficiency(CFG, path, beats)
-    model, link = _model_cycles(CFG, path, beats)
+@pytest.mark.parametrize("cfg,path,beats", [(CFG, "act", 96), (CFG, "partial", 70),
+                                             (SLOTS, "partial", 80)])
+def test_model_matches_rtl_cycles(cfg, path, beats):
+    rtl = efficiency(cfg, beats, (path,))
+    model, link = _model_cycles(cfg, path, beats)
     assert abs(model - rtl["link_cycles"]) <= 0.02 * rtl["link_cycles"], (model, rtl)
     assert link.stats.busy == pytest.approx(model)
-    assert link.stats.words == beats * CFG.p
+    assert link.stats.words == beats * cfg.p
 
 
 def test_framing_counts_headers_and_words_per_beat():
