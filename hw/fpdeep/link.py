@@ -142,18 +142,16 @@ class LinkModule(wiring.Component):
         cfg = self._cfg
         faults = []
         fifos = {}
-        for path in cfg.tx_paths:
-            fifo = fifos[path] = m.submodules[f"tx_fifo_{path}"] = SyncFIFOBuffered(
-                width=cfg.beat_bits(path), depth=cfg.tx_depth)
-            port = getattr(self, f"tx_{path}")
-            m.d.comb += [fifo.w_data.eq(port.payload), fifo.w_en.eq(port.valid),
-                         port.ready.eq(fifo.w_rdy)]
-        for path in cfg.rx_paths:
-            fifo = fifos[path] = m.submodules[f"rx_fifo_{path}"] = SyncFIFOBuffered(
-                width=cfg.beat_bits(path), depth=cfg.rx_depth)
-            port = getattr(self, f"rx_{path}")
-            m.d.comb += [port.payload.eq(fifo.r_data), port.valid.eq(fifo.r_rdy),
-                         fifo.r_en.eq(port.ready)]
+        for side, paths, depth in (("tx", cfg.tx_paths, cfg.tx_depth),
+                                   ("rx", cfg.rx_paths, cfg.rx_depth)):
+            for path in paths:     # a tx port fills its FIFO, an rx port drains its FIFO
+                fifo = fifos[path] = m.submodules[f"{side}_fifo_{path}"] = SyncFIFOBuffered(
+                    width=cfg.beat_bits(path), depth=depth)
+                port, inner = getattr(self, f"{side}_{path}"), (
+                    fifo.w_stream if side == "tx" else fifo.r_stream)
+                source, sink = (port, inner) if side == "tx" else (inner, port)
+                m.d.comb += [sink.payload.eq(source.payload), sink.valid.eq(source.valid),
+                             source.ready.eq(sink.ready)]
         width = cfg.slot_bits
         words, valids, lasts = [], [], []
         m.d.comb += self.link_in.tready.eq(1)
