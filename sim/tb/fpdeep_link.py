@@ -18,13 +18,21 @@ the efficiency / cycle measurement.
 
 import random
 
+import cocotb
 from amaranth.hdl import Elaboratable, Module, Signal, Value
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
+from cocotb.triggers import RisingEdge
 
-from nnrtl.hw.fpdeep.link import LinkModule
+from nnrtl.hw.fpdeep.link import LinkModule, beat_layout
+from nnrtl.hw.fpdeep.link_config import LinkConfig
 from nnrtl.sim.patterns import PATTERNS, cycle_budget, pause_pattern
+from nnrtl.sim.tb.common import report as hand_back, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.fpdeep_fp import _Sink, _Source
 
-__all__ = ["LinkPair", "random_traffic", "run", "preloaded_flits", "efficiency", "PATTERNS"]
+__all__ = ["LinkPair", "LinkPairTop", "random_traffic", "run", "preloaded_flits",
+           "efficiency", "PATTERNS"]
 
 
 class LinkPair(Elaboratable):
@@ -211,3 +219,86 @@ def efficiency(cfg, beats, paths=None, *, seed=0):
     return {"beats": beats * len(paths), "payload_words": words, "link_cycles": cycles[-1],
             "words_per_cycle": words / cycles[-1],
             "bit_efficiency": bits / (cycles[-1] * cfg.link_bits)}
+
+
+# -- Verilator (cocotb) ------------------------------------------------------------------
+
+class LinkPairTop(wiring.Component):
+    """:class:`LinkPair` as a component for Verilator: ``a_tx_<path>``/``b_rx_<path>``
+    (forward paths), ``b_tx_<path>``/``a_rx_<path>`` (backward), ``pause_ab``,
+    ``pause_ba``, ``link_up`` and ``fault`` (either module's)."""
+
+    def __init__(self, cfg):
+        self._pair = LinkPair(cfg)
+        self._cfg = self._pair.a.config
+        ports = {"pause_ab": In(1), "pause_ba": In(1), "link_up": In(1), "fault": Out(1)}
+        for name, c in (("a", self._cfg), ("b", self._cfg.partner())):
+            ports.update({f"{name}_tx_{p}": In(stream.Signature(beat_layout(c, p)))
+                          for p in c.tx_paths})
+            ports.update({f"{name}_rx_{p}": Out(stream.Signature(beat_layout(c, p)))
+                          for p in c.rx_paths})
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        pair = m.submodules.pair = self._pair
+        m.d.comb += [pair.pause_ab.eq(self.pause_ab), pair.pause_ba.eq(self.pause_ba),
+                     pair.a.link_up.eq(self.link_up), pair.b.link_up.eq(self.link_up),
+                     self.fault.eq(pair.a.fault | pair.b.fault)]
+        for name, mod in (("a", pair.a), ("b", pair.b)):
+            for p in mod.config.tx_paths:
+                wiring.connect(m, wiring.flipped(getattr(self, f"{name}_tx_{p}")),
+                               getattr(mod, f"tx_{p}"))
+            for p in mod.config.rx_paths:
+                wiring.connect(m, getattr(mod, f"rx_{p}"),
+                               wiring.flipped(getattr(self, f"{name}_rx_{p}")))
+        return m
+
+
+@cocotb.test()
+async def link_pair_delivers(dut):
+    """Per pattern of ``params["patterns"]``: ``params["beats"]`` random beats on each of the
+    six paths of the ``params["cfg"]`` pair, the pattern on both channels, every source and
+    every sink; reported per pattern ``beats``, ``cycles``, ``budget``, ``mismatches``."""
+    params = tb_params()
+    cfg = LinkConfig(**params["cfg"])
+    down = cfg if cfg.side == "down" else cfg.partner()
+    rng = random.Random(params["seed"])
+    await start_clock_and_reset(dut)
+    dut.link_up.value = 1
+    edge = RisingEdge(dut.clk)
+    results, exact = {}, True
+    for kind in params["patterns"]:
+        traffic = random_traffic(down, params["beats"], rng)
+        ends = [(f"a_tx_{p}", f"b_rx_{p}", p) for p in down.tx_paths] + \
+               [(f"b_tx_{p}", f"a_rx_{p}", p) for p in down.rx_paths]
+        sources = [_Source(dut, tx, traffic[p], kind, rng) for tx, _, p in ends]
+        sinks = [_Sink(dut, rx, len(traffic[p]), kind, rng) for _, rx, p in ends]
+        channels = [pause_pattern(kind, random.Random(rng.random())) for _ in range(2)]
+        budget = cycle_budget(_model_cycles(down, traffic), output_beats=sum(
+            map(len, traffic.values())), patterns=(kind,))
+        cycles = 0
+        while any(len(k.got) < k.count for k in sinks):
+            dut.pause_ab.value, dut.pause_ba.value = next(channels[0]), next(channels[1])
+            for unit in sources + sinks:
+                unit.drive()
+            await edge
+            cycles += 1
+            for unit in sources + sinks:
+                unit.sample()
+            if cycles >= budget:
+                break
+        wrong = [f"{p}: beat {n} is {g:#x}, expected {w:#x}"
+                 for (_, _, p), sink in zip(ends, sinks)
+                 for n, (g, w) in enumerate(zip(sink.got, traffic[p])) if g != w][:4]
+        short = [f"{p}: {len(k.got)} of {k.count} beats in the budget of {budget} cycles"
+                 for (_, _, p), k in zip(ends, sinks) if len(k.got) < k.count]
+        fault = bool(dut.fault.value)
+        exact = exact and not wrong and not short and not fault
+        results[kind] = {"beats": sum(len(k.got) for k in sinks), "cycles": cycles,
+                         "budget": budget, "mismatches": wrong + short, "fault": fault}
+        for source in sources:
+            source.valid.value = 0
+        for sink in sinks:
+            sink.ready.value = 0
+    hand_back({"bit_exact": exact, "patterns": results})

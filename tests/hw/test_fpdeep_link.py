@@ -2,12 +2,11 @@
 """The FPDeep neighbour link (nnrtl.hw.fpdeep.link) in the Amaranth simulator: two modules back
 to back carrying random traffic on the six paths under every backpressure pattern on the
 physical links and on the consumers, delivery per path exact and in order; credits (a stuck
-consumer holds only its own path); the words on the wire equal to the golden flits; the
-configuration's errors."""
+consumer holds only its own path); the words on the wire equal to the golden flits; slots side
+by side; the component's parameter check."""
 
 import dataclasses
 import random
-import re
 
 import pytest
 from amaranth.lib import wiring
@@ -92,40 +91,9 @@ def test_ports_follow_the_side():
         "tx_delta", "tx_error", "tx_grad"}
 
 
-def test_config_from_fp_and_lanes():
-    fp = FpConfig("fixed16", 3, 1, 1, 8, 4, 6, 3)
-    cfg = LinkConfig.from_fp(fp, "down")
-    # Gradients: PG's LGB words, 32 + ⌈log2(64 pixels)⌉ bits for one sample.
-    assert (cfg.p, cfg.word_bits, cfg.partial_bits, cfg.grad_bits) == (3, 16, 48, 38)
-    assert cfg.words_per_beat("act") == 1 and cfg.words_per_beat("partial") == 3
-    assert cfg.transfer_words("partial", 33) == 3 + 99
-    # The paper's links at 200 MHz: 150 Gb/s is 12 Aurora lanes, 250 Gb/s 20.
-    assert (lanes_for(150), lanes_for(250)) == (12, 20)
-
-
-@pytest.mark.parametrize("call,error,message", [
-    (lambda: LinkModule(3), TypeError, "config must be a LinkConfig, not 3"),
-    (lambda: LinkConfig("left", 2, 16, 48, 48), ValueError,
-     "side must be one of 'down', 'up', not 'left'"),
-    (lambda: LinkConfig("down", 0, 16, 48, 48), ValueError,
-     "p must be an integer of at least 1, not 0"),
-    (lambda: LinkConfig("down", "2", 16, 48, 48), TypeError, "p must be an integer, not '2'"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, rx_depth=-3), ValueError,
-     "rx_depth must be an integer of at least 1, not -3"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=96), ValueError,
-     "link_bits must be a positive multiple of 64 (Aurora lanes), not 96"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, max_beats=1 << 62), ValueError,
-     "a slot of 64 bits must hold a header of 66 bits"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=128, slots=3), ValueError,
-     "slots must be 1, 2 or 3 and divide the link's 2 lanes, not 3"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=256, slots=4), ValueError,
-     "slots must be 1, 2 or 3 and divide the link's 4 lanes, not 4"),
-    (lambda: LinkConfig.from_fp(None, "down"), TypeError, "fp must be an FpConfig, not None"),
-    (lambda: lanes_for(0), ValueError, "gbps must be a positive number, not 0"),
-])
-def test_errors(call, error, message):
-    with pytest.raises(error, match=f"^{re.escape(message)}$"):
-        call()
+def test_config_must_be_a_link_config():
+    with pytest.raises(TypeError, match=r"^config must be a LinkConfig, not 3$"):
+        LinkModule(3)
 
 
 def test_module_is_a_component():
