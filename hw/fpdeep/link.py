@@ -153,10 +153,11 @@ class LinkModule(wiring.Component):
                 m.d.comb += [sink.payload.eq(source.payload), sink.valid.eq(source.valid),
                              source.ready.eq(sink.ready)]
         width = cfg.slot_bits
-        words, valids, lasts = [], [], []
+        words, valids, lasts, gaps = [], [], [], []
         m.d.comb += self.link_in.tready.eq(1)
         # A slot may start presenting a word only if no word is held on the wire.
         held = self.link_out.tvalid & ~self.link_out.tready
+        taken = self.link_out.tvalid & self.link_out.tready
         for slot in range(cfg.slots):
             tx = [p for p in cfg.tx_paths if cfg.slot(p) == slot]
             rx = [p for p in cfg.rx_paths if cfg.slot(p) == slot]
@@ -164,14 +165,20 @@ class LinkModule(wiring.Component):
             faults.append(fault)
             incoming = self.link_in.tdata[slot * width:(slot + 1) * width]
             credit_inc = self._receive(m, slot, rx, tx, fifos, incoming, fault)
-            word, valid, last = Signal(width, name=f"tx_word{slot}"), \
-                Signal(name=f"tx_valid{slot}"), Signal(name=f"tx_last{slot}")
-            self._transmit(m, slot, tx, rx, fifos, credit_inc, (word, valid, last), held)
+            word, valid, last, gap = Signal(width, name=f"tx_word{slot}"), \
+                Signal(name=f"tx_valid{slot}"), Signal(name=f"tx_last{slot}"), \
+                Signal(name=f"tx_gap{slot}")
+            self._transmit(m, slot, tx, rx, fifos, credit_inc, (word, valid, last, gap),
+                           held, taken)
             words.append(Mux(valid, word, IDLE))
             valids.append(valid)
             lasts.append(last)
+            gaps.append(gap)
+        # No word while a slot is inside a packet without its next word (an IDLE there
+        # would be read as payload); the FIFO holds the packet, so this never lasts.
         m.d.comb += [self.link_out.tdata.eq(Cat(*words)), self.link_out.tvalid.eq(
-            Cat(*valids).any()), self.link_out.tlast.eq(lasts[0] if cfg.slots == 1 else 1),
+            Cat(*valids).any() & ~Cat(*gaps).any()),
+            self.link_out.tlast.eq(lasts[0] if cfg.slots == 1 else 1),
             self.link_out.tkeep.eq(-1)]
         m.d.sync += self.fault.eq(self.fault | Cat(*faults).any())
         return m
@@ -232,13 +239,13 @@ class LinkModule(wiring.Component):
         return credit_inc
 
     # -- transmit side -------------------------------------------------------------------
-    def _transmit(self, m, slot, tx, rx, fifos, credit_inc, out, held):
+    def _transmit(self, m, slot, tx, rx, fifos, credit_inc, out, held, taken):
         """Slot ``slot``'s arbiter and serializer of the transmit paths ``tx`` and of the
-        credit return of the receive paths ``rx``, onto ``out`` = (word, valid, last)."""
+        credit return of the receive paths ``rx``, onto ``out`` = (word, valid, last, gap:
+        inside a packet without a word); ``taken``: the link word is taken."""
         cfg = self._cfg
         width = cfg.slot_bits
-        ready = self.link_out.tready
-        word_out, valid_out, last_out = out
+        word_out, valid_out, last_out, gap_out = out
         per = [cfg.words_per_beat(p) for p in tx]
         name = f"tx{slot}"
         state = Signal(range(3), name=f"{name}_state")        # 0 idle, 1 header, 2 payload
@@ -263,7 +270,7 @@ class LinkModule(wiring.Component):
             m.d.comb += fifos[path].r_en.eq(pop[i])
 
         # The word of the current header / credit flit or of the granted path's beat.
-        accepted = valid_out & ready
+        accepted = valid_out & taken
         last_word = Signal(name=f"{name}_last_word")
         with m.Switch(state):
             with m.Case(1):
@@ -276,7 +283,8 @@ class LinkModule(wiring.Component):
                         end = sub == per[i] - 1
                         m.d.comb += [word_out.eq(padded.word_select(sub, width)
                                                  if per[i] > 1 else padded),
-                                     valid_out.eq(fifo.r_rdy), pop[i].eq(accepted & end),
+                                     valid_out.eq(fifo.r_rdy), gap_out.eq(~fifo.r_rdy),
+                                     pop[i].eq(accepted & end),
                                      last_word.eq(end & (remaining == 1)),
                                      last_out.eq(end & (remaining == 1))]
                 with m.If(accepted):
