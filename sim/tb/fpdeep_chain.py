@@ -17,6 +17,22 @@ beats against the golden model chained node by node
 (:func:`nnrtl.sim.golden.fpdeep.fp.fp_module` with each node's partials as the next
 node's ``partial_in``). Reported, never raised: ``bit_exact``, ``mismatches``,
 ``cycles``, ``link_words`` per boundary, ``fault``, ``timed_out``.
+
+Plan for the 3-node training test (when the node top lands)
+------------------------------------------------------------
+1. :class:`ChainTop` takes node tops instead of FP modules: node ``m``'s ``"down"`` link
+   module's ``link_out``/``link_in`` to node ``m + 1``'s ``"up"`` one through the same
+   pausable channels (:class:`~nnrtl.sim.tb.fpdeep_link.LinkPair`'s wiring), the host's
+   image into node 1 and the loss / δ out of node N as the only bench streams; the
+   partial adapter here (``last`` regenerated from ``out_beats``) moves into the node top.
+2. Under Verilator: one top with the ``K`` node instances and the channel pause inputs
+   (a component like :class:`~nnrtl.sim.tb.fpdeep_link.LinkPairTop`), the cocotb bench
+   driving the patterns on every channel; ``K`` separately compiled models joined by a
+   Python bridge would cost a process per node for nothing the single top cannot show.
+3. Checks: the weights after a mini-batch against the golden chain (per node, the spec
+   §3.8 stale-weight rule) and PyTorch's SGD within the documented bound; the words per
+   boundary and the cycles per sample against the cluster simulator with
+   :class:`~nnrtl.gen.fpdeep.cluster_link.LinkFraming` (the 2% criterion).
 """
 
 import random
