@@ -6,8 +6,9 @@ of each side and the widths are :mod:`.link_config`'s.
 
 Outgoing: each transmit path ``tx_<name>`` (a ``stream.Signature`` of ``P`` words) fills a
 FIFO of ``tx_depth`` beats; a round-robin arbiter over the paths and the credit-return
-source grants one packet (a header flit, then ``min(waiting, credits, max_beats)`` beats of
-``⌈P · word / link_bits⌉`` words each) or one credit flit at a time onto ``link_out``.
+source of each slot grants one packet (a header flit, then ``min(waiting, credits,
+max_beats)`` beats of ``⌈P · word / slot_bits⌉`` words each) or one credit flit at a time
+onto the slot's part of ``link_out`` (one slot, the whole word, by default).
 Incoming: ``link_in`` is always ready; headers route the beats that follow into the
 receive FIFO (``rx_depth`` beats) of their path, read on ``rx_<name>``; credit flits give
 the sender credits back for its transmit paths.
@@ -21,18 +22,20 @@ Decisions ([U] in the spec)
   fills and its producer sees ``ready`` low, and no other path is held. Each beat the
   consumer takes becomes a pending credit, returned in a credit flit (all of the path's
   pending credits in one flit) on the link the other way.
-* **Round robin**, over ``tx_paths`` and the credit source, starting after the last grant;
+* **Round robin**, per slot over its ``tx_paths`` and its credit source, starting after
+  the last grant;
   the credit flits take turns among the receive paths the same way. A source that is
   eligible stays so until granted (waiting beats, credits and pending credits only grow
-  until then), and each grant is at most ``1 + max_beats · ⌈P · word / link_bits⌉``
+  until then), and each grant is at most ``1 + max_beats · ⌈P · word / slot_bits⌉``
   words, so an eligible source waits at most 3 grants: **no starvation**, provided the
   physical link moves. **No deadlock**: the receiver takes every word as it arrives
   (payload has reserved room, credit flits need none), so the wire only stalls for the
   physical link itself; a path blocked by its consumer holds nothing but its own FIFOs.
 * **Head-of-line blocking that remains**: on the wire, a packet delays the other sources
   by up to ``max_beats`` beats (bounded); credit flits share the wire with data, so a
-  credit returns up to one packet late (``rx_depth`` should cover the round trip for full
-  rate, see :attr:`~.link_config.LinkConfig.rx_depth`); and what the node does with the
+  credit returns up to one packet late (a path keeps its full rate only if ``rx_depth``
+  covers the credit round trip, the link's flight latency included: a parameter to size
+  per board, not checked here); and what the node does with the
   paths (e.g. FP needing both ``act`` and ``partial``) is the node's dependency, not the
   link's.
 * **Packet length known at the header**: the header goes out only with the beats already
@@ -58,9 +61,9 @@ on every word (the receiver needs only the header's length).
 Latency and throughput: a packet's header leaves the cycle after the grant (the grant is
 made in the cycle the previous packet's last word is taken, so back-to-back packets have
 no idle cycle between them); one link word per cycle when ``link_out.tready`` is high; a
-beat reaches its receive FIFO's output 2 cycles after its last word arrives (FIFO write,
-buffered read). A transfer of ``N`` beats of one path, waiting in full, takes
-``transfer_words(path, N)`` cycles on the wire.
+beat reaches ``rx_<path>`` after its last word arrives plus the receive FIFO's write and
+buffered-read latency. A transfer of ``N`` beats of one path, waiting in full, takes
+``transfer_words(path, N)`` cycles on the wire, plus one for the first grant (measured).
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal
