@@ -126,8 +126,10 @@ class Channel(wiring.Component):
         m.submodules.broadcast_queue = broadcast = SyncFIFO(width=width,
                                                             depth=config.broadcast_depth)
         wiring.connect(m, wiring.flipped(self.i_broadcast), broadcast.w_stream)
-        m.submodules.distribute_queue = distribute = SyncFIFO(width=layout.size, depth=4)
-        m.submodules.collect_queue = collect = SyncFIFO(width=layout.size, depth=4)
+        m.submodules.distribute_queue = distribute = SyncFIFO(width=layout.size,
+                                                          depth=config.instruction_depth)
+        m.submodules.collect_queue = collect = SyncFIFO(width=layout.size,
+                                                          depth=config.instruction_depth)
 
         # -- command issue: one job to every active lane in the same cycle ---------------
         command = self.i_command.payload

@@ -218,6 +218,9 @@ class ChannelConfig:
         ``"tanh"`` (default ranges, this config's ``segment_bits``)."""
         return activation_table(function, self.fmt, segment_bits=self.segment_bits)
 
+    #: Instructions the distributor's and the collector's queues hold (each).
+    instruction_depth = 4
+
     @property
     def activation_latency(self):
         """Cycles through a shared activation unit (``2 * adder + multiplier``)."""
@@ -279,26 +282,12 @@ class ChannelConfig:
         return cycles
 
     def program_cycles(self, program):
-        """``program``: instructions or :class:`~.channel_program.Step`. Estimate of a gapless program's cycles: the sum of
-        :meth:`instruction_cycles` plus, per change between the direct path and an
-        activation unit (or between the two units), the unit's latency (the result
-        order is kept by draining it), plus the fill of the first job. It leaves out the
-        scratchpad's read-after-write waits (a step that reads a vector an earlier step
-        writes starts when that step's last beat is out): measured under Verilator with
-        5 lanes, gapless, the RTL takes 1.30x (I = 5, H = 7) and 1.46x (I = 3, H = 5)
-        of it for a FW plus a BP cell."""
-        program = [getattr(item, "instruction", item) for item in program]
-        total, previous = 0, None
-        for instruction in program:
-            total += self.instruction_cycles(instruction)
-            if previous is not None and previous.activation is not Activation.NONE and (
-                    instruction.activation is not previous.activation):
-                total += self.activation_latency
-            previous = instruction
-        first = program[0] if program else None
-        if first is not None:
-            total += self.pe.result_offset(first.job) - self.pe.cycles(first.job) + 2
-        return total
+        """Cycles of ``program`` (instructions or :class:`~.channel_program.Step`) on this
+        channel as the bench runs it (gapless, ``o`` always ready, a step's operands
+        after the results it reads): :func:`.channel_timing.program_cycles`, a
+        cycle-level model of the RTL's control, exact against the RTL."""
+        from .channel_timing import program_cycles
+        return program_cycles(self, program)
 
     @property
     def peak_macs_per_cycle(self):
