@@ -54,12 +54,17 @@ import dataclasses
 import heapq
 import math
 
+from ...hw.omni.channel_config import Activation, ChannelConfig
+from ...hw.omni.channel_program import (GATES, bp_p1_steps, bp_p2_steps, elementwise,
+                                        fw_ew_steps, inner_steps, mvm_steps, outer_steps)
+from ...hw.omni.config import OmniMode
 from ...hw.omni.r2a import R2AConfig
 from ..errors import UsageError
-from .workload import KINDS, check_graph, estimate, training_graph
+from .workload import KINDS, PHASES, check_graph, estimate, training_graph
 
 __all__ = ["Schedule", "static_split", "allocation", "schedule", "run", "scaled",
-           "SCALED_CONFIG", "FULL_CONFIG", "utilization_rows", "main"]
+           "SCALED_CONFIG", "FULL_CONFIG", "utilization_rows", "main", "task_program",
+           "channel_config", "channel_durations"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +127,111 @@ def allocation(config, ew_channels, *, dynamic):
     return groups, swing
 
 
-def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False):
+def channel_config(workload, layer, config):
+    """The :class:`~nnrtl.hw.omni.channel_config.ChannelConfig` of ``layer``'s tasks: the
+    layer's input and hidden size on ``config.pes_per_channel`` PEs, the paper's
+    pipelines (the config's defaults)."""
+    return ChannelConfig(pes_per_channel=config.pes_per_channel,
+                         input_size=workload.layer_input(layer),
+                         hidden_size=workload.hidden_size)
+
+
+def task_program(channel, phase, size, *, density=1.0):
+    """The channel program one sample of a task runs (a list of
+    :class:`~nnrtl.hw.omni.channel_program.Step`): ``phase`` of
+    :data:`.workload.PHASES` on a tile of ``size`` hidden units (inputs for
+    ``bp_inner_x``) of the layer ``channel`` is for [decided here]:
+
+    - ``fw_mm_x``: the ``4 size`` gate rows ``[W_g b_g]`` against ``[x; 1]``, direct;
+      ``fw_mm_h``: the rows of ``U_g`` against ``h_{t-1}``, direct (a round of ``P``
+      rows per step, as the FW cell's MVM);
+    - ``fw_ew``: per gate the sum of the two parts (an EW add) through the sigmoid (i,
+      f, o) or the tanh unit (c) -- the activations ride on the adds -- then the FW
+      cell's element-wise tail (:func:`~nnrtl.hw.omni.channel_program.fw_ew_steps`);
+    - ``bp_p1`` / ``bp_p2``: the BP cell's BP-EW-P1 / P2 steps over ``size`` units
+      (P2 over ``ceil(size * density)``: MS1's decoder feeds only the survivors);
+    - ``bp_inner_h`` / ``bp_inner_x``: eq. 2 over ``size`` columns (rows of ``4H``);
+    - ``bp_outer``: eq. 3 over the ``4 size`` rows (outer product, then the ``+=``).
+    """
+    mul_rows = 4 * size
+    if phase == "fw_mm_x":
+        k = channel.input_size + 1
+        return mvm_steps(channel, ("gx", 0), (0, mul_rows), k, lambda r, c: r * k + c,
+                         "x1", Activation.NONE)
+    if phase == "fw_mm_h":
+        k = channel.hidden_size
+        return mvm_steps(channel, ("gh", 0), (0, mul_rows), k, lambda r, c: r * k + c,
+                         "h_prev", Activation.NONE)
+    if phase == "fw_ew":
+        steps = []
+        for g, gate in enumerate(GATES):
+            steps += elementwise(channel, OmniMode.EW_ADD, (gate, 0), ("gx", g * size),
+                                 ("gh", g * size), size,
+                                 activation=Activation.TANH if gate == "c"
+                                 else Activation.SIGMOID)
+        return steps + fw_ew_steps(channel, size)
+    if phase == "bp_p1":
+        return bp_p1_steps(channel, size)
+    if phase == "bp_p2":
+        return bp_p2_steps(channel, max(1, math.ceil(size * density)))
+    if phase in ("bp_inner_h", "bp_inner_x"):
+        return inner_steps(channel, size)
+    if phase == "bp_outer":
+        return outer_steps(channel, mul_rows)
+    raise UsageError(f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
+
+
+def _batch_cycles(channel, program, batch):
+    """Cycles of ``batch`` samples of ``program`` back to back: the channel model of one
+    and of two samples, then one period per further sample (the second sample's
+    increment repeats: the pipeline state between samples is the same)."""
+    one = channel.program_cycles(program)
+    if batch == 1:
+        return one
+    two = channel.program_cycles(program + program)
+    return one + (batch - 1) * (two - one)
+
+
+def channel_durations(tasks, workload, config, *, density=1.0):
+    """Per task, the cycles a channel works on it (``D`` without the switch): the
+    channel cycle model (:meth:`~nnrtl.hw.omni.channel_config.ChannelConfig.
+    program_cycles`, exact against the Channel RTL) of :func:`task_program` for the
+    task's tile, over the workload's batch. Tasks of a random graph (phase ``"task"``)
+    keep :meth:`~nnrtl.hw.omni.r2a.R2AConfig.duration`."""
+    cache, durations = {}, []
+    for task in tasks:
+        if task.phase not in PHASES:
+            durations.append(config.duration(task.length(config.pes_per_channel), False))
+            continue
+        layer_input = workload.layer_input(task.layer)
+        size = (_tile_size(task.ops, 4 * workload.hidden_size * workload.batch)
+                if task.phase == "bp_inner_x" else _unit_count(task, workload, layer_input,
+                                                               density))
+        key = (task.phase, layer_input, size)
+        if key not in cache:
+            channel = channel_config(workload, task.layer, config)
+            cache[key] = _batch_cycles(channel, task_program(channel, task.phase, size,
+                                                             density=density),
+                                       workload.batch)
+        durations.append(cache[key])
+    return durations
+
+
+def _tile_size(ops, per_unit):
+    return max(1, round(ops / per_unit))
+
+
+def _unit_count(task, workload, layer_input, density):
+    """The hidden units of ``task``'s tile, from its ``ops`` (:mod:`.workload`'s
+    table)."""
+    hidden, batch = workload.hidden_size, workload.batch
+    per_unit = {"fw_mm_x": 4 * layer_input, "fw_mm_h": 4 * hidden, "fw_ew": 4,
+                "bp_p1": 15, "bp_p2": 8 * density, "bp_inner_h": 4 * hidden,
+                "bp_outer": 4 * (layer_input + hidden)}[task.phase]
+    return _tile_size(task.ops, per_unit * batch)
+
+
+def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False, durations=None):
     """Run ``tasks`` on the channels of ``config`` (see the module docstring).
 
     Parameters
@@ -135,6 +244,10 @@ def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False):
         R2A with swing channels (``False``: static allocation).
     log : bool
         Keep the decisions in ``issues``.
+    durations : list of int, optional
+        Per task the cycles a channel works on it, without the switch (default
+        :meth:`~nnrtl.hw.omni.r2a.R2AConfig.duration` of its length, as the R2A RTL's
+        bench channels; :func:`channel_durations`: the channel cycle model).
 
     Returns
     -------
@@ -197,8 +310,9 @@ def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False):
         kind = home if has[home] else 1 - home
         task = heapq.heappop(ready[kind])
         free[home, swing[channel]].remove(channel)
-        cost = -(-tasks[task].length(pes) // pes) + (switch_cycles if kind != last[channel]
-                                                     else 0)
+        work = (durations[task] if durations is not None
+                else -(-tasks[task].length(pes) // pes))
+        cost = work + (switch_cycles if kind != last[channel] else 0)
         swings += kind != home
         returns += kind == home and last[channel] != home
         last[channel] = kind
