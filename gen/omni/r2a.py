@@ -28,6 +28,11 @@ Decisions [U] (the paper gives none of these; spec §3.4, §6.7)
       takes its own group's work first (the "return"). Swing events: tasks issued to a
       channel of the other group; returns: own-group tasks issued to a channel whose
       previous task was foreign.
+    * Validation: the schedule issues per task one channel program per sample
+      (:func:`task_program`); their cycles are the channel cycle model's, checked equal
+      to the Channel RTL's (``tests/gen/test_omni_r2a_model.py``). No multi-channel top
+      exists yet: the model is validated per channel program the schedule issues,
+      not on a whole top.
     * Switch cost: ``switch_cycles`` extra channel cycles when a channel's task kind
       differs from its previous one (default 8: the PEs' 8-stage adder drains before the
       mode changes). Channels start in their group's mode.
@@ -37,7 +42,10 @@ Decisions [U] (the paper gives none of these; spec §3.4, §6.7)
     * Timing (the RTL's, :attr:`~nnrtl.hw.omni.r2a.R2AConfig.issue_overhead`): a task
       decided in cycle ``a`` is offered on the channel's issue port in ``a + 1``; a
       channel taking it in cycle ``h`` signals done in ``h + D``,
-      ``D = ceil(length / pes) + switch``; the channel and the task's successors are
+      ``D = work + switch``, ``work`` the channel cycle model's cycles of the task's
+      channel program (:func:`channel_durations`, :func:`task_program`: exact against
+      the Channel RTL; the bench and :func:`utilization_rows`) or, as the R2A RTL's
+      bench channels take it, ``ceil(length / pes)`` (the default of :func:`schedule`); the channel and the task's successors are
       free / ready from ``h + D + 1``. Without backpressure a task holds its channel
       ``D + 2`` cycles. The run lasts until every task is done (``cycles``); busy cycles
       of a channel count ``D + 1`` per task (descriptor offered to done).
@@ -51,6 +59,7 @@ done, one is ready or running. Tested on random graphs
 
 import bisect
 import dataclasses
+import functools
 import heapq
 import math
 
@@ -64,7 +73,7 @@ from .workload import KINDS, PHASES, check_graph, estimate, training_graph
 
 __all__ = ["Schedule", "static_split", "allocation", "schedule", "run", "scaled",
            "SCALED_CONFIG", "FULL_CONFIG", "utilization_rows", "main", "task_program",
-           "channel_config", "channel_durations"]
+           "channel_durations"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,15 +134,6 @@ def allocation(config, ew_channels, *, dynamic):
     first = max(0, min(matmul - count // 2, config.channels - count))
     swing = tuple(first <= c < first + count for c in range(config.channels))
     return groups, swing
-
-
-def channel_config(workload, layer, config):
-    """The :class:`~nnrtl.hw.omni.channel_config.ChannelConfig` of ``layer``'s tasks: the
-    layer's input and hidden size on ``config.pes_per_channel`` PEs, the paper's
-    pipelines (the config's defaults)."""
-    return ChannelConfig(pes_per_channel=config.pes_per_channel,
-                         input_size=workload.layer_input(layer),
-                         hidden_size=workload.hidden_size)
 
 
 def task_program(channel, phase, size, *, density=1.0):
@@ -198,7 +198,7 @@ def channel_durations(tasks, workload, config, *, density=1.0):
     program_cycles`, exact against the Channel RTL) of :func:`task_program` for the
     task's tile, over the workload's batch. Tasks of a random graph (phase ``"task"``)
     keep :meth:`~nnrtl.hw.omni.r2a.R2AConfig.duration`."""
-    cache, durations = {}, []
+    durations = []
     for task in tasks:
         if task.phase not in PHASES:
             durations.append(config.duration(task.length(config.pes_per_channel), False))
@@ -207,14 +207,18 @@ def channel_durations(tasks, workload, config, *, density=1.0):
         size = (_tile_size(task.ops, 4 * workload.hidden_size * workload.batch)
                 if task.phase == "bp_inner_x" else _unit_count(task, workload, layer_input,
                                                                density))
-        key = (task.phase, layer_input, size)
-        if key not in cache:
-            channel = channel_config(workload, task.layer, config)
-            cache[key] = _batch_cycles(channel, task_program(channel, task.phase, size,
-                                                             density=density),
-                                       workload.batch)
-        durations.append(cache[key])
+        durations.append(_phase_cycles(config.pes_per_channel, layer_input,
+                                       workload.hidden_size, workload.batch, task.phase,
+                                       size, density))
     return durations
+
+
+@functools.lru_cache(maxsize=4096)
+def _phase_cycles(pes, layer_input, hidden, batch, phase, size, density):
+    """Cycles of ``batch`` samples of a task on a channel of the paper's pipelines (the
+    :class:`~nnrtl.hw.omni.channel_config.ChannelConfig` defaults)."""
+    channel = ChannelConfig(pes_per_channel=pes, input_size=layer_input, hidden_size=hidden)
+    return _batch_cycles(channel, task_program(channel, phase, size, density=density), batch)
 
 
 def _tile_size(ops, per_unit):
@@ -354,14 +358,17 @@ def scaled(workload):
                     workload.layers, max(2, math.ceil(workload.length / 8)), 16)
 
 
-def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=None):
+def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=None,
+                     channel_model=True):
     """PE utilization of dynamic (R2A) against static allocation on the six Table I shapes.
 
     Every shape runs :func:`scaled` on :data:`SCALED_CONFIG`; the shapes named in
     ``full`` also run at full size on :data:`FULL_CONFIG`. Each with MS1 / MS2 off and
     on (MS1: P1 in FW, P2 scaled by ``density``, default the paper's 35 % survivors,
     :data:`.accounting.PAPER_DENSITY`; MS2: the kept cells of
-    :func:`.accounting.table_one_kept` at ``skip_threshold``).
+    :func:`.accounting.table_one_kept` at ``skip_threshold``). With ``channel_model``
+    (default) a task holds its channel the cycles of the channel cycle model
+    (:func:`channel_durations`); without, ``ceil(length / pes)``.
 
     Returns
     -------
@@ -390,10 +397,14 @@ def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=None):
                 trec_split = static_split(training_graph(
                     trec, tiles=config.channels, ms1=ms1, kept=trec_kept,
                     density=options["density"]), config)
-                static = schedule(tasks, config, dynamic=False)
+                durations = (channel_durations(tasks, shape, config,
+                                               density=options["density"])
+                             if channel_model else None)
+                static = schedule(tasks, config, dynamic=False, durations=durations)
                 fixed = static if trec_split == static.ew_channels else schedule(
-                    tasks, config, ew_channels=trec_split, dynamic=False)
-                dynamic = schedule(tasks, config, dynamic=True)
+                    tasks, config, ew_channels=trec_split, dynamic=False,
+                    durations=durations)
+                dynamic = schedule(tasks, config, dynamic=True, durations=durations)
                 rows.append(dict(
                     shape=name, scale=scale,
                     options="+".join(n for n, on in (("ms1", ms1), ("ms2", ms2)) if on)
