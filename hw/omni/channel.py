@@ -50,13 +50,12 @@ cycle; one activation per cycle. Cycle estimate of a program:
 """
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.wiring import In, Out
 
 from ..arith.activation import FloatActivation
 from .channel_config import Activation, ChannelConfig, Source
-from .config import OmniMode
+from .config import ConfiguredComponent, OmniMode
 from .pe import OmniPE
 
 __all__ = ["Channel"]
@@ -69,7 +68,7 @@ def _all(terms):
     return result
 
 
-class Channel(wiring.Component):
+class Channel(ConfiguredComponent):
     """One channel: Omni-PEs, controller, broadcasting queue, sigmoid and tanh units.
 
     Parameters
@@ -94,22 +93,7 @@ class Channel(wiring.Component):
         If ``config`` is not a :class:`ChannelConfig`.
     """
 
-    def __init__(self, config):
-        if not isinstance(config, ChannelConfig):
-            raise TypeError(f"config must be a ChannelConfig, not {config!r}")
-        self._config = config
-        width = config.fmt.width
-        super().__init__({
-            "i_command": In(stream.Signature(config.command_layout)),
-            "i_input1": In(stream.Signature(config.beat_layout)),
-            "i_input2": In(stream.Signature(config.beat_layout)),
-            "i_broadcast": In(stream.Signature(width)),
-            "o": Out(stream.Signature(config.beat_layout)),
-        })
-
-    @property
-    def config(self):
-        return self._config
+    CONFIG = ChannelConfig
 
     def elaborate(self, platform):
         m = Module()

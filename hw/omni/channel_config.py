@@ -13,14 +13,15 @@ through the sigmoid or the tanh unit.
 
 import dataclasses
 
-from amaranth.lib import data, enum
+from amaranth.lib import data, enum, stream
+from amaranth.lib.wiring import In, Out
 
 from ..arith.activation import activation_table
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32, FloatFormat
 from ..arith.float_mul import FloatMul
-from ..checks import check_positive, check_range, is_int
-from .config import OmniJob, OmniMode, OmniPEConfig
+from ..checks import check_positive, check_range
+from .config import OmniJob, OmniMode, OmniPEConfig, check_units
 
 __all__ = ["Source", "Activation", "ChannelInstruction", "ChannelConfig"]
 
@@ -161,15 +162,8 @@ class ChannelConfig:
         check_positive("pes_per_channel", self.pes_per_channel)
         check_positive("input_size", self.input_size)
         check_positive("hidden_size", self.hidden_size)
-        if not isinstance(self.fmt, FloatFormat):
-            raise TypeError(f"fmt must be a FloatFormat, not {self.fmt!r}")
-        check_range("adder_stages", self.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
-        check_range("multiplier_stages", self.multiplier_stages, 0,
-                    len(FloatMul.CUT_PRIORITY))
-        for name in ("input_depth", "output_depth", "broadcast_depth", "result_depth"):
-            value = getattr(self, name)
-            if not is_int(value) or value < 2:
-                raise TypeError(f"{name} must be an integer of at least 2, not {value!r}")
+        check_units(self, ("input_depth", "output_depth", "broadcast_depth",
+                           "result_depth"))
         check_range("activation_adder_stages", self.activation_adder_stages, 1,
                     len(FloatAdd.CUT_PRIORITY))
         check_range("activation_multiplier_stages", self.activation_multiplier_stages, 0,
@@ -181,8 +175,6 @@ class ChannelConfig:
             if self.max_length < self.longest_job:
                 raise ValueError(f"max_length ({self.max_length}) cannot be less than the "
                                  f"longest job of the cell programs ({self.longest_job})")
-        if not isinstance(self.flush_subnormals, bool):
-            raise TypeError(f"flush_subnormals must be a bool, not {self.flush_subnormals!r}")
 
     # -- derived sizes ---------------------------------------------------------------
 
@@ -238,6 +230,15 @@ class ChannelConfig:
     def beat_layout(self):
         """A scratchpad beat: one word per lane."""
         return data.ArrayLayout(self.fmt.width, self.pes_per_channel)
+
+    @property
+    def members(self):
+        """The channel's ports (:class:`~.channel.Channel`)."""
+        return {"i_command": In(stream.Signature(self.command_layout)),
+                "i_input1": In(stream.Signature(self.beat_layout)),
+                "i_input2": In(stream.Signature(self.beat_layout)),
+                "i_broadcast": In(stream.Signature(self.fmt.width)),
+                "o": Out(stream.Signature(self.beat_layout))}
 
     @property
     def command_layout(self):
