@@ -88,56 +88,43 @@ def markdown_omni(result):
     return "\n".join(lines)
 
 
-def _pyplot():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+def _bars(path, labels, series, ylabel, title, width=8.0):
+    """A grouped bar chart: ``series`` is ``[(name, values)]``, one bar per label each
+    (:func:`nnrtl.gen.report.new_figure`)."""
+    from ..report import new_figure
+    figure = new_figure(width, 4.0)
+    axes = figure.add_subplot()
+    bar = 0.8 / len(series)
+    for index, (name, values) in enumerate(series):
+        offset = (index - (len(series) - 1) / 2) * bar
+        axes.bar([p + offset for p in range(len(labels))], values, bar, label=name)
+    axes.set_xticks(list(range(len(labels))), labels, fontsize=8 if width < 9 else 6)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    axes.legend(fontsize=8)
+    figure.savefig(path)
+    return path
 
 
 def plot_utilization(result, path):
     """Static and dynamic utilization per shape (baseline options), scaled and full."""
-    plt = _pyplot()
     rows = [r for r in result["utilization"] if r["options"] == "baseline"]
-    labels = [f"{r['shape']}\n({r['scale']})" for r in rows]
-    figure, axes = plt.subplots(figsize=(8, 4))
-    positions = range(len(rows))
-    axes.bar([p - 0.2 for p in positions], [100 * r["static"] for r in rows], 0.4,
-             label="static")
-    axes.bar([p + 0.2 for p in positions], [100 * r["dynamic"] for r in rows], 0.4,
-             label="dynamic (R2A)")
-    axes.set_xticks(list(positions), labels, fontsize=8)
-    axes.set_ylabel("PE utilization (%)")
-    axes.set_title("η-LSTM PE utilization (channel cycle model)")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return _bars(path, [f"{r['shape']}\n({r['scale']})" for r in rows],
+                 [("static", [100 * r["static"] for r in rows]),
+                  ("dynamic (R2A)", [100 * r["dynamic"] for r in rows])],
+                 "PE utilization (%)", "η-LSTM PE utilization (channel cycle model)")
 
 
 def plot_memory(result, path):
     """Average reductions (footprint, data movement by category) beside the paper's."""
-    plt = _pyplot()
     memory = result["memory"]
-    average = memory["rows"]["average"]
     labels, mine, paper = [], [], []
     for label in ("ms1", "ms2", "ms1+ms2"):
-        values = average[label]
-        labels += [f"{label}\nfootprint", f"{label}\nweights", f"{label}\nactivations",
-                   f"{label}\nintermediates"]
-        mine += [values["footprint"], values["weight_matrices"], values["activations"],
-                 values["intermediates"]]
+        values = memory["rows"]["average"][label]
+        labels += [f"{label}\n{kind}" for kind in ("footprint", "weights", "activations",
+                                                   "intermediates")]
+        mine += [values[key] for key in ("footprint", "weight_matrices", "activations",
+                                         "intermediates")]
         paper += [memory["paper_footprint"][label], *memory["paper_data_movement"][label]]
-    figure, axes = plt.subplots(figsize=(10, 4))
-    positions = range(len(labels))
-    axes.bar([p - 0.2 for p in positions], mine, 0.4, label="model")
-    axes.bar([p + 0.2 for p in positions], paper, 0.4, label="paper")
-    axes.set_xticks(list(positions), labels, fontsize=6)
-    axes.set_ylabel("reduction (%)")
-    axes.set_title("MS1 / MS2 memory footprint and data movement reductions")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
-    return path
+    return _bars(path, labels, [("model", mine), ("paper", paper)], "reduction (%)",
+                 "MS1 / MS2 memory footprint and data movement reductions", width=10.0)
