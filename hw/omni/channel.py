@@ -45,8 +45,9 @@ Decisions the paper leaves open ([U] of spec §3.3)
   get nothing (a round of fewer than ``P`` rows leaves the others idle).
 
 Throughput: ``P`` MACs (MVM), products (EW multiply, outer product) or sums (EW add) per
-cycle; one activation per cycle. Cycle estimate of a program:
-:meth:`~.channel_config.ChannelConfig.program_cycles`.
+cycle; one activation per cycle. Cycles of a program: the cycle model
+:meth:`~.channel_config.ChannelConfig.program_cycles` (:mod:`.channel_timing`), exact
+against this RTL.
 """
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal

@@ -271,17 +271,6 @@ class ChannelConfig:
 
     # -- timing ----------------------------------------------------------------------
 
-    def instruction_cycles(self, instruction):
-        """Cycles an instruction holds the lanes in a gapless run of instructions of
-        its kind: the PE job's (:meth:`OmniPEConfig.cycles`: ``length``, plus the
-        reduction for MVM), or, through an activation unit, one cycle per result word
-        when that is longer (the unit takes one word per cycle)."""
-        self.check_instruction(instruction)
-        cycles = self.pe.cycles(instruction.job)
-        if instruction.activation is not Activation.NONE:
-            cycles = max(cycles, instruction.lanes * instruction.job.results)
-        return cycles
-
     def program_cycles(self, program):
         """Cycles of ``program`` (instructions or :class:`~.channel_program.Step`) on this
         channel as the bench runs it (gapless, ``o`` always ready, a step's operands
