@@ -64,3 +64,15 @@ def test_raw_order_and_plain_instructions():
                               Source.BROADCAST, Activation.TANH)
     # through the tanh unit one word per cycle: 6 words, then the unit's latency
     assert program_cycles(config, [tanh]) >= 6 + config.activation_latency
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(7200)
+def test_model_equals_rtl_cycles_32_pes():
+    """The paper's channel: 32 Omni-PEs, fp32, 8-stage adder, on a layer of I = 5, H = 9
+    (MVM rounds of 32 and 4 lanes, element-wise steps on 9 lanes, eq. 2 on 14)."""
+    config = ChannelConfig(pes_per_channel=32, input_size=5, hidden_size=9)
+    program, pad = cell_programs(config, np.random.default_rng(32))
+    cycles, board = check_in_amaranth(Channel(config), program, pad, timeout=6000)
+    assert board.finished
+    assert program_cycles(config, program) == cycles
