@@ -69,10 +69,13 @@ def test_raw_order_and_plain_instructions():
 @pytest.mark.slow
 @pytest.mark.timeout(7200)
 def test_model_equals_rtl_cycles_32_pes():
-    """The paper's channel: 32 Omni-PEs, fp32, 8-stage adder, on a layer of I = 5, H = 9
-    (MVM rounds of 32 and 4 lanes, element-wise steps on 9 lanes, eq. 2 on 14)."""
-    config = ChannelConfig(pes_per_channel=32, input_size=5, hidden_size=9)
-    program, pad = cell_programs(config, np.random.default_rng(32))
-    cycles, board = check_in_amaranth(Channel(config), program, pad, timeout=6000)
-    assert board.finished
-    assert program_cycles(config, program) == cycles
+    """The paper's channel: 32 Omni-PEs, fp32, 8-stage adder, on a layer of I = 40,
+    H = 36 (MVM rounds of 32 lanes and tails of 16 and 12, element-wise steps of 32 and
+    4 lanes, eq. 2 on 32 and 12 lanes), and on I = 5, H = 9 (every step one round)."""
+    for input_size, hidden_size in ((40, 36), (5, 9)):
+        config = ChannelConfig(pes_per_channel=32, input_size=input_size,
+                               hidden_size=hidden_size)
+        program, pad = cell_programs(config, np.random.default_rng(32))
+        cycles, board = check_in_amaranth(Channel(config), program, pad, timeout=6000)
+        assert board.finished
+        assert program_cycles(config, program) == cycles
