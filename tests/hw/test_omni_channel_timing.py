@@ -28,7 +28,7 @@ def random_config(seed):
         activation_multiplier_stages=int(rng.integers(0, 2)), input_depth=2 + seed % 2)
 
 
-@pytest.mark.parametrize("seed", [2, 3])
+@pytest.mark.parametrize("seed", [2, 7])  # 2 lanes, M > L + 1; 3 lanes, I = H = 3
 def test_model_equals_rtl_cycles(seed):
     config = random_config(seed)
     program, pad = cell_programs(config, np.random.default_rng(seed))
