@@ -71,24 +71,24 @@ def memory_part():
 
 
 def accumulator_part(inputs=1024):
-    """The accumulator's latency and overhead at ``inputs`` inputs (paper's adder)."""
-    from ...hw.arith.accumulator import StreamingAccumulator
-    from ...hw.arith.float_format import FP32
+    """The accumulator's latency and overhead at ``inputs`` inputs (paper's 8-stage adder:
+    :class:`~nnrtl.hw.omni.config.OmniPEConfig`'s ``reduction_cycles``, the
+    :class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator` schedule's)."""
     from ...hw.omni.channel_config import ChannelConfig, ChannelInstruction, Source
     from ...hw.omni.config import IP_ACCUMULATOR_LATENCY, OmniJob, OmniMode
 
-    accumulator = StreamingAccumulator(FP32, adder_stages=8)
-    latency = accumulator.latency(inputs)
     channel = ChannelConfig(pes_per_channel=1, input_size=inputs, hidden_size=1)
+    reduction = channel.pe.reduction_cycles
+    latency = inputs + reduction
     mvm = ChannelInstruction(OmniJob(OmniMode.MVM, inputs), 1, Source.LANES,
                              Source.BROADCAST)
     # back to back rows: the second row's sum leaves one row period after the first's
     one, two = channel.program_cycles([mvm]), channel.program_cycles([mvm, mvm])
     ip = inputs + IP_ACCUMULATOR_LATENCY
-    return {"inputs": inputs, "adder_stages": 8,
-            "reduction_cycles": accumulator.reduction_cycles, "latency": latency,
+    return {"inputs": inputs, "adder_stages": channel.adder_stages,
+            "reduction_cycles": reduction, "latency": latency,
             "overhead_vs_ip": 100.0 * (latency - ip) / ip,
-            "overhead_vs_inputs": 100.0 * accumulator.overhead(inputs),
+            "overhead_vs_inputs": 100.0 * reduction / inputs,
             "channel_row_period": two - one, "channel_one_row_cycles": one,
             "paper_overhead_below": PAPER["accumulator_overhead_below"]}
 
