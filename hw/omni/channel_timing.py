@@ -44,7 +44,7 @@ from .config import OmniMode
 
 __all__ = ["program_cycles", "raw_order"]
 
-_MVM, _EW_MUL, _OUTER, _EW_ADD = OmniMode.MVM, OmniMode.EW_MUL, OmniMode.OUTER, OmniMode.EW_ADD
+_MVM, _OUTER, _EW_ADD = OmniMode.MVM, OmniMode.OUTER, OmniMode.EW_ADD
 # ring entries of the adder (hw/omni/pe.py's RingEntry)
 _NONE, _PARTIAL, _RESULT = 0, 1, 2
 _FILL, _ACCUMULATE, _REDUCE = 0, 1, 2
@@ -151,7 +151,7 @@ class _Lane:
         mul_iready = self.mul.ready(mul_oready, mul_out)
         issue = (mul_ivalid and mul_iready) or issue_add
         last_issue = issue and self.remaining == 1
-        self.c = (pair_ready, mul_ivalid, mul_iready, mul_out, issue, issue_add,
+        self.c = (mul_ivalid, mul_iready, mul_out, issue, issue_add,
                   last_issue, advance, take_product, product_last, entry_in, emit,
                   leaving_result and advance and adder_valid, take_result, pq_read,
                   adder_valid)
@@ -162,7 +162,7 @@ class _Lane:
 
     def tick(self, command, give1, give2, o_ready):
         pe = self.pe
-        (pair_ready, mul_ivalid, mul_iready, mul_out, issue, issue_add, last_issue,
+        (mul_ivalid, mul_iready, mul_out, issue, issue_add, last_issue,
          advance, take_product, product_last, entry_in, emit, leaving_taken, take_result,
          pq_read, adder_valid) = self.c
         outer = self.mode is _OUTER
@@ -235,7 +235,7 @@ class _Lane:
             self.oq -= 1
         self.oq += move
         if move:
-            adder, count = self.jobs[0]
+            count = self.jobs[0][1]
             if self.emitted == count - 1:
                 self.jobs.popleft()
                 self.emitted = 0
@@ -250,7 +250,8 @@ def _chain(config):
 
 
 def _chain_ready(chain, o_ready):
-    """``(i.ready, o.valid, moves)``: ready backwards, valid forwards through wires."""
+    """Each pipeline's ``i.ready`` of a unit whose ``o.ready`` is ``o_ready``, from the
+    last back (a pipeline of no stages passes its ``o.ready`` on)"""
     readies, ready = [], o_ready
     for pipe in reversed(chain):
         out = pipe.regs[-1] if pipe.stages else None
