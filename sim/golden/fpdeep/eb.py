@@ -21,7 +21,15 @@ order: per output pixel, group ``g`` and input channel ``i``, the products
 ``W[g·P + j][i][K²−1−t] · δ[t][g·P + j]`` of the δ window's taps ``t`` (raster order; lanes
 past ``n_out`` have zero weights and δ) reduced by :func:`~.fp.tree_sum` over ``t`` (tile
 tree), then over the ``P`` tiles ``j`` (CE tree), then the groups in order
-``((s_0 + s_1) + s_2) + …``; no rounding after.
+``((s_0 + s_1) + s_2) + …``; no rounding after. A segment with passes (``q < n_in``) sums
+each input channel in this same order (the RTL's pass ``r`` computes channels ``r·Q …
+r·Q + Q − 1``, each channel's sum its own register), so ``q`` changes the cycles, not the
+bits.
+
+OCP partial errors (:func:`eb_module` ``partial_in`` / ``rounded``): the rule of
+:mod:`nnrtl.gen.fpdeep.chain`: fixed16 exact 48-bit sums reduced up the backward chain,
+rounded once by the most upstream segment; fp32 ``partial + local`` rounded once per
+segment.
 
 SFU backward (:func:`sfu_backward`) on the node completing layer ``t − 1``: the error of the
 pooled activations (``pool_out²`` pixels × groups × P) goes to the argmax position of its
@@ -105,12 +113,24 @@ def eb_fp32(cfg, delta, weights):
     return total.astype(np.uint32)
 
 
-def eb_module(cfg, delta, weights):
+def eb_module(cfg, delta, weights, partial_in=None, *, rounded=True):
     """One image's errors ``(w_in, w_in, n_in)``: fixed16 16-bit codes, fp32 bit
-    patterns."""
+    patterns.
+
+    ``partial_in`` (``(w_in, w_in, n_in)``, the RTL's ``i_partial``): the partial errors of
+    the downstream OCP segment, added to the local sums: fixed16 exact (48-bit sums,
+    ``2·frac_bits`` fraction bits), fp32 one rounded add ``partial_in + local``. With
+    ``rounded=False`` (the RTL's ``o_partial``) fixed16 returns the exact sums un-rounded
+    (fp32 words are the same either way)."""
     if cfg.precision == "fp32":
-        return eb_fp32(cfg, delta, weights)
-    return rescale(cfg, eb_sums(cfg, delta, weights))
+        local = eb_fp32(cfg, delta, weights)
+        if partial_in is None:
+            return local
+        return float_add(FP32, np.asarray(partial_in, np.uint32), local).astype(np.uint32)
+    wide = eb_sums(cfg, delta, weights)
+    if partial_in is not None:
+        wide = wide + np.asarray(partial_in, np.int64)
+    return rescale(cfg, wide) if rounded else wide
 
 
 def sfu_backward(cfg, error, relu, argmax):
