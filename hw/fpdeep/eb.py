@@ -39,9 +39,16 @@ Decisions ([U] in the spec)
 ---------------------------
 * **Full convolution**: the δ line buffer pads the δ map by ``K − 1 − pad`` (``K − 1`` for
   an unpadded layer, the paper's Fig. 11), which gives back the ``w_in`` map at stride 1.
-* **Stride > 1 is refused** (``ValueError``): its error needs the δ map dilated by
-  ``s − 1`` zeros between pixels (a line-buffer mode not built); the layers that need it
-  (AlexNet conv1 s = 4) are the first layer, whose input error is not propagated anyway.
+* **Stride s > 1**: a dilation stage in front of the line buffer inserts ``s − 1`` zero
+  beats between δ pixels (and zero rows between δ rows), and zero rows / columns after the
+  last δ pixel up to the side ``w_in + 2·pad − K + 1`` (the input pixels the forward
+  windows never reached get error 0); the line buffer then runs at stride 1 and gives the
+  ``w_in × w_in`` map. A zero beat costs a line-buffer input cycle, so the δ map takes
+  about ``s²`` times its beats — still about one beat per output window, the rate the CE
+  array consumes windows at (``G · passes`` cycles a pixel). Decision: zeros are streamed,
+  not skipped (a phase-split, ``s²`` sub-kernel EB would skip the zero products but needs
+  its own LPRAM read order); the layer that needs stride most (AlexNet conv1, s = 4) is
+  the first layer, which runs no EB.
 * **Passes (Q < S_IC)**: EB has ``Q`` CEs, one per LPRAM tile bank set, not ``S_IC`` (the
   LPRAM holds ``Q`` channels a row; ``S_IC`` CEs would need ``passes`` rows a cycle). Loop
   order as FP: pixel, group, pass innermost; a δ window is held for ``passes`` cycles and
@@ -63,7 +70,8 @@ Decisions ([U] in the spec)
   the FP module's completing node; fp32 the sum as it is. Partials leave un-rounded.
 
 Latency and throughput: one δ window per cycle, an output pixel per ``G · passes`` cycles in
-steady state; latency from the completing δ beat: line buffer 1 + feed 1 + ``ce_latency`` +
+steady state (:attr:`EbModule.cycles`); latency from the completing δ beat: (stride > 1: the
+dilation stage is combinational) line buffer 1 + feed 1 + ``ce_latency`` +
 group sum 1 + (``partial_in``: fixed16 1, fp32 ``adder_stages``) + rescale 1 (not with
 ``partial_out``).
 """
@@ -98,9 +106,6 @@ def partial_error_layout(cfg):
 
 def check_eb(cfg):
     """Refuse what the EB module does not build (``ValueError``)."""
-    if cfg.stride != 1:
-        raise ValueError(f"EB is built for stride 1, not {cfg.stride}: the δ map of a "
-                         f"strided layer must be dilated")
     if cfg.precision == "fixed16" and cfg.n_out * cfg.taps > 1 << 16:
         raise ValueError(f"n_out·k² = {cfg.n_out * cfg.taps} products exceed the 2^16 a "
                          f"48-bit sum holds exactly")
@@ -190,9 +195,9 @@ class EbModule(wiring.Component):
         cfg = self._cfg
         G, K, K2, Q = cfg.groups, cfg.k, cfg.taps, cfg.q
         passes, rows = cfg.passes, cfg.rows
-        m.submodules.lb = lb = LineBuffer(cfg.w_out, K, pad=K - 1 - cfg.pad, channels=cfg.p,
-                                          word_bits=cfg.word_bits, groups=G)
-        wiring.connect(m, wiring.flipped(self.i), lb.i)
+        m.submodules.lb = lb = LineBuffer(self.dilated_side, K, pad=K - 1 - cfg.pad,
+                                          channels=cfg.p, word_bits=cfg.word_bits, groups=G)
+        self._dilate(m, lb.i)
         if self._shared:
             eb_addr, eb_en, weights = self.eb_addr, self.eb_en, self.eb_data
         else:
@@ -262,6 +267,43 @@ class EbModule(wiring.Component):
             m.d.comb += port.payload.data[c].eq(values[c])
         m.d.comb += port.payload.last.eq(last)
         return m
+
+    @property
+    def dilated_side(self):
+        """Side of the δ map the line buffer takes: ``w_in + 2·pad − K + 1`` (``w_out`` at
+        stride 1)."""
+        cfg = self._cfg
+        return cfg.w_in + 2 * cfg.pad - cfg.k + 1
+
+    def _dilate(self, m, lb_in):
+        """Feed the line buffer the δ map dilated by ``stride − 1`` zero pixels between δ
+        pixels and zero rows / columns after the last up to :attr:`dilated_side`
+        (:func:`nnrtl.sim.golden.fpdeep.eb.dilate_delta`): a zero beat is sent without
+        taking an input beat, one beat per cycle. At stride 1 a wire."""
+        cfg = self._cfg
+        s, side, G = cfg.stride, self.dilated_side, cfg.groups
+        if s == 1 and side == cfg.w_out:
+            wiring.connect(m, wiring.flipped(self.i), lb_in)
+            return
+        span = (cfg.w_out - 1) * s                  # the last δ pixel's coordinate
+        y, x, g = Signal(range(side)), Signal(range(side)), Signal(range(G))
+        y_phase, x_phase = Signal(range(s)), Signal(range(s))
+        real = Signal()
+        m.d.comb += [real.eq((y_phase == 0) & (x_phase == 0) & (y <= span) & (x <= span)),
+                     lb_in.valid.eq(~real | self.i.valid),
+                     self.i.ready.eq(real & lb_in.ready)]
+        with m.If(real):
+            m.d.comb += lb_in.payload.eq(self.i.payload)
+        with m.If(lb_in.valid & lb_in.ready):
+            m.d.sync += g.eq(Mux(g == G - 1, 0, g + 1))
+            with m.If(g == G - 1):
+                m.d.sync += [x.eq(Mux(x == side - 1, 0, x + 1)),
+                             x_phase.eq(Mux((x == side - 1) | (x_phase == s - 1), 0,
+                                            x_phase + 1))]
+                with m.If(x == side - 1):
+                    m.d.sync += [y.eq(Mux(y == side - 1, 0, y + 1)),
+                                 y_phase.eq(Mux((y == side - 1) | (y_phase == s - 1), 0,
+                                                y_phase + 1))]
 
     def _group_sum(self, m, flow, sums, first, final, last, pass_):
         """Channel ``r·Q + i``'s register takes CE ``i``'s sum in pass ``r``: the first

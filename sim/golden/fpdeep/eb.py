@@ -3,14 +3,16 @@ backward step (unpool from the argmax, ReLU' from the mask), fixed16 and fp32.
 
 Arithmetic (the RTL computes exactly this)
 ------------------------------------------
-For a layer segment ``cfg`` (an :class:`~nnrtl.hw.fpdeep.config.FpConfig`, stride 1) and the
-δ map of its output channels, ``delta`` (``w_out × w_out × n_out`` codes of 16-bit words,
+For a layer segment ``cfg`` (an :class:`~nnrtl.hw.fpdeep.config.FpConfig`) and the δ map
+of its output channels, ``delta`` (``w_out × w_out × n_out`` codes of 16-bit words,
 ``frac_bits`` fraction bits), the error of the segment's input channels is the full
 convolution with the 180°-rotated kernels::
 
-    E[y][x][i] = Σ_o Σ_{ky,kx} δ[y − ky + pad][x − kx + pad][o] · W[o][i][ky][kx]
+    E[y][x][i] = Σ_o Σ_{ky,kx} δ[(y − ky + pad) / s][(x − kx + pad) / s][o] · W[o][i][ky][kx]
 
-(δ outside the map is 0: the EB line buffer pads the δ map by ``K − 1 − pad``). The sum is
+(δ at a non-integer or outside position is 0: the EB module dilates the δ map by ``s − 1``
+zeros between pixels and its line buffer pads it by ``K − 1 − pad``,
+:func:`dilate_delta`). The sum is
 exact (products 32 bits, ``2·frac_bits`` fraction bits, summed in 48 bits; the order of an
 exact sum does not change it, the RTL's is tile tree → CE tree → groups in order). Then
 rounded half up to ``frac_bits`` fraction bits and saturated to 16 bits, as the FP module's
@@ -45,7 +47,8 @@ from nnrtl.sim.golden.float import float_add, float_mul
 
 from .fp import pad_weights, tree_sum
 
-__all__ = ["eb_sums", "eb_module", "eb_fp32", "rescale", "sfu_backward", "pad_delta"]
+__all__ = ["eb_sums", "eb_module", "eb_fp32", "rescale", "sfu_backward", "pad_delta",
+           "dilate_delta"]
 
 
 def rescale(cfg, wide):
@@ -67,16 +70,24 @@ def pad_delta(cfg, delta):
     return full.reshape(cfg.w_out, cfg.w_out, cfg.groups, cfg.p)
 
 
+def dilate_delta(cfg, delta):
+    """The δ map ``(w_out, w_out, ...)`` as the EB line buffer sees it: ``stride − 1`` zero
+    pixels between δ pixels, then zero rows and columns up to the side ``w_in + 2·pad − K +
+    1`` (the input pixels no window of the forward pass reached), padded by ``K − 1 − pad``
+    on every side; its ``K × K`` windows at stride 1 are ``w_in × w_in``."""
+    s, q = cfg.stride, cfg.k - 1 - cfg.pad
+    side = cfg.w_in + 2 * cfg.pad - cfg.k + 1 + 2 * q
+    out = np.zeros((side, side) + delta.shape[2:], delta.dtype)
+    span = (cfg.w_out - 1) * s + 1
+    out[q:q + span:s, q:q + span:s] = delta
+    return out
+
+
 def eb_sums(cfg, delta, weights):
     """The exact sums ``(w_in, w_in, n_in)`` (``2·frac_bits`` fraction bits)."""
-    if cfg.stride != 1:
-        raise ValueError(f"EB is built for stride 1, not {cfg.stride}")
     weights = np.asarray(weights, np.int64)
     d = pad_delta(cfg, delta).reshape(cfg.w_out, cfg.w_out, -1)[..., :cfg.n_out]
-    q = cfg.k - 1 - cfg.pad
-    side = cfg.w_out + 2 * q
-    padded = np.zeros((side, side, cfg.n_out), np.int64)
-    padded[q:q + cfg.w_out, q:q + cfg.w_out] = d
+    padded = dilate_delta(cfg, d)
     out = np.zeros((cfg.w_in, cfg.w_in, cfg.n_in), np.int64)
     for g in range(cfg.groups):                       # groups in order, as the RTL
         lanes = slice(g * cfg.p, min((g + 1) * cfg.p, cfg.n_out))
@@ -90,14 +101,8 @@ def eb_sums(cfg, delta, weights):
 
 def eb_fp32(cfg, delta, weights):
     """fp32: one image's errors ``(w_in, w_in, n_in)`` as bit patterns (``uint32``)."""
-    if cfg.stride != 1:
-        raise ValueError(f"EB is built for stride 1, not {cfg.stride}")
     add = lambda a, b: float_add(FP32, a, b)
-    d = pad_delta(cfg, np.asarray(delta, np.int64))            # (y, x, g, j)
-    q = cfg.k - 1 - cfg.pad
-    side = cfg.w_out + 2 * q
-    padded = np.zeros((side, side, cfg.groups, cfg.p), np.uint32)
-    padded[q:q + cfg.w_out, q:q + cfg.w_out] = d
+    padded = dilate_delta(cfg, pad_delta(cfg, delta)).astype(np.uint32)   # (y, x, g, j)
     w = pad_weights(cfg, np.asarray(weights, np.int64)).astype(np.uint32)   # (g, j, i, t)
     products = []
     for t in range(cfg.taps):
