@@ -113,13 +113,16 @@ def model_cycles(cfg, images, loads):
     return loads + images * (cfg.w_in ** 2 + cfg.k * cfg.w_out) * cfg.rows + 200
 
 
-def paper_segment():
-    """The first mapped AlexNet conv segment (15 VC709s) the modules build (q = n_in,
-    stride 1): conv2's completing node, K = 5, pad 2, 27×27, S_IC = 1, OC = 256 on P = 3
-    (86 groups)."""
+def paper_segment(passes=False):
+    """A mapped AlexNet conv segment (15 VC709s, fixed16) the modules build. Default: the
+    first with one pass (stride 1): conv2's completing node, K = 5, pad 2, 27×27, S_IC = 1,
+    OC = 256 on P = 3 (86 groups). ``passes=True``: the one with passes (``q < n_in``) and
+    the fewest MACs: conv3 on node 10, K = 3, 13×13, S_IC = 13 on Q = 1 (13 passes),
+    OC = 384 on P = 12 (32 groups)."""
     mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False)
-    segment = next(s for node in mapping.nodes for s in node.segments
-                   if s.kind == "conv" and s.q == s.n_in and s.stride == 1)
+    segments = [s for node in mapping.nodes for s in node.segments
+                if s.kind == "conv" and s.stride == 1 and (s.q < s.n_in) == passes]
+    segment = min(segments, key=lambda s: s.p * s.q) if passes else segments[0]
     return FpConfig.from_segment(segment, "fixed16")
 
 
