@@ -24,9 +24,9 @@ data between the nodes as the chain's datapaths do (spec §3.1):
   segment, as the FP partials are; fp32 one rounded add per segment. The golden model
   computes this reduction (:func:`nnrtl.sim.golden.fpdeep.eb.eb_module` with
   ``partial_in`` / ``rounded``); the RTL EB module (:mod:`nnrtl.hw.fpdeep.eb`) runs it with
-  ``i_partial`` / ``o_partial`` and runs ``q < n_in``; it refuses stride ≠ 1 and (fixed16)
-  more than 2^16 products per sum: :func:`rtl_limits` lists the segments it cannot run
-  yet (stride ≠ 1 is refused here too: :func:`check_layer`).
+  ``i_partial`` / ``o_partial`` and runs ``q < n_in`` and stride > 1 (a dilated δ map);
+  it refuses (fixed16) more than 2^16 products per sum: :func:`rtl_limits` lists the
+  segments it cannot run yet.
 
 Values are the nodes' words (:class:`Codec`): fp32 bit patterns (``uint32``), fixed16
 16-bit two's-complement codes with ``frac_bits`` fraction bits (``int64``); maps are
@@ -324,6 +324,4 @@ def check_layer(chain, index):
                          f"{layer.pool[1]} padding {layer.pool[2]}: the SFU's backward step "
                          f"unpools non-overlapping pools without padding only (kernel = "
                          f"stride, padding 0)")
-    if index > 0 and layer.stride != 1:
-        raise UsageError(f"{layer.name}: stride {layer.stride}: the EB module is built for "
-                         f"stride 1 (every conv layer but the first needs EB)")
+
