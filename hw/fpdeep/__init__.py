@@ -13,9 +13,10 @@ Built (part 1, issue 14)
 
 Built (part 2, issue 14: EB and PG)
 -----------------------------------
-* :mod:`.eb`: the EB module (S_IC CEs of P tiles over a δ line buffer padded by K−1−pad,
-  the rotated kernels from the LPRAM's second read port ``eb_*``, groups summed, fixed16
-  and fp32, stride 1) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
+* :mod:`.eb`: the EB module (Q CEs of P tiles over a δ line buffer padded by K−1−pad,
+  the rotated kernels from the LPRAM's second read port ``eb_*`` at the rows ``g·passes +
+  r``, groups summed per input channel, the OCP partial errors in / out, the δ map dilated
+  for stride > 1, fixed16 and fp32) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
   the mask, non-overlapping pools);
 * :mod:`.pg`: the PG module (the K×K small convolutions, P·S_IC·K² MACs into the LGB,
   bias gradient, the LGB drained per mini-batch), fixed16 and fp32.
