@@ -255,6 +255,10 @@ class OmniTrainer:
     ----------
     gradient_bound : float
         :func:`gradient_bound` of the configuration.
+    approximation : str or None
+        What MS1 / MS2 changed in the last step's gradients (``None`` when nothing was
+        pruned or skipped); the interface then reports the update's difference from SGD
+        without bounding it (:class:`nnrtl.gen.train.Trainer`).
     """
 
     def __init__(self, config, backend="golden", *, loss_of=None, seed=1, log=None):
@@ -404,6 +408,19 @@ class OmniTrainer:
                 self._skip.observe(magnitudes, self._loss)
             self._skip.end_epoch(self._loss if self._loss is not None else 0.0)
         return gradients
+
+    @property
+    def approximation(self):
+        """What MS1 and MS2 changed in the last step (``None``: the baseline's gradients,
+        as with both off, thresholds 0, or MS2 before it skips)."""
+        parts, stats = [], self._stats
+        if stats.get("p1_values") and stats["p1_survivors"] < stats["p1_values"]:
+            parts.append(f"MS1 pruned {1 - stats['p1_survivors'] / stats['p1_values']:.1%} "
+                         f"of the BP-EW-P1 values (θ = {self.config.memory.prune_threshold:g})")
+        skipped = 0 if self._plan is None else int((~self._plan[0]).sum())
+        if skipped:
+            parts.append(f"MS2 skipped {skipped} BP cells and scaled the gradients")
+        return "; ".join(parts) or None
 
     def counters(self):
         """The last step's channel work: ``cycles`` and ``utilization`` (backend ``rtl``:

@@ -9,7 +9,9 @@ Built (part 1, issue 14)
 * :mod:`.lpram`: the local parameter RAM (Q·K² banks of rows of P words, a row per group and pass; a bias bank);
 * :mod:`.fp`: the FP module: LB → CEs → chained partial add → bias → SFU (ReLU, max-pool,
   ReLU mask and argmax) or partials downstream;
-* :mod:`.pipe`: the elastic-stage plumbing.
+* :mod:`.pipe`: the elastic-stage plumbing;
+* :mod:`.link`, :mod:`.link_config`: the neighbour-link module of a node side (the six
+  datapaths in typed flits over an AXI4-Stream link, round robin, credits per path).
 
 Built (part 2, issue 14: EB and PG)
 -----------------------------------
@@ -47,10 +49,12 @@ from .conv import ce_array, ce_latency
 from .eb import EbModule, SfuBackward, error_layout
 from .fp import FpModule, out_layout, partial_layout
 from .line_buffer import LineBuffer, pixel_layout, window_layout
+from .link import LinkModule
+from .link_config import LinkConfig
 from .lpram import Lpram, load_layout, row_layout
 from .pg import PgModule, gradient_layout
 
 __all__ = ["FpConfig", "PARTIAL_BITS", "PRECISIONS", "ce_array", "ce_latency", "FpModule",
            "out_layout", "partial_layout", "LineBuffer", "pixel_layout", "window_layout",
            "Lpram", "load_layout", "row_layout", "EbModule", "SfuBackward", "error_layout",
-           "PgModule", "gradient_layout"]
+           "PgModule", "gradient_layout", "LinkModule", "LinkConfig"]

@@ -4,6 +4,7 @@ nnrtl.gen.train's functions, against PyTorch float64's own SGD step; MS1 and MS2
 threshold 0 give the baseline's gradients bit for bit; the options' errors."""
 
 import json
+import re
 import types
 
 import numpy as np
@@ -295,3 +296,33 @@ def test_rtl_failures_raise_check_failed(monkeypatch):
     with pytest.raises(CheckFailed, match=r"^layer 0's FW pass on the channel RTL failed: "
                                           r"pattern none: waiting for step 3$"):
         trainer.forward(lstm, x)
+
+
+def test_a_pruning_step_is_reported_not_bounded(tmp_path):
+    """MS1 at θ = 0.1 prunes P1 values: the step's update is not SGD's by design, so
+    train.json reports its difference and what was approximated, ``within_bound`` is
+    None (not applicable) for it and for the run, and nothing fails."""
+    torch.manual_seed(6)
+    torch.save(torch.nn.LSTM(3, 5).state_dict(), tmp_path / "lstm.pt")
+    rng = np.random.default_rng(6)
+    np.save(tmp_path / "x.npy", rng.uniform(-1, 1, (2, 3, 3)))
+    np.save(tmp_path / "y.npy", rng.uniform(-1, 1, (2, 3, 5)))
+    from nnrtl.boards import get_board
+    request = interface.TrainRequest(
+        board=get_board("vcu128"), model=tmp_path / "lstm.pt", inputs=tmp_path / "x.npy",
+        targets=tmp_path / "y.npy", loss="mse", lr=0.5, steps=1,
+        params=("pes_per_channel=4",), options=("--ms1",))
+    summary = interface.train(types.SimpleNamespace(name="omni"), train_hook, request,
+                              tmp_path / "run")
+    assert summary["within_bound"] is None
+    (step,) = json.loads((tmp_path / "run" / "train.json").read_text())["steps"]
+    assert step["within_bound"] is None
+    assert re.fullmatch(r"MS1 pruned \d+\.\d% of the BP-EW-P1 values \(θ = 0\.1\)",
+                        step["approximation"])
+    assert step["p1_density"] < 1 and step["update_max_abs_diff"] > 0
+
+
+def test_only_checked_steps_decide():
+    assert interface._all_checked([None, True, None]) is True
+    assert interface._all_checked([True, False]) is False
+    assert interface._all_checked([None, None]) is None
