@@ -46,7 +46,7 @@ Plan for EB, PG, weight update and links (part 2)
 
 from .config import FpConfig, PARTIAL_BITS, PRECISIONS
 from .conv import ce_array, ce_latency
-from .eb import EbModule, SfuBackward, error_layout
+from .eb import EbModule, SfuBackward, error_layout, partial_error_layout
 from .fp import FpModule, out_layout, partial_layout
 from .line_buffer import LineBuffer, pixel_layout, window_layout
 from .link import LinkModule
@@ -57,4 +57,4 @@ from .pg import PgModule, gradient_layout
 __all__ = ["FpConfig", "PARTIAL_BITS", "PRECISIONS", "ce_array", "ce_latency", "FpModule",
            "out_layout", "partial_layout", "LineBuffer", "pixel_layout", "window_layout",
            "Lpram", "load_layout", "row_layout", "EbModule", "SfuBackward", "error_layout",
-           "PgModule", "gradient_layout", "LinkModule", "LinkConfig"]
+           "partial_error_layout", "PgModule", "gradient_layout", "LinkModule", "LinkConfig"]
