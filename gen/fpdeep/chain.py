@@ -162,12 +162,17 @@ def rtl_limits(layers):
     node, rule), ...]``."""
     found = []
     for index, segments in sorted(layers.items()):
-        for s in segments:
-            if index == 0:
+        for n, s in enumerate(segments):
+            if index == 0 or s.cfg.precision != "fixed16":
                 continue                         # no EB on the first layer
-            if s.cfg.precision == "fixed16" and s.cfg.n_out * s.cfg.taps > 1 << 16:
+            if s.cfg.n_out * s.cfg.taps > 1 << 16:
                 found.append((s.seg.layer, s.node, f"EB sums n_out·k² = "
                               f"{s.cfg.n_out * s.cfg.taps} products, more than 2^16"))
+            elif not s.icp:                      # its partial holds the downstream ones
+                chained = sum(t.cfg.n_out * t.cfg.taps for t in segments[n:])
+                if chained > 1 << 16:
+                    found.append((s.seg.layer, s.node, f"EB's OCP partial errors sum "
+                                  f"{chained} products up to this node, more than 2^16"))
     return found
 
 
