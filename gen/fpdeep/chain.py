@@ -22,10 +22,11 @@ data between the nodes as the chain's datapaths do (spec §3.1):
   the backward chain reduces from the most downstream segment up, ``E = E_{m+1} +
   local``: fixed16 as exact 48-bit sums rounded (half up, saturated) by the most upstream
   segment, as the FP partials are; fp32 one rounded add per segment. The golden model
-  computes this reduction; the RTL EB module (:mod:`nnrtl.hw.fpdeep.eb`) has no partial
-  error input yet, and it refuses ``q < n_in``, stride ≠ 1 and (fixed16) more than 2^16
-  products per sum: :func:`rtl_limits` lists the segments it cannot run yet (stride ≠ 1
-  is refused here too: :func:`check_layer`).
+  computes this reduction (:func:`nnrtl.sim.golden.fpdeep.eb.eb_module` with
+  ``partial_in`` / ``rounded``); the RTL EB module (:mod:`nnrtl.hw.fpdeep.eb`) runs it with
+  ``i_partial`` / ``o_partial`` and runs ``q < n_in`` and stride > 1 (a dilated δ map);
+  it refuses (fixed16) more than 2^16 products per sum: :func:`rtl_limits` lists the
+  segments it cannot run yet.
 
 Values are the nodes' words (:class:`Codec`): fp32 bit patterns (``uint32``), fixed16
 16-bit two's-complement codes with ``frac_bits`` fraction bits (``int64``); maps are
@@ -37,11 +38,8 @@ from typing import Protocol
 
 import numpy as np
 
-from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.fpdeep.config import FpConfig
 from nnrtl.sim.golden import fpdeep as golden
-from nnrtl.sim.golden.float import float_add
-from nnrtl.sim.golden.fpdeep.eb import eb_sums, rescale
 
 from ..errors import UsageError
 
@@ -116,13 +114,7 @@ class GoldenRunner:
         return golden.sfu_backward(cfg, error, relu, argmax)
 
     def eb(self, node, cfg, delta, weights, partial_in, completes):
-        if cfg.precision == "fp32":
-            local = golden.eb_module(cfg, delta, weights)
-            if partial_in is None:
-                return local
-            return float_add(FP32, partial_in, local).astype(np.uint32)
-        wide = eb_sums(cfg, delta, weights) + (0 if partial_in is None else partial_in)
-        return rescale(cfg, wide) if completes else wide
+        return golden.eb_module(cfg, delta, weights, partial_in, rounded=completes)
 
     def pg(self, node, cfg, acts, deltas):
         return golden.pg_batch(cfg, acts, deltas)
@@ -170,17 +162,17 @@ def rtl_limits(layers):
     node, rule), ...]``."""
     found = []
     for index, segments in sorted(layers.items()):
-        for s in segments:
-            if index == 0:
+        for n, s in enumerate(segments):
+            if index == 0 or s.cfg.precision != "fixed16":
                 continue                         # no EB on the first layer
-            if s.cfg.q < s.cfg.n_in:
-                found.append((s.seg.layer, s.node, f"EB needs q = n_in, not q {s.cfg.q} < "
-                                                   f"n_in {s.cfg.n_in}"))
-            if not s.icp and len(segments) > 1:
-                found.append((s.seg.layer, s.node, "EB has no partial-error input (OCP)"))
-            if s.cfg.precision == "fixed16" and s.cfg.n_out * s.cfg.taps > 1 << 16:
+            if s.cfg.n_out * s.cfg.taps > 1 << 16:
                 found.append((s.seg.layer, s.node, f"EB sums n_out·k² = "
                               f"{s.cfg.n_out * s.cfg.taps} products, more than 2^16"))
+            elif not s.icp:                      # its partial holds the downstream ones
+                chained = sum(t.cfg.n_out * t.cfg.taps for t in segments[n:])
+                if chained > 1 << 16:
+                    found.append((s.seg.layer, s.node, f"EB's OCP partial errors sum "
+                                  f"{chained} products up to this node, more than 2^16"))
     return found
 
 
@@ -337,6 +329,4 @@ def check_layer(chain, index):
                          f"{layer.pool[1]} padding {layer.pool[2]}: the SFU's backward step "
                          f"unpools non-overlapping pools without padding only (kernel = "
                          f"stride, padding 0)")
-    if index > 0 and layer.stride != 1:
-        raise UsageError(f"{layer.name}: stride {layer.stride}: the EB module is built for "
-                         f"stride 1 (every conv layer but the first needs EB)")
+

@@ -15,9 +15,10 @@ Built (part 1, issue 14)
 
 Built (part 2, issue 14: EB and PG)
 -----------------------------------
-* :mod:`.eb`: the EB module (S_IC CEs of P tiles over a δ line buffer padded by K−1−pad,
-  the rotated kernels from the LPRAM's second read port ``eb_*``, groups summed, fixed16
-  and fp32, stride 1) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
+* :mod:`.eb`: the EB module (Q CEs of P tiles over a δ line buffer padded by K−1−pad,
+  the rotated kernels from the LPRAM's second read port ``eb_*`` at the rows ``g·passes +
+  r``, groups summed per input channel, the OCP partial errors in / out, the δ map dilated
+  for stride > 1, fixed16 and fp32) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
   the mask, non-overlapping pools);
 * :mod:`.pg`: the PG module (the K×K small convolutions, P·S_IC·K² MACs into the LGB,
   bias gradient, the LGB drained per mini-batch), fixed16 and fp32.
@@ -45,7 +46,7 @@ Plan for EB, PG, weight update and links (part 2)
 
 from .config import FpConfig, PARTIAL_BITS, PRECISIONS
 from .conv import ce_array, ce_latency
-from .eb import EbModule, SfuBackward, error_layout
+from .eb import EbModule, SfuBackward, error_layout, partial_error_layout
 from .fp import FpModule, out_layout, partial_layout
 from .line_buffer import LineBuffer, pixel_layout, window_layout
 from .link import LinkModule
@@ -56,4 +57,4 @@ from .pg import PgModule, gradient_layout
 __all__ = ["FpConfig", "PARTIAL_BITS", "PRECISIONS", "ce_array", "ce_latency", "FpModule",
            "out_layout", "partial_layout", "LineBuffer", "pixel_layout", "window_layout",
            "Lpram", "load_layout", "row_layout", "EbModule", "SfuBackward", "error_layout",
-           "PgModule", "gradient_layout", "LinkModule", "LinkConfig"]
+           "partial_error_layout", "PgModule", "gradient_layout", "LinkModule", "LinkConfig"]

@@ -62,15 +62,20 @@ class _Seg:
 
 
 def test_rtl_limits():
-    """The segments the node RTL cannot run yet: EB with q < n_in, an OCP layer's EB
-    (no partial-error input); the first layer has no EB."""
-    def segment(node, mode, q, n_in=6, n_out=4):
-        return Segment(node, FpConfig("fp32", 3, 1, 1, 7, n_in, n_out, 2, q=q),
+    """The segments the node RTL cannot run yet: fixed16 EB sums of more than 2^16
+    products, on one node or reduced up an OCP chain (the most upstream node's partial
+    holds every product of the layer); EB with q < n_in and an OCP layer's EB (partial
+    errors) run; the first layer has no EB."""
+    def segment(node, mode, q, n_in=6, n_out=4, precision="fp32"):
+        return Segment(node, FpConfig(precision, 3, 1, 1, 7, n_in, n_out, 2, q=q),
                        _Seg("conv", mode))
     layers = {0: [segment(1, "ICP", 1)],
               1: [segment(1, "OCP", 6), segment(2, "OCP", 3)],
-              2: [segment(2, "ICP", 6)]}
+              2: [segment(2, "ICP", 6), segment(3, "ICP", 6, n_out=7282,
+                                                  precision="fixed16")],
+              3: [segment(3, "OCP", 6, n_out=4000, precision="fixed16"),
+                  segment(4, "OCP", 6, n_out=4000, precision="fixed16")]}
     assert rtl_limits(layers) == [
-        ("conv", 1, "EB has no partial-error input (OCP)"),
-        ("conv", 2, "EB needs q = n_in, not q 3 < n_in 6"),
-        ("conv", 2, "EB has no partial-error input (OCP)")]
+        ("conv", 3, "EB sums n_out·k² = 65538 products, more than 2^16"),
+        ("conv", 3, "EB's OCP partial errors sum 72000 products up to this node, more "
+                    "than 2^16")]

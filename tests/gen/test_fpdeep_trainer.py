@@ -240,9 +240,6 @@ def test_bad_requests(files, tmp_path):
     ([torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.MaxPool2d(2, padding=1),
       torch.nn.Flatten(), torch.nn.Linear(144, 2)],
      r"^layers\[0\]: max-pool 2x2 stride 2 padding 1: the SFU's backward step"),
-    ([torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU(), torch.nn.Conv2d(4, 4, 3, stride=2),
-      torch.nn.Flatten(), torch.nn.Linear(64, 2)],
-     r"^layers\[2\]: stride 2: the EB module is built for stride 1"),
     ([torch.nn.Linear(11, 2)],
      r"^\S*cnn\.pt: no Conv2d layer; the fpdeep chain trains convolution layers"),
 ])
@@ -250,6 +247,26 @@ def test_layers_the_chain_refuses(files, tmp_path, layers, message):
     path = save(tmp_path, torch.nn.Sequential(*layers))
     with pytest.raises(UsageError, match=message):
         train_hook(request(files, "--fpgas", "1", model=path), load_network(path))
+
+
+@pytest.mark.parametrize("precision", [pytest.param("fp32", marks=pytest.mark.slow),
+                                       "fixed16"])
+def test_strided_layers_train(files, tmp_path, precision):
+    """Conv layers of stride 2 past the first (their EB dilates the δ map) on 2 FPGAs:
+    the update within lr x bound of PyTorch float64's SGD step."""
+    torch.manual_seed(3)
+    path = save(tmp_path, torch.nn.Sequential(
+        torch.nn.Conv2d(3, 5, 3, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(5, 4, 3, stride=2), torch.nn.ReLU(),
+        torch.nn.Conv2d(4, 3, 3, stride=2, padding=1), torch.nn.ReLU(),
+        torch.nn.Flatten(), torch.nn.Linear(27, 6)))
+    network = load_network(path)
+    req = request(files, "--fpgas", "2", "--precision", precision, model=path)
+    trainer = train_hook(req, network)
+    strides = {index: {s.cfg.stride for s in segs} for index, segs in trainer.layers.items()}
+    assert sorted(strides.values(), key=min) == [{1}, {2}, {2}]
+    _, diff, _, _ = step(trainer, network, req)
+    assert diff <= LR * trainer.gradient_bound, diff
 
 
 def test_stale_reference_is_the_engines_rule():
