@@ -15,14 +15,48 @@ are exactly those of an event-by-event simulation of the same servers.
   arbitration), then ``latency`` cycles of flight;
 * :class:`LinkFraming`: the RTL link's flits (:mod:`nnrtl.hw.fpdeep.link`): with it a
   :class:`Link` charges a message the link words the RTL sends for it, header flits of full
-  packets included, instead of its raw words.
+  packets included, instead of its raw words; :func:`boundary_link` is the link of a
+  boundary the simulator and the mapper (:mod:`.links`) both charge.
 """
 
 import dataclasses
 
 import numpy as np
 
-__all__ = ["serve", "Link", "LinkStats", "LinkFraming"]
+from ...hw.fpdeep.config import PARTIAL_BITS
+from ...hw.fpdeep.link_config import LANE_BITS, PATHS, LinkConfig, lanes_for
+
+__all__ = ["serve", "Link", "LinkStats", "LinkFraming", "boundary_link", "STREAM_PATHS",
+           "MAX_BEATS"]
+
+#: Longest packet of a boundary's link (the paper-size link of :mod:`nnrtl.hw.fpdeep.link`'s
+#: 150 Gb/s measurement: headers of 32-beat packets).
+MAX_BEATS = 32
+
+#: The link path (:data:`~nnrtl.hw.fpdeep.link_config.PATHS`) of each simulator stream kind.
+STREAM_PATHS = {"bypass": "act", "act": "act", "partial": "partial", "param": "param",
+                "delta": "delta", "errors": "error", "err": "error", "grad": "grad"}
+
+
+def boundary_link(word_bits, gbps, clock_hz):
+    """The :class:`~nnrtl.hw.fpdeep.link_config.LinkConfig` of a boundary of a mapping of
+    ``word_bits`` words (32: fp32, 16: fixed16) at ``gbps`` per direction and ``clock_hz``: ``lanes_for(gbps)`` Aurora lanes (``link_bits``), one slot,
+    packets of up to :data:`MAX_BEATS` beats, a beat one link word of activations
+    (``P = link_bits / word_bits``), partial and gradient words ``PARTIAL_BITS[precision]``
+    wide (fixed16's 48-bit DSP sums; the LGB word of a 2¹⁶-pixel layer at most).
+
+    [U] decisions (the node top, which adapts a segment's ``P``-word beats to the link, is
+    not built yet): the adapter packs words into link-wide beats, so a beat wastes no slot
+    bits and the framing costs ``1 / MAX_BEATS`` headers per beat on a saturated link; one
+    slot, the streams sharing the whole word in weighted round robin (:class:`Link`): a
+    path pinned to one of three slots would get a third of the link whatever its load."""
+    precision = {32: "fp32", 16: "fixed16"}.get(word_bits)
+    if precision is None:
+        raise ValueError(f"word_bits must be 32 (fp32) or 16 (fixed16), not {word_bits!r}")
+    link_bits = LANE_BITS * lanes_for(gbps, clock_hz)
+    return LinkConfig("down", link_bits // word_bits, word_bits, PARTIAL_BITS[precision],
+                      PARTIAL_BITS[precision], link_bits=link_bits, max_beats=MAX_BEATS,
+                      tx_depth=2 * MAX_BEATS, rx_depth=2 * MAX_BEATS)
 
 
 def serve(ready, cycles, free):
@@ -68,6 +102,15 @@ class LinkFraming:
         (fractional: the simulator's messages are means per pixel)."""
         return words / self.p * (self.words_per_beat + 1 / self.max_beats)
 
+    def wire_bits(self, words):
+        """Bits on the wire (link words of ``link_bits``) for ``words`` words of payload."""
+        return self.link_words(words) * self.link_bits
+
+    @classmethod
+    def of_link(cls, cfg):
+        """``{path: LinkFraming}`` of every path of ``cfg``."""
+        return {path: cls.from_config(cfg, path) for path in PATHS}
+
 
 @dataclasses.dataclass
 class LinkStats:
@@ -97,9 +140,12 @@ class Link:
         ``word_bits · f_clk / (Gb/s · 1e9)``; 0 for an unlimited link.
     latency : int
         Cycles from a message's last word leaving to its arrival.
-    framing : LinkFraming or None
+    framing : LinkFraming, dict or None
         With it, a message of ``words`` takes ``framing.link_words(words)`` link words of
-        ``framing.link_bits`` (``cycles_per_word · link_bits / word_bits`` cycles each);
+        ``framing.link_bits`` (``cycles_per_word · link_bits / word_bits`` cycles each,
+        ``word_bits`` the framing's); a dict ``{path: LinkFraming}``
+        (:meth:`LinkFraming.of_link`) frames each stream by its path (``send``'s
+        ``paths``), ``cycles_per_word`` then per word of the first path's width;
         without, its raw words.
     """
 
@@ -110,28 +156,35 @@ class Link:
         self.free = {}
         self.stats = LinkStats()
 
-    def send(self, streams):
+    def send(self, streams, paths=None):
         """Arrival times of ``streams``: ``[(ready, words per message), ...]`` (ready: an
-        array of times, words a number), in the boundary's stream order."""
+        array of times, words a number), in the boundary's stream order; ``paths``: each
+        stream's link path (with a dict ``framing``)."""
+        paths = paths or [None] * len(streams)
         per_sample = [float(w) * r.size for r, w in streams]
-        total = sum(per_sample)
+        wire = [self._wire(share, path) for share, path in zip(per_sample, paths)]
+        total = sum(wire)
         result = []
-        for k, ((ready, words), share) in enumerate(zip(streams, per_sample)):
+        for k, ((ready, words), share, path) in enumerate(zip(streams, per_sample, paths)):
             if ready.size == 0:
                 result.append(ready.copy())
                 continue
-            cycles = self._wire(words) * (total / share if share else 0.0)
+            cycles = self._wire(words, path) * (total / wire[k] if wire[k] else 0.0)
             _, finish = serve(ready, cycles, self.free.get(k, 0.0))
             self.free[k] = float(finish[-1])
             result.append(finish + self.latency)
             self.stats.words += share
             self.stats.messages += int(ready.size)
-            self.stats.busy += self._wire(share)
+            self.stats.busy += wire[k]
         return result
 
-    def _wire(self, words):
-        """Cycles on the wire of ``words`` payload words."""
+    def _wire(self, words, path=None):
+        """Cycles on the wire of ``words`` payload words of ``path``."""
         if self.framing is None:
             return float(words) * self.cycles_per_word
+        if isinstance(self.framing, dict):
+            first = next(iter(self.framing.values()))
+            per_bit = self.cycles_per_word / first.word_bits
+            return self.framing[path].wire_bits(float(words)) * per_bit
         per_link_word = self.cycles_per_word * self.framing.link_bits / self.framing.word_bits
         return self.framing.link_words(float(words)) * per_link_word

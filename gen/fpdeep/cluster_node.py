@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from ..errors import UsageError
-from .cluster_link import Link, serve
+from .cluster_link import STREAM_PATHS, Link, serve
 from .config import FpdeepNodeConfig
 
 __all__ = ["NodeTiming", "ClusterPlan", "NodeModel"]
@@ -97,6 +97,7 @@ class ClusterPlan:
             self.layers = [dict(layer) for layer in found["network"]["layers"]]
             self.nodes = [FpdeepNodeConfig.from_json(node) for node in found["nodes"]]
             self.word_bits = int(found["cost_model"]["word_bits"])
+            self.precision = found["cost_model"]["precision"]
             self.clock_hz = float(found["cost_model"]["clock_hz"])
             self.link_gbps = found["options"]["link_gbps"]
             self.convention = found["options"]["link_convention"]
@@ -312,14 +313,15 @@ class NodeModel:
     """Node ``node`` (1-based) of ``plan``: :meth:`forward` and :meth:`backward` per sample,
     in sample order, given the arrivals of the streams from its neighbours."""
 
-    def __init__(self, plan, node, timing, cycles_per_word, latency, act_ram_samples=None):
+    def __init__(self, plan, node, timing, cycles_per_word, latency, act_ram_samples=None,
+                 framing=None):
         self.plan, self.node, self.timing = plan, node, timing
         config = plan.nodes[node - 1]
         self.config = config
         self.segments = [_Segment(plan, seg, node, timing, act_ram_samples)
                          for seg in config.segments]
-        self.down = Link(cycles_per_word, latency) if node < plan.n else None
-        self.up = Link(cycles_per_word, latency) if node > 1 else None
+        self.down = Link(cycles_per_word, latency, framing) if node < plan.n else None
+        self.up = Link(cycles_per_word, latency, framing) if node > 1 else None
         self.loss = {}
         self.losses = []
         self.done = []
@@ -334,7 +336,8 @@ class NodeModel:
         for (key, count, _), (r, _) in zip(specs, streams):
             if r.size != count:
                 raise AssertionError(f"stream {key}: {r.size} messages, plan says {count}")
-        return dict(zip((key for key, _, _ in specs), link.send(streams)))
+        paths = [STREAM_PATHS[key[0]] for key, _, _ in specs]
+        return dict(zip((key for key, _, _ in specs), link.send(streams, paths)))
 
     def forward(self, s, incoming, inject=0.0):
         """FP of sample ``s``; ``incoming``: arrivals from node ``node - 1`` (or nothing on
