@@ -81,6 +81,10 @@ class LinkFraming:
     ----------
     link_bits, p, word_bits, max_beats : int
     words_per_beat : int
+    whole_beats : bool
+        A message is whole beats (``⌈words / p⌉``, a pixel's words end a beat: the FP
+        module's ``G`` beats of ``P`` words a pixel, the link fed without an adapter);
+        else words are packed across messages (fractional beats).
     """
 
     link_bits: int
@@ -88,28 +92,31 @@ class LinkFraming:
     word_bits: int
     max_beats: int
     words_per_beat: int
+    whole_beats: bool = False
 
     @classmethod
-    def from_config(cls, cfg, path):
+    def from_config(cls, cfg, path, whole_beats=False):
         """The framing of ``path`` on the link ``cfg`` (a
         :class:`~nnrtl.hw.fpdeep.link_config.LinkConfig`)."""
         return cls(cfg.link_bits, cfg.p, cfg.bits(path), cfg.max_beats,
-                   cfg.words_per_beat(path))
+                   cfg.words_per_beat(path), whole_beats)
 
     def link_words(self, words):
-        """Link words (headers included, as a mean over full packets) for ``words`` words
-        of payload: ``beats · (words_per_beat + 1 / max_beats)``, ``beats = words / p``
-        (fractional: the simulator's messages are means per pixel)."""
-        return words / self.p * (self.words_per_beat + 1 / self.max_beats)
+        """Link words (headers included, as a mean over full packets) for a message of
+        ``words`` words of payload: ``beats · (words_per_beat + 1 / max_beats)``, ``beats =
+        words / p`` (fractional: the simulator's messages are means per pixel) or, with
+        :attr:`whole_beats`, ``⌈words / p⌉``."""
+        beats = -(-words // self.p) if self.whole_beats else words / self.p
+        return beats * (self.words_per_beat + 1 / self.max_beats)
 
     def wire_bits(self, words):
         """Bits on the wire (link words of ``link_bits``) for ``words`` words of payload."""
         return self.link_words(words) * self.link_bits
 
     @classmethod
-    def of_link(cls, cfg):
+    def of_link(cls, cfg, whole_beats=False):
         """``{path: LinkFraming}`` of every path of ``cfg``."""
-        return {path: cls.from_config(cfg, path) for path in PATHS}
+        return {path: cls.from_config(cfg, path, whole_beats) for path in PATHS}
 
 
 @dataclasses.dataclass
@@ -162,21 +169,51 @@ class Link:
         stream's link path (with a dict ``framing``)."""
         paths = paths or [None] * len(streams)
         per_sample = [float(w) * r.size for r, w in streams]
-        wire = [self._wire(share, path) for share, path in zip(per_sample, paths)]
+        wire = [self._wire(w, path) * r.size for (r, w), path in zip(streams, paths)]
         total = sum(wire)
         result = []
         for k, ((ready, words), share, path) in enumerate(zip(streams, per_sample, paths)):
             if ready.size == 0:
                 result.append(ready.copy())
                 continue
-            cycles = self._wire(words, path) * (total / wire[k] if wire[k] else 0.0)
-            _, finish = serve(ready, cycles, self.free.get(k, 0.0))
+            framing = self.framing.get(path) if isinstance(self.framing, dict) else None
+            if framing is not None and framing.whole_beats:
+                finish = self._packets(ready, words, framing, k)
+            else:
+                cycles = self._wire(words, path) * (total / wire[k] if wire[k] else 0.0)
+                _, finish = serve(ready, cycles, self.free.get(k, 0.0))
             self.free[k] = float(finish[-1])
             result.append(finish + self.latency)
             self.stats.words += share
             self.stats.messages += int(ready.size)
             self.stats.busy += wire[k]
         return result
+
+    def _packets(self, ready, words, framing, k):
+        """Finish times of messages ``ready`` of ``words`` each as the RTL link sends them
+        (:mod:`nnrtl.hw.fpdeep.link`), the stream alone in its slot: a grant when the
+        link is idle costs a cycle; a packet is a header and ``min(beats waiting,
+        max_beats)`` beats (the beats in the transmit FIFO at the grant), the next granted
+        as the last word goes. A message's ``⌈words / p⌉`` beats are ready with it."""
+        first = next(iter(self.framing.values()))
+        per_word = self.cycles_per_word * framing.link_bits / first.word_bits
+        count = -(-int(round(words)) // framing.p)
+        beats = np.repeat(np.asarray(ready, dtype=np.float64), count)
+        done = np.empty(beats.size)
+        t, i, idle = self.free.get(k, 0.0), 0, True
+        while i < beats.size:
+            if beats[i] > t or idle:
+                t, idle = max(t, beats[i]) + per_word, False          # the grant
+            j = min(int(np.searchsorted(beats, t, "right")), i + framing.max_beats)
+            j = max(j, i + 1)
+            t += per_word                                              # the header
+            steps = np.arange(1, j - i + 1) * framing.words_per_beat * per_word
+            done[i:j] = t + steps
+            t = float(done[j - 1])
+            i = j
+            if i < beats.size and beats[i] > t:
+                idle = True
+        return done[count - 1::count]
 
     def _wire(self, words, path=None):
         """Cycles on the wire of ``words`` payload words of ``path``."""

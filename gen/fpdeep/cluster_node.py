@@ -111,6 +111,9 @@ class ClusterPlan:
             raise UsageError(f"{where}: not a mapping written by 'nnrtl map' ({error!r} "
                              f"missing or malformed)") from None
         self.name = found["network"].get("name", "network")
+        #: Every node of the first layer reads its input channels from the host (DP1 by
+        #: the host, as the RTL chain bench delivers them), none bypassed on the links.
+        self.host_inputs = bool(found["options"].get("host_inputs", False))
         self.n = len(self.nodes)
         self.span = {}
         self.segment = {}
@@ -208,12 +211,14 @@ class ClusterPlan:
                 seg = self.segment[l, first]
                 if seg.mode == "ICP":
                     down = self._channels(l, range(j + 1, last + 1))
-                    result += [(("bypass", l), self.in_px(l), down * per_px),
-                               (("partial", l), self.out_px(l), float(layer["oc"]))]
+                    if not (self.host_inputs and l == 0):
+                        result.append((("bypass", l), self.in_px(l), down * per_px))
+                    result.append((("partial", l), self.out_px(l), float(layer["oc"])))
                 else:
                     up = self._channels(l, range(first, j + 1))
-                    result += [(("bypass", l), self.in_px(l), layer["ic"] * per_px),
-                               (("partial", l), self.out_px(l), float(up))]
+                    if not (self.host_inputs and l == 0):
+                        result.append((("bypass", l), self.in_px(l), layer["ic"] * per_px))
+                    result.append((("partial", l), self.out_px(l), float(up)))
             elif l + 1 < len(self.layers) and last == j and self.span[l + 1][0] == j + 1:
                 result.append((("act", l + 1), self.in_px(l + 1),
                                self.in_words(l + 1) / self.in_px(l + 1)))
@@ -266,6 +271,7 @@ class _Segment:
         layer = plan.layers[self.l]
         self.act_words = seg.n_in * layer["w_in"] ** 2 / plan.in_px(self.l)
         self.fp_free = self.eb_free = self.pg_free = 0.0
+        self.lb_free = 0.0         # when the FP line buffer takes the next image's pixels
         self.writes = {}           # sample -> Act-RAM write times (until PG frees them)
         self.frees = []            # [(last free, sorted free times)] of live samples
         self.act_peak = 0.0
@@ -348,7 +354,7 @@ class NodeModel:
         for state in self.segments:
             l, seg = state.l, state.seg
             window, _, pool, _ = plan.maps(l)
-            if l == 0 and self.node == state.first:
+            if l == 0 and (self.node == state.first or plan.host_inputs):
                 begin = max(inject, self.source_free)
                 acts = begin + np.arange(plan.in_px(0), dtype=np.float64) \
                     * t.source_cycles_per_pixel
@@ -359,12 +365,18 @@ class NodeModel:
                 acts = incoming["bypass", l]
             arrived = acts
             acts = np.maximum(acts, state.credits(s))      # waits for an Act-RAM slot
+            if seg.kind == "conv":
+                # the line buffer (hw/fpdeep/line_buffer.py) takes a pixel a cycle, an
+                # image's first once the previous image's windows have all left; a
+                # window leaves the cycle after the pixel completing it is taken
+                acts, _ = serve(acts, 1, state.lb_free)
+                acts = acts + 1
             ready = acts[window]
             for key, value in incoming.items():
                 if key[0] == "param" and key[2] == self.node and key[3] == seg.layer:
                     ready = np.maximum(ready, value[0])
             start, finish = serve(ready, state.cycles, state.fp_free)
-            state.fp_free = float(finish[-1])
+            state.fp_free = state.lb_free = float(finish[-1])
             state.fp_start.append(float(start[0]))
             started = float(start[0]) if started is None else started
             finish = finish + t.fp_latency
@@ -382,7 +394,8 @@ class NodeModel:
                 result = finish
             if self.node < state.last:
                 out["partial", l] = result
-                out["bypass", l] = arrived + t.relay_latency
+                if not plan.host_inputs:
+                    out["bypass", l] = arrived + t.relay_latency
                 continue
             pooled = result[pool] + t.sfu_latency
             if l + 1 == len(plan.layers):
