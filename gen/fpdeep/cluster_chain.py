@@ -21,7 +21,7 @@ from .cluster_link import LinkFraming
 from .cluster_node import ClusterPlan, NodeModel, NodeTiming
 from .config import FpdeepNodeConfig, SegmentConfig
 
-__all__ = ["chain_plan", "rtl_timing", "link_latency", "predict"]
+__all__ = ["chain_plan", "rtl_timing", "link_latency", "predict", "compare"]
 
 
 def chain_plan(configs):
@@ -110,3 +110,28 @@ def predict(configs, images, link_options=None, start=0.0):
             incoming = node.forward(s, incoming, start)
         done.append(nodes[-1].losses[-1])
     return np.asarray(done)
+
+
+def compare(configs, report, link_options=None):
+    """The RTL chain bench's ``report`` (:func:`nnrtl.sim.tb.fpdeep_chain.run` under the
+    ``none`` pattern) beside the simulator's prediction for the same chain: the first
+    image's latency (from ``start_cycle``) and the steady-state period (the mean spacing
+    of the done cycles over the second half of the images, as :mod:`.cluster` measures
+    it), each with its relative error."""
+    measured = np.asarray(report["image_cycles"], dtype=np.float64)
+    k = measured.size
+    if k < 3:
+        raise ValueError(f"report must hold at least 3 images for a period, not {k}")
+    start = float(report["start_cycle"])
+    model = predict(configs, k, link_options, start)
+    a, b = k // 2, k - 1
+    figures = {}
+    for name, rtl, sim in (("first", measured[0] - start, model[0] - start),
+                           ("period", (measured[b] - measured[a]) / (b - a),
+                            (model[b] - model[a]) / (b - a))):
+        figures[f"{name}_rtl"] = float(rtl)
+        figures[f"{name}_model"] = float(sim)
+        figures[f"{name}_error"] = float(sim / rtl - 1)
+    figures["within_2pct"] = all(abs(figures[f"{n}_error"]) <= 0.02
+                                 for n in ("first", "period"))
+    return figures

@@ -163,11 +163,14 @@ class Link:
         self.free = {}
         self.stats = LinkStats()
 
-    def send(self, streams, paths=None):
+    def send(self, streams, paths=None, paced=None):
         """Arrival times of ``streams``: ``[(ready, words per message), ...]`` (ready: an
         array of times, words a number), in the boundary's stream order; ``paths``: each
-        stream's link path (with a dict ``framing``)."""
+        stream's link path (with a dict ``framing``); ``paced``: per stream the cycles its
+        producer spends on a message, its beats leaving evenly over them, the last at
+        ``ready`` (with :attr:`LinkFraming.whole_beats`; default 0, all at ``ready``)."""
         paths = paths or [None] * len(streams)
+        paced = paced or [0.0] * len(streams)
         per_sample = [float(w) * r.size for r, w in streams]
         wire = [self._wire(w, path) * r.size for (r, w), path in zip(streams, paths)]
         total = sum(wire)
@@ -178,7 +181,7 @@ class Link:
                 continue
             framing = self.framing.get(path) if isinstance(self.framing, dict) else None
             if framing is not None and framing.whole_beats:
-                finish = self._packets(ready, words, framing, k)
+                finish = self._packets(ready, words, framing, k, paced[k])
             else:
                 cycles = self._wire(words, path) * (total / wire[k] if wire[k] else 0.0)
                 _, finish = serve(ready, cycles, self.free.get(k, 0.0))
@@ -189,16 +192,18 @@ class Link:
             self.stats.busy += wire[k]
         return result
 
-    def _packets(self, ready, words, framing, k):
+    def _packets(self, ready, words, framing, k, paced):
         """Finish times of messages ``ready`` of ``words`` each as the RTL link sends them
         (:mod:`nnrtl.hw.fpdeep.link`), the stream alone in its slot: a grant when the
         link is idle costs a cycle; a packet is a header and ``min(beats waiting,
         max_beats)`` beats (the beats in the transmit FIFO at the grant), the next granted
-        as the last word goes. A message's ``⌈words / p⌉`` beats are ready with it."""
+        as the last word goes. A message's ``⌈words / p⌉`` beats are ready ``paced /
+        beats`` cycles apart, the last with the message (the FP module's groups)."""
         first = next(iter(self.framing.values()))
         per_word = self.cycles_per_word * framing.link_bits / first.word_bits
         count = -(-int(round(words)) // framing.p)
-        beats = np.repeat(np.asarray(ready, dtype=np.float64), count)
+        lag = (np.arange(count)[::-1] * (paced / count)) if count else np.zeros(0)
+        beats = (np.asarray(ready, dtype=np.float64)[:, None] - lag[None, :]).ravel()
         done = np.empty(beats.size)
         t, i, idle = self.free.get(k, 0.0), 0, True
         while i < beats.size:
