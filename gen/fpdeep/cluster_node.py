@@ -18,7 +18,7 @@ by the FP line buffer (:mod:`nnrtl.hw.fpdeep.line_buffer`, its structure: one pi
 an image's first pixel once the previous image's windows have all left, a window valid
 the cycle after its last pixel is taken; so a segment spends ``cycles + (K − 1 − pad) ·
 (w_in + 1) + 1`` a sample when it is the slowest, the refill: +0.02% on VGG-16's
-conv2_1 at 32 x 32, +12.5% on the 6 x 6 test chains; checked against the RTL chain by
+conv2_1 at 32 x 32, +11% (8 on 72) on the 6 x 6 test chains; checked against the RTL chain by
 :mod:`.cluster_chain`); a non-first
 node of a layer adds (ICP) or appends (OCP) the partial that arrives from upstream; the
 node that completes the layer pools: a pooled pixel is ready when the last pixel of its

@@ -84,7 +84,7 @@ DEEP = {"tx_depth": 128, "rx_depth": 128}
      dict(k=3, stride=1, pad=1, w_in=6, n_out=4, p=3, pool=(2, 2, 0)), {"link_bits": 192, **DEEP}),
     (_fixed16, [(0, 1), (1, 3), (3, 4), (4, 7)],
      dict(k=3, stride=1, pad=1, w_in=7, n_out=5, p=2), {"link_bits": 128, **DEEP}),
-    (_fixed16, [(0, 3), (3, 5), (5, 6), (6, 9)],
+    (_fixed16, [(0, 3), (3, 5), (5, 7), (7, 9)],
      dict(k=3, stride=2, pad=1, w_in=9, n_out=3, p=3, q=2), {"link_bits": 192, **DEEP}),
     (_fp32, [(0, 2), (2, 5)], dict(k=3, stride=1, pad=0, w_in=7, n_out=4, p=2),
      {"link_bits": 128, **DEEP}),
