@@ -35,7 +35,9 @@ Plan for the 3-node training test (when the node top lands)
 3. Checks: the weights after a mini-batch against the golden chain (per node, the spec
    §3.8 stale-weight rule) and PyTorch's SGD within the documented bound; the words per
    boundary and the cycles per sample against the cluster simulator with
-   :class:`~nnrtl.gen.fpdeep.cluster_link.LinkFraming` (the 2% criterion).
+   :class:`~nnrtl.gen.fpdeep.cluster_link.LinkFraming` (the 2% criterion; done for this
+   FP chain by :func:`nnrtl.gen.fpdeep.cluster_chain.compare`: first-image latency and
+   period of 2 to 4 nodes).
 """
 
 import random
