@@ -19,7 +19,9 @@ an image's first pixel once the previous image's windows have all left, a window
 the cycle after its last pixel is taken; so a segment spends ``cycles + (K − 1 − pad) ·
 (w_in + 1) + 1`` a sample when it is the slowest, the refill: +0.02% on VGG-16's
 conv2_1 at 32 x 32, +11% (8 on 72) on the 6 x 6 test chains; checked against the RTL chain by
-:mod:`.cluster_chain`); a non-first
+:mod:`.cluster_chain`), and never fewer cycles a sample than its input pixels: AlexNet's
+conv1 (224 x 224, stride 4) needs 50,176, so the RTL as built cannot follow the mapper's
+AlexNet period below that (75,816 cycles on 15 FPGAs, 18,954 on 63); a non-first
 node of a layer adds (ICP) or appends (OCP) the partial that arrives from upstream; the
 node that completes the layer pools: a pooled pixel is ready when the last pixel of its
 pool window is; a fully connected layer steps over its input pixels as they arrive
