@@ -16,7 +16,10 @@ activation source (gaps) and on the last node's output (stalls), and checks the 
 beats against the golden model chained node by node
 (:func:`nnrtl.sim.golden.fpdeep.fp.fp_module` with each node's partials as the next
 node's ``partial_in``). Reported, never raised: ``bit_exact``, ``mismatches``,
-``cycles``, ``link_words`` per boundary, ``fault``, ``timed_out``.
+``cycles``, ``link_words`` per boundary, ``fault``, ``timed_out``, and the timing the
+cluster simulator is checked against (:mod:`nnrtl.gen.fpdeep.cluster_chain`):
+``start_cycle`` (the first cycle activations are offered: every LPRAM is loaded) and
+``image_cycles`` (per image, the cycle after its last output beat was taken).
 
 Plan for the 3-node training test (when the node top lands)
 ------------------------------------------------------------
@@ -32,7 +35,9 @@ Plan for the 3-node training test (when the node top lands)
 3. Checks: the weights after a mini-batch against the golden chain (per node, the spec
    §3.8 stale-weight rule) and PyTorch's SGD within the documented bound; the words per
    boundary and the cycles per sample against the cluster simulator with
-   :class:`~nnrtl.gen.fpdeep.cluster_link.LinkFraming` (the 2% criterion).
+   :class:`~nnrtl.gen.fpdeep.cluster_link.LinkFraming` (the 2% criterion; done for this
+   FP chain by :func:`nnrtl.gen.fpdeep.cluster_chain.compare`: first-image latency and
+   period of 2 to 4 nodes).
 """
 
 import random
@@ -127,7 +132,9 @@ def run(configs, cases, pattern, *, seed=0, link_options=None):
     sink = gen()
     got = []
     report = {"pattern": pattern, "bit_exact": False, "mismatches": [], "cycles": 0,
-              "link_words": [0] * len(top.links), "fault": False, "timed_out": None}
+              "link_words": [0] * len(top.links), "fault": False, "timed_out": None,
+              "start_cycle": None, "image_cycles": []}
+    per_image = len(want) // images
 
     async def bench(ctx):
         loads_left = [list(s["load"]) for s in stim]
@@ -141,6 +148,8 @@ def run(configs, cases, pattern, *, seed=0, link_options=None):
                         pair.a.fault | pair.b.fault]
         for cycle in range(budget):
             loading = any(loads_left)
+            if not loading and report["start_cycle"] is None:
+                report["start_cycle"] = cycle
             for pair, (fwd, bwd) in zip(top.links, channels):
                 ctx.set(pair.pause_ab, next(fwd))
                 ctx.set(pair.pause_ba, next(bwd))
@@ -158,6 +167,8 @@ def run(configs, cases, pattern, *, seed=0, link_options=None):
             _clk, _rst, *values = await ctx.tick().sample(*watched)
             if values[0] and take:
                 got.append(values[1])
+                if len(got) % per_image == 0:
+                    report["image_cycles"].append(cycle + 1)
             for n in range(len(top.fps)):
                 lv, lr, av, ar = values[2 + 4 * n:6 + 4 * n]
                 if lv and lr:
