@@ -1,0 +1,53 @@
+"""One FPDeep node under Verilator (bench: nnrtl.sim.tb.fpdeep_node): one small build
+(fixed16, K = 3, pad 1 over a 4×4 map, S_IC = 2, OC = 3 on P = 2, ReLU and a 2×2 pool on the
+completing node, EB), two mini-batches of two images per backpressure pattern with a lag of
+two images between FP and the errors (so the third image runs FP on the old weights and EB
+on the new ones): activations out, errors out and, through them, the updated weights
+bit-exact against the golden models; the counters read over AXI4-Lite."""
+
+import pytest
+
+from nnrtl.hw.fpdeep import FpConfig
+from nnrtl.hw.fpdeep.node import FpdeepNode, NodeConfig
+from nnrtl.sim.patterns import PATTERNS
+from nnrtl.sim.runner import simulate
+from nnrtl.sim.tb.fpdeep_node import fp_versions, node_fields
+
+#: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
+pytestmark = pytest.mark.timeout(900)
+
+CFG = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 2, pool=(2, 2, 0))
+CONFIG = NodeConfig((CFG,), (True,), batch=2, act_images=3, lr=20000)
+BATCHES, LAG = 2, 2
+
+
+def test_node_trains_every_pattern():
+    assert fp_versions(4, 2, LAG) == [0, 0, 0, 1]      # image 2: FP old, EB new weights
+    result = simulate(FpdeepNode(CONFIG), test_module="nnrtl.sim.tb.fpdeep_node",
+                      name="fpdeep_node", seed=14,
+                      params={"config": node_fields(CONFIG), "batches": BATCHES, "lag": LAG,
+                              "patterns": list(PATTERNS)})
+    assert result["bit_exact"], result["patterns"]
+    for kind in PATTERNS:
+        run = result["patterns"][kind]
+        assert run["counters"]["updates"] == BATCHES and run["counters"]["images"] == 4
+        assert run["beats"]["err_out"] == 4 * CFG.w_in ** 2, (kind, run)
+        assert run["beats"]["act_out"] == 4 * CFG.out_beats, (kind, run)
+        assert run["counters"]["fp_busy"] > 0 and run["counters"]["pg_busy"] > 0
+
+
+def test_golden_outputs_depend_on_the_update():
+    """The check is not vacuous: another ``lr`` changes the outputs of the images after
+    the first update (FP of image 3, EB of images 2 and 3), not those before."""
+    import dataclasses
+
+    from nnrtl.sim.tb.fpdeep_node import expected, random_case
+    case = random_case(CFG, 4, 3)
+    want, versions = expected(CONFIG, case, LAG)
+    other, _ = expected(dataclasses.replace(CONFIG, lr=5000), case, LAG)
+    beats, errs = CFG.out_beats, CFG.w_in ** 2
+    assert len(versions) == 3 and (versions[1][0] != case["weights"]).any()
+    assert want["act_out"][:3 * beats] == other["act_out"][:3 * beats]
+    assert want["act_out"][3 * beats:] != other["act_out"][3 * beats:]
+    assert want["err_out"][:2 * errs] == other["err_out"][:2 * errs]
+    assert want["err_out"][2 * errs:3 * errs] != other["err_out"][2 * errs:3 * errs]
