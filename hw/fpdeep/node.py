@@ -82,9 +82,15 @@ def act_layout(cfg):
     return data.StructLayout({"data": data.ArrayLayout(cfg.word_bits, cfg.p), "last": 1})
 
 
+#: The default (test) node's segment: fixed16, 3×3 conv (pad 1) over 4×4 maps, 2 → 3
+#: channels on P = 2, ReLU and a 2×2 pool, completing.
+SMALL = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 2, pool=(2, 2, 0))
+
+
 @dataclasses.dataclass(frozen=True)
 class NodeConfig:
     """One node's RTL: its layer segments (:class:`FpConfig` each) and the training setup.
+    The defaults are a small test node (:data:`SMALL`, mini-batch 2).
 
     Attributes
     ----------
@@ -97,16 +103,17 @@ class NodeConfig:
     act_images : int
         Act-RAM and mask-buffer depth in images.
     lr : int
-        Reset value of the ``lr`` register (``η/B``: fixed16 Q0.16, fp32 bits).
+        Reset value of the ``lr`` register (``η/B``: fixed16 Q0.16, fp32 bits; the
+        default, 655, is 0.01 in fixed16, set it for fp32).
     node : int
         The node's number in the chain (1 upstream), for names and reports.
     """
 
-    segments: tuple
-    eb: tuple
-    batch: int = 1
-    act_images: int = 2
-    lr: int = 0
+    segments: tuple = (SMALL,)
+    eb: tuple = (True,)
+    batch: int = 2
+    act_images: int = 3
+    lr: int = 655
     node: int = 1
 
     def __post_init__(self):

@@ -1,0 +1,70 @@
+"""Resource model of one FPDeep node (:class:`nnrtl.hw.fpdeep.node.NodeConfig`), the
+engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines.check_fit`).
+
+* **DSP / LUT**: the node's MAC units (:attr:`NodeConfig.macs`: FP, PG and EB of every
+  segment) times the precision's cost (:data:`.cost.COST_MODELS`: fixed16 one DSP48E1 and
+  no LUT per MAC, fp32 2 DSP and 1,178 LUT); the control, the adder trees of fixed16 and the
+  FIFOs are not counted (``check_fit`` leaves 30% of the LUTs for them).
+* **BRAM36**: every memory the node builds, as the RTL sizes it: per segment the LPRAM
+  (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words), the LGB (``S_IC·K²`` banks, + 1 on
+  the completing node, of ``G`` rows of ``P`` LGB words), the three line buffers (FP and PG
+  on the input map, EB on the δ map: ``K²`` banks of ``⌈W/K⌉·G`` beats), the Act-RAM
+  (``act_images·w_in²`` pixels of ``S_IC`` words) and the mask buffer
+  (``act_images·out_beats`` entries of ``P·(1 + argmax bits)`` bits). A memory of fewer
+  than :data:`LUTRAM_BITS` bits goes to LUTRAM (0 BRAM, its LUTs not counted); a larger one
+  takes ``⌈width/72⌉·⌈depth/512⌉`` BRAM36 (the 512 × 72 simple-dual-port shape, which wide
+  rows use best), at least ``⌈bits/36,864⌉``. Yosys may pack differently (``nnrtl synth``
+  gives its count).
+"""
+
+import math
+
+from ...hw.fpdeep.pg import lgb_bits
+from .cost import COST_MODELS
+
+__all__ = ["resources", "memories", "LUTRAM_BITS"]
+
+#: Memories below this many bits are left to LUTRAM.
+LUTRAM_BITS = 4096
+
+
+def _bram36(depth, width):
+    bits = depth * width
+    if bits < LUTRAM_BITS:
+        return 0
+    return max(math.ceil(width / 72) * math.ceil(depth / 512), math.ceil(bits / 36864))
+
+
+def memories(config):
+    """``[(name, count, depth, width)]``: every memory of the node (module docstring)."""
+    found = []
+    for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
+        word, taps, groups = cfg.word_bits, cfg.taps, cfg.groups
+        lb_depth = math.ceil(cfg.w_in / cfg.k) * cfg.k
+        found += [
+            (f"s{n}.lpram", cfg.banks + 1, cfg.rows, cfg.p * word),
+            (f"s{n}.lgb", cfg.n_in * taps + int(cfg.completes), groups,
+             cfg.p * lgb_bits(cfg, config.batch)),
+            (f"s{n}.fp_line_buffer", taps, lb_depth, cfg.n_in * word),
+            (f"s{n}.pg_line_buffer", taps, lb_depth, cfg.n_in * word),
+            (f"s{n}.act_ram", 1, config.act_images * cfg.w_in ** 2, cfg.n_in * word),
+        ]
+        if eb:
+            found.append((f"s{n}.eb_line_buffer", taps,
+                          math.ceil(cfg.w_out / cfg.k) * cfg.k * groups, cfg.p * word))
+        if cfg.completes:
+            found.append((f"s{n}.mask_buffer", 1, config.act_images * cfg.out_beats,
+                          cfg.p * (1 + max(1, cfg.argmax_bits))))
+    return found
+
+
+def resources(config, family=None):
+    """``{"dsp", "lut", "bram36"}`` of ``config`` (module docstring); ``family`` (the
+    board's Yosys family) does not change the model."""
+    model = COST_MODELS[config.precision]
+    return {
+        "dsp": config.macs * model.dsp_per_mac,
+        "lut": config.macs * model.lut_per_mac,
+        "bram36": sum(count * _bram36(depth, width)
+                      for _, count, depth, width in memories(config)),
+    }
