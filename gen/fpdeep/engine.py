@@ -62,9 +62,8 @@ def vc709_alexnet_node():
 
     mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False)
     node = next(n for n in mapping.nodes if n.node == ALEXNET_NODE)
-    config = NodeConfig.from_node(node, "fixed16")
-    segments = tuple(dataclasses.replace(s, p=1, q=s.n_in) for s in config.segments)
-    return dataclasses.replace(config, segments=segments)
+    return NodeConfig.from_node(node, "fixed16",
+                                reshape=lambda cfg: dataclasses.replace(cfg, p=1, q=None))
 
 
 class _Presets(dict):

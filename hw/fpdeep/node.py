@@ -52,15 +52,15 @@ from amaranth.lib.wiring import In, Out
 from ..bus import Access, Register, RegisterFile, RegisterMap
 from ..bus.axi import AXI4LiteSignature
 from .config import FpConfig
-from .eb import EbModule, SfuBackward, error_layout
+from .eb import EbModule, SfuBackward, check_eb, error_layout
 from .fp import FpModule, out_layout, partial_layout
 from .line_buffer import pixel_layout
 from .lpram import Lpram, load_layout
 from .pg import PgModule
-from .update import WeightUpdate
+from .update import WeightUpdate, check_update
 
 __all__ = ["NodeConfig", "SegmentUnit", "FpdeepNode", "act_layout", "register_map",
-           "COUNTERS"]
+           "check_segment", "COUNTERS", "SMALL"]
 
 #: The 64-bit counters of the register map.
 COUNTERS = {
@@ -133,19 +133,24 @@ class NodeConfig:
                 raise TypeError(f"{name} must be a positive integer, not {value!r}")
         if not isinstance(self.lr, int) or not 0 <= self.lr < 1 << self.word_bits:
             raise ValueError(f"lr must be a {self.word_bits}-bit word, not {self.lr!r}")
+        for segment, eb in zip(self.segments, self.eb):
+            check_segment(segment, eb)
 
     @classmethod
-    def from_node(cls, node, precision, *, batch=1, lr=0, **options):
+    def from_node(cls, node, precision, *, batch=1, lr=655, reshape=None, **options):
         """The RTL of the mapper's :class:`~nnrtl.gen.fpdeep.config.FpdeepNodeConfig`
         ``node`` at ``precision``: its conv segments (:meth:`FpConfig.from_segment`;
-        ``options`` set ``frac_bits`` and the fp32 stages), EB where the mapper placed
+        ``options`` set ``frac_bits`` and the fp32 stages; ``reshape``, if given, maps each
+        FpConfig to the one to build, e.g. another ``P``/``Q``), EB where the mapper placed
         three modules, ``act_images`` the largest Act-RAM residency rounded up plus one
         (the image FP takes while PG pops the oldest)."""
         convs = [s for s in node.segments if s.kind == "conv"]
         if not convs:
             raise ValueError(f"node {node.node} has no conv segment (FC runs off the "
                              f"node's RTL)")
-        return cls(tuple(FpConfig.from_segment(s, precision, **options) for s in convs),
+        reshape = reshape or (lambda cfg: cfg)
+        return cls(tuple(reshape(FpConfig.from_segment(s, precision, **options))
+                         for s in convs),
                    tuple(s.modules == 3 for s in convs), batch=batch,
                    act_images=max(2, math.ceil(max(s.residency for s in convs)) + 1),
                    lr=lr, node=node.node)
@@ -168,6 +173,18 @@ class NodeConfig:
         """Cycles per image in steady state: the slowest segment's
         :attr:`FpConfig.cycles` (the modules of a segment run concurrently at one rate)."""
         return max(s.cycles for s in self.segments)
+
+
+def check_segment(cfg, eb):
+    """Refuse (``ValueError``) a segment the modules do not build: ``Q < S_IC``
+    (:func:`~.update.check_update`), EB's limits (:func:`~.eb.check_eb`), an overlapping
+    pool on the completing node (:class:`~.eb.SfuBackward`)."""
+    check_update(cfg)
+    if eb:
+        check_eb(cfg)
+    if cfg.completes and cfg.pool is not None and cfg.pool[0] != cfg.pool[1]:
+        raise ValueError(f"pool {cfg.pool}: the node's SFU backward step is built for "
+                         f"non-overlapping pools (kernel = stride)")
 
 
 def _fork(m, source_valid, source_ready, sinks, gate=1):

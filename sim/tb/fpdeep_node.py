@@ -99,6 +99,9 @@ def fp_versions(images, batch, lag):
 
 def phases(cfg, case, lag):
     """``[(port, payloads)]`` in the order the bench sends them (module docstring)."""
+    if lag < 1:
+        raise ValueError(f"lag must be at least 1 (an image's errors follow its "
+                         f"activations), not {lag}")
     pixel = pixel_layout(cfg.word_bits, cfg.n_in)
     acts = [[pack(pixel, list(a[y, x])) for y in range(cfg.w_in) for x in range(cfg.w_in)]
             for a in case["act"]]
