@@ -44,7 +44,7 @@ cycle on the Act-RAM and mask paths; throughput one pixel-group per cycle in eac
 import dataclasses
 import math
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.wiring import In, Out
@@ -401,7 +401,9 @@ class FpdeepNode(wiring.Component):
         :attr:`registers`.
     s{n}_act_in, s{n}_err_in, s{n}_load, s{n}_part_in : In(stream.Signature)
     s{n}_act_out, s{n}_part_out, s{n}_err_out : Out(stream.Signature)
-        Segment ``n``'s streams (the :class:`SegmentUnit` ports present for it).
+        Segment ``n``'s streams (the :class:`SegmentUnit` ports present for it), their
+        payloads plain bit vectors of the unit's layouts (packed alike), the AXI4-Stream
+        ``tdata`` a link module or a board wrapper takes.
     registers : RegisterMap
 
     Raises
@@ -422,7 +424,9 @@ class FpdeepNode(wiring.Component):
         for n, unit in enumerate(self._units):
             for name, member in unit.signature.members.items():
                 if name not in STATUS and name != "lr":
-                    ports[f"s{n}_{name}"] = member
+                    shape = member.signature.members["payload"].shape
+                    payload = stream.Signature(Shape.cast(shape).width)
+                    ports[f"s{n}_{name}"] = (In if member.flow == In else Out)(payload)
         super().__init__(ports)
 
     config = property(lambda self: self._config)
@@ -439,11 +443,11 @@ class FpdeepNode(wiring.Component):
             m.d.comb += unit.lr.eq(regs.regs.lr)
             for name in unit.signature.members:
                 if f"s{n}_{name}" in self.signature.members:
-                    outer = getattr(self, f"s{n}_{name}")
-                    if unit.signature.members[name].flow == In:
-                        wiring.connect(m, wiring.flipped(outer), getattr(unit, name))
-                    else:
-                        wiring.connect(m, getattr(unit, name), wiring.flipped(outer))
+                    outer, inner = getattr(self, f"s{n}_{name}"), getattr(unit, name)
+                    source, sink = ((outer, inner) if unit.signature.members[name].flow == In
+                                    else (inner, outer))
+                    m.d.comb += [sink.valid.eq(source.valid), source.ready.eq(sink.ready),
+                                 sink.payload.eq(source.payload)]
             for name in busy:
                 busy[name] = busy[name] | getattr(unit, name)
         first = self._units[0]
