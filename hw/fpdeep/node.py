@@ -187,6 +187,20 @@ def check_segment(cfg, eb):
                          f"non-overlapping pools (kernel = stride)")
 
 
+def _count(m, taken, count, beats, batch=1):
+    """Count ``taken`` beats in ``count`` modulo ``beats`` (an image) and the images of a
+    mini-batch of ``batch``; returns the image's and the batch's last-beat conditions."""
+    end = taken & (count == beats - 1)
+    with m.If(taken):
+        m.d.sync += count.eq(Mux(end, 0, count + 1))
+    if batch == 1:
+        return end, end
+    images = Signal(range(batch))
+    with m.If(end):
+        m.d.sync += images.eq(Mux(images == batch - 1, 0, images + 1))
+    return end, end & (images == batch - 1)
+
+
 def _fork(m, source_valid, source_ready, sinks, gate=1):
     """One stream into several: a beat goes when every sink is ready (and ``gate``)."""
     for n, (valid, _) in enumerate(sinks):
@@ -253,15 +267,13 @@ class SegmentUnit(wiring.Component):
         m.submodules.act_ram = act_ram = SyncFIFOBuffered(
             width=cfg.word_bits * cfg.n_in, depth=self._depth * pixels_in)
 
-        hold = Signal()             # the batch's last error came in: FP closes at a boundary
-        passed = Signal()           # the batch's last δ passed the fork: the fork closes
-        err_count = Signal(range(cfg.out_beats))
-        err_images = Signal(range(B))
+        # mini-batches whose last error came in (FP closes at a boundary while any), and
+        # the flag of the batch's last δ having passed the fork (the fork closes)
+        ahead = Signal(range(4))
+        hold = ahead != 0
+        passed = Signal()
         finishing = Signal()        # the update took the drain's last row
-        act_count = Signal(range(pixels_in))
         delta_beats = cfg.pixels * cfg.groups
-        delta_count = Signal(range(delta_beats))
-        delta_images = Signal(range(B))
         fp_in, fp_out = Signal(8), Signal(8)
         eb_in, eb_out = Signal(8), Signal(8)
 
@@ -282,15 +294,14 @@ class SegmentUnit(wiring.Component):
                          self.load.ready.eq(lpram.load.ready)]
 
         # FP input, forked into the Act-RAM; closed at an image boundary during the window
+        act_count = Signal(range(pixels_in))
         fp_gate = ~(hold & (act_count == 0))
         took = _fork(m, self.act_in.valid, self.act_in.ready,
                      [(fp.act_in.valid, fp.act_in.ready), (act_ram.w_en, act_ram.w_rdy)],
                      fp_gate)
         m.d.comb += [fp.act_in.payload.eq(self.act_in.payload),
                      act_ram.w_data.eq(self.act_in.payload)]
-        with m.If(took):
-            m.d.sync += act_count.eq(Mux(act_count == pixels_in - 1, 0, act_count + 1))
-        fp_image_in = took & (act_count == pixels_in - 1)
+        fp_image_in, _ = _count(m, took, act_count, pixels_in)
         if cfg.partial_in:
             wiring.connect(m, wiring.flipped(self.part_in), fp.part_in)
 
@@ -318,6 +329,7 @@ class SegmentUnit(wiring.Component):
         m.d.sync += [fp_in.eq(fp_in + fp_image_in), fp_out.eq(fp_out + fp_image_out)]
 
         # δ, forked into EB and PG; closed at an image boundary during the window
+        delta_count = Signal(range(delta_beats))
         delta_gate = ~passed
         sinks = [(pg.i_delta.valid, pg.i_delta.ready)]
         if self._eb:
@@ -331,21 +343,11 @@ class SegmentUnit(wiring.Component):
             eb_image_out = 0
         moved = _fork(m, delta.valid, delta.ready, sinks, delta_gate)
         m.d.comb += pg.i_delta.payload.eq(delta.payload)
-        delta_image = moved & (delta_count == delta_beats - 1)
-        with m.If(moved):
-            m.d.sync += delta_count.eq(Mux(delta_image, 0, delta_count + 1))
-        with m.If(delta_image):
-            m.d.sync += delta_images.eq(Mux(delta_images == B - 1, 0, delta_images + 1))
-            with m.If(delta_images == B - 1):
-                m.d.sync += passed.eq(1)
-        err_taken = self.err_in.valid & self.err_in.ready
-        err_image = err_taken & (err_count == cfg.out_beats - 1)
-        with m.If(err_taken):
-            m.d.sync += err_count.eq(Mux(err_image, 0, err_count + 1))
-        with m.If(err_image):
-            m.d.sync += err_images.eq(Mux(err_images == B - 1, 0, err_images + 1))
-            with m.If(err_images == B - 1):
-                m.d.sync += hold.eq(1)
+        delta_image, delta_batch = _count(m, moved, delta_count, delta_beats, B)
+        with m.If(delta_batch):
+            m.d.sync += passed.eq(1)
+        _, err_batch = _count(m, self.err_in.valid & self.err_in.ready,
+                              Signal(range(cfg.out_beats)), cfg.out_beats, B)
         if self._eb:
             m.d.sync += [eb_in.eq(eb_in + delta_image), eb_out.eq(eb_out + eb_image_out)]
 
@@ -363,8 +365,9 @@ class SegmentUnit(wiring.Component):
         with m.If(upd.i.valid & upd.i.ready & pg.o.payload.last):
             m.d.sync += finishing.eq(1)
         done = finishing & ~upd.busy
+        m.d.sync += ahead.eq(ahead + err_batch - done)
         with m.If(done):
-            m.d.sync += [finishing.eq(0), hold.eq(0), passed.eq(0)]
+            m.d.sync += [finishing.eq(0), passed.eq(0)]
 
         m.d.comb += [
             self.fp_busy.eq((act_count != 0) | (fp_in != fp_out)),
