@@ -9,9 +9,10 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
     :func:`.resources.resources` (DSP, LUT from the cost model; BRAM36 from every memory).
 ``predict``
     ``workload["images"]`` (default one mini-batch) at the node's steady state, the slowest
-    segment's :attr:`FpConfig.cycles <nnrtl.hw.fpdeep.config.FpConfig.cycles>` per image
-    (FP, EB and PG of a segment run at that one rate, spec §2.8), plus per mini-batch the
-    PG drain and the update (6 cycles a row, :mod:`nnrtl.hw.fpdeep.update`).
+    module's cycles per image (:func:`~nnrtl.hw.fpdeep.node.module_cycles`: FP
+    :attr:`FpConfig.cycles <nnrtl.hw.fpdeep.config.FpConfig.cycles>`, EB and PG at one
+    window per cycle), plus per mini-batch the PG drain and the update (6 cycles a row:
+    2 of the drain, 4 of the fp32 update, :mod:`nnrtl.hw.fpdeep.update`; they take turns).
 ``simulate``
     :mod:`nnrtl.sim.tb.fpdeep_node` under Verilator: ``--steps`` mini-batches (default 2)
     of random images through FP → EB/PG → update under the ``--backpressure`` pattern, the

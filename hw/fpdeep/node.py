@@ -60,7 +60,7 @@ from .pg import PgModule
 from .update import WeightUpdate, check_update
 
 __all__ = ["NodeConfig", "SegmentUnit", "FpdeepNode", "act_layout", "register_map",
-           "check_segment", "COUNTERS", "SMALL"]
+           "check_segment", "module_cycles", "segment_ports", "COUNTERS", "SMALL"]
 
 #: The 64-bit counters of the register map.
 COUNTERS = {
@@ -170,9 +170,20 @@ class NodeConfig:
 
     @property
     def cycles(self):
-        """Cycles per image in steady state: the slowest segment's
-        :attr:`FpConfig.cycles` (the modules of a segment run concurrently at one rate)."""
-        return max(s.cycles for s in self.segments)
+        """Cycles per image in steady state: the slowest module of any segment
+        (:func:`module_cycles`; the modules of a node run concurrently)."""
+        return max(max(module_cycles(s, e).values())
+                   for s, e in zip(self.segments, self.eb))
+
+
+def module_cycles(cfg, eb=True):
+    """Steady-state cycles per image of a segment's modules: FP
+    :attr:`FpConfig.cycles` (``pixels · G · passes``), EB ``w_in² · G`` (an input-map
+    pixel per ``G`` δ windows, :mod:`.eb`), PG ``pixels · G`` (:mod:`.pg`)."""
+    found = {"fp": cfg.cycles, "pg": cfg.pixels * cfg.groups}
+    if eb:
+        found["eb"] = cfg.w_in ** 2 * cfg.groups
+    return found
 
 
 def check_segment(cfg, eb):
@@ -216,6 +227,23 @@ def _fork(m, source_valid, source_ready, sinks, gate=1):
     return source_valid & all_ready
 
 
+def segment_ports(cfg, eb):
+    """The streams of a segment unit (module docstring): ``{name: In/Out(stream)}``."""
+    word = cfg.word_bits
+    ports = {"act_in": In(stream.Signature(pixel_layout(word, cfg.n_in))),
+             "err_in": In(stream.Signature(pixel_layout(word, cfg.p))),
+             "load": In(stream.Signature(load_layout(cfg)))}
+    if cfg.partial_in:
+        ports["part_in"] = In(stream.Signature(partial_layout(cfg)))
+    if cfg.completes:
+        ports["act_out"] = Out(stream.Signature(act_layout(cfg)))
+    else:
+        ports["part_out"] = Out(stream.Signature(partial_layout(cfg)))
+    if eb:
+        ports["err_out"] = Out(stream.Signature(error_layout(cfg)))
+    return ports
+
+
 class SegmentUnit(wiring.Component):
     """One layer segment of a node: FP, EB (``eb``), PG, the update and their memories.
 
@@ -236,20 +264,8 @@ class SegmentUnit(wiring.Component):
 
     def __init__(self, cfg, *, batch=1, eb=True, act_images=2):
         self._cfg, self._batch, self._eb, self._depth = cfg, batch, bool(eb), act_images
-        word = cfg.word_bits
-        ports = {"act_in": In(stream.Signature(pixel_layout(word, cfg.n_in))),
-                 "err_in": In(stream.Signature(pixel_layout(word, cfg.p))),
-                 "load": In(stream.Signature(load_layout(cfg))),
-                 "lr": In(word)}
-        if cfg.partial_in:
-            ports["part_in"] = In(stream.Signature(partial_layout(cfg)))
-        if cfg.completes:
-            ports["act_out"] = Out(stream.Signature(act_layout(cfg)))
-        else:
-            ports["part_out"] = Out(stream.Signature(partial_layout(cfg)))
-        if self._eb:
-            ports["err_out"] = Out(stream.Signature(error_layout(cfg)))
-        ports.update({name: Out(1) for name in STATUS})
+        ports = segment_ports(cfg, eb)
+        ports.update({"lr": In(cfg.word_bits)} | {name: Out(1) for name in STATUS})
         super().__init__(ports)
 
     @property
@@ -420,16 +436,12 @@ class FpdeepNode(wiring.Component):
             raise TypeError(f"config must be a NodeConfig, not {config!r}")
         self._config = config
         self._registers = register_map(config)
-        self._units = [SegmentUnit(cfg, batch=config.batch, eb=eb,
-                                   act_images=config.act_images)
-                       for cfg, eb in zip(config.segments, config.eb)]
         ports = {"s_axil": In(AXI4LiteSignature(self._registers.addr_width))}
-        for n, unit in enumerate(self._units):
-            for name, member in unit.signature.members.items():
-                if name not in STATUS and name != "lr":
-                    shape = member.signature.members["payload"].shape
-                    payload = stream.Signature(Shape.cast(shape).width)
-                    ports[f"s{n}_{name}"] = (In if member.flow == In else Out)(payload)
+        for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
+            for name, member in segment_ports(cfg, eb).items():
+                shape = member.signature.members["payload"].shape
+                payload = stream.Signature(Shape.cast(shape).width)
+                ports[f"s{n}_{name}"] = (In if member.flow == In else Out)(payload)
         super().__init__(ports)
 
     config = property(lambda self: self._config)
@@ -441,7 +453,10 @@ class FpdeepNode(wiring.Component):
         wiring.connect(m, wiring.flipped(self.s_axil), regs.s_axil)
         counts = {name: Signal(64, name=f"count_{name}") for name in COUNTERS}
         busy = {"fp_busy": 0, "eb_busy": 0, "pg_busy": 0}
-        for n, unit in enumerate(self._units):
+        config = self._config
+        units = [SegmentUnit(cfg, batch=config.batch, eb=eb, act_images=config.act_images)
+                 for cfg, eb in zip(config.segments, config.eb)]
+        for n, unit in enumerate(units):
             m.submodules[f"segment_{n}"] = unit
             m.d.comb += unit.lr.eq(regs.regs.lr)
             for name in unit.signature.members:
@@ -453,7 +468,7 @@ class FpdeepNode(wiring.Component):
                                  sink.payload.eq(source.payload)]
             for name in busy:
                 busy[name] = busy[name] | getattr(unit, name)
-        first = self._units[0]
+        first = units[0]
         steps = dict(busy, cycles=1, images=first.image_done, updates=first.update_done)
         with m.If(regs.regs.control[0]):
             m.d.sync += [c.eq(0) for c in counts.values()]
@@ -461,5 +476,5 @@ class FpdeepNode(wiring.Component):
             m.d.sync += [counts[name].eq(counts[name] + steps[name]) for name in counts]
         m.d.comb += [getattr(regs.regs, name).eq(c) for name, c in counts.items()]
         m.d.comb += [regs.regs.batch.eq(self._config.batch),
-                     regs.regs.segments.eq(len(self._units))]
+                     regs.regs.segments.eq(len(units))]
         return m

@@ -13,7 +13,8 @@ from nnrtl.gen.engines import SimRequest, check_fit, get_engine
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.fpdeep.engine import ALEXNET_NODE, simulate, vc709_alexnet_node
 from nnrtl.gen.fpdeep.resources import memories
-from nnrtl.hw.fpdeep.node import NodeConfig
+from nnrtl.hw.fpdeep import FpConfig
+from nnrtl.hw.fpdeep.node import NodeConfig, module_cycles
 
 VC709 = get_board("vc709")
 
@@ -61,13 +62,18 @@ def test_vc709_alexnet_node_is_refused_by_bram(engine):
         check_fit(engine, config, VC709)
 
 
-def test_predict_uses_the_segment_cycles(engine):
+def test_predict_uses_the_module_cycles(engine):
+    """The small node (4×4 maps, pad 1, G = 2): FP and PG 16 · 2 cycles an image, EB
+    4² · 2 (same padding: as many); a valid convolution's EB takes longer than its FP."""
     config = engine.preset("small")
     cfg = config.segments[0]
     found = engine.predict(config, {"images": 4})
     rows = (cfg.banks + 1) * cfg.groups
     assert found["cycles"] == 4 * cfg.cycles + 2 * 6 * rows == 4 * 16 * 2 + 2 * 6 * 38
     assert found["useful_macs"] == 4 * 16 * 3 * 2 * 9 * 3
+    valid = NodeConfig((FpConfig("fixed16", 3, 1, 0, 6, 1, 2, 1),), (True,))
+    assert module_cycles(valid.segments[0]) == {"fp": 16 * 2, "pg": 16 * 2, "eb": 36 * 2}
+    assert valid.cycles == 72
 
 
 def test_generate_small_node(tmp_path, capsys):
