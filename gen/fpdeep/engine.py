@@ -28,6 +28,7 @@ import dataclasses
 import functools
 
 from ...hw.fpdeep.node import FpdeepNode, NodeConfig
+from ...hw.fpdeep.update import row_cycles
 from ...hw.presets import Preset
 from ..engines import Engine
 from .hooks import cluster_hook, map_hook
@@ -98,14 +99,16 @@ PRESETS = _Presets({
 })
 
 
-def _rows(config):
-    return sum((s.banks + 1) * s.groups for s in config.segments)
+def _update_cycles(config):
+    """Cycles of one mini-batch's drain and update: the slowest segment's (each segment
+    updates its own LPRAM, concurrently)."""
+    return max((s.banks + s.completes) * s.groups * row_cycles(s) for s in config.segments)
 
 
 def predict(config, workload):
     """The engine hook (module docstring): ``cycles``, ``useful_macs``, ``utilization``."""
     images = workload.get("images", config.batch)
-    cycles = images * config.cycles + images // config.batch * 6 * _rows(config)
+    cycles = images * config.cycles + images // config.batch * _update_cycles(config)
     useful = images * sum(s.pixels * s.n_out * s.n_in * s.taps * (2 + e)
                           for s, e in zip(config.segments, config.eb))
     return {"cycles": cycles, "useful_macs": useful,

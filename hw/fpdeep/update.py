@@ -28,9 +28,10 @@ Decisions ([U] in the spec)
   ``load`` beat. The update of a segment is ``banks · G`` rows once per mini-batch; it
   follows the PG drain (2 cycles a row), so a pipelined update would wait on the drain.
 
-Latency and throughput: fixed16 3 cycles from a gradient beat's handshake to its ``load``
-beat (read, compute, send), fp32 4 (read, multiply, subtract, send); one row per 3 (4)
-cycles when the ``load`` port takes each at once (the LPRAM's always does).
+Latency and throughput: fixed16 2 cycles from a gradient beat's handshake to its ``load``
+beat's valid (read, compute), fp32 3 (read, multiply, subtract); one row per
+:func:`row_cycles` = 3 (4) cycles when the ``load`` port takes each at once (the LPRAM's
+always does), which is also the PG drain's pace behind it (2 cycles a row, overlapped).
 """
 
 from amaranth.hdl import Module, Mux, Signal, Value
@@ -43,7 +44,7 @@ from ..arith.float_mul import FloatMul
 from .lpram import load_layout, row_layout
 from .pg import gradient_layout, lgb_bits
 
-__all__ = ["WeightUpdate", "RATE_BITS", "check_update"]
+__all__ = ["WeightUpdate", "RATE_BITS", "check_update", "row_cycles"]
 
 #: Fraction bits of the fixed16 ``lr`` register (Q0.16).
 RATE_BITS = 16
@@ -55,6 +56,11 @@ def check_update(cfg):
         raise ValueError(f"the weight update is built for q = n_in, not q {cfg.q} < n_in "
                          f"{cfg.n_in}: the LGB holds a bank per input channel and tap, "
                          f"the LPRAM of a segment with passes Q channels a row")
+
+
+def row_cycles(cfg):
+    """Cycles per LGB row of an update: latency + the cycle back to idle."""
+    return 4 if cfg.precision == "fp32" else 3
 
 
 def _round(value, shift):
@@ -116,7 +122,7 @@ class WeightUpdate(wiring.Component):
     @property
     def latency(self):
         """Cycles from a gradient beat's handshake to its ``load`` beat's valid."""
-        return 4 if self._cfg.precision == "fp32" else 3
+        return row_cycles(self._cfg) - 1
 
     def elaborate(self, platform):
         m = Module()

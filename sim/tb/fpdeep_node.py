@@ -176,8 +176,9 @@ def _update(config, case, deltas, versions):
 
 def model_cycles(config, images):
     """Cycles without pauses, at most: per image the slower of the input pixels and the
-    steady-state cycles (:attr:`NodeConfig.cycles`), the fill and, per mini-batch, the
-    drain and update (``6`` cycles a row)."""
+    steady-state cycles (:attr:`NodeConfig.cycles`) twice (the phases do not overlap), the
+    fill and, per mini-batch, the drain and update (``6`` cycles a row, twice
+    :func:`~nnrtl.hw.fpdeep.update.row_cycles`)."""
     cfg = config.segments[0]
     rows = (cfg.banks + 1) * cfg.groups
     return (images * (max(cfg.w_in ** 2, config.cycles) * 2 + 4 * cfg.k * cfg.w_in)

@@ -73,5 +73,5 @@ def test_update_parameters():
     with pytest.raises(ValueError, match=r"^the weight update is built for q = n_in, not "
                                          r"q 1 < n_in 2: "):
         WeightUpdate(FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2, q=1))
-    assert WeightUpdate(cfg).latency == 3
-    assert WeightUpdate(FpConfig("fp32", 3, 1, 1, 5, 2, 3, 2)).latency == 4
+    assert WeightUpdate(cfg).latency == 2
+    assert WeightUpdate(FpConfig("fp32", 3, 1, 1, 5, 2, 3, 2)).latency == 3
