@@ -17,7 +17,10 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
     :mod:`nnrtl.sim.tb.fpdeep_node` under Verilator: ``--steps`` mini-batches (default 2)
     of random images through FP → EB/PG → update under the ``--backpressure`` pattern, the
     activations and errors out bit-exact against the golden models (the updated weights
-    through them), the counters read over AXI4-Lite. One-segment nodes only.
+    through them), the counters read over AXI4-Lite. One-segment nodes only. Its
+    ``cycles`` are the bench's: its phases (an image's activations, then its errors) do not
+    overlap FP and BP as a chain does, so they exceed ``model_cycles`` (:func:`predict`,
+    the pipelined steady state) by design; the cluster simulator models the chain.
 ``map``, ``cluster``
     :func:`.hooks.map_hook`, :func:`.hooks.cluster_hook`.
 ``bench``
