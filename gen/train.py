@@ -15,9 +15,11 @@ rest in PyTorch on the host. This module does what is the same for every engine:
 * the weight update: PyTorch's own ``torch.optim.SGD`` step on the gradients the engine
   returned;
 * the reference: the same step in plain PyTorch float64 (autograd through
-  :func:`nnrtl.gen.models.to_torch` and ``torch.optim.SGD``) from the same weights; the
-  step passes when no updated weight differs from the reference's by more than
-  ``lr * trainer.gradient_bound`` (the engine states its gradient bound and why);
+  :func:`nnrtl.gen.models.to_torch` and ``torch.optim.SGD``) from the same weights (a
+  pipelined engine's stale forward weights too, when its trainer has
+  ``forward_networks``); the step passes when no updated weight differs from the
+  reference's by more than ``lr * trainer.gradient_bound`` (the engine states its
+  gradient bound and why);
 * writes ``DIR/model.<suffix of the model file>`` (the updated weights, same format),
   ``DIR/train.json`` (per step: loss, the reference's loss, cycles, useful MACs,
   utilization, the update's largest difference from the reference and its bound) and
@@ -100,6 +102,17 @@ class Trainer(Protocol):
         """The last step's ``cycles``, ``useful_macs``, ``utilization`` (``None`` where the
         backend has none)."""
         ...
+
+    # Optional: ``approximation`` (str or None, read after each step's backward): what
+    # the engine deliberately computed differently from SGD in that step (e.g. η-LSTM's
+    # MS1 pruning, MS2's skipped cells). That step's update is then not expected within
+    # ``gradient_bound`` of the reference: it reports its difference and the
+    # approximation, its ``within_bound`` is ``None`` (not applicable) and it does not
+    # fail (the backend's own checks, e.g. an RTL pass bit-exact against the golden
+    # model, still do). Steps without one are checked as usual.
+    # Optional: ``forward_networks() -> list | None``, per sample of the last forward the
+    # network whose weights its forward pass used, when a pipelined engine's samples ran
+    # with stale weights; the reference (:func:`reference_step`) then does the same.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -234,15 +247,49 @@ def _run_module(module, network, inputs):
     return outputs[0] if network.is_rnn else outputs
 
 
-def reference_step(network, batch, loss, lr):
-    """The step in plain PyTorch float64: ``(loss, updated network)``."""
+def _stale_forward(module, stale, x):
+    """``module`` (a CNN's ``nn.Sequential``) on ``x`` with the values of ``stale`` (the
+    same layers, other weights) and the gradients of ``module``: each weighted layer's
+    output is ``module``'s plus the detached difference to ``stale``'s."""
+    import torch
+    for layer, old in zip(module, stale, strict=True):
+        y = layer(x)
+        if any(True for _ in layer.parameters()):
+            with torch.no_grad():
+                shift = old(x) - y
+            y = y + shift
+        x = y
+    return x
+
+
+def _all_checked(verdicts):
+    """``None`` if no verdict is a bool (no step was checked), else whether all checked
+    ones hold."""
+    checked = [v for v in verdicts if v is not None]
+    return all(checked) if checked else None
+
+
+def reference_step(network, batch, loss, lr, forward_networks=None):
+    """The step in plain PyTorch float64: ``(loss, updated network)``.
+
+    ``forward_networks`` (a CNN's; one network per sample, or None): the weights each
+    sample's forward pass used when they are not ``network``'s -- a pipelined engine's
+    stale weights (:meth:`Trainer.forward_networks`). The sample's values then come from
+    them, its errors and gradients from ``network``'s weights, as the engine computes."""
     import torch
 
     from .models import from_torch, to_torch
 
     module = to_torch(network, torch.float64)
-    value = _loss_value(_run_module(module, network, batch.inputs), batch, loss,
-                        network.is_rnn)
+    if forward_networks is None:
+        outputs = _run_module(module, network, batch.inputs)
+    else:
+        if network.is_rnn or len(forward_networks) != len(batch.inputs):
+            raise ValueError("forward_networks: one network per sample of a CNN's batch")
+        outputs = torch.cat([
+            _stale_forward(module, to_torch(stale, torch.float64), batch.inputs[n:n + 1])
+            for n, stale in enumerate(forward_networks)])
+    value = _loss_value(outputs, batch, loss, network.is_rnn)
     value.backward()
     torch.optim.SGD(module.parameters(), lr=lr).step()
     return float(value.detach()), from_torch(network, module)
@@ -319,16 +366,23 @@ def train(engine, hook, request, output, *, force=False):
         outputs = trainer.forward(network, batch.inputs.numpy())
         loss, grad_outputs = loss_and_gradient(outputs, batch, request.loss, network.is_rnn)
         updated = sgd_step(network, trainer.backward(grad_outputs), request.lr)
-        reference_loss, reference = reference_step(network, batch, request.loss, request.lr)
+        approximation = getattr(trainer, "approximation", None)
+        stale = getattr(trainer, "forward_networks", None)
+        reference_loss, reference = reference_step(network, batch, request.loss, request.lr,
+                                                   None if stale is None else stale())
         difference = _max_difference(updated, reference)
         bound = request.lr * trainer.gradient_bound
+        within = None if approximation else bool(difference <= bound)
         steps.append({"step": step, "loss": loss, "reference_loss": reference_loss,
                       **trainer.counters(), "update_max_abs_diff": difference,
-                      "update_bound": bound, "within_bound": difference <= bound})
+                      "update_bound": bound, "within_bound": within,
+                      **({"approximation": approximation} if approximation else {})})
         if request.log is not None:
             request.log(f"train: step {step + 1}/{request.steps}: loss {loss:.6g} "
                         f"(float64 reference {reference_loss:.6g}), update within "
-                        f"{difference:.3g} of the reference (bound {bound:.3g})")
+                        f"{difference:.3g} of the reference " + (
+                            f"(bound {bound:.3g})" if not approximation else
+                            f"(not bounded: {approximation})"))
         network = updated
     config = trainer.config
     summary = {
@@ -336,7 +390,8 @@ def train(engine, hook, request, output, *, force=False):
         "format": network.format, "loss": request.loss, "lr": request.lr,
         "backend": request.backend, "gradient_bound": trainer.gradient_bound,
         "config": None if config is None else dataclasses.asdict(config),
-        "within_bound": all(s["within_bound"] for s in steps),
+        # None when every step was an approximation, else whether the checked steps hold
+        "within_bound": _all_checked(s["within_bound"] for s in steps),
         "steps": steps, "seconds": round(time.monotonic() - start, 3),
     }
     with staged_directory(output, force=force) as staging:

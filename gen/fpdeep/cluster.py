@@ -42,7 +42,10 @@ result is bit-identical for any rank count.
   ``inflight`` optionally caps the samples admitted before the oldest has left node 1's
   PG.
 * Links: convention "link" of spec §2.10 (the bandwidth per neighbour link and
-  direction), the streams of a boundary in weighted round robin (:class:`.Link`).
+  direction), the streams of a boundary in weighted round robin (:class:`.Link`), each
+  message charged the RTL link's words for it (:class:`.LinkFraming` of
+  :func:`.boundary_link`: words per beat, one header per full packet, partials and
+  gradients at their own width), as the mapper's link period (:mod:`.links`) is.
 * Weight update (spec §3.8): a segment updates when its PG has finished the last sample of
   mini-batch ``M``; the samples of ``M + 1`` whose FP started there before are the stale
   ones, counted per node (the paper's "first 5 samples"). The update window itself
@@ -72,6 +75,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UsageError
+from .cluster_link import LinkFraming, boundary_link
 from .cluster_node import ClusterPlan, NodeModel, NodeTiming
 
 __all__ = ["ClusterConfig", "simulate", "run_cluster", "load_plan", "config_from_params",
@@ -160,8 +164,10 @@ def _gbps(plan, config):
 def _nodes(plan, config, first, last):
     gbps = _gbps(plan, config)
     per_word = 0.0 if gbps is None else plan.word_bits * plan.clock_hz / (gbps * 1e9)
+    framing = None if gbps is None else LinkFraming.of_link(
+        boundary_link(plan.word_bits, gbps, plan.clock_hz))
     return [NodeModel(plan, m, config.timing, per_word, config.link_latency,
-                      config.act_ram_samples) for m in range(first, last + 1)]
+                      config.act_ram_samples, framing) for m in range(first, last + 1)]
 
 
 def blocks(plan, ranks):

@@ -12,14 +12,51 @@ are exactly those of an event-by-event simulation of the same servers.
 * :class:`Link`: one direction of a neighbour link: typed flits (the streams of spec §3.2:
   activation, partial, param, error, delta, gradient), one message per pixel of a stream,
   ``words · word_bits / Gb/s`` cycles of the link on the wire (see :class:`Link` for the
-  arbitration), then ``latency`` cycles of flight.
+  arbitration), then ``latency`` cycles of flight;
+* :class:`LinkFraming`: the RTL link's flits (:mod:`nnrtl.hw.fpdeep.link`): with it a
+  :class:`Link` charges a message the link words the RTL sends for it, header flits of full
+  packets included, instead of its raw words; :func:`boundary_link` is the link of a
+  boundary the simulator and the mapper (:mod:`.links`) both charge.
 """
 
 import dataclasses
 
 import numpy as np
 
-__all__ = ["serve", "Link", "LinkStats"]
+from ...hw.fpdeep.config import PARTIAL_BITS
+from ...hw.fpdeep.link_config import LANE_BITS, PATHS, LinkConfig, lanes_for
+
+__all__ = ["serve", "Link", "LinkStats", "LinkFraming", "boundary_link", "STREAM_PATHS",
+           "MAX_BEATS"]
+
+#: Longest packet of a boundary's link (the paper-size link of :mod:`nnrtl.hw.fpdeep.link`'s
+#: 150 Gb/s measurement: headers of 32-beat packets).
+MAX_BEATS = 32
+
+#: The link path (:data:`~nnrtl.hw.fpdeep.link_config.PATHS`) of each simulator stream kind.
+STREAM_PATHS = {"bypass": "act", "act": "act", "partial": "partial", "param": "param",
+                "delta": "delta", "errors": "error", "err": "error", "grad": "grad"}
+
+
+def boundary_link(word_bits, gbps, clock_hz):
+    """The :class:`~nnrtl.hw.fpdeep.link_config.LinkConfig` of a boundary of a mapping of
+    ``word_bits`` words (32: fp32, 16: fixed16) at ``gbps`` per direction and ``clock_hz``: ``lanes_for(gbps)`` Aurora lanes (``link_bits``), one slot,
+    packets of up to :data:`MAX_BEATS` beats, a beat one link word of activations
+    (``P = link_bits / word_bits``), partial and gradient words ``PARTIAL_BITS[precision]``
+    wide (fixed16's 48-bit DSP sums; the LGB word of a 2¹⁶-pixel layer at most).
+
+    [U] decisions (the node top, which adapts a segment's ``P``-word beats to the link, is
+    not built yet): the adapter packs words into link-wide beats, so a beat wastes no slot
+    bits and the framing costs ``1 / MAX_BEATS`` headers per beat on a saturated link; one
+    slot, the streams sharing the whole word in weighted round robin (:class:`Link`): a
+    path pinned to one of three slots would get a third of the link whatever its load."""
+    precision = {32: "fp32", 16: "fixed16"}.get(word_bits)
+    if precision is None:
+        raise ValueError(f"word_bits must be 32 (fp32) or 16 (fixed16), not {word_bits!r}")
+    link_bits = LANE_BITS * lanes_for(gbps, clock_hz)
+    return LinkConfig("down", link_bits // word_bits, word_bits, PARTIAL_BITS[precision],
+                      PARTIAL_BITS[precision], link_bits=link_bits, max_beats=MAX_BEATS,
+                      tx_depth=2 * MAX_BEATS, rx_depth=2 * MAX_BEATS)
 
 
 def serve(ready, cycles, free):
@@ -29,6 +66,57 @@ def serve(ready, cycles, free):
     offset = np.arange(ready.size, dtype=np.float64) * cycles
     start = np.maximum(np.maximum.accumulate(ready - offset), free) + offset
     return start, start + cycles
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkFraming:
+    """The RTL link's flit accounting for one path (:mod:`nnrtl.hw.fpdeep.link_config`):
+    a beat of ``p`` words of ``word_bits`` takes ``words_per_beat`` words of its slot, each
+    sent in one cycle of the ``link_bits`` link, and a full packet of ``max_beats`` beats
+    one header word more (a saturated link sends full packets; an idle one shorter
+    packets, with bandwidth to spare). A link striped into slots is one :class:`Link`
+    per slot (its streams share the slot, not the link).
+
+    Attributes
+    ----------
+    link_bits, p, word_bits, max_beats : int
+    words_per_beat : int
+    whole_beats : bool
+        A message is whole beats (``⌈words / p⌉``, a pixel's words end a beat: the FP
+        module's ``G`` beats of ``P`` words a pixel, the link fed without an adapter);
+        else words are packed across messages (fractional beats).
+    """
+
+    link_bits: int
+    p: int
+    word_bits: int
+    max_beats: int
+    words_per_beat: int
+    whole_beats: bool = False
+
+    @classmethod
+    def from_config(cls, cfg, path, whole_beats=False):
+        """The framing of ``path`` on the link ``cfg`` (a
+        :class:`~nnrtl.hw.fpdeep.link_config.LinkConfig`)."""
+        return cls(cfg.link_bits, cfg.p, cfg.bits(path), cfg.max_beats,
+                   cfg.words_per_beat(path), whole_beats)
+
+    def link_words(self, words):
+        """Link words (headers included, as a mean over full packets) for a message of
+        ``words`` words of payload: ``beats · (words_per_beat + 1 / max_beats)``, ``beats =
+        words / p`` (fractional: the simulator's messages are means per pixel) or, with
+        :attr:`whole_beats`, ``⌈words / p⌉``."""
+        beats = -(-words // self.p) if self.whole_beats else words / self.p
+        return beats * (self.words_per_beat + 1 / self.max_beats)
+
+    def wire_bits(self, words):
+        """Bits on the wire (link words of ``link_bits``) for ``words`` words of payload."""
+        return self.link_words(words) * self.link_bits
+
+    @classmethod
+    def of_link(cls, cfg, whole_beats=False):
+        """``{path: LinkFraming}`` of every path of ``cfg``."""
+        return {path: cls.from_config(cfg, path, whole_beats) for path in PATHS}
 
 
 @dataclasses.dataclass
@@ -59,29 +147,86 @@ class Link:
         ``word_bits · f_clk / (Gb/s · 1e9)``; 0 for an unlimited link.
     latency : int
         Cycles from a message's last word leaving to its arrival.
+    framing : LinkFraming, dict or None
+        With it, a message of ``words`` takes ``framing.link_words(words)`` link words of
+        ``framing.link_bits`` (``cycles_per_word · link_bits / word_bits`` cycles each,
+        ``word_bits`` the framing's); a dict ``{path: LinkFraming}``
+        (:meth:`LinkFraming.of_link`) frames each stream by its path (``send``'s
+        ``paths``), ``cycles_per_word`` then per word of the first path's width;
+        without, its raw words.
     """
 
-    def __init__(self, cycles_per_word, latency):
+    def __init__(self, cycles_per_word, latency, framing=None):
+        self.framing = framing
         self.cycles_per_word = float(cycles_per_word)
         self.latency = float(latency)
         self.free = {}
         self.stats = LinkStats()
 
-    def send(self, streams):
+    def send(self, streams, paths=None, paced=None):
         """Arrival times of ``streams``: ``[(ready, words per message), ...]`` (ready: an
-        array of times, words a number), in the boundary's stream order."""
+        array of times, words a number), in the boundary's stream order; ``paths``: each
+        stream's link path (with a dict ``framing``); ``paced``: per stream the cycles its
+        producer spends on a message, its beats leaving evenly over them, the last at
+        ``ready`` (with :attr:`LinkFraming.whole_beats`; default 0, all at ``ready``)."""
+        paths = paths or [None] * len(streams)
+        paced = paced or [0.0] * len(streams)
         per_sample = [float(w) * r.size for r, w in streams]
-        total = sum(per_sample)
+        wire = [self._wire(w, path) * r.size for (r, w), path in zip(streams, paths)]
+        total = sum(wire)
         result = []
-        for k, ((ready, words), share) in enumerate(zip(streams, per_sample)):
+        for k, ((ready, words), share, path) in enumerate(zip(streams, per_sample, paths)):
             if ready.size == 0:
                 result.append(ready.copy())
                 continue
-            cycles = float(words) * self.cycles_per_word * (total / share if share else 0.0)
-            _, finish = serve(ready, cycles, self.free.get(k, 0.0))
+            framing = self.framing.get(path) if isinstance(self.framing, dict) else None
+            if framing is not None and framing.whole_beats:
+                finish = self._packets(ready, words, framing, k, paced[k])
+            else:
+                cycles = self._wire(words, path) * (total / wire[k] if wire[k] else 0.0)
+                _, finish = serve(ready, cycles, self.free.get(k, 0.0))
             self.free[k] = float(finish[-1])
             result.append(finish + self.latency)
             self.stats.words += share
             self.stats.messages += int(ready.size)
-            self.stats.busy += share * self.cycles_per_word
+            self.stats.busy += wire[k]
         return result
+
+    def _packets(self, ready, words, framing, k, paced):
+        """Finish times of messages ``ready`` of ``words`` each as the RTL link sends them
+        (:mod:`nnrtl.hw.fpdeep.link`), the stream alone in its slot: a grant when the
+        link is idle costs a cycle; a packet is a header and ``min(beats waiting,
+        max_beats)`` beats (the beats in the transmit FIFO at the grant), the next granted
+        as the last word goes. A message's ``⌈words / p⌉`` beats are ready ``paced /
+        beats`` cycles apart, the last with the message (the FP module's groups)."""
+        first = next(iter(self.framing.values()))
+        per_word = self.cycles_per_word * framing.link_bits / first.word_bits
+        count = -(-int(round(words)) // framing.p)
+        lag = (np.arange(count)[::-1] * (paced / count)) if count else np.zeros(0)
+        beats = (np.asarray(ready, dtype=np.float64)[:, None] - lag[None, :]).ravel()
+        done = np.empty(beats.size)
+        t, i, idle = self.free.get(k, 0.0), 0, True
+        while i < beats.size:
+            if beats[i] > t or idle:
+                t, idle = max(t, beats[i]) + per_word, False          # the grant
+            j = min(int(np.searchsorted(beats, t, "right")), i + framing.max_beats)
+            j = max(j, i + 1)
+            t += per_word                                              # the header
+            steps = np.arange(1, j - i + 1) * framing.words_per_beat * per_word
+            done[i:j] = t + steps
+            t = float(done[j - 1])
+            i = j
+            if i < beats.size and beats[i] > t:
+                idle = True
+        return done[count - 1::count]
+
+    def _wire(self, words, path=None):
+        """Cycles on the wire of ``words`` payload words of ``path``."""
+        if self.framing is None:
+            return float(words) * self.cycles_per_word
+        if isinstance(self.framing, dict):
+            first = next(iter(self.framing.values()))
+            per_bit = self.cycles_per_word / first.word_bits
+            return self.framing[path].wire_bits(float(words)) * per_bit
+        per_link_word = self.cycles_per_word * self.framing.link_bits / self.framing.word_bits
+        return self.framing.link_words(float(words)) * per_link_word

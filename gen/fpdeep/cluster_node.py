@@ -13,7 +13,15 @@ each δ pixel into its window, so an input-error pixel is complete when the last
 whose window holds it is done), its Act-RAM and PAB occupancy, and the links it sends on.
 
 Pixel rules (spec §3.7): an FP output pixel starts when the last input pixel of its window
-has arrived (raster order, so that one is the window's bottom-right pixel); a non-first
+has arrived (raster order, so that one is the window's bottom-right pixel) and been taken
+by the FP line buffer (:mod:`nnrtl.hw.fpdeep.line_buffer`, its structure: one pixel a cycle,
+an image's first pixel once the previous image's windows have all left, a window valid
+the cycle after its last pixel is taken; so a segment spends ``cycles + (K − 1 − pad) ·
+(w_in + 1) + 1`` a sample when it is the slowest, the refill: +0.02% on VGG-16's
+conv2_1 at 32 x 32, +11% (8 on 72) on the 6 x 6 test chains; checked against the RTL chain by
+:mod:`.cluster_chain`), and never fewer cycles a sample than its input pixels: AlexNet's
+conv1 (224 x 224, stride 4) needs 50,176, so the RTL as built cannot follow the mapper's
+AlexNet period below that (75,816 cycles on 15 FPGAs, 18,954 on 63); a non-first
 node of a layer adds (ICP) or appends (OCP) the partial that arrives from upstream; the
 node that completes the layer pools: a pooled pixel is ready when the last pixel of its
 pool window is; a fully connected layer steps over its input pixels as they arrive
@@ -29,7 +37,7 @@ import math
 import numpy as np
 
 from ..errors import UsageError
-from .cluster_link import Link, serve
+from .cluster_link import STREAM_PATHS, Link, serve
 from .config import FpdeepNodeConfig
 
 __all__ = ["NodeTiming", "ClusterPlan", "NodeModel"]
@@ -97,6 +105,7 @@ class ClusterPlan:
             self.layers = [dict(layer) for layer in found["network"]["layers"]]
             self.nodes = [FpdeepNodeConfig.from_json(node) for node in found["nodes"]]
             self.word_bits = int(found["cost_model"]["word_bits"])
+            self.precision = found["cost_model"]["precision"]
             self.clock_hz = float(found["cost_model"]["clock_hz"])
             self.link_gbps = found["options"]["link_gbps"]
             self.convention = found["options"]["link_convention"]
@@ -110,6 +119,9 @@ class ClusterPlan:
             raise UsageError(f"{where}: not a mapping written by 'nnrtl map' ({error!r} "
                              f"missing or malformed)") from None
         self.name = found["network"].get("name", "network")
+        #: Every node of the first layer reads its input channels from the host (DP1 by
+        #: the host, as the RTL chain bench delivers them), none bypassed on the links.
+        self.host_inputs = bool(found["options"].get("host_inputs", False))
         self.n = len(self.nodes)
         self.span = {}
         self.segment = {}
@@ -207,12 +219,14 @@ class ClusterPlan:
                 seg = self.segment[l, first]
                 if seg.mode == "ICP":
                     down = self._channels(l, range(j + 1, last + 1))
-                    result += [(("bypass", l), self.in_px(l), down * per_px),
-                               (("partial", l), self.out_px(l), float(layer["oc"]))]
+                    if not (self.host_inputs and l == 0):
+                        result.append((("bypass", l), self.in_px(l), down * per_px))
+                    result.append((("partial", l), self.out_px(l), float(layer["oc"])))
                 else:
                     up = self._channels(l, range(first, j + 1))
-                    result += [(("bypass", l), self.in_px(l), layer["ic"] * per_px),
-                               (("partial", l), self.out_px(l), float(up))]
+                    if not (self.host_inputs and l == 0):
+                        result.append((("bypass", l), self.in_px(l), layer["ic"] * per_px))
+                    result.append((("partial", l), self.out_px(l), float(up)))
             elif l + 1 < len(self.layers) and last == j and self.span[l + 1][0] == j + 1:
                 result.append((("act", l + 1), self.in_px(l + 1),
                                self.in_words(l + 1) / self.in_px(l + 1)))
@@ -265,6 +279,7 @@ class _Segment:
         layer = plan.layers[self.l]
         self.act_words = seg.n_in * layer["w_in"] ** 2 / plan.in_px(self.l)
         self.fp_free = self.eb_free = self.pg_free = 0.0
+        self.lb_free = 0.0         # when the FP line buffer takes the next image's pixels
         self.writes = {}           # sample -> Act-RAM write times (until PG frees them)
         self.frees = []            # [(last free, sorted free times)] of live samples
         self.act_peak = 0.0
@@ -312,14 +327,15 @@ class NodeModel:
     """Node ``node`` (1-based) of ``plan``: :meth:`forward` and :meth:`backward` per sample,
     in sample order, given the arrivals of the streams from its neighbours."""
 
-    def __init__(self, plan, node, timing, cycles_per_word, latency, act_ram_samples=None):
+    def __init__(self, plan, node, timing, cycles_per_word, latency, act_ram_samples=None,
+                 framing=None):
         self.plan, self.node, self.timing = plan, node, timing
         config = plan.nodes[node - 1]
         self.config = config
         self.segments = [_Segment(plan, seg, node, timing, act_ram_samples)
                          for seg in config.segments]
-        self.down = Link(cycles_per_word, latency) if node < plan.n else None
-        self.up = Link(cycles_per_word, latency) if node > 1 else None
+        self.down = Link(cycles_per_word, latency, framing) if node < plan.n else None
+        self.up = Link(cycles_per_word, latency, framing) if node > 1 else None
         self.loss = {}
         self.losses = []
         self.done = []
@@ -334,7 +350,10 @@ class NodeModel:
         for (key, count, _), (r, _) in zip(specs, streams):
             if r.size != count:
                 raise AssertionError(f"stream {key}: {r.size} messages, plan says {count}")
-        return dict(zip((key for key, _, _ in specs), link.send(streams)))
+        paths = [STREAM_PATHS[key[0]] for key, _, _ in specs]
+        cycles = {("partial", state.l): state.cycles for state in self.segments}
+        paced = [cycles.get(key, 0.0) for key, _, _ in specs]
+        return dict(zip((key for key, _, _ in specs), link.send(streams, paths, paced)))
 
     def forward(self, s, incoming, inject=0.0):
         """FP of sample ``s``; ``incoming``: arrivals from node ``node - 1`` (or nothing on
@@ -345,7 +364,7 @@ class NodeModel:
         for state in self.segments:
             l, seg = state.l, state.seg
             window, _, pool, _ = plan.maps(l)
-            if l == 0 and self.node == state.first:
+            if l == 0 and (self.node == state.first or plan.host_inputs):
                 begin = max(inject, self.source_free)
                 acts = begin + np.arange(plan.in_px(0), dtype=np.float64) \
                     * t.source_cycles_per_pixel
@@ -356,12 +375,18 @@ class NodeModel:
                 acts = incoming["bypass", l]
             arrived = acts
             acts = np.maximum(acts, state.credits(s))      # waits for an Act-RAM slot
+            if seg.kind == "conv":
+                # the line buffer (hw/fpdeep/line_buffer.py) takes a pixel a cycle, an
+                # image's first once the previous image's windows have all left; a
+                # window leaves the cycle after the pixel completing it is taken
+                acts, _ = serve(acts, 1, state.lb_free)
+                acts = acts + 1
             ready = acts[window]
             for key, value in incoming.items():
                 if key[0] == "param" and key[2] == self.node and key[3] == seg.layer:
                     ready = np.maximum(ready, value[0])
             start, finish = serve(ready, state.cycles, state.fp_free)
-            state.fp_free = float(finish[-1])
+            state.fp_free = state.lb_free = float(finish[-1])
             state.fp_start.append(float(start[0]))
             started = float(start[0]) if started is None else started
             finish = finish + t.fp_latency
@@ -379,7 +404,8 @@ class NodeModel:
                 result = finish
             if self.node < state.last:
                 out["partial", l] = result
-                out["bypass", l] = arrived + t.relay_latency
+                if not plan.host_inputs:
+                    out["bypass", l] = arrived + t.relay_latency
                 continue
             pooled = result[pool] + t.sfu_latency
             if l + 1 == len(plan.layers):

@@ -53,8 +53,9 @@ def vc709_alexnet_node():
     mapper's), conv4's ICP segment of 126 input channels, not completing, with ``P = 1`` and
     ``Q = S_IC``.
 
-    Decision: the mapper gives this segment ``P = 12, Q = 9`` (14 passes), but the EB module
-    and the weight update are built for ``Q = S_IC`` only (:func:`~nnrtl.hw.fpdeep.eb.check_eb`);
+    Decision: the mapper gives this segment ``P = 12, Q = 9`` (14 passes), but the weight
+    update (and the PG module's LGB layout behind it) is built for ``Q = S_IC`` only
+    (:func:`~nnrtl.hw.fpdeep.update.check_update`);
     ``P = 1, Q = 126`` is the one such shape that fits: 3 · 126 · 9 = 3,402 MAC units and
     DSP48E1 (94.5% of 3,600, above the mapper's 0.85 cap), 169 · 384 = 64,896 cycles per
     image against the mapper's 75,712. No other node of this mapping is built by the RTL

@@ -24,6 +24,13 @@ for bits):
   host and consumer carries the hosted words forward (DP5) and their gradients backward
   (DP6), once per sample.
 
+On the wire (:func:`wire_bits`): the RTL link's framing of the boundary link
+(:func:`.cluster_link.boundary_link`, the one the cluster simulator charges): a word of a
+path takes ``(words_per_beat + 1 / max_beats) · link_bits / P`` bits, ``1 + 1/32`` of its
+width on a link a whole number of words wide (fixed16 partial sums and gradients: 48-bit
+words); :func:`link_period` charges that, :func:`link_gbps` and the words above are the
+payload in words of ``word_bits``.
+
 Conventions (spec §2.10): ``"link"`` (default): ``--link-gbps`` per neighbour link per
 direction; ``"fpga"``: per FPGA, the sum of what it sends (and of what it receives) over
 both its links.
@@ -31,15 +38,32 @@ both its links.
 
 import math
 
-__all__ = ["CONVENTIONS", "boundary_words", "link_period", "link_gbps"]
+from ...hw.fpdeep.link_config import BACKWARD, FORWARD
+from .cluster_link import LinkFraming, boundary_link
+
+__all__ = ["CONVENTIONS", "boundary_words", "link_period", "link_gbps", "wire_bits",
+           "Boundary"]
 
 #: Link-budget conventions.
 CONVENTIONS = ("link", "fpga")
 
 
+class Boundary(tuple):
+    """``(forward, backward, where)`` words per sample of one boundary; :attr:`paths`
+    splits them by link path (:data:`~nnrtl.hw.fpdeep.link_config.PATHS`), as the link
+    frames them (partials and gradients in words of their own width)."""
+
+    paths: dict
+
+    def __new__(cls, forward, backward, where, paths):
+        row = super().__new__(cls, (forward, backward, where))
+        row.paths = paths
+        return row
+
+
 def boundary_words(chain, line, cuts, hosted=()):
-    """``[(forward, backward), ...]`` words per sample for each of the ``len(cuts)``
-    boundaries, and a description of where each falls."""
+    """``[(forward, backward, where), ...]`` (:class:`Boundary`) words per sample for each
+    of the ``len(cuts)`` boundaries, and a description of where each falls."""
     first_unit = {}
     for u, layer in enumerate(line.layer):
         first_unit.setdefault(int(layer), u)
@@ -49,28 +73,31 @@ def boundary_words(chain, line, cuts, hosted=()):
         index = int(line.layer[c])
         layer = chain.layers[index]
         if c == first_unit[index]:
-            words = layer.in_words
-            result.append([float(words), float(words),
-                           f"between {chain.layers[index - 1].name} and {layer.name}"
-                           if index else f"before {layer.name}"])
+            words = float(layer.in_words)
+            result.append([f"between {chain.layers[index - 1].name} and {layer.name}"
+                           if index else f"before {layer.name}",
+                           {"act": words, "error": words}])
             continue
         count = layer.oc if line.modes[index] == "OCP" else layer.ic
         f = (c - first_unit[index]) / count
         outs = layer.oc * layer.w_out ** 2
         eb = layer.modules == 3             # the first layer has no EB: no input errors
         if line.modes[index] == "ICP":
-            fwd = (1 - f) * layer.in_words + outs
-            bwd = outs + ((1 - f) * layer.in_words if eb else 0)
+            paths = {"act": (1 - f) * layer.in_words, "partial": float(outs),
+                     "delta": float(outs), "error": (1 - f) * layer.in_words if eb else 0.0}
         else:
-            fwd = layer.in_words + f * outs
-            bwd = (layer.in_words if eb else 0) + f * outs
-        result.append([fwd, bwd, f"inside {layer.name} ({line.modes[index]}, "
-                                 f"{c - first_unit[index]} of {count} channels upstream)"])
+            paths = {"act": float(layer.in_words), "partial": f * outs, "delta": f * outs,
+                     "error": float(layer.in_words) if eb else 0.0}
+        result.append([f"inside {layer.name} ({line.modes[index]}, "
+                       f"{c - first_unit[index]} of {count} channels upstream)", paths])
     for bank in hosted:
         for b in range(bank.host - 1, bank.consumer - 1):     # nodes are numbered from 1
-            result[b][0] += bank.words
-            result[b][1] += bank.words
-    return [tuple(row) for row in result]
+            paths = result[b][1]
+            paths["param"] = paths.get("param", 0.0) + bank.words
+            paths["grad"] = paths.get("grad", 0.0) + bank.words
+    return [Boundary(sum(paths.get(p, 0.0) for p in FORWARD),
+                     sum(paths.get(p, 0.0) for p in BACKWARD), where, paths)
+            for where, paths in result]
 
 
 def link_loads(words, convention):
@@ -88,12 +115,31 @@ def link_loads(words, convention):
     return loads
 
 
+def wire_bits(words, word_bits, gbps, clock_hz):
+    """``[(forward, backward, where), ...]``: the bits per sample each boundary of
+    ``words`` takes on the wire of the boundary link at ``gbps`` (headers of full packets
+    included; per path with :class:`Boundary` rows, else all as activations)."""
+    framing = LinkFraming.of_link(boundary_link(word_bits, gbps, clock_hz))
+    result = []
+    for row in words:
+        paths = getattr(row, "paths", None)
+        if paths is None:
+            paths = {"act": row[0]}, {"act": row[1]}
+        else:
+            paths = ({p: w for p, w in paths.items() if p in FORWARD},
+                     {p: w for p, w in paths.items() if p in BACKWARD})
+        result.append(tuple(sum(framing["act" if p not in framing else p].wire_bits(w)
+                                for p, w in side.items()) for side in paths) + (row[2],))
+    return result
+
+
 def link_period(words, word_bits, clock_hz, gbps, convention):
-    """The shortest period (cycles per sample) the links allow; 0 without a limit."""
+    """The shortest period (cycles per sample) the links allow, framing included; 0
+    without a limit."""
     if gbps is None or not words:
         return 0
-    busiest = max(link_loads(words, convention))
-    return math.ceil(busiest * word_bits / (gbps * 1e9) * clock_hz)
+    busiest = max(link_loads(wire_bits(words, word_bits, gbps, clock_hz), convention))
+    return math.ceil(busiest / (gbps * 1e9) * clock_hz)
 
 
 def link_gbps(words, word_bits, clock_hz, period):

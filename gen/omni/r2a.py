@@ -28,6 +28,11 @@ Decisions [U] (the paper gives none of these; spec §3.4, §6.7)
       takes its own group's work first (the "return"). Swing events: tasks issued to a
       channel of the other group; returns: own-group tasks issued to a channel whose
       previous task was foreign.
+    * Validation: the schedule issues per task one channel program per sample
+      (:func:`task_program`); their cycles are the channel cycle model's, checked equal
+      to the Channel RTL's (``tests/gen/test_omni_r2a_model.py``). No multi-channel top
+      exists yet: the model is validated per channel program the schedule issues,
+      not on a whole top.
     * Switch cost: ``switch_cycles`` extra channel cycles when a channel's task kind
       differs from its previous one (default 8: the PEs' 8-stage adder drains before the
       mode changes). Channels start in their group's mode.
@@ -37,7 +42,10 @@ Decisions [U] (the paper gives none of these; spec §3.4, §6.7)
     * Timing (the RTL's, :attr:`~nnrtl.hw.omni.r2a.R2AConfig.issue_overhead`): a task
       decided in cycle ``a`` is offered on the channel's issue port in ``a + 1``; a
       channel taking it in cycle ``h`` signals done in ``h + D``,
-      ``D = ceil(length / pes) + switch``; the channel and the task's successors are
+      ``D = work + switch``, ``work`` the channel cycle model's cycles of the task's
+      channel program (:func:`channel_durations`, :func:`task_program`: exact against
+      the Channel RTL; the bench and :func:`utilization_rows`) or, as the R2A RTL's
+      bench channels take it, ``ceil(length / pes)`` (the default of :func:`schedule`); the channel and the task's successors are
       free / ready from ``h + D + 1``. Without backpressure a task holds its channel
       ``D + 2`` cycles. The run lasts until every task is done (``cycles``); busy cycles
       of a channel count ``D + 1`` per task (descriptor offered to done).
@@ -51,15 +59,21 @@ done, one is ready or running. Tested on random graphs
 
 import bisect
 import dataclasses
+import functools
 import heapq
 import math
 
+from ...hw.omni.channel_config import Activation, ChannelConfig
+from ...hw.omni.channel_program import (GATES, bp_p1_steps, bp_p2_steps, elementwise,
+                                        fw_ew_steps, inner_steps, mvm_steps, outer_steps)
+from ...hw.omni.config import OmniMode
 from ...hw.omni.r2a import R2AConfig
 from ..errors import UsageError
-from .workload import KINDS, check_graph, estimate, training_graph
+from .workload import KINDS, PHASES, check_graph, estimate, training_graph
 
 __all__ = ["Schedule", "static_split", "allocation", "schedule", "run", "scaled",
-           "SCALED_CONFIG", "FULL_CONFIG", "utilization_rows", "main"]
+           "SCALED_CONFIG", "FULL_CONFIG", "utilization_rows", "main", "task_program",
+           "channel_durations"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,7 +136,106 @@ def allocation(config, ew_channels, *, dynamic):
     return groups, swing
 
 
-def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False):
+def task_program(channel, phase, size, *, density=1.0):
+    """The channel program one sample of a task runs (a list of
+    :class:`~nnrtl.hw.omni.channel_program.Step`): ``phase`` of
+    :data:`.workload.PHASES` on a tile of ``size`` hidden units (inputs for
+    ``bp_inner_x``) of the layer ``channel`` is for [decided here]:
+
+    - ``fw_mm_x``: the ``4 size`` gate rows ``[W_g b_g]`` against ``[x; 1]``, direct;
+      ``fw_mm_h``: the rows of ``U_g`` against ``h_{t-1}``, direct (a round of ``P``
+      rows per step, as the FW cell's MVM);
+    - ``fw_ew``: per gate the sum of the two parts (an EW add) through the sigmoid (i,
+      f, o) or the tanh unit (c) -- the activations ride on the adds -- then the FW
+      cell's element-wise tail (:func:`~nnrtl.hw.omni.channel_program.fw_ew_steps`);
+    - ``bp_p1`` / ``bp_p2``: the BP cell's BP-EW-P1 / P2 steps over ``size`` units
+      (P2 over ``ceil(size * density)``: MS1's decoder feeds only the survivors);
+    - ``bp_inner_h`` / ``bp_inner_x``: eq. 2 over ``size`` columns (rows of ``4H``);
+    - ``bp_outer``: eq. 3 over the ``4 size`` rows (outer product, then the ``+=``).
+    """
+    mul_rows = 4 * size
+    if phase == "fw_mm_x":
+        k = channel.input_size + 1
+        return mvm_steps(channel, ("gx", 0), (0, mul_rows), k, lambda r, c: r * k + c,
+                         "x1", Activation.NONE)
+    if phase == "fw_mm_h":
+        k = channel.hidden_size
+        return mvm_steps(channel, ("gh", 0), (0, mul_rows), k, lambda r, c: r * k + c,
+                         "h_prev", Activation.NONE)
+    if phase == "fw_ew":
+        steps = []
+        for g, gate in enumerate(GATES):
+            steps += elementwise(channel, OmniMode.EW_ADD, (gate, 0), ("gx", g * size),
+                                 ("gh", g * size), size,
+                                 activation=Activation.TANH if gate == "c"
+                                 else Activation.SIGMOID)
+        return steps + fw_ew_steps(channel, size)
+    if phase == "bp_p1":
+        return bp_p1_steps(channel, size)
+    if phase == "bp_p2":
+        return bp_p2_steps(channel, max(1, math.ceil(size * density)))
+    if phase in ("bp_inner_h", "bp_inner_x"):
+        return inner_steps(channel, size)
+    if phase == "bp_outer":
+        return outer_steps(channel, mul_rows)
+    raise UsageError(f"phase must be one of {', '.join(PHASES)}, not {phase!r}")
+
+
+def _batch_cycles(channel, program, batch):
+    """Cycles of ``batch`` samples of ``program`` back to back: the channel model of one
+    and of two samples, then one period per further sample (the second sample's
+    increment repeats: the pipeline state between samples is the same)."""
+    one = channel.program_cycles(program)
+    if batch == 1:
+        return one
+    two = channel.program_cycles(program + program)
+    return one + (batch - 1) * (two - one)
+
+
+def channel_durations(tasks, workload, config, *, density=1.0):
+    """Per task, the cycles a channel works on it (``D`` without the switch): the
+    channel cycle model (:meth:`~nnrtl.hw.omni.channel_config.ChannelConfig.
+    program_cycles`, exact against the Channel RTL) of :func:`task_program` for the
+    task's tile, over the workload's batch. Tasks of a random graph (phase ``"task"``)
+    keep :meth:`~nnrtl.hw.omni.r2a.R2AConfig.duration`."""
+    durations = []
+    for task in tasks:
+        if task.phase not in PHASES:
+            durations.append(config.duration(task.length(config.pes_per_channel), False))
+            continue
+        layer_input = workload.layer_input(task.layer)
+        size = (_tile_size(task.ops, 4 * workload.hidden_size * workload.batch)
+                if task.phase == "bp_inner_x" else _unit_count(task, workload, layer_input,
+                                                               density))
+        durations.append(_phase_cycles(config.pes_per_channel, layer_input,
+                                       workload.hidden_size, workload.batch, task.phase,
+                                       size, density))
+    return durations
+
+
+@functools.lru_cache(maxsize=4096)
+def _phase_cycles(pes, layer_input, hidden, batch, phase, size, density):
+    """Cycles of ``batch`` samples of a task on a channel of the paper's pipelines (the
+    :class:`~nnrtl.hw.omni.channel_config.ChannelConfig` defaults)."""
+    channel = ChannelConfig(pes_per_channel=pes, input_size=layer_input, hidden_size=hidden)
+    return _batch_cycles(channel, task_program(channel, phase, size, density=density), batch)
+
+
+def _tile_size(ops, per_unit):
+    return max(1, round(ops / per_unit))
+
+
+def _unit_count(task, workload, layer_input, density):
+    """The hidden units of ``task``'s tile, from its ``ops`` (:mod:`.workload`'s
+    table)."""
+    hidden, batch = workload.hidden_size, workload.batch
+    per_unit = {"fw_mm_x": 4 * layer_input, "fw_mm_h": 4 * hidden, "fw_ew": 4,
+                "bp_p1": 15, "bp_p2": 8 * density, "bp_inner_h": 4 * hidden,
+                "bp_outer": 4 * (layer_input + hidden)}[task.phase]
+    return _tile_size(task.ops, per_unit * batch)
+
+
+def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False, durations=None):
     """Run ``tasks`` on the channels of ``config`` (see the module docstring).
 
     Parameters
@@ -135,6 +248,10 @@ def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False):
         R2A with swing channels (``False``: static allocation).
     log : bool
         Keep the decisions in ``issues``.
+    durations : list of int, optional
+        Per task the cycles a channel works on it, without the switch (default
+        :meth:`~nnrtl.hw.omni.r2a.R2AConfig.duration` of its length, as the R2A RTL's
+        bench channels; :func:`channel_durations`: the channel cycle model).
 
     Returns
     -------
@@ -197,8 +314,9 @@ def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False):
         kind = home if has[home] else 1 - home
         task = heapq.heappop(ready[kind])
         free[home, swing[channel]].remove(channel)
-        cost = -(-tasks[task].length(pes) // pes) + (switch_cycles if kind != last[channel]
-                                                     else 0)
+        work = (durations[task] if durations is not None
+                else -(-tasks[task].length(pes) // pes))
+        cost = work + (switch_cycles if kind != last[channel] else 0)
         swings += kind != home
         returns += kind == home and last[channel] != home
         last[channel] = kind
@@ -240,14 +358,17 @@ def scaled(workload):
                     workload.layers, max(2, math.ceil(workload.length / 8)), 16)
 
 
-def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=None):
+def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=None,
+                     channel_model=True):
     """PE utilization of dynamic (R2A) against static allocation on the six Table I shapes.
 
     Every shape runs :func:`scaled` on :data:`SCALED_CONFIG`; the shapes named in
     ``full`` also run at full size on :data:`FULL_CONFIG`. Each with MS1 / MS2 off and
     on (MS1: P1 in FW, P2 scaled by ``density``, default the paper's 35 % survivors,
     :data:`.accounting.PAPER_DENSITY`; MS2: the kept cells of
-    :func:`.accounting.table_one_kept` at ``skip_threshold``).
+    :func:`.accounting.table_one_kept` at ``skip_threshold``). With ``channel_model``
+    (default) a task holds its channel the cycles of the channel cycle model
+    (:func:`channel_durations`); without, ``ceil(length / pes)``.
 
     Returns
     -------
@@ -276,10 +397,14 @@ def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=None):
                 trec_split = static_split(training_graph(
                     trec, tiles=config.channels, ms1=ms1, kept=trec_kept,
                     density=options["density"]), config)
-                static = schedule(tasks, config, dynamic=False)
+                durations = (channel_durations(tasks, shape, config,
+                                               density=options["density"])
+                             if channel_model else None)
+                static = schedule(tasks, config, dynamic=False, durations=durations)
                 fixed = static if trec_split == static.ew_channels else schedule(
-                    tasks, config, ew_channels=trec_split, dynamic=False)
-                dynamic = schedule(tasks, config, dynamic=True)
+                    tasks, config, ew_channels=trec_split, dynamic=False,
+                    durations=durations)
+                dynamic = schedule(tasks, config, dynamic=True, durations=durations)
                 rows.append(dict(
                     shape=name, scale=scale,
                     options="+".join(n for n, on in (("ms1", ms1), ("ms2", ms2)) if on)

@@ -9,13 +9,16 @@ Built (part 1, issue 14)
 * :mod:`.lpram`: the local parameter RAM (Q·K² banks of rows of P words, a row per group and pass; a bias bank);
 * :mod:`.fp`: the FP module: LB → CEs → chained partial add → bias → SFU (ReLU, max-pool,
   ReLU mask and argmax) or partials downstream;
-* :mod:`.pipe`: the elastic-stage plumbing.
+* :mod:`.pipe`: the elastic-stage plumbing;
+* :mod:`.link`, :mod:`.link_config`: the neighbour-link module of a node side (the six
+  datapaths in typed flits over an AXI4-Stream link, round robin, credits per path).
 
 Built (part 2, issue 14: EB and PG)
 -----------------------------------
-* :mod:`.eb`: the EB module (S_IC CEs of P tiles over a δ line buffer padded by K−1−pad,
-  the rotated kernels from the LPRAM's second read port ``eb_*``, groups summed, fixed16
-  and fp32, stride 1) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
+* :mod:`.eb`: the EB module (Q CEs of P tiles over a δ line buffer padded by K−1−pad,
+  the rotated kernels from the LPRAM's second read port ``eb_*`` at the rows ``g·passes +
+  r``, groups summed per input channel, the OCP partial errors in / out, the δ map dilated
+  for stride > 1, fixed16 and fp32) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
   the mask, non-overlapping pools);
 * :mod:`.pg`: the PG module (the K×K small convolutions, P·S_IC·K² MACs into the LGB,
   bias gradient, the LGB drained per mini-batch), fixed16 and fp32.
@@ -52,9 +55,11 @@ Plan for EB, PG, weight update and links (part 2)
 
 from .config import FpConfig, PARTIAL_BITS, PRECISIONS
 from .conv import ce_array, ce_latency
-from .eb import EbModule, SfuBackward, error_layout
+from .eb import EbModule, SfuBackward, error_layout, partial_error_layout
 from .fp import FpModule, out_layout, partial_layout
 from .line_buffer import LineBuffer, pixel_layout, window_layout
+from .link import LinkModule
+from .link_config import LinkConfig
 from .lpram import Lpram, load_layout, row_layout
 from .node import FpdeepNode, NodeConfig, SegmentUnit
 from .pg import PgModule, gradient_layout
@@ -63,5 +68,5 @@ from .update import WeightUpdate
 __all__ = ["FpConfig", "PARTIAL_BITS", "PRECISIONS", "ce_array", "ce_latency", "FpModule",
            "out_layout", "partial_layout", "LineBuffer", "pixel_layout", "window_layout",
            "Lpram", "load_layout", "row_layout", "EbModule", "SfuBackward", "error_layout",
-           "PgModule", "gradient_layout", "WeightUpdate", "FpdeepNode", "NodeConfig",
-           "SegmentUnit"]
+           "partial_error_layout", "PgModule", "gradient_layout", "LinkModule", "LinkConfig",
+           "WeightUpdate", "FpdeepNode", "NodeConfig", "SegmentUnit"]

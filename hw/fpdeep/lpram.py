@@ -69,7 +69,7 @@ class Lpram(wiring.Component):
         }
         if self._eb_port:
             ports.update({
-                "eb_addr": In(range(cfg.groups)),
+                "eb_addr": In(range(cfg.rows)),
                 "eb_en": In(1),
                 "eb_data": Out(data.ArrayLayout(row_layout(cfg), cfg.banks)),
             })

@@ -188,8 +188,9 @@ def module_cycles(cfg, eb=True):
 
 def check_segment(cfg, eb):
     """Refuse (``ValueError``) a segment the modules do not build: ``Q < S_IC``
-    (:func:`~.update.check_update`), EB's limits (:func:`~.eb.check_eb`), an overlapping
-    pool on the completing node (:class:`~.eb.SfuBackward`)."""
+    (:func:`~.update.check_update`: the update and PG's LGB), EB's limits
+    (:func:`~.eb.check_eb`), an overlapping pool on the completing node
+    (:class:`~.eb.SfuBackward`)."""
     check_update(cfg)
     if eb:
         check_eb(cfg)

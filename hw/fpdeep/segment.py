@@ -14,7 +14,7 @@ __all__ = ["SegmentModule", "READ_PORTS"]
 #: The LPRAM's read ports: name -> (rows it addresses, banks it returns) of a config.
 READ_PORTS = {
     "fp": lambda cfg: (cfg.rows, cfg.banks + 1),
-    "eb": lambda cfg: (cfg.groups, cfg.banks),
+    "eb": lambda cfg: (cfg.rows, cfg.banks),
 }
 
 

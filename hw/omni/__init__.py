@@ -2,12 +2,15 @@
 Omni-PE), :mod:`.channel_config`, :mod:`.channel_program` and :mod:`.channel` (the
 channel of Omni-PEs with its controller and activation units), :mod:`.r2a` (the R2A
 scheduler), :mod:`.dma_config`, :mod:`.compress`, :mod:`.decode` and :mod:`.dma` (the
-compressing DMA)."""
+compressing DMA), :mod:`.top_config`, :mod:`.top_program` and :mod:`.top` (the top)."""
 
 from .channel import Channel
 from .channel_config import Activation, ChannelConfig, ChannelInstruction, Source
 from .config import IP_ACCUMULATOR_LATENCY, OmniJob, OmniMode, OmniPEConfig
 from .pe import OmniPE
+from .top import OmniTop
+from .top_config import OmniConfig
 
 __all__ = ["OmniPEConfig", "OmniJob", "OmniMode", "OmniPE", "IP_ACCUMULATOR_LATENCY",
-           "ChannelConfig", "ChannelInstruction", "Source", "Activation", "Channel"]
+           "ChannelConfig", "ChannelInstruction", "Source", "Activation", "Channel",
+           "OmniConfig", "OmniTop"]

@@ -45,18 +45,18 @@ Decisions the paper leaves open ([U] of spec §3.3)
   get nothing (a round of fewer than ``P`` rows leaves the others idle).
 
 Throughput: ``P`` MACs (MVM), products (EW multiply, outer product) or sums (EW add) per
-cycle; one activation per cycle. Cycle estimate of a program:
-:meth:`~.channel_config.ChannelConfig.program_cycles`.
+cycle; one activation per cycle. Cycles of a program: the cycle model
+:meth:`~.channel_config.ChannelConfig.program_cycles` (:mod:`.channel_timing`), exact
+against this RTL.
 """
 
 from amaranth.hdl import Array, Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.wiring import In, Out
 
 from ..arith.activation import FloatActivation
 from .channel_config import Activation, ChannelConfig, Source
-from .config import OmniMode
+from .config import ConfiguredComponent, OmniMode
 from .pe import OmniPE
 
 __all__ = ["Channel"]
@@ -69,7 +69,7 @@ def _all(terms):
     return result
 
 
-class Channel(wiring.Component):
+class Channel(ConfiguredComponent):
     """One channel: Omni-PEs, controller, broadcasting queue, sigmoid and tanh units.
 
     Parameters
@@ -94,22 +94,7 @@ class Channel(wiring.Component):
         If ``config`` is not a :class:`ChannelConfig`.
     """
 
-    def __init__(self, config):
-        if not isinstance(config, ChannelConfig):
-            raise TypeError(f"config must be a ChannelConfig, not {config!r}")
-        self._config = config
-        width = config.fmt.width
-        super().__init__({
-            "i_command": In(stream.Signature(config.command_layout)),
-            "i_input1": In(stream.Signature(config.beat_layout)),
-            "i_input2": In(stream.Signature(config.beat_layout)),
-            "i_broadcast": In(stream.Signature(width)),
-            "o": Out(stream.Signature(config.beat_layout)),
-        })
-
-    @property
-    def config(self):
-        return self._config
+    CONFIG = ChannelConfig
 
     def elaborate(self, platform):
         m = Module()
@@ -126,8 +111,10 @@ class Channel(wiring.Component):
         m.submodules.broadcast_queue = broadcast = SyncFIFO(width=width,
                                                             depth=config.broadcast_depth)
         wiring.connect(m, wiring.flipped(self.i_broadcast), broadcast.w_stream)
-        m.submodules.distribute_queue = distribute = SyncFIFO(width=layout.size, depth=4)
-        m.submodules.collect_queue = collect = SyncFIFO(width=layout.size, depth=4)
+        m.submodules.distribute_queue = distribute = SyncFIFO(width=layout.size,
+                                                          depth=config.instruction_depth)
+        m.submodules.collect_queue = collect = SyncFIFO(width=layout.size,
+                                                          depth=config.instruction_depth)
 
         # -- command issue: one job to every active lane in the same cycle ---------------
         command = self.i_command.payload

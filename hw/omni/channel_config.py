@@ -13,14 +13,15 @@ through the sigmoid or the tanh unit.
 
 import dataclasses
 
-from amaranth.lib import data, enum
+from amaranth.lib import data, enum, stream
+from amaranth.lib.wiring import In, Out
 
 from ..arith.activation import activation_table
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32, FloatFormat
 from ..arith.float_mul import FloatMul
-from ..checks import check_positive, check_range, is_int
-from .config import OmniJob, OmniMode, OmniPEConfig
+from ..checks import check_positive, check_range
+from .config import OmniJob, OmniMode, OmniPEConfig, check_units
 
 __all__ = ["Source", "Activation", "ChannelInstruction", "ChannelConfig"]
 
@@ -161,15 +162,8 @@ class ChannelConfig:
         check_positive("pes_per_channel", self.pes_per_channel)
         check_positive("input_size", self.input_size)
         check_positive("hidden_size", self.hidden_size)
-        if not isinstance(self.fmt, FloatFormat):
-            raise TypeError(f"fmt must be a FloatFormat, not {self.fmt!r}")
-        check_range("adder_stages", self.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
-        check_range("multiplier_stages", self.multiplier_stages, 0,
-                    len(FloatMul.CUT_PRIORITY))
-        for name in ("input_depth", "output_depth", "broadcast_depth", "result_depth"):
-            value = getattr(self, name)
-            if not is_int(value) or value < 2:
-                raise TypeError(f"{name} must be an integer of at least 2, not {value!r}")
+        check_units(self, ("input_depth", "output_depth", "broadcast_depth",
+                           "result_depth"))
         check_range("activation_adder_stages", self.activation_adder_stages, 1,
                     len(FloatAdd.CUT_PRIORITY))
         check_range("activation_multiplier_stages", self.activation_multiplier_stages, 0,
@@ -181,8 +175,6 @@ class ChannelConfig:
             if self.max_length < self.longest_job:
                 raise ValueError(f"max_length ({self.max_length}) cannot be less than the "
                                  f"longest job of the cell programs ({self.longest_job})")
-        if not isinstance(self.flush_subnormals, bool):
-            raise TypeError(f"flush_subnormals must be a bool, not {self.flush_subnormals!r}")
 
     # -- derived sizes ---------------------------------------------------------------
 
@@ -218,6 +210,9 @@ class ChannelConfig:
         ``"tanh"`` (default ranges, this config's ``segment_bits``)."""
         return activation_table(function, self.fmt, segment_bits=self.segment_bits)
 
+    #: Instructions the distributor's and the collector's queues hold (each).
+    instruction_depth = 4
+
     @property
     def activation_latency(self):
         """Cycles through a shared activation unit (``2 * adder + multiplier``)."""
@@ -235,6 +230,15 @@ class ChannelConfig:
     def beat_layout(self):
         """A scratchpad beat: one word per lane."""
         return data.ArrayLayout(self.fmt.width, self.pes_per_channel)
+
+    @property
+    def members(self):
+        """The channel's ports (:class:`~.channel.Channel`)."""
+        return {"i_command": In(stream.Signature(self.command_layout)),
+                "i_input1": In(stream.Signature(self.beat_layout)),
+                "i_input2": In(stream.Signature(self.beat_layout)),
+                "i_broadcast": In(stream.Signature(self.fmt.width)),
+                "o": Out(stream.Signature(self.beat_layout))}
 
     @property
     def command_layout(self):
@@ -267,38 +271,13 @@ class ChannelConfig:
 
     # -- timing ----------------------------------------------------------------------
 
-    def instruction_cycles(self, instruction):
-        """Cycles an instruction holds the lanes in a gapless run of instructions of
-        its kind: the PE job's (:meth:`OmniPEConfig.cycles`: ``length``, plus the
-        reduction for MVM), or, through an activation unit, one cycle per result word
-        when that is longer (the unit takes one word per cycle)."""
-        self.check_instruction(instruction)
-        cycles = self.pe.cycles(instruction.job)
-        if instruction.activation is not Activation.NONE:
-            cycles = max(cycles, instruction.lanes * instruction.job.results)
-        return cycles
-
     def program_cycles(self, program):
-        """``program``: instructions or :class:`~.channel_program.Step`. Estimate of a gapless program's cycles: the sum of
-        :meth:`instruction_cycles` plus, per change between the direct path and an
-        activation unit (or between the two units), the unit's latency (the result
-        order is kept by draining it), plus the fill of the first job. It leaves out the
-        scratchpad's read-after-write waits (a step that reads a vector an earlier step
-        writes starts when that step's last beat is out): measured under Verilator with
-        5 lanes, gapless, the RTL takes 1.30x (I = 5, H = 7) and 1.46x (I = 3, H = 5)
-        of it for a FW plus a BP cell."""
-        program = [getattr(item, "instruction", item) for item in program]
-        total, previous = 0, None
-        for instruction in program:
-            total += self.instruction_cycles(instruction)
-            if previous is not None and previous.activation is not Activation.NONE and (
-                    instruction.activation is not previous.activation):
-                total += self.activation_latency
-            previous = instruction
-        first = program[0] if program else None
-        if first is not None:
-            total += self.pe.result_offset(first.job) - self.pe.cycles(first.job) + 2
-        return total
+        """Cycles of ``program`` (instructions or :class:`~.channel_program.Step`) on this
+        channel as the bench runs it (gapless, ``o`` always ready, a step's operands
+        after the results it reads): :func:`.channel_timing.program_cycles`, a
+        cycle-level model of the RTL's control, exact against the RTL."""
+        from .channel_timing import program_cycles
+        return program_cycles(self, program)
 
     @property
     def peak_macs_per_cycle(self):

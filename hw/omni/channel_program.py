@@ -45,8 +45,9 @@ import numpy as np
 from .channel_config import Activation, ChannelConfig, ChannelInstruction, Source
 from .config import OmniJob, OmniMode
 
-__all__ = ["Access", "Step", "GATES", "elementwise", "fw_program", "bp_program",
-           "vector_sizes", "FW_INPUTS", "BP_INPUTS"]
+__all__ = ["Access", "Step", "GATES", "elementwise", "mvm_steps", "fw_program",
+           "fw_ew_steps", "bp_program", "bp_p1_steps", "bp_p2_steps", "inner_steps",
+           "outer_steps", "vector_sizes", "FW_INPUTS", "BP_INPUTS"]
 
 #: The gates in PyTorch's order (``c`` is PyTorch's ``g``, the paper's cell gate).
 GATES = ("i", "f", "c", "o")
@@ -121,7 +122,7 @@ def elementwise(config, mode, result, operand1, operand2, length, *, subtract=Fa
     return steps
 
 
-def _mvm(config, result, rows, row_length, row_index, vector, activation):
+def mvm_steps(config, result, rows, row_length, row_index, vector, activation):
     """One MVM step per round of ``rows`` rows (``rows`` = ``(first, count)``): lane
     ``l`` takes row ``first + start + l``, its element ``k`` at ``row_index(row, k)`` of
     ``weights``; ``vector`` (name) broadcast, elements ``0 .. row_length - 1``."""
@@ -156,34 +157,40 @@ def fw_program(config):
     steps = []
     for g, gate in enumerate(GATES):
         activation = Activation.TANH if gate == "c" else Activation.SIGMOID
-        steps += _mvm(config, (gate, 0), (g * h, h), k, lambda row, col: row * k + col,
+        steps += mvm_steps(config, (gate, 0), (g * h, h), k, lambda row, col: row * k + col,
                       "z", activation)
+    return steps + fw_ew_steps(config, h)
+
+
+def fw_ew_steps(config, length):
+    """The FW cell's element-wise tail over ``length`` hidden units: ``a = f s_{t-1}``,
+    ``b = i c``, ``s_t = a + b``, ``tanh(s_t)``, ``h_t = o tanh(s_t)``."""
     mul, add = OmniMode.EW_MUL, OmniMode.EW_ADD
-    steps += elementwise(config, mul, ("a", 0), ("f", 0), ("s_prev", 0), h)
-    steps += elementwise(config, mul, ("b", 0), ("i", 0), ("c", 0), h)
-    steps += elementwise(config, add, ("s", 0), ("a", 0), ("b", 0), h)
-    steps += elementwise(config, mul, ("tanh_s", 0), ("s", 0), ("one", 0, "broadcast"), h,
-                         activation=Activation.TANH)
-    steps += elementwise(config, mul, ("h", 0), ("o", 0), ("tanh_s", 0), h)
+    steps = elementwise(config, mul, ("a", 0), ("f", 0), ("s_prev", 0), length)
+    steps += elementwise(config, mul, ("b", 0), ("i", 0), ("c", 0), length)
+    steps += elementwise(config, add, ("s", 0), ("a", 0), ("b", 0), length)
+    steps += elementwise(config, mul, ("tanh_s", 0), ("s", 0), ("one", 0, "broadcast"),
+                         length, activation=Activation.TANH)
+    steps += elementwise(config, mul, ("h", 0), ("o", 0), ("tanh_s", 0), length)
     return steps
 
 
-def bp_program(config):
-    """The BP cell (module docstring): a list of :class:`Step`."""
-    if not isinstance(config, ChannelConfig):
-        raise TypeError(f"config must be a ChannelConfig, not {config!r}")
-    h, i_size, k = config.hidden_size, config.input_size, config.fw_row_length
-    z_size = i_size + h
+def _ew(config, steps, length):
+    """An ``ew(mode, out, a, b, **kw)`` that appends the steps of an element-wise
+    operation over ``length`` elements (a name is element 0 of that vector)."""
+    def ew(mode, out, a, b, **kw):
+        steps.extend(elementwise(config, mode, *(v if isinstance(v, tuple) else (v, 0)
+                                                 for v in (out, a, b)), length, **kw))
+    return ew
+
+
+def bp_p1_steps(config, length):
+    """BP-EW-P1 over ``length`` hidden units (gen/omni/cell.py's formulas, left to
+    right): ``tanh(s_t)`` and the ``p_*`` vectors."""
     mul, add = OmniMode.EW_MUL, OmniMode.EW_ADD
     one = ("one", 0, "broadcast")
     steps = []
-
-    def ew(mode, out, a, b, **kw):
-        steps.extend(elementwise(config, mode, out if isinstance(out, tuple) else (out, 0),
-                                 a if isinstance(a, tuple) else (a, 0),
-                                 b if isinstance(b, tuple) else (b, 0), h, **kw))
-
-    # BP-EW-P1 (gen/omni/cell.py's formulas, left to right)
+    ew = _ew(config, steps, length)
     ew(mul, "tanh_s", "s", one, activation=Activation.TANH)
     ew(add, "u_o", one, "o", subtract=True)                 # 1 - o
     ew(mul, "v_o", "tanh_s", "o")
@@ -200,20 +207,42 @@ def bp_program(config):
     ew(mul, "cc", "c", "c")
     ew(add, "r_c", one, "cc", subtract=True)
     ew(mul, "p_c", "i", "r_c")                              # i (1 - c^2)
-    # BP-EW-P2
+    return steps
+
+
+def bp_p2_steps(config, length, gates=None):
+    """BP-EW-P2 over ``length`` hidden units: the gate gradients, written at offsets
+    ``gates`` (i, f, c, o) of ``dgates`` (default ``k * length``), and ``dS_{t-1}``."""
+    mul, add = OmniMode.EW_MUL, OmniMode.EW_ADD
+    gates = gates or [g * length for g in range(4)]
+    steps = []
+    ew = _ew(config, steps, length)
     ew(add, "dh", "dy", "dh_next")                          # dY_t + dH_t
-    ew(mul, ("dgates", 3 * h), "dh", "p_o")                 # do^
+    ew(mul, ("dgates", gates[3]), "dh", "p_o")              # do^
     ew(mul, "e", "dh", "p_s")
     ew(add, "ds", "ds_next", "e")                           # dS_t + dh p_s
-    ew(mul, ("dgates", 0), "ds", "p_i")                     # di^
-    ew(mul, ("dgates", h), "ds", "p_f")                     # df^
-    ew(mul, ("dgates", 2 * h), "ds", "p_c")                 # dc^
+    ew(mul, ("dgates", gates[0]), "ds", "p_i")              # di^
+    ew(mul, ("dgates", gates[1]), "ds", "p_f")              # df^
+    ew(mul, ("dgates", gates[2]), "ds", "p_c")              # dc^
     ew(mul, "ds_prev", "ds", "f")                           # dS_{t-1} = ds p_S
-    # eq. 2: dz = [dx; dh_prev] = weights[:, :I+H]^T dgates, a round of columns per step
-    steps.extend(_mvm(config, ("dz", 0), (0, z_size), 4 * h,
-                      lambda col, r: r * k + col, "dgates", Activation.NONE))
-    # eq. 3: dw_cell = dgates (x) z[:I+H], a round of rows per step, then dw += dw_cell
-    for start, lanes in _rounds(4 * h, config.pes_per_channel):
+    return steps
+
+
+def inner_steps(config, columns, first=0):
+    """Eq. 2 over ``columns`` columns of the weight array from ``first``:
+    ``dz[col] = weights[:, col] . dgates``, a round of columns per step."""
+    k = config.fw_row_length
+    return mvm_steps(config, ("dz", first), (first, columns), 4 * config.hidden_size,
+                lambda col, r: r * k + col, "dgates", Activation.NONE)
+
+
+def outer_steps(config, rows):
+    """Eq. 3 over ``rows`` rows of ``dgates``: ``dw_cell = dgates (x) z[:I+H]``, a round
+    of rows per step, then ``dw = dw_acc + dw_cell``."""
+    z_size = config.input_size + config.hidden_size
+    add = OmniMode.EW_ADD
+    steps = []
+    for start, lanes in _rounds(rows, config.pes_per_channel):
         row = start + np.arange(lanes)[None, :]
         col = np.arange(z_size)[:, None]
         steps.append(Step(
@@ -225,7 +254,21 @@ def bp_program(config):
             ChannelInstruction(OmniJob(add, z_size), lanes),
             Access("dw_acc", row * z_size + col), Access("dw_cell", row * z_size + col),
             Access("dw", row * z_size + col)))
-    steps.extend(elementwise(config, add, ("db", 0), ("db_acc", 0), ("dgates", 0), 4 * h))
+    return steps
+
+
+def bp_program(config):
+    """The BP cell (module docstring): a list of :class:`Step`."""
+    if not isinstance(config, ChannelConfig):
+        raise TypeError(f"config must be a ChannelConfig, not {config!r}")
+    h = config.hidden_size
+    steps = bp_p1_steps(config, h) + bp_p2_steps(config, h)
+    # eq. 2: dz = [dx; dh_prev] = weights[:, :I+H]^T dgates
+    steps += inner_steps(config, config.input_size + h)
+    # eq. 3: dw_cell = dgates (x) z[:I+H], then dw += dw_cell; db += dgates
+    steps += outer_steps(config, 4 * h)
+    steps += elementwise(config, OmniMode.EW_ADD, ("db", 0), ("db_acc", 0), ("dgates", 0),
+                         4 * h)
     return steps
 
 

@@ -11,7 +11,8 @@ element-wise add.
 
 import dataclasses
 
-from amaranth.lib import data, enum
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
 
 from ..arith.accumulator import reduction_schedule
 from ..arith.float_add import FloatAdd
@@ -19,7 +20,8 @@ from ..arith.float_format import FP32, FloatFormat
 from ..arith.float_mul import FloatMul
 from ..checks import check_positive, check_range, is_int
 
-__all__ = ["OmniMode", "OmniJob", "OmniPEConfig", "IP_ACCUMULATOR_LATENCY"]
+__all__ = ["OmniMode", "OmniJob", "OmniPEConfig", "IP_ACCUMULATOR_LATENCY",
+           "check_units", "ConfiguredComponent"]
 
 #: Latency of the Xilinx accumulator IP of the paper's Table III (cycles): the reference
 #: of its "< 2.87%" (spec §3.1: ``(50 - 20) / (1024 + 20)``).
@@ -39,6 +41,48 @@ class OmniMode(enum.Enum, shape=2):
     OUTER = 2
     #: ``input1[k] + input2[k]`` (or ``-`` with ``subtract``): ``n`` results (adder only).
     EW_ADD = 3
+
+
+def check_units(config, depths):
+    """The checks a PE's and a channel's config share: ``fmt``, ``adder_stages`` (1 to
+    8), ``multiplier_stages`` (0 to 6), the queue ``depths`` (names; at least 2: a full
+    queue takes no write even when read in the same cycle) and ``flush_subnormals``."""
+    if not isinstance(config.fmt, FloatFormat):
+        raise TypeError(f"fmt must be a FloatFormat, not {config.fmt!r}")
+    check_range("adder_stages", config.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
+    check_range("multiplier_stages", config.multiplier_stages, 0, len(FloatMul.CUT_PRIORITY))
+    for name in depths:
+        value = getattr(config, name)
+        if not is_int(value) or value < 2:
+            raise TypeError(f"{name} must be an integer of at least 2, not {value!r}")
+    if not isinstance(config.flush_subnormals, bool):
+        raise TypeError(f"flush_subnormals must be a bool, not {config.flush_subnormals!r}")
+
+
+class ConfiguredComponent(wiring.Component):
+    """A component made from one config object of class :attr:`CONFIG` (the first,
+    positional parameter), its ports the config's ``members``.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :attr:`CONFIG`.
+    """
+
+    #: The config class.
+    CONFIG = None
+
+    def __init__(self, config):
+        if not isinstance(config, self.CONFIG):
+            name = self.CONFIG.__name__
+            article = "an" if name[0] in "AEIOU" else "a"
+            raise TypeError(f"config must be {article} {name}, not {config!r}")
+        self._config = config
+        super().__init__(config.members)
+
+    @property
+    def config(self):
+        return self._config
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,19 +180,9 @@ class OmniPEConfig:
     flush_subnormals: bool = False
 
     def __post_init__(self):
-        if not isinstance(self.fmt, FloatFormat):
-            raise TypeError(f"fmt must be a FloatFormat, not {self.fmt!r}")
-        check_range("adder_stages", self.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
-        check_range("multiplier_stages", self.multiplier_stages, 0,
-                    len(FloatMul.CUT_PRIORITY))
-        for name in ("input_depth", "output_depth"):
-            value = getattr(self, name)
-            if not is_int(value) or value < 2:
-                raise TypeError(f"{name} must be an integer of at least 2, not {value!r}")
+        check_units(self, ("input_depth", "output_depth"))
         check_positive("partial_depth", self.partial_depth)
         check_positive("max_length", self.max_length)
-        if not isinstance(self.flush_subnormals, bool):
-            raise TypeError(f"flush_subnormals must be a bool, not {self.flush_subnormals!r}")
         if self.partial_depth < self.adder_stages:
             raise ValueError(f"partial_depth ({self.partial_depth}) cannot be less than "
                              f"adder_stages ({self.adder_stages}): the Partial Output Queue "
@@ -182,6 +216,15 @@ class OmniPEConfig:
     def output_layout(self):
         """The output stream's payload: ``data`` and ``last`` (the job's last result)."""
         return data.StructLayout({"data": self.fmt.width, "last": 1})
+
+    @property
+    def members(self):
+        """The PE's ports (:class:`~.pe.OmniPE`)."""
+        width = self.fmt.width
+        return {"i_command": In(stream.Signature(self.command_layout)),
+                "i_input1": In(stream.Signature(width)),
+                "i_input2": In(stream.Signature(width)),
+                "o": Out(stream.Signature(self.output_layout))}
 
     def check_job(self, job):
         """Raise ``ValueError`` unless ``job`` (an :class:`OmniJob`) fits this PE."""

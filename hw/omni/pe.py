@@ -60,14 +60,13 @@ Decisions the paper leaves open ([U] of spec §3.2, §6.6)
 """
 
 from amaranth.hdl import Const, Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
-from amaranth.lib.wiring import In, Out
 
 from ..arith.accumulator import ReductionStep, reduction_schedule
 from ..arith.float_add import FloatAdd
 from ..arith.float_mul import FloatMul
-from .config import OmniMode, OmniPEConfig
+from .config import ConfiguredComponent, OmniMode, OmniPEConfig
 
 __all__ = ["OmniPE", "RingEntry"]
 
@@ -94,7 +93,7 @@ def _delay(m, value, stages, enable, name):
     return current
 
 
-class OmniPE(wiring.Component):
+class OmniPE(ConfiguredComponent):
     """One Omni-PE: multiplier, adder-accumulator, queues, controller (module docstring).
 
     Parameters
@@ -121,21 +120,7 @@ class OmniPE(wiring.Component):
         If ``config`` is not an :class:`OmniPEConfig`.
     """
 
-    def __init__(self, config):
-        if not isinstance(config, OmniPEConfig):
-            raise TypeError(f"config must be an OmniPEConfig, not {config!r}")
-        self._config = config
-        width = config.fmt.width
-        super().__init__({
-            "i_command": In(stream.Signature(config.command_layout)),
-            "i_input1": In(stream.Signature(width)),
-            "i_input2": In(stream.Signature(width)),
-            "o": Out(stream.Signature(config.output_layout)),
-        })
-
-    @property
-    def config(self):
-        return self._config
+    CONFIG = OmniPEConfig
 
     def elaborate(self, platform):
         m = Module()

@@ -106,8 +106,9 @@ class Scratchpad:
         self.pad = {name: np.asarray(v, dtype=np.uint64).copy() for name, v in pad.items()}
         sizes = vector_sizes(config)
         for step in program:
-            self.pad.setdefault(step.result.name, np.zeros(sizes[step.result.name],
-                                                           dtype=np.uint64))
+            if step.result.name not in self.pad:
+                self.pad[step.result.name] = np.zeros(sizes[step.result.name],
+                                                      dtype=np.uint64)
         self.expected = run_program(config, program, {n: v.copy() for n, v in pad.items()})
         writers, self.after = {}, []
         self.items = {name: [] for name in PORTS}

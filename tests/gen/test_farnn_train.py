@@ -20,6 +20,8 @@ from nnrtl.gen.models import GRU, LSTM, Network, load_network
 from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.sim.golden.farnn.layer import to_bits
 
+from train_step import interface_step
+
 
 def test_input_mvm_adds_the_host_biases():
     """LSTM: W x + bW + bR for every gate; GRU: bR_n is left to the FPGA."""
@@ -198,16 +200,8 @@ def test_unsupported_networks():
 def step(network, x, y, loss, lr, params=()):
     """One training step through the interface's functions: returns (update difference,
     bound, trainer)."""
-    batch = interface.prepare_batch(network, x, y, loss)
-    steps, size = batch.inputs.shape[:2]
-    trainer = FarnnTrainer(config_for(network, steps, size, params))
-    outputs = trainer.forward(network, batch.inputs.numpy())
-    _, grad_outputs = interface.loss_and_gradient(outputs, batch, loss, network.is_rnn)
-    updated = interface.sgd_step(network, trainer.backward(grad_outputs), lr)
-    _, reference = interface.reference_step(network, batch, loss, lr)
-    pa, pb = updated.parameters(), reference.parameters()
-    difference = max(float(np.max(np.abs(pa[name] - pb[name]))) for name in pa)
-    return difference, lr * trainer.gradient_bound, trainer
+    return interface_step(network, lambda steps, size: FarnnTrainer(
+        config_for(network, steps, size, params)), x, y, loss, lr)
 
 
 @pytest.mark.parametrize("cell, proj, layers, params", [

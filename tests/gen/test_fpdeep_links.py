@@ -63,7 +63,13 @@ def test_link_period_of_a_first_layer_cut():
     words = boundary_words(chain, line, [4])
     assert link_loads(words, "link") == [1280]
     assert link_loads(words, "fpga") == [1280, 1280]
-    assert link_period(words, 16, 200e6, 1.0, "link") == math.ceil(1280 * 16 / 1e9 * 200e6)
+    # On the wire (the RTL link's framing, 1 Gb/s = one 64-bit lane, P = 4 16-bit words a
+    # beat, 32-beat packets): an activation word 16 · (1 + 1/32) = 16.5 bits; a 48-bit
+    # partial word 3 link words a beat: 64 / 4 · (3 + 1/32) = 48.5 bits. Forward: 768
+    # bypassed activations + 512 partials.
+    assert words[0].paths["act"] == 768 and words[0].paths["partial"] == 512
+    assert link_period(words, 16, 200e6, 1.0, "link") == math.ceil(
+        (768 * 16.5 + 512 * 48.5) / 1e9 * 200e6)
 
 
 def test_alexnet_mapping_inside_conv1():

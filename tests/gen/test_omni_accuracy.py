@@ -5,7 +5,8 @@ import dataclasses
 import pytest
 import torch
 
-from nnrtl.gen.omni.accuracy import QUICK, TASKS, compare, load_task, train_run
+from nnrtl.gen.omni.accuracy import (QUICK, TASKS, compare, load_task, pruned_share,
+                                    train_run)
 from nnrtl.gen.omni.training import OmniConfig
 
 
@@ -69,3 +70,19 @@ def test_text_language_model_against_pytorch():
         assert result["stored_reduction"] > 0.1, result
     for result in results[3:]:
         assert result["dropped_measured"] > 2 * result["dropped_predicted"], result
+
+
+def test_pruned_share_of_the_part1_vectors():
+    """The smallest values carry at most their count's share of the mass; at
+    initialisation (small weights) the forget gate f = p_S sits near 0.5, never below
+    θ = 0.1, while o (1 - o) tanh(s) is bounded by 0.25 |tanh(s)|."""
+    spec = dataclasses.replace(QUICK["digits"], epochs=0)      # the shares before training
+    results = pruned_share(spec)
+    assert [r["at"] for r in results] == ["init"]
+    for result in results:
+        for name in ("p_o", "p_s", "p_i", "p_f", "p_c", "p_S"):
+            assert len(result[name]) == spec.layers
+            for count, mass in result[name]:
+                assert 0 <= mass <= count <= 1
+    assert results[0]["p_S"] == [[0.0, 0.0]] * spec.layers
+    assert all(count > 0.5 for count, _ in results[0]["p_o"])

@@ -6,7 +6,17 @@ import random
 import pytest
 
 from nnrtl.gen.errors import UsageError
-from nnrtl.gen.omni.r2a import allocation, schedule, static_split, utilization_rows
+import numpy as np
+
+from nnrtl.gen.omni.accounting import Workload
+from nnrtl.gen.omni.r2a import (allocation, channel_durations, schedule, static_split,
+                                task_program, utilization_rows)
+from nnrtl.gen.omni.workload import PHASES, training_graph
+from nnrtl.hw.arith.float_format import FP32
+from nnrtl.hw.omni.channel import Channel
+from nnrtl.hw.omni.channel_config import ChannelConfig
+from nnrtl.sim.golden.float import to_bits
+from nnrtl.sim.tb.omni_channel import check_in_amaranth
 from nnrtl.gen.omni.workload import KINDS, Task
 from nnrtl.hw.omni.r2a import R2AConfig
 from nnrtl.sim.tb.omni_r2a import SHAPES, random_graph
@@ -104,9 +114,11 @@ def test_random_graphs_never_deadlock(seed):
 
 
 def test_table_one_dynamic_beats_static():
-    rows = utilization_rows()
+    """The six scaled shapes, tasks timed by the channel cycle model (the full-size
+    TREC-10 run is in the slow test below)."""
+    rows = utilization_rows(full=())
     shapes = {row["shape"] for row in rows if row["scale"] == "scaled"}
-    assert len(shapes) == 6 and len(rows) == 6 * 4 + 4
+    assert len(shapes) == 6 and len(rows) == 6 * 4
     for row in rows:
         where = (row["shape"], row["scale"], row["options"])
         assert row["dynamic"] >= row["static"], where
@@ -123,3 +135,56 @@ def test_table_one_full_size():
     assert len(rows) == 6 * 4
     for row in rows:
         assert row["dynamic"] >= row["static"], (row["shape"], row["options"])
+
+
+def random_pad(program, rng):
+    """Every vector ``program`` touches, random fp32 words (its largest index + 1)."""
+    sizes = {}
+    for step in program:
+        for access in (step.operand1, step.operand2, step.result):
+            sizes[access.name] = max(sizes.get(access.name, 0),
+                                     int(np.max(access.index)) + 1)
+    return {name: np.asarray(to_bits(FP32, rng.normal(size=size)), dtype=np.uint64)
+            for name, size in sizes.items()}
+
+
+#: A layer of I = 3, H = 5 on 5-lane channels (MVM rounds of 5 rows with tails of 2 and
+#: 3 lanes, element-wise tails), two samples, the paper's pipelines.
+SMALL = Workload(3, 5, 1, 2, 2)
+SMALL_CONFIG = R2AConfig(channels=2, pes_per_channel=5)
+
+
+@pytest.mark.parametrize("phase", ["fw_ew", "bp_outer"])
+def test_task_programs_cycles_equal_the_rtl(phase):
+    """The R2A model's task time is the channel cycle model of the task's program
+    (one per sample, back to back): equal to the Channel RTL's cycles (Amaranth
+    simulator) -- well inside the 3 % the issue asks."""
+    tasks = training_graph(SMALL, tiles=SMALL_CONFIG.channels)
+    durations = channel_durations(tasks, SMALL, SMALL_CONFIG)
+    task = next(t for t in tasks if t.phase == phase and t.tile == 0)
+    size = 3  # tile 0 of 5 hidden units on 2 channels
+    channel = ChannelConfig(pes_per_channel=5, input_size=3, hidden_size=5)
+    program = task_program(channel, phase, size) * SMALL.batch
+    pad = random_pad(program, np.random.default_rng(3))
+    cycles, board = check_in_amaranth(Channel(channel), program, pad)
+    assert board.finished
+    assert durations[task.id] == cycles
+
+
+def test_task_programs_cover_the_phases():
+    channel = ChannelConfig(pes_per_channel=4, input_size=3, hidden_size=6)
+    for phase in PHASES:
+        assert task_program(channel, phase, 3)
+    # a batch is the program repeated: the model's period per sample is exact
+    program = task_program(channel, "bp_p1", 3)
+    one, two, three = (channel.program_cycles(program * n) for n in (1, 2, 3))
+    assert three - two == two - one
+    with pytest.raises(UsageError, match=r"^phase must be one of fw_mm_x, .*, not 'x'$"):
+        task_program(channel, "x", 3)
+    # the schedule takes the channel model's durations
+    tasks = training_graph(SMALL, tiles=2)
+    durations = channel_durations(tasks, SMALL, SMALL_CONFIG)
+    timed = schedule(tasks, SMALL_CONFIG, durations=durations, log=True)
+    plain = schedule(tasks, SMALL_CONFIG, log=True)
+    assert timed.cycles > plain.cycles
+    assert all(d >= -(-t.length(5) // 5) for t, d in zip(tasks, durations))

@@ -19,19 +19,39 @@ Bound. fixed16 codes are integers; the float64 reference works on the same value
   SFU's).
 """
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
 from nnrtl.hw.fpdeep import FpConfig
-from nnrtl.sim.golden.fpdeep.eb import eb_module, eb_sums, sfu_backward
+from nnrtl.sim.golden.fpdeep.eb import eb_module, eb_sums, rescale, sfu_backward
 from nnrtl.sim.golden.fpdeep.fp import fp_module
 
-EB_CASES = [  # k, pad, w_in, ic, oc, p
-    (3, 1, 7, 3, 5, 2), (3, 0, 6, 2, 4, 4), (5, 2, 9, 3, 3, 1), (1, 0, 5, 4, 6, 4),
-    (2, 0, 5, 1, 3, 2), (5, 1, 8, 2, 7, 3),
+EB_CASES = [  # k, pad, w_in, ic, oc, p, stride, q
+    (3, 1, 7, 3, 5, 2, 1, 3), (3, 0, 6, 2, 4, 4, 1, 2), (5, 2, 9, 3, 3, 1, 1, 3),
+    (1, 0, 5, 4, 6, 4, 1, 4), (2, 0, 5, 1, 3, 2, 1, 1), (5, 1, 8, 2, 7, 3, 1, 2),
+    # passes; stride 2 with a row and column no forward window reached; stride 3, K = 5
+    (3, 1, 7, 5, 4, 3, 1, 2), (3, 0, 8, 3, 4, 2, 2, 1), (5, 1, 11, 2, 3, 2, 3, 2),
 ]
+
+
+def config(precision, case):
+    k, pad, w_in, ic, oc, p, stride, q = EB_CASES[case]
+    return FpConfig(precision, k, stride, pad, w_in, ic, oc, p, q=q)
+
+
+def torch_error(cfg, weights, delta):
+    """``x.grad`` ``(w_in, w_in, n_in)`` of ``conv2d(x, weights)`` back-propagated with
+    ``delta`` (float64 arrays)."""
+    x = torch.zeros((1, cfg.n_in, cfg.w_in, cfg.w_in), dtype=torch.float64,
+                    requires_grad=True)
+    F.conv2d(x, torch.from_numpy(np.asarray(weights, np.float64)), stride=cfg.stride,
+             padding=cfg.pad).backward(
+        torch.from_numpy(np.moveaxis(np.asarray(delta, np.float64), -1, 0)[None]))
+    return x.grad[0].permute(1, 2, 0).numpy()
 
 
 def codes(rng, shape, scale):
@@ -40,18 +60,13 @@ def codes(rng, shape, scale):
 
 @pytest.mark.parametrize("case", range(len(EB_CASES)))
 def test_eb_against_torch(case):
-    k, pad, w_in, ic, oc, p = EB_CASES[case]
-    cfg = FpConfig("fixed16", k, 1, pad, w_in, ic, oc, p)
-    f = cfg.frac_bits
+    cfg = config("fixed16", case)
+    f, k, ic, oc = cfg.frac_bits, cfg.k, cfg.n_in, cfg.n_out
     rng = np.random.default_rng(case)
     # up to ±16.0: large enough that some errors saturate in the 16-bit output
     weights = codes(rng, (oc, ic, k, k), 1 << (f + 4))
     delta = codes(rng, (cfg.w_out, cfg.w_out, oc), 1 << (f + 4))
-    x = torch.zeros((1, ic, w_in, w_in), dtype=torch.float64, requires_grad=True)
-    w = torch.from_numpy(weights / 2.0 ** f)
-    z = F.conv2d(x, w, padding=pad)
-    z.backward(torch.from_numpy(np.moveaxis(delta, -1, 0)[None] / 2.0 ** f))
-    grad = x.grad[0].permute(1, 2, 0).numpy()                     # (y, x, i)
+    grad = torch_error(cfg, weights / 2.0 ** f, delta / 2.0 ** f)          # (y, x, i)
     assert np.array_equal(eb_sums(cfg, delta, weights), grad * 2.0 ** (2 * f))
     out = eb_module(cfg, delta, weights) / 2.0 ** f
     top, bottom = ((1 << 15) - 1) / 2.0 ** f, -(1 << 15) / 2.0 ** f
@@ -67,22 +82,16 @@ def test_eb_fp32_against_torch(case):
     from nnrtl.hw.fpdeep.conv import tree_levels
     from nnrtl.sim.golden.float import from_bits, to_bits
 
-    k, pad, w_in, ic, oc, p = EB_CASES[case]
-    cfg = FpConfig("fp32", k, 1, pad, w_in, ic, oc, p)
+    cfg = config("fp32", case)
+    k, ic, oc, p = cfg.k, cfg.n_in, cfg.n_out, cfg.p
     rng = np.random.default_rng(40 + case)
     weights = (rng.standard_normal((oc, ic, k, k)) * 0.5).astype(np.float32)
     delta = rng.standard_normal((cfg.w_out, cfg.w_out, oc)).astype(np.float32)
     bits = lambda v: to_bits(FP32, v).astype(np.int64)
     got = from_bits(FP32, eb_module(cfg, bits(delta), bits(weights))).astype(np.float64)
 
-    def backward(w, d):
-        x = torch.zeros((1, ic, w_in, w_in), dtype=torch.float64, requires_grad=True)
-        F.conv2d(x, torch.from_numpy(w.astype(np.float64)), padding=pad).backward(
-            torch.from_numpy(np.moveaxis(d, -1, 0)[None].astype(np.float64)))
-        return x.grad[0].permute(1, 2, 0).numpy()
-
-    exact = backward(weights, delta)
-    magnitude = backward(np.abs(weights), np.abs(delta))
+    exact = torch_error(cfg, weights, delta)
+    magnitude = torch_error(cfg, np.abs(weights), np.abs(delta))
     r = 1 + tree_levels(k * k) + tree_levels(p) + cfg.groups - 1
     u = 2.0 ** -24
     bound = (r * u / (1 - r * u) + oc * k * k * 2.0 ** -53) * magnitude
@@ -93,20 +102,85 @@ def test_eb_fp32_against_torch(case):
 def test_eb_saturates_somewhere():
     """The random magnitudes of the cases above reach the 16-bit limit (the saturation is
     exercised, not only the rounding)."""
-    k, pad, w_in, ic, oc, p = EB_CASES[0]
-    cfg = FpConfig("fixed16", k, 1, pad, w_in, ic, oc, p)
+    cfg = config("fixed16", 0)
     rng = np.random.default_rng(0)
     f = cfg.frac_bits
-    weights = codes(rng, (oc, ic, k, k), 1 << (f + 4))
-    delta = codes(rng, (cfg.w_out, cfg.w_out, oc), 1 << (f + 4))
+    weights = codes(rng, (cfg.n_out, cfg.n_in, cfg.k, cfg.k), 1 << (f + 4))
+    delta = codes(rng, (cfg.w_out, cfg.w_out, cfg.n_out), 1 << (f + 4))
     out = eb_module(cfg, delta, weights)
     assert np.any(np.abs(out) >= (1 << 15) - 1)
 
 
-def test_eb_refuses_stride():
-    cfg = FpConfig("fixed16", 3, 2, 1, 7, 2, 3, 2)
-    with pytest.raises(ValueError, match=r"^EB is built for stride 1, not 2$"):
-        eb_sums(cfg, np.zeros((cfg.w_out, cfg.w_out, 3), np.int64), np.zeros((3, 2, 3, 3)))
+OCP_SPLITS = [  # precision, case, output-channel boundaries of the OCP segments
+    ("fixed16", 0, (0, 2, 5)), ("fixed16", 7, (0, 1, 3, 4)), ("fp32", 0, (0, 2, 5)),
+    ("fp32", 8, (0, 1, 3)),
+]
+
+
+@pytest.mark.parametrize("split", range(len(OCP_SPLITS)))
+def test_eb_ocp_reduction_against_torch(split):
+    """An OCP layer's segments (output channels ``[lo, hi)`` each) reduce their partial
+    errors up the backward chain (``partial_in`` / ``rounded``, the rule of
+    ``gen/fpdeep/chain.py``): fixed16 the exact sums equal the whole layer's (``x.grad ·
+    2²ᶠ``, bound 0) and the most upstream segment rounds once; fp32 within the Higham bound
+    of the test above with one more rounding per segment downstream."""
+    precision, case, bounds = OCP_SPLITS[split]
+    layer = config(precision, case)
+    rng = np.random.default_rng(70 + split)
+    shape_w = (layer.n_out, layer.n_in, layer.k, layer.k)
+    shape_d = (layer.w_out, layer.w_out, layer.n_out)
+    if precision == "fp32":
+        from nnrtl.hw.arith.float_format import FP32
+        from nnrtl.hw.fpdeep.conv import tree_levels
+        from nnrtl.sim.golden.float import from_bits, to_bits
+        weights = (rng.standard_normal(shape_w) * 0.5).astype(np.float32)
+        delta = rng.standard_normal(shape_d).astype(np.float32)
+        words = [to_bits(FP32, v).astype(np.int64) for v in (weights, delta)]
+    else:
+        weights, delta = codes(rng, shape_w, 1 << 12), codes(rng, shape_d, 1 << 12)
+        words = [weights, delta]
+    segments = list(zip(bounds[:-1], bounds[1:]))
+    configs = [dataclasses.replace(layer, n_out=hi - lo, p=min(layer.p, hi - lo))
+               for lo, hi in segments]
+
+    def reduce(round_last):
+        partial = None
+        for n in reversed(range(len(segments))):         # downstream first
+            lo, hi = segments[n]
+            partial = eb_module(configs[n], words[1][..., lo:hi], words[0][lo:hi], partial,
+                                rounded=round_last and n == 0)
+        return partial
+
+    partial = reduce(True)
+    if precision == "fixed16":
+        f = layer.frac_bits
+        wide = reduce(False)
+        exact = torch_error(layer, weights / 2.0 ** f, delta / 2.0 ** f)
+        assert np.array_equal(wide, exact * 2.0 ** (2 * f))
+        assert np.array_equal(partial, rescale(layer, wide))
+        return
+    groups = max(cfg.groups for cfg in configs)
+    got = from_bits(FP32, partial).astype(np.float64)
+    exact = torch_error(layer, weights, delta)
+    magnitude = torch_error(layer, np.abs(weights), np.abs(delta))
+    r = 1 + tree_levels(layer.taps) + tree_levels(layer.p) + groups - 1 + len(segments) - 1
+    u = 2.0 ** -24
+    bound = (r * u / (1 - r * u) + layer.n_out * layer.taps * 2.0 ** -53) * magnitude
+    assert np.all(np.abs(got - exact) <= bound)
+
+
+def test_eb_partial_out_is_unrounded():
+    """``rounded=False`` returns the exact 48-bit sums plus the partial (fixed16), which
+    the upstream segment rounds; fp32 words are the same either way."""
+    cfg = config("fixed16", 6)
+    rng = np.random.default_rng(5)
+    weights = codes(rng, (cfg.n_out, cfg.n_in, cfg.k, cfg.k), 1 << 8)
+    delta = codes(rng, (cfg.w_out, cfg.w_out, cfg.n_out), 1 << 8)
+    partial = codes(rng, (cfg.w_in, cfg.w_in, cfg.n_in), 1 << 20)
+    wide = eb_module(cfg, delta, weights, partial, rounded=False)
+    assert np.array_equal(wide, eb_sums(cfg, delta, weights) + partial)
+    assert np.abs(wide).max() > 1 << 15                  # beyond the 16-bit words
+    assert np.array_equal(eb_module(cfg, delta, weights, partial), rescale(cfg, wide))
 
 
 SFU_CASES = [  # k, pad, w_in, oc, p, pool, relu

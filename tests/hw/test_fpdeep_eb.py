@@ -1,8 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """The FPDeep EB module, its LPRAM read port and the SFU backward step in the Amaranth
 simulator, bit-exact against the golden model (nnrtl.sim.golden.fpdeep.eb), randomized
-configurations (odd sizes, one group and several, a zero lane), inputs with gaps and the
-output stalled."""
+configurations (odd sizes, one group and several, a zero lane, passes, stride, the OCP
+partial-error options), inputs with gaps and the output stalled."""
 
 import dataclasses
 import random
@@ -16,62 +16,92 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from nnrtl.hw.fpdeep import FpConfig, Lpram
-from nnrtl.hw.fpdeep.eb import EbModule, SfuBackward, error_layout
+from nnrtl.hw.fpdeep.eb import EbModule, SfuBackward, error_layout, partial_error_layout
 from nnrtl.hw.fpdeep.fp import out_layout
 from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.lpram import load_layout
 from nnrtl.sim.golden.fpdeep.eb import sfu_backward
 from nnrtl.sim.golden.fpdeep.fp import fp_module
-from nnrtl.sim.tb.fpdeep_eb import (describe, expected, paper_segment, random_case, stimulus,
-                                    stream_run)
+from nnrtl.sim.tb.fpdeep_eb import (describe, expected, output_port, paper_segment,
+                                    random_case, stimulus, stream_run)
 from nnrtl.sim.tb.fpdeep_fp import pack
 
 
 def random_configs(count, seed):
-    """EB configurations: odd map sides, K 1-5, every pad below K, P up to n_out."""
+    """EB configurations: odd map sides, K 1-5, every pad below K, stride 1-3, P up to
+    n_out, Q up to S_IC (passes, ragged last passes), and the OCP options ``partial_in`` /
+    ``partial_out``."""
     rng = random.Random(seed)
     configs = []
     while len(configs) < count:
         k = rng.choice((1, 2, 3, 3, 5))
         pad = rng.randrange(k)
-        w_in = rng.choice((3, 4, 5, 7)) + (k > 3) * 2
-        n_out = rng.randint(1, 5)
-        cfg = FpConfig("fixed16", k, 1, pad, w_in, rng.randint(1, 3), n_out,
-                       rng.randint(1, n_out))
-        configs.append(cfg)
+        stride = rng.choice((1, 1, 2, 3)) if k > 1 else 1
+        w_in = rng.choice((3, 4, 5, 7)) + (k > 3) * 2 + (stride > 1) * 2
+        n_out, n_in = rng.randint(1, 5), rng.randint(1, 5)
+        cfg = FpConfig("fixed16", k, stride, pad, w_in, n_in, n_out, rng.randint(1, n_out),
+                       q=rng.randint(1, n_in))
+        configs.append((cfg, rng.random() < 0.5, rng.random() < 0.5))
     return configs
 
 
-@pytest.mark.parametrize("cfg", random_configs(6, 14), ids=lambda c: (
-    f"k{c.k}p{c.pad}w{c.w_in}i{c.n_in}o{c.n_out}P{c.p}"))
-def test_eb_module_matches_golden(cfg):
-    case = random_case(cfg, 2, cfg.k + cfg.w_in)
+def case_id(case):
+    c, partial_in, partial_out = case
+    return (f"k{c.k}s{c.stride}p{c.pad}w{c.w_in}i{c.n_in}q{c.q}o{c.n_out}P{c.p}"
+            + "-in" * partial_in + "-out" * partial_out)
+
+
+def check_run(cfg, images, case_seed, *, partial_in=False, partial_out=False, **run):
+    """Stream ``images`` random images through an EbModule (LPRAM loaded first) and
+    compare every beat of its output with the golden model."""
+    case = random_case(cfg, images, case_seed, partial_in=partial_in)
     stim = stimulus(cfg, case)
-    want = expected(cfg, case)
-    got = stream_run(EbModule(cfg), stim, "o", len(want), first=("load",), gap=0.3,
-                     stall=0.3, seed=cfg.w_in)
-    assert got == want, describe(error_layout(cfg), "o", got, want)
+    want = expected(cfg, case, partial_out=partial_out)
+    port = output_port(partial_out)
+    got = stream_run(EbModule(cfg, partial_in=partial_in, partial_out=partial_out), stim,
+                     port, len(want), first=("load",), **run)
+    layout = partial_error_layout(cfg) if partial_out else error_layout(cfg)
+    assert got == want, describe(layout, port, got, want)
+
+
+@pytest.mark.parametrize("case", random_configs(8, 16), ids=case_id)
+def test_eb_module_matches_golden(case):
+    cfg, partial_in, partial_out = case
+    check_run(cfg, 2, cfg.k + cfg.w_in, partial_in=partial_in, partial_out=partial_out,
+              gap=0.3, stall=0.3, seed=cfg.w_in)
+
+
+def test_random_configs_cover_every_option():
+    """The random cases above include passes, a ragged last pass, stride > 1 with rows the
+    forward windows never reached, and each OCP option."""
+    cases = random_configs(8, 16)
+    assert any(c.passes > 1 for c, _, _ in cases)
+    assert any(c.n_in % c.q for c, _, _ in cases)
+    assert any(c.stride > 1 and (c.w_in + 2 * c.pad - c.k) % c.stride for c, _, _ in cases)
+    assert any(i and not o for _, i, o in cases) and any(o and not i for _, i, o in cases)
+    assert any(i and o for _, i, o in cases)
 
 
 def test_eb_module_fp32_matches_golden():
-    """fp32 (the ``hw/arith`` units: 1-stage multipliers, 2-stage
-    tree adders): two groups, a zero lane; one image (the float units are slow in the
-    Amaranth simulator)."""
-    cfg = FpConfig("fp32", 2, 1, 1, 4, 2, 3, 2, multiplier_stages=1, adder_stages=2)
-    case = random_case(cfg, 1, 5)
-    stim = stimulus(cfg, case)
-    want = expected(cfg, case)
-    got = stream_run(EbModule(cfg), stim, "o", len(want), first=("load",), gap=0.3,
-                     stall=0.3, seed=5)
-    assert got == want, describe(error_layout(cfg), "o", got, want)
+    """fp32 (the ``hw/arith`` units: 1-stage multipliers, 2-stage tree and partial
+    adders): two groups, a zero lane, two passes (the second ragged), the downstream
+    partial errors added; one image (the float units are slow in the Amaranth
+    simulator)."""
+    cfg = FpConfig("fp32", 2, 1, 1, 4, 3, 3, 2, q=2, multiplier_stages=1, adder_stages=2)
+    check_run(cfg, 1, 5, partial_in=True, gap=0.3, stall=0.3, seed=5)
 
 
-def test_eb_module_full_rate():
-    """Without gaps or stalls an output pixel leaves every G cycles in steady state: the
-    whole image in ``w_in² · G`` cycles plus the fill and the pipeline."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 7, 2, 5, 2)
+@pytest.mark.parametrize("cfg", [FpConfig("fixed16", 3, 1, 1, 7, 2, 5, 2),
+                                 FpConfig("fixed16", 3, 1, 1, 7, 5, 5, 2, q=2),
+                                 FpConfig("fixed16", 3, 2, 1, 7, 2, 3, 2)],
+                         ids=["one-pass", "passes", "stride2"])
+def test_eb_module_full_rate(cfg):
+    """Without gaps or stalls an output pixel leaves every ``G · passes`` cycles in steady
+    state (:attr:`EbModule.cycles_per_pixel`), also through the stride's dilation stage."""
     eb = EbModule(cfg)
-    assert eb.macs == cfg.p * cfg.n_in * cfg.taps == 36
+    assert eb.macs == cfg.p * cfg.q * cfg.taps
+    assert eb.cycles_per_pixel == cfg.groups * cfg.passes
+    assert eb.cycles == cfg.w_in ** 2 * eb.cycles_per_pixel
     case = random_case(cfg, 1, 3)
     stim = stimulus(cfg, case)
     want = expected(cfg, case)
@@ -97,26 +127,34 @@ def test_eb_module_full_rate():
                 beats.pop(0)
             if valid:
                 times.append(cycle)
-            assert cycle < 2000, f"error beat {len(times)} of {len(want)} not in 2000 cycles"
+            assert cycle < 4000, f"error beat {len(times)} of {len(want)} not in 4000 cycles"
 
     sim.add_testbench(bench)
     sim.run()
     gaps = np.diff(times[cfg.w_in * 2:])
-    assert gaps.max() == cfg.groups and gaps.min() == cfg.groups
+    assert gaps.max() == eb.cycles_per_pixel and gaps.min() == eb.cycles_per_pixel
 
 
 def test_eb_refusals():
-    with pytest.raises(ValueError, match=r"^EB is built for stride 1, not 2: the δ map of a "
-                                         r"strided layer must be dilated$"):
-        EbModule(FpConfig("fixed16", 3, 2, 1, 7, 2, 3, 2))
     with pytest.raises(ValueError, match=r"^n_out·k² = 66125 products exceed the 2\^16 a "
                                          r"48-bit sum holds exactly$"):
         EbModule(FpConfig("fixed16", 5, 1, 2, 7, 1, 2645, 1))
-    with pytest.raises(ValueError, match=r"^EB is built for q = n_in, not q 2 < n_in 5: "
-                                         r"its S_IC CEs read one LPRAM bank per input "
-                                         r"channel and tap, and a segment with passes "
-                                         r"stores Q channels a row$"):
-        EbModule(dataclasses.replace(FpConfig("fixed16", 3, 1, 1, 7, 5, 3, 2), q=2))
+
+
+def test_eb_ports():
+    """The OCP options add ``i_partial`` and swap ``o`` for ``o_partial`` (48-bit fixed16
+    partial words); the shared LPRAM port addresses the ``G · passes`` rows."""
+    cfg = FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2)
+    plain = EbModule(cfg).signature.members
+    assert {"i", "o", "load"} <= set(plain) and "i_partial" not in plain
+    both = EbModule(cfg, partial_in=True, partial_out=True)
+    members = both.signature.members
+    assert "o" not in members and both.partial_in and both.partial_out
+    for name in ("i_partial", "o_partial"):
+        assert members[name].signature.members["payload"].shape == partial_error_layout(cfg)
+    assert partial_error_layout(cfg).size == 48 * cfg.n_in + 1
+    shared = EbModule(cfg, shared_lpram=True).signature.members
+    assert shared["eb_addr"].shape.stop == cfg.rows == 6 and "load" not in shared
 
 
 class SharedLpram(wiring.Component):
@@ -142,7 +180,8 @@ class SharedLpram(wiring.Component):
 
 
 def test_eb_shared_lpram():
-    cfg = FpConfig("fixed16", 3, 1, 2, 5, 2, 3, 2)
+    """The FP module's LPRAM, read at rows ``g·passes + r`` through its EB port."""
+    cfg = FpConfig("fixed16", 3, 1, 2, 5, 3, 3, 2, q=2)
     case = random_case(cfg, 1, 8)
     stim = stimulus(cfg, case)
     want = expected(cfg, case)
@@ -252,3 +291,12 @@ def test_eb_paper_segment_slow():
     want = expected(cfg, case)
     got = stream_run(EbModule(cfg), stim, "o", len(want), first=("load",), timeout=20000)
     assert got == want, describe(error_layout(cfg), "o", got, want)
+
+
+@pytest.mark.slow
+def test_eb_paper_segment_passes_slow():
+    """The mapped AlexNet conv3 segment with 13 passes (Q = 1 of S_IC = 13, P = 12, 32
+    groups), the chain's partial errors added (as an OCP segment would)."""
+    cfg = paper_segment(passes=True)
+    assert (cfg.k, cfg.w_in, cfg.n_in, cfg.q, cfg.n_out, cfg.p) == (3, 13, 13, 1, 384, 12)
+    check_run(cfg, 1, 2, partial_in=True, timeout=20000)

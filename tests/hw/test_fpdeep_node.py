@@ -63,8 +63,6 @@ def test_node_config_checks():
     with pytest.raises(ValueError, match=r"^pool \(3, 2, 0\): the node's SFU backward step "
                                          r"is built for non-overlapping pools"):
         NodeConfig((overlapping,), (False,))
-    with pytest.raises(ValueError, match=r"^EB is built for stride 1, not 2"):
-        NodeConfig((dataclasses.replace(small, stride=2, pool=None),), (True,))
     with pytest.raises(TypeError, match=r"^config must be a NodeConfig, not 3$"):
         FpdeepNode(3)
 

@@ -3,14 +3,16 @@ backward step (unpool from the argmax, ReLU' from the mask), fixed16 and fp32.
 
 Arithmetic (the RTL computes exactly this)
 ------------------------------------------
-For a layer segment ``cfg`` (an :class:`~nnrtl.hw.fpdeep.config.FpConfig`, stride 1) and the
-δ map of its output channels, ``delta`` (``w_out × w_out × n_out`` codes of 16-bit words,
+For a layer segment ``cfg`` (an :class:`~nnrtl.hw.fpdeep.config.FpConfig`) and the δ map
+of its output channels, ``delta`` (``w_out × w_out × n_out`` codes of 16-bit words,
 ``frac_bits`` fraction bits), the error of the segment's input channels is the full
 convolution with the 180°-rotated kernels::
 
-    E[y][x][i] = Σ_o Σ_{ky,kx} δ[y − ky + pad][x − kx + pad][o] · W[o][i][ky][kx]
+    E[y][x][i] = Σ_o Σ_{ky,kx} δ[(y − ky + pad) / s][(x − kx + pad) / s][o] · W[o][i][ky][kx]
 
-(δ outside the map is 0: the EB line buffer pads the δ map by ``K − 1 − pad``). The sum is
+(δ at a non-integer or outside position is 0: the EB module dilates the δ map by ``s − 1``
+zeros between pixels and its line buffer pads it by ``K − 1 − pad``,
+:func:`dilate_delta`). The sum is
 exact (products 32 bits, ``2·frac_bits`` fraction bits, summed in 48 bits; the order of an
 exact sum does not change it, the RTL's is tile tree → CE tree → groups in order). Then
 rounded half up to ``frac_bits`` fraction bits and saturated to 16 bits, as the FP module's
@@ -21,7 +23,15 @@ order: per output pixel, group ``g`` and input channel ``i``, the products
 ``W[g·P + j][i][K²−1−t] · δ[t][g·P + j]`` of the δ window's taps ``t`` (raster order; lanes
 past ``n_out`` have zero weights and δ) reduced by :func:`~.fp.tree_sum` over ``t`` (tile
 tree), then over the ``P`` tiles ``j`` (CE tree), then the groups in order
-``((s_0 + s_1) + s_2) + …``; no rounding after.
+``((s_0 + s_1) + s_2) + …``; no rounding after. A segment with passes (``q < n_in``) sums
+each input channel in this same order (the RTL's pass ``r`` computes channels ``r·Q …
+r·Q + Q − 1``, each channel's sum its own register), so ``q`` changes the cycles, not the
+bits.
+
+OCP partial errors (:func:`eb_module` ``partial_in`` / ``rounded``): the rule of
+:mod:`nnrtl.gen.fpdeep.chain`: fixed16 exact 48-bit sums reduced up the backward chain,
+rounded once by the most upstream segment; fp32 ``partial + local`` rounded once per
+segment.
 
 SFU backward (:func:`sfu_backward`) on the node completing layer ``t − 1``: the error of the
 pooled activations (``pool_out²`` pixels × groups × P) goes to the argmax position of its
@@ -37,7 +47,8 @@ from nnrtl.sim.golden.float import float_add, float_mul
 
 from .fp import pad_weights, tree_sum
 
-__all__ = ["eb_sums", "eb_module", "eb_fp32", "rescale", "sfu_backward", "pad_delta"]
+__all__ = ["eb_sums", "eb_module", "eb_fp32", "rescale", "sfu_backward", "pad_delta",
+           "dilate_delta"]
 
 
 def rescale(cfg, wide):
@@ -59,16 +70,24 @@ def pad_delta(cfg, delta):
     return full.reshape(cfg.w_out, cfg.w_out, cfg.groups, cfg.p)
 
 
+def dilate_delta(cfg, delta):
+    """The δ map ``(w_out, w_out, ...)`` as the EB line buffer sees it: ``stride − 1`` zero
+    pixels between δ pixels, then zero rows and columns up to the side ``w_in + 2·pad − K +
+    1`` (the input pixels no window of the forward pass reached), padded by ``K − 1 − pad``
+    on every side; its ``K × K`` windows at stride 1 are ``w_in × w_in``."""
+    s, q = cfg.stride, cfg.k - 1 - cfg.pad
+    side = cfg.w_in + 2 * cfg.pad - cfg.k + 1 + 2 * q
+    out = np.zeros((side, side) + delta.shape[2:], delta.dtype)
+    span = (cfg.w_out - 1) * s + 1
+    out[q:q + span:s, q:q + span:s] = delta
+    return out
+
+
 def eb_sums(cfg, delta, weights):
     """The exact sums ``(w_in, w_in, n_in)`` (``2·frac_bits`` fraction bits)."""
-    if cfg.stride != 1:
-        raise ValueError(f"EB is built for stride 1, not {cfg.stride}")
     weights = np.asarray(weights, np.int64)
     d = pad_delta(cfg, delta).reshape(cfg.w_out, cfg.w_out, -1)[..., :cfg.n_out]
-    q = cfg.k - 1 - cfg.pad
-    side = cfg.w_out + 2 * q
-    padded = np.zeros((side, side, cfg.n_out), np.int64)
-    padded[q:q + cfg.w_out, q:q + cfg.w_out] = d
+    padded = dilate_delta(cfg, d)
     out = np.zeros((cfg.w_in, cfg.w_in, cfg.n_in), np.int64)
     for g in range(cfg.groups):                       # groups in order, as the RTL
         lanes = slice(g * cfg.p, min((g + 1) * cfg.p, cfg.n_out))
@@ -82,14 +101,8 @@ def eb_sums(cfg, delta, weights):
 
 def eb_fp32(cfg, delta, weights):
     """fp32: one image's errors ``(w_in, w_in, n_in)`` as bit patterns (``uint32``)."""
-    if cfg.stride != 1:
-        raise ValueError(f"EB is built for stride 1, not {cfg.stride}")
     add = lambda a, b: float_add(FP32, a, b)
-    d = pad_delta(cfg, np.asarray(delta, np.int64))            # (y, x, g, j)
-    q = cfg.k - 1 - cfg.pad
-    side = cfg.w_out + 2 * q
-    padded = np.zeros((side, side, cfg.groups, cfg.p), np.uint32)
-    padded[q:q + cfg.w_out, q:q + cfg.w_out] = d
+    padded = dilate_delta(cfg, pad_delta(cfg, delta)).astype(np.uint32)   # (y, x, g, j)
     w = pad_weights(cfg, np.asarray(weights, np.int64)).astype(np.uint32)   # (g, j, i, t)
     products = []
     for t in range(cfg.taps):
@@ -105,12 +118,24 @@ def eb_fp32(cfg, delta, weights):
     return total.astype(np.uint32)
 
 
-def eb_module(cfg, delta, weights):
+def eb_module(cfg, delta, weights, partial_in=None, *, rounded=True):
     """One image's errors ``(w_in, w_in, n_in)``: fixed16 16-bit codes, fp32 bit
-    patterns."""
+    patterns.
+
+    ``partial_in`` (``(w_in, w_in, n_in)``, the RTL's ``i_partial``): the partial errors of
+    the downstream OCP segment, added to the local sums: fixed16 exact (48-bit sums,
+    ``2·frac_bits`` fraction bits), fp32 one rounded add ``partial_in + local``. With
+    ``rounded=False`` (the RTL's ``o_partial``) fixed16 returns the exact sums un-rounded
+    (fp32 words are the same either way)."""
     if cfg.precision == "fp32":
-        return eb_fp32(cfg, delta, weights)
-    return rescale(cfg, eb_sums(cfg, delta, weights))
+        local = eb_fp32(cfg, delta, weights)
+        if partial_in is None:
+            return local
+        return float_add(FP32, np.asarray(partial_in, np.uint32), local).astype(np.uint32)
+    wide = eb_sums(cfg, delta, weights)
+    if partial_in is not None:
+        wide = wide + np.asarray(partial_in, np.int64)
+    return rescale(cfg, wide) if rounded else wide
 
 
 def sfu_backward(cfg, error, relu, argmax):

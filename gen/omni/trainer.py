@@ -1,0 +1,469 @@
+"""The η-LSTM training step behind the platform's training interface
+(:mod:`nnrtl.gen.train`, ``nnrtl train omni``): :class:`OmniTrainer` runs every LSTM
+layer's FW and BP cells on a channel -- the bit-exact golden model of its cell programs
+(:mod:`nnrtl.sim.golden.omni.channel`, backend ``golden``) or the Channel RTL under
+Verilator (backend ``rtl``, :mod:`.train_rtl`) -- in the order :mod:`.channel_passes`
+gives; the host does the rest as :mod:`nnrtl.gen.train` has it (the loss and its
+gradient, PyTorch's SGD step), plus MS1's pruning and compression (the DMA's contract,
+:mod:`.compress`) and MS2's skip plan and scaling (:mod:`.skipping`).
+
+Engine options (``request.options``, after ``nnrtl train omni ...``)
+    ``--ms1``: BP-EW-P1 moved into FW, pruned at ``--prune-threshold θ`` (default 0.1,
+    :class:`~.training.OmniConfig`'s) and stored compressed; BP decodes it.
+    ``--ms2``: BP-cell skipping with eq. 4's predictor, eq. 5 and the convergence-aware
+    scaling, ``--skip-threshold F`` (default 0.02: a fraction of epoch 1's largest
+    predicted δW_Mag, :mod:`.skipping`). The loss type is the interface's: ``mse`` is a
+    loss at every timestamp (``per-timestamp``), ``cross-entropy`` one at the last
+    (``single``). One training step is one epoch of MS2 (the request's batch is the whole
+    data set): step 1 measures the per-cell magnitudes, skipping starts at step 4 (eq. 5
+    needs three losses). θ = 0 and a skip threshold of 0 give the baseline's gradients
+    bit for bit (tests/gen/test_omni_trainer.py).
+
+``--param``: the :class:`~nnrtl.hw.omni.channel_config.ChannelConfig` fields other than
+the sizes (which come from the model): ``pes_per_channel`` (default 32), ``adder_stages``,
+``multiplier_stages``, ``segment_bits``, queue depths ...; every layer runs on a channel
+of these parameters, one build for all layers (``max_length`` the longest job of any).
+
+The gradient bound (:func:`gradient_bound`) is derived from the channel's arithmetic:
+fp32 with one rounding per operation (unit roundoff ``u = 2^-24``), MVM sums of at most
+``K`` = :attr:`~ChannelConfig.longest_job` terms (relative error ``<= K u`` of the sum of
+magnitudes), and the PWL sigmoid and tanh tables (absolute errors ``e_σ``, ``e_tanh``:
+:data:`FP32_TABLE_ERRORS`, 5e-6 and 1e-5 for fp32, else measured). A cell
+routes two table outputs into every value BP uses (a gate, then ``tanh(s_t)``), so a cell
+adds at most ``δ = 2 e_σ + 2 e_tanh + K u`` to the values it passes on (BP-EW's dozen
+products add ``12 u``, negligible). An error reaches a weight gradient through at most
+``LN * LL`` cells (the recurrence of its layer and the layers below), so every term
+``δgates ⊗ [x; h]`` of eq. 3 is within ``LN LL δ`` of its value relative to its size, and
+the gradient, the sum of the terms, within ``LN LL δ S``, ``S`` the sum of the terms'
+magnitudes. With the interface's losses (means over the outputs: ``|δY|`` sums to at most
+``2 max|y - target|`` for mse, 2 for cross-entropy; gates and ``h`` are below 1 in
+magnitude; inputs of order one), ``S <= 1``: the bound is ``LN LL δ`` (6.4e-4 for 2
+layers of 10 steps, I = H = 8). Measured errors are two orders of magnitude below it
+(tests/gen/test_omni_trainer.py pins the margin): the errors do not add coherently.
+"""
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from nnrtl.hw.omni.channel_config import ChannelConfig
+
+from ..errors import UsageError
+from ..params import parse_params
+from ..train import BACKENDS
+from . import channel_passes as passes
+from .compress import check_threshold, compress, decompress
+from .skipping import SkipController
+from .training import OmniConfig
+
+__all__ = ["OmniTrainConfig", "OmniTrainer", "parse_options", "config_for",
+           "gradient_bound", "train_hook", "LOSS_TYPES"]
+
+#: The MS2 loss type of each of the interface's losses.
+LOSS_TYPES = {"mse": "per-timestamp", "cross-entropy": "single"}
+_FLAGS = ("--ms1", "--ms2")
+_VALUES = {"--prune-threshold": ("ms1", "prune_threshold"),
+           "--skip-threshold": ("ms2", "skip_threshold")}
+
+
+@dataclasses.dataclass(frozen=True)
+class OmniTrainConfig:
+    """A training run on the channel.
+
+    Attributes
+    ----------
+    channels : tuple of ChannelConfig
+        One per layer (its ``input_size``, ``hidden_size``), every other parameter the
+        same, ``max_length`` the longest job of any layer (one RTL build for all).
+    seq_len, batch : int
+        LL and B of the data.
+    memory : OmniConfig
+        MS1 and MS2 and their thresholds, the loss type.
+    """
+
+    channels: tuple
+    seq_len: int
+    batch: int
+    memory: OmniConfig = OmniConfig()
+
+    def __post_init__(self):
+        if not self.channels or not all(isinstance(c, ChannelConfig) for c in self.channels):
+            raise TypeError(f"channels must be a non-empty tuple of ChannelConfig, not "
+                            f"{self.channels!r}")
+        for name in ("seq_len", "batch"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise TypeError(f"{name} must be a positive integer, not {value!r}")
+        if not isinstance(self.memory, OmniConfig):
+            raise TypeError(f"memory must be an OmniConfig, not {self.memory!r}")
+
+    @property
+    def layers(self):
+        return len(self.channels)
+
+    @property
+    def useful_macs(self):
+        """MACs of one step with every cell's BP run: per layer ``LL B`` FW cells of
+        ``4H(I+H)`` and as many BP cells of twice that (:func:`.channel_passes.cell_macs`)."""
+        return self.seq_len * self.batch * sum(sum(passes.cell_macs(c))
+                                               for c in self.channels)
+
+
+#: The tables' absolute error bounds the activation tests assert for fp32 at the default
+#: 6 segment bits (:mod:`nnrtl.hw.arith.activation`: measured 4.88e-6 and 9.72e-6).
+FP32_TABLE_ERRORS = {"sigmoid": 5e-6, "tanh": 1e-5}
+
+
+@functools.lru_cache(maxsize=None)
+def _measured_error(function, fmt, segment_bits, flush_subnormals):
+    from nnrtl.hw.arith.activation import activation_table
+    from nnrtl.sim.golden.activation import max_abs_error
+    table = activation_table(function, fmt, segment_bits=segment_bits)
+    return max_abs_error(table, flush_subnormals=flush_subnormals)[0]
+
+
+def _table_error(config, function):
+    """``e_σ`` or ``e_tanh`` of ``config``'s table: the tested fp32 bound, else measured
+    (:func:`~nnrtl.sim.golden.activation.max_abs_error`, seconds; once per table)."""
+    from nnrtl.hw.arith.float_format import FP32
+
+    table = config.table(function)
+    if config.fmt == FP32 and table.segment_bits == 6:
+        return FP32_TABLE_ERRORS[function]
+    return _measured_error(function, config.fmt, table.segment_bits,
+                           config.flush_subnormals)
+
+
+def gradient_bound(config):
+    """The largest difference of a weight gradient from float64 autograd the channel's
+    arithmetic allows for ``config`` (:class:`OmniTrainConfig`; derivation in the module
+    docstring): ``LN * LL * (2 e_σ + 2 e_tanh + K u)``."""
+    worst = 0.0
+    for channel in config.channels:
+        u = 2.0 ** -(channel.fmt.mantissa_bits + 1)
+        delta = (2 * _table_error(channel, "sigmoid") + 2 * _table_error(channel, "tanh")
+                 + channel.longest_job * u)
+        worst = max(worst, delta)
+    return config.layers * config.seq_len * worst
+
+
+def parse_options(options, loss="mse"):
+    """An :class:`OmniConfig` from the engine options (module docstring); a
+    :class:`UsageError` naming the option, its value and the rule otherwise."""
+    given, values = set(), {}
+    tokens = list(options)
+    k = 0
+    while k < len(tokens):
+        token = str(tokens[k])
+        name, equals, value = token.partition("=")
+        if name in _FLAGS:
+            if equals:
+                raise UsageError(f"{name} takes no value, not {token!r}")
+            given.add(name[2:])
+        elif name in _VALUES:
+            if not equals:
+                k += 1
+                if k == len(tokens):
+                    raise UsageError(f"{name} needs a value")
+                value = str(tokens[k])
+            try:
+                number = float(value)
+            except ValueError:
+                raise UsageError(f"{name} must be a number, not {value!r}") from None
+            values[name] = number
+        else:
+            raise UsageError(f"unknown option {token!r} for the omni engine: its train "
+                             f"options are --ms1, --ms2, --prune-threshold THETA, "
+                             f"--skip-threshold F")
+        k += 1
+    fields = {}
+    for option, number in values.items():
+        switch, field = _VALUES[option]
+        if switch not in given:
+            raise UsageError(f"{option} applies to --{switch}: give --{switch} too")
+        if field == "prune_threshold":
+            check_threshold(number, option)
+        elif not 0 <= number < 1:
+            raise UsageError(f"{option} must be a number from 0 to below 1, not {number:g}")
+        fields[field] = number
+    if loss not in LOSS_TYPES:
+        raise UsageError(f"--loss must be one of {', '.join(LOSS_TYPES)}, not {loss!r}")
+    return OmniConfig(ms1="ms1" in given, ms2="ms2" in given, loss_type=LOSS_TYPES[loss],
+                      **fields)
+
+
+def _check_network(network):
+    """The network's LSTM layers; a UsageError naming the layer and the rule it breaks."""
+    from nnrtl.gen.models import LSTM
+
+    source = network.source or "the model"
+    if not network.is_rnn:
+        raise UsageError(f"the omni engine trains LSTM layers; {source} is a CNN")
+    for index, layer in enumerate(network.layers):
+        if not isinstance(layer, LSTM):
+            raise UsageError(f"layer {index} of {source} is {type(layer).__name__}; the "
+                             f"omni engine trains LSTM layers")
+        if layer.direction != "forward" or layer.proj_size:
+            raise UsageError(f"layer {index} of {source} is {layer.direction} with "
+                             f"proj_size {layer.proj_size}; the omni engine trains forward "
+                             f"LSTM layers without projection")
+    return network.layers
+
+
+def config_for(network, seq_len, batch, params=(), memory=OmniConfig()):
+    """The :class:`OmniTrainConfig` of ``network`` for ``seq_len`` x ``batch`` data:
+    the layer sizes from the model, the channel ``params`` (``--param`` strings)."""
+    layers = _check_network(network)
+    first = layers[0]
+    given = {item.partition("=")[0].strip() for item in params}
+    sizes = {"input_size": first.input_size, "hidden_size": first.hidden_size}
+    for name in sorted(given & set(sizes)):
+        raise UsageError(f"parameter {name} comes from the model ({sizes[name]}); do not "
+                         f"give it with --model")
+    template = parse_params(ChannelConfig, params, base=ChannelConfig(**sizes))
+    shapes = [(layer.input_size, layer.hidden_size) for layer in layers]
+    longest = max(dataclasses.replace(template, input_size=i, hidden_size=h,
+                                      max_length=None).longest_job for i, h in shapes)
+    if template.max_length is not None and "max_length" in given:
+        if template.max_length < longest:
+            raise UsageError(f"parameter max_length ({template.max_length}) cannot be less "
+                             f"than the longest job of the layers ({longest})")
+        longest = template.max_length
+    channels = tuple(dataclasses.replace(template, input_size=i, hidden_size=h,
+                                         max_length=longest) for i, h in shapes)
+    return OmniTrainConfig(channels, seq_len, batch, memory)
+
+
+class OmniTrainer:
+    """The training step of :mod:`nnrtl.gen.train` with the LSTM cells on a channel.
+
+    Parameters
+    ----------
+    config : OmniTrainConfig
+    backend : str
+        ``"golden"`` or ``"rtl"`` (every layer pass one run of the Verilator bench).
+    loss_of : callable, optional
+        ``outputs -> loss`` (float), the interface's loss of the step's outputs: MS2's
+        predictor needs each step's loss (:func:`train_hook` gives it).
+    seed : int
+        The bench's seed (``rtl``).
+    log : callable, optional
+        Progress lines (``rtl``).
+
+    Attributes
+    ----------
+    gradient_bound : float
+        :func:`gradient_bound` of the configuration.
+    approximation : str or None
+        What MS1 / MS2 changed in the last step's gradients (``None`` when nothing was
+        pruned or skipped); the interface then reports the update's difference from SGD
+        without bounding it (:class:`nnrtl.gen.train.Trainer`).
+    """
+
+    def __init__(self, config, backend="golden", *, loss_of=None, seed=1, log=None):
+        if not isinstance(config, OmniTrainConfig):
+            raise TypeError(f"config must be an OmniTrainConfig, not {config!r}")
+        if backend not in BACKENDS:
+            raise UsageError(f"--backend must be one of {', '.join(BACKENDS)} for the omni "
+                             f"engine, not {backend!r}")
+        memory = config.memory
+        if memory.ms2 and memory.skip_threshold > 0 and loss_of is None:
+            raise ValueError("MS2 needs loss_of (each step's loss, for eq. 5)")
+        self.config = config
+        self.backend = backend
+        self.gradient_bound = gradient_bound(config)
+        self._loss_of = loss_of
+        self._rtl = None
+        self._golden = {}
+        if backend == "rtl":
+            from .train_rtl import RtlCells
+            self._rtl = RtlCells(config, seed=seed, log=log)
+        self._skip = SkipController(config.layers, config.seq_len, memory.loss_type,
+                                    memory.skip_threshold if memory.ms2 else 0.0)
+        self._epoch = 0
+        self._layers = []
+        self._plan = None
+        self._loss = None
+        self._stats = {}
+
+    def _run(self, index, phase, **arrays):
+        """Layer ``index``'s pass ``phase`` (``"fw"``: :func:`.channel_passes.fw_pass`,
+        ``"bp"``: :func:`~.channel_passes.bp_pass`, with ``arrays``) on the backend."""
+        if self._rtl is not None:
+            return self._rtl.run(index, phase, arrays)
+        if index not in self._golden:
+            self._golden[index] = passes.run_golden(self.config.channels[index])
+        channel = self.config.channels[index]
+        return passes.drive(passes.PASSES[phase](channel, **arrays), self._golden[index])
+
+    def _bits(self, index, values):
+        from nnrtl.sim.golden.float import to_bits
+        return np.asarray(to_bits(self.config.channels[index].fmt, values), np.uint64)
+
+    def _floats(self, index, bits):
+        from nnrtl.sim.golden.float import from_bits
+        return from_bits(self.config.channels[index].fmt, bits)
+
+    def _store_ms1(self, index, fw):
+        """MS1's compression of each kept cell's P1 vectors (the DMA's contract): the
+        decoded vectors BP reads, and the bytes stored."""
+        import torch
+
+        threshold = self.config.memory.prune_threshold
+        stacked = np.stack([fw[name] for name in passes.PART1_VECTORS], axis=2)  # TxBx6xH
+        values = self._floats(index, stacked).astype(np.float32)
+        decoded = np.zeros_like(values)
+        kept = self._plan[0][index]
+        for t in np.flatnonzero(kept):
+            record = compress(torch.from_numpy(values[t]), threshold)
+            decoded[t] = decompress(record).numpy()
+            self._stats["intermediates"] += record.nbytes
+            self._stats["p1_survivors"] += record.survivors
+            self._stats["p1_values"] += values[t].size
+        bits = self._bits(index, decoded.astype(np.float64))
+        return {name: bits[:, :, k] for k, name in enumerate(passes.PART1_VECTORS)}
+
+    def forward(self, network, inputs):
+        """The last layer's outputs at every step, ``T x B x H`` float64, for time-first
+        ``inputs`` (``T x B x input_size``)."""
+        layers = _check_network(network)
+        config = self.config
+        shapes = [(c.input_size, c.hidden_size) for c in config.channels]
+        if [(layer.input_size, layer.hidden_size) for layer in layers] != shapes:
+            raise UsageError(f"the network's layer sizes are not those of the engine's "
+                             f"configuration ({shapes})")
+        x = np.asarray(inputs, dtype=np.float64)
+        if x.shape[:2] != (config.seq_len, config.batch):
+            raise UsageError(f"the inputs are {x.shape[0]} steps of batch {x.shape[1]}, the "
+                             f"configuration's {config.seq_len} of {config.batch}")
+        self._epoch += 1
+        self._plan = self._skip.plan(self._epoch)
+        kept = self._plan[0]
+        memory = config.memory
+        self._stats = dict(activations=0, intermediates=0, p1_values=0, p1_survivors=0)
+        if self._rtl is not None:
+            self._rtl.clear()
+        self._layers = []
+        xs = self._bits(0, x)
+        for index, layer in enumerate(layers):
+            channel = config.channels[index]
+            bias = sum(b for b in (layer.bias_ih, layer.bias_hh) if b is not None)
+            bias = np.zeros(4 * channel.hidden_size) if np.isscalar(bias) else bias
+            weights = passes.weights_vector(channel, layer.weight_ih, layer.weight_hh, bias)
+            fw = self._run(index, "fw", weights=weights, xs=xs, ms1=memory.ms1,
+                           kept=kept[index])
+            cells = int(kept[index].sum()) * config.batch
+            self._stats["activations"] += 4 * cells * (channel.input_size
+                                                       + channel.hidden_size)
+            if memory.ms1:
+                stored = self._store_ms1(index, fw)
+            else:
+                stored = {name: fw[name] for name in passes.SAVED}
+                self._stats["intermediates"] += 4 * 5 * cells * channel.hidden_size
+            self._layers.append(dict(layer=layer, weights=weights, xs=xs, hs=fw["h"],
+                                     stored=stored))
+            xs = fw["h"]
+        outputs = self._floats(len(layers) - 1, xs)
+        if self._loss_of is not None:
+            self._loss = float(self._loss_of(outputs))
+        return outputs
+
+    def _magnitudes(self, index, dgates, xs, hs):
+        """MS2's measured per-cell magnitude ``sum |δW_t| + sum |δU_t|`` of a layer
+        (LL), float64 on the host from the channel's δgates."""
+        dg = self._floats(index, dgates)
+        h_prev = np.concatenate([np.zeros_like(hs[:1]), hs[:-1]])
+        z = np.concatenate([self._floats(index, xs), self._floats(index, h_prev)], axis=2)
+        return np.abs(np.einsum("tbr,tbc->trc", dg, z)).sum(axis=(1, 2))
+
+    def backward(self, grad_outputs):
+        """The gradients of every tensor of the last :meth:`forward`'s network,
+        ``{(layer index, field): float64 array}``, given the loss gradient at its outputs
+        (``T x B x H``)."""
+        config = self.config
+        kept, factors, _predicted = self._plan
+        measure = self._skip.wants_measurements(self._epoch)
+        magnitudes = np.zeros(kept.shape)
+        dys = self._bits(len(self._layers) - 1, np.asarray(grad_outputs, np.float64))
+        gradients = {}
+        for index in reversed(range(len(self._layers))):
+            saved, channel = self._layers[index], config.channels[index]
+            bp = self._run(index, "bp", weights=saved["weights"], xs=saved["xs"],
+                           hs=saved["hs"], stored=saved["stored"], dys=dys,
+                           kept=kept[index], ms1=config.memory.ms1)
+            dw = self._floats(index, bp["dw"]) * float(factors[index])
+            db = self._floats(index, bp["db"]) * float(factors[index])
+            fields = {"weight_ih": dw[:, :channel.input_size],
+                      "weight_hh": dw[:, channel.input_size:], "bias_ih": db,
+                      "bias_hh": db.copy()}
+            for field in saved["layer"].tensor_fields():
+                gradients[(index, field)] = fields[field]
+            if measure:
+                magnitudes[index] = self._magnitudes(index, bp["dgates"], saved["xs"],
+                                                     saved["hs"])
+            dys = bp["dx"]
+        if config.memory.ms2:
+            if measure:
+                self._skip.observe(magnitudes, self._loss)
+            self._skip.end_epoch(self._loss if self._loss is not None else 0.0)
+        return gradients
+
+    @property
+    def approximation(self):
+        """What MS1 and MS2 changed in the last step (``None``: the baseline's gradients,
+        as with both off, thresholds 0, or MS2 before it skips)."""
+        parts, stats = [], self._stats
+        if stats.get("p1_values") and stats["p1_survivors"] < stats["p1_values"]:
+            parts.append(f"MS1 pruned {1 - stats['p1_survivors'] / stats['p1_values']:.1%} "
+                         f"of the BP-EW-P1 values (θ = {self.config.memory.prune_threshold:g})")
+        skipped = 0 if self._plan is None else int((~self._plan[0]).sum())
+        if skipped:
+            parts.append(f"MS2 skipped {skipped} BP cells and scaled the gradients")
+        return "; ".join(parts) or None
+
+    def counters(self):
+        """The last step's channel work: ``cycles`` and ``utilization`` (backend ``rtl``:
+        the RTL's, summed over the passes; ``golden``: None), ``useful_macs`` (of the cells
+        run: FW of every cell, BP of the kept ones), ``skipped_cells`` (MS2),
+        ``stored_bytes`` (kept between FW and BP: x_t and h_{t-1}, and the gates and
+        states or MS1's compressed P1 records) and ``p1_density`` (MS1: survivors per
+        P1 value)."""
+        config = self.config
+        kept = self._plan[0] if self._plan is not None else np.ones(
+            (config.layers, config.seq_len), bool)
+        useful = 0
+        for index, channel in enumerate(config.channels):
+            fw, bp = passes.cell_macs(channel)
+            useful += config.batch * (config.seq_len * fw + int(kept[index].sum()) * bp)
+        stats = self._stats
+        record = {"cycles": None, "useful_macs": useful, "utilization": None,
+                  "skipped_cells": int((~kept).sum()),
+                  "stored_bytes": stats.get("activations", 0) + stats.get(
+                      "intermediates", 0),
+                  "p1_density": stats["p1_survivors"] / stats["p1_values"]
+                  if stats.get("p1_values") else None}
+        if self._rtl is not None:
+            record.update(self._rtl.counters(useful))
+        return record
+
+
+def train_hook(request, network):
+    """The engine's ``train`` hook (:class:`nnrtl.gen.train.TrainRequest`): an
+    :class:`OmniTrainer` for ``network`` sized by the request's inputs, with the
+    ``--param``s and the engine options (module docstring)."""
+    from nnrtl.gen.models import load_array
+    from nnrtl.gen.train import loss_and_gradient, prepare_batch
+
+    memory = parse_options(request.options, request.loss)
+    _check_network(network)
+    inputs = load_array(request.inputs, what="--inputs")
+    batch = prepare_batch(network, inputs, load_array(request.targets, what="--targets"),
+                          request.loss)
+    steps, size = batch.inputs.shape[:2]
+    config = config_for(network, steps, size, request.params, memory)
+
+    def loss_of(outputs):
+        return loss_and_gradient(outputs, batch, request.loss, True)[0]
+    return OmniTrainer(config, request.backend, loss_of=loss_of, seed=request.seed,
+                       log=request.log)
