@@ -23,6 +23,15 @@ Built (part 2, issue 14: EB and PG)
 * :mod:`.pg`: the PG module (the K×K small convolutions, P·S_IC·K² MACs into the LGB,
   bias gradient, the LGB drained per mini-batch), fixed16 and fp32.
 
+Built (part 3, issue 14: update and node)
+-----------------------------------------
+* :mod:`.update`: the weight update (SGD from the PG drain through the LPRAM ``load`` port);
+* :mod:`.segment`: what FP, EB and PG share (configuration, MAC count, the LPRAM read port
+  own or shared);
+* :mod:`.node`: :class:`.node.SegmentUnit` (FP, EB, PG, update, LPRAM, Act-RAM, mask
+  buffer, the update window) and the node top :class:`.node.FpdeepNode` (registers and
+  every segment's neighbour streams), configured by :class:`.node.NodeConfig`.
+
 Plan for EB, PG, weight update and links (part 2)
 -------------------------------------------------
 * **LPRAM sharing**: :class:`.lpram.Lpram` gets a second read port ``eb_addr``/``eb_en``/
@@ -52,9 +61,12 @@ from .line_buffer import LineBuffer, pixel_layout, window_layout
 from .link import LinkModule
 from .link_config import LinkConfig
 from .lpram import Lpram, load_layout, row_layout
+from .node import FpdeepNode, NodeConfig, SegmentUnit
 from .pg import PgModule, gradient_layout
+from .update import WeightUpdate
 
 __all__ = ["FpConfig", "PARTIAL_BITS", "PRECISIONS", "ce_array", "ce_latency", "FpModule",
            "out_layout", "partial_layout", "LineBuffer", "pixel_layout", "window_layout",
            "Lpram", "load_layout", "row_layout", "EbModule", "SfuBackward", "error_layout",
-           "partial_error_layout", "PgModule", "gradient_layout", "LinkModule", "LinkConfig"]
+           "partial_error_layout", "PgModule", "gradient_layout", "LinkModule", "LinkConfig",
+           "WeightUpdate", "FpdeepNode", "NodeConfig", "SegmentUnit"]

@@ -83,10 +83,10 @@ from amaranth.lib.wiring import In, Out
 
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32
-from .conv import ce_array, ce_latency
+from .conv import ce_array
 from .fp import out_layout
 from .line_buffer import LineBuffer, pixel_layout
-from .lpram import Lpram, load_layout, row_layout
+from .segment import SegmentModule
 from .pipe import Flow, join, register_stage, sink, unit_stage
 
 __all__ = ["EbModule", "SfuBackward", "error_layout", "partial_error_layout", "check_eb"]
@@ -111,7 +111,7 @@ def check_eb(cfg):
                          f"48-bit sum holds exactly")
 
 
-class EbModule(wiring.Component):
+class EbModule(SegmentModule):
     """The EB module of the segment :class:`~nnrtl.hw.fpdeep.config.FpConfig` ``cfg``.
 
     Parameters
@@ -139,10 +139,10 @@ class EbModule(wiring.Component):
         pixels).
     """
 
+    _tiles = "p"
+
     def __init__(self, cfg, *, shared_lpram=False, partial_in=False, partial_out=False):
         check_eb(cfg)
-        self._cfg = cfg
-        self._shared = bool(shared_lpram)
         self._partial_in = bool(partial_in)
         self._partial_out = bool(partial_out)
         ports = {"i": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.p)))}
@@ -152,16 +152,7 @@ class EbModule(wiring.Component):
             ports["o_partial"] = Out(stream.Signature(partial_error_layout(cfg)))
         else:
             ports["o"] = Out(stream.Signature(error_layout(cfg)))
-        if self._shared:
-            ports.update({"eb_addr": Out(range(cfg.rows)), "eb_en": Out(1),
-                          "eb_data": In(data.ArrayLayout(row_layout(cfg), cfg.banks))})
-        else:
-            ports["load"] = In(stream.Signature(load_layout(cfg)))
-        super().__init__(ports)
-
-    @property
-    def cfg(self):
-        return self._cfg
+        super().__init__(cfg, ports, port="eb", shared_lpram=shared_lpram)
 
     @property
     def partial_in(self):
@@ -170,14 +161,6 @@ class EbModule(wiring.Component):
     @property
     def partial_out(self):
         return self._partial_out
-
-    @property
-    def ce_latency(self):
-        return ce_latency(self._cfg, self._cfg.p, self._cfg.taps)
-
-    @property
-    def macs(self):
-        return self._cfg.macs
 
     @property
     def cycles_per_pixel(self):
@@ -198,12 +181,7 @@ class EbModule(wiring.Component):
         m.submodules.lb = lb = LineBuffer(self.dilated_side, K, pad=K - 1 - cfg.pad,
                                           channels=cfg.p, word_bits=cfg.word_bits, groups=G)
         self._dilate(m, lb.i)
-        if self._shared:
-            eb_addr, eb_en, weights = self.eb_addr, self.eb_en, self.eb_data
-        else:
-            m.submodules.lpram = lpram = Lpram(cfg, eb_port=True)
-            wiring.connect(m, wiring.flipped(self.load), lpram.load)
-            eb_addr, eb_en, weights = lpram.eb_addr, lpram.eb_en, lpram.eb_data
+        eb_addr, eb_en, weights = self.lpram_read(m)
 
         # feed: one δ window (one group) held for `passes` cycles, LPRAM row g·passes + r
         row = Signal(range(rows))

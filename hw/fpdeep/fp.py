@@ -47,9 +47,9 @@ from amaranth.lib.wiring import In, Out
 
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32
-from .conv import ce_array, ce_latency
+from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
-from .lpram import Lpram, load_layout
+from .segment import SegmentModule
 from .pipe import Flow, join, register_stage, sink, unit_stage
 
 __all__ = ["FpModule", "partial_layout", "out_layout"]
@@ -77,7 +77,7 @@ def _key(cfg, value):
     return value ^ (1 << 15)
 
 
-class FpModule(wiring.Component):
+class FpModule(SegmentModule):
     """The FP module of :class:`~nnrtl.hw.fpdeep.config.FpConfig` ``cfg``.
 
     Attributes
@@ -85,32 +85,25 @@ class FpModule(wiring.Component):
     act_in, load, part_in, part_out, out : streams (see the module docstring; ``part_in``
         only with ``cfg.partial_in``, ``part_out`` only without ``cfg.completes``, ``out``
         only with it)
+    fp_addr, fp_en, fp_data : the LPRAM read port (``shared_lpram=True``, instead of
+        ``load``): the FP module reads the LPRAM of the node (:mod:`.node`), shared with EB
+        and the weight update (:class:`~.segment.SegmentModule`).
     cfg : FpConfig
     ce_latency : int
         Cycles through the CE array without stalls.
     """
 
-    def __init__(self, cfg):
-        self._cfg = cfg
-        ports = {
-            "act_in": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.n_in))),
-            "load": In(stream.Signature(load_layout(cfg))),
-        }
+    _tiles = "q"
+
+    def __init__(self, cfg, *, shared_lpram=False):
+        ports = {"act_in": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.n_in)))}
         if cfg.partial_in:
             ports["part_in"] = In(stream.Signature(partial_layout(cfg)))
         if cfg.completes:
             ports["out"] = Out(stream.Signature(out_layout(cfg)))
         else:
             ports["part_out"] = Out(stream.Signature(partial_layout(cfg)))
-        super().__init__(ports)
-
-    @property
-    def cfg(self):
-        return self._cfg
-
-    @property
-    def ce_latency(self):
-        return ce_latency(self._cfg, self._cfg.q, self._cfg.taps)
+        super().__init__(cfg, ports, port="fp", shared_lpram=shared_lpram)
 
     def elaborate(self, platform):
         m = Module()
@@ -119,8 +112,7 @@ class FpModule(wiring.Component):
         m.submodules.lb = lb = LineBuffer(cfg.w_in, cfg.k, stride=cfg.stride, pad=cfg.pad,
                                           channels=cfg.n_in, word_bits=cfg.word_bits)
         wiring.connect(m, wiring.flipped(self.act_in), lb.i)
-        m.submodules.lpram = lpram = Lpram(cfg)
-        wiring.connect(m, wiring.flipped(self.load), lpram.load)
+        fp_addr, fp_en, weights = self.lpram_read(m)
 
         # feed: hold each window for G·passes cycles, reading LPRAM row g·passes + r in each
         row = Signal(range(rows))
@@ -134,8 +126,8 @@ class FpModule(wiring.Component):
         m.d.comb += [
             advance.eq(~f_valid | feed.ready),
             lb.o.ready.eq(advance & (row == rows - 1)),
-            lpram.fp_en.eq(advance),
-            lpram.fp_addr.eq(row),
+            fp_en.eq(advance),
+            fp_addr.eq(row),
         ]
         with m.If(advance):
             m.d.sync += f_valid.eq(lb.o.valid)
@@ -162,7 +154,6 @@ class FpModule(wiring.Component):
                         if channel < cfg.n_in:
                             with m.Case(n):
                                 m.d.comb += selected[i][t].eq(f_taps[t][channel])
-        weights = lpram.fp_data
         operands = [[[(selected[i][t], weights[i * K2 + t][j]) for t in range(K2)]
                      for i in range(cfg.q)] for j in range(cfg.p)]
         bias = [weights[cfg.banks][j] for j in range(cfg.p)] if cfg.completes else []

@@ -64,6 +64,7 @@ from ..arith.float_format import FP32
 from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
 from .pipe import Flow, register_stage
+from .segment import SegmentModule
 
 __all__ = ["PgModule", "gradient_layout", "lgb_bits"]
 
@@ -85,7 +86,7 @@ def gradient_layout(cfg, batch):
     })
 
 
-class PgModule(wiring.Component):
+class PgModule(SegmentModule):
     """The PG module of the segment :class:`~nnrtl.hw.fpdeep.config.FpConfig` ``cfg``.
 
     Parameters
@@ -112,16 +113,12 @@ class PgModule(wiring.Component):
     def __init__(self, cfg, *, batch=1):
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
             raise TypeError(f"batch must be a positive integer, not {batch!r}")
-        self._cfg, self._batch = cfg, batch
-        super().__init__({
+        self._batch = batch
+        super().__init__(cfg, {
             "i_act": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.n_in))),
             "i_delta": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.p))),
             "o": Out(stream.Signature(gradient_layout(cfg, batch))),
         })
-
-    @property
-    def cfg(self):
-        return self._cfg
 
     @property
     def batch(self):
@@ -134,10 +131,6 @@ class PgModule(wiring.Component):
     @property
     def lgb_banks(self):
         return self._cfg.banks + int(self._cfg.completes)
-
-    @property
-    def macs(self):
-        return self._cfg.macs
 
     def elaborate(self, platform):
         m = Module()

@@ -498,29 +498,12 @@ def test_generate_with_a_model_prints_the_host_files_then_the_configuration(tmp_
 
 
 # -- nnrtl cluster: the generic command reaches a simulator through an engine's `cluster`
-# hook (a toy engine with FPDeep's hook, registered at run time: FPDeep has no RTL top yet)
+# hook (the registered FPDeep engine's)
 
 @pytest.fixture
 def cluster_engine():
-    import dataclasses
-
     from nnrtl.gen import engines as registry
-    from nnrtl.gen.engines import Engine
-    from nnrtl.gen.fpdeep.hooks import cluster_hook
-    from nnrtl.hw.demo import DemoConfig, DemoEngine
-
-    @dataclasses.dataclass(frozen=True)
-    class Lanes:
-        lanes: int = 2
-
-    engine = Engine(name="chain", summary="a toy engine with FPDeep's cluster hook",
-                    config_class=Lanes, top=lambda config: DemoEngine(DemoConfig(lanes=2)),
-                    resources=lambda config, family: {"dsp": 1},
-                    predict=lambda config, workload: {}, simulate=lambda request: {},
-                    cluster=cluster_hook)
-    registry.register(engine)
-    yield engine
-    registry.unregister("chain")
+    return registry.get_engine("fpdeep")
 
 
 @pytest.fixture(scope="module")
@@ -536,7 +519,7 @@ def mapping_file(tmp_path_factory):
 
 def test_cluster_prints_throughput_nodes_and_links(cluster_engine, mapping_file, capsys):
     path, mapping = mapping_file
-    code, out, _ = run(capsys, "cluster", "chain", "--mapping", str(path), "--images", "4")
+    code, out, _ = run(capsys, "cluster", "fpdeep", "--mapping", str(path), "--images", "4")
     assert code == 0
     assert "alexnet on 3 FPGAs, 4 images, links 150.0 Gb/s" in out
     assert f"(mapper {mapping.period:,})" in out
@@ -549,7 +532,7 @@ def test_cluster_json_is_the_simulation(cluster_engine, mapping_file, capsys):
     from nnrtl.gen.fpdeep.cluster_node import ClusterPlan
 
     path, _ = mapping_file
-    code, out, _ = run(capsys, "cluster", "chain", "--mapping", str(path), "--images", "3",
+    code, out, _ = run(capsys, "cluster", "fpdeep", "--mapping", str(path), "--images", "3",
                        "--param", "link_latency=7", "--json")
     assert code == 0
     plan = ClusterPlan(json.loads(path.read_text()))
@@ -569,7 +552,7 @@ def test_cluster_bad_input_exits_2(cluster_engine, mapping_file, capsys, argv, m
     path, _ = mapping_file
     if argv[0] != "--mapping":
         argv = ["--mapping", str(path), *argv]
-    code, out, err = run(capsys, "cluster", "chain", *argv)
+    code, out, err = run(capsys, "cluster", "fpdeep", *argv)
     assert code == 2 and not out
     assert message in err and "Traceback" not in err
 

@@ -1,5 +1,5 @@
 """The FPDeep bench part (gen/fpdeep/bench.py, bench_markdown.py) on its quick set, run once
-through the bench driver (found by its ``nnrtl.benches`` entry point): the JSON's structure,
+through the bench driver (the registered engine's ``bench`` hook): the JSON's structure,
 the paper's figures as the paper prints them, and figures recomputed here by hand (AlexNet's
 MACs from its layer shapes, GOPS, hours per epoch, idle stages, the fp32 MAC budget, the
 knees from the rows' own link periods)."""

@@ -1,9 +1,7 @@
-"""``nnrtl map``: the generic command reaches FPDeep's mapper through an engine's ``map``
-hook (a toy engine registered at run time with :func:`nnrtl.gen.fpdeep.hooks.map_hook`,
-since FPDeep has no RTL top to register yet); the output directory is complete or absent;
-bad input exits 2 naming the parameter."""
+"""``nnrtl map``: the generic command reaches FPDeep's mapper through the registered
+engine's ``map`` hook (:func:`nnrtl.gen.fpdeep.hooks.map_hook`); the output directory is
+complete or absent; bad input exits 2 naming the parameter."""
 
-import dataclasses
 import json
 
 import pytest
@@ -11,28 +9,12 @@ import torch
 
 from nnrtl.gen import engines as registry
 from nnrtl.gen.cli import main
-from nnrtl.gen.engines import Engine
-from nnrtl.gen.fpdeep.hooks import map_hook
-from nnrtl.hw.demo import DemoConfig, DemoEngine
-
-
-@dataclasses.dataclass(frozen=True)
-class MapConfig:
-    lanes: int = 2
-
-
-MAPPER = Engine(
-    name="mapper", summary="a toy engine with FPDeep's map hook", config_class=MapConfig,
-    top=lambda config: DemoEngine(DemoConfig(lanes=config.lanes)),
-    resources=lambda config, family: {"dsp": 1}, predict=lambda config, workload: {},
-    simulate=lambda request: {}, map=map_hook)
 
 
 @pytest.fixture
 def mapper():
-    registry.register(MAPPER)
-    yield MAPPER
-    registry.unregister("mapper")
+    """The registered FPDeep engine, the one with a ``map`` hook."""
+    return registry.get_engine("fpdeep")
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +38,7 @@ def run(capsys, *argv):
 
 def test_map_a_model_file(mapper, cnn_file, tmp_path, capsys):
     out_dir = tmp_path / "map"
-    code, out, err = run(capsys, "map", "mapper", "--model", cnn_file, "--fpgas", 3,
+    code, out, err = run(capsys, "map", "fpdeep", "--model", cnn_file, "--fpgas", 3,
                          "--board", "vc709", "-o", out_dir)
     assert code == 0, err
     assert "image size 32 x 32 inferred" in err
@@ -79,7 +61,7 @@ def test_map_a_model_file(mapper, cnn_file, tmp_path, capsys):
     assert lines[0].startswith("FPDeep: cnn.pt2 on 3 x vc709, precision fixed16")
     assert any(line.split()[:1] == ["1"] and "layers[0]" in line for line in lines)
     # --force replaces it (nnrtl wrote it); fp32 costs 2 DSP per MAC
-    code, out, err = run(capsys, "map", "mapper", "--model", cnn_file, "--fpgas", 2,
+    code, out, err = run(capsys, "map", "fpdeep", "--model", cnn_file, "--fpgas", 2,
                          "--board", "vc709", "--precision", "fp32", "--image-size", 32,
                          "--link-gbps", 250, "-o", out_dir, "--force")
     assert code == 0, err
@@ -88,7 +70,7 @@ def test_map_a_model_file(mapper, cnn_file, tmp_path, capsys):
 
 
 def test_map_a_builtin_network_with_params(mapper, tmp_path, capsys):
-    code, out, err = run(capsys, "map", "mapper", "--network", "alexnet", "--fpgas", 15,
+    code, out, err = run(capsys, "map", "fpdeep", "--network", "alexnet", "--fpgas", 15,
                          "--board", "vc709", "--param", "fc_batch=4", "-o", tmp_path / "a")
     assert code == 0, err
     found = json.loads((tmp_path / "a" / "mapping.json").read_text())
@@ -98,7 +80,7 @@ def test_map_a_builtin_network_with_params(mapper, tmp_path, capsys):
 
 def test_infeasible_mapping_is_refused(mapper, tmp_path, capsys):
     out_dir = tmp_path / "vgg"
-    code, out, err = run(capsys, "map", "mapper", "--network", "vgg16", "--fpgas", 15,
+    code, out, err = run(capsys, "map", "fpdeep", "--network", "vgg16", "--fpgas", 15,
                          "--board", "vc709", "--precision", "fp32", "-o", out_dir)
     assert code == 2 and out == ""
     assert err.startswith("nnrtl: error: node ") and "BRAM36, but vc709 has 1470 BRAM36" in err
@@ -128,7 +110,7 @@ def test_infeasible_mapping_is_refused(mapper, tmp_path, capsys):
 def test_bad_input_exits_2(mapper, tmp_path, capsys, argv, message):
     if "--board" not in argv:
         argv = [*argv, "--board", "vc709"]
-    code, out, err = run(capsys, "map", "mapper", *argv, "-o", tmp_path / "m")
+    code, out, err = run(capsys, "map", "fpdeep", *argv, "-o", tmp_path / "m")
     assert code == 2 and out == ""
     assert err.startswith("nnrtl: error: ") and message in err, err
     assert not (tmp_path / "m").exists()
@@ -137,13 +119,13 @@ def test_bad_input_exits_2(mapper, tmp_path, capsys, argv, message):
 def test_refused_model_files(mapper, tmp_path, capsys):
     """An RNN, and a CNN without a Linear layer and no --image-size."""
     torch.save(torch.nn.LSTM(3, 5).state_dict(), tmp_path / "lstm.pt")
-    code, _, err = run(capsys, "map", "mapper", "--model", tmp_path / "lstm.pt", "--fpgas", 2,
+    code, _, err = run(capsys, "map", "fpdeep", "--model", tmp_path / "lstm.pt", "--fpgas", 2,
                        "--board", "vc709", "-o", tmp_path / "m")
     assert code == 2 and "lstm.pt: FPDeep maps CNNs" in err
     conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
     torch.export.save(torch.export.export(conv, (torch.zeros(1, 3, 8, 8),)),
                       tmp_path / "conv.pt2")
-    code, _, err = run(capsys, "map", "mapper", "--model", tmp_path / "conv.pt2", "--fpgas", 2,
+    code, _, err = run(capsys, "map", "fpdeep", "--model", tmp_path / "conv.pt2", "--fpgas", 2,
                        "--board", "vc709", "-o", tmp_path / "m")
     assert code == 2 and "conv.pt2: no Linear layer fixes the input size; give " \
                          "--image-size" in err
@@ -155,10 +137,11 @@ def test_engine_without_a_mapper(mapper, tmp_path, capsys):
                        "--board", "vc709", "-o", tmp_path / "m")
     assert code == 2
     assert "demo has no mapping onto a chain of FPGAs (nnrtl map); engines with one: " \
-           "mapper" in err
+           "fpdeep" in err
 
 
 def test_engines_lists_the_map_hook(mapper, capsys):
     code, out, _ = run(capsys, "engines", "--json")
     by_name = {e["name"]: e for e in json.loads(out)}
-    assert by_name["mapper"]["hooks"] == ["top", "resources", "predict", "simulate", "map"]
+    assert by_name["fpdeep"]["hooks"] == ["top", "resources", "predict", "simulate", "bench",
+                                          "map", "cluster"]

@@ -1,0 +1,178 @@
+"""The FPDeep engine registered with the platform (:mod:`nnrtl.gen.engines`): one node of
+the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
+
+``top``
+    :class:`~nnrtl.hw.fpdeep.node.FpdeepNode` of a
+    :class:`~nnrtl.hw.fpdeep.node.NodeConfig` (the mapper's per-node configuration through
+    :meth:`NodeConfig.from_node`).
+``resources``
+    :func:`.resources.resources` (DSP, LUT from the cost model; BRAM36 from every memory).
+``predict``
+    ``workload["images"]`` (default one mini-batch) at the node's steady state, the slowest
+    module's cycles per image (:func:`~nnrtl.hw.fpdeep.node.module_cycles`: FP
+    :attr:`FpConfig.cycles <nnrtl.hw.fpdeep.config.FpConfig.cycles>`, EB and PG at one
+    window per cycle), plus per mini-batch the PG drain and the update (6 cycles a row:
+    2 of the drain, 4 of the fp32 update, :mod:`nnrtl.hw.fpdeep.update`; they take turns).
+``simulate``
+    :mod:`nnrtl.sim.tb.fpdeep_node` under Verilator: ``--steps`` mini-batches (default 2)
+    of random images through FP → EB/PG → update under the ``--backpressure`` pattern, the
+    activations and errors out bit-exact against the golden models (the updated weights
+    through them), the counters read over AXI4-Lite. One-segment nodes only. Its
+    ``cycles`` are the bench's: its phases (an image's activations, then its errors) do not
+    overlap FP and BP as a chain does, so they exceed ``model_cycles`` (:func:`predict`,
+    the pipelined steady state) by design; the cluster simulator models the chain.
+``map``, ``cluster``
+    :func:`.hooks.map_hook`, :func:`.hooks.cluster_hook`.
+``bench``
+    :func:`.bench.bench` (``make bench``: Table 6, scaling, cluster points, plots).
+"""
+
+import dataclasses
+import functools
+
+from ...hw.fpdeep.node import FpdeepNode, NodeConfig
+from ...hw.fpdeep.update import row_cycles
+from ...hw.presets import Preset
+from ..engines import Engine
+from .hooks import cluster_hook, map_hook
+
+__all__ = ["ENGINE", "PRESETS", "simulate", "predict", "vc709_alexnet_node",
+           "DEFAULT_BATCHES"]
+
+#: Mini-batches ``nnrtl sim fpdeep`` runs without ``--steps``.
+DEFAULT_BATCHES = 2
+
+#: The AlexNet node of the VC709 preset: node 11 of 15 (conv4, input channels 112-237).
+ALEXNET_NODE = 11
+
+
+@functools.lru_cache(maxsize=1)
+def vc709_alexnet_node():
+    """The VC709 preset: node :data:`ALEXNET_NODE` of AlexNet's 15-VC709 mapping (fixed16,
+    the mapper's defaults, storage not checked: its FC batch's Act-RAM residency is the
+    mapper's), conv4's ICP segment of 126 input channels, not completing, with ``P = 1`` and
+    ``Q = S_IC``.
+
+    Decision: the mapper gives this segment ``P = 12, Q = 9`` (14 passes), but the weight
+    update (and the PG module's LGB layout behind it) is built for ``Q = S_IC`` only
+    (:func:`~nnrtl.hw.fpdeep.update.check_update`);
+    ``P = 1, Q = 126`` is the one such shape that fits: 3 · 126 · 9 = 3,402 MAC units and
+    DSP48E1 (94.5% of 3,600, above the mapper's 0.85 cap), 169 · 384 = 64,896 cycles per
+    image against the mapper's 75,712. No other node of this mapping is built by the RTL
+    as it is: 13 of 15 have ``Q < S_IC`` with every ``P ≥ 1`` too large for ``Q = S_IC``,
+    and the completing segments of conv1, conv2 and conv5 have AlexNet's overlapping 3×3/2
+    pools, which :class:`~nnrtl.hw.fpdeep.eb.SfuBackward` refuses."""
+    from ...boards import get_board
+    from .mapper import map_network
+    from .network import builtin
+
+    mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False)
+    node = next(n for n in mapping.nodes if n.node == ALEXNET_NODE)
+    return NodeConfig.from_node(node, "fixed16",
+                                reshape=lambda cfg: dataclasses.replace(cfg, p=1, q=None))
+
+
+class _Presets(dict):
+    """Presets by name, a preset's configuration built on first use (the VC709 one maps
+    AlexNet, about a second: not at every command's start)."""
+
+    def __getitem__(self, name):
+        value = super().__getitem__(name)
+        if callable(value):
+            value = value()
+            self[name] = value
+        return value
+
+    def values(self):
+        return [self[name] for name in self]
+
+    def items(self):
+        return [(name, self[name]) for name in self]
+
+
+PRESETS = _Presets({
+    "small": Preset(
+        NodeConfig(), board="vc709",
+        source="a small completing node for tests: fixed16, 3×3 conv (pad 1) over 4×4 "
+               "maps, 2 → 3 channels on P = 2, ReLU and a 2×2 pool, EB, mini-batch 2"),
+    "vc709-alexnet": lambda: Preset(
+        vc709_alexnet_node(), board="vc709",
+        source="AlexNet on 15 VC709s (the paper's Table 6 setting), fixed16 (1 DSP48E1 per "
+               "MAC, spec §3.9), node 11: conv4 channels 112-237 with P = 1, Q = S_IC "
+               "(engine.vc709_alexnet_node says why)", clock_hz=200e6),
+})
+
+
+def _update_cycles(config):
+    """Cycles of one mini-batch's drain and update: the slowest segment's (each segment
+    updates its own LPRAM, concurrently)."""
+    return max((s.banks + s.completes) * s.groups * row_cycles(s) for s in config.segments)
+
+
+def predict(config, workload):
+    """The engine hook (module docstring): ``cycles``, ``useful_macs``, ``utilization``."""
+    images = workload.get("images", config.batch)
+    cycles = images * config.cycles + images // config.batch * _update_cycles(config)
+    useful = images * sum(s.pixels * s.n_out * s.n_in * s.taps * (2 + e)
+                          for s, e in zip(config.segments, config.eb))
+    return {"cycles": cycles, "useful_macs": useful,
+            "utilization": useful / (cycles * config.macs)}
+
+
+@functools.lru_cache(maxsize=4)
+def _verilog(config):
+    from ...sim.runner import to_verilog
+    return to_verilog(FpdeepNode(config), "nnrtl_fpdeep")
+
+
+def simulate(request):
+    """One node's training of ``request.steps`` mini-batches under Verilator (module
+    docstring); the result JSON with ``model_cycles`` (:func:`predict`)."""
+    from ...sim.runner import simulate as run
+    from ...sim.tb.fpdeep_node import node_fields
+    from ..errors import UsageError
+
+    config = request.config
+    if request.model is not None:
+        raise UsageError("fpdeep sim takes no --model: it runs random weights and images "
+                         "(map a model with nnrtl map fpdeep)")
+    if len(config.segments) != 1:
+        raise UsageError(f"fpdeep sim runs one-segment nodes; this node has "
+                         f"{len(config.segments)} segments")
+    batches = DEFAULT_BATCHES if request.steps is None else request.steps
+    lag = min(config.act_images - 1, config.batch)
+    result = run(_verilog(config), test_module="nnrtl.sim.tb.fpdeep_node",
+                 params={"config": node_fields(config), "batches": batches, "lag": lag,
+                         "patterns": [request.backpressure]},
+                 seed=request.seed, waves=request.waves, name="nnrtl_fpdeep", log=request.log)
+    run_ = result["patterns"][request.backpressure]
+    model = predict(config, {"images": batches * config.batch})
+    result.update(cycles=run_["cycles"], model_cycles=model["cycles"],
+                  useful_macs=model["useful_macs"],
+                  utilization=model["useful_macs"] / (run_["cycles"] * config.macs))
+    return result
+
+
+def _resources(config, family):
+    from .resources import resources
+    return resources(config, family)
+
+
+def _bench(out):
+    from .bench import bench
+    return bench(out)
+
+
+ENGINE = Engine(
+    name="fpdeep",
+    summary="FPDeep CNN training on a 1-D chain of FPGAs: one node (FP, EB, PG, update)",
+    config_class=NodeConfig,
+    top=FpdeepNode,
+    resources=_resources,
+    predict=predict,
+    simulate=simulate,
+    presets=PRESETS,
+    bench=_bench,
+    map=map_hook,
+    cluster=cluster_hook,
+)

@@ -1,0 +1,87 @@
+"""Resource model of one FPDeep node (:class:`nnrtl.hw.fpdeep.node.NodeConfig`), the
+engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines.check_fit`).
+
+* **DSP / LUT**: the node's MAC units (:attr:`NodeConfig.macs`: FP, PG and EB of every
+  segment) times the precision's cost (:data:`.cost.COST_MODELS`: fixed16 one DSP48E1 and
+  no LUT per MAC, fp32 2 DSP and 1,178 LUT); the control, the adder trees of fixed16 and the
+  FIFOs are not counted (``check_fit`` leaves 30% of the LUTs for them).
+* **BRAM36**: every memory the node builds, as the RTL sizes it: per segment the LPRAM
+  (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words), the LGB (``S_IC·K²`` banks, + 1 on
+  the completing node, of ``G`` rows of ``P`` LGB words), the three line buffers (FP and PG
+  on the input map, EB on the δ map: ``K²`` banks of ``⌈W/K⌉·G`` beats; with a pool the
+  SFU's pool line buffer and the backward step's row buffer), the Act-RAM
+  (``act_images·w_in²`` pixels of ``S_IC`` words) and the mask buffer
+  (``act_images·out_beats`` entries of ``P·(1 + argmax bits)`` bits). A memory of fewer
+  than :data:`LUTRAM_BITS` bits or at most :data:`LUTRAM_DEPTH` deep (the line buffers of
+  wide pixels) goes to LUTRAM: 0 BRAM and ``width · ⌈depth/64⌉`` LUTs (64 × 1 bit a LUT,
+  counted in ``"lut"``); a larger one takes ``⌈width/72⌉·⌈depth/512⌉`` BRAM36 (the 512 × 72
+  simple-dual-port shape, which wide rows use best), at least ``⌈bits/36,864⌉``. Every
+  bank is its own memory, as the RTL builds it (no two banks share a BRAM). Yosys may pack
+  differently (``nnrtl synth`` gives its count).
+"""
+
+import math
+
+from ...hw.fpdeep.pg import lgb_bits
+from .cost import COST_MODELS
+
+__all__ = ["resources", "memories", "LUTRAM_BITS", "LUTRAM_DEPTH"]
+
+#: Memories below this many bits, or at most :data:`LUTRAM_DEPTH` deep, are left to LUTRAM.
+LUTRAM_BITS = 4096
+LUTRAM_DEPTH = 64
+
+
+def _lutram(depth, width):
+    return depth * width < LUTRAM_BITS or depth <= LUTRAM_DEPTH
+
+
+def _bram36(depth, width):
+    if _lutram(depth, width):
+        return 0
+    return max(math.ceil(width / 72) * math.ceil(depth / 512), math.ceil(depth * width / 36864))
+
+
+def _luts(depth, width):
+    return width * math.ceil(depth / 64) if _lutram(depth, width) else 0
+
+
+def memories(config):
+    """``[(name, count, depth, width)]``: every memory of the node (module docstring)."""
+    found = []
+    for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
+        word, taps, groups = cfg.word_bits, cfg.taps, cfg.groups
+        lb_depth = math.ceil(cfg.w_in / cfg.k)         # LineBuffer.bank_depth, G = 1
+        found += [
+            (f"s{n}.lpram", cfg.banks + 1, cfg.rows, cfg.p * word),
+            (f"s{n}.lgb", cfg.n_in * taps + int(cfg.completes), groups,
+             cfg.p * lgb_bits(cfg, config.batch)),
+            (f"s{n}.fp_line_buffer", taps, lb_depth, cfg.n_in * word),
+            (f"s{n}.pg_line_buffer", taps, lb_depth, cfg.n_in * word),
+            (f"s{n}.act_ram", 1, config.act_images * cfg.w_in ** 2, cfg.n_in * word),
+        ]
+        if eb:
+            found.append((f"s{n}.eb_line_buffer", taps,
+                          math.ceil(cfg.w_out / cfg.k) * groups, cfg.p * word))
+        if cfg.completes:
+            mask = cfg.p * (1 + max(1, cfg.argmax_bits))
+            found.append((f"s{n}.mask_buffer", 1, config.act_images * cfg.out_beats, mask))
+        if cfg.completes and cfg.pool is not None:
+            kp = cfg.pool[0]
+            found += [(f"s{n}.pool_line_buffer", kp * kp, math.ceil(cfg.w_out / kp) * groups,
+                       cfg.p * (word + 1)),
+                      (f"s{n}.sfu_row_buffer", 1, cfg.pool_out * groups, cfg.p * word + mask)]
+    return found
+
+
+def resources(config, family=None):
+    """``{"dsp", "lut", "bram36"}`` of ``config`` (module docstring); ``family`` (the
+    board's Yosys family) does not change the model."""
+    model = COST_MODELS[config.precision]
+    return {
+        "dsp": config.macs * model.dsp_per_mac,
+        "lut": config.macs * model.lut_per_mac + sum(
+            count * _luts(depth, width) for _, count, depth, width in memories(config)),
+        "bram36": sum(count * _bram36(depth, width)
+                      for _, count, depth, width in memories(config)),
+    }

@@ -1,0 +1,267 @@
+"""One FPDeep node (:class:`nnrtl.hw.fpdeep.node.FpdeepNode`, one layer segment) training
+over several mini-batches: FP → (downstream) → EB and PG → weight update, every output
+checked bit-exactly against the golden models composed under the node's staleness rule,
+with every backpressure pattern on its streams.
+
+The golden model (:func:`expected`) replays the rule of :mod:`nnrtl.hw.fpdeep.node` from the
+order of the streams alone: the bench sends the images' activations and errors in phases,
+``act 0 … act lag−1``, then for each image ``n`` its errors and then ``act n+lag``, each
+phase complete (every beat taken) before the next starts. So FP of image ``k`` uses the
+weights after the updates of the mini-batches whose last error image is at most ``k −
+lag`` (``k ≥ lag``; the first ``lag`` images the initial ones), and EB of image ``k`` the
+weights after ``⌊k / B⌋`` updates; each update is the golden PG sum of its mini-batch
+(:func:`~nnrtl.sim.golden.fpdeep.pg.pg_batch`) through
+:func:`~nnrtl.sim.golden.fpdeep.update.update_segment`. With ``lag`` > 0 and ``B`` > 1 some
+samples run FP on old and EB on new weights (spec §3.8's "slightly unaligned" samples).
+
+Errors coming back (``err_in``) are random (the node's downstream is not simulated): on the
+completing node the error of the SFU's output (lanes past ``n_out`` zero), else δ.
+
+Parameters of the cocotb bench (``tb_params()``): ``config`` (the NodeConfig: ``segment``
+FpConfig fields, ``eb``, ``batch``, ``act_images``, ``lr``), ``batches``, ``lag``,
+``patterns``, ``seed``. Reported: ``bit_exact``; per pattern ``beats`` and ``mismatches``
+per output stream, ``cycles``, ``budget`` and the node's counters read over AXI4-Lite
+(``images``, ``updates``, ``cycles``, busy cycles of FP/EB/PG); ``model_cycles``: the
+node's steady-state cycles (:attr:`NodeConfig.cycles`) times the images.
+"""
+
+import random
+
+import cocotb
+import numpy as np
+from cocotb.triggers import ClockCycles, RisingEdge
+from cocotbext.axi import AxiLiteBus, AxiLiteMaster
+
+from nnrtl.hw.fpdeep.eb import error_layout
+from nnrtl.hw.fpdeep.line_buffer import pixel_layout
+from nnrtl.hw.fpdeep.node import COUNTERS, NodeConfig, act_layout, register_map
+from nnrtl.hw.fpdeep.fp import partial_layout
+from nnrtl.sim.golden.fpdeep.eb import eb_module, sfu_backward
+from nnrtl.sim.golden.fpdeep.fp import fp_module
+from nnrtl.sim.golden.fpdeep.pg import pg_batch
+from nnrtl.sim.golden.fpdeep.update import update_segment
+from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.fpdeep_eb import delta_beats
+from nnrtl.sim.tb.fpdeep_fp import _Sink, _Source, config_of, describe_beats, pack
+from nnrtl.sim.tb.fpdeep_fp import random_case as fp_case
+from nnrtl.sim.tb.fpdeep_fp import stimulus as fp_stimulus
+from nnrtl.sim.tb.registers import RegisterBus
+
+__all__ = ["node_config", "node_fields", "random_case", "phases", "expected", "fp_versions",
+           "model_cycles"]
+
+
+def node_config(fields):
+    """A one-segment :class:`NodeConfig` from :func:`node_fields`' dict."""
+    fields = dict(fields)
+    segment = config_of(fields.pop("segment"))
+    return NodeConfig((segment,), (fields.pop("eb"),), **fields)
+
+
+def node_fields(config):
+    """The JSON-able fields of a one-segment ``config`` (for ``tb_params``)."""
+    import dataclasses
+    return {"segment": dataclasses.asdict(config.segments[0]), "eb": config.eb[0],
+            "batch": config.batch, "act_images": config.act_images, "lr": config.lr}
+
+
+def random_case(cfg, images, seed):
+    """The FP bench's case (:func:`nnrtl.sim.tb.fpdeep_fp.random_case`: images, weights,
+    bias, upstream partials) and ``err``: per image the error of the SFU's output
+    ``(pool_out, pool_out, groups, P)`` (completing node, lanes past ``n_out`` zero) or δ
+    ``(w_out, w_out, n_out)``, in the word format."""
+    case = fp_case(cfg, images, seed)
+    rng = np.random.default_rng(seed + 1000)
+    side = cfg.pool_out if cfg.completes else cfg.w_out
+    if cfg.precision == "fp32":
+        from nnrtl.hw.arith.float_format import FP32
+        from nnrtl.sim.golden.float import to_bits
+        err = to_bits(FP32, rng.standard_normal((images, side, side, cfg.n_out))
+                      .astype(np.float32)).astype(np.int64)
+    else:
+        one = 1 << cfg.frac_bits
+        err = rng.integers(-one, one + 1, (images, side, side, cfg.n_out))
+    case["err"] = err
+    return case
+
+
+def _padded(cfg, err):
+    full = np.zeros(err.shape[:2] + (cfg.groups * cfg.p,), np.int64)
+    full[..., :cfg.n_out] = err
+    return full.reshape(err.shape[:2] + (cfg.groups, cfg.p))
+
+
+def fp_versions(images, batch, lag):
+    """Per image, the updates done before its FP (module docstring)."""
+    return [0 if k < lag else (k - lag + 1) // batch for k in range(images)]
+
+
+def phases(cfg, case, lag):
+    """``[(port, payloads)]`` in the order the bench sends them (module docstring)."""
+    if lag < 1:
+        raise ValueError(f"lag must be at least 1 (an image's errors follow its "
+                         f"activations), not {lag}")
+    pixel = pixel_layout(cfg.word_bits, cfg.n_in)
+    acts = [[pack(pixel, list(a[y, x])) for y in range(cfg.w_in) for x in range(cfg.w_in)]
+            for a in case["act"]]
+    beat = pixel_layout(cfg.word_bits, cfg.p)
+    if cfg.completes:
+        errs = [[pack(beat, list(b)) for b in _padded(cfg, e).reshape(-1, cfg.p)]
+                for e in case["err"]]
+    else:
+        errs = [delta_beats(cfg, e) for e in case["err"]]
+    images = len(acts)
+    order = [("act_in", acts[k]) for k in range(min(lag, images))]
+    for n in range(images):
+        order.append(("err_in", errs[n]))
+        if n + lag < images:
+            order.append(("act_in", acts[n + lag]))
+    return order
+
+
+def expected(config, case, lag):
+    """``{port: payloads}`` the node must send: ``act_out`` or ``part_out``, ``err_out``
+    (with EB); and the weights after every update (``(weights, bias)`` list)."""
+    cfg, batch = config.segments[0], config.batch
+    images = len(case["act"])
+    versions = [(case["weights"], case["bias"])]
+    deltas, out, errors = [], [], []
+    fp_v = fp_versions(images, batch, lag)
+    results = []
+    for k in range(images):
+        # the weights FP uses exist: every update it needs came from earlier images' δ
+        while len(versions) <= fp_v[k]:
+            _update(config, case, deltas, versions)
+        w, b = versions[fp_v[k]]
+        partial = case["partial_in"][k] if cfg.partial_in else None
+        results.append(fp_module(cfg, case["act"][k], w, b, partial))
+        if cfg.completes:
+            side = (cfg.pool_out, cfg.pool_out, cfg.groups, cfg.p)
+            r = results[k]
+            delta = sfu_backward(cfg, _padded(cfg, case["err"][k]), r.relu.reshape(side),
+                                 r.argmax.reshape(side))
+            delta = delta.reshape(cfg.w_out, cfg.w_out, -1)[..., :cfg.n_out]
+        else:
+            delta = case["err"][k]
+        deltas.append(delta)
+    while len(versions) <= images // batch:
+        _update(config, case, deltas, versions)
+    for k, r in enumerate(results):
+        if cfg.completes:
+            flat = r.data.reshape(-1, cfg.p)
+            out += [pack(act_layout(cfg), {"data": list(d), "last": int(n == len(flat) - 1)})
+                    for n, d in enumerate(flat)]
+        else:
+            flat = r.partials.reshape(-1, cfg.p)
+            out += [pack(partial_layout(cfg), {"data": list(d), "last": int(n == len(flat) - 1)})
+                    for n, d in enumerate(flat)]
+        if config.eb[0]:
+            err = eb_module(cfg, deltas[k], versions[k // batch][0]).reshape(-1, cfg.n_in)
+            errors += [pack(error_layout(cfg), {"data": list(e), "last": int(n == len(err) - 1)})
+                       for n, e in enumerate(err)]
+    found = {("act_out" if cfg.completes else "part_out"): out}
+    if config.eb[0]:
+        found["err_out"] = errors
+    return found, versions
+
+
+def _update(config, case, deltas, versions):
+    cfg, batch = config.segments[0], config.batch
+    start = (len(versions) - 1) * batch
+    dw, db = pg_batch(cfg, case["act"][start:start + batch], deltas[start:start + batch])
+    w, b = versions[-1]
+    versions.append(update_segment(cfg, w, b, dw, db, config.lr))
+
+
+def model_cycles(config, images):
+    """Cycles without pauses, at most: per image the slower of the input pixels and the
+    steady-state cycles (:attr:`NodeConfig.cycles`) twice (the phases do not overlap), the
+    fill and, per mini-batch, the drain and update (``6`` cycles a row, twice
+    :func:`~nnrtl.hw.fpdeep.update.row_cycles`)."""
+    cfg = config.segments[0]
+    rows = (cfg.banks + 1) * cfg.groups
+    return (images * (max(cfg.w_in ** 2, config.cycles) * 2 + 4 * cfg.k * cfg.w_in)
+            + images // config.batch * 6 * rows + 400)
+
+
+@cocotb.test()
+async def node_trains_bit_exact(dut):
+    params = tb_params()
+    config = node_config(params["config"])
+    cfg = config.segments[0]
+    regmap = register_map(config)
+    images = config.batch * params["batches"]
+    rng = random.Random(params["seed"])
+    await start_clock_and_reset(dut)
+    bus = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk,
+                                    dut.rst), regmap)
+    edge = RisingEdge(dut.clk)
+    results, exact = {}, True
+    for number, kind in enumerate(params["patterns"]):
+        dut.rst.value = 1                       # a fresh node per pattern
+        await ClockCycles(dut.clk, 2)
+        dut.rst.value = 0
+        await RisingEdge(dut.clk)
+        assert await bus.read("lr") == config.lr, "lr register: not its reset value"
+        case = random_case(cfg, images, params["seed"] + number)
+        want, _ = expected(config, case, params["lag"])
+        load = fp_stimulus(cfg, case)
+        free = [_Source(dut, "s0_load", load["load"], "none", rng)]
+        if cfg.partial_in:
+            free.append(_Source(dut, "s0_part_in", load["part_in"], kind, rng))
+        ordered = [_Source(dut, f"s0_{port}", words, kind, rng)
+                   for port, words in phases(cfg, case, params["lag"])]
+        sinks = {port: _Sink(dut, f"s0_{port}", len(beats), kind, rng)
+                 for port, beats in want.items()}
+        budget = cycle_budget(model_cycles(config, images) + len(load["load"]),
+                              output_beats=sum(map(len, want.values())), patterns=[kind])
+        cycles = 0
+        while (not all(s.done for s in free + ordered)
+               or any(len(s.got) < len(want[p]) for p, s in sinks.items())):
+            free[0].drive()
+            if free[0].done:
+                for source in free[1:]:
+                    source.drive()
+                active = next((s for s in ordered if not s.done), None)
+                if active is not None:
+                    active.drive()
+            for sink in sinks.values():
+                sink.drive()
+            await edge
+            cycles += 1
+            for unit in free + ordered + list(sinks.values()):
+                unit.sample()
+                if unit in ordered and not unit.offering:
+                    unit.valid.value = 0
+            assert cycles < budget, (
+                f"pattern {kind}: in the budget of {budget} cycles: "
+                + ", ".join(f"{p} {len(s.got)} of {len(want[p])} beats"
+                            for p, s in sinks.items())
+                + f", {sum(s.done for s in ordered)} of {len(ordered)} input phases")
+        for unit in free + ordered:
+            unit.valid.value = 0
+        for sink in sinks.values():
+            sink.ready.value = 0
+        counters = {}
+        for _ in range(200):                    # the last update follows the last outputs
+            counters = await bus.read_many(list(COUNTERS))
+            if counters["updates"] == params["batches"]:
+                break
+        wrong = {p: describe_beats(layout, p, sinks[p].got, want[p])
+                 for p, layout in _layouts(cfg).items() if p in want}
+        if counters["updates"] != params["batches"] or counters["images"] != images:
+            wrong["counters"] = [f"updates {counters['updates']} (want {params['batches']}), "
+                                 f"images {counters['images']} (want {images})"]
+        exact = exact and not any(wrong.values())
+        results[kind] = {"beats": {p: len(s.got) for p, s in sinks.items()}, "cycles": cycles,
+                         "budget": budget, "mismatches": wrong, "counters": counters}
+        dut._log.info("pattern %s: %d cycles, counters %s", kind, cycles, counters)
+    report({"bit_exact": exact, "patterns": results, "images": images,
+            "model_cycles": config.cycles * images})
+    assert exact, results
+
+
+def _layouts(cfg):
+    return {"act_out": act_layout(cfg), "part_out": partial_layout(cfg),
+            "err_out": error_layout(cfg)}

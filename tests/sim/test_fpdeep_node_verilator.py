@@ -1,0 +1,73 @@
+"""One FPDeep node under Verilator (bench: nnrtl.sim.tb.fpdeep_node): one small build in the
+fast suite (fixed16, K = 3, pad 1 over a 4×4 map, S_IC = 1, OC = 2 on P = 1, ReLU and a 2×2
+pool on the completing node, EB), the default node and the fp32 twin of the fast one in
+the slow suite; two mini-batches of two images per backpressure pattern with a lag of two
+images between FP and the errors (so the third image runs FP on the old weights and EB on
+the new ones): activations out, errors out and, through them, the updated weights
+bit-exact against the golden models; the counters read over AXI4-Lite."""
+
+import numpy as np
+import pytest
+
+from nnrtl.hw.arith.float_format import FP32
+from nnrtl.hw.fpdeep import FpConfig
+from nnrtl.hw.fpdeep.node import FpdeepNode, NodeConfig
+from nnrtl.sim.patterns import PATTERNS
+from nnrtl.sim.golden.float import to_bits
+from nnrtl.sim.runner import simulate
+from nnrtl.sim.tb.fpdeep_node import fp_versions, node_fields
+
+#: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
+pytestmark = pytest.mark.timeout(900)
+
+CFG = FpConfig("fixed16", 3, 1, 1, 4, 1, 2, 1, pool=(2, 2, 0))
+CONFIG = NodeConfig((CFG,), (True,), batch=2, act_images=3, lr=20000)
+BATCHES, LAG = 2, 2
+FP32_CFG = FpConfig("fp32", 3, 1, 1, 4, 1, 2, 1, pool=(2, 2, 0))
+FP32_CONFIG = NodeConfig((FP32_CFG,), (True,), batch=2, act_images=3,
+                         lr=int(to_bits(FP32, np.float32([0.03125]))[0]))
+
+
+def run_node(config, name):
+    cfg = config.segments[0]
+    result = simulate(FpdeepNode(config), test_module="nnrtl.sim.tb.fpdeep_node", name=name,
+                      seed=14, params={"config": node_fields(config), "batches": BATCHES,
+                                       "lag": LAG, "patterns": list(PATTERNS)})
+    assert result["bit_exact"], result["patterns"]
+    for kind in PATTERNS:
+        run = result["patterns"][kind]
+        assert run["counters"]["updates"] == BATCHES and run["counters"]["images"] == 4
+        assert run["beats"]["err_out"] == 4 * cfg.w_in ** 2, (kind, run)
+        assert run["beats"]["act_out"] == 4 * cfg.out_beats, (kind, run)
+        assert run["counters"]["fp_busy"] > 0 and run["counters"]["pg_busy"] > 0
+    return result
+
+
+def test_node_trains_every_pattern():
+    assert fp_versions(4, 2, LAG) == [0, 0, 0, 1]      # image 2: FP old, EB new weights
+    run_node(CONFIG, "fpdeep_node")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)          # the fp32 build: 15+ min on the loaded 2-core machine
+@pytest.mark.parametrize("config", [NodeConfig(), FP32_CONFIG], ids=["default", "fp32"])
+def test_node_trains_slow(config):
+    run_node(config, f"fpdeep_node_{config.precision}")
+
+
+def test_golden_outputs_depend_on_the_update():
+    """The check is not vacuous: another ``lr`` changes the outputs of the images after
+    the first update (FP of image 3, EB of images 2 and 3), not those before."""
+    import dataclasses
+
+    from nnrtl.sim.tb.fpdeep_node import expected, random_case
+    case = random_case(CFG, 4, 3)
+    want, versions = expected(CONFIG, case, LAG)
+    assert (versions[2][0] != versions[1][0]).any()
+    other, _ = expected(dataclasses.replace(CONFIG, lr=5000), case, LAG)
+    beats, errs = CFG.out_beats, CFG.w_in ** 2
+    assert len(versions) == 3 and (versions[1][0] != case["weights"]).any()
+    assert want["act_out"][:3 * beats] == other["act_out"][:3 * beats]
+    assert want["act_out"][3 * beats:] != other["act_out"][3 * beats:]
+    assert want["err_out"][:2 * errs] == other["err_out"][:2 * errs]
+    assert want["err_out"][2 * errs:3 * errs] != other["err_out"][2 * errs:3 * errs]
