@@ -109,6 +109,7 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -374,6 +375,48 @@ def pruned_share(spec, seed=1, threshold=None):
     return results
 
 
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return value
+
+
+def _thresholds(text):
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be comma-separated numbers, not "
+                                         f"{text!r}") from None
+    if not all(0 <= v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"must be numbers from 0 to below 1, not {text!r}")
+    return values
+
+
+def _run_sweep(args, specs):
+    from .accuracy_sweep import (PRUNE_THRESHOLDS, SKIP_THRESHOLDS, summary_table, sweep,
+                                 write_outputs)
+    lines, rows = [], []
+
+    def emit(line):
+        lines.append(line)
+        print(json.dumps(line), flush=True)
+
+    start = time.perf_counter()
+    for name in args.task or sorted(specs):
+        rows += sweep(specs[name], range(1, args.seeds + 1),
+                      args.prune_thresholds or PRUNE_THRESHOLDS,
+                      args.skip_thresholds or SKIP_THRESHOLDS, emit)
+    print(summary_table(rows))
+    print(f"wall time {time.perf_counter() - start:.0f} s")
+    if args.output is not None:
+        write_outputs(args.output, lines, rows)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nnrtl.gen.omni.accuracy",
                                      description=__doc__.split("\n\n")[0])
@@ -387,9 +430,26 @@ def main(argv=None):
     parser.add_argument("--pruned-share", action="store_true", help="instead: the share "
                         "of the P1 values and of their L1 mass below θ along PyTorch "
                         "training (pruned_share)")
+    parser.add_argument("--sweep", action="store_true", help="instead: the multi-seed "
+                        "threshold sweep of MS1 and MS2 (accuracy_sweep.sweep)")
+    parser.add_argument("--seeds", type=_positive, default=3, help="--sweep: seeds 1..N "
+                        "(default 3)")
+    parser.add_argument("--prune-thresholds", type=_thresholds, help="--sweep: MS1's θ "
+                        "values, comma-separated (default 0.1,0.05,0.03,0.01)")
+    parser.add_argument("--skip-thresholds", type=_thresholds, help="--sweep: MS2's "
+                        "thresholds, comma-separated (default 0.02,0.005,0.001)")
+    parser.add_argument("-o", "--output", help="--sweep: write sweep.jsonl and sweep.png "
+                        "to this directory")
     args = parser.parse_args(argv)
+    if args.output is not None and not args.sweep:
+        parser.error("-o/--output is for --sweep only")
+    if args.output is not None and Path(args.output).exists() and \
+            not Path(args.output).is_dir():
+        parser.error(f"-o/--output: {args.output} exists and is not a directory")
     torch.set_num_threads(1)
     specs = QUICK if args.quick else TASKS
+    if args.sweep:
+        return _run_sweep(args, specs)
     if args.pruned_share:
         for name in args.task or sorted(specs):
             for result in pruned_share(specs[name], args.seed, args.prune_threshold):
