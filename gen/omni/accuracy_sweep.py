@@ -39,7 +39,7 @@ from ..errors import UsageError
 from .training import OmniConfig
 
 __all__ = ["PRUNE_THRESHOLDS", "SKIP_THRESHOLDS", "LIMIT", "sweep", "quick_sweep",
-           "summary_table", "plot", "write_outputs", "check_thresholds"]
+           "rows_from_lines", "summary_table", "plot", "write_outputs", "check_thresholds"]
 
 #: MS1's θ swept by default (the paper's "around 0.1" down to 0.01).
 PRUNE_THRESHOLDS = (0.1, 0.05, 0.03, 0.01)
@@ -74,12 +74,13 @@ def _settings(spec, prune_thresholds, skip_thresholds):
     return out
 
 
-def _summarise(spec, run, threshold, per_seed, baselines):
-    """One setting's row from its per-seed :func:`train_run` results."""
+def _summarise(task, run, threshold, per_seed, baselines):
+    """One setting's row (task name ``task``) from its per-seed :func:`train_run`
+    results."""
     relative = [(r["value"] - b["value"]) / b["value"] for r, b in zip(per_seed, baselines)]
     sign = -1.0 if per_seed[0]["metric"] == "accuracy" else 1.0
     degradation = [sign * d for d in relative]
-    row = dict(kind="setting", task=spec.name, metric=per_seed[0]["metric"], run=run,
+    row = dict(kind="setting", task=task, metric=per_seed[0]["metric"], run=run,
                threshold=threshold, seeds=len(per_seed),
                values=[r["value"] for r in per_seed],
                baseline_values=[b["value"] for b in baselines],
@@ -87,6 +88,7 @@ def _summarise(spec, run, threshold, per_seed, baselines):
                relative_difference_mean=float(np.mean(relative)),
                relative_difference_min=float(np.min(relative)),
                relative_difference_max=float(np.max(relative)),
+               relative_difference_median=float(np.median(relative)),
                relative_difference_std=float(np.std(relative)),
                degradation_mean=float(np.mean(degradation)),
                degradation_worst=float(np.max(degradation)))
@@ -130,7 +132,7 @@ def sweep(spec, seeds=(1, 2, 3), prune_thresholds=PRUNE_THRESHOLDS,
     baselines = [run(None, seed, "pytorch", 0.0) for seed in seeds]
     for result in baselines:
         emit(result)
-    rows = [_summarise(spec, "pytorch", 0.0, baselines, baselines)]
+    rows = [_summarise(spec.name, "pytorch", 0.0, baselines, baselines)]
     emit(rows[-1])
     exact = None
     for name, threshold, config in _settings(spec, prune_thresholds, skip_thresholds):
@@ -145,8 +147,25 @@ def sweep(spec, seeds=(1, 2, 3), prune_thresholds=PRUNE_THRESHOLDS,
             emit(result)
             per_seed.append(result)
         exact = exact or per_seed
-        rows.append(_summarise(spec, name, threshold, per_seed, baselines))
+        rows.append(_summarise(spec.name, name, threshold, per_seed, baselines))
         emit(rows[-1])
+    return rows
+
+
+def rows_from_lines(lines):
+    """The setting rows again from the ``"kind": "run"`` lines of a sweep (its JSON
+    output, possibly cut off: settings without every seed are left out)."""
+    runs = [line for line in lines if line.get("kind") == "run"]
+    rows = []
+    for task in dict.fromkeys(line["task"] for line in runs):
+        mine = [line for line in runs if line["task"] == task]
+        baselines = [line for line in mine if line["run"] == "pytorch"]
+        for run, threshold in dict.fromkeys((line["run"], line["threshold"])
+                                            for line in mine):
+            per_seed = [line for line in mine
+                        if (line["run"], line["threshold"]) == (run, threshold)]
+            if len(per_seed) == len(baselines):
+                rows.append(_summarise(task, run, threshold, per_seed, baselines))
     return rows
 
 
@@ -165,9 +184,10 @@ def _percent(value):
 
 
 def summary_table(rows):
-    """A plain-text table of setting rows: metric difference mean [min, max] over the
-    seeds, within 1 %, and the savings."""
-    header = ("task", "run", "threshold", "difference mean [min, max]", "within 1 %",
+    """A plain-text table of setting rows: metric difference mean [min, max] and median
+    over the seeds, within 1 %, and the savings."""
+    header = ("task", "run", "threshold", "difference mean [min, max]", "median",
+              "within 1 %",
               "stored vs exact", "P1 density", "skipped")
     lines = []
     for row in rows:
@@ -175,6 +195,7 @@ def summary_table(rows):
                       f"{_percent(row['relative_difference_mean'])} "
                       f"[{_percent(row['relative_difference_min'])}, "
                       f"{_percent(row['relative_difference_max'])}]",
+                      _percent(row["relative_difference_median"]),
                       ("yes" if row["within_1_percent"] else "no")
                       + ("" if row["all_seeds_within_1_percent"] else " (not all seeds)"),
                       _percent(-row["stored_reduction"]) if "stored_reduction" in row

@@ -11,24 +11,23 @@ import torch
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.accuracy import QUICK, main
 from nnrtl.gen.omni.accuracy_sweep import (LIMIT, _summarise, check_thresholds,
-                                           summary_table, sweep, write_outputs)
+                                           rows_from_lines, summary_table, sweep,
+                                           write_outputs)
 
 SPEC = dataclasses.replace(QUICK["text"], epochs=4, train_chars=3_200)   # MS2 skips from epoch 4
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def text_sweep():
+    """The sweep on one thread (as the CLI runs it): 2 seeds, θ 0.1 and 0, MS2 0.02
+    and 0."""
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
     lines = []
-    rows = sweep(SPEC, (1, 2), (0.1, 0.0), (0.02, 0.0), lines.append)
+    try:
+        rows = sweep(SPEC, (1, 2), (0.1, 0.0), (0.02, 0.0), lines.append)
+    finally:
+        torch.set_num_threads(threads)
     return rows, lines
 
 
@@ -63,6 +62,7 @@ def test_within_one_percent_derives_from_the_numbers(text_sweep):
         assert row["relative_difference"] == pytest.approx(relative, rel=1e-12, abs=1e-15)
         assert row["relative_difference_mean"] == pytest.approx(np.mean(relative))
         assert row["relative_difference_min"] == min(relative)
+        assert row["relative_difference_median"] == pytest.approx(np.median(relative))
         assert row["within_1_percent"] == (np.mean(relative) <= 0.01)   # perplexity: up
         assert row["all_seeds_within_1_percent"] == (max(relative) <= 0.01)
 
@@ -89,21 +89,22 @@ def test_sign_of_the_criterion():
     def runs(metric, values):
         return [dict(metric=metric, value=v, seconds=1.0) for v in values]
 
-    spec = QUICK["digits"]
     base = runs("accuracy", [0.90, 0.80])
-    worse = _summarise(spec, "ms1", 0.1, runs("accuracy", [0.882, 0.792]), base)
+    worse = _summarise("digits", "ms1", 0.1, runs("accuracy", [0.882, 0.792]), base)
     assert worse["relative_difference"] == pytest.approx([-0.02, -0.01])
     assert worse["degradation_mean"] == pytest.approx(0.015) and not worse["within_1_percent"]
-    better = _summarise(spec, "ms1", 0.1, runs("accuracy", [0.99, 0.80]), base)
+    better = _summarise("digits", "ms1", 0.1, runs("accuracy", [0.99, 0.80]), base)
     assert better["within_1_percent"] and better["all_seeds_within_1_percent"]
     base = runs("perplexity", [4.0, 5.0])
-    edge = _summarise(QUICK["text"], "ms1", 0.02, runs("perplexity", [4.04, 5.1]), base)
+    edge = _summarise("text", "ms1", 0.02, runs("perplexity", [4.04, 5.1]), base)
     assert edge["degradation_mean"] == pytest.approx(0.015) and not edge["within_1_percent"]
     assert LIMIT == 0.01
 
 
 def test_outputs_table_and_plot(text_sweep, tmp_path):
     rows, lines = text_sweep
+    assert rows_from_lines(lines) == rows
+    assert rows_from_lines(lines[:-2]) == rows[:-1]      # cut off: whole settings only
     table = summary_table(rows)
     assert table.count("\n") == len(rows) + 3 and "ms2      0.02" in table
     write_outputs(tmp_path / "out", lines, rows)
