@@ -124,7 +124,9 @@ __all__ = ["TaskSpec", "TASKS", "QUICK", "load_task", "train_run", "compare",
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
-    """A task's model and schedule."""
+    """A task's model and schedule. ``grad_clip`` > 0: the gradient's L2 norm over all
+    the parameters is clipped to it before every step (``clip_grad_norm_``), for the
+    baseline and the decomposition alike; 0 (the default of both tasks): no clipping."""
 
     name: str
     loss_type: str
@@ -140,6 +142,7 @@ class TaskSpec:
     momentum: float = 0.9
     prune_threshold: float = 0.1
     skip_threshold: float = 0.02
+    grad_clip: float = 0.0
 
 
 TASKS = {
@@ -277,6 +280,8 @@ def train_run(spec, config=None, seed=1, task=None):
                 if config.ms1:
                     density.append(tape.stored["p1_survivors"] / tape.stored["p1_values"])
                 rows.append(float(np.mean(info["rows"])))
+            if spec.grad_clip:
+                torch.nn.utils.clip_grad_norm_(parameters, spec.grad_clip)
             optimizer.step()
             epoch_losses.append(loss.item())
         losses.append(float(np.mean(epoch_losses)))
@@ -385,6 +390,16 @@ def _positive(text):
     return value
 
 
+def _positive_float(text):
+    try:
+        value = float(text)
+    except ValueError:
+        value = None
+    if value is None or not value > 0 or math.isinf(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return value
+
+
 def _thresholds(text):
     try:
         values = tuple(float(v) for v in text.split(","))
@@ -438,6 +453,9 @@ def main(argv=None):
                         "values, comma-separated (default 0.1,0.05,0.03,0.01)")
     parser.add_argument("--skip-thresholds", type=_thresholds, help="--sweep: MS2's "
                         "thresholds, comma-separated (default 0.02,0.005,0.001)")
+    parser.add_argument("--grad-clip", type=_positive_float, help="clip the gradient's "
+                        "L2 norm to this before every step (baseline and decomposition "
+                        "alike; default: none)")
     parser.add_argument("-o", "--output", help="--sweep: write sweep.jsonl and sweep.png "
                         "to this directory")
     args = parser.parse_args(argv)
@@ -448,6 +466,9 @@ def main(argv=None):
         parser.error(f"-o/--output: {args.output} exists and is not a directory")
     torch.set_num_threads(1)
     specs = QUICK if args.quick else TASKS
+    if args.grad_clip:
+        specs = {name: dataclasses.replace(spec, grad_clip=args.grad_clip)
+                 for name, spec in specs.items()}
     if args.sweep:
         return _run_sweep(args, specs)
     if args.pruned_share:

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from nnrtl.gen.errors import UsageError
-from nnrtl.gen.omni.accuracy import QUICK, main
+from nnrtl.gen.omni.accuracy import QUICK, main, train_run
 from nnrtl.gen.omni.accuracy_sweep import (LIMIT, _summarise, check_thresholds,
                                            rows_from_lines, summary_table, sweep,
                                            write_outputs)
+from nnrtl.gen.omni.training import OmniConfig
 
 SPEC = dataclasses.replace(QUICK["text"], epochs=4, train_chars=3_200)   # MS2 skips from epoch 4
 
@@ -137,6 +138,7 @@ def test_bad_seeds():
      r"argument --prune-thresholds: must be numbers from 0 to below 1, not '0\.1,1\.5'$"),
     (["--sweep", "--skip-thresholds", "a,b"],
      r"argument --skip-thresholds: must be comma-separated numbers, not 'a,b'$"),
+    (["--grad-clip", "-1"], r"argument --grad-clip: must be a positive number, not '-1'$"),
     (["-o", "somewhere"], r"-o/--output is for --sweep only$"),
 ])
 def test_bad_cli_values(argv, message, capsys):
@@ -154,3 +156,17 @@ def test_output_that_is_a_file(tmp_path, capsys):
     assert exit_info.value.code == 2
     assert f"-o/--output: {path} exists and is not a directory" in capsys.readouterr().err
     assert path.read_text() == "x"
+
+
+def test_gradient_clipping_applies_to_both_trainings():
+    spec = dataclasses.replace(SPEC, epochs=2)
+    clipped = dataclasses.replace(spec, grad_clip=0.05)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        free, torch_run = train_run(spec), train_run(clipped)
+        ours = train_run(clipped, OmniConfig())
+    finally:
+        torch.set_num_threads(threads)
+    assert ours["losses"] == pytest.approx(torch_run["losses"], rel=1e-5)
+    assert torch_run["losses"][1] > free["losses"][1] * 1.05     # small steps: slower
