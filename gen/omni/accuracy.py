@@ -245,7 +245,7 @@ def train_run(spec, config=None, seed=1, task=None):
     inputs, targets = task["train"]
     order_rng = torch.Generator().manual_seed(seed)
     losses, skipped, stored, density, rows = [], [], [], [], []
-    dropped = []
+    dropped, clipped = [], []
     start = time.perf_counter()
     for epoch in range(1, spec.epochs + 1):
         if config is not None:
@@ -281,7 +281,8 @@ def train_run(spec, config=None, seed=1, task=None):
                     density.append(tape.stored["p1_survivors"] / tape.stored["p1_values"])
                 rows.append(float(np.mean(info["rows"])))
             if spec.grad_clip:
-                torch.nn.utils.clip_grad_norm_(parameters, spec.grad_clip)
+                norm = torch.nn.utils.clip_grad_norm_(parameters, spec.grad_clip)
+                clipped.append(float(norm) > spec.grad_clip)
             optimizer.step()
             epoch_losses.append(loss.item())
         losses.append(float(np.mean(epoch_losses)))
@@ -295,6 +296,8 @@ def train_run(spec, config=None, seed=1, task=None):
                   metric="accuracy" if spec.loss_type == "single" else "perplexity",
                   value=metric, epochs=spec.epochs, losses=losses,
                   seconds=round(time.perf_counter() - start, 1))
+    if spec.grad_clip:
+        result["clipped_share"] = float(np.mean(clipped))     # of the steps
     if config is not None:
         result.update(skipped_per_epoch=skipped, rows=float(np.mean(rows)),
                       stored_bytes_per_iteration=float(np.mean(stored)))

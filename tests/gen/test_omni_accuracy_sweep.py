@@ -170,3 +170,5 @@ def test_gradient_clipping_applies_to_both_trainings():
         torch.set_num_threads(threads)
     assert ours["losses"] == pytest.approx(torch_run["losses"], rel=1e-5)
     assert torch_run["losses"][1] > free["losses"][1] * 1.05     # small steps: slower
+    assert torch_run["clipped_share"] == ours["clipped_share"] == 1.0
+    assert "clipped_share" not in free
