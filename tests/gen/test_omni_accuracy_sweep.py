@@ -1,0 +1,174 @@
+"""gen/omni/accuracy_sweep.py: the multi-seed threshold sweep (tiny tasks) and its CLI."""
+
+import dataclasses
+import json
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from nnrtl.gen.errors import UsageError
+from nnrtl.gen.omni.accuracy import QUICK, main, train_run
+from nnrtl.gen.omni.accuracy_sweep import (LIMIT, _summarise, check_thresholds,
+                                           rows_from_lines, summary_table, sweep,
+                                           write_outputs)
+from nnrtl.gen.omni.training import OmniConfig
+
+SPEC = dataclasses.replace(QUICK["text"], epochs=4, train_chars=3_200)   # MS2 skips from epoch 4
+
+
+@pytest.fixture(scope="module")
+def text_sweep():
+    """The sweep on one thread (as the CLI runs it): 2 seeds, θ 0.1 and 0, MS2 0.02
+    and 0."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    lines = []
+    try:
+        rows = sweep(SPEC, (1, 2), (0.1, 0.0), (0.02, 0.0), lines.append)
+    finally:
+        torch.set_num_threads(threads)
+    return rows, lines
+
+
+def test_sweep_rows_and_fields(text_sweep):
+    rows, lines = text_sweep
+    assert [(r["run"], r["threshold"]) for r in rows] == [
+        ("pytorch", 0.0), ("exact", 0.0), ("ms1", 0.1), ("ms1", 0.0), ("ms2", 0.02),
+        ("ms2", 0.0)]
+    runs = [line for line in lines if line["kind"] == "run"]
+    assert len(runs) == 2 * 6 and [line["seed"] for line in runs[:2]] == [1, 2]
+    for row in rows:
+        assert row["seeds"] == 2 and row["metric"] == "perplexity"
+        for key in ("relative_difference_mean", "relative_difference_min",
+                    "relative_difference_max", "relative_difference_std",
+                    "degradation_mean", "degradation_worst", "within_1_percent",
+                    "all_seeds_within_1_percent", "values", "baseline_values"):
+            assert key in row, key
+        assert all(v > 1 for v in row["values"])          # perplexities
+        assert ("stored_reduction" in row) == (row["run"] != "pytorch")
+        assert ("p1_density" in row) == (row["run"] == "ms1")
+        assert ("skipped" in row) == (row["run"] == "ms2")
+    ms1, ms2 = rows[2], rows[4]
+    assert 0 < ms1["p1_density"] < 1 and ms1["stored_reduction"] > 0
+    assert 0 < ms2["skipped"] < 1 and ms2["stored_reduction"] > 0
+    assert rows[3]["p1_density"] == 1.0                  # θ = 0 prunes nothing
+
+
+def test_within_one_percent_derives_from_the_numbers(text_sweep):
+    rows, _ = text_sweep
+    for row in rows:
+        relative = [(v - b) / b for v, b in zip(row["values"], row["baseline_values"])]
+        assert row["relative_difference"] == pytest.approx(relative, rel=1e-12, abs=1e-15)
+        assert row["relative_difference_mean"] == pytest.approx(np.mean(relative))
+        assert row["relative_difference_min"] == min(relative)
+        assert row["relative_difference_median"] == pytest.approx(np.median(relative))
+        assert row["within_1_percent"] == (np.mean(relative) <= 0.01)   # perplexity: up
+        assert row["all_seeds_within_1_percent"] == (max(relative) <= 0.01)
+
+
+def test_threshold_zero_equals_the_exact_decomposition(text_sweep):
+    """MS1 θ = 0 and MS2 threshold 0 train exactly as the decomposition without MS;
+    that one is PyTorch up to float32 rounding order."""
+    rows, lines = text_sweep
+    runs = {(line["run"], line["threshold"], line["seed"]): line for line in lines
+            if line["kind"] == "run"}
+    for seed in (1, 2):
+        exact = runs["exact", 0.0, seed]
+        for key in (("ms1", 0.0, seed), ("ms2", 0.0, seed)):
+            assert runs[key]["value"] == exact["value"]
+            assert runs[key]["losses"] == exact["losses"]
+        assert exact["value"] == pytest.approx(runs["pytorch", 0.0, seed]["value"],
+                                               rel=1e-5)
+    assert rows[5]["relative_difference"] == rows[1]["relative_difference"]
+    assert rows[5]["stored_reduction"] == 0.0 and rows[5]["skipped"] == 0.0
+
+
+def test_sign_of_the_criterion():
+    """Accuracy: a drop is a degradation; perplexity: a rise. Numbers by hand."""
+    def runs(metric, values):
+        return [dict(metric=metric, value=v, seconds=1.0) for v in values]
+
+    base = runs("accuracy", [0.90, 0.80])
+    worse = _summarise("digits", "ms1", 0.1, runs("accuracy", [0.882, 0.792]), base)
+    assert worse["relative_difference"] == pytest.approx([-0.02, -0.01])
+    assert worse["degradation_mean"] == pytest.approx(0.015) and not worse["within_1_percent"]
+    better = _summarise("digits", "ms1", 0.1, runs("accuracy", [0.99, 0.80]), base)
+    assert better["within_1_percent"] and better["all_seeds_within_1_percent"]
+    base = runs("perplexity", [4.0, 5.0])
+    edge = _summarise("text", "ms1", 0.02, runs("perplexity", [4.04, 5.1]), base)
+    assert edge["degradation_mean"] == pytest.approx(0.015) and not edge["within_1_percent"]
+    assert LIMIT == 0.01
+
+
+def test_outputs_table_and_plot(text_sweep, tmp_path):
+    rows, lines = text_sweep
+    assert rows_from_lines(lines) == rows
+    assert rows_from_lines(lines[:-2]) == rows[:-1]      # cut off: whole settings only
+    table = summary_table(rows)
+    assert table.count("\n") == len(rows) + 3 and "ms2      0.02" in table
+    write_outputs(tmp_path / "out", lines, rows)
+    written = (tmp_path / "out" / "sweep.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in written] == json.loads(json.dumps(lines))
+    assert (tmp_path / "out" / "sweep.png").read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.parametrize("values, message", [
+    ((), r"^prune_thresholds must name at least one threshold$"),
+    ((0.1, 1.0), r"^prune_thresholds must be numbers from 0 to below 1, not 1\.0$"),
+    ((-0.1,), r"^prune_thresholds must be numbers from 0 to below 1, not -0\.1$"),
+    (("0.1",), r"^prune_thresholds must be numbers from 0 to below 1, not '0\.1'$"),
+])
+def test_bad_thresholds(values, message):
+    with pytest.raises(UsageError, match=message):
+        check_thresholds(values, "prune_thresholds")
+
+
+def test_bad_seeds():
+    with pytest.raises(UsageError, match=r"^seeds must be non-negative integers, at least "
+                       r"one, not \(\)$"):
+        sweep(SPEC, ())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--sweep", "--seeds", "0"], r"argument --seeds: must be a positive integer, not '0'$"),
+    (["--sweep", "--seeds", "x"], r"argument --seeds: must be a positive integer, not 'x'$"),
+    (["--sweep", "--prune-thresholds", "0.1,1.5"],
+     r"argument --prune-thresholds: must be numbers from 0 to below 1, not '0\.1,1\.5'$"),
+    (["--sweep", "--skip-thresholds", "a,b"],
+     r"argument --skip-thresholds: must be comma-separated numbers, not 'a,b'$"),
+    (["--grad-clip", "-1"], r"argument --grad-clip: must be a positive number, not '-1'$"),
+    (["-o", "somewhere"], r"-o/--output is for --sweep only$"),
+])
+def test_bad_cli_values(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv + ["--quick"])
+    assert exit_info.value.code == 2
+    assert re.search(message, capsys.readouterr().err, re.MULTILINE)
+
+
+def test_output_that_is_a_file(tmp_path, capsys):
+    path = tmp_path / "file"
+    path.write_text("x")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--sweep", "--quick", "-o", str(path)])
+    assert exit_info.value.code == 2
+    assert f"-o/--output: {path} exists and is not a directory" in capsys.readouterr().err
+    assert path.read_text() == "x"
+
+
+def test_gradient_clipping_applies_to_both_trainings():
+    spec = dataclasses.replace(SPEC, epochs=2)
+    clipped = dataclasses.replace(spec, grad_clip=0.05)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        free, torch_run = train_run(spec), train_run(clipped)
+        ours = train_run(clipped, OmniConfig())
+    finally:
+        torch.set_num_threads(threads)
+    assert ours["losses"] == pytest.approx(torch_run["losses"], rel=1e-5)
+    assert torch_run["losses"][1] > free["losses"][1] * 1.05     # small steps: slower
+    assert torch_run["clipped_share"] == ours["clipped_share"] == 1.0
+    assert "clipped_share" not in free
