@@ -25,6 +25,10 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
     :func:`.hooks.map_hook`, :func:`.hooks.cluster_hook`.
 ``bench``
     :func:`.bench.bench` (``make bench``: Table 6, scaling, cluster points, plots).
+``train``
+    :func:`.trainer.train_hook` (``nnrtl train fpdeep --fpgas N ...``): a small CNN mapped
+    onto a chain, every conv segment through the golden models of its node, the FC layers
+    on the host.
 """
 
 import dataclasses
@@ -163,6 +167,11 @@ def _bench(out):
     return bench(out)
 
 
+def _train(request, network):
+    from .trainer import train_hook
+    return train_hook(request, network)
+
+
 ENGINE = Engine(
     name="fpdeep",
     summary="FPDeep CNN training on a 1-D chain of FPGAs: one node (FP, EB, PG, update)",
@@ -175,4 +184,5 @@ ENGINE = Engine(
     bench=_bench,
     map=map_hook,
     cluster=cluster_hook,
+    train=_train,
 )
