@@ -143,5 +143,5 @@ def test_engine_without_a_mapper(mapper, tmp_path, capsys):
 def test_engines_lists_the_map_hook(mapper, capsys):
     code, out, _ = run(capsys, "engines", "--json")
     by_name = {e["name"]: e for e in json.loads(out)}
-    assert by_name["fpdeep"]["hooks"] == ["top", "resources", "predict", "simulate", "bench",
-                                          "map", "cluster"]
+    assert by_name["fpdeep"]["hooks"] == ["top", "resources", "predict", "simulate", "train",
+                                          "bench", "map", "cluster"]

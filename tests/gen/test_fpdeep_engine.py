@@ -25,7 +25,7 @@ def engine():
 
 
 def test_registered_hooks_and_presets(engine):
-    assert engine.hooks == ("bench", "map", "cluster")
+    assert engine.hooks == ("train", "bench", "map", "cluster")
     assert set(engine.presets) == {"small", "vc709-alexnet"}
     assert engine.preset("small") == NodeConfig()
 
