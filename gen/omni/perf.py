@@ -28,6 +28,7 @@
 import dataclasses
 
 from ...hw.omni.channel_config import Activation, Source
+from ...hw.omni.channel_timing import program_cycles
 from ...hw.omni.config import OmniMode
 from ...hw.omni.top import register_map
 from ...hw.omni.top_config import OmniConfig
@@ -36,7 +37,8 @@ from ..errors import UsageError
 from .r2a import schedule
 from .workload import Task, training_graph
 
-__all__ = ["workload_of", "predict", "top_schedule", "task_cycles", "ew_channels"]
+__all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "task_cycles",
+           "ew_channels"]
 
 
 def workload_of(config):
@@ -121,7 +123,16 @@ def top_schedule(config, tasks=None):
     docstring), with the reset split of the ``ew_mask`` register."""
     tasks = top_tasks(config) if tasks is None else tasks
     pes = config.pes_per_channel
-    graph = [Task(task.id, task.kind, max(1, task_cycles(task)) * pes, 0, task.deps,
+    graph = [Task(task.id, task.kind, len(task.steps) * pes, 0, task.deps,
                   task.part, task.layer, task.step) for task in tasks]
     r2a = dataclasses.replace(config.r2a, switch_cycles=0)
-    return schedule(graph, r2a, ew_channels=ew_channels(config), dynamic=True)
+    return schedule(graph, r2a, ew_channels=ew_channels(config), dynamic=True,
+                    durations=[top_task_cycles(task) for task in tasks])
+
+
+def top_task_cycles(task):
+    """``D`` of ``task`` on the top: the cycles from the scratchpad taking it on
+    ``m_task`` to its last result beat, the exact channel cycle model
+    (:func:`~nnrtl.hw.omni.channel_timing.program_cycles`) of its steps with the top's
+    operand port (``operand_port=True``)."""
+    return program_cycles(task.channel, list(task.steps), operand_port=True)
