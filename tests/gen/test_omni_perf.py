@@ -55,3 +55,18 @@ def test_swings_happen_in_a_checked_config():
 def test_model_cycles_equal_the_rtl_full(config):
     counters = _rtl(config, seed=1)
     assert top_schedule(config).cycles == counters["cycles"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_model_cycles_equal_verilator_on_small_preset():
+    """The small preset under Verilator (the engine's ``simulate``, about 2 to 5.5 minutes
+    of build): its ``model_cycles`` is the RTL's ``cycles`` counter."""
+    from nnrtl.boards import get_board
+    from nnrtl.gen.engines import SimRequest
+    from nnrtl.gen.omni.engine import simulate
+
+    result = simulate(SimRequest(config=SMALL, board=get_board("vcu128"), seed=1,
+                                 backpressure="none"))
+    assert result["bit_exact"] is True and result["failures"] == []
+    assert result["model_cycles"] == result["cycles"]
