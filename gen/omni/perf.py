@@ -9,26 +9,30 @@
     cycle, σ / tanh serialized (:mod:`.workload`).
 :func:`top_schedule` (the bench's ``model_cycles``)
     The top's own task graph (:func:`nnrtl.hw.omni.top_program.top_tasks`: the cell
-    programs cut into four tasks a cell) through the same R2A model (no switch cost: the
-    programs carry their own mode switches), each task lasting :func:`task_cycles`.
-:func:`task_cycles`
-    A task on one channel, gapless, step by step: a step's first element goes in when
-    the lanes have taken the previous step's elements (plus the PEs' mode-switch wait,
-    :meth:`~nnrtl.hw.omni.config.OmniPEConfig.switch_cycles`) and every vector it reads
-    has its last result out (the scratchpad's read-after-write order); its elements go
-    in one a cycle, or one every two cycles for an element-wise job with both operands
-    from the lanes (the top's one operand port); results leave
-    :meth:`~nnrtl.hw.omni.config.OmniPEConfig.result_offset` after the start, through an
-    activation unit one word a cycle behind its latency. Measured on the small preset
-    (``nnrtl sim omni --preset small --backpressure none``): the RTL takes 3,337 cycles,
-    this model 3,023 (-9.4 %; the channel's own estimate,
-    :meth:`~nnrtl.hw.omni.channel_config.ChannelConfig.program_cycles`, gives 2,187).
+    programs cut into four tasks a cell) through the same R2A model, which is the R2A
+    RTL's dispatch cycle for cycle (a task decided in ``a`` is offered in ``a + 1``, its
+    channel and successors free the cycle after its done), each task holding its
+    channel :func:`top_task_cycles`. No R2A switch cost (``switch_cycles=0``): the top
+    sees a task's end at its last result beat, so the PEs' mode-switch waits are inside
+    the programs' cycles, which the channel model counts.
+:func:`top_task_cycles`
+    ``D`` of a task: the exact channel cycle model
+    (:func:`~nnrtl.hw.omni.channel_timing.program_cycles`) of its steps, with the top's
+    operand port (``operand_port=True``: one lane-operand beat a cycle tagged Input1 /
+    Input2, through a register per input, so an element-wise step with two lane operands
+    takes two cycles an element). The scratchpad takes a task on ``m_task`` in cycle
+    ``h`` and offers its first command in ``h + 1``; the channel is drained between
+    tasks (a task ends at its last result beat), the state the model starts from.
+
+Measured (no gaps or stalls, the RTL's ``cycles`` counter against ``model_cycles``): the
+small preset 3,337 / 3,337 in the Amaranth simulator (issue 13's Verilator run of
+``nnrtl sim omni --preset small`` counted 3,337 too; the earlier step-by-step estimate
+gave 3,023, -9.4 %). Tests: ``tests/gen/test_omni_perf.py``.
 """
 
 import dataclasses
 
-from ...hw.omni.channel_config import Activation, Source
-from ...hw.omni.config import OmniMode
+from ...hw.omni.channel_timing import program_cycles
 from ...hw.omni.top import register_map
 from ...hw.omni.top_config import OmniConfig
 from ...hw.omni.top_program import top_tasks
@@ -36,7 +40,7 @@ from ..errors import UsageError
 from .r2a import schedule
 from .workload import Task, training_graph
 
-__all__ = ["workload_of", "predict", "top_schedule", "task_cycles", "ew_channels"]
+__all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "ew_channels"]
 
 
 def workload_of(config):
@@ -84,44 +88,22 @@ def predict(config, workload):
             "tasks": len(tasks)}
 
 
-def task_cycles(task):
-    """Cycles of ``task`` (a :class:`~nnrtl.hw.omni.top_program.CellTask`) on one
-    channel, first element in to last result out (module docstring)."""
-    channel = task.channel
-    pe = channel.pe
-    free, unit_free, last, previous = 0, 0, 0, None
-    ends = {}             # vector -> the cycle its readers' first element can go in
-    for step in task.steps:
-        instruction = step.instruction
-        job = instruction.job
-        start = max([free] + [ends[access.name] for access in (step.operand1, step.operand2)
-                              if access.name in ends])
-        if previous is not None and job.length >= pe.switch_length:
-            start += pe.switch_cycles(previous, job)
-        rate = 2 if (job.mode in (OmniMode.EW_MUL, OmniMode.EW_ADD)
-                     and instruction.source1 is Source.LANES
-                     and instruction.source2 is Source.LANES) else 1
-        first = start + pe.result_offset(job)
-        out = first if job.mode is OmniMode.MVM else first + (job.results - 1) * rate
-        if instruction.activation is not Activation.NONE:
-            unit_free = max(unit_free, first) + instruction.lanes * job.results
-            out = max(out, unit_free) + channel.activation_latency + 1
-        # a reader's operands are offered the cycle after the last beat is seen, and
-        # enter the PEs the cycle after that
-        ends[step.result.name] = max(ends.get(step.result.name, 0), out + 2)
-        last = max(last, out + 1)
-        free = start + job.length * rate + (pe.reduction_cycles if job.mode is OmniMode.MVM
-                                            else 0)
-        previous = job
-    return last
-
-
 def top_schedule(config, tasks=None):
     """The R2A model's :class:`~.r2a.Schedule` of the top's task graph (module
     docstring), with the reset split of the ``ew_mask`` register."""
     tasks = top_tasks(config) if tasks is None else tasks
     pes = config.pes_per_channel
-    graph = [Task(task.id, task.kind, max(1, task_cycles(task)) * pes, 0, task.deps,
-                  task.part, task.layer, task.step) for task in tasks]
+    durations = [top_task_cycles(task) for task in tasks]
+    graph = [Task(task.id, task.kind, cycles * pes, 0, task.deps, task.part, task.layer,
+                  task.step) for task, cycles in zip(tasks, durations)]
     r2a = dataclasses.replace(config.r2a, switch_cycles=0)
-    return schedule(graph, r2a, ew_channels=ew_channels(config), dynamic=True)
+    return schedule(graph, r2a, ew_channels=ew_channels(config), dynamic=True,
+                    durations=durations)
+
+
+def top_task_cycles(task):
+    """``D`` of ``task`` on the top: the cycles from the scratchpad taking it on
+    ``m_task`` to its last result beat, the exact channel cycle model
+    (:func:`~nnrtl.hw.omni.channel_timing.program_cycles`) of its steps with the top's
+    operand port (``operand_port=True``)."""
+    return program_cycles(task.channel, list(task.steps), operand_port=True)

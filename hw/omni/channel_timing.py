@@ -261,11 +261,16 @@ def _chain_ready(chain, o_ready):
     return readies
 
 
-def program_cycles(config, program):
+def program_cycles(config, program, *, operand_port=False):
     """Cycles of ``program`` (instructions or :class:`~.channel_program.Step`) on a channel
     of ``config``, counted as the bench counts them: from the first cycle a command is
     offered (the PEs have had ``adder_stages + 2`` cycles out of reset) to the cycle the
-    last result beat is taken, inclusive, with no input gaps and ``o`` always ready."""
+    last result beat is taken, inclusive, with no input gaps and ``o`` always ready.
+
+    ``operand_port``: the channel inside the η-LSTM top (:class:`~.top.OmniTop`): its
+    lane operands come through the top's one operand port, one beat a cycle in step,
+    element, Input1-before-Input2 order (the top bench's merge), each into a register
+    per input (``i_input1`` / ``i_input2``) that takes a beat when empty or being read."""
     instructions = [getattr(item, "instruction", item) for item in program]
     if not instructions:
         return 0
@@ -280,11 +285,16 @@ def program_cycles(config, program):
         firsts = sorted({0} | {i.lanes for i in instructions if i.lanes < width})
     lanes = {first: _Lane(pe) for first in firsts}
     ports = {"i_input1": deque(), "i_input2": deque(), "i_broadcast": deque()}
+    merged = []                                # the top's operand port: (step, k, which)
     for index, instruction in enumerate(instructions):
         for which, source, count in ((1, instruction.source1, instruction.job.inputs1),
                                      (2, instruction.source2, instruction.job.inputs2)):
             port = "i_broadcast" if source is Source.BROADCAST else f"i_input{which}"
             ports[port].extend([index] * count)
+            if operand_port and source is not Source.BROADCAST:
+                merged.extend((index, k, which) for k in range(count))
+    merged = deque(sorted(merged))
+    held = {1: False, 2: False}                # the top's operand registers
     total_beats = sum(instruction.out_beats for instruction in instructions)
     sent_commands = 0
     distribute, collect = deque(), deque()     # step indices
@@ -323,8 +333,8 @@ def program_cycles(config, program):
         if job is not None:
             need1 = job.job.mode is not _OUTER or element == 0
             b1, b2 = job.source1 is Source.BROADCAST, job.source2 is Source.BROADCAST
-            valid1 = broadcast > 0 if b1 else offer["i_input1"]
-            valid2 = broadcast > 0 if b2 else offer["i_input2"]
+            valid1 = broadcast > 0 if b1 else (held[1] if operand_port else offer["i_input1"])
+            valid2 = broadcast > 0 if b2 else (held[2] if operand_port else offer["i_input2"])
             ready = all((not need1 or lane.in1_room) and lane.in2_room
                         for first, lane in lanes.items() if first < job.lanes)
             give = (not need1 or valid1) and valid2 and ready
@@ -334,6 +344,17 @@ def program_cycles(config, program):
                 if not b2:
                     ports["i_input2"].popleft()
                 broadcast_read = (need1 and b1) or b2
+        if operand_port:
+            # a register is read by the distributor, and takes the port's beat when empty
+            # or read in the same cycle
+            read = {1: give and need1 and not b1, 2: give and not b2}
+            if counting and merged and after[merged[0][0]] < completed:
+                which = merged[0][2]
+                if not held[which] or read[which]:
+                    merged.popleft()
+                    held[which], read[which] = True, False
+            for which in (1, 2):
+                held[which] = held[which] and not read[which]
         broadcast_write = offer["i_broadcast"] and broadcast < config.broadcast_depth
         if broadcast_write:
             ports["i_broadcast"].popleft()

@@ -13,7 +13,7 @@ from nnrtl.gen.cli import main
 from nnrtl.gen.engines import budget, check_fit, get_engine
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.engine import ENGINE, PAPER_VCU128, PRESETS, SMALL
-from nnrtl.gen.omni.perf import predict, task_cycles, top_schedule
+from nnrtl.gen.omni.perf import predict, top_schedule, top_task_cycles
 from nnrtl.gen.omni.resources import UNIT_LOGIC, measure, resource_estimate
 from nnrtl.hw.omni.top_config import OmniConfig
 from nnrtl.hw.omni.top_program import top_tasks
@@ -117,22 +117,26 @@ def test_top_schedule_is_at_least_the_critical_path():
     finish = []
     for task in tasks:
         finish.append(max((finish[d] for d in task.deps), default=0)
-                      + task_cycles(task) + 2)
-    assert max(finish) <= model.cycles <= sum(task_cycles(t) + 2 for t in tasks)
-    assert model.useful == sum(task_cycles(t) * SMALL.pes_per_channel for t in tasks)
+                      + top_task_cycles(task) + 2)
+    assert max(finish) <= model.cycles <= sum(top_task_cycles(t) + 2 for t in tasks)
+    assert model.useful == sum(top_task_cycles(t) * SMALL.pes_per_channel for t in tasks)
 
 
-def test_task_cycles_of_element_wise_steps():
-    """An element-wise step of n elements with both operands from the lanes takes 2n
-    cycles at the top's one operand port; alone in a task, its results are out
-    ``result_offset`` after its start plus 2 (n - 1) (the last result) plus one."""
-    task = next(t for t in top_tasks(SMALL) if t.part == "fw_ew")
+@pytest.mark.parametrize("hidden, pes", [(5, 4), (11, 2), (16, 4)])
+def test_task_cycles_of_element_wise_steps(hidden, pes):
+    """An element-wise step of n elements with both operands from the lanes, alone in a
+    task: at the top's one operand port its two beats an element come one a cycle
+    (n - 1 cycles more than the channel's two ports) through the operand register (one
+    more): n cycles more than on the channel bench."""
+    from nnrtl.hw.omni.channel_timing import program_cycles
+
+    config = dataclasses.replace(SMALL, hidden_size=hidden, pes_per_channel=pes)
+    task = next(t for t in top_tasks(config) if t.part == "fw_ew")
     step = task.steps[0]            # a = f * s_prev: both operands from the lanes
     single = dataclasses.replace(task, steps=(step,))
-    job = step.instruction.job
-    assert task_cycles(single) == SMALL.channel.pe.result_offset(job) + 2 * (
-        job.length - 1) + 1
-    assert task_cycles(task) > task.model_cycles
+    assert top_task_cycles(single) == program_cycles(task.channel, [step]) + \
+        step.instruction.job.length
+    assert top_task_cycles(task) > task.model_cycles
 
 
 def test_sim_refuses_a_model_and_too_many_steps(capsys, tmp_path):
