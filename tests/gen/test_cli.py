@@ -189,7 +189,7 @@ def test_generate_bad_input_exits_2_and_writes_nothing(tmp_path, capsys, argv, m
 def test_unknown_engine(tmp_path, capsys):
     code, _, err = run(capsys, "generate", "sbee", "--board", "zc706", "-o", str(tmp_path / "x"))
     assert code == 2
-    assert re.fullmatch(r"nnrtl: error: unknown engine 'sbee'; valid engines: demo, farnn, omni, sbe\n", err)
+    assert re.fullmatch(r"nnrtl: error: unknown engine 'sbee'; valid engines: demo, farnn, fpdeep, omni, sbe\n", err)
 
 
 def test_synth_rejects_a_directory_without_manifest(tmp_path, capsys):
