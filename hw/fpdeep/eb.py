@@ -334,7 +334,7 @@ class SfuBackward(wiring.Component):
     ----------
     cfg : FpConfig
         The completing segment whose SFU sent the masks (``completes``; its ``pool`` is
-        ``None`` or non-overlapping, kernel = stride).
+        ``None`` or ``(k, s, 0)``, overlapping (``k > s``, AlexNet's 3×3/2) or not).
 
     Attributes
     ----------
@@ -348,26 +348,46 @@ class SfuBackward(wiring.Component):
         δ of the layer (``dL/dz``), one beat per pixel of the ``w_out`` map and group,
         raster order: :class:`EbModule`'s and :class:`~.pg.PgModule`'s δ input.
 
-    Schedule: without a pool a beat per cycle (one register). With a ``k×k/k`` pool the
-    module takes a pooled row (``pool_out·G`` beats) into a row buffer, then sends the ``k``
-    map rows it covers (``w_out·G`` beats each, one per cycle) and, after the last pooled
-    row, the rows the pool leaves out (zeros); taking and sending alternate (decision:
-    one row buffer, the input is the slower side only by ``1/k``).
+    Semantics (PyTorch's ``max_pool2d`` backward after a ReLU,
+    :func:`nnrtl.sim.golden.fpdeep.eb.sfu_backward`): each pooled error goes to its
+    window's argmax pixel (the forward SFU's first maximum in window raster order, torch's
+    tie rule) if the mask bit sent with it is set; where windows overlap a pixel sums the
+    errors routed to it, in pooled raster order (torch's ``grad_input[argmax] += grad``
+    order; fixed16 the exact sum saturated to 16 bits once, fp32 one rounded add per
+    further term); pixels no window reaches get 0.
 
-    Decision: an overlapping pool (AlexNet's 3×3/2) is refused (``ValueError``): a pixel
-    in two windows sums two errors, which needs a read-add-write map buffer, not built.
+    Buffer and schedule (the overlap decision): a pixel of map row ``y`` is reached by the
+    pooled rows ``⌈(y − k + 1)/s⌉ … ⌊y/s⌋``, at most ``D = ⌊(k − 1)/s⌋ + 1`` of them (1 for
+    ``k = s``, 2 for 3×3/2). The module keeps the last ``D`` pooled rows (a ring of ``D ·
+    pool_out · G`` entries of ``P`` errors, ``P`` mask bits and ``P`` argmax indices: for
+    AlexNet conv1, 27 · 2 · 96/P·P ≈ 5.2 k words) and *gathers*: after taking pooled row
+    ``py`` (``pool_out·G`` beats, one a cycle) it sends the map rows ``py·s … py·s + s − 1``
+    (after the last pooled row every remaining row, zeros past the pool's reach),
+    ``w_out·G`` beats each, one a cycle; each output beat reads its ``D²`` candidate
+    windows ``(⌊y/s⌋ − dy, ⌊x/s⌋ − dx)`` through ``D²`` read ports of the ring at once and
+    sums the lanes whose argmax is the pixel. Taking and sending alternate (one ring, no
+    read-add-write, so no hazard between neighbouring windows). The sum is combinational
+    after the read (fp32: ``D² − 1`` FloatAdds in one cycle's path, 3 for 3×3/2; a
+    pipelined sum is not built).
+
+    Throughput and latency: a pooled beat a cycle while taking, a δ beat a cycle while
+    sending (``pool_out²·G + w_out²·G`` cycles an image); a δ beat's valid one cycle after
+    its read.
     """
 
     def __init__(self, cfg):
         if not cfg.completes:
             raise ValueError("SfuBackward runs on the node completing the layer")
-        if cfg.pool is not None and cfg.pool[0] != cfg.pool[1]:
-            raise ValueError(f"pool {cfg.pool}: the backward step is built for "
-                             f"non-overlapping pools (kernel = stride)")
         self._cfg = cfg
         beat = stream.Signature(pixel_layout(cfg.word_bits, cfg.p))
         super().__init__({"i_error": In(beat), "i_mask": In(stream.Signature(out_layout(cfg))),
                           "o": Out(beat)})
+
+    @property
+    def depth(self):
+        """Pooled rows the ring holds: ``⌊(k − 1)/s⌋ + 1`` (0 without a pool)."""
+        pool = self._cfg.pool
+        return 0 if pool is None else (pool[0] - 1) // pool[1] + 1
 
     def elaborate(self, platform):
         m = Module()
@@ -388,64 +408,106 @@ class SfuBackward(wiring.Component):
                 m.d.comb += self.o.payload[j].eq(regs[j])
             return m
 
-        kp = cfg.pool[0]
-        side, covered = cfg.w_out, kp * cfg.pool_out
+        kp, sp = cfg.pool[0], cfg.pool[1]
+        D, po, side = self.depth, cfg.pool_out, cfg.w_out
         entry = data.StructLayout({"error": pixel_layout(cfg.word_bits, P),
                                    "relu": P, "argmax": argmax.shape()})
-        buffer = Memory(shape=entry, depth=cfg.pool_out * G, init=[])
-        m.submodules.row_buffer = buffer
-        write, read = buffer.write_port(), buffer.read_port()
+        buffer = Memory(shape=entry, depth=D * po * G, init=[])
+        m.submodules.ring = buffer
+        write = buffer.write_port()
+        reads = [buffer.read_port() for _ in range(D * D)]
 
         taking = Signal(init=1)
-        t_pos = Signal(range(cfg.pool_out * G))             # px·G + g
-        py = Signal(range(cfg.pool_out + 1))                # pooled rows taken
+        t_pos = Signal(range(po * G))                       # px·G + g
+        t_slot = Signal(range(D))                           # py mod D
+        py = Signal(range(po + 1))                          # pooled rows taken
         m.d.comb += [joined.ready.eq(taking),
-                     write.en.eq(taking & joined.valid), write.addr.eq(t_pos),
+                     write.en.eq(taking & joined.valid),
+                     write.addr.eq(t_slot * (po * G) + t_pos),
                      write.data.error.eq(self.i_error.payload),
                      write.data.relu.eq(relu), write.data.argmax.eq(argmax)]
-        # sending: row r of the block, column x = x_div·k + x_mod, group g
-        rows = Signal(range(kp + side + 1))                 # rows in this block
-        r = Signal(range(kp + side))
-        y = Signal(range(side))
-        x_div = Signal(range(side // kp + 2))
-        x_mod = Signal(range(kp))
-        x = Signal(range(side))
-        g = Signal(range(G))
+        # sending: row y = y_div·s + y_mod (r-th of the block), column x = x_div·s + x_mod
+        rows = Signal(range(max(side, sp) + 1))             # rows in this block
+        r = Signal(range(side))
+        y, x, g = Signal(range(side)), Signal(range(side)), Signal(range(G))
+        y_div, x_div = Signal(range(side // sp + 2)), Signal(range(side // sp + 2))
+        y_mod, x_mod = Signal(range(sp)), Signal(range(sp))
+        y_slot = Signal(range(D))                           # y_div mod D
         o_valid = Signal()
         advance = Signal()
         send = Signal()
-        m.d.comb += [advance.eq(~o_valid | self.o.ready), send.eq(advance & ~taking),
-                     read.en.eq(advance), read.addr.eq(x_div * G + g)]
+        m.d.comb += [advance.eq(~o_valid | self.o.ready), send.eq(advance & ~taking)]
         with m.If(taking & joined.valid):
-            with m.If(t_pos == cfg.pool_out * G - 1):
-                last_row = py == cfg.pool_out - 1
+            with m.If(t_pos == po * G - 1):
                 m.d.sync += [t_pos.eq(0), py.eq(py + 1), taking.eq(0), r.eq(0),
-                             rows.eq(Mux(last_row, side - covered + kp, kp))]
+                             t_slot.eq(Mux(t_slot == D - 1, 0, t_slot + 1)),
+                             rows.eq(Mux(py == po - 1, side - (po - 1) * sp, sp))]
             with m.Else():
                 m.d.sync += t_pos.eq(t_pos + 1)
-        # what the read belongs to, registered with it
-        o_tap = Signal(range(kp * kp))
-        o_inside = Signal()
+
+        # candidate (dy, dx): the window (y_div − dy, x_div − dx), tap (y_mod + dy·s,
+        # x_mod + dx·s); what each read belongs to is registered with it
+        candidates = [(dy, dx) for dy in reversed(range(D)) for dx in reversed(range(D))]
+        o_keep = [Signal(name=f"o_inside_{n}") for n in range(D * D)]
+        o_tap = [Signal(range(kp * kp), name=f"o_tap_{n}") for n in range(D * D)]
+        for n, (dy, dx) in enumerate(candidates):
+            inside = ((y_div >= dy) & (y_div - dy < po) & (y_mod + dy * sp < kp)
+                      & (x_div >= dx) & (x_div - dx < po) & (x_mod + dx * sp < kp))
+            slot = Mux(y_slot >= dy, y_slot - dy, y_slot + D - dy)
+            address = (slot * po + x_div - dx) * G + g
+            m.d.comb += [reads[n].en.eq(advance),
+                         reads[n].addr.eq(Mux(inside, address, 0))]
+            with m.If(advance):
+                m.d.sync += [o_keep[n].eq(inside),
+                             o_tap[n].eq((y_mod + dy * sp) * kp + x_mod + dx * sp)]
         with m.If(advance):
-            m.d.sync += [o_valid.eq(send), o_tap.eq(r * kp + x_mod),
-                         o_inside.eq((r < kp) & (x < covered))]
+            m.d.sync += o_valid.eq(send)
         with m.If(send):
             with m.If(g == G - 1):
                 m.d.sync += g.eq(0)
                 with m.If(x == side - 1):
                     m.d.sync += [x.eq(0), x_div.eq(0), x_mod.eq(0), r.eq(r + 1),
-                                 y.eq(Mux(y == side - 1, 0, y + 1))]
+                                 y.eq(Mux(y == side - 1, 0, y + 1)),
+                                 y_mod.eq(Mux((y_mod == sp - 1) | (y == side - 1), 0,
+                                              y_mod + 1))]
+                    with m.If(y == side - 1):
+                        m.d.sync += [y_div.eq(0), y_slot.eq(0), py.eq(0), t_slot.eq(0)]
+                    with m.Elif(y_mod == sp - 1):
+                        m.d.sync += [y_div.eq(y_div + 1),
+                                     y_slot.eq(Mux(y_slot == D - 1, 0, y_slot + 1))]
                     with m.If(r == rows - 1):
                         m.d.sync += taking.eq(1)
-                        with m.If(y == side - 1):
-                            m.d.sync += py.eq(0)
                 with m.Else():
-                    m.d.sync += [x.eq(x + 1), x_mod.eq(Mux(x_mod == kp - 1, 0, x_mod + 1)),
-                                 x_div.eq(x_div + (x_mod == kp - 1))]
+                    m.d.sync += [x.eq(x + 1), x_mod.eq(Mux(x_mod == sp - 1, 0, x_mod + 1)),
+                                 x_div.eq(x_div + (x_mod == sp - 1))]
             with m.Else():
                 m.d.sync += g.eq(g + 1)
         m.d.comb += self.o.valid.eq(o_valid)
         for j in range(P):
-            keep = o_inside & read.data.relu[j] & (read.data.argmax[j] == o_tap)
-            m.d.comb += self.o.payload[j].eq(Mux(keep, read.data.error[j], 0))
+            terms = [(o_keep[n] & reads[n].data.relu[j] & (reads[n].data.argmax[j] == o_tap[n]),
+                      reads[n].data.error[j]) for n in range(D * D)]
+            m.d.comb += self.o.payload[j].eq(self._sum(m, terms, j))
         return m
+
+    def _sum(self, m, terms, lane):
+        """The kept terms ``[(keep, word)]`` summed in order: fixed16 exact, saturated to
+        16 bits; fp32 the first kept word, then one combinational FloatAdd per further
+        kept word; 0 if none is kept."""
+        if len(terms) == 1:
+            keep, word = terms[0]
+            return Mux(keep, word, 0)
+        if self._cfg.precision != "fp32":
+            total = sum(Mux(keep, Value.cast(word).as_signed(), 0) for keep, word in terms)
+            top, bottom = (1 << 15) - 1, -(1 << 15)
+            return Mux(total > top, top, Mux(total < bottom, bottom, total))[:16]
+        keep, acc = terms[0]
+        acc, has = Mux(keep, acc, 0), keep
+        for n, (keep, word) in enumerate(terms[1:], 1):
+            adder = FloatAdd(FP32, stages=0)
+            m.submodules[f"unpool_add_{lane}_{n}"] = adder
+            m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
+                         adder.i.payload.a.eq(acc), adder.i.payload.b.eq(word),
+                         adder.i.payload.subtract.eq(0)]
+            acc = Mux(keep, Mux(has, adder.o.payload, word), acc)
+            has = has | keep
+        return acc

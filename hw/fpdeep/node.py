@@ -57,7 +57,7 @@ from .fp import FpModule, out_layout, partial_layout
 from .line_buffer import pixel_layout
 from .lpram import Lpram, load_layout
 from .pg import PgModule
-from .update import WeightUpdate, check_update
+from .update import WeightUpdate
 
 __all__ = ["NodeConfig", "SegmentUnit", "FpdeepNode", "act_layout", "register_map",
            "check_segment", "module_cycles", "segment_ports", "COUNTERS", "SMALL"]
@@ -178,25 +178,21 @@ class NodeConfig:
 
 def module_cycles(cfg, eb=True):
     """Steady-state cycles per image of a segment's modules: FP
-    :attr:`FpConfig.cycles` (``pixels · G · passes``), EB ``w_in² · G`` (an input-map
-    pixel per ``G`` δ windows, :mod:`.eb`), PG ``pixels · G`` (:mod:`.pg`)."""
-    found = {"fp": cfg.cycles, "pg": cfg.pixels * cfg.groups}
+    :attr:`FpConfig.cycles` (``pixels · G · passes``), EB ``w_in² · G · passes`` (an
+    input-map pixel per ``G · passes`` δ windows, :mod:`.eb`), PG ``pixels · G · passes``
+    (:mod:`.pg`)."""
+    found = {"fp": cfg.cycles, "pg": cfg.cycles}
     if eb:
-        found["eb"] = cfg.w_in ** 2 * cfg.groups
+        found["eb"] = cfg.w_in ** 2 * cfg.rows
     return found
 
 
 def check_segment(cfg, eb):
-    """Refuse (``ValueError``) a segment the modules do not build: ``Q < S_IC``
-    (:func:`~.update.check_update`: the update and PG's LGB), EB's limits
-    (:func:`~.eb.check_eb`), an overlapping pool on the completing node
-    (:class:`~.eb.SfuBackward`)."""
-    check_update(cfg)
+    """Refuse (``ValueError``) a segment the modules do not build: EB's limits
+    (:func:`~.eb.check_eb`). Passes (``Q < S_IC``) and overlapping pools are built (PG's
+    LGB in the LPRAM's layout, :mod:`.pg`; :class:`~.eb.SfuBackward`)."""
     if eb:
         check_eb(cfg)
-    if cfg.completes and cfg.pool is not None and cfg.pool[0] != cfg.pool[1]:
-        raise ValueError(f"pool {cfg.pool}: the node's SFU backward step is built for "
-                         f"non-overlapping pools (kernel = stride)")
 
 
 def _count(m, taken, count, beats, batch=1):

@@ -9,11 +9,21 @@ words broadcast as the "weights"::
 
     dW[g·P + j][i][ky][kx] += δ[y][x][g·P + j] · A[y·s + ky − pad][x·s + kx − pad][i]
 
-``P · S_IC · K²`` MACs per cycle (the FP module's count), each accumulating into its own word
-of the LGB, the local gradient buffer (spec §3.3: the LPRAM's bank/row layout, bank
-``(i, ky, kx)``, row ``g``, lane ``j``), over every pixel and every image of a mini-batch.
-The completing node also sums ``db[o] = Σ δ[o]`` into a bias bank. The products come from
-:func:`.conv.ce_array` with one tap per tile (no reduction: the sums are in the LGB).
+``P · Q · K²`` MACs per cycle (the FP module's count), each accumulating into its own word
+of the LGB, the local gradient buffer, over every pixel and every image of a mini-batch.
+The LGB has the LPRAM's bank/row layout (spec §3.3, :mod:`.lpram`): bank ``(i, ky, kx)``
+(index ``i·K² + ky·K + kx``), row ``g·passes + r``, lane ``j`` holds
+``dW[g·P + j][r·Q + i][ky][kx]``, so the weight update is row to row (:mod:`.update`).
+The completing node also sums ``db[o] = Σ δ[o]`` into a bias bank (index ``Q·K²``, row
+``g·passes + passes − 1``, the LPRAM's bias row; its other rows stay 0). The products come
+from :func:`.conv.ce_array` with one tap per tile (no reduction: the sums are in the LGB).
+
+**Passes** (``Q < S_IC``, :attr:`~.config.FpConfig.passes`): the FP module's loop order,
+pixel, group, pass innermost: a window is held ``G · passes`` cycles, a δ beat ``passes``
+cycles, and in pass ``r`` bank ``i·K² + t`` multiplies the window's channel ``r·Q + i``
+(0 past ``S_IC`` in the ragged last pass: those LGB words stay 0, as the LPRAM's weights
+there). Each LGB word still takes one product per output pixel, in the same order, so the
+passes change the cycles, not the bits.
 
 Streams
 -------
@@ -23,8 +33,8 @@ line buffer of PG's own makes the windows.
 ``i_delta``: δ of the segment's output channels, one beat per output pixel and group (``P``
 words, lanes past ``n_out`` zero), raster order: :class:`~.eb.SfuBackward`'s ``o``.
 ``o``: after the last image of a mini-batch (``batch`` images), the LGB rows
-(:func:`gradient_layout`): bank-major (bank ``0 … S_IC·K² − 1``, then the bias bank on the
-completing node), rows ``0 … G − 1`` in each, ``last`` on the final row; each row is cleared
+(:func:`gradient_layout`): bank-major (bank ``0 … Q·K² − 1``, then the bias bank on the
+completing node), rows ``0 … G·passes − 1`` in each, ``last`` on the final row; each row is cleared
 as it is sent, and the next mini-batch's beats wait until the drain ends. The weight update
 (spec §3.8, next step) writes the new LPRAM rows through the LPRAM's ``load`` port from
 these.
@@ -39,16 +49,20 @@ Decisions ([U] in the spec)
 * **Read-add-write**: after the multipliers (fixed16 one register, fp32 the FloatMul
   units' ``multiplier_stages``) one align register: an item's LGB row is read the cycle it
   enters it and written the next; the read port is transparent to the write port, so a
-  row recurring every cycle (``G = 1``) is forwarded. The pipeline never stalls (the LGB
+  row recurring every cycle (``G · passes = 1``) is forwarded. The pipeline never stalls (the LGB
   always takes a write), so backpressure stops at the inputs; the drain starts once no
   item is in flight.
 * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
   (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
   cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
-  a row recurs within its latency (``G`` < latency), is not built.
+  a row recurs within its latency (``G · passes`` < latency), is not built.
+* **Bias bank with passes**: the bias is added in the last pass only, at the LPRAM's bias
+  row; the ``(passes − 1)·G`` other rows are drained as zeros (the update leaves the
+  LPRAM's unused bias rows at 0), so the drain is ``(Q·K² + 1) · G · passes`` rows, one
+  layout for every bank.
 
-Throughput: one (pixel, group) per cycle, an output pixel per ``G`` cycles (a window held
-``G`` cycles, as FP); the drain takes 2 cycles per row beat. Latency from a δ beat to its
+Throughput: one (pixel, group, pass) per cycle, an output pixel per ``G · passes`` cycles
+(a window held ``G · passes`` cycles, as FP); the drain takes 2 cycles per row beat. Latency from a δ beat to its
 LGB write: 2 cycles (fixed16), ``multiplier_stages + 1`` (fp32).
 """
 
@@ -80,7 +94,7 @@ def gradient_layout(cfg, batch):
     """A gradient row beat: ``bank``, ``row``, ``data`` (``P`` LGB words), ``last``."""
     return data.StructLayout({
         "bank": range(cfg.banks + 1),
-        "row": range(cfg.groups),
+        "row": range(cfg.rows),
         "data": data.ArrayLayout(lgb_bits(cfg, batch), cfg.p),
         "last": 1,
     })
@@ -100,9 +114,10 @@ class PgModule(SegmentModule):
     i_act, i_delta, o : streams (module docstring)
     lgb_bits : int
     lgb_banks : int
-        ``S_IC·K²`` (+ 1 bias bank on the completing node), each ``G`` rows of ``P`` words.
+        ``Q·K²`` (+ 1 bias bank on the completing node), each ``G · passes`` rows of ``P``
+        words (the LPRAM's layout).
     macs : int
-        ``P · S_IC · K²``.
+        ``P · Q · K²``.
 
     Raises
     ------
@@ -135,14 +150,17 @@ class PgModule(SegmentModule):
     def elaborate(self, platform):
         m = Module()
         cfg = self._cfg
-        G, K2, P, B = cfg.groups, cfg.taps, cfg.p, self.lgb_banks
+        K2, P, B = cfg.taps, cfg.p, self.lgb_banks
+        Q, passes, rows = cfg.q, cfg.passes, cfg.rows
         width = self.lgb_bits
         m.submodules.lb = lb = LineBuffer(cfg.w_in, cfg.k, stride=cfg.stride, pad=cfg.pad,
                                           channels=cfg.n_in, word_bits=cfg.word_bits)
         wiring.connect(m, wiring.flipped(self.i_act), lb.i)
 
-        # join: the window (held G cycles) with one δ beat per cycle; blocked while draining
-        g = Signal(range(G))
+        # join: the window (held G·passes cycles) with a δ beat (held passes cycles);
+        # blocked while draining. row = g·passes + r, the LPRAM's row.
+        r = Signal(range(passes))
+        row = Signal(range(rows))
         images = Signal(range(self._batch))
         draining = Signal()
         open_ = Signal()
@@ -150,27 +168,39 @@ class PgModule(SegmentModule):
         m.d.comb += [
             open_.eq(~draining),
             take.eq(open_ & lb.o.valid & self.i_delta.valid),
-            self.i_delta.ready.eq(open_ & lb.o.valid),
-            lb.o.ready.eq(open_ & self.i_delta.valid & (g == G - 1)),
+            self.i_delta.ready.eq(open_ & lb.o.valid & (r == passes - 1)),
+            lb.o.ready.eq(open_ & self.i_delta.valid & (row == rows - 1)),
         ]
-        image_end = lb.o.payload.last & (g == G - 1)
+        image_end = lb.o.payload.last & (row == rows - 1)
         batch_end = image_end & (images == self._batch - 1)
         with m.If(take):
-            m.d.sync += g.eq(Mux(g == G - 1, 0, g + 1))
+            m.d.sync += [r.eq(Mux(r == passes - 1, 0, r + 1)),
+                         row.eq(Mux(row == rows - 1, 0, row + 1))]
             with m.If(image_end):
                 m.d.sync += images.eq(Mux(batch_end, 0, images + 1))
             with m.If(batch_end):
                 m.d.sync += draining.eq(1)
 
-        # products: lane (bank i·K² + t, j) = A[t][i] · δ[j] (fixed16 one register, fp32
+        # products: lane (bank i·K² + t, j) = A[t][r·Q + i] · δ[j] (fixed16 one register, fp32
         # the FloatMul units); then one align register, during which the LGB row read at
         # the multiplier output arrives. The pipeline never stalls.
         feed = Flow(take, "feed")
         taps, delta = lb.o.payload.taps, self.i_delta.payload
-        operands = [[[(taps[t][i], delta[j])]] for i in range(cfg.n_in) for t in range(K2)
+        channel = [[Signal(cfg.word_bits, name=f"pg_act_{i}_{t}") for t in range(K2)]
+                   for i in range(Q)]
+        for i in range(Q):
+            with m.Switch(r):
+                for n in range(passes):
+                    if n * Q + i < cfg.n_in:
+                        with m.Case(n):
+                            m.d.comb += [channel[i][t].eq(taps[t][n * Q + i])
+                                         for t in range(K2)]
+        last_pass = r == passes - 1
+        operands = [[[(channel[i][t], delta[j])]] for i in range(Q) for t in range(K2)
                     for j in range(P)]
-        flow, products, sides = ce_array(m, cfg, feed, operands,
-                                         [g] + [delta[j] for j in range(P)], "pg")
+        flow, products, sides = ce_array(
+            m, cfg, feed, operands,
+            [row] + [Mux(last_pass, delta[j], 0) for j in range(P)], "pg")
         read_row = sides[0]
         flow, regs = register_stage(m, flow, list(products) + sides, "pg_align")
         m.d.comb += flow.ready.eq(1)
@@ -185,11 +215,11 @@ class PgModule(SegmentModule):
         state_read, state_send, state_settle = 1, 2, 0
         d_state = Signal(range(3))
         d_bank = Signal(range(B))
-        d_row = Signal(range(G))
+        d_row = Signal(range(rows))
         send = Signal()
         reads = []
         for bank in range(B):
-            memory = Memory(shape=word, depth=G, init=[])
+            memory = Memory(shape=word, depth=rows, init=[])
             m.submodules[f"lgb_{bank}"] = memory
             write = memory.write_port()
             read = memory.read_port(transparent_for=(write,))
@@ -222,7 +252,7 @@ class PgModule(SegmentModule):
 
         # drain: settle (the last item's write), then read / send each row, bank-major
         o_valid = Signal()
-        final = (d_bank == B - 1) & (d_row == G - 1)
+        final = (d_bank == B - 1) & (d_row == rows - 1)
         m.d.comb += [self.o.valid.eq(o_valid), send.eq(o_valid & self.o.ready),
                      self.o.payload.bank.eq(d_bank), self.o.payload.row.eq(d_row),
                      self.o.payload.last.eq(final)]
@@ -240,7 +270,7 @@ class PgModule(SegmentModule):
                 with m.Case(state_send):
                     with m.If(send):
                         m.d.sync += [o_valid.eq(0), d_state.eq(state_read)]
-                        with m.If(d_row == G - 1):
+                        with m.If(d_row == rows - 1):
                             m.d.sync += [d_row.eq(0), d_bank.eq(d_bank + 1)]
                         with m.Else():
                             m.d.sync += d_row.eq(d_row + 1)

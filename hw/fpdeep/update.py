@@ -3,9 +3,12 @@
 
     w ← w − rate · g        (rate = η / B, g = Σ_batch gradient, the LGB word)
 
-and the new rows written back through the LPRAM's ``load`` port (the same bank/row layout:
-LGB bank ``i·K² + t`` row ``g`` is LPRAM bank ``i·K² + t`` row ``g``, the bias bank
-``S_IC·K²`` the LPRAM's bias bank), while the node holds FP and EB (:mod:`.node`).
+and the new rows written back through the LPRAM's ``load`` port (the same bank/row layout,
+with or without passes: LGB bank ``i·K² + t`` row ``g·passes + r`` is LPRAM bank ``i·K² +
+t`` row ``g·passes + r``, ``dW[g·P + j][r·Q + i][t]``, the bias bank ``Q·K²`` the LPRAM's
+bias bank, :mod:`.pg`), while the node holds FP and EB (:mod:`.node`). The LPRAM's unused
+words (lanes past ``n_out``, channels past ``S_IC`` in a ragged last pass, the bias bank's
+rows of the other passes) hold 0 and get a 0 gradient: they stay 0.
 
 Decisions ([U] in the spec)
 ---------------------------
@@ -25,7 +28,8 @@ Decisions ([U] in the spec)
   result registered in its own cycle: one fp32 unit per clock path.
 * **One row at a time**: read the old row through ``rd_*`` (the LPRAM's FP read port, which
   the node lends to the update while FP is held), compute the ``P`` words, send the
-  ``load`` beat. The update of a segment is ``banks · G`` rows once per mini-batch; it
+  ``load`` beat. The update of a segment is ``(Q·K² + 1) · G · passes`` rows (the bias
+  bank on the completing node) once per mini-batch; it
   follows the PG drain (2 cycles a row), so a pipelined update would wait on the drain.
 
 Latency and throughput: fixed16 2 cycles from a gradient beat's handshake to its ``load``
@@ -44,18 +48,10 @@ from ..arith.float_mul import FloatMul
 from .lpram import load_layout, row_layout
 from .pg import gradient_layout, lgb_bits
 
-__all__ = ["WeightUpdate", "RATE_BITS", "check_update", "row_cycles"]
+__all__ = ["WeightUpdate", "RATE_BITS", "row_cycles"]
 
 #: Fraction bits of the fixed16 ``lr`` register (Q0.16).
 RATE_BITS = 16
-
-
-def check_update(cfg):
-    """Refuse a segment whose LGB and LPRAM layouts differ (``ValueError``)."""
-    if cfg.q != cfg.n_in:
-        raise ValueError(f"the weight update is built for q = n_in, not q {cfg.q} < n_in "
-                         f"{cfg.n_in}: the LGB holds a bank per input channel and tap, "
-                         f"the LPRAM of a segment with passes Q channels a row")
 
 
 def row_cycles(cfg):
@@ -96,14 +92,11 @@ class WeightUpdate(wiring.Component):
     ------
     TypeError
         ``batch`` not a positive integer.
-    ValueError
-        ``cfg.q < cfg.n_in`` (:func:`check_update`).
     """
 
     def __init__(self, cfg, *, batch=1):
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
             raise TypeError(f"batch must be a positive integer, not {batch!r}")
-        check_update(cfg)
         self._cfg, self._batch = cfg, batch
         super().__init__({
             "i": In(stream.Signature(gradient_layout(cfg, batch))),

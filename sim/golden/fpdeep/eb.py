@@ -35,9 +35,12 @@ segment.
 
 SFU backward (:func:`sfu_backward`) on the node completing layer ``t − 1``: the error of the
 pooled activations (``pool_out²`` pixels × groups × P) goes to the argmax position of its
-window if the ReLU mask bit sent with it is set, every other position gets 0; without a pool,
-``δ = error · relu``. Positions the pool does not cover (``w_out`` not a multiple of the pool
-stride) get 0.
+window if the ReLU mask bit sent with it is set; without a pool, ``δ = error · relu``.
+Overlapping pools (kernel > stride, AlexNet's 3×3/2): a position reached by several windows
+sums their errors in pooled raster order, PyTorch's ``max_pool2d`` backward
+(``grad_input[argmax] += grad_output`` over the pooled pixels in order): fixed16 the exact sum
+saturated to 16 bits, fp32 the first term, then one rounded add per further term. Positions
+no window routes to (not the argmax, or not covered: ``w_out`` past the pool's reach) get 0.
 """
 
 import numpy as np
@@ -151,12 +154,22 @@ def sfu_backward(cfg, error, relu, argmax):
     if cfg.pool is None:
         return kept
     kp, sp, _ = cfg.pool
-    if kp != sp:
-        raise ValueError(f"pool {cfg.pool}: the backward step is built for non-overlapping "
-                         f"pools (kernel = stride)")
+    fp32 = cfg.precision == "fp32"
     delta = np.zeros((cfg.w_out, cfg.w_out, cfg.groups, cfg.p), np.int64)
-    for t in range(kp * kp):
-        a, b = divmod(t, kp)
-        block = delta[a:a + kp * cfg.pool_out:kp, b:b + kp * cfg.pool_out:kp]
-        block[...] = np.where(argmax == t, kept, 0)
-    return delta
+    reached = np.zeros(delta.shape, bool)
+    for py in range(cfg.pool_out):                    # pooled raster order
+        for px in range(cfg.pool_out):
+            for t in range(kp * kp):
+                a, b = divmod(t, kp)
+                y, x = py * sp + a, px * sp + b
+                route = (argmax[py, px] == t) & (relu[py, px] != 0)
+                word = error[py, px]
+                if fp32:
+                    added = float_add(FP32, delta[y, x].astype(np.uint32),
+                                      word.astype(np.uint32)).astype(np.int64)
+                    total = np.where(reached[y, x], added, word)
+                else:
+                    total = delta[y, x] + word
+                delta[y, x] = np.where(route, total, delta[y, x])
+                reached[y, x] |= route
+    return delta if fp32 else np.clip(delta, -(1 << 15), (1 << 15) - 1)

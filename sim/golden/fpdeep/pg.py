@@ -15,7 +15,10 @@ overflow. The order of an exact sum does not matter.
 fp32 (bit patterns, ``hw/arith`` RNE): every LGB word starts at ``+0`` and takes one
 rounded product ``δ · A`` and one rounded add per output pixel, in the order the RTL
 visits them: images in order, pixels in raster order (``dW ← dW + δ·A``; the bias bank
-``db ← db + δ``). Lanes past ``n_out`` get the zero δ's products.
+``db ← db + δ``). Lanes past ``n_out`` get the zero δ's products. A segment with passes
+(``q < n_in``) gives every word the same terms in the same order (the RTL's pass ``r``
+computes channels ``r·Q … r·Q + Q − 1``), so ``q`` changes only the LGB's row layout
+(:func:`lgb_rows`, the LPRAM's), not the sums.
 """
 
 import numpy as np
@@ -24,7 +27,7 @@ from nnrtl.hw.arith.float_format import FP32
 from nnrtl.sim.golden.float import float_add, float_mul
 
 from .eb import pad_delta
-from .fp import windows
+from .fp import pad_bias, pass_weights, windows
 
 __all__ = ["pg_batch", "lgb_rows"]
 
@@ -64,15 +67,16 @@ def _pg_fp32(cfg, acts, deltas):
 
 
 def lgb_rows(cfg, dw, db):
-    """The LGB as ``rows[bank][row]`` of ``P`` words (bank ``i·K² + t``, the bias bank
-    ``S_IC·K²`` on the completing node only), lanes past ``n_out`` zero."""
-    g, p = cfg.groups, cfg.p
-    full = np.zeros((g * p, cfg.n_in, cfg.taps), np.int64)
-    full[:cfg.n_out] = np.asarray(dw).reshape(cfg.n_out, cfg.n_in, cfg.taps)
-    rows = [[list(full[r * p:(r + 1) * p, i, t]) for r in range(g)]
-            for i in range(cfg.n_in) for t in range(cfg.taps)]
+    """The LGB as ``rows[bank][row]`` of ``P`` words in the LPRAM's layout
+    (:func:`~.fp.pass_weights`): bank ``i·K² + t``, row ``g·passes + r`` holds
+    ``dW[g·P + j][r·Q + i][t]`` (zero past ``n_out`` and past ``n_in``); the bias bank
+    ``Q·K²`` (completing node only) holds ``db`` of group ``g`` at row ``g·passes + passes −
+    1``, its other rows zero."""
+    full = pass_weights(cfg, np.asarray(dw, np.int64))         # (rows, P, Q, K²)
+    rows = [[list(full[row, :, i, t]) for row in range(cfg.rows)]
+            for i in range(cfg.q) for t in range(cfg.taps)]
     if cfg.completes:
-        bias = np.zeros(g * p, np.int64)
-        bias[:cfg.n_out] = db
-        rows.append([list(bias[r * p:(r + 1) * p]) for r in range(g)])
+        bias = np.zeros((cfg.rows, cfg.p), np.int64)
+        bias[cfg.passes - 1::cfg.passes] = pad_bias(cfg, np.asarray(db, np.int64))
+        rows.append([list(words) for words in bias])
     return rows
