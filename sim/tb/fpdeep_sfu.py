@@ -5,8 +5,8 @@ a cocotb bench under Verilator with every backpressure pattern on the error-in, 
 
 A case is ``images`` pooled error maps with random masks: ``relu`` bits (about 3 in 4 set)
 and ``argmax`` indices anywhere in the ``k × k`` window, so that with an overlapping pool
-(kernel > stride) many pixels take two or more errors (fixed16 errors in ±64.0, so that
-sums of three or more saturate; fp32 normal values of σ 1).
+(kernel > stride) many pixels take two or more errors (fixed16 errors of magnitude 64.0 …
+128.0, either sign, so that two of the same sign saturate; fp32 normal values of σ 1).
 
 Parameters of the cocotb bench (``tb_params()``): ``cfg`` (FpConfig fields), ``images``,
 ``patterns``, ``seed``; reported as the FP bench (:func:`nnrtl.sim.tb.fpdeep_fp.run_patterns`).
@@ -33,7 +33,7 @@ def random_case(cfg, images, seed):
     if cfg.precision == "fp32":
         error = to_bits(FP32, rng.standard_normal(shape).astype(np.float32)).astype(np.int64)
     else:
-        error = rng.integers(-(1 << 14), 1 << 14, shape)
+        error = rng.choice((-1, 1), shape) * rng.integers(1 << 14, 1 << 15, shape)
     taps = cfg.pool[0] ** 2 if cfg.pool is not None else 1
     return {"error": error, "relu": (rng.random(shape) < 0.75).astype(np.int64),
             "argmax": rng.integers(0, taps, shape)}

@@ -187,6 +187,8 @@ SFU_CASES = [  # k, pad, w_in, oc, p, pool, relu
     (3, 1, 8, 5, 2, (2, 2, 0), True), (3, 1, 7, 3, 3, (2, 2, 0), True),
     (3, 0, 9, 4, 3, (3, 3, 0), True), (3, 1, 6, 3, 2, None, True),
     (1, 0, 5, 2, 1, (2, 2, 0), False),
+    # overlapping (AlexNet's 3×3/2): 8×8 → 3×3 (row and column 7 uncovered), 9×9 → 4×4
+    (3, 1, 8, 5, 2, (3, 2, 0), True), (3, 0, 11, 3, 3, (3, 2, 0), True),
 ]
 
 
@@ -218,9 +220,64 @@ def test_sfu_backward_against_torch(case):
     assert got.any() and (pool is None or (got == 0).sum() > got.size // 2)
 
 
-def test_sfu_backward_refuses_overlap():
-    cfg = FpConfig("fixed16", 3, 1, 1, 8, 2, 3, 2, pool=(3, 2, 0))
-    zeros = np.zeros((cfg.pool_out, cfg.pool_out, cfg.groups, cfg.p), np.int64)
-    with pytest.raises(ValueError, match=r"^pool \(3, 2, 0\): the backward step is built "
-                                         r"for non-overlapping pools \(kernel = stride\)$"):
-        sfu_backward(cfg, zeros, zeros, zeros)
+TIE_CASES = [  # precision, w_out, oc, p, pool
+    ("fp32", 9, 3, 2, (3, 2, 0)), ("fp32", 8, 2, 2, (3, 1, 0)), ("fp32", 7, 3, 3, (2, 2, 0)),
+    ("fixed16", 11, 3, 2, (3, 2, 0)), ("fixed16", 10, 2, 1, (5, 2, 0)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(TIE_CASES)))
+def test_sfu_backward_overlap_ties_against_torch(case):
+    """Overlapping pools with many ties: ``z`` from seven values (ReLU'd zeros and equal
+    positive maxima in most windows), the SFU's forward argmax (:func:`~nnrtl.sim.golden.
+    fpdeep.fp.sfu`) and the golden backward against ``z.grad`` of ``max_pool2d(relu(z))``.
+    fp32 in torch's own float32 (its CPU kernel adds ``grad_input[argmax] += grad`` over
+    the pooled pixels in order, as the golden model): equal bit for bit up to the sign of
+    zero; fixed16 exact in float64 (errors within ±32.0: sums of at most ``⌈k/s⌉²`` of them
+    stay in the 16-bit range)."""
+    from nnrtl.hw.arith.float_format import FP32
+    from nnrtl.sim.golden.float import from_bits, to_bits
+    from nnrtl.sim.golden.fpdeep.fp import sfu
+    precision, w_out, oc, p, pool = TIE_CASES[case]
+    cfg = FpConfig(precision, 1, 1, 0, w_out, 1, oc, p, pool=pool)
+    rng = np.random.default_rng(40 + case)
+    lanes = cfg.groups * cfg.p
+    values = rng.integers(-3, 4, (w_out, w_out, lanes)).astype(np.float64) / 2
+    values[..., oc:] = 0
+    side = cfg.pool_out
+    err = rng.standard_normal((side, side, lanes)) * 8
+    err[..., oc:] = 0
+    if precision == "fp32":
+        err = err.astype(np.float32)
+        enc = lambda v: to_bits(FP32, np.asarray(v, np.float32)).astype(np.int64)
+    else:
+        err = np.round(err * 256) / 256
+        enc = lambda v: np.round(np.asarray(v) * 256).astype(np.int64)
+    shape = (side, side, cfg.groups, cfg.p)
+    z = enc(values).reshape(w_out, w_out, cfg.groups, cfg.p)
+    _, relu, argmax = sfu(cfg, z)
+    delta = sfu_backward(cfg, enc(err).reshape(shape), relu, argmax)
+    dtype = torch.float32 if precision == "fp32" else torch.float64
+    zt = torch.tensor(np.moveaxis(values[..., :oc], -1, 0)[None], dtype=dtype,
+                      requires_grad=True)
+    F.max_pool2d(F.relu(zt), pool[0], pool[1]).backward(
+        torch.tensor(np.moveaxis(err[..., :oc], -1, 0)[None], dtype=dtype))
+    want = zt.grad[0].permute(1, 2, 0).numpy()
+    got = delta.reshape(w_out, w_out, lanes)[..., :oc]
+    if precision == "fp32":
+        got = from_bits(FP32, got.astype(np.uint32)).astype(np.float32)
+    else:
+        got = got / 256
+    assert np.array_equal(got, want)
+    assert not delta.reshape(w_out, w_out, lanes)[..., oc:].any()
+    routed = np.zeros((w_out, w_out, lanes), int)       # windows routed to each pixel
+    k, s, _ = pool
+    for py in range(side):
+        for px in range(side):
+            for lane in range(lanes):
+                a, b = divmod(int(argmax.reshape(side, side, lanes)[py, px, lane]), k)
+                routed[py * s + a, px * s + b, lane] += relu.reshape(side, side, lanes)[
+                    py, px, lane]
+    assert (routed >= 2).any() == (k > s)                # sums where windows overlap
+
+

@@ -273,10 +273,37 @@ def test_sfu_backward_matches_golden(case):
     assert got == want
 
 
+OVERLAP_CASES = [  # precision, w_out, n_out, p, pool
+    ("fixed16", 8, 3, 2, (3, 2, 0)),      # AlexNet's 3×3/2: 8×8 → 3×3, row/column 7 uncovered
+    ("fixed16", 9, 2, 1, (3, 1, 0)),      # 3×3/1: up to 9 windows a pixel, a ring of 3 rows
+    ("fixed16", 11, 3, 3, (5, 2, 0)),     # 5×5/2: a ring of 3 rows
+    ("fp32", 7, 3, 2, (3, 2, 0)),         # the FloatAdd chain, two groups, a zero lane
+]
+
+
+@pytest.mark.parametrize("case", range(len(OVERLAP_CASES)))
+def test_sfu_backward_overlap_matches_golden(case):
+    """Overlapping pools (random masks, so many pixels sum several errors; fixed16 some
+    sums saturate), two images, gaps and stalls."""
+    from nnrtl.sim.tb.fpdeep_sfu import expected as sfu_expected
+    from nnrtl.sim.tb.fpdeep_sfu import random_case as sfu_case
+    from nnrtl.sim.tb.fpdeep_sfu import stimulus as sfu_stimulus
+    precision, w_out, n_out, p, pool = OVERLAP_CASES[case]
+    cfg = FpConfig(precision, 1, 1, 0, w_out, 2, n_out, p, pool=pool)
+    sfu = SfuBackward(cfg)
+    assert sfu.depth == (pool[0] - 1) // pool[1] + 1
+    data = sfu_case(cfg, 2, 20 + case)
+    want = sfu_expected(cfg, data)
+    delta = [sfu_backward(cfg, *(data[n][i] for n in ("error", "relu", "argmax")))
+             for i in range(2)]
+    if precision == "fixed16":
+        assert any(np.isin(np.abs(d), [1 << 15, (1 << 15) - 1]).any() for d in delta)
+    got = stream_run(sfu, sfu_stimulus(cfg, data), "o", len(want), gap=0.3, stall=0.3,
+                     seed=case)
+    assert got == want, describe(pixel_layout(cfg.word_bits, cfg.p), "o", got, want)
+
+
 def test_sfu_backward_refusals():
-    with pytest.raises(ValueError, match=r"^pool \(3, 2, 0\): the backward step is built for "
-                                         r"non-overlapping pools \(kernel = stride\)$"):
-        SfuBackward(FpConfig("fixed16", 3, 1, 1, 8, 2, 3, 2, pool=(3, 2, 0)))
     with pytest.raises(ValueError, match=r"^SfuBackward runs on the node completing the "
                                          r"layer$"):
         SfuBackward(FpConfig("fixed16", 3, 1, 1, 8, 2, 3, 2, completes=False))
