@@ -46,6 +46,27 @@ def test_pg_against_torch(case):
     assert rows[cfg.banks - 1][0][0] == dw[0, i, t // k, t % k]
 
 
+def test_lgb_rows_with_passes():
+    """Q < S_IC: the LGB rows in the LPRAM's layout, word by word: bank ``i·K² + t``, row
+    ``g·passes + r``, lane ``j`` = ``dW[g·P + j][r·Q + i][t]`` (0 past ``n_out`` and in the
+    ragged last pass), the bias at row ``g·passes + passes − 1``, its other rows 0."""
+    cfg = FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2)             # 3 passes, G = 2
+    rng = np.random.default_rng(9)
+    dw = rng.integers(1, 1000, (3, 5, 3, 3))
+    db = rng.integers(1, 1000, 3)
+    rows = lgb_rows(cfg, dw, db)
+    assert len(rows) == 2 * 9 + 1 and all(len(r) == 6 for r in rows)
+    for i in range(2):
+        for t in range(9):
+            for g in range(2):
+                for r in range(3):
+                    for j in range(2):
+                        o, c = g * 2 + j, r * 2 + i
+                        want = dw[o, c, t // 3, t % 3] if o < 3 and c < 5 else 0
+                        assert rows[i * 9 + t][g * 3 + r][j] == want
+    assert rows[18] == [[0, 0], [0, 0], [db[0], db[1]], [0, 0], [0, 0], [db[2], 0]]
+
+
 def test_pg_batch_shapes():
     cfg = FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2)
     with pytest.raises(ValueError, match=r"^delta must be \(5, 5, 3\), not \(4, 4, 3\)$"):

@@ -38,9 +38,28 @@ def test_pg_module_matches_golden(cfg):
     case = random_case(cfg, batch, 2, cfg.w_in + cfg.k)
     want = expected(cfg, case)
     dut = PgModule(cfg, batch=batch)
-    assert len(want) == 2 * dut.lgb_banks * cfg.groups
+    assert len(want) == 2 * dut.lgb_banks * cfg.rows
     got = stream_run(dut, stimulus(cfg, case), "o", len(want), gap=0.3, stall=0.3,
                      seed=cfg.k)
+    assert got == want, describe(gradient_layout(cfg, batch), "o", got, want)
+
+
+@pytest.mark.parametrize("cfg", [
+    FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2),                   # 3 passes, the last ragged
+    FpConfig("fixed16", 2, 2, 1, 5, 4, 2, 2, q=1, completes=False),  # 4 passes, G = 1, stride
+    FpConfig("fp32", 2, 1, 0, 3, 3, 2, 2, q=2, multiplier_stages=1),  # fp32, ragged pass
+], ids=["fixed16-ragged", "fixed16-s2", "fp32-ragged"])
+def test_pg_module_passes_match_golden(cfg):
+    """Q < S_IC: the LGB in the LPRAM's layout (rows ``g·passes + r``, the bias in the last
+    pass's rows), two mini-batches (fixed16 of two images, fp32 of one), gaps and
+    stalls."""
+    batch = 1 if cfg.precision == "fp32" else 2
+    case = random_case(cfg, batch, 2, cfg.n_in + cfg.q)
+    want = expected(cfg, case)
+    dut = PgModule(cfg, batch=batch)
+    assert dut.macs == cfg.p * cfg.q * cfg.taps and cfg.passes > 1
+    assert len(want) == 2 * dut.lgb_banks * cfg.rows
+    got = stream_run(dut, stimulus(cfg, case), "o", len(want), gap=0.3, stall=0.3, seed=5)
     assert got == want, describe(gradient_layout(cfg, batch), "o", got, want)
 
 
@@ -57,10 +76,10 @@ def test_pg_module_fp32_matches_golden():
 
 
 def test_pg_module_full_rate():
-    """Without gaps or stalls one (pixel, group) is taken per cycle: an image of ``w_out² ·
-    G`` δ beats in that many cycles plus the line buffer's fill, then the drain of 2 cycles
-    per LGB row."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 6, 2, 5, 2)
+    """Without gaps or stalls one (pixel, group, pass) is taken per cycle: an image of
+    ``w_out² · G`` δ beats, each held ``passes`` cycles, plus the line buffer's fill, then
+    the drain of 2 cycles per LGB row."""
+    cfg = FpConfig("fixed16", 3, 1, 1, 6, 3, 5, 2, q=2)
     dut = PgModule(cfg, batch=1)
     assert dut.macs == 2 * 2 * 9 and dut.lgb_banks == cfg.banks + 1
     case = random_case(cfg, 1, 1, 4)
@@ -94,7 +113,7 @@ def test_pg_module_full_rate():
     sim.run()
     assert [bits for _, bits in out] == want
     steady = taken[cfg.w_out * cfg.groups * 2:]
-    assert steady[-1] - steady[0] == len(steady) - 1             # one δ beat per cycle
+    assert steady[-1] - steady[0] == cfg.passes * (len(steady) - 1)   # a δ beat per pass
     assert out[-1][0] - out[0][0] == 2 * (len(want) - 1)          # drain: 2 cycles a row
 
 
