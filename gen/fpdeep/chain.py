@@ -324,9 +324,9 @@ class ConvChain:
 def check_layer(chain, index):
     """UsageError naming a conv layer the chain cannot train."""
     layer = chain.layers[index]
-    if layer.pool is not None and (layer.pool[0] != layer.pool[1] or layer.pool[2]):
+    if layer.pool is not None and layer.pool[2]:
         raise UsageError(f"{layer.name}: max-pool {layer.pool[0]}x{layer.pool[0]} stride "
                          f"{layer.pool[1]} padding {layer.pool[2]}: the SFU's backward step "
-                         f"unpools non-overlapping pools without padding only (kernel = "
-                         f"stride, padding 0)")
+                         f"unpools pools without padding only (padding 0; overlapping "
+                         f"pools, kernel > stride, are summed)")
 

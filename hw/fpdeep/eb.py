@@ -451,9 +451,16 @@ class SfuBackward(wiring.Component):
         o_keep = [Signal(name=f"o_inside_{n}") for n in range(D * D)]
         o_tap = [Signal(range(kp * kp), name=f"o_tap_{n}") for n in range(D * D)]
         for n, (dy, dx) in enumerate(candidates):
-            inside = ((y_div >= dy) & (y_div - dy < po) & (y_mod + dy * sp < kp)
-                      & (x_div >= dx) & (x_div - dx < po) & (x_mod + dx * sp < kp))
-            slot = Mux(y_slot >= dy, y_slot - dy, y_slot + D - dy)
+            inside = (y_div - dy < po) & (x_div - dx < po)
+            if (dy + 1) * sp > kp:                  # the tap row can fall past the window
+                inside &= y_mod + dy * sp < kp
+            if (dx + 1) * sp > kp:
+                inside &= x_mod + dx * sp < kp
+            if dy:
+                inside &= y_div >= dy
+            if dx:
+                inside &= x_div >= dx
+            slot = Mux(y_slot >= dy, y_slot - dy, y_slot + D - dy) if dy else y_slot
             address = (slot * po + x_div - dx) * G + g
             m.d.comb += [reads[n].en.eq(advance),
                          reads[n].addr.eq(Mux(inside, address, 0))]

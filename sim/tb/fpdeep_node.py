@@ -180,7 +180,7 @@ def model_cycles(config, images):
     fill and, per mini-batch, the drain and update (``6`` cycles a row, twice
     :func:`~nnrtl.hw.fpdeep.update.row_cycles`)."""
     cfg = config.segments[0]
-    rows = (cfg.banks + 1) * cfg.groups
+    rows = (cfg.banks + 1) * cfg.rows
     return (images * (max(cfg.w_in ** 2, config.cycles) * 2 + 4 * cfg.k * cfg.w_in)
             + images // config.batch * 6 * rows + 400)
 

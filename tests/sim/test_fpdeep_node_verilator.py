@@ -23,6 +23,10 @@ pytestmark = pytest.mark.timeout(900)
 CFG = FpConfig("fixed16", 3, 1, 1, 4, 1, 2, 1, pool=(2, 2, 0))
 CONFIG = NodeConfig((CFG,), (True,), batch=2, act_images=3, lr=20000)
 BATCHES, LAG = 2, 2
+#: Issue 14's shapes: S_IC = 3 on Q = 2 (two passes, the second ragged) and AlexNet's
+#: overlapping 3×3/2 pool (5×5 → 2×2) on the completing node.
+PASSES_CONFIG = NodeConfig((FpConfig("fixed16", 3, 1, 1, 5, 3, 2, 1, q=2, pool=(3, 2, 0)),),
+                           (True,), batch=2, act_images=3, lr=20000)
 FP32_CFG = FpConfig("fp32", 3, 1, 1, 4, 1, 2, 1, pool=(2, 2, 0))
 FP32_CONFIG = NodeConfig((FP32_CFG,), (True,), batch=2, act_images=3,
                          lr=int(to_bits(FP32, np.float32([0.03125]))[0]))
@@ -50,9 +54,11 @@ def test_node_trains_every_pattern():
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)          # the fp32 build: 15+ min on the loaded 2-core machine
-@pytest.mark.parametrize("config", [NodeConfig(), FP32_CONFIG], ids=["default", "fp32"])
-def test_node_trains_slow(config):
-    run_node(config, f"fpdeep_node_{config.precision}")
+@pytest.mark.parametrize("config, name", [
+    (NodeConfig(), "default"), (FP32_CONFIG, "fp32"), (PASSES_CONFIG, "passes_overlap")],
+    ids=["default", "fp32", "passes-overlap"])
+def test_node_trains_slow(config, name):
+    run_node(config, f"fpdeep_node_{name}")
 
 
 def test_golden_outputs_depend_on_the_update():
