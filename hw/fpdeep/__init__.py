@@ -19,9 +19,10 @@ Built (part 2, issue 14: EB and PG)
   the rotated kernels from the LPRAM's second read port ``eb_*`` at the rows ``g·passes +
   r``, groups summed per input channel, the OCP partial errors in / out, the δ map dilated
   for stride > 1, fixed16 and fp32) and :class:`.eb.SfuBackward` (unpool from the argmax + ReLU' from
-  the mask, non-overlapping pools);
-* :mod:`.pg`: the PG module (the K×K small convolutions, P·S_IC·K² MACs into the LGB,
-  bias gradient, the LGB drained per mini-batch), fixed16 and fp32.
+  the mask, overlapping pools summed, PyTorch's max_pool2d backward);
+* :mod:`.pg`: the PG module (the K×K small convolutions, P·Q·K² MACs into the LGB in the
+  LPRAM's row layout, passes for Q < S_IC, bias gradient, the LGB drained per
+  mini-batch), fixed16 and fp32.
 
 Built (part 3, issue 14: update and node)
 -----------------------------------------

@@ -68,10 +68,10 @@ def expected(cfg, case):
 
 def model_cycles(cfg, images, batches, banks):
     """Cycles without pauses, at most: per image the slower of the activations (``w_in²``)
-    and the windows (``pixels · G``) plus the fill (``K`` rows); per mini-batch the drain
-    (2 cycles a row)."""
-    return (images * (max(cfg.w_in ** 2, cfg.pixels * cfg.groups) + cfg.k * cfg.w_in)
-            + batches * (2 * banks * cfg.groups + 4) + 200)
+    and the windows (``pixels · G · passes``) plus the fill (``K`` rows); per mini-batch
+    the drain (2 cycles a row, ``G · passes`` rows a bank)."""
+    return (images * (max(cfg.w_in ** 2, cfg.cycles) + cfg.k * cfg.w_in)
+            + batches * (2 * banks * cfg.rows + 4) + 200)
 
 
 @cocotb.test()

@@ -1,6 +1,6 @@
 """The FPDeep PG module under Verilator (bench: nnrtl.sim.tb.fpdeep_pg): one small build
-(fixed16, K = 3, stride 2, pad 1 over a 7×7 map, S_IC = 2, OC = 3 on P = 2, the completing
-node's bias bank), two mini-batches of two images per backpressure pattern on the
+(fixed16, K = 3, stride 2, pad 1 over a 7×7 map, S_IC = 3 on Q = 2: two passes, the second
+ragged, OC = 3 on P = 2, the completing node's bias bank in the last pass's rows), two mini-batches of two images per backpressure pattern on the
 activation-in, δ-in and gradient-out streams, bit-exact LGB rows against the golden model
 within the patterns' cycle budgets (the second mini-batch checks the drain cleared the LGB)."""
 
@@ -15,7 +15,7 @@ from nnrtl.sim.tb.fpdeep_fp import fields_of
 #: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
 pytestmark = pytest.mark.timeout(900)
 
-CFG = FpConfig("fixed16", 3, 2, 1, 7, 2, 3, 2)
+CFG = FpConfig("fixed16", 3, 2, 1, 7, 3, 3, 2, q=2)
 BATCH, BATCHES = 2, 2
 
 
@@ -27,6 +27,6 @@ def test_pg_module_every_pattern():
     assert result["bit_exact"], result["patterns"]
     for kind in PATTERNS:
         run = result["patterns"][kind]
-        assert run["beats"] == BATCHES * dut.lgb_banks * CFG.groups, (kind, run)
+        assert run["beats"] == BATCHES * dut.lgb_banks * CFG.rows, (kind, run)
         assert not run["mismatches"], (kind, run)
         assert run["cycles"] < run["budget"] / 2, (kind, run)

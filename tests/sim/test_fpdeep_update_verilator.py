@@ -23,15 +23,16 @@ FP32_RATE = int(to_bits(FP32, np.float32([0.03125]))[0])
 @pytest.mark.parametrize("cfg, lr", [
     (FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2), 3000),
     (FpConfig("fp32", 2, 1, 1, 4, 2, 3, 2), FP32_RATE),
-], ids=["fixed16", "fp32"])
+    (FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2), 3000),       # 3 passes, the last ragged
+], ids=["fixed16", "fp32", "fixed16-passes"])
 def test_update_every_pattern(cfg, lr):
     batch, batches = 2, 2
     result = simulate(UpdateHarness(cfg, batch=batch, lr=lr),
-                      test_module="nnrtl.sim.tb.fpdeep_update", name="fpdeep_update", seed=5,
+                      test_module="nnrtl.sim.tb.fpdeep_update", name=f"fpdeep_update_{cfg.precision}_q{cfg.q}", seed=5,
                       params={"cfg": fields_of(cfg), "batch": batch, "batches": batches,
                               "lr": lr, "patterns": list(PATTERNS)})
     assert result["bit_exact"], result["patterns"]
     for kind in PATTERNS:
         run = result["patterns"][kind]
-        assert run["beats"] == batches * (cfg.banks + 1) * cfg.groups, (kind, run)
+        assert run["beats"] == batches * (cfg.banks + 1) * cfg.rows, (kind, run)
         assert not run["mismatches"], (kind, run)
