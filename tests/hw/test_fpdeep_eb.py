@@ -327,3 +327,22 @@ def test_eb_paper_segment_passes_slow():
     cfg = paper_segment(passes=True)
     assert (cfg.k, cfg.w_in, cfg.n_in, cfg.q, cfg.n_out, cfg.p) == (3, 13, 13, 1, 384, 12)
     check_run(cfg, 1, 2, partial_in=True, timeout=20000)
+
+
+@pytest.mark.slow
+def test_sfu_backward_alexnet_conv1_slow():
+    """AlexNet's conv1 completing segment of the 15-VC709 mapping (node 1: 55×55, 96
+    channels on P = 12, 8 groups) with its 3×3/2 pool (→ 27×27), one image."""
+    from nnrtl.boards import get_board
+    from nnrtl.gen.fpdeep import builtin, map_network
+    from nnrtl.sim.tb.fpdeep_sfu import expected as sfu_expected
+    from nnrtl.sim.tb.fpdeep_sfu import random_case as sfu_case
+    from nnrtl.sim.tb.fpdeep_sfu import stimulus as sfu_stimulus
+    mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False)
+    cfg = FpConfig.from_segment(mapping.nodes[0].segments[0], "fixed16")
+    assert (cfg.w_out, cfg.pool, cfg.pool_out, cfg.groups) == (55, (3, 2, 0), 27, 8)
+    data = sfu_case(cfg, 1, 3)
+    want = sfu_expected(cfg, data)
+    got = stream_run(SfuBackward(cfg), sfu_stimulus(cfg, data), "o", len(want),
+                     timeout=100000)
+    assert got == want, describe(pixel_layout(cfg.word_bits, cfg.p), "o", got, want)

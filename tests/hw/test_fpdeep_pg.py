@@ -142,3 +142,17 @@ def test_pg_paper_segment_slow():
     got = stream_run(PgModule(cfg, batch=1), stimulus(cfg, case), "o", len(want),
                      timeout=200000)
     assert got == want, describe(gradient_layout(cfg, 1), "o", got, want)
+
+
+@pytest.mark.slow
+def test_pg_paper_segment_passes_slow():
+    """The mapped AlexNet conv3 segment with passes (:func:`nnrtl.sim.tb.fpdeep_eb.
+    paper_segment` ``passes=True``: K = 3, 13×13, S_IC = 13 on Q = 1, OC = 384 on P = 12,
+    32 groups, 416 LGB rows a bank), one image."""
+    cfg = paper_segment(passes=True)
+    assert (cfg.q, cfg.n_in, cfg.rows) == (1, 13, 416)
+    case = random_case(cfg, 1, 1, 2)
+    want = expected(cfg, case)
+    got = stream_run(PgModule(cfg, batch=1), stimulus(cfg, case), "o", len(want),
+                     timeout=400000)
+    assert got == want, describe(gradient_layout(cfg, 1), "o", got, want)
