@@ -34,10 +34,10 @@ line buffer of PG's own makes the windows.
 words, lanes past ``n_out`` zero), raster order: :class:`~.eb.SfuBackward`'s ``o``.
 ``o``: after the last image of a mini-batch (``batch`` images), the LGB rows
 (:func:`gradient_layout`): bank-major (bank ``0 … Q·K² − 1``, then the bias bank on the
-completing node), rows ``0 … G·passes − 1`` in each, ``last`` on the final row; each row is cleared
-as it is sent, and the next mini-batch's beats wait until the drain ends. The weight update
-(spec §3.8, next step) writes the new LPRAM rows through the LPRAM's ``load`` port from
-these.
+completing node), rows ``0 … G·passes − 1`` in each, ``last`` on the final row; each
+row is cleared as it is sent, and the next mini-batch's beats wait until the drain ends.
+The weight update (spec §3.8, :mod:`.update`) writes the new LPRAM rows through the
+LPRAM's ``load`` port from these.
 
 Decisions ([U] in the spec)
 ---------------------------
@@ -49,8 +49,8 @@ Decisions ([U] in the spec)
 * **Read-add-write**: after the multipliers (fixed16 one register, fp32 the FloatMul
   units' ``multiplier_stages``) one align register: an item's LGB row is read the cycle it
   enters it and written the next; the read port is transparent to the write port, so a
-  row recurring every cycle (``G · passes = 1``) is forwarded. The pipeline never stalls (the LGB
-  always takes a write), so backpressure stops at the inputs; the drain starts once no
+  row recurring every cycle (``G · passes = 1``) is forwarded. The pipeline never stalls
+  (the LGB always takes a write), so backpressure stops at the inputs; the drain starts once no
   item is in flight.
 * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
   (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
@@ -62,8 +62,8 @@ Decisions ([U] in the spec)
   layout for every bank.
 
 Throughput: one (pixel, group, pass) per cycle, an output pixel per ``G · passes`` cycles
-(a window held ``G · passes`` cycles, as FP); the drain takes 2 cycles per row beat. Latency from a δ beat to its
-LGB write: 2 cycles (fixed16), ``multiplier_stages + 1`` (fp32).
+(a window held ``G · passes`` cycles, as FP); the drain takes 2 cycles per row beat.
+Latency from a δ beat to its LGB write: 2 cycles (fixed16), ``multiplier_stages + 1`` (fp32).
 """
 
 import math

@@ -1,8 +1,9 @@
 """The FPDeep PG module under Verilator (bench: nnrtl.sim.tb.fpdeep_pg): one small build
 (fixed16, K = 3, stride 2, pad 1 over a 7×7 map, S_IC = 3 on Q = 2: two passes, the second
-ragged, OC = 3 on P = 2, the completing node's bias bank in the last pass's rows), two mini-batches of two images per backpressure pattern on the
-activation-in, δ-in and gradient-out streams, bit-exact LGB rows against the golden model
-within the patterns' cycle budgets (the second mini-batch checks the drain cleared the LGB)."""
+ragged, OC = 3 on P = 2, the completing node's bias bank in the last pass's rows), two
+mini-batches of two images per backpressure pattern on the activation-in, δ-in and
+gradient-out streams, bit-exact LGB rows against the golden model within the patterns'
+cycle budgets (the second mini-batch checks the drain cleared the LGB)."""
 
 import pytest
 

@@ -28,7 +28,8 @@ FP32_RATE = int(to_bits(FP32, np.float32([0.03125]))[0])
 def test_update_every_pattern(cfg, lr):
     batch, batches = 2, 2
     result = simulate(UpdateHarness(cfg, batch=batch, lr=lr),
-                      test_module="nnrtl.sim.tb.fpdeep_update", name=f"fpdeep_update_{cfg.precision}_q{cfg.q}", seed=5,
+                      test_module="nnrtl.sim.tb.fpdeep_update",
+                      name=f"fpdeep_update_{cfg.precision}_q{cfg.q}", seed=5,
                       params={"cfg": fields_of(cfg), "batch": batch, "batches": batches,
                               "lr": lr, "patterns": list(PATTERNS)})
     assert result["bit_exact"], result["patterns"]
