@@ -6,10 +6,11 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   no LUT per MAC, fp32 2 DSP and 1,178 LUT); the control, the adder trees of fixed16 and the
   FIFOs are not counted (``check_fit`` leaves 30% of the LUTs for them).
 * **BRAM36**: every memory the node builds, as the RTL sizes it: per segment the LPRAM
-  (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words), the LGB (``S_IC·K²`` banks, + 1 on
-  the completing node, of ``G`` rows of ``P`` LGB words), the three line buffers (FP and PG
+  (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words), the LGB in the LPRAM's layout
+  (``Q·K²`` banks, + 1 on the completing node, of ``rows`` rows of ``P`` LGB words), the three line buffers (FP and PG
   on the input map, EB on the δ map: ``K²`` banks of ``⌈W/K⌉·G`` beats; with a pool the
-  SFU's pool line buffer and the backward step's row buffer), the Act-RAM
+  SFU's pool line buffer and the backward step's ring of ``D = ⌊(k − 1)/s⌋ + 1`` pooled
+  rows, counted ``D²`` times: one copy per read port), the Act-RAM
   (``act_images·w_in²`` pixels of ``S_IC`` words) and the mask buffer
   (``act_images·out_beats`` entries of ``P·(1 + argmax bits)`` bits). A memory of fewer
   than :data:`LUTRAM_BITS` bits or at most :data:`LUTRAM_DEPTH` deep (the line buffers of
@@ -54,7 +55,7 @@ def memories(config):
         lb_depth = math.ceil(cfg.w_in / cfg.k)         # LineBuffer.bank_depth, G = 1
         found += [
             (f"s{n}.lpram", cfg.banks + 1, cfg.rows, cfg.p * word),
-            (f"s{n}.lgb", cfg.n_in * taps + int(cfg.completes), groups,
+            (f"s{n}.lgb", cfg.banks + int(cfg.completes), cfg.rows,
              cfg.p * lgb_bits(cfg, config.batch)),
             (f"s{n}.fp_line_buffer", taps, lb_depth, cfg.n_in * word),
             (f"s{n}.pg_line_buffer", taps, lb_depth, cfg.n_in * word),
@@ -68,9 +69,11 @@ def memories(config):
             found.append((f"s{n}.mask_buffer", 1, config.act_images * cfg.out_beats, mask))
         if cfg.completes and cfg.pool is not None:
             kp = cfg.pool[0]
+            ring = (kp - 1) // cfg.pool[1] + 1          # SfuBackward.depth pooled rows
             found += [(f"s{n}.pool_line_buffer", kp * kp, math.ceil(cfg.w_out / kp) * groups,
                        cfg.p * (word + 1)),
-                      (f"s{n}.sfu_row_buffer", 1, cfg.pool_out * groups, cfg.p * word + mask)]
+                      (f"s{n}.sfu_ring", ring * ring, ring * cfg.pool_out * groups,
+                       cfg.p * word + mask)]
     return found
 
 
