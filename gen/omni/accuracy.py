@@ -209,7 +209,7 @@ import torch
 
 from .cell import PART1, bp_ew_part1
 from .skipping import SkipController, magnitude_map
-from .training import OmniConfig, backward, forward, layers_from_module
+from .training import MsConfig, backward, forward, layers_from_module
 
 __all__ = ["TaskSpec", "TASKS", "QUICK", "load_task", "train_run", "compare",
            "pruned_share", "main"]
@@ -315,7 +315,7 @@ def _evaluate(task, spec, run_lstm, head):
 
 def train_run(spec, config=None, seed=1, task=None):
     """Train one model; ``config`` ``None`` = the baseline (``nn.LSTM`` and autograd),
-    else an :class:`~.training.OmniConfig`. Returns a dict of the final metric, the loss
+    else an :class:`~.training.MsConfig`. Returns a dict of the final metric, the loss
     per epoch, the measured densities and bytes, and the seconds taken."""
     task = task or load_task(spec)
     torch.manual_seed(seed)
@@ -412,7 +412,7 @@ def compare(spec, seed=1, prune_threshold=None, skip_threshold=None):
     task = load_task(spec)
     prune_threshold = spec.prune_threshold if prune_threshold is None else prune_threshold
     skip_threshold = spec.skip_threshold if skip_threshold is None else skip_threshold
-    configs = [None] + [OmniConfig(ms1=ms1, ms2=ms2, prune_threshold=prune_threshold,
+    configs = [None] + [MsConfig(ms1=ms1, ms2=ms2, prune_threshold=prune_threshold,
                                    skip_threshold=skip_threshold, loss_type=spec.loss_type)
                         for ms1, ms2 in ((False, False), (True, False), (False, True),
                                          (True, True))]
@@ -507,9 +507,24 @@ def _thresholds(text):
     return values
 
 
+def _pairs(text):
+    """``--both``: ``θ/F[,θ/F...]`` as a tuple of float pairs, each in [0, 1)."""
+    pairs = []
+    for item in text.split(","):
+        parts = item.split("/")
+        try:
+            pairs.append(_thresholds(",".join(parts)) if len(parts) == 2 else None)
+        except argparse.ArgumentTypeError:
+            pairs.append(None)
+        if pairs[-1] is None:
+            raise argparse.ArgumentTypeError(f"must be comma-separated THETA/F pairs of "
+                                             f"numbers from 0 to below 1, not {text!r}")
+    return tuple(pairs)
+
+
 def _run_sweep(args, specs):
-    from .accuracy_sweep import (PRUNE_THRESHOLDS, SKIP_THRESHOLDS, summary_table, sweep,
-                                 write_outputs)
+    from .accuracy_sweep import (BOTH_THRESHOLDS, PRUNE_THRESHOLDS, SKIP_THRESHOLDS,
+                                 summary_table, sweep, write_outputs)
     lines, rows = [], []
 
     def emit(line):
@@ -520,7 +535,8 @@ def _run_sweep(args, specs):
     for name in args.task or sorted(specs):
         rows += sweep(specs[name], range(1, args.seeds + 1),
                       args.prune_thresholds or PRUNE_THRESHOLDS,
-                      args.skip_thresholds or SKIP_THRESHOLDS, emit)
+                      args.skip_thresholds or SKIP_THRESHOLDS, emit,
+                      BOTH_THRESHOLDS if args.both is None else args.both)
     print(summary_table(rows))
     print(f"wall time {time.perf_counter() - start:.0f} s")
     if args.output is not None:
@@ -549,6 +565,9 @@ def main(argv=None):
                         "values, comma-separated (default 0.1,0.05,0.03,0.01)")
     parser.add_argument("--skip-thresholds", type=_thresholds, help="--sweep: MS2's "
                         "thresholds, comma-separated (default 0.02,0.005,0.001)")
+    parser.add_argument("--both", type=_pairs, help="--sweep: MS1 and MS2 together at "
+                        "these THETA/F pairs, comma-separated (default: the documented "
+                        "defaults, MsConfig's)")
     parser.add_argument("--grad-clip", type=_positive_float, help="clip the gradient's "
                         "L2 norm to this before every step (baseline and decomposition "
                         "alike; default: none)")

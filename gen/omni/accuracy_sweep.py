@@ -36,15 +36,19 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UsageError
-from .training import OmniConfig
+from .training import MsConfig
 
-__all__ = ["PRUNE_THRESHOLDS", "SKIP_THRESHOLDS", "LIMIT", "sweep", "quick_sweep",
-           "rows_from_lines", "summary_table", "plot", "write_outputs", "check_thresholds"]
+__all__ = ["PRUNE_THRESHOLDS", "SKIP_THRESHOLDS", "BOTH_THRESHOLDS", "LIMIT", "sweep", "quick_sweep",
+           "rows_from_lines", "summary_table", "plot", "write_outputs", "check_thresholds",
+           "check_pairs"]
 
 #: MS1's θ swept by default (the paper's "around 0.1" down to 0.01).
 PRUNE_THRESHOLDS = (0.1, 0.05, 0.03, 0.01)
 #: MS2's skip threshold swept by default (the default 0.02 and below).
 SKIP_THRESHOLDS = (0.02, 0.005, 0.001)
+#: MS1+MS2 together (``both`` rows), ``(θ, skip threshold)`` pairs swept by default: the
+#: documented defaults of :class:`~.training.MsConfig`.
+BOTH_THRESHOLDS = ((MsConfig.prune_threshold, MsConfig.skip_threshold),)
 #: The criterion of issue 13: within 1 % of the baseline's metric.
 LIMIT = 0.01
 
@@ -62,15 +66,37 @@ def check_thresholds(values, name):
     return tuple(float(v) for v in values)
 
 
-def _settings(spec, prune_thresholds, skip_thresholds):
-    """``(run, threshold, config)`` in the order they are trained."""
-    out = [("exact", 0.0, OmniConfig(loss_type=spec.loss_type))]
-    out += [("ms1", theta, OmniConfig(ms1=True, prune_threshold=theta,
+def check_pairs(pairs, name="both_thresholds"):
+    """``pairs`` as a tuple of ``(θ, skip threshold)`` float pairs, each in [0, 1); else
+    :class:`UsageError` naming ``name``."""
+    pairs = tuple(pairs)
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise UsageError(f"{name} must be (θ, skip threshold) pairs, not {pair!r}")
+    return tuple(tuple(check_thresholds(pair, name)) for pair in pairs)
+
+
+def label(threshold):
+    """A setting's threshold as text: ``0.1``, or ``0.1/0.005`` for a ``both`` pair."""
+    if isinstance(threshold, (tuple, list)):
+        return "/".join(f"{value:g}" for value in threshold)
+    return f"{threshold:g}"
+
+
+def _settings(spec, prune_thresholds, skip_thresholds, both_thresholds=()):
+    """``(run, threshold, config)`` in the order they are trained; a ``both`` setting's
+    threshold is the pair ``(θ, skip threshold)``."""
+    out = [("exact", 0.0, MsConfig(loss_type=spec.loss_type))]
+    out += [("ms1", theta, MsConfig(ms1=True, prune_threshold=theta,
                                       loss_type=spec.loss_type))
             for theta in prune_thresholds]
-    out += [("ms2", threshold, OmniConfig(ms2=True, skip_threshold=threshold,
+    out += [("ms2", threshold, MsConfig(ms2=True, skip_threshold=threshold,
                                           loss_type=spec.loss_type))
             for threshold in skip_thresholds]
+    out += [("both", (theta, threshold), MsConfig(ms1=True, prune_threshold=theta, ms2=True,
+                                                   skip_threshold=threshold,
+                                                   loss_type=spec.loss_type))
+            for theta, threshold in both_thresholds]
     return out
 
 
@@ -98,18 +124,19 @@ def _summarise(task, run, threshold, per_seed, baselines):
         row["stored_reduction"] = float(np.mean([r["stored_reduction"] for r in per_seed]))
     if "p1_density" in per_seed[0]:
         row["p1_density"] = float(np.mean([r["p1_density"] for r in per_seed]))
-    if run == "ms2":
+    if run in ("ms2", "both"):
         row["skipped"] = float(np.mean([np.mean(r["skipped_per_epoch"]) for r in per_seed]))
     row["seconds"] = round(sum(r["seconds"] for r in per_seed), 1)
     return row
 
 
 def sweep(spec, seeds=(1, 2, 3), prune_thresholds=PRUNE_THRESHOLDS,
-          skip_thresholds=SKIP_THRESHOLDS, emit=None):
+          skip_thresholds=SKIP_THRESHOLDS, emit=None, both_thresholds=()):
     """Sweep MS1's θ and MS2's skip threshold on the task ``spec`` over ``seeds``.
 
     Trains per seed the PyTorch baseline, ``exact`` (the decomposition without MS),
-    MS1 at each of ``prune_thresholds`` and MS2 at each of ``skip_thresholds``, one
+    MS1 at each of ``prune_thresholds``, MS2 at each of ``skip_thresholds`` and both
+    together (run ``both``) at each ``(θ, skip threshold)`` of ``both_thresholds``, one
     setting across all seeds before the next (so a cut-off run leaves whole settings).
     ``emit``, if given, is called with every per-run result and every setting row as
     they are made. Returns the setting rows (module docstring), ``pytorch`` first.
@@ -121,6 +148,7 @@ def sweep(spec, seeds=(1, 2, 3), prune_thresholds=PRUNE_THRESHOLDS,
         raise UsageError(f"seeds must be non-negative integers, at least one, not {seeds!r}")
     prune_thresholds = check_thresholds(prune_thresholds, "prune_thresholds")
     skip_thresholds = check_thresholds(skip_thresholds, "skip_thresholds")
+    both_thresholds = check_pairs(both_thresholds)
     emit = emit or (lambda row: None)
     task = load_task(spec)
 
@@ -135,7 +163,8 @@ def sweep(spec, seeds=(1, 2, 3), prune_thresholds=PRUNE_THRESHOLDS,
     rows = [_summarise(spec.name, "pytorch", 0.0, baselines, baselines)]
     emit(rows[-1])
     exact = None
-    for name, threshold, config in _settings(spec, prune_thresholds, skip_thresholds):
+    for name, threshold, config in _settings(spec, prune_thresholds, skip_thresholds,
+                                                  both_thresholds):
         per_seed = []
         for index, seed in enumerate(seeds):
             result = run(config, seed, name, threshold)
@@ -160,10 +189,11 @@ def rows_from_lines(lines):
     for task in dict.fromkeys(line["task"] for line in runs):
         mine = [line for line in runs if line["task"] == task]
         baselines = [line for line in mine if line["run"] == "pytorch"]
-        for run, threshold in dict.fromkeys((line["run"], line["threshold"])
-                                            for line in mine):
-            per_seed = [line for line in mine
-                        if (line["run"], line["threshold"]) == (run, threshold)]
+        def key(line):
+            threshold = line["threshold"]
+            return line["run"], tuple(threshold) if isinstance(threshold, list) else threshold
+        for run, threshold in dict.fromkeys(key(line) for line in mine):
+            per_seed = [line for line in mine if key(line) == (run, threshold)]
             if len(per_seed) == len(baselines):
                 rows.append(_summarise(task, run, threshold, per_seed, baselines))
     return rows
@@ -191,7 +221,7 @@ def summary_table(rows):
               "stored vs exact", "P1 density", "skipped")
     lines = []
     for row in rows:
-        lines.append((row["task"], row["run"], f"{row['threshold']:g}",
+        lines.append((row["task"], row["run"], label(row["threshold"]),
                       f"{_percent(row['relative_difference_mean'])} "
                       f"[{_percent(row['relative_difference_min'])}, "
                       f"{_percent(row['relative_difference_max'])}]",
@@ -217,7 +247,8 @@ def plot(rows, path):
     figure = new_figure(5.0 * len(tasks), 4.0)
     for index, task in enumerate(tasks):
         axes = figure.add_subplot(1, len(tasks), index + 1)
-        for run, colour in (("exact", "black"), ("ms1", "tab:blue"), ("ms2", "tab:orange")):
+        for run, colour in (("exact", "black"), ("ms1", "tab:blue"), ("ms2", "tab:orange"),
+                            ("both", "tab:green")):
             points = [r for r in rows if r["task"] == task and r["run"] == run]
             if not points:
                 continue
@@ -231,7 +262,7 @@ def plot(rows, path):
                           color=colour, capsize=3, label=run)
             for r, xv, yv in zip(points, x, y):
                 if run != "exact":
-                    axes.annotate(f"{r['threshold']:g}", (xv, yv), fontsize=8,
+                    axes.annotate(label(r["threshold"]), (xv, yv), fontsize=8,
                                   textcoords="offset points", xytext=(4, 4))
         for limit in (-1, 1):
             axes.axhline(limit, color="grey", linestyle="--", linewidth=0.8)

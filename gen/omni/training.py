@@ -32,7 +32,7 @@ from .cell import (bp_ew_part1, bp_ew_part2, bp_matmul_inner, bp_matmul_outer, f
 from .compress import check_threshold, compress, decompress
 from .skipping import LOSS_TYPES
 
-__all__ = ["OmniConfig", "Tape", "FIELDS", "FLOAT32_BOUND", "layers_from_module", "forward",
+__all__ = ["MsConfig", "Tape", "FIELDS", "FLOAT32_BOUND", "layers_from_module", "forward",
            "backward"]
 
 FIELDS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
@@ -43,7 +43,7 @@ FLOAT32_BOUND = 1e-5
 
 
 @dataclasses.dataclass(frozen=True)
-class OmniConfig:
+class MsConfig:
     """The memory-saving options of one training run.
 
     Parameters
@@ -124,7 +124,7 @@ def layers_from_module(module, dtype=None):
     return layers
 
 
-def forward(layers, xs, config=OmniConfig(), kept=None):
+def forward(layers, xs, config=MsConfig(), kept=None):
     """The FW cells of every layer; returns ``(ys, tape)``, ``ys`` the last layer's h_t
     (T x B x H). ``kept`` (LN x LL bool) is MS2's plan, ``None`` = every cell."""
     length, batch = xs.shape[:2]

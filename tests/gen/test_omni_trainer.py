@@ -17,7 +17,7 @@ from nnrtl.gen.farnn.accuracy import random_network, reference_gradients
 from nnrtl.gen.models import LSTM, Network
 from nnrtl.gen.omni.trainer import (OmniTrainConfig, OmniTrainer, config_for, gradient_bound,
                                     parse_options, train_hook)
-from nnrtl.gen.omni.training import OmniConfig
+from nnrtl.gen.omni.training import MsConfig
 
 from train_step import interface_step
 
@@ -193,7 +193,7 @@ def test_bad_models_and_params():
     with pytest.raises(TypeError, match=r"^config must be an OmniTrainConfig, not 3$"):
         OmniTrainer(3)
     with pytest.raises(ValueError, match=r"^MS2 needs loss_of"):
-        OmniTrainer(config_for(lstm, 2, 1, memory=OmniConfig(ms2=True)))
+        OmniTrainer(config_for(lstm, 2, 1, memory=MsConfig(ms2=True)))
 
 
 def test_train_through_the_interface(tmp_path):
@@ -268,7 +268,7 @@ def test_config_checks():
         OmniTrainConfig(good.channels, 0, 1)
     with pytest.raises(TypeError, match=r"^batch must be a positive integer, not True$"):
         OmniTrainConfig(good.channels, 2, True)
-    with pytest.raises(TypeError, match=r"^memory must be an OmniConfig, not None$"):
+    with pytest.raises(TypeError, match=r"^memory must be an MsConfig, not None$"):
         OmniTrainConfig(good.channels, 2, 1, None)
 
 
