@@ -330,7 +330,8 @@ def train_run(spec, config=None, seed=1, task=None):
                 value.requires_grad_(False)
         parameters = [v for layer in layers for v in layer.values()] + list(head.parameters())
         controller = SkipController(spec.layers, spec.seq_len, spec.loss_type,
-                                    config.skip_threshold if config.ms2 else 0.0)
+                                    config.skip_threshold if config.ms2 else 0.0,
+                                    scaling=config.scaling)
     if spec.optimizer == "adam":
         optimizer = torch.optim.Adam(parameters, lr=spec.lr)
     else:

@@ -52,10 +52,14 @@ import numpy as np
 
 from ..errors import UsageError
 
-__all__ = ["LOSS_TYPES", "magnitude_map", "predict_loss", "fit_alpha", "kept_cells",
+__all__ = ["LOSS_TYPES", "SCALINGS", "magnitude_map", "predict_loss", "fit_alpha", "kept_cells",
            "scale_factors", "SkipController"]
 
 LOSS_TYPES = ("single", "per-timestamp")
+#: What the convergence-aware scaling factor of a layer (``sum over all its cells / sum
+#: over its kept cells``) sums: ``predicted`` eq. 4's δW_Mag of the plan, ``measured``
+#: epoch 1's measured per-cell magnitudes, ``count`` 1 per cell (``LL / kept``).
+SCALINGS = ("predicted", "measured", "count")
 
 
 def _check_loss_type(loss_type):
@@ -126,14 +130,20 @@ class SkipController:
         ``"single"`` or ``"per-timestamp"``.
     skip_threshold : float
         Fraction of epoch 1's largest predicted δW_Mag (module docstring); 0 = no skip.
+    scaling : str
+        One of :data:`SCALINGS`: the magnitudes the scaling factor sums.
 
     Use: :meth:`plan` at the start of every epoch (1-based) gives the kept map and the
     factors; during epoch 1, :meth:`observe` each batch's measured per-cell magnitudes and
     loss; :meth:`end_epoch` with the epoch's mean loss.
     """
 
-    def __init__(self, layers, length, loss_type, skip_threshold):
+    def __init__(self, layers, length, loss_type, skip_threshold, *, scaling="predicted"):
         _check_loss_type(loss_type)
+        if scaling not in SCALINGS:
+            raise UsageError(f"scaling must be one of {', '.join(SCALINGS)}, not "
+                             f"{scaling!r}")
+        self.scaling = scaling
         if not (isinstance(skip_threshold, (int, float)) and 0 <= skip_threshold < 1):
             raise UsageError(f"skip_threshold must be a number from 0 to below 1, not "
                              f"{skip_threshold!r}")
@@ -194,4 +204,6 @@ class SkipController:
         magnitudes = magnitude_map(self.alpha, predicted, self.layers, self.length,
                                    self.loss_type)
         kept = kept_cells(magnitudes, self.threshold)
-        return kept, scale_factors(magnitudes, kept), predicted
+        summed = dict(predicted=magnitudes, measured=self.measured,
+                      count=np.ones_like(magnitudes))[self.scaling]
+        return kept, scale_factors(summed, kept), predicted

@@ -280,7 +280,8 @@ class OmniTrainer:
             from .train_rtl import RtlCells
             self._rtl = RtlCells(config, seed=seed, log=log)
         self._skip = SkipController(config.layers, config.seq_len, memory.loss_type,
-                                    memory.skip_threshold if memory.ms2 else 0.0)
+                                    memory.skip_threshold if memory.ms2 else 0.0,
+                                    scaling=memory.scaling)
         self._epoch = 0
         self._layers = []
         self._plan = None

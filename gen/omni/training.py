@@ -30,7 +30,7 @@ from ..errors import UsageError
 from .cell import (bp_ew_part1, bp_ew_part2, bp_matmul_inner, bp_matmul_outer, fw_ew,
                    fw_matmul, input_projection)
 from .compress import check_threshold, compress, decompress
-from .skipping import LOSS_TYPES
+from .skipping import LOSS_TYPES, SCALINGS
 
 __all__ = ["MsConfig", "Tape", "FIELDS", "FLOAT32_BOUND", "layers_from_module", "forward",
            "backward"]
@@ -59,6 +59,8 @@ class MsConfig:
         (:mod:`.skipping`).
     loss_type : str
         ``"single"`` (loss at the last timestamp) or ``"per-timestamp"``.
+    scaling : str
+        MS2's convergence-aware scaling factor, one of :data:`.skipping.SCALINGS`.
     """
 
     ms1: bool = False
@@ -66,6 +68,7 @@ class MsConfig:
     ms2: bool = False
     skip_threshold: float = 0.02
     loss_type: str = "single"
+    scaling: str = "predicted"
 
     def __post_init__(self):
         check_threshold(self.prune_threshold, "prune_threshold")
@@ -76,6 +79,9 @@ class MsConfig:
         if self.loss_type not in LOSS_TYPES:
             raise UsageError(f"loss_type must be one of {', '.join(LOSS_TYPES)}, not "
                              f"{self.loss_type!r}")
+        if self.scaling not in SCALINGS:
+            raise UsageError(f"scaling must be one of {', '.join(SCALINGS)}, not "
+                             f"{self.scaling!r}")
 
     @property
     def name(self):

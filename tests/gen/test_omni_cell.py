@@ -108,5 +108,8 @@ def test_config_errors():
     with pytest.raises(UsageError, match=r"^loss_type must be one of single, "
                                          r"per-timestamp, not 'mse'$"):
         MsConfig(loss_type="mse")
+    with pytest.raises(UsageError, match=r"^scaling must be one of predicted, measured, "
+                                         r"count, not 'LL'$"):
+        MsConfig(scaling="LL")
     with pytest.raises(UsageError, match=r"no projection$"):
         layers_from_module(torch.nn.LSTM(3, 4, proj_size=2))
