@@ -162,6 +162,7 @@ def test_bad_seeds():
                                    r"pairs of numbers from 0 to below 1, not '0\.1'$"),
     (["--sweep", "--both", "0.1/0.001,0.1/x"], r"argument --both: must be comma-separated "
      r"THETA/F pairs of numbers from 0 to below 1, not '0\.1/0\.001,0\.1/x'$"),
+    (["--epochs", "0"], r"argument --epochs: must be a positive integer, not '0'$"),
     (["--grad-clip", "-1"], r"argument --grad-clip: must be a positive number, not '-1'$"),
     (["-o", "somewhere"], r"-o/--output is for --sweep only$"),
 ])
