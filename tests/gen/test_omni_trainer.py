@@ -300,9 +300,10 @@ def test_rtl_failures_raise_check_failed(monkeypatch):
 
 
 def test_a_pruning_step_is_reported_not_bounded(tmp_path):
-    """MS1 at the default θ (0.05) prunes P1 values: the step's update is not SGD's by design, so
-    train.json reports its difference and what was approximated, ``within_bound`` is
-    None (not applicable) for it and for the run, and nothing fails."""
+    """MS1 at the default θ (0.05) prunes P1 values: the step's update is not SGD's by
+    design, so train.json reports its difference and what was approximated,
+    ``within_bound`` is None (not applicable) for it and for the run, and nothing
+    fails."""
     torch.manual_seed(6)
     torch.save(torch.nn.LSTM(3, 5).state_dict(), tmp_path / "lstm.pt")
     rng = np.random.default_rng(6)
