@@ -102,11 +102,14 @@ Decisions, each from the table:
   PyTorch 4.120 / 4.245 / 4.200, both 4.207 / 4.238 / 4.122, difference +2.12 / -0.17 /
   -1.83 %, mean +0.04 % (within 1 % on the mean, not on seed 1), 10.7 / 11.1 / 10.7 %
   stored saved (P1 density 0.81 / 0.80 / 0.81, 11.3 / 11.2 / 11.3 % of the cells
-  skipped). The 20-epoch gap (+4.4 %, every seed) is a slower convergence, which 40
-  epochs mostly closes; this is the one text setting measured within 1 % with memory
-  saved. Not measured (machine time): ``exact`` at 40 epochs (so the noise floor at 40
-  epochs is not known; the spread of the three differences, 4 points, is larger than at
-  20), more seeds, MS1 and MS2 alone at 40 epochs.
+  skipped). ``exact`` (``MsConfig(loss_type="per-timestamp")``, same spec, 1.3 to 1.5
+  minutes a run): 4.221 / 4.242 / 4.120, +2.45 / -0.07 / -1.90 % from PyTorch (mean
+  +0.16 %): at 40 epochs the rounding-order chaos is back (std 1.8 %, so three seeds
+  resolve about +-1 % against PyTorch). Against ``exact`` of the same seed, MS1+MS2 is
+  -0.32 / -0.10 / +0.07 %: the 20-epoch gap (+4.4 %, every seed) is slower convergence,
+  which 40 epochs closes to below the noise; this is the one text setting measured
+  within 1 % with memory saved. Not measured (machine time): more seeds at 40 epochs,
+  MS1 and MS2 alone at 40 epochs, θ 0.1 at 40 epochs.
 
 Measured, session 1 (MS1 and MS2 alone; issue 13's 1 % criterion). Command,
 one process on the shared 2-core machine, 2026-11-23: ``python -m nnrtl.gen.omni.accuracy
