@@ -6,7 +6,7 @@
   values): the contract with the DMA's compression module and decoder;
 * :mod:`.skipping` -- MS2: eq. 4, eq. 5, α, the skip map, the convergence-aware scaling;
 * :mod:`.training` -- :func:`~.training.forward` / :func:`~.training.backward` of an LSTM
-  stack with MS1 and MS2 (:class:`~.training.OmniConfig`), gradients equal to autograd;
+  stack with MS1 and MS2 (:class:`~.training.MsConfig`), gradients equal to autograd;
 * :mod:`.accounting` -- footprint and data movement per iteration, Table I shapes;
 * :mod:`.accuracy` -- the real tasks (digits, single loss; a character LM on CPython's
   ``pydoc_data``, per-timestamp loss) against unmodified PyTorch training.

@@ -5,9 +5,11 @@ initial weights and batch order, (1) ``nn.LSTM`` with PyTorch autograd (the base
 (2-4) the η-LSTM decomposition (:mod:`.training`) with MS1, MS2, and both; it prints one
 JSON line per task and run (final accuracy or perplexity, the relative difference from
 the baseline, the measured P1 density, skipped cells, rows and the bytes stored per
-iteration) and a summary line. ``--sweep [--seeds N] [-o DIR]``: the multi-seed threshold
-sweep of :mod:`.accuracy_sweep` (measured below); ``--grad-clip X`` clips the gradient
-norm of both trainings (:class:`TaskSpec`).
+iteration) and a summary line. ``--sweep [--seeds N] [--both θ/F,...] [--scaling S]
+[-o DIR]``: the multi-seed threshold sweep of :mod:`.accuracy_sweep` (MS1 alone, MS2
+alone and both together; its measurements and the defaults chosen from them);
+``--grad-clip X`` clips the gradient norm of both trainings (:class:`TaskSpec`);
+``--epochs N`` trains both for N epochs instead of the task's.
 
 Tasks (data shipped inside installed packages, nothing downloaded):
 
@@ -103,96 +105,8 @@ P1 density at θ = 0.1: 0.57 (digits), 0.64 (text); cells skipped by MS2, mean o
 epochs: 60 % (digits, all but the last cell of each layer from epoch 10 on as the loss
 falls), 19 % (text).
 
-Multi-seed threshold sweep (:mod:`.accuracy_sweep`; issue 13's 1 % criterion). Command,
-one process on the shared 2-core machine, 2026-11-23: ``python -m nnrtl.gen.omni.accuracy
---sweep --task text --seeds 3 -o DIR`` (30.0 minutes wall, 11.4 min CPU) and ``... --task
-digits ...`` (4.2 minutes wall). Seeds 1-3, full size (:data:`TASKS`), each run against
-PyTorch of the same seed; "difference" is the metric's relative difference (accuracy:
-negative is worse; perplexity: positive is worse), mean [min, max] / median over the
-three seeds; "within" is the mean degradation <= 1 % ("all" if every seed's is);
-"stored" the bytes kept FW -> BP per iteration (activations + intermediates, all cells)
-against the decomposition without MS ("exact"), so MS1's figure here is smaller than
-the P1-record-only figure above; "P1" MS1's survivor density, "skip" MS2's skipped share
-of the BP cells (mean over epochs):
-
-=====  ======  ============================  ======  ======  ======  =====  =====
-task   run     difference mean [min, max]    median  within  stored  P1     skip
-=====  ======  ============================  ======  ======  ======  =====  =====
-text   exact   +8.54 % [+0.70 %, +13.11 %]   +11.82  no      0
-text   θ 0.1   +6.99 % [+5.79 %, +8.30 %]    +6.89   no      -12.7   0.648
-text   θ 0.05  +11.21 % [+1.58 %, +27.18 %]  +4.89   no      +0.8    0.812
-text   θ 0.03  +0.12 % [-1.69 %, +1.86 %]    +0.18   yes     +6.7    0.883
-text   θ 0.01  +1.21 % [-0.58 %, +4.04 %]    +0.19   no      +12.5   0.954
-text   0.02    +26.10 % [+5.45 %, +66.58 %]  +6.26   no      -19.1          19.2 %
-text   0.005   +2.71 % [+0.63 %, +4.58 %]    +2.92   no      -10.5          10.6 %
-text   0.001   +0.15 % [-1.10 %, +0.79 %]    +0.76   all     -3.2           3.3 %
-digits exact   +0.29 % [+0.00 %, +0.88 %]    +0.00   all     0
-digits θ 0.1   +0.71 % [-1.41 %, +3.24 %]    +0.29   yes     -21.3   0.569
-digits θ 0.05  +1.47 % [-0.85 %, +3.83 %]    +1.43   all     -10.2   0.690
-digits θ 0.03  +0.79 % [-0.85 %, +2.36 %]    +0.86   all     -3.0    0.770
-digits θ 0.01  +1.77 % [-0.85 %, +4.42 %]    +1.72   all     +8.4    0.894
-digits 0.02    -1.85 % [-5.01 %, +0.86 %]    -1.41   no      -60.8          60.4 %
-digits 0.005   +1.47 % [-0.28 %, +4.13 %]    +0.57   all     -37.5          37.3 %
-digits 0.001   +0.50 % [-0.86 %, +2.65 %]    -0.28   all     -20.5          20.3 %
-=====  ======  ============================  ======  ======  ======  =====  =====
-
-(θ rows: MS1 alone; bare thresholds: MS2 alone. PyTorch values, seeds 1-3: text 4.629 /
-4.700 / 4.596, digits 96.94 / 98.61 / 94.17 %. MS1+MS2 combined was not swept.)
-
-Conclusions (mean over three seeds, against the same seeds' PyTorch):
-
-* The text task cannot resolve 1 % with this training recipe. The decomposition
-  *without* MS -- PyTorch's gradients up to float32 rounding order -- ends +0.70 %,
-  +13.1 % and +11.8 % from PyTorch (seeds 1/2/3): SGD at lr 1.0 with momentum 0.9 is
-  chaotic here, a rounding-sized perturbation grows into a different trajectory, and
-  the final-epoch perplexity catches one-epoch spikes (exact seed 2: training loss
-  1.201 -> 1.206 in the last epoch, validation 5.317; MS2 0.02 seed 2 diverges, 7.83).
-  So a single run's difference is noise of up to +13 % (+27 %, +67 % in spikes), and
-  three seeds do not average it down to 1 %.
-* Within that noise, the largest settings that meet the criterion on the mean: text --
-  MS1 θ 0.03 (+0.12 %, but it stores 6.7 % *more* than the baseline: the compressed P1
-  record outweighs the five vectors above density ~0.8) and MS2 0.001 (+0.15 %, every
-  seed within, 3.2 % stored saved, 3.3 % of the cells skipped). Digits -- MS1 θ 0.1
-  (+0.71 %, one seed -1.41 %; 21.3 % saved at density 0.569) and MS2 0.005 (37.5 %
-  saved, 37.3 % skipped); MS2 0.02 (60.8 % saved) loses 1.85 % on the mean (seed 3
-  -5.0 %). The digits' rows are not monotone in θ: 360 test images, 0.28 % each.
-* Against the paper (57.5 % footprint with both MS, PTB +0.54 % perplexity): on the
-  per-timestamp text task the savings left within 1 % are 3.2 % (MS2) and none (MS1);
-  on the single-loss digits task up to 37.5 % (MS2 alone) or 21.3 % (MS1 alone), below
-  57.5 % even before weights are counted (the paper's footprint includes them; this
-  "stored" does not). Issue 13's "with them on, the two real tasks stay within 1 %"
-  holds for digits at θ 0.1 or MS2 0.005, and for text only at thresholds that save
-  almost nothing, and even there the baseline's own seed-to-seed chaos is larger than
-  the margin being measured.
-
-The same text sweep with the gradient norm clipped to 1.0 in both trainings (``--grad-clip
-1.0``; 0 to 0.6 % of the steps clipped, so the spikes, not the ordinary steps), two runs:
-``--sweep --task text --seeds 3 --grad-clip 1.0 --prune-thresholds 0.1 --skip-thresholds
-0.02`` (3.4 min wall) and ``... --prune-thresholds 0.05,0.03,0.01 --skip-thresholds
-0.005,0.001`` (8.5 min wall; the machine was less loaded than for the runs above). PyTorch
-4.629 / 4.675 / 4.490; exact -0.35 % [-1.22 %, +0.70 %], within: the chaos is gone and
-1 % becomes resolvable:
-
-=====  ==========================  ======  ======  ======  =====  =====
-run    difference mean [min, max]  median  within  stored  P1     skip
-=====  ==========================  ======  ======  ======  =====  =====
-θ 0.1  +7.77 % [+5.67 %, +9.41 %]  +8.22   no      -12.5   0.650
-θ 0.05 +2.30 % [+0.44 %, +3.98 %]  +2.48   no      +0.6    0.809
-θ 0.03 +0.19 % [-0.56 %, +1.11 %]  +0.03   yes     +6.6    0.883
-θ 0.01 -0.62 % [-1.27 %, +0.06 %]  -0.65   all     +12.4   0.953
-0.02   +6.34 % [+4.83 %, +7.94 %]  +6.26   no      -19.1          19.2 %
-0.005  +3.71 % [+2.00 %, +5.35 %]  +3.78   no      -9.2           9.3 %
-0.001  +1.78 % [+0.79 %, +3.32 %]  +1.24   no      -3.3           3.3 %
-=====  ==========================  ======  ======  ======  =====  =====
-
-With the noise removed the gaps are systematic and monotone in the threshold: on the
-per-timestamp task MS2 is outside 1 % at every swept threshold (even 0.001, 3.3 % of the
-cells skipped), and MS1 is within 1 % only from θ 0.03 down, where its compressed record
-stores more than the uncompressed baseline. On this task neither MS saves memory within
-1 %; the seed-1 analysis above (the σ'-products pruned at θ 0.1 carry real mass; eq. 4's
-magnitude profile does not hold, so skipped cells carry real gradient) is what the
-sweep confirms. Clipping is not the tasks' default (:data:`TASKS` unchanged, so the
-figures above stay reproducible); MS1+MS2 combined was not swept.
+The multi-seed sweeps (three seeds, with and without gradient clipping, MS1, MS2 and
+both together) and the chosen defaults: :mod:`.accuracy_sweep`.
 """
 
 import argparse
@@ -208,8 +122,8 @@ import numpy as np
 import torch
 
 from .cell import PART1, bp_ew_part1
-from .skipping import SkipController, magnitude_map
-from .training import OmniConfig, backward, forward, layers_from_module
+from .skipping import SCALINGS, SkipController, magnitude_map
+from .training import MsConfig, backward, forward, layers_from_module
 
 __all__ = ["TaskSpec", "TASKS", "QUICK", "load_task", "train_run", "compare",
            "pruned_share", "main"]
@@ -315,7 +229,7 @@ def _evaluate(task, spec, run_lstm, head):
 
 def train_run(spec, config=None, seed=1, task=None):
     """Train one model; ``config`` ``None`` = the baseline (``nn.LSTM`` and autograd),
-    else an :class:`~.training.OmniConfig`. Returns a dict of the final metric, the loss
+    else an :class:`~.training.MsConfig`. Returns a dict of the final metric, the loss
     per epoch, the measured densities and bytes, and the seconds taken."""
     task = task or load_task(spec)
     torch.manual_seed(seed)
@@ -330,7 +244,8 @@ def train_run(spec, config=None, seed=1, task=None):
                 value.requires_grad_(False)
         parameters = [v for layer in layers for v in layer.values()] + list(head.parameters())
         controller = SkipController(spec.layers, spec.seq_len, spec.loss_type,
-                                    config.skip_threshold if config.ms2 else 0.0)
+                                    config.skip_threshold if config.ms2 else 0.0,
+                                    scaling=config.scaling)
     if spec.optimizer == "adam":
         optimizer = torch.optim.Adam(parameters, lr=spec.lr)
     else:
@@ -412,7 +327,7 @@ def compare(spec, seed=1, prune_threshold=None, skip_threshold=None):
     task = load_task(spec)
     prune_threshold = spec.prune_threshold if prune_threshold is None else prune_threshold
     skip_threshold = spec.skip_threshold if skip_threshold is None else skip_threshold
-    configs = [None] + [OmniConfig(ms1=ms1, ms2=ms2, prune_threshold=prune_threshold,
+    configs = [None] + [MsConfig(ms1=ms1, ms2=ms2, prune_threshold=prune_threshold,
                                    skip_threshold=skip_threshold, loss_type=spec.loss_type)
                         for ms1, ms2 in ((False, False), (True, False), (False, True),
                                          (True, True))]
@@ -507,9 +422,24 @@ def _thresholds(text):
     return values
 
 
+def _pairs(text):
+    """``--both``: ``θ/F[,θ/F...]`` as a tuple of float pairs, each in [0, 1)."""
+    pairs = []
+    for item in text.split(","):
+        parts = item.split("/")
+        try:
+            pairs.append(_thresholds(",".join(parts)) if len(parts) == 2 else None)
+        except argparse.ArgumentTypeError:
+            pairs.append(None)
+        if pairs[-1] is None:
+            raise argparse.ArgumentTypeError(f"must be comma-separated THETA/F pairs of "
+                                             f"numbers from 0 to below 1, not {text!r}")
+    return tuple(pairs)
+
+
 def _run_sweep(args, specs):
-    from .accuracy_sweep import (PRUNE_THRESHOLDS, SKIP_THRESHOLDS, summary_table, sweep,
-                                 write_outputs)
+    from .accuracy_sweep import (BOTH_THRESHOLDS, PRUNE_THRESHOLDS, SKIP_THRESHOLDS,
+                                 summary_table, sweep, write_outputs)
     lines, rows = [], []
 
     def emit(line):
@@ -520,7 +450,9 @@ def _run_sweep(args, specs):
     for name in args.task or sorted(specs):
         rows += sweep(specs[name], range(1, args.seeds + 1),
                       args.prune_thresholds or PRUNE_THRESHOLDS,
-                      args.skip_thresholds or SKIP_THRESHOLDS, emit)
+                      args.skip_thresholds or SKIP_THRESHOLDS, emit,
+                      BOTH_THRESHOLDS if args.both is None else args.both,
+                      args.scaling or MsConfig.scaling)
     print(summary_table(rows))
     print(f"wall time {time.perf_counter() - start:.0f} s")
     if args.output is not None:
@@ -549,9 +481,16 @@ def main(argv=None):
                         "values, comma-separated (default 0.1,0.05,0.03,0.01)")
     parser.add_argument("--skip-thresholds", type=_thresholds, help="--sweep: MS2's "
                         "thresholds, comma-separated (default 0.02,0.005,0.001)")
+    parser.add_argument("--both", type=_pairs, help="--sweep: MS1 and MS2 together at "
+                        "these THETA/F pairs, comma-separated (default: the documented "
+                        "defaults, MsConfig's)")
+    parser.add_argument("--scaling", choices=SCALINGS, help="MS2's scaling factor "
+                        "(default: MsConfig's)")
     parser.add_argument("--grad-clip", type=_positive_float, help="clip the gradient's "
                         "L2 norm to this before every step (baseline and decomposition "
                         "alike; default: none)")
+    parser.add_argument("--epochs", type=_positive, help="train this many epochs (both "
+                        "trainings; default: the task's)")
     parser.add_argument("-o", "--output", help="--sweep: write sweep.jsonl and sweep.png "
                         "to this directory")
     args = parser.parse_args(argv)
@@ -564,6 +503,9 @@ def main(argv=None):
     specs = QUICK if args.quick else TASKS
     if args.grad_clip:
         specs = {name: dataclasses.replace(spec, grad_clip=args.grad_clip)
+                 for name, spec in specs.items()}
+    if args.epochs:
+        specs = {name: dataclasses.replace(spec, epochs=args.epochs)
                  for name, spec in specs.items()}
     if args.sweep:
         return _run_sweep(args, specs)

@@ -8,11 +8,11 @@ gradient, PyTorch's SGD step), plus MS1's pruning and compression (the DMA's con
 :mod:`.compress`) and MS2's skip plan and scaling (:mod:`.skipping`).
 
 Engine options (``request.options``, after ``nnrtl train omni ...``)
-    ``--ms1``: BP-EW-P1 moved into FW, pruned at ``--prune-threshold θ`` (default 0.1,
-    :class:`~.training.OmniConfig`'s) and stored compressed; BP decodes it.
+    ``--ms1``: BP-EW-P1 moved into FW, pruned at ``--prune-threshold θ`` (default
+    :class:`~.training.MsConfig`'s, 0.05) and stored compressed; BP decodes it.
     ``--ms2``: BP-cell skipping with eq. 4's predictor, eq. 5 and the convergence-aware
-    scaling, ``--skip-threshold F`` (default 0.02: a fraction of epoch 1's largest
-    predicted δW_Mag, :mod:`.skipping`). The loss type is the interface's: ``mse`` is a
+    scaling, ``--skip-threshold F`` (default MsConfig's, 0.005: a fraction of epoch 1's
+    largest predicted δW_Mag, :mod:`.skipping`). The loss type is the interface's: ``mse`` is a
     loss at every timestamp (``per-timestamp``), ``cross-entropy`` one at the last
     (``single``). One training step is one epoch of MS2 (the request's batch is the whole
     data set): step 1 measures the per-cell magnitudes, skipping starts at step 4 (eq. 5
@@ -55,7 +55,7 @@ from ..train import BACKENDS
 from . import channel_passes as passes
 from .compress import check_threshold, compress, decompress
 from .skipping import SkipController
-from .training import OmniConfig
+from .training import MsConfig
 
 __all__ = ["OmniTrainConfig", "OmniTrainer", "parse_options", "config_for",
            "gradient_bound", "train_hook", "LOSS_TYPES"]
@@ -78,14 +78,14 @@ class OmniTrainConfig:
         same, ``max_length`` the longest job of any layer (one RTL build for all).
     seq_len, batch : int
         LL and B of the data.
-    memory : OmniConfig
+    memory : MsConfig
         MS1 and MS2 and their thresholds, the loss type.
     """
 
     channels: tuple
     seq_len: int
     batch: int
-    memory: OmniConfig = OmniConfig()
+    memory: MsConfig = MsConfig()
 
     def __post_init__(self):
         if not self.channels or not all(isinstance(c, ChannelConfig) for c in self.channels):
@@ -95,8 +95,8 @@ class OmniTrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise TypeError(f"{name} must be a positive integer, not {value!r}")
-        if not isinstance(self.memory, OmniConfig):
-            raise TypeError(f"memory must be an OmniConfig, not {self.memory!r}")
+        if not isinstance(self.memory, MsConfig):
+            raise TypeError(f"memory must be an MsConfig, not {self.memory!r}")
 
     @property
     def layers(self):
@@ -149,7 +149,7 @@ def gradient_bound(config):
 
 
 def parse_options(options, loss="mse"):
-    """An :class:`OmniConfig` from the engine options (module docstring); a
+    """An :class:`MsConfig` from the engine options (module docstring); a
     :class:`UsageError` naming the option, its value and the rule otherwise."""
     given, values = set(), {}
     tokens = list(options)
@@ -189,7 +189,7 @@ def parse_options(options, loss="mse"):
         fields[field] = number
     if loss not in LOSS_TYPES:
         raise UsageError(f"--loss must be one of {', '.join(LOSS_TYPES)}, not {loss!r}")
-    return OmniConfig(ms1="ms1" in given, ms2="ms2" in given, loss_type=LOSS_TYPES[loss],
+    return MsConfig(ms1="ms1" in given, ms2="ms2" in given, loss_type=LOSS_TYPES[loss],
                       **fields)
 
 
@@ -211,7 +211,7 @@ def _check_network(network):
     return network.layers
 
 
-def config_for(network, seq_len, batch, params=(), memory=OmniConfig()):
+def config_for(network, seq_len, batch, params=(), memory=MsConfig()):
     """The :class:`OmniTrainConfig` of ``network`` for ``seq_len`` x ``batch`` data:
     the layer sizes from the model, the channel ``params`` (``--param`` strings)."""
     layers = _check_network(network)
@@ -280,7 +280,8 @@ class OmniTrainer:
             from .train_rtl import RtlCells
             self._rtl = RtlCells(config, seed=seed, log=log)
         self._skip = SkipController(config.layers, config.seq_len, memory.loss_type,
-                                    memory.skip_threshold if memory.ms2 else 0.0)
+                                    memory.skip_threshold if memory.ms2 else 0.0,
+                                    scaling=memory.scaling)
         self._epoch = 0
         self._layers = []
         self._plan = None

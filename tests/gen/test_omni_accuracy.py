@@ -7,7 +7,7 @@ import torch
 
 from nnrtl.gen.omni.accuracy import (QUICK, TASKS, compare, load_task, pruned_share,
                                     train_run)
-from nnrtl.gen.omni.training import OmniConfig
+from nnrtl.gen.omni.training import MsConfig
 
 
 @pytest.fixture(autouse=True)
@@ -32,14 +32,14 @@ def test_tasks_load_real_data():
 def test_decomposition_trains_as_pytorch_does():
     spec = dataclasses.replace(QUICK["digits"], epochs=2)
     torch_run = train_run(spec)
-    ours = train_run(spec, OmniConfig())
+    ours = train_run(spec, MsConfig())
     assert ours["losses"] == pytest.approx(torch_run["losses"], rel=1e-5)
     assert ours["value"] == torch_run["value"] > 0.2
 
 
 def test_quick_ms1_ms2_text_run():
     spec = QUICK["text"]
-    run = train_run(spec, OmniConfig(ms1=True, ms2=True, loss_type=spec.loss_type))
+    run = train_run(spec, MsConfig(ms1=True, ms2=True, loss_type=spec.loss_type))
     assert run["skipped_per_epoch"][:3] == [0.0, 0.0, 0.0]
     assert max(run["skipped_per_epoch"][3:]) > 0
     assert 0 < run["p1_density"] < 1

@@ -10,10 +10,10 @@ import torch
 
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.accuracy import QUICK, main, train_run
-from nnrtl.gen.omni.accuracy_sweep import (LIMIT, _summarise, check_thresholds,
+from nnrtl.gen.omni.accuracy_sweep import (LIMIT, _summarise, check_pairs, check_thresholds,
                                            rows_from_lines, summary_table, sweep,
                                            write_outputs)
-from nnrtl.gen.omni.training import OmniConfig
+from nnrtl.gen.omni.training import MsConfig
 
 SPEC = dataclasses.replace(QUICK["text"], epochs=4, train_chars=3_200)   # MS2 skips from epoch 4
 
@@ -21,12 +21,13 @@ SPEC = dataclasses.replace(QUICK["text"], epochs=4, train_chars=3_200)   # MS2 s
 @pytest.fixture(scope="module")
 def text_sweep():
     """The sweep on one thread (as the CLI runs it): 2 seeds, θ 0.1 and 0, MS2 0.02
-    and 0."""
+    and 0, both at 0.1/0.02 and 0/0."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     lines = []
     try:
-        rows = sweep(SPEC, (1, 2), (0.1, 0.0), (0.02, 0.0), lines.append)
+        rows = sweep(SPEC, (1, 2), (0.1, 0.0), (0.02, 0.0), lines.append,
+                     ((0.1, 0.02), (0.0, 0.0)))
     finally:
         torch.set_num_threads(threads)
     return rows, lines
@@ -36,9 +37,9 @@ def test_sweep_rows_and_fields(text_sweep):
     rows, lines = text_sweep
     assert [(r["run"], r["threshold"]) for r in rows] == [
         ("pytorch", 0.0), ("exact", 0.0), ("ms1", 0.1), ("ms1", 0.0), ("ms2", 0.02),
-        ("ms2", 0.0)]
+        ("ms2", 0.0), ("both", (0.1, 0.02)), ("both", (0.0, 0.0))]
     runs = [line for line in lines if line["kind"] == "run"]
-    assert len(runs) == 2 * 6 and [line["seed"] for line in runs[:2]] == [1, 2]
+    assert len(runs) == 2 * 8 and [line["seed"] for line in runs[:2]] == [1, 2]
     for row in rows:
         assert row["seeds"] == 2 and row["metric"] == "perplexity"
         for key in ("relative_difference_mean", "relative_difference_min",
@@ -48,11 +49,15 @@ def test_sweep_rows_and_fields(text_sweep):
             assert key in row, key
         assert all(v > 1 for v in row["values"])          # perplexities
         assert ("stored_reduction" in row) == (row["run"] != "pytorch")
-        assert ("p1_density" in row) == (row["run"] == "ms1")
-        assert ("skipped" in row) == (row["run"] == "ms2")
-    ms1, ms2 = rows[2], rows[4]
+        assert ("p1_density" in row) == (row["run"] in ("ms1", "both"))
+        assert ("skipped" in row) == (row["run"] in ("ms2", "both"))
+    ms1, ms2, both = rows[2], rows[4], rows[6]
     assert 0 < ms1["p1_density"] < 1 and ms1["stored_reduction"] > 0
     assert 0 < ms2["skipped"] < 1 and ms2["stored_reduction"] > 0
+    # together: MS2 skips the same cells (its plan runs on the losses, which MS1 changes
+    # only slightly) and the kept cells store MS1's records: more saved than either
+    assert 0 < both["skipped"] < 1 and 0 < both["p1_density"] < 1
+    assert both["stored_reduction"] > max(ms1["stored_reduction"], ms2["stored_reduction"])
     assert rows[3]["p1_density"] == 1.0                  # θ = 0 prunes nothing
 
 
@@ -72,17 +77,20 @@ def test_threshold_zero_equals_the_exact_decomposition(text_sweep):
     """MS1 θ = 0 and MS2 threshold 0 train exactly as the decomposition without MS;
     that one is PyTorch up to float32 rounding order."""
     rows, lines = text_sweep
-    runs = {(line["run"], line["threshold"], line["seed"]): line for line in lines
-            if line["kind"] == "run"}
+    runs = {(line["run"], json.dumps(line["threshold"]), line["seed"]): line
+            for line in lines if line["kind"] == "run"}
     for seed in (1, 2):
-        exact = runs["exact", 0.0, seed]
-        for key in (("ms1", 0.0, seed), ("ms2", 0.0, seed)):
+        exact = runs["exact", "0.0", seed]
+        for key in (("ms1", 0.0, seed), ("ms2", 0.0, seed), ("both", [0.0, 0.0], seed)):
+            key = key[0], json.dumps(key[1]), key[2]
             assert runs[key]["value"] == exact["value"]
             assert runs[key]["losses"] == exact["losses"]
-        assert exact["value"] == pytest.approx(runs["pytorch", 0.0, seed]["value"],
+        assert exact["value"] == pytest.approx(runs["pytorch", "0.0", seed]["value"],
                                                rel=1e-5)
     assert rows[5]["relative_difference"] == rows[1]["relative_difference"]
     assert rows[5]["stored_reduction"] == 0.0 and rows[5]["skipped"] == 0.0
+    assert rows[7]["relative_difference"] == rows[1]["relative_difference"]
+    assert rows[7]["skipped"] == 0.0 and rows[7]["p1_density"] == 1.0
 
 
 def test_sign_of_the_criterion():
@@ -108,6 +116,7 @@ def test_outputs_table_and_plot(text_sweep, tmp_path):
     assert rows_from_lines(lines[:-2]) == rows[:-1]      # cut off: whole settings only
     table = summary_table(rows)
     assert table.count("\n") == len(rows) + 3 and "ms2      0.02" in table
+    assert "both     0.1/0.02" in table
     write_outputs(tmp_path / "out", lines, rows)
     written = (tmp_path / "out" / "sweep.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in written] == json.loads(json.dumps(lines))
@@ -125,6 +134,17 @@ def test_bad_thresholds(values, message):
         check_thresholds(values, "prune_thresholds")
 
 
+@pytest.mark.parametrize("pairs, message", [
+    ((0.1,), r"^both_thresholds must be \(θ, skip threshold\) pairs, not 0\.1$"),
+    (((0.1, 0.2, 0.3),), r"^both_thresholds must be \(θ, skip threshold\) pairs, not "
+                         r"\(0\.1, 0\.2, 0\.3\)$"),
+    (((0.1, 1.0),), r"^both_thresholds must be numbers from 0 to below 1, not 1\.0$"),
+])
+def test_bad_pairs(pairs, message):
+    with pytest.raises(UsageError, match=message):
+        check_pairs(pairs)
+
+
 def test_bad_seeds():
     with pytest.raises(UsageError, match=r"^seeds must be non-negative integers, at least "
                        r"one, not \(\)$"):
@@ -138,6 +158,11 @@ def test_bad_seeds():
      r"argument --prune-thresholds: must be numbers from 0 to below 1, not '0\.1,1\.5'$"),
     (["--sweep", "--skip-thresholds", "a,b"],
      r"argument --skip-thresholds: must be comma-separated numbers, not 'a,b'$"),
+    (["--sweep", "--both", "0.1"], r"argument --both: must be comma-separated THETA/F "
+                                   r"pairs of numbers from 0 to below 1, not '0\.1'$"),
+    (["--sweep", "--both", "0.1/0.001,0.1/x"], r"argument --both: must be comma-separated "
+     r"THETA/F pairs of numbers from 0 to below 1, not '0\.1/0\.001,0\.1/x'$"),
+    (["--epochs", "0"], r"argument --epochs: must be a positive integer, not '0'$"),
     (["--grad-clip", "-1"], r"argument --grad-clip: must be a positive number, not '-1'$"),
     (["-o", "somewhere"], r"-o/--output is for --sweep only$"),
 ])
@@ -165,7 +190,7 @@ def test_gradient_clipping_applies_to_both_trainings():
     torch.set_num_threads(1)
     try:
         free, torch_run = train_run(spec), train_run(clipped)
-        ours = train_run(clipped, OmniConfig())
+        ours = train_run(clipped, MsConfig())
     finally:
         torch.set_num_threads(threads)
     assert ours["losses"] == pytest.approx(torch_run["losses"], rel=1e-5)

@@ -6,7 +6,7 @@ import torch
 
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.cell import PART1, bp_ew_part1, bp_ew_part2, fw_ew, fw_matmul
-from nnrtl.gen.omni.training import (FIELDS, FLOAT32_BOUND, OmniConfig, backward, forward,
+from nnrtl.gen.omni.training import (FIELDS, FLOAT32_BOUND, MsConfig, backward, forward,
                                      layers_from_module)
 
 
@@ -32,7 +32,7 @@ def test_gradients_equal_autograd_float64(layers, loss_type):
         dys[:-1] = 0
     outputs, dxs = _autograd(module, xs, dys)
     weights = layers_from_module(module)
-    ys, tape = forward(weights, xs, OmniConfig(loss_type=loss_type))
+    ys, tape = forward(weights, xs, MsConfig(loss_type=loss_type))
     grads, info = backward(weights, tape, dys)
     assert _relative(ys, outputs) < 1e-12
     assert _relative(info["dxs"], dxs) < 1e-12
@@ -65,7 +65,7 @@ def test_ms1_threshold_zero_is_bit_identical_to_baseline(dtype):
     dys = torch.randn(12, 3, 10, dtype=dtype)
     runs = []
     for ms1 in (False, True):
-        _, tape = forward(weights, xs, OmniConfig(ms1=ms1, prune_threshold=0.0))
+        _, tape = forward(weights, xs, MsConfig(ms1=ms1, prune_threshold=0.0))
         runs.append(backward(weights, tape, dys))
     (base, base_info), (ms1, ms1_info) = runs
     assert torch.equal(base_info["dxs"], ms1_info["dxs"])
@@ -101,12 +101,15 @@ def test_fw_matmul_is_eq1():
 def test_config_errors():
     with pytest.raises(UsageError, match=r"^prune_threshold must be a finite number >= 0, "
                                          r"not -0\.1$"):
-        OmniConfig(prune_threshold=-0.1)
+        MsConfig(prune_threshold=-0.1)
     with pytest.raises(UsageError, match=r"^skip_threshold must be a number from 0 to "
                                          r"below 1, not 1\.5$"):
-        OmniConfig(skip_threshold=1.5)
+        MsConfig(skip_threshold=1.5)
     with pytest.raises(UsageError, match=r"^loss_type must be one of single, "
                                          r"per-timestamp, not 'mse'$"):
-        OmniConfig(loss_type="mse")
+        MsConfig(loss_type="mse")
+    with pytest.raises(UsageError, match=r"^scaling must be one of predicted, measured, "
+                                         r"count, not 'LL'$"):
+        MsConfig(scaling="LL")
     with pytest.raises(UsageError, match=r"no projection$"):
         layers_from_module(torch.nn.LSTM(3, 4, proj_size=2))

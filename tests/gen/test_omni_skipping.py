@@ -108,3 +108,28 @@ def test_dropped_share_predicted_against_measured_flat_profile():
     magnitudes = magnitude_map(controller.alpha, predicted, 1, 4, "per-timestamp")
     assert controller.dropped_share(kept, magnitudes) == (pytest.approx(14 / 30),
                                                           pytest.approx(3 / 4))
+
+
+@pytest.mark.parametrize("scaling, factor", [
+    ("predicted", 30 / 16),      # eq. 4's (16, 9, 4, 1), one kept: 30 / 16
+    ("measured", 10 / 4),        # epoch 1 measured (4, 3, 2, 1), one kept: 10 / 4
+    ("count", 4 / 1),            # LL / kept
+])
+def test_scaling_factor_sums(scaling, factor):
+    """Same plan as above (epoch 4 keeps the first of four cells); only what the factor
+    sums changes."""
+    controller = SkipController(1, 4, "per-timestamp", 0.2, scaling=scaling)
+    for epoch, loss in zip((1, 2, 3), (2.0, 1.0, 0.6)):
+        controller.plan(epoch)
+        if controller.wants_measurements(epoch):
+            controller.observe(np.array([[4.0, 3.0, 2.0, 1.0]]), loss)
+        controller.end_epoch(loss)
+    kept, factors, _ = controller.plan(4)
+    assert kept.tolist() == [[True, False, False, False]]
+    assert factors.tolist() == [pytest.approx(factor)]
+
+
+def test_scaling_errors():
+    with pytest.raises(UsageError, match=r"^scaling must be one of predicted, measured, "
+                                         r"count, not 'x'$"):
+        SkipController(1, 1, "single", 0.1, scaling="x")

@@ -17,7 +17,7 @@ from nnrtl.gen.farnn.accuracy import random_network, reference_gradients
 from nnrtl.gen.models import LSTM, Network
 from nnrtl.gen.omni.trainer import (OmniTrainConfig, OmniTrainer, config_for, gradient_bound,
                                     parse_options, train_hook)
-from nnrtl.gen.omni.training import OmniConfig
+from nnrtl.gen.omni.training import MsConfig
 
 from train_step import interface_step
 
@@ -127,7 +127,7 @@ def test_ms1_prunes_and_ms2_skips():
     x = np.random.default_rng(2).uniform(-1, 1, (4, 1, 3))
     losses = iter([1.0, 0.6, 0.45, 0.4, 0.38])
     (base,), plain = _gradients(network, x, None, 1, ())
-    (ms1,), pruned = _gradients(network, x, None, 1, ("--ms1",))
+    (ms1,), pruned = _gradients(network, x, None, 1, ("--ms1", "--prune-threshold", "0.1"))
     density = pruned.counters()["p1_density"]
     assert 0.2 < density < 1
     assert pruned.counters()["stored_bytes"] < plain.counters()["stored_bytes"]
@@ -193,7 +193,7 @@ def test_bad_models_and_params():
     with pytest.raises(TypeError, match=r"^config must be an OmniTrainConfig, not 3$"):
         OmniTrainer(3)
     with pytest.raises(ValueError, match=r"^MS2 needs loss_of"):
-        OmniTrainer(config_for(lstm, 2, 1, memory=OmniConfig(ms2=True)))
+        OmniTrainer(config_for(lstm, 2, 1, memory=MsConfig(ms2=True)))
 
 
 def test_train_through_the_interface(tmp_path):
@@ -216,7 +216,8 @@ def test_train_through_the_interface(tmp_path):
     assert summary["within_bound"] and len(summary["loss"]) == 2
     record = json.loads((tmp_path / "run" / "train.json").read_text())
     assert record["config"]["memory"] == {"ms1": True, "prune_threshold": 0.0, "ms2": True,
-                                          "skip_threshold": 0.02, "loss_type": "single"}
+                                          "skip_threshold": 0.005, "loss_type": "single",
+                                          "scaling": "predicted"}
     assert record["config"]["channels"][1]["input_size"] == 5
     assert record["steps"][0]["p1_density"] == 1.0
     assert record["gradient_bound"] > record["steps"][1]["update_max_abs_diff"] / 0.5
@@ -229,7 +230,7 @@ def test_rtl_step_equals_the_golden_step(tmp_path, options):
     """One step with --backend rtl (a 4-lane channel under Verilator, one build of about
     two minutes for both runs) through gen/train.py's ``train``: within the bound of
     PyTorch float64's step, and the trained model equal bit for bit to the golden
-    backend's (the RTL checked beat by beat against the golden model); MS1 at θ = 0.1
+    backend's (the RTL checked beat by beat against the golden model); MS1 at the default θ
     runs the FW-with-P1 and the BP-without-P1 programs on the RTL."""
     from nnrtl.boards import get_board
     from nnrtl.gen.models import load_network
@@ -268,7 +269,7 @@ def test_config_checks():
         OmniTrainConfig(good.channels, 0, 1)
     with pytest.raises(TypeError, match=r"^batch must be a positive integer, not True$"):
         OmniTrainConfig(good.channels, 2, True)
-    with pytest.raises(TypeError, match=r"^memory must be an OmniConfig, not None$"):
+    with pytest.raises(TypeError, match=r"^memory must be an MsConfig, not None$"):
         OmniTrainConfig(good.channels, 2, 1, None)
 
 
@@ -299,9 +300,10 @@ def test_rtl_failures_raise_check_failed(monkeypatch):
 
 
 def test_a_pruning_step_is_reported_not_bounded(tmp_path):
-    """MS1 at θ = 0.1 prunes P1 values: the step's update is not SGD's by design, so
-    train.json reports its difference and what was approximated, ``within_bound`` is
-    None (not applicable) for it and for the run, and nothing fails."""
+    """MS1 at the default θ (0.05) prunes P1 values: the step's update is not SGD's by
+    design, so train.json reports its difference and what was approximated,
+    ``within_bound`` is None (not applicable) for it and for the run, and nothing
+    fails."""
     torch.manual_seed(6)
     torch.save(torch.nn.LSTM(3, 5).state_dict(), tmp_path / "lstm.pt")
     rng = np.random.default_rng(6)
@@ -317,7 +319,7 @@ def test_a_pruning_step_is_reported_not_bounded(tmp_path):
     assert summary["within_bound"] is None
     (step,) = json.loads((tmp_path / "run" / "train.json").read_text())["steps"]
     assert step["within_bound"] is None
-    assert re.fullmatch(r"MS1 pruned \d+\.\d% of the BP-EW-P1 values \(θ = 0\.1\)",
+    assert re.fullmatch(r"MS1 pruned \d+\.\d% of the BP-EW-P1 values \(θ = 0\.05\)",
                         step["approximation"])
     assert step["p1_density"] < 1 and step["update_max_abs_diff"] > 0
 

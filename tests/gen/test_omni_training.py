@@ -7,7 +7,7 @@ import torch
 from nnrtl.gen.omni.accounting import Workload, footprint
 from nnrtl.gen.omni.cell import bp_ew_part1, fw_ew
 from nnrtl.gen.omni.compress import decompress, prune
-from nnrtl.gen.omni.training import FIELDS, OmniConfig, backward, forward, layers_from_module
+from nnrtl.gen.omni.training import FIELDS, MsConfig, backward, forward, layers_from_module
 
 
 def _setup(layers=2, seed=0, dtype=torch.float64):
@@ -24,7 +24,7 @@ def test_ms2_all_kept_is_bit_identical_to_baseline():
     _, tape = forward(weights, xs)
     base, _ = backward(weights, tape, dys)
     kept = np.ones((2, 8), dtype=bool)
-    _, tape = forward(weights, xs, OmniConfig(ms2=True, skip_threshold=0.0), kept)
+    _, tape = forward(weights, xs, MsConfig(ms2=True, skip_threshold=0.0), kept)
     same, _ = backward(weights, tape, dys, factors=np.ones(2))
     for index in range(2):
         for field in FIELDS:
@@ -54,7 +54,7 @@ def test_ms2_skipped_prefix_is_scaled_truncated_bptt():
     dys[:-1] = 0
     kept = np.zeros((1, 8), dtype=bool)
     kept[0, 3:] = True
-    _, tape = forward(weights, xs, OmniConfig(ms2=True), kept)
+    _, tape = forward(weights, xs, MsConfig(ms2=True), kept)
     grads, info = backward(weights, tape, dys, factors=[1.7])
     reference = _truncated_autograd(weights, xs, dys[-1], 3, 1.7)
     for field in FIELDS:
@@ -70,7 +70,7 @@ def test_ms2_per_timestamp_skips_the_latest_cells_and_their_dy():
     weights, xs, dys = _setup(layers=1)
     kept = np.zeros((1, 8), dtype=bool)
     kept[0, :5] = True
-    _, tape = forward(weights, xs, OmniConfig(ms2=True, loss_type="per-timestamp"), kept)
+    _, tape = forward(weights, xs, MsConfig(ms2=True, loss_type="per-timestamp"), kept)
     grads, _ = backward(weights, tape, dys)
     # the full BP of the first five steps alone with their δY (up to the order of the
     # outer products' sums over 8 or 5 steps)
@@ -83,7 +83,7 @@ def test_ms2_per_timestamp_skips_the_latest_cells_and_their_dy():
 @pytest.mark.parametrize("threshold", [0.05, 0.1, 0.3])
 def test_ms1_stores_compressed_and_bp_reads_the_pruned_part1(threshold):
     weights, xs, dys = _setup(dtype=torch.float32)
-    config = OmniConfig(ms1=True, prune_threshold=threshold)
+    config = MsConfig(ms1=True, prune_threshold=threshold)
     _, tape = forward(weights, xs, config)
     values, survivors = tape.stored["p1_values"], tape.stored["p1_survivors"]
     assert 0 < survivors < values == 2 * 8 * 6 * 3 * 6
