@@ -24,6 +24,14 @@
     ``h`` and offers its first command in ``h + 1``; the channel is drained between
     tasks (a task ends at its last result beat), the state the model starts from.
 
+:func:`top_mode_cycles` / :func:`top_mode_busy` (the bench's ``model_busy_*``)
+    The top's per-PE-mode counters (``busy_mvm`` ...): a task's cycles split at its
+    instructions' last result beats, instruction ``k`` holding the channel from the end
+    of ``k - 1`` to its own last beat. Step ``k``'s last beat is the channel cycle
+    model's count for the program cut after step ``k`` (the channel is in order: a later
+    instruction never delays an earlier one). The counters are sums over tasks, so they
+    do not depend on the schedule.
+
 Measured (no gaps or stalls, the RTL's ``cycles`` counter against ``model_cycles``): the
 small preset 3,337 / 3,337 in the Amaranth simulator (issue 13's Verilator run of
 ``nnrtl sim omni --preset small`` counted 3,337 too; the earlier step-by-step estimate
@@ -33,14 +41,15 @@ gave 3,023, -9.4 %). Tests: ``tests/gen/test_omni_perf.py``.
 import dataclasses
 
 from ...hw.omni.channel_timing import program_cycles
-from ...hw.omni.top import register_map
+from ...hw.omni.top import MODE_COUNTERS, register_map
 from ...hw.omni.top_config import OmniConfig
 from ...hw.omni.top_program import top_tasks
 from ..errors import UsageError
 from .r2a import schedule
 from .workload import Task, training_graph
 
-__all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "ew_channels"]
+__all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "top_mode_cycles",
+           "top_mode_busy", "ew_channels"]
 
 
 def workload_of(config):
@@ -107,3 +116,29 @@ def top_task_cycles(task):
     (:func:`~nnrtl.hw.omni.channel_timing.program_cycles`) of its steps with the top's
     operand port (``operand_port=True``)."""
     return program_cycles(task.channel, list(task.steps), operand_port=True)
+
+
+def top_mode_cycles(task):
+    """``{OmniMode: cycles}`` of ``task`` on the top (module docstring): the cycles of
+    :func:`top_task_cycles` split by the mode of the oldest unfinished instruction; they
+    sum to :func:`top_task_cycles`."""
+    steps = list(task.steps)
+    split = dict.fromkeys(MODE_COUNTERS, 0)
+    before = 0
+    for index, step in enumerate(steps):
+        end = program_cycles(task.channel, steps[:index + 1], operand_port=True)
+        split[step.instruction.job.mode] += end - before
+        before = end
+    return split
+
+
+def top_mode_busy(config, tasks=None):
+    """The per-mode counters of one run of the top's task graph, by counter name
+    (:data:`~nnrtl.hw.omni.top.MODE_COUNTERS`): :func:`top_mode_cycles` summed over the
+    tasks."""
+    tasks = top_tasks(config) if tasks is None else tasks
+    total = dict.fromkeys(MODE_COUNTERS.values(), 0)
+    for task in tasks:
+        for mode, cycles in top_mode_cycles(task).items():
+            total[MODE_COUNTERS[mode]] += cycles
+    return total

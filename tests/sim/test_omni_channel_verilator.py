@@ -54,14 +54,21 @@ def test_omni_channel_fw_bp_cells_under_the_four_patterns():
 @pytest.mark.slow
 @pytest.mark.timeout(7200)
 def test_omni_channel_full_size():
-    """The paper's 32-PE channel (fp32, 8-stage adder) on a layer of I = 40, H = 36
-    (rounds of 32 lanes with a tail), under the four patterns; the cycle model exact
-    under ``none``."""
-    spec = channel_spec(ChannelConfig(pes_per_channel=32, input_size=40, hidden_size=36))
+    """The paper's 32-PE channel (fp32, 8-stage adder, jobs up to the default 4,096
+    elements) on a reduced layer, I = 5, H = 33: the gate MVMs run 4H = 132 rows (four
+    rounds of 32 lanes and a tail of 4), eq. 2 I + H = 38 columns (a round and a tail of
+    6), under the four patterns; bit-exact against the golden model, and the channel's
+    cycles equal to :func:`~nnrtl.hw.omni.channel_timing.program_cycles` under ``none``."""
+    config = ChannelConfig(pes_per_channel=32, input_size=5, hidden_size=33)
+    spec = channel_spec(config)
     result = simulate(build_channel(spec), test_module="nnrtl.sim.tb.omni_channel",
                       name="omni_channel_full", seed=5,
-                      params={"channel": spec, "sizes": [[40, 36]],
+                      params={"channel": spec, "sizes": [[5, 33]],
                               "patterns": list(PATTERNS)})
     assert result["bit_exact"] and result["mismatches"] == 0
+    assert [r["pattern"] for r in result["runs"]] == list(PATTERNS)
+    program = fw_program(config) + bp_program(config)
+    assert result["beats"] == len(PATTERNS) * sum(s.instruction.out_beats for s in program)
     none = result["runs"][0]
-    assert none["pattern"] == "none" and none["cycles"] == none["model_cycles"]
+    assert none["pattern"] == "none"
+    assert none["cycles"] == none["model_cycles"] == config.program_cycles(program)
