@@ -1,15 +1,20 @@
 # amaranth: UnusedElaboratable=no
 """gen/omni/perf.py's model of the η-LSTM top (``top_schedule``, the bench's
-``model_cycles``) against the RTL: OmniTop in the Amaranth simulator, served by the bench's
-scratchpad with no gaps or stalls; the model's cycles must equal the RTL's ``cycles``
-counter, and its swings the ``swings`` counter."""
+``model_cycles``; ``top_mode_busy``, the per-PE-mode counters) against the RTL: OmniTop in
+the Amaranth simulator, served by the bench's scratchpad with no gaps or stalls; the
+model's cycles must equal the RTL's ``cycles`` counter, its swings the ``swings`` counter
+and its per-mode split the ``busy_mvm`` ... counters. Under Verilator:
+tests/sim/test_omni_top_verilator.py."""
 
 import dataclasses
 
 import pytest
 
 from nnrtl.gen.omni.engine import SMALL
-from nnrtl.gen.omni.perf import top_schedule
+from nnrtl.gen.omni.perf import top_mode_busy, top_mode_cycles, top_schedule, top_task_cycles
+from nnrtl.hw.omni.config import OmniMode
+from nnrtl.hw.omni.top import MODE_COUNTERS
+from nnrtl.hw.omni.top_program import top_tasks
 from nnrtl.hw.omni.top_config import OmniConfig
 from nnrtl.sim.tb.omni_top import check_in_amaranth
 
@@ -39,6 +44,33 @@ def test_model_cycles_equal_the_rtl(name):
     model = top_schedule(config)
     assert (model.cycles, model.swings, model.returns) == (
         counters["cycles"], counters["swings"], counters["returns"])
+    _check_modes(config, counters)
+
+
+def _check_modes(config, counters):
+    """The per-mode counters equal the model and, with no gaps, partition the busy
+    channel-cycles; every mode of the cell programs ran."""
+    modes = top_mode_busy(config)
+    assert {name: counters[name] for name in modes} == modes
+    assert sum(modes.values()) == counters["busy_matmul"] + counters["busy_ew"]
+    assert all(value > 0 for value in modes.values())
+
+
+def test_mode_split_of_a_task():
+    """A task's split sums to its cycles; the FW MatMul part is MVMs only, the BP MatMul
+    part MVMs (eq. 2), outer products (eq. 3) and EW adds (the δW, δb accumulation), the EW
+    parts element-wise only."""
+    tasks = top_tasks(CONFIGS["3ch-3pe-I2-H5-2layers"])
+    seen = {}
+    for task in tasks[:2] + tasks[-2:]:
+        split = top_mode_cycles(task)
+        assert sum(split.values()) == top_task_cycles(task)
+        seen[task.part] = {mode for mode, cycles in split.items() if cycles}
+    assert seen == {"fw_mm": {OmniMode.MVM},
+                    "fw_ew": {OmniMode.EW_MUL, OmniMode.EW_ADD},
+                    "bp_ew": {OmniMode.EW_MUL, OmniMode.EW_ADD},
+                    "bp_mm": {OmniMode.MVM, OmniMode.OUTER, OmniMode.EW_ADD}}
+    assert set(top_mode_busy(CONFIGS["2ch-2pe-I1-H3-2steps"])) == set(MODE_COUNTERS.values())
 
 
 def test_swings_happen_in_a_checked_config():
@@ -55,18 +87,4 @@ def test_swings_happen_in_a_checked_config():
 def test_model_cycles_equal_the_rtl_full(config):
     counters = _rtl(config, seed=1)
     assert top_schedule(config).cycles == counters["cycles"]
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(3600)
-def test_model_cycles_equal_verilator_on_small_preset():
-    """The small preset under Verilator (the engine's ``simulate``, about 2 to 5.5 minutes
-    of build): its ``model_cycles`` is the RTL's ``cycles`` counter."""
-    from nnrtl.boards import get_board
-    from nnrtl.gen.engines import SimRequest
-    from nnrtl.gen.omni.engine import simulate
-
-    result = simulate(SimRequest(config=SMALL, board=get_board("vcu128"), seed=1,
-                                 backpressure="none"))
-    assert result["bit_exact"] is True and result["failures"] == []
-    assert result["model_cycles"] == result["cycles"]
+    _check_modes(config, counters)
