@@ -8,6 +8,7 @@ tests/sim/test_omni_top_verilator.py."""
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from nnrtl.gen.omni.engine import SMALL
@@ -28,6 +29,21 @@ CONFIGS = {
                                         channels=3, pes_per_channel=3, swing_channels=2,
                                         adder_stages=3),
 }
+
+
+
+def random_odd_top(seed):
+    """A top drawn from ``seed``: 2-3 channels of 2-3 PEs, one layer over one timestamp,
+    input 1-4, hidden 2-6 and never a multiple of the PEs, 2- or 3-stage adders; a task
+    table of its 4 tasks."""
+    rng = np.random.default_rng(seed)
+    pes = int(rng.integers(2, 4))
+    channels = int(rng.integers(2, 4))
+    return OmniConfig(input_size=int(rng.integers(1, 5)),
+                      hidden_size=int(rng.choice([h for h in range(2, 7) if h % pes])),
+                      layers=1, seq_len=1, channels=channels, pes_per_channel=pes,
+                      swing_channels=int(rng.integers(1, channels + 1)),
+                      adder_stages=int(rng.integers(2, 4)), max_tasks=4)
 
 
 def _rtl(config, seed):
@@ -71,6 +87,16 @@ def test_mode_split_of_a_task():
                     "bp_ew": {OmniMode.EW_MUL, OmniMode.EW_ADD},
                     "bp_mm": {OmniMode.MVM, OmniMode.OUTER, OmniMode.EW_ADD}}
     assert set(top_mode_busy(CONFIGS["2ch-2pe-I1-H3-2steps"])) == set(MODE_COUNTERS.values())
+
+
+@pytest.mark.parametrize("seed", [13])
+def test_random_odd_top(seed):
+    """Cycles, swings and the per-mode counters of a randomly drawn odd-sized top."""
+    config = random_odd_top(seed)
+    counters = _rtl(config, seed=seed)
+    model = top_schedule(config)
+    assert (model.cycles, model.swings) == (counters["cycles"], counters["swings"])
+    _check_modes(config, counters)
 
 
 def test_swings_happen_in_a_checked_config():

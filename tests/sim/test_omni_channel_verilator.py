@@ -3,7 +3,7 @@
 One small build (5 Omni-PEs with the paper's 8-stage adder, fp32, jobs up to 32
 elements) and one simulation: per backpressure pattern (``none``, ``cycle``, ``random``,
 ``bursty`` on the four input streams and the output) one FW cell and one BP cell at two
-random layer sizes each (input 3-6, hidden 5-7: rounds of 5 lanes with a tail),
+random layer sizes each (input 3-6, hidden 6-8: rounds of 5 lanes with a tail),
 every result beat bit-exact against the golden channel model.
 """
 
@@ -24,8 +24,10 @@ SPEC = channel_spec(ChannelConfig(pes_per_channel=5, input_size=6, hidden_size=7
 
 
 def sizes(seed, count):
+    """``count`` random ``[input_size, hidden_size]``: input 3-6, hidden 6-8 (never a
+    multiple of the 5 lanes: every MVM round has a tail; 4H up to SPEC's 32)."""
     rng = np.random.default_rng(seed)
-    return [[int(rng.integers(3, 7)), int(rng.integers(5, 8))] for _ in range(count)]
+    return [[int(rng.integers(3, 7)), int(rng.integers(6, 9))] for _ in range(count)]
 
 
 def run(seed, count, patterns=PATTERNS, spec=SPEC):
