@@ -21,7 +21,7 @@ Dispatch
 Counters (64-bit, cleared by ``start``)
     ``cycles`` (the R2A run: start to the last task done); ``busy_matmul`` /
     ``busy_ew``: channel-cycles holding a task of each kind (task taken to its last
-    result beat), the per-mode busy cycles; ``group_busy_matmul`` / ``group_busy_ew``:
+    result beat); ``group_busy_matmul`` / ``group_busy_ew``:
     the R2A's channel-cycles busy per home group; ``swings`` / ``returns``: tasks run
     outside the channel's group and returns home; DMA: ``bytes_written``,
     ``bytes_read``, ``values_pruned``, ``values_kept`` (cleared by ``control.clear``);
@@ -32,8 +32,9 @@ Counters (64-bit, cleared by ``start``)
 
 Decisions the paper leaves open ([U] of spec §3.6)
 ----------------------------------------------------
-- *Modes of the counters*: the R2A's two kinds (MatMul, EW), the granularity at which
-  channels are allocated; the four PE modes within a task are the program's.
+- *Kinds of the counters*: ``busy_matmul`` / ``busy_ew`` count the R2A's two kinds
+  (MatMul, EW), the granularity at which channels are allocated; the four PE modes
+  have counters of their own (next point).
 - *Per-mode counters* [U, decided here]: channel-cycles, not PE-cycles, attributed to
   the mode of the oldest instruction whose results are not all out. The channel runs
   its lanes in lockstep on one instruction stream (SIMT), so every active PE of a
@@ -121,6 +122,7 @@ COUNTERS = {
 
 #: The per-PE-mode counters (a subset of :data:`COUNTERS`), by :class:`~.config.OmniMode`.
 MODE_COUNTERS = {mode: f"busy_{mode.name.lower()}" for mode in OmniMode}
+
 
 def mode_queue_depth(channel):
     """Entries of the top's per-channel queue of instructions given to a channel whose
