@@ -35,7 +35,11 @@
 Measured (no gaps or stalls, the RTL's ``cycles`` counter against ``model_cycles``): the
 small preset 3,337 / 3,337 in the Amaranth simulator (issue 13's Verilator run of
 ``nnrtl sim omni --preset small`` counted 3,337 too; the earlier step-by-step estimate
-gave 3,023, -9.4 %). Tests: ``tests/gen/test_omni_perf.py``.
+gave 3,023, -9.4 %). Under Verilator with the per-mode counters (``nnrtl sim omni
+--preset small --backpressure none``): ``cycles`` 3,337 = ``model_cycles``; ``busy_mvm``
+1,942, ``busy_ew_mul`` 808, ``busy_outer`` 180, ``busy_ew_add`` 1,040, each equal to
+:func:`top_mode_busy`, summing to ``busy_matmul`` + ``busy_ew`` = 2,782 + 1,188.
+Tests: ``tests/gen/test_omni_perf.py`` (Amaranth), ``tests/sim/test_omni_top_verilator.py``.
 """
 
 import dataclasses
