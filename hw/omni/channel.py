@@ -106,6 +106,7 @@ class Channel(ConfiguredComponent):
         pes = []
         for lane in range(lanes_count):
             pe = OmniPE(config.pe)
+            # one module, an instance per lane: Verilator compiles the PE once
             m.submodules[f"pe_{lane}"] = shared(pe, key=config.pe)
             pes.append(pe)
 
