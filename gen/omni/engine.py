@@ -86,9 +86,11 @@ def simulate(request):
     """The training iteration's cell tasks of ``request.config`` through the Verilator
     bench (:mod:`nnrtl.sim.tb.omni_top`) under ``request.backpressure``; its result JSON:
     ``bit_exact``, ``cycles`` (the top's counter), ``model_cycles``, ``busy_matmul`` /
-    ``busy_ew`` (channel-cycles per mode), ``swings`` / ``returns``, the DMA's and R2A's
-    other counters, ``useful_macs`` (the MVMs' MACs), ``utilization`` (per PE and cycle),
-    ``stall_cycles`` (channel-cycles without a task)."""
+    ``busy_ew`` (channel-cycles per task kind), ``busy_mvm``, ``busy_ew_mul``,
+    ``busy_outer``, ``busy_ew_add`` (channel-cycles per PE mode) and their
+    ``model_busy_*`` (:func:`.perf.top_mode_busy`), ``swings`` / ``returns``, the
+    DMA's and R2A's other counters, ``useful_macs`` (the MVMs' MACs), ``utilization``
+    (per PE and cycle), ``stall_cycles`` (channel-cycles without a task)."""
     from ...hw.omni.top_program import top_tasks
     from ...sim.runner import simulate as run
     from ..errors import UsageError

@@ -24,23 +24,38 @@
     ``h`` and offers its first command in ``h + 1``; the channel is drained between
     tasks (a task ends at its last result beat), the state the model starts from.
 
+:func:`top_mode_cycles` / :func:`top_mode_busy` (the bench's ``model_busy_*``)
+    The top's per-PE-mode counters (``busy_mvm`` ...): a task's cycles split at its
+    instructions' last result beats, instruction ``k`` holding the channel from the end
+    of ``k - 1`` to its own last beat. Step ``k``'s last beat is the channel cycle
+    model's count for the program cut after step ``k`` (the channel is in order: a later
+    instruction never delays an earlier one). The counters are sums over tasks, so they
+    do not depend on the schedule.
+
 Measured (no gaps or stalls, the RTL's ``cycles`` counter against ``model_cycles``): the
 small preset 3,337 / 3,337 in the Amaranth simulator (issue 13's Verilator run of
 ``nnrtl sim omni --preset small`` counted 3,337 too; the earlier step-by-step estimate
-gave 3,023, -9.4 %). Tests: ``tests/gen/test_omni_perf.py``.
+gave 3,023, -9.4 %). Under Verilator with the per-mode counters (``nnrtl sim omni
+--preset small --backpressure none``): ``cycles`` 3,337 = ``model_cycles``; ``busy_mvm``
+1,942, ``busy_ew_mul`` 808, ``busy_outer`` 180, ``busy_ew_add`` 1,040, each equal to
+:func:`top_mode_busy`, summing to ``busy_matmul`` + ``busy_ew`` = 2,782 + 1,188; 4
+channels of 8 PEs (I 9, H 11, 2 layers, 3 steps, seed 4): ``cycles`` 5,918 = model,
+swings 8 = model, 4,086 / 1,284 / 756 / 2,622 = model (sum 8,748 = 6,894 + 1,854).
+Tests: ``tests/gen/test_omni_perf.py`` (Amaranth), ``tests/sim/test_omni_top_verilator.py``.
 """
 
 import dataclasses
 
 from ...hw.omni.channel_timing import program_cycles
-from ...hw.omni.top import register_map
+from ...hw.omni.top import MODE_COUNTERS, register_map
 from ...hw.omni.top_config import OmniConfig
 from ...hw.omni.top_program import top_tasks
 from ..errors import UsageError
 from .r2a import schedule
 from .workload import Task, training_graph
 
-__all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "ew_channels"]
+__all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "top_mode_cycles",
+           "top_mode_busy", "ew_channels"]
 
 
 def workload_of(config):
@@ -107,3 +122,29 @@ def top_task_cycles(task):
     (:func:`~nnrtl.hw.omni.channel_timing.program_cycles`) of its steps with the top's
     operand port (``operand_port=True``)."""
     return program_cycles(task.channel, list(task.steps), operand_port=True)
+
+
+def top_mode_cycles(task):
+    """``{OmniMode: cycles}`` of ``task`` on the top (module docstring): the cycles of
+    :func:`top_task_cycles` split by the mode of the oldest unfinished instruction; they
+    sum to :func:`top_task_cycles`."""
+    steps = list(task.steps)
+    split = dict.fromkeys(MODE_COUNTERS, 0)
+    before = 0
+    for index, step in enumerate(steps):
+        end = program_cycles(task.channel, steps[:index + 1], operand_port=True)
+        split[step.instruction.job.mode] += end - before
+        before = end
+    return split
+
+
+def top_mode_busy(config, tasks=None):
+    """The per-mode counters of one run of the top's task graph, by counter name
+    (:data:`~nnrtl.hw.omni.top.MODE_COUNTERS`): :func:`top_mode_cycles` summed over the
+    tasks."""
+    tasks = top_tasks(config) if tasks is None else tasks
+    total = dict.fromkeys(MODE_COUNTERS.values(), 0)
+    for task in tasks:
+        for mode, cycles in top_mode_cycles(task).items():
+            total[MODE_COUNTERS[mode]] += cycles
+    return total

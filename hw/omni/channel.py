@@ -55,6 +55,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 
 from ..arith.activation import FloatActivation
+from ..hierarchy import shared
 from .channel_config import Activation, ChannelConfig, Source
 from .config import ConfiguredComponent, OmniMode
 from .pe import OmniPE
@@ -105,7 +106,8 @@ class Channel(ConfiguredComponent):
         pes = []
         for lane in range(lanes_count):
             pe = OmniPE(config.pe)
-            m.submodules[f"pe_{lane}"] = pe
+            # one module, an instance per lane: Verilator compiles the PE once
+            m.submodules[f"pe_{lane}"] = shared(pe, key=config.pe)
             pes.append(pe)
 
         m.submodules.broadcast_queue = broadcast = SyncFIFO(width=width,

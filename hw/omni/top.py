@@ -21,15 +21,33 @@ Dispatch
 Counters (64-bit, cleared by ``start``)
     ``cycles`` (the R2A run: start to the last task done); ``busy_matmul`` /
     ``busy_ew``: channel-cycles holding a task of each kind (task taken to its last
-    result beat), the per-mode busy cycles; ``group_busy_matmul`` / ``group_busy_ew``:
+    result beat); ``group_busy_matmul`` / ``group_busy_ew``:
     the R2A's channel-cycles busy per home group; ``swings`` / ``returns``: tasks run
     outside the channel's group and returns home; DMA: ``bytes_written``,
-    ``bytes_read``, ``values_pruned``, ``values_kept`` (cleared by ``control.clear``).
+    ``bytes_read``, ``values_pruned``, ``values_kept`` (cleared by ``control.clear``);
+    per PE mode (:class:`~.config.OmniMode`) ``busy_mvm``, ``busy_ew_mul``,
+    ``busy_outer``, ``busy_ew_add``: channel-cycles of a held task whose *oldest
+    unfinished instruction* (given on ``s_command[c]``, or offered there when none is
+    left, and not all of its result beats out on ``m_result[c]``) is a job of that mode.
 
 Decisions the paper leaves open ([U] of spec §3.6)
 ----------------------------------------------------
-- *Modes of the counters*: the R2A's two kinds (MatMul, EW), the granularity at which
-  channels are allocated; the four PE modes within a task are the program's.
+- *Kinds of the counters*: ``busy_matmul`` / ``busy_ew`` count the R2A's two kinds
+  (MatMul, EW), the granularity at which channels are allocated; the four PE modes
+  have counters of their own (next point).
+- *Per-mode counters* [U, decided here]: channel-cycles, not PE-cycles, attributed to
+  the mode of the oldest instruction whose results are not all out. The channel runs
+  its lanes in lockstep on one instruction stream (SIMT), so every active PE of a
+  channel is in the same mode; the top sees each instruction's mode on its command port
+  and its end on the result port (a queue of :func:`mode_queue_depth` entries per
+  channel), so the counters need no signal from inside the PEs; and they partition a
+  task's cycles: with the scratchpad keeping up, ``busy_mvm + busy_ew_mul + busy_outer
+  + busy_ew_add == busy_matmul + busy_ew``, each task's cycles split at its
+  instructions' last result beats (the model: :func:`nnrtl.gen.omni.perf.
+  top_mode_cycles`). A cycle of a held task with no instruction given or offered (the
+  scratchpad late with the next one) counts in no mode. PE-cycles would follow by
+  weighting with the instructions' ``lanes``, a multiplier per channel the counters
+  avoid.
 - *Scratchpad*: outside this top. The paper gives neither its size, banking nor address
   generation (§3.6 [U]); each channel's scratchpad port is brought out: instructions,
   one broadcast word a cycle, one result beat a cycle and *one operand beat a cycle*
@@ -61,18 +79,21 @@ beat (:attr:`~.r2a.R2AConfig.issue_overhead`). Registers: :class:`~nnrtl.hw.bus.
 
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
 from ..bus import Access, AXI4LiteSignature, Field, Register, RegisterFile, RegisterMap
 from ..hierarchy import shared
 from .channel import Channel
+from .config import OmniMode
 from .dma import OmniDMA, read_command_layout, write_command_layout
 from .decode import output_layout
 from .dma_config import axi4_signature
 from .r2a import R2AScheduler
 from .top_config import OmniConfig
 
-__all__ = ["OmniTop", "register_map", "operand_layout", "COUNTERS", "CONSTANTS"]
+__all__ = ["OmniTop", "register_map", "operand_layout", "mode_queue_depth", "COUNTERS",
+           "MODE_COUNTERS", "CONSTANTS"]
 
 
 def operand_layout(channel):
@@ -94,7 +115,24 @@ COUNTERS = {
     "bytes_read": "DMA: bytes of records and dense operands read from the HBM port",
     "values_pruned": "DMA: values of sparse transfers pruned (|v| < threshold)",
     "values_kept": "DMA: values of sparse transfers kept",
+    **{f"busy_{mode.name.lower()}": f"Channel-cycles whose oldest unfinished instruction "
+                                    f"is a {mode.name} job (module docstring)"
+       for mode in OmniMode},
 }
+
+#: The per-PE-mode counters (a subset of :data:`COUNTERS`), by :class:`~.config.OmniMode`.
+MODE_COUNTERS = {mode: f"busy_{mode.name.lower()}" for mode in OmniMode}
+
+
+def mode_queue_depth(channel):
+    """Entries of the top's per-channel queue of instructions given to a channel whose
+    results are not all out (their mode and result beats): every instruction the channel
+    can hold, ``instruction_depth`` in its collector, ``activation_slots`` words in its
+    activation units, one gathered beat and ``result_depth`` beats in its output queue,
+    plus one."""
+    return (channel.instruction_depth + channel.activation_slots + channel.result_depth
+            + 2)
+
 
 #: Read-only configuration registers.
 CONSTANTS = ("channels", "pes_per_channel", "swing_channels", "max_tasks", "hidden_size",
@@ -228,10 +266,11 @@ class OmniTop(wiring.Component):
         m.submodules.dma = dma = OmniDMA(config.dma)
 
         # -- channels: their streams are the top's scratchpad ports ----------------------
+        modes = []                   # per channel: (counted, mode) this cycle
         for c in range(n):
             unit = Channel(config.channel)
             m.submodules[f"channel_{c}"] = shared(unit, key=config.channel)
-            wiring.connect(m, wiring.flipped(self.s_command[c]), unit.i_command)
+            modes.append(self._mode_tracker(m, c, unit))
             wiring.connect(m, wiring.flipped(self.s_broadcast[c]), unit.i_broadcast)
             wiring.connect(m, unit.o, wiring.flipped(self.m_result[c]))
             # the operand port: a beat for Input1 or Input2, each held in a register
@@ -299,11 +338,17 @@ class OmniTop(wiring.Component):
         # -- counters and status -----------------------------------------------------------
         busy_matmul = Signal(64)
         busy_ew = Signal(64)
+        busy_mode = {mode: Signal(64, name=name) for mode, name in MODE_COUNTERS.items()}
         with m.If(control["start"] & ~r2a.running):
-            m.d.sync += [busy_matmul.eq(0), busy_ew.eq(0)]
+            m.d.sync += [busy_matmul.eq(0), busy_ew.eq(0),
+                         *(counter.eq(0) for counter in busy_mode.values())]
         with m.Elif(r2a.running):
             m.d.sync += [busy_matmul.eq(busy_matmul + sum(holding & ~holding_ew)),
                          busy_ew.eq(busy_ew + sum(holding & holding_ew))]
+            for mode, counter in busy_mode.items():
+                in_mode = Cat(holding[c] & counted & (mode_c == mode)
+                              for c, (counted, mode_c) in enumerate(modes))
+                m.d.sync += counter.eq(counter + sum(in_mode))
         constants = {"channels": n, "pes_per_channel": config.pes_per_channel,
                      "swing_channels": config.swing_channels, "max_tasks": config.max_tasks,
                      "hidden_size": config.hidden_size, "input_size": config.input_size}
@@ -323,6 +368,43 @@ class OmniTop(wiring.Component):
             regs.bytes_read.eq(dma.bytes_read),
             regs.values_pruned.eq(dma.values_pruned),
             regs.values_kept.eq(dma.values_kept),
+            *(getattr(regs, MODE_COUNTERS[mode]).eq(counter)
+              for mode, counter in busy_mode.items()),
         ]
         return m
+
+    def _mode_tracker(self, m, c, unit):
+        """Channel ``c``'s command port into ``unit``, and a queue of the mode and result
+        beats of every instruction given to it whose results are not all out on
+        ``m_result[c]`` (:func:`mode_queue_depth` entries: never full, the command port
+        waits if it were). Returns ``(counted, mode)``: the mode of the oldest such
+        instruction, or of the instruction offered on ``s_command[c]`` when none is
+        left (the channel is waiting for it), and whether there is one of either."""
+        channel = self._config.channel
+        port = self.s_command[c]
+        command = port.payload
+        results = Signal.like(command.length, name=f"results_{c}")
+        m.d.comb += results.eq(Mux((command.mode == OmniMode.MVM) | (command.length == 0),
+                                   1, command.length))
+        entry = data.StructLayout({"mode": OmniMode, "results": results.shape()})
+        queue = SyncFIFO(width=entry.size, depth=mode_queue_depth(channel))
+        m.submodules[f"mode_queue_{c}"] = queue
+        head = data.View(entry, queue.r_data)
+        beat = Signal.like(results, name=f"head_beat_{c}")
+        out = self.m_result[c]
+        result_taken = out.valid & out.ready & queue.r_rdy
+        last = beat + 1 == head.results
+        m.d.comb += [
+            unit.i_command.valid.eq(port.valid & queue.w_rdy),
+            unit.i_command.payload.eq(command),
+            port.ready.eq(unit.i_command.ready & queue.w_rdy),
+            queue.w_en.eq(port.valid & port.ready),
+            queue.w_data.eq(Cat(command.mode, results)),
+            queue.r_en.eq(result_taken & last),
+        ]
+        with m.If(result_taken):
+            m.d.sync += beat.eq(Mux(last, 0, beat + 1))
+        mode = Signal(OmniMode, name=f"mode_{c}")
+        m.d.comb += mode.eq(Mux(queue.r_rdy, head.mode.as_value(), command.mode.as_value()))
+        return queue.r_rdy | port.valid, mode
 

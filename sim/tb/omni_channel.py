@@ -32,7 +32,8 @@ from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 
 __all__ = ["Scratchpad", "random_cell", "channel_spec", "build_channel", "cell_programs",
-           "check_in_amaranth", "PORTS", "omni_channel_matches_model"]
+           "check_in_amaranth", "reset_channel", "check_drained", "PORTS",
+           "omni_channel_matches_model"]
 
 #: The channel's input streams, in the order the drivers visit them.
 PORTS = ("i_command", "i_input1", "i_input2", "i_broadcast")
@@ -294,17 +295,29 @@ async def _run(dut, config, program, pad, pattern, rng, edge):
     return cycles, model_cycles, board
 
 
+async def reset_channel(dut, spec):
+    """Idle the channel's streams, reset it and wait out the PEs' start
+    (``adder_stages + 2`` cycles, where the cycle model starts counting)."""
+    for name in PORTS:
+        _port(dut, name, "valid").value = 0
+    dut.o__ready.value = 0
+    await start_clock_and_reset(dut)
+    await ClockCycles(dut.clk, spec["adder_stages"] + 2)
+
+
+async def check_drained(dut, spec, what):
+    """Wait out the pipelines and check no beat follows ``what`` on ``o``."""
+    await ClockCycles(dut.clk, spec["adder_stages"] + spec["multiplier_stages"] + 12)
+    assert not dut.o__valid.value, f"a result beat beyond {what}"
+
+
 @cocotb.test()
 async def omni_channel_matches_model(dut):
     params = tb_params()
     spec = params["channel"]
     rng = np.random.default_rng(params["seed"])
     edge = RisingEdge(dut.clk)
-    for name in PORTS:
-        _port(dut, name, "valid").value = 0
-    dut.o__ready.value = 0
-    await start_clock_and_reset(dut)
-    await ClockCycles(dut.clk, spec["adder_stages"] + 2)
+    await reset_channel(dut, spec)
     mismatches, beats, runs = 0, 0, []
     for pattern in params["patterns"]:
         for input_size, hidden_size in params["sizes"]:
@@ -313,8 +326,7 @@ async def omni_channel_matches_model(dut):
             cycles, model_cycles, board = await _run(
                 dut, config, program, pad, pattern,
                 random.Random(int(rng.integers(1 << 31))), edge)
-            await ClockCycles(dut.clk, spec["adder_stages"] + spec["multiplier_stages"] + 12)
-            assert not dut.o__valid.value, f"pattern {pattern}: a beat beyond the program"
+            await check_drained(dut, spec, f"the program (pattern {pattern})")
             if board.mismatches:
                 dut._log.error("pattern %s, I=%d H=%d: %s", pattern, input_size, hidden_size,
                                board.describe_mismatches())

@@ -358,10 +358,13 @@ async def omni_top_runs_iteration(dut):
     """Parameters (``tb_params()``): ``config`` (``dataclasses.asdict`` of an
     OmniConfig), ``patterns``, ``seed``. Reported: ``bit_exact``, ``mismatches``,
     ``first_mismatch``, ``beats``, ``tasks``, and per pattern in ``runs``: ``cycles``
-    (the top's counter), ``model_cycles``, the counters, ``failures``, ``dispatch``
+    (the top's counter), ``model_cycles``, the counters, ``model_busy_mvm`` ... (the
+    per-mode counters by :func:`nnrtl.gen.omni.perf.top_mode_busy`), ``failures``,
+    ``dispatch``
     (per task: id, channel, the bench's cycle it was taken and its last beat's)."""
     from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
+    from nnrtl.gen.omni.perf import top_mode_busy
     from nnrtl.hw.omni.top import COUNTERS, register_map
     from nnrtl.hw.omni.top_program import top_tasks
     from nnrtl.sim.tb.registers import RegisterBus
@@ -404,6 +407,8 @@ async def omni_top_runs_iteration(dut):
         beats += run_beats
         runs.append({"pattern": pattern, "bench_cycles": cycles, **counters,
                      "model_cycles": model.cycles, "model_swings": model.swings,
+                     **{f"model_{name}": value
+                        for name, value in top_mode_busy(config, tasks).items()},
                      "failures": failures, "mismatches": len(mismatches),
                      "dispatch": [[task, *dispatch[task]] for task in sorted(dispatch)]})
         for failure in failures:

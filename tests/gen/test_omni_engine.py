@@ -166,6 +166,9 @@ def test_generate_a_tiny_top(capsys, tmp_path):
     header = (output / "nnrtl_omni.h").read_text()
     for register in manifest["registers"]["registers"]:
         assert f"NNRTL_OMNI_{register['name'].upper()}_OFFSET" in header
+    # the per-PE-mode counters, 64 bits each
+    for mode in ("MVM", "EW_MUL", "OUTER", "EW_ADD"):
+        assert f"NNRTL_OMNI_BUSY_{mode}_OFFSET" in header
     assert ".s_operand__1__payload(33'h0" in (output / "top.v").read_text()
     assert manifest["parameters"] == {**dataclasses.asdict(OmniConfig()), **params}
 

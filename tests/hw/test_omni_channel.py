@@ -40,6 +40,26 @@ def test_fw_and_bp_cell_bit_exact(lanes, input_size, hidden_size, gap, stall):
         assert config.program_cycles(program) == cycles
 
 
+def random_odd_sizes(seed):
+    """``(lanes, input_size, hidden_size)`` drawn from ``seed``: 2-4 lanes, input 1-6,
+    hidden 2-7 and never a multiple of the lanes (every round of rows has a tail)."""
+    rng = np.random.default_rng(seed)
+    lanes = int(rng.integers(2, 5))
+    hidden = int(rng.choice([h for h in range(2, 8) if h % lanes]))
+    return lanes, int(rng.integers(1, 7)), hidden
+
+
+@pytest.mark.parametrize("seed", [2026])
+def test_random_odd_sizes_bit_exact_and_cycle_model(seed):
+    lanes, input_size, hidden_size = random_odd_sizes(seed)
+    config = ChannelConfig(pes_per_channel=lanes, input_size=input_size,
+                           hidden_size=hidden_size, **FAST)
+    program, pad = cell_programs(config, np.random.default_rng(seed))
+    cycles, board = check_in_amaranth(Channel(config), program, pad, seed=seed)
+    assert board.finished and board.beats == sum(s.instruction.out_beats for s in program)
+    assert config.program_cycles(program) == cycles
+
+
 def test_one_lane_paper_pipelines():
     """A channel of one PE with the paper's 8-stage adder: every round is one row."""
     config = ChannelConfig(pes_per_channel=1, input_size=1, hidden_size=2)

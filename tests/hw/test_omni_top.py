@@ -10,7 +10,7 @@ import pytest
 
 from nnrtl.hw.omni.channel_program import bp_program, fw_program
 
-from nnrtl.hw.omni.top import COUNTERS, OmniTop, register_map
+from nnrtl.hw.omni.top import COUNTERS, MODE_COUNTERS, OmniTop, register_map
 from nnrtl.hw.omni.top_config import OmniConfig
 from nnrtl.hw.omni.top_program import PARTS, task_count, top_tasks
 from nnrtl.sim.tb.omni_top import check_in_amaranth
@@ -39,6 +39,11 @@ def test_dispatch_counters_and_swings():
     assert 0 < counters["busy_matmul"] + counters["busy_ew"] <= counters["group_busy_ew"]
     assert counters["busy_ew"] > 0 and counters["busy_matmul"] > 0
     assert counters["cycles"] >= counters["busy_matmul"] + counters["busy_ew"]
+    # the per-PE-mode counters: every mode of the cell ran; with gaps a held task may
+    # wait for its next command, counted in no mode
+    modes = [counters[name] for name in MODE_COUNTERS.values()]
+    assert all(value > 0 for value in modes)
+    assert sum(modes) <= counters["busy_matmul"] + counters["busy_ew"]
     assert [counters[name] for name in ("bytes_written", "bytes_read", "values_pruned",
                                         "values_kept")] == [0, 0, 0, 0]
 

@@ -3,7 +3,7 @@
 One small build (5 Omni-PEs with the paper's 8-stage adder, fp32, jobs up to 32
 elements) and one simulation: per backpressure pattern (``none``, ``cycle``, ``random``,
 ``bursty`` on the four input streams and the output) one FW cell and one BP cell at two
-random layer sizes each (input 3-6, hidden 5-7: rounds of 5 lanes with a tail),
+random layer sizes each (input 3-6, hidden 6-8: rounds of 5 lanes with a tail),
 every result beat bit-exact against the golden channel model.
 """
 
@@ -24,8 +24,10 @@ SPEC = channel_spec(ChannelConfig(pes_per_channel=5, input_size=6, hidden_size=7
 
 
 def sizes(seed, count):
+    """``count`` random ``[input_size, hidden_size]``: input 3-6, hidden 6-8 (never a
+    multiple of the 5 lanes: every MVM round has a tail; 4H up to SPEC's 32)."""
     rng = np.random.default_rng(seed)
-    return [[int(rng.integers(3, 7)), int(rng.integers(5, 8))] for _ in range(count)]
+    return [[int(rng.integers(3, 7)), int(rng.integers(6, 9))] for _ in range(count)]
 
 
 def run(seed, count, patterns=PATTERNS, spec=SPEC):
@@ -54,14 +56,22 @@ def test_omni_channel_fw_bp_cells_under_the_four_patterns():
 @pytest.mark.slow
 @pytest.mark.timeout(7200)
 def test_omni_channel_full_size():
-    """The paper's 32-PE channel (fp32, 8-stage adder) on a layer of I = 40, H = 36
-    (rounds of 32 lanes with a tail), under the four patterns; the cycle model exact
-    under ``none``."""
-    spec = channel_spec(ChannelConfig(pes_per_channel=32, input_size=40, hidden_size=36))
+    """The paper's 32-PE channel (fp32, 8-stage adder, jobs up to the default 4,096
+    elements) on a reduced layer, I = 5, H = 33: the gate MVMs run 4H = 132 rows (four
+    rounds of 32 lanes and a tail of 4), eq. 2 I + H = 38 columns (a round and a tail of
+    6), under the four patterns; bit-exact against the golden model, and the channel's
+    cycles equal to :func:`~nnrtl.hw.omni.channel_timing.program_cycles` under ``none``.
+    About 7 minutes on the shared 2-core machine, build included (the PE emitted once)."""
+    config = ChannelConfig(pes_per_channel=32, input_size=5, hidden_size=33)
+    spec = channel_spec(config)
     result = simulate(build_channel(spec), test_module="nnrtl.sim.tb.omni_channel",
                       name="omni_channel_full", seed=5,
-                      params={"channel": spec, "sizes": [[40, 36]],
+                      params={"channel": spec, "sizes": [[5, 33]],
                               "patterns": list(PATTERNS)})
     assert result["bit_exact"] and result["mismatches"] == 0
+    assert [r["pattern"] for r in result["runs"]] == list(PATTERNS)
+    program = fw_program(config) + bp_program(config)
+    assert result["beats"] == len(PATTERNS) * sum(s.instruction.out_beats for s in program)
     none = result["runs"][0]
-    assert none["pattern"] == "none" and none["cycles"] == none["model_cycles"]
+    assert none["pattern"] == "none"
+    assert none["cycles"] == none["model_cycles"] == config.program_cycles(program)
