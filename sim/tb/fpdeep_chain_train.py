@@ -38,7 +38,8 @@ from amaranth.sim import Simulator
 
 from nnrtl.hw.fpdeep.chain_link import ChainConfig, NodeLink, beat_signature
 from nnrtl.hw.fpdeep.link_config import LinkConfig
-from nnrtl.hw.fpdeep.node import FpdeepNode
+from nnrtl.hw.fpdeep.config import FpConfig
+from nnrtl.hw.fpdeep.node import FpdeepNode, NodeConfig
 from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.fpdeep_fp import stimulus as fp_stimulus
 from nnrtl.sim.tb.fpdeep_link import LinkPair
@@ -46,7 +47,18 @@ from nnrtl.sim.tb.fpdeep_node import expected as node_expected
 from nnrtl.sim.tb.fpdeep_node import model_cycles as node_cycles
 from nnrtl.sim.tb.fpdeep_node import phases, random_case
 
-__all__ = ["ChainTrainTop", "chain_case", "host_streams", "expected_out", "run"]
+__all__ = ["ChainTrainTop", "small_chain", "chain_case", "host_streams", "expected_out",
+           "run", "run_cases"]
+
+
+def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4):
+    """A small test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps, ReLU,
+    a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels, ``lr`` 0.01."""
+    lr = 655 if precision == "fixed16" else 0x3C23D70A
+    return ChainConfig(tuple(
+        NodeConfig((FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)),), (False,),
+                   batch=batch, act_images=lag + 1, lr=lr, node=n + 1)
+        for n, o in enumerate(outs)), lag=lag)
 
 
 class ChainTrainTop(Elaboratable):
@@ -145,10 +157,20 @@ def _budget(config, images, loads, pattern, link_options):
 
 
 def run(config, images, pattern, *, seed=0, link_options=None, limit=4):
-    """Train ``images`` images (a whole number of mini-batches) through a
-    :class:`ChainTrainTop` under ``pattern``; returns the report (module docstring)."""
+    """Train ``images`` random images (:func:`chain_case`) through a :class:`ChainTrainTop`
+    under ``pattern``; returns the report (module docstring)."""
+    return run_cases(config, chain_case(config, images, seed), pattern, seed=seed,
+                     link_options=link_options, limit=limit)
+
+
+def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, limit=4):
+    """:func:`run` on the given ``cases`` (per node: ``act``, ``weights``, ``bias``,
+    ``err`` as :func:`chain_case`'s); the last ``probes`` images are sent without errors
+    (their activations show the weights after the updates; their ``err`` unused). The
+    report also has ``received``: per image the beats the host got."""
     top = ChainTrainTop(config, **(link_options or {}))
-    cases = chain_case(config, images, seed)
+    images = len(cases[0]["act"])
+    trained = images - probes
     acts, errs = host_streams(config, cases)
     want = expected_out(config, cases)
     loads = [fp_stimulus(config.segment(n), case)["load"] for n, case in enumerate(cases)]
@@ -192,7 +214,7 @@ def run(config, images, pattern, *, seed=0, link_options=None, limit=4):
             ctx.set(top.host_act.valid, int(act_offer))
             if act_offer:
                 ctx.set(Value.cast(top.host_act.payload), acts[sent_images][act_beat])
-            err_ok = (sent_errors < images and sent_images >= min(images, sent_errors + lag)
+            err_ok = (sent_errors < trained and sent_images >= min(images, sent_errors + lag)
                       and back >= min(images, sent_errors + lag))
             err_offer = err_ok and not next(err_gaps)
             ctx.set(top.host_err.valid, int(err_offer))
@@ -221,13 +243,13 @@ def run(config, images, pattern, *, seed=0, link_options=None, limit=4):
                 report["link_words"][b]["forward"] += bool(av and ar)
                 report["link_words"][b]["backward"] += bool(bv and br)
                 report["fault"] = report["fault"] or bool(fault)
-            if len(got) >= images * per_image and sent_errors == images:
+            if len(got) >= images * per_image and sent_errors == trained:
                 report["cycles"] = cycle + 1
                 return
         report["cycles"] = budget
         report["timed_out"] = (f"{len(got)} of {images * per_image} activation beats, "
                                f"{sent_images} of {images} images and {sent_errors} of "
-                               f"{images} error blocks sent in {budget} cycles")
+                               f"{trained} error blocks sent in {budget} cycles")
 
     sim = Simulator(top)
     sim.add_clock(1e-8)
@@ -243,6 +265,7 @@ def run(config, images, pattern, *, seed=0, link_options=None, limit=4):
                     f"image {k}: beat {b} (node {node + 1}) is {g:#x}, expected {w:#x}")
         if len(received) < len(beats) and len(report["mismatches"]) < limit:
             report["mismatches"].append(f"image {k}: {len(received)} of {len(beats)} beats")
+    report["received"] = [got[k * per_image:(k + 1) * per_image] for k in range(images)]
     report["bit_exact"] = (not report["mismatches"] and not report["fault"]
                            and report["timed_out"] is None)
     return report

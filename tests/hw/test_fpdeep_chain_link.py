@@ -9,20 +9,9 @@ import dataclasses
 
 import pytest
 
-from nnrtl.hw.fpdeep import FpConfig
 from nnrtl.hw.fpdeep.chain_link import ChainConfig, NodeLink
-from nnrtl.hw.fpdeep.node import NodeConfig
 from nnrtl.sim.tb.fpdeep_chain_train import chain_case, expected_out, run
-
-
-def chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, **fields):
-    """The tiny test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps, a
-    2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels."""
-    lr = 655 if precision == "fixed16" else 0x3C23D70A        # 0.01
-    return ChainConfig(tuple(
-        NodeConfig((FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0), **fields),),
-                   (False,), batch=batch, act_images=lag + 1, lr=lr, node=n + 1)
-        for n, o in enumerate(outs)), lag=lag)
+from nnrtl.sim.tb.fpdeep_chain_train import small_chain as chain
 
 
 def test_beat_counts_follow_the_segments():
