@@ -402,8 +402,6 @@ def train_hook(request, network):
                              "with each step's weights and runs the mini-batch on them "
                              "(--pipeline flush, the default with --backend rtl)")
         options["pipeline"] = "flush"
-    elif "backpressure" in options:
-        raise UsageError("--backpressure applies to --backend rtl (the chain's links)")
     if network.is_rnn:
         raise UsageError(f"{network.source or 'the model'}: the fpdeep engine trains CNNs, "
                          f"not recurrent layers")
@@ -413,6 +411,8 @@ def train_hook(request, network):
                          f"the fpdeep engine, not {inputs.shape}")
     config = FpdeepTrainConfig(image_size=int(inputs.shape[2]), board=request.board.name,
                                **options)
+    if request.backend != "rtl" and "backpressure" in options:
+        raise UsageError("--backpressure applies to --backend rtl (the chain's links)")
     chain = from_network(network, config.image_size, network.source or "model")
     mapping = map_network(
         chain, config.fpgas, request.board, precision=config.precision,
