@@ -6,8 +6,9 @@ the same mapping ``nnrtl map fpdeep`` prints); its conv layers run segment by se
 nodes holding them (:class:`.chain.ConvChain`): FP with the ICP partial chain and OCP output
 ranges, the completing node's bias, ReLU and max-pool, the SFU backward step, PG over the
 mini-batch and EB for every layer but the first, each through a node runner (the golden
-models now: :class:`.chain.GoldenRunner`; an RTL runner drives each node's Verilator model
-through the same four calls).
+models: :class:`.chain.GoldenRunner`). With ``--backend rtl`` each step's mini-batch also
+runs through the chain of node tops and link modules, checked bit-exact
+(:mod:`.chain_rtl`: a CNN whose one conv layer is split by output channels).
 
 Decisions (the paper leaves them open)
 --------------------------------------
