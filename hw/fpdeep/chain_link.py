@@ -144,6 +144,16 @@ class ChainConfig:
         return self.upstream_beats(len(self.nodes))
 
 
+def _block(m, moved, count, beats, after):
+    """In an FSM state: count ``moved`` beats in ``count``; after ``beats``, to ``after``."""
+    with m.If(moved):
+        with m.If(count == beats - 1):
+            m.d.sync += count.eq(0)
+            m.next = after
+        with m.Else():
+            m.d.sync += count.eq(count + 1)
+
+
 def beat_signature(config):
     """A stream of ``P``-word link beats."""
     return stream.Signature(data.ArrayLayout(config.word_bits, config.p))
@@ -224,10 +234,13 @@ class NodeLink(wiring.Component):
         # the deserializer: a pixel of per_pixel beats for the node's act_in
         pixel = Signal(per_pixel * beat_bits)
         part = Signal(range(per_pixel))
-        full = Signal()
+        full, final = Signal(), Signal()
+        with m.If(final):
+            m.d.sync += full.eq(1)
+        with m.Elif(self.act_in.valid & self.act_in.ready):
+            m.d.sync += full.eq(0)
         m.d.comb += [self.act_in.valid.eq(full),
                      self.act_in.payload.eq(pixel[:len(self.act_in.payload)])]
-        taken_pixel = self.act_in.valid & self.act_in.ready
 
         count = Signal(range(max(image, upstream, own, 1)))
         up, down = self.up_act, self.down_act
@@ -248,38 +261,16 @@ class NodeLink(wiring.Component):
                             m.d.sync += pixel[k * beat_bits:(k + 1) * beat_bits].eq(
                                 up.payload.as_value())
                     m.d.sync += part.eq(Mux(part == per_pixel - 1, 0, part + 1))
-                    with m.If(count == image - 1):
-                        m.d.sync += count.eq(0)
-                        m.next = "relay" if upstream else "own"
-                    with m.Else():
-                        m.d.sync += count.eq(count + 1)
-                final = go & (part == per_pixel - 1)
-                with m.If(final):
-                    m.d.sync += full.eq(1)
-                with m.Elif(taken_pixel):
-                    m.d.sync += full.eq(0)
+                m.d.comb += final.eq(go & (part == per_pixel - 1))
+                _block(m, go, count, image, "relay" if upstream else "own")
             with m.State("relay"):
-                with m.If(taken_pixel):
-                    m.d.sync += full.eq(0)
                 m.d.comb += [down.valid.eq(up.valid), down.payload.eq(up.payload),
                              up.ready.eq(down.ready)]
-                with m.If(up.valid & down.ready):
-                    with m.If(count == upstream - 1):
-                        m.d.sync += count.eq(0)
-                        m.next = "own"
-                    with m.Else():
-                        m.d.sync += count.eq(count + 1)
+                _block(m, up.valid & down.ready, count, upstream, "own")
             with m.State("own"):
-                with m.If(taken_pixel):
-                    m.d.sync += full.eq(0)
                 m.d.comb += [down.valid.eq(fifo.r_rdy), down.payload.eq(fifo.r_data),
                              fifo.r_en.eq(down.ready)]
-                with m.If(fifo.r_rdy & down.ready):
-                    with m.If(count == own - 1):
-                        m.d.sync += count.eq(0)
-                        m.next = "image"
-                    with m.Else():
-                        m.d.sync += count.eq(count + 1)
+                _block(m, fifo.r_rdy & down.ready, count, own, "image")
 
         # errors: the own block into the node, then the upstream ones relayed
         errors = Signal(range(own + upstream))
