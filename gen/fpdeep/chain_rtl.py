@@ -16,8 +16,9 @@ What the chain runs (decisions)
   ``--pipeline flush``, the only rule a chain reloaded every step can run; ``stale`` is
   refused), then the host's errors; each node's PG and weight update run in the RTL
   (``lr`` register ``η/B``: fixed16 Q0.16, fp32 bits). Then the same ``B`` images go in
-  again without errors (probes): their activations are computed with the weights the
-  nodes' updates wrote, so the check reads the updated weights through the datapath.
+  again without errors (probes): the last of them runs FP on the weights the nodes'
+  updates wrote (the rule of ``lag`` = ``B``, :mod:`nnrtl.hw.fpdeep.chain_link`), so the
+  check reads the updated weights through the datapath.
 * **The check**: every activation beat (the step's images and the probes) bit-exact
   against the nodes' golden models (:func:`nnrtl.sim.tb.fpdeep_node.expected`, the
   update :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's
