@@ -6,8 +6,9 @@ the same mapping ``nnrtl map fpdeep`` prints); its conv layers run segment by se
 nodes holding them (:class:`.chain.ConvChain`): FP with the ICP partial chain and OCP output
 ranges, the completing node's bias, ReLU and max-pool, the SFU backward step, PG over the
 mini-batch and EB for every layer but the first, each through a node runner (the golden
-models now: :class:`.chain.GoldenRunner`; an RTL runner drives each node's Verilator model
-through the same four calls).
+models: :class:`.chain.GoldenRunner`). With ``--backend rtl`` each step's mini-batch also
+runs through the chain of node tops and link modules, checked bit-exact
+(:mod:`.chain_rtl`: a CNN whose one conv layer is split by output channels).
 
 Decisions (the paper leaves them open)
 --------------------------------------
@@ -79,9 +80,9 @@ import math
 import numpy as np
 
 from nnrtl.hw.fpdeep.config import PRECISIONS
+from nnrtl.sim.patterns import PATTERNS
 
 from ..errors import UsageError
-from ..train import BACKENDS
 from .chain import Codec, ConvChain, GoldenRunner, conv_segments, rtl_limits
 from .hooks import _options as map_options
 
@@ -96,7 +97,7 @@ PIPELINES = ("stale", "flush")
 GRADIENT_BOUND = {"fp32": 1e-4, "fixed16": 5e-2}
 
 _USAGE = ("--fpgas N (required), --precision fp32|fixed16, --frac-bits F (fixed16, 1 .. 15), "
-          "--pipeline stale|flush")
+          "--pipeline stale|flush, --backpressure none|cycle|random|bursty (--backend rtl)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +114,9 @@ class FpdeepTrainConfig:
         ``"stale"`` or ``"flush"`` (module docstring).
     image_size : int
     board : str
+    backpressure : str
+        The pause pattern on the RTL chain's links and host streams (``--backend rtl``,
+        :mod:`.chain_rtl`).
     """
 
     fpgas: int
@@ -121,6 +125,7 @@ class FpdeepTrainConfig:
     pipeline: str = "stale"
     image_size: int = 1
     board: str = ""
+    backpressure: str = "none"
 
     def __post_init__(self):
         for name, least in (("fpgas", 1), ("image_size", 1)):
@@ -128,7 +133,8 @@ class FpdeepTrainConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
                 raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, "
                                  f"not {value!r}")
-        for name, choices in (("precision", PRECISIONS), ("pipeline", PIPELINES)):
+        for name, choices in (("precision", PRECISIONS), ("pipeline", PIPELINES),
+                              ("backpressure", PATTERNS)):
             if getattr(self, name) not in choices:
                 raise UsageError(f"--{name} must be one of {', '.join(choices)}, not "
                                  f"{getattr(self, name)!r}")
@@ -146,7 +152,8 @@ class FpdeepTrainConfig:
 def parse_options(options):
     """``{name: value}`` of the engine options (``--fpgas 3`` or ``--fpgas=3``)."""
     names = {"--fpgas": ("fpgas", int), "--precision": ("precision", str),
-             "--frac-bits": ("frac_bits", int), "--pipeline": ("pipeline", str)}
+             "--frac-bits": ("frac_bits", int), "--pipeline": ("pipeline", str),
+             "--backpressure": ("backpressure", str)}
     found, items = {}, list(options)
     while items:
         item = items.pop(0)
@@ -192,6 +199,9 @@ class FpdeepTrainer:
         The mapper's (:func:`.mapper.map_network`) of the network at ``config``.
     runner : NodeRunner, optional
         The nodes' modules (default :class:`.chain.GoldenRunner`).
+    rtl : RtlChain, optional
+        The ``rtl`` backend (:mod:`.chain_rtl`): each step's mini-batch also runs through
+        the RTL chain, checked bit-exact against the golden models (CheckFailed if not).
 
     Attributes
     ----------
@@ -199,7 +209,7 @@ class FpdeepTrainer:
         :data:`GRADIENT_BOUND` of the precision (module docstring).
     """
 
-    def __init__(self, config, mapping, runner=None):
+    def __init__(self, config, mapping, runner=None, rtl=None):
         if not isinstance(config, FpdeepTrainConfig):
             raise TypeError(f"config must be an FpdeepTrainConfig, not {config!r}")
         self.config = config
@@ -212,6 +222,7 @@ class FpdeepTrainer:
                              f"convolution layers (fully connected ones run on the host)")
         self.chain = ConvChain(self.layers, mapping.chain, self.codec,
                                runner or GoldenRunner())
+        self.rtl = rtl
         self._network = self._last = None
         self._history = []          # the networks of the last mini-batches, oldest first
         self._step = -1
@@ -260,13 +271,15 @@ class FpdeepTrainer:
         self.chain.clear()
         self.chain.saturated += sum(self.codec.saturated(array)
                                     for pair in self._current.values() for array in pair)
-        outs = []
+        outs, self._images, self._outputs = [], [], []
         for sample in range(x.shape[0]):
             def weights(index, segment, sample=sample):
                 return words[self._version(sample, segment)][index]
             image = self.codec.encode(x[sample].transpose(1, 2, 0))
             self.chain.saturated += self.codec.saturated(image)
             out = self.chain.forward(image, weights)
+            self._images.append(image)
+            self._outputs.append(out)
             outs.append(self.codec.decode(out).transpose(2, 0, 1))
         self._module = to_torch(network, torch.float32)
         start = _host_start(network)
@@ -295,6 +308,8 @@ class FpdeepTrainer:
                   for e in self._conv_out.grad.double().numpy()]
         self.chain.saturated += sum(map(self.codec.saturated, errors))
         found = self.chain.backward(errors, lambda index, segment: self._current[index])
+        if self.rtl is not None:
+            self.rtl.step(self._images, self._current[0], errors, self._outputs)
         for index, (dw, db) in found.items():
             layer = network.layers[weighted[index]]
             gradients[(weighted[index], "weight")] = self._gradient(dw, 2)
@@ -362,9 +377,13 @@ class FpdeepTrainer:
                               "fp_weights_of_step": [
                                   self.weight_version(self._step, j, s)
                                   for j in range(self._batch)]})
-        return {"cycles": None, "useful_macs": macs * self._batch, "utilization": None,
-                "segments": stale, "saturated_words": self.chain.saturated,
-                "rtl_limits": [" ".join(map(str, item)) for item in rtl_limits(self.layers)]}
+        found = {"cycles": None, "useful_macs": macs * self._batch, "utilization": None,
+                 "segments": stale, "saturated_words": self.chain.saturated,
+                 "rtl_limits": [" ".join(map(str, item)) for item in rtl_limits(self.layers)]}
+        if self.rtl is not None:
+            found["rtl"] = self.rtl.record
+            found["cycles"] = self.rtl.record["cycles"]
+        return found
 
 
 def train_hook(request, network):
@@ -378,10 +397,12 @@ def train_hook(request, network):
 
     options = parse_options(request.options)
     mapping_options = map_options(request.params)
-    if request.backend != "golden":
-        raise UsageError(f"--backend {request.backend}: the fpdeep engine trains with "
-                         f"--backend golden (one of {', '.join(BACKENDS)}); the node RTL "
-                         f"chain runner is not built yet")
+    if request.backend == "rtl":
+        if options.get("pipeline", "flush") != "flush":
+            raise UsageError("--pipeline stale with --backend rtl: the RTL chain is loaded "
+                             "with each step's weights and runs the mini-batch on them "
+                             "(--pipeline flush, the default with --backend rtl)")
+        options["pipeline"] = "flush"
     if network.is_rnn:
         raise UsageError(f"{network.source or 'the model'}: the fpdeep engine trains CNNs, "
                          f"not recurrent layers")
@@ -391,6 +412,8 @@ def train_hook(request, network):
                          f"the fpdeep engine, not {inputs.shape}")
     config = FpdeepTrainConfig(image_size=int(inputs.shape[2]), board=request.board.name,
                                **options)
+    if request.backend != "rtl" and "backpressure" in options:
+        raise UsageError("--backpressure applies to --backend rtl (the chain's links)")
     chain = from_network(network, config.image_size, network.source or "model")
     mapping = map_network(
         chain, config.fpgas, request.board, precision=config.precision,
@@ -402,4 +425,11 @@ def train_hook(request, network):
         for node in mapping.nodes:
             request.log("train: node {}: {}".format(node.node, ", ".join(
                 f"{s.layer} {s.mode} [{s.lo}, {s.hi})" for s in node.segments)))
-    return FpdeepTrainer(config, mapping)
+    trainer = FpdeepTrainer(config, mapping)
+    if request.backend == "rtl":
+        from .chain_rtl import RtlChain, chain_config
+        rtl_config = chain_config(trainer.layers, mapping, config.precision, config.frac_bits,
+                                  inputs.shape[0], request.lr)
+        trainer.rtl = RtlChain(rtl_config, trainer.layers[0], trainer.codec,
+                               pattern=config.backpressure)
+    return trainer

@@ -23,6 +23,12 @@ cluster simulator is checked against (:mod:`nnrtl.gen.fpdeep.cluster_chain`):
 
 Plan for the 3-node training test (when the node top lands)
 ------------------------------------------------------------
+Steps 1 and 3 (weights checked through the datapath, the stale rule) are built for an
+OCP-split first layer: :mod:`nnrtl.hw.fpdeep.chain_link` (the adapter, with the path
+sharing and ``lag`` window decisions) and :mod:`nnrtl.sim.tb.fpdeep_chain_train` (the chain
+top in the Amaranth simulator); step 2 (one Verilator top) and the cluster-simulator
+comparison of that chain are still open.
+
 1. :class:`ChainTop` takes node tops instead of FP modules: node ``m``'s ``"down"`` link
    module's ``link_out``/``link_in`` to node ``m + 1``'s ``"up"`` one through the same
    pausable channels (:class:`~nnrtl.sim.tb.fpdeep_link.LinkPair`'s wiring), the host's

@@ -208,6 +208,8 @@ def test_flush_is_plain_sgd(files):
     (("--fpgas", "2", "--pipeline", "stash"),
      r"^--pipeline must be one of stale, flush, not 'stash'$"),
     (("--fpgas", "2", "--chain", "4"), r"^unknown option '--chain': the fpdeep engine takes"),
+    (("--fpgas", "2", "--backpressure", "jitter"),
+     r"^--backpressure must be one of none, cycle, random, bursty, not 'jitter'$"),
 ])
 def test_bad_options(files, options, message):
     with pytest.raises(UsageError, match=message):
@@ -216,9 +218,17 @@ def test_bad_options(files, options, message):
 
 def test_bad_requests(files, tmp_path):
     network = load_network(files.model)
-    with pytest.raises(UsageError, match=r"^--backend rtl: the fpdeep engine trains with "
-                                         r"--backend golden"):
+    with pytest.raises(UsageError, match=r"^--backend rtl: the node chain trains one "
+                                         r"convolution layer \(the network's first, the rest "
+                                         r"on the host\), not 2$"):
         train_hook(request(files, "--fpgas", "2", backend="rtl"), network)
+    with pytest.raises(UsageError, match=r"^--pipeline stale with --backend rtl: the RTL "
+                                         r"chain is loaded with each step's weights"):
+        train_hook(request(files, "--fpgas", "2", "--pipeline", "stale", backend="rtl"),
+                   network)
+    with pytest.raises(UsageError, match=r"^--backpressure applies to --backend rtl \(the "
+                                         r"chain's links\)$"):
+        train_hook(request(files, "--fpgas", "2", "--backpressure", "none"), network)
     with pytest.raises(UsageError, match=r"^--param 'ocp=1': FPDeep's mapping options"):
         train_hook(request(files, "--fpgas", "2", params=["ocp=1"]), network)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 11, 12)))

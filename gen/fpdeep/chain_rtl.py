@@ -1,0 +1,159 @@
+"""The ``rtl`` backend of ``nnrtl train fpdeep``: each training step's mini-batch through
+the chain of node tops joined by link modules (:class:`~nnrtl.sim.tb.fpdeep_chain_train.ChainTrainTop`,
+the node-to-link adapter :mod:`nnrtl.hw.fpdeep.chain_link`), in the Amaranth simulator.
+
+What the chain runs (decisions)
+-------------------------------
+* **The mappings it takes**: one convolution layer (the network's first; Flatten/Linear on
+  the host, :mod:`.trainer`) split by output channels over the nodes, one conv segment a
+  node: the mapper's placement of such a CNN on 1 to ``K`` boards.
+  :func:`chain_config` refuses others (``UsageError``, exit 2) naming the node and rule.
+  Every node's ``P`` is the smallest of the mapper's (the link's beat is one ``P``; ``P``
+  changes the parallelism, not a bit of the results).
+* **A step on the RTL**: the nodes are loaded with the step's weights (the host's master
+  weights as words, as the golden backend does), the mini-batch's ``B`` images go in with
+  ``lag`` = ``B`` (every image's FP before any error: FP on the step's weights, i.e.
+  ``--pipeline flush``, the only rule a chain reloaded every step can run; ``stale`` is
+  refused), then the host's errors; each node's PG and weight update run in the RTL
+  (``lr`` register ``η/B``: fixed16 Q0.16, fp32 bits). Then the same ``B`` images go in
+  again without errors (probes): the last of them runs FP on the weights the nodes'
+  updates wrote (the rule of ``lag`` = ``B``, :mod:`nnrtl.hw.fpdeep.chain_link`), so the
+  check reads the updated weights through the datapath.
+* **The check**: every activation beat (the step's images and the probes) bit-exact
+  against the nodes' golden models (:func:`nnrtl.sim.tb.fpdeep_node.expected`, the
+  update :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's
+  activations equal to the golden chain's (:class:`.chain.ConvChain`, the words the host's
+  FC layers got): ``bit_exact``. A step that is not raises
+  :class:`~nnrtl.gen.errors.CheckFailed` (exit 1). The gradients the interface's SGD step
+  uses are the golden chain's PG words, which the RTL's data equal when ``bit_exact``
+  holds (the host runs the step's forward before the errors exist; the RTL run replays it
+  with the errors, the order a host attached to the chain would use).
+* **Backpressure**: ``--backpressure`` pauses every link channel, the host's streams
+  (gaps) and its sink (stalls) with one of :data:`~nnrtl.sim.patterns.PATTERNS`.
+"""
+
+import dataclasses
+import time
+
+import numpy as np
+
+from ..errors import CheckFailed, UsageError
+
+__all__ = ["chain_config", "lr_word", "RtlChain"]
+
+
+def lr_word(precision, lr, batch):
+    """The ``lr`` register of the nodes: ``η/B`` as fixed16 Q0.16 (rounded, at least 1) or
+    fp32 bits; ``UsageError`` when it does not fit."""
+    rate = lr / batch
+    if precision == "fp32":
+        return int(np.array(rate, np.float32).view(np.uint32))
+    word = int(round(rate * (1 << 16)))
+    if not 1 <= word < 1 << 16:
+        raise UsageError(f"--lr {lr} over batch {batch}: the fixed16 nodes' rate register "
+                         f"holds eta/B in Q0.16, from 2^-16 to below 1")
+    return word
+
+
+def chain_config(layers, mapping, precision, frac_bits, batch, lr):
+    """The :class:`~nnrtl.hw.fpdeep.chain_link.ChainConfig` of the conv ``layers``
+    (:func:`.chain.conv_segments`) of ``mapping``, ``lag`` = ``batch``; ``UsageError`` for
+    a mapping the RTL chain does not run (module docstring)."""
+    from nnrtl.hw.fpdeep.chain_link import ChainConfig
+    from nnrtl.hw.fpdeep.node import NodeConfig
+
+    if len(layers) != 1 or min(layers) != 0:
+        raise UsageError(f"--backend rtl: the node chain trains one convolution layer (the "
+                         f"network's first, the rest on the host), not {len(layers)}")
+    segments = layers[0]
+    for node in mapping.nodes:
+        convs = [s for s in node.segments if s.kind == "conv"]
+        if len(convs) != 1:
+            raise UsageError(f"--backend rtl: node {node.node} holds {len(convs)} conv "
+                             f"segments; the node chain carries one per node")
+    if not all(s.cfg.completes for s in segments):
+        raise UsageError("--backend rtl: the node chain runs an output-channel (OCP) split; "
+                         "the mapper split the layer by input channels")
+    p = min(s.cfg.p for s in segments)
+    word = lr_word(precision, lr, batch)
+    nodes = []
+    for node in mapping.nodes:
+        config = NodeConfig.from_node(node, precision, batch=batch, lr=word,
+                                      reshape=lambda cfg: dataclasses.replace(cfg, p=p),
+                                      frac_bits=frac_bits)
+        nodes.append(dataclasses.replace(config, act_images=max(config.act_images,
+                                                                batch + 1)))
+    return ChainConfig(tuple(nodes), lag=batch)
+
+
+class RtlChain:
+    """Steps of the conv layer on the RTL chain (module docstring).
+
+    Parameters
+    ----------
+    config : ChainConfig
+    segments : list of Segment
+        The layer's segments in node order (:func:`.chain.conv_segments`).
+    codec : Codec
+    pattern : str
+    seed : int
+
+    Attributes
+    ----------
+    record : dict or None
+        The last step's: ``bit_exact``, ``pattern``, ``cycles``, ``link_words``,
+        ``seconds``, ``mismatches``.
+    """
+
+    def __init__(self, config, segments, codec, *, pattern="none", seed=1):
+        self.config, self.segments, self.codec = config, segments, codec
+        self.pattern, self.seed = pattern, seed
+        self.record = None
+
+    def _decode(self, beats, node):
+        """Node ``node``'s block of an image (host beats) as ``(side, side, n_out)`` words."""
+        cfg, bits = self.config.segment(node), self.config.word_bits
+        words = np.array([[(b >> (k * bits)) & ((1 << bits) - 1) for k in range(cfg.p)]
+                          for b in beats], np.int64)
+        if self.codec.precision == "fixed16":
+            words = np.where(words >= 1 << 15, words - (1 << 16), words)
+        side = cfg.pool_out
+        return words.reshape(side, side, -1)[..., :cfg.n_out]
+
+    def step(self, images, weights, errors, outputs):
+        """Run a mini-batch: ``images`` per sample ``(H, W, C)`` words, ``weights`` the
+        layer's ``(W, bias)`` words, ``errors`` per sample the host's error of the layer's
+        output ``(side, side, OC)`` words, ``outputs`` the golden chain's activations of
+        the samples (the same shape). Returns :attr:`record`; raises CheckFailed."""
+        from nnrtl.sim.tb.fpdeep_chain_train import run_cases
+
+        start = time.monotonic()
+        w, b = weights
+        acts = np.stack([np.asarray(i, np.int64) for i in images] * 2)
+        cases = []
+        for s in self.segments:
+            err = [np.asarray(e[..., s.out_range], np.int64) for e in errors]
+            cases.append({"act": acts, "weights": np.asarray(w[s.out_range], np.int64),
+                          "bias": np.asarray(b[s.out_range], np.int64), "partial_in": None,
+                          "err": np.stack(err + [np.zeros_like(err[0])] * len(err))})
+        report = run_cases(self.config, cases, self.pattern, probes=len(images),
+                           seed=self.seed)
+        wrong = list(report["mismatches"])
+        up = self.config.upstream_beats
+        for k, received in enumerate(report["received"][:len(images)]):
+            for n, s in enumerate(self.segments):
+                block = received[up(n):up(n + 1)]
+                if len(block) == up(n + 1) - up(n) and not np.array_equal(
+                        self._decode(block, n), np.asarray(outputs[k])[..., s.out_range]):
+                    wrong.append(f"image {k}: node {s.node}'s activations differ from the "
+                                 f"golden chain's")
+        self.record = {"bit_exact": report["bit_exact"] and not wrong,
+                       "pattern": self.pattern, "cycles": report["cycles"],
+                       "link_words": report["link_words"], "mismatches": wrong[:4],
+                       "seconds": round(time.monotonic() - start, 3)}
+        if not self.record["bit_exact"]:
+            reason = report["timed_out"] or ("a link fault" if report["fault"] else
+                                             "; ".join(wrong[:4]))
+            raise CheckFailed(f"the RTL chain's mini-batch is not bit-exact against the "
+                              f"golden models ({self.pattern} backpressure): {reason}")
+        return self.record

@@ -1,0 +1,271 @@
+"""The FPDeep training chain (issue 14): ``K`` node tops (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`)
+joined by their link modules through pausable channels, each node's streams put on the
+links by its :class:`~nnrtl.hw.fpdeep.chain_link.NodeLink` adapter (the module docstring
+there has the chain's streams and its decisions), training one OCP-split convolution layer
+over several mini-batches in the Amaranth simulator.
+
+:class:`ChainTrainTop` is the chain: the host's images into node 1's adapter (``host_act``),
+every node's activations out of node ``K``'s (``host_out``), the host's errors into node
+``K``'s (``host_err``), each node's LPRAM ``load`` stream and its ``lr`` register at the
+NodeConfig's reset value (the node's ``s_axil`` left idle).
+
+The host (:func:`run`) plays the part of the FC layers and the loss: its errors are random
+words (the node bench's, :func:`nnrtl.sim.tb.fpdeep_node.random_case`), so the check does
+not depend on a loss. Its order, with ``lag`` images in flight
+(:class:`~nnrtl.hw.fpdeep.chain_link.ChainConfig`): images ``0 … lag − 1``; then for each
+image ``k`` its error once the activations of image ``k + lag − 1`` (or of the last image)
+have all come back, then image ``k + lag``. With the adapters' window every node then sees
+the node bench's phase order, and the golden model of each node is
+:func:`nnrtl.sim.tb.fpdeep_node.expected` (FP of image ``k`` on the weights after
+``max(0, ⌊(k + 1 − lag) / B⌋)`` updates, EB-free: the first layer): the activations every
+node sends the host are checked bit-exactly against it, image by image, so every weight
+version the nodes' updates wrote is checked (except the last mini-batch's, which no later
+image reads).
+
+Reported, never raised: ``bit_exact``, ``mismatches`` (the first few, naming node, image
+and beat), ``cycles``, ``link_words`` per boundary and direction, ``fault`` (a link
+module's), ``timed_out`` (what was awaited when the cycle budget ran out); backpressure
+``pattern`` on every link channel (both directions), on the host's sources (gaps) and on
+its sink (stalls).
+"""
+
+import random
+
+import numpy as np
+from amaranth.hdl import Elaboratable, Module, Value
+from amaranth.lib import wiring
+from amaranth.sim import Simulator
+
+from nnrtl.hw.fpdeep.chain_link import ChainConfig, NodeLink, beat_signature
+from nnrtl.hw.fpdeep.link_config import LinkConfig
+from nnrtl.hw.fpdeep.config import FpConfig
+from nnrtl.hw.fpdeep.node import FpdeepNode, NodeConfig
+from nnrtl.sim.patterns import cycle_budget, pause_pattern
+from nnrtl.sim.tb.fpdeep_fp import stimulus as fp_stimulus
+from nnrtl.sim.tb.fpdeep_link import LinkPair
+from nnrtl.sim.tb.fpdeep_node import expected as node_expected
+from nnrtl.sim.tb.fpdeep_node import model_cycles as node_cycles
+from nnrtl.sim.tb.fpdeep_node import phases, random_case
+
+__all__ = ["ChainTrainTop", "small_chain", "chain_case", "host_streams", "expected_out",
+           "run", "run_cases"]
+
+
+def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4):
+    """A small test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps, ReLU,
+    a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels, ``lr`` 0.01."""
+    lr = 655 if precision == "fixed16" else 0x3C23D70A
+    return ChainConfig(tuple(
+        NodeConfig((FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)),), (False,),
+                   batch=batch, act_images=lag + 1, lr=lr, node=n + 1)
+        for n, o in enumerate(outs)), lag=lag)
+
+
+class ChainTrainTop(Elaboratable):
+    """The chain of ``config`` (:class:`ChainConfig`): ``nodes``, ``adapters``, ``links``
+    (a :class:`~nnrtl.sim.tb.fpdeep_link.LinkPair` per boundary, ``link_options`` for
+    :meth:`LinkConfig.from_fp`), ``pauses[b]`` boundary ``b``'s (forward, backward)
+    channel pauses; ``host_act``, ``host_err`` (sinks) and ``host_out`` (source) the host's
+    streams of link beats."""
+
+    def __init__(self, config, **link_options):
+        if not isinstance(config, ChainConfig):
+            raise TypeError(f"config must be a ChainConfig, not {config!r}")
+        self.config = config
+        self.nodes = [FpdeepNode(node) for node in config.nodes]
+        self.adapters = [NodeLink(config, node=n) for n in range(len(config.nodes))]
+        link = LinkConfig.from_fp(config.segment(0), "down", **link_options)
+        self.links = [LinkPair(link) for _ in config.nodes[1:]]
+        self.pauses = [(pair.pause_ab, pair.pause_ba) for pair in self.links]
+        beat = beat_signature(config)
+        self.host_act = beat.flip().create(path=("host_act",))
+        self.host_err = beat.flip().create(path=("host_err",))
+        self.host_out = beat.create(path=("host_out",))
+
+    def elaborate(self, platform):
+        m = Module()
+        for n, (node, adapter) in enumerate(zip(self.nodes, self.adapters)):
+            m.submodules[f"node{n}"] = node
+            m.submodules[f"adapter{n}"] = adapter
+            wiring.connect(m, adapter.act_in, node.s0_act_in)
+            wiring.connect(m, adapter.err_in, node.s0_err_in)
+            wiring.connect(m, node.s0_act_out, adapter.act_out)
+        for n, pair in enumerate(self.links):
+            m.submodules[f"link{n}"] = pair
+            up, down = self.adapters[n], self.adapters[n + 1]
+            m.d.comb += [pair.a.link_up.eq(1), pair.b.link_up.eq(1)]
+            wiring.connect(m, up.down_act, pair.a.tx_act)
+            wiring.connect(m, pair.b.rx_act, down.up_act)
+            wiring.connect(m, down.up_err, pair.b.tx_error)
+            wiring.connect(m, pair.a.rx_error, up.down_err)
+        first, last = self.adapters[0], self.adapters[-1]
+        wiring.connect(m, wiring.flipped(self.host_act), first.up_act)
+        wiring.connect(m, last.down_act, wiring.flipped(self.host_out))
+        wiring.connect(m, wiring.flipped(self.host_err), last.down_err)
+        m.d.comb += first.up_err.ready.eq(0)        # node 1 relays no error upstream
+        return m
+
+
+def chain_case(config, images, seed):
+    """Per node the node bench's case (:func:`~nnrtl.sim.tb.fpdeep_node.random_case`: its
+    weights, bias and the host's errors of its activations), the images node 1's."""
+    cases = [random_case(config.segment(n), images, seed + 7 * n)
+             for n in range(len(config.nodes))]
+    for case in cases[1:]:
+        case["act"] = cases[0]["act"]
+    return cases
+
+
+def host_streams(config, cases):
+    """The host's beats: ``(images, errors)``, per image its act-path beats and its error
+    beats (node ``K``'s block first)."""
+    cfg, p = config.segment(0), config.p
+    mask = (1 << config.word_bits) - 1
+    images = []
+    for image in cases[0]["act"]:
+        words = np.zeros((cfg.w_in, cfg.w_in, config.pixel_beats * p), np.int64)
+        words[..., :cfg.n_in] = image
+        images.append([sum((int(w) & mask) << (k * config.word_bits)
+                           for k, w in enumerate(beat))
+                       for beat in words.reshape(-1, p)])
+    blocks = [[words for port, words in phases(config.segment(n), case, 1)
+               if port == "err_in"] for n, case in enumerate(cases)]
+    errors = [sum((blocks[n][k] for n in reversed(range(len(cases)))), [])
+              for k in range(len(images))]
+    return images, errors
+
+
+def expected_out(config, cases):
+    """Per image the beats the host must receive: every node's activations (its golden
+    model, :func:`~nnrtl.sim.tb.fpdeep_node.expected`), node 1's first."""
+    mask = (1 << (config.p * config.word_bits)) - 1
+    per_node = []
+    for n, case in enumerate(cases):
+        found, _ = node_expected(config.nodes[n], case, config.lag)
+        beats = config.block_beats(n)
+        per_node.append([[b & mask for b in found["act_out"][k * beats:(k + 1) * beats]]
+                         for k in range(len(case["act"]))])
+    return [sum((node[k] for node in per_node), []) for k in range(len(cases[0]["act"]))]
+
+
+def _budget(config, images, loads, pattern, link_options):
+    link = LinkConfig.from_fp(config.segment(0), "down", **(link_options or {}))
+    beats = images * (config.image_beats + 2 * config.host_beats)
+    wire = beats * (1 + link.words_per_beat("act")) * max(1, len(config.nodes))
+    model = loads + wire + sum(node_cycles(node, images) for node in config.nodes)
+    return cycle_budget(model, output_beats=images * config.host_beats, patterns=(pattern,))
+
+
+def run(config, images, pattern, *, seed=0, link_options=None, limit=4):
+    """Train ``images`` random images (:func:`chain_case`) through a :class:`ChainTrainTop`
+    under ``pattern``; returns the report (module docstring)."""
+    return run_cases(config, chain_case(config, images, seed), pattern, seed=seed,
+                     link_options=link_options, limit=limit)
+
+
+def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, limit=4):
+    """:func:`run` on the given ``cases`` (per node: ``act``, ``weights``, ``bias``,
+    ``err`` as :func:`chain_case`'s); the last ``probes`` images are sent without errors
+    (their activations show the weights after the updates; their ``err`` unused). The
+    report also has ``received``: per image the beats the host got."""
+    top = ChainTrainTop(config, **(link_options or {}))
+    images = len(cases[0]["act"])
+    trained = images - probes
+    acts, errs = host_streams(config, cases)
+    want = expected_out(config, cases)
+    loads = [fp_stimulus(config.segment(n), case)["load"] for n, case in enumerate(cases)]
+    budget = _budget(config, images, max(map(len, loads)), pattern, link_options)
+    rng = random.Random(seed)
+    gen = lambda: pause_pattern(pattern, random.Random(rng.random()))   # noqa: E731
+    channels = [(gen(), gen()) for _ in top.links]
+    act_gaps, err_gaps, sink = gen(), gen(), gen()
+    lag, per_image = config.lag, config.host_beats
+    got = []
+    report = {"pattern": pattern, "bit_exact": False, "mismatches": [], "cycles": 0,
+              "link_words": [{"forward": 0, "backward": 0} for _ in top.links],
+              "fault": False, "timed_out": None, "budget": budget}
+
+    async def bench(ctx):
+        loads_left = [list(load) for load in loads]
+        sent_images, sent_errors = 0, 0            # whole images / error blocks sent
+        act_beat = err_beat = 0
+        watched = [top.host_out.valid, Value.cast(top.host_out.payload),
+                   top.host_act.ready, top.host_err.ready]
+        for node in top.nodes:
+            watched.append(node.s0_load.ready)
+        for pair in top.links:
+            watched += [pair.a.link_out.tvalid, pair.a.link_out.tready,
+                        pair.b.link_out.tvalid, pair.b.link_out.tready,
+                        pair.a.fault | pair.b.fault]
+        for cycle in range(budget):
+            for pair, (fwd, bwd) in zip(top.links, channels):
+                ctx.set(pair.pause_ab, next(fwd))
+                ctx.set(pair.pause_ba, next(bwd))
+            loading = any(loads_left)
+            for node, left in zip(top.nodes, loads_left):
+                ctx.set(node.s0_load.valid, int(bool(left)))
+                if left:
+                    ctx.set(node.s0_load.payload, left[0])
+            # the host's order (module docstring)
+            back = len(got) // per_image
+            act_ok = (not loading and sent_images < images
+                      and sent_images < lag + sent_errors)
+            act_offer = act_ok and not next(act_gaps)
+            ctx.set(top.host_act.valid, int(act_offer))
+            if act_offer:
+                ctx.set(Value.cast(top.host_act.payload), acts[sent_images][act_beat])
+            err_ok = (sent_errors < trained and sent_images >= min(images, sent_errors + lag)
+                      and back >= min(images, sent_errors + lag))
+            err_offer = err_ok and not next(err_gaps)
+            ctx.set(top.host_err.valid, int(err_offer))
+            if err_offer:
+                ctx.set(Value.cast(top.host_err.payload), errs[sent_errors][err_beat])
+            take = not next(sink)
+            ctx.set(top.host_out.ready, int(take))
+            _clk, _rst, *values = await ctx.tick().sample(*watched)
+            out_valid, out_payload, act_ready, err_ready = values[:4]
+            if out_valid and take:
+                got.append(out_payload)
+            if act_offer and act_ready:
+                act_beat += 1
+                if act_beat == len(acts[sent_images]):
+                    sent_images, act_beat = sent_images + 1, 0
+            if err_offer and err_ready:
+                err_beat += 1
+                if err_beat == len(errs[sent_errors]):
+                    sent_errors, err_beat = sent_errors + 1, 0
+            for n, ready in enumerate(values[4:4 + len(top.nodes)]):
+                if loads_left[n] and ready:
+                    loads_left[n].pop(0)
+            base = 4 + len(top.nodes)
+            for b in range(len(top.links)):
+                av, ar, bv, br, fault = values[base + 5 * b:base + 5 * b + 5]
+                report["link_words"][b]["forward"] += bool(av and ar)
+                report["link_words"][b]["backward"] += bool(bv and br)
+                report["fault"] = report["fault"] or bool(fault)
+            if len(got) >= images * per_image and sent_errors == trained:
+                report["cycles"] = cycle + 1
+                return
+        report["cycles"] = budget
+        report["timed_out"] = (f"{len(got)} of {images * per_image} activation beats, "
+                               f"{sent_images} of {images} images and {sent_errors} of "
+                               f"{trained} error blocks sent in {budget} cycles")
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    for k, beats in enumerate(want):
+        received = got[k * per_image:(k + 1) * per_image]
+        for b, (g, w) in enumerate(zip(received, beats)):
+            if g != w and len(report["mismatches"]) < limit:
+                node = next(n for n in range(len(config.nodes))
+                            if b < config.upstream_beats(n + 1))
+                report["mismatches"].append(
+                    f"image {k}: beat {b} (node {node + 1}) is {g:#x}, expected {w:#x}")
+        if len(received) < len(beats) and len(report["mismatches"]) < limit:
+            report["mismatches"].append(f"image {k}: {len(received)} of {len(beats)} beats")
+    report["received"] = [got[k * per_image:(k + 1) * per_image] for k in range(images)]
+    report["bit_exact"] = (not report["mismatches"] and not report["fault"]
+                           and report["timed_out"] is None)
+    return report

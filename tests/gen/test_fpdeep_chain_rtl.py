@@ -1,0 +1,124 @@
+# amaranth: UnusedElaboratable=no
+"""``nnrtl train fpdeep --backend rtl`` (nnrtl.gen.fpdeep.chain_rtl): the rate register's
+word and its refusal, the mappings the RTL chain refuses (anchored messages), and (slow)
+training steps of a one-conv CNN on 3 FPGAs through the node chain: every step bit-exact
+against the golden models and the golden chain, the update within the bound of PyTorch's
+SGD step; a corrupted expectation is caught (CheckFailed)."""
+
+import json
+import types
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from nnrtl.boards import get_board
+from nnrtl.gen import train as interface
+from nnrtl.gen.errors import CheckFailed, UsageError
+from nnrtl.gen.fpdeep.chain_rtl import lr_word
+from nnrtl.gen.fpdeep.trainer import train_hook
+from nnrtl.gen.models import load_network
+
+
+def one_conv_cnn():
+    """3x6x6 -> conv 3->6 k3 pad1, ReLU, pool 2 -> 6x3x3 -> Linear(54, 3): on 3 VC709s
+    the mapper splits the conv by output channels, one segment a node."""
+    torch.manual_seed(3)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 6, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                               torch.nn.Linear(54, 3))
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fpdeep-rtl")
+    rng = np.random.default_rng(0)
+    for batch in (1, 2):
+        np.save(tmp / f"x{batch}.npy", rng.uniform(-1, 1, (batch, 3, 6, 6)))
+        np.save(tmp / f"y{batch}.npy", np.array([2, 0][:batch]))
+    model = tmp / "cnn.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.jit.save(torch.jit.script(one_conv_cnn()), model)
+    return types.SimpleNamespace(dir=tmp, model=model)
+
+
+def request(files, *options, batch=1, steps=1, lr=0.5):
+    return interface.TrainRequest(
+        board=get_board("vc709"), model=files.model, inputs=files.dir / f"x{batch}.npy",
+        targets=files.dir / f"y{batch}.npy", loss="cross-entropy", lr=lr, steps=steps,
+        backend="rtl", options=tuple(options))
+
+
+def test_lr_word():
+    assert lr_word("fixed16", 0.5, 2) == 16384                 # 0.25 in Q0.16
+    assert lr_word("fp32", 0.5, 2) == 0x3E800000               # 0.25f
+    with pytest.raises(UsageError, match=r"^--lr 2\.0 over batch 1: the fixed16 nodes' rate "
+                                         r"register holds eta/B in Q0\.16"):
+        lr_word("fixed16", 2.0, 1)
+
+
+def test_rtl_refuses_what_the_chain_does_not_carry(files):
+    two = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.Flatten(),
+                              torch.nn.Linear(144, 2))
+    path = files.dir / "two.pt"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.jit.save(torch.jit.script(two), path)
+    with pytest.raises(UsageError, match=r"^--backend rtl: the node chain trains one "
+                                         r"convolution layer \(the network's first, the rest "
+                                         r"on the host\), not 2$"):
+        train_hook(request(files, "--fpgas", "3"), load_network(path))
+
+
+def test_rtl_chain_of_the_mapping(files):
+    """The mapper's OCP split on 1, 2, 3 boards becomes the chain's nodes (``lag`` =
+    batch, ``lr`` η/B, flush)."""
+    network = load_network(files.model)
+    for fpgas, outs in ((1, [6]), (2, [3, 3]), (3, [2, 2, 2])):
+        trainer = train_hook(request(files, "--fpgas", str(fpgas), "--precision", "fixed16"),
+                             network)
+        config = trainer.rtl.config
+        assert [config.segment(n).n_out for n in range(fpgas)] == outs
+        assert config.lag == 1 and {n.lr for n in config.nodes} == {32768}   # 0.5 in Q0.16
+        assert trainer.config.pipeline == "flush" and trainer.rtl.pattern == "none"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision, batch, pattern", [
+    ("fixed16", 1, "random"), ("fixed16", 2, "bursty"), ("fp32", 1, "cycle")])
+def test_train_steps_through_the_rtl_chain(files, tmp_path, precision, batch, pattern):
+    req = request(files, "--fpgas", "3", "--precision", precision, "--backpressure",
+                  pattern, batch=batch, steps=2)
+    summary = interface.train(types.SimpleNamespace(name="fpdeep"), train_hook, req,
+                              tmp_path / "run")
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    print(precision, batch, pattern, json.dumps([
+        {k: s[k] for k in ("loss", "reference_loss", "update_max_abs_diff", "update_bound",
+                           "cycles")} | {"link_words": s["rtl"]["link_words"]}
+        for s in record["steps"]]))
+    assert summary["within_bound"] and record["config"]["backpressure"] == pattern
+    for step in record["steps"]:
+        assert step["rtl"]["bit_exact"] and step["rtl"]["pattern"] == pattern
+        assert step["update_max_abs_diff"] <= step["update_bound"]
+
+
+@pytest.mark.slow
+def test_a_wrong_expectation_is_caught(files):
+    """The golden chain's activations changed in one word: the step raises CheckFailed
+    naming the node (the check compares, it does not copy)."""
+    network = load_network(files.model)
+    req = request(files, "--fpgas", "3", "--precision", "fixed16")
+    trainer = train_hook(req, network)
+    batch = interface.prepare_batch(network, np.load(req.inputs), np.load(req.targets),
+                                    req.loss)
+    outputs = trainer.forward(network, batch.inputs.numpy())
+    trainer._outputs[0] = trainer._outputs[0].copy()
+    trainer._outputs[0][0, 0, 5] += 1                       # node 3's first channel
+    _, grad = interface.loss_and_gradient(outputs, batch, req.loss, False)
+    with pytest.raises(CheckFailed, match=r"^the RTL chain's mini-batch is not bit-exact "
+                                          r"against the golden models \(none backpressure\): "
+                                          r"image 0: node 3's activations differ"):
+        trainer.backward(grad)

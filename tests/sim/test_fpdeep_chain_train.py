@@ -1,0 +1,26 @@
+# amaranth: UnusedElaboratable=no
+"""The FPDeep training chain in the Amaranth simulator (nnrtl.sim.tb.fpdeep_chain_train):
+three node tops joined by link modules train an OCP-split 3×3 conv layer (3 → 7 channels,
+4×4 maps, 2×2 pool; the fast test's chain, the Amaranth simulator's speed sets the size) in fp32 and fixed16, batch 1 (plain SGD, ``lag`` 1) and batch 2 with
+two images in flight (the stale-weight rule), under every backpressure pattern on the
+links and the host's streams; every activation beat the host receives is checked
+bit-exactly against the nodes' golden models (so is every weight version the nodes'
+updates wrote, except the last)."""
+
+import pytest
+
+from nnrtl.sim.patterns import PATTERNS
+from nnrtl.sim.tb.fpdeep_chain_train import run
+from nnrtl.sim.tb.fpdeep_chain_train import small_chain as chain
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fixed16", "fp32"])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_chain_trains_bit_exact(precision, batch, pattern):
+    config = chain((2, 2, 3), precision=precision, batch=batch, lag=batch)
+    report = run(config, 2 * batch, pattern, seed=batch)
+    print(precision, batch, pattern, {k: report[k] for k in ("cycles", "budget",
+                                                             "link_words")})
+    assert report["bit_exact"], report
