@@ -84,7 +84,8 @@ def _units():
     def activation(name):
         return FloatActivation(channel.table(name),
                                adder_stages=channel.activation_adder_stages,
-                               multiplier_stages=channel.activation_multiplier_stages)
+                               multiplier_stages=channel.activation_multiplier_stages,
+                               flush_subnormals=channel.flush_subnormals)
 
     return {"pe": lambda: OmniPE(channel.pe), "sigmoid": lambda: activation("sigmoid"),
             "tanh": lambda: activation("tanh"), "r2a": lambda: R2AScheduler(full.r2a),

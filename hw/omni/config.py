@@ -15,7 +15,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arith.accumulator import reduction_schedule
-from ..arith.float_add import FloatAdd
+from ..arith.float_add import FloatAdd, check_shifts
 from ..arith.float_format import FP32, FloatFormat
 from ..arith.float_mul import FloatMul
 from ..checks import check_positive, check_range, is_int
@@ -46,7 +46,8 @@ class OmniMode(enum.Enum, shape=2):
 def check_units(config, depths):
     """The checks a PE's and a channel's config share: ``fmt``, ``adder_stages`` (1 to
     8), ``multiplier_stages`` (0 to 6), the queue ``depths`` (names; at least 2: a full
-    queue takes no write even when read in the same cycle) and ``flush_subnormals``."""
+    queue takes no write even when read in the same cycle), ``flush_subnormals`` and
+    ``adder_shifts``."""
     if not isinstance(config.fmt, FloatFormat):
         raise TypeError(f"fmt must be a FloatFormat, not {config.fmt!r}")
     check_range("adder_stages", config.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
@@ -57,6 +58,10 @@ def check_units(config, depths):
             raise TypeError(f"{name} must be an integer of at least 2, not {value!r}")
     if not isinstance(config.flush_subnormals, bool):
         raise TypeError(f"flush_subnormals must be a bool, not {config.flush_subnormals!r}")
+    try:
+        check_shifts(config.adder_shifts, config.fmt)
+    except ValueError as error:
+        raise ValueError(f"adder_{error}") from None
 
 
 class ConfiguredComponent(wiring.Component):
@@ -160,7 +165,21 @@ class OmniPEConfig:
     max_length : int
         The largest job length a command can carry (sets the command's ``length`` width).
     flush_subnormals : bool
-        Passed to the multiplier and the adder.
+        Passed to the multiplier and the adder (default ``True``). [U] decision: the
+        paper's PEs are built from Xilinx's Floating-Point Operator cores (Sec. VI-A),
+        which do not keep subnormals: the core treats a denormalized operand as zero and
+        returns zero for a result that would be denormalized (PG060, *Floating-Point
+        Operator v7.1 LogiCORE IP Product Guide*, "Denormalized Numbers"; DS335 v5.0
+        lists it among the core's "minor documented deviations" from IEEE-754). It
+        also costs less: Yosys counts 132 LUTs for the 4-stage fp32 multiplier that
+        flushes against 565 for the one that keeps subnormals
+        (:mod:`nnrtl.gen.omni.resources`). ``False`` gives exact subnormals.
+    adder_shifts : str
+        ``"dsp"`` (default) or ``"lut"``: the adder's alignment and normalising shifts as
+        products with one-hot powers of two on DSP slices, or as shifters in LUTs
+        (:class:`~nnrtl.hw.arith.float_add.FloatAdd`'s ``shifts``; the same bits either
+        way). [U] decision: the paper's Vivado cores map into the DSPs, and the VCU128's
+        9,024 DSP48E2 are about 7 a PE; the DSP adder takes 3 of them and fewer LUTs.
 
     Raises
     ------
@@ -177,7 +196,8 @@ class OmniPEConfig:
     partial_depth: int = 8
     output_depth: int = 4
     max_length: int = 4096
-    flush_subnormals: bool = False
+    flush_subnormals: bool = True
+    adder_shifts: str = "dsp"
 
     def __post_init__(self):
         check_units(self, ("input_depth", "output_depth"))
