@@ -24,16 +24,19 @@ R2AScheduler     11,201  0           8,449  0    0       40 channels, 64 tasks
 ===============  ======  ==========  =====  ===  ======  ==============================
 
 Before (exact subnormals, LUT shifters) the PE was 1,526 LUTs + 129 LUT memory and 2
-DSPs, the sigmoid and tanh units 1,399 and 1,425 LUTs. Of the PE's 1,004 LUTs the
-8-stage fp32 adder is about 369 (``FloatAdd(FP32, stages=8, flush_subnormals=True,
-shifts="dsp")`` alone: 369 LUTs, 3 DSPs; 477 LUTs with LUT shifters), the flushing
-4-stage multiplier about 132, the rest (about 500) the controller, its operand and
-result multiplexers and the queues' pointers. So a 32-PE channel is about 40,000 LUTs
+DSPs, the sigmoid and tanh units 1,399 and 1,425 LUTs. The PE synthesized with its
+hierarchy kept (same ``synth_xilinx`` without ``-flatten``, ``stat``) shows where its
+LUTs are: the adder 369 (3 DSPs; ``FloatAdd(FP32, stages=8, flush_subnormals=True,
+shifts="dsp")`` alone: 369, with LUT shifters 477), the flushing 4-stage multiplier 132
+(2 DSPs), the five queues 67 (and their LUT-RAM), the controller with its operand,
+feedback and result multiplexers 333: 901 in all, against 1,004 flattened (the figure
+used). So a 32-PE channel is about 40,000 LUTs
 and the paper's 40 channels about 1.62 M LUTs (1,624,495): 1.25 x the VCU128's 1,303,680
 LUTs and 1.78 x its budget (:data:`~nnrtl.gen.engines.LUT_SHARE` 0.7: 912,576), with
 6,563 of its 9,024 DSPs. The fp32 arithmetic as Yosys maps it still does not fit 1,280
-PEs on the board (the paper's Vivado flow maps its floating-point cores with the
-vendor's netlists); 22 channels fit (905,125 LUTs, 3,611 DSPs). The channel is not measured whole: Yosys 0.70 asserts in
+PEs on the board (the paper gives no resource figures of its PEs; Vivado and the
+vendor's floating-point cores map differently); 22 channels fit (905,125 LUTs, 3,611
+DSPs). The channel is not measured whole: Yosys 0.70 asserts in
 ``abc`` on the channel's Verilog (the channel helper's report), so a channel is its
 ``pes_per_channel`` PEs, its sigmoid and tanh units and its controller's queues (the
 broadcasting, distribute, collect, result and sideband FIFOs, counted as LUT-RAM: 1 LUT
@@ -41,8 +44,7 @@ per 2 bits of a 32-deep RAM32M column, rounded up, plus ``CONTROLLER_LUTS`` /
 ``CONTROLLER_FFS`` of counters and selects, an estimate). The R2A scheduler and the DMA
 are counted once per top (their measured figures), the AXI4-Lite register file with
 them. Other stage counts use the same figures (an approximation: stages change
-flip-flops, hardly LUTs or DSPs). Yosys is not Vivado: the paper's design maps its
-fp32 units with the vendor's cores.
+flip-flops, hardly LUTs or DSPs). Yosys is not Vivado.
 """
 
 import dataclasses

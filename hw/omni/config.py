@@ -166,20 +166,26 @@ class OmniPEConfig:
         The largest job length a command can carry (sets the command's ``length`` width).
     flush_subnormals : bool
         Passed to the multiplier and the adder (default ``True``). [U] decision: the
-        paper's PEs are built from Xilinx's Floating-Point Operator cores (Sec. VI-A),
-        which do not keep subnormals: the core treats a denormalized operand as zero and
-        returns zero for a result that would be denormalized (PG060, *Floating-Point
-        Operator v7.1 LogiCORE IP Product Guide*, "Denormalized Numbers"; DS335 v5.0
-        lists it among the core's "minor documented deviations" from IEEE-754). It
-        also costs less: Yosys counts 132 LUTs for the 4-stage fp32 multiplier that
-        flushes against 565 for the one that keeps subnormals
+        paper does not say how its fp32 units treat subnormals; it synthesizes with
+        Vivado and measures its accumulator against the Xilinx accumulator IP [34],
+        the accumulate operation of the vendor's Floating-Point Operator core, whose
+        units do not keep subnormals (PG060, *Floating-Point Operator v7.1 LogiCORE IP
+        Product Guide*: denormalized operands are read as zero and denormalized results
+        flushed to zero; DS335 v5.0 lists "compliance with IEEE-754 Standard (with only
+        minor documented deviations)"). The η-LSTM training does not need subnormals
+        (its bound is checked with flushing, ``tests -k omni``), and flushing costs less:
+        Yosys counts 132 LUTs for the 4-stage fp32 multiplier that flushes against 565
+        for the one that keeps subnormals
         (:mod:`nnrtl.gen.omni.resources`). ``False`` gives exact subnormals.
     adder_shifts : str
         ``"dsp"`` (default) or ``"lut"``: the adder's alignment and normalising shifts as
         products with one-hot powers of two on DSP slices, or as shifters in LUTs
         (:class:`~nnrtl.hw.arith.float_add.FloatAdd`'s ``shifts``; the same bits either
-        way). [U] decision: the paper's Vivado cores map into the DSPs, and the VCU128's
-        9,024 DSP48E2 are about 7 a PE; the DSP adder takes 3 of them and fewer LUTs.
+        way). [U] decision: the paper does not say how its adder is built; Xilinx's own
+        Floating-Point Operator uses DSP slices for fp32 add/subtract (DS335: "use of
+        XtremeDSP slice for single and double precision add/subtract operations"), and
+        the VCU128's 9,024 DSP48E2 are about 7 a PE: the DSP adder takes 3 of them (the
+        multiplier 2) and about 108 LUTs fewer (:mod:`nnrtl.gen.omni.resources`).
 
     Raises
     ------
