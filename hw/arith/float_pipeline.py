@@ -17,7 +17,11 @@ from .float_format import FloatFormat
 
 
 __all__ = ["FloatUnit", "FloatPipeline", "wire", "unpack", "leading_zeros", "shift_right_sticky",
-           "round_and_pack"]
+           "align_product", "normalize_product", "DSP_ONE_HOT", "round_and_pack"]
+
+#: Bits of the one-hot factor a shift-as-product puts on a DSP slice's narrow multiplier
+#: input: the unsigned width of its 18-bit signed B port (DSP48E1 and DSP48E2 alike).
+DSP_ONE_HOT = 17
 
 
 class FloatUnit(wiring.Component):
@@ -203,6 +207,67 @@ def shift_right_sticky(m, value, amount, name="shifted"):
     clamped = Mux(amount > width, width, amount)
     wide = wire(m, Cat(Const(0, width), value) >> clamped, f"{name}_wide")
     return wide[width:], wire(m, wide[:width].any(), f"{name}_sticky")
+
+
+def _one_hot(m, amount, count, name):
+    """``count`` bits, bit ``k`` set when ``amount == k`` (each a LUT of ``amount``'s
+    bits)."""
+    return wire(m, Cat(*(amount == k for k in range(count))), name)
+
+
+def align_product(m, significand, amount, extra, name="aligned"):
+    """``(significand << extra) >> amount`` and its sticky bit, as
+    :func:`shift_right_sticky` gives them, computed as a product with a one-hot power of
+    two (which synthesis maps to one DSP slice) instead of a shifter in LUTs.
+
+    With ``n = len(significand) + extra``: ``x >> d = significand * 2**(n - d) / 2**p``,
+    so the product's bits from ``p`` up are the shifted value and its low ``p`` bits the
+    ones shifted out (the sticky bit is their OR); ``d >= n`` shifts everything out, as
+    ``d = n`` does. The one-hot factor has at most :data:`DSP_ONE_HOT` bits: a wider
+    range (``n >= DSP_ONE_HOT``, e.g. fp32's 27) is split: ``d < DSP_ONE_HOT`` is the
+    product alone; a larger ``d`` first drops the significand's low
+    ``DSP_ONE_HOT - extra`` bits into the sticky bit (a 2:1 multiplexer in LUTs) and the
+    product shifts the rest by ``d - DSP_ONE_HOT``. ``len(significand)`` up to
+    ``2 * DSP_ONE_HOT - 1 - 2 * extra`` bits. Returns ``(shifted, sticky)``.
+    """
+    p = len(significand)
+    n = p + extra
+    B = DSP_ONE_HOT
+    amount = wire(m, Mux(amount > n, n, amount)[:n.bit_length()], f"{name}_amount")
+    if n < B:
+        # bit k of the factor is 2**k = 2**(n - d)
+        factor = _one_hot(m, n - amount, n + 1, f"{name}_factor")
+        product = wire(m, significand * factor, f"{name}_product")
+        return product[p:p + n], wire(m, product[:p].any(), f"{name}_sticky")
+    assert n - B <= B - 1 - extra, "significand too wide for a split alignment product"
+    coarse = wire(m, amount >= B, f"{name}_coarse")
+    dropped = B - extra
+    operand = wire(m, Mux(coarse, significand[dropped:], significand), f"{name}_operand")
+    # fine: 2**(B - 1 - d); coarse: 2**(B - 1 - extra - (d - B)); both leave the value
+    # at the product's bit B - 1 - extra
+    index = Mux(coarse, 2 * B - 1 - extra - amount, B - 1 - amount)
+    factor = _one_hot(m, index, B, f"{name}_factor")
+    product = wire(m, operand * factor, f"{name}_product")
+    low = B - 1 - extra
+    sticky = product[:low].any() | (coarse & significand[:dropped].any())
+    return product[low:low + n], wire(m, sticky, f"{name}_sticky")
+
+
+def normalize_product(m, value, shift, name="normalized"):
+    """``(value << shift)[:len(value)]`` for an adder's normalising shift, as a product
+    with a one-hot power of two (two DSP slices for fp32) instead of a shifter in LUTs.
+
+    Relies on what an adder's sum guarantees: a shift of 2 or more comes only from the
+    cancellation of operands whose exponents differ by at most 1, so the two low bits
+    (round and sticky) are then zero and only ``value[2:]`` is multiplied; shifts of 0 and
+    1 are the multiplexer's other inputs. ``shift`` above ``len(value) - 3`` only occurs
+    for a zero ``value`` (the product is then 0, as the shift).
+    """
+    n = len(value)
+    factor = _one_hot(m, shift, n - 2, f"{name}_factor")
+    product = wire(m, value[2:] * factor, f"{name}_product")
+    return Mux(shift == 0, value, Mux(shift == 1, Cat(Const(0, 1), value[:n - 1]),
+                                      Cat(Const(0, 2), product[:n - 2])))
 
 
 def round_and_pack(m, fmt, *, sign, exponent, significand, guard, sticky, flush_subnormals):

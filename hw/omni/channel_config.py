@@ -133,6 +133,11 @@ class ChannelConfig:
         depends on the layer size; a bench that runs several sizes on one build gives
         it).
     flush_subnormals : bool
+        Of every PE and of the activation units' arithmetic (default ``True``, as the
+        paper's Floating-Point Operator cores: :class:`~.config.OmniPEConfig`).
+    adder_shifts : str
+        Of every PE's adder, ``"dsp"`` (default) or ``"lut"``
+        (:class:`~.config.OmniPEConfig`); the activation units keep LUT shifters.
 
     Raises
     ------
@@ -156,7 +161,8 @@ class ChannelConfig:
     activation_multiplier_stages: int = 3
     segment_bits: int = None
     max_length: int = None
-    flush_subnormals: bool = False
+    flush_subnormals: bool = True
+    adder_shifts: str = "dsp"
 
     def __post_init__(self):
         check_positive("pes_per_channel", self.pes_per_channel)
@@ -203,7 +209,8 @@ class ChannelConfig:
                             partial_depth=max(8, self.adder_stages),
                             output_depth=self.output_depth,
                             max_length=self.max_length or self.longest_job,
-                            flush_subnormals=self.flush_subnormals)
+                            flush_subnormals=self.flush_subnormals,
+                            adder_shifts=self.adder_shifts)
 
     def table(self, function):
         """The :class:`~nnrtl.hw.arith.activation.ActivationTable` of ``"sigmoid"`` or

@@ -15,7 +15,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arith.accumulator import reduction_schedule
-from ..arith.float_add import FloatAdd
+from ..arith.float_add import FloatAdd, check_shifts
 from ..arith.float_format import FP32, FloatFormat
 from ..arith.float_mul import FloatMul
 from ..checks import check_positive, check_range, is_int
@@ -46,7 +46,8 @@ class OmniMode(enum.Enum, shape=2):
 def check_units(config, depths):
     """The checks a PE's and a channel's config share: ``fmt``, ``adder_stages`` (1 to
     8), ``multiplier_stages`` (0 to 6), the queue ``depths`` (names; at least 2: a full
-    queue takes no write even when read in the same cycle) and ``flush_subnormals``."""
+    queue takes no write even when read in the same cycle), ``flush_subnormals`` and
+    ``adder_shifts``."""
     if not isinstance(config.fmt, FloatFormat):
         raise TypeError(f"fmt must be a FloatFormat, not {config.fmt!r}")
     check_range("adder_stages", config.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
@@ -57,6 +58,10 @@ def check_units(config, depths):
             raise TypeError(f"{name} must be an integer of at least 2, not {value!r}")
     if not isinstance(config.flush_subnormals, bool):
         raise TypeError(f"flush_subnormals must be a bool, not {config.flush_subnormals!r}")
+    try:
+        check_shifts(config.adder_shifts, config.fmt)
+    except ValueError as error:
+        raise ValueError(f"adder_{error}") from None
 
 
 class ConfiguredComponent(wiring.Component):
@@ -160,7 +165,27 @@ class OmniPEConfig:
     max_length : int
         The largest job length a command can carry (sets the command's ``length`` width).
     flush_subnormals : bool
-        Passed to the multiplier and the adder.
+        Passed to the multiplier and the adder (default ``True``). [U] decision: the
+        paper does not say how its fp32 units treat subnormals; it synthesizes with
+        Vivado and measures its accumulator against the Xilinx accumulator IP [34],
+        the accumulate operation of the vendor's Floating-Point Operator core, whose
+        units do not keep subnormals (PG060, *Floating-Point Operator v7.1 LogiCORE IP
+        Product Guide*: denormalized operands are read as zero and denormalized results
+        flushed to zero; DS335 v5.0 lists "compliance with IEEE-754 Standard (with only
+        minor documented deviations)"). The η-LSTM training does not need subnormals
+        (its bound is checked with flushing, ``tests -k omni``), and flushing costs less:
+        Yosys counts 132 LUTs for the 4-stage fp32 multiplier that flushes against 565
+        for the one that keeps subnormals
+        (:mod:`nnrtl.gen.omni.resources`). ``False`` gives exact subnormals.
+    adder_shifts : str
+        ``"dsp"`` (default) or ``"lut"``: the adder's alignment and normalising shifts as
+        products with one-hot powers of two on DSP slices, or as shifters in LUTs
+        (:class:`~nnrtl.hw.arith.float_add.FloatAdd`'s ``shifts``; the same bits either
+        way). [U] decision: the paper does not say how its adder is built; Xilinx's own
+        Floating-Point Operator uses DSP slices for fp32 add/subtract (DS335: "use of
+        XtremeDSP slice for single and double precision add/subtract operations"), and
+        the VCU128's 9,024 DSP48E2 are about 7 a PE: the DSP adder takes 3 of them (the
+        multiplier 2) and about 108 LUTs fewer (:mod:`nnrtl.gen.omni.resources`).
 
     Raises
     ------
@@ -177,7 +202,8 @@ class OmniPEConfig:
     partial_depth: int = 8
     output_depth: int = 4
     max_length: int = 4096
-    flush_subnormals: bool = False
+    flush_subnormals: bool = True
+    adder_shifts: str = "dsp"
 
     def __post_init__(self):
         check_units(self, ("input_depth", "output_depth"))

@@ -152,7 +152,8 @@ class OmniPE(ConfiguredComponent):
         m.submodules.multiplier = multiplier = FloatMul(
             fmt, stages=config.multiplier_stages, flush_subnormals=config.flush_subnormals)
         m.submodules.adder = adder = FloatAdd(fmt, stages=stages,
-                                              flush_subnormals=config.flush_subnormals)
+                                              flush_subnormals=config.flush_subnormals,
+                                              shifts=config.adder_shifts)
 
         # -- controller: the issue side --------------------------------------------------
         active = Signal()

@@ -2,7 +2,10 @@
 fp32.
 
 EW multiply, outer product and EW add / subtract: bit for bit equal to numpy's and
-PyTorch's float32 operations (finite operands, subnormals and overflow included).
+PyTorch's float32 operations (finite operands, subnormals and overflow included) with
+``flush_subnormals=False`` (numpy and PyTorch keep subnormals; the PE's default flushes
+them, as :func:`nnrtl.sim.golden.float.float_add` and ``float_mul`` document and
+``tests/golden/test_golden_float.py`` checks).
 
 MVM: the accumulator's order is not the sequential one, so the sum is checked within the
 classic error bound of a summation tree: with ``u = 2**-24``, a product rounded once and
@@ -52,7 +55,7 @@ def bits(x):
 
 @pytest.mark.parametrize("adder_stages", [1, 8])
 def test_elementwise_modes_equal_numpy_and_torch(adder_stages):
-    config = OmniPEConfig(adder_stages=adder_stages, partial_depth=8)
+    config = OmniPEConfig(adder_stages=adder_stages, partial_depth=8, flush_subnormals=False)
     rng = np.random.default_rng(adder_stages)
     n = 2000
     a, b = fp32_values(rng, n), fp32_values(rng, n)
@@ -88,7 +91,7 @@ def test_mvm_within_the_tree_bound(adder_stages, n):
 
 
 def test_mvm_with_one_stage_is_sequential():
-    config = OmniPEConfig(adder_stages=1, partial_depth=1)
+    config = OmniPEConfig(adder_stages=1, partial_depth=1, flush_subnormals=False)
     rng = np.random.default_rng(3)
     x, y = fp32_values(rng, 300), rng.normal(size=300).astype(np.float32)
     total = np.float32(-0.0)

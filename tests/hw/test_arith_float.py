@@ -1,5 +1,6 @@
 # amaranth: UnusedElaboratable=no
-"""FloatAdd and FloatMul (Amaranth simulator) against the numpy models, bit for bit."""
+"""FloatAdd and FloatMul (Amaranth simulator) against the numpy models, bit for bit;
+FloatAdd with both ways of building its shifts (``shifts="lut"`` and ``"dsp"``)."""
 
 import random
 
@@ -9,6 +10,7 @@ from amaranth.hdl import ClockDomain, Module
 from amaranth.sim import Simulator
 
 from nnrtl.hw.arith.float import BF16, FP16, FP32, FloatAdd, FloatFormat, FloatMul
+from nnrtl.hw.arith.multiplier import dsp_slices, rtl_products
 from nnrtl.sim.golden.float import (float_add, float_mul, float_sub, random_operands,
                                     special_values)
 from nnrtl.sim.tb.bus_amaranth import stream_receive, stream_send
@@ -82,37 +84,81 @@ RANDOM_CASES = [(op, fmt, stages, flush)
 # the adder's 7 and 8 stages (η-LSTM's adder has 8): fp32, and bf16 flushing at 8
 RANDOM_CASES += [(op, fmt, stages, flush) for op in ("add", "sub")
                  for fmt, stages, flush in [(FP32, 7, False), (FP32, 8, False), (BF16, 8, True)]]
+RANDOM_CASES = [(*case, "lut") for case in RANDOM_CASES]
+# the DSP shifts: fp32 (the split alignment product) unregistered, at 3 and 8 stages (the
+# DSP's input and output registers), flushing at 8; bf16 and fp16 (one product)
+RANDOM_CASES += [(op, fmt, stages, flush, "dsp") for op in ("add", "sub")
+                 for fmt, stages, flush in [(FP32, 0, False), (FP32, 3, False), (FP32, 8, False),
+                                            (FP32, 8, True), (BF16, 8, True), (FP16, 3, False)]]
 
 
-@pytest.mark.parametrize("op, fmt, stages, flush", RANDOM_CASES, ids=str)
-def test_random_operands_bit_exact(op, fmt, stages, flush):
+@pytest.mark.parametrize("op, fmt, stages, flush, shifts", RANDOM_CASES, ids=str)
+def test_random_operands_bit_exact(op, fmt, stages, flush, shifts):
     seed = sum(map(ord, f"{op}{fmt}{stages}{flush}"))
     a, b, _kinds = random_operands(fmt, op, 300, seed)
-    dut = make_unit(op, fmt, stages=stages, flush_subnormals=flush)
+    dut = make_unit(op, fmt, stages=stages, flush_subnormals=flush,
+                    **({} if op == "mul" else {"shifts": shifts}))
     got = stream_through(dut, op, a, b, gap=0.3, stall=0.3, seed=seed)
     assert_bit_exact(op, fmt, a, b, got, flush)
 
 
 @pytest.mark.parametrize("flush", [False, True])
 @pytest.mark.parametrize("fmt", FORMATS, ids=str)
-@pytest.mark.parametrize("op", ["add", "sub", "mul"])
-def test_special_value_table(op, fmt, flush):
+@pytest.mark.parametrize("op, shifts", [("add", "lut"), ("sub", "lut"), ("mul", None),
+                                        ("add", "dsp"), ("sub", "dsp")], ids=str)
+def test_special_value_table(op, shifts, fmt, flush):
     """Every pairing of ±0, ±min/max subnormal, ±min/max normal, ±1, ±inf, ±qNaN, ±sNaN."""
     a, b = special_pairs(fmt)
-    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush)
+    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush,
+                    **({"shifts": shifts} if shifts else {}))
     assert_bit_exact(op, fmt, a, b, stream_through(dut, op, a, b), flush)
 
 
 @pytest.mark.parametrize("fmt, flush", [(FloatFormat(3, 2), False), (FloatFormat(2, 2), True)],
                          ids=str)
-@pytest.mark.parametrize("op", ["add", "mul"])
-def test_tiny_formats_exhaustively(op, fmt, flush):
+@pytest.mark.parametrize("op, shifts", [("add", "lut"), ("mul", None), ("add", "dsp")], ids=str)
+def test_tiny_formats_exhaustively(op, shifts, fmt, flush):
     """All operand pairs of a 6-bit format (3 exponent bits, 2 fraction bits: 4096 pairs)
     and, flushing subnormals, of a 5-bit one (2 exponent bits, 1024 pairs)."""
     patterns = np.arange(1 << fmt.width, dtype=np.uint64)
     a, b = np.repeat(patterns, len(patterns)), np.tile(patterns, len(patterns))
-    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush)
+    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush,
+                    **({"shifts": shifts} if shifts else {}))
     assert_bit_exact(op, fmt, a, b, stream_through(dut, op, a, b), flush)
+
+
+@pytest.mark.parametrize("flush", [False, True])
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_dsp_shifts_at_every_exponent_difference(op, flush):
+    """fp32 pairs with exponent differences 0 to 39 (both halves of the split alignment
+    product, its clamp at 27, cancellations needing every normalising shift), random
+    signs and fractions, some with a subnormal smaller operand."""
+    rng = np.random.default_rng(17 + flush)
+    count = 320
+    difference = np.arange(count) % 40
+    large = rng.integers(1, 255, count)
+    small = np.clip(large - difference, 0, 254)
+    fraction = rng.integers(0, 1 << 23, (2, count))
+    sign = rng.integers(0, 2, (2, count))
+    a = ((sign[0] << 31) | (large << 23) | fraction[0]).astype(np.uint64)
+    b = ((sign[1] << 31) | (small << 23) | fraction[1]).astype(np.uint64)
+    # a quarter of the pairs: b = a with low fraction bits changed and the effective
+    # operation a subtraction (deep cancellation)
+    near = rng.random(count) < 0.25
+    flip = np.uint64(1 << 31) if op == "add" else np.uint64(0)
+    b[near] = a[near] ^ rng.integers(1, 1 << 12, int(near.sum())).astype(np.uint64) ^ flip
+    dut = make_unit(op, FP32, stages=0, flush_subnormals=flush, shifts="dsp")
+    assert_bit_exact(op, FP32, a, b, stream_through(dut, op, a, b), flush)
+
+
+def test_dsp_shifts_are_products():
+    """The DSP adder's shifts are ``*`` cells: fp32 one 24 x 17 alignment product (one
+    DSP48E2) and one 25 x 25 normalising product (two), the LUT adder has none."""
+    assert rtl_products(FloatAdd(FP32, stages=8)) == []
+    products = rtl_products(FloatAdd(FP32, stages=8, shifts="dsp"))
+    assert sorted(products) == [(24, False, 17, False), (25, False, 25, False)]
+    assert sum(dsp_slices(a, b, "xcup", a_signed=sa, b_signed=sb)
+               for a, sa, b, sb in products) == 3
 
 
 @pytest.mark.parametrize("op, stages", [(op, stages) for op in ("add", "mul")
@@ -178,6 +224,7 @@ def test_stall_holds_the_whole_pipeline(op):
 def test_payload_layouts_and_properties():
     add = FloatAdd(FP16, stages=5, flush_subnormals=True)
     assert add.fmt is FP16 and add.stages == 5 and add.flush_subnormals
+    assert add.shifts == "lut" and FloatAdd(FP16, shifts="dsp").shifts == "dsp"
     assert add.latency == 5
     assert add.registered_steps == ("swap", "align", "add", "count", "round")
     assert [(name, field.offset, field.width) for name, field in add.payload_layout] == \
@@ -238,3 +285,13 @@ def test_unit_checks(unit, highest):
         unit(FP32, stages=True)
     with pytest.raises(TypeError, match=r"^flush_subnormals must be a bool, not 1$"):
         unit(FP32, flush_subnormals=1)
+
+
+def test_adder_shifts_checks():
+    with pytest.raises(ValueError, match=r"^shifts must be 'lut' or 'dsp', not 'barrel'$"):
+        FloatAdd(FP32, shifts="barrel")
+    with pytest.raises(ValueError, match=r"^shifts must be 'lut' or 'dsp', not None$"):
+        FloatAdd(FP32, shifts=None)
+    with pytest.raises(ValueError, match=r"^shifts 'dsp' takes a precision of at most 26 bits, "
+                                         r"not 53$"):
+        FloatAdd(FloatFormat(11, 52), shifts="dsp")

@@ -13,17 +13,19 @@ import zlib
 import numpy as np
 import pytest
 
-from nnrtl.hw.arith.float import BF16, FP32
+from nnrtl.hw.arith.float import BF16, FP32, FloatFormat
 from nnrtl.hw.omni import OmniJob, OmniMode, OmniPE, OmniPEConfig
 from nnrtl.sim.tb.omni_pe import PATTERNS, check_in_amaranth, random_jobs, random_operands
 
 
 CONFIGS = {
-    # the paper's adder; a shallow adder behind a deep multiplier (the EW-add hold);
-    # no multiplier registers and a one-stage adder, flushing, bf16
+    # the paper's adder (the defaults: subnormals flushed, DSP shifts); a shallow adder
+    # behind a deep multiplier (the EW-add hold), exact subnormals, LUT shifts; no
+    # multiplier registers and a one-stage adder, flushing, bf16
     "fp32_a8_m4": OmniPEConfig(max_length=64),
     "fp32_a2_m6": OmniPEConfig(adder_stages=2, multiplier_stages=6, partial_depth=2,
-                               input_depth=2, output_depth=2, max_length=64),
+                               input_depth=2, output_depth=2, max_length=64,
+                               flush_subnormals=False, adder_shifts="lut"),
     "bf16_a1_m0_flush": OmniPEConfig(fmt=BF16, adder_stages=1, multiplier_stages=0,
                                      flush_subnormals=True, max_length=64),
 }
@@ -149,6 +151,10 @@ def test_config_properties():
      r"^max_length must be a positive integer, not 0$"),
     (lambda: OmniPEConfig(flush_subnormals=1), TypeError,
      r"^flush_subnormals must be a bool, not 1$"),
+    (lambda: OmniPEConfig(adder_shifts="barrel"), ValueError,
+     r"^adder_shifts must be 'lut' or 'dsp', not 'barrel'$"),
+    (lambda: OmniPEConfig(fmt=FloatFormat(11, 52)), ValueError,
+     r"^adder_shifts 'dsp' takes a precision of at most 26 bits, not 53$"),
     (lambda: OmniJob("mvm", 3), TypeError, r"^mode must be an OmniMode, not 'mvm'$"),
     (lambda: OmniJob(OmniMode.MVM, 0), TypeError, r"^length must be a positive integer, not 0$"),
     (lambda: OmniJob(OmniMode.EW_MUL, 2, True), ValueError,
