@@ -63,6 +63,7 @@ from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32
 from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
+from .lpram import pack
 from .pipe import Flow, register_stage
 from .segment import SegmentModule
 
@@ -187,38 +188,47 @@ class PgModule(SegmentModule):
         d_bank = Signal(range(B))
         d_row = Signal(range(G))
         send = Signal()
+        # the LGB's banks packed into wide memories (:func:`.lpram.pack`, no write enables:
+        # every bank of a row is written at once, the drain writing back the row it read
+        # with the sent bank's words cleared)
+        packed = pack(B, word.size, enables=False)
         reads = []
-        for bank in range(B):
-            memory = Memory(shape=word, depth=G, init=[])
-            m.submodules[f"lgb_{bank}"] = memory
+        for n, group in enumerate(packed):
+            memory = Memory(shape=data.ArrayLayout(word, len(group)), depth=G, init=[])
+            m.submodules[f"lgb_{n}"] = memory
             write = memory.write_port()
             read = memory.read_port(transparent_for=(write,))
-            reads.append(read)
-            if bank < cfg.banks:
-                terms = products[bank * P:(bank + 1) * P]
-            else:
-                terms = p_delta
+            reads += [read.data[e] for e in range(len(group))]
             m.d.comb += [read.en.eq(1), read.addr.eq(Mux(draining & (d_state != state_settle),
                                                          d_row, read_row))]
-            sums = []
-            for j in range(P):
-                if cfg.precision == "fp32":
-                    adder = FloatAdd(FP32, stages=0)
-                    m.submodules[f"lgb_add_{bank}_{j}"] = adder
-                    m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
-                                 adder.i.payload.a.eq(read.data[j]),
-                                 adder.i.payload.b.eq(terms[j]),
-                                 adder.i.payload.subtract.eq(0)]
-                    sums.append(adder.o.payload)
-                else:
-                    sums.append(Value.cast(read.data[j]).as_signed()
-                                + Value.cast(terms[j]).as_signed())
             with m.If(flow.valid):                  # the batch's last item too
                 m.d.comb += [write.en.eq(1), write.addr.eq(p_row)]
-                m.d.comb += [write.data[j].eq(sums[j]) for j in range(P)]
             with m.Elif(draining):
-                m.d.comb += [write.en.eq(send & (d_bank == bank)), write.addr.eq(d_row),
-                             write.data.eq(0)]
+                m.d.comb += [write.en.eq(send & (d_bank >= group.start) & (d_bank < group.stop)),
+                             write.addr.eq(d_row)]
+            for e, bank in enumerate(group):
+                if bank < cfg.banks:
+                    terms = products[bank * P:(bank + 1) * P]
+                else:
+                    terms = p_delta
+                stored = read.data[e]
+                sums = []
+                for j in range(P):
+                    if cfg.precision == "fp32":
+                        adder = FloatAdd(FP32, stages=0)
+                        m.submodules[f"lgb_add_{bank}_{j}"] = adder
+                        m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
+                                     adder.i.payload.a.eq(stored[j]),
+                                     adder.i.payload.b.eq(terms[j]),
+                                     adder.i.payload.subtract.eq(0)]
+                        sums.append(adder.o.payload)
+                    else:
+                        sums.append(Value.cast(stored[j]).as_signed()
+                                    + Value.cast(terms[j]).as_signed())
+                with m.If(flow.valid):
+                    m.d.comb += [write.data[e][j].eq(sums[j]) for j in range(P)]
+                with m.Elif(draining):
+                    m.d.comb += write.data[e].eq(Mux(d_bank == bank, 0, Value.cast(stored)))
 
         # drain: settle (the last item's write), then read / send each row, bank-major
         o_valid = Signal()
@@ -229,7 +239,7 @@ class PgModule(SegmentModule):
         with m.Switch(d_bank):
             for bank in range(B):
                 with m.Case(bank):
-                    m.d.comb += self.o.payload.data.eq(reads[bank].data)
+                    m.d.comb += self.o.payload.data.eq(reads[bank])
         with m.If(draining):
             with m.Switch(d_state):
                 with m.Case(state_settle):
