@@ -54,7 +54,7 @@ LGB write: 2 cycles (fixed16), ``multiplier_stages + 1`` (fp32).
 
 import math
 
-from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -204,8 +204,12 @@ class PgModule(SegmentModule):
             with m.If(flow.valid):                  # the batch's last item too
                 m.d.comb += [write.en.eq(1), write.addr.eq(p_row)]
             with m.Elif(draining):
-                m.d.comb += [write.en.eq(send & (d_bank >= group.start) & (d_bank < group.stop)),
-                             write.addr.eq(d_row)]
+                mine = Const(1)             # d_bank in the group (no constant compares)
+                if group.start > 0:
+                    mine = mine & (d_bank >= group.start)
+                if group.stop < B:
+                    mine = mine & (d_bank < group.stop)
+                m.d.comb += [write.en.eq(send & mine), write.addr.eq(d_row)]
             for e, bank in enumerate(group):
                 if bank < cfg.banks:
                     terms = products[bank * P:(bank + 1) * P]
