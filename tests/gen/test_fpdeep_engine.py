@@ -97,12 +97,17 @@ def test_predict_uses_the_module_cycles(engine):
     assert valid.cycles == 72
 
 
-def test_generate_small_node(tmp_path, capsys):
-    out = tmp_path / "node"
-    assert main(["generate", "fpdeep", "--board", "vc709", "--preset", "small",
+def _generate(preset, out, capsys):
+    """``nnrtl generate fpdeep --board vc709 --preset PRESET -o OUT``: the manifest."""
+    assert main(["generate", "fpdeep", "--board", "vc709", "--preset", preset,
                  "-o", str(out)]) == 0
     capsys.readouterr()
-    manifest = json.loads((out / "manifest.json").read_text())
+    return json.loads((out / "manifest.json").read_text())
+
+
+def test_generate_small_node(tmp_path, capsys):
+    out = tmp_path / "node"
+    manifest = _generate("small", out, capsys)
     assert manifest["resources_needed"]["dsp"] == 108
     assert [r["name"] for r in manifest["registers"]["registers"]][:2] == ["control", "lr"]
     verilog = (out / "nnrtl_fpdeep.v").read_text()
@@ -113,11 +118,7 @@ def test_generate_small_node(tmp_path, capsys):
 def test_generate_vc709_alexnet_node_slow(tmp_path, capsys):
     """``nnrtl generate fpdeep --board vc709 --preset vc709-alexnet`` writes the node (about
     10 MB of Verilog), the manifest's needs those of the model (1,459 BRAM36, above)."""
-    out = tmp_path / "n"
-    assert main(["generate", "fpdeep", "--board", "vc709", "--preset", "vc709-alexnet",
-                 "-o", str(out)]) == 0
-    capsys.readouterr()
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = _generate("vc709-alexnet", tmp_path / "n", capsys)
     assert manifest["resources_needed"]["bram36"] == 1459
     assert manifest["resources_needed"]["dsp"] == 3402
 
