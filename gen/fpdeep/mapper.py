@@ -17,7 +17,9 @@ FPGAs.
    resource (or, with ``check_storage=False``, the mapping marked infeasible: for reports);
 6. link traffic per boundary and direction (:mod:`.links`) and the period the links allow;
 7. the period the FP line buffers allow (one input pixel a cycle, :mod:`.cost`): at least
-   every convolution's ``W_in²`` input pixels, the segments allocated at that period, then
+   every convolution's ``W_in²`` input pixels; a segment whose input is longer than the
+   fastest period keeps that period's ``(P, Q)`` (fewer cycles a window: fewer windows
+   queued behind the image's last pixel), the others are sized for the longer period; then
    :func:`~.cost.line_buffer_cycles` of each segment its input paces (``W_in²`` at least
    its compute cycles). A compute-bound segment's fill (``(K − 1 − pad)·(W_in + 1) + 1``
    cycles a sample) is not charged: 0.02% on VGG-16's conv2_1 (:mod:`.cluster_node`).
@@ -403,10 +405,16 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                      for off in offchip)             # 4 words per weight per pass
     line_floor = max((layer.w_in ** 2 for layer in chain.layers if layer.kind == "conv"),
                      default=0)
-    period = max(compute_period, link_period, ddr_period, line_floor)
+    fastest = max(compute_period, link_period, ddr_period)
+    period = max(fastest, line_floor)
     nodes, infeasible = [], []
     for n, segs in enumerate(per_node):
-        alloc = allocate(shapes[n], period)
+        # a segment whose input paces it keeps the units of the fastest period (the
+        # windows queued behind its last pixel the fewest), the others are sized for the
+        # period; the node fits at the fastest, so at this mix too
+        alloc = [allocate([shape], fastest if chain.layers[seg[0]].kind == "conv" and
+                          chain.layers[seg[0]].w_in ** 2 > fastest else period)[0]
+                 for seg, shape in zip(segs, shapes[n])]
         configs = []
         for seg, shape, (units, p, q) in zip(segs, shapes[n], alloc):
             index, mode, lo, hi, completes = seg
