@@ -28,11 +28,15 @@ The FP line buffer (:mod:`nnrtl.hw.fpdeep.line_buffer`) takes one input pixel a 
 image's first pixel once the previous image's windows have all left, so a segment cannot
 take fewer than its ``W_in²`` input pixels' cycles a sample, and when the input sets its
 pace it spends :func:`line_buffer_cycles` (the windows still queued after the last pixel
-added: 115 cycles on AlexNet's conv1 at 63 FPGAs). Decision: this is modelled as a
-constraint on the period (:func:`nnrtl.gen.fpdeep.mapper.map_network`), the RTL line buffer
-is not widened: the one segment it binds on the paper's networks is AlexNet's conv1 (224²
-pixels, stride 4: 50,176 cycles against a compute period of 18,954 at 63 FPGAs); taking
-``m`` pixels a cycle would need ``m``-fold bank ports (or ``m·K`` banks per row) across the
+added: AlexNet's conv1 at 63 FPGAs 50,291 cycles, 115 over its 50,176 pixels).
+Decision: this is modelled as a constraint on the period
+(:func:`nnrtl.gen.fpdeep.mapper.map_network`, step 7), the RTL line buffer is not
+widened: the one segment it binds on the paper's networks is AlexNet's conv1 (224² pixels,
+stride 4: 50,176 cycles against a compute period of 18,954 at 63 FPGAs, from 23 FPGAs on);
+taking ``m`` pixels a cycle would need ``m``-fold bank ports (or ``m·K`` banks per row)
+across the whole ``S_IC·K²``-word window for that one layer (not measured: no widened
+line buffer was built). The cost is AlexNet's scaling past 22 FPGAs (mapper and cluster
+simulator: 417 GOPS per FPGA at 63, 263 at 100, against 1,106 and 976 without it).
 whole ``S_IC·K²``-word window for that one layer.
 """
 

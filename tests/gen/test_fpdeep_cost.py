@@ -32,7 +32,7 @@ def test_input_bound_is_the_pixels_and_the_queue():
 
 @pytest.mark.parametrize("fpgas", [63, 100])
 def test_alexnet_period_is_the_line_buffers_and_the_cluster_agrees(tmp_path, fpgas):
-    """From about 25 FPGAs on AlexNet's compute period is below conv1's 224² = 50,176 input
+    """From 23 FPGAs on AlexNet's compute period is below conv1's 224² = 50,176 input
     pixels; the mapper's period is then set by the line buffer and the cluster simulator
     (its own pixel-level model of the line buffer, gen/fpdeep/cluster_node.py) gives the
     same period on the mapping."""
