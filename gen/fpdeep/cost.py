@@ -37,7 +37,6 @@ taking ``m`` pixels a cycle would need ``m``-fold bank ports (or ``m·K`` banks 
 across the whole ``S_IC·K²``-word window for that one layer (not measured: no widened
 line buffer was built). The cost is AlexNet's scaling past 22 FPGAs (mapper and cluster
 simulator: 417 GOPS per FPGA at 63, 263 at 100, against 1,106 and 976 without it).
-whole ``S_IC·K²``-word window for that one layer.
 """
 
 import dataclasses
