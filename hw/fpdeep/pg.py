@@ -42,6 +42,13 @@ Decisions ([U] in the spec)
   row recurring every cycle (``G = 1``) is forwarded. The pipeline never stalls (the LGB
   always takes a write), so backpressure stops at the inputs; the drain starts once no
   item is in flight.
+* **LGB memories**: the banks share every address (the read of an item's row, the
+  drain's row), so they are packed side by side into wide memories
+  (:func:`.lpram.pack` without write enables: ``lcm(P·lgb_bits, 72)`` bits when at most
+  576, the block RAMs' 72-bit ports filled); every bank of a row is written at once (the
+  sums), and the drain writes back the row it read with the sent bank's words cleared,
+  so no byte enable is needed (AlexNet's conv4 node: 1,134 banks of 40 bits in 126
+  memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each).
 * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
   (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
   cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
