@@ -23,6 +23,20 @@ A segment runs its FP, EB and PG modules (EB omitted on the first layer) on ``P`
 ``W_out² · ⌈n_out/P⌉ · ⌈n_in/Q⌉`` cycles per sample (spec §2.8, ``Q < S_IC`` allowed:
 input channels time-multiplexed in a CE), ``n_out`` = OC and ``n_in`` = S_IC under ICP,
 ``n_out`` = S_OC and ``n_in`` = IC under OCP.
+
+The FP line buffer (:mod:`nnrtl.hw.fpdeep.line_buffer`) takes one input pixel a cycle and an
+image's first pixel once the previous image's windows have all left, so a segment cannot
+take fewer than its ``W_in²`` input pixels' cycles a sample, and when the input sets its
+pace it spends :func:`line_buffer_cycles` (the windows still queued after the last pixel
+added: AlexNet's conv1 at 63 FPGAs 50,291 cycles, 115 over its 50,176 pixels).
+Decision: this is modelled as a constraint on the period
+(:func:`nnrtl.gen.fpdeep.mapper.map_network`, step 7), the RTL line buffer is not
+widened: the one segment it binds on the paper's networks is AlexNet's conv1 (224² pixels,
+stride 4: 50,176 cycles against a compute period of 18,954 at 63 FPGAs, from 23 FPGAs on);
+taking ``m`` pixels a cycle would need ``m``-fold bank ports (or ``m·K`` banks per row)
+across the whole ``S_IC·K²``-word window for that one layer (not measured: no widened
+line buffer was built). The cost is AlexNet's scaling past 22 FPGAs (mapper and cluster
+simulator: 417 GOPS per FPGA at 63, 263 at 100, against 1,106 and 976 without it).
 """
 
 import dataclasses
@@ -35,7 +49,7 @@ from ..engines import LUT_SHARE
 from ..errors import UsageError
 
 __all__ = ["CostModel", "COST_MODELS", "PRECISIONS", "DSP_CAP", "unit_budget",
-           "allocate", "segment_cycles"]
+           "allocate", "segment_cycles", "line_buffer_cycles"]
 
 #: Default DSP utilization cap ``u``.
 DSP_CAP = 0.85
@@ -100,6 +114,22 @@ def unit_budget(model, capacity, dsp_cap=DSP_CAP, lut_share=LUT_SHARE):
 def segment_cycles(pixels, n_out, n_in, p, q):
     """Cycles per sample of a segment with ``p`` CEs of ``q`` tiles."""
     return pixels * math.ceil(n_out / p) * math.ceil(n_in / q)
+
+
+def line_buffer_cycles(w_in, k, stride, pad, per_window):
+    """Cycles a sample of a segment on its FP line buffer, the images back to back and the
+    input never late: pixel ``i`` of an image taken in its cycle ``i``, a window ready the
+    cycle after its last pixel in the map (:mod:`nnrtl.hw.fpdeep.line_buffer`), the windows
+    served in raster order ``per_window`` cycles each, the next image's first pixel taken
+    when the last window has left. So ``max_j (last_j + 1 + (n − j) · per_window)`` over the
+    ``n`` windows ``j`` (``last_j`` the index of window ``j``'s last pixel): ``j = 0`` the
+    fill and the compute, the last windows the input and the windows queued behind it.
+    """
+    w_out = (w_in + 2 * pad - k) // stride + 1
+    last = np.clip(np.arange(w_out) * stride + k - 1 - pad, 0, w_in - 1)
+    ready = (last[:, None] * w_in + last[None, :]).ravel() + 1
+    n = ready.size
+    return int(np.max(ready + (n - np.arange(n)) * per_window))
 
 
 def _cheapest(pixels, n_out, n_in, period):

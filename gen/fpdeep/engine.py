@@ -48,14 +48,24 @@ DEFAULT_BATCHES = 2
 
 #: The AlexNet node of the VC709 preset: node 11 of 15 (conv4, input channels 112-237).
 ALEXNET_NODE = 11
+#: The FC batch of the VC709 preset's mapping (:func:`vc709_alexnet_node` says why).
+ALEXNET_FC_BATCH = 23
 
 
 @functools.lru_cache(maxsize=1)
 def vc709_alexnet_node():
     """The VC709 preset: node :data:`ALEXNET_NODE` of AlexNet's 15-VC709 mapping (fixed16,
-    the mapper's defaults, storage not checked: its FC batch's Act-RAM residency is the
-    mapper's), conv4's ICP segment of 126 input channels, not completing, with ``P = 1`` and
+    the mapper's defaults but an FC batch of :data:`ALEXNET_FC_BATCH`, storage not checked),
+    conv4's ICP segment of 126 input channels, not completing, with ``P = 1`` and
     ``Q = S_IC``.
+
+    Decision (FC batch): the mapper's own FC batch, 42 samples (the least the DDR carries at
+    the compute period, 75,816 cycles), makes the Act-RAM hold 46 images of 13² pixels of
+    126 words: 448 BRAM36, and the node 1,655 BRAM36 with the LPRAM packed (568, twice for
+    the EB port) and the LGB packed (630), over the VC709's 1,470
+    (:mod:`.resources`). 23 is the largest FC batch at which the node fits (27 images,
+    1,459 BRAM36; 24 needs 1,487); the chain is then DDR-bound: a period of 136,591 cycles,
+    644 GOPS per FPGA against 1,161 at 42.
 
     Decision: the mapper gives this segment ``P = 12, Q = 9`` (14 passes), but the weight
     update (and the PG module's LGB layout behind it) is built for ``Q = S_IC`` only
@@ -70,7 +80,8 @@ def vc709_alexnet_node():
     from .mapper import map_network
     from .network import builtin
 
-    mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False)
+    mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False,
+                          fc_batch=ALEXNET_FC_BATCH)
     node = next(n for n in mapping.nodes if n.node == ALEXNET_NODE)
     return NodeConfig.from_node(node, "fixed16",
                                 reshape=lambda cfg: dataclasses.replace(cfg, p=1, q=None))
@@ -102,8 +113,8 @@ PRESETS = _Presets({
     "vc709-alexnet": lambda: Preset(
         vc709_alexnet_node(), board="vc709",
         source="AlexNet on 15 VC709s (the paper's Table 6 setting), fixed16 (1 DSP48E1 per "
-               "MAC, spec §3.9), node 11: conv4 channels 112-237 with P = 1, Q = S_IC "
-               "(engine.vc709_alexnet_node says why)", clock_hz=200e6),
+               "MAC, spec §3.9), node 11: conv4 channels 112-237 with P = 1, Q = S_IC, "
+               "FC batch 23 (engine.vc709_alexnet_node says why)", clock_hz=200e6),
 })
 
 

@@ -15,7 +15,14 @@ FPGAs.
    §2.6: whole banks of the most over-full node to the upstream node with the most free
    memory) until every node fits, else :class:`UsageError` naming the node and the
    resource (or, with ``check_storage=False``, the mapping marked infeasible: for reports);
-6. link traffic per boundary and direction (:mod:`.links`) and the period the links allow.
+6. link traffic per boundary and direction (:mod:`.links`) and the period the links allow;
+7. the period the FP line buffers allow (one input pixel a cycle, :mod:`.cost`): at least
+   every convolution's ``W_in²`` input pixels; a segment whose input is longer than the
+   fastest period keeps that period's ``(P, Q)`` (fewer cycles a window: fewer windows
+   queued behind the image's last pixel), the others are sized for the longer period; then
+   :func:`~.cost.line_buffer_cycles` of each segment its input paces (``W_in²`` at least
+   its compute cycles). A compute-bound segment's fill (``(K − 1 − pad)·(W_in + 1) + 1``
+   cycles a sample) is not charged: 0.02% on VGG-16's conv2_1 (:mod:`.cluster_node`).
 
 FC layers are mapped like convolutions (1 x 1 on a 1 x 1 map, input-channel units), which
 puts them on the last node(s) as the paper does; their weights and gradients are off chip
@@ -38,7 +45,8 @@ import numpy as np
 from ..errors import UsageError
 from . import links
 from .config import STORAGE_KINDS, FpdeepNodeConfig, HostedBanks, SegmentConfig
-from .cost import COST_MODELS, DSP_CAP, allocate, fastest_period, unit_budget
+from .cost import (COST_MODELS, DSP_CAP, allocate, fastest_period, line_buffer_cycles,
+                   unit_budget)
 from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
                         min_period_cuts, variance)
 
@@ -157,13 +165,16 @@ class Mapping:
     infeasible: tuple
     offchip_gbps: float
     """DDR traffic of the busiest node's FC weights in GB/s."""
+    line_period: int = 0
+    """The period the FP line buffers allow (module docstring, step 7)."""
 
     @property
     def bound(self):
-        """What sets the period: ``"compute"``, ``"link"`` or ``"ddr"`` (the FC weights)."""
+        """What sets the period: ``"compute"``, ``"link"``, ``"ddr"`` (the FC weights) or
+        ``"line"`` (an FP line buffer's input, one pixel a cycle)."""
         return max((self.compute_period, "compute"), (self.link_period, "link"),
-                   (self.ddr_period, "ddr"))[1] if self.period > self.compute_period \
-            else "compute"
+                   (self.ddr_period, "ddr"), (self.line_period, "line"))[1] \
+            if self.period > self.compute_period else "compute"
 
     @property
     def v_mapped(self):
@@ -230,7 +241,8 @@ class Mapping:
             "summary": {
                 "period_cycles": self.period, "compute_period_cycles": self.compute_period,
                 "link_period_cycles": self.link_period,
-                "ddr_period_cycles": self.ddr_period, "bound": self.bound,
+                "ddr_period_cycles": self.ddr_period,
+                "line_period_cycles": self.line_period, "bound": self.bound,
                 "clock_mhz": self.model.clock_hz / 1e6,
                 "images_per_second": self.images_per_second,
                 "gops_per_fpga": self.gops_per_fpga, "idle_share": self.idle,
@@ -391,10 +403,18 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     ddr_period = max(math.ceil(2 * off * model.word_bits / 8 / fc_batch
                                / (capacity.offchip_gbps * 1e9) * model.clock_hz)
                      for off in offchip)             # 4 words per weight per pass
-    period = max(compute_period, link_period, ddr_period)
+    line_floor = max((layer.w_in ** 2 for layer in chain.layers if layer.kind == "conv"),
+                     default=0)
+    fastest = max(compute_period, link_period, ddr_period)
+    period = max(fastest, line_floor)
     nodes, infeasible = [], []
     for n, segs in enumerate(per_node):
-        alloc = allocate(shapes[n], period)
+        # a segment whose input paces it keeps the units of the fastest period (the
+        # windows queued behind its last pixel the fewest), the others are sized for the
+        # period; the node fits at the fastest, so at this mix too
+        alloc = [allocate([shape], fastest if chain.layers[seg[0]].kind == "conv" and
+                          chain.layers[seg[0]].w_in ** 2 > fastest else period)[0]
+                 for seg, shape in zip(segs, shapes[n])]
         configs = []
         for seg, shape, (units, p, q) in zip(segs, shapes[n], alloc):
             index, mode, lo, hi, completes = seg
@@ -425,13 +445,19 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
             n + 1, tuple(configs), units, units * model.dsp_per_mac,
             units * model.lut_per_mac, tuple(stores[n].items()), bram,
             tuple(h for h in hosted if h.host == n + 1), offchip[n], model.word_bits))
+    # step 7: the segments their line buffer's input paces (W_in² at least their compute)
+    line_period = max([line_floor] + [
+        line_buffer_cycles(c.w_in, c.k, c.stride, c.pad, c.cycles // c.pixels)
+        for node in nodes for c in node.segments
+        if c.kind == "conv" and c.w_in ** 2 >= c.cycles])
+    period = max(period, line_period)
     return Mapping(
         chain, board.name, fpgas, model, link_gbps, convention, dsp_cap, tuple(nodes), period,
         compute_period, link_period, ddr_period, fc_batch, budget, resource, capacity.bram36,
         capacity.dsp, capacity.lut, tuple(words), tuple(groups), tuple(coarse),
         tuple(float(w) for w in fine), variance(coarse), variance(fine), moves,
         tuple(infeasible), 2 * max(offchip) * model.word_bits / 8 / fc_batch * model.clock_hz
-        / period / 1e9)
+        / period / 1e9, line_period)
 
 
 def _budget_text(model, capacity, dsp_cap, resource):

@@ -6,8 +6,12 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   no LUT per MAC, fp32 2 DSP and 1,178 LUT); the control, the adder trees of fixed16 and the
   FIFOs are not counted (``check_fit`` leaves 30% of the LUTs for them).
 * **BRAM36**: every memory the node builds, as the RTL sizes it: per segment the LPRAM
-  (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words), the LGB in the LPRAM's layout
-  (``Q·K²`` banks, + 1 on the completing node, of ``rows`` rows of ``P`` LGB words), the three line buffers (FP and PG
+  (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words, packed by
+  :func:`nnrtl.hw.fpdeep.lpram.pack` with write enables, ``⌊72 / (P·word)⌋`` banks a
+  memory; with the EB port the memories holding weight banks twice, Yosys' copy per read
+  port), the LGB in the LPRAM's layout (``Q·K²`` banks, + 1 on the completing node, of
+  ``rows`` rows of ``P`` LGB words, packed without write enables: primitives filled), the
+  three line buffers (FP and PG
   on the input map, EB on the δ map: ``K²`` banks of ``⌈W/K⌉·G`` beats; with a pool the
   SFU's pool line buffer and the backward step's ring of ``D = ⌊(k − 1)/s⌋ + 1`` pooled
   rows, counted ``D²`` times: one copy per read port), the Act-RAM
@@ -15,18 +19,21 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   (``act_images·out_beats`` entries of ``P·(1 + argmax bits)`` bits). A memory of fewer
   than :data:`LUTRAM_BITS` bits or at most :data:`LUTRAM_DEPTH` deep (the line buffers of
   wide pixels) goes to LUTRAM: 0 BRAM and ``width · ⌈depth/64⌉`` LUTs (64 × 1 bit a LUT,
-  counted in ``"lut"``); a larger one takes ``⌈width/72⌉·⌈depth/512⌉`` BRAM36 (the 512 × 72
-  simple-dual-port shape, which wide rows use best), at least ``⌈bits/36,864⌉``. Every
-  bank is its own memory, as the RTL builds it (no two banks share a BRAM). Yosys may pack
-  differently (``nnrtl synth`` gives its count).
+  counted in ``"lut"``); a larger one takes the cheapest tiling by one primitive shape
+  (:data:`SHAPES`: RAMB36E1 512 × 72 … 32K × 1, RAMB18E1 512 × 36 … 16K × 1 as half a
+  BRAM36), the choice Yosys' ``memory_libmap`` makes for one memory (checked against
+  ``nnrtl synth`` in ``tests/gen/test_fpdeep_resources.py``). Memories are as the RTL
+  builds them: no two share a primitive.
 """
 
+import collections
 import math
 
+from ...hw.fpdeep.lpram import pack
 from ...hw.fpdeep.pg import lgb_bits
 from .cost import COST_MODELS
 
-__all__ = ["resources", "memories", "LUTRAM_BITS", "LUTRAM_DEPTH"]
+__all__ = ["resources", "memories", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES"]
 
 #: Memories below this many bits, or at most :data:`LUTRAM_DEPTH` deep, are left to LUTRAM.
 LUTRAM_BITS = 4096
@@ -37,14 +44,29 @@ def _lutram(depth, width):
     return depth * width < LUTRAM_BITS or depth <= LUTRAM_DEPTH
 
 
+#: Block RAM shapes ``(depth, width, BRAM36 units)``: RAMB36E1 (simple dual port at 72
+#: bits), RAMB18E1 (half a BRAM36).
+SHAPES = tuple((512 << n, w, 1.0) for n, w in enumerate((72, 36, 18, 9, 4, 2, 1))) + \
+    tuple((512 << n, w, 0.5) for n, w in enumerate((36, 18, 9, 4, 2, 1)))
+
+
 def _bram36(depth, width):
     if _lutram(depth, width):
         return 0
-    return max(math.ceil(width / 72) * math.ceil(depth / 512), math.ceil(depth * width / 36864))
+    return min(math.ceil(width / w) * math.ceil(depth / d) * cost for d, w, cost in SHAPES)
 
 
 def _luts(depth, width):
     return width * math.ceil(depth / 64) if _lutram(depth, width) else 0
+
+
+def _packed(name, groups, depth, bank_bits, copies=None):
+    """Entries of the packed memories ``groups`` (:func:`~nnrtl.hw.fpdeep.lpram.pack`), each
+    built ``copies[i]`` times (default once), alike ones counted together."""
+    counts = collections.Counter(
+        (len(group), 1 if copies is None else copies[i]) for i, group in enumerate(groups))
+    return [(name, count * times, depth, size * bank_bits)
+            for (size, times), count in sorted(counts.items(), reverse=True)]
 
 
 def memories(config):
@@ -53,10 +75,13 @@ def memories(config):
     for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
         word, taps, groups = cfg.word_bits, cfg.taps, cfg.groups
         lb_depth = math.ceil(cfg.w_in / cfg.k)         # LineBuffer.bank_depth, G = 1
+        lpram = pack(cfg.banks + 1, cfg.p * word, enables=True)
+        found += _packed(f"s{n}.lpram", lpram, cfg.rows, cfg.p * word,
+                         [1 + (eb and group.start < cfg.banks) for group in lpram])
+        lgb = cfg.p * lgb_bits(cfg, config.batch)
+        found += _packed(f"s{n}.lgb", pack(cfg.banks + int(cfg.completes), lgb,
+                                           enables=False), cfg.rows, lgb)
         found += [
-            (f"s{n}.lpram", cfg.banks + 1, cfg.rows, cfg.p * word),
-            (f"s{n}.lgb", cfg.banks + int(cfg.completes), cfg.rows,
-             cfg.p * lgb_bits(cfg, config.batch)),
             (f"s{n}.fp_line_buffer", taps, lb_depth, cfg.n_in * word),
             (f"s{n}.pg_line_buffer", taps, lb_depth, cfg.n_in * word),
             (f"s{n}.act_ram", 1, config.act_images * cfg.w_in ** 2, cfg.n_in * word),
@@ -85,6 +110,6 @@ def resources(config, family=None):
         "dsp": config.macs * model.dsp_per_mac,
         "lut": config.macs * model.lut_per_mac + sum(
             count * _luts(depth, width) for _, count, depth, width in memories(config)),
-        "bram36": sum(count * _bram36(depth, width)
-                      for _, count, depth, width in memories(config)),
+        "bram36": math.ceil(sum(count * _bram36(depth, width)
+                                for _, count, depth, width in memories(config))),
     }

@@ -19,14 +19,53 @@ of the next task writes through it once per mini-batch, spec §3.8).
 module's second read port on the same weight banks (not the bias bank, EB needs no bias),
 same timing; FP and EB read different rows concurrently (spec §3.3). EB rotates the kernel
 by wiring (bank ``(i, ky, kx)`` → tile position ``(K−1−ky, K−1−kx)``, :mod:`.eb`).
+
+Bank packing
+------------
+Every bank is read at the same row (``fp_addr``, ``eb_addr``), so banks side by side share a
+memory: :func:`pack` groups them (decision, measured with Yosys ``synth_xilinx`` on 7
+series): a block RAM port is 72 bits wide at most (the 512 × 72 simple-dual-port RAMB36E1),
+and a ``load`` writes one bank of a row, so a memory packs ``⌊72 / (P·word)⌋`` banks (at
+least one) with one write enable per bank (``granularity``): each bank's bits then lie in
+whole byte lanes of one primitive. Wider packings whose banks straddle primitives cost more
+(144 bits of 16-bit banks: 5 RAMB18E1, against 2.25 RAMB36E1 at 4 a memory), so none is
+wider than a port. A memory with the EB port has two read ports and one write port at three
+addresses: Yosys builds it twice (one write and one read port each), so the weight banks'
+memories count twice in :mod:`nnrtl.gen.fpdeep.resources`. The PG module's LGB uses the
+same rule without write enables (``enables=False``, :func:`pack`).
 """
+
+import math
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Lpram", "load_layout", "row_layout"]
+__all__ = ["Lpram", "load_layout", "row_layout", "pack", "PORT_BITS", "PACK_BITS"]
+
+#: Widest port of a block RAM primitive (the RAMB36E1's 512 × 72 simple-dual-port shape).
+PORT_BITS = 72
+#: Widest memory packed without write enables (8 primitives side by side).
+PACK_BITS = 8 * PORT_BITS
+
+
+def pack(banks, bank_bits, *, enables):
+    """The packed memories of ``banks`` banks of ``bank_bits`` bits read at one address:
+    ``[range(first, end), ...]``, bank ``b`` element ``b − first`` of its memory.
+
+    With ``enables`` (a bank written alone) a memory is at most one port wide:
+    ``⌊PORT_BITS / bank_bits⌋`` banks, at least one. Without (whole rows written) banks
+    straddle primitives: ``lcm(bank_bits, 72) / bank_bits`` banks (the primitives exactly
+    filled) when that is at most :data:`PACK_BITS` wide, else ``⌊PACK_BITS / bank_bits⌋``.
+    """
+    if enables:
+        per = PORT_BITS // bank_bits
+    else:
+        whole = math.lcm(bank_bits, PORT_BITS)
+        per = whole // bank_bits if whole <= PACK_BITS else PACK_BITS // bank_bits
+    per = max(1, per)
+    return [range(first, min(first + per, banks)) for first in range(0, banks, per)]
 
 
 def row_layout(cfg):
@@ -84,21 +123,26 @@ class Lpram(wiring.Component):
         m = Module()
         cfg = self._cfg
         m.d.comb += self.load.ready.eq(1)
-        for bank in range(cfg.banks + 1):
-            memory = Memory(shape=row_layout(cfg), depth=cfg.rows, init=[])
-            m.submodules[f"bank_{bank}"] = memory
-            write = memory.write_port()
+        row = row_layout(cfg)
+        for n, group in enumerate(pack(cfg.banks + 1, row.size, enables=True)):
+            memory = Memory(shape=data.ArrayLayout(row, len(group)), depth=cfg.rows, init=[])
+            m.submodules[f"banks_{n}"] = memory
+            write = memory.write_port(granularity=1)
             read = memory.read_port()
             m.d.comb += [
-                write.en.eq(self.load.valid & (self.load.payload.bank == bank)),
                 write.addr.eq(self.load.payload.row),
-                write.data.eq(self.load.payload.data),
                 read.en.eq(self.fp_en),
                 read.addr.eq(self.fp_addr),
-                self.fp_data[bank].eq(read.data),
             ]
-            if self._eb_port and bank < cfg.banks:
+            for e, bank in enumerate(group):
+                m.d.comb += [
+                    write.en[e].eq(self.load.valid & (self.load.payload.bank == bank)),
+                    write.data[e].eq(self.load.payload.data),
+                    self.fp_data[bank].eq(read.data[e]),
+                ]
+            weights = [e for e, bank in enumerate(group) if bank < cfg.banks]
+            if self._eb_port and weights:
                 eb_read = memory.read_port()
-                m.d.comb += [eb_read.en.eq(self.eb_en), eb_read.addr.eq(self.eb_addr),
-                             self.eb_data[bank].eq(eb_read.data)]
+                m.d.comb += [eb_read.en.eq(self.eb_en), eb_read.addr.eq(self.eb_addr)]
+                m.d.comb += [self.eb_data[group[e]].eq(eb_read.data[e]) for e in weights]
         return m

@@ -52,6 +52,13 @@ Decisions ([U] in the spec)
   row recurring every cycle (``G · passes = 1``) is forwarded. The pipeline never stalls
   (the LGB always takes a write), so backpressure stops at the inputs; the drain starts once no
   item is in flight.
+* **LGB memories**: the banks share every address (the read of an item's row, the
+  drain's row), so they are packed side by side into wide memories
+  (:func:`.lpram.pack` without write enables: ``lcm(P·lgb_bits, 72)`` bits when at most
+  576, the block RAMs' 72-bit ports filled); every bank of a row is written at once (the
+  sums), and the drain writes back the row it read with the sent bank's words cleared,
+  so no byte enable is needed (AlexNet's conv4 node: 1,134 banks of 40 bits in 126
+  memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each).
 * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
   (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
   cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
@@ -68,7 +75,7 @@ Latency from a δ beat to its LGB write: 2 cycles (fixed16), ``multiplier_stages
 
 import math
 
-from amaranth.hdl import Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -77,6 +84,7 @@ from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32
 from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
+from .lpram import pack
 from .pipe import Flow, register_stage
 from .segment import SegmentModule
 
@@ -217,38 +225,51 @@ class PgModule(SegmentModule):
         d_bank = Signal(range(B))
         d_row = Signal(range(rows))
         send = Signal()
+        # the LGB's banks packed into wide memories (:func:`.lpram.pack`, no write enables:
+        # every bank of a row is written at once, the drain writing back the row it read
+        # with the sent bank's words cleared)
+        packed = pack(B, word.size, enables=False)
         reads = []
-        for bank in range(B):
-            memory = Memory(shape=word, depth=rows, init=[])
-            m.submodules[f"lgb_{bank}"] = memory
+        for n, group in enumerate(packed):
+            memory = Memory(shape=data.ArrayLayout(word, len(group)), depth=rows, init=[])
+            m.submodules[f"lgb_{n}"] = memory
             write = memory.write_port()
             read = memory.read_port(transparent_for=(write,))
-            reads.append(read)
-            if bank < cfg.banks:
-                terms = products[bank * P:(bank + 1) * P]
-            else:
-                terms = p_delta
+            reads += [read.data[e] for e in range(len(group))]
             m.d.comb += [read.en.eq(1), read.addr.eq(Mux(draining & (d_state != state_settle),
                                                          d_row, read_row))]
-            sums = []
-            for j in range(P):
-                if cfg.precision == "fp32":
-                    adder = FloatAdd(FP32, stages=0)
-                    m.submodules[f"lgb_add_{bank}_{j}"] = adder
-                    m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
-                                 adder.i.payload.a.eq(read.data[j]),
-                                 adder.i.payload.b.eq(terms[j]),
-                                 adder.i.payload.subtract.eq(0)]
-                    sums.append(adder.o.payload)
-                else:
-                    sums.append(Value.cast(read.data[j]).as_signed()
-                                + Value.cast(terms[j]).as_signed())
             with m.If(flow.valid):                  # the batch's last item too
                 m.d.comb += [write.en.eq(1), write.addr.eq(p_row)]
-                m.d.comb += [write.data[j].eq(sums[j]) for j in range(P)]
             with m.Elif(draining):
-                m.d.comb += [write.en.eq(send & (d_bank == bank)), write.addr.eq(d_row),
-                             write.data.eq(0)]
+                mine = Const(1)             # d_bank in the group (no constant compares)
+                if group.start > 0:
+                    mine = mine & (d_bank >= group.start)
+                if group.stop < B:
+                    mine = mine & (d_bank < group.stop)
+                m.d.comb += [write.en.eq(send & mine), write.addr.eq(d_row)]
+            for e, bank in enumerate(group):
+                if bank < cfg.banks:
+                    terms = products[bank * P:(bank + 1) * P]
+                else:
+                    terms = p_delta
+                stored = read.data[e]
+                sums = []
+                for j in range(P):
+                    if cfg.precision == "fp32":
+                        adder = FloatAdd(FP32, stages=0)
+                        m.submodules[f"lgb_add_{bank}_{j}"] = adder
+                        m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
+                                     adder.i.payload.a.eq(stored[j]),
+                                     adder.i.payload.b.eq(terms[j]),
+                                     adder.i.payload.subtract.eq(0)]
+                        sums.append(adder.o.payload)
+                    else:
+                        sums.append(Value.cast(stored[j]).as_signed()
+                                    + Value.cast(terms[j]).as_signed())
+                with m.If(flow.valid):
+                    m.d.comb += [write.data[e][j].eq(sums[j]) for j in range(P)]
+                with m.Elif(draining):
+                    m.d.comb += write.data[e].eq(Mux(d_bank == bank, 0, Value.cast(stored)))
 
         # drain: settle (the last item's write), then read / send each row, bank-major
         o_valid = Signal()
@@ -259,7 +280,7 @@ class PgModule(SegmentModule):
         with m.Switch(d_bank):
             for bank in range(B):
                 with m.Case(bank):
-                    m.d.comb += self.o.payload.data.eq(reads[bank].data)
+                    m.d.comb += self.o.payload.data.eq(reads[bank])
         with m.If(draining):
             with m.Switch(d_state):
                 with m.Case(state_settle):

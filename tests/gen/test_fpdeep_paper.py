@@ -58,9 +58,17 @@ def test_links_within_150_gbps(paper, name):
 @pytest.mark.parametrize("name", TABLE6)
 @pytest.mark.parametrize("fpgas", [5, 15, 30])
 def test_idle_under_five_percent(name, fpgas):
-    """Fig. 15(B)(D)(F): idle stages under 5%."""
+    """Fig. 15(B)(D)(F): idle stages under 5% while the chain is compute-bound. AlexNet on
+    30 is not: its conv1 line buffer takes 224 · 224 pixels a sample, one a cycle, above
+    the compute period (37,908 cycles), and the nodes wait for it (not in the paper)."""
     mapping = map_network(builtin(name), fpgas, VC709, check_storage=False)
-    assert 0 <= mapping.idle < 0.05
+    if (name, fpgas) == ("alexnet", 30):
+        assert mapping.bound == "line"
+        assert mapping.period >= 224 * 224 > mapping.compute_period
+        assert 0.05 < mapping.idle < 1 - mapping.compute_period / mapping.period
+    else:
+        assert mapping.bound == "compute"
+        assert 0 <= mapping.idle < 0.05
     assert mapping.v_fine <= mapping.v_coarse
 
 
