@@ -117,6 +117,24 @@ def benchmarks():
     return found
 
 
+def part_main(name, bench, argv=None, *, description):
+    """The command line of one engine's bench part, ``python -m nnrtl.gen.<engine>.bench
+    [--out DIR] [--quick]``: ``bench(out, quick=)`` returns ``(result, markdown)``, written
+    to ``OUT/<name>.json`` and ``OUT/<name>.md``."""
+    parser = argparse.ArgumentParser(prog=f"python -m nnrtl.gen.{name}.bench",
+                                     description=description)
+    parser.add_argument("--out", default="build/bench", help="output directory")
+    parser.add_argument("--quick", action="store_true", help="the small set (tests)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    result, markdown = bench(out, quick=args.quick)
+    (out / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (out / f"{name}.md").write_text(markdown)
+    seconds = result.get("seconds", result.get("part_seconds"))
+    print(f"wrote {out / name}.json and {out / name}.md ({seconds} s)")
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nnrtl.gen.bench",
                                      description="Run nnrtl's benchmarks.")

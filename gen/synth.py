@@ -47,7 +47,7 @@ from .emit import MANIFEST
 from .errors import UsageError
 from .progress import Progress
 
-__all__ = ["synthesize", "count_resources", "format_table", "share_identical_modules",
+__all__ = ["synthesize", "count_resources", "measure_unit", "format_table", "share_identical_modules",
            "SYNTH_JSON", "HIERARCHIES", "FLAT_LIMIT_BYTES", "repeated_instances"]
 
 SYNTH_JSON = "synth.json"
@@ -95,6 +95,22 @@ def count_resources(cells):
 
 
 _COMBINATIONAL = re.compile(r"LUT[1-6]|INV|CARRY[48]|MUXF[789]")
+
+
+def measure_unit(component, family):
+    """Yosys' counts of one unit out of context (flattened): ``{lut, lut_memory, ff, dsp,
+    bram36}``, ``lut`` the logic LUTs. What the engines' resource models are measured by."""
+    import tempfile
+
+    from ..sim.runner import to_verilog
+
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "unit.v"
+        path.write_text(to_verilog(component, "unit"))
+        cells, _levels, _seconds = run_yosys(path, "unit", family, scratch)
+    counts = count_resources(cells)
+    return {"lut": counts["lut_logic"], "lut_memory": counts["lut_memory"],
+            "ff": counts["ff"], "dsp": counts["dsp"], "bram36": counts["bram36"]}
 
 
 def logic_levels(module):

@@ -51,8 +51,6 @@ PCIe/DMA logic -- the engine top (``hw/farnn/engine.py``) lands separately; the 
 import dataclasses
 import functools
 import math
-import tempfile
-from pathlib import Path
 
 from ...boards.capacity import bram36_for
 from ...hw.farnn.config import FP32_BITS
@@ -92,17 +90,9 @@ def measure(name, family=MEASURED_FAMILY):
     """Synthesize unit ``name`` of :data:`UNIT_LOGIC` with Yosys and return its counts
     (``lut`` the logic LUTs, ``lut_memory``, ``ff``, ``dsp``, ``bram36``; a PE's URAM is
     :func:`pe_memory`'s). Minutes for an activation unit."""
-    from ...sim.runner import to_verilog
-    from ..synth import count_resources, run_yosys
+    from ..synth import measure_unit
 
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "unit.v"
-        path.write_text(to_verilog(_units()[name](), "unit"))
-        cells, _levels, _seconds = run_yosys(path, "unit", family, scratch)
-    counts = count_resources(cells)
-    return {"lut": counts["lut_logic"],
-            "lut_memory": counts["lut_memory"],
-            "ff": counts["ff"], "dsp": counts["dsp"], "bram36": counts["bram36"]}
+    return measure_unit(_units()[name](), family)
 
 
 def pe_memory(weight_depth, family):

@@ -47,7 +47,6 @@ the epoch is ImageNet's 1,281,167 training images (the paper does not name its d
 spec §4.4), an image's work the training MACs of :attr:`~.network.Chain.work`.
 """
 
-import argparse
 import dataclasses
 import json
 import os
@@ -373,18 +372,8 @@ def bench(out, *, quick=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m nnrtl.gen.fpdeep.bench",
-                                     description="The FPDeep bench beside the paper.")
-    parser.add_argument("--out", default="build/bench", help="output directory")
-    parser.add_argument("--quick", action="store_true", help="the small set (tests)")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    result, markdown = bench(out, quick=args.quick)
-    (out / "fpdeep.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "fpdeep.md").write_text(markdown)
-    print(f"wrote {out / 'fpdeep.json'} and {out / 'fpdeep.md'} "
-          f"({result['part_seconds']} s)")
-    return 0
+    from ..bench import part_main
+    return part_main("fpdeep", bench, argv, description="The FPDeep bench beside the paper.")
 
 
 if __name__ == "__main__":

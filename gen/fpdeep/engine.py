@@ -67,15 +67,13 @@ def vc709_alexnet_node():
     1,459 BRAM36; 24 needs 1,487); the chain is then DDR-bound: a period of 136,591 cycles,
     644 GOPS per FPGA against 1,161 at 42.
 
-    Decision: the mapper gives this segment ``P = 12, Q = 9`` (14 passes), but the weight
-    update (and the PG module's LGB layout behind it) is built for ``Q = S_IC`` only
-    (:func:`~nnrtl.hw.fpdeep.update.check_update`);
-    ``P = 1, Q = 126`` is the one such shape that fits: 3 · 126 · 9 = 3,402 MAC units and
-    DSP48E1 (94.5% of 3,600, above the mapper's 0.85 cap), 169 · 384 = 64,896 cycles per
-    image against the mapper's 75,712. No other node of this mapping is built by the RTL
-    as it is: 13 of 15 have ``Q < S_IC`` with every ``P ≥ 1`` too large for ``Q = S_IC``,
-    and the completing segments of conv1, conv2 and conv5 have AlexNet's overlapping 3×3/2
-    pools, which :class:`~nnrtl.hw.fpdeep.eb.SfuBackward` refuses."""
+    Decision (shape): ``P = 1, Q = S_IC = 126``: 3 · 126 · 9 = 3,402 MAC units and DSP48E1
+    (94.5% of 3,600, above the mapper's 0.85 cap), 169 · 384 = 64,896 cycles per image.
+    The mapper's own shape for this segment (``P = 12, Q = 9`` at FC batch 42, ``P = 3,
+    Q = 21`` at 23: 1,701 DSP48E1, 1,464 BRAM36 by :mod:`.resources`) is built as well
+    since PG and the weight update run in passes (``Q < S_IC``, :mod:`nnrtl.hw.fpdeep.pg`);
+    the preset keeps the single-pass shape, the one whose generate and BRAM count are
+    pinned by the tests."""
     from ...boards import get_board
     from .mapper import map_network
     from .network import builtin
@@ -121,7 +119,7 @@ PRESETS = _Presets({
 def _update_cycles(config):
     """Cycles of one mini-batch's drain and update: the slowest segment's (each segment
     updates its own LPRAM, concurrently)."""
-    return max((s.banks + s.completes) * s.groups * row_cycles(s) for s in config.segments)
+    return max((s.banks + s.completes) * s.rows * row_cycles(s) for s in config.segments)
 
 
 def predict(config, workload):

@@ -35,8 +35,6 @@ Parts
     (the reductions beside the paper's).
 """
 
-import argparse
-import json
 import os
 import sys
 import tempfile
@@ -172,17 +170,8 @@ def bench(out, *, quick=None):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m nnrtl.gen.omni.bench",
-                                     description="The η-LSTM bench beside the paper.")
-    parser.add_argument("--out", default="build/bench", help="output directory")
-    parser.add_argument("--quick", action="store_true", help="the quick set (tests)")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    result, markdown = bench(out, quick=args.quick)
-    (out / "omni.json").write_text(json.dumps(result, indent=2) + "\n")
-    (out / "omni.md").write_text(markdown)
-    print(f"wrote {out / 'omni.json'} and {out / 'omni.md'} ({result['seconds']} s)")
-    return 0
+    from ..bench import part_main
+    return part_main("omni", bench, argv, description="The η-LSTM bench beside the paper.")
 
 
 if __name__ == "__main__":

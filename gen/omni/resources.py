@@ -50,8 +50,6 @@ flip-flops, hardly LUTs or DSPs). Yosys is not Vivado.
 import dataclasses
 import functools
 import math
-import tempfile
-from pathlib import Path
 
 from ...hw.omni.top_config import OmniConfig
 from ..errors import UsageError
@@ -104,16 +102,9 @@ def _units():
 def measure(name, family=MEASURED_FAMILY):
     """Synthesize unit ``name`` of :data:`UNIT_LOGIC` with Yosys and return its counts.
     Minutes for the scheduler."""
-    from ...sim.runner import to_verilog
-    from ..synth import count_resources, run_yosys
+    from ..synth import measure_unit
 
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "unit.v"
-        path.write_text(to_verilog(_units()[name](), "unit"))
-        cells, _levels, _seconds = run_yosys(path, "unit", family, scratch)
-    counts = count_resources(cells)
-    return {"lut": counts["lut_logic"], "lut_memory": counts["lut_memory"],
-            "ff": counts["ff"], "dsp": counts["dsp"], "bram36": counts["bram36"]}
+    return measure_unit(_units()[name](), family)
 
 
 @dataclasses.dataclass(frozen=True)
