@@ -147,6 +147,11 @@ def compare(configs, report, link_options=None):
 #: adapter's own-block FIFO): the FIFO's write, then its output register.
 FIFO_LATENCY = 2
 
+#: Cycles from a beat taken out of a receive FIFO to its credit usable by the sender's
+#: grant: the pending credit (1), its credit flit's word (1), the sender's credit count
+#: (1) (:mod:`nnrtl.hw.fpdeep.link`).
+CREDIT_RETURN = 2
+
 
 def train_timing(cfg):
     """The :class:`NodeTiming` of a training node's segment ``cfg``: :func:`rtl_timing`'s
@@ -179,16 +184,26 @@ class _Wire:
 
     def send(self, ready):
         """Arrival cycles at the receiver of beats handed over at ``ready`` (ascending)."""
-        return self._run(np.asarray(ready, np.float64), np.zeros(0))[0] + link_latency(self.link)
+        return self._run(np.asarray(ready, np.float64))[0] + link_latency(self.link)
 
-    def words(self, ready, credits):
-        """Link words (headers, beats, credit flits) of the whole run."""
-        return self._run(np.asarray(ready, np.float64),
-                         np.sort(np.asarray(credits, np.float64)))[1]
+    def words(self, ready, consumed, credits, end):
+        """Link words (headers, beats, credit flits) on the wire before cycle ``end``: the
+        beats handed over at ``ready`` and taken by the receiver at ``consumed`` (a beat
+        is sent on a credit: :attr:`~nnrtl.hw.fpdeep.link_config.LinkConfig.rx_depth`
+        beats before it taken, its credit flit back: :data:`CREDIT_RETURN`), the credit
+        flits of the other direction's beats taken at ``credits``."""
+        times = self._run(np.asarray(ready, np.float64), np.sort(np.asarray(credits)),
+                          np.asarray(consumed, np.float64))[1]
+        return int(np.count_nonzero(np.asarray(times) < end))
 
-    def _run(self, beats, credits):
-        done = np.empty(beats.size)
-        free, i, c, words, turn = -1.0, 0, 0, 0, 0     # turn: 0 data next, 1 credits
+    def _run(self, beats, credits=np.zeros(0), consumed=None):
+        done, times = np.empty(beats.size), []
+        depth = self.link.rx_depth
+        if consumed is not None:            # beat i waits for beat i - depth's credit
+            allowed = np.full(beats.size, -np.inf)
+            allowed[depth:] = consumed[:beats.size - depth] + CREDIT_RETURN
+            beats = np.maximum.accumulate(np.maximum(beats, allowed))
+        free, i, c, turn = -1.0, 0, 0, 0     # turn: 0 data next, 1 credits
         while i < beats.size or c < credits.size:
             nxt = min(beats[i] if i < beats.size else np.inf,
                       credits[c] if c < credits.size else np.inf)
@@ -197,14 +212,15 @@ class _Wire:
             credit = c < credits.size and credits[c] <= grant - 1
             if credit and (not data or turn == 1):
                 c = int(np.searchsorted(credits, grant - 1, "right"))
-                words, free, turn = words + 1, grant + 1, 0
+                times.append(grant + 1)
+                free, turn = grant + 1, 0
                 continue
             j = min(int(np.searchsorted(beats, grant - 1, "right")), i + self.link.max_beats)
             steps = np.arange(1, j - i + 1) * self.wpb
             done[i:j] = grant + 1 + steps
-            words += 1 + (j - i) * self.wpb
+            times.extend(grant + 1 + np.arange((j - i) * self.wpb + 1))
             free, i, turn = float(done[j - 1]), j, 1
-        return done, words
+        return done, times
 
 
 def _sfu_backward(cfg, arrivals, after):
@@ -328,10 +344,11 @@ def predict_train(config, images, link_options=None):
         backward(k)
         if k + lag < images:
             forward(k + lag)
-    words = [{"forward": int(fwd[b].words(sent[b], err_taken[b])),
-              "backward": int(bwd[b].words(err_sent[b + 1], taken[b + 1]))}
+    end = host_done[-1] + 1
+    words = [{"forward": fwd[b].words(sent[b], taken[b + 1], err_taken[b], end),
+              "backward": bwd[b].words(err_sent[b + 1], err_taken[b], taken[b + 1], end)}
              for b in range(n - 1)]
-    return {"cycles": int(host_done[-1]) + 1, "link_words": words, "image_cycles": back}
+    return {"cycles": int(end), "link_words": words, "image_cycles": back}
 
 
 def _segment(cfg):
