@@ -11,17 +11,26 @@ links (:class:`~.cluster_link.Link` with the :class:`~.cluster_link.LinkFraming`
 same :class:`~nnrtl.hw.fpdeep.link_config.LinkConfig`, one link word per cycle) and the
 node timing of the RTL (:func:`rtl_timing`), and returns the cycle each image's output is
 complete, as :func:`nnrtl.sim.tb.fpdeep_chain.run` reports ``image_cycles``.
+
+:func:`predict_train` does the same for the RTL *training* chain
+(:mod:`nnrtl.sim.tb.fpdeep_chain_train`: an OCP split over node tops, forward, the
+host's errors backward, the weight update per mini-batch, ``lag`` images in flight):
+per node a :class:`NodeModel` for FP and its :meth:`~.cluster_node.NodeModel.update`
+phase, the adapters' and SFU-backward's documented rules, per link direction the RTL's
+packets and credit flits; :func:`compare_train` sets its ``cycles`` and ``link_words``
+beside the bench's report.
 """
 
 import dataclasses
 
 import numpy as np
 
+from ...hw.fpdeep.chain_link import ChainConfig
 from ...hw.fpdeep.conv import ce_latency
 from ...hw.fpdeep.update import row_cycles
 from ...hw.fpdeep.link_config import LinkConfig
 from .cluster_link import LinkFraming
-from .cluster_node import ClusterPlan, NodeModel, NodeTiming
+from .cluster_node import ClusterPlan, NodeModel, NodeTiming, update_rows
 from .config import FpdeepNodeConfig, SegmentConfig
 
 __all__ = ["chain_plan", "rtl_timing", "link_latency", "predict", "compare", "train_timing",
@@ -147,9 +156,10 @@ def compare(configs, report, link_options=None):
 #: adapter's own-block FIFO): the FIFO's write, then its output register.
 FIFO_LATENCY = 2
 
-#: Cycles from a beat taken out of a receive FIFO to its credit usable by the sender's
-#: grant: the pending credit (1), its credit flit's word (1), the sender's credit count
-#: (1) (:mod:`nnrtl.hw.fpdeep.link`).
+#: A beat taken out of a receive FIFO in cycle ``c`` frees a credit as if a beat were
+#: handed to the sender's FIFO in ``c + 2``: its pending credit granted in ``c + 1``, the
+#: credit flit's word in ``c + 2``, the sender's count seen by its grant in ``c + 3``
+#: (:mod:`nnrtl.hw.fpdeep.link`'s credit flits).
 CREDIT_RETURN = 2
 
 
@@ -265,6 +275,10 @@ def predict_train(config, images, link_options=None):
     :data:`FIFO_LATENCY` FIFO after the image and the relayed blocks), the update window
     (the FP of image ``k`` waits for update ``⌊(k + 1 − lag) / B⌋``; the adapter holds
     one pixel meanwhile), :func:`_sfu_backward` and a :class:`_Wire` per link direction."""
+    if not isinstance(config, ChainConfig):
+        raise TypeError(f"config must be a ChainConfig, not {config!r}")
+    if not isinstance(images, int) or isinstance(images, bool) or images < 1:
+        raise TypeError(f"images must be a positive integer, not {images!r}")
     n, lag, batch = len(config.nodes), config.lag, config.batch
     cfgs = [config.segment(m) for m in range(n)]
     timings = [train_timing(cfg) for cfg in cfgs]
@@ -273,8 +287,7 @@ def predict_train(config, images, link_options=None):
     fwd, bwd = [_Wire(link, "act") for _ in cfgs[1:]], [_Wire(link, "error") for _ in cfgs[1:]]
     per_pixel, image = config.pixel_beats, config.image_beats
     # the host loads every LPRAM (a row a cycle, the update's rows) before the first image
-    start = max(t.update_cycles(_segment(cfg)) - t.update_latency
-                for cfg, t in zip(cfgs, timings)) // timings[0].update_row_cycles
+    start = max(update_rows(_segment(cfg)) for cfg in cfgs)
     node_free = [float(start)] * n             # each adapter's act path: next cycle free
     err_free = [0.0] * n
     reopen = [[0.0] for _ in range(n)]         # per node: FP reopening after update u
@@ -294,7 +307,7 @@ def predict_train(config, images, link_options=None):
             if arrivals is None:                # the host: a beat a cycle once allowed
                 arrivals = np.full(image, host_start(k))
             beats = _stream(arrivals[:image], max(node_free[m], window))
-            gate = reopen[m][version] if version < len(reopen[m]) else np.inf
+            gate = reopen[m][version]           # computed: its batch's errors came first
             if beats.size > per_pixel and beats[per_pixel] < gate:
                 beats[per_pixel:] = _stream(arrivals[per_pixel:image], gate)
             pixels = beats[per_pixel - 1::per_pixel] + 1

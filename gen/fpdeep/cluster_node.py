@@ -40,7 +40,7 @@ from ..errors import UsageError
 from .cluster_link import STREAM_PATHS, Link, serve
 from .config import FpdeepNodeConfig
 
-__all__ = ["NodeTiming", "ClusterPlan", "NodeModel"]
+__all__ = ["NodeTiming", "ClusterPlan", "NodeModel", "update_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,15 +98,20 @@ class NodeTiming:
         """Cycles the weight update of ``segment`` holds its FP: the LGB's ``(Q·K² + 1) ·
         G · passes`` rows (:mod:`nnrtl.hw.fpdeep.update`, the bias bank included) at
         :attr:`update_row_cycles` each, plus :attr:`update_latency`."""
-        groups = -(-segment.n_out // segment.p)
-        passes = -(-segment.n_in // segment.q)
-        rows = (segment.q * segment.k ** 2 + 1) * groups * passes
-        return rows * self.update_row_cycles + self.update_latency
+        return update_rows(segment) * self.update_row_cycles + self.update_latency
 
     def cycles_per_pixel(self, segment):
         """Cycles per output pixel of each module of ``segment``."""
         return (-(-segment.n_out // segment.p) * -(-segment.n_in // segment.q)
                 + self.extra_cycles_per_pixel)
+
+
+def update_rows(segment):
+    """LGB rows of ``segment``'s weight update (and LPRAM rows the host loads):
+    ``(Q·K² + 1) · G · passes`` (:mod:`nnrtl.hw.fpdeep.update`, the bias bank included)."""
+    groups = -(-segment.n_out // segment.p)
+    passes = -(-segment.n_in // segment.q)
+    return (segment.q * segment.k ** 2 + 1) * groups * passes
 
 
 def _rows(n):
