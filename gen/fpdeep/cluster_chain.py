@@ -184,10 +184,12 @@ class _Wire:
     on the wire (no idle cycle between packets), a packet is a header and the
     ``min(waiting, max_beats)`` beats waiting at its grant, ``words_per_beat`` words each,
     one word a cycle; a beat reaches the receiver :func:`link_latency` cycles after its
-    last word. With ``credits`` (the cycles the receiver took the other direction's
-    beats), the credit source takes turns with the data in round robin, a credit flit
-    (one word) returning every credit pending at its grant: only the words are counted
-    (:meth:`words`), the credit flits' delay of the data is not modelled."""
+    last word. :meth:`words` adds the credits: the credit source (the cycles the
+    receiver took the other direction's beats) takes turns with the data in round robin,
+    a credit flit (one word) returning every credit pending at its grant, and a beat waits
+    for its credit; :meth:`send`, the timing, leaves both out (under the ``none``
+    pattern the credit flits delay no beat the chain's cycles depend on: checked by
+    :func:`compare_train`)."""
 
     def __init__(self, link, path):
         self.link, self.wpb = link, link.words_per_beat(path)
@@ -238,7 +240,7 @@ def _sfu_backward(cfg, arrivals, after):
     row's ``pool_out · G`` error beats (one a cycle, as they arrive, not before
     ``after``), then sends the map rows it completes, ``w_out · G`` δ beats each, one a
     cycle, the cycle after; taking and sending alternate. Returns (take cycles, δ cycles)."""
-    k, s, _ = cfg.pool
+    s = cfg.pool[1] if cfg.pool is not None else 1      # no pool: a row per error row
     per_row, out_row = cfg.pool_out * cfg.groups, cfg.w_out * cfg.groups
     takes, deltas, t = [], [], float(after) - 1
     for r in range(cfg.pool_out):
