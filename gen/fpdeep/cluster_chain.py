@@ -235,11 +235,13 @@ class _Wire:
         return done, times
 
 
-def _sfu_backward(cfg, arrivals, after):
+def _sfu_backward(cfg, arrivals, after, ready=None):
     """:class:`~nnrtl.hw.fpdeep.eb.SfuBackward`'s schedule: per pooled row it takes the
     row's ``pool_out · G`` error beats (one a cycle, as they arrive, not before
     ``after``), then sends the map rows it completes, ``w_out · G`` δ beats each, one a
-    cycle, the cycle after; taking and sending alternate. Returns (take cycles, δ cycles)."""
+    cycle from the cycle after (PG holds a δ beat ``passes`` cycles: one per ``passes``),
+    each not before its ``ready`` (PG's window for it); taking and sending alternate.
+    Returns (take cycles, δ cycles)."""
     s = cfg.pool[1] if cfg.pool is not None else 1      # no pool: a row per error row
     per_row, out_row = cfg.pool_out * cfg.groups, cfg.w_out * cfg.groups
     takes, deltas, t = [], [], float(after) - 1
@@ -248,8 +250,9 @@ def _sfu_backward(cfg, arrivals, after):
             t = max(float(arrivals[r * per_row + b]), t + 1)
             takes.append(t)
         rows = (cfg.w_out if r == cfg.pool_out - 1 else min(s * (r + 1), cfg.w_out)) - s * r
-        deltas.extend(t + 1 + np.arange(rows * out_row))
-        t = deltas[-1] if rows else t
+        for _ in range(rows * out_row):
+            t = max(t + cfg.passes, ready[len(deltas)] if ready is not None else -np.inf)
+            deltas.append(t)
     return np.asarray(takes), np.asarray(deltas)
 
 
@@ -276,7 +279,8 @@ def predict_train(config, images, link_options=None):
     before the node took its error block of image ``k``, its own block through a
     :data:`FIFO_LATENCY` FIFO after the image and the relayed blocks), the update window
     (the FP of image ``k`` waits for update ``⌊(k + 1 − lag) / B⌋``; the adapter holds
-    one pixel meanwhile), :func:`_sfu_backward` and a :class:`_Wire` per link direction."""
+    one pixel meanwhile), :func:`_sfu_backward` with PG's line buffer (the FP's rule of
+    :mod:`.cluster_node`) and a :class:`_Wire` per link direction."""
     if not isinstance(config, ChainConfig):
         raise TypeError(f"config must be a ChainConfig, not {config!r}")
     if not isinstance(images, int) or isinstance(images, bool) or images < 1:
@@ -338,7 +342,12 @@ def predict_train(config, images, link_options=None):
         arrivals = np.full(config.host_beats, max(host_err, ready))
         for m in reversed(range(n)):
             cfg, own = cfgs[m], config.block_beats(m)
-            takes, deltas = _sfu_backward(cfg, arrivals[:own], err_free[m])
+            # PG's line buffer takes the image from the Act-RAM once the previous
+            # image's windows have left (its last δ), a pixel a cycle; a δ beat joins
+            # its window the cycle after the window's last pixel
+            window = models[m].plan.maps(0)[0]
+            ready = np.repeat(err_free[m] + window + 1, cfg.groups)
+            takes, deltas = _sfu_backward(cfg, arrivals[:own], err_free[m], ready)
             relay = _stream(arrivals[own:], takes[-1] + 1)
             own_err[m].append(float(takes[-1]))
             err_taken[m].extend(np.concatenate([takes, relay]))

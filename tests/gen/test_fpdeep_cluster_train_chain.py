@@ -63,6 +63,12 @@ def test_sfu_backward_schedule():
     takes, deltas = _sfu_backward(cfg, np.zeros(cfg.out_beats), 10)
     assert takes.tolist() == [10, 11, 12, 13, 30, 31, 32, 33]
     assert deltas.size == 32 and deltas[-1] == 10 + 8 + 32 - 1
+    # PG's first window 2 cycles late (its line buffer refilling): every later beat slips
+    ready = np.full(32, -1.0)
+    ready[0] = 16
+    takes, late = _sfu_backward(cfg, np.zeros(cfg.out_beats), 10, ready)
+    assert takes.tolist() == [10, 11, 12, 13, 32, 33, 34, 35]
+    assert (late - deltas).tolist() == [2] * 32
 
 
 def test_bad_arguments():
