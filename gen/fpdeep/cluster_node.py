@@ -40,7 +40,7 @@ from ..errors import UsageError
 from .cluster_link import STREAM_PATHS, Link, serve
 from .config import FpdeepNodeConfig
 
-__all__ = ["NodeTiming", "ClusterPlan", "NodeModel"]
+__all__ = ["NodeTiming", "ClusterPlan", "NodeModel", "update_rows"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +68,11 @@ class NodeTiming:
         longer than AlexNet's period on 100 FPGAs).
     extra_cycles_per_pixel : int
         Added to every module's ``⌈n_out/P⌉ · ⌈n_in/Q⌉`` cycles per output pixel.
+    update_row_cycles, update_latency : int
+        The mini-batch's weight update (:meth:`NodeModel.update`): cycles per LGB row of
+        the PG drain through the update, and the cycles from the batch's last δ to the
+        drain's first row plus from its last row to FP reopening (0, the default: the
+        update is not modelled, as in the mapper's period).
     """
 
     fp_latency: int = 0
@@ -79,6 +84,8 @@ class NodeTiming:
     loss_latency: int = 1
     source_cycles_per_pixel: int = 0
     extra_cycles_per_pixel: int = 0
+    update_row_cycles: int = 0
+    update_latency: int = 0
 
     def __post_init__(self):
         for field in dataclasses.fields(self):
@@ -87,10 +94,24 @@ class NodeTiming:
                 raise UsageError(f"timing {field.name} must be a non-negative integer, "
                                  f"not {value!r}")
 
+    def update_cycles(self, segment):
+        """Cycles the weight update of ``segment`` holds its FP: the LGB's ``(Q·K² + 1) ·
+        G · passes`` rows (:mod:`nnrtl.hw.fpdeep.update`, the bias bank included) at
+        :attr:`update_row_cycles` each, plus :attr:`update_latency`."""
+        return update_rows(segment) * self.update_row_cycles + self.update_latency
+
     def cycles_per_pixel(self, segment):
         """Cycles per output pixel of each module of ``segment``."""
         return (-(-segment.n_out // segment.p) * -(-segment.n_in // segment.q)
                 + self.extra_cycles_per_pixel)
+
+
+def update_rows(segment):
+    """LGB rows of ``segment``'s weight update (and LPRAM rows the host loads):
+    ``(Q·K² + 1) · G · passes`` (:mod:`nnrtl.hw.fpdeep.update`, the bias bank included)."""
+    groups = -(-segment.n_out // segment.p)
+    passes = -(-segment.n_in // segment.q)
+    return (segment.q * segment.k ** 2 + 1) * groups * passes
 
 
 def _rows(n):
@@ -338,6 +359,7 @@ class NodeModel:
         self.up = Link(cycles_per_word, latency, framing) if node > 1 else None
         self.loss = {}
         self.losses = []
+        self.outputs = []          # per sample: the last layer's pooled pixels' times
         self.done = []
         self.source_free = 0.0
 
@@ -355,9 +377,10 @@ class NodeModel:
         paced = [cycles.get(key, 0.0) for key, _, _ in specs]
         return dict(zip((key for key, _, _ in specs), link.send(streams, paths, paced)))
 
-    def forward(self, s, incoming, inject=0.0):
+    def forward(self, s, incoming, inject=0.0, arrivals=None):
         """FP of sample ``s``; ``incoming``: arrivals from node ``node - 1`` (or nothing on
-        node 1, whose image starts at ``inject``); returns the arrivals at ``node + 1``."""
+        node 1, whose image starts at ``inject``, or, given ``arrivals``, whose image
+        pixels arrive at those cycles); returns the arrivals at ``node + 1``."""
         plan, t = self.plan, self.timing
         out, local = {}, {}
         started = None
@@ -368,6 +391,8 @@ class NodeModel:
                 begin = max(inject, self.source_free)
                 acts = begin + np.arange(plan.in_px(0), dtype=np.float64) \
                     * t.source_cycles_per_pixel
+                if arrivals is not None:
+                    acts = np.maximum(acts, np.asarray(arrivals, dtype=np.float64))
                 self.source_free = float(acts[-1]) + t.source_cycles_per_pixel
             elif self.node == state.first:
                 acts = local[l] if ("act", l) not in incoming else incoming["act", l]
@@ -409,6 +434,7 @@ class NodeModel:
                 continue
             pooled = result[pool] + t.sfu_latency
             if l + 1 == len(plan.layers):
+                self.outputs.append(pooled)
                 self.loss[s] = float(pooled[-1]) + t.loss_latency
                 self.losses.append(self.loss[s])
             elif plan.span[l + 1][0] == self.node:
@@ -423,6 +449,19 @@ class NodeModel:
         if self.down is None:
             return {}
         return self._send(self.down, plan.forward_streams(self.node), out)
+
+    def update(self, last_delta):
+        """The mini-batch's weight update (spec §3.8, :mod:`nnrtl.hw.fpdeep.node`'s update
+        window): once the batch's last δ (at ``last_delta``) has gone through PG, the drain
+        runs through the update while FP is held; returns the cycle FP reopens, from
+        which each segment's FP and its line buffer take the next image."""
+        reopen = float(last_delta)
+        for state in self.segments:
+            reopen = max(reopen, last_delta + self.timing.update_cycles(state.seg))
+        for state in self.segments:
+            state.fp_free = max(state.fp_free, reopen)
+            state.lb_free = max(state.lb_free, reopen)
+        return reopen
 
     def backward(self, s, incoming):
         """BP of sample ``s``; ``incoming``: arrivals from node ``node + 1``; returns the
