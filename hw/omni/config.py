@@ -171,8 +171,10 @@ class OmniPEConfig:
         the accumulate operation of the vendor's Floating-Point Operator core, whose
         units do not keep subnormals (PG060, *Floating-Point Operator v7.1 LogiCORE IP
         Product Guide*: denormalized operands are read as zero and denormalized results
-        flushed to zero; DS335 v5.0 lists "compliance with IEEE-754 Standard (with only
-        minor documented deviations)"). The η-LSTM training does not need subnormals
+        flushed to zero; AMD's PG109, *FFT LogiCORE IP*, "Denormalized Numbers": "To
+        match the behavior of the AMD Floating-Point Operator core, the core treats
+        denormalized operands as zero"; DS335 v5.0 lists "compliance with IEEE-754
+        Standard (with only minor documented deviations)"). The η-LSTM training does not need subnormals
         (its bound is checked with flushing, ``tests -k omni``), and flushing costs less:
         Yosys counts 132 LUTs for the 4-stage fp32 multiplier that flushes against 565
         for the one that keeps subnormals
