@@ -21,7 +21,7 @@ from ..arith.float_mul import FloatMul
 from ..checks import check_positive, check_range, is_int
 
 __all__ = ["OmniMode", "OmniJob", "OmniPEConfig", "IP_ACCUMULATOR_LATENCY",
-           "check_units", "ConfiguredComponent"]
+           "OperandA", "OperandB", "check_units", "ConfiguredComponent"]
 
 #: Latency of the Xilinx accumulator IP of the paper's Table III (cycles): the reference
 #: of its "< 2.87%" (spec §3.1: ``(50 - 20) / (1024 + 20)``).
@@ -41,6 +41,33 @@ class OmniMode(enum.Enum, shape=2):
     OUTER = 2
     #: ``input1[k] + input2[k]`` (or ``-`` with ``subtract``): ``n`` results (adder only).
     EW_ADD = 3
+
+
+class OperandA(enum.Enum, shape=2):
+    """The adder's operand ``a`` a lane takes (:class:`~.lane.OmniLane`): the lane
+    control's select."""
+
+    #: ``-0`` (a filler, or a job's first product's partial).
+    ZERO = 0
+    #: The partial sum leaving the adder (the accumulator ring's feedback).
+    LEAVING = 1
+    #: The head of the Input1 queue (EW add).
+    INPUT1 = 2
+    #: The held partial sum (a COMBINE step of the reduction).
+    HELD = 3
+
+
+class OperandB(enum.Enum, shape=2):
+    """The adder's operand ``b`` a lane takes: the lane control's select."""
+
+    #: ``-0`` (a filler).
+    ZERO = 0
+    #: The multiplier's product (MVM).
+    PRODUCT = 1
+    #: The head of the Input2 queue (EW add).
+    INPUT2 = 2
+    #: The partial sum leaving the adder, ``-0`` unless it is one (a COMBINE step).
+    PARTIAL = 3
 
 
 def check_units(config, depths):
@@ -76,6 +103,8 @@ class ConfiguredComponent(wiring.Component):
 
     #: The config class.
     CONFIG = None
+    #: The config's property that gives the ports.
+    MEMBERS = "members"
 
     def __init__(self, config):
         if not isinstance(config, self.CONFIG):
@@ -83,7 +112,7 @@ class ConfiguredComponent(wiring.Component):
             article = "an" if name[0] in "AEIOU" else "a"
             raise TypeError(f"config must be {article} {name}, not {config!r}")
         self._config = config
-        super().__init__(config.members)
+        super().__init__(getattr(config, self.MEMBERS))
 
     @property
     def config(self):
@@ -253,6 +282,41 @@ class OmniPEConfig:
                 "i_input1": In(stream.Signature(width)),
                 "i_input2": In(stream.Signature(width)),
                 "o": Out(stream.Signature(self.output_layout))}
+
+    @property
+    def lane_control_layout(self):
+        """What the PE control (:class:`~.pe_control.OmniPEControl`) gives its lanes
+        (:class:`~.lane.OmniLane`) each cycle: the queues' write strobes and addresses,
+        the multiplier's and the adder's pipeline enables, the operand, feedback and
+        result selects, the register loads."""
+        fields = {}
+        for name, depth in (("input1", self.input_depth), ("input2", self.input_depth),
+                            ("partial", self.partial_depth), ("output", self.output_depth)):
+            fields.update({f"{name}_write": 1, f"{name}_waddr": range(depth),
+                           f"{name}_raddr": range(depth)})
+        fields.update({"partial_from_sum": 1, "output_from_partial": 1, "multiply": 1,
+                       "use_broadcast": 1, "load_broadcast": 1, "add": 1, "a": OperandA,
+                       "b": OperandB, "subtract": 1, "partial_valid": 1, "load_held": 1})
+        return data.StructLayout(fields)
+
+    @property
+    def lane_members(self):
+        """A lane's ports (:class:`~.lane.OmniLane`): the control word, the operands
+        written into its Input1 / Input2 queues, the head of its Output Queue."""
+        width = self.fmt.width
+        return {"i_control": In(self.lane_control_layout), "i_input1": In(width),
+                "i_input2": In(width), "o_data": Out(width)}
+
+    @property
+    def control_members(self):
+        """The PE control's ports (:class:`~.pe_control.OmniPEControl`): the PE's
+        handshakes without their data, the Output Queue's ``last`` bit, the control
+        word of the lanes."""
+        return {"i_command": In(stream.Signature(self.command_layout)),
+                "i_input1": In(stream.Signature(0)),
+                "i_input2": In(stream.Signature(0)),
+                "o": Out(stream.Signature(1)),
+                "o_control": Out(self.lane_control_layout)}
 
     def check_job(self, job):
         """Raise ``ValueError`` unless ``job`` (an :class:`OmniJob`) fits this PE."""

@@ -1,0 +1,129 @@
+"""The datapath of an Omni-PE (:mod:`.pe`), driven by a PE control (:mod:`.pe_control`):
+the multiplier, the adder, the storage of the Input1, Input2, Partial Output and Output
+queues, the broadcast and held registers and the operand, feedback and result MUXes.
+
+Everything here depends on data; nothing decides. Each cycle the control's word
+(:attr:`~.config.OmniPEConfig.lane_control_layout`) says which queue entries are written
+and read, whether the multiplier's and the adder's pipelines move, and what every MUX
+selects. An :class:`~.pe.OmniPE` is one control and one lane; a
+:class:`~.channel.Channel` is one control and ``pes_per_channel`` lanes in lockstep.
+"""
+
+from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.lib.memory import Memory
+
+from ..arith.float_add import FloatAdd
+from ..arith.float_mul import FloatMul
+from .config import ConfiguredComponent, OmniPEConfig, OperandA, OperandB
+
+__all__ = ["OmniLane"]
+
+
+def _storage(m, name, width, depth, control, data):
+    """A queue's memory: written at ``<name>_waddr`` on ``<name>_write``, read
+    (combinationally, as :class:`~amaranth.lib.fifo.SyncFIFO` does) at
+    ``<name>_raddr``; returns the read data."""
+    memory = m.submodules[f"{name}_storage"] = Memory(shape=width, depth=depth, init=[])
+    write = memory.write_port()
+    read = memory.read_port(domain="comb")
+    m.d.comb += [
+        write.addr.eq(getattr(control, f"{name}_waddr")),
+        write.data.eq(data),
+        write.en.eq(getattr(control, f"{name}_write")),
+        read.addr.eq(getattr(control, f"{name}_raddr")),
+    ]
+    return read.data
+
+
+class OmniLane(ConfiguredComponent):
+    """One lane of Omni-PEs in lockstep: an Omni-PE's datapath (module docstring).
+
+    Parameters
+    ----------
+    config : OmniPEConfig
+
+    Attributes
+    ----------
+    i_control : In(config.lane_control_layout)
+        The PE control's word of this cycle.
+    i_input1, i_input2 : In(fmt.width)
+        The operand written into the Input1 / Input2 queue when the control says so.
+    o_data : Out(fmt.width)
+        The head of the Output Queue (valid when the control's ``o.valid`` is).
+
+    Latency and throughput are the PE's (:class:`~.pe.OmniPE`): the multiplier's
+    ``multiplier_stages`` and the adder's ``adder_stages`` registers move on the control's
+    ``multiply`` / ``add`` enables; one element pair per cycle.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not an :class:`OmniPEConfig`.
+    """
+
+    CONFIG = OmniPEConfig
+    MEMBERS = "lane_members"
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        fmt = config.fmt
+        width = fmt.width
+        control = self.i_control
+        negative_zero = Const(fmt.sign_mask, width)
+
+        m.submodules.multiplier = multiplier = FloatMul(
+            fmt, stages=config.multiplier_stages, flush_subnormals=config.flush_subnormals)
+        m.submodules.adder = adder = FloatAdd(fmt, stages=config.adder_stages,
+                                              flush_subnormals=config.flush_subnormals,
+                                              shifts=config.adder_shifts)
+        input1 = _storage(m, "input1", width, config.input_depth, control, self.i_input1)
+        input2 = _storage(m, "input2", width, config.input_depth, control, self.i_input2)
+
+        broadcast = Signal(width)
+        held = Signal(width)
+        with m.If(control.load_broadcast):
+            m.d.sync += broadcast.eq(input1)
+        # The units' pipelines run with a constant input valid: their valid bits are all
+        # set after the first `stages` cycles from reset (their enable is high until
+        # then), so from there each moves exactly on the control's enable, whose own
+        # model of the valid bits says which entries are real.
+        leaving = adder.o.payload
+        partial = Mux(control.partial_valid, leaving, negative_zero)
+        product = multiplier.o.payload
+        with m.If(control.load_held):
+            m.d.sync += held.eq(partial)
+        m.d.comb += [
+            multiplier.i.valid.eq(1),
+            multiplier.i.payload.a.eq(Mux(control.use_broadcast, broadcast, input1)),
+            multiplier.i.payload.b.eq(input2),
+            multiplier.o.ready.eq(control.multiply),
+            adder.i.valid.eq(1),
+            adder.o.ready.eq(control.add),
+            adder.i.payload.subtract.eq(control.subtract),
+        ]
+        with m.Switch(control.a):
+            with m.Case(OperandA.ZERO):
+                m.d.comb += adder.i.payload.a.eq(negative_zero)
+            with m.Case(OperandA.LEAVING):
+                m.d.comb += adder.i.payload.a.eq(leaving)
+            with m.Case(OperandA.INPUT1):
+                m.d.comb += adder.i.payload.a.eq(input1)
+            with m.Case(OperandA.HELD):
+                m.d.comb += adder.i.payload.a.eq(held)
+        with m.Switch(control.b):
+            with m.Case(OperandB.ZERO):
+                m.d.comb += adder.i.payload.b.eq(negative_zero)
+            with m.Case(OperandB.PRODUCT):
+                m.d.comb += adder.i.payload.b.eq(product)
+            with m.Case(OperandB.INPUT2):
+                m.d.comb += adder.i.payload.b.eq(input2)
+            with m.Case(OperandB.PARTIAL):
+                m.d.comb += adder.i.payload.b.eq(partial)
+
+        partial_head = _storage(m, "partial", width, config.partial_depth, control,
+                                Mux(control.partial_from_sum, partial, leaving))
+        m.d.comb += self.o_data.eq(_storage(
+            m, "output", width, config.output_depth, control,
+            Mux(control.output_from_partial, partial_head, product)))
+        return m
