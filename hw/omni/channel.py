@@ -50,7 +50,7 @@ cycle; one activation per cycle. Cycles of a program: the cycle model
 against this RTL.
 """
 
-from amaranth.hdl import Array, Const, Module, Mux, Signal
+from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 
@@ -58,16 +58,10 @@ from ..arith.activation import FloatActivation
 from ..hierarchy import shared
 from .channel_config import Activation, ChannelConfig, Source
 from .config import ConfiguredComponent, OmniMode
-from .pe import OmniPE
+from .lane import OmniLane
+from .pe_control import OmniPEControl
 
 __all__ = ["Channel"]
-
-
-def _all(terms):
-    result = Const(1)
-    for term in terms:
-        result = result & term
-    return result
 
 
 class Channel(ConfiguredComponent):
@@ -103,12 +97,15 @@ class Channel(ConfiguredComponent):
         lanes_count = config.pes_per_channel
         width = config.fmt.width
         layout = config.command_layout
-        pes = []
-        for lane in range(lanes_count):
-            pe = OmniPE(config.pe)
-            # one module, an instance per lane: Verilator compiles the PE once
-            m.submodules[f"pe_{lane}"] = shared(pe, key=config.pe)
-            pes.append(pe)
+        # one PE control for the lanes in lockstep (module docstring)
+        m.submodules.pe_control = control = OmniPEControl(config.pe)
+        lanes = []
+        for index in range(lanes_count):
+            lane = OmniLane(config.pe)
+            # one module, an instance per lane: Verilator and Yosys take the lane once
+            m.submodules[f"lane_{index}"] = shared(lane, key=config.pe)
+            m.d.comb += lane.i_control.eq(control.o_control)
+            lanes.append(lane)
 
         m.submodules.broadcast_queue = broadcast = SyncFIFO(width=width,
                                                             depth=config.broadcast_depth)
@@ -120,9 +117,7 @@ class Channel(ConfiguredComponent):
 
         # -- command issue: one job to every active lane in the same cycle ---------------
         command = self.i_command.payload
-        issue_ready = (_all(~(command.lanes > lane) | pe.i_command.ready
-                            for lane, pe in enumerate(pes))
-                       & distribute.w_rdy & collect.w_rdy)
+        issue_ready = control.i_command.ready & distribute.w_rdy & collect.w_rdy
         take = self.i_command.valid & issue_ready
         m.d.comb += [
             self.i_command.ready.eq(issue_ready),
@@ -131,13 +126,12 @@ class Channel(ConfiguredComponent):
             collect.w_en.eq(take),
             collect.w_data.eq(command.as_value()),
         ]
-        for lane, pe in enumerate(pes):
-            m.d.comb += [
-                pe.i_command.valid.eq(take & (command.lanes > lane)),
-                pe.i_command.payload.mode.eq(command.mode),
-                pe.i_command.payload.length.eq(command.length),
-                pe.i_command.payload.subtract.eq(command.subtract),
-            ]
+        m.d.comb += [
+            control.i_command.valid.eq(take),
+            control.i_command.payload.mode.eq(command.mode),
+            control.i_command.payload.length.eq(command.length),
+            control.i_command.payload.subtract.eq(command.subtract),
+        ]
 
         # -- distributor: an element to every active lane in the same cycle -------------
         job = data.View(layout, distribute.r_data)
@@ -148,9 +142,7 @@ class Channel(ConfiguredComponent):
         broadcast2 = job.source2 == Source.BROADCAST
         operand1_valid = Mux(broadcast1, broadcast.r_rdy, self.i_input1.valid)
         operand2_valid = Mux(broadcast2, broadcast.r_rdy, self.i_input2.valid)
-        lanes_ready = _all(~(job.lanes > lane)
-                           | ((~need1 | pe.i_input1.ready) & pe.i_input2.ready)
-                           for lane, pe in enumerate(pes))
+        lanes_ready = (~need1 | control.i_input1.ready) & control.i_input2.ready
         give = Signal()
         last_element = element == length - 1
         m.d.comb += [
@@ -163,15 +155,16 @@ class Channel(ConfiguredComponent):
         ]
         with m.If(give):
             m.d.sync += element.eq(Mux(last_element, 0, element + 1))
-        for lane, pe in enumerate(pes):
-            active = job.lanes > lane
+        m.d.comb += [
+            control.i_input1.valid.eq(give & need1),
+            control.i_input2.valid.eq(give),
+        ]
+        for index, lane in enumerate(lanes):
             m.d.comb += [
-                pe.i_input1.valid.eq(give & need1 & active),
-                pe.i_input1.payload.eq(Mux(broadcast1, broadcast.r_data,
-                                           self.i_input1.payload[lane])),
-                pe.i_input2.valid.eq(give & active),
-                pe.i_input2.payload.eq(Mux(broadcast2, broadcast.r_data,
-                                           self.i_input2.payload[lane])),
+                lane.i_input1.eq(Mux(broadcast1, broadcast.r_data,
+                                     self.i_input1.payload[index])),
+                lane.i_input2.eq(Mux(broadcast2, broadcast.r_data,
+                                     self.i_input2.payload[index])),
             ]
 
         # -- collector: results in instruction order -------------------------------------
@@ -210,18 +203,16 @@ class Channel(ConfiguredComponent):
         units_idle = (sideband.level == 0) & ~gather_full
 
         # the direct path: every active lane's result in one beat
-        all_valid = _all(~(head.lanes > lane) | pe.o.valid for lane, pe in enumerate(pes))
         take_beat = Signal()
         beat = Signal(beat_shape)
-        m.d.comb += take_beat.eq(collect.r_rdy & direct & all_valid & units_idle
+        m.d.comb += take_beat.eq(collect.r_rdy & direct & control.o.valid & units_idle
                                  & results.w_rdy)
-        for lane, pe in enumerate(pes):
-            m.d.comb += beat[lane].eq(Mux(head.lanes > lane, pe.o.payload.data, 0))
+        for index, lane in enumerate(lanes):
+            m.d.comb += beat[index].eq(Mux(head.lanes > index, lane.o_data, 0))
 
         # the activation path: lane by lane into the sigmoid or the tanh unit
-        serial_valid = Array(pe.o.valid for pe in pes)[serial_lane]
-        serial_data = Array(pe.o.payload.data for pe in pes)[serial_lane]
-        offer = (collect.r_rdy & ~direct & serial_valid & sideband.w_rdy
+        serial_data = Array(lane.o_data for lane in lanes)[serial_lane]
+        offer = (collect.r_rdy & ~direct & control.o.valid & sideband.w_rdy
                  & (units_idle | (unit_tanh == want_tanh)))
         unit_ready = Mux(want_tanh, tanh.i.ready, sigmoid.i.ready)
         feed = Signal()
@@ -240,9 +231,9 @@ class Channel(ConfiguredComponent):
                 unit_tanh.eq(want_tanh),
                 serial_lane.eq(Mux(end_of_beat, 0, serial_lane + 1)),
             ]
-        for lane, pe in enumerate(pes):
-            m.d.comb += pe.o.ready.eq((take_beat & (head.lanes > lane))
-                                      | (feed & (serial_lane == lane)))
+        # a beat of results leaves the lanes' Output Queues at once: taken whole, or
+        # when the activation path has fed its last active lane
+        m.d.comb += control.o.ready.eq(take_beat | (feed & end_of_beat))
 
         next_result = take_beat | (feed & end_of_beat)
         m.d.comb += collect.r_en.eq(next_result & last_result)
