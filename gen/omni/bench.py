@@ -91,7 +91,7 @@ def accumulator_part(inputs=1024):
             "paper_overhead_below": PAPER["accumulator_overhead_below"]}
 
 
-def _yosys(component, name, work, *, shared, log=None):
+def yosys_counts(component, name, work, *, shared, log=None):
     """Yosys resources of ``component`` (``shared``: hierarchy kept, identical modules
     once, :func:`~nnrtl.gen.synth.share_identical_modules`)."""
     from amaranth.back import verilog
@@ -124,7 +124,7 @@ def resources_part(work, log=None):
             ("pe", OmniPE(channel.pe), False),
             ("channel", Channel(channel), True)):
         try:
-            result[key] = _yosys(component, f"omni_{key}", work, shared=shared, log=log)
+            result[key] = yosys_counts(component, f"omni_{key}", work, shared=shared, log=log)
         except Exception as error:  # a Yosys failure is reported, the bench goes on
             result[key] = {"error": str(error)}
     return result

@@ -83,7 +83,9 @@ def _units():
     from ...hw.arith.activation import FloatActivation
     from ...hw.omni.channel_config import ChannelConfig
     from ...hw.omni.dma import OmniDMA
+    from ...hw.omni.lane import OmniLane
     from ...hw.omni.pe import OmniPE
+    from ...hw.omni.pe_control import OmniPEControl
     from ...hw.omni.r2a import R2AScheduler
     full = OmniConfig(input_size=3072, hidden_size=3072, channels=40)
     channel = ChannelConfig(pes_per_channel=32, input_size=3072, hidden_size=3072)
@@ -94,7 +96,8 @@ def _units():
                                multiplier_stages=channel.activation_multiplier_stages,
                                flush_subnormals=channel.flush_subnormals)
 
-    return {"pe": lambda: OmniPE(channel.pe), "sigmoid": lambda: activation("sigmoid"),
+    return {"pe": lambda: OmniPE(channel.pe), "lane": lambda: OmniLane(channel.pe),
+            "pe_control": lambda: OmniPEControl(channel.pe), "sigmoid": lambda: activation("sigmoid"),
             "tanh": lambda: activation("tanh"), "r2a": lambda: R2AScheduler(full.r2a),
             "dma": lambda: OmniDMA(full.dma)}
 
@@ -105,6 +108,26 @@ def measure(name, family=MEASURED_FAMILY):
     from ..synth import measure_unit
 
     return measure_unit(_units()[name](), family)
+
+
+def measure_channel(pes_per_channel=32, log=None):
+    """Yosys' counts of a whole channel of ``pes_per_channel`` lanes (the paper's layer
+    sizes) with its hierarchy kept (``nnrtl synth --hierarchy shared``: the lane
+    synthesized once, counted per instance): ``{lut, lut_memory, ff, dsp, bram36,
+    seconds}``. About 3 minutes for 32 lanes."""
+    import tempfile
+
+    from ...hw.omni.channel import Channel
+    from ...hw.omni.channel_config import ChannelConfig
+    from .bench import yosys_counts
+
+    channel = ChannelConfig(pes_per_channel=pes_per_channel, input_size=3072,
+                            hidden_size=3072)
+    with tempfile.TemporaryDirectory(prefix="omni-channel-") as work:
+        counts = yosys_counts(Channel(channel), "omni_channel", work, shared=True, log=log)
+    return {"lut": counts["lut_logic"], "lut_memory": counts["lut_memory"],
+            "ff": counts["ff"], "dsp": counts["dsp"], "bram36": counts["bram36"],
+            "seconds": counts["seconds"]}
 
 
 @dataclasses.dataclass(frozen=True)

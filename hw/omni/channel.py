@@ -40,9 +40,20 @@ Decisions the paper leaves open ([U] of spec §3.3)
   MVM or outer product takes one beat per cycle, ``P`` MACs or products per cycle; an EW
   operation takes both), one broadcast word stream, and one result stream of ``P``
   words behind a queue of ``result_depth`` beats.
-- *SIMT.* Lanes are in lockstep: a command is given to every active lane in the same
-  cycle, and an element only when every active lane's queue has room; inactive lanes
-  get nothing (a round of fewer than ``P`` rows leaves the others idle).
+- *SIMT with one PE control.* Lanes are in lockstep: a command is given to every lane
+  in the same cycle, and an element only when the lanes' queues have room. Everything
+  an Omni-PE decides depends on its commands and handshakes only, never on data, so the
+  ``P`` lanes share **one** PE control (:class:`~.pe_control.OmniPEControl`: job queue,
+  counters, queue pointers and levels, the pipelines' sidebands, the accumulate /
+  reduce sequence, the output MUX's job tracking) and each lane is a datapath
+  (:class:`~.lane.OmniLane`: multiplier, adder, queue storage, MUXes), where the paper's
+  Fig. 12 draws a controller in every PE. The inactive lanes of a round of fewer than
+  ``P`` rows run the same job on don't-care operands (the operand beat's unused words)
+  and the collector ignores their results (a beat's unused words are 0); the cycles are
+  those of PEs with their own controllers (the cycle model is exact against both). A
+  beat of results leaves the lanes' Output Queues in one cycle: when it is taken whole,
+  or, through an activation unit, once its last active lane's word is fed. Measured
+  saving: :mod:`nnrtl.gen.omni.resources`.
 
 Throughput: ``P`` MACs (MVM), products (EW multiply, outer product) or sums (EW add) per
 cycle; one activation per cycle. Cycles of a program: the cycle model

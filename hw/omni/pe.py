@@ -54,6 +54,16 @@ Decisions the paper leaves open ([U] of spec §3.2, §6.6)
   never queue behind the products and every wait shows at the issue).
 - *Rounding*: IEEE round to nearest even everywhere; subnormals exact unless
   ``flush_subnormals``; NaNs canonical.
+- *A control and a lane* (the paper's Fig. 12 draws one controller per PE). The PE is
+  built as a PE control (:class:`~.pe_control.OmniPEControl`: the job queue and
+  counters, the queues' pointers and levels, the sidebands of the multiplier's and the
+  adder's pipelines, the accumulate / reduce sequence, the output MUX's job tracking)
+  and a lane (:class:`~.lane.OmniLane`: the multiplier, the adder, the queues' storage,
+  the broadcast and held registers and the MUXes), the control driving the lane with a
+  word of selects, enables and write strobes each cycle. Nothing the control decides
+  depends on data, so a channel's lanes, which run in lockstep, share one control
+  (:mod:`.channel`); an ``OmniPE`` is one of each, with the same ports and cycles as a
+  PE with its own controller.
 - *Queue depths*: :class:`~.config.OmniPEConfig` (Input/Output queues 2 or more for one
   element per cycle, default 4; a job queue of :attr:`~.config.OmniPEConfig.job_depth`
   entries tells the output MUX each job's source and result count).
