@@ -66,8 +66,8 @@ class OperandB(enum.Enum, shape=2):
     PRODUCT = 1
     #: The head of the Input2 queue (EW add).
     INPUT2 = 2
-    #: The partial sum leaving the adder, ``-0`` unless it is one (a COMBINE step).
-    PARTIAL = 3
+    #: The partial sum leaving the adder (a COMBINE step).
+    LEAVING = 3
 
 
 def check_units(config, depths):
@@ -294,9 +294,9 @@ class OmniPEConfig:
                             ("partial", self.partial_depth), ("output", self.output_depth)):
             fields.update({f"{name}_write": 1, f"{name}_waddr": range(depth),
                            f"{name}_raddr": range(depth)})
-        fields.update({"partial_from_sum": 1, "output_from_partial": 1, "multiply": 1,
-                       "use_broadcast": 1, "load_broadcast": 1, "add": 1, "a": OperandA,
-                       "b": OperandB, "subtract": 1, "partial_valid": 1, "load_held": 1})
+        fields.update({"output_from_partial": 1, "multiply": 1, "use_broadcast": 1,
+                       "load_broadcast": 1, "add": 1, "a": OperandA, "b": OperandB,
+                       "subtract": 1, "load_held": 1})
         return data.StructLayout(fields)
 
     @property

@@ -88,11 +88,15 @@ class OmniLane(ConfiguredComponent):
         # set after the first `stages` cycles from reset (their enable is high until
         # then), so from there each moves exactly on the control's enable, whose own
         # model of the valid bits says which entries are real.
+        # What leaves the adder is written to the Partial Output Queue, held and fed back
+        # as it is: an entry of the ring that is not a partial sum of the MVM job under
+        # way is a filler or a spent slot (`-0 + -0`, so `-0`) or an EW-add result, and
+        # the control reads only the ring's partial sums and fillers during an MVM job (the
+        # ring holds no result then), so no MUX to `-0` is needed (32 LUTs a lane).
         leaving = adder.o.payload
-        partial = Mux(control.partial_valid, leaving, negative_zero)
         product = multiplier.o.payload
         with m.If(control.load_held):
-            m.d.sync += held.eq(partial)
+            m.d.sync += held.eq(leaving)
         m.d.comb += [
             multiplier.i.valid.eq(1),
             multiplier.i.payload.a.eq(Mux(control.use_broadcast, broadcast, input1)),
@@ -118,11 +122,10 @@ class OmniLane(ConfiguredComponent):
                 m.d.comb += adder.i.payload.b.eq(product)
             with m.Case(OperandB.INPUT2):
                 m.d.comb += adder.i.payload.b.eq(input2)
-            with m.Case(OperandB.PARTIAL):
-                m.d.comb += adder.i.payload.b.eq(partial)
+            with m.Case(OperandB.LEAVING):
+                m.d.comb += adder.i.payload.b.eq(leaving)
 
-        partial_head = _storage(m, "partial", width, config.partial_depth, control,
-                                Mux(control.partial_from_sum, partial, leaving))
+        partial_head = _storage(m, "partial", width, config.partial_depth, control, leaving)
         m.d.comb += self.o_data.eq(_storage(
             m, "output", width, config.output_depth, control,
             Mux(control.output_from_partial, partial_head, product)))

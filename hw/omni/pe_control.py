@@ -275,7 +275,6 @@ class OmniPEControl(ConfiguredComponent):
         m.d.comb += [
             control.a.eq(OperandA.ZERO),
             control.b.eq(OperandB.ZERO),
-            control.partial_valid.eq(leaving_entry == RingEntry.PARTIAL),
             entry_in.eq(RingEntry.NONE),
         ]
 
@@ -340,7 +339,7 @@ class OmniPEControl(ConfiguredComponent):
                         with m.If(step.matches(*combine)):
                             m.d.comb += [
                                 control.a.eq(OperandA.HELD),
-                                control.b.eq(OperandB.PARTIAL),
+                                control.b.eq(OperandB.LEAVING),
                                 entry_in.eq(RingEntry.PARTIAL),
                             ]
 
@@ -355,7 +354,6 @@ class OmniPEControl(ConfiguredComponent):
             control.add.eq(advance),
             control.subtract.eq(issue_add & subtract),
             partial_queue.w_en.eq(emit | leaving_taken),
-            control.partial_from_sum.eq(emit),
         ]
 
         # -- output MUX: the head job's source, in job order ------------------------------
