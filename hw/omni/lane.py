@@ -106,24 +106,19 @@ class OmniLane(ConfiguredComponent):
             adder.o.ready.eq(control.add),
             adder.i.payload.subtract.eq(control.subtract),
         ]
-        with m.Switch(control.a):
-            with m.Case(OperandA.ZERO):
-                m.d.comb += adder.i.payload.a.eq(negative_zero)
-            with m.Case(OperandA.LEAVING):
-                m.d.comb += adder.i.payload.a.eq(leaving)
-            with m.Case(OperandA.INPUT1):
-                m.d.comb += adder.i.payload.a.eq(input1)
-            with m.Case(OperandA.HELD):
-                m.d.comb += adder.i.payload.a.eq(held)
-        with m.Switch(control.b):
-            with m.Case(OperandB.ZERO):
-                m.d.comb += adder.i.payload.b.eq(negative_zero)
-            with m.Case(OperandB.PRODUCT):
-                m.d.comb += adder.i.payload.b.eq(product)
-            with m.Case(OperandB.INPUT2):
-                m.d.comb += adder.i.payload.b.eq(input2)
-            with m.Case(OperandB.LEAVING):
-                m.d.comb += adder.i.payload.b.eq(leaving)
+        operands = (
+            (adder.i.payload.a, control.a, {OperandA.ZERO: negative_zero,
+                                            OperandA.LEAVING: leaving,
+                                            OperandA.INPUT1: input1, OperandA.HELD: held}),
+            (adder.i.payload.b, control.b, {OperandB.ZERO: negative_zero,
+                                            OperandB.PRODUCT: product,
+                                            OperandB.INPUT2: input2,
+                                            OperandB.LEAVING: leaving}))
+        for operand, select, choices in operands:
+            with m.Switch(select):
+                for choice, value in choices.items():
+                    with m.Case(choice):
+                        m.d.comb += operand.eq(value)
 
         partial_head = _storage(m, "partial", width, config.partial_depth, control, leaving)
         m.d.comb += self.o_data.eq(_storage(
