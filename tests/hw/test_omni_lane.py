@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The Omni-PE lane (hw/omni/lane.py): its check. Its datapath is tested driven by a PE
 control: alone as the Omni-PE (tests/hw/test_omni_pe.py), beside another lane on other
 data (tests/hw/test_omni_pe_control.py), in a channel (tests/hw/test_omni_channel.py).
