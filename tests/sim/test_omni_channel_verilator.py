@@ -61,7 +61,8 @@ def test_omni_channel_full_size():
     rounds of 32 lanes and a tail of 4), eq. 2 I + H = 38 columns (a round and a tail of
     6), under the four patterns; bit-exact against the golden model, and the channel's
     cycles equal to :func:`~nnrtl.hw.omni.channel_timing.program_cycles` under ``none``.
-    About 7 minutes on the shared 2-core machine, build included (the PE emitted once)."""
+    About 4 minutes on the shared 2-core machine, build included (the lane emitted once;
+    220 s on 2026-11-24)."""
     config = ChannelConfig(pes_per_channel=32, input_size=5, hidden_size=33)
     spec = channel_spec(config)
     result = simulate(build_channel(spec), test_module="nnrtl.sim.tb.omni_channel",
