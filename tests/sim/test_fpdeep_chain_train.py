@@ -1,5 +1,6 @@
 # amaranth: UnusedElaboratable=no
 """The FPDeep training chain in the Amaranth simulator (nnrtl.sim.tb.fpdeep_chain_train):
+its layer pipeline (below) and
 three node tops joined by link modules train an OCP-split 3×3 conv layer (3 → 7 channels,
 4×4 maps, 2×2 pool; the fast test's chain, the Amaranth simulator's speed sets the size) in fp32 and fixed16, batch 1 (plain SGD, ``lag`` 1) and batch 2 with
 two images in flight (the stale-weight rule), under every backpressure pattern on the
@@ -20,6 +21,20 @@ from nnrtl.sim.tb.fpdeep_chain_train import small_chain as chain
 @pytest.mark.parametrize("pattern", PATTERNS)
 def test_chain_trains_bit_exact(precision, batch, pattern):
     config = chain((2, 2, 3), precision=precision, batch=batch, lag=batch)
+    report = run(config, 2 * batch, pattern, seed=batch)
+    print(precision, batch, pattern, {k: report[k] for k in ("cycles", "budget",
+                                                             "link_words")})
+    assert report["bit_exact"], report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fixed16", "fp32"])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_layer_pipeline_trains_bit_exact(precision, batch, pattern):
+    """conv 3 → 2 + 2 (nodes 1, 2; 6×6 maps, 2×2 pool) – conv 4 → 3 (node 3, 3×3 maps,
+    EB): node 3's EB output trains nodes 1 and 2; every node's outputs bit-exact."""
+    config = chain((2, 2), precision=precision, batch=batch, lag=batch, w_in=6, next_out=3)
     report = run(config, 2 * batch, pattern, seed=batch)
     print(precision, batch, pattern, {k: report[k] for k in ("cycles", "budget",
                                                              "link_words")})
