@@ -62,38 +62,47 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
     from nnrtl.hw.fpdeep.chain_link import ChainConfig
     from nnrtl.hw.fpdeep.node import NodeConfig
 
-    if len(layers) != 1 or min(layers) != 0:
-        raise UsageError(f"--backend rtl: the node chain trains one convolution layer (the "
-                         f"network's first, the rest on the host), not {len(layers)}")
-    segments = layers[0]
+    order = {index: t for t, index in enumerate(sorted(layers))}
     for node in mapping.nodes:
         convs = [s for s in node.segments if s.kind == "conv"]
         if len(convs) != 1:
+            names = ", ".join(s.layer for s in convs) or "none"
             raise UsageError(f"--backend rtl: node {node.node} holds {len(convs)} conv "
-                             f"segments; the node chain carries one per node")
-    if not all(s.cfg.completes for s in segments):
-        raise UsageError("--backend rtl: the node chain runs an output-channel (OCP) split; "
-                         "the mapper split the layer by input channels")
-    p = min(s.cfg.p for s in segments)
+                             f"segments ({names}); the node chain carries one per node")
+    for index, segments in sorted(layers.items()):
+        if order[index] == 0 and not all(s.cfg.completes for s in segments):
+            raise UsageError(f"--backend rtl: the node chain runs an output-channel (OCP) "
+                             f"split of the first conv layer; the mapper split "
+                             f"{segments[0].seg.layer} by input channels")
+        if order[index] > 0 and len(segments) > 1:
+            raise UsageError(f"--backend rtl: {segments[0].seg.layer} spans nodes "
+                             f"{segments[0].node} to {segments[-1].node}: a conv layer after "
+                             f"the first runs on one node of the node chain (EB's partial "
+                             f"errors are not chained between nodes)")
+    p = min(s.cfg.p for segments in layers.values() for s in segments)
     word = lr_word(precision, lr, batch)
-    nodes = []
+    nodes, chain_layers = [], []
     for node in mapping.nodes:
         config = NodeConfig.from_node(node, precision, batch=batch, lr=word,
                                       reshape=lambda cfg: dataclasses.replace(cfg, p=p),
                                       frac_bits=frac_bits)
         nodes.append(dataclasses.replace(config, act_images=max(config.act_images,
                                                                 batch + 1)))
-    return ChainConfig(tuple(nodes), lag=batch)
+        chain_layers.append(order[next(s.index for s in node.segments if s.kind == "conv")])
+    try:
+        return ChainConfig(tuple(nodes), lag=batch, layers=tuple(chain_layers))
+    except ValueError as error:
+        raise UsageError(f"--backend rtl: {error}") from None
 
 
 class RtlChain:
-    """Steps of the conv layer on the RTL chain (module docstring).
+    """Steps of the conv layers on the RTL chain (module docstring).
 
     Parameters
     ----------
     config : ChainConfig
     segments : list of Segment
-        The layer's segments in node order (:func:`.chain.conv_segments`).
+        The conv layers' segments in node order, one a node (:func:`.chain.conv_segments`).
     codec : Codec
     pattern : str
     seed : int
@@ -121,29 +130,38 @@ class RtlChain:
         return words.reshape(side, side, -1)[..., :cfg.n_out]
 
     def step(self, images, weights, errors, outputs):
-        """Run a mini-batch: ``images`` per sample ``(H, W, C)`` words, ``weights`` the
-        layer's ``(W, bias)`` words, ``errors`` per sample the host's error of the layer's
-        output ``(side, side, OC)`` words, ``outputs`` the golden chain's activations of
-        the samples (the same shape). Returns :attr:`record`; raises CheckFailed."""
+        """Run a mini-batch: ``images`` per sample ``(H, W, C)`` words, ``weights``
+        ``{chain layer index: (W, bias)}`` words, ``errors`` per sample the host's error of
+        the last conv layer's output ``(side, side, OC)`` words, ``outputs`` the golden
+        chain's activations of it per sample (the same shape). Returns :attr:`record`;
+        raises CheckFailed."""
         from nnrtl.sim.tb.fpdeep_chain_train import run_cases
 
         start = time.monotonic()
-        w, b = weights
+        config, count = self.config, 2 * len(images)
         acts = np.stack([np.asarray(i, np.int64) for i in images] * 2)
         cases = []
-        for s in self.segments:
-            err = [np.asarray(e[..., s.out_range], np.int64) for e in errors]
-            cases.append({"act": acts, "weights": np.asarray(w[s.out_range], np.int64),
-                          "bias": np.asarray(b[s.out_range], np.int64), "partial_in": None,
-                          "err": np.stack(err + [np.zeros_like(err[0])] * len(err))})
-        report = run_cases(self.config, cases, self.pattern, probes=len(images),
-                           seed=self.seed)
+        for n, s in enumerate(self.segments):
+            w, b = weights[s.seg.index]
+            cfg = s.cfg
+            if config.layers[n] == config.layers[-1]:
+                err = [np.asarray(e[..., s.out_range], np.int64) for e in errors]
+                err = np.stack(err + [np.zeros_like(err[0])] * len(err))
+            else:           # the next layer's EB output (the chain's composition)
+                err = np.zeros((count, cfg.pool_out, cfg.pool_out, cfg.n_out), np.int64)
+            cases.append({
+                "act": acts if config.layers[n] == 0 else np.zeros(
+                    (count, cfg.w_in, cfg.w_in, cfg.n_in), np.int64),
+                "weights": np.asarray(w[s.out_range][:, s.in_range], np.int64),
+                "bias": np.asarray(b[s.out_range], np.int64), "partial_in": None,
+                "err": err})
+        report = run_cases(config, cases, self.pattern, probes=len(images), seed=self.seed)
         wrong = list(report["mismatches"])
-        up = self.config.upstream_beats
         for k, received in enumerate(report["received"][:len(images)]):
-            for n, s in enumerate(self.segments):
-                block = received[up(n):up(n + 1)]
-                if len(block) == up(n + 1) - up(n) and not np.array_equal(
+            for n in config.layer_nodes(config.layers[-1]):
+                s, up = self.segments[n], config.upstream_beats(n)
+                block = received[up:up + config.block_beats(n)]
+                if len(block) == config.block_beats(n) and not np.array_equal(
                         self._decode(block, n), np.asarray(outputs[k])[..., s.out_range]):
                     wrong.append(f"image {k}: node {s.node}'s activations differ from the "
                                  f"golden chain's")

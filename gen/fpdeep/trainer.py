@@ -309,7 +309,7 @@ class FpdeepTrainer:
         self.chain.saturated += sum(map(self.codec.saturated, errors))
         found = self.chain.backward(errors, lambda index, segment: self._current[index])
         if self.rtl is not None:
-            self.rtl.step(self._images, self._current[0], errors, self._outputs)
+            self.rtl.step(self._images, self._current, errors, self._outputs)
         for index, (dw, db) in found.items():
             layer = network.layers[weighted[index]]
             gradients[(weighted[index], "weight")] = self._gradient(dw, 2)
@@ -430,6 +430,7 @@ def train_hook(request, network):
         from .chain_rtl import RtlChain, chain_config
         rtl_config = chain_config(trainer.layers, mapping, config.precision, config.frac_bits,
                                   inputs.shape[0], request.lr)
-        trainer.rtl = RtlChain(rtl_config, trainer.layers[0], trainer.codec,
+        segments = [s for index in sorted(trainer.layers) for s in trainer.layers[index]]
+        trainer.rtl = RtlChain(rtl_config, segments, trainer.codec,
                                pattern=config.backpressure)
     return trainer
