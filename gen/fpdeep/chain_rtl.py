@@ -64,11 +64,9 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
 
     order = {index: t for t, index in enumerate(sorted(layers))}
     for node in mapping.nodes:
-        convs = [s for s in node.segments if s.kind == "conv"]
-        if len(convs) != 1:
-            names = ", ".join(s.layer for s in convs) or "none"
-            raise UsageError(f"--backend rtl: node {node.node} holds {len(convs)} conv "
-                             f"segments ({names}); the node chain carries one per node")
+        if not any(s.kind == "conv" for s in node.segments):
+            raise UsageError(f"--backend rtl: node {node.node} holds no conv segment (its "
+                             f"layers run on the host); the node chain needs one a node")
     for index, segments in sorted(layers.items()):
         if order[index] == 0 and not all(s.cfg.completes for s in segments):
             raise UsageError(f"--backend rtl: the node chain runs an output-channel (OCP) "
@@ -88,7 +86,7 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
                                       frac_bits=frac_bits)
         nodes.append(dataclasses.replace(config, act_images=max(config.act_images,
                                                                 batch + 1)))
-        chain_layers.append(order[next(s.index for s in node.segments if s.kind == "conv")])
+        chain_layers += [order[s.index] for s in node.segments if s.kind == "conv"]
     try:
         return ChainConfig(tuple(nodes), lag=batch, layers=tuple(chain_layers))
     except ValueError as error:

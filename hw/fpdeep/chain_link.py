@@ -1,14 +1,17 @@
-"""The node-to-link adapter of an FPDeep training chain (spec §3.1, §3.2, §3.8): per node,
-:class:`NodeLink` puts the node top's segment streams (:class:`~.node.FpdeepNode`
-``s0_*``) onto the typed paths of its ``"up"`` and ``"down"`` link modules
+"""The node-to-link adapter of an FPDeep training chain (spec §3.1, §3.2, §3.8): per node
+segment, :class:`NodeLink` puts the node top's segment streams (:class:`~.node.FpdeepNode`
+``s{k}_*``) onto the typed paths of its ``"up"`` and ``"down"`` link modules
 (:class:`~.link.LinkModule`) and takes them back, so ``K`` node tops joined by link modules
 train a CNN's convolution layers as a layer pipeline: the first layer split by output
 channels (OCP, spec §2.8: every node completes its channel range) over one or more nodes,
-each later layer on one node of its own, downstream of the layer before.
+each later layer on one node, downstream of the layer before (a node may hold the end of
+one layer and the next layer: the mapper's usual cut).
 
 The chain (:class:`ChainConfig`)
 --------------------------------
-Node ``m`` (from 0, upstream first) holds output channels ``[lo_m, hi_m)`` of layer
+Below, "node" is a **stage** (:class:`ChainConfig`): one segment of a node top, so a node
+of two segments is two stages joined directly. Node ``m`` (from 0, upstream first) holds
+output channels ``[lo_m, hi_m)`` of layer
 ``t_m`` (:attr:`ChainConfig.layers`, non-decreasing along the chain). The input of layer 0
 is the host's image; the input of layer ``t > 0`` is the output of layer ``t − 1``: every
 node of that layer's activations. The host gets the last layer's activations and sends
@@ -48,9 +51,11 @@ Decisions ([U] in the spec)
   whole before the first error block goes upstream (the most downstream node's block
   first needs the last pixel). Each buffer is freed before the next image's blocks enter
   it; every block moves once its producer made it, so the order cannot deadlock.
-  Several layer segments on one node would share the paths the same way (one block per
-  segment and image, segment order); this adapter is built for one segment per node and
-  refuses more (``ValueError``).
+  **Several segments on one node** share the paths the same way (one block per segment
+  and image, segment order): each segment has its adapter, and a node's adapters are
+  joined directly, the downstream segment's ``up_act``/``up_err`` on the upstream one's
+  ``down_act``/``down_err`` (the chain's streams inside the board), so the layer's end
+  on node ``m`` feeds the next layer's start on node ``m`` as a link would.
 * **A layer after the first runs on one node**: split over several, each node's EB would
   compute partial errors of every input channel, to be summed along the chain (EB's
   ``i_partial`` / ``o_partial``, not on the node top's ports yet): refused
@@ -99,18 +104,24 @@ _LAYER_FIELDS = ("w_in", "n_in", "k", "stride", "pad", "pool")
 class ChainConfig:
     """A chain of node tops training a CNN's conv layers (module docstring).
 
+    The chain's **stages** are the nodes' segments in chain order (node 1's first, in its
+    segment order): stage ``s`` has an adapter (:class:`NodeLink`) of its own; two stages
+    of one node are joined directly (a layer's end and the next layer's start on one
+    board), two of neighbouring nodes through the link modules. Every index below (and
+    ``NodeLink``'s ``node``) is a stage's; with one segment a node, a node's.
+
     Attributes
     ----------
     nodes : tuple of NodeConfig
-        Node ``m``'s RTL, upstream first: one completing segment each, all of one
-        precision, ``P`` and batch; the first layer's without EB, the others' with.
+        Node ``m``'s RTL, upstream first: completing segments, all of one precision,
+        ``P`` and batch; the first layer's without EB, the others' with.
     lag : int
-        Images in flight per node (module docstring), at least 1.
+        Images in flight per stage (module docstring), at least 1.
     layers : tuple of int, optional
-        Node ``m``'s layer, from 0, non-decreasing by steps of 0 or 1; default every node
+        Stage ``s``'s layer, from 0, non-decreasing by steps of 0 or 1; default every stage
         on layer 0 (one layer split by output channels). Layer ``t > 0`` takes the maps
-        layer ``t − 1`` gives (``w_in`` its ``pool_out``, ``n_in`` its channels) and is on
-        one node.
+        layer ``t − 1`` gives (``w_in`` its ``pool_out``, ``n_in`` its channels) and is
+        one stage.
     """
 
     nodes: tuple
@@ -124,63 +135,83 @@ class ChainConfig:
                             f"{self.nodes!r}")
         if not isinstance(self.lag, int) or isinstance(self.lag, bool) or self.lag < 1:
             raise TypeError(f"lag must be a positive integer, not {self.lag!r}")
-        layers = (0,) * len(self.nodes) if self.layers is None else self.layers
-        if (not isinstance(layers, (tuple, list)) or len(layers) != len(self.nodes)
+        stages = tuple((n, k) for n, node in enumerate(self.nodes)
+                       for k in range(len(node.segments)))
+        object.__setattr__(self, "stages", stages)
+        layers = (0,) * len(stages) if self.layers is None else self.layers
+        if (not isinstance(layers, (tuple, list)) or len(layers) != len(stages)
                 or not all(isinstance(t, int) and not isinstance(t, bool) for t in layers)
                 or layers[0] != 0 or any(b - a not in (0, 1)
                                          for a, b in zip(layers, layers[1:]))):
-            raise TypeError(f"layers must be one layer number per node, from 0, "
+            raise TypeError(f"layers must be one layer number per segment, from 0, "
                             f"non-decreasing by steps of 1, not {self.layers!r}")
         object.__setattr__(self, "layers", tuple(layers))
-        for n, node in enumerate(self.nodes):
-            if len(node.segments) != 1:
-                raise ValueError(f"node {n + 1} has {len(node.segments)} segments: the chain "
-                                 f"adapter carries one layer segment per node")
-            seg, layer = node.segments[0], self.layers[n]
+        for n in range(len(stages)):
+            seg, layer, name = self.segment(n), self.layers[n], self.name(n)
             if not seg.completes or seg.partial_in:
-                raise ValueError(f"node {n + 1}: the chain carries output-channel (OCP) "
+                raise ValueError(f"{name}: the chain carries output-channel (OCP) "
                                  f"splits, every segment completing its channels (no DP2 "
                                  f"partials)")
-            if layer == 0 and node.eb[0]:
-                raise ValueError(f"node {n + 1}: layer 0 is the network's first: no EB")
-            if layer > 0 and not node.eb[0]:
-                raise ValueError(f"node {n + 1}: layer {layer} needs its EB (the error of "
+            if layer == 0 and self.eb(n):
+                raise ValueError(f"{name}: layer 0 is the network's first: no EB")
+            if layer > 0 and not self.eb(n):
+                raise ValueError(f"{name}: layer {layer} needs its EB (the error of "
                                  f"layer {layer - 1}'s activations)")
-            for name in ("precision", "p", "batch"):
-                source = node if name == "batch" else seg
-                want = self.nodes[0] if name == "batch" else self.segment(0)
-                if getattr(source, name) != getattr(want, name):
-                    raise ValueError(f"node {n + 1}: {name} {getattr(source, name)!r} "
-                                     f"differs from node 1's {getattr(want, name)!r}")
+            for field in ("precision", "p", "batch"):
+                source = self.nodes[stages[n][0]] if field == "batch" else seg
+                want = self.nodes[0] if field == "batch" else self.segment(0)
+                if getattr(source, field) != getattr(want, field):
+                    raise ValueError(f"{name}: {field} {getattr(source, field)!r} "
+                                     f"differs from node 1's {getattr(want, field)!r}")
         for layer in range(self.layers[-1] + 1):
             nodes = self.layer_nodes(layer)
             if layer > 0 and len(nodes) > 1:
-                raise ValueError(f"layer {layer} spans nodes {nodes[0] + 1} to "
-                                 f"{nodes[-1] + 1}: a layer after the first runs on one "
-                                 f"node (its EB's partial errors are not chained)")
+                raise ValueError(f"layer {layer} spans {self.name(nodes[0])} to "
+                                 f"{self.name(nodes[-1])}: a layer after the first runs on "
+                                 f"one node (its EB's partial errors are not chained)")
             first = self.segment(nodes[0])
             for n in nodes[1:]:
-                for name in _LAYER_FIELDS:
-                    if getattr(self.segment(n), name) != getattr(first, name):
+                for field in _LAYER_FIELDS:
+                    if getattr(self.segment(n), field) != getattr(first, field):
                         raise ValueError(
-                            f"node {n + 1}: {name} {getattr(self.segment(n), name)!r} "
-                            f"differs from node {nodes[0] + 1}'s {getattr(first, name)!r}")
+                            f"{self.name(n)}: {field} {getattr(self.segment(n), field)!r} "
+                            f"differs from {self.name(nodes[0])}'s {getattr(first, field)!r}")
             if layer > 0:
                 before = self.layer_nodes(layer - 1)
                 side = self.segment(before[0]).pool_out
                 channels = sum(self.segment(j).n_out for j in before)
                 if (first.w_in, first.n_in) != (side, channels):
                     raise ValueError(
-                        f"node {nodes[0] + 1}: layer {layer} takes {first.w_in}x{first.w_in} "
-                        f"maps of {first.n_in} channels, layer {layer - 1} gives "
-                        f"{side}x{side} of {channels}")
+                        f"{self.name(nodes[0])}: layer {layer} takes {first.w_in}x"
+                        f"{first.w_in} maps of {first.n_in} channels, layer {layer - 1} "
+                        f"gives {side}x{side} of {channels}")
 
-    def segment(self, node):
-        """Node ``node``'s (from 0) FpConfig."""
-        return self.nodes[node].segments[0]
+    def name(self, stage):
+        """``"node N"`` (``"node N segment K"`` on a node of several segments)."""
+        node, k = self.stages[stage]
+        if len(self.nodes[node].segments) == 1:
+            return f"node {node + 1}"
+        return f"node {node + 1} segment {k + 1}"
+
+    def segment(self, stage):
+        """Stage ``stage``'s (from 0) FpConfig."""
+        node, k = self.stages[stage]
+        return self.nodes[node].segments[k]
+
+    def eb(self, stage):
+        """Whether stage ``stage``'s segment has an EB module."""
+        node, k = self.stages[stage]
+        return self.nodes[node].eb[k]
+
+    def stage_node(self, stage):
+        """Stage ``stage``'s segment alone on a :class:`NodeConfig` (its golden model's)."""
+        node, k = self.stages[stage]
+        config = self.nodes[node]
+        return dataclasses.replace(config, segments=(config.segments[k],),
+                                   eb=(config.eb[k],))
 
     def layer_nodes(self, layer):
-        """The nodes of ``layer``, in chain order."""
+        """The stages of ``layer``, in chain order."""
         return [n for n, t in enumerate(self.layers) if t == layer]
 
     def last_in_layer(self, node):
@@ -245,7 +276,7 @@ class ChainConfig:
     @property
     def host_beats(self):
         """Beats per image the host receives (the last layer's blocks) and sends back."""
-        return self.error_beats(len(self.nodes) - 1)
+        return self.error_beats(len(self.stages) - 1)
 
 
 def _block(m, moved, count, beats, after):
@@ -270,7 +301,7 @@ class NodeLink(wiring.Component):
     ----------
     config : ChainConfig
     node : int
-        The node's index in the chain, from 0.
+        The stage's index in the chain, from 0 (:class:`ChainConfig`: a node's segment).
 
     Attributes
     ----------
@@ -294,15 +325,15 @@ class NodeLink(wiring.Component):
     Raises
     ------
     TypeError
-        ``config`` not a ChainConfig, ``node`` not an index of its nodes.
+        ``config`` not a ChainConfig, ``node`` not an index of its stages.
     """
 
     def __init__(self, config, *, node):
         if not isinstance(config, ChainConfig):
             raise TypeError(f"config must be a ChainConfig, not {config!r}")
         if (not isinstance(node, int) or isinstance(node, bool)
-                or not 0 <= node < len(config.nodes)):
-            raise TypeError(f"node must be an integer from 0 to {len(config.nodes) - 1}, "
+                or not 0 <= node < len(config.stages)):
+            raise TypeError(f"node must be an integer from 0 to {len(config.stages) - 1}, "
                             f"not {node!r}")
         self._config, self._node = config, node
         seg = config.segment(node)
@@ -315,7 +346,7 @@ class NodeLink(wiring.Component):
             "err_in": Out(stream.Signature(pixel_layout(seg.word_bits, seg.p).size)),
             "act_out": In(stream.Signature(act_layout(seg).size)),
         }
-        if config.nodes[node].eb[0]:
+        if config.eb(node):
             ports["err_out"] = In(stream.Signature(error_layout(seg).size))
         super().__init__(ports)
 

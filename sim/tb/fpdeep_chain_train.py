@@ -51,20 +51,27 @@ __all__ = ["ChainTrainTop", "small_chain", "chain_case", "compose", "host_stream
            "expected_out", "run", "run_cases"]
 
 
-def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, next_out=None):
+def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, next_out=None,
+                shared=False):
     """A small test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps, ReLU,
     a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels, ``lr`` 0.01;
-    with ``next_out``, a last node running a second 3×3 conv (pad 1, ReLU, no pool) of
-    ``next_out`` channels over the first layer's pooled maps (a layer pipeline)."""
+    with ``next_out``, a second 3×3 conv (pad 1, ReLU, no pool) of ``next_out`` channels
+    over the first layer's pooled maps (a layer pipeline) on a node of its own or
+    (``shared``) as the second segment of the last node."""
     lr = 655 if precision == "fixed16" else 0x3C23D70A
-    first = [FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)) for o in outs]
-    segments = [(cfg, False) for cfg in first]
+    nodes = [[(FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)), False)]
+             for o in outs]
     if next_out:
-        segments.append((FpConfig(precision, 3, 1, 1, first[0].pool_out, sum(outs), next_out,
-                                  2), True))
+        second = (FpConfig(precision, 3, 1, 1, nodes[0][0][0].pool_out, sum(outs), next_out,
+                           2), True)
+        if shared:
+            nodes[-1].append(second)
+        else:
+            nodes.append([second])
     return ChainConfig(tuple(
-        NodeConfig((cfg,), (eb,), batch=batch, act_images=lag + 1, lr=lr, node=n + 1)
-        for n, (cfg, eb) in enumerate(segments)), lag=lag,
+        NodeConfig(tuple(c for c, _ in node), tuple(e for _, e in node), batch=batch,
+                   act_images=lag + 1, lr=lr, node=n + 1)
+        for n, node in enumerate(nodes)), lag=lag,
         layers=(0,) * len(outs) + ((1,) if next_out else ()))
 
 
@@ -80,7 +87,7 @@ class ChainTrainTop(Elaboratable):
             raise TypeError(f"config must be a ChainConfig, not {config!r}")
         self.config = config
         self.nodes = [FpdeepNode(node) for node in config.nodes]
-        self.adapters = [NodeLink(config, node=n) for n in range(len(config.nodes))]
+        self.adapters = [NodeLink(config, node=n) for n in range(len(config.stages))]
         link = LinkConfig.from_fp(config.segment(0), "down", **link_options)
         self.links = [LinkPair(link) for _ in config.nodes[1:]]
         self.pauses = [(pair.pause_ab, pair.pause_ba) for pair in self.links]
@@ -89,19 +96,31 @@ class ChainTrainTop(Elaboratable):
         self.host_err = beat.flip().create(path=("host_err",))
         self.host_out = beat.create(path=("host_out",))
 
+    def port(self, stage, name):
+        """Stage ``stage``'s stream ``name`` on its node top (``s{k}_{name}``)."""
+        node, k = self.config.stages[stage]
+        return getattr(self.nodes[node], f"s{k}_{name}")
+
     def elaborate(self, platform):
         m = Module()
-        for n, (node, adapter) in enumerate(zip(self.nodes, self.adapters)):
+        stages = self.config.stages
+        for n, node in enumerate(self.nodes):
             m.submodules[f"node{n}"] = node
+        for n, adapter in enumerate(self.adapters):
             m.submodules[f"adapter{n}"] = adapter
-            wiring.connect(m, adapter.act_in, node.s0_act_in)
-            wiring.connect(m, adapter.err_in, node.s0_err_in)
-            wiring.connect(m, node.s0_act_out, adapter.act_out)
+            wiring.connect(m, adapter.act_in, self.port(n, "act_in"))
+            wiring.connect(m, adapter.err_in, self.port(n, "err_in"))
+            wiring.connect(m, self.port(n, "act_out"), adapter.act_out)
             if "err_out" in adapter.signature.members:
-                wiring.connect(m, node.s0_err_out, adapter.err_out)
-        for n, pair in enumerate(self.links):
-            m.submodules[f"link{n}"] = pair
+                wiring.connect(m, self.port(n, "err_out"), adapter.err_out)
+        for n in range(len(stages) - 1):
             up, down = self.adapters[n], self.adapters[n + 1]
+            if stages[n][0] == stages[n + 1][0]:        # one node's segments: joined directly
+                wiring.connect(m, up.down_act, down.up_act)
+                wiring.connect(m, down.up_err, up.down_err)
+                continue
+            pair = self.links[stages[n][0]]
+            m.submodules[f"link{stages[n][0]}"] = pair
             m.d.comb += [pair.a.link_up.eq(1), pair.b.link_up.eq(1)]
             wiring.connect(m, up.down_act, pair.a.tx_act)
             wiring.connect(m, pair.b.rx_act, down.up_act)
@@ -120,7 +139,7 @@ def chain_case(config, images, seed):
     weights, bias and the host's errors of its activations), the images node 1's (the
     other layers' inputs and errors are :func:`compose`'s)."""
     cases = [random_case(config.segment(n), images, seed + 7 * n)
-             for n in range(len(config.nodes))]
+             for n in range(len(config.stages))]
     for n, case in enumerate(cases):
         if config.layers[n] == 0:
             case["act"] = cases[0]["act"]
@@ -146,8 +165,8 @@ def compose(config, cases):
     images, layers = len(cases[0]["act"]), config.layers[-1]
     bits, signed = config.word_bits, config.segment(0).precision == "fixed16"
     for _ in range(images * (layers + 1) + 2):
-        found = [node_expected(node, case, config.lag)[0]
-                 for node, case in zip(config.nodes, cases)]
+        found = [node_expected(config.stage_node(n), case, config.lag)[0]
+                 for n, case in enumerate(cases)]
         settled = True
         for layer in range(1, layers + 1):
             (node,) = config.layer_nodes(layer)
@@ -207,12 +226,12 @@ def expected_out(config, cases, found=None):
 
 def _budget(config, images, loads, pattern, link_options):
     link = LinkConfig.from_fp(config.segment(0), "down", **(link_options or {}))
-    nodes = range(len(config.nodes))
+    nodes = range(len(config.stages))
     beats = images * (config.image_beats + config.host_beats + sum(
         config.act_beats(n) + config.error_beats(n) + 2 * config.input_beats(n)
         for n in nodes))
     wire = beats * (1 + link.words_per_beat("act")) * 2
-    model = loads + wire + sum(node_cycles(node, images) for node in config.nodes)
+    model = loads + wire + sum(node_cycles(config.stage_node(n), images) for n in nodes)
     return cycle_budget(model, output_beats=images * config.host_beats, patterns=(pattern,))
 
 
@@ -244,7 +263,7 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
     cases, found = compose(config, cases)
     acts, errs = host_streams(config, cases)
     want = expected_out(config, cases, found)
-    inner = [_monitored(config, n, images, trained, found) for n in range(len(top.nodes))]
+    inner = [_monitored(config, n, images, trained, found) for n in range(len(cases))]
     seen = [{port: [] for port in ports} for ports in inner]
     loads = [fp_stimulus(config.segment(n), case)["load"] for n, case in enumerate(cases)]
     budget = _budget(config, images, max(map(len, loads)), pattern, link_options)
@@ -264,9 +283,9 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
         act_beat = err_beat = 0
         watched = [top.host_out.valid, Value.cast(top.host_out.payload),
                    top.host_act.ready, top.host_err.ready]
-        for node in top.nodes:
-            watched.append(node.s0_load.ready)
-        streams = [(n, port, getattr(top.nodes[n], f"s0_{port}"))
+        for n in range(len(cases)):
+            watched.append(top.port(n, "load").ready)
+        streams = [(n, port, top.port(n, port))
                    for n, ports in enumerate(inner) for port in ports]
         for _, _, port in streams:
             watched += [port.valid, port.ready, port.payload]
@@ -279,10 +298,10 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
                 ctx.set(pair.pause_ab, next(fwd))
                 ctx.set(pair.pause_ba, next(bwd))
             loading = any(loads_left)
-            for node, left in zip(top.nodes, loads_left):
-                ctx.set(node.s0_load.valid, int(bool(left)))
+            for n, left in enumerate(loads_left):
+                ctx.set(top.port(n, "load").valid, int(bool(left)))
                 if left:
-                    ctx.set(node.s0_load.payload, left[0])
+                    ctx.set(top.port(n, "load").payload, left[0])
             # the host's order (module docstring)
             back = len(got) // per_image
             act_ok = (not loading and sent_images < images
@@ -311,10 +330,10 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
                 err_beat += 1
                 if err_beat == len(errs[sent_errors]):
                     sent_errors, err_beat = sent_errors + 1, 0
-            for n, ready in enumerate(values[4:4 + len(top.nodes)]):
+            for n, ready in enumerate(values[4:4 + len(cases)]):
                 if loads_left[n] and ready:
                     loads_left[n].pop(0)
-            base = 4 + len(top.nodes)
+            base = 4 + len(cases)
             for n, port, _ in streams:
                 valid, ready, payload = values[base:base + 3]
                 if valid and ready:
@@ -335,7 +354,7 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
         report["timed_out"] = (f"{len(got)} of {images * per_image} activation beats, "
                                f"{sent_images} of {images} images and {sent_errors} of "
                                f"{trained} error blocks sent, " + ", ".join(
-                                   f"node {n + 1} {port} {have} of {need} beats"
+                                   f"{config.name(n)} {port} {have} of {need} beats"
                                    for n, port, have, need in inside if have < need)
                                + f" in {budget} cycles")
 
@@ -359,10 +378,10 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
             for b, (g, w) in enumerate(zip(seen[n][port], beats)):
                 if g != w and len(report["mismatches"]) < limit:
                     report["mismatches"].append(
-                        f"node {n + 1} {port}: image {b // per} beat {b % per} is {g:#x}, "
+                        f"{config.name(n)} {port}: image {b // per} beat {b % per} is {g:#x}, "
                         f"expected {w:#x}")
             if len(seen[n][port]) != len(beats) and len(report["mismatches"]) < limit:
-                report["mismatches"].append(f"node {n + 1} {port}: {len(seen[n][port])} "
+                report["mismatches"].append(f"{config.name(n)} {port}: {len(seen[n][port])} "
                                             f"of {len(beats)} beats")
     report["received"] = [got[k * per_image:(k + 1) * per_image] for k in range(images)]
     report["bit_exact"] = (not report["mismatches"] and not report["fault"]

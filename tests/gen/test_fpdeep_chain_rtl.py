@@ -59,11 +59,11 @@ def files(tmp_path_factory):
                                  two=save(two_conv_cnn(), tmp / "cnn2.pt"))
 
 
-def request(files, *options, batch=1, steps=1, lr=0.5, model=None):
+def request(files, *options, batch=1, steps=1, lr=0.5, model=None, params=()):
     return interface.TrainRequest(
         board=get_board("vc709"), model=model or files.model, inputs=files.dir / f"x{batch}.npy",
         targets=files.dir / f"y{batch}.npy", loss="cross-entropy", lr=lr, steps=steps,
-        backend="rtl", options=tuple(options))
+        backend="rtl", options=tuple(options), params=params)
 
 
 def test_lr_word():
@@ -84,10 +84,12 @@ def test_rtl_refuses_what_the_chain_does_not_carry(files):
                                          r"the node chain \(EB's partial errors are not "
                                          r"chained between nodes\)$"):
         train_hook(request(files, "--fpgas", "3"), load_network(path))
-    with pytest.raises(UsageError, match=r"^--backend rtl: node 2 holds 2 conv segments "
-                                         r"\(layers\[0\], layers\[3\]\); the node chain "
-                                         r"carries one per node$"):
-        train_hook(request(files, "--fpgas", "2"), load_network(files.two))
+    with pytest.raises(UsageError, match=r"^--backend rtl: the node chain runs an "
+                                         r"output-channel \(OCP\) split of the first conv "
+                                         r"layer; the mapper split layers\[0\] by input "
+                                         r"channels$"):
+        train_hook(request(files, "--fpgas", "3", params=("ocp_min_ic=1",)),
+                   load_network(files.two))
 
 
 def test_rtl_chain_of_the_mapping(files):
@@ -108,6 +110,11 @@ def test_rtl_chain_of_the_mapping(files):
     assert [config.segment(n).n_out for n in range(3)] == [2, 2, 4]
     assert [node.eb[0] for node in config.nodes] == [False, False, True]
     assert [s.node for s in trainer.rtl.segments] == [1, 2, 3]
+    trainer = train_hook(request(files, "--fpgas", "2", "--precision", "fixed16",
+                                 model=files.two), load_network(files.two))
+    config = trainer.rtl.config            # node 2: conv1's channel 3 and conv2
+    assert config.stages == ((0, 0), (1, 0), (1, 1)) and config.layers == (0, 0, 1)
+    assert [config.segment(n).n_out for n in range(3)] == [3, 1, 4]
 
 
 @pytest.mark.slow

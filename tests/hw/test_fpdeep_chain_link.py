@@ -31,9 +31,9 @@ def test_refusals():
         ChainConfig(())
     with pytest.raises(TypeError, match=r"^lag must be a positive integer, not 0$"):
         ChainConfig(good.nodes, lag=0)
-    two = dataclasses.replace(node, segments=node.segments * 2, eb=(False, False))
-    with pytest.raises(ValueError, match=r"^node 1 has 2 segments: the chain adapter carries "
-                                         r"one layer segment per node$"):
+    two = dataclasses.replace(node, segments=node.segments * 2, eb=(False, True))
+    with pytest.raises(ValueError, match=r"^node 1 segment 2: layer 0 is the network's first: "
+                                         r"no EB$"):
         ChainConfig((two,))
     with pytest.raises(ValueError, match=r"^node 2: layer 0 is the network's first: no EB$"):
         ChainConfig((node, dataclasses.replace(node, eb=(True,))))
@@ -51,7 +51,7 @@ def test_refusals():
     with pytest.raises(ValueError, match=r"^node 2: p 3 differs from node 1's 2$"):
         ChainConfig((node, dataclasses.replace(wide, segments=(dataclasses.replace(
             wide.segments[0], p=3),))))
-    with pytest.raises(TypeError, match=r"^layers must be one layer number per node, from 0, "
+    with pytest.raises(TypeError, match=r"^layers must be one layer number per segment, from 0, "
                                         r"non-decreasing by steps of 1, not \(0, 2\)$"):
         ChainConfig((node, node), layers=(0, 2))
     pipe = chain((2, 2), next_out=3)
@@ -60,7 +60,7 @@ def test_refusals():
                                          r"layer 0's activations\)$"):
         ChainConfig(pipe.nodes[:2] + (dataclasses.replace(second, eb=(False,)),),
                     layers=(0, 0, 1))
-    with pytest.raises(ValueError, match=r"^layer 1 spans nodes 2 to 3: a layer after the "
+    with pytest.raises(ValueError, match=r"^layer 1 spans node 2 to node 3: a layer after the "
                                          r"first runs on one node \(its EB's partial errors "
                                          r"are not chained\)$"):
         ChainConfig((pipe.nodes[0], second, second), layers=(0, 1, 1))
@@ -84,6 +84,16 @@ def test_layer_pipeline_beats():
     assert [config.error_beats(n) for n in range(3)] == [4, 8, 8]
     assert config.host_beats == 8 and [config.last_in_layer(n) for n in range(3)] == [
         False, True, True]
+
+
+def test_a_node_of_two_segments_is_two_stages():
+    """Node 2 holds conv1's channels 2, 3 and conv2: three stages on two nodes, one link."""
+    config = chain((2, 2), next_out=3, shared=True)
+    assert config.stages == ((0, 0), (1, 0), (1, 1)) and config.layers == (0, 0, 1)
+    assert [config.name(n) for n in range(3)] == ["node 1", "node 2 segment 1",
+                                                  "node 2 segment 2"]
+    assert config.stage_node(2).segments == (config.segment(2),)
+    assert config.stage_node(2).eb == (True,) and config.host_beats == 8
 
 
 def test_the_stale_rule_is_visible_at_the_host():
@@ -111,3 +121,11 @@ def test_a_layer_pipeline_trains_bit_exact():
     assert report["bit_exact"], report
     # node 1's errors exist only as node 3's EB output relayed by node 2
     assert report["link_words"][0]["backward"] > 0 and report["cycles"] < report["budget"]
+
+
+def test_a_node_holding_two_layers_trains_bit_exact():
+    """Node 2 holds conv1's last channels and conv2 (its two adapters joined inside the
+    node): bit-exact as the three-node pipeline, over one link."""
+    report = run(chain((2, 2), next_out=3, shared=True), 4, "bursty", seed=4)
+    assert report["bit_exact"], report
+    assert len(report["link_words"]) == 1 and report["link_words"][0]["backward"] > 0

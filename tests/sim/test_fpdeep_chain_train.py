@@ -31,10 +31,13 @@ def test_chain_trains_bit_exact(precision, batch, pattern):
 @pytest.mark.parametrize("precision", ["fixed16", "fp32"])
 @pytest.mark.parametrize("batch", [1, 2])
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_layer_pipeline_trains_bit_exact(precision, batch, pattern):
-    """conv 3 → 2 + 2 (nodes 1, 2; 6×6 maps, 2×2 pool) – conv 4 → 3 (node 3, 3×3 maps,
-    EB): node 3's EB output trains nodes 1 and 2; every node's outputs bit-exact."""
-    config = chain((2, 2), precision=precision, batch=batch, lag=batch, w_in=6, next_out=3)
+@pytest.mark.parametrize("shared", [False, True])
+def test_layer_pipeline_trains_bit_exact(precision, batch, pattern, shared):
+    """conv 3 → 2 + 2 (nodes 1, 2; 6×6 maps, 2×2 pool) – conv 4 → 3 (node 3, or
+    ``shared``: node 2's second segment; 3×3 maps, EB): conv2's EB output trains conv1;
+    every segment's outputs bit-exact."""
+    config = chain((2, 2), precision=precision, batch=batch, lag=batch, w_in=6, next_out=3,
+                   shared=shared)
     report = run(config, 2 * batch, pattern, seed=batch)
     print(precision, batch, pattern, {k: report[k] for k in ("cycles", "budget",
                                                              "link_words")})
