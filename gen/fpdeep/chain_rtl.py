@@ -4,12 +4,19 @@ the node-to-link adapter :mod:`nnrtl.hw.fpdeep.chain_link`), in the Amaranth sim
 
 What the chain runs (decisions)
 -------------------------------
-* **The mappings it takes**: one convolution layer (the network's first; Flatten/Linear on
-  the host, :mod:`.trainer`) split by output channels over the nodes, one conv segment a
-  node: the mapper's placement of such a CNN on 1 to ``K`` boards.
-  :func:`chain_config` refuses others (``UsageError``, exit 2) naming the node and rule.
-  Every node's ``P`` is the smallest of the mapper's (the link's beat is one ``P``; ``P``
-  changes the parallelism, not a bit of the results).
+* **The mappings it takes**: a CNN's convolution layers (Flatten/Linear on the host,
+  :mod:`.trainer`) as a layer pipeline: the first conv layer split by output channels
+  (OCP) over one or more nodes, each later conv layer whole on one node, which may also
+  hold the end of the layer before (a node of several segments: the mapper's usual cut);
+  the nodes in between joined by their links, each segment by its adapter
+  (:mod:`nnrtl.hw.fpdeep.chain_link`: activations downstream as the next layer's input,
+  a layer's EB output upstream as the errors of the layer before). :func:`chain_config`
+  refuses the others (``UsageError``, exit 2) naming the layer, the nodes and the rule: a
+  first layer split by input channels (ICP: DP2 partials and the δ relay the node top
+  has no port for yet), a later layer split over several nodes (its EB's partial errors
+  are not chained), a node without a conv segment. Every node's ``P`` is the smallest of
+  the mapper's (the link's beat is one ``P``; ``P`` changes the parallelism, not a bit
+  of the results).
 * **A step on the RTL**: the nodes are loaded with the step's weights (the host's master
   weights as words, as the golden backend does), the mini-batch's ``B`` images go in with
   ``lag`` = ``B`` (every image's FP before any error: FP on the step's weights, i.e.
@@ -19,11 +26,14 @@ What the chain runs (decisions)
   again without errors (probes): the last of them runs FP on the weights the nodes'
   updates wrote (the rule of ``lag`` = ``B``, :mod:`nnrtl.hw.fpdeep.chain_link`), so the
   check reads the updated weights through the datapath.
-* **The check**: every activation beat (the step's images and the probes) bit-exact
-  against the nodes' golden models (:func:`nnrtl.sim.tb.fpdeep_node.expected`, the
-  update :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's
-  activations equal to the golden chain's (:class:`.chain.ConvChain`, the words the host's
-  FC layers got): ``bit_exact``. A step that is not raises
+* **The check**: every segment's activations and EB output (the step's images and the
+  probes) bit-exact against its golden model, the models composed along the chain
+  (:func:`nnrtl.sim.tb.fpdeep_chain_train.compose`: a layer's input is the previous
+  layer's output, a layer's error the next layer's EB output;
+  :func:`nnrtl.sim.tb.fpdeep_node.expected`, the update
+  :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's last-layer
+  activations equal to the golden chain's (:class:`.chain.ConvChain`, the words the
+  host's FC layers got): ``bit_exact``. A step that is not raises
   :class:`~nnrtl.gen.errors.CheckFailed` (exit 1). The gradients the interface's SGD step
   uses are the golden chain's PG words, which the RTL's data equal when ``bit_exact``
   holds (the host runs the step's forward before the errors exist; the RTL run replays it

@@ -1,12 +1,13 @@
 # amaranth: UnusedElaboratable=no
 """The FPDeep training chain in the Amaranth simulator (nnrtl.sim.tb.fpdeep_chain_train):
-its layer pipeline (below) and
 three node tops joined by link modules train an OCP-split 3×3 conv layer (3 → 7 channels,
 4×4 maps, 2×2 pool; the fast test's chain, the Amaranth simulator's speed sets the size) in fp32 and fixed16, batch 1 (plain SGD, ``lag`` 1) and batch 2 with
 two images in flight (the stale-weight rule), under every backpressure pattern on the
 links and the host's streams; every activation beat the host receives is checked
 bit-exactly against the nodes' golden models (so is every weight version the nodes'
-updates wrote, except the last)."""
+updates wrote, except the last). And a layer pipeline (conv – ReLU – pool – conv – ReLU on
+three nodes, or two with one node holding two segments): every segment's activations and
+EB output checked against the golden models composed along the chain."""
 
 import pytest
 
