@@ -40,6 +40,6 @@ def test_layer_pipeline_trains_bit_exact(precision, batch, pattern, shared):
     config = chain((2, 2), precision=precision, batch=batch, lag=batch, w_in=6, next_out=3,
                    shared=shared)
     report = run(config, 2 * batch, pattern, seed=batch)
-    print(precision, batch, pattern, {k: report[k] for k in ("cycles", "budget",
-                                                             "link_words")})
+    print(precision, batch, pattern, shared, {k: report[k] for k in ("cycles", "budget",
+                                                                     "link_words")})
     assert report["bit_exact"], report
