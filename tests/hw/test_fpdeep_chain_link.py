@@ -3,8 +3,8 @@
 configuration's refusals and derived beat counts (anchored messages), and tiny chains
 training two mini-batches with stale weights in the Amaranth simulator, bit-exact
 against each node's golden model: one OCP-split layer on 3 nodes, a layer pipeline
-(conv – pool – conv on 3 nodes) and the same with one node holding two segments (every pattern, both precisions, full
-sizes: tests/sim/test_fpdeep_chain_train.py, slow)."""
+(conv – pool – conv on 3 nodes) and the same with one node holding two segments (every
+pattern, both precisions, larger maps: tests/sim/test_fpdeep_chain_train.py, slow)."""
 
 import dataclasses
 
