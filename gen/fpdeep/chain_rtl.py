@@ -4,12 +4,19 @@ the node-to-link adapter :mod:`nnrtl.hw.fpdeep.chain_link`), in the Amaranth sim
 
 What the chain runs (decisions)
 -------------------------------
-* **The mappings it takes**: one convolution layer (the network's first; Flatten/Linear on
-  the host, :mod:`.trainer`) split by output channels over the nodes, one conv segment a
-  node: the mapper's placement of such a CNN on 1 to ``K`` boards.
-  :func:`chain_config` refuses others (``UsageError``, exit 2) naming the node and rule.
-  Every node's ``P`` is the smallest of the mapper's (the link's beat is one ``P``; ``P``
-  changes the parallelism, not a bit of the results).
+* **The mappings it takes**: a CNN's convolution layers (Flatten/Linear on the host,
+  :mod:`.trainer`) as a layer pipeline: the first conv layer split by output channels
+  (OCP) over one or more nodes, each later conv layer whole on one node, which may also
+  hold the end of the layer before (a node of several segments: the mapper's usual cut);
+  the nodes in between joined by their links, each segment by its adapter
+  (:mod:`nnrtl.hw.fpdeep.chain_link`: activations downstream as the next layer's input,
+  a layer's EB output upstream as the errors of the layer before). :func:`chain_config`
+  refuses the others (``UsageError``, exit 2) naming the layer, the nodes and the rule: a
+  first layer split by input channels (ICP: DP2 partials and the δ relay the node top
+  has no port for yet), a later layer split over several nodes (its EB's partial errors
+  are not chained), a node without a conv segment. Every node's ``P`` is the smallest of
+  the mapper's (the link's beat is one ``P``; ``P`` changes the parallelism, not a bit
+  of the results).
 * **A step on the RTL**: the nodes are loaded with the step's weights (the host's master
   weights as words, as the golden backend does), the mini-batch's ``B`` images go in with
   ``lag`` = ``B`` (every image's FP before any error: FP on the step's weights, i.e.
@@ -19,11 +26,14 @@ What the chain runs (decisions)
   again without errors (probes): the last of them runs FP on the weights the nodes'
   updates wrote (the rule of ``lag`` = ``B``, :mod:`nnrtl.hw.fpdeep.chain_link`), so the
   check reads the updated weights through the datapath.
-* **The check**: every activation beat (the step's images and the probes) bit-exact
-  against the nodes' golden models (:func:`nnrtl.sim.tb.fpdeep_node.expected`, the
-  update :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's
-  activations equal to the golden chain's (:class:`.chain.ConvChain`, the words the host's
-  FC layers got): ``bit_exact``. A step that is not raises
+* **The check**: every segment's activations and EB output (the step's images and the
+  probes) bit-exact against its golden model, the models composed along the chain
+  (:func:`nnrtl.sim.tb.fpdeep_chain_train.compose`: a layer's input is the previous
+  layer's output, a layer's error the next layer's EB output;
+  :func:`nnrtl.sim.tb.fpdeep_node.expected`, the update
+  :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's last-layer
+  activations equal to the golden chain's (:class:`.chain.ConvChain`, the words the
+  host's FC layers got): ``bit_exact``. A step that is not raises
   :class:`~nnrtl.gen.errors.CheckFailed` (exit 1). The gradients the interface's SGD step
   uses are the golden chain's PG words, which the RTL's data equal when ``bit_exact``
   holds (the host runs the step's forward before the errors exist; the RTL run replays it
@@ -62,38 +72,45 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
     from nnrtl.hw.fpdeep.chain_link import ChainConfig
     from nnrtl.hw.fpdeep.node import NodeConfig
 
-    if len(layers) != 1 or min(layers) != 0:
-        raise UsageError(f"--backend rtl: the node chain trains one convolution layer (the "
-                         f"network's first, the rest on the host), not {len(layers)}")
-    segments = layers[0]
+    order = {index: t for t, index in enumerate(sorted(layers))}
     for node in mapping.nodes:
-        convs = [s for s in node.segments if s.kind == "conv"]
-        if len(convs) != 1:
-            raise UsageError(f"--backend rtl: node {node.node} holds {len(convs)} conv "
-                             f"segments; the node chain carries one per node")
-    if not all(s.cfg.completes for s in segments):
-        raise UsageError("--backend rtl: the node chain runs an output-channel (OCP) split; "
-                         "the mapper split the layer by input channels")
-    p = min(s.cfg.p for s in segments)
+        if not any(s.kind == "conv" for s in node.segments):
+            raise UsageError(f"--backend rtl: node {node.node} holds no conv segment (its "
+                             f"layers run on the host); the node chain needs one a node")
+    for index, segments in sorted(layers.items()):
+        if order[index] == 0 and not all(s.cfg.completes for s in segments):
+            raise UsageError(f"--backend rtl: the node chain runs an output-channel (OCP) "
+                             f"split of the first conv layer; the mapper split "
+                             f"{segments[0].seg.layer} by input channels")
+        if order[index] > 0 and len(segments) > 1:
+            raise UsageError(f"--backend rtl: {segments[0].seg.layer} spans nodes "
+                             f"{segments[0].node} to {segments[-1].node}: a conv layer after "
+                             f"the first runs on one node of the node chain (EB's partial "
+                             f"errors are not chained between nodes)")
+    p = min(s.cfg.p for segments in layers.values() for s in segments)
     word = lr_word(precision, lr, batch)
-    nodes = []
+    nodes, chain_layers = [], []
     for node in mapping.nodes:
         config = NodeConfig.from_node(node, precision, batch=batch, lr=word,
                                       reshape=lambda cfg: dataclasses.replace(cfg, p=p),
                                       frac_bits=frac_bits)
         nodes.append(dataclasses.replace(config, act_images=max(config.act_images,
                                                                 batch + 1)))
-    return ChainConfig(tuple(nodes), lag=batch)
+        chain_layers += [order[s.index] for s in node.segments if s.kind == "conv"]
+    try:
+        return ChainConfig(tuple(nodes), lag=batch, layers=tuple(chain_layers))
+    except ValueError as error:
+        raise UsageError(f"--backend rtl: {error}") from None
 
 
 class RtlChain:
-    """Steps of the conv layer on the RTL chain (module docstring).
+    """Steps of the conv layers on the RTL chain (module docstring).
 
     Parameters
     ----------
     config : ChainConfig
     segments : list of Segment
-        The layer's segments in node order (:func:`.chain.conv_segments`).
+        The conv layers' segments in node order, one a node (:func:`.chain.conv_segments`).
     codec : Codec
     pattern : str
     seed : int
@@ -121,29 +138,38 @@ class RtlChain:
         return words.reshape(side, side, -1)[..., :cfg.n_out]
 
     def step(self, images, weights, errors, outputs):
-        """Run a mini-batch: ``images`` per sample ``(H, W, C)`` words, ``weights`` the
-        layer's ``(W, bias)`` words, ``errors`` per sample the host's error of the layer's
-        output ``(side, side, OC)`` words, ``outputs`` the golden chain's activations of
-        the samples (the same shape). Returns :attr:`record`; raises CheckFailed."""
+        """Run a mini-batch: ``images`` per sample ``(H, W, C)`` words, ``weights``
+        ``{chain layer index: (W, bias)}`` words, ``errors`` per sample the host's error of
+        the last conv layer's output ``(side, side, OC)`` words, ``outputs`` the golden
+        chain's activations of it per sample (the same shape). Returns :attr:`record`;
+        raises CheckFailed."""
         from nnrtl.sim.tb.fpdeep_chain_train import run_cases
 
         start = time.monotonic()
-        w, b = weights
+        config, count = self.config, 2 * len(images)
         acts = np.stack([np.asarray(i, np.int64) for i in images] * 2)
         cases = []
-        for s in self.segments:
-            err = [np.asarray(e[..., s.out_range], np.int64) for e in errors]
-            cases.append({"act": acts, "weights": np.asarray(w[s.out_range], np.int64),
-                          "bias": np.asarray(b[s.out_range], np.int64), "partial_in": None,
-                          "err": np.stack(err + [np.zeros_like(err[0])] * len(err))})
-        report = run_cases(self.config, cases, self.pattern, probes=len(images),
-                           seed=self.seed)
+        for n, s in enumerate(self.segments):
+            w, b = weights[s.seg.index]
+            cfg = s.cfg
+            if config.layers[n] == config.layers[-1]:
+                err = [np.asarray(e[..., s.out_range], np.int64) for e in errors]
+                err = np.stack(err + [np.zeros_like(err[0])] * len(err))
+            else:           # the next layer's EB output (the chain's composition)
+                err = np.zeros((count, cfg.pool_out, cfg.pool_out, cfg.n_out), np.int64)
+            cases.append({
+                "act": acts if config.layers[n] == 0 else np.zeros(
+                    (count, cfg.w_in, cfg.w_in, cfg.n_in), np.int64),
+                "weights": np.asarray(w[s.out_range][:, s.in_range], np.int64),
+                "bias": np.asarray(b[s.out_range], np.int64), "partial_in": None,
+                "err": err})
+        report = run_cases(config, cases, self.pattern, probes=len(images), seed=self.seed)
         wrong = list(report["mismatches"])
-        up = self.config.upstream_beats
         for k, received in enumerate(report["received"][:len(images)]):
-            for n, s in enumerate(self.segments):
-                block = received[up(n):up(n + 1)]
-                if len(block) == up(n + 1) - up(n) and not np.array_equal(
+            for n in config.layer_nodes(config.layers[-1]):
+                s, up = self.segments[n], config.upstream_beats(n)
+                block = received[up:up + config.block_beats(n)]
+                if len(block) == config.block_beats(n) and not np.array_equal(
                         self._decode(block, n), np.asarray(outputs[k])[..., s.out_range]):
                     wrong.append(f"image {k}: node {s.node}'s activations differ from the "
                                  f"golden chain's")

@@ -8,7 +8,8 @@ ranges, the completing node's bias, ReLU and max-pool, the SFU backward step, PG
 mini-batch and EB for every layer but the first, each through a node runner (the golden
 models: :class:`.chain.GoldenRunner`). With ``--backend rtl`` each step's mini-batch also
 runs through the chain of node tops and link modules, checked bit-exact
-(:mod:`.chain_rtl`: a CNN whose one conv layer is split by output channels).
+(:mod:`.chain_rtl`: a layer pipeline, the first conv layer split by output channels,
+each later conv layer on one node, a node holding one or two layers' segments).
 
 Decisions (the paper leaves them open)
 --------------------------------------
@@ -309,7 +310,7 @@ class FpdeepTrainer:
         self.chain.saturated += sum(map(self.codec.saturated, errors))
         found = self.chain.backward(errors, lambda index, segment: self._current[index])
         if self.rtl is not None:
-            self.rtl.step(self._images, self._current[0], errors, self._outputs)
+            self.rtl.step(self._images, self._current, errors, self._outputs)
         for index, (dw, db) in found.items():
             layer = network.layers[weighted[index]]
             gradients[(weighted[index], "weight")] = self._gradient(dw, 2)
@@ -430,6 +431,7 @@ def train_hook(request, network):
         from .chain_rtl import RtlChain, chain_config
         rtl_config = chain_config(trainer.layers, mapping, config.precision, config.frac_bits,
                                   inputs.shape[0], request.lr)
-        trainer.rtl = RtlChain(rtl_config, trainer.layers[0], trainer.codec,
+        segments = [s for index in sorted(trainer.layers) for s in trainer.layers[index]]
+        trainer.rtl = RtlChain(rtl_config, segments, trainer.codec,
                                pattern=config.backpressure)
     return trainer

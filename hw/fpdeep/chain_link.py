@@ -1,52 +1,84 @@
-"""The node-to-link adapter of an FPDeep training chain (spec §3.1, §3.2, §3.8): per node,
-:class:`NodeLink` puts the node top's segment streams (:class:`~.node.FpdeepNode`
-``s0_*``) onto the typed paths of its ``"up"`` and ``"down"`` link modules
+"""The node-to-link adapter of an FPDeep training chain (spec §3.1, §3.2, §3.8): per node
+segment, :class:`NodeLink` puts the node top's segment streams (:class:`~.node.FpdeepNode`
+``s{k}_*``) onto the typed paths of its ``"up"`` and ``"down"`` link modules
 (:class:`~.link.LinkModule`) and takes them back, so ``K`` node tops joined by link modules
-train one convolution layer split by output channels (OCP, spec §2.8: every node completes
-its channel range).
+train a CNN's convolution layers as a layer pipeline: the first layer split by output
+channels (OCP, spec §2.8: every node completes its channel range) over one or more nodes,
+each later layer on one node, downstream of the layer before (a node may hold the end of
+one layer and the next layer: the mapper's usual cut).
 
 The chain (:class:`ChainConfig`)
 --------------------------------
-Node ``m`` (from 0, upstream first) holds output channels ``[lo_m, hi_m)`` of one layer:
-each node needs the whole image and sends its own activations to the host; the host's error
-of each node's activations comes back through the last node. Streams, all on beats of
-``P`` words (the link's beat, :func:`~.link.beat_layout`):
+Below, "node" is a **stage** (:class:`ChainConfig`): one segment of a node top, so a node
+of two segments is two stages joined directly. Node ``m`` (from 0, upstream first) holds
+output channels ``[lo_m, hi_m)`` of layer
+``t_m`` (:attr:`ChainConfig.layers`, non-decreasing along the chain). The input of layer 0
+is the host's image; the input of layer ``t > 0`` is the output of layer ``t − 1``: every
+node of that layer's activations. The host gets the last layer's activations and sends
+back the error of them. Streams, all on beats of ``P`` words (the link's beat,
+:func:`~.link.beat_layout`):
 
-* **DP1 ``act``, forward**, per image in this order: the image (``w_in²`` pixels, each
-  ``⌈n_in / P⌉`` beats, the words past ``n_in`` zero), then the activation blocks of
-  nodes ``0 … m`` (node ``j``'s ``out_beats`` beats: its SFU output, raster order,
-  ``G_j`` beats a pooled pixel). Node ``m`` forwards the image and the blocks of nodes
-  ``0 … m − 1`` as they come, and appends its own block; the last node's ``"down"``
-  stream is the host's.
-* **DP4 ``error``, backward**, per image: the error blocks of nodes ``m, m − 1 … 0``
-  (node ``j``'s: ``out_beats`` beats in the order of its activations, the node's
-  ``err_in``). Node ``m`` takes the first block and relays the others upstream.
+* **DP1 ``act``, forward**, per image in this order: the input blocks of node ``m``'s
+  layer (layer 0: the image, ``w_in²`` pixels, each ``⌈n_in / P⌉`` beats, the words past
+  ``n_in`` zero; layer ``t > 0``: the activation blocks of layer ``t − 1``'s nodes in node
+  order), then the activation blocks of the nodes of layer ``t_m`` before ``m`` (node
+  ``j``'s ``out_beats`` beats: its SFU output, raster order, ``G_j`` beats a pooled
+  pixel). Node ``m`` takes the input blocks into its FP (one block: beat by beat; several:
+  buffered, one image, and re-interleaved into pixels of all channels); it forwards them
+  when a node of its layer follows, relays the blocks of its layer's earlier nodes as they
+  come, and appends its own block. So the last node of a layer sends exactly the next
+  layer's input blocks; the last node's ``"down"`` stream is the host's.
+* **DP4 → DP3 ``error``, backward**, per image: the error blocks of the nodes of a layer,
+  the most downstream node's first (DP4's rule, spec §3.1: a node's own errors, then those
+  relayed); node ``m`` takes the first block as its ``err_in`` (DP3: the error of its
+  activations) and relays the others upstream. The host sends the last layer's blocks. A
+  node of layer ``t > 0`` sends its EB output (``err_out``, DP4: the error of its input
+  map, every channel of layer ``t − 1``) upstream as layer ``t − 1``'s error blocks, cut
+  by channel range and in the lanes of each node's activations (buffered, one image), so
+  the upstream node's ``err_in`` is the downstream node's EB output (DP4 at the sender is
+  DP3 at the receiver: one typed path, ``error``, carries both).
 
 Decisions ([U] in the spec)
 ---------------------------
 * **Sharing a path: blocks in a fixed order, counted.** Several producers share one path
-  (the image and each node's activations on DP1, each node's errors on DP4) as whole
-  per-image blocks in node order; no tag is sent: the receiver knows every block's beat
-  count from the configuration and counts (the ``last`` flags of the node's streams are
-  regenerated from these counts, never carried). A node's own block is buffered
-  (``out_beats`` deep, one image), so its FP never waits for the image to pass it: the
-  order cannot deadlock. Several layer segments on one node would share the paths the
-  same way (one block per segment and image, segment order); this adapter is built for
-  one segment per node and refuses more (``ValueError``).
+  (the image, each node's activations on DP1; the host's and each EB's error blocks on
+  DP4) as whole per-image blocks in node order; no tag is sent: the receiver knows every
+  block's beat count from the configuration and counts (the ``last`` flags of the node's
+  streams are regenerated from these counts, never carried). A node's own block is
+  buffered (``out_beats`` deep, one image), so its FP never waits for the image to pass
+  it; the input of a layer after the first is buffered whole before the FP takes its
+  first pixel (a pixel needs every channel, i.e. every upstream block), and an EB output
+  whole before the first error block goes upstream (the most downstream node's block
+  first needs the last pixel). Each buffer is freed before the next image's blocks enter
+  it; every block moves once its producer made it, so the order cannot deadlock.
+  **Several segments on one node** share the paths the same way (one block per segment
+  and image, segment order): each segment has its adapter, and a node's adapters are
+  joined directly, the downstream segment's ``up_act``/``up_err`` on the upstream one's
+  ``down_act``/``down_err`` (the chain's streams inside the board), so the layer's end
+  on node ``m`` feeds the next layer's start on node ``m`` as a link would.
+* **A layer after the first runs on one node**: split over several, each node's EB would
+  compute partial errors of every input channel, to be summed along the chain (EB's
+  ``i_partial`` / ``o_partial``, not on the node top's ports yet): refused
+  (``ValueError``). The first layer has no EB (spec §2.8).
 * **Images in flight: ``lag``**, the window of the stale-weight rule. A node starts
   taking image ``k + lag`` only after its own error block of image ``k`` has been taken
   by its node, so every node sees the same order of its streams (``act 0 … act lag−1,
-  err 0, act lag, err 1, …``) whatever the links' timing, and the node's update window
-  (:mod:`.node`) gives every node the same weight versions: the FP of image ``k`` uses
-  the weights after ``max(0, ⌊(k + 1 − lag) / B⌋)`` updates (the trainer's rule with
-  residency ``lag``, :meth:`nnrtl.gen.fpdeep.trainer.FpdeepTrainer.weight_version`).
-  ``lag`` = 1 is plain SGD for batch 1.
+  err 0, act lag, err 1, …``) whatever the links' timing (a node's error block of image
+  ``k`` exists only after the host got the output of image ``k + lag − 1``, which every
+  node's FP made), and the node's update window (:mod:`.node`) gives every node the same
+  weight versions: the FP of image ``k`` uses the weights after
+  ``max(0, ⌊(k + 1 − lag) / B⌋)`` updates (the trainer's rule with residency ``lag``,
+  :meth:`nnrtl.gen.fpdeep.trainer.FpdeepTrainer.weight_version`), EB of image ``k`` those
+  after ``⌊k / B⌋``. ``lag`` = 1 is plain SGD for batch 1.
 
 Latency and throughput: a beat passes a node from ``up_act`` to ``down_act`` (and
-``down_err`` to ``up_err``) combinationally, in the cycle it is taken; the image reaches
-the node's FP one cycle after its pixel's last beat. One beat per cycle on each path; per
-image the act path carries ``w_in²·⌈n_in/P⌉ + Σ out_beats`` beats, the error path
-``Σ out_beats``.
+``down_err`` to ``up_err``) combinationally, in the cycle it is taken; a single input
+block reaches the node's FP one cycle after its pixel's last beat; several are buffered:
+the FP's first pixel ``Σ G_j + 1`` cycles after the last input beat, then a pixel every
+``Σ G_j + 1`` cycles. An EB output goes upstream a pixel every ``G_j + 1`` cycles per
+block once its last beat is in. One beat per cycle on each path; per image the act path
+into node ``m`` carries its input and its layer's earlier blocks, the error path their
+error blocks (:meth:`ChainConfig.act_beats`, :meth:`ChainConfig.error_beats`).
 """
 
 import dataclasses
@@ -55,29 +87,46 @@ import math
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .eb import error_layout
 from .node import NodeConfig, act_layout
 from .line_buffer import pixel_layout
 
 __all__ = ["ChainConfig", "NodeLink"]
 
+#: Fields every node of a layer shares (its input and the conv's shape).
+_LAYER_FIELDS = ("w_in", "n_in", "k", "stride", "pad", "pool")
+
 
 @dataclasses.dataclass(frozen=True)
 class ChainConfig:
-    """A chain of node tops training one OCP-split convolution layer.
+    """A chain of node tops training a CNN's conv layers (module docstring).
+
+    The chain's **stages** are the nodes' segments in chain order (node 1's first, in its
+    segment order): stage ``s`` has an adapter (:class:`NodeLink`) of its own; two stages
+    of one node are joined directly (a layer's end and the next layer's start on one
+    board), two of neighbouring nodes through the link modules. Every index below (and
+    ``NodeLink``'s ``node``) is a stage's; with one segment a node, a node's.
 
     Attributes
     ----------
     nodes : tuple of NodeConfig
-        Node ``m``'s RTL, upstream first: one completing segment each (the network's first
-        layer: no EB), all of one precision, input map, kernel and ``P``, one batch.
+        Node ``m``'s RTL, upstream first: completing segments, all of one precision,
+        ``P`` and batch; the first layer's without EB, the others' with.
     lag : int
-        Images in flight per node (module docstring), at least 1.
+        Images in flight per stage (module docstring), at least 1.
+    layers : tuple of int, optional
+        Stage ``s``'s layer, from 0, non-decreasing by steps of 0 or 1; default every stage
+        on layer 0 (one layer split by output channels). Layer ``t > 0`` takes the maps
+        layer ``t − 1`` gives (``w_in`` its ``pool_out``, ``n_in`` its channels) and is
+        one stage.
     """
 
     nodes: tuple
     lag: int = 1
+    layers: tuple = None
 
     def __post_init__(self):
         object.__setattr__(self, "nodes", tuple(self.nodes))
@@ -86,28 +135,92 @@ class ChainConfig:
                             f"{self.nodes!r}")
         if not isinstance(self.lag, int) or isinstance(self.lag, bool) or self.lag < 1:
             raise TypeError(f"lag must be a positive integer, not {self.lag!r}")
-        for n, node in enumerate(self.nodes):
-            if len(node.segments) != 1:
-                raise ValueError(f"node {n + 1} has {len(node.segments)} segments: the chain "
-                                 f"adapter carries one layer segment per node")
-            seg = node.segments[0]
-            if not seg.completes or seg.partial_in or node.eb[0]:
-                raise ValueError(f"node {n + 1}: the chain carries an OCP split of the first "
-                                 f"layer (every segment completes, no partials, no EB)")
-        first = self.segment(0)
-        for n in range(1, len(self.nodes)):
-            seg = self.segment(n)
-            for name in ("precision", "w_in", "n_in", "k", "stride", "pad", "p", "pool"):
-                if getattr(seg, name) != getattr(first, name):
-                    raise ValueError(f"node {n + 1}: {name} {getattr(seg, name)!r} differs "
-                                     f"from node 1's {getattr(first, name)!r}")
-            if self.nodes[n].batch != self.nodes[0].batch:
-                raise ValueError(f"node {n + 1}: batch {self.nodes[n].batch} differs from "
-                                 f"node 1's {self.nodes[0].batch}")
+        stages = tuple((n, k) for n, node in enumerate(self.nodes)
+                       for k in range(len(node.segments)))
+        object.__setattr__(self, "stages", stages)
+        layers = (0,) * len(stages) if self.layers is None else self.layers
+        if (not isinstance(layers, (tuple, list)) or len(layers) != len(stages)
+                or not all(isinstance(t, int) and not isinstance(t, bool) for t in layers)
+                or layers[0] != 0 or any(b - a not in (0, 1)
+                                         for a, b in zip(layers, layers[1:]))):
+            raise TypeError(f"layers must be one layer number per segment, from 0, "
+                            f"non-decreasing by steps of 1, not {self.layers!r}")
+        object.__setattr__(self, "layers", tuple(layers))
+        for n in range(len(stages)):
+            seg, layer, name = self.segment(n), self.layers[n], self.name(n)
+            if not seg.completes or seg.partial_in:
+                raise ValueError(f"{name}: the chain carries output-channel (OCP) "
+                                 f"splits, every segment completing its channels (no DP2 "
+                                 f"partials)")
+            if layer == 0 and self.eb(n):
+                raise ValueError(f"{name}: layer 0 is the network's first: no EB")
+            if layer > 0 and not self.eb(n):
+                raise ValueError(f"{name}: layer {layer} needs its EB (the error of "
+                                 f"layer {layer - 1}'s activations)")
+            for field in ("precision", "p", "batch"):
+                source = self.nodes[stages[n][0]] if field == "batch" else seg
+                want = self.nodes[0] if field == "batch" else self.segment(0)
+                if getattr(source, field) != getattr(want, field):
+                    raise ValueError(f"{name}: {field} {getattr(source, field)!r} "
+                                     f"differs from node 1's {getattr(want, field)!r}")
+        for layer in range(self.layers[-1] + 1):
+            nodes = self.layer_nodes(layer)
+            if layer > 0 and len(nodes) > 1:
+                raise ValueError(f"layer {layer} spans {self.name(nodes[0])} to "
+                                 f"{self.name(nodes[-1])}: a layer after the first runs on "
+                                 f"one node (its EB's partial errors are not chained)")
+            first = self.segment(nodes[0])
+            for n in nodes[1:]:
+                for field in _LAYER_FIELDS:
+                    if getattr(self.segment(n), field) != getattr(first, field):
+                        raise ValueError(
+                            f"{self.name(n)}: {field} {getattr(self.segment(n), field)!r} "
+                            f"differs from {self.name(nodes[0])}'s {getattr(first, field)!r}")
+            if layer > 0:
+                before = self.layer_nodes(layer - 1)
+                side = self.segment(before[0]).pool_out
+                channels = sum(self.segment(j).n_out for j in before)
+                if (first.w_in, first.n_in) != (side, channels):
+                    raise ValueError(
+                        f"{self.name(nodes[0])}: layer {layer} takes {first.w_in}x"
+                        f"{first.w_in} maps of {first.n_in} channels, layer {layer - 1} "
+                        f"gives {side}x{side} of {channels}")
 
-    def segment(self, node):
-        """Node ``node``'s (from 0) FpConfig."""
-        return self.nodes[node].segments[0]
+    def name(self, stage):
+        """``"node N"`` (``"node N segment K"`` on a node of several segments)."""
+        node, k = self.stages[stage]
+        if len(self.nodes[node].segments) == 1:
+            return f"node {node + 1}"
+        return f"node {node + 1} segment {k + 1}"
+
+    def segment(self, stage):
+        """Stage ``stage``'s (from 0) FpConfig."""
+        node, k = self.stages[stage]
+        return self.nodes[node].segments[k]
+
+    def eb(self, stage):
+        """Whether stage ``stage``'s segment has an EB module."""
+        node, k = self.stages[stage]
+        return self.nodes[node].eb[k]
+
+    def stage_node(self, stage):
+        """Stage ``stage``'s segment alone on a :class:`NodeConfig` (its golden model's)."""
+        node, k = self.stages[stage]
+        config = self.nodes[node]
+        return dataclasses.replace(config, segments=(config.segments[k],),
+                                   eb=(config.eb[k],))
+
+    def layer_nodes(self, layer):
+        """The stages of ``layer``, in chain order."""
+        return [n for n, t in enumerate(self.layers) if t == layer]
+
+    def last_in_layer(self, node):
+        return self.layer_nodes(self.layers[node])[-1] == node
+
+    def lo(self, node):
+        """The first output channel of node ``node`` in its layer."""
+        return sum(self.segment(j).n_out for j in self.layer_nodes(self.layers[node])
+                   if j < node)
 
     @property
     def p(self):
@@ -135,13 +248,35 @@ class ChainConfig:
         return self.segment(node).out_beats
 
     def upstream_beats(self, node):
-        """Beats of the blocks of the nodes before ``node``, per image."""
-        return sum(self.block_beats(j) for j in range(node))
+        """Beats of the blocks of the nodes of ``node``'s layer before it, per image."""
+        return sum(self.block_beats(j) for j in self.layer_nodes(self.layers[node])
+                   if j < node)
+
+    def input_blocks(self, node):
+        """The blocks of ``node``'s input, per image: ``(beats a pixel, channels, first
+        channel)`` each, in stream order (the image, or layer ``t − 1``'s nodes)."""
+        layer = self.layers[node]
+        if layer == 0:
+            return ((self.pixel_beats, self.segment(0).n_in, 0),)
+        return tuple((self.segment(j).groups, self.segment(j).n_out, self.lo(j))
+                     for j in self.layer_nodes(layer - 1))
+
+    def input_beats(self, node):
+        return self.segment(node).w_in ** 2 * sum(b[0] for b in self.input_blocks(node))
+
+    def act_beats(self, node):
+        """Beats per image on the act path into node ``node``."""
+        return self.input_beats(node) + self.upstream_beats(node)
+
+    def error_beats(self, node):
+        """Beats per image on the error path into node ``node`` (its and its layer's
+        earlier nodes' error blocks)."""
+        return self.block_beats(node) + self.upstream_beats(node)
 
     @property
     def host_beats(self):
-        """Beats per image the host receives (every node's block) and sends back."""
-        return self.upstream_beats(len(self.nodes))
+        """Beats per image the host receives (the last layer's blocks) and sends back."""
+        return self.error_beats(len(self.stages) - 1)
 
 
 def _block(m, moved, count, beats, after):
@@ -166,7 +301,7 @@ class NodeLink(wiring.Component):
     ----------
     config : ChainConfig
     node : int
-        The node's index in the chain, from 0.
+        The stage's index in the chain, from 0 (:class:`ChainConfig`: a node's segment).
 
     Attributes
     ----------
@@ -175,40 +310,45 @@ class NodeLink(wiring.Component):
     down_act : Out(beat stream)
         DP1 to the ``"down"`` link (the last node: to the host).
     down_err : In(beat stream)
-        DP4 from the ``"down"`` link (the last node: the host's errors).
+        DP3/DP4 from the ``"down"`` link (the last node: the host's errors).
     up_err : Out(beat stream)
-        DP4 to the ``"up"`` link (never valid on node 0).
+        DP3/DP4 to the ``"up"`` link (never valid on node 0).
     act_in, err_in : Out(stream), act_out : In(stream)
         To and from the node top's ``s0_act_in``, ``s0_err_in``, ``s0_act_out`` (their
         plain bit-vector payloads).
+    err_out : In(stream)
+        From the node top's ``s0_err_out`` (a node of a layer after the first only).
 
-    Latency ``0`` cycles through a node, ``1`` into its FP; throughput one beat a cycle on
-    each path (module docstring).
+    Latency ``0`` cycles through a node, ``1`` into its FP from a single input block;
+    throughput one beat a cycle on each path (module docstring).
 
     Raises
     ------
     TypeError
-        ``config`` not a ChainConfig, ``node`` not an index of its nodes.
+        ``config`` not a ChainConfig, ``node`` not an index of its stages.
     """
 
     def __init__(self, config, *, node):
         if not isinstance(config, ChainConfig):
             raise TypeError(f"config must be a ChainConfig, not {config!r}")
         if (not isinstance(node, int) or isinstance(node, bool)
-                or not 0 <= node < len(config.nodes)):
-            raise TypeError(f"node must be an integer from 0 to {len(config.nodes) - 1}, "
+                or not 0 <= node < len(config.stages)):
+            raise TypeError(f"node must be an integer from 0 to {len(config.stages) - 1}, "
                             f"not {node!r}")
         self._config, self._node = config, node
         seg = config.segment(node)
         beat = beat_signature(config)
-        super().__init__({
+        ports = {
             "up_act": In(beat), "down_act": Out(beat),
             "down_err": In(beat), "up_err": Out(beat),
             "act_in": Out(stream.Signature(
                 pixel_layout(seg.word_bits, seg.n_in).size)),
             "err_in": Out(stream.Signature(pixel_layout(seg.word_bits, seg.p).size)),
             "act_out": In(stream.Signature(act_layout(seg).size)),
-        })
+        }
+        if config.eb(node):
+            ports["err_out"] = In(stream.Signature(error_layout(seg).size))
+        super().__init__(ports)
 
     config = property(lambda self: self._config)
     node = property(lambda self: self._node)
@@ -216,10 +356,10 @@ class NodeLink(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config, node = self._config, self._node
-        last_node = node == len(config.nodes) - 1
         beat_bits = config.p * config.word_bits
         own, upstream = config.block_beats(node), config.upstream_beats(node)
-        image, per_pixel = config.image_beats, config.pixel_beats
+        blocks, inputs = config.input_blocks(node), config.input_beats(node)
+        forward = not config.last_in_layer(node)
 
         # images in flight: started minus own error blocks taken
         inflight = Signal(range(config.lag + 1))
@@ -231,7 +371,59 @@ class NodeLink(wiring.Component):
         m.d.comb += [fifo.w_data.eq(self.act_out.payload[:beat_bits]),
                      fifo.w_en.eq(self.act_out.valid), self.act_out.ready.eq(fifo.w_rdy)]
 
-        # the deserializer: a pixel of per_pixel beats for the node's act_in
+        # the input into the node's act_in: a pixel of every channel
+        go = Signal()
+        if len(blocks) == 1:
+            room = self._deserialize(m, go, blocks[0][0])
+        else:
+            room = self._assemble(m, go, blocks)
+
+        count = Signal(range(max(inputs, upstream, own, 1)))
+        up, down = self.up_act, self.down_act
+        with m.FSM(name="act"):
+            with m.State("input"):
+                window = (count != 0) | (inflight < config.lag)
+                onward = down.ready if forward else 1
+                m.d.comb += [go.eq(up.valid & room & window & onward),
+                             up.ready.eq(room & window & onward),
+                             started.eq(go & (count == 0))]
+                if forward:
+                    m.d.comb += [down.valid.eq(up.valid & room & window),
+                                 down.payload.eq(up.payload)]
+                _block(m, go, count, inputs, "relay" if upstream else "own")
+            with m.State("relay"):
+                m.d.comb += [down.valid.eq(up.valid), down.payload.eq(up.payload),
+                             up.ready.eq(down.ready)]
+                _block(m, up.valid & down.ready, count, upstream, "own")
+            with m.State("own"):
+                m.d.comb += [down.valid.eq(fifo.r_rdy), down.payload.eq(fifo.r_data),
+                             fifo.r_en.eq(down.ready)]
+                _block(m, fifo.r_rdy & down.ready, count, own, "input")
+
+        # errors: the own block into the node, then the layer's upstream ones relayed
+        errors = Signal(range(own + upstream))
+        err = self.down_err
+        m.d.comb += self.err_in.payload.eq(err.payload)
+        if upstream:
+            m.d.comb += self.up_err.payload.eq(err.payload)
+            with m.If(errors < own):
+                m.d.comb += [self.err_in.valid.eq(err.valid), err.ready.eq(self.err_in.ready)]
+            with m.Else():
+                m.d.comb += [self.up_err.valid.eq(err.valid), err.ready.eq(self.up_err.ready)]
+        else:
+            m.d.comb += [self.err_in.valid.eq(err.valid), err.ready.eq(self.err_in.ready)]
+        moved = err.valid & err.ready
+        with m.If(moved):
+            m.d.sync += errors.eq(Mux(errors == own + upstream - 1, 0, errors + 1))
+        m.d.comb += errored.eq(moved & (errors == own - 1))
+        if "err_out" in self.signature.members:
+            self._scatter(m, blocks)
+        return m
+
+    def _deserialize(self, m, go, per_pixel):
+        """A single input block into ``act_in``, a pixel of ``per_pixel`` beats at a time;
+        returns the condition of room for a beat."""
+        beat_bits = self._config.p * self._config.word_bits
         pixel = Signal(per_pixel * beat_bits)
         part = Signal(range(per_pixel))
         full, final = Signal(), Signal()
@@ -241,48 +433,124 @@ class NodeLink(wiring.Component):
             m.d.sync += full.eq(0)
         m.d.comb += [self.act_in.valid.eq(full),
                      self.act_in.payload.eq(pixel[:len(self.act_in.payload)])]
+        with m.If(go):
+            for k in range(per_pixel):
+                with m.If(part == k):
+                    m.d.sync += pixel[k * beat_bits:(k + 1) * beat_bits].eq(
+                        self.up_act.payload.as_value())
+            m.d.sync += part.eq(Mux(part == per_pixel - 1, 0, part + 1))
+        m.d.comb += final.eq(go & (part == per_pixel - 1))
+        return ~full | self.act_in.ready
 
-        count = Signal(range(max(image, upstream, own, 1)))
-        up, down = self.up_act, self.down_act
-        with m.FSM(name="act"):
-            with m.State("image"):
-                room = ~full | self.act_in.ready
-                window = (count != 0) | (inflight < config.lag)
-                onward = 1 if last_node else down.ready
-                go = up.valid & room & window & onward
-                m.d.comb += [up.ready.eq(room & window & onward),
-                             started.eq(go & (count == 0))]
-                if not last_node:
-                    m.d.comb += [down.valid.eq(up.valid & room & window),
-                                 down.payload.eq(up.payload)]
-                with m.If(go):
-                    for k in range(per_pixel):
-                        with m.If(part == k):
-                            m.d.sync += pixel[k * beat_bits:(k + 1) * beat_bits].eq(
-                                up.payload.as_value())
-                    m.d.sync += part.eq(Mux(part == per_pixel - 1, 0, part + 1))
-                m.d.comb += final.eq(go & (part == per_pixel - 1))
-                _block(m, go, count, image, "relay" if upstream else "own")
-            with m.State("relay"):
-                m.d.comb += [down.valid.eq(up.valid), down.payload.eq(up.payload),
-                             up.ready.eq(down.ready)]
-                _block(m, up.valid & down.ready, count, upstream, "own")
-            with m.State("own"):
-                m.d.comb += [down.valid.eq(fifo.r_rdy), down.payload.eq(fifo.r_data),
-                             fifo.r_en.eq(down.ready)]
-                _block(m, fifo.r_rdy & down.ready, count, own, "image")
+    def _assemble(self, m, go, blocks):
+        """Several input blocks buffered (one image), then read back a pixel of every
+        channel at a time into ``act_in`` (``Σ G_j`` reads a pixel); returns the condition
+        of room for a beat (the buffer free, or being filled)."""
+        config, node = self._config, self._node
+        p, bits = config.p, config.word_bits
+        pixels = config.segment(node).w_in ** 2
+        m.submodules.input = mem = Memory(shape=p * bits, depth=config.input_beats(node),
+                                          init=[])
+        wr, rd = mem.write_port(), mem.read_port(domain="sync")
+        filled = Signal()
+        address = Signal(range(config.input_beats(node)))
+        m.d.comb += [wr.addr.eq(address), wr.data.eq(self.up_act.payload.as_value()),
+                     wr.en.eq(go)]
+        with m.If(go):
+            last = address == config.input_beats(node) - 1
+            m.d.sync += address.eq(Mux(last, 0, address + 1))
+            with m.If(last):
+                m.d.sync += filled.eq(1)
 
-        # errors: the own block into the node, then the upstream ones relayed
-        errors = Signal(range(own + upstream))
-        mine = errors < own
-        err = self.down_err
-        m.d.comb += [self.err_in.payload.eq(err.payload), self.up_err.payload.eq(err.payload)]
-        with m.If(mine):
-            m.d.comb += [self.err_in.valid.eq(err.valid), err.ready.eq(self.err_in.ready)]
-        with m.Else():
-            m.d.comb += [self.up_err.valid.eq(err.valid), err.ready.eq(self.up_err.ready)]
-        moved = err.valid & err.ready
-        with m.If(moved):
-            m.d.sync += errors.eq(Mux(errors == own + upstream - 1, 0, errors + 1))
-        m.d.comb += errored.eq(moved & (errors == own - 1))
-        return m
+        steps, base = [], 0                 # per read: (block base, beats a pixel, g, lo, n)
+        for per_pixel, channels, lo in blocks:
+            steps += [(base, per_pixel, g, lo, channels) for g in range(per_pixel)]
+            base += pixels * per_pixel
+        pixel = Signal(config.segment(node).n_in * bits)
+        index = Signal(range(pixels))
+        issue, landed = Signal(range(len(steps) + 1)), Signal(range(len(steps)))
+        pending, full = Signal(), Signal()
+        fetch = filled & ~full & (issue < len(steps))
+        m.d.comb += rd.en.eq(fetch)
+        with m.Switch(issue):
+            for s, (start, per_pixel, g, _, _) in enumerate(steps):
+                with m.Case(s):
+                    m.d.comb += rd.addr.eq(start + index * per_pixel + g)
+        m.d.sync += [pending.eq(fetch), landed.eq(issue)]
+        with m.If(fetch):
+            m.d.sync += issue.eq(issue + 1)
+        with m.If(pending):
+            with m.Switch(landed):
+                for s, (_, _, g, lo, channels) in enumerate(steps):
+                    with m.Case(s):
+                        for lane in range(p):
+                            c = g * p + lane
+                            if c < channels:
+                                m.d.sync += pixel[(lo + c) * bits:(lo + c + 1) * bits].eq(
+                                    rd.data[lane * bits:(lane + 1) * bits])
+            with m.If(landed == len(steps) - 1):
+                m.d.sync += full.eq(1)
+        m.d.comb += [self.act_in.valid.eq(full), self.act_in.payload.eq(pixel)]
+        with m.If(self.act_in.valid & self.act_in.ready):
+            m.d.sync += [full.eq(0), issue.eq(0)]
+            with m.If(index == pixels - 1):
+                m.d.sync += [index.eq(0), filled.eq(0)]
+            with m.Else():
+                m.d.sync += index.eq(index + 1)
+        return ~filled
+
+    def _scatter(self, m, blocks):
+        """The EB output buffered (one image), then sent upstream as the error blocks of
+        the input's blocks, the last block's first (``G_j + 1`` cycles a pixel)."""
+        config, node = self._config, self._node
+        p, bits = config.p, config.word_bits
+        seg = config.segment(node)
+        pixels = seg.w_in ** 2
+        m.submodules.errors = mem = Memory(shape=seg.n_in * bits, depth=pixels, init=[])
+        wr, rd = mem.write_port(), mem.read_port(domain="sync")
+        src, out = self.err_out, self.up_err
+        filled = Signal()
+        address = Signal(range(pixels))
+        m.d.comb += [wr.addr.eq(address), wr.data.eq(src.payload[:seg.n_in * bits]),
+                     wr.en.eq(src.valid & ~filled), src.ready.eq(~filled)]
+        with m.If(src.valid & ~filled):
+            m.d.sync += address.eq(Mux(address == pixels - 1, 0, address + 1))
+            with m.If(address == pixels - 1):
+                m.d.sync += filled.eq(1)
+
+        order = list(reversed(blocks))
+        block = Signal(range(len(order)))
+        index = Signal(range(pixels))
+        g = Signal(range(max(b[0] for b in order)))
+        m.d.comb += rd.addr.eq(index)
+        words = [rd.data[c * bits:(c + 1) * bits] for c in range(seg.n_in)]
+        with m.FSM(name="scatter"):
+            with m.State("fetch"):
+                m.d.comb += rd.en.eq(filled)
+                with m.If(filled):
+                    m.next = "send"
+            with m.State("send"):
+                m.d.comb += out.valid.eq(1)
+                with m.Switch(block):
+                    for b, (per_pixel, channels, lo) in enumerate(order):
+                        with m.Case(b):
+                            with m.Switch(g):
+                                for k in range(per_pixel):
+                                    with m.Case(k):
+                                        for lane in range(p):
+                                            if k * p + lane < channels:
+                                                m.d.comb += out.payload[lane].eq(
+                                                    words[lo + k * p + lane])
+                            with m.If(out.ready):
+                                with m.If(g == per_pixel - 1):
+                                    m.d.sync += g.eq(0)
+                                    m.next = "fetch"
+                                    with m.If(index == pixels - 1):
+                                        m.d.sync += [index.eq(0), block.eq(
+                                            Mux(block == len(order) - 1, 0, block + 1))]
+                                        if b == len(order) - 1:
+                                            m.d.sync += filled.eq(0)
+                                    with m.Else():
+                                        m.d.sync += index.eq(index + 1)
+                                with m.Else():
+                                    m.d.sync += g.eq(g + 1)

@@ -47,18 +47,32 @@ from nnrtl.sim.tb.fpdeep_node import expected as node_expected
 from nnrtl.sim.tb.fpdeep_node import model_cycles as node_cycles
 from nnrtl.sim.tb.fpdeep_node import phases, random_case
 
-__all__ = ["ChainTrainTop", "small_chain", "chain_case", "host_streams", "expected_out",
-           "run", "run_cases"]
+__all__ = ["ChainTrainTop", "small_chain", "chain_case", "compose", "host_streams",
+           "expected_out", "run", "run_cases"]
 
 
-def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4):
+def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, next_out=None,
+                shared=False):
     """A small test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps, ReLU,
-    a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels, ``lr`` 0.01."""
+    a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels, ``lr`` 0.01;
+    with ``next_out``, a second 3×3 conv (pad 1, ReLU, no pool) of ``next_out`` channels
+    over the first layer's pooled maps (a layer pipeline) on a node of its own or
+    (``shared``) as the second segment of the last node."""
     lr = 655 if precision == "fixed16" else 0x3C23D70A
+    nodes = [[(FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)), False)]
+             for o in outs]
+    if next_out:
+        second = (FpConfig(precision, 3, 1, 1, nodes[0][0][0].pool_out, sum(outs), next_out,
+                           2), True)
+        if shared:
+            nodes[-1].append(second)
+        else:
+            nodes.append([second])
     return ChainConfig(tuple(
-        NodeConfig((FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)),), (False,),
-                   batch=batch, act_images=lag + 1, lr=lr, node=n + 1)
-        for n, o in enumerate(outs)), lag=lag)
+        NodeConfig(tuple(c for c, _ in node), tuple(e for _, e in node), batch=batch,
+                   act_images=lag + 1, lr=lr, node=n + 1)
+        for n, node in enumerate(nodes)), lag=lag,
+        layers=(0,) * len(outs) + ((1,) if next_out else ()))
 
 
 class ChainTrainTop(Elaboratable):
@@ -73,7 +87,7 @@ class ChainTrainTop(Elaboratable):
             raise TypeError(f"config must be a ChainConfig, not {config!r}")
         self.config = config
         self.nodes = [FpdeepNode(node) for node in config.nodes]
-        self.adapters = [NodeLink(config, node=n) for n in range(len(config.nodes))]
+        self.adapters = [NodeLink(config, node=n) for n in range(len(config.stages))]
         link = LinkConfig.from_fp(config.segment(0), "down", **link_options)
         self.links = [LinkPair(link) for _ in config.nodes[1:]]
         self.pauses = [(pair.pause_ab, pair.pause_ba) for pair in self.links]
@@ -82,17 +96,31 @@ class ChainTrainTop(Elaboratable):
         self.host_err = beat.flip().create(path=("host_err",))
         self.host_out = beat.create(path=("host_out",))
 
+    def port(self, stage, name):
+        """Stage ``stage``'s stream ``name`` on its node top (``s{k}_{name}``)."""
+        node, k = self.config.stages[stage]
+        return getattr(self.nodes[node], f"s{k}_{name}")
+
     def elaborate(self, platform):
         m = Module()
-        for n, (node, adapter) in enumerate(zip(self.nodes, self.adapters)):
+        stages = self.config.stages
+        for n, node in enumerate(self.nodes):
             m.submodules[f"node{n}"] = node
+        for n, adapter in enumerate(self.adapters):
             m.submodules[f"adapter{n}"] = adapter
-            wiring.connect(m, adapter.act_in, node.s0_act_in)
-            wiring.connect(m, adapter.err_in, node.s0_err_in)
-            wiring.connect(m, node.s0_act_out, adapter.act_out)
-        for n, pair in enumerate(self.links):
-            m.submodules[f"link{n}"] = pair
+            wiring.connect(m, adapter.act_in, self.port(n, "act_in"))
+            wiring.connect(m, adapter.err_in, self.port(n, "err_in"))
+            wiring.connect(m, self.port(n, "act_out"), adapter.act_out)
+            if "err_out" in adapter.signature.members:
+                wiring.connect(m, self.port(n, "err_out"), adapter.err_out)
+        for n in range(len(stages) - 1):
             up, down = self.adapters[n], self.adapters[n + 1]
+            if stages[n][0] == stages[n + 1][0]:        # one node's segments: joined directly
+                wiring.connect(m, up.down_act, down.up_act)
+                wiring.connect(m, down.up_err, up.down_err)
+                continue
+            pair = self.links[stages[n][0]]
+            m.submodules[f"link{stages[n][0]}"] = pair
             m.d.comb += [pair.a.link_up.eq(1), pair.b.link_up.eq(1)]
             wiring.connect(m, up.down_act, pair.a.tx_act)
             wiring.connect(m, pair.b.rx_act, down.up_act)
@@ -108,17 +136,64 @@ class ChainTrainTop(Elaboratable):
 
 def chain_case(config, images, seed):
     """Per node the node bench's case (:func:`~nnrtl.sim.tb.fpdeep_node.random_case`: its
-    weights, bias and the host's errors of its activations), the images node 1's."""
+    weights, bias and the host's errors of its activations), the images node 1's (the
+    other layers' inputs and errors are :func:`compose`'s)."""
     cases = [random_case(config.segment(n), images, seed + 7 * n)
-             for n in range(len(config.nodes))]
-    for case in cases[1:]:
-        case["act"] = cases[0]["act"]
+             for n in range(len(config.stages))]
+    for n, case in enumerate(cases):
+        if config.layers[n] == 0:
+            case["act"] = cases[0]["act"]
     return cases
+
+
+def _words(beats, count, bits, signed):
+    """Packed beats → ``(len(beats), count)`` words (fixed16 signed)."""
+    mask = (1 << bits) - 1
+    words = np.array([[(b >> (k * bits)) & mask for k in range(count)] for b in beats],
+                     np.int64).reshape(len(beats), count)
+    return np.where(words >= 1 << (bits - 1), words - (1 << bits), words) if signed else words
+
+
+def compose(config, cases):
+    """The chain's cases: a layer's input is the previous layer's activations, a layer's
+    errors (but the last's, the host's) the next layer's EB output, each node's as its
+    golden model (:func:`~nnrtl.sim.tb.fpdeep_node.expected`, ``lag``) makes them from
+    the others'. Solved by iteration: image ``k``'s values depend on earlier images' only
+    (through the weight versions), so each round settles at least one more image.
+    Returns ``(cases, found)``: the cases completed and per node the golden outputs."""
+    cases = [dict(case) for case in cases]
+    images, layers = len(cases[0]["act"]), config.layers[-1]
+    bits, signed = config.word_bits, config.segment(0).precision == "fixed16"
+    for _ in range(images * (layers + 1) + 2):
+        found = [node_expected(config.stage_node(n), case, config.lag)[0]
+                 for n, case in enumerate(cases)]
+        settled = True
+        for layer in range(1, layers + 1):
+            (node,) = config.layer_nodes(layer)
+            cfg = config.segment(node)
+            acts = []
+            for j in config.layer_nodes(layer - 1):
+                seg = config.segment(j)
+                side = seg.pool_out
+                words = _words(found[j]["act_out"], seg.p, bits, signed)
+                acts.append(words.reshape(images, side, side, -1)[..., :seg.n_out])
+            errs = _words(found[node]["err_out"], cfg.n_in, bits, signed).reshape(
+                images, cfg.w_in, cfg.w_in, cfg.n_in)
+            updates = [(node, "act", np.concatenate(acts, axis=-1))]
+            for j in config.layer_nodes(layer - 1):
+                lo = config.lo(j)
+                updates.append((j, "err", errs[..., lo:lo + config.segment(j).n_out]))
+            for n, key, value in updates:
+                if not np.array_equal(cases[n][key], value):
+                    cases[n][key], settled = value, False
+        if settled:
+            return cases, found
+    raise RuntimeError("the chain's golden cases did not settle")
 
 
 def host_streams(config, cases):
     """The host's beats: ``(images, errors)``, per image its act-path beats and its error
-    beats (node ``K``'s block first)."""
+    beats (the last layer's blocks, the last node's first)."""
     cfg, p = config.segment(0), config.p
     mask = (1 << config.word_bits) - 1
     images = []
@@ -128,32 +203,46 @@ def host_streams(config, cases):
         images.append([sum((int(w) & mask) << (k * config.word_bits)
                            for k, w in enumerate(beat))
                        for beat in words.reshape(-1, p)])
-    blocks = [[words for port, words in phases(config.segment(n), case, 1)
-               if port == "err_in"] for n, case in enumerate(cases)]
-    errors = [sum((blocks[n][k] for n in reversed(range(len(cases)))), [])
-              for k in range(len(images))]
+    last = config.layer_nodes(config.layers[-1])
+    blocks = {n: [words for port, words in phases(config.segment(n), cases[n], 1)
+                  if port == "err_in"] for n in last}
+    errors = [sum((blocks[n][k] for n in reversed(last)), []) for k in range(len(images))]
     return images, errors
 
 
-def expected_out(config, cases):
-    """Per image the beats the host must receive: every node's activations (its golden
-    model, :func:`~nnrtl.sim.tb.fpdeep_node.expected`), node 1's first."""
+def expected_out(config, cases, found=None):
+    """Per image the beats the host must receive: the last layer's activations (its
+    nodes' golden models, :func:`compose`), its first node's first."""
+    if found is None:
+        cases, found = compose(config, cases)
     mask = (1 << (config.p * config.word_bits)) - 1
     per_node = []
-    for n, case in enumerate(cases):
-        found, _ = node_expected(config.nodes[n], case, config.lag)
+    for n in config.layer_nodes(config.layers[-1]):
         beats = config.block_beats(n)
-        per_node.append([[b & mask for b in found["act_out"][k * beats:(k + 1) * beats]]
-                         for k in range(len(case["act"]))])
+        per_node.append([[b & mask for b in found[n]["act_out"][k * beats:(k + 1) * beats]]
+                         for k in range(len(cases[0]["act"]))])
     return [sum((node[k] for node in per_node), []) for k in range(len(cases[0]["act"]))]
 
 
 def _budget(config, images, loads, pattern, link_options):
     link = LinkConfig.from_fp(config.segment(0), "down", **(link_options or {}))
-    beats = images * (config.image_beats + 2 * config.host_beats)
-    wire = beats * (1 + link.words_per_beat("act")) * max(1, len(config.nodes))
-    model = loads + wire + sum(node_cycles(node, images) for node in config.nodes)
+    nodes = range(len(config.stages))
+    beats = images * (config.image_beats + config.host_beats + sum(
+        config.act_beats(n) + config.error_beats(n) + 2 * config.input_beats(n)
+        for n in nodes))
+    wire = beats * (1 + link.words_per_beat("act")) * 2
+    model = loads + wire + sum(node_cycles(config.stage_node(n), images) for n in nodes)
     return cycle_budget(model, output_beats=images * config.host_beats, patterns=(pattern,))
+
+
+def _monitored(config, node, images, trained, found):
+    """Node ``node``'s output streams the bench watches: ``{port: beats expected}``
+    (``err_out`` of the trained images only: probes send no error)."""
+    want = {"act_out": found[node]["act_out"]}
+    if "err_out" in found[node]:
+        want["err_out"] = found[node]["err_out"][:len(found[node]["err_out"]) // images
+                                                 * trained]
+    return want
 
 
 def run(config, images, pattern, *, seed=0, link_options=None, limit=4):
@@ -171,8 +260,11 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
     top = ChainTrainTop(config, **(link_options or {}))
     images = len(cases[0]["act"])
     trained = images - probes
+    cases, found = compose(config, cases)
     acts, errs = host_streams(config, cases)
-    want = expected_out(config, cases)
+    want = expected_out(config, cases, found)
+    inner = [_monitored(config, n, images, trained, found) for n in range(len(cases))]
+    seen = [{port: [] for port in ports} for ports in inner]
     loads = [fp_stimulus(config.segment(n), case)["load"] for n, case in enumerate(cases)]
     budget = _budget(config, images, max(map(len, loads)), pattern, link_options)
     rng = random.Random(seed)
@@ -191,8 +283,12 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
         act_beat = err_beat = 0
         watched = [top.host_out.valid, Value.cast(top.host_out.payload),
                    top.host_act.ready, top.host_err.ready]
-        for node in top.nodes:
-            watched.append(node.s0_load.ready)
+        for n in range(len(cases)):
+            watched.append(top.port(n, "load").ready)
+        streams = [(n, port, top.port(n, port))
+                   for n, ports in enumerate(inner) for port in ports]
+        for _, _, port in streams:
+            watched += [port.valid, port.ready, port.payload]
         for pair in top.links:
             watched += [pair.a.link_out.tvalid, pair.a.link_out.tready,
                         pair.b.link_out.tvalid, pair.b.link_out.tready,
@@ -202,10 +298,10 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
                 ctx.set(pair.pause_ab, next(fwd))
                 ctx.set(pair.pause_ba, next(bwd))
             loading = any(loads_left)
-            for node, left in zip(top.nodes, loads_left):
-                ctx.set(node.s0_load.valid, int(bool(left)))
+            for n, left in enumerate(loads_left):
+                ctx.set(top.port(n, "load").valid, int(bool(left)))
                 if left:
-                    ctx.set(node.s0_load.payload, left[0])
+                    ctx.set(top.port(n, "load").payload, left[0])
             # the host's order (module docstring)
             back = len(got) // per_image
             act_ok = (not loading and sent_images < images
@@ -234,22 +330,33 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
                 err_beat += 1
                 if err_beat == len(errs[sent_errors]):
                     sent_errors, err_beat = sent_errors + 1, 0
-            for n, ready in enumerate(values[4:4 + len(top.nodes)]):
+            for n, ready in enumerate(values[4:4 + len(cases)]):
                 if loads_left[n] and ready:
                     loads_left[n].pop(0)
-            base = 4 + len(top.nodes)
+            base = 4 + len(cases)
+            for n, port, _ in streams:
+                valid, ready, payload = values[base:base + 3]
+                if valid and ready:
+                    seen[n][port].append(payload)
+                base += 3
             for b in range(len(top.links)):
                 av, ar, bv, br, fault = values[base + 5 * b:base + 5 * b + 5]
                 report["link_words"][b]["forward"] += bool(av and ar)
                 report["link_words"][b]["backward"] += bool(bv and br)
                 report["fault"] = report["fault"] or bool(fault)
-            if len(got) >= images * per_image and sent_errors == trained:
+            inside = [(n, port, len(seen[n][port]), len(beats))
+                      for n, ports in enumerate(inner) for port, beats in ports.items()]
+            if (len(got) >= images * per_image and sent_errors == trained
+                    and all(have >= need for *_, have, need in inside)):
                 report["cycles"] = cycle + 1
                 return
         report["cycles"] = budget
         report["timed_out"] = (f"{len(got)} of {images * per_image} activation beats, "
                                f"{sent_images} of {images} images and {sent_errors} of "
-                               f"{trained} error blocks sent in {budget} cycles")
+                               f"{trained} error blocks sent, " + ", ".join(
+                                   f"{config.name(n)} {port} {have} of {need} beats"
+                                   for n, port, have, need in inside if have < need)
+                               + f" in {budget} cycles")
 
     sim = Simulator(top)
     sim.add_clock(1e-8)
@@ -259,12 +366,23 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
         received = got[k * per_image:(k + 1) * per_image]
         for b, (g, w) in enumerate(zip(received, beats)):
             if g != w and len(report["mismatches"]) < limit:
-                node = next(n for n in range(len(config.nodes))
-                            if b < config.upstream_beats(n + 1))
+                node = next(n for n in config.layer_nodes(config.layers[-1])
+                            if b < config.error_beats(n))
                 report["mismatches"].append(
                     f"image {k}: beat {b} (node {node + 1}) is {g:#x}, expected {w:#x}")
         if len(received) < len(beats) and len(report["mismatches"]) < limit:
             report["mismatches"].append(f"image {k}: {len(received)} of {len(beats)} beats")
+    for n, ports in enumerate(inner):
+        for port, beats in ports.items():
+            per = len(beats) // max(1, images if port == "act_out" else trained)
+            for b, (g, w) in enumerate(zip(seen[n][port], beats)):
+                if g != w and len(report["mismatches"]) < limit:
+                    report["mismatches"].append(
+                        f"{config.name(n)} {port}: image {b // per} beat {b % per} is {g:#x}, "
+                        f"expected {w:#x}")
+            if len(seen[n][port]) != len(beats) and len(report["mismatches"]) < limit:
+                report["mismatches"].append(f"{config.name(n)} {port}: {len(seen[n][port])} "
+                                            f"of {len(beats)} beats")
     report["received"] = [got[k * per_image:(k + 1) * per_image] for k in range(images)]
     report["bit_exact"] = (not report["mismatches"] and not report["fault"]
                            and report["timed_out"] is None)

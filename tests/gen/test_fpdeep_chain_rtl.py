@@ -1,7 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """``nnrtl train fpdeep --backend rtl`` (nnrtl.gen.fpdeep.chain_rtl): the rate register's
 word and its refusal, the mappings the RTL chain refuses (anchored messages), and (slow)
-training steps of a one-conv CNN on 3 FPGAs through the node chain: every step bit-exact
+training steps of a one-conv CNN and of a two-conv CNN (a layer pipeline) on 3 FPGAs
+through the node chain: every step bit-exact
 against the golden models and the golden chain, the update within the bound of PyTorch's
 SGD step; a corrupted expectation is caught (CheckFailed)."""
 
@@ -30,6 +31,23 @@ def one_conv_cnn():
                                torch.nn.Linear(54, 3))
 
 
+def two_conv_cnn():
+    """3x6x6 -> conv 3->4, ReLU, pool 2 -> conv 4->4, ReLU -> 4x3x3 -> Linear(36, 3): on 3
+    VC709s the mapper splits conv1 by output channels over nodes 1 and 2 and puts conv2
+    on node 3 (a layer pipeline, conv2's EB training conv1)."""
+    torch.manual_seed(5)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.MaxPool2d(2), torch.nn.Conv2d(4, 4, 3, padding=1),
+                               torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(36, 3))
+
+
+def save(module, path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.jit.save(torch.jit.script(module), path)
+    return path
+
+
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("fpdeep-rtl")
@@ -37,18 +55,15 @@ def files(tmp_path_factory):
     for batch in (1, 2):
         np.save(tmp / f"x{batch}.npy", rng.uniform(-1, 1, (batch, 3, 6, 6)))
         np.save(tmp / f"y{batch}.npy", np.array([2, 0][:batch]))
-    model = tmp / "cnn.pt"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.jit.save(torch.jit.script(one_conv_cnn()), model)
-    return types.SimpleNamespace(dir=tmp, model=model)
+    return types.SimpleNamespace(dir=tmp, model=save(one_conv_cnn(), tmp / "cnn.pt"),
+                                 two=save(two_conv_cnn(), tmp / "cnn2.pt"))
 
 
-def request(files, *options, batch=1, steps=1, lr=0.5):
+def request(files, *options, batch=1, steps=1, lr=0.5, model=None, params=()):
     return interface.TrainRequest(
-        board=get_board("vc709"), model=files.model, inputs=files.dir / f"x{batch}.npy",
+        board=get_board("vc709"), model=model or files.model, inputs=files.dir / f"x{batch}.npy",
         targets=files.dir / f"y{batch}.npy", loss="cross-entropy", lr=lr, steps=steps,
-        backend="rtl", options=tuple(options))
+        backend="rtl", options=tuple(options), params=params)
 
 
 def test_lr_word():
@@ -63,14 +78,18 @@ def test_rtl_refuses_what_the_chain_does_not_carry(files):
     two = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
                               torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.Flatten(),
                               torch.nn.Linear(144, 2))
-    path = files.dir / "two.pt"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.jit.save(torch.jit.script(two), path)
-    with pytest.raises(UsageError, match=r"^--backend rtl: the node chain trains one "
-                                         r"convolution layer \(the network's first, the rest "
-                                         r"on the host\), not 2$"):
+    path = save(two, files.dir / "two.pt")
+    with pytest.raises(UsageError, match=r"^--backend rtl: layers\[2\] spans nodes 2 to 3: "
+                                         r"a conv layer after the first runs on one node of "
+                                         r"the node chain \(EB's partial errors are not "
+                                         r"chained between nodes\)$"):
         train_hook(request(files, "--fpgas", "3"), load_network(path))
+    with pytest.raises(UsageError, match=r"^--backend rtl: the node chain runs an "
+                                         r"output-channel \(OCP\) split of the first conv "
+                                         r"layer; the mapper split layers\[0\] by input "
+                                         r"channels$"):
+        train_hook(request(files, "--fpgas", "3", params=("ocp_min_ic=1",)),
+                   load_network(files.two))
 
 
 def test_rtl_chain_of_the_mapping(files):
@@ -84,20 +103,35 @@ def test_rtl_chain_of_the_mapping(files):
         assert [config.segment(n).n_out for n in range(fpgas)] == outs
         assert config.lag == 1 and {n.lr for n in config.nodes} == {32768}   # 0.5 in Q0.16
         assert trainer.config.pipeline == "flush" and trainer.rtl.pattern == "none"
+    trainer = train_hook(request(files, "--fpgas", "3", "--precision", "fixed16", batch=2,
+                                 model=files.two), load_network(files.two))
+    config = trainer.rtl.config
+    assert config.layers == (0, 0, 1) and config.lag == 2
+    assert [config.segment(n).n_out for n in range(3)] == [2, 2, 4]
+    assert [node.eb[0] for node in config.nodes] == [False, False, True]
+    assert [s.node for s in trainer.rtl.segments] == [1, 2, 3]
+    trainer = train_hook(request(files, "--fpgas", "2", "--precision", "fixed16",
+                                 model=files.two), load_network(files.two))
+    config = trainer.rtl.config            # node 2: conv1's channel 3 and conv2
+    assert config.stages == ((0, 0), (1, 0), (1, 1)) and config.layers == (0, 0, 1)
+    assert [config.segment(n).n_out for n in range(3)] == [3, 1, 4]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("precision, batch, pattern", [
-    ("fixed16", 1, "random"), ("fixed16", 2, "bursty"), ("fp32", 1, "cycle")])
-def test_train_steps_through_the_rtl_chain(files, tmp_path, precision, batch, pattern):
+@pytest.mark.parametrize("model, precision, batch, pattern", [
+    ("model", "fixed16", 1, "random"), ("model", "fixed16", 2, "bursty"),
+    ("model", "fp32", 1, "cycle"), ("two", "fixed16", 1, "random"),
+    ("two", "fixed16", 2, "bursty"), ("two", "fp32", 1, "cycle"), ("two", "fp32", 2, "none")])
+def test_train_steps_through_the_rtl_chain(files, tmp_path, model, precision, batch, pattern):
     req = request(files, "--fpgas", "3", "--precision", precision, "--backpressure",
-                  pattern, batch=batch, steps=2)
+                  pattern, batch=batch, steps=2, model=getattr(files, model))
     summary = interface.train(types.SimpleNamespace(name="fpdeep"), train_hook, req,
                               tmp_path / "run")
     record = json.loads((tmp_path / "run" / "train.json").read_text())
-    print(precision, batch, pattern, json.dumps([
+    print(model, precision, batch, pattern, json.dumps([
         {k: s[k] for k in ("loss", "reference_loss", "update_max_abs_diff", "update_bound",
-                           "cycles")} | {"link_words": s["rtl"]["link_words"]}
+                           "cycles")} | {"link_words": s["rtl"]["link_words"],
+                                         "seconds": s["rtl"]["seconds"]}
         for s in record["steps"]]))
     assert summary["within_bound"] and record["config"]["backpressure"] == pattern
     for step in record["steps"]:
