@@ -57,7 +57,8 @@ from nnrtl.sim.tb.fpdeep_chain_train import (ChainTrainTop, _budget, chain_case,
                                              expected_out, host_streams)
 from nnrtl.sim.tb.fpdeep_fp import stimulus as fp_stimulus
 
-__all__ = ["ChainVerilogTop", "ChainHost", "check", "run", "run_cases"]
+__all__ = ["ChainVerilogTop", "ChainHost", "SIMULATORS", "chain_runner", "check", "run",
+           "run_cases"]
 
 
 class ChainVerilogTop(wiring.Component):
@@ -237,6 +238,22 @@ async def chain_trains(dut):
             "fault": host.fault, "got": host.got})
 
 
+#: The simulators :func:`chain_runner` offers.
+SIMULATORS = ("amaranth", "verilator")
+
+
+def chain_runner(simulator):
+    """The ``run_cases`` of ``simulator`` (one of :data:`SIMULATORS`): the Amaranth bench's
+    (:func:`nnrtl.sim.tb.fpdeep_chain_train.run_cases`) or this module's; both take the
+    same arguments and give the same report, ``cycles`` included."""
+    if simulator == "amaranth":
+        from nnrtl.sim.tb.fpdeep_chain_train import run_cases as amaranth_cases
+        return amaranth_cases
+    if simulator == "verilator":
+        return run_cases
+    raise ValueError(f"simulator must be one of {', '.join(SIMULATORS)}, not {simulator!r}")
+
+
 def check(config, got, want, *, limit=4):
     """The mismatches of the beats the host ``got`` against ``want``
     (:func:`~nnrtl.sim.tb.fpdeep_chain_train.expected_out`), at most ``limit``."""
@@ -262,10 +279,11 @@ def run(config, images, pattern, *, seed=0, link_options=None, limit=4, log=None
 
 
 def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, limit=4,
-              log=None):
+              log=None, budget=None):
     """:func:`nnrtl.sim.tb.fpdeep_chain_train.run_cases` under Verilator: the same
     arguments and report (the ``rtl`` backend's ``simulator="verilator"``); ``log`` gets
-    the build's and the run's progress (:func:`nnrtl.sim.runner.simulate`)."""
+    the build's and the run's progress (:func:`nnrtl.sim.runner.simulate`); ``budget``
+    replaces the Amaranth bench's cycle budget (a test of the overrun report)."""
     from nnrtl.sim.runner import simulate
 
     top = ChainVerilogTop(config, **(link_options or {}))
@@ -273,7 +291,8 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
     acts, errs = host_streams(config, cases)
     want = expected_out(config, cases)
     loads = [fp_stimulus(config.segment(n), case)["load"] for n, case in enumerate(cases)]
-    budget = _budget(config, images, max(map(len, loads)), pattern, link_options)
+    if budget is None:
+        budget = _budget(config, images, max(map(len, loads)), pattern, link_options)
     streams = {"acts": acts, "errs": errs[:images - probes], "loads": loads,
                "lag": config.lag, "per_image": config.host_beats,
                "boundaries": top.boundaries, "pattern": pattern, "seed": seed}
