@@ -39,6 +39,7 @@ Latency and throughput are the chain's (:mod:`nnrtl.hw.fpdeep.chain_link`); the 
 none: one beat per stream per cycle when nothing pauses.
 """
 
+import functools
 import json
 import os
 import random
@@ -82,10 +83,6 @@ class ChainVerilogTop(wiring.Component):
             ports |= {f"pause{b}_fwd": In(1), f"pause{b}_bwd": In(1),
                       f"fwd{b}": Out(1), f"bwd{b}": Out(1)}
         super().__init__(ports)
-
-    @property
-    def nodes(self):
-        return len(self._chain.nodes)
 
     @property
     def boundaries(self):
@@ -278,6 +275,20 @@ def run(config, images, pattern, *, seed=0, link_options=None, limit=4, log=None
                      link_options=link_options, limit=limit, log=log)
 
 
+#: The Verilog top module's name.
+TOP = "fpdeep_chain"
+
+
+@functools.lru_cache(maxsize=4)
+def _verilog(config, link_options):
+    """``(boundaries, Verilog text)`` of the chain, converted once per process (the
+    conversion, not the cached build, is most of a fixed16 run's time: 20 s of 28 s)."""
+    from nnrtl.sim.runner import to_verilog
+
+    top = ChainVerilogTop(config, **dict(link_options))
+    return top.boundaries, to_verilog(top, TOP)
+
+
 def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, limit=4,
               log=None, budget=None):
     """:func:`nnrtl.sim.tb.fpdeep_chain_train.run_cases` under Verilator: the same
@@ -286,7 +297,7 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
     replaces the Amaranth bench's cycle budget (a test of the overrun report)."""
     from nnrtl.sim.runner import simulate
 
-    top = ChainVerilogTop(config, **(link_options or {}))
+    boundaries, verilog = _verilog(config, tuple(sorted((link_options or {}).items())))
     images = len(cases[0]["act"])
     acts, errs = host_streams(config, cases)
     want = expected_out(config, cases)
@@ -295,12 +306,12 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
         budget = _budget(config, images, max(map(len, loads)), pattern, link_options)
     streams = {"acts": acts, "errs": errs[:images - probes], "loads": loads,
                "lag": config.lag, "per_image": config.host_beats,
-               "boundaries": top.boundaries, "pattern": pattern, "seed": seed}
+               "boundaries": boundaries, "pattern": pattern, "seed": seed}
     with tempfile.TemporaryDirectory(prefix="fpdeep-chain-") as tmp:
         path = os.path.join(tmp, "streams.json")
         with open(path, "w") as f:
             json.dump(streams, f)
-        result = simulate(top, test_module=__name__, name="fpdeep_chain", seed=seed,
+        result = simulate(verilog, test_module=__name__, name=TOP, seed=seed,
                           params={"streams": path, "budget": budget}, log=log)
     got = result.pop("got")
     per_image = config.host_beats
