@@ -114,6 +114,8 @@ class RtlChain:
     codec : Codec
     pattern : str
     seed : int
+    simulator : str
+        ``"amaranth"`` or ``"verilator"`` (:func:`nnrtl.sim.tb.fpdeep_chain_verilator.chain_runner`).
 
     Attributes
     ----------
@@ -122,9 +124,10 @@ class RtlChain:
         ``seconds``, ``mismatches``.
     """
 
-    def __init__(self, config, segments, codec, *, pattern="none", seed=1):
+    def __init__(self, config, segments, codec, *, pattern="none", seed=1,
+                 simulator="amaranth"):
         self.config, self.segments, self.codec = config, segments, codec
-        self.pattern, self.seed = pattern, seed
+        self.pattern, self.seed, self.simulator = pattern, seed, simulator
         self.record = None
 
     def _decode(self, beats, node):
@@ -143,7 +146,8 @@ class RtlChain:
         the last conv layer's output ``(side, side, OC)`` words, ``outputs`` the golden
         chain's activations of it per sample (the same shape). Returns :attr:`record`;
         raises CheckFailed."""
-        from nnrtl.sim.tb.fpdeep_chain_train import run_cases
+        from nnrtl.sim.tb.fpdeep_chain_verilator import chain_runner
+        run_cases = chain_runner(self.simulator)
 
         start = time.monotonic()
         config, count = self.config, 2 * len(images)

@@ -82,6 +82,7 @@ import numpy as np
 
 from nnrtl.hw.fpdeep.config import PRECISIONS
 from nnrtl.sim.patterns import PATTERNS
+from nnrtl.sim.tb.fpdeep_chain_train import SIMULATORS
 
 from ..errors import UsageError
 from .chain import Codec, ConvChain, GoldenRunner, conv_segments, rtl_limits
@@ -98,7 +99,8 @@ PIPELINES = ("stale", "flush")
 GRADIENT_BOUND = {"fp32": 1e-4, "fixed16": 5e-2}
 
 _USAGE = ("--fpgas N (required), --precision fp32|fixed16, --frac-bits F (fixed16, 1 .. 15), "
-          "--pipeline stale|flush, --backpressure none|cycle|random|bursty (--backend rtl)")
+          "--pipeline stale|flush, --backpressure none|cycle|random|bursty and --simulator "
+          "amaranth|verilator (--backend rtl)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +120,10 @@ class FpdeepTrainConfig:
     backpressure : str
         The pause pattern on the RTL chain's links and host streams (``--backend rtl``,
         :mod:`.chain_rtl`).
+    simulator : str
+        What runs the RTL chain (``--backend rtl``): ``"amaranth"`` (Amaranth's simulator)
+        or ``"verilator"`` (:mod:`nnrtl.sim.tb.fpdeep_chain_verilator`; same checks and
+        cycles, a build of minutes for fixed16, impractical for fp32).
     """
 
     fpgas: int
@@ -127,6 +133,7 @@ class FpdeepTrainConfig:
     image_size: int = 1
     board: str = ""
     backpressure: str = "none"
+    simulator: str = "amaranth"
 
     def __post_init__(self):
         for name, least in (("fpgas", 1), ("image_size", 1)):
@@ -135,7 +142,7 @@ class FpdeepTrainConfig:
                 raise UsageError(f"--{name.replace('_', '-')} must be a positive integer, "
                                  f"not {value!r}")
         for name, choices in (("precision", PRECISIONS), ("pipeline", PIPELINES),
-                              ("backpressure", PATTERNS)):
+                              ("backpressure", PATTERNS), ("simulator", SIMULATORS)):
             if getattr(self, name) not in choices:
                 raise UsageError(f"--{name} must be one of {', '.join(choices)}, not "
                                  f"{getattr(self, name)!r}")
@@ -154,7 +161,7 @@ def parse_options(options):
     """``{name: value}`` of the engine options (``--fpgas 3`` or ``--fpgas=3``)."""
     names = {"--fpgas": ("fpgas", int), "--precision": ("precision", str),
              "--frac-bits": ("frac_bits", int), "--pipeline": ("pipeline", str),
-             "--backpressure": ("backpressure", str)}
+             "--backpressure": ("backpressure", str), "--simulator": ("simulator", str)}
     found, items = {}, list(options)
     while items:
         item = items.pop(0)
@@ -413,8 +420,9 @@ def train_hook(request, network):
                          f"the fpdeep engine, not {inputs.shape}")
     config = FpdeepTrainConfig(image_size=int(inputs.shape[2]), board=request.board.name,
                                **options)
-    if request.backend != "rtl" and "backpressure" in options:
-        raise UsageError("--backpressure applies to --backend rtl (the chain's links)")
+    for name in ("backpressure", "simulator"):
+        if request.backend != "rtl" and name in options:
+            raise UsageError(f"--{name} applies to --backend rtl (the RTL chain)")
     chain = from_network(network, config.image_size, network.source or "model")
     mapping = map_network(
         chain, config.fpgas, request.board, precision=config.precision,
@@ -433,5 +441,5 @@ def train_hook(request, network):
                                   inputs.shape[0], request.lr)
         segments = [s for index in sorted(trainer.layers) for s in trainer.layers[index]]
         trainer.rtl = RtlChain(rtl_config, segments, trainer.codec,
-                               pattern=config.backpressure)
+                               pattern=config.backpressure, simulator=config.simulator)
     return trainer

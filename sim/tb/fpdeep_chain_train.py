@@ -47,8 +47,13 @@ from nnrtl.sim.tb.fpdeep_node import expected as node_expected
 from nnrtl.sim.tb.fpdeep_node import model_cycles as node_cycles
 from nnrtl.sim.tb.fpdeep_node import phases, random_case
 
-__all__ = ["ChainTrainTop", "small_chain", "chain_case", "compose", "host_streams",
+__all__ = ["SIMULATORS", "ChainTrainTop", "small_chain", "chain_case", "compose", "host_streams",
            "expected_out", "run", "run_cases"]
+
+
+#: What can run the chain: this module's Amaranth bench, or
+#: :mod:`nnrtl.sim.tb.fpdeep_chain_verilator` (``chain_runner``).
+SIMULATORS = ("amaranth", "verilator")
 
 
 def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, next_out=None,

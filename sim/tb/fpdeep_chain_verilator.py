@@ -62,11 +62,11 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from nnrtl.hw.fpdeep.chain_link import ChainConfig, beat_signature
 from nnrtl.sim.patterns import pause_pattern
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
-from nnrtl.sim.tb.fpdeep_chain_train import (ChainTrainTop, _budget, chain_case,
-                                             expected_out, host_streams)
+from nnrtl.sim.tb.fpdeep_chain_train import (SIMULATORS, ChainTrainTop, _budget, chain_case,
+                                             compose, expected_out, host_streams)
 from nnrtl.sim.tb.fpdeep_fp import stimulus as fp_stimulus
 
-__all__ = ["ChainVerilogTop", "ChainHost", "SIMULATORS", "chain_runner", "check", "run",
+__all__ = ["ChainVerilogTop", "ChainHost", "chain_runner", "check", "run",
            "run_cases"]
 
 
@@ -85,8 +85,8 @@ class ChainVerilogTop(wiring.Component):
         beat = beat_signature(config)
         ports = {"host_act": In(beat), "host_err": In(beat), "host_out": Out(beat),
                  "fault": Out(1)}
-        for n, node in enumerate(self._chain.nodes):
-            ports[f"load{n}"] = node.signature.members["s0_load"]     # In(stream)
+        for n, (node, k) in enumerate(config.stages):
+            ports[f"load{n}"] = self._chain.nodes[node].signature.members[f"s{k}_load"]
         for b in range(len(self._chain.links)):
             ports |= {f"pause{b}_fwd": In(1), f"pause{b}_bwd": In(1),
                       f"fwd{b}": Out(1), f"bwd{b}": Out(1)}
@@ -102,8 +102,8 @@ class ChainVerilogTop(wiring.Component):
         wiring.connect(m, wiring.flipped(self.host_act), chain.host_act)
         wiring.connect(m, wiring.flipped(self.host_err), chain.host_err)
         wiring.connect(m, chain.host_out, wiring.flipped(self.host_out))
-        for n, node in enumerate(chain.nodes):
-            wiring.connect(m, wiring.flipped(getattr(self, f"load{n}")), node.s0_load)
+        for n in range(len(self._chain.config.stages)):
+            wiring.connect(m, wiring.flipped(getattr(self, f"load{n}")), chain.port(n, "load"))
         faults = 0
         for b, pair in enumerate(chain.links):
             fwd, bwd = pair.a.link_out, pair.b.link_out
@@ -243,10 +243,6 @@ async def chain_trains(dut):
             "fault": host.fault, "got": host.got})
 
 
-#: The simulators :func:`chain_runner` offers.
-SIMULATORS = ("amaranth", "verilator")
-
-
 def chain_runner(simulator):
     """The ``run_cases`` of ``simulator`` (one of :data:`SIMULATORS`): the Amaranth bench's
     (:func:`nnrtl.sim.tb.fpdeep_chain_train.run_cases`) or this module's; both take the
@@ -263,13 +259,13 @@ def check(config, got, want, *, limit=4):
     """The mismatches of the beats the host ``got`` against ``want``
     (:func:`~nnrtl.sim.tb.fpdeep_chain_train.expected_out`), at most ``limit``."""
     per_image, wrong = config.host_beats, []
+    owners = [n for n in config.layer_nodes(config.layers[-1])
+              for _ in range(config.block_beats(n))]     # the stage of each host beat
     for k, beats in enumerate(want):
         received = got[k * per_image:(k + 1) * per_image]
         for b, (g, w) in enumerate(zip(received, beats)):
             if g != w:
-                node = next(n for n in range(len(config.nodes))
-                            if b < config.upstream_beats(n + 1))
-                wrong.append(f"image {k}: beat {b} (node {node + 1}) is {g:#x}, "
+                wrong.append(f"image {k}: beat {b} ({config.name(owners[b])}) is {g:#x}, "
                              f"expected {w:#x}")
         if len(received) < len(beats):
             wrong.append(f"image {k}: {len(received)} of {len(beats)} beats")
@@ -307,8 +303,9 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
 
     boundaries, verilog = _verilog(config, tuple(sorted((link_options or {}).items())))
     images = len(cases[0]["act"])
+    cases, found = compose(config, cases)
     acts, errs = host_streams(config, cases)
-    want = expected_out(config, cases)
+    want = expected_out(config, cases, found)
     loads = [fp_stimulus(config.segment(n), case)["load"] for n, case in enumerate(cases)]
     if budget is None:
         budget = _budget(config, images, max(map(len, loads)), pattern, link_options)

@@ -28,10 +28,11 @@ from nnrtl.sim.tb.fpdeep_chain_verilator import (ChainHost, ChainVerilogTop, cha
 pytestmark = pytest.mark.timeout(1800)
 
 
-def both(precision, batch, pattern):
+def both(precision, batch, pattern, **shape):
     """The case of the Amaranth bench's test on both simulators: (Verilator's report,
-    Amaranth's report, their wall seconds)."""
-    config = chain((2, 2, 3), precision=precision, batch=batch, lag=batch)
+    Amaranth's report, their wall seconds); ``shape`` goes to ``small_chain``."""
+    config = chain(shape.pop("outs", (2, 2, 3)), precision=precision, batch=batch,
+                   lag=batch, **shape)
     start = time.monotonic()
     verilated = run(config, 2 * batch, pattern, seed=batch)
     middle = time.monotonic()
@@ -126,3 +127,16 @@ def test_bad_parameters():
         chain_runner("iverilog")
     assert chain_runner("amaranth") is amaranth.run_cases
     assert chain_runner("verilator") is run_cases
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shared", [False, True])
+@pytest.mark.parametrize("pattern", ["cycle", "bursty"])
+def test_layer_pipeline_under_verilator(shared, pattern):
+    """Two conv layers (conv1 OCP-split over the first nodes, conv2 on a node of its own or
+    as the last node's second segment): EB's δ relayed upstream on the links."""
+    outs = (2, 2) if shared else (2, 2, 3)
+    verilated, _, (v_wall, a_wall) = both("fixed16", 2, pattern, outs=outs, next_out=3,
+                                          shared=shared)
+    print(f"layer pipeline shared={shared} {pattern}: {verilated['cycles']} cycles; wall "
+          f"Verilator {v_wall:.1f} s, Amaranth {a_wall:.1f} s")
