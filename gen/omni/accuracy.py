@@ -412,6 +412,8 @@ def _positive_float(text):
 
 
 def _thresholds(text):
+    if text == "none":                          # --sweep: no MS1-alone / MS2-alone runs
+        return ()
     try:
         values = tuple(float(v) for v in text.split(","))
     except ValueError:
@@ -448,9 +450,11 @@ def _run_sweep(args, specs):
 
     start = time.perf_counter()
     for name in args.task or sorted(specs):
-        rows += sweep(specs[name], range(1, args.seeds + 1),
-                      args.prune_thresholds or PRUNE_THRESHOLDS,
-                      args.skip_thresholds or SKIP_THRESHOLDS, emit,
+        rows += sweep(specs[name], range(args.seed, args.seed + args.seeds),
+                      PRUNE_THRESHOLDS if args.prune_thresholds is None
+                      else args.prune_thresholds,
+                      SKIP_THRESHOLDS if args.skip_thresholds is None
+                      else args.skip_thresholds, emit,
                       BOTH_THRESHOLDS if args.both is None else args.both,
                       args.scaling or MsConfig.scaling)
     print(summary_table(rows))
@@ -465,7 +469,8 @@ def main(argv=None):
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the tiny versions")
     parser.add_argument("--task", choices=sorted(TASKS), action="append")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="the seed (--sweep: the "
+                        "first of --seeds consecutive seeds; default 1)")
     parser.add_argument("--prune-threshold", type=float, help="MS1's θ (default: the "
                         "task's)")
     parser.add_argument("--skip-threshold", type=float, help="MS2's threshold (default: "
@@ -475,12 +480,12 @@ def main(argv=None):
                         "training (pruned_share)")
     parser.add_argument("--sweep", action="store_true", help="instead: the multi-seed "
                         "threshold sweep of MS1 and MS2 (accuracy_sweep.sweep)")
-    parser.add_argument("--seeds", type=_positive, default=3, help="--sweep: seeds 1..N "
-                        "(default 3)")
+    parser.add_argument("--seeds", type=_positive, default=3, help="--sweep: N seeds from "
+                        "--seed on (default 3)")
     parser.add_argument("--prune-thresholds", type=_thresholds, help="--sweep: MS1's θ "
-                        "values, comma-separated (default 0.1,0.05,0.03,0.01)")
+                        "values, comma-separated, or none (default 0.1,0.05,0.03,0.01)")
     parser.add_argument("--skip-thresholds", type=_thresholds, help="--sweep: MS2's "
-                        "thresholds, comma-separated (default 0.02,0.005,0.001)")
+                        "thresholds, comma-separated, or none (default 0.02,0.005,0.001)")
     parser.add_argument("--both", type=_pairs, help="--sweep: MS1 and MS2 together at "
                         "these THETA/F pairs, comma-separated (default: the documented "
                         "defaults, MsConfig's)")

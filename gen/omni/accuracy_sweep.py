@@ -227,11 +227,11 @@ BOTH_THRESHOLDS = ((MsConfig.prune_threshold, MsConfig.skip_threshold),)
 LIMIT = 0.01
 
 
-def check_thresholds(values, name):
-    """``values`` as a tuple of floats in [0, 1); else :class:`UsageError` naming
-    ``name``."""
+def check_thresholds(values, name, allow_empty=False):
+    """``values`` as a tuple of floats in [0, 1) (at least one unless ``allow_empty``);
+    else :class:`UsageError` naming ``name``."""
     values = tuple(values)
-    if not values:
+    if not values and not allow_empty:
         raise UsageError(f"{name} must name at least one threshold")
     for value in values:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or \
@@ -324,8 +324,8 @@ def sweep(spec, seeds=(1, 2, 3), prune_thresholds=PRUNE_THRESHOLDS,
     if not seeds or any(isinstance(s, bool) or not isinstance(s, int) or s < 0
                         for s in seeds):
         raise UsageError(f"seeds must be non-negative integers, at least one, not {seeds!r}")
-    prune_thresholds = check_thresholds(prune_thresholds, "prune_thresholds")
-    skip_thresholds = check_thresholds(skip_thresholds, "skip_thresholds")
+    prune_thresholds = check_thresholds(prune_thresholds, "prune_thresholds", True)
+    skip_thresholds = check_thresholds(skip_thresholds, "skip_thresholds", True)
     both_thresholds = check_pairs(both_thresholds)
     emit = emit or (lambda row: None)
     task = load_task(spec)
