@@ -464,6 +464,22 @@ def _run_sweep(args, specs):
     return 0
 
 
+def _summarise_files(paths):
+    from .accuracy_sweep import markdown_tables, rows_from_files, summary_table
+    from ..errors import UsageError
+    try:
+        rows, _ = rows_from_files(paths)
+    except UsageError as error:
+        print(f"python -m nnrtl.gen.omni.accuracy: error: --summarise: {error}",
+              file=sys.stderr)
+        return 2
+    for row in rows:
+        print(json.dumps(row))
+    print(summary_table(rows))
+    print(markdown_tables(rows))
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nnrtl.gen.omni.accuracy",
                                      description=__doc__.split("\n\n")[0])
@@ -498,7 +514,13 @@ def main(argv=None):
                         "trainings; default: the task's)")
     parser.add_argument("-o", "--output", help="--sweep: write sweep.jsonl and sweep.png "
                         "to this directory")
+    parser.add_argument("--summarise", nargs="+", metavar="PATH", help="instead: the "
+                        "setting rows, summary and markdown tables of recorded sweeps "
+                        "(sweep.jsonl files or directories holding them, pooled per "
+                        "task: seed-by-seed runs summarised together)")
     args = parser.parse_args(argv)
+    if args.summarise:
+        return _summarise_files(args.summarise)
     if args.output is not None and not args.sweep:
         parser.error("-o/--output is for --sweep only")
     if args.output is not None and Path(args.output).exists() and \

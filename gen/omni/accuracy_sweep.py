@@ -213,7 +213,8 @@ from ..errors import UsageError
 from .training import MsConfig
 
 __all__ = ["PRUNE_THRESHOLDS", "SKIP_THRESHOLDS", "BOTH_THRESHOLDS", "LIMIT", "sweep",
-           "quick_sweep", "rows_from_lines", "summary_table", "plot", "write_outputs",
+           "quick_sweep", "rows_from_lines", "rows_from_files", "summary_table",
+           "markdown_tables", "plot", "write_outputs",
            "check_thresholds", "check_pairs", "label"]
 
 #: MS1's θ swept by default (the paper's "around 0.1" down to 0.01).
@@ -276,14 +277,46 @@ def _settings(spec, prune_thresholds, skip_thresholds, both_thresholds=(),
     return out
 
 
-def _summarise(task, run, threshold, per_seed, baselines):
+def _sem(values):
+    """The standard error of the mean of ``values`` (sample std / sqrt n); ``None`` for
+    fewer than two."""
+    if len(values) < 2:
+        return None
+    return float(np.std(values, ddof=1) / math.sqrt(len(values)))
+
+
+def _upper(values):
+    """The one-sided 95 % upper confidence bound of the mean of ``values`` (Student's t,
+    n - 1 degrees of freedom); ``None`` for fewer than two."""
+    if len(values) < 2:
+        return None
+    from scipy.stats import t         # scipy: scikit-learn's dependency (the digits)
+    return float(np.mean(values) + t.ppf(0.95, len(values) - 1) * _sem(values))
+
+
+def _paired(relative, sign):
+    """The statistics of one list of per-seed relative differences (``sign`` -1 for
+    accuracy, +1 for perplexity: degradation = sign * difference), as row fields."""
+    degradation = [sign * d for d in relative]
+    upper = _upper(degradation)
+    return dict(mean=float(np.mean(relative)), sem=_sem(relative),
+                min=float(np.min(relative)), max=float(np.max(relative)),
+                degradation_mean=float(np.mean(degradation)),
+                degradation_worst=float(np.max(degradation)),
+                degradation_upper_95=upper,
+                within_1_percent_95=None if upper is None else upper <= LIMIT)
+
+
+def _summarise(task, run, threshold, per_seed, baselines, exact=None):
     """One setting's row (task name ``task``) from its per-seed :func:`train_run`
-    results."""
+    results; ``exact``: the ``exact`` run's results of the same seeds (adds the
+    ``vs_exact`` fields)."""
     relative = [(r["value"] - b["value"]) / b["value"] for r, b in zip(per_seed, baselines)]
     sign = -1.0 if per_seed[0]["metric"] == "accuracy" else 1.0
     degradation = [sign * d for d in relative]
     row = dict(kind="setting", task=task, metric=per_seed[0]["metric"], run=run,
                threshold=threshold, seeds=len(per_seed),
+               seed_list=[r.get("seed") for r in per_seed],
                values=[r["value"] for r in per_seed],
                baseline_values=[b["value"] for b in baselines],
                relative_difference=relative,
@@ -296,6 +329,14 @@ def _summarise(task, run, threshold, per_seed, baselines):
                degradation_worst=float(np.max(degradation)))
     row["within_1_percent"] = row["degradation_mean"] <= LIMIT
     row["all_seeds_within_1_percent"] = row["degradation_worst"] <= LIMIT
+    stats = _paired(relative, sign)
+    row.update(relative_difference_sem=stats["sem"],
+               degradation_upper_95=stats["degradation_upper_95"],
+               within_1_percent_95=stats["within_1_percent_95"])
+    if exact is not None and run not in ("pytorch", "exact"):
+        versus = [(r["value"] - e["value"]) / e["value"] for r, e in zip(per_seed, exact)]
+        row["vs_exact"] = versus
+        row.update({f"vs_exact_{key}": value for key, value in _paired(versus, sign).items()})
     if "stored_reduction" in per_seed[0]:
         row["stored_reduction"] = float(np.mean([r["stored_reduction"] for r in per_seed]))
     if "p1_density" in per_seed[0]:
@@ -354,7 +395,7 @@ def sweep(spec, seeds=(1, 2, 3), prune_thresholds=PRUNE_THRESHOLDS,
             emit(result)
             per_seed.append(result)
         exact = exact or per_seed
-        rows.append(_summarise(spec.name, name, threshold, per_seed, baselines))
+        rows.append(_summarise(spec.name, name, threshold, per_seed, baselines, exact))
         emit(rows[-1])
     return rows
 
@@ -370,11 +411,43 @@ def rows_from_lines(lines):
         def key(line):
             threshold = line["threshold"]
             return line["run"], tuple(threshold) if isinstance(threshold, list) else threshold
+        exact = [line for line in mine if line["run"] == "exact"]
+        exact = exact if len(exact) == len(baselines) else None
         for run, threshold in dict.fromkeys(key(line) for line in mine):
             per_seed = [line for line in mine if key(line) == (run, threshold)]
             if len(per_seed) == len(baselines):
-                rows.append(_summarise(task, run, threshold, per_seed, baselines))
+                rows.append(_summarise(task, run, threshold, per_seed, baselines, exact))
     return rows
+
+
+def rows_from_files(paths):
+    """The setting rows of one or more sweeps' ``sweep.jsonl`` files (or directories
+    holding one, searched recursively), their runs pooled per task: seed by seed runs
+    (``--seed K --seeds 1``) summarised together. Runs are ordered by seed; a seed's
+    run repeated in two files is an error (:class:`UsageError`)."""
+    lines, seen = [], set()
+    for path in paths:
+        path = Path(path)
+        files = sorted(path.rglob("sweep.jsonl")) if path.is_dir() else [path]
+        if not files:
+            raise UsageError(f"no sweep.jsonl under {path}")
+        for file in files:
+            try:
+                text = file.read_text()
+            except OSError as error:
+                raise UsageError(f"cannot read {file}: {error.strerror or error}") \
+                    from None
+            for line in map(json.loads, text.splitlines()):
+                if line.get("kind") != "run":
+                    continue
+                key = (line["task"], line["run"], json.dumps(line["threshold"]),
+                       line["seed"])
+                if key in seen:
+                    raise UsageError(f"{file}: run {key} appears twice")
+                seen.add(key)
+                lines.append(line)
+    lines.sort(key=lambda line: line["seed"])
+    return rows_from_lines(lines), lines
 
 
 def quick_sweep(seeds=(1, 2), prune_thresholds=(0.1, 0.01), skip_thresholds=(0.02,),
@@ -392,21 +465,38 @@ def _percent(value):
     return f"{100 * value:+.2f} %"
 
 
+def _mean_sem(mean, sem):
+    """``+0.12 % ± 0.34 %`` (no ``±`` part without a standard error)."""
+    return _percent(mean) + ("" if sem is None else f" ± {100 * sem:.2f} %")
+
+
+def _upper_text(upper):
+    return "" if upper is None else _percent(upper)
+
+
 def summary_table(rows):
-    """A plain-text table of setting rows: metric difference mean [min, max] and median
-    over the seeds, within 1 %, and the savings."""
-    header = ("task", "run", "threshold", "difference mean [min, max]", "median",
-              "within 1 %",
+    """A plain-text table of setting rows: metric difference mean [min, max], its
+    standard error and median over the seeds, the one-sided 95 % upper bound of the
+    mean degradation, within 1 % (on the mean), the difference from ``exact`` of the
+    same seed (mean ± standard error, 95 % bound) and the savings."""
+    header = ("task", "run", "threshold", "difference mean [min, max]", "± SE", "median",
+              "upper 95", "within 1 %", "vs exact mean ± SE", "upper 95",
               "stored vs exact", "P1 density", "skipped")
     lines = []
     for row in rows:
+        sem = row.get("relative_difference_sem")
         lines.append((row["task"], row["run"], label(row["threshold"]),
                       f"{_percent(row['relative_difference_mean'])} "
                       f"[{_percent(row['relative_difference_min'])}, "
                       f"{_percent(row['relative_difference_max'])}]",
+                      "" if sem is None else f"{100 * sem:.2f} %",
                       _percent(row["relative_difference_median"]),
+                      _upper_text(row.get("degradation_upper_95")),
                       ("yes" if row["within_1_percent"] else "no")
                       + ("" if row["all_seeds_within_1_percent"] else " (not all seeds)"),
+                      _mean_sem(row["vs_exact_mean"], row["vs_exact_sem"])
+                      if "vs_exact" in row else "",
+                      _upper_text(row.get("vs_exact_degradation_upper_95")),
                       _percent(-row["stored_reduction"]) if "stored_reduction" in row
                       else "",
                       f"{row['p1_density']:.3f}" if "p1_density" in row else "",
@@ -416,6 +506,65 @@ def summary_table(rows):
     text = [rule, "  ".join(h.ljust(w) for h, w in zip(header, widths)), rule]
     text += ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)) for line in lines]
     return "\n".join(text + [rule])
+
+
+def _yes(flag):
+    return "" if flag is None else ("yes" if flag else "no")
+
+
+def markdown_tables(rows, title="Accuracy against PyTorch"):
+    """Markdown of setting rows: a summary table (per setting: seeds, difference from
+    PyTorch of the same seed as mean ± standard error [min, max], the one-sided 95 %
+    upper bound of the mean degradation and whether it is within 1 %, the same against
+    ``exact`` of the same seed, the savings) and, per task, a per-seed table (every
+    setting's value and its differences from PyTorch and from ``exact``). Degradation
+    is the difference signed so that positive is worse."""
+    lines = [f"## {title}", "",
+             "| task | run | θ/F | seeds | vs PyTorch: mean ± SE [min, max] | upper 95 "
+             "| within 1 % (mean / upper 95) | vs exact: mean ± SE [min, max] | upper 95 "
+             "| within 1 % (mean / upper 95) | stored vs exact | P1 density | skipped |",
+             "|---|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|"]
+    for row in rows:
+        versus = ("", "", "")
+        if "vs_exact" in row:
+            versus = (f"{_mean_sem(row['vs_exact_mean'], row['vs_exact_sem'])} "
+                      f"[{_percent(row['vs_exact_min'])}, {_percent(row['vs_exact_max'])}]",
+                      _upper_text(row["vs_exact_degradation_upper_95"]),
+                      f"{_yes(row['vs_exact_degradation_mean'] <= LIMIT)} / "
+                      f"{_yes(row['vs_exact_within_1_percent_95'])}")
+        lines.append(
+            f"| {row['task']} | {row['run']} | {label(row['threshold'])} | {row['seeds']} | "
+            f"{_mean_sem(row['relative_difference_mean'], row.get('relative_difference_sem'))}"
+            f" [{_percent(row['relative_difference_min'])}, "
+            f"{_percent(row['relative_difference_max'])}] | "
+            f"{_upper_text(row.get('degradation_upper_95'))} | "
+            f"{_yes(row['within_1_percent'])} / {_yes(row.get('within_1_percent_95'))} | "
+            + " | ".join(versus) + " | "
+            + (_percent(-row["stored_reduction"]) if "stored_reduction" in row else "")
+            + " | " + (f"{row['p1_density']:.3f}" if "p1_density" in row else "")
+            + " | " + (f"{100 * row['skipped']:.1f} %" if "skipped" in row else "") + " |")
+    for task in dict.fromkeys(row["task"] for row in rows):
+        mine = [row for row in rows if row["task"] == task]
+        head = ["seed"] + [f"{row['run']} {label(row['threshold'])}"
+                           if row["run"] not in ("pytorch", "exact") else row["run"]
+                           for row in mine]
+        lines += ["", f"{task} ({mine[0]['metric']}) per seed: value (vs PyTorch; vs "
+                  "exact)", "", "| " + " | ".join(head) + " |",
+                  "|" + "---:|" * len(head)]
+        for index, seed in enumerate(mine[0]["seed_list"]):
+            cells = [str(seed)]
+            for row in mine:
+                value = row["values"][index]
+                text = f"{100 * value:.2f} %" if row["metric"] == "accuracy" else \
+                    f"{value:.4f}"
+                if row["run"] != "pytorch":
+                    text += f" ({_percent(row['relative_difference'][index])}"
+                    if "vs_exact" in row:
+                        text += f"; {_percent(row['vs_exact'][index])}"
+                    text += ")"
+                cells.append(text)
+            lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines + [""])
 
 
 def plot(rows, path):
