@@ -440,8 +440,8 @@ def _pairs(text):
 
 
 def _run_sweep(args, specs):
-    from .accuracy_sweep import (BOTH_THRESHOLDS, PRUNE_THRESHOLDS, SKIP_THRESHOLDS,
-                                 summary_table, sweep, write_outputs)
+    from .accuracy_report import summary_table, write_outputs
+    from .accuracy_sweep import BOTH_THRESHOLDS, PRUNE_THRESHOLDS, SKIP_THRESHOLDS, sweep
     lines, rows = [], []
 
     def emit(line):
@@ -465,8 +465,9 @@ def _run_sweep(args, specs):
 
 
 def _summarise_files(paths):
-    from .accuracy_sweep import markdown_tables, rows_from_files, summary_table
     from ..errors import UsageError
+    from .accuracy_report import markdown_tables, summary_table
+    from .accuracy_sweep import rows_from_files
     try:
         rows, _ = rows_from_files(paths)
     except UsageError as error:

@@ -16,16 +16,32 @@ and batch order, and reports per setting:
   than the baseline by more than 1 % is not a failure [U]: the issue's criterion is
   "stay within 1 % of baseline accuracy", a bound on the loss of quality);
   ``all_seeds_within_1_percent``: the worst seed's is;
+* ``relative_difference_sem``: the standard error of the mean difference (sample std /
+  sqrt n); ``degradation_upper_95``: the one-sided 95 % upper confidence bound of the
+  mean degradation (Student's t, n - 1 degrees of freedom) and ``within_1_percent_95``:
+  that bound is at most 1 % -- "within 1 %" shown with the confidence the seeds give,
+  not only on the mean (``None`` with one seed);
+* ``vs_exact``: the run's relative difference from ``exact`` of the same seed (same
+  initial weights, batch order and float rounding order of the decomposition, so the
+  rounding-order chaos between PyTorch and the decomposition cancels: what MS itself
+  changes), with ``vs_exact_mean``, ``_sem``, ``_min``, ``_max``,
+  ``_degradation_mean``, ``_degradation_worst``, ``_degradation_upper_95`` and
+  ``_within_1_percent_95`` (rows other than ``pytorch`` and ``exact``);
 * the savings the runs measure (:func:`.accuracy.train_run`): ``stored_reduction``, the
   bytes kept between FW and BP per iteration against ``exact`` (same seed), ``p1_density``
   (MS1: share of the BP-EW-P1 values that survive θ), ``skipped`` (MS2: share of the BP
   cells skipped, mean over the epochs).
 
 :func:`quick_sweep` is the tiny version (seconds) for the bench; ``python -m
-nnrtl.gen.omni.accuracy --sweep [--seeds N] [--both θ/F,...] [--scaling S] [--quick]
-[-o DIR]`` prints one JSON line per
-run and per setting and a summary table; with ``-o DIR`` it writes ``sweep.jsonl`` and
-``sweep.png`` (metric difference against stored-bytes saving per threshold).
+nnrtl.gen.omni.accuracy --sweep [--seed K] [--seeds N] [--both θ/F,...] [--scaling S]
+[--quick] [-o DIR]`` (seeds K .. K + N - 1; ``--prune-thresholds none
+--skip-thresholds none``: only PyTorch, ``exact`` and the ``--both`` pairs) prints one
+JSON line per run and per setting and a summary table; with ``-o DIR`` it writes
+``sweep.jsonl`` and ``sweep.png`` (metric difference against stored-bytes saving per
+threshold). :func:`rows_from_files` (CLI ``--summarise PATH...``) pools recorded
+sweeps, e.g. one per seed, into setting rows;
+:func:`.accuracy_report.markdown_tables` renders them (the omni bench's accuracy
+section).
 
 Latency/throughput: software, no hardware timing; a full-size run takes 0.5 to 2 minutes
 per training run on one thread (the measured wall time is in :mod:`.accuracy`).
@@ -108,8 +124,9 @@ Decisions, each from the table:
   resolve about +-1 % against PyTorch). Against ``exact`` of the same seed, MS1+MS2 is
   -0.32 / -0.10 / +0.07 %: the 20-epoch gap (+4.4 %, every seed) is slower convergence,
   which 40 epochs closes to below the noise; this is the one text setting measured
-  within 1 % with memory saved. Not measured (machine time): more seeds at 40 epochs,
-  MS1 and MS2 alone at 40 epochs, θ 0.1 at 40 epochs.
+  within 1 % with memory saved. Session 3 repeated this at 12 seeds (``exact`` and
+  both against PyTorch and against ``exact``, standard errors): :mod:`.accuracy`.
+  Not measured (machine time): MS1 and MS2 alone at 40 epochs, θ 0.1 at 40 epochs.
 
 Measured, session 1 (MS1 and MS2 alone; issue 13's 1 % criterion). Command,
 one process on the shared 2-core machine, 2026-11-23: ``python -m nnrtl.gen.omni.accuracy
@@ -213,9 +230,8 @@ from ..errors import UsageError
 from .training import MsConfig
 
 __all__ = ["PRUNE_THRESHOLDS", "SKIP_THRESHOLDS", "BOTH_THRESHOLDS", "LIMIT", "sweep",
-           "quick_sweep", "rows_from_lines", "rows_from_files", "summary_table",
-           "markdown_tables", "plot", "write_outputs",
-           "check_thresholds", "check_pairs", "label"]
+           "quick_sweep", "rows_from_lines", "rows_from_files", "check_thresholds",
+           "check_pairs", "label"]
 
 #: MS1's θ swept by default (the paper's "around 0.1" down to 0.01).
 PRUNE_THRESHOLDS = (0.1, 0.05, 0.03, 0.01)
@@ -459,158 +475,3 @@ def quick_sweep(seeds=(1, 2), prune_thresholds=(0.1, 0.01), skip_thresholds=(0.0
     return {name: sweep(QUICK[name], seeds, prune_thresholds, skip_thresholds,
                         both_thresholds=both_thresholds)
             for name in (tasks or sorted(QUICK))}
-
-
-def _percent(value):
-    return f"{100 * value:+.2f} %"
-
-
-def _mean_sem(mean, sem):
-    """``+0.12 % ± 0.34 %`` (no ``±`` part without a standard error)."""
-    return _percent(mean) + ("" if sem is None else f" ± {100 * sem:.2f} %")
-
-
-def _upper_text(upper):
-    return "" if upper is None else _percent(upper)
-
-
-def summary_table(rows):
-    """A plain-text table of setting rows: metric difference mean [min, max], its
-    standard error and median over the seeds, the one-sided 95 % upper bound of the
-    mean degradation, within 1 % (on the mean), the difference from ``exact`` of the
-    same seed (mean ± standard error, 95 % bound) and the savings."""
-    header = ("task", "run", "threshold", "difference mean [min, max]", "± SE", "median",
-              "upper 95", "within 1 %", "vs exact mean ± SE", "upper 95",
-              "stored vs exact", "P1 density", "skipped")
-    lines = []
-    for row in rows:
-        sem = row.get("relative_difference_sem")
-        lines.append((row["task"], row["run"], label(row["threshold"]),
-                      f"{_percent(row['relative_difference_mean'])} "
-                      f"[{_percent(row['relative_difference_min'])}, "
-                      f"{_percent(row['relative_difference_max'])}]",
-                      "" if sem is None else f"{100 * sem:.2f} %",
-                      _percent(row["relative_difference_median"]),
-                      _upper_text(row.get("degradation_upper_95")),
-                      ("yes" if row["within_1_percent"] else "no")
-                      + ("" if row["all_seeds_within_1_percent"] else " (not all seeds)"),
-                      _mean_sem(row["vs_exact_mean"], row["vs_exact_sem"])
-                      if "vs_exact" in row else "",
-                      _upper_text(row.get("vs_exact_degradation_upper_95")),
-                      _percent(-row["stored_reduction"]) if "stored_reduction" in row
-                      else "",
-                      f"{row['p1_density']:.3f}" if "p1_density" in row else "",
-                      f"{100 * row['skipped']:.1f} %" if "skipped" in row else ""))
-    widths = [max(len(str(line[k])) for line in [header] + lines) for k in range(len(header))]
-    rule = "  ".join("=" * w for w in widths)
-    text = [rule, "  ".join(h.ljust(w) for h, w in zip(header, widths)), rule]
-    text += ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)) for line in lines]
-    return "\n".join(text + [rule])
-
-
-def _yes(flag):
-    return "" if flag is None else ("yes" if flag else "no")
-
-
-def markdown_tables(rows, title="Accuracy against PyTorch"):
-    """Markdown of setting rows: a summary table (per setting: seeds, difference from
-    PyTorch of the same seed as mean ± standard error [min, max], the one-sided 95 %
-    upper bound of the mean degradation and whether it is within 1 %, the same against
-    ``exact`` of the same seed, the savings) and, per task, a per-seed table (every
-    setting's value and its differences from PyTorch and from ``exact``). Degradation
-    is the difference signed so that positive is worse."""
-    lines = [f"## {title}", "",
-             "| task | run | θ/F | seeds | vs PyTorch: mean ± SE [min, max] | upper 95 "
-             "| within 1 % (mean / upper 95) | vs exact: mean ± SE [min, max] | upper 95 "
-             "| within 1 % (mean / upper 95) | stored vs exact | P1 density | skipped |",
-             "|---|---|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|"]
-    for row in rows:
-        versus = ("", "", "")
-        if "vs_exact" in row:
-            versus = (f"{_mean_sem(row['vs_exact_mean'], row['vs_exact_sem'])} "
-                      f"[{_percent(row['vs_exact_min'])}, {_percent(row['vs_exact_max'])}]",
-                      _upper_text(row["vs_exact_degradation_upper_95"]),
-                      f"{_yes(row['vs_exact_degradation_mean'] <= LIMIT)} / "
-                      f"{_yes(row['vs_exact_within_1_percent_95'])}")
-        lines.append(
-            f"| {row['task']} | {row['run']} | {label(row['threshold'])} | {row['seeds']} | "
-            f"{_mean_sem(row['relative_difference_mean'], row.get('relative_difference_sem'))}"
-            f" [{_percent(row['relative_difference_min'])}, "
-            f"{_percent(row['relative_difference_max'])}] | "
-            f"{_upper_text(row.get('degradation_upper_95'))} | "
-            f"{_yes(row['within_1_percent'])} / {_yes(row.get('within_1_percent_95'))} | "
-            + " | ".join(versus) + " | "
-            + (_percent(-row["stored_reduction"]) if "stored_reduction" in row else "")
-            + " | " + (f"{row['p1_density']:.3f}" if "p1_density" in row else "")
-            + " | " + (f"{100 * row['skipped']:.1f} %" if "skipped" in row else "") + " |")
-    for task in dict.fromkeys(row["task"] for row in rows):
-        mine = [row for row in rows if row["task"] == task]
-        head = ["seed"] + [f"{row['run']} {label(row['threshold'])}"
-                           if row["run"] not in ("pytorch", "exact") else row["run"]
-                           for row in mine]
-        lines += ["", f"{task} ({mine[0]['metric']}) per seed: value (vs PyTorch; vs "
-                  "exact)", "", "| " + " | ".join(head) + " |",
-                  "|" + "---:|" * len(head)]
-        for index, seed in enumerate(mine[0]["seed_list"]):
-            cells = [str(seed)]
-            for row in mine:
-                value = row["values"][index]
-                text = f"{100 * value:.2f} %" if row["metric"] == "accuracy" else \
-                    f"{value:.4f}"
-                if row["run"] != "pytorch":
-                    text += f" ({_percent(row['relative_difference'][index])}"
-                    if "vs_exact" in row:
-                        text += f"; {_percent(row['vs_exact'][index])}"
-                    text += ")"
-                cells.append(text)
-            lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines + [""])
-
-
-def plot(rows, path):
-    """Metric difference (mean over seeds, bars min..max) against the stored-bytes
-    saving, one point per threshold, one panel per task; written to ``path`` (PNG)."""
-    from ..report import new_figure
-    tasks = sorted({row["task"] for row in rows})
-    figure = new_figure(5.0 * len(tasks), 4.0)
-    for index, task in enumerate(tasks):
-        axes = figure.add_subplot(1, len(tasks), index + 1)
-        for run, colour in (("exact", "black"), ("ms1", "tab:blue"), ("ms2", "tab:orange"),
-                            ("both", "tab:green")):
-            points = [r for r in rows if r["task"] == task and r["run"] == run]
-            if not points:
-                continue
-            x = [100 * r["stored_reduction"] for r in points]
-            y = [100 * r["relative_difference_mean"] for r in points]
-            low = [100 * (r["relative_difference_mean"] - r["relative_difference_min"])
-                   for r in points]
-            high = [100 * (r["relative_difference_max"] - r["relative_difference_mean"])
-                    for r in points]
-            axes.errorbar(x, y, yerr=[low, high], fmt="o-" if run != "exact" else "s",
-                          color=colour, capsize=3, label=run)
-            for r, xv, yv in zip(points, x, y):
-                if run != "exact":
-                    axes.annotate(label(r["threshold"]), (xv, yv), fontsize=8,
-                                  textcoords="offset points", xytext=(4, 4))
-        for limit in (-1, 1):
-            axes.axhline(limit, color="grey", linestyle="--", linewidth=0.8)
-        metric = next(r["metric"] for r in rows if r["task"] == task)
-        axes.set_title(f"{task} ({metric})")
-        axes.set_xlabel("bytes stored FW -> BP saved against exact (%)")
-        axes.set_ylabel(f"{metric} difference from PyTorch (%)")
-        axes.legend(fontsize=8)
-    figure.savefig(path)
-
-
-def write_outputs(directory, lines, rows):
-    """``sweep.jsonl`` (every run and setting line) and ``sweep.png`` in ``directory``
-    (made if missing); written only after the sweep has finished."""
-    directory = Path(directory)
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / "sweep.jsonl").write_text("".join(json.dumps(line) + "\n"
-                                                       for line in lines))
-        plot(rows, directory / "sweep.png")
-    except OSError as error:
-        raise UsageError(f"cannot write to -o {directory}: {error.strerror or error}") \
-            from None

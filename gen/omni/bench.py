@@ -35,7 +35,7 @@ Parts
     the setting rows of recorded sweeps (:func:`~.accuracy_sweep.rows_from_files`) named
     by ``NNRTL_BENCH_OMNI_ACCURACY`` (``sweep.jsonl`` files or directories, separated by
     ``os.pathsep``; the 8-seed text sweep takes about 40 minutes on one thread, too long to
-    re-run in a bench), rendered by :func:`~.accuracy_sweep.markdown_tables` (mean ±
+    re-run in a bench), rendered by :func:`~.accuracy_report.markdown_tables` (mean ±
     standard error against PyTorch and against ``exact`` of the same seed, per-seed
     tables); without it, the full set runs :func:`~.accuracy_sweep.quick_sweep` (the tiny
     tasks, some 40 s) and the quick set skips the part. The recorded figures and their

@@ -59,7 +59,7 @@ def _accumulator(result):
 
 
 def _accuracy(result):
-    from .accuracy_sweep import markdown_tables
+    from .accuracy_report import markdown_tables
     accuracy = result.get("accuracy")
     title = "Accuracy against PyTorch (MS1 / MS2; issue 13: within 1 %)"
     if accuracy is None:

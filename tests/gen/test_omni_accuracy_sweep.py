@@ -10,10 +10,9 @@ import torch
 
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.accuracy import QUICK, main, train_run
+from nnrtl.gen.omni.accuracy_report import markdown_tables, summary_table, write_outputs
 from nnrtl.gen.omni.accuracy_sweep import (LIMIT, _summarise, check_pairs, check_thresholds,
-                                           markdown_tables, rows_from_files,
-                                           rows_from_lines, summary_table, sweep,
-                                           write_outputs)
+                                           rows_from_files, rows_from_lines, sweep)
 from nnrtl.gen.omni.training import MsConfig
 
 SPEC = dataclasses.replace(QUICK["text"], epochs=4, train_chars=3_200)   # MS2 skips from epoch 4
