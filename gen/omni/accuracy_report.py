@@ -51,7 +51,7 @@ def summary_table(rows):
                       _mean_sem(row["vs_exact_mean"], row["vs_exact_sem"])
                       if "vs_exact" in row else "",
                       _upper_text(row.get("vs_exact_degradation_upper_95")),
-                      _percent(-row["stored_reduction"]) if "stored_reduction" in row
+                      _percent(0.0 - row["stored_reduction"]) if "stored_reduction" in row
                       else "",
                       f"{row['p1_density']:.3f}" if "p1_density" in row else "",
                       f"{100 * row['skipped']:.1f} %" if "skipped" in row else ""))
@@ -94,7 +94,7 @@ def markdown_tables(rows, title="Accuracy against PyTorch"):
             f"{_upper_text(row.get('degradation_upper_95'))} | "
             f"{_yes(row['within_1_percent'])} / {_yes(row.get('within_1_percent_95'))} | "
             + " | ".join(versus) + " | "
-            + (_percent(-row["stored_reduction"]) if "stored_reduction" in row else "")
+            + (_percent(0.0 - row["stored_reduction"]) if "stored_reduction" in row else "")
             + " | " + (f"{row['p1_density']:.3f}" if "p1_density" in row else "")
             + " | " + (f"{100 * row['skipped']:.1f} %" if "skipped" in row else "") + " |")
     for task in dict.fromkeys(row["task"] for row in rows):
