@@ -27,6 +27,8 @@ and batch order, and reports per setting:
   changes), with ``vs_exact_mean``, ``_sem``, ``_min``, ``_max``,
   ``_degradation_mean``, ``_degradation_worst``, ``_degradation_upper_95`` and
   ``_within_1_percent_95`` (rows other than ``pytorch`` and ``exact``);
+* ``final_loss_vs_exact``: per seed, the last epoch's mean training loss minus
+  ``exact``'s (nats; positive: MS trained less far), where the runs carry their losses;
 * the savings the runs measure (:func:`.accuracy.train_run`): ``stored_reduction``, the
   bytes kept between FW and BP per iteration against ``exact`` (same seed), ``p1_density``
   (MS1: share of the BP-EW-P1 values that survive θ), ``skipped`` (MS2: share of the BP
@@ -353,6 +355,11 @@ def _summarise(task, run, threshold, per_seed, baselines, exact=None):
         versus = [(r["value"] - e["value"]) / e["value"] for r, e in zip(per_seed, exact)]
         row["vs_exact"] = versus
         row.update({f"vs_exact_{key}": value for key, value in _paired(versus, sign).items()})
+        if all("losses" in r for r in per_seed + list(exact)):
+            # how far training itself got: the last epoch's mean training loss, minus
+            # exact's of the same seed (nats; positive = less trained)
+            row["final_loss_vs_exact"] = [r["losses"][-1] - e["losses"][-1]
+                                          for r, e in zip(per_seed, exact)]
     if "stored_reduction" in per_seed[0]:
         row["stored_reduction"] = float(np.mean([r["stored_reduction"] for r in per_seed]))
     if "p1_density" in per_seed[0]:

@@ -59,6 +59,12 @@ def test_sweep_rows_and_fields(text_sweep):
     assert 0 < both["skipped"] < 1 and 0 < both["p1_density"] < 1
     assert both["stored_reduction"] > max(ms1["stored_reduction"], ms2["stored_reduction"])
     assert rows[3]["p1_density"] == 1.0                  # θ = 0 prunes nothing
+    runs = {(line["run"], str(line["threshold"]), line["seed"]): line
+            for line in lines if line["kind"] == "run"}
+    assert ms1["final_loss_vs_exact"] == pytest.approx(
+        [runs["ms1", "0.1", s]["losses"][-1] - runs["exact", "0.0", s]["losses"][-1]
+         for s in (1, 2)], abs=1e-12)
+    assert rows[3]["final_loss_vs_exact"] == [0.0, 0.0]
 
 
 def test_within_one_percent_derives_from_the_numbers(text_sweep):
