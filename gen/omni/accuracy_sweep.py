@@ -126,7 +126,7 @@ Decisions, each from the table:
   resolve about +-1 % against PyTorch). Against ``exact`` of the same seed, MS1+MS2 is
   -0.32 / -0.10 / +0.07 %: the 20-epoch gap (+4.4 %, every seed) is slower convergence,
   which 40 epochs closes to below the noise; this is the one text setting measured
-  within 1 % with memory saved. Session 3 repeated this at 12 seeds (``exact`` and
+  within 1 % with memory saved. Session 3 repeated this at 10 seeds (``exact`` and
   both against PyTorch and against ``exact``, standard errors): :mod:`.accuracy`.
   Not measured (machine time): MS1 and MS2 alone at 40 epochs, θ 0.1 at 40 epochs.
 
