@@ -5,11 +5,13 @@ initial weights and batch order, (1) ``nn.LSTM`` with PyTorch autograd (the base
 (2-4) the η-LSTM decomposition (:mod:`.training`) with MS1, MS2, and both; it prints one
 JSON line per task and run (final accuracy or perplexity, the relative difference from
 the baseline, the measured P1 density, skipped cells, rows and the bytes stored per
-iteration) and a summary line. ``--sweep [--seeds N] [--both θ/F,...] [--scaling S]
-[-o DIR]``: the multi-seed threshold sweep of :mod:`.accuracy_sweep` (MS1 alone, MS2
-alone and both together; its measurements and the defaults chosen from them);
-``--grad-clip X`` clips the gradient norm of both trainings (:class:`TaskSpec`);
-``--epochs N`` trains both for N epochs instead of the task's.
+iteration) and a summary line. ``--sweep [--seed K] [--seeds N] [--both θ/F,...]
+[--scaling S] [-o DIR]``: the multi-seed threshold sweep of :mod:`.accuracy_sweep` (MS1
+alone, MS2 alone and both together, seeds K .. K + N - 1; its measurements and the
+defaults chosen from them); ``--summarise PATH...`` pools recorded sweeps (one per seed,
+say) into its summary and markdown tables (:mod:`.accuracy_report`); ``--grad-clip X``
+clips the gradient norm of both trainings (:class:`TaskSpec`); ``--epochs N`` trains
+both for N epochs instead of the task's.
 
 Tasks (data shipped inside installed packages, nothing downloaded):
 
