@@ -77,7 +77,7 @@ def test_text_at_40_epochs_both_within_one_percent_of_exact():
     """Issue 13's text configuration (gen/omni/accuracy.py, session 3): 40 epochs, the
     gradient norm clipped to 1.0, seed 1: MS1+MS2 at MsConfig's defaults (θ 0.05, F
     0.005) within 1 % of the decomposition without MS of the same seed (measured
-    -0.32 %), storing more than 10 % less (measured 10.7 %). About 4.5 minutes."""
+    -0.32 %), storing more than 10 % less (measured 10.7 %). 131 s measured."""
     spec = dataclasses.replace(TASKS["text"], epochs=40, grad_clip=1.0)
     task = load_task(spec)
     exact = train_run(spec, MsConfig(loss_type=spec.loss_type), 1, task)
