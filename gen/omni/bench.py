@@ -30,6 +30,16 @@ Parts
     Yosys ``synth_xilinx`` (UltraScale+, :func:`nnrtl.gen.synth.run_yosys`) of the
     accumulator, one Omni-PE and one 32-PE channel (hierarchy kept, identical PEs
     synthesised once), beside Table III (the accumulator: 463 LUT, 608 FF).
+``accuracy``
+    MS1+MS2 against unmodified PyTorch training on the two real tasks (issue 13's 1 %):
+    the setting rows of recorded sweeps (:func:`~.accuracy_sweep.rows_from_files`) named
+    by ``NNRTL_BENCH_OMNI_ACCURACY`` (``sweep.jsonl`` files or directories, separated by
+    ``os.pathsep``; the 8-seed text sweep takes about 40 minutes on one thread, too long to
+    re-run in a bench), rendered by :func:`~.accuracy_report.markdown_tables` (mean ±
+    standard error against PyTorch and against ``exact`` of the same seed, per-seed
+    tables); without it, the full set runs :func:`~.accuracy_sweep.quick_sweep` (the tiny
+    tasks, some 40 s) and the quick set skips the part. The recorded figures and their
+    commands: :mod:`.accuracy`.
 ``plots``
     ``omni_utilization.png`` (dynamic against static per shape) and ``omni_memory.png``
     (the reductions beside the paper's).
@@ -41,8 +51,8 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["PAPER", "utilization_part", "memory_part", "accumulator_part",
-           "resources_part", "bench_omni", "bench", "main"]
+__all__ = ["PAPER", "ACCURACY_ENV", "utilization_part", "memory_part", "accumulator_part",
+           "accuracy_part", "resources_part", "bench_omni", "bench", "main"]
 
 #: The paper's figures the bench stands beside (spec omni.md §5).
 PAPER = {
@@ -53,6 +63,8 @@ PAPER = {
     "accumulator_inputs": 1024,
     "table3_accumulator": {"lut": 463, "ff": 608},
 }
+#: The environment variable naming recorded accuracy sweeps (:func:`accuracy_part`).
+ACCURACY_ENV = "NNRTL_BENCH_OMNI_ACCURACY"
 
 
 def utilization_part(quick):
@@ -89,6 +101,23 @@ def accumulator_part(inputs=1024):
             "overhead_vs_inputs": 100.0 * reduction / inputs,
             "channel_row_period": two - one, "channel_one_row_cycles": one,
             "paper_overhead_below": PAPER["accumulator_overhead_below"]}
+
+
+def accuracy_part(quick, sources=None):
+    """The accuracy rows: of the recorded sweeps ``sources`` (default: the paths in
+    :data:`ACCURACY_ENV`), else of :func:`~.accuracy_sweep.quick_sweep` unless ``quick``
+    (then ``None``)."""
+    from .accuracy_sweep import quick_sweep, rows_from_files
+    if sources is None:
+        sources = [p for p in os.environ.get(ACCURACY_ENV, "").split(os.pathsep) if p]
+    if sources:
+        rows, runs = rows_from_files(sources)
+        return {"source": "recorded", "paths": [str(p) for p in sources], "rows": rows,
+                "runs": len(runs)}
+    if quick:
+        return None
+    return {"source": "quick_sweep", "rows": [row for rows in quick_sweep().values()
+                                              for row in rows]}
 
 
 def yosys_counts(component, name, work, *, shared, log=None):
@@ -141,7 +170,8 @@ def bench_omni(out, *, quick=False, log=None):
     result = {"quick": quick, "paper": PAPER}
     seconds = {}
     for part, run in (("utilization", lambda: utilization_part(quick)),
-                      ("memory", memory_part), ("accumulator", accumulator_part)):
+                      ("memory", memory_part), ("accumulator", accumulator_part),
+                      ("accuracy", lambda: accuracy_part(quick))):
         start = time.monotonic()
         result[part] = run()
         seconds[part] = round(time.monotonic() - start, 1)

@@ -58,6 +58,24 @@ def _accumulator(result):
             f"(queues included), back-to-back rows every {acc['channel_row_period']}.", ""]
 
 
+def _accuracy(result):
+    from .accuracy_report import markdown_tables
+    accuracy = result.get("accuracy")
+    title = "Accuracy against PyTorch (MS1 / MS2; issue 13: within 1 %)"
+    if accuracy is None:
+        return [f"## {title}", "", "Not run in the quick set (NNRTL_BENCH_OMNI_ACCURACY "
+                "names recorded sweeps; figures and commands: `nnrtl.gen.omni.accuracy`).",
+                ""]
+    if accuracy["source"] == "recorded":
+        note = (f"Recorded sweeps ({accuracy['runs']} runs): "
+                + ", ".join(f"`{path}`" for path in accuracy["paths"]) + ".")
+    else:
+        note = ("The tiny tasks (`quick_sweep`; the full-size figures: "
+                "`nnrtl.gen.omni.accuracy`).")
+    tables = markdown_tables(accuracy["rows"], title).splitlines()
+    return tables[:2] + [note, ""] + tables[2:] + [""]
+
+
 def _resources(result):
     if "resources" not in result:
         return ["## Yosys resources", "", "Not run in the quick set.", ""]
@@ -83,6 +101,7 @@ def markdown_omni(result):
     lines = [f"# η-LSTM (Omni-PE) bench{' (quick set)' if result['quick'] else ''}", "",
              f"{result['seconds']} s.", ""]
     lines += _utilization(result) + _memory(result) + _accumulator(result)
+    lines += _accuracy(result)
     lines += _resources(result)
     lines += ["Plots: " + ", ".join(f"`{name}`" for name in result["plots"]), ""]
     return "\n".join(lines)

@@ -72,6 +72,21 @@ def test_text_language_model_against_pytorch():
         assert result["dropped_measured"] > 2 * result["dropped_predicted"], result
 
 
+@pytest.mark.slow
+def test_text_at_40_epochs_both_within_one_percent_of_exact():
+    """Issue 13's text configuration (gen/omni/accuracy.py, session 3): 40 epochs, the
+    gradient norm clipped to 1.0, seed 1: MS1+MS2 at MsConfig's defaults (θ 0.05, F
+    0.005) within 1 % of the decomposition without MS of the same seed (measured
+    -0.32 %), storing more than 10 % less (measured 10.7 %). 131 s measured."""
+    spec = dataclasses.replace(TASKS["text"], epochs=40, grad_clip=1.0)
+    task = load_task(spec)
+    exact = train_run(spec, MsConfig(loss_type=spec.loss_type), 1, task)
+    both = train_run(spec, MsConfig(ms1=True, ms2=True, loss_type=spec.loss_type), 1, task)
+    assert abs(both["value"] / exact["value"] - 1) <= 0.01, (both["value"], exact["value"])
+    saved = 1 - both["stored_bytes_per_iteration"] / exact["stored_bytes_per_iteration"]
+    assert saved > 0.10, saved
+
+
 def test_pruned_share_of_the_part1_vectors():
     """The smallest values carry at most their count's share of the mass; at
     initialisation (small weights) the forget gate f = p_S sits near 0.5, never below

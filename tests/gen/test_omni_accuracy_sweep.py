@@ -10,9 +10,9 @@ import torch
 
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.accuracy import QUICK, main, train_run
+from nnrtl.gen.omni.accuracy_report import markdown_tables, summary_table, write_outputs
 from nnrtl.gen.omni.accuracy_sweep import (LIMIT, _summarise, check_pairs, check_thresholds,
-                                           rows_from_lines, summary_table, sweep,
-                                           write_outputs)
+                                           rows_from_files, rows_from_lines, sweep)
 from nnrtl.gen.omni.training import MsConfig
 
 SPEC = dataclasses.replace(QUICK["text"], epochs=4, train_chars=3_200)   # MS2 skips from epoch 4
@@ -59,6 +59,12 @@ def test_sweep_rows_and_fields(text_sweep):
     assert 0 < both["skipped"] < 1 and 0 < both["p1_density"] < 1
     assert both["stored_reduction"] > max(ms1["stored_reduction"], ms2["stored_reduction"])
     assert rows[3]["p1_density"] == 1.0                  # θ = 0 prunes nothing
+    runs = {(line["run"], str(line["threshold"]), line["seed"]): line
+            for line in lines if line["kind"] == "run"}
+    assert ms1["final_loss_vs_exact"] == pytest.approx(
+        [runs["ms1", "0.1", s]["losses"][-1] - runs["exact", "0.0", s]["losses"][-1]
+         for s in (1, 2)], abs=1e-12)
+    assert rows[3]["final_loss_vs_exact"] == [0.0, 0.0]
 
 
 def test_within_one_percent_derives_from_the_numbers(text_sweep):
@@ -197,3 +203,72 @@ def test_gradient_clipping_applies_to_both_trainings():
     assert torch_run["losses"][1] > free["losses"][1] * 1.05     # small steps: slower
     assert torch_run["clipped_share"] == ours["clipped_share"] == 1.0
     assert "clipped_share" not in free
+
+
+def test_standard_error_and_upper_bound_by_hand():
+    """Three seeds, perplexity up 1, 2, 3 %: SE = 1 % / sqrt 3; the one-sided 95 % bound
+    mean + t(0.95, 2) SE with t = 2.919986 (Student's t table); against ``exact`` of the
+    same seed the differences are computed from the exact values, not from PyTorch's."""
+    def runs(values):
+        return [dict(metric="perplexity", value=v, seconds=1.0, seed=s)
+                for s, v in zip((4, 5, 6), values)]
+
+    base, exact = runs([4.0, 5.0, 2.0]), runs([4.4, 5.0, 1.9])
+    row = _summarise("text", "ms1", 0.05, runs([4.04, 5.1, 2.06]), base, exact)
+    assert row["seed_list"] == [4, 5, 6]
+    assert row["relative_difference"] == pytest.approx([0.01, 0.02, 0.03])
+    assert row["relative_difference_sem"] == pytest.approx(0.01 / 3 ** 0.5)
+    assert row["degradation_upper_95"] == pytest.approx(0.02 + 2.919986 * 0.01 / 3 ** 0.5,
+                                                        rel=1e-6)
+    assert row["within_1_percent_95"] is False and row["within_1_percent"] is False
+    assert row["vs_exact"] == pytest.approx([4.04 / 4.4 - 1, 5.1 / 5.0 - 1, 2.06 / 1.9 - 1])
+    assert row["vs_exact_mean"] == pytest.approx(np.mean(row["vs_exact"]))
+    assert row["vs_exact_sem"] == pytest.approx(np.std(row["vs_exact"], ddof=1) / 3 ** 0.5)
+    assert row["vs_exact_degradation_mean"] == pytest.approx(row["vs_exact_mean"])
+    # accuracy: a drop is the degradation, so the bound is on the negated differences
+    acc = [dict(metric="accuracy", value=v, seconds=1.0) for v in (0.9, 0.8)]
+    up = _summarise("digits", "ms1", 0.1, [dict(r, value=r["value"] * 1.01) for r in acc],
+                    acc, acc)
+    assert up["degradation_upper_95"] == pytest.approx(-0.01)
+    assert up["within_1_percent_95"] and up["vs_exact_within_1_percent_95"]
+    assert up["vs_exact_sem"] == pytest.approx(0.0)
+    one = _summarise("digits", "ms1", 0.1, acc[:1], acc[:1], acc[:1])
+    assert one["relative_difference_sem"] is None and one["within_1_percent_95"] is None
+    assert "vs_exact" not in _summarise("digits", "exact", 0.0, acc, acc, acc)
+
+
+def test_rows_from_files_pool_seed_by_seed_sweeps(text_sweep, tmp_path, capsys):
+    rows, lines = text_sweep
+    for seed in (2, 1):                      # one directory per seed, as --seed K --seeds 1
+        mine = [line for line in lines if line.get("seed", seed) == seed]
+        (tmp_path / f"seed{seed}").mkdir()
+        (tmp_path / f"seed{seed}" / "sweep.jsonl").write_text(
+            "".join(json.dumps(line) + "\n" for line in mine))
+    pooled, runs = rows_from_files([tmp_path])
+    assert pooled == rows and len(runs) == 16
+    markdown = markdown_tables(pooled)
+    assert markdown.count("\n| 1 | ") == markdown.count("\n| 2 | ") == 1
+    assert "| text | both | 0.1/0.02 | 2 | " in markdown
+    assert main(["--summarise", str(tmp_path / "seed1"), str(tmp_path / "seed2")]) == 0
+    assert "| text | exact | 0 | 2 | " in capsys.readouterr().out
+    with pytest.raises(UsageError, match=r"^.*sweep\.jsonl: run \('text', 'pytorch', "
+                       r"'0\.0', 1\) appears twice$"):
+        rows_from_files([tmp_path / "seed1", tmp_path / "seed1" / "sweep.jsonl"])
+    with pytest.raises(UsageError, match=r"^no sweep\.jsonl under .*empty$"):
+        (tmp_path / "empty").mkdir()
+        rows_from_files([tmp_path / "empty"])
+    assert main(["--summarise", str(tmp_path / "empty")]) == 2
+    assert re.search(r"error: --summarise: no sweep\.jsonl under .*empty$",
+                     capsys.readouterr().err, re.MULTILINE)
+
+
+def test_only_the_both_pairs(monkeypatch, capsys):
+    """``--prune-thresholds none --skip-thresholds none``: PyTorch, exact and the pairs."""
+    calls = []
+    monkeypatch.setattr("nnrtl.gen.omni.accuracy_sweep.sweep",
+                        lambda spec, seeds, prune, skip, emit, both, scaling:
+                        calls.append((spec.name, tuple(seeds), prune, skip, both)) or [])
+    assert main(["--sweep", "--quick", "--task", "text", "--seed", "5", "--seeds", "2",
+                 "--prune-thresholds", "none", "--skip-thresholds", "none",
+                 "--both", "0.05/0.005"]) == 0
+    assert calls == [("text", (5, 6), (), (), ((0.05, 0.005),))]

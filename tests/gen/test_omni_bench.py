@@ -69,3 +69,24 @@ def test_memory_beside_the_paper(run):
     average = memory["rows"]["average"]
     assert set(average) >= {"ms1", "ms2", "ms1+ms2"}
     assert 0 < average["ms1+ms2"]["footprint"] < 100
+
+
+def test_accuracy_part_of_recorded_sweeps(run, tmp_path):
+    """The quick set skips the accuracy part; recorded sweeps (two seeds, hand-written
+    runs; the numbers by hand: tests/gen/test_omni_accuracy_report.py) are summarised
+    into the markdown's accuracy section."""
+    from nnrtl.gen.omni.bench_markdown import markdown_omni
+    from test_omni_accuracy_report import hand_runs
+    assert run[1]["accuracy"] is None
+    assert "Not run in the quick set (NNRTL_BENCH_OMNI_ACCURACY" in \
+        (run[0] / "omni.md").read_text()
+    path = tmp_path / "sweep.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in hand_runs()))
+    accuracy = omni_bench.accuracy_part(True, [path])
+    assert accuracy["runs"] == 6 and [r["run"] for r in accuracy["rows"]] == [
+        "pytorch", "exact", "both"]
+    markdown = markdown_omni(dict(run[1], accuracy=accuracy))
+    assert f"Recorded sweeps (6 runs): `{path}`." in markdown
+    assert "| text | both | 0.05/0.005 | 2 | +1.50 % ± 0.50 % [+1.00 %, +2.00 %] | " \
+        "+4.66 % | no / no | " in markdown                      # 1.5 + 6.3138 * 0.5
+    assert "| 1 | 4.0000 | 4.4000 (+10.00 %) | 4.0400 (+1.00 %; -8.18 %) |" in markdown
