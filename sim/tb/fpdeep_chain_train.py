@@ -48,6 +48,7 @@ from nnrtl.sim.tb.fpdeep_node import model_cycles as node_cycles
 from nnrtl.sim.tb.fpdeep_node import phases, random_case
 
 __all__ = ["SIMULATORS", "ChainTrainTop", "small_chain", "chain_case", "compose", "host_streams",
+           "monitored_ports", "inner_mismatches",
            "expected_out", "run", "run_cases"]
 
 
@@ -250,6 +251,30 @@ def _monitored(config, node, images, trained, found):
     return want
 
 
+
+def monitored_ports(config):
+    """Per stage the output streams a bench watches inside the chain (``act_out``, and
+    ``err_out`` on a stage with EB)."""
+    return [("act_out", "err_out") if config.eb(n) else ("act_out",)
+            for n in range(len(config.stages))]
+
+
+def inner_mismatches(config, inner, seen, images, trained, limit):
+    """At most ``limit`` mismatches of the beats ``seen`` on the chain's inner streams
+    against ``inner`` (per stage ``{port: beats expected}``, :func:`_monitored`)."""
+    wrong = []
+    for n, ports in enumerate(inner):
+        for port, beats in ports.items():
+            per = len(beats) // max(1, images if port == "act_out" else trained)
+            for b, (g, w) in enumerate(zip(seen[n][port], beats)):
+                if g != w:
+                    wrong.append(f"{config.name(n)} {port}: image {b // per} beat "
+                                 f"{b % per} is {g:#x}, expected {w:#x}")
+            if len(seen[n][port]) != len(beats):
+                wrong.append(f"{config.name(n)} {port}: {len(seen[n][port])} of "
+                             f"{len(beats)} beats")
+    return wrong[:max(0, limit)]
+
 def run(config, images, pattern, *, seed=0, link_options=None, limit=4):
     """Train ``images`` random images (:func:`chain_case`) through a :class:`ChainTrainTop`
     under ``pattern``; returns the report (module docstring)."""
@@ -358,8 +383,8 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
         report["cycles"] = budget
         report["timed_out"] = (f"{len(got)} of {images * per_image} activation beats, "
                                f"{sent_images} of {images} images and {sent_errors} of "
-                               f"{trained} error blocks sent, " + ", ".join(
-                                   f"{config.name(n)} {port} {have} of {need} beats"
+                               f"{trained} error blocks sent" + "".join(
+                                   f", {config.name(n)} {port} {have} of {need} beats"
                                    for n, port, have, need in inside if have < need)
                                + f" in {budget} cycles")
 
@@ -377,17 +402,8 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
                     f"image {k}: beat {b} (node {node + 1}) is {g:#x}, expected {w:#x}")
         if len(received) < len(beats) and len(report["mismatches"]) < limit:
             report["mismatches"].append(f"image {k}: {len(received)} of {len(beats)} beats")
-    for n, ports in enumerate(inner):
-        for port, beats in ports.items():
-            per = len(beats) // max(1, images if port == "act_out" else trained)
-            for b, (g, w) in enumerate(zip(seen[n][port], beats)):
-                if g != w and len(report["mismatches"]) < limit:
-                    report["mismatches"].append(
-                        f"{config.name(n)} {port}: image {b // per} beat {b % per} is {g:#x}, "
-                        f"expected {w:#x}")
-            if len(seen[n][port]) != len(beats) and len(report["mismatches"]) < limit:
-                report["mismatches"].append(f"{config.name(n)} {port}: {len(seen[n][port])} "
-                                            f"of {len(beats)} beats")
+    report["mismatches"] += inner_mismatches(config, inner, seen, images, trained,
+                                             limit - len(report["mismatches"]))
     report["received"] = [got[k * per_image:(k + 1) * per_image] for k in range(images)]
     report["bit_exact"] = (not report["mismatches"] and not report["fault"]
                            and report["timed_out"] is None)

@@ -6,8 +6,12 @@ The design (:class:`ChainVerilogTop`) is :class:`~nnrtl.sim.tb.fpdeep_chain_trai
 with its host side as ports: ``host_act``, ``host_err`` (sinks) and ``host_out`` (source)
 of link beats, node ``n``'s LPRAM ``load{n}`` stream, boundary ``b``'s channel pauses
 ``pause{b}_fwd`` / ``pause{b}_bwd`` (forward: node ``b`` → ``b + 1``), and what the bench
-counts: ``fwd{b}`` / ``bwd{b}`` (a link word taken on that channel this cycle) and
-``fault`` (any link module's).
+counts: ``fwd{b}`` / ``bwd{b}`` (a link word taken on that channel this cycle),
+``fault`` (any link module's), and the streams inside the chain the Amaranth bench checks
+too (:func:`~nnrtl.sim.tb.fpdeep_chain_train.monitored_ports`: every stage's ``act_out``,
+and ``err_out``, EB's error relayed upstream, on a stage with EB): ``mon{n}_{port}`` (a
+beat taken this cycle) and ``mon{n}_{port}_data`` (its payload). A run ends, as the
+Amaranth bench's, when the host has every beat and every inner stream every beat.
 
 "Each node its own Verilator model" (decision): the chain is one Verilog design in which
 every node top, every node's adapter and every link module is a module of its own
@@ -54,7 +58,7 @@ import random
 import tempfile
 
 import cocotb
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from cocotb.triggers import ReadOnly, RisingEdge
@@ -62,8 +66,10 @@ from cocotb.triggers import ReadOnly, RisingEdge
 from nnrtl.hw.fpdeep.chain_link import ChainConfig, beat_signature
 from nnrtl.sim.patterns import pause_pattern
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
-from nnrtl.sim.tb.fpdeep_chain_train import (SIMULATORS, ChainTrainTop, _budget, chain_case,
-                                             compose, expected_out, host_streams)
+from nnrtl.sim.tb.fpdeep_chain_train import (SIMULATORS, ChainTrainTop, _budget, _monitored,
+                                             chain_case, compose, expected_out,
+                                             host_streams, inner_mismatches,
+                                             monitored_ports)
 from nnrtl.sim.tb.fpdeep_fp import stimulus as fp_stimulus
 
 __all__ = ["ChainVerilogTop", "ChainHost", "chain_runner", "check", "run",
@@ -90,6 +96,10 @@ class ChainVerilogTop(wiring.Component):
         for b in range(len(self._chain.links)):
             ports |= {f"pause{b}_fwd": In(1), f"pause{b}_bwd": In(1),
                       f"fwd{b}": Out(1), f"bwd{b}": Out(1)}
+        for n, names in enumerate(monitored_ports(config)):
+            for name in names:
+                width = Value.cast(self._chain.port(n, name).payload).shape().width
+                ports |= {f"mon{n}_{name}": Out(1), f"mon{n}_{name}_data": Out(width)}
         super().__init__(ports)
 
     @property
@@ -113,6 +123,11 @@ class ChainVerilogTop(wiring.Component):
                          getattr(self, f"bwd{b}").eq(bwd.tvalid & bwd.tready)]
             faults = faults | pair.a.fault | pair.b.fault
         m.d.comb += self.fault.eq(faults)
+        for n, names in enumerate(monitored_ports(self._chain.config)):
+            for name in names:
+                port = chain.port(n, name)
+                m.d.comb += [getattr(self, f"mon{n}_{name}").eq(port.valid & port.ready),
+                             getattr(self, f"mon{n}_{name}_data").eq(Value.cast(port.payload))]
         return m
 
 
@@ -145,15 +160,21 @@ class ChainHost:
         self.got = []
         self.link_words = [{"forward": 0, "backward": 0} for _ in self.channels]
         self.fault = False
+        # inner stream: (its name in messages, beats expected)
+        self.inner = streams.get("inner", {})
+        self.seen = {name: [] for name in self.inner}
         self._offers = (False, False, False)
         self.outputs = (["host_out__valid", "host_out__payload", "host_act__ready",
                          "host_err__ready", "fault"]
                         + [f"load{n}__ready" for n in range(len(self.loads))]
-                        + [f"{d}{b}" for b in range(len(self.channels)) for d in ("fwd", "bwd")])
+                        + [f"{d}{b}" for b in range(len(self.channels)) for d in ("fwd", "bwd")]
+                        + [f"{name}{part}" for name in self.inner for part in ("", "_data")])
 
     @property
     def done(self):
-        return len(self.got) >= self.images * self.per_image and self.sent_errors == self.trained
+        return (len(self.got) >= self.images * self.per_image
+                and self.sent_errors == self.trained
+                and all(len(self.seen[name]) >= need for name, (_, need) in self.inner.items()))
 
     def drive(self):
         values = {}
@@ -203,13 +224,20 @@ class ChainHost:
         for b, counts in enumerate(self.link_words):
             counts["forward"] += bool(words[2 * b])
             counts["backward"] += bool(words[2 * b + 1])
+        watched = words[2 * len(self.link_words):]
+        for k, name in enumerate(self.inner):
+            if watched[2 * k]:
+                self.seen[name].append(watched[2 * k + 1])
         self.fault = self.fault or bool(fault)
 
     def waiting(self, budget):
         """What was awaited when ``budget`` cycles ran out."""
+        inside = "".join(f", {shown} {len(self.seen[name])} of {need} beats"
+                         for name, (shown, need) in self.inner.items()
+                         if len(self.seen[name]) < need)
         return (f"{len(self.got)} of {self.images * self.per_image} activation beats, "
                 f"{self.sent_images} of {self.images} images and {self.sent_errors} of "
-                f"{self.trained} error blocks sent in {budget} cycles")
+                f"{self.trained} error blocks sent{inside} in {budget} cycles")
 
 
 @cocotb.test()
@@ -240,7 +268,7 @@ async def chain_trains(dut):
     else:
         timed_out = host.waiting(budget)
     report({"cycles": cycles, "timed_out": timed_out, "link_words": host.link_words,
-            "fault": host.fault, "got": host.got})
+            "fault": host.fault, "got": host.got, "seen": host.seen})
 
 
 def chain_runner(simulator):
@@ -306,22 +334,28 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
     cases, found = compose(config, cases)
     acts, errs = host_streams(config, cases)
     want = expected_out(config, cases, found)
+    trained = images - probes
+    inner = [_monitored(config, n, images, trained, found) for n in range(len(cases))]
     loads = [fp_stimulus(config.segment(n), case)["load"] for n, case in enumerate(cases)]
     if budget is None:
         budget = _budget(config, images, max(map(len, loads)), pattern, link_options)
     streams = {"acts": acts, "errs": errs[:images - probes], "loads": loads,
                "lag": config.lag, "per_image": config.host_beats,
-               "boundaries": boundaries, "pattern": pattern, "seed": seed}
+               "boundaries": boundaries, "pattern": pattern, "seed": seed,
+               "inner": {f"mon{n}_{port}": (f"{config.name(n)} {port}", len(beats))
+                         for n, ports in enumerate(inner) for port, beats in ports.items()}}
     with tempfile.TemporaryDirectory(prefix="fpdeep-chain-") as tmp:
         path = os.path.join(tmp, "streams.json")
         with open(path, "w") as f:
             json.dump(streams, f)
         result = simulate(verilog, test_module=__name__, name=TOP, seed=seed,
                           params={"streams": path, "budget": budget}, log=log)
-    got = result.pop("got")
+    got, seen = result.pop("got"), result.pop("seen")
+    seen = [{port: seen[f"mon{n}_{port}"] for port in ports} for n, ports in enumerate(inner)]
     per_image = config.host_beats
-    result.update(pattern=pattern, budget=budget,
-                  mismatches=check(config, got, want, limit=limit),
+    wrong = check(config, got, want, limit=limit)
+    wrong += inner_mismatches(config, inner, seen, images, trained, limit - len(wrong))
+    result.update(pattern=pattern, budget=budget, mismatches=wrong,
                   received=[got[k * per_image:(k + 1) * per_image] for k in range(images)])
     result["bit_exact"] = (not result["mismatches"] and not result["fault"]
                            and result["timed_out"] is None)

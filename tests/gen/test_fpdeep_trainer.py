@@ -210,6 +210,8 @@ def test_flush_is_plain_sgd(files):
     (("--fpgas", "2", "--chain", "4"), r"^unknown option '--chain': the fpdeep engine takes"),
     (("--fpgas", "2", "--backpressure", "jitter"),
      r"^--backpressure must be one of none, cycle, random, bursty, not 'jitter'$"),
+    (("--fpgas", "2", "--simulator", "icarus"),
+     r"^--simulator must be one of amaranth, verilator, not 'icarus'$"),
 ])
 def test_bad_options(files, options, message):
     with pytest.raises(UsageError, match=message):
@@ -218,17 +220,19 @@ def test_bad_options(files, options, message):
 
 def test_bad_requests(files, tmp_path):
     network = load_network(files.model)
-    with pytest.raises(UsageError, match=r"^--backend rtl: the node chain trains one "
-                                         r"convolution layer \(the network's first, the rest "
-                                         r"on the host\), not 2$"):
-        train_hook(request(files, "--fpgas", "2", backend="rtl"), network)
+    # Two conv layers on 2 boards: a layer pipeline, conv1 split over both, conv2 the second
+    # segment of board 2 (tests/gen/test_fpdeep_chain_rtl.py has the refusals).
+    trainer = train_hook(request(files, "--fpgas", "2", backend="rtl"), network)
+    assert trainer.rtl.config.layers == (0, 0, 1)
+    assert [len(node.segments) for node in trainer.rtl.config.nodes] == [1, 2]
     with pytest.raises(UsageError, match=r"^--pipeline stale with --backend rtl: the RTL "
                                          r"chain is loaded with each step's weights"):
         train_hook(request(files, "--fpgas", "2", "--pipeline", "stale", backend="rtl"),
                    network)
-    with pytest.raises(UsageError, match=r"^--backpressure applies to --backend rtl \(the "
-                                         r"chain's links\)$"):
-        train_hook(request(files, "--fpgas", "2", "--backpressure", "none"), network)
+    for option, value in (("--backpressure", "none"), ("--simulator", "verilator")):
+        with pytest.raises(UsageError, match=rf"^{option} applies to --backend rtl \(the RTL "
+                                             rf"chain\)$"):
+            train_hook(request(files, "--fpgas", "2", option, value), network)
     with pytest.raises(UsageError, match=r"^--param 'ocp=1': FPDeep's mapping options"):
         train_hook(request(files, "--fpgas", "2", params=["ocp=1"]), network)
     np.save(tmp_path / "x.npy", np.zeros((1, 3, 11, 12)))
