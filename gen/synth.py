@@ -40,7 +40,9 @@ and ``synth_xilinx`` (``shared``) gets through memory mapping (568 RAMB36E1 of L
 of Act-RAM, 9 of EB line buffer, as the model has them; the LGB's did not reach the log) and
 the DSP mapping (1,134 DSP48E1 each in FP and EB) to ABC9's ``AIGMAP``, where the whole
 design's gates (the PG module 1.9 M AIG cells, the FP line buffer's window muxes 0.9 M)
-exceed the 4 GB after 46 minutes. The mid-size node of
+exceed the 4 GB after 46 minutes. Scaled to 32 input channels (864 MAC units, 2.6 MB,
+133 loops left out) it completes: 90,889 LUT, 38,200 FF, 866 DSP48E1 and 378 BRAM36
+(the model: 864 and 381) in 698 s, 2.07 GB at most. The mid-size node of
 ``tests/gen/test_fpdeep_resources.py`` (flat) without the loops: 44 BRAM36 (the model's),
 110 DSP48E1, 12,264 LUT, 5,689 FF in 104 s (an earlier run with them, on the RTL before a
 later change to PG: 44, 110, 12,313, 5,689 in 182 s). The Verilog that ``nnrtl generate``
