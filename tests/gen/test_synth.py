@@ -56,3 +56,41 @@ def test_other_failures_are_not_retried(design, monkeypatch):
                                          r"error\); its log is "):
         synth.run_yosys(design / "top.v", "top", "xcup", design)
     assert len(scripts) == 1
+
+
+def test_zero_initialisers_are_left_out_of_what_yosys_reads():
+    """Every loop hw.hierarchy writes for an all-zero memory (plain and escaped names) goes;
+    a memory with other contents and the rest of the text stay."""
+    from nnrtl.hw import hierarchy
+
+    lines = "\n".join(f"    m[{n}] = 16'h0;" for n in range(70))
+    zero = hierarchy.compact_zero_init(f"  initial begin\n{lines}\n  end\n")
+    escaped = zero.replace("m[", "\\ram$1 [")
+    other = "  initial begin\n    t[0] = 16'h0;\n    t[1] = 16'h7;\n  end\n"
+    text = f"module top;\n  reg [15:0] m [69:0];\n{zero}{other}endmodule\n" \
+           f"module sub;\n{escaped}  assign x = 1;\nendmodule\n"
+    stripped, count = synth.strip_zero_init(text)
+    assert count == 2 and "nnrtl_zero_init" in zero and "\\ram$1 [" in escaped
+    assert stripped == f"module top;\n  reg [15:0] m [69:0];\n{other}endmodule\n" \
+                       f"module sub;\n  assign x = 1;\nendmodule\n"
+
+
+def test_synthesize_reads_the_stripped_text_and_keeps_the_design(design, monkeypatch):
+    from nnrtl.hw import hierarchy
+
+    zero = hierarchy.compact_zero_init(
+        "  initial begin\n" + "".join(f"    m[{n}] = 8'h0;\n" for n in range(3)) + "  end\n")
+    verilog = f"module top;\n  reg [7:0] m [2:0];\n{zero}endmodule\n"
+    (design / "top.v").write_text(verilog)
+    (design / "manifest.json").write_text(json.dumps({"module": "top",
+                                                      "board": {"name": "vc709"}}))
+    read = []
+
+    def run(command, cwd, capture_output, text):
+        read.append((cwd / "top.synth.v").read_text())
+        return fake_yosys([(0, "")], [])(command, cwd, capture_output, text)
+    monkeypatch.setattr(subprocess, "run", run)
+    report = synth.synthesize(design, hierarchy="flat")
+    assert read == ["module top;\n  reg [7:0] m [2:0];\nendmodule\n"]
+    assert report["zero_inits_left_out"] == 1 and report["lut"] == 3
+    assert (design / "top.v").read_text() == verilog and not (design / "top.synth.v").exists()
