@@ -82,6 +82,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32
+from ..checks import check_positive
 from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
 from .lpram import pack
@@ -134,8 +135,7 @@ class PgModule(SegmentModule):
     """
 
     def __init__(self, cfg, *, batch=1):
-        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-            raise TypeError(f"batch must be a positive integer, not {batch!r}")
+        check_positive("batch", batch)
         self._batch = batch
         super().__init__(cfg, {
             "i_act": In(stream.Signature(pixel_layout(cfg.word_bits, cfg.n_in))),

@@ -45,6 +45,7 @@ from amaranth.lib.wiring import In, Out
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32
 from ..arith.float_mul import FloatMul
+from ..checks import check_positive
 from .lpram import load_layout, row_layout
 from .pg import gradient_layout, lgb_bits
 
@@ -95,8 +96,7 @@ class WeightUpdate(wiring.Component):
     """
 
     def __init__(self, cfg, *, batch=1):
-        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-            raise TypeError(f"batch must be a positive integer, not {batch!r}")
+        check_positive("batch", batch)
         self._cfg, self._batch = cfg, batch
         super().__init__({
             "i": In(stream.Signature(gradient_layout(cfg, batch))),
