@@ -46,7 +46,9 @@ exceed the 4 GB after 46 minutes. Scaled to 32 input channels (864 MAC units, 2.
 ``tests/gen/test_fpdeep_resources.py`` (flat) without the loops: 44 BRAM36 (the model's),
 110 DSP48E1, 12,264 LUT, 5,689 FF in 104 s (an earlier run with them, on the RTL before a
 later change to PG: 44, 110, 12,313, 5,689 in 182 s). The Verilog that ``nnrtl generate``
-writes keeps the loops (Verilator and simulators read them).
+writes keeps the loops (Verilator and simulators read them); the text Yosys reads is
+``{module}.synth.v`` beside it, removed after a run and kept when Yosys rejects it (the
+error names it; its line numbers are the ones in Yosys' message).
 
 On UltraScale+ (``xcup``) a memory marked ``ram_style = "ultra"`` (a FARNN PE's weights)
 is mapped to UltraRAM (``-uram``); without the mark Yosys chooses among LUT-RAM and block
@@ -364,12 +366,11 @@ def synthesize(directory, *, hierarchy="auto", log=None):
             f"RAM power up at zero)")
     verilog_path = directory / f"{module}.synth.v"
     verilog_path.write_text(text)
-    try:
-        cells, path_length, seconds = run_yosys(verilog_path, module, capacity.yosys_family,
-                                                directory, flatten=hierarchy == "flat",
-                                                log=log)
-    finally:
-        verilog_path.unlink()
+    # On a failure the text stays beside synth.log: the error names it (the line numbers
+    # are of that text, not of the generated Verilog).
+    cells, path_length, seconds = run_yosys(verilog_path, module, capacity.yosys_family,
+                                            directory, flatten=hierarchy == "flat", log=log)
+    verilog_path.unlink()
     counts = count_resources(cells)
     share = {resource: counts[resource] / getattr(capacity, resource)
              for resource in ("lut", "ff", "dsp", "bram36", "uram")
