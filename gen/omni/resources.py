@@ -65,6 +65,11 @@ lane beside its fixed 2,932 (PE control 228, sigmoid and tanh 1,912, channel 792
 against 875 now (the lane's 737: adder 369, multiplier 132, the operand, feedback and
 result MUXes about 123, queue storage 113; and 138 of the channel's logic, most of it
 the lane's two operand MUXes and its word of the result beat). 274 LUTs a PE too many.
+Yosys of that 40 x 32 top whole (``nnrtl synth`` with ``hierarchy="shared"`` on
+:data:`~nnrtl.gen.omni.engine.PAPER_VCU128`'s Verilog, 2026-11-24, 1,763 s of Yosys on
+the loaded 2-core machine, the ABC name-clash retry included): 1,268,733 LUTs (1,094,813
+logic, 173,920 memory; 97.3 % of the device, the model's 1,263,615 within 0.4 %),
+931,999 FFs, 6,563 DSPs, 280 BRAM36, 37 logic levels.
 """
 
 import dataclasses

@@ -11,7 +11,7 @@ Engine options (``request.options``, after ``nnrtl train omni ...``)
     ``--ms1``: BP-EW-P1 moved into FW, pruned at ``--prune-threshold θ`` (default
     :class:`~.training.MsConfig`'s, 0.05) and stored compressed; BP decodes it.
     ``--ms2``: BP-cell skipping with eq. 4's predictor, eq. 5 and the convergence-aware
-    scaling, ``--skip-threshold F`` (default MsConfig's, 0.005: a fraction of epoch 1's
+    scaling, ``--skip-threshold F`` (default MsConfig's, 0.002: a fraction of epoch 1's
     largest predicted δW_Mag, :mod:`.skipping`). The loss type is the interface's: ``mse`` is a
     loss at every timestamp (``per-timestamp``), ``cross-entropy`` one at the last
     (``single``). One training step is one epoch of MS2 (the request's batch is the whole

@@ -216,7 +216,7 @@ def test_train_through_the_interface(tmp_path):
     assert summary["within_bound"] and len(summary["loss"]) == 2
     record = json.loads((tmp_path / "run" / "train.json").read_text())
     assert record["config"]["memory"] == {"ms1": True, "prune_threshold": 0.0, "ms2": True,
-                                          "skip_threshold": 0.005, "loss_type": "single",
+                                          "skip_threshold": 0.002, "loss_type": "single",
                                           "scaling": "predicted"}
     assert record["config"]["channels"][1]["input_size"] == 5
     assert record["steps"][0]["p1_density"] == 1.0
