@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 from amaranth.hdl import Cat, Const, Module, Mux
 
-from .float_pipeline import (DSP_ONE_HOT, FloatUnit, align_product, leading_zeros,
-                             normalize_product, round_and_pack, shift_right_sticky, unpack,
+from .float_pipeline import (DSP_ONE_HOT, FloatUnit, align_product, aligned_sum,
+                             leading_zeros, normalize_product, round_and_pack, shift_right_sticky, unpack,
                              wire)
 
 
@@ -142,23 +142,24 @@ class FloatAdd(FloatUnit):
 
         # align: p significand bits, guard, round, sticky
         if self._shifts == "dsp":
-            shifted, sticky = align_product(m, s.small, s.difference, 3)
+            # the shifted-out bits stay in the product, negated for a subtraction; the
+            # sum is the DSP slice's post-adder (aligned_sum)
+            small, low = align_product(m, s.small, s.difference, 3, s.subtract)
         else:
             shifted, sticky = shift_right_sticky(m, Cat(Const(0, 3), s.small), s.difference,
                                                  name="aligned")
+            small = Cat(shifted[0] | sticky, shifted[1:])
         t = pipe.cut(
             "align",
             sign=s.sign, zero_sign=s.zero_sign, subtract=s.subtract, exponent=s.exponent,
-            large=s.large, small=Cat(shifted[0] | sticky, shifted[1:]),
+            large=s.large, small=small,
             nan=s.nan, inf=s.inf,
         )
 
         # add: |large| >= |small|, so the difference is never negative
         large_ext = Cat(Const(0, 3), t.large)
         if self._shifts == "dsp":
-            # one carry chain: large + ~small + 1 is large - small modulo 2**(p + 4)
-            inverted = Cat(t.small, Const(0, 1)) ^ t.subtract.replicate(p + 4)
-            total = wire(m, (large_ext + inverted + t.subtract)[:p + 4], "sum")
+            total = aligned_sum(m, large_ext, t.small.as_signed(), low, p + 4)
         else:
             total = Mux(t.subtract, large_ext - t.small, large_ext + t.small)[:p + 4]
         u = pipe.cut(
@@ -195,12 +196,12 @@ class FloatAdd(FloatUnit):
         )
 
         # normalize: left by the count, or right by one (keeping a sticky bit) on a carry
-        carried = Cat(v.total[0] | v.total[1], v.total[2:p + 4])
         if self._shifts == "dsp":
-            shifted = normalize_product(m, v.total[:p + 3], v.shift)
+            normalized = normalize_product(m, v.total, v.shift, v.carry)
         else:
+            carried = Cat(v.total[0] | v.total[1], v.total[2:p + 4])
             shifted = (v.total[:p + 3] << v.shift)[:p + 3]
-        normalized = Mux(v.carry, carried, shifted)
+            normalized = Mux(v.carry, carried, shifted)
         w = pipe.cut(
             "normalize",
             sign=v.sign, zero_sign=v.zero_sign, normalized=normalized,

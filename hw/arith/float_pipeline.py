@@ -17,7 +17,7 @@ from .float_format import FloatFormat
 
 
 __all__ = ["FloatUnit", "FloatPipeline", "wire", "unpack", "leading_zeros", "shift_right_sticky",
-           "align_product", "normalize_product", "DSP_ONE_HOT", "round_and_pack"]
+           "align_product", "aligned_sum", "normalize_product", "DSP_ONE_HOT", "round_and_pack"]
 
 #: Bits of the one-hot factor a shift-as-product puts on a DSP slice's narrow multiplier
 #: input: the unsigned width of its 18-bit signed B port (DSP48E1 and DSP48E2 alike).
@@ -215,59 +215,96 @@ def _one_hot(m, amount, count, name):
     return wire(m, Cat(*(amount == k for k in range(count))), name)
 
 
-def align_product(m, significand, amount, extra, name="aligned"):
-    """``(significand << extra) >> amount`` and its sticky bit, as
-    :func:`shift_right_sticky` gives them, computed as a product with a one-hot power of
-    two (which synthesis maps to one DSP slice) instead of a shifter in LUTs.
+def _signed_power(m, index, count, negate, name):
+    """``-2**index`` if ``negate`` else ``2**index``, as a signed ``count + 1``-bit value
+    (``index`` below ``count``): bit ``k`` is ``index <= k`` when negated (the two's
+    complement of a power of two), ``index == k`` otherwise, so each bit is one LUT of
+    ``index`` and ``negate``, as a plain one-hot bit is."""
+    bits = Cat(*(Mux(negate, index <= k, index == k) for k in range(count)), negate)
+    return wire(m, bits, name).as_signed()
 
-    With ``n = len(significand) + extra``: ``x >> d = significand * 2**(n - d) / 2**p``,
-    so the product's bits from ``p`` up are the shifted value and its low ``p`` bits the
-    ones shifted out (the sticky bit is their OR); ``d >= n`` shifts everything out, as
-    ``d = n`` does. The one-hot factor has at most :data:`DSP_ONE_HOT` bits: a wider
-    range (``n >= DSP_ONE_HOT``, e.g. fp32's 27) is split: ``d < DSP_ONE_HOT`` is the
-    product alone; a larger ``d`` first drops the significand's low
-    ``DSP_ONE_HOT - extra`` bits into the sticky bit (a 2:1 multiplexer in LUTs) and the
-    product shifts the rest by ``d - DSP_ONE_HOT``. ``len(significand)`` up to
-    ``2 * DSP_ONE_HOT - 1 - 2 * extra`` bits. Returns ``(shifted, sticky)``.
+
+def align_product(m, significand, amount, extra, negate, name="aligned"):
+    """The alignment of an adder's smaller significand as a signed product with a power
+    of two, which synthesis maps to one DSP slice, its sum with the larger significand
+    left to :func:`aligned_sum` (the DSP slice's post-adder).
+
+    ``(significand << extra) >> amount`` is ``significand * 2**(n - amount) / 2**p``
+    (``n = len(significand) + extra``, ``p = len(significand)``): the product keeps the
+    shifted value at bit ``low`` and everything shifted out below it, and is negated
+    when ``negate`` is set (an effective subtraction) by negating the power of two
+    (:func:`_signed_power`: no extra logic). ``amount >= n`` shifts everything out, as
+    ``amount = n`` does. The power of two has at most :data:`DSP_ONE_HOT` bits: a wider
+    range (``n >= DSP_ONE_HOT``, e.g. fp32's 27) is split: ``amount < DSP_ONE_HOT`` is
+    the product alone; a larger ``amount`` first drops the significand's low
+    ``DSP_ONE_HOT - extra`` bits, OR-ing them into the lowest bit it keeps (a 2:1
+    multiplexer in LUTs), and the product shifts the rest by ``amount - DSP_ONE_HOT``;
+    that kept bit then lies below bit ``low`` or at it, and the jammed operand lies
+    strictly between the same two multiples of ``2**low`` as the exact one, so
+    :func:`aligned_sum` gives the same bits (see there). ``len(significand)`` up to
+    ``2 * DSP_ONE_HOT - 1 - 2 * extra`` bits. Returns ``(product, low)``.
     """
     p = len(significand)
     n = p + extra
     B = DSP_ONE_HOT
     amount = wire(m, Mux(amount > n, n, amount)[:n.bit_length()], f"{name}_amount")
     if n < B:
-        # bit k of the factor is 2**k = 2**(n - d)
-        factor = _one_hot(m, n - amount, n + 1, f"{name}_factor")
-        product = wire(m, significand * factor, f"{name}_product")
-        return product[p:p + n], wire(m, product[:p].any(), f"{name}_sticky")
+        # bit k of the power is 2**k = 2**(n - d); the value lands at bit p
+        factor = _signed_power(m, n - amount, n + 1, negate, f"{name}_factor")
+        return wire(m, significand * factor, f"{name}_product"), p
     assert n - B <= B - 1 - extra, "significand too wide for a split alignment product"
     coarse = wire(m, amount >= B, f"{name}_coarse")
     dropped = B - extra
-    operand = wire(m, Mux(coarse, significand[dropped:], significand), f"{name}_operand")
+    jammed = Cat(significand[dropped] | significand[:dropped].any(), significand[dropped + 1:])
+    operand = wire(m, Mux(coarse, jammed, significand), f"{name}_operand")
     # fine: 2**(B - 1 - d); coarse: 2**(B - 1 - extra - (d - B)); both leave the value
     # at the product's bit B - 1 - extra
     index = Mux(coarse, 2 * B - 1 - extra - amount, B - 1 - amount)
-    factor = _one_hot(m, index, B, f"{name}_factor")
-    product = wire(m, operand * factor, f"{name}_product")
-    low = B - 1 - extra
-    sticky = product[:low].any() | (coarse & significand[:dropped].any())
-    return product[low:low + n], wire(m, sticky, f"{name}_sticky")
+    factor = _signed_power(m, index, B, negate, f"{name}_factor")
+    return wire(m, operand * factor, f"{name}_product"), B - 1 - extra
 
 
-def normalize_product(m, value, shift, name="normalized"):
-    """``(value << shift)[:len(value)]`` for an adder's normalising shift, as a product
-    with a one-hot power of two (two DSP slices for fp32) instead of a shifter in LUTs.
+def aligned_sum(m, large, product, low, width, name="sum"):
+    """``large + shifted`` (or ``- shifted``) of an adder with the sticky bit of the
+    shifted-out bits at bit 0, from :func:`align_product`'s ``(product, low)``: one
+    post-adder ``(large << low) + product`` (the DSP slice's), its low ``low`` bits
+    OR-ed into bit ``low``; ``width`` bits.
 
-    Relies on what an adder's sum guarantees: a shift of 2 or more comes only from the
-    cancellation of operands whose exponents differ by at most 1, so the two low bits
-    (round and sticky) are then zero and only ``value[2:]`` is multiplied; shifts of 0 and
-    1 are the multiplexer's other inputs. ``shift`` above ``len(value) - 3`` only occurs
-    for a zero ``value`` (the product is then 0, as the shift).
+    The same bits as adding the shifted value with its sticky bit at bit 0 (the
+    ``"lut"`` way: ``large + (shifted | sticky)``): ``large`` has zeros in its low
+    (guard, round, sticky) bits, so for a sum the sticky bit only sets bit 0; for a
+    difference the floor of ``(large << low) - x`` is ``large - shifted - 1`` when bits
+    were shifted out, whose bit 0 is that of ``large - (shifted | 1)`` less one exactly
+    when it is clear, and OR-ing the sticky bit in restores it.
     """
-    n = len(value)
-    factor = _one_hot(m, shift, n - 2, f"{name}_factor")
-    product = wire(m, value[2:] * factor, f"{name}_product")
-    return Mux(shift == 0, value, Mux(shift == 1, Cat(Const(0, 1), value[:n - 1]),
-                                      Cat(Const(0, 2), product[:n - 2])))
+    total = wire(m, (Cat(Const(0, low), large) + product)[:low + width], name)
+    sticky = total[:low].any()
+    return wire(m, Cat(total[low] | sticky, total[low + 1:]), f"{name}_sticky")
+
+
+def normalize_product(m, total, shift, carry, name="normalized"):
+    """An adder's normalisation of ``total`` (``len(total) - 1`` bits and a carry bit
+    on top): right by one keeping a sticky bit when ``carry`` is set, else
+    ``(total << shift)`` in ``len(total) - 1`` bits, as one product with a one-hot power
+    of two (two DSP slices for fp32) instead of a shifter and multiplexers in LUTs.
+
+    The product is ``total[1:] * 2**f`` with ``f = 0`` on a carry (a right shift by
+    one) and ``shift + 1`` otherwise; the bit it leaves out, ``total[0]``, comes back
+    by what an adder's sum guarantees: a shift of 2 or more comes only from the
+    cancellation of operands whose exponents differ by at most 1, so the two low bits
+    (round and sticky) are then zero, and ``total[0]`` only counts at shifts 0 and 1
+    (bits 0 and 1) and as the sticky bit of a carry. The carry bit itself is the top
+    bit on a carry. ``shift`` above ``len(total) - 4`` only occurs for a zero ``total``
+    (the product is then 0, as the shift).
+    """
+    n = len(total) - 1
+    factor = wire(m, Cat(*(Mux(carry, k == 0, shift == k - 1) for k in range(n - 1))),
+                  f"{name}_factor")
+    product = wire(m, (total[1:n] * factor)[:n], f"{name}_product")
+    low = total[0]
+    return Cat(Mux(carry, low | total[1], (shift == 0) & low),
+               product[1] | (~carry & (shift == 1) & low),
+               product[2:n - 1], product[n - 1] | carry)
 
 
 def round_and_pack(m, fmt, *, sign, exponent, significand, guard, sticky, flush_subnormals):
