@@ -294,9 +294,8 @@ class OmniPEConfig:
                             ("partial", self.partial_depth), ("output", self.output_depth)):
             fields.update({f"{name}_write": 1, f"{name}_waddr": range(depth),
                            f"{name}_raddr": range(depth)})
-        fields.update({"output_from_partial": 1, "multiply": 1, "use_broadcast": 1,
-                       "load_broadcast": 1, "add": 1, "a": OperandA, "b": OperandB,
-                       "subtract": 1, "load_held": 1})
+        fields.update({"output_from_partial": 1, "multiply": 1, "add": 1, "a": OperandA,
+                       "b": OperandB, "subtract": 1, "load_held": 1})
         return data.StructLayout(fields)
 
     @property

@@ -1,6 +1,6 @@
 """The datapath of an Omni-PE (:mod:`.pe`), driven by a PE control (:mod:`.pe_control`):
 the multiplier, the adder, the storage of the Input1, Input2, Partial Output and Output
-queues, the broadcast and held registers and the operand, feedback and result MUXes.
+queues, the held register and the operand, feedback and result MUXes.
 
 Everything here depends on data; nothing decides. Each cycle the control's word
 (:attr:`~.config.OmniPEConfig.lane_control_layout`) says which queue entries are written
@@ -80,10 +80,7 @@ class OmniLane(ConfiguredComponent):
         input1 = _storage(m, "input1", width, config.input_depth, control, self.i_input1)
         input2 = _storage(m, "input2", width, config.input_depth, control, self.i_input2)
 
-        broadcast = Signal(width)
         held = Signal(width)
-        with m.If(control.load_broadcast):
-            m.d.sync += broadcast.eq(input1)
         # The units' pipelines run with a constant input valid: their valid bits are all
         # set after the first `stages` cycles from reset (their enable is high until
         # then), so from there each moves exactly on the control's enable, whose own
@@ -99,7 +96,10 @@ class OmniLane(ConfiguredComponent):
             m.d.sync += held.eq(leaving)
         m.d.comb += [
             multiplier.i.valid.eq(1),
-            multiplier.i.payload.a.eq(Mux(control.use_broadcast, broadcast, input1)),
+            # an outer product's one Input1 element stays at the queue's head for the
+            # row (the control reads it with the job's last product): no broadcast
+            # register and no MUX in front of the multiplier (32 LUTs, 32 FFs a lane)
+            multiplier.i.payload.a.eq(input1),
             multiplier.i.payload.b.eq(input2),
             multiplier.o.ready.eq(control.multiply),
             adder.i.valid.eq(1),

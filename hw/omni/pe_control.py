@@ -170,7 +170,6 @@ class OmniPEControl(ConfiguredComponent):
         mode = Signal(OmniMode)
         remaining = Signal(range(config.max_length + 1))
         subtract = Signal()
-        loaded = Signal()           # OUTER: the broadcast operand is held
         mvm_pending = Signal(range(config.job_depth + 2))  # MVM jobs taken, sum not yet out
 
         issue = Signal()            # an element (pair) is issued this cycle
@@ -200,7 +199,6 @@ class OmniPEControl(ConfiguredComponent):
                 mode.eq(command.mode),
                 remaining.eq(length),
                 subtract.eq(command.subtract & (command.mode == OmniMode.EW_ADD)),
-                loaded.eq(0),
             ]
         with m.Elif(last_issue):
             m.d.sync += active.eq(0)
@@ -215,8 +213,7 @@ class OmniPEControl(ConfiguredComponent):
 
         uses_multiplier = active & (mode != OmniMode.EW_ADD)
         outer = mode == OmniMode.OUTER
-        operand1_ready = Mux(outer & loaded, 1, queue1.r_rdy)
-        pair_ready = operand1_ready & queue2.r_rdy
+        pair_ready = queue1.r_rdy & queue2.r_rdy
         multiplier_valid = uses_multiplier & pair_ready
         multiplier_ready = Signal()
         product_ready = Signal()    # the multiplier's o.ready
@@ -236,17 +233,14 @@ class OmniPEControl(ConfiguredComponent):
                 m.d.sync += add_hold.eq(add_hold - 1)
         m.d.comb += [
             control.multiply.eq(multiplier_ready),
-            control.use_broadcast.eq(outer & loaded),
             issue_add.eq(active & (mode == OmniMode.EW_ADD) & pair_ready & add_ok
                          & (add_hold == 0)),
             issue.eq((multiplier_valid & multiplier_ready) | issue_add),
-            queue1.r_en.eq(issue & ~(outer & loaded)),
+            # OUTER: Input1's one element stays at the queue's head, read by every
+            # product of the row, and leaves with the job's last issue
+            queue1.r_en.eq(issue & (~outer | last_issue)),
             queue2.r_en.eq(issue),
         ]
-        load_broadcast = issue & outer & ~loaded & ~last_issue
-        m.d.comb += control.load_broadcast.eq(load_broadcast)
-        with m.If(load_broadcast):
-            m.d.sync += loaded.eq(1)
 
         # the multiplier's sideband: where the product goes, and an MVM job's last one
         to_adder = _delay(m, mode == OmniMode.MVM, config.multiplier_stages,
