@@ -183,7 +183,12 @@ class FloatAdd(FloatUnit):
         if flush:
             # a result below the smallest normal is flushed: no need to stop the shift there
             shift = z.zeros
-            exponent = Mux(carry, z.exponent + 1, z.exponent - shift)
+            if self._shifts == "dsp":
+                # one adder with a carry in: e + 1 on a carry, else e + ~shift + 1
+                ones = Mux(carry, 0, ~Cat(shift, Const(0, 1)).as_signed())
+                exponent = (z.exponent + ones + 1)[:e_bits + 2].as_signed()
+            else:
+                exponent = Mux(carry, z.exponent + 1, z.exponent - shift)
         else:
             limit = z.exponent - 1
             shift = Mux(z.zeros > limit, limit, z.zeros)[:len(z.zeros)]
@@ -191,7 +196,9 @@ class FloatAdd(FloatUnit):
         v = pipe.cut(
             "count",
             sign=z.sign, zero_sign=z.zero_sign, total=z.total, carry=carry, shift=shift,
-            exponent=exponent, exact_zero=z.total == 0,
+            exponent=exponent,
+            # dsp: the count says it (p + 3 leading zeros and no carry), no 28-bit compare
+            exact_zero=(~carry & (z.zeros == p + 3)) if self._shifts == "dsp" else z.total == 0,
             nan=z.nan, inf=z.inf,
         )
 
