@@ -106,7 +106,7 @@ class FloatAdd(FloatUnit):
         p = fmt.precision
         e_bits = fmt.exponent_bits
         top = fmt.width - 1
-        pipe = self.pipeline(m)
+        pipe = self.pipeline(m, keep=self._shifts == "dsp")
         # Below 7 stages the zeros and rounded steps are not cut at all (not even named
         # wires), so the Verilog of 0 to 6 stages is what it was before they existed.
         registered = self.registered_steps

@@ -84,8 +84,8 @@ class FloatUnit(wiring.Component):
         cuts = set(self.CUT_PRIORITY[:self._stages])
         return tuple(step for step in self.STEPS if step in cuts)
 
-    def pipeline(self, m):
-        return FloatPipeline(m, self.i, self.o, self.registered_steps)
+    def pipeline(self, m, *, keep=False):
+        return FloatPipeline(m, self.i, self.o, self.registered_steps, keep=keep)
 
 
 class FloatPipeline:
@@ -96,8 +96,9 @@ class FloatPipeline:
     with :meth:`finish`, which drives ``o.payload``, ``o.valid`` and ``i.ready``.
     """
 
-    def __init__(self, m, i, o, registered_steps):
+    def __init__(self, m, i, o, registered_steps, *, keep=False):
         self._m = m
+        self._attrs = {"keep": 1, "shreg_extract": "no"} if keep else {}
         self._i = i
         self._o = o
         self._registered = set(registered_steps)
@@ -114,7 +115,8 @@ class FloatPipeline:
         with self._m.If(self.enable):
             for name, value in values.items():
                 value = Value.cast(value)
-                register = Signal(value.shape(), name=f"{step}_{name}", reset_less=True)
+                register = Signal(value.shape(), name=f"{step}_{name}", reset_less=True,
+                                  attrs=self._attrs)
                 self._m.d.sync += register.eq(value)
                 registered[name] = register
             valid = Signal(name=f"{step}_valid")
