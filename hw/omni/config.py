@@ -27,6 +27,11 @@ __all__ = ["OmniMode", "OmniJob", "OmniPEConfig", "IP_ACCUMULATOR_LATENCY",
 #: of its "< 2.87%" (spec §3.1: ``(50 - 20) / (1024 + 20)``).
 IP_ACCUMULATOR_LATENCY = 20
 
+#: Bits one LUT-RAM primitive stores at one write address: the UltraScale+ RAM32M16, eight
+#: LUTs of 32 x 2 bits, one written and seven read (UG574, "Distributed RAM"), which Yosys
+#: uses for every queue of a lane (:mod:`.lane`).
+LUTRAM_BITS = 14
+
 
 class OmniMode(enum.Enum, shape=2):
     """What a job computes (paper Sec. V-B's list; ``n`` = the job's ``length``)."""
@@ -284,16 +289,34 @@ class OmniPEConfig:
                 "o": Out(stream.Signature(self.output_layout))}
 
     @property
+    def queue_depths(self):
+        """The depths of a lane's queues by name: ``input1``, ``input2``, ``partial``,
+        ``output``."""
+        return {"input1": self.input_depth, "input2": self.input_depth,
+                "partial": self.partial_depth, "output": self.output_depth}
+
+    def queue_register_bits(self, depth):
+        """Bits of each entry of a queue of ``depth`` entries kept in flip-flops rather
+        than LUT-RAM (:mod:`.lane`): the bits beyond a multiple of :data:`LUTRAM_BITS`
+        when the queue is at most 4 deep (a 4:1 read MUX a bit is one LUT6; the
+        primitive those bits would take costs 8). [U] decision: fp32's 32 bits are 2
+        primitives and 4 bits; those 4 in a LUT-RAM primitive are 8 LUTs a queue, in
+        flip-flops 4 LUTs (the row strobes are the control's, shared by the lanes)."""
+        return self.fmt.width % LUTRAM_BITS if depth <= 4 else 0
+
+    @property
     def lane_control_layout(self):
         """What the PE control (:class:`~.pe_control.OmniPEControl`) gives its lanes
         (:class:`~.lane.OmniLane`) each cycle: the queues' write strobes and addresses,
         the multiplier's and the adder's pipeline enables, the operand, feedback and
-        result selects, the register loads."""
+        result selects, the register loads, and, for a queue with entries partly in
+        flip-flops (:meth:`queue_register_bits`), its one-hot row write strobes."""
         fields = {}
-        for name, depth in (("input1", self.input_depth), ("input2", self.input_depth),
-                            ("partial", self.partial_depth), ("output", self.output_depth)):
+        for name, depth in self.queue_depths.items():
             fields.update({f"{name}_write": 1, f"{name}_waddr": range(depth),
                            f"{name}_raddr": range(depth)})
+            if self.queue_register_bits(depth):
+                fields[f"{name}_rows"] = depth
         fields.update({"output_from_partial": 1, "multiply": 1, "add": 1, "a": OperandA,
                        "b": OperandB, "subtract": 1, "load_held": 1})
         return data.StructLayout(fields)

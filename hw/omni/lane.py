@@ -9,7 +9,7 @@ selects. An :class:`~.pe.OmniPE` is one control and one lane; a
 :class:`~.channel.Channel` is one control and ``pes_per_channel`` lanes in lockstep.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib.memory import Memory
 
 from ..arith.float_add import FloatAdd
@@ -19,20 +19,33 @@ from .config import ConfiguredComponent, OmniPEConfig, OperandA, OperandB
 __all__ = ["OmniLane"]
 
 
-def _storage(m, name, width, depth, control, data):
+def _storage(m, config, name, control, data):
     """A queue's memory: written at ``<name>_waddr`` on ``<name>_write``, read
     (combinationally, as :class:`~amaranth.lib.fifo.SyncFIFO` does) at
-    ``<name>_raddr``; returns the read data."""
-    memory = m.submodules[f"{name}_storage"] = Memory(shape=width, depth=depth, init=[])
+    ``<name>_raddr``; returns the read data. The top
+    :meth:`~.config.OmniPEConfig.queue_register_bits` bits of each entry are rows of
+    flip-flops written on the control's ``<name>_rows`` strobes, the rest LUT-RAM."""
+    width = config.fmt.width
+    depth = config.queue_depths[name]
+    low = width - config.queue_register_bits(depth)
+    raddr = getattr(control, f"{name}_raddr")
+    memory = m.submodules[f"{name}_storage"] = Memory(shape=low, depth=depth, init=[])
     write = memory.write_port()
     read = memory.read_port(domain="comb")
     m.d.comb += [
         write.addr.eq(getattr(control, f"{name}_waddr")),
-        write.data.eq(data),
+        write.data.eq(data[:low]),
         write.en.eq(getattr(control, f"{name}_write")),
-        read.addr.eq(getattr(control, f"{name}_raddr")),
+        read.addr.eq(raddr),
     ]
-    return read.data
+    if low == width:
+        return read.data
+    strobes = getattr(control, f"{name}_rows")
+    rows = Array(Signal(width - low, name=f"{name}_row_{row}") for row in range(depth))
+    for row in range(depth):
+        with m.If(strobes[row]):
+            m.d.sync += rows[row].eq(data[low:])
+    return Cat(read.data, rows[raddr])
 
 
 class OmniLane(ConfiguredComponent):
@@ -77,8 +90,8 @@ class OmniLane(ConfiguredComponent):
         m.submodules.adder = adder = FloatAdd(fmt, stages=config.adder_stages,
                                               flush_subnormals=config.flush_subnormals,
                                               shifts=config.adder_shifts)
-        input1 = _storage(m, "input1", width, config.input_depth, control, self.i_input1)
-        input2 = _storage(m, "input2", width, config.input_depth, control, self.i_input2)
+        input1 = _storage(m, config, "input1", control, self.i_input1)
+        input2 = _storage(m, config, "input2", control, self.i_input2)
 
         held = Signal(width)
         # The units' pipelines run with a constant input valid: their valid bits are all
@@ -120,8 +133,8 @@ class OmniLane(ConfiguredComponent):
                     with m.Case(choice):
                         m.d.comb += operand.eq(value)
 
-        partial_head = _storage(m, "partial", width, config.partial_depth, control, leaving)
+        partial_head = _storage(m, config, "partial", control, leaving)
         m.d.comb += self.o_data.eq(_storage(
-            m, "output", width, config.output_depth, control,
+            m, config, "output", control,
             Mux(control.output_from_partial, partial_head, product)))
         return m

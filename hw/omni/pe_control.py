@@ -10,7 +10,7 @@ accumulate / reduce sequence, and the output MUX's job tracking with the Output 
 ``last`` bits. The behaviour is the Omni-PE's, as :mod:`.pe` describes it.
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
 from amaranth.lib import data
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
@@ -90,6 +90,12 @@ class _Pointers:
             getattr(control, f"{name}_waddr").eq(self.produce),
             getattr(control, f"{name}_raddr").eq(self.consume),
         ]
+        if hasattr(control, f"{name}_rows"):
+            # the one-hot row strobes of the entries' bits in flip-flops (once here,
+            # not in every lane)
+            rows = getattr(control, f"{name}_rows")
+            m.d.comb += rows.eq(Cat(*(self.write & (self.produce == row)
+                                      for row in range(len(rows)))))
 
 
 def _increment(pointer, depth):
