@@ -93,7 +93,9 @@ class FloatPipeline:
 
     Create it at the start of ``elaborate``; call :meth:`cut` after each step with the
     values the next steps need (it returns them, registered or not, as attributes); end
-    with :meth:`finish`, which drives ``o.payload``, ``o.valid`` and ``i.ready``.
+    with :meth:`finish`, which drives ``o.payload``, ``o.valid`` and ``i.ready``. With
+    ``keep`` the registers carry ``keep`` and ``shreg_extract = "no"`` (flip-flops, never
+    shift-register LUTs); without it the Verilog is what it always was.
     """
 
     def __init__(self, m, i, o, registered_steps, *, keep=False):

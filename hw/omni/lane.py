@@ -2,7 +2,20 @@
 the multiplier, the adder, the storage of the Input1, Input2, Partial Output and Output
 queues, the held register and the operand, feedback and result MUXes.
 
-Everything here depends on data; nothing decides. Each cycle the control's word
+Everything here depends on data; nothing decides. Decisions for fewer LUTs (Yosys,
+:mod:`nnrtl.gen.omni.resources`), every result bit and cycle the same:
+
+- *The outer product's operand.* The paper broadcasts Input1's one element of an outer
+  product over the row; it stays at the head of the Input1 queue, read by every
+  product, and leaves with the row's last (the control's read strobe), where a
+  broadcast register and a MUX in front of the multiplier cost 20 LUTs and 32 FFs a
+  lane. The queue then holds one entry less of the next job while the row runs, which
+  never delays it: the row's own Input2 elements fill the other queue first.
+- *Queue storage.* A 32-bit entry is two LUT-RAM primitives of 14 bits and 4 bits over;
+  those 4 bits of the 4-deep queues are flip-flops with a 4:1 read MUX
+  (:meth:`~.config.OmniPEConfig.queue_register_bits`: 9 LUTs a lane fewer, 48 FFs more).
+- *The adder* is :class:`~nnrtl.hw.arith.float_add.FloatAdd` with ``shifts="dsp"``
+  (317 LUTs where its first ``"dsp"`` form took 369 and 13 shift-register LUTs). Each cycle the control's word
 (:attr:`~.config.OmniPEConfig.lane_control_layout`) says which queue entries are written
 and read, whether the multiplier's and the adder's pipelines move, and what every MUX
 selects. An :class:`~.pe.OmniPE` is one control and one lane; a

@@ -13,8 +13,8 @@ cycle the current job issues its last element). Per mode (``n`` = ``length``):
   accumulated as :class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator` does (one MAC per
   cycle), then reduced (``E`` = ``reduction_cycles`` cycles); one result, the sum.
 - ``EW_MUL``: ``input1[k] * input2[k]``; ``OUTER``: ``input1[0] * input2[k]`` (Input1 gives
-  one element per job, held in a register and broadcast over the row); multiplier only,
-  one result per cycle.
+  one element per job, which stays at the head of the Input1 queue for the row and
+  leaves with the job's last product); multiplier only, one result per cycle.
 - ``EW_ADD``: ``input1[k] + input2[k]`` (``- input2[k]`` with ``subtract``); adder only,
   one result per cycle.
 

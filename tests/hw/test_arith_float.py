@@ -3,6 +3,7 @@
 FloatAdd with both ways of building its shifts (``shifts="lut"`` and ``"dsp"``)."""
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from amaranth.sim import Simulator
 
 from nnrtl.hw.arith.float import BF16, FP16, FP32, FloatAdd, FloatFormat, FloatMul
 from nnrtl.hw.arith.multiplier import dsp_slices, rtl_products
+from nnrtl.sim.runner import to_verilog
 from nnrtl.sim.golden.float import (float_add, float_mul, float_sub, random_operands,
                                     special_values)
 from nnrtl.sim.tb.bus_amaranth import stream_receive, stream_send
@@ -160,6 +162,22 @@ def test_dsp_shifts_are_products():
     assert sorted(products) == [(25, True, 18, True), (26, False, 26, False)]
     assert sum(dsp_slices(a, b, "xcup", a_signed=sa, b_signed=sb)
                for a, sa, b, sb in products) == 3
+
+
+def test_dsp_adder_registers_stay_flip_flops():
+    """The ``"dsp"`` adder's pipeline registers carry ``keep`` and ``shreg_extract =
+    "no"`` (no shift-register LUTs); the ``"lut"`` adder's Verilog has neither."""
+    dsp = to_verilog(FloatAdd(FP32, stages=8, flush_subnormals=True, shifts="dsp"), "add")
+    lut = to_verilog(FloatAdd(FP32, stages=8, flush_subnormals=True), "add")
+    registers = re.findall(r"^\s*reg (?:signed )?(?:\[\d+:0\] )?(\w+)", dsp, re.M)
+    # the valid bits have a reset (never a shift register) and no attribute
+    named = [name for name in registers
+             if name.split("_")[0] in FloatAdd.STEPS and not name.endswith("_valid")]
+    assert len(named) > 40
+    for name in named:
+        assert re.search(r'shreg_extract = "no" \*\)\s*reg (?:signed )?(?:\[\d+:0\] )?'
+                         + name + r"\b", dsp), name
+    assert "keep" in dsp and "shreg_extract" not in lut and "keep" not in lut
 
 
 @pytest.mark.parametrize("op, stages", [(op, stages) for op in ("add", "mul")
