@@ -17,18 +17,19 @@ with their hierarchy kept, as ``nnrtl synth --hierarchy shared`` counts them, by
 
 (:func:`measure_channel`; Yosys hits its ABC name clash on the channel and
 :func:`~nnrtl.gen.synth.run_yosys` redoes it with its workaround: the seconds are both
-runs). Lane, PE control, PE and channels 2026-11-24 (after the lanes of a channel came
-to share one PE control, :mod:`nnrtl.hw.omni.channel`), sigmoid and tanh 2026-11-23
-(after the flushing and DSP-adder change), DMA and scheduler 2026-11-23:
+runs). Lane, PE control, PE and channels 2026-11-24 (after the LUT cuts below; seconds
+are wall time on the loaded 2-core machine), sigmoid and tanh 2026-11-23 (after the
+flushing and DSP-adder change; their units are unchanged since), DMA and scheduler
+2026-11-23:
 
 ======================  ======  ==========  ======  ===  ======  =========================
 unit                    LUT     LUT memory  FF      DSP  BRAM36  note
 ======================  ======  ==========  ======  ===  ======  =========================
-OmniLane                624     113         572     5    0       18 s of Yosys
-OmniPEControl           204     24          135     0    0       13 s
-OmniPE (control, lane)  846     137         707     5    0       20 s
-Channel, 32 lanes       26,655  4,288       20,830  164  7       hierarchy kept, 140 s
-Channel, 8 lanes        8,799   1,136       6,330   44   7       hierarchy kept, 148 s
+OmniLane                559     76          667     5    0       37 s
+OmniPEControl           220     24          134     0    0       27 s
+OmniPE (control, lane)  826     100         801     5    0       25 s
+Channel, 32 lanes       24,399  3,104       23,869  164  7       hierarchy kept, 104 s
+Channel, 8 lanes        8,245   840         7,089   44   7       hierarchy kept, 59 s
 sigmoid unit            951     0           641     2    3.5     its table in block RAM
 tanh unit               961     0           646     2    3.5
 OmniDMA                 12,934  1,760       3,429   3    0       256-bit HBM port, 2.5 min
@@ -39,12 +40,57 @@ A channel is its PE control, ``pes_per_channel`` lanes, its sigmoid and tanh uni
 its own logic (command issue, distributor, collector, the broadcasting, distribute,
 collect, result and sideband FIFOs, the lanes' operand MUXes, the result beat and the
 gather register): the measured channels less the units they hold give that logic as
-792 LUTs + 138 a lane (75 FFs + 32 a lane, no DSP or block RAM), so the model equals
+790 LUTs + 132.4 a lane (75 FFs + 32 a lane, no DSP or block RAM), so the model equals
 both measured channels. The top adds two operand beats a channel and a beat counter
 (flip-flops); the R2A scheduler and the DMA are counted once per top (their measured
 figures), the AXI4-Lite register file with them. Other stage counts use the same
 figures (an approximation: stages change flip-flops, hardly LUTs or DSPs). Yosys is
 not Vivado.
+
+Where a lane's LUTs are (2026-11-24; Yosys of the lane with its hierarchy kept, ``stat``
+per module; inside the adder each LUT charged to the pipeline registers it feeds, a LUT
+feeding several split between them, so a row is good to a few LUTs and about 15 of the
+adder's go to unnamed registers; "before" is the lane of 737 LUTs all-in):
+
+==================================================  ======  =====
+part                                                before  after
+==================================================  ======  =====
+adder: operand swap (compare, unpack, order,        94      113
+exponent difference, NaN / infinity classes;
+after: with the flag and exponent registers that
+were shift-register LUTs)
+adder: alignment (clamp, split, power of two,       59      54
+sticky bit)
+adder: the significands' sum (named part)           5       8
+adder: normalising shift-or-carry MUX, its          83      47
+one-hot factor
+adder: leading zeros, exponent update, exact zero   60      39
+adder: rounding, special cases                      36      29
+adder: shift-register LUTs (LUT memory)             13      0
+adder in all (``stat``)                             369+13  317
+multiplier (``FloatMul``, unchanged)                134+4   134+4
+lane: operand MUXes a and b, Output Queue's MUX     128     108
+(product or partial), broadcast register's MUX
+(outer product; 20 of the difference), flip-flop
+rows' read MUXes (after)
+lane: queue storage (LUT-RAM)                       96      72
+lane all-in (flattened)                             737     635
+channel logic a lane: operand MUXes 64, result      138     132
+beat 33, activation MUX 12, gather, result FIFO 19
+==================================================  ======  =====
+
+The cuts, every result bit and cycle the same (the omni tests, the PE and channel
+Verilator benches at full size): the DSP adder's normalising product takes the carry
+and the low bits (no 3:1 MUX), its alignment product is signed and keeps the bits
+shifted out (no inverter, no sticky OR before the sum; Yosys 0.70 does not map the sum
+into the DSP48E2's post-adder, measured: it stays a 28-bit carry chain), one adder
+updates the exponent, the count gives the exact zero, the adder's registers stay
+flip-flops (:class:`~nnrtl.hw.arith.float_add.FloatAdd`); an outer product's Input1
+element stays at its queue's head (no broadcast register), the 4 bits of a 4-deep
+queue's entry beyond two LUT-RAM primitives are flip-flops (:mod:`nnrtl.hw.omni.lane`).
+Tried and dropped: the alignment as one wide signed product on two DSP slices (no
+split MUX): 391 LUTs for the adder against 317, the partial products summed in LUTs;
+NaN and infinity classes from the unordered operands: one LUT more.
 
 History. With exact subnormals and LUT shifters the PE was 1,526 LUTs + 129 LUT memory
 and 2 DSPs, the sigmoid and tanh units 1,399 and 1,425 LUTs. Flushing and DSP shifts
@@ -54,22 +100,21 @@ controller with its operand, feedback and result MUXes 333. Each PE had its own
 controller then, and a channel was 32 PEs, the activation units and an estimated
 controller (1,200 LUTs and the FIFOs): the paper's 40 channels were 1,624,495 LUTs and
 22 channels fitted. One PE control for the 32 lanes in lockstep, and no ``-0`` MUX on
-what leaves the adder (64 LUTs a lane, :mod:`nnrtl.hw.omni.lane`), make a lane 737 LUTs
-(35 % less than 1,133) and a 32-lane channel 30,943 LUTs, measured whole.
+what leaves the adder (64 LUTs a lane, :mod:`nnrtl.hw.omni.lane`), made a lane 737 LUTs
+(35 % less than 1,133) and a 32-lane channel 30,943 LUTs, measured whole: the paper's
+40 x 32 was 1,263,615 LUTs by the model (Yosys of that top whole, ``nnrtl synth`` with
+``hierarchy="shared"`` on :data:`~nnrtl.gen.omni.engine.PAPER_VCU128`'s Verilog,
+2026-11-24, 1,763 s: 1,268,733 LUTs, 97.3 % of the device, the model within 0.4 %;
+931,999 FFs, 6,563 DSPs, 280 BRAM36, 37 logic levels) and 28 channels fitted.
 
-The paper's 40 x 32 is then 1,263,615 LUTs (6,563 DSPs, 929,558 FFs, 280 BRAM36):
-within the VCU128's 1,303,680 LUTs (96.9 %) but 1.38 x its budget
-(:data:`~nnrtl.gen.engines.LUT_SHARE` 0.7: 912,576); 28 channels fit (892,299 LUTs,
-4,595 DSPs). For 40 channels within the budget a channel may take 22,167 LUTs: 601 a
-lane beside its fixed 2,932 (PE control 228, sigmoid and tanh 1,912, channel 792),
-against 875 now (the lane's 737: adder 369, multiplier 132, the operand, feedback and
-result MUXes about 123, queue storage 113; and 138 of the channel's logic, most of it
-the lane's two operand MUXes and its word of the result beat). 274 LUTs a PE too many.
-Yosys of that 40 x 32 top whole (``nnrtl synth`` with ``hierarchy="shared"`` on
-:data:`~nnrtl.gen.omni.engine.PAPER_VCU128`'s Verilog, 2026-11-24, 1,763 s of Yosys on
-the loaded 2-core machine, the ABC name-clash retry included): 1,268,733 LUTs (1,094,813
-logic, 173,920 memory; 97.3 % of the device, the model's 1,263,615 within 0.4 %),
-931,999 FFs, 6,563 DSPs, 280 BRAM36, 37 logic levels.
+Now (the cuts above: a lane 635 LUTs, a 32-lane channel 27,503 measured whole) the
+paper's 40 x 32 is 1,126,015 LUTs (6,563 DSPs, 1,051,118 FFs, 280 BRAM36): 86.4 % of
+the VCU128's 1,303,680 LUTs but 1.23 x its budget
+(:data:`~nnrtl.gen.engines.LUT_SHARE` 0.7: 912,576); 32 channels fit (905,991 LUTs,
+5,251 DSPs; 33 would need 933,494). For 40 channels within the budget a channel may
+take 22,167 LUTs: 601 a lane beside its fixed 2,946 (PE control 244, sigmoid and tanh
+1,912, channel 790), against 767 now (the lane's 635 and 132 of the channel's logic):
+167 LUTs a lane too many. DSPs are not the limit (5 a lane; 6,563 of 9,024 at 40 x 32).
 """
 
 import dataclasses
@@ -92,9 +137,9 @@ MEASURED_FAMILY = "xcup"
 #: ``r2a`` the scheduler of 40 channels and 64 tasks, ``dma`` the DMA on a 256-bit HBM
 #: port.
 UNIT_LOGIC = {
-    "lane": {"lut": 624, "lut_memory": 113, "ff": 572, "dsp": 5, "bram36": 0},
-    "pe_control": {"lut": 204, "lut_memory": 24, "ff": 135, "dsp": 0, "bram36": 0},
-    "pe": {"lut": 846, "lut_memory": 137, "ff": 707, "dsp": 5, "bram36": 0},
+    "lane": {"lut": 559, "lut_memory": 76, "ff": 667, "dsp": 5, "bram36": 0},
+    "pe_control": {"lut": 220, "lut_memory": 24, "ff": 134, "dsp": 0, "bram36": 0},
+    "pe": {"lut": 826, "lut_memory": 100, "ff": 801, "dsp": 5, "bram36": 0},
     "sigmoid": {"lut": 951, "lut_memory": 0, "ff": 641, "dsp": 2, "bram36": 3.5},
     "tanh": {"lut": 961, "lut_memory": 0, "ff": 646, "dsp": 2, "bram36": 3.5},
     "dma": {"lut": 12934, "lut_memory": 1760, "ff": 3429, "dsp": 3, "bram36": 0},
@@ -107,8 +152,8 @@ UNIT_LOGIC = {
 #: their five FIFOs, the lanes' operand MUXes, the result beat and the gather register)
 #: is the difference, a part per lane and a fixed part from the two sizes.
 CHANNEL_LOGIC = {
-    8: {"lut": 8799, "lut_memory": 1136, "ff": 6330, "dsp": 44, "bram36": 7},
-    32: {"lut": 26655, "lut_memory": 4288, "ff": 20830, "dsp": 164, "bram36": 7},
+    8: {"lut": 8245, "lut_memory": 840, "ff": 7089, "dsp": 44, "bram36": 7},
+    32: {"lut": 24399, "lut_memory": 3104, "ff": 23869, "dsp": 164, "bram36": 7},
 }
 
 

@@ -53,11 +53,10 @@ Decisions the paper leaves open ([U] of spec §3.3)
   those of PEs with their own controllers (the cycle model is exact against both). A
   beat of results leaves the lanes' Output Queues in one cycle: when it is taken whole,
   or, through an activation unit, once its last active lane's word is fed. Measured
-  (Yosys, :mod:`nnrtl.gen.omni.resources`): a lane is 737 LUTs (LUT-RAM included)
-  against 1,133 for a PE with its own controller (64 of the difference the lane's
-  dropped ``-0`` MUX, :mod:`.lane`), the shared PE control 228, a
-  32-lane channel 30,943 LUTs measured whole; the paper's 40 x 32 top 1.26 M LUTs by
-  the model, against 1.62 M.
+  (Yosys, :mod:`nnrtl.gen.omni.resources`): a lane is 635 LUTs (LUT-RAM included;
+  737 before its LUT cuts, :mod:`.lane`) against 1,133 for a PE with its own
+  controller, the shared PE control 244, a 32-lane channel 27,503 LUTs measured
+  whole; the paper's 40 x 32 top 1.13 M LUTs by the model, against 1.62 M.
 
 Throughput: ``P`` MACs (MVM), products (EW multiply, outer product) or sums (EW add) per
 cycle; one activation per cycle. Cycles of a program: the cycle model
