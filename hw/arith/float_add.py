@@ -158,8 +158,8 @@ class FloatAdd(FloatUnit):
 
         # align: p significand bits, guard, round, sticky
         if self._shifts == "dsp":
-            # the shifted-out bits stay in the product, negated for a subtraction; the
-            # sum is the DSP slice's post-adder (aligned_sum)
+            # the shifted-out bits stay in the product, negated for a subtraction, and
+            # go into the sum (aligned_sum)
             small, low = align_product(m, s.small, s.difference, 3, s.subtract)
         else:
             shifted, sticky = shift_right_sticky(m, Cat(Const(0, 3), s.small), s.difference,

@@ -231,7 +231,7 @@ def _signed_power(m, index, count, negate, name):
 def align_product(m, significand, amount, extra, negate, name="aligned"):
     """The alignment of an adder's smaller significand as a signed product with a power
     of two, which synthesis maps to one DSP slice, its sum with the larger significand
-    left to :func:`aligned_sum` (the DSP slice's post-adder).
+    left to :func:`aligned_sum`.
 
     ``(significand << extra) >> amount`` is ``significand * 2**(n - amount) / 2**p``
     (``n = len(significand) + extra``, ``p = len(significand)``): the product keeps the
@@ -271,15 +271,17 @@ def align_product(m, significand, amount, extra, negate, name="aligned"):
 def aligned_sum(m, large, product, low, width, name="sum"):
     """``large + shifted`` (or ``- shifted``) of an adder with the sticky bit of the
     shifted-out bits at bit 0, from :func:`align_product`'s ``(product, low)``: one
-    post-adder ``(large << low) + product`` (the DSP slice's), its low ``low`` bits
-    OR-ed into bit ``low``; ``width`` bits.
+    adder ``(large << low) + product`` (a DSP slice's post-adder where the tool maps it
+    there; Yosys 0.70 keeps it a carry chain in LUTs), its low ``low`` bits OR-ed into
+    bit ``low``; ``width`` bits.
 
     The same bits as adding the shifted value with its sticky bit at bit 0 (the
-    ``"lut"`` way: ``large + (shifted | sticky)``): ``large`` has zeros in its low
-    (guard, round, sticky) bits, so for a sum the sticky bit only sets bit 0; for a
-    difference the floor of ``(large << low) - x`` is ``large - shifted - 1`` when bits
-    were shifted out, whose bit 0 is that of ``large - (shifted | 1)`` less one exactly
-    when it is clear, and OR-ing the sticky bit in restores it.
+    ``"lut"`` way: ``large +/- (shifted | sticky)``). ``large`` has zeros in its low
+    (guard, round, sticky) bits, so for a sum the shifted-out bits only set bit 0. For a
+    difference with bits shifted out the floor is ``large - shifted - 1``: odd when
+    ``shifted`` is even, and then ``large - (shifted | 1)`` already; even when
+    ``shifted`` is odd, one less than ``large - (shifted | 1)`` = ``large - shifted``;
+    OR-ing the sticky bit into bit 0 gives ``large - (shifted | 1)`` either way.
     """
     total = wire(m, (Cat(Const(0, low), large) + product)[:low + width], name)
     sticky = total[:low].any()
