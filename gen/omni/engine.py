@@ -48,7 +48,11 @@ PAPER_VCU128 = OmniConfig(input_size=3072, hidden_size=3072, layers=2, seq_len=1
 
 #: The paper's instance cut to the channels that fit the VCU128's budget by the resource
 #: model: 32 channels of 32 Omni-PEs (1,024; 905,991 LUTs, 5,251 DSPs), two swing
-#: channels, everything else the paper's (33 would need 933,494). Before the lane's LUT
+#: channels, everything else the paper's (33 would need 933,494). ``nnrtl synth
+#: --hierarchy shared`` of it (Yosys 0.70, 2026-11-24, 695 s with the ABC name-clash
+#: retry): 909,438 LUTs (807,838 logic, 101,600 memory; 69.76 % of the device, within
+#: the 912,576 budget, the model within 0.4 %), 845,023 FFs, 5,251 DSPs, 224 BRAM36, 36
+#: logic levels. Before the lane's LUT
 #: cuts (:mod:`.resources`, 2026-11-24) it was 28 channels (892,299 LUTs); before the
 #: lanes of a channel shared one PE control 22 (905,125 LUTs by the model; ``nnrtl synth
 #: --hierarchy shared`` of that top, Yosys 0.70, 2026-11-23, 28.7 min wall: 911,647 LUTs,
