@@ -38,6 +38,7 @@ from ..boards import BOARDS
 from ..sim.patterns import PATTERNS
 from .commands import (cmd_boards, cmd_cluster, cmd_engines, cmd_explore, cmd_generate, cmd_map,
                        cmd_report, cmd_sim, cmd_synth, cmd_train)
+from .engines import LUT_SHARE
 from .errors import CheckFailed, UsageError
 
 __all__ = ["main"]
@@ -91,6 +92,10 @@ def _parser():
                           help="output directory (default build/ENGINE-BOARD)")
     generate.add_argument("--force", action="store_true", help="replace DIR if nnrtl "
                           "wrote it (its manifest.json says so) and it holds nothing else")
+    generate.add_argument("--lut-share", type=float, default=LUT_SHARE, metavar="F",
+                          help=f"share of the board's LUTs the design may take by its "
+                          f"resource model, in (0, 1] (default {LUT_SHARE:g}: the rest is "
+                          f"headroom for uncounted logic and routing; 1 = the whole device)")
     generate.set_defaults(run=cmd_generate)
 
     synth = commands.add_parser("synth", help="resource report of a generated design "

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..boards import BOARDS, vivado_part
 from .engines import (ClusterRequest, ExploreRequest, MapRequest, ModelRequest, SimRequest,
-                      add_throughput, check_fit, engines, get_board_or_usage_error,
+                      LUT_SHARE, add_throughput, check_fit, engines, get_board_or_usage_error,
                       get_engine)
 from .errors import UsageError
 from .params import param_help, parse_params
@@ -81,7 +81,10 @@ def _configure(args):
             board=platform_class, params=tuple(args.param),
             inputs=inputs and Path(inputs), seq_len=args.seq_len, log=progress))
         config = binding.config
-    check_fit(engine, config, platform_class)
+    lut_share = getattr(args, "lut_share", LUT_SHARE)
+    if not 0 < lut_share <= 1:
+        raise UsageError(f"--lut-share must be in (0, 1], not {lut_share:g}")
+    check_fit(engine, config, platform_class, lut_share=lut_share)
     return engine, config, platform_class, binding
 
 
@@ -97,10 +100,24 @@ def cmd_generate(args):
     for name in manifest["files"]:
         print(f"  {name}")
     print("  manifest.json")
+    print(_device_shares(manifest, args.lut_share))
     if binding is not None:
         print(f"configuration chosen for {args.model}:")
         for name, value in manifest["parameters"].items():
             print(f"  {name} = {list(value) if isinstance(value, tuple) else value}")
+
+
+def _device_shares(manifest, lut_share):
+    """One line: what the resource model counts of each resource, as a share of the
+    board's; the LUTs also against the budget ``lut_share`` allows (:func:`budget`)."""
+    capacity = manifest["board"]["capacity"]
+    parts = []
+    for resource, amount in manifest["resources_needed"].items():
+        total = capacity.get(resource)
+        share = f" ({amount / total:.1%})" if total else ""
+        parts.append(f"{resource} {amount:,}{share}")
+    return (f"resource model: {', '.join(parts)} of the board's; LUT budget at "
+            f"--lut-share {lut_share:g}: {int(lut_share * capacity['lut']):,}")
 
 
 def cmd_synth(args):

@@ -392,6 +392,12 @@ def add_throughput(result, clock):
 #: LUTs counted so; 0.7 admits it with 65,580 LUTs left, 64 for each of its 1024 PEs (a
 #: 32-bit accumulator and the select of its input), where 0.5 would refuse a design that
 #: was built, and 0.8 would leave 43 a PE, less than its accumulator and select.
+#:
+#: The one rule holds for every engine, also for one whose model counts all of its logic
+#: (the η-LSTM model equals Yosys of the whole design): there the 30% are headroom for
+#: placement and routing, which a design near 100% of a device's LUTs does not close at its
+#: clock. ``nnrtl generate --lut-share F`` sets another share for one design (1.0: the
+#: whole device), and ``generate`` prints each resource's share of the device.
 LUT_SHARE = 0.7
 
 
@@ -419,7 +425,8 @@ def check_fit(engine, config, platform_class, *, lut_share=LUT_SHARE):
                     f"{engine.name} with {config} needs {amount} lut counted by its resource "
                     f"model, but {platform_class.name} allows {available}: lut_share "
                     f"{lut_share:g} of its {capacity.lut} LUTs, the rest left for the logic "
-                    f"the model does not count")
+                    f"the model does not count ({amount / capacity.lut:.1%} of the device; "
+                    f"--lut-share sets the share)")
             raise UsageError(f"{engine.name} with {config} needs {amount} {resource}, "
                              f"but {platform_class.name} has {available}")
     return needs

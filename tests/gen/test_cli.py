@@ -82,6 +82,31 @@ def test_generate_writes_every_file(tmp_path, capsys, board):
     assert "DONT_TOUCH" in (output / "top.v").read_text()
 
 
+def test_generate_prints_the_model_s_share_of_the_board(tmp_path, capsys):
+    code, out, _ = run(capsys, "generate", "demo", "--board", "zc706", "--param", "lanes=9",
+                       "-o", str(tmp_path / "out"))
+    assert code == 0
+    assert re.search(r"^resource model: dsp 9 \(1\.0%\) of the board's; LUT budget at "
+                     r"--lut-share 0\.7: 153,020$", out, re.M), out
+
+
+@pytest.mark.parametrize("share, message", [
+    # The ZC706 preset's LUT multipliers are 62.5% of the device: 0.7 admits them, 0.5 not.
+    ("0.5", r"sbe with SBEConfig\(.*\) needs 136\d{3} lut counted by its resource model, "
+            r"but zc706 allows 109300: lut_share 0\.5 of its 218600 LUTs, the rest left for "
+            r"the logic the model does not count \(62\.\d% of the device; --lut-share sets "
+            r"the share\)"),
+    ("0", r"--lut-share must be in \(0, 1\], not 0"),
+    ("1.5", r"--lut-share must be in \(0, 1\], not 1\.5"),
+])
+def test_generate_lut_share_sets_the_budget(tmp_path, capsys, share, message):
+    code, out, err = run(capsys, "generate", "sbe", "--board", "zc706", "--preset",
+                         "zc706-lstm256", "--lut-share", share, "-o", str(tmp_path / "out"))
+    assert code == 2 and out == ""
+    assert re.fullmatch(rf"nnrtl: error: {message}\n", err), err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_generate_refuses_existing_directory_without_force(tmp_path, capsys):
     output = tmp_path / "out"
     assert run(capsys, "generate", "demo", "--board", "zc706", "-o", str(output))[0] == 0
@@ -492,8 +517,9 @@ def test_generate_with_a_model_prints_the_host_files_then_the_configuration(tmp_
     assert code == 0, err
     manifest = json.loads((output / "manifest.json").read_text())
     listed, _, chosen = out.partition(f"configuration chosen for {tmp_path / 'ok.pt'}:\n")
-    files = [line.strip() for line in listed.splitlines()[1:]]
+    *files, shares = [line.strip() for line in listed.splitlines()[1:]]
     assert files == [*manifest["files"], "manifest.json"]
+    assert shares.startswith("resource model: dsp ")
     assert {"weights.bin", "runs.json", "host.py"} <= set(files)
     assert chosen.splitlines() == [f"  {name} = {value}"
                                    for name, value in manifest["parameters"].items()]

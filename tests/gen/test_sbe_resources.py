@@ -116,7 +116,8 @@ def test_check_fit_counts_luts_against_the_share():
                                          rf"counted by its resource model, but zc706 allows "
                                          rf"153020: lut_share 0\.7 of its 218600 LUTs, the "
                                          rf"rest left for the logic the model does not "
-                                         rf"count$"):
+                                         rf"count \(95\.2% of the device; --lut-share sets "
+                                         rf"the share\)$"):
         check_fit(sbe, many, zc706)
     with pytest.raises(UsageError, match=r"allows 109300: lut_share 0\.5 of its 218600"):
         check_fit(sbe, Z, zc706, lut_share=0.5)
