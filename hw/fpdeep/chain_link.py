@@ -4,7 +4,8 @@ segment, :class:`NodeLink` puts the node top's segment streams (:class:`~.node.F
 (:class:`~.link.LinkModule`) and takes them back, so ``K`` node tops joined by link modules
 train a CNN's convolution layers as a layer pipeline: the first layer split by output
 channels (OCP, spec §2.8: every node completes its channel range) over one or more nodes,
-each later layer on one node, downstream of the layer before (a node may hold the end of
+each later layer likewise (its EB's partial errors summed along its nodes), downstream
+of the layer before (a node may hold the end of
 one layer and the next layer: the mapper's usual cut).
 
 The chain (:class:`ChainConfig`)
@@ -56,10 +57,24 @@ Decisions ([U] in the spec)
   joined directly, the downstream segment's ``up_act``/``up_err`` on the upstream one's
   ``down_act``/``down_err`` (the chain's streams inside the board), so the layer's end
   on node ``m`` feeds the next layer's start on node ``m`` as a link would.
-* **A layer after the first runs on one node**: split over several, each node's EB would
-  compute partial errors of every input channel, to be summed along the chain (EB's
-  ``i_partial`` / ``o_partial``, not on the node top's ports yet): refused
-  (``ValueError``). The first layer has no EB (spec §2.8).
+* **A layer after the first split over several stages** (OCP, each completing its
+  channel range; spec §2.10: "backward carries the EB partial-error reduction"): every
+  stage of the layer takes the whole input (buffered, forwarded downstream as the first
+  layer's image is) and its EB computes partial errors of every input channel from its
+  output channels; the most downstream stage's EB sends them (``err_part_out``, EB's
+  ``o_partial``) to the stage above, whose EB adds its own (``err_part_in``,
+  ``i_partial``), and so on up to the layer's first stage, which rounds (fixed16) and
+  sends the complete errors upstream as above (:mod:`nnrtl.gen.fpdeep.chain`'s
+  ``E_m = E_{m+1} + local``). **Their path: the link's ``delta`` path** (code 2, the
+  backward pair; the chain's δ and errors both ride ``error``, so ``delta`` is free
+  here), its own typed stream between two neighbouring stages only (never relayed: a
+  layer's stages are consecutive), so it shares no count with the error blocks. A
+  partial-error pixel (``S_IC`` words of ``partial_bits``, 48 in fixed16) is cut into
+  ``⌈S_IC · partial_bits / (P · word_bits)⌉`` beats (bits from the low word up, the last
+  beat's spare bits zero; :meth:`ChainConfig.partial_error_beats`). The sender buffers
+  one image of them (``w_in²`` pixels) so its EB never waits for the stage above, whose
+  δ comes after the sender's own error block on the error path (without it the chain
+  could deadlock). The first layer has no EB (spec §2.8).
 * **Images in flight: ``lag``**, the window of the stale-weight rule. A node starts
   taking image ``k + lag`` only after its own error block of image ``k`` has been taken
   by its node, so every node sees the same order of its streams (``act 0 … act lag−1,
@@ -90,7 +105,7 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .eb import error_layout
+from .eb import error_layout, partial_error_layout
 from .node import NodeConfig, act_layout
 from .line_buffer import pixel_layout
 
@@ -120,8 +135,11 @@ class ChainConfig:
     layers : tuple of int, optional
         Stage ``s``'s layer, from 0, non-decreasing by steps of 0 or 1; default every stage
         on layer 0 (one layer split by output channels). Layer ``t > 0`` takes the maps
-        layer ``t − 1`` gives (``w_in`` its ``pool_out``, ``n_in`` its channels) and is
-        one stage.
+        layer ``t − 1`` gives (``w_in`` its ``pool_out``, ``n_in`` its channels).
+
+    The nodes are stored with :attr:`NodeConfig.eb_partial` set from the chain (a stage
+    of a layer ``t > 0`` takes partial errors when a stage of its layer follows, sends
+    them when one precedes it).
     """
 
     nodes: tuple
@@ -146,6 +164,7 @@ class ChainConfig:
             raise TypeError(f"layers must be one layer number per segment, from 0, "
                             f"non-decreasing by steps of 1, not {self.layers!r}")
         object.__setattr__(self, "layers", tuple(layers))
+        object.__setattr__(self, "nodes", self._with_partials(stages, layers))
         for n in range(len(stages)):
             seg, layer, name = self.segment(n), self.layers[n], self.name(n)
             if not seg.completes or seg.partial_in:
@@ -165,10 +184,6 @@ class ChainConfig:
                                      f"differs from node 1's {getattr(want, field)!r}")
         for layer in range(self.layers[-1] + 1):
             nodes = self.layer_nodes(layer)
-            if layer > 0 and len(nodes) > 1:
-                raise ValueError(f"layer {layer} spans {self.name(nodes[0])} to "
-                                 f"{self.name(nodes[-1])}: a layer after the first runs on "
-                                 f"one node (its EB's partial errors are not chained)")
             first = self.segment(nodes[0])
             for n in nodes[1:]:
                 for field in _LAYER_FIELDS:
@@ -185,6 +200,29 @@ class ChainConfig:
                         f"{self.name(nodes[0])}: layer {layer} takes {first.w_in}x"
                         f"{first.w_in} maps of {first.n_in} channels, layer {layer - 1} "
                         f"gives {side}x{side} of {channels}")
+
+    def _with_partials(self, stages, layers):
+        """The nodes with each segment's :attr:`NodeConfig.eb_partial` from the chain."""
+        nodes = []
+        for n, node in enumerate(self.nodes):
+            flags = []
+            for s, (m, _) in enumerate(stages):
+                if m == n:
+                    same = [j for j, t in enumerate(layers) if t == layers[s]]
+                    flags.append((layers[s] > 0 and s != same[-1],
+                                  layers[s] > 0 and s != same[0]))
+            nodes.append(dataclasses.replace(node, eb_partial=tuple(flags)))
+        return tuple(nodes)
+
+    def partial_errors(self, stage):
+        """Stage ``stage``'s EB (takes, sends) partial errors."""
+        node, k = self.stages[stage]
+        return self.nodes[node].eb_partial[k]
+
+    def partial_error_beats(self, stage):
+        """Beats of one partial-error pixel of stage ``stage`` on the ``delta`` path."""
+        seg = self.segment(stage)
+        return math.ceil(seg.n_in * seg.partial_bits / (self.p * self.word_bits))
 
     def name(self, stage):
         """``"node N"`` (``"node N segment K"`` on a node of several segments)."""
@@ -208,7 +246,7 @@ class ChainConfig:
         node, k = self.stages[stage]
         config = self.nodes[node]
         return dataclasses.replace(config, segments=(config.segments[k],),
-                                   eb=(config.eb[k],))
+                                   eb=(config.eb[k],), eb_partial=(config.eb_partial[k],))
 
     def layer_nodes(self, layer):
         """The stages of ``layer``, in chain order."""
@@ -317,7 +355,15 @@ class NodeLink(wiring.Component):
         To and from the node top's ``s0_act_in``, ``s0_err_in``, ``s0_act_out`` (their
         plain bit-vector payloads).
     err_out : In(stream)
-        From the node top's ``s0_err_out`` (a node of a layer after the first only).
+        From the node top's ``s0_err_out`` (a node of a layer after the first, the first
+        of its layer).
+    down_err_part : In(beat stream), err_part_in : Out(stream)
+        A stage whose EB takes partial errors: the ``delta`` path from the ``"down"``
+        link, re-assembled into the node top's ``s0_err_part_in`` (a pixel of
+        :meth:`ChainConfig.partial_error_beats` beats; ``last`` regenerated).
+    err_part_out : In(stream), up_err_part : Out(beat stream)
+        A stage whose EB sends partial errors: the node top's ``s0_err_part_out``,
+        buffered (one image) and cut into beats on the ``delta`` path to the ``"up"`` link.
 
     Latency ``0`` cycles through a node, ``1`` into its FP from a single input block;
     throughput one beat a cycle on each path (module docstring).
@@ -346,8 +392,15 @@ class NodeLink(wiring.Component):
             "err_in": Out(stream.Signature(pixel_layout(seg.word_bits, seg.p).size)),
             "act_out": In(stream.Signature(act_layout(seg).size)),
         }
-        if config.eb(node):
+        takes, sends = config.partial_errors(node) if config.eb(node) else (False, False)
+        if config.eb(node) and not sends:
             ports["err_out"] = In(stream.Signature(error_layout(seg).size))
+        if takes:
+            ports["down_err_part"] = In(beat)
+            ports["err_part_in"] = Out(stream.Signature(partial_error_layout(seg).size))
+        if sends:
+            ports["err_part_out"] = In(stream.Signature(partial_error_layout(seg).size))
+            ports["up_err_part"] = Out(beat)
         super().__init__(ports)
 
     config = property(lambda self: self._config)
@@ -374,7 +427,7 @@ class NodeLink(wiring.Component):
         # the input into the node's act_in: a pixel of every channel
         go = Signal()
         if len(blocks) == 1:
-            room = self._deserialize(m, go, blocks[0][0])
+            room = self._deserialize(m, go, self.up_act.payload, self.act_in, blocks[0][0])
         else:
             room = self._assemble(m, go, blocks)
 
@@ -418,29 +471,70 @@ class NodeLink(wiring.Component):
         m.d.comb += errored.eq(moved & (errors == own - 1))
         if "err_out" in self.signature.members:
             self._scatter(m, blocks)
+        if "down_err_part" in self.signature.members:
+            self._take_partials(m)
+        if "up_err_part" in self.signature.members:
+            self._send_partials(m)
         return m
 
-    def _deserialize(self, m, go, per_pixel):
-        """A single input block into ``act_in``, a pixel of ``per_pixel`` beats at a time;
-        returns the condition of room for a beat."""
+    def _deserialize(self, m, go, beat, sink, per_pixel, pixels=None):
+        """A pixel of ``per_pixel`` link beats (``beat``, taken when ``go``) at a time into
+        ``sink`` (its payload the low bits of the beats; with ``pixels``, the payload's top
+        bit ``last`` set on the image's last pixel); returns the condition of room for a
+        beat."""
         beat_bits = self._config.p * self._config.word_bits
         pixel = Signal(per_pixel * beat_bits)
         part = Signal(range(per_pixel))
         full, final = Signal(), Signal()
         with m.If(final):
             m.d.sync += full.eq(1)
-        with m.Elif(self.act_in.valid & self.act_in.ready):
+        with m.Elif(sink.valid & sink.ready):
             m.d.sync += full.eq(0)
-        m.d.comb += [self.act_in.valid.eq(full),
-                     self.act_in.payload.eq(pixel[:len(self.act_in.payload)])]
+        width = len(sink.payload) - (pixels is not None)
+        m.d.comb += [sink.valid.eq(full), sink.payload[:width].eq(pixel[:width])]
+        if pixels is not None:
+            index = Signal(range(pixels))
+            m.d.comb += sink.payload[width].eq(index == pixels - 1)
+            with m.If(sink.valid & sink.ready):
+                m.d.sync += index.eq(Mux(index == pixels - 1, 0, index + 1))
         with m.If(go):
             for k in range(per_pixel):
                 with m.If(part == k):
-                    m.d.sync += pixel[k * beat_bits:(k + 1) * beat_bits].eq(
-                        self.up_act.payload.as_value())
+                    m.d.sync += pixel[k * beat_bits:(k + 1) * beat_bits].eq(beat.as_value())
             m.d.sync += part.eq(Mux(part == per_pixel - 1, 0, part + 1))
         m.d.comb += final.eq(go & (part == per_pixel - 1))
-        return ~full | self.act_in.ready
+        return ~full | sink.ready
+
+    def _take_partials(self, m):
+        """The ``delta`` path's partial-error beats into ``err_part_in``, a pixel at a time."""
+        config, node = self._config, self._node
+        source, go = self.down_err_part, Signal()
+        room = self._deserialize(m, go, source.payload, self.err_part_in,
+                                 config.partial_error_beats(node),
+                                 pixels=config.segment(node).w_in ** 2)
+        m.d.comb += [source.ready.eq(room), go.eq(source.valid & room)]
+
+    def _send_partials(self, m):
+        """``err_part_out`` into a FIFO of one image, each pixel cut into beats on
+        ``up_err_part`` (the low beat first)."""
+        config, node = self._config, self._node
+        seg, beat_bits = config.segment(node), config.p * config.word_bits
+        width, per_pixel = seg.n_in * seg.partial_bits, config.partial_error_beats(node)
+        m.submodules.partials = fifo = SyncFIFOBuffered(width=width, depth=seg.w_in ** 2)
+        src, out = self.err_part_out, self.up_err_part
+        m.d.comb += [fifo.w_data.eq(src.payload[:width]), fifo.w_en.eq(src.valid),
+                     src.ready.eq(fifo.w_rdy)]
+        padded = Signal(per_pixel * beat_bits)
+        part = Signal(range(per_pixel))
+        m.d.comb += [padded.eq(fifo.r_data), out.valid.eq(fifo.r_rdy)]
+        with m.Switch(part):
+            for k in range(per_pixel):
+                with m.Case(k):
+                    m.d.comb += out.payload.as_value().eq(
+                        padded[k * beat_bits:(k + 1) * beat_bits])
+        with m.If(out.valid & out.ready):
+            m.d.sync += part.eq(Mux(part == per_pixel - 1, 0, part + 1))
+            m.d.comb += fifo.r_en.eq(part == per_pixel - 1)
 
     def _assemble(self, m, go, blocks):
         """Several input blocks buffered (one image), then read back a pixel of every

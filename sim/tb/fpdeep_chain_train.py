@@ -58,19 +58,21 @@ SIMULATORS = ("amaranth", "verilator")
 
 
 def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, next_out=None,
-                shared=False):
-    """A small test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps, ReLU,
-    a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels, ``lr`` 0.01;
-    with ``next_out``, a second 3×3 conv (pad 1, ReLU, no pool) of ``next_out`` channels
-    over the first layer's pooled maps (a layer pipeline) on a node of its own or
-    (``shared``) as the second segment of the last node."""
+                shared=False, in_channels=3):
+    """A small test chain: a 3×3 conv (pad 1) of ``in_channels`` input channels over
+    ``w_in`` maps, ReLU, a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output
+    channels, ``lr`` 0.01; with ``next_out``, a second 3×3 conv (pad 1, ReLU, no pool) of
+    ``next_out`` channels (a tuple: split by output channels over that many nodes, its
+    EB's partial errors chained) over the first layer's pooled maps (a layer pipeline),
+    its first segment on a node of its own or (``shared``) the last node's second."""
     lr = 655 if precision == "fixed16" else 0x3C23D70A
-    nodes = [[(FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)), False)]
+    nodes = [[(FpConfig(precision, 3, 1, 1, w_in, in_channels, o, 2, pool=(2, 2, 0)), False)]
              for o in outs]
-    if next_out:
-        second = (FpConfig(precision, 3, 1, 1, nodes[0][0][0].pool_out, sum(outs), next_out,
+    seconds = (next_out,) if isinstance(next_out, int) else tuple(next_out or ())
+    for k, out in enumerate(seconds):
+        second = (FpConfig(precision, 3, 1, 1, nodes[0][0][0].pool_out, sum(outs), out,
                            2), True)
-        if shared:
+        if shared and k == 0:
             nodes[-1].append(second)
         else:
             nodes.append([second])
@@ -78,7 +80,7 @@ def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, 
         NodeConfig(tuple(c for c, _ in node), tuple(e for _, e in node), batch=batch,
                    act_images=lag + 1, lr=lr, node=n + 1)
         for n, node in enumerate(nodes)), lag=lag,
-        layers=(0,) * len(outs) + ((1,) if next_out else ()))
+        layers=(0,) * len(outs) + (1,) * len(seconds))
 
 
 class ChainTrainTop(Elaboratable):
@@ -117,13 +119,19 @@ class ChainTrainTop(Elaboratable):
             wiring.connect(m, adapter.act_in, self.port(n, "act_in"))
             wiring.connect(m, adapter.err_in, self.port(n, "err_in"))
             wiring.connect(m, self.port(n, "act_out"), adapter.act_out)
-            if "err_out" in adapter.signature.members:
-                wiring.connect(m, self.port(n, "err_out"), adapter.err_out)
+            for name in ("err_out", "err_part_out"):
+                if name in adapter.signature.members:
+                    wiring.connect(m, self.port(n, name), getattr(adapter, name))
+            if "err_part_in" in adapter.signature.members:
+                wiring.connect(m, adapter.err_part_in, self.port(n, "err_part_in"))
         for n in range(len(stages) - 1):
             up, down = self.adapters[n], self.adapters[n + 1]
+            partials = "up_err_part" in down.signature.members
             if stages[n][0] == stages[n + 1][0]:        # one node's segments: joined directly
                 wiring.connect(m, up.down_act, down.up_act)
                 wiring.connect(m, down.up_err, up.down_err)
+                if partials:
+                    wiring.connect(m, down.up_err_part, up.down_err_part)
                 continue
             pair = self.links[stages[n][0]]
             m.submodules[f"link{stages[n][0]}"] = pair
@@ -132,6 +140,9 @@ class ChainTrainTop(Elaboratable):
             wiring.connect(m, pair.b.rx_act, down.up_act)
             wiring.connect(m, down.up_err, pair.b.tx_error)
             wiring.connect(m, pair.a.rx_error, up.down_err)
+            if partials:                # an OCP layer's partial errors: the delta path
+                wiring.connect(m, down.up_err_part, pair.b.tx_delta)
+                wiring.connect(m, pair.a.rx_delta, up.down_err_part)
         first, last = self.adapters[0], self.adapters[-1]
         wiring.connect(m, wiring.flipped(self.host_act), first.up_act)
         wiring.connect(m, last.down_act, wiring.flipped(self.host_out))
@@ -170,22 +181,30 @@ def compose(config, cases):
     cases = [dict(case) for case in cases]
     images, layers = len(cases[0]["act"]), config.layers[-1]
     bits, signed = config.word_bits, config.segment(0).precision == "fixed16"
-    for _ in range(images * (layers + 1) + 2):
+    for n, case in enumerate(cases):
+        if config.eb(n) and config.partial_errors(n)[0] and "err_partial" not in case:
+            cfg = config.segment(n)
+            case["err_partial"] = np.zeros((images, cfg.w_in, cfg.w_in, cfg.n_in), np.int64)
+    for _ in range(images * (len(cases) + 1) + 2):
         found = [node_expected(config.stage_node(n), case, config.lag)[0]
                  for n, case in enumerate(cases)]
         settled = True
         for layer in range(1, layers + 1):
-            (node,) = config.layer_nodes(layer)
-            cfg = config.segment(node)
+            nodes = config.layer_nodes(layer)
+            cfg = config.segment(nodes[0])
             acts = []
             for j in config.layer_nodes(layer - 1):
                 seg = config.segment(j)
                 side = seg.pool_out
                 words = _words(found[j]["act_out"], seg.p, bits, signed)
                 acts.append(words.reshape(images, side, side, -1)[..., :seg.n_out])
-            errs = _words(found[node]["err_out"], cfg.n_in, bits, signed).reshape(
+            errs = _words(found[nodes[0]]["err_out"], cfg.n_in, bits, signed).reshape(
                 images, cfg.w_in, cfg.w_in, cfg.n_in)
-            updates = [(node, "act", np.concatenate(acts, axis=-1))]
+            updates = [(node, "act", np.concatenate(acts, axis=-1)) for node in nodes]
+            for up, down in zip(nodes, nodes[1:]):      # the partial errors, upward
+                updates.append((up, "err_partial", _words(
+                    found[down]["err_part_out"], cfg.n_in, cfg.partial_bits, signed).reshape(
+                        images, cfg.w_in, cfg.w_in, cfg.n_in)))
             for j in config.layer_nodes(layer - 1):
                 lo = config.lo(j)
                 updates.append((j, "err", errs[..., lo:lo + config.segment(j).n_out]))
@@ -235,6 +254,7 @@ def _budget(config, images, loads, pattern, link_options):
     nodes = range(len(config.stages))
     beats = images * (config.image_beats + config.host_beats + sum(
         config.act_beats(n) + config.error_beats(n) + 2 * config.input_beats(n)
+        + config.segment(n).w_in ** 2 * config.partial_error_beats(n) * config.eb(n)
         for n in nodes))
     wire = beats * (1 + link.words_per_beat("act")) * 2
     model = loads + wire + sum(node_cycles(config.stage_node(n), images) for n in nodes)
@@ -245,17 +265,18 @@ def _monitored(config, node, images, trained, found):
     """Node ``node``'s output streams the bench watches: ``{port: beats expected}``
     (``err_out`` of the trained images only: probes send no error)."""
     want = {"act_out": found[node]["act_out"]}
-    if "err_out" in found[node]:
-        want["err_out"] = found[node]["err_out"][:len(found[node]["err_out"]) // images
-                                                 * trained]
+    for port in ("err_out", "err_part_out"):
+        if port in found[node]:
+            want[port] = found[node][port][:len(found[node][port]) // images * trained]
     return want
 
 
 
 def monitored_ports(config):
     """Per stage the output streams a bench watches inside the chain (``act_out``, and
-    ``err_out`` on a stage with EB)."""
-    return [("act_out", "err_out") if config.eb(n) else ("act_out",)
+    on a stage with EB ``err_out`` or, sending partial errors, ``err_part_out``)."""
+    return [("act_out",) + ((("err_part_out" if config.partial_errors(n)[1] else "err_out"),)
+                            if config.eb(n) else ())
             for n in range(len(config.stages))]
 
 
