@@ -82,11 +82,6 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
             raise UsageError(f"--backend rtl: the node chain runs an output-channel (OCP) "
                              f"split of the first conv layer; the mapper split "
                              f"{segments[0].seg.layer} by input channels")
-        if order[index] > 0 and len(segments) > 1:
-            raise UsageError(f"--backend rtl: {segments[0].seg.layer} spans nodes "
-                             f"{segments[0].node} to {segments[-1].node}: a conv layer after "
-                             f"the first runs on one node of the node chain (EB's partial "
-                             f"errors are not chained between nodes)")
     p = min(s.cfg.p for segments in layers.values() for s in segments)
     word = lr_word(precision, lr, batch)
     nodes, chain_layers = [], []

@@ -139,7 +139,7 @@ class ChainConfig:
 
     The nodes are stored with :attr:`NodeConfig.eb_partial` set from the chain (a stage
     of a layer ``t > 0`` takes partial errors when a stage of its layer follows, sends
-    them when one precedes it).
+    them when one precedes it; ``None`` on a node without any).
     """
 
     nodes: tuple
@@ -211,13 +211,15 @@ class ChainConfig:
                     same = [j for j, t in enumerate(layers) if t == layers[s]]
                     flags.append((layers[s] > 0 and s != same[-1],
                                   layers[s] > 0 and s != same[0]))
-            nodes.append(dataclasses.replace(node, eb_partial=tuple(flags)))
+            chained = any(any(f) for f in flags)
+            nodes.append(dataclasses.replace(node, eb_partial=tuple(flags) if chained
+                                             else None))
         return tuple(nodes)
 
     def partial_errors(self, stage):
         """Stage ``stage``'s EB (takes, sends) partial errors."""
         node, k = self.stages[stage]
-        return self.nodes[node].eb_partial[k]
+        return self.nodes[node].partials[k]
 
     def partial_error_beats(self, stage):
         """Beats of one partial-error pixel of stage ``stage`` on the ``delta`` path."""
@@ -246,7 +248,7 @@ class ChainConfig:
         node, k = self.stages[stage]
         config = self.nodes[node]
         return dataclasses.replace(config, segments=(config.segments[k],),
-                                   eb=(config.eb[k],), eb_partial=(config.eb_partial[k],))
+                                   eb=(config.eb[k],), eb_partial=(config.partials[k],))
 
     def layer_nodes(self, layer):
         """The stages of ``layer``, in chain order."""

@@ -115,8 +115,8 @@ class NodeConfig:
     eb_partial : tuple of (bool, bool), optional
         Per segment with EB: whether its EB takes the partial errors of the downstream
         segment of its layer (``err_part_in``) and whether it sends its own upstream
-        (``err_part_out``, instead of ``err_out``); default ``(False, False)`` each (the
-        layer's only segment). :class:`~.chain_link.ChainConfig` sets them from the chain.
+        (``err_part_out``, instead of ``err_out``); default (None) ``(False, False)``
+        each (the layer's only segment; :attr:`partials`). :class:`~.chain_link.ChainConfig` sets them from the chain.
     """
 
     segments: tuple = (SMALL,)
@@ -137,7 +137,9 @@ class NodeConfig:
                 or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in partial)):
             raise ValueError(f"eb_partial must have one (takes, sends) pair per segment "
                              f"({len(self.segments)}), not {self.eb_partial!r}")
-        object.__setattr__(self, "eb_partial", tuple((bool(a), bool(b)) for a, b in partial))
+        if self.eb_partial is not None:
+            object.__setattr__(self, "eb_partial", tuple((bool(a), bool(b))
+                                                         for a, b in partial))
         if not self.segments or not all(isinstance(s, FpConfig) for s in self.segments):
             raise TypeError(f"segments must be a non-empty tuple of FpConfig, not "
                             f"{self.segments!r}")
@@ -154,7 +156,7 @@ class NodeConfig:
             raise ValueError(f"lr must be a {self.word_bits}-bit word, not {self.lr!r}")
         for n, (segment, eb) in enumerate(zip(self.segments, self.eb)):
             check_segment(segment, eb)
-            if any(self.eb_partial[n]) and not eb:
+            if any(self.partials[n]) and not eb:
                 raise ValueError(f"eb_partial: segment {n + 1} has no EB to chain partial "
                                  f"errors")
 
@@ -176,6 +178,12 @@ class NodeConfig:
                    tuple(s.modules == 3 for s in convs), batch=batch,
                    act_images=max(2, math.ceil(max(s.residency for s in convs)) + 1),
                    lr=lr, node=node.node)
+
+    @property
+    def partials(self):
+        """Per segment its EB's (takes, sends) partial errors (:attr:`eb_partial`, its
+        default spelled out)."""
+        return self.eb_partial or ((False, False),) * len(self.segments)
 
     @property
     def precision(self):
@@ -248,7 +256,7 @@ def _fork(m, source_valid, source_ready, sinks, gate=1):
 
 def segment_ports(cfg, eb, partial=(False, False)):
     """The streams of a segment unit (module docstring): ``{name: In/Out(stream)}``;
-    ``partial`` its EB's (takes, sends) partial errors (:attr:`NodeConfig.eb_partial`)."""
+    ``partial`` its EB's (takes, sends) partial errors (:attr:`NodeConfig.partials`)."""
     word = cfg.word_bits
     ports = {"act_in": In(stream.Signature(pixel_layout(word, cfg.n_in))),
              "err_in": In(stream.Signature(pixel_layout(word, cfg.p))),
@@ -280,7 +288,7 @@ class SegmentUnit(wiring.Component):
     act_images : int
 
     partial : (bool, bool)
-        EB's (takes, sends) partial errors (:attr:`NodeConfig.eb_partial`).
+        EB's (takes, sends) partial errors (:attr:`NodeConfig.partials`).
 
     Attributes
     ----------
@@ -475,7 +483,7 @@ class FpdeepNode(wiring.Component):
         self._registers = register_map(config)
         ports = {"s_axil": In(AXI4LiteSignature(self._registers.addr_width))}
         for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
-            for name, member in segment_ports(cfg, eb, config.eb_partial[n]).items():
+            for name, member in segment_ports(cfg, eb, config.partials[n]).items():
                 shape = member.signature.members["payload"].shape
                 payload = stream.Signature(Shape.cast(shape).width)
                 ports[f"s{n}_{name}"] = (In if member.flow == In else Out)(payload)
@@ -493,7 +501,7 @@ class FpdeepNode(wiring.Component):
         config = self._config
         units = [SegmentUnit(cfg, batch=config.batch, eb=eb, act_images=config.act_images,
                              partial=partial)
-                 for cfg, eb, partial in zip(config.segments, config.eb, config.eb_partial)]
+                 for cfg, eb, partial in zip(config.segments, config.eb, config.partials)]
         for n, unit in enumerate(units):
             m.submodules[f"segment_{n}"] = unit
             m.d.comb += unit.lr.eq(regs.regs.lr)

@@ -126,7 +126,7 @@ def expected(config, case, lag):
     EB adding ``case["err_partial"]``, per image ``(w_in, w_in, n_in)``, where it takes
     them); and the weights after every update (``(weights, bias)`` list)."""
     cfg, batch = config.segments[0], config.batch
-    takes, sends = config.eb_partial[0]
+    takes, sends = config.partials[0]
     images = len(case["act"])
     versions = [(case["weights"], case["bias"])]
     deltas, out, errors = [], [], []

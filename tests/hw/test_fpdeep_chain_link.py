@@ -4,11 +4,15 @@ configuration's refusals and derived beat counts (anchored messages), and tiny c
 training two mini-batches with stale weights in the Amaranth simulator, bit-exact
 against each node's golden model: one OCP-split layer on 3 nodes, a layer pipeline
 (conv – pool – conv on 3 nodes) and the same with one node holding two segments (every
-pattern, both precisions, larger maps: tests/sim/test_fpdeep_chain_train.py, slow)."""
+pattern, both precisions, larger maps: tests/sim/test_fpdeep_chain_train.py, slow); a
+later layer split by output channels over two nodes, its EB's partial errors chained on
+the links' ``delta`` path (fixed16, a tiny map, every pattern)."""
 
 import dataclasses
 
 import pytest
+
+from nnrtl.sim.patterns import PATTERNS
 
 from nnrtl.hw.fpdeep.chain_link import ChainConfig, NodeLink
 from nnrtl.sim.tb.fpdeep_chain_train import chain_case, expected_out, run
@@ -61,10 +65,6 @@ def test_refusals():
                                          r"layer 0's activations\)$"):
         ChainConfig(pipe.nodes[:2] + (dataclasses.replace(second, eb=(False,)),),
                     layers=(0, 0, 1))
-    with pytest.raises(ValueError, match=r"^layer 1 spans node 2 to node 3: a layer after the "
-                                         r"first runs on one node \(its EB's partial errors "
-                                         r"are not chained\)$"):
-        ChainConfig((pipe.nodes[0], second, second), layers=(0, 1, 1))
     with pytest.raises(ValueError, match=r"^node 2: layer 1 takes 2x2 maps of 4 channels, "
                                          r"layer 0 gives 2x2 of 2$"):
         ChainConfig((pipe.nodes[0], second), layers=(0, 1))
@@ -130,3 +130,34 @@ def test_a_node_holding_two_layers_trains_bit_exact():
     report = run(chain((2, 2), next_out=3, shared=True), 4, "bursty", seed=4)
     assert report["bit_exact"], report
     assert len(report["link_words"]) == 1 and report["link_words"][0]["backward"] > 0
+
+
+def test_a_later_layer_split_over_nodes_chains_partial_errors():
+    """Layer 1 (2 → 2 + 3 channels) on nodes 2 and 3: node 3's EB sends partial errors
+    (``err_part_out``) to node 2's (``err_part_in``), node 2 sends the errors of layer 0;
+    a pixel of 2 partial words of 48 bits is 3 beats of 2 16-bit words (fp32: 1)."""
+    config = chain((2,), next_out=(2, 3))
+    assert config.layers == (0, 1, 1)
+    assert [config.partial_errors(n) for n in (1, 2)] == [(True, False), (False, True)]
+    assert [node.eb_partial for node in config.nodes] == [
+        None, ((True, False),), ((False, True),)]
+    assert config.partial_error_beats(2) == 3
+    assert chain((2,), next_out=(2, 3), precision="fp32").partial_error_beats(2) == 1
+    assert config.input_blocks(2) == ((1, 2, 0),) and config.upstream_beats(2) == 4
+    assert config.stage_node(2).eb_partial == ((False, True),)
+    ports = NodeLink(config, node=2).signature.members
+    assert "up_err_part" in ports and "err_part_out" in ports and "err_out" not in ports
+    ports = NodeLink(config, node=1).signature.members
+    assert "down_err_part" in ports and "err_out" in ports and "up_err_part" not in ports
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_a_later_layer_split_over_nodes_trains_bit_exact(pattern):
+    """Conv 3 → 2 (node 1, 4×4 maps, pool 2) – conv 2 → 2 + 2 (nodes 2, 3, with EB):
+    node 3's partial errors reach node 2's EB over the link, the sum trains node 1; every
+    stage's activations, node 2's errors and node 3's partial errors bit-exact, one image
+    a mini-batch (the slow tests run mini-batches of 2 and fp32)."""
+    config = chain((2,), next_out=(2, 2), batch=1, lag=1)
+    report = run(config, 2, pattern, seed=5)
+    assert report["bit_exact"], report
+    assert report["link_words"][1]["backward"] > 0 and report["cycles"] < report["budget"]

@@ -7,7 +7,9 @@ links and the host's streams; every activation beat the host receives is checked
 bit-exactly against the nodes' golden models (so is every weight version the nodes'
 updates wrote, except the last). And a layer pipeline (conv – ReLU – pool – conv – ReLU on
 three nodes, or two with one node holding two segments): every segment's activations and
-EB output checked against the golden models composed along the chain."""
+EB output checked against the golden models composed along the chain; and the second
+layer split by output channels over two or three stages (its EB's partial errors
+chained upstream on the links' ``delta`` path, or inside a node)."""
 
 import pytest
 
@@ -38,6 +40,23 @@ def test_layer_pipeline_trains_bit_exact(precision, batch, pattern, shared):
     ``shared``: node 2's second segment; 3×3 maps, EB): conv2's EB output trains conv1;
     every segment's outputs bit-exact."""
     config = chain((2, 2), precision=precision, batch=batch, lag=batch, w_in=6, next_out=3,
+                   shared=shared)
+    report = run(config, 2 * batch, pattern, seed=batch)
+    print(precision, batch, pattern, shared, {k: report[k] for k in ("cycles", "budget",
+                                                                     "link_words")})
+    assert report["bit_exact"], report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fixed16", "fp32"])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_later_layer_split_over_nodes_trains_bit_exact(precision, batch, pattern, shared):
+    """conv 3 → 2 + 2 (nodes 1, 2; 4×4 maps, 2×2 pool) – conv 4 → 2 + 2 + 2 (nodes 3, 4,
+    5, or ``shared``: node 2's second segment, nodes 3, 4): the layer's EB partial errors
+    summed from the most downstream stage up; every segment's outputs bit-exact."""
+    config = chain((2, 2), precision=precision, batch=batch, lag=batch, next_out=(2, 2, 2),
                    shared=shared)
     report = run(config, 2 * batch, pattern, seed=batch)
     print(precision, batch, pattern, shared, {k: report[k] for k in ("cycles", "budget",
