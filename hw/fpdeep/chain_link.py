@@ -8,8 +8,8 @@ each later layer likewise (its EB's partial errors summed along its nodes), down
 of the layer before (a node may hold the end of
 one layer and the next layer: the mapper's usual cut).
 
-The chain (:class:`ChainConfig`)
---------------------------------
+The chain (:class:`~.chain_config.ChainConfig`)
+-----------------------------------------------
 Below, "node" is a **stage** (:class:`ChainConfig`): one segment of a node top, so a node
 of two segments is two stages joined directly. Node ``m`` (from 0, upstream first) holds
 output channels ``[lo_m, hi_m)`` of layer
@@ -96,8 +96,6 @@ into node ``m`` carries its input and its layer's earlier blocks, the error path
 error blocks (:meth:`ChainConfig.act_beats`, :meth:`ChainConfig.error_beats`).
 """
 
-import dataclasses
-import math
 
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
@@ -105,219 +103,13 @@ from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .chain_config import ChainConfig
 from .eb import error_layout, partial_error_layout
-from .node import NodeConfig, act_layout
+from .fp import partial_layout
 from .line_buffer import pixel_layout
+from .node import _count, _fork, act_layout
 
 __all__ = ["ChainConfig", "NodeLink"]
-
-#: Fields every node of a layer shares (its input and the conv's shape).
-_LAYER_FIELDS = ("w_in", "n_in", "k", "stride", "pad", "pool")
-
-
-@dataclasses.dataclass(frozen=True)
-class ChainConfig:
-    """A chain of node tops training a CNN's conv layers (module docstring).
-
-    The chain's **stages** are the nodes' segments in chain order (node 1's first, in its
-    segment order): stage ``s`` has an adapter (:class:`NodeLink`) of its own; two stages
-    of one node are joined directly (a layer's end and the next layer's start on one
-    board), two of neighbouring nodes through the link modules. Every index below (and
-    ``NodeLink``'s ``node``) is a stage's; with one segment a node, a node's.
-
-    Attributes
-    ----------
-    nodes : tuple of NodeConfig
-        Node ``m``'s RTL, upstream first: completing segments, all of one precision,
-        ``P`` and batch; the first layer's without EB, the others' with.
-    lag : int
-        Images in flight per stage (module docstring), at least 1.
-    layers : tuple of int, optional
-        Stage ``s``'s layer, from 0, non-decreasing by steps of 0 or 1; default every stage
-        on layer 0 (one layer split by output channels). Layer ``t > 0`` takes the maps
-        layer ``t − 1`` gives (``w_in`` its ``pool_out``, ``n_in`` its channels).
-
-    The nodes are stored with :attr:`NodeConfig.eb_partial` set from the chain (a stage
-    of a layer ``t > 0`` takes partial errors when a stage of its layer follows, sends
-    them when one precedes it; ``None`` on a node without any).
-    """
-
-    nodes: tuple
-    lag: int = 1
-    layers: tuple = None
-
-    def __post_init__(self):
-        object.__setattr__(self, "nodes", tuple(self.nodes))
-        if not self.nodes or not all(isinstance(n, NodeConfig) for n in self.nodes):
-            raise TypeError(f"nodes must be a non-empty tuple of NodeConfig, not "
-                            f"{self.nodes!r}")
-        if not isinstance(self.lag, int) or isinstance(self.lag, bool) or self.lag < 1:
-            raise TypeError(f"lag must be a positive integer, not {self.lag!r}")
-        stages = tuple((n, k) for n, node in enumerate(self.nodes)
-                       for k in range(len(node.segments)))
-        object.__setattr__(self, "stages", stages)
-        layers = (0,) * len(stages) if self.layers is None else self.layers
-        if (not isinstance(layers, (tuple, list)) or len(layers) != len(stages)
-                or not all(isinstance(t, int) and not isinstance(t, bool) for t in layers)
-                or layers[0] != 0 or any(b - a not in (0, 1)
-                                         for a, b in zip(layers, layers[1:]))):
-            raise TypeError(f"layers must be one layer number per segment, from 0, "
-                            f"non-decreasing by steps of 1, not {self.layers!r}")
-        object.__setattr__(self, "layers", tuple(layers))
-        object.__setattr__(self, "nodes", self._with_partials(stages, layers))
-        for n in range(len(stages)):
-            seg, layer, name = self.segment(n), self.layers[n], self.name(n)
-            if not seg.completes or seg.partial_in:
-                raise ValueError(f"{name}: the chain carries output-channel (OCP) "
-                                 f"splits, every segment completing its channels (no DP2 "
-                                 f"partials)")
-            if layer == 0 and self.eb(n):
-                raise ValueError(f"{name}: layer 0 is the network's first: no EB")
-            if layer > 0 and not self.eb(n):
-                raise ValueError(f"{name}: layer {layer} needs its EB (the error of "
-                                 f"layer {layer - 1}'s activations)")
-            for field in ("precision", "p", "batch"):
-                source = self.nodes[stages[n][0]] if field == "batch" else seg
-                want = self.nodes[0] if field == "batch" else self.segment(0)
-                if getattr(source, field) != getattr(want, field):
-                    raise ValueError(f"{name}: {field} {getattr(source, field)!r} "
-                                     f"differs from node 1's {getattr(want, field)!r}")
-        for layer in range(self.layers[-1] + 1):
-            nodes = self.layer_nodes(layer)
-            first = self.segment(nodes[0])
-            for n in nodes[1:]:
-                for field in _LAYER_FIELDS:
-                    if getattr(self.segment(n), field) != getattr(first, field):
-                        raise ValueError(
-                            f"{self.name(n)}: {field} {getattr(self.segment(n), field)!r} "
-                            f"differs from {self.name(nodes[0])}'s {getattr(first, field)!r}")
-            if layer > 0:
-                before = self.layer_nodes(layer - 1)
-                side = self.segment(before[0]).pool_out
-                channels = sum(self.segment(j).n_out for j in before)
-                if (first.w_in, first.n_in) != (side, channels):
-                    raise ValueError(
-                        f"{self.name(nodes[0])}: layer {layer} takes {first.w_in}x"
-                        f"{first.w_in} maps of {first.n_in} channels, layer {layer - 1} "
-                        f"gives {side}x{side} of {channels}")
-
-    def _with_partials(self, stages, layers):
-        """The nodes with each segment's :attr:`NodeConfig.eb_partial` from the chain."""
-        nodes = []
-        for n, node in enumerate(self.nodes):
-            flags = []
-            for s, (m, _) in enumerate(stages):
-                if m == n:
-                    same = [j for j, t in enumerate(layers) if t == layers[s]]
-                    flags.append((layers[s] > 0 and s != same[-1],
-                                  layers[s] > 0 and s != same[0]))
-            chained = any(any(f) for f in flags)
-            nodes.append(dataclasses.replace(node, eb_partial=tuple(flags) if chained
-                                             else None))
-        return tuple(nodes)
-
-    def partial_errors(self, stage):
-        """Stage ``stage``'s EB (takes, sends) partial errors."""
-        node, k = self.stages[stage]
-        return self.nodes[node].partials[k]
-
-    def partial_error_beats(self, stage):
-        """Beats of one partial-error pixel of stage ``stage`` on the ``delta`` path."""
-        seg = self.segment(stage)
-        return math.ceil(seg.n_in * seg.partial_bits / (self.p * self.word_bits))
-
-    def name(self, stage):
-        """``"node N"`` (``"node N segment K"`` on a node of several segments)."""
-        node, k = self.stages[stage]
-        if len(self.nodes[node].segments) == 1:
-            return f"node {node + 1}"
-        return f"node {node + 1} segment {k + 1}"
-
-    def segment(self, stage):
-        """Stage ``stage``'s (from 0) FpConfig."""
-        node, k = self.stages[stage]
-        return self.nodes[node].segments[k]
-
-    def eb(self, stage):
-        """Whether stage ``stage``'s segment has an EB module."""
-        node, k = self.stages[stage]
-        return self.nodes[node].eb[k]
-
-    def stage_node(self, stage):
-        """Stage ``stage``'s segment alone on a :class:`NodeConfig` (its golden model's)."""
-        node, k = self.stages[stage]
-        config = self.nodes[node]
-        return dataclasses.replace(config, segments=(config.segments[k],),
-                                   eb=(config.eb[k],), eb_partial=(config.partials[k],))
-
-    def layer_nodes(self, layer):
-        """The stages of ``layer``, in chain order."""
-        return [n for n, t in enumerate(self.layers) if t == layer]
-
-    def last_in_layer(self, node):
-        return self.layer_nodes(self.layers[node])[-1] == node
-
-    def lo(self, node):
-        """The first output channel of node ``node`` in its layer."""
-        return sum(self.segment(j).n_out for j in self.layer_nodes(self.layers[node])
-                   if j < node)
-
-    @property
-    def p(self):
-        return self.segment(0).p
-
-    @property
-    def word_bits(self):
-        return self.segment(0).word_bits
-
-    @property
-    def batch(self):
-        return self.nodes[0].batch
-
-    @property
-    def pixel_beats(self):
-        """Beats of one image pixel on the act path."""
-        return math.ceil(self.segment(0).n_in / self.p)
-
-    @property
-    def image_beats(self):
-        return self.segment(0).w_in ** 2 * self.pixel_beats
-
-    def block_beats(self, node):
-        """Beats of node ``node``'s activation block of an image (and of its error block)."""
-        return self.segment(node).out_beats
-
-    def upstream_beats(self, node):
-        """Beats of the blocks of the nodes of ``node``'s layer before it, per image."""
-        return sum(self.block_beats(j) for j in self.layer_nodes(self.layers[node])
-                   if j < node)
-
-    def input_blocks(self, node):
-        """The blocks of ``node``'s input, per image: ``(beats a pixel, channels, first
-        channel)`` each, in stream order (the image, or layer ``t − 1``'s nodes)."""
-        layer = self.layers[node]
-        if layer == 0:
-            return ((self.pixel_beats, self.segment(0).n_in, 0),)
-        return tuple((self.segment(j).groups, self.segment(j).n_out, self.lo(j))
-                     for j in self.layer_nodes(layer - 1))
-
-    def input_beats(self, node):
-        return self.segment(node).w_in ** 2 * sum(b[0] for b in self.input_blocks(node))
-
-    def act_beats(self, node):
-        """Beats per image on the act path into node ``node``."""
-        return self.input_beats(node) + self.upstream_beats(node)
-
-    def error_beats(self, node):
-        """Beats per image on the error path into node ``node`` (its and its layer's
-        earlier nodes' error blocks)."""
-        return self.block_beats(node) + self.upstream_beats(node)
-
-    @property
-    def host_beats(self):
-        """Beats per image the host receives (the last layer's blocks) and sends back."""
-        return self.error_beats(len(self.stages) - 1)
-
 
 def _block(m, moved, count, beats, after):
     """In an FSM state: count ``moved`` beats in ``count``; after ``beats``, to ``after``."""
@@ -355,7 +147,21 @@ class NodeLink(wiring.Component):
         DP3/DP4 to the ``"up"`` link (never valid on node 0).
     act_in, err_in : Out(stream), act_out : In(stream)
         To and from the node top's ``s0_act_in``, ``s0_err_in``, ``s0_act_out`` (their
-        plain bit-vector payloads).
+        plain bit-vector payloads; ``act_out`` on a completing stage).
+    part_out : In(stream), down_part : Out(partial beat stream)
+        An ICP stage that does not complete: the node top's ``s0_part_out`` onto the
+        ``partial`` path (DP2) of the ``"down"`` link (``last`` dropped).
+    up_part : In(partial beat stream), part_in : Out(stream)
+        An ICP stage after the layer's first: the ``partial`` path from the ``"up"`` link
+        into ``s0_part_in`` (``last`` regenerated every ``w_out² · G`` beats).
+    delta_out : In(stream)
+        An ICP layer's completing stage: the node top's ``s0_delta_out`` (its δ), sent on
+        ``up_delta``.
+    down_delta : In(beat stream)
+        An ICP stage that does not complete: δ from the ``"down"`` link's ``delta`` path
+        (DP3) into its ``err_in``, and (not the layer's first) on ``up_delta``.
+    up_delta : Out(beat stream)
+        δ to the ``"up"`` link's ``delta`` path (the stages above in an ICP layer).
     err_out : In(stream)
         From the node top's ``s0_err_out`` (a node of a layer after the first, the first
         of its layer).
@@ -392,8 +198,20 @@ class NodeLink(wiring.Component):
             "act_in": Out(stream.Signature(
                 pixel_layout(seg.word_bits, seg.n_in).size)),
             "err_in": Out(stream.Signature(pixel_layout(seg.word_bits, seg.p).size)),
-            "act_out": In(stream.Signature(act_layout(seg).size)),
         }
+        if seg.completes:
+            ports["act_out"] = In(stream.Signature(act_layout(seg).size))
+        else:
+            ports["part_out"] = In(stream.Signature(partial_layout(seg).size))
+            ports["down_part"] = Out(stream.Signature(partial_layout(seg)["data"].shape))
+            ports["down_delta"] = In(beat)
+        if seg.partial_in:
+            ports["up_part"] = In(stream.Signature(partial_layout(seg)["data"].shape))
+            ports["part_in"] = Out(stream.Signature(partial_layout(seg).size))
+        if config.icp(config.layers[node]) and seg.completes:
+            ports["delta_out"] = In(stream.Signature(pixel_layout(seg.word_bits, seg.p).size))
+        if seg.partial_in:
+            ports["up_delta"] = Out(beat)
         takes, sends = config.partial_errors(node) if config.eb(node) else (False, False)
         if config.eb(node) and not sends:
             ports["err_out"] = In(stream.Signature(error_layout(seg).size))
@@ -422,14 +240,17 @@ class NodeLink(wiring.Component):
         m.d.sync += inflight.eq(inflight + started - errored)
 
         # the own block, one image deep
-        m.submodules.own = fifo = SyncFIFOBuffered(width=beat_bits, depth=own)
-        m.d.comb += [fifo.w_data.eq(self.act_out.payload[:beat_bits]),
-                     fifo.w_en.eq(self.act_out.valid), self.act_out.ready.eq(fifo.w_rdy)]
+        if own:
+            m.submodules.own = fifo = SyncFIFOBuffered(width=beat_bits, depth=own)
+            m.d.comb += [fifo.w_data.eq(self.act_out.payload[:beat_bits]),
+                         fifo.w_en.eq(self.act_out.valid), self.act_out.ready.eq(fifo.w_rdy)]
 
-        # the input into the node's act_in: a pixel of every channel
+        # the input into the node's act_in: a pixel of its channels
         go = Signal()
+        offset = config.in_lo(node) * config.word_bits
         if len(blocks) == 1:
-            room = self._deserialize(m, go, self.up_act.payload, self.act_in, blocks[0][0])
+            room = self._deserialize(m, go, self.up_act.payload, self.act_in, blocks[0][0],
+                                     offset=offset)
         else:
             room = self._assemble(m, go, blocks)
 
@@ -445,15 +266,22 @@ class NodeLink(wiring.Component):
                 if forward:
                     m.d.comb += [down.valid.eq(up.valid & room & window),
                                  down.payload.eq(up.payload)]
-                _block(m, go, count, inputs, "relay" if upstream else "own")
-            with m.State("relay"):
-                m.d.comb += [down.valid.eq(up.valid), down.payload.eq(up.payload),
-                             up.ready.eq(down.ready)]
-                _block(m, up.valid & down.ready, count, upstream, "own")
-            with m.State("own"):
-                m.d.comb += [down.valid.eq(fifo.r_rdy), down.payload.eq(fifo.r_data),
-                             fifo.r_en.eq(down.ready)]
-                _block(m, fifo.r_rdy & down.ready, count, own, "input")
+                _block(m, go, count, inputs,
+                       "relay" if upstream else "own" if own else "input")
+            if upstream:
+                with m.State("relay"):
+                    m.d.comb += [down.valid.eq(up.valid), down.payload.eq(up.payload),
+                                 up.ready.eq(down.ready)]
+                    _block(m, up.valid & down.ready, count, upstream, "own")
+            if own:
+                with m.State("own"):
+                    m.d.comb += [down.valid.eq(fifo.r_rdy), down.payload.eq(fifo.r_data),
+                                 fifo.r_en.eq(down.ready)]
+                    _block(m, fifo.r_rdy & down.ready, count, own, "input")
+        self._icp(m, errored)
+        if not own:                 # an ICP stage before the last: δ, not errors, comes in
+            m.d.comb += [self.down_err.ready.eq(0), self.up_err.valid.eq(0)]
+            return m
 
         # errors: the own block into the node, then the layer's upstream ones relayed
         errors = Signal(range(own + upstream))
@@ -479,11 +307,45 @@ class NodeLink(wiring.Component):
             self._send_partials(m)
         return m
 
-    def _deserialize(self, m, go, beat, sink, per_pixel, pixels=None):
+    def _icp(self, m, errored):
+        """An ICP stage's paths: its partial sums down (DP2), the partial sums from above
+        into ``part_in``, δ from below into ``err_in`` (and on up) or its own δ up (DP3);
+        ``errored`` pulses on the last δ beat of an image into ``err_in``."""
+        config, node = self._config, self._node
+        seg = config.segment(node)
+        if "down_part" in self.signature.members:
+            m.d.comb += [self.down_part.valid.eq(self.part_out.valid),
+                         self.down_part.payload.eq(self.part_out.payload[:-1]),
+                         self.part_out.ready.eq(self.down_part.ready)]
+        if "up_part" in self.signature.members:
+            beats = Signal(range(seg.pixels * seg.groups))
+            moved = self.part_in.valid & self.part_in.ready
+            m.d.comb += [self.part_in.valid.eq(self.up_part.valid),
+                         self.part_in.payload.eq(self.up_part.payload.as_value()),
+                         self.part_in.payload[-1].eq(beats == seg.pixels * seg.groups - 1),
+                         self.up_part.ready.eq(self.part_in.ready)]
+            with m.If(moved):
+                m.d.sync += beats.eq(Mux(beats == seg.pixels * seg.groups - 1, 0,
+                                         beats + 1))
+        if "delta_out" in self.signature.members:
+            m.d.comb += [self.up_delta.valid.eq(self.delta_out.valid),
+                         self.up_delta.payload.eq(self.delta_out.payload),
+                         self.delta_out.ready.eq(self.up_delta.ready)]
+        elif "down_delta" in self.signature.members:
+            source, sinks = self.down_delta, [(self.err_in.valid, self.err_in.ready)]
+            m.d.comb += self.err_in.payload.eq(source.payload)
+            if "up_delta" in self.signature.members:
+                sinks.append((self.up_delta.valid, self.up_delta.ready))
+                m.d.comb += self.up_delta.payload.eq(source.payload)
+            moved = _fork(m, source.valid, source.ready, sinks)
+            m.d.comb += errored.eq(_count(m, moved, Signal(range(config.delta_beats(node))),
+                                          config.delta_beats(node))[0])
+
+    def _deserialize(self, m, go, beat, sink, per_pixel, pixels=None, offset=0):
         """A pixel of ``per_pixel`` link beats (``beat``, taken when ``go``) at a time into
-        ``sink`` (its payload the low bits of the beats; with ``pixels``, the payload's top
-        bit ``last`` set on the image's last pixel); returns the condition of room for a
-        beat."""
+        ``sink`` (its payload the beats' bits from ``offset`` up; with ``pixels``, the
+        payload's top bit ``last`` set on the image's last pixel); returns the condition
+        of room for a beat."""
         beat_bits = self._config.p * self._config.word_bits
         pixel = Signal(per_pixel * beat_bits)
         part = Signal(range(per_pixel))
@@ -493,7 +355,8 @@ class NodeLink(wiring.Component):
         with m.Elif(sink.valid & sink.ready):
             m.d.sync += full.eq(0)
         width = len(sink.payload) - (pixels is not None)
-        m.d.comb += [sink.valid.eq(full), sink.payload[:width].eq(pixel[:width])]
+        m.d.comb += [sink.valid.eq(full),
+                     sink.payload[:width].eq(pixel[offset:offset + width])]
         if pixels is not None:
             index = Signal(range(pixels))
             m.d.comb += sink.payload[width].eq(index == pixels - 1)

@@ -124,7 +124,8 @@ def expected(config, case, lag):
     """``{port: payloads}`` the node must send: ``act_out`` or ``part_out``, ``err_out``
     (with EB; ``err_part_out`` where :attr:`NodeConfig.eb_partial` sends partial errors,
     EB adding ``case["err_partial"]``, per image ``(w_in, w_in, n_in)``, where it takes
-    them); and the weights after every update (``(weights, bias)`` list)."""
+    them), ``delta_out`` where :attr:`NodeConfig.deltas` sends δ; and the weights after
+    every update (``(weights, bias)`` list)."""
     cfg, batch = config.segments[0], config.batch
     takes, sends = config.partials[0]
     images = len(case["act"])
@@ -167,6 +168,8 @@ def expected(config, case, lag):
             errors += [pack(layout, {"data": list(e), "last": int(n == len(err) - 1)})
                        for n, e in enumerate(err)]
     found = {("act_out" if cfg.completes else "part_out"): out}
+    if config.deltas[0]:
+        found["delta_out"] = sum((delta_beats(cfg, d) for d in deltas), [])
     if config.eb[0]:
         found["err_part_out" if sends else "err_out"] = errors
     return found, versions
