@@ -44,9 +44,29 @@ def test_refusals():
         ChainConfig((node, dataclasses.replace(node, eb=(True,))))
     partial = dataclasses.replace(node, segments=(dataclasses.replace(
         node.segments[0], completes=False, pool=None),))
-    with pytest.raises(ValueError, match=r"^node 2: the chain carries output-channel \(OCP\) "
-                                         r"splits, every segment completing its channels"):
+    with pytest.raises(ValueError, match=r"^node 2: layer 0 is split by output channels "
+                                         r"\(OCP, its first segment completes\): every "
+                                         r"segment completes its channels \(no DP2 "
+                                         r"partials\)$"):
         ChainConfig((node, partial))
+    icp = chain((3,), icp=(1, 2)).nodes
+    with pytest.raises(ValueError, match=r"^node 2: segment 2 of 2 of layer 0's input-channel "
+                                         r"\(ICP\) split must take partials and complete$"):
+        ChainConfig((icp[0], partial))
+    with pytest.raises(ValueError, match=r"^node 1: segment 1 of 2 of layer 0's input-channel "
+                                         r"\(ICP\) split must not take partials and not "
+                                         r"complete$"):
+        ChainConfig((chain((3,), icp=(1, 1, 1)).nodes[1], icp[1]))
+    with pytest.raises(ValueError, match=r"^node 2: n_out 3 differs from node 1's 2$"):
+        ChainConfig((chain((2,), icp=(1, 2)).nodes[0], icp[1]))
+    pipe = chain((2, 2), next_out=3)
+    later = chain((4,), icp=(2, 2), w_in=2).nodes
+    with pytest.raises(ValueError, match=r"^node 3: layer 1 is split by input channels \(ICP\) "
+                                         r"after the first layer: its segments' EB errors "
+                                         r"would be merged into layer 0's error blocks \(not "
+                                         r"built\)$"):
+        ChainConfig((pipe.nodes[0], pipe.nodes[1]) + tuple(
+            dataclasses.replace(n, eb=(True,)) for n in later), layers=(0, 0, 1, 1))
     other = chain((2,), w_in=6).nodes[0]
     with pytest.raises(ValueError, match=r"^node 2: w_in 6 differs from node 1's 4$"):
         ChainConfig((node, other))
@@ -130,6 +150,38 @@ def test_a_node_holding_two_layers_trains_bit_exact():
     report = run(chain((2, 2), next_out=3, shared=True), 4, "bursty", seed=4)
     assert report["bit_exact"], report
     assert len(report["link_words"]) == 1 and report["link_words"][0]["backward"] > 0
+
+
+def test_an_icp_layer_chains_partials_down_and_delta_up():
+    """Layer 0 split by input channels, 1 + 2 of 3, 3 outputs: node 1 sends partial sums
+    (DP2, ``partial`` path) and takes δ (DP3, ``delta`` path) from node 2, which
+    completes the layer; only node 2's activations reach the host."""
+    config = chain((3,), icp=(1, 2))
+    assert config.icp(0) and config.completing(0) == [1]
+    assert [config.in_lo(n) for n in (0, 1)] == [0, 1] and config.layer_ic(0) == 3
+    assert config.pixel_beats == 2 and config.input_blocks(1) == ((2, 3, 0),)
+    assert [config.block_beats(n) for n in (0, 1)] == [0, 8]
+    assert [config.error_beats(n) for n in (0, 1)] == [0, 8] and config.host_beats == 8
+    assert config.delta_beats(0) == 16 * 2
+    assert [node.delta_out for node in config.nodes] == [None, (True,)]
+    first = NodeLink(config, node=0).signature.members
+    assert {"part_out", "down_part", "down_delta"} <= set(first)
+    assert not {"act_out", "up_delta", "up_part"} & set(first)
+    last = NodeLink(config, node=1).signature.members
+    assert {"act_out", "up_part", "part_in", "delta_out", "up_delta"} <= set(last)
+    middle = NodeLink(chain((3,), icp=(1, 1, 1)), node=1).signature.members
+    assert {"down_part", "up_part", "down_delta", "up_delta"} <= set(middle)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_an_icp_layer_trains_bit_exact(pattern):
+    """Conv 3 → 3 split by input channels (1 + 2) over two nodes, 4×4 maps, pool 2: node
+    1's partial sums, node 2's activations and δ, and node 1's weight update (visible in
+    image 1's partial sums) bit-exact, one image a mini-batch (slow: batch 2, fp32, three
+    nodes, a second layer)."""
+    report = run(chain((3,), icp=(1, 2), batch=1, lag=1), 2, pattern, seed=6)
+    assert report["bit_exact"], report
+    assert report["link_words"][0]["backward"] > 0 and report["cycles"] < report["budget"]
 
 
 def test_a_later_layer_split_over_nodes_chains_partial_errors():

@@ -9,7 +9,9 @@ updates wrote, except the last). And a layer pipeline (conv – ReLU – pool �
 three nodes, or two with one node holding two segments): every segment's activations and
 EB output checked against the golden models composed along the chain; and the second
 layer split by output channels over two or three stages (its EB's partial errors
-chained upstream on the links' ``delta`` path, or inside a node)."""
+chained upstream on the links' ``delta`` path, or inside a node); and the first layer
+split by input channels (DP2 partial sums down the ``partial`` path, the completing
+node's δ back up the ``delta`` path), alone or before a second layer."""
 
 import pytest
 
@@ -61,4 +63,23 @@ def test_a_later_layer_split_over_nodes_trains_bit_exact(precision, batch, patte
     report = run(config, 2 * batch, pattern, seed=batch)
     print(precision, batch, pattern, shared, {k: report[k] for k in ("cycles", "budget",
                                                                      "link_words")})
+    assert report["bit_exact"], report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("precision", ["fixed16", "fp32"])
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("pattern", PATTERNS)
+@pytest.mark.parametrize("split, next_out, shared", [
+    ((1, 1, 1), None, False), ((1, 2), 2, True), ((2, 1), (2, 2), False)])
+def test_an_icp_layer_trains_bit_exact(precision, batch, pattern, split, next_out, shared):
+    """conv 3 → 3 split by input channels over the nodes (``split`` channels each, 4×4
+    maps, 2×2 pool; the last completes), with ``next_out``: conv 3 → ``next_out`` after
+    it (on the last node's second segment with ``shared``, or split by output channels
+    over two nodes); every segment's outputs, partial sums and δ bit-exact."""
+    config = chain((3,), precision=precision, batch=batch, lag=batch, icp=split,
+                   next_out=next_out, shared=shared)
+    report = run(config, 2 * batch, pattern, seed=batch)
+    print(precision, batch, pattern, split, next_out, shared,
+          {k: report[k] for k in ("cycles", "budget", "link_words")})
     assert report["bit_exact"], report
