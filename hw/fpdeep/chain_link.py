@@ -3,10 +3,11 @@ segment, :class:`NodeLink` puts the node top's segment streams (:class:`~.node.F
 ``s{k}_*``) onto the typed paths of its ``"up"`` and ``"down"`` link modules
 (:class:`~.link.LinkModule`) and takes them back, so ``K`` node tops joined by link modules
 train a CNN's convolution layers as a layer pipeline: the first layer split by output
-channels (OCP, spec §2.8: every node completes its channel range) over one or more nodes,
-each later layer likewise (its EB's partial errors summed along its nodes), downstream
-of the layer before (a node may hold the end of
-one layer and the next layer: the mapper's usual cut).
+channels (OCP, spec §2.8: every node completes its channel range) or by input channels
+(ICP: partial sums down the chain, the last node completes) over one or more nodes, each
+later layer on one node or split by output channels (its EB's partial errors summed
+along its nodes), downstream of the layer before (a node may hold the end of one layer
+and the next layer: the mapper's usual cut).
 
 The chain (:class:`~.chain_config.ChainConfig`)
 -----------------------------------------------
@@ -66,8 +67,8 @@ Decisions ([U] in the spec)
   ``i_partial``), and so on up to the layer's first stage, which rounds (fixed16) and
   sends the complete errors upstream as above (:mod:`nnrtl.gen.fpdeep.chain`'s
   ``E_m = E_{m+1} + local``). **Their path: the link's ``delta`` path** (code 2, the
-  backward pair; the chain's δ and errors both ride ``error``, so ``delta`` is free
-  here), its own typed stream between two neighbouring stages only (never relayed: a
+  backward pair; the chain's errors ride ``error``, and ``delta`` carries δ only inside
+  an ICP layer), its own typed stream between two neighbouring stages only (never relayed: a
   layer's stages are consecutive), so it shares no count with the error blocks. A
   partial-error pixel (``S_IC`` words of ``partial_bits``, 48 in fixed16) is cut into
   ``⌈S_IC · partial_bits / (P · word_bits)⌉`` beats (bits from the low word up, the last
@@ -75,6 +76,21 @@ Decisions ([U] in the spec)
   one image of them (``w_in²`` pixels) so its EB never waits for the stage above, whose
   δ comes after the sender's own error block on the error path (without it the chain
   could deadlock). The first layer has no EB (spec §2.8).
+* **A first layer split by input channels** (ICP, spec §2.5, §3.1): every stage of the
+  layer takes the image (forwarded as under OCP) and reads its own channel range
+  (:meth:`ChainConfig.in_lo`); stage ``k`` sends its partial sums (``part_out``, DP2,
+  the FP's 48-bit fixed16 / fp32 partial words) on the link's ``partial`` path to stage
+  ``k + 1``, whose FP adds its own (``R_k = R_{k−1} + local``); the last completes (bias,
+  SFU) and alone sends activations. Backward, the host's (or next layer's) error block is
+  the last stage's; its :class:`~.eb.SfuBackward` makes δ, which its PG (and EB) take and
+  which leaves on the node top's ``delta_out`` (DP3, the link's ``delta`` path) to the
+  stages above: each takes it as its ``err_in`` (δ) and, but the layer's first, sends it
+  on up in the same beat (a fork, no buffer: the stages take δ at PG's rate). A stage
+  that does not complete counts its images in flight by its δ images taken. A boundary
+  inside an ICP layer carries δ on ``delta``, one inside an OCP layer partial errors:
+  never both. An ICP layer after the first is refused (:class:`ChainConfig`): each stage's
+  EB gives the errors of its own channel range, which would have to be merged into the
+  previous layer's error blocks.
 * **Images in flight: ``lag``**, the window of the stale-weight rule. A node starts
   taking image ``k + lag`` only after its own error block of image ``k`` has been taken
   by its node, so every node sees the same order of its streams (``act 0 … act lag−1,

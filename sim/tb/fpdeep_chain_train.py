@@ -1,8 +1,12 @@
 """The FPDeep training chain (issue 14): ``K`` node tops (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`)
 joined by their link modules through pausable channels, each node's streams put on the
 links by its :class:`~nnrtl.hw.fpdeep.chain_link.NodeLink` adapter (the module docstring
-there has the chain's streams and its decisions), training one OCP-split convolution layer
-over several mini-batches in the Amaranth simulator.
+there has the chain's streams and its decisions), training a CNN's convolution layers (one
+layer split by output or input channels, or a layer pipeline whose later layer may be
+split by output channels) over several mini-batches in the Amaranth simulator.
+Adjacent stages are joined on the link paths ``act`` and ``error``, and where the chain
+needs them ``partial`` (an ICP layer's partial sums) and ``delta`` (its δ, or an OCP
+layer's partial errors).
 
 :class:`ChainTrainTop` is the chain: the host's images into node 1's adapter (``host_act``),
 every node's activations out of node ``K``'s (``host_out``), the host's errors into node
