@@ -20,66 +20,53 @@ from nnrtl.sim.tb.fpdeep_chain_train import run
 from nnrtl.sim.tb.fpdeep_chain_train import small_chain as chain
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("precision", ["fixed16", "fp32"])
-@pytest.mark.parametrize("batch", [1, 2])
-@pytest.mark.parametrize("pattern", PATTERNS)
-def test_chain_trains_bit_exact(precision, batch, pattern):
-    config = chain((2, 2, 3), precision=precision, batch=batch, lag=batch)
+def matrix(test):
+    """Slow, over both precisions, batch 1 and 2 (``lag`` = batch) and every pattern."""
+    for mark in (pytest.mark.parametrize("pattern", PATTERNS),
+                 pytest.mark.parametrize("batch", [1, 2]),
+                 pytest.mark.parametrize("precision", ["fixed16", "fp32"]), pytest.mark.slow):
+        test = mark(test)
+    return test
+
+
+def check(outs, precision, batch, pattern, **options):
+    """Train ``2·batch`` images through ``small_chain(outs, **options)``: bit-exact."""
+    config = chain(outs, precision=precision, batch=batch, lag=batch, **options)
     report = run(config, 2 * batch, pattern, seed=batch)
-    print(precision, batch, pattern, {k: report[k] for k in ("cycles", "budget",
-                                                             "link_words")})
+    print(precision, batch, pattern, options, {k: report[k] for k in ("cycles", "budget",
+                                                                      "link_words")})
     assert report["bit_exact"], report
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("precision", ["fixed16", "fp32"])
-@pytest.mark.parametrize("batch", [1, 2])
-@pytest.mark.parametrize("pattern", PATTERNS)
+@matrix
+def test_chain_trains_bit_exact(precision, batch, pattern):
+    check((2, 2, 3), precision, batch, pattern)
+
+
+@matrix
 @pytest.mark.parametrize("shared", [False, True])
 def test_layer_pipeline_trains_bit_exact(precision, batch, pattern, shared):
     """conv 3 → 2 + 2 (nodes 1, 2; 6×6 maps, 2×2 pool) – conv 4 → 3 (node 3, or
     ``shared``: node 2's second segment; 3×3 maps, EB): conv2's EB output trains conv1;
     every segment's outputs bit-exact."""
-    config = chain((2, 2), precision=precision, batch=batch, lag=batch, w_in=6, next_out=3,
-                   shared=shared)
-    report = run(config, 2 * batch, pattern, seed=batch)
-    print(precision, batch, pattern, shared, {k: report[k] for k in ("cycles", "budget",
-                                                                     "link_words")})
-    assert report["bit_exact"], report
+    check((2, 2), precision, batch, pattern, w_in=6, next_out=3, shared=shared)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("precision", ["fixed16", "fp32"])
-@pytest.mark.parametrize("batch", [1, 2])
-@pytest.mark.parametrize("pattern", PATTERNS)
+@matrix
 @pytest.mark.parametrize("shared", [False, True])
 def test_a_later_layer_split_over_nodes_trains_bit_exact(precision, batch, pattern, shared):
     """conv 3 → 2 + 2 (nodes 1, 2; 4×4 maps, 2×2 pool) – conv 4 → 2 + 2 + 2 (nodes 3, 4,
     5, or ``shared``: node 2's second segment, nodes 3, 4): the layer's EB partial errors
     summed from the most downstream stage up; every segment's outputs bit-exact."""
-    config = chain((2, 2), precision=precision, batch=batch, lag=batch, next_out=(2, 2, 2),
-                   shared=shared)
-    report = run(config, 2 * batch, pattern, seed=batch)
-    print(precision, batch, pattern, shared, {k: report[k] for k in ("cycles", "budget",
-                                                                     "link_words")})
-    assert report["bit_exact"], report
+    check((2, 2), precision, batch, pattern, next_out=(2, 2, 2), shared=shared)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("precision", ["fixed16", "fp32"])
-@pytest.mark.parametrize("batch", [1, 2])
-@pytest.mark.parametrize("pattern", PATTERNS)
+@matrix
 @pytest.mark.parametrize("split, next_out, shared", [
-    ((1, 1, 1), None, False), ((1, 2), 2, True), ((2, 1), (2, 2), False)])
+    ((1, 1, 1), None, False), ((1, 2), (2, 2), True)])
 def test_an_icp_layer_trains_bit_exact(precision, batch, pattern, split, next_out, shared):
     """conv 3 → 3 split by input channels over the nodes (``split`` channels each, 4×4
     maps, 2×2 pool; the last completes), with ``next_out``: conv 3 → ``next_out`` after
-    it (on the last node's second segment with ``shared``, or split by output channels
-    over two nodes); every segment's outputs, partial sums and δ bit-exact."""
-    config = chain((3,), precision=precision, batch=batch, lag=batch, icp=split,
-                   next_out=next_out, shared=shared)
-    report = run(config, 2 * batch, pattern, seed=batch)
-    print(precision, batch, pattern, split, next_out, shared,
-          {k: report[k] for k in ("cycles", "budget", "link_words")})
-    assert report["bit_exact"], report
+    it, split by output channels over the last node's second segment (``shared``) and a
+    node of its own; every segment's outputs, partial sums and δ bit-exact."""
+    check((3,), precision, batch, pattern, icp=split, next_out=next_out, shared=shared)
