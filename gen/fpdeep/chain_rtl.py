@@ -7,16 +7,15 @@ What the chain runs (decisions)
 * **The mappings it takes**: a CNN's convolution layers (Flatten/Linear on the host,
   :mod:`.trainer`) as a layer pipeline: the first conv layer split by output channels
   (OCP) or by input channels (ICP: DP2 partial sums downstream, the completing node's δ
-  relayed back up) over one or more nodes, each later conv layer whole on one node or
-  split by output channels over several (its EB's partial errors summed along them), a
-  node holding the end of one layer and the start of the next (a node of several
-  segments: the mapper's usual cut); the nodes joined by their links, each segment by
-  its adapter (:mod:`nnrtl.hw.fpdeep.chain_link`: activations downstream as the next
-  layer's input, a layer's EB output upstream as the errors of the layer before).
-  :func:`chain_config` refuses the others (``UsageError``, exit 2) naming the layer, the
-  nodes and the rule: a later conv layer split by input channels (each node's EB gives
-  the errors of its channel range; merging them into the previous layer's error blocks
-  is not built), a node without a conv segment. Every node's ``P`` is the smallest of
+  relayed back up) over one or more nodes, each later conv layer likewise (OCP: its EB's
+  partial errors summed up the chain; ICP: each node's EB errors of its channel range
+  gathered by the layer's first node), a node holding the end of one layer and the start
+  of the next (a node of several segments: the mapper's usual cut); the nodes joined by
+  their links, each segment by its adapter (:mod:`nnrtl.hw.fpdeep.chain_link`:
+  activations downstream as the next layer's input, a layer's EB output upstream as the
+  errors of the layer before). :func:`chain_config` refuses (``UsageError``, exit 2) a
+  node without a conv segment, and what :class:`~nnrtl.hw.fpdeep.chain_config.ChainConfig`
+  refuses (a segment the chain's rules do not place), naming the node and the rule. Every node's ``P`` is the smallest of
   the mapper's (the link's beat is one ``P``; ``P`` changes the parallelism, not a bit
   of the results).
 * **A step on the RTL**: the nodes are loaded with the step's weights (the host's master
@@ -80,13 +79,6 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
             raise UsageError(f"--backend rtl: node {node.node} holds no conv segment (its "
                              f"layers run on the host); the node chain needs one a node")
     for index, segments in sorted(layers.items()):
-        if order[index] > 0 and len(segments) > 1 and segments[0].icp:
-            raise UsageError(f"--backend rtl: {segments[0].seg.layer} is split by input "
-                             f"channels (ICP) over nodes {segments[0].node} to "
-                             f"{segments[-1].node}: the node chain runs ICP on the first "
-                             f"conv layer only (a later ICP layer's EB errors of each "
-                             f"node's channel range are not merged into the previous "
-                             f"layer's error blocks)")
     p = min(s.cfg.p for segments in layers.values() for s in segments)
     word = lr_word(precision, lr, batch)
     nodes, chain_layers = [], []

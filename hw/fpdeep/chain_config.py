@@ -32,10 +32,9 @@ class ChainConfig:
     or (**ICP**, the layer's first stage does not complete) stage ``k`` of the layer reads
     its own input-channel range (``n_in`` each, in order), takes the partial sums of stage
     ``k − 1`` (DP2) but the first, and the last completes the layer (bias, SFU) and sends
-    its δ upstream to the others (DP3). An ICP layer is the network's first (its stages
-    have no EB): after the first, each ICP stage's EB would give the errors of its own
-    channel range, to be merged into the previous layer's error blocks — not built,
-    refused (``ValueError``).
+    its δ upstream to the others (DP3). After the first layer each ICP stage's EB gives
+    the complete errors of its own input channels; the layer's first stage gathers them
+    (DP4) and sends the previous layer its error blocks.
 
     Attributes
     ----------
@@ -110,11 +109,6 @@ class ChainConfig:
                 if getattr(seg, field) != getattr(first, field):
                     raise ValueError(f"{name}: {field} {getattr(seg, field)!r} differs "
                                      f"from {self.name(nodes[0])}'s {getattr(first, field)!r}")
-        if icp and layer > 0:
-            raise ValueError(f"{self.name(nodes[0])}: layer {layer} is split by input "
-                             f"channels (ICP) after the first layer: its segments' EB "
-                             f"errors would be merged into layer {layer - 1}'s error "
-                             f"blocks (not built)")
         if layer > 0:
             before = self.completing(layer - 1)
             side = self.segment(before[0]).pool_out
@@ -264,8 +258,20 @@ class ChainConfig:
 
     def error_beats(self, node):
         """Beats per image on the error path into node ``node`` (its and its layer's
-        earlier nodes' error blocks)."""
-        return self.block_beats(node) + self.upstream_beats(node)
+        earlier nodes' error blocks; in an ICP layer after the first, the EB outputs of
+        the layer's later stages)."""
+        layer = self.layers[node]
+        later = 0
+        if layer > 0 and self.icp(layer):
+            later = sum(self.error_block_beats(j) for j in self.layer_nodes(layer)
+                        if j > node)
+        return self.block_beats(node) + self.upstream_beats(node) + later
+
+    def error_block_beats(self, stage):
+        """Beats of an image's EB output of an ICP stage sent upstream to its layer's
+        first stage: ``w_in²`` pixels of ``⌈n_in / P⌉`` beats."""
+        seg = self.segment(stage)
+        return seg.w_in ** 2 * math.ceil(seg.n_in / self.p)
 
     def partial_error_beats(self, stage):
         """Beats of one partial-error pixel of stage ``stage`` on the ``delta`` path."""

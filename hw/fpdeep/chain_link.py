@@ -113,7 +113,9 @@ error blocks (:meth:`ChainConfig.act_beats`, :meth:`ChainConfig.error_beats`).
 """
 
 
-from amaranth.hdl import Module, Mux, Signal
+import types
+
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
@@ -295,11 +297,27 @@ class NodeLink(wiring.Component):
                                  fifo.r_en.eq(down.ready)]
                     _block(m, fifo.r_rdy & down.ready, count, own, "input")
         self._icp(m, errored)
-        if not own:                 # an ICP stage before the last: δ, not errors, comes in
+        layer = config.layers[node]
+        later = ([j for j in config.layer_nodes(layer) if j > node]
+                 if config.icp(layer) and config.eb(node) else [])
+        if own:
+            self._errors(m, own, upstream, errored)
+        elif not later:             # an ICP stage of the first layer: δ comes in, no error
             m.d.comb += [self.down_err.ready.eq(0), self.up_err.valid.eq(0)]
-            return m
+        if "err_out" in self.signature.members:
+            if config.icp(layer) and not config.first_in_layer(node):
+                self._send_errors(m, later)
+            else:
+                self._scatter(m, blocks, later)
+        if "down_err_part" in self.signature.members:
+            self._take_partials(m)
+        if "up_err_part" in self.signature.members:
+            self._send_partials(m)
+        return m
 
-        # errors: the own block into the node, then the layer's upstream ones relayed
+    def _errors(self, m, own, upstream, errored):
+        """The error path: the own block into the node, then the layer's upstream ones
+        relayed; ``errored`` pulses on the own block's last beat."""
         errors = Signal(range(own + upstream))
         err = self.down_err
         m.d.comb += self.err_in.payload.eq(err.payload)
@@ -315,13 +333,6 @@ class NodeLink(wiring.Component):
         with m.If(moved):
             m.d.sync += errors.eq(Mux(errors == own + upstream - 1, 0, errors + 1))
         m.d.comb += errored.eq(moved & (errors == own - 1))
-        if "err_out" in self.signature.members:
-            self._scatter(m, blocks)
-        if "down_err_part" in self.signature.members:
-            self._take_partials(m)
-        if "up_err_part" in self.signature.members:
-            self._send_partials(m)
-        return m
 
     def _icp(self, m, errored):
         """An ICP stage's paths: its partial sums down (DP2), the partial sums from above
@@ -386,6 +397,42 @@ class NodeLink(wiring.Component):
         m.d.comb += final.eq(go & (part == per_pixel - 1))
         return ~full | sink.ready
 
+    def _take_errors(self, m, later):
+        """The ``later`` stages' EB outputs from ``down_err`` (per image one block each,
+        in stage order), each re-assembled into pixels; returns ``[(stream, channels)]``
+        (``valid``/``ready``/``payload``) for :meth:`_scatter`."""
+        config, src = self._config, self.down_err
+        bits, pixels = config.word_bits, config.segment(self._node).w_in ** 2
+        beats = [config.error_block_beats(j) for j in later]
+        block = Signal(range(len(later)))
+        count = Signal(range(max(beats)))
+        found, rooms = [], []
+        for k, j in enumerate(later):
+            channels = config.segment(j).n_in
+            sink = types.SimpleNamespace(valid=Signal(name=f"later{k}_valid"),
+                                         ready=Signal(name=f"later{k}_ready"),
+                                         payload=Signal(channels * bits,
+                                                        name=f"later{k}_payload"))
+            go = Signal(name=f"later{k}_go")
+            room = self._deserialize(m, go, src.payload, sink, beats[k] // pixels)
+            m.d.comb += go.eq(src.valid & room & (block == k))
+            rooms.append(room)
+            found.append((sink, channels))
+        with m.Switch(block):
+            for k, room in enumerate(rooms):
+                with m.Case(k):
+                    m.d.comb += src.ready.eq(room)
+        with m.If(src.valid & src.ready):
+            last = Signal()
+            with m.Switch(block):
+                for k, n in enumerate(beats):
+                    with m.Case(k):
+                        m.d.comb += last.eq(count == n - 1)
+            m.d.sync += count.eq(Mux(last, 0, count + 1))
+            with m.If(last):
+                m.d.sync += block.eq(Mux(block == len(later) - 1, 0, block + 1))
+        return found
+
     def _take_partials(self, m):
         """The ``delta`` path's partial-error beats into ``err_part_in``, a pixel at a time."""
         config, node = self._config, self._node
@@ -395,27 +442,61 @@ class NodeLink(wiring.Component):
                                  pixels=config.segment(node).w_in ** 2)
         m.d.comb += [source.ready.eq(room), go.eq(source.valid & room)]
 
-    def _send_partials(self, m):
-        """``err_part_out`` into a FIFO of one image, each pixel cut into beats on
-        ``up_err_part`` (the low beat first)."""
+    def _pixels_out(self, m, name, src, width, per_pixel):
+        """``src``'s pixels (the low ``width`` bits of its payload) into a FIFO of one
+        image, each cut into ``per_pixel`` link beats (the low beat first); returns
+        ``(valid, beat, take)``: drive ``take`` when the beat is taken."""
         config, node = self._config, self._node
-        seg, beat_bits = config.segment(node), config.p * config.word_bits
-        width, per_pixel = seg.n_in * seg.partial_bits, config.partial_error_beats(node)
-        m.submodules.partials = fifo = SyncFIFOBuffered(width=width, depth=seg.w_in ** 2)
-        src, out = self.err_part_out, self.up_err_part
+        beat_bits = config.p * config.word_bits
+        fifo = SyncFIFOBuffered(width=width, depth=config.segment(node).w_in ** 2)
+        m.submodules[name] = fifo
         m.d.comb += [fifo.w_data.eq(src.payload[:width]), fifo.w_en.eq(src.valid),
                      src.ready.eq(fifo.w_rdy)]
-        padded = Signal(per_pixel * beat_bits)
+        padded, beat, take = Signal(per_pixel * beat_bits), Signal(beat_bits), Signal()
         part = Signal(range(per_pixel))
-        m.d.comb += [padded.eq(fifo.r_data), out.valid.eq(fifo.r_rdy)]
+        m.d.comb += padded.eq(fifo.r_data)
         with m.Switch(part):
             for k in range(per_pixel):
                 with m.Case(k):
-                    m.d.comb += out.payload.as_value().eq(
-                        padded[k * beat_bits:(k + 1) * beat_bits])
-        with m.If(out.valid & out.ready):
+                    m.d.comb += beat.eq(padded[k * beat_bits:(k + 1) * beat_bits])
+        with m.If(take):
             m.d.sync += part.eq(Mux(part == per_pixel - 1, 0, part + 1))
             m.d.comb += fifo.r_en.eq(part == per_pixel - 1)
+        return fifo.r_rdy, beat, take
+
+    def _send_partials(self, m):
+        """``err_part_out``, buffered one image, onto ``up_err_part``."""
+        config, node = self._config, self._node
+        seg, out = config.segment(node), self.up_err_part
+        valid, beat, take = self._pixels_out(m, "partials", self.err_part_out,
+                                             seg.n_in * seg.partial_bits,
+                                             config.partial_error_beats(node))
+        m.d.comb += [out.valid.eq(valid), out.payload.as_value().eq(beat),
+                     take.eq(out.valid & out.ready)]
+
+    def _send_errors(self, m, later):
+        """An ICP stage after its layer's first (layer ``t > 0``): per image its EB output
+        (buffered one image, a pixel in :meth:`ChainConfig.error_block_beats` beats) on
+        ``up_err``, then the blocks of the ``later`` stages of its layer relayed from
+        ``down_err`` (DP4's rule: own errors first)."""
+        config, node = self._config, self._node
+        seg, out, src = config.segment(node), self.up_err, self.down_err
+        own = config.error_block_beats(node)
+        relay = sum(config.error_block_beats(j) for j in later)
+        valid, beat, take = self._pixels_out(m, "errors", self.err_out,
+                                             seg.n_in * config.word_bits,
+                                             own // seg.w_in ** 2)
+        count = Signal(range(max(own, relay)))
+        with m.FSM(name="errors"):
+            with m.State("own"):
+                m.d.comb += [out.valid.eq(valid), out.payload.as_value().eq(beat),
+                             take.eq(out.valid & out.ready)]
+                _block(m, take, count, own, "relay" if relay else "own")
+            if relay:
+                with m.State("relay"):
+                    m.d.comb += [out.valid.eq(src.valid), out.payload.eq(src.payload),
+                                 src.ready.eq(out.ready)]
+                    _block(m, src.valid & out.ready, count, relay, "own")
 
     def _assemble(self, m, go, blocks):
         """Several input blocks buffered (one image), then read back a pixel of every
@@ -441,7 +522,7 @@ class NodeLink(wiring.Component):
         for per_pixel, channels, lo in blocks:
             steps += [(base, per_pixel, g, lo, channels) for g in range(per_pixel)]
             base += pixels * per_pixel
-        pixel = Signal(config.segment(node).n_in * bits)
+        pixel = Signal(config.layer_ic(node) * bits)
         index = Signal(range(pixels))
         issue, landed = Signal(range(len(steps) + 1)), Signal(range(len(steps)))
         pending, full = Signal(), Signal()
@@ -465,7 +546,9 @@ class NodeLink(wiring.Component):
                                     rd.data[lane * bits:(lane + 1) * bits])
             with m.If(landed == len(steps) - 1):
                 m.d.sync += full.eq(1)
-        m.d.comb += [self.act_in.valid.eq(full), self.act_in.payload.eq(pixel)]
+        lo = config.in_lo(node) * bits
+        m.d.comb += [self.act_in.valid.eq(full),
+                     self.act_in.payload.eq(pixel[lo:lo + len(self.act_in.payload)])]
         with m.If(self.act_in.valid & self.act_in.ready):
             m.d.sync += [full.eq(0), issue.eq(0)]
             with m.If(index == pixels - 1):
@@ -474,35 +557,48 @@ class NodeLink(wiring.Component):
                 m.d.sync += index.eq(index + 1)
         return ~filled
 
-    def _scatter(self, m, blocks):
+    def _scatter(self, m, blocks, later=()):
         """The EB output buffered (one image), then sent upstream as the error blocks of
-        the input's blocks, the last block's first (``G_j + 1`` cycles a pixel)."""
+        the input's blocks, the last block's first (``G_j + 1`` cycles a pixel). An ICP
+        layer's first stage also buffers the ``later`` stages' EB outputs, which come in
+        on ``down_err`` in stage order (:meth:`_send_errors`), and sends the errors of
+        every input channel (its own range first, then theirs)."""
         config, node = self._config, self._node
         p, bits = config.p, config.word_bits
-        seg = config.segment(node)
-        pixels = seg.w_in ** 2
-        m.submodules.errors = mem = Memory(shape=seg.n_in * bits, depth=pixels, init=[])
-        wr, rd = mem.write_port(), mem.read_port(domain="sync")
-        src, out = self.err_out, self.up_err
-        filled = Signal()
-        address = Signal(range(pixels))
-        m.d.comb += [wr.addr.eq(address), wr.data.eq(src.payload[:seg.n_in * bits]),
-                     wr.en.eq(src.valid & ~filled), src.ready.eq(~filled)]
-        with m.If(src.valid & ~filled):
-            m.d.sync += address.eq(Mux(address == pixels - 1, 0, address + 1))
-            with m.If(address == pixels - 1):
-                m.d.sync += filled.eq(1)
+        pixels = config.segment(node).w_in ** 2
+        sources = [(self.err_out, config.segment(node).n_in)]
+        if later:
+            sources += self._take_errors(m, later)
+        out, clear = self.up_err, Signal()
+        filled, words, reads = [], [], []
+        for k, (src, channels) in enumerate(sources):
+            mem = Memory(shape=channels * bits, depth=pixels, init=[])
+            m.submodules[f"errors{k}"] = mem
+            wr, rd = mem.write_port(), mem.read_port(domain="sync")
+            full, address = Signal(name=f"filled{k}"), Signal(range(pixels), name=f"at{k}")
+            m.d.comb += [wr.addr.eq(address), wr.data.eq(src.payload[:channels * bits]),
+                         wr.en.eq(src.valid & ~full), src.ready.eq(~full)]
+            with m.If(src.valid & ~full):
+                m.d.sync += address.eq(Mux(address == pixels - 1, 0, address + 1))
+                with m.If(address == pixels - 1):
+                    m.d.sync += full.eq(1)
+            with m.If(clear):
+                m.d.sync += full.eq(0)
+            filled.append(full)
+            reads.append(rd)
+            words += [rd.data[c * bits:(c + 1) * bits] for c in range(channels)]
+        ready = Signal()
+        m.d.comb += ready.eq(Cat(*filled).all())
 
         order = list(reversed(blocks))
         block = Signal(range(len(order)))
         index = Signal(range(pixels))
         g = Signal(range(max(b[0] for b in order)))
-        m.d.comb += rd.addr.eq(index)
-        words = [rd.data[c * bits:(c + 1) * bits] for c in range(seg.n_in)]
+        m.d.comb += [rd.addr.eq(index) for rd in reads]
         with m.FSM(name="scatter"):
             with m.State("fetch"):
-                m.d.comb += rd.en.eq(filled)
-                with m.If(filled):
+                m.d.comb += [rd.en.eq(ready) for rd in reads]
+                with m.If(ready):
                     m.next = "send"
             with m.State("send"):
                 m.d.comb += out.valid.eq(1)
@@ -524,7 +620,7 @@ class NodeLink(wiring.Component):
                                         m.d.sync += [index.eq(0), block.eq(
                                             Mux(block == len(order) - 1, 0, block + 1))]
                                         if b == len(order) - 1:
-                                            m.d.sync += filled.eq(0)
+                                            m.d.comb += clear.eq(1)
                                     with m.Else():
                                         m.d.sync += index.eq(index + 1)
                                 with m.Else():

@@ -63,7 +63,7 @@ SIMULATORS = ("amaranth", "verilator")
 
 
 def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, next_out=None,
-                shared=False, icp=None):
+                shared=False, icp=None, next_icp=None):
     """A small test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps,
     ReLU, a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels (with
     ``icp``, input-channel counts summing to 3: node ``m`` reads ``icp[m]`` channels and
@@ -71,7 +71,9 @@ def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, 
     with ``next_out``, a second 3×3 conv (pad 1, ReLU, no pool) of
     ``next_out`` channels (a tuple: split by output channels over that many nodes, its
     EB's partial errors chained) over the first layer's pooled maps (a layer pipeline),
-    its first segment on a node of its own or (``shared``) the last node's second."""
+    its first segment on a node of its own or (``shared``) the last node's second; with
+    ``next_icp`` (input-channel counts summing to the first layer's outputs) the second
+    layer split by input channels instead, ``next_out`` its outputs."""
     lr = 655 if precision == "fixed16" else 0x3C23D70A
     nodes = [[(FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)), False)]
              for o in outs]
@@ -83,9 +85,14 @@ def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, 
         outs = outs[:1]
     seconds = (next_out,) if isinstance(next_out, int) else tuple(next_out or ())
     first, side = len(nodes), nodes[-1][0][0].pool_out
+    splits = [(sum(outs), False, True)] * len(seconds)
+    if next_icp:
+        seconds = seconds * len(next_icp)
+        splits = [(n, k > 0, k == len(next_icp) - 1) for k, n in enumerate(next_icp)]
     for k, out in enumerate(seconds):
-        second = (FpConfig(precision, 3, 1, 1, side, sum(outs), out,
-                           2), True)
+        n_in, partial, completes = splits[k]
+        second = (FpConfig(precision, 3, 1, 1, side, n_in, out, 2, partial_in=partial,
+                           completes=completes), True)
         if shared and k == 0:
             nodes[-1].append(second)
         else:
@@ -246,10 +253,14 @@ def compose(config, cases):
                 side = seg.pool_out
                 words = _words(found[j]["act_out"], seg.p, bits, signed)
                 acts.append(words.reshape(images, side, side, -1)[..., :seg.n_out])
-            errs = _words(found[nodes[0]]["err_out"], cfg.n_in, bits, signed).reshape(
-                images, cfg.w_in, cfg.w_in, cfg.n_in)
-            updates += [(node, "act", np.concatenate(acts, axis=-1)) for node in nodes]
-            for up, down in zip(nodes, nodes[1:]):      # the partial errors, upward
+            errs = np.concatenate([   # ICP: each stage's channels; OCP: the first's, summed
+                _words(found[n]["err_out"], config.segment(n).n_in, bits, signed).reshape(
+                    images, cfg.w_in, cfg.w_in, -1)
+                for n in (nodes if config.icp(layer) else nodes[:1])], axis=-1)
+            acts = np.concatenate(acts, axis=-1)
+            updates += [(node, "act", acts[..., config.in_lo(node):config.in_lo(node)
+                                           + config.segment(node).n_in]) for node in nodes]
+            for up, down in zip(nodes, nodes[1:] if not config.icp(layer) else []):
                 updates.append((up, "err_partial", _words(
                     found[down]["err_part_out"], cfg.n_in, cfg.partial_bits, signed).reshape(
                         images, cfg.w_in, cfg.w_in, cfg.n_in)))
