@@ -67,10 +67,10 @@ def lr_word(precision, lr, batch):
 
 
 def chain_config(layers, mapping, precision, frac_bits, batch, lr):
-    """The :class:`~nnrtl.hw.fpdeep.chain_link.ChainConfig` of the conv ``layers``
+    """The :class:`~nnrtl.hw.fpdeep.chain_config.ChainConfig` of the conv ``layers``
     (:func:`.chain.conv_segments`) of ``mapping``, ``lag`` = ``batch``; ``UsageError`` for
     a mapping the RTL chain does not run (module docstring)."""
-    from nnrtl.hw.fpdeep.chain_link import ChainConfig
+    from nnrtl.hw.fpdeep.chain_config import ChainConfig
     from nnrtl.hw.fpdeep.node import NodeConfig
 
     order = {index: t for t, index in enumerate(sorted(layers))}
@@ -78,7 +78,6 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
         if not any(s.kind == "conv" for s in node.segments):
             raise UsageError(f"--backend rtl: node {node.node} holds no conv segment (its "
                              f"layers run on the host); the node chain needs one a node")
-    for index, segments in sorted(layers.items()):
     p = min(s.cfg.p for segments in layers.values() for s in segments)
     word = lr_word(precision, lr, batch)
     nodes, chain_layers = [], []

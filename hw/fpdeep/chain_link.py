@@ -5,8 +5,8 @@ segment, :class:`NodeLink` puts the node top's segment streams (:class:`~.node.F
 train a CNN's convolution layers as a layer pipeline: the first layer split by output
 channels (OCP, spec §2.8: every node completes its channel range) or by input channels
 (ICP: partial sums down the chain, the last node completes) over one or more nodes, each
-later layer on one node or split by output channels (its EB's partial errors summed
-along its nodes), downstream of the layer before (a node may hold the end of one layer
+later layer likewise (OCP: its EB's partial errors summed along its nodes; ICP: its
+nodes' EB errors gathered by its first node), downstream of the layer before (a node may hold the end of one layer
 and the next layer: the mapper's usual cut).
 
 The chain (:class:`~.chain_config.ChainConfig`)
@@ -76,8 +76,8 @@ Decisions ([U] in the spec)
   one image of them (``w_in²`` pixels) so its EB never waits for the stage above, whose
   δ comes after the sender's own error block on the error path (without it the chain
   could deadlock). The first layer has no EB (spec §2.8).
-* **A first layer split by input channels** (ICP, spec §2.5, §3.1): every stage of the
-  layer takes the image (forwarded as under OCP) and reads its own channel range
+* **A layer split by input channels** (ICP, spec §2.5, §3.1): every stage of the
+  layer takes its whole input (forwarded as under OCP) and reads its own channel range
   (:meth:`ChainConfig.in_lo`); stage ``k`` sends its partial sums (``part_out``, DP2,
   the FP's 48-bit fixed16 / fp32 partial words) on the link's ``partial`` path to stage
   ``k + 1``, whose FP adds its own (``R_k = R_{k−1} + local``); the last completes (bias,
@@ -88,9 +88,16 @@ Decisions ([U] in the spec)
   on up in the same beat (a fork, no buffer: the stages take δ at PG's rate). A stage
   that does not complete counts its images in flight by its δ images taken. A boundary
   inside an ICP layer carries δ on ``delta``, one inside an OCP layer partial errors:
-  never both. An ICP layer after the first is refused (:class:`ChainConfig`): each stage's
-  EB gives the errors of its own channel range, which would have to be merged into the
-  previous layer's error blocks.
+  never both. **After the first layer** each ICP stage's EB gives the complete errors of
+  its own input channels (δ of every output channel meets on it): a stage after the
+  layer's first buffers its EB output (one image, a FIFO) and sends it up the ``error``
+  path, ``w_in²`` pixels of ``⌈n_in / P⌉`` beats, then relays those of the layer's later
+  stages (DP4's rule: own errors first, then the relayed ones;
+  :meth:`ChainConfig.error_block_beats`); the layer's first stage buffers its own and
+  each later stage's (one memory each, one image) and, once all are in, sends the
+  previous layer its error blocks of every channel as a single EB's output is sent
+  (``_scatter``). A stage's own EB output never waits for the blocks it relays (its
+  buffer holds an image), so the error path cannot deadlock.
 * **Images in flight: ``lag``**, the window of the stale-weight rule. A node starts
   taking image ``k + lag`` only after its own error block of image ``k`` has been taken
   by its node, so every node sees the same order of its streams (``act 0 … act lag−1,

@@ -18,7 +18,7 @@ import torch
 from nnrtl.boards import get_board
 from nnrtl.gen import train as interface
 from nnrtl.gen.errors import CheckFailed, UsageError
-from nnrtl.gen.fpdeep.chain_rtl import lr_word
+from nnrtl.gen.fpdeep.chain_rtl import chain_config, lr_word
 from nnrtl.gen.fpdeep.trainer import train_hook
 from nnrtl.gen.models import load_network
 
@@ -87,13 +87,17 @@ def test_lr_word():
 
 
 def test_rtl_refuses_what_the_chain_does_not_carry(files):
-    """A later conv layer split by input channels (``ocp_min_ic=1``: conv2's 4 inputs over
-    nodes 2 and 3) is refused, naming the layer and the nodes."""
-    with pytest.raises(UsageError, match=r"^--backend rtl: layers\[2\] is split by input "
-                                         r"channels \(ICP\) over nodes 2 to 3: the node "
-                                         r"chain runs ICP on the first conv layer only "):
-        train_hook(request(files, "--fpgas", "3", params=("ocp_min_ic=1",)),
-                   load_network(files.nopool))
+    """A node whose layers all run on the host (here: node 3 given only the FC layer) is
+    refused, naming the node."""
+    trainer = train_hook(request(files, "--fpgas", "3"), load_network(files.model))
+    mapping = trainer.mapping
+    fc_only = types.SimpleNamespace(node=3, segments=tuple(
+        s for s in mapping.nodes[2].segments if s.kind != "conv"))
+    mapping = types.SimpleNamespace(nodes=list(mapping.nodes[:2]) + [fc_only])
+    with pytest.raises(UsageError, match=r"^--backend rtl: node 3 holds no conv segment \(its "
+                                         r"layers run on the host\); the node chain needs "
+                                         r"one a node$"):
+        chain_config(trainer.layers, mapping, "fixed16", 13, 1, 0.5)
 
 
 def test_rtl_chain_of_the_mapping(files):
@@ -130,6 +134,12 @@ def test_rtl_chain_of_the_mapping(files):
     assert config.icp(0) and [config.segment(n).n_in for n in range(3)] == [1, 1, 1]
     assert [config.segment(n).completes for n in range(3)] == [False, False, True]
     assert config.nodes[2].delta_out == (True,)
+    trainer = train_hook(request(files, "--fpgas", "3", "--precision", "fixed16",
+                                 params=("ocp_min_ic=1",), model=files.nopool),
+                         load_network(files.nopool))
+    config = trainer.rtl.config            # conv2 split by input channels, 2 + 2
+    assert config.layers == (0, 1, 1) and config.icp(1)
+    assert [config.segment(n).n_in for n in (1, 2)] == [2, 2]
 
 
 @pytest.mark.slow
@@ -143,12 +153,16 @@ def test_rtl_chain_of_the_mapping(files):
     ("model", "fixed16", 1, "bursty", ("ocp_min_ic=1",)),
     ("model", "fixed16", 2, "random", ("ocp_min_ic=1",)),
     ("model", "fp32", 1, "cycle", ("ocp_min_ic=1",)),
-    ("two", "fixed16", 1, "none", ("ocp_min_ic=1",))])
+    ("two", "fixed16", 1, "none", ("ocp_min_ic=1",)),
+    ("nopool", "fixed16", 1, "random", ("ocp_min_ic=1",)),
+    ("nopool", "fixed16", 2, "bursty", ("ocp_min_ic=1",)),
+    ("nopool", "fp32", 1, "none", ("ocp_min_ic=1",))])
 def test_train_steps_through_the_rtl_chain(files, tmp_path, model, precision, batch, pattern,
                                            params):
     """Every step bit-exact and within the bound: one conv (OCP over 3 nodes; with
     ``ocp_min_ic=1`` ICP), two convs (a layer pipeline; ICP conv1 with ``ocp_min_ic=1``),
-    and conv2 split by output channels over nodes 2 and 3 (``nopool``)."""
+    and conv2 split over nodes 2 and 3 (``nopool``: by output channels; with
+    ``ocp_min_ic=1`` by input channels)."""
     req = request(files, "--fpgas", "3", "--precision", precision, "--backpressure",
                   pattern, batch=batch, steps=2, model=getattr(files, model), params=params)
     summary = interface.train(types.SimpleNamespace(name="fpdeep"), train_hook, req,

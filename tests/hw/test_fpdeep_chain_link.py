@@ -59,14 +59,6 @@ def test_refusals():
         ChainConfig((chain((3,), icp=(1, 1, 1)).nodes[1], icp[1]))
     with pytest.raises(ValueError, match=r"^node 2: n_out 3 differs from node 1's 2$"):
         ChainConfig((chain((2,), icp=(1, 2)).nodes[0], icp[1]))
-    pipe = chain((2, 2), next_out=3)
-    later = chain((4,), icp=(2, 2), w_in=2).nodes
-    with pytest.raises(ValueError, match=r"^node 3: layer 1 is split by input channels \(ICP\) "
-                                         r"after the first layer: its segments' EB errors "
-                                         r"would be merged into layer 0's error blocks \(not "
-                                         r"built\)$"):
-        ChainConfig((pipe.nodes[0], pipe.nodes[1]) + tuple(
-            dataclasses.replace(n, eb=(True,)) for n in later), layers=(0, 0, 1, 1))
     other = chain((2,), w_in=6).nodes[0]
     with pytest.raises(ValueError, match=r"^node 2: w_in 6 differs from node 1's 4$"):
         ChainConfig((node, other))
@@ -171,6 +163,28 @@ def test_an_icp_layer_chains_partials_down_and_delta_up():
     assert {"act_out", "up_part", "part_in", "delta_out", "up_delta"} <= set(last)
     middle = NodeLink(chain((3,), icp=(1, 1, 1)), node=1).signature.members
     assert {"down_part", "up_part", "down_delta", "up_delta"} <= set(middle)
+
+
+def test_a_later_icp_layer_gathers_its_errors():
+    """Layer 1 (4 → 2) split by input channels 1 + 1 + 2 over nodes 2-4: nodes 3 and 4
+    send their EB outputs up the error path (node 3 its own, then node 4's), node 2
+    gathers them with its own into layer 0's error block."""
+    config = chain((4,), next_out=2, next_icp=(1, 1, 2))
+    assert config.layers == (0, 1, 1, 1) and config.icp(1)
+    assert [config.in_lo(n) for n in (1, 2, 3)] == [0, 1, 2]
+    assert [config.error_block_beats(n) for n in (1, 2, 3)] == [4, 4, 4]   # 2×2, G 1
+    assert [config.error_beats(n) for n in (1, 2, 3)] == [8, 4, 4]   # later EB blocks; own
+    assert config.input_blocks(2) == ((2, 4, 0),) and config.host_beats == 4
+
+
+def test_a_later_icp_layer_trains_bit_exact():
+    """Conv 3 → 4 (node 1) – conv 4 → 2 split by input channels 2 + 2 (nodes 2, 3): node
+    3's EB errors gathered by node 2 train node 1; every stage's outputs, partial sums,
+    δ and EB errors bit-exact (slow: every pattern, fp32, batch 2)."""
+    report = run(chain((4,), next_out=2, next_icp=(2, 2), batch=1, lag=1), 2, "random",
+                 seed=7)
+    assert report["bit_exact"], report
+    assert report["link_words"][0]["backward"] > 0 and report["cycles"] < report["budget"]
 
 
 @pytest.mark.parametrize("pattern", PATTERNS)
