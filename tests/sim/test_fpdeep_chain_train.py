@@ -11,7 +11,8 @@ EB output checked against the golden models composed along the chain; and the se
 layer split by output channels over two or three stages (its EB's partial errors
 chained upstream on the links' ``delta`` path, or inside a node); and the first layer
 split by input channels (DP2 partial sums down the ``partial`` path, the completing
-node's δ back up the ``delta`` path), alone or before a second layer."""
+node's δ back up the ``delta`` path), alone or before a second layer; and a second layer
+split by input channels (its stages' EB errors gathered by its first stage)."""
 
 import pytest
 
@@ -70,3 +71,12 @@ def test_an_icp_layer_trains_bit_exact(precision, batch, pattern, split, next_ou
     it, split by output channels over the last node's second segment (``shared``) and a
     node of its own; every segment's outputs, partial sums and δ bit-exact."""
     check((3,), precision, batch, pattern, icp=split, next_out=next_out, shared=shared)
+
+
+@matrix
+def test_a_later_icp_layer_trains_bit_exact(precision, batch, pattern):
+    """conv 3 → 2 + 2 (nodes 1, 2; 4×4 maps, 2×2 pool) – conv 4 → 2 split by input
+    channels 1 + 1 + 2 (node 2's second segment, nodes 3, 4): the stages' EB errors
+    gathered by the layer's first stage train layer 0; every segment's outputs, partial
+    sums, δ and EB errors bit-exact."""
+    check((2, 2), precision, batch, pattern, next_out=2, next_icp=(1, 1, 2), shared=True)
