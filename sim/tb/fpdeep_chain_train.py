@@ -489,10 +489,10 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
         received = got[k * per_image:(k + 1) * per_image]
         for b, (g, w) in enumerate(zip(received, beats)):
             if g != w and len(report["mismatches"]) < limit:
-                node = next(n for n in config.layer_nodes(config.layers[-1])
-                            if b < config.error_beats(n))
+                owner = next(n for n in config.completing(config.layers[-1])
+                             if b < config.block_beats(n) + config.upstream_beats(n))
                 report["mismatches"].append(
-                    f"image {k}: beat {b} (node {node + 1}) is {g:#x}, expected {w:#x}")
+                    f"image {k}: beat {b} ({config.name(owner)}) is {g:#x}, expected {w:#x}")
         if len(received) < len(beats) and len(report["mismatches"]) < limit:
             report["mismatches"].append(f"image {k}: {len(received)} of {len(beats)} beats")
     report["mismatches"] += inner_mismatches(config, inner, seen, images, trained,
