@@ -177,8 +177,8 @@ class NodeLink(LinkPaths, wiring.Component):
     up_delta : Out(beat stream)
         δ to the ``"up"`` link's ``delta`` path (the stages above in an ICP layer).
     err_out : In(stream)
-        From the node top's ``s0_err_out`` (a node of a layer after the first, the first
-        of its layer).
+        From the node top's ``s0_err_out`` (a stage of a layer after the first: of an OCP
+        layer the first, of an ICP layer every one).
     down_err_part : In(beat stream), err_part_in : Out(stream)
         A stage whose EB takes partial errors: the ``delta`` path from the ``"down"``
         link, re-assembled into the node top's ``s0_err_part_in`` (a pixel of
