@@ -43,13 +43,13 @@ def two_conv_cnn():
 
 
 def no_pool_cnn():
-    """3x6x6 -> conv 3->4, ReLU -> conv 4->4 -> Linear(144, 2): on 3 VC709s the mapper
+    """3x6x6 -> conv 3->4, ReLU -> conv 4->4 -> Linear(144, 3): on 3 VC709s the mapper
     splits conv2 by output channels over nodes 2 and 3 (with ``ocp_min_ic=1`` by input
     channels)."""
     torch.manual_seed(9)
     return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
                                torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.Flatten(),
-                               torch.nn.Linear(144, 2))
+                               torch.nn.Linear(144, 3))
 
 
 def save(module, path):
