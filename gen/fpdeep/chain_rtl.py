@@ -15,9 +15,9 @@ What the chain runs (decisions)
   activations downstream as the next layer's input, a layer's EB output upstream as the
   errors of the layer before). :func:`chain_config` refuses (``UsageError``, exit 2) a
   node without a conv segment, and what :class:`~nnrtl.hw.fpdeep.chain_config.ChainConfig`
-  refuses (a segment the chain's rules do not place), naming the node and the rule. Every node's ``P`` is the smallest of
-  the mapper's (the link's beat is one ``P``; ``P`` changes the parallelism, not a bit
-  of the results).
+  refuses (a segment the chain's rules do not place), naming the node and the rule.
+  Every node's ``P`` is the smallest of the mapper's (the link's beat is one ``P``;
+  ``P`` changes the parallelism, not a bit of the results).
 * **A step on the RTL**: the nodes are loaded with the step's weights (the host's master
   weights as words, as the golden backend does), the mini-batch's ``B`` images go in with
   ``lag`` = ``B`` (every image's FP before any error: FP on the step's weights, i.e.

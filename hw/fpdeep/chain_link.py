@@ -6,8 +6,8 @@ train a CNN's convolution layers as a layer pipeline: the first layer split by o
 channels (OCP, spec §2.8: every node completes its channel range) or by input channels
 (ICP: partial sums down the chain, the last node completes) over one or more nodes, each
 later layer likewise (OCP: its EB's partial errors summed along its nodes; ICP: its
-nodes' EB errors gathered by its first node), downstream of the layer before (a node may hold the end of one layer
-and the next layer: the mapper's usual cut).
+nodes' EB errors gathered by its first node), downstream of the layer before (a node
+may hold the end of one layer and the next layer: the mapper's usual cut).
 
 The chain (:class:`~.chain_config.ChainConfig`)
 -----------------------------------------------
