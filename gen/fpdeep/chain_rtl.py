@@ -6,17 +6,18 @@ What the chain runs (decisions)
 -------------------------------
 * **The mappings it takes**: a CNN's convolution layers (Flatten/Linear on the host,
   :mod:`.trainer`) as a layer pipeline: the first conv layer split by output channels
-  (OCP) over one or more nodes, each later conv layer whole on one node, which may also
-  hold the end of the layer before (a node of several segments: the mapper's usual cut);
-  the nodes in between joined by their links, each segment by its adapter
-  (:mod:`nnrtl.hw.fpdeep.chain_link`: activations downstream as the next layer's input,
-  a layer's EB output upstream as the errors of the layer before). :func:`chain_config`
-  refuses the others (``UsageError``, exit 2) naming the layer, the nodes and the rule: a
-  first layer split by input channels (ICP: DP2 partials and the δ relay the node top
-  has no port for yet), a later layer split over several nodes (its EB's partial errors
-  are not chained), a node without a conv segment. Every node's ``P`` is the smallest of
-  the mapper's (the link's beat is one ``P``; ``P`` changes the parallelism, not a bit
-  of the results).
+  (OCP) or by input channels (ICP: DP2 partial sums downstream, the completing node's δ
+  relayed back up) over one or more nodes, each later conv layer likewise (OCP: its EB's
+  partial errors summed up the chain; ICP: each node's EB errors of its channel range
+  gathered by the layer's first node), a node holding the end of one layer and the start
+  of the next (a node of several segments: the mapper's usual cut); the nodes joined by
+  their links, each segment by its adapter (:mod:`nnrtl.hw.fpdeep.chain_link`:
+  activations downstream as the next layer's input, a layer's EB output upstream as the
+  errors of the layer before). :func:`chain_config` refuses (``UsageError``, exit 2) a
+  node without a conv segment, and what :class:`~nnrtl.hw.fpdeep.chain_config.ChainConfig`
+  refuses (a segment the chain's rules do not place), naming the node and the rule.
+  Every node's ``P`` is the smallest of the mapper's (the link's beat is one ``P``;
+  ``P`` changes the parallelism, not a bit of the results).
 * **A step on the RTL**: the nodes are loaded with the step's weights (the host's master
   weights as words, as the golden backend does), the mini-batch's ``B`` images go in with
   ``lag`` = ``B`` (every image's FP before any error: FP on the step's weights, i.e.
@@ -66,10 +67,10 @@ def lr_word(precision, lr, batch):
 
 
 def chain_config(layers, mapping, precision, frac_bits, batch, lr):
-    """The :class:`~nnrtl.hw.fpdeep.chain_link.ChainConfig` of the conv ``layers``
+    """The :class:`~nnrtl.hw.fpdeep.chain_config.ChainConfig` of the conv ``layers``
     (:func:`.chain.conv_segments`) of ``mapping``, ``lag`` = ``batch``; ``UsageError`` for
     a mapping the RTL chain does not run (module docstring)."""
-    from nnrtl.hw.fpdeep.chain_link import ChainConfig
+    from nnrtl.hw.fpdeep.chain_config import ChainConfig
     from nnrtl.hw.fpdeep.node import NodeConfig
 
     order = {index: t for t, index in enumerate(sorted(layers))}
@@ -77,16 +78,6 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
         if not any(s.kind == "conv" for s in node.segments):
             raise UsageError(f"--backend rtl: node {node.node} holds no conv segment (its "
                              f"layers run on the host); the node chain needs one a node")
-    for index, segments in sorted(layers.items()):
-        if order[index] == 0 and not all(s.cfg.completes for s in segments):
-            raise UsageError(f"--backend rtl: the node chain runs an output-channel (OCP) "
-                             f"split of the first conv layer; the mapper split "
-                             f"{segments[0].seg.layer} by input channels")
-        if order[index] > 0 and len(segments) > 1:
-            raise UsageError(f"--backend rtl: {segments[0].seg.layer} spans nodes "
-                             f"{segments[0].node} to {segments[-1].node}: a conv layer after "
-                             f"the first runs on one node of the node chain (EB's partial "
-                             f"errors are not chained between nodes)")
     p = min(s.cfg.p for segments in layers.values() for s in segments)
     word = lr_word(precision, lr, batch)
     nodes, chain_layers = [], []
@@ -156,13 +147,14 @@ class RtlChain:
         for n, s in enumerate(self.segments):
             w, b = weights[s.seg.index]
             cfg = s.cfg
-            if config.layers[n] == config.layers[-1]:
+            if config.layers[n] == config.layers[-1] and cfg.completes:
                 err = [np.asarray(e[..., s.out_range], np.int64) for e in errors]
                 err = np.stack(err + [np.zeros_like(err[0])] * len(err))
-            else:           # the next layer's EB output (the chain's composition)
-                err = np.zeros((count, cfg.pool_out, cfg.pool_out, cfg.n_out), np.int64)
+            else:           # the next layer's EB output or δ (the chain's composition)
+                side = cfg.pool_out if cfg.completes else cfg.w_out
+                err = np.zeros((count, side, side, cfg.n_out), np.int64)
             cases.append({
-                "act": acts if config.layers[n] == 0 else np.zeros(
+                "act": acts[..., s.in_range] if config.layers[n] == 0 else np.zeros(
                     (count, cfg.w_in, cfg.w_in, cfg.n_in), np.int64),
                 "weights": np.asarray(w[s.out_range][:, s.in_range], np.int64),
                 "bias": np.asarray(b[s.out_range], np.int64), "partial_in": None,
@@ -170,7 +162,7 @@ class RtlChain:
         report = run_cases(config, cases, self.pattern, probes=len(images), seed=self.seed)
         wrong = list(report["mismatches"])
         for k, received in enumerate(report["received"][:len(images)]):
-            for n in config.layer_nodes(config.layers[-1]):
+            for n in config.completing(config.layers[-1]):
                 s, up = self.segments[n], config.upstream_beats(n)
                 block = received[up:up + config.block_beats(n)]
                 if len(block) == config.block_beats(n) and not np.array_equal(

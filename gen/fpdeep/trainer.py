@@ -8,8 +8,9 @@ ranges, the completing node's bias, ReLU and max-pool, the SFU backward step, PG
 mini-batch and EB for every layer but the first, each through a node runner (the golden
 models: :class:`.chain.GoldenRunner`). With ``--backend rtl`` each step's mini-batch also
 runs through the chain of node tops and link modules, checked bit-exact
-(:mod:`.chain_rtl`: a layer pipeline, the first conv layer split by output channels,
-each later conv layer on one node, a node holding one or two layers' segments).
+(:mod:`.chain_rtl`: a layer pipeline, the first conv layer split by output or input
+channels, each later conv layer on one node or split by output channels, a node holding
+one or two layers' segments).
 
 Decisions (the paper leaves them open)
 --------------------------------------

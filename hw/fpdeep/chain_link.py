@@ -3,12 +3,14 @@ segment, :class:`NodeLink` puts the node top's segment streams (:class:`~.node.F
 ``s{k}_*``) onto the typed paths of its ``"up"`` and ``"down"`` link modules
 (:class:`~.link.LinkModule`) and takes them back, so ``K`` node tops joined by link modules
 train a CNN's convolution layers as a layer pipeline: the first layer split by output
-channels (OCP, spec §2.8: every node completes its channel range) over one or more nodes,
-each later layer on one node, downstream of the layer before (a node may hold the end of
-one layer and the next layer: the mapper's usual cut).
+channels (OCP, spec §2.8: every node completes its channel range) or by input channels
+(ICP: partial sums down the chain, the last node completes) over one or more nodes, each
+later layer likewise (OCP: its EB's partial errors summed along its nodes; ICP: its
+nodes' EB errors gathered by its first node), downstream of the layer before (a node
+may hold the end of one layer and the next layer: the mapper's usual cut).
 
-The chain (:class:`ChainConfig`)
---------------------------------
+The chain (:class:`~.chain_config.ChainConfig`)
+-----------------------------------------------
 Below, "node" is a **stage** (:class:`ChainConfig`): one segment of a node top, so a node
 of two segments is two stages joined directly. Node ``m`` (from 0, upstream first) holds
 output channels ``[lo_m, hi_m)`` of layer
@@ -56,10 +58,46 @@ Decisions ([U] in the spec)
   joined directly, the downstream segment's ``up_act``/``up_err`` on the upstream one's
   ``down_act``/``down_err`` (the chain's streams inside the board), so the layer's end
   on node ``m`` feeds the next layer's start on node ``m`` as a link would.
-* **A layer after the first runs on one node**: split over several, each node's EB would
-  compute partial errors of every input channel, to be summed along the chain (EB's
-  ``i_partial`` / ``o_partial``, not on the node top's ports yet): refused
-  (``ValueError``). The first layer has no EB (spec §2.8).
+* **A layer after the first split over several stages** (OCP, each completing its
+  channel range; spec §2.10: "backward carries the EB partial-error reduction"): every
+  stage of the layer takes the whole input (buffered, forwarded downstream as the first
+  layer's image is) and its EB computes partial errors of every input channel from its
+  output channels; the most downstream stage's EB sends them (``err_part_out``, EB's
+  ``o_partial``) to the stage above, whose EB adds its own (``err_part_in``,
+  ``i_partial``), and so on up to the layer's first stage, which rounds (fixed16) and
+  sends the complete errors upstream as above (:mod:`nnrtl.gen.fpdeep.chain`'s
+  ``E_m = E_{m+1} + local``). **Their path: the link's ``delta`` path** (code 2, the
+  backward pair; the chain's errors ride ``error``, and ``delta`` carries δ only inside
+  an ICP layer), its own typed stream between two neighbouring stages only (never relayed: a
+  layer's stages are consecutive), so it shares no count with the error blocks. A
+  partial-error pixel (``S_IC`` words of ``partial_bits``, 48 in fixed16) is cut into
+  ``⌈S_IC · partial_bits / (P · word_bits)⌉`` beats (bits from the low word up, the last
+  beat's spare bits zero; :meth:`ChainConfig.partial_error_beats`). The sender buffers
+  one image of them (``w_in²`` pixels) so its EB never waits for the stage above, whose
+  δ comes after the sender's own error block on the error path (without it the chain
+  could deadlock). The first layer has no EB (spec §2.8).
+* **A layer split by input channels** (ICP, spec §2.5, §3.1): every stage of the
+  layer takes its whole input (forwarded as under OCP) and reads its own channel range
+  (:meth:`ChainConfig.in_lo`); stage ``k`` sends its partial sums (``part_out``, DP2,
+  the FP's 48-bit fixed16 / fp32 partial words) on the link's ``partial`` path to stage
+  ``k + 1``, whose FP adds its own (``R_k = R_{k−1} + local``); the last completes (bias,
+  SFU) and alone sends activations. Backward, the host's (or next layer's) error block is
+  the last stage's; its :class:`~.eb.SfuBackward` makes δ, which its PG (and EB) take and
+  which leaves on the node top's ``delta_out`` (DP3, the link's ``delta`` path) to the
+  stages above: each takes it as its ``err_in`` (δ) and, but the layer's first, sends it
+  on up in the same beat (a fork, no buffer: the stages take δ at PG's rate). A stage
+  that does not complete counts its images in flight by its δ images taken. A boundary
+  inside an ICP layer carries δ on ``delta``, one inside an OCP layer partial errors:
+  never both. **After the first layer** each ICP stage's EB gives the complete errors of
+  its own input channels (δ of every output channel meets on it): a stage after the
+  layer's first buffers its EB output (one image, a FIFO) and sends it up the ``error``
+  path, ``w_in²`` pixels of ``⌈n_in / P⌉`` beats, then relays those of the layer's later
+  stages (DP4's rule: own errors first, then the relayed ones;
+  :meth:`ChainConfig.error_block_beats`); the layer's first stage buffers its own and
+  each later stage's (one memory each, one image) and, once all are in, sends the
+  previous layer its error blocks of every channel as a single EB's output is sent
+  (``_scatter``). A stage's own EB output never waits for the blocks it relays (its
+  buffer holds an image), so the error path cannot deadlock.
 * **Images in flight: ``lag``**, the window of the stale-weight rule. A node starts
   taking image ``k + lag`` only after its own error block of image ``k`` has been taken
   by its node, so every node sees the same order of its streams (``act 0 … act lag−1,
@@ -81,220 +119,28 @@ into node ``m`` carries its input and its layer's earlier blocks, the error path
 error blocks (:meth:`ChainConfig.act_beats`, :meth:`ChainConfig.error_beats`).
 """
 
-import dataclasses
-import math
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .eb import error_layout
-from .node import NodeConfig, act_layout
+from .chain_config import ChainConfig
+from .chain_paths import LinkPaths, _block
+from .eb import error_layout, partial_error_layout
+from .fp import partial_layout
 from .line_buffer import pixel_layout
+from .node import act_layout
 
 __all__ = ["ChainConfig", "NodeLink"]
-
-#: Fields every node of a layer shares (its input and the conv's shape).
-_LAYER_FIELDS = ("w_in", "n_in", "k", "stride", "pad", "pool")
-
-
-@dataclasses.dataclass(frozen=True)
-class ChainConfig:
-    """A chain of node tops training a CNN's conv layers (module docstring).
-
-    The chain's **stages** are the nodes' segments in chain order (node 1's first, in its
-    segment order): stage ``s`` has an adapter (:class:`NodeLink`) of its own; two stages
-    of one node are joined directly (a layer's end and the next layer's start on one
-    board), two of neighbouring nodes through the link modules. Every index below (and
-    ``NodeLink``'s ``node``) is a stage's; with one segment a node, a node's.
-
-    Attributes
-    ----------
-    nodes : tuple of NodeConfig
-        Node ``m``'s RTL, upstream first: completing segments, all of one precision,
-        ``P`` and batch; the first layer's without EB, the others' with.
-    lag : int
-        Images in flight per stage (module docstring), at least 1.
-    layers : tuple of int, optional
-        Stage ``s``'s layer, from 0, non-decreasing by steps of 0 or 1; default every stage
-        on layer 0 (one layer split by output channels). Layer ``t > 0`` takes the maps
-        layer ``t − 1`` gives (``w_in`` its ``pool_out``, ``n_in`` its channels) and is
-        one stage.
-    """
-
-    nodes: tuple
-    lag: int = 1
-    layers: tuple = None
-
-    def __post_init__(self):
-        object.__setattr__(self, "nodes", tuple(self.nodes))
-        if not self.nodes or not all(isinstance(n, NodeConfig) for n in self.nodes):
-            raise TypeError(f"nodes must be a non-empty tuple of NodeConfig, not "
-                            f"{self.nodes!r}")
-        if not isinstance(self.lag, int) or isinstance(self.lag, bool) or self.lag < 1:
-            raise TypeError(f"lag must be a positive integer, not {self.lag!r}")
-        stages = tuple((n, k) for n, node in enumerate(self.nodes)
-                       for k in range(len(node.segments)))
-        object.__setattr__(self, "stages", stages)
-        layers = (0,) * len(stages) if self.layers is None else self.layers
-        if (not isinstance(layers, (tuple, list)) or len(layers) != len(stages)
-                or not all(isinstance(t, int) and not isinstance(t, bool) for t in layers)
-                or layers[0] != 0 or any(b - a not in (0, 1)
-                                         for a, b in zip(layers, layers[1:]))):
-            raise TypeError(f"layers must be one layer number per segment, from 0, "
-                            f"non-decreasing by steps of 1, not {self.layers!r}")
-        object.__setattr__(self, "layers", tuple(layers))
-        for n in range(len(stages)):
-            seg, layer, name = self.segment(n), self.layers[n], self.name(n)
-            if not seg.completes or seg.partial_in:
-                raise ValueError(f"{name}: the chain carries output-channel (OCP) "
-                                 f"splits, every segment completing its channels (no DP2 "
-                                 f"partials)")
-            if layer == 0 and self.eb(n):
-                raise ValueError(f"{name}: layer 0 is the network's first: no EB")
-            if layer > 0 and not self.eb(n):
-                raise ValueError(f"{name}: layer {layer} needs its EB (the error of "
-                                 f"layer {layer - 1}'s activations)")
-            for field in ("precision", "p", "batch"):
-                source = self.nodes[stages[n][0]] if field == "batch" else seg
-                want = self.nodes[0] if field == "batch" else self.segment(0)
-                if getattr(source, field) != getattr(want, field):
-                    raise ValueError(f"{name}: {field} {getattr(source, field)!r} "
-                                     f"differs from node 1's {getattr(want, field)!r}")
-        for layer in range(self.layers[-1] + 1):
-            nodes = self.layer_nodes(layer)
-            if layer > 0 and len(nodes) > 1:
-                raise ValueError(f"layer {layer} spans {self.name(nodes[0])} to "
-                                 f"{self.name(nodes[-1])}: a layer after the first runs on "
-                                 f"one node (its EB's partial errors are not chained)")
-            first = self.segment(nodes[0])
-            for n in nodes[1:]:
-                for field in _LAYER_FIELDS:
-                    if getattr(self.segment(n), field) != getattr(first, field):
-                        raise ValueError(
-                            f"{self.name(n)}: {field} {getattr(self.segment(n), field)!r} "
-                            f"differs from {self.name(nodes[0])}'s {getattr(first, field)!r}")
-            if layer > 0:
-                before = self.layer_nodes(layer - 1)
-                side = self.segment(before[0]).pool_out
-                channels = sum(self.segment(j).n_out for j in before)
-                if (first.w_in, first.n_in) != (side, channels):
-                    raise ValueError(
-                        f"{self.name(nodes[0])}: layer {layer} takes {first.w_in}x"
-                        f"{first.w_in} maps of {first.n_in} channels, layer {layer - 1} "
-                        f"gives {side}x{side} of {channels}")
-
-    def name(self, stage):
-        """``"node N"`` (``"node N segment K"`` on a node of several segments)."""
-        node, k = self.stages[stage]
-        if len(self.nodes[node].segments) == 1:
-            return f"node {node + 1}"
-        return f"node {node + 1} segment {k + 1}"
-
-    def segment(self, stage):
-        """Stage ``stage``'s (from 0) FpConfig."""
-        node, k = self.stages[stage]
-        return self.nodes[node].segments[k]
-
-    def eb(self, stage):
-        """Whether stage ``stage``'s segment has an EB module."""
-        node, k = self.stages[stage]
-        return self.nodes[node].eb[k]
-
-    def stage_node(self, stage):
-        """Stage ``stage``'s segment alone on a :class:`NodeConfig` (its golden model's)."""
-        node, k = self.stages[stage]
-        config = self.nodes[node]
-        return dataclasses.replace(config, segments=(config.segments[k],),
-                                   eb=(config.eb[k],))
-
-    def layer_nodes(self, layer):
-        """The stages of ``layer``, in chain order."""
-        return [n for n, t in enumerate(self.layers) if t == layer]
-
-    def last_in_layer(self, node):
-        return self.layer_nodes(self.layers[node])[-1] == node
-
-    def lo(self, node):
-        """The first output channel of node ``node`` in its layer."""
-        return sum(self.segment(j).n_out for j in self.layer_nodes(self.layers[node])
-                   if j < node)
-
-    @property
-    def p(self):
-        return self.segment(0).p
-
-    @property
-    def word_bits(self):
-        return self.segment(0).word_bits
-
-    @property
-    def batch(self):
-        return self.nodes[0].batch
-
-    @property
-    def pixel_beats(self):
-        """Beats of one image pixel on the act path."""
-        return math.ceil(self.segment(0).n_in / self.p)
-
-    @property
-    def image_beats(self):
-        return self.segment(0).w_in ** 2 * self.pixel_beats
-
-    def block_beats(self, node):
-        """Beats of node ``node``'s activation block of an image (and of its error block)."""
-        return self.segment(node).out_beats
-
-    def upstream_beats(self, node):
-        """Beats of the blocks of the nodes of ``node``'s layer before it, per image."""
-        return sum(self.block_beats(j) for j in self.layer_nodes(self.layers[node])
-                   if j < node)
-
-    def input_blocks(self, node):
-        """The blocks of ``node``'s input, per image: ``(beats a pixel, channels, first
-        channel)`` each, in stream order (the image, or layer ``t − 1``'s nodes)."""
-        layer = self.layers[node]
-        if layer == 0:
-            return ((self.pixel_beats, self.segment(0).n_in, 0),)
-        return tuple((self.segment(j).groups, self.segment(j).n_out, self.lo(j))
-                     for j in self.layer_nodes(layer - 1))
-
-    def input_beats(self, node):
-        return self.segment(node).w_in ** 2 * sum(b[0] for b in self.input_blocks(node))
-
-    def act_beats(self, node):
-        """Beats per image on the act path into node ``node``."""
-        return self.input_beats(node) + self.upstream_beats(node)
-
-    def error_beats(self, node):
-        """Beats per image on the error path into node ``node`` (its and its layer's
-        earlier nodes' error blocks)."""
-        return self.block_beats(node) + self.upstream_beats(node)
-
-    @property
-    def host_beats(self):
-        """Beats per image the host receives (the last layer's blocks) and sends back."""
-        return self.error_beats(len(self.stages) - 1)
-
-
-def _block(m, moved, count, beats, after):
-    """In an FSM state: count ``moved`` beats in ``count``; after ``beats``, to ``after``."""
-    with m.If(moved):
-        with m.If(count == beats - 1):
-            m.d.sync += count.eq(0)
-            m.next = after
-        with m.Else():
-            m.d.sync += count.eq(count + 1)
-
 
 def beat_signature(config):
     """A stream of ``P``-word link beats."""
     return stream.Signature(data.ArrayLayout(config.word_bits, config.p))
 
 
-class NodeLink(wiring.Component):
+class NodeLink(LinkPaths, wiring.Component):
     """Node ``node``'s adapter between its node top and its link modules (module docstring).
 
     Parameters
@@ -315,9 +161,31 @@ class NodeLink(wiring.Component):
         DP3/DP4 to the ``"up"`` link (never valid on node 0).
     act_in, err_in : Out(stream), act_out : In(stream)
         To and from the node top's ``s0_act_in``, ``s0_err_in``, ``s0_act_out`` (their
-        plain bit-vector payloads).
+        plain bit-vector payloads; ``act_out`` on a completing stage).
+    part_out : In(stream), down_part : Out(partial beat stream)
+        An ICP stage that does not complete: the node top's ``s0_part_out`` onto the
+        ``partial`` path (DP2) of the ``"down"`` link (``last`` dropped).
+    up_part : In(partial beat stream), part_in : Out(stream)
+        An ICP stage after the layer's first: the ``partial`` path from the ``"up"`` link
+        into ``s0_part_in`` (``last`` regenerated every ``w_out² · G`` beats).
+    delta_out : In(stream)
+        An ICP layer's completing stage: the node top's ``s0_delta_out`` (its δ), sent on
+        ``up_delta``.
+    down_delta : In(beat stream)
+        An ICP stage that does not complete: δ from the ``"down"`` link's ``delta`` path
+        (DP3) into its ``err_in``, and (not the layer's first) on ``up_delta``.
+    up_delta : Out(beat stream)
+        δ to the ``"up"`` link's ``delta`` path (the stages above in an ICP layer).
     err_out : In(stream)
-        From the node top's ``s0_err_out`` (a node of a layer after the first only).
+        From the node top's ``s0_err_out`` (a stage of a layer after the first: of an OCP
+        layer the first, of an ICP layer every one).
+    down_err_part : In(beat stream), err_part_in : Out(stream)
+        A stage whose EB takes partial errors: the ``delta`` path from the ``"down"``
+        link, re-assembled into the node top's ``s0_err_part_in`` (a pixel of
+        :meth:`ChainConfig.partial_error_beats` beats; ``last`` regenerated).
+    err_part_out : In(stream), up_err_part : Out(beat stream)
+        A stage whose EB sends partial errors: the node top's ``s0_err_part_out``,
+        buffered (one image) and cut into beats on the ``delta`` path to the ``"up"`` link.
 
     Latency ``0`` cycles through a node, ``1`` into its FP from a single input block;
     throughput one beat a cycle on each path (module docstring).
@@ -344,10 +212,29 @@ class NodeLink(wiring.Component):
             "act_in": Out(stream.Signature(
                 pixel_layout(seg.word_bits, seg.n_in).size)),
             "err_in": Out(stream.Signature(pixel_layout(seg.word_bits, seg.p).size)),
-            "act_out": In(stream.Signature(act_layout(seg).size)),
         }
-        if config.eb(node):
+        if seg.completes:
+            ports["act_out"] = In(stream.Signature(act_layout(seg).size))
+        else:
+            ports["part_out"] = In(stream.Signature(partial_layout(seg).size))
+            ports["down_part"] = Out(stream.Signature(partial_layout(seg)["data"].shape))
+            ports["down_delta"] = In(beat)
+        if seg.partial_in:
+            ports["up_part"] = In(stream.Signature(partial_layout(seg)["data"].shape))
+            ports["part_in"] = Out(stream.Signature(partial_layout(seg).size))
+        if config.icp(config.layers[node]) and seg.completes:
+            ports["delta_out"] = In(stream.Signature(pixel_layout(seg.word_bits, seg.p).size))
+        if seg.partial_in:
+            ports["up_delta"] = Out(beat)
+        takes, sends = config.partial_errors(node) if config.eb(node) else (False, False)
+        if config.eb(node) and not sends:
             ports["err_out"] = In(stream.Signature(error_layout(seg).size))
+        if takes:
+            ports["down_err_part"] = In(beat)
+            ports["err_part_in"] = Out(stream.Signature(partial_error_layout(seg).size))
+        if sends:
+            ports["err_part_out"] = In(stream.Signature(partial_error_layout(seg).size))
+            ports["up_err_part"] = Out(beat)
         super().__init__(ports)
 
     config = property(lambda self: self._config)
@@ -367,14 +254,17 @@ class NodeLink(wiring.Component):
         m.d.sync += inflight.eq(inflight + started - errored)
 
         # the own block, one image deep
-        m.submodules.own = fifo = SyncFIFOBuffered(width=beat_bits, depth=own)
-        m.d.comb += [fifo.w_data.eq(self.act_out.payload[:beat_bits]),
-                     fifo.w_en.eq(self.act_out.valid), self.act_out.ready.eq(fifo.w_rdy)]
+        if own:
+            m.submodules.own = fifo = SyncFIFOBuffered(width=beat_bits, depth=own)
+            m.d.comb += [fifo.w_data.eq(self.act_out.payload[:beat_bits]),
+                         fifo.w_en.eq(self.act_out.valid), self.act_out.ready.eq(fifo.w_rdy)]
 
-        # the input into the node's act_in: a pixel of every channel
+        # the input into the node's act_in: a pixel of its channels
         go = Signal()
+        offset = config.in_lo(node) * config.word_bits
         if len(blocks) == 1:
-            room = self._deserialize(m, go, blocks[0][0])
+            room = self._deserialize(m, go, self.up_act.payload, self.act_in, blocks[0][0],
+                                     offset=offset)
         else:
             room = self._assemble(m, go, blocks)
 
@@ -390,17 +280,40 @@ class NodeLink(wiring.Component):
                 if forward:
                     m.d.comb += [down.valid.eq(up.valid & room & window),
                                  down.payload.eq(up.payload)]
-                _block(m, go, count, inputs, "relay" if upstream else "own")
-            with m.State("relay"):
-                m.d.comb += [down.valid.eq(up.valid), down.payload.eq(up.payload),
-                             up.ready.eq(down.ready)]
-                _block(m, up.valid & down.ready, count, upstream, "own")
-            with m.State("own"):
-                m.d.comb += [down.valid.eq(fifo.r_rdy), down.payload.eq(fifo.r_data),
-                             fifo.r_en.eq(down.ready)]
-                _block(m, fifo.r_rdy & down.ready, count, own, "input")
+                _block(m, go, count, inputs,
+                       "relay" if upstream else "own" if own else "input")
+            if upstream:
+                with m.State("relay"):
+                    m.d.comb += [down.valid.eq(up.valid), down.payload.eq(up.payload),
+                                 up.ready.eq(down.ready)]
+                    _block(m, up.valid & down.ready, count, upstream, "own")
+            if own:
+                with m.State("own"):
+                    m.d.comb += [down.valid.eq(fifo.r_rdy), down.payload.eq(fifo.r_data),
+                                 fifo.r_en.eq(down.ready)]
+                    _block(m, fifo.r_rdy & down.ready, count, own, "input")
+        self._icp(m, errored)
+        layer = config.layers[node]
+        later = ([j for j in config.layer_nodes(layer) if j > node]
+                 if config.icp(layer) and config.eb(node) else [])
+        if own:
+            self._errors(m, own, upstream, errored)
+        elif not later:             # an ICP stage of the first layer: δ comes in, no error
+            m.d.comb += [self.down_err.ready.eq(0), self.up_err.valid.eq(0)]
+        if "err_out" in self.signature.members:
+            if config.icp(layer) and not config.first_in_layer(node):
+                self._send_errors(m, later)
+            else:
+                self._scatter(m, blocks, later)
+        if "down_err_part" in self.signature.members:
+            self._take_partials(m)
+        if "up_err_part" in self.signature.members:
+            self._send_partials(m)
+        return m
 
-        # errors: the own block into the node, then the layer's upstream ones relayed
+    def _errors(self, m, own, upstream, errored):
+        """The error path: the own block into the node, then the layer's upstream ones
+        relayed; ``errored`` pulses on the own block's last beat."""
         errors = Signal(range(own + upstream))
         err = self.down_err
         m.d.comb += self.err_in.payload.eq(err.payload)
@@ -416,31 +329,35 @@ class NodeLink(wiring.Component):
         with m.If(moved):
             m.d.sync += errors.eq(Mux(errors == own + upstream - 1, 0, errors + 1))
         m.d.comb += errored.eq(moved & (errors == own - 1))
-        if "err_out" in self.signature.members:
-            self._scatter(m, blocks)
-        return m
 
-    def _deserialize(self, m, go, per_pixel):
-        """A single input block into ``act_in``, a pixel of ``per_pixel`` beats at a time;
-        returns the condition of room for a beat."""
+    def _deserialize(self, m, go, beat, sink, per_pixel, pixels=None, offset=0):
+        """A pixel of ``per_pixel`` link beats (``beat``, taken when ``go``) at a time into
+        ``sink`` (its payload the beats' bits from ``offset`` up; with ``pixels``, the
+        payload's top bit ``last`` set on the image's last pixel); returns the condition
+        of room for a beat."""
         beat_bits = self._config.p * self._config.word_bits
         pixel = Signal(per_pixel * beat_bits)
         part = Signal(range(per_pixel))
         full, final = Signal(), Signal()
         with m.If(final):
             m.d.sync += full.eq(1)
-        with m.Elif(self.act_in.valid & self.act_in.ready):
+        with m.Elif(sink.valid & sink.ready):
             m.d.sync += full.eq(0)
-        m.d.comb += [self.act_in.valid.eq(full),
-                     self.act_in.payload.eq(pixel[:len(self.act_in.payload)])]
+        width = len(sink.payload) - (pixels is not None)
+        m.d.comb += [sink.valid.eq(full),
+                     sink.payload[:width].eq(pixel[offset:offset + width])]
+        if pixels is not None:
+            index = Signal(range(pixels))
+            m.d.comb += sink.payload[width].eq(index == pixels - 1)
+            with m.If(sink.valid & sink.ready):
+                m.d.sync += index.eq(Mux(index == pixels - 1, 0, index + 1))
         with m.If(go):
             for k in range(per_pixel):
                 with m.If(part == k):
-                    m.d.sync += pixel[k * beat_bits:(k + 1) * beat_bits].eq(
-                        self.up_act.payload.as_value())
+                    m.d.sync += pixel[k * beat_bits:(k + 1) * beat_bits].eq(beat.as_value())
             m.d.sync += part.eq(Mux(part == per_pixel - 1, 0, part + 1))
         m.d.comb += final.eq(go & (part == per_pixel - 1))
-        return ~full | self.act_in.ready
+        return ~full | sink.ready
 
     def _assemble(self, m, go, blocks):
         """Several input blocks buffered (one image), then read back a pixel of every
@@ -466,7 +383,7 @@ class NodeLink(wiring.Component):
         for per_pixel, channels, lo in blocks:
             steps += [(base, per_pixel, g, lo, channels) for g in range(per_pixel)]
             base += pixels * per_pixel
-        pixel = Signal(config.segment(node).n_in * bits)
+        pixel = Signal(config.layer_ic(node) * bits)
         index = Signal(range(pixels))
         issue, landed = Signal(range(len(steps) + 1)), Signal(range(len(steps)))
         pending, full = Signal(), Signal()
@@ -490,7 +407,9 @@ class NodeLink(wiring.Component):
                                     rd.data[lane * bits:(lane + 1) * bits])
             with m.If(landed == len(steps) - 1):
                 m.d.sync += full.eq(1)
-        m.d.comb += [self.act_in.valid.eq(full), self.act_in.payload.eq(pixel)]
+        lo = config.in_lo(node) * bits
+        m.d.comb += [self.act_in.valid.eq(full),
+                     self.act_in.payload.eq(pixel[lo:lo + len(self.act_in.payload)])]
         with m.If(self.act_in.valid & self.act_in.ready):
             m.d.sync += [full.eq(0), issue.eq(0)]
             with m.If(index == pixels - 1):
@@ -499,35 +418,48 @@ class NodeLink(wiring.Component):
                 m.d.sync += index.eq(index + 1)
         return ~filled
 
-    def _scatter(self, m, blocks):
+    def _scatter(self, m, blocks, later=()):
         """The EB output buffered (one image), then sent upstream as the error blocks of
-        the input's blocks, the last block's first (``G_j + 1`` cycles a pixel)."""
+        the input's blocks, the last block's first (``G_j + 1`` cycles a pixel). An ICP
+        layer's first stage also buffers the ``later`` stages' EB outputs, which come in
+        on ``down_err`` in stage order (:meth:`_send_errors`), and sends the errors of
+        every input channel (its own range first, then theirs)."""
         config, node = self._config, self._node
         p, bits = config.p, config.word_bits
-        seg = config.segment(node)
-        pixels = seg.w_in ** 2
-        m.submodules.errors = mem = Memory(shape=seg.n_in * bits, depth=pixels, init=[])
-        wr, rd = mem.write_port(), mem.read_port(domain="sync")
-        src, out = self.err_out, self.up_err
-        filled = Signal()
-        address = Signal(range(pixels))
-        m.d.comb += [wr.addr.eq(address), wr.data.eq(src.payload[:seg.n_in * bits]),
-                     wr.en.eq(src.valid & ~filled), src.ready.eq(~filled)]
-        with m.If(src.valid & ~filled):
-            m.d.sync += address.eq(Mux(address == pixels - 1, 0, address + 1))
-            with m.If(address == pixels - 1):
-                m.d.sync += filled.eq(1)
+        pixels = config.segment(node).w_in ** 2
+        sources = [(self.err_out, config.segment(node).n_in)]
+        if later:
+            sources += self._take_errors(m, later)
+        out, clear = self.up_err, Signal()
+        filled, words, reads = [], [], []
+        for k, (src, channels) in enumerate(sources):
+            mem = Memory(shape=channels * bits, depth=pixels, init=[])
+            m.submodules[f"errors{k}"] = mem
+            wr, rd = mem.write_port(), mem.read_port(domain="sync")
+            full, address = Signal(name=f"filled{k}"), Signal(range(pixels), name=f"at{k}")
+            m.d.comb += [wr.addr.eq(address), wr.data.eq(src.payload[:channels * bits]),
+                         wr.en.eq(src.valid & ~full), src.ready.eq(~full)]
+            with m.If(src.valid & ~full):
+                m.d.sync += address.eq(Mux(address == pixels - 1, 0, address + 1))
+                with m.If(address == pixels - 1):
+                    m.d.sync += full.eq(1)
+            with m.If(clear):
+                m.d.sync += full.eq(0)
+            filled.append(full)
+            reads.append(rd)
+            words += [rd.data[c * bits:(c + 1) * bits] for c in range(channels)]
+        ready = Signal()
+        m.d.comb += ready.eq(Cat(*filled).all())
 
         order = list(reversed(blocks))
         block = Signal(range(len(order)))
         index = Signal(range(pixels))
         g = Signal(range(max(b[0] for b in order)))
-        m.d.comb += rd.addr.eq(index)
-        words = [rd.data[c * bits:(c + 1) * bits] for c in range(seg.n_in)]
+        m.d.comb += [rd.addr.eq(index) for rd in reads]
         with m.FSM(name="scatter"):
             with m.State("fetch"):
-                m.d.comb += rd.en.eq(filled)
-                with m.If(filled):
+                m.d.comb += [rd.en.eq(ready) for rd in reads]
+                with m.If(ready):
                     m.next = "send"
             with m.State("send"):
                 m.d.comb += out.valid.eq(1)
@@ -549,7 +481,7 @@ class NodeLink(wiring.Component):
                                         m.d.sync += [index.eq(0), block.eq(
                                             Mux(block == len(order) - 1, 0, block + 1))]
                                         if b == len(order) - 1:
-                                            m.d.sync += filled.eq(0)
+                                            m.d.comb += clear.eq(1)
                                     with m.Else():
                                         m.d.sync += index.eq(index + 1)
                                 with m.Else():

@@ -15,6 +15,15 @@ built here, serializes them onto the physical links, spec §3.2):
 itself (``P`` words per output pixel and group).
 ``err_out`` (DP4, upstream; not on the first layer, spec §2.8): EB's error of the input
 map (:func:`~.eb.error_layout`).
+``err_part_in`` / ``err_part_out`` (a layer split by output channels over several
+segments, spec §2.10's "EB partial-error reduction"): EB's partial errors
+(:func:`~.eb.partial_error_layout`, EB's ``i_partial`` / ``o_partial``) from the
+downstream segment of the layer and to the upstream one; a segment with ``err_part_out``
+has no ``err_out`` (the most upstream segment of the layer rounds and sends the errors).
+``delta_out`` (DP3, upstream; a completing segment of a layer split by input channels,
+:attr:`NodeConfig.delta_out`): the δ its :class:`~.eb.SfuBackward` makes, as its EB and PG
+take it (``P`` words per output pixel and group), for the layer's upstream (ICP)
+segments, whose ``err_in`` is δ.
 ``load``: the host's LPRAM rows (initial weights, :func:`~.lpram.load_layout`).
 
 Decisions ([U] in the spec)
@@ -52,7 +61,7 @@ from amaranth.lib.wiring import In, Out
 from ..bus import Access, Register, RegisterFile, RegisterMap
 from ..bus.axi import AXI4LiteSignature
 from .config import FpConfig
-from .eb import EbModule, SfuBackward, check_eb, error_layout
+from .eb import EbModule, SfuBackward, check_eb, error_layout, partial_error_layout
 from .fp import FpModule, out_layout, partial_layout
 from .line_buffer import pixel_layout
 from .lpram import Lpram, load_layout
@@ -107,6 +116,15 @@ class NodeConfig:
         default, 655, is 0.01 in fixed16, set it for fp32).
     node : int
         The node's number in the chain (1 upstream), for names and reports.
+    eb_partial : tuple of (bool, bool), optional
+        Per segment with EB: whether its EB takes the partial errors of the downstream
+        segment of its layer (``err_part_in``) and whether it sends its own upstream
+        (``err_part_out``, instead of ``err_out``); default (None) ``(False, False)``
+        each (the layer's only segment; :attr:`partials`).
+        :class:`~.chain_link.ChainConfig` sets them from the chain.
+    delta_out : tuple of bool, optional
+        Per segment: it sends its δ on ``delta_out`` (a completing segment of an ICP
+        split); default (None) none. :class:`~.chain_link.ChainConfig` sets it.
     """
 
     segments: tuple = (SMALL,)
@@ -115,10 +133,22 @@ class NodeConfig:
     act_images: int = 3
     lr: int = 655
     node: int = 1
+    eb_partial: tuple = None
+    delta_out: tuple = None
 
     def __post_init__(self):
         object.__setattr__(self, "segments", tuple(self.segments))
         object.__setattr__(self, "eb", tuple(bool(e) for e in self.eb))
+        partial = self.eb_partial
+        if partial is None:
+            partial = ((False, False),) * len(self.segments)
+        if (not isinstance(partial, (tuple, list)) or len(partial) != len(self.segments)
+                or not all(isinstance(p, (tuple, list)) and len(p) == 2 for p in partial)):
+            raise ValueError(f"eb_partial must have one (takes, sends) pair per segment "
+                             f"({len(self.segments)}), not {self.eb_partial!r}")
+        if self.eb_partial is not None:
+            object.__setattr__(self, "eb_partial", tuple((bool(a), bool(b))
+                                                         for a, b in partial))
         if not self.segments or not all(isinstance(s, FpConfig) for s in self.segments):
             raise TypeError(f"segments must be a non-empty tuple of FpConfig, not "
                             f"{self.segments!r}")
@@ -133,8 +163,19 @@ class NodeConfig:
                 raise TypeError(f"{name} must be a positive integer, not {value!r}")
         if not isinstance(self.lr, int) or not 0 <= self.lr < 1 << self.word_bits:
             raise ValueError(f"lr must be a {self.word_bits}-bit word, not {self.lr!r}")
-        for segment, eb in zip(self.segments, self.eb):
+        if self.delta_out is not None:
+            if len(self.delta_out) != len(self.segments):
+                raise ValueError(f"delta_out must have one entry per segment "
+                                 f"({len(self.segments)}), not {len(self.delta_out)}")
+            object.__setattr__(self, "delta_out", tuple(bool(d) for d in self.delta_out))
+        for n, (segment, eb) in enumerate(zip(self.segments, self.eb)):
             check_segment(segment, eb)
+            if self.deltas[n] and not segment.completes:
+                raise ValueError(f"delta_out: segment {n + 1} does not complete its layer "
+                                 f"(no SFU to make δ)")
+            if any(self.partials[n]) and not eb:
+                raise ValueError(f"eb_partial: segment {n + 1} has no EB to chain partial "
+                                 f"errors")
 
     @classmethod
     def from_node(cls, node, precision, *, batch=1, lr=655, reshape=None, **options):
@@ -154,6 +195,17 @@ class NodeConfig:
                    tuple(s.modules == 3 for s in convs), batch=batch,
                    act_images=max(2, math.ceil(max(s.residency for s in convs)) + 1),
                    lr=lr, node=node.node)
+
+    @property
+    def partials(self):
+        """Per segment its EB's (takes, sends) partial errors (:attr:`eb_partial`, its
+        default spelled out)."""
+        return self.eb_partial or ((False, False),) * len(self.segments)
+
+    @property
+    def deltas(self):
+        """Per segment: it has ``delta_out`` (:attr:`delta_out`, its default spelled out)."""
+        return self.delta_out or (False,) * len(self.segments)
 
     @property
     def precision(self):
@@ -224,8 +276,10 @@ def _fork(m, source_valid, source_ready, sinks, gate=1):
     return source_valid & all_ready
 
 
-def segment_ports(cfg, eb):
-    """The streams of a segment unit (module docstring): ``{name: In/Out(stream)}``."""
+def segment_ports(cfg, eb, partial=(False, False), delta=False):
+    """The streams of a segment unit (module docstring): ``{name: In/Out(stream)}``;
+    ``partial`` its EB's (takes, sends) partial errors (:attr:`NodeConfig.partials`),
+    ``delta`` its ``delta_out`` (:attr:`NodeConfig.deltas`)."""
     word = cfg.word_bits
     ports = {"act_in": In(stream.Signature(pixel_layout(word, cfg.n_in))),
              "err_in": In(stream.Signature(pixel_layout(word, cfg.p))),
@@ -236,8 +290,15 @@ def segment_ports(cfg, eb):
         ports["act_out"] = Out(stream.Signature(act_layout(cfg)))
     else:
         ports["part_out"] = Out(stream.Signature(partial_layout(cfg)))
-    if eb:
+    takes, sends = partial
+    if eb and takes:
+        ports["err_part_in"] = In(stream.Signature(partial_error_layout(cfg)))
+    if eb and sends:
+        ports["err_part_out"] = Out(stream.Signature(partial_error_layout(cfg)))
+    elif eb:
         ports["err_out"] = Out(stream.Signature(error_layout(cfg)))
+    if delta:
+        ports["delta_out"] = Out(stream.Signature(pixel_layout(word, cfg.p)))
     return ports
 
 
@@ -251,17 +312,26 @@ class SegmentUnit(wiring.Component):
     eb : bool
     act_images : int
 
+    partial : (bool, bool)
+        EB's (takes, sends) partial errors (:attr:`NodeConfig.partials`).
+    delta : bool
+        Send δ on ``delta_out`` (:attr:`NodeConfig.deltas`; a completing segment).
+
     Attributes
     ----------
-    act_in, part_in, act_out, part_out, err_in, err_out, load : streams (module docstring)
+    act_in, part_in, act_out, part_out, err_in, err_out, err_part_in, err_part_out,
+    delta_out, load
+        Streams (module docstring).
     lr : In(word_bits)
     fp_busy, eb_busy, pg_busy, image_done, update_done : Out(1)
         Status for the counters (``*_done`` one-cycle pulses).
     """
 
-    def __init__(self, cfg, *, batch=1, eb=True, act_images=2):
+    def __init__(self, cfg, *, batch=1, eb=True, act_images=2, partial=(False, False),
+                 delta=False):
         self._cfg, self._batch, self._eb, self._depth = cfg, batch, bool(eb), act_images
-        ports = segment_ports(cfg, eb)
+        self._partial, self._delta = tuple(bool(p) for p in partial), bool(delta)
+        ports = segment_ports(cfg, eb, self._partial, self._delta)
         ports.update({"lr": In(cfg.word_bits)} | {name: Out(1) for name in STATUS})
         super().__init__(ports)
 
@@ -345,13 +415,22 @@ class SegmentUnit(wiring.Component):
         delta_count = Signal(range(delta_beats))
         delta_gate = ~passed
         sinks = [(pg.i_delta.valid, pg.i_delta.ready)]
+        if self._delta:
+            sinks.append((self.delta_out.valid, self.delta_out.ready))
+            m.d.comb += self.delta_out.payload.eq(delta.payload)
         if self._eb:
-            m.submodules.eb = eb = EbModule(cfg, shared_lpram=True)
+            takes, sends = self._partial
+            m.submodules.eb = eb = EbModule(cfg, shared_lpram=True, partial_in=takes,
+                                            partial_out=sends)
             sinks.append((eb.i.valid, eb.i.ready))
             m.d.comb += [lpram.eb_addr.eq(eb.eb_addr), lpram.eb_en.eq(eb.eb_en),
                          eb.eb_data.eq(lpram.eb_data), eb.i.payload.eq(delta.payload)]
-            wiring.connect(m, eb.o, wiring.flipped(self.err_out))
-            eb_image_out = eb.o.valid & eb.o.ready & eb.o.payload.last
+            if takes:
+                wiring.connect(m, wiring.flipped(self.err_part_in), eb.i_partial)
+            out = eb.o_partial if sends else eb.o
+            wiring.connect(m, out, wiring.flipped(self.err_part_out if sends
+                                                  else self.err_out))
+            eb_image_out = out.valid & out.ready & out.payload.last
         else:
             eb_image_out = 0
         moved = _fork(m, delta.valid, delta.ready, sinks, delta_gate)
@@ -416,7 +495,9 @@ class FpdeepNode(wiring.Component):
     s_axil : In(AXI4LiteSignature)
         :attr:`registers`.
     s{n}_act_in, s{n}_err_in, s{n}_load, s{n}_part_in : In(stream.Signature)
-    s{n}_act_out, s{n}_part_out, s{n}_err_out : Out(stream.Signature)
+    s{n}_err_part_in : In(stream.Signature)
+    s{n}_act_out, s{n}_part_out, s{n}_err_out, s{n}_err_part_out, s{n}_delta_out
+        : Out(stream.Signature)
         Segment ``n``'s streams (the :class:`SegmentUnit` ports present for it), their
         payloads plain bit vectors of the unit's layouts (packed alike), the AXI4-Stream
         ``tdata`` a link module or a board wrapper takes.
@@ -435,7 +516,8 @@ class FpdeepNode(wiring.Component):
         self._registers = register_map(config)
         ports = {"s_axil": In(AXI4LiteSignature(self._registers.addr_width))}
         for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
-            for name, member in segment_ports(cfg, eb).items():
+            for name, member in segment_ports(cfg, eb, config.partials[n],
+                                              config.deltas[n]).items():
                 shape = member.signature.members["payload"].shape
                 payload = stream.Signature(Shape.cast(shape).width)
                 ports[f"s{n}_{name}"] = (In if member.flow == In else Out)(payload)
@@ -451,8 +533,10 @@ class FpdeepNode(wiring.Component):
         counts = {name: Signal(64, name=f"count_{name}") for name in COUNTERS}
         busy = {"fp_busy": 0, "eb_busy": 0, "pg_busy": 0}
         config = self._config
-        units = [SegmentUnit(cfg, batch=config.batch, eb=eb, act_images=config.act_images)
-                 for cfg, eb in zip(config.segments, config.eb)]
+        units = [SegmentUnit(cfg, batch=config.batch, eb=eb, act_images=config.act_images,
+                             partial=partial, delta=delta)
+                 for cfg, eb, partial, delta in zip(config.segments, config.eb,
+                                                    config.partials, config.deltas)]
         for n, unit in enumerate(units):
             m.submodules[f"segment_{n}"] = unit
             m.d.comb += unit.lr.eq(regs.regs.lr)

@@ -1,8 +1,12 @@
 """The FPDeep training chain (issue 14): ``K`` node tops (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`)
 joined by their link modules through pausable channels, each node's streams put on the
 links by its :class:`~nnrtl.hw.fpdeep.chain_link.NodeLink` adapter (the module docstring
-there has the chain's streams and its decisions), training one OCP-split convolution layer
-over several mini-batches in the Amaranth simulator.
+there has the chain's streams and its decisions), training a CNN's convolution layers (one
+layer split by output or input channels, or a layer pipeline whose later layer may be
+split by output channels) over several mini-batches in the Amaranth simulator.
+Adjacent stages are joined on the link paths ``act`` and ``error``, and where the chain
+needs them ``partial`` (an ICP layer's partial sums) and ``delta`` (its δ, or an OCP
+layer's partial errors).
 
 :class:`ChainTrainTop` is the chain: the host's images into node 1's adapter (``host_act``),
 every node's activations out of node ``K``'s (``host_out``), the host's errors into node
@@ -29,6 +33,7 @@ module's), ``timed_out`` (what was awaited when the cycle budget ran out); backp
 its sink (stalls).
 """
 
+import dataclasses
 import random
 
 import numpy as np
@@ -58,19 +63,37 @@ SIMULATORS = ("amaranth", "verilator")
 
 
 def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, next_out=None,
-                shared=False):
-    """A small test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps, ReLU,
-    a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels, ``lr`` 0.01;
-    with ``next_out``, a second 3×3 conv (pad 1, ReLU, no pool) of ``next_out`` channels
-    over the first layer's pooled maps (a layer pipeline) on a node of its own or
-    (``shared``) as the second segment of the last node."""
+                shared=False, icp=None, next_icp=None):
+    """A small test chain: a 3×3 conv (pad 1) of 3 input channels over ``w_in`` maps,
+    ReLU, a 2×2 pool, ``P`` = 2, node ``m`` computing ``outs[m]`` output channels (with
+    ``icp``, input-channel counts summing to 3: node ``m`` reads ``icp[m]`` channels and
+    computes partial sums of the ``outs[0]`` outputs, the last completing), ``lr`` 0.01;
+    with ``next_out``, a second 3×3 conv (pad 1, ReLU, no pool) of
+    ``next_out`` channels (a tuple: split by output channels over that many nodes, its
+    EB's partial errors chained) over the first layer's pooled maps (a layer pipeline),
+    its first segment on a node of its own or (``shared``) the last node's second; with
+    ``next_icp`` (input-channel counts summing to the first layer's outputs) the second
+    layer split by input channels instead, ``next_out`` its outputs."""
     lr = 655 if precision == "fixed16" else 0x3C23D70A
     nodes = [[(FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)), False)]
              for o in outs]
-    if next_out:
-        second = (FpConfig(precision, 3, 1, 1, nodes[0][0][0].pool_out, sum(outs), next_out,
-                           2), True)
-        if shared:
+    if icp:
+        nodes = [[(FpConfig(precision, 3, 1, 1, w_in, n, outs[0], 2, partial_in=m > 0,
+                            completes=m == len(icp) - 1,
+                            pool=(2, 2, 0) if m == len(icp) - 1 else None), False)]
+                 for m, n in enumerate(icp)]
+        outs = outs[:1]
+    seconds = (next_out,) if isinstance(next_out, int) else tuple(next_out or ())
+    first, side = len(nodes), nodes[-1][0][0].pool_out
+    splits = [(sum(outs), False, True)] * len(seconds)
+    if next_icp:
+        seconds = seconds * len(next_icp)
+        splits = [(n, k > 0, k == len(next_icp) - 1) for k, n in enumerate(next_icp)]
+    for k, out in enumerate(seconds):
+        n_in, partial, completes = splits[k]
+        second = (FpConfig(precision, 3, 1, 1, side, n_in, out, 2, partial_in=partial,
+                           completes=completes), True)
+        if shared and k == 0:
             nodes[-1].append(second)
         else:
             nodes.append([second])
@@ -78,7 +101,7 @@ def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, 
         NodeConfig(tuple(c for c, _ in node), tuple(e for _, e in node), batch=batch,
                    act_images=lag + 1, lr=lr, node=n + 1)
         for n, node in enumerate(nodes)), lag=lag,
-        layers=(0,) * len(outs) + ((1,) if next_out else ()))
+        layers=(0,) * first + (1,) * len(seconds))
 
 
 class ChainTrainTop(Elaboratable):
@@ -114,16 +137,24 @@ class ChainTrainTop(Elaboratable):
             m.submodules[f"node{n}"] = node
         for n, adapter in enumerate(self.adapters):
             m.submodules[f"adapter{n}"] = adapter
-            wiring.connect(m, adapter.act_in, self.port(n, "act_in"))
-            wiring.connect(m, adapter.err_in, self.port(n, "err_in"))
-            wiring.connect(m, self.port(n, "act_out"), adapter.act_out)
-            if "err_out" in adapter.signature.members:
-                wiring.connect(m, self.port(n, "err_out"), adapter.err_out)
+            for name in ("act_in", "err_in", "err_part_in", "part_in"):
+                if name in adapter.signature.members:
+                    wiring.connect(m, getattr(adapter, name), self.port(n, name))
+            for name in ("act_out", "part_out", "err_out", "err_part_out", "delta_out"):
+                if name in adapter.signature.members:
+                    wiring.connect(m, self.port(n, name), getattr(adapter, name))
         for n in range(len(stages) - 1):
             up, down = self.adapters[n], self.adapters[n + 1]
+            partials = "up_err_part" in down.signature.members
+            icp = "down_part" in up.signature.members
             if stages[n][0] == stages[n + 1][0]:        # one node's segments: joined directly
                 wiring.connect(m, up.down_act, down.up_act)
                 wiring.connect(m, down.up_err, up.down_err)
+                if partials:
+                    wiring.connect(m, down.up_err_part, up.down_err_part)
+                if icp:
+                    wiring.connect(m, up.down_part, down.up_part)
+                    wiring.connect(m, down.up_delta, up.down_delta)
                 continue
             pair = self.links[stages[n][0]]
             m.submodules[f"link{stages[n][0]}"] = pair
@@ -132,6 +163,14 @@ class ChainTrainTop(Elaboratable):
             wiring.connect(m, pair.b.rx_act, down.up_act)
             wiring.connect(m, down.up_err, pair.b.tx_error)
             wiring.connect(m, pair.a.rx_error, up.down_err)
+            if partials:                # an OCP layer's partial errors: the delta path
+                wiring.connect(m, down.up_err_part, pair.b.tx_delta)
+                wiring.connect(m, pair.a.rx_delta, up.down_err_part)
+            if icp:                     # an ICP layer: partial sums down, δ up
+                wiring.connect(m, up.down_part, pair.a.tx_partial)
+                wiring.connect(m, pair.b.rx_partial, down.up_part)
+                wiring.connect(m, down.up_delta, pair.b.tx_delta)
+                wiring.connect(m, pair.a.rx_delta, up.down_delta)
         first, last = self.adapters[0], self.adapters[-1]
         wiring.connect(m, wiring.flipped(self.host_act), first.up_act)
         wiring.connect(m, last.down_act, wiring.flipped(self.host_out))
@@ -142,14 +181,26 @@ class ChainTrainTop(Elaboratable):
 
 def chain_case(config, images, seed):
     """Per node the node bench's case (:func:`~nnrtl.sim.tb.fpdeep_node.random_case`: its
-    weights, bias and the host's errors of its activations), the images node 1's (the
-    other layers' inputs and errors are :func:`compose`'s)."""
+    weights, bias and the host's errors of its activations), the images node 1's (an ICP
+    first layer's: random images of every input channel, each stage its range; the
+    other layers' inputs, errors, partial sums and δ are :func:`compose`'s)."""
     cases = [random_case(config.segment(n), images, seed + 7 * n)
              for n in range(len(config.stages))]
+    image = cases[0]["act"]
+    if config.icp(0):
+        cfg = dataclasses.replace(config.segment(0), n_in=config.layer_ic(0))
+        image = random_case(cfg, images, seed)["act"]
     for n, case in enumerate(cases):
         if config.layers[n] == 0:
-            case["act"] = cases[0]["act"]
+            case["act"] = image[..., config.in_lo(n):config.in_lo(n) + config.segment(n).n_in]
     return cases
+
+
+def host_image(config, cases):
+    """The images the host sends: the first layer's input (its stages' ranges joined)."""
+    if not config.icp(0):
+        return cases[0]["act"]
+    return np.concatenate([cases[n]["act"] for n in config.layer_nodes(0)], axis=-1)
 
 
 def _words(beats, count, bits, signed):
@@ -170,28 +221,55 @@ def compose(config, cases):
     cases = [dict(case) for case in cases]
     images, layers = len(cases[0]["act"]), config.layers[-1]
     bits, signed = config.word_bits, config.segment(0).precision == "fixed16"
-    for _ in range(images * (layers + 1) + 2):
+    for n, case in enumerate(cases):
+        cfg = config.segment(n)
+        if config.eb(n) and config.partial_errors(n)[0] and "err_partial" not in case:
+            case["err_partial"] = np.zeros((images, cfg.w_in, cfg.w_in, cfg.n_in), np.int64)
+        if cfg.partial_in and case.get("partial_in") is None:
+            case["partial_in"] = np.zeros((images, cfg.pixels, cfg.groups, cfg.p), np.int64)
+    for _ in range(images * (len(cases) + 1) + 2):
         found = [node_expected(config.stage_node(n), case, config.lag)[0]
                  for n, case in enumerate(cases)]
         settled = True
+        updates = []
+        for layer in range(layers + 1):
+            nodes = config.layer_nodes(layer)
+            if not config.icp(layer):
+                continue
+            cfg = config.segment(nodes[-1])         # its δ, every stage's err_in
+            delta = _words(found[nodes[-1]]["delta_out"], cfg.p, bits, signed).reshape(
+                images, cfg.w_out, cfg.w_out, -1)[..., :cfg.n_out]
+            for up, down in zip(nodes, nodes[1:]):  # the partial sums, downward
+                updates.append((down, "partial_in", _words(
+                    found[up]["part_out"], cfg.p, cfg.partial_bits, signed).reshape(
+                        images, cfg.pixels, cfg.groups, cfg.p)))
+                updates.append((up, "err", delta))
         for layer in range(1, layers + 1):
-            (node,) = config.layer_nodes(layer)
-            cfg = config.segment(node)
+            nodes = config.layer_nodes(layer)
+            cfg = config.segment(nodes[0])
             acts = []
-            for j in config.layer_nodes(layer - 1):
+            for j in config.completing(layer - 1):
                 seg = config.segment(j)
                 side = seg.pool_out
                 words = _words(found[j]["act_out"], seg.p, bits, signed)
                 acts.append(words.reshape(images, side, side, -1)[..., :seg.n_out])
-            errs = _words(found[node]["err_out"], cfg.n_in, bits, signed).reshape(
-                images, cfg.w_in, cfg.w_in, cfg.n_in)
-            updates = [(node, "act", np.concatenate(acts, axis=-1))]
-            for j in config.layer_nodes(layer - 1):
+            errs = np.concatenate([   # ICP: each stage's channels; OCP: the first's, summed
+                _words(found[n]["err_out"], config.segment(n).n_in, bits, signed).reshape(
+                    images, cfg.w_in, cfg.w_in, -1)
+                for n in (nodes if config.icp(layer) else nodes[:1])], axis=-1)
+            acts = np.concatenate(acts, axis=-1)
+            updates += [(node, "act", acts[..., config.in_lo(node):config.in_lo(node)
+                                           + config.segment(node).n_in]) for node in nodes]
+            for up, down in zip(nodes, nodes[1:] if not config.icp(layer) else []):
+                updates.append((up, "err_partial", _words(
+                    found[down]["err_part_out"], cfg.n_in, cfg.partial_bits, signed).reshape(
+                        images, cfg.w_in, cfg.w_in, cfg.n_in)))
+            for j in config.completing(layer - 1):
                 lo = config.lo(j)
                 updates.append((j, "err", errs[..., lo:lo + config.segment(j).n_out]))
-            for n, key, value in updates:
-                if not np.array_equal(cases[n][key], value):
-                    cases[n][key], settled = value, False
+        for n, key, value in updates:
+            if not np.array_equal(cases[n][key], value):
+                cases[n][key], settled = value, False
         if settled:
             return cases, found
     raise RuntimeError("the chain's golden cases did not settle")
@@ -203,13 +281,13 @@ def host_streams(config, cases):
     cfg, p = config.segment(0), config.p
     mask = (1 << config.word_bits) - 1
     images = []
-    for image in cases[0]["act"]:
+    for image in host_image(config, cases):
         words = np.zeros((cfg.w_in, cfg.w_in, config.pixel_beats * p), np.int64)
-        words[..., :cfg.n_in] = image
+        words[..., :config.layer_ic(0)] = image
         images.append([sum((int(w) & mask) << (k * config.word_bits)
                            for k, w in enumerate(beat))
                        for beat in words.reshape(-1, p)])
-    last = config.layer_nodes(config.layers[-1])
+    last = config.completing(config.layers[-1])
     blocks = {n: [words for port, words in phases(config.segment(n), cases[n], 1)
                   if port == "err_in"] for n in last}
     errors = [sum((blocks[n][k] for n in reversed(last)), []) for k in range(len(images))]
@@ -223,7 +301,7 @@ def expected_out(config, cases, found=None):
         cases, found = compose(config, cases)
     mask = (1 << (config.p * config.word_bits)) - 1
     per_node = []
-    for n in config.layer_nodes(config.layers[-1]):
+    for n in config.completing(config.layers[-1]):
         beats = config.block_beats(n)
         per_node.append([[b & mask for b in found[n]["act_out"][k * beats:(k + 1) * beats]]
                          for k in range(len(cases[0]["act"]))])
@@ -235,6 +313,8 @@ def _budget(config, images, loads, pattern, link_options):
     nodes = range(len(config.stages))
     beats = images * (config.image_beats + config.host_beats + sum(
         config.act_beats(n) + config.error_beats(n) + 2 * config.input_beats(n)
+        + config.segment(n).w_in ** 2 * config.partial_error_beats(n) * config.eb(n)
+        + 2 * config.delta_beats(n) * config.icp(config.layers[n])
         for n in nodes))
     wire = beats * (1 + link.words_per_beat("act")) * 2
     model = loads + wire + sum(node_cycles(config.stage_node(n), images) for n in nodes)
@@ -243,20 +323,33 @@ def _budget(config, images, loads, pattern, link_options):
 
 def _monitored(config, node, images, trained, found):
     """Node ``node``'s output streams the bench watches: ``{port: beats expected}``
-    (``err_out`` of the trained images only: probes send no error)."""
-    want = {"act_out": found[node]["act_out"]}
-    if "err_out" in found[node]:
-        want["err_out"] = found[node]["err_out"][:len(found[node]["err_out"]) // images
-                                                 * trained]
+    (:func:`monitored_ports`; the backward ones of the trained images only: probes send
+    no error)."""
+    want = {}
+    for port in monitored_ports(config)[node]:
+        beats = found[node][port]
+        want[port] = beats if port in _FORWARD else beats[:len(beats) // images * trained]
     return want
 
 
+#: Inner streams that carry every image (the others only the trained ones').
+_FORWARD = ("act_out", "part_out")
+
 
 def monitored_ports(config):
-    """Per stage the output streams a bench watches inside the chain (``act_out``, and
-    ``err_out`` on a stage with EB)."""
-    return [("act_out", "err_out") if config.eb(n) else ("act_out",)
-            for n in range(len(config.stages))]
+    """Per stage the output streams a bench watches inside the chain (``act_out``, or
+    ``part_out`` on an ICP stage that does not complete; ``delta_out`` on an ICP layer's
+    completing stage; on a stage with EB ``err_out`` or, sending partial errors,
+    ``err_part_out``)."""
+    found = []
+    for n in range(len(config.stages)):
+        ports = ("act_out",) if config.segment(n).completes else ("part_out",)
+        if config.nodes[config.stages[n][0]].deltas[config.stages[n][1]]:
+            ports += ("delta_out",)
+        if config.eb(n):
+            ports += ("err_part_out" if config.partial_errors(n)[1] else "err_out",)
+        found.append(ports)
+    return found
 
 
 def inner_mismatches(config, inner, seen, images, trained, limit):
@@ -265,7 +358,7 @@ def inner_mismatches(config, inner, seen, images, trained, limit):
     wrong = []
     for n, ports in enumerate(inner):
         for port, beats in ports.items():
-            per = len(beats) // max(1, images if port == "act_out" else trained)
+            per = len(beats) // max(1, images if port in _FORWARD else trained)
             for b, (g, w) in enumerate(zip(seen[n][port], beats)):
                 if g != w:
                     wrong.append(f"{config.name(n)} {port}: image {b // per} beat "
@@ -396,10 +489,10 @@ def run_cases(config, cases, pattern, *, probes=0, seed=0, link_options=None, li
         received = got[k * per_image:(k + 1) * per_image]
         for b, (g, w) in enumerate(zip(received, beats)):
             if g != w and len(report["mismatches"]) < limit:
-                node = next(n for n in config.layer_nodes(config.layers[-1])
-                            if b < config.error_beats(n))
+                owner = next(n for n in config.completing(config.layers[-1])
+                             if b < config.block_beats(n) + config.upstream_beats(n))
                 report["mismatches"].append(
-                    f"image {k}: beat {b} (node {node + 1}) is {g:#x}, expected {w:#x}")
+                    f"image {k}: beat {b} ({config.name(owner)}) is {g:#x}, expected {w:#x}")
         if len(received) < len(beats) and len(report["mismatches"]) < limit:
             report["mismatches"].append(f"image {k}: {len(received)} of {len(beats)} beats")
     report["mismatches"] += inner_mismatches(config, inner, seen, images, trained,

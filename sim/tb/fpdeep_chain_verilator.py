@@ -8,9 +8,11 @@ of link beats, node ``n``'s LPRAM ``load{n}`` stream, boundary ``b``'s channel p
 ``pause{b}_fwd`` / ``pause{b}_bwd`` (forward: node ``b`` → ``b + 1``), and what the bench
 counts: ``fwd{b}`` / ``bwd{b}`` (a link word taken on that channel this cycle),
 ``fault`` (any link module's), and the streams inside the chain the Amaranth bench checks
-too (:func:`~nnrtl.sim.tb.fpdeep_chain_train.monitored_ports`: every stage's ``act_out``,
-and ``err_out``, EB's error relayed upstream, on a stage with EB): ``mon{n}_{port}`` (a
-beat taken this cycle) and ``mon{n}_{port}_data`` (its payload). A run ends, as the
+too (:func:`~nnrtl.sim.tb.fpdeep_chain_train.monitored_ports`: every stage's ``act_out``
+or, an ICP stage that does not complete, ``part_out``; an ICP layer's completing stage's
+``delta_out``; and on a stage with EB ``err_out``, EB's error relayed upstream, or
+``err_part_out``, its partial errors): ``mon{n}_{port}`` (a beat taken this cycle) and
+``mon{n}_{port}_data`` (its payload). A run ends, as the
 Amaranth bench's, when the host has every beat and every inner stream every beat.
 
 "Each node its own Verilator model" (decision): the chain is one Verilog design in which

@@ -32,7 +32,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
-from nnrtl.hw.fpdeep.eb import error_layout
+from nnrtl.hw.fpdeep.eb import error_layout, partial_error_layout
 from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.node import COUNTERS, NodeConfig, act_layout, register_map
 from nnrtl.hw.fpdeep.fp import partial_layout
@@ -122,8 +122,12 @@ def phases(cfg, case, lag):
 
 def expected(config, case, lag):
     """``{port: payloads}`` the node must send: ``act_out`` or ``part_out``, ``err_out``
-    (with EB); and the weights after every update (``(weights, bias)`` list)."""
+    (with EB; ``err_part_out`` where :attr:`NodeConfig.eb_partial` sends partial errors,
+    EB adding ``case["err_partial"]``, per image ``(w_in, w_in, n_in)``, where it takes
+    them), ``delta_out`` where :attr:`NodeConfig.deltas` sends δ; and the weights after
+    every update (``(weights, bias)`` list)."""
     cfg, batch = config.segments[0], config.batch
+    takes, sends = config.partials[0]
     images = len(case["act"])
     versions = [(case["weights"], case["bias"])]
     deltas, out, errors = [], [], []
@@ -157,12 +161,17 @@ def expected(config, case, lag):
             out += [pack(partial_layout(cfg), {"data": list(d), "last": int(n == len(flat) - 1)})
                     for n, d in enumerate(flat)]
         if config.eb[0]:
-            err = eb_module(cfg, deltas[k], versions[k // batch][0]).reshape(-1, cfg.n_in)
-            errors += [pack(error_layout(cfg), {"data": list(e), "last": int(n == len(err) - 1)})
+            partial = case["err_partial"][k] if takes else None
+            err = eb_module(cfg, deltas[k], versions[k // batch][0], partial,
+                            rounded=not sends).reshape(-1, cfg.n_in)
+            layout = partial_error_layout(cfg) if sends else error_layout(cfg)
+            errors += [pack(layout, {"data": list(e), "last": int(n == len(err) - 1)})
                        for n, e in enumerate(err)]
     found = {("act_out" if cfg.completes else "part_out"): out}
+    if config.deltas[0]:
+        found["delta_out"] = sum((delta_beats(cfg, d) for d in deltas), [])
     if config.eb[0]:
-        found["err_out"] = errors
+        found["err_part_out" if sends else "err_out"] = errors
     return found, versions
 
 

@@ -1,8 +1,9 @@
 # amaranth: UnusedElaboratable=no
 """``nnrtl train fpdeep --backend rtl`` (nnrtl.gen.fpdeep.chain_rtl): the rate register's
 word and its refusal, the mappings the RTL chain refuses (anchored messages), and (slow)
-training steps of a one-conv CNN and of a two-conv CNN (a layer pipeline) on 3 FPGAs
-through the node chain: every step bit-exact
+training steps of a one-conv CNN (OCP or ICP), of a two-conv CNN (a layer pipeline) and of
+one whose second conv is split by output channels over two nodes, on 3 FPGAs through the
+node chain: every step bit-exact
 against the golden models and the golden chain, the update within the bound of PyTorch's
 SGD step; a corrupted expectation is caught (CheckFailed)."""
 
@@ -17,7 +18,7 @@ import torch
 from nnrtl.boards import get_board
 from nnrtl.gen import train as interface
 from nnrtl.gen.errors import CheckFailed, UsageError
-from nnrtl.gen.fpdeep.chain_rtl import lr_word
+from nnrtl.gen.fpdeep.chain_rtl import chain_config, lr_word
 from nnrtl.gen.fpdeep.trainer import train_hook
 from nnrtl.gen.models import load_network
 
@@ -41,6 +42,16 @@ def two_conv_cnn():
                                torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(36, 3))
 
 
+def no_pool_cnn():
+    """3x6x6 -> conv 3->4, ReLU -> conv 4->4 -> Linear(144, 3): on 3 VC709s the mapper
+    splits conv2 by output channels over nodes 2 and 3 (with ``ocp_min_ic=1`` by input
+    channels)."""
+    torch.manual_seed(9)
+    return torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
+                               torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.Flatten(),
+                               torch.nn.Linear(144, 3))
+
+
 def save(module, path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -56,7 +67,8 @@ def files(tmp_path_factory):
         np.save(tmp / f"x{batch}.npy", rng.uniform(-1, 1, (batch, 3, 6, 6)))
         np.save(tmp / f"y{batch}.npy", np.array([2, 0][:batch]))
     return types.SimpleNamespace(dir=tmp, model=save(one_conv_cnn(), tmp / "cnn.pt"),
-                                 two=save(two_conv_cnn(), tmp / "cnn2.pt"))
+                                 two=save(two_conv_cnn(), tmp / "cnn2.pt"),
+                                 nopool=save(no_pool_cnn(), tmp / "nopool.pt"))
 
 
 def request(files, *options, batch=1, steps=1, lr=0.5, model=None, params=()):
@@ -75,21 +87,17 @@ def test_lr_word():
 
 
 def test_rtl_refuses_what_the_chain_does_not_carry(files):
-    two = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.ReLU(),
-                              torch.nn.Conv2d(4, 4, 3, padding=1), torch.nn.Flatten(),
-                              torch.nn.Linear(144, 2))
-    path = save(two, files.dir / "two.pt")
-    with pytest.raises(UsageError, match=r"^--backend rtl: layers\[2\] spans nodes 2 to 3: "
-                                         r"a conv layer after the first runs on one node of "
-                                         r"the node chain \(EB's partial errors are not "
-                                         r"chained between nodes\)$"):
-        train_hook(request(files, "--fpgas", "3"), load_network(path))
-    with pytest.raises(UsageError, match=r"^--backend rtl: the node chain runs an "
-                                         r"output-channel \(OCP\) split of the first conv "
-                                         r"layer; the mapper split layers\[0\] by input "
-                                         r"channels$"):
-        train_hook(request(files, "--fpgas", "3", params=("ocp_min_ic=1",)),
-                   load_network(files.two))
+    """A node whose layers all run on the host (here: node 3 given only the FC layer) is
+    refused, naming the node."""
+    trainer = train_hook(request(files, "--fpgas", "3"), load_network(files.model))
+    mapping = trainer.mapping
+    fc_only = types.SimpleNamespace(node=3, segments=tuple(
+        s for s in mapping.nodes[2].segments if s.kind != "conv"))
+    mapping = types.SimpleNamespace(nodes=list(mapping.nodes[:2]) + [fc_only])
+    with pytest.raises(UsageError, match=r"^--backend rtl: node 3 holds no conv segment \(its "
+                                         r"layers run on the host\); the node chain needs "
+                                         r"one a node$"):
+        chain_config(trainer.layers, mapping, "fixed16", 13, 1, 0.5)
 
 
 def test_rtl_chain_of_the_mapping(files):
@@ -115,16 +123,48 @@ def test_rtl_chain_of_the_mapping(files):
     config = trainer.rtl.config            # node 2: conv1's channel 3 and conv2
     assert config.stages == ((0, 0), (1, 0), (1, 1)) and config.layers == (0, 0, 1)
     assert [config.segment(n).n_out for n in range(3)] == [3, 1, 4]
+    trainer = train_hook(request(files, "--fpgas", "3", "--precision", "fixed16",
+                                 model=files.nopool), load_network(files.nopool))
+    config = trainer.rtl.config            # conv2 over nodes 2 and 3, partial errors
+    assert config.layers == (0, 1, 1) and [config.segment(n).n_out for n in (1, 2)] == [2, 2]
+    assert [config.partial_errors(n) for n in (1, 2)] == [(True, False), (False, True)]
+    trainer = train_hook(request(files, "--fpgas", "3", "--precision", "fixed16",
+                                 params=("ocp_min_ic=1",)), network)
+    config = trainer.rtl.config            # conv1 split by input channels, 1 + 1 + 1
+    assert config.icp(0) and [config.segment(n).n_in for n in range(3)] == [1, 1, 1]
+    assert [config.segment(n).completes for n in range(3)] == [False, False, True]
+    assert config.nodes[2].delta_out == (True,)
+    trainer = train_hook(request(files, "--fpgas", "3", "--precision", "fixed16",
+                                 params=("ocp_min_ic=1",), model=files.nopool),
+                         load_network(files.nopool))
+    config = trainer.rtl.config            # conv2 split by input channels, 2 + 2
+    assert config.layers == (0, 1, 1) and config.icp(1)
+    assert [config.segment(n).n_in for n in (1, 2)] == [2, 2]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model, precision, batch, pattern", [
-    ("model", "fixed16", 1, "random"), ("model", "fixed16", 2, "bursty"),
-    ("model", "fp32", 1, "cycle"), ("two", "fixed16", 1, "random"),
-    ("two", "fixed16", 2, "bursty"), ("two", "fp32", 1, "cycle"), ("two", "fp32", 2, "none")])
-def test_train_steps_through_the_rtl_chain(files, tmp_path, model, precision, batch, pattern):
+@pytest.mark.parametrize("model, precision, batch, pattern, params", [
+    ("model", "fixed16", 1, "random", ()), ("model", "fixed16", 2, "bursty", ()),
+    ("model", "fp32", 1, "cycle", ()), ("two", "fixed16", 1, "random", ()),
+    ("two", "fixed16", 2, "bursty", ()), ("two", "fp32", 1, "cycle", ()),
+    ("two", "fp32", 2, "none", ()),
+    ("nopool", "fixed16", 1, "random", ()), ("nopool", "fixed16", 2, "cycle", ()),
+    ("nopool", "fp32", 1, "bursty", ()),
+    ("model", "fixed16", 1, "bursty", ("ocp_min_ic=1",)),
+    ("model", "fixed16", 2, "random", ("ocp_min_ic=1",)),
+    ("model", "fp32", 1, "cycle", ("ocp_min_ic=1",)),
+    ("two", "fixed16", 1, "none", ("ocp_min_ic=1",)),
+    ("nopool", "fixed16", 1, "random", ("ocp_min_ic=1",)),
+    ("nopool", "fixed16", 2, "bursty", ("ocp_min_ic=1",)),
+    ("nopool", "fp32", 1, "none", ("ocp_min_ic=1",))])
+def test_train_steps_through_the_rtl_chain(files, tmp_path, model, precision, batch, pattern,
+                                           params):
+    """Every step bit-exact and within the bound: one conv (OCP over 3 nodes; with
+    ``ocp_min_ic=1`` ICP), two convs (a layer pipeline; ICP conv1 with ``ocp_min_ic=1``),
+    and conv2 split over nodes 2 and 3 (``nopool``: by output channels; with
+    ``ocp_min_ic=1`` by input channels)."""
     req = request(files, "--fpgas", "3", "--precision", precision, "--backpressure",
-                  pattern, batch=batch, steps=2, model=getattr(files, model))
+                  pattern, batch=batch, steps=2, model=getattr(files, model), params=params)
     summary = interface.train(types.SimpleNamespace(name="fpdeep"), train_hook, req,
                               tmp_path / "run")
     record = json.loads((tmp_path / "run" / "train.json").read_text())

@@ -1,100 +1,26 @@
 # amaranth: UnusedElaboratable=no
 """The node-to-link adapter of the FPDeep training chain (nnrtl.hw.fpdeep.chain_link): its
-configuration's refusals and derived beat counts (anchored messages), and tiny chains
-training two mini-batches with stale weights in the Amaranth simulator, bit-exact
-against each node's golden model: one OCP-split layer on 3 nodes, a layer pipeline
-(conv – pool – conv on 3 nodes) and the same with one node holding two segments (every
-pattern, both precisions, larger maps: tests/sim/test_fpdeep_chain_train.py, slow)."""
-
-import dataclasses
+refusals (anchored messages), and tiny chains training two mini-batches with stale
+weights in the Amaranth simulator, bit-exact against each node's golden model: one
+OCP-split layer on 3 nodes, a layer pipeline (conv – pool – conv on 3 nodes) and the same
+with one node holding two segments (every pattern, both precisions, larger maps:
+tests/sim/test_fpdeep_chain_train.py, slow). The configuration:
+tests/hw/test_fpdeep_chain_config.py; the ICP and split-layer paths:
+tests/hw/test_fpdeep_chain_paths.py."""
 
 import pytest
 
-from nnrtl.hw.fpdeep.chain_link import ChainConfig, NodeLink
+from nnrtl.hw.fpdeep.chain_link import NodeLink
 from nnrtl.sim.tb.fpdeep_chain_train import chain_case, expected_out, run
 from nnrtl.sim.tb.fpdeep_chain_train import small_chain as chain
 
 
-def test_beat_counts_follow_the_segments():
-    config = chain((2, 2, 3))
-    assert config.pixel_beats == 2                      # 3 words on 2-word beats
-    assert config.image_beats == 16 * 2
-    assert [config.block_beats(n) for n in range(3)] == [4, 4, 8]   # 2×2 pooled, G = 1, 1, 2
-    assert [config.upstream_beats(n) for n in range(3)] == [0, 4, 8]
-    assert config.host_beats == 16 and config.batch == 2
-
-
 def test_refusals():
     good = chain()
-    node = good.nodes[0]
-    with pytest.raises(TypeError, match=r"^nodes must be a non-empty tuple of NodeConfig, "
-                                        r"not \(\)$"):
-        ChainConfig(())
-    with pytest.raises(TypeError, match=r"^lag must be a positive integer, not 0$"):
-        ChainConfig(good.nodes, lag=0)
-    two = dataclasses.replace(node, segments=node.segments * 2, eb=(False, True))
-    with pytest.raises(ValueError, match=r"^node 1 segment 2: layer 0 is the network's first: "
-                                         r"no EB$"):
-        ChainConfig((two,))
-    with pytest.raises(ValueError, match=r"^node 2: layer 0 is the network's first: no EB$"):
-        ChainConfig((node, dataclasses.replace(node, eb=(True,))))
-    partial = dataclasses.replace(node, segments=(dataclasses.replace(
-        node.segments[0], completes=False, pool=None),))
-    with pytest.raises(ValueError, match=r"^node 2: the chain carries output-channel \(OCP\) "
-                                         r"splits, every segment completing its channels"):
-        ChainConfig((node, partial))
-    other = chain((2,), w_in=6).nodes[0]
-    with pytest.raises(ValueError, match=r"^node 2: w_in 6 differs from node 1's 4$"):
-        ChainConfig((node, other))
-    with pytest.raises(ValueError, match=r"^node 2: batch 1 differs from node 1's 2$"):
-        ChainConfig((node, dataclasses.replace(node, batch=1)))
-    wide = chain((3,)).nodes[0]
-    with pytest.raises(ValueError, match=r"^node 2: p 3 differs from node 1's 2$"):
-        ChainConfig((node, dataclasses.replace(wide, segments=(dataclasses.replace(
-            wide.segments[0], p=3),))))
-    with pytest.raises(TypeError, match=r"^layers must be one layer number per segment, from 0, "
-                                        r"non-decreasing by steps of 1, not \(0, 2\)$"):
-        ChainConfig((node, node), layers=(0, 2))
-    pipe = chain((2, 2), next_out=3)
-    second = pipe.nodes[2]
-    with pytest.raises(ValueError, match=r"^node 3: layer 1 needs its EB \(the error of "
-                                         r"layer 0's activations\)$"):
-        ChainConfig(pipe.nodes[:2] + (dataclasses.replace(second, eb=(False,)),),
-                    layers=(0, 0, 1))
-    with pytest.raises(ValueError, match=r"^layer 1 spans node 2 to node 3: a layer after the "
-                                         r"first runs on one node \(its EB's partial errors "
-                                         r"are not chained\)$"):
-        ChainConfig((pipe.nodes[0], second, second), layers=(0, 1, 1))
-    with pytest.raises(ValueError, match=r"^node 2: layer 1 takes 2x2 maps of 4 channels, "
-                                         r"layer 0 gives 2x2 of 2$"):
-        ChainConfig((pipe.nodes[0], second), layers=(0, 1))
     with pytest.raises(TypeError, match=r"^config must be a ChainConfig, not 3$"):
         NodeLink(3, node=0)
     with pytest.raises(TypeError, match=r"^node must be an integer from 0 to 2, not 3$"):
         NodeLink(good, node=3)
-
-
-def test_layer_pipeline_beats():
-    """Two nodes of layer 0 (2 + 2 channels, 2×2 pooled maps) feed node 3's layer 1:
-    its input is their two blocks, the host gets its block only."""
-    config = chain((2, 2), next_out=3)
-    assert config.layers == (0, 0, 1) and [config.lo(n) for n in range(3)] == [0, 2, 0]
-    assert config.input_blocks(2) == ((1, 2, 0), (1, 2, 2))
-    assert [config.input_beats(n) for n in range(3)] == [32, 32, 8]
-    assert [config.act_beats(n) for n in range(3)] == [32, 36, 8]
-    assert [config.error_beats(n) for n in range(3)] == [4, 8, 8]
-    assert config.host_beats == 8 and [config.last_in_layer(n) for n in range(3)] == [
-        False, True, True]
-
-
-def test_a_node_of_two_segments_is_two_stages():
-    """Node 2 holds conv1's channels 2, 3 and conv2: three stages on two nodes, one link."""
-    config = chain((2, 2), next_out=3, shared=True)
-    assert config.stages == ((0, 0), (1, 0), (1, 1)) and config.layers == (0, 0, 1)
-    assert [config.name(n) for n in range(3)] == ["node 1", "node 2 segment 1",
-                                                  "node 2 segment 2"]
-    assert config.stage_node(2).segments == (config.segment(2),)
-    assert config.stage_node(2).eb == (True,) and config.host_beats == 8
 
 
 def test_the_stale_rule_is_visible_at_the_host():

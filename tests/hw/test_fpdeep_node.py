@@ -58,6 +58,24 @@ def test_node_config_checks():
         NodeConfig((small,), (True,), lr=65536)
     with pytest.raises(TypeError, match=r"^segments must be a non-empty tuple of FpConfig"):
         NodeConfig((), ())
+    with pytest.raises(ValueError, match=r"^eb_partial must have one \(takes, sends\) pair "
+                                         r"per segment \(1\), not \(True,\)$"):
+        NodeConfig((small,), (True,), eb_partial=(True,))
+    with pytest.raises(ValueError, match=r"^eb_partial: segment 1 has no EB to chain partial "
+                                         r"errors$"):
+        NodeConfig((small,), (False,), eb_partial=((True, False),))
+    ports = FpdeepNode(NodeConfig((small,), (True,), eb_partial=((True, True),))).signature
+    assert {"s0_err_part_in", "s0_err_part_out"} <= set(ports.members)
+    assert "s0_err_out" not in ports.members
+    with pytest.raises(ValueError, match=r"^delta_out must have one entry per segment \(1\), "
+                                         r"not 2$"):
+        NodeConfig((small,), (True,), delta_out=(True, True))
+    partial = dataclasses.replace(small, completes=False, pool=None)
+    with pytest.raises(ValueError, match=r"^delta_out: segment 1 does not complete its layer "
+                                         r"\(no SFU to make δ\)$"):
+        NodeConfig((partial,), (False,), delta_out=(True,))
+    ports = FpdeepNode(NodeConfig((small,), (False,), delta_out=(True,))).signature
+    assert "s0_delta_out" in ports.members
     # passes (Q < S_IC, ragged) and an overlapping pool are built (issue 14)
     overlapping = dataclasses.replace(small, w_in=5, n_in=3, q=2, pool=(3, 2, 0))
     assert NodeConfig((overlapping,), (False,)).segments == (overlapping,)
