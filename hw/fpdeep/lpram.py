@@ -31,7 +31,9 @@ whole byte lanes of one primitive. Wider packings whose banks straddle primitive
 (144 bits of 16-bit banks: 5 RAMB18E1, against 2.25 RAMB36E1 at 4 a memory), so none is
 wider than a port. A memory with the EB port has two read ports and one write port at three
 addresses: Yosys builds it twice (one write and one read port each), so the weight banks'
-memories count twice in :mod:`nnrtl.gen.fpdeep.resources`. The PG module's LGB uses the
+memories count twice in :mod:`nnrtl.gen.fpdeep.resources`. Each memory is a
+:class:`BankMemory` emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`; AlexNet's
+VC709 node: 284 instances of two modules), the bank decode in the :class:`Lpram` around it. The PG module's LGB uses the
 same rule without write enables (``enables=False``, :func:`pack`).
 """
 
@@ -101,11 +103,14 @@ class BankMemory(wiring.Component):
 
     Attributes
     ----------
-    write_addr, write_en, write_data : In(range(rows)), In(banks), In(bank_bits)
+    write_addr, write_en, write_data : In(range(max(rows, 2))), In(banks), In(bank_bits)
         ``write_data`` goes to every bank whose ``write_en`` bit is set.
     fp_addr, fp_en, fp_data : the first read port (``fp_data`` the banks of the row one
         cycle after ``fp_en``, held while it is low).
     eb_addr, eb_en, eb_data : the second (``eb_port`` only), same timing.
+
+    The addresses are at least one bit wide (a one-row memory too): a zero-width port
+    would be no pin of the shared module's instances (:mod:`nnrtl.hw.hierarchy`).
 
     Latency and throughput: a synchronous read (one cycle), one write and one read per
     port a cycle. A unit of its own (:func:`nnrtl.hw.hierarchy.shared`) because which bank
@@ -123,15 +128,15 @@ class BankMemory(wiring.Component):
             check_positive(name, value)
         self.key = (banks, bank_bits, rows, bool(eb_port))
         ports = {
-            "write_addr": In(range(rows)),
+            "write_addr": In(range(max(rows, 2))),
             "write_en": In(banks),
             "write_data": In(bank_bits),
-            "fp_addr": In(range(rows)),
+            "fp_addr": In(range(max(rows, 2))),
             "fp_en": In(1),
             "fp_data": Out(data.ArrayLayout(bank_bits, banks)),
         }
         if eb_port:
-            ports.update({"eb_addr": In(range(rows)), "eb_en": In(1),
+            ports.update({"eb_addr": In(range(max(rows, 2))), "eb_en": In(1),
                           "eb_data": Out(data.ArrayLayout(bank_bits, banks))})
         super().__init__(ports)
 

@@ -58,7 +58,10 @@ Decisions ([U] in the spec)
   576, the block RAMs' 72-bit ports filled); every bank of a row is written at once (the
   sums), and the drain writes back the row it read with the sent bank's words cleared,
   so no byte enable is needed (AlexNet's conv4 node: 1,134 banks of 40 bits in 126
-  memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each).
+  memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each). Each memory with its
+  adders is an :class:`LgbGroup`, emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`;
+  that node: 126 instances of one module): the rows, the accumulate/drain choice and the
+  bank the drain clears come in on its ports.
 * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
   (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
   cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
@@ -132,9 +135,9 @@ class LgbGroup(wiring.Component):
 
     Attributes
     ----------
-    read_addr : In(range(rows))
+    read_addr : In(range(max(rows, 2)))
         The row read (every cycle; the data the next cycle, transparent to the write).
-    write_en, write_addr : In(1), In(range(rows))
+    write_en, write_addr : In(1), In(range(max(rows, 2)))
     accumulate : In(1)
         Write ``data + terms`` (the read-add-write); else write ``data`` with the banks of
         ``clear`` set to zero (the drain).
@@ -161,9 +164,9 @@ class LgbGroup(wiring.Component):
         self.key = (banks, lanes, rows, width, term_bits, bool(fp32))
         word = data.ArrayLayout(width, lanes)
         super().__init__({
-            "read_addr": In(range(rows)),
+            "read_addr": In(range(max(rows, 2))),
             "write_en": In(1),
-            "write_addr": In(range(rows)),
+            "write_addr": In(range(max(rows, 2))),
             "accumulate": In(1),
             "terms": In(data.ArrayLayout(data.ArrayLayout(term_bits, lanes), banks)),
             "clear": In(banks),

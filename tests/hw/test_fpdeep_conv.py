@@ -98,3 +98,16 @@ def test_units_are_emitted_once_and_instantiated_per_use():
     assert list(_kinds(convert(Lpram(cfg, eb_port=True), "lpram")).values()) == [14]
     cfg = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 2, completes=False, partial_in=True)
     assert sorted(_kinds(convert(Lpram(cfg, eb_port=True), "lpram")).values()) == [1, 9]
+
+
+def test_one_row_units_keep_an_address_pin():
+    """A one-row memory (G = passes = 1) still has 1-bit addresses: Amaranth drops a
+    zero-width connection from an instance, and Verilator refuses the missing pin."""
+    cfg = FpConfig("fixed16", 3, 1, 1, 4, 1, 2, 2)
+    assert cfg.rows == 1
+    text = convert(PgModule(cfg, batch=1), "pg") + convert(Lpram(cfg, eb_port=True), "lp")
+    units = "".join(re.findall(r"^module \w+__(?:lgb_group|bank_memory)_\w+\(.*?^endmodule",
+                               text, re.M | re.S))
+    for port in ("read_addr", "write_addr", "fp_addr", "eb_addr"):
+        declared = re.findall(rf"^  input (\[-1:0\] |\[0:0\] )?{port};", units, re.M)
+        assert declared and "[-1:0] " not in declared, port
