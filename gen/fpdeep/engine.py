@@ -52,8 +52,8 @@ ALEXNET_NODE = 11
 ALEXNET_FC_BATCH = 23
 
 
-@functools.lru_cache(maxsize=1)
-def vc709_alexnet_node():
+@functools.lru_cache(maxsize=2)
+def vc709_alexnet_node(mapper_shape=False):
     """The VC709 preset: node :data:`ALEXNET_NODE` of AlexNet's 15-VC709 mapping (fixed16,
     the mapper's defaults but an FC batch of :data:`ALEXNET_FC_BATCH`, storage not checked),
     conv4's ICP segment of 126 input channels, not completing, with ``P = 1`` and
@@ -81,6 +81,8 @@ def vc709_alexnet_node():
     mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False,
                           fc_batch=ALEXNET_FC_BATCH)
     node = next(n for n in mapping.nodes if n.node == ALEXNET_NODE)
+    if mapper_shape:
+        return NodeConfig.from_node(node, "fixed16")
     return NodeConfig.from_node(node, "fixed16",
                                 reshape=lambda cfg: dataclasses.replace(cfg, p=1, q=None))
 

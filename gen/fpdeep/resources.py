@@ -33,11 +33,16 @@ from ...hw.fpdeep.lpram import pack
 from ...hw.fpdeep.pg import lgb_bits
 from .cost import COST_MODELS
 
-__all__ = ["resources", "memories", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES"]
+__all__ = ["resources", "memories", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES", "SYNTH_FIGURES"]
 
 #: Memories below this many bits, or at most :data:`LUTRAM_DEPTH` deep, are left to LUTRAM.
 LUTRAM_BITS = 4096
 LUTRAM_DEPTH = 64
+
+
+#: ``nnrtl synth`` of FPDeep nodes (the module docstring's table): ``{design: {lut, ff,
+#: dsp, bram36, seconds, peak_mb, hierarchy}}``.
+SYNTH_FIGURES = {}
 
 
 def _lutram(depth, width):
