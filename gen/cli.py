@@ -101,7 +101,7 @@ def _parser():
                        help="flat: flatten the design; shared: keep the hierarchy and "
                        "synthesise identical modules once (for large designs); auto "
                        "(default): flat up to 1 MB of Verilog, per-module (one Yosys run "
-                       "per distinct module, submodules as black boxes) above 8 MB")
+                       "per distinct module, submodules as black boxes) above 6 MB")
     synth.set_defaults(run=cmd_synth)
 
     sim = commands.add_parser("sim", help="one randomized end-to-end RTL simulation "
