@@ -115,6 +115,19 @@ def test_module_instances_counts_through_the_hierarchy():
         synth.module_instances(NESTED, "nope")
 
 
+@pytest.mark.parametrize("limit, chosen", [(len(NESTED), "shared"),
+                                           (len(NESTED) - 1, "per-module")])
+def test_auto_goes_per_module_above_the_limit(design, monkeypatch, limit, chosen):
+    """NESTED repeats instances (not flat); at most the limit whole, above it per module."""
+    monkeypatch.setattr(synth, "PER_MODULE_LIMIT_BYTES", limit)
+    monkeypatch.setattr(synth, "FLAT_LIMIT_BYTES", 0)
+    monkeypatch.setattr(subprocess, "run", fake_yosys([(0, "")] * 3, []))
+    (design / "top.v").write_text(NESTED)
+    (design / "manifest.json").write_text(json.dumps({"module": "top",
+                                                      "board": {"name": "vc709"}}))
+    assert synth.synthesize(design)["hierarchy"] == chosen
+
+
 def test_per_module_multiplies_each_module_by_its_instances(design, monkeypatch):
     """One Yosys run per module, its children read as black boxes (their cells not
     counted): leaf 2 LUT6 x 7 instances = 14, mid 1 FDRE x 2 = 2, top 1 DSP48E1."""
