@@ -38,8 +38,8 @@ Parts
     with links unlimited, simulated: the mapper's compute roof plus the RTL line buffer's
     refill and input rate, :mod:`.cluster_node`).
 ``resources``
-    The ``vc709-alexnet`` node in its preset shape (``P = 1, Q = S_IC``) and in the
-    mapper's (``P = 3, Q = 21``): the resource model's DSP, LUT and BRAM36
+    The ``vc709-alexnet`` node in its preset shape (the mapper's, ``P = 3, Q = 21``) and
+    single-pass (``P = 1, Q = S_IC``): the resource model's DSP, LUT and BRAM36
     (:func:`.resources.resources`, computed here) beside Yosys' counts of ``nnrtl synth``
     (:data:`.resources.SYNTH_FIGURES`: recorded, an hour of Yosys is no bench part), and
     the VC709's capacity.
@@ -331,8 +331,8 @@ def resource_rows():
 
     capacity = _board().capacity
     rows = []
-    for shape, mapper_shape in (("preset", False), ("mapper", True)):
-        config = vc709_alexnet_node(mapper_shape=mapper_shape)
+    for shape, single_pass in (("preset", False), ("single-pass", True)):
+        config = vc709_alexnet_node(single_pass=single_pass)
         segment = config.segments[0]
         rows.append({
             "node": "vc709-alexnet", "shape": shape, "p": segment.p, "q": segment.q,

@@ -151,10 +151,11 @@ def test_bench_set_checks(change, error, message):
 
 
 def test_resource_rows_beside_the_model(run):
-    """The preset's shape (P = 1, Q = 126, one pass) and the mapper's (P = 3, Q = 21, six
-    passes): 3 · P·Q·9 DSP48E1 each, the recorded Yosys counts beside them."""
+    """The preset's shape (the mapper's, P = 3, Q = 21, six passes) and single-pass (P = 1,
+    Q = 126): 3 · P·Q·9 DSP48E1 each, the recorded Yosys counts beside them."""
     rows = run[1]["resources"]
     assert [(r["shape"], r["p"], r["q"], r["passes"]) for r in rows] == [
-        ("preset", 1, 126, 1), ("mapper", 3, 21, 6)]
-    assert [r["model"]["dsp"] for r in rows] == [3 * 126 * 9, 3 * 63 * 9]
+        ("preset", 3, 21, 6), ("single-pass", 1, 126, 1)]
+    assert [r["model"]["dsp"] for r in rows] == [3 * 63 * 9, 3 * 126 * 9]
+    assert [r["yosys"]["bram36"] for r in rows] == [1464, 1459]
     assert all(r["board"]["dsp"] == 3600 and r["board"]["bram36"] == 1470 for r in rows)
