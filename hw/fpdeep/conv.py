@@ -16,8 +16,9 @@ tiles over δ windows and the rotated kernels), the PG module likewise, so the t
 this datapath code and the LPRAM.
 
 Hierarchy (:mod:`nnrtl.hw.hierarchy`): every tile is a :class:`MacTile` (fixed16) emitted
-once per shape and instantiated per tile (AlexNet's VC709 node: FP's 126 tiles, EB's 126
-CEs of one tile and PG's 1,134 one-tap tiles are three modules); its registers load on
+once per shape and instantiated per tile (the ``vc709-alexnet`` node, ``P = 3, Q = 21``:
+FP's 3 CEs of 21 tiles and EB's 21 CEs of 3 are 126 instances of one module, PG's 567
+one-tap tiles of another); its registers load on
 stage enables the array's control drives (the enables are ports, so every instance is the
 same module). fp32 tiles stay inline, each of their ``hw/arith`` units shared
 (:func:`.pipe.float_unit`).

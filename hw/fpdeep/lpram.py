@@ -32,8 +32,8 @@ whole byte lanes of one primitive. Wider packings whose banks straddle primitive
 wider than a port. A memory with the EB port has two read ports and one write port at three
 addresses: Yosys builds it twice (one write and one read port each), so the weight banks'
 memories count twice in :mod:`nnrtl.gen.fpdeep.resources`. Each memory is a
-:class:`BankMemory` emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`; AlexNet's
-VC709 node: 284 instances of two modules), the bank decode in the :class:`Lpram` around it. The PG module's LGB uses the
+:class:`BankMemory` emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`; the
+``vc709-alexnet`` node: 190 instances of two modules), the bank decode in the :class:`Lpram` around it. The PG module's LGB uses the
 same rule without write enables (``enables=False``, :func:`pack`).
 """
 
@@ -115,7 +115,7 @@ class BankMemory(wiring.Component):
     Latency and throughput: a synchronous read (one cycle), one write and one read per
     port a cycle. A unit of its own (:func:`nnrtl.hw.hierarchy.shared`) because which bank
     a load addresses is decided by the :class:`Lpram` around it: AlexNet's VC709 node
-    builds 284 memories of two kinds.
+    builds 190 memories of two kinds.
 
     Raises
     ------

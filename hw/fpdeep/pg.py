@@ -60,7 +60,7 @@ Decisions ([U] in the spec)
   so no byte enable is needed (AlexNet's conv4 node: 1,134 banks of 40 bits in 126
   memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each). Each memory with its
   adders is an :class:`LgbGroup`, emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`;
-  that node: 126 instances of one module): the rows, the accumulate/drain choice and the
+  the ``vc709-alexnet`` node: 63 instances of one module): the rows, the accumulate/drain choice and the
   bank the drain clears come in on its ports.
 * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
   (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
@@ -148,7 +148,7 @@ class LgbGroup(wiring.Component):
 
     Latency and throughput: read one cycle, add and write the next; one row a cycle. The
     group is a unit of its own (:func:`nnrtl.hw.hierarchy.shared`: AlexNet's VC709 node
-    builds 126 alike) because everything that differs between groups (which rows, which
+    builds 63 alike) because everything that differs between groups (which rows, which
     bank drains) comes in on ports.
 
     Raises
