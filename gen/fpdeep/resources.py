@@ -32,6 +32,7 @@ shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
 
     node                       hierarchy   LUT      FF       DSP48E1  BRAM36  Yosys
     vc709-alexnet P=3, Q=21    per-module  260,662  135,888  1,707    1,464   587 s, 1.3 GB
+                               shared      260,400  135,888  1,707    1,464   732 s, 3.6 GB
       model                                 36,288           1,701    1,464
     vc709-alexnet P=1, Q=126   per-module  344,115  201,578  3,404    1,459   980 s, 2.3 GB
       model                                 36,288           3,402    1,459
