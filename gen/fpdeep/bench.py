@@ -37,6 +37,12 @@ Parts
     ``linear``: the simulated period is the simulated roof's (the mapping of that count
     with links unlimited, simulated: the mapper's compute roof plus the RTL line buffer's
     refill and input rate, :mod:`.cluster_node`).
+``resources``
+    The ``vc709-alexnet`` node in its preset shape (the mapper's, ``P = 3, Q = 21``) and
+    single-pass (``P = 1, Q = S_IC``): the resource model's DSP, LUT and BRAM36
+    (:func:`.resources.resources`, computed here) beside Yosys' counts of ``nnrtl synth``
+    (:data:`.resources.SYNTH_FIGURES`: recorded, an hour of Yosys is no bench part), and
+    the VC709's capacity.
 ``plots``
     ``fpdeep_idle.png`` (idle stages against FPGA count) and ``fpdeep_scaling.png``
     (throughput against FPGA count, the paper's knees marked), matplotlib with Agg.
@@ -58,7 +64,7 @@ from pathlib import Path
 from ..errors import UsageError
 
 __all__ = ["PAPER", "BenchSet", "FULL", "QUICK", "table6_rows", "scaling_rows", "knees",
-           "cluster_rows", "bench_fpdeep", "bench", "main"]
+           "cluster_rows", "resource_rows", "bench_fpdeep", "bench", "main"]
 
 #: The paper's figures, once (papers/fpdeep-cnn-training-fpga-clusters.txt).
 PAPER = {
@@ -318,6 +324,26 @@ def cluster_rows(bench_set, found, log=None):
     return rows
 
 
+def resource_rows():
+    """The ``resources`` part (module docstring): one row per node shape."""
+    from .engine import vc709_alexnet_node
+    from .resources import SYNTH_FIGURES, resources
+
+    capacity = _board().capacity
+    rows = []
+    for shape, single_pass in (("preset", False), ("single-pass", True)):
+        config = vc709_alexnet_node(single_pass=single_pass)
+        segment = config.segments[0]
+        rows.append({
+            "node": "vc709-alexnet", "shape": shape, "p": segment.p, "q": segment.q,
+            "passes": segment.passes, "cycles_per_image": config.cycles,
+            "model": resources(config),
+            "yosys": SYNTH_FIGURES.get(f"vc709-alexnet/{shape}"),
+            "board": {"lut": capacity.lut, "ff": capacity.ff, "dsp": capacity.dsp,
+                      "bram36": capacity.bram36}})
+    return rows
+
+
 def _idle_summary(rows, networks):
     band = PAPER["idle"]
     lo, hi = band["fpgas"]
@@ -353,6 +379,7 @@ def bench_fpdeep(out, bench_set=FULL, log=None):
     result["knees"] = knees(result["scaling"], bench_set.gbps)
     result["idle"] = _idle_summary(result["scaling"], bench_set.networks)
     result["cluster"] = cluster_rows(bench_set, result["knees"], log=log)
+    result["resources"] = resource_rows()
     result["plots"] = [plot_idle(result, out / "fpdeep_idle.png").name,
                        plot_scaling(result, out / "fpdeep_scaling.png").name]
     result["part_seconds"] = round(time.monotonic() - began, 1)

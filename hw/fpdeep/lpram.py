@@ -31,7 +31,9 @@ whole byte lanes of one primitive. Wider packings whose banks straddle primitive
 (144 bits of 16-bit banks: 5 RAMB18E1, against 2.25 RAMB36E1 at 4 a memory), so none is
 wider than a port. A memory with the EB port has two read ports and one write port at three
 addresses: Yosys builds it twice (one write and one read port each), so the weight banks'
-memories count twice in :mod:`nnrtl.gen.fpdeep.resources`. The PG module's LGB uses the
+memories count twice in :mod:`nnrtl.gen.fpdeep.resources`. Each memory is a
+:class:`BankMemory` emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`; the
+``vc709-alexnet`` node: 190 instances of two modules), the bank decode in the :class:`Lpram` around it. The PG module's LGB uses the
 same rule without write enables (``enables=False``, :func:`pack`).
 """
 
@@ -42,7 +44,11 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["Lpram", "load_layout", "row_layout", "pack", "PORT_BITS", "PACK_BITS"]
+from ..checks import check_positive
+from ..hierarchy import shared
+
+__all__ = ["Lpram", "BankMemory", "load_layout", "row_layout", "pack", "PORT_BITS",
+           "PACK_BITS"]
 
 #: Widest port of a block RAM primitive (the RAMB36E1's 512 × 72 simple-dual-port shape).
 PORT_BITS = 72
@@ -80,6 +86,80 @@ def load_layout(cfg):
         "row": range(cfg.rows),
         "data": row_layout(cfg),
     })
+
+
+class BankMemory(wiring.Component):
+    """One packed LPRAM memory: ``banks`` banks of ``bank_bits`` side by side, written one
+    bank at a time (a write enable per bank), read whole at one address per read port.
+
+    Parameters
+    ----------
+    banks : int
+    bank_bits : int
+    rows : int
+        Depth.
+    eb_port : bool
+        A second read port (EB's).
+
+    Attributes
+    ----------
+    write_addr, write_en, write_data : In(range(max(rows, 2))), In(banks), In(bank_bits)
+        ``write_data`` goes to every bank whose ``write_en`` bit is set.
+    fp_addr, fp_en, fp_data : the first read port (``fp_data`` the banks of the row one
+        cycle after ``fp_en``, held while it is low).
+    eb_addr, eb_en, eb_data : the second (``eb_port`` only), same timing.
+
+    The addresses are at least one bit wide (a one-row memory too): a zero-width port
+    would be no pin of the shared module's instances (:mod:`nnrtl.hw.hierarchy`).
+
+    Latency and throughput: a synchronous read (one cycle), one write and one read per
+    port a cycle. A unit of its own (:func:`nnrtl.hw.hierarchy.shared`) because which bank
+    a load addresses is decided by the :class:`Lpram` around it: AlexNet's VC709 node
+    builds 190 memories of two kinds.
+
+    Raises
+    ------
+    TypeError
+        A size not a positive integer.
+    """
+
+    def __init__(self, banks, *, bank_bits, rows, eb_port=False):
+        for name, value in (("banks", banks), ("bank_bits", bank_bits), ("rows", rows)):
+            check_positive(name, value)
+        self.key = (banks, bank_bits, rows, bool(eb_port))
+        ports = {
+            "write_addr": In(range(max(rows, 2))),
+            "write_en": In(banks),
+            "write_data": In(bank_bits),
+            "fp_addr": In(range(max(rows, 2))),
+            "fp_en": In(1),
+            "fp_data": Out(data.ArrayLayout(bank_bits, banks)),
+        }
+        if eb_port:
+            ports.update({"eb_addr": In(range(max(rows, 2))), "eb_en": In(1),
+                          "eb_data": Out(data.ArrayLayout(bank_bits, banks))})
+        super().__init__(ports)
+
+    @property
+    def eb_port(self):
+        return self.key[3]
+
+    def elaborate(self, platform):
+        m = Module()
+        banks, bank_bits, rows, eb_port = self.key
+        memory = Memory(shape=data.ArrayLayout(bank_bits, banks), depth=rows, init=[])
+        m.submodules.memory = memory
+        write = memory.write_port(granularity=1)
+        m.d.comb += [write.addr.eq(self.write_addr), write.en.eq(self.write_en)]
+        m.d.comb += [write.data[e].eq(self.write_data) for e in range(banks)]
+        reads = [("fp", memory.read_port())]
+        if eb_port:
+            reads.append(("eb", memory.read_port()))
+        for name, read in reads:
+            m.d.comb += [read.en.eq(getattr(self, f"{name}_en")),
+                         read.addr.eq(getattr(self, f"{name}_addr")),
+                         getattr(self, f"{name}_data").eq(read.data)]
+        return m
 
 
 class Lpram(wiring.Component):
@@ -125,24 +205,22 @@ class Lpram(wiring.Component):
         m.d.comb += self.load.ready.eq(1)
         row = row_layout(cfg)
         for n, group in enumerate(pack(cfg.banks + 1, row.size, enables=True)):
-            memory = Memory(shape=data.ArrayLayout(row, len(group)), depth=cfg.rows, init=[])
-            m.submodules[f"banks_{n}"] = memory
-            write = memory.write_port(granularity=1)
-            read = memory.read_port()
+            weights = [e for e, bank in enumerate(group) if bank < cfg.banks]
+            unit = BankMemory(len(group), bank_bits=row.size, rows=cfg.rows,
+                              eb_port=self._eb_port and bool(weights))
+            m.submodules[f"banks_{n}"] = shared(unit, key=unit.key)
             m.d.comb += [
-                write.addr.eq(self.load.payload.row),
-                read.en.eq(self.fp_en),
-                read.addr.eq(self.fp_addr),
+                unit.write_addr.eq(self.load.payload.row),
+                unit.write_data.eq(self.load.payload.data),
+                unit.fp_en.eq(self.fp_en),
+                unit.fp_addr.eq(self.fp_addr),
             ]
             for e, bank in enumerate(group):
                 m.d.comb += [
-                    write.en[e].eq(self.load.valid & (self.load.payload.bank == bank)),
-                    write.data[e].eq(self.load.payload.data),
-                    self.fp_data[bank].eq(read.data[e]),
+                    unit.write_en[e].eq(self.load.valid & (self.load.payload.bank == bank)),
+                    self.fp_data[bank].eq(unit.fp_data[e]),
                 ]
-            weights = [e for e, bank in enumerate(group) if bank < cfg.banks]
-            if self._eb_port and weights:
-                eb_read = memory.read_port()
-                m.d.comb += [eb_read.en.eq(self.eb_en), eb_read.addr.eq(self.eb_addr)]
-                m.d.comb += [self.eb_data[group[e]].eq(eb_read.data[e]) for e in weights]
+            if unit.eb_port:
+                m.d.comb += [unit.eb_en.eq(self.eb_en), unit.eb_addr.eq(self.eb_addr)]
+                m.d.comb += [self.eb_data[group[e]].eq(unit.eb_data[e]) for e in weights]
         return m

@@ -58,7 +58,10 @@ Decisions ([U] in the spec)
   576, the block RAMs' 72-bit ports filled); every bank of a row is written at once (the
   sums), and the drain writes back the row it read with the sent bank's words cleared,
   so no byte enable is needed (AlexNet's conv4 node: 1,134 banks of 40 bits in 126
-  memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each).
+  memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each). Each memory with its
+  adders is an :class:`LgbGroup`, emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`;
+  the ``vc709-alexnet`` node: 63 instances of one module): the rows, the accumulate/drain choice and the
+  bank the drain clears come in on its ports.
 * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
   (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
   cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
@@ -86,10 +89,11 @@ from ..checks import check_positive
 from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
 from .lpram import pack
-from .pipe import Flow, register_stage
+from ..hierarchy import shared
+from .pipe import Flow, float_unit, register_stage
 from .segment import SegmentModule
 
-__all__ = ["PgModule", "gradient_layout", "lgb_bits"]
+__all__ = ["PgModule", "LgbGroup", "gradient_layout", "lgb_bits"]
 
 
 def lgb_bits(cfg, batch):
@@ -107,6 +111,96 @@ def gradient_layout(cfg, batch):
         "data": data.ArrayLayout(lgb_bits(cfg, batch), cfg.p),
         "last": 1,
     })
+
+
+class LgbGroup(wiring.Component):
+    """One packed LGB memory (:func:`.lpram.pack`) and its read-add-write: ``banks`` banks
+    of ``lanes`` words side by side, one address for all.
+
+    Parameters
+    ----------
+    banks : int
+        Banks in the memory.
+    lanes : int
+        Words of a bank (``P``).
+    rows : int
+        Memory depth.
+    width : int
+        LGB word bits (:func:`lgb_bits`).
+    term_bits : int
+        Bits of a term added to a word (fixed16: signed products or sign-extended δ).
+    fp32 : bool
+        fp32 words and a combinational ``hw/arith`` FloatAdd per word; else exact signed
+        adds.
+
+    Attributes
+    ----------
+    read_addr : In(range(max(rows, 2)))
+        The row read (every cycle; the data the next cycle, transparent to the write).
+    write_en, write_addr : In(1), In(range(max(rows, 2)))
+    accumulate : In(1)
+        Write ``data + terms`` (the read-add-write); else write ``data`` with the banks of
+        ``clear`` set to zero (the drain).
+    terms : In(ArrayLayout(ArrayLayout(term_bits, lanes), banks))
+    clear : In(banks)
+    data : Out(ArrayLayout(ArrayLayout(width, lanes), banks))
+        The row read.
+
+    Latency and throughput: read one cycle, add and write the next; one row a cycle. The
+    group is a unit of its own (:func:`nnrtl.hw.hierarchy.shared`: AlexNet's VC709 node
+    builds 63 alike) because everything that differs between groups (which rows, which
+    bank drains) comes in on ports.
+
+    Raises
+    ------
+    TypeError
+        A size not a positive integer.
+    """
+
+    def __init__(self, banks, *, lanes, rows, width, term_bits, fp32):
+        for name, value in (("banks", banks), ("lanes", lanes), ("rows", rows),
+                            ("width", width), ("term_bits", term_bits)):
+            check_positive(name, value)
+        self.key = (banks, lanes, rows, width, term_bits, bool(fp32))
+        word = data.ArrayLayout(width, lanes)
+        super().__init__({
+            "read_addr": In(range(max(rows, 2))),
+            "write_en": In(1),
+            "write_addr": In(range(max(rows, 2))),
+            "accumulate": In(1),
+            "terms": In(data.ArrayLayout(data.ArrayLayout(term_bits, lanes), banks)),
+            "clear": In(banks),
+            "data": Out(data.ArrayLayout(word, banks)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        banks, lanes, rows, width, _, fp32 = self.key
+        memory = Memory(shape=data.ArrayLayout(data.ArrayLayout(width, lanes), banks),
+                        depth=rows, init=[])
+        m.submodules.memory = memory
+        write = memory.write_port()
+        read = memory.read_port(transparent_for=(write,))
+        m.d.comb += [read.en.eq(1), read.addr.eq(self.read_addr), self.data.eq(read.data),
+                     write.en.eq(self.write_en), write.addr.eq(self.write_addr)]
+        for e in range(banks):
+            stored, terms = read.data[e], self.terms[e]
+            for j in range(lanes):
+                if fp32:
+                    adder = float_unit(m, f"add_{e}_{j}", FloatAdd(FP32, stages=0))
+                    m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
+                                 adder.i.payload.a.eq(stored[j]),
+                                 adder.i.payload.b.eq(terms[j]),
+                                 adder.i.payload.subtract.eq(0)]
+                    total = adder.o.payload
+                else:
+                    total = (Value.cast(stored[j]).as_signed()
+                             + Value.cast(terms[j]).as_signed())
+                with m.If(self.accumulate):
+                    m.d.comb += write.data[e][j].eq(total)
+            with m.If(~self.accumulate):
+                m.d.comb += write.data[e].eq(Mux(self.clear[e], 0, Value.cast(stored)))
+        return m
 
 
 class PgModule(SegmentModule):
@@ -229,47 +323,30 @@ class PgModule(SegmentModule):
         # every bank of a row is written at once, the drain writing back the row it read
         # with the sent bank's words cleared)
         packed = pack(B, word.size, enables=False)
+        term_bits = 32 if cfg.precision == "fp32" else 2 * cfg.word_bits
         reads = []
         for n, group in enumerate(packed):
-            memory = Memory(shape=data.ArrayLayout(word, len(group)), depth=rows, init=[])
-            m.submodules[f"lgb_{n}"] = memory
-            write = memory.write_port()
-            read = memory.read_port(transparent_for=(write,))
-            reads += [read.data[e] for e in range(len(group))]
-            m.d.comb += [read.en.eq(1), read.addr.eq(Mux(draining & (d_state != state_settle),
-                                                         d_row, read_row))]
+            unit = LgbGroup(len(group), lanes=P, rows=rows, width=width, term_bits=term_bits,
+                            fp32=cfg.precision == "fp32")
+            m.submodules[f"lgb_{n}"] = shared(unit, key=unit.key)
+            reads += [unit.data[e] for e in range(len(group))]
+            m.d.comb += [unit.read_addr.eq(Mux(draining & (d_state != state_settle), d_row,
+                                               read_row)),
+                         unit.accumulate.eq(flow.valid)]
             with m.If(flow.valid):                  # the batch's last item too
-                m.d.comb += [write.en.eq(1), write.addr.eq(p_row)]
+                m.d.comb += [unit.write_en.eq(1), unit.write_addr.eq(p_row)]
             with m.Elif(draining):
                 mine = Const(1)             # d_bank in the group (no constant compares)
                 if group.start > 0:
                     mine = mine & (d_bank >= group.start)
                 if group.stop < B:
                     mine = mine & (d_bank < group.stop)
-                m.d.comb += [write.en.eq(send & mine), write.addr.eq(d_row)]
+                m.d.comb += [unit.write_en.eq(send & mine), unit.write_addr.eq(d_row)]
             for e, bank in enumerate(group):
-                if bank < cfg.banks:
-                    terms = products[bank * P:(bank + 1) * P]
-                else:
-                    terms = p_delta
-                stored = read.data[e]
-                sums = []
-                for j in range(P):
-                    if cfg.precision == "fp32":
-                        adder = FloatAdd(FP32, stages=0)
-                        m.submodules[f"lgb_add_{bank}_{j}"] = adder
-                        m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
-                                     adder.i.payload.a.eq(stored[j]),
-                                     adder.i.payload.b.eq(terms[j]),
-                                     adder.i.payload.subtract.eq(0)]
-                        sums.append(adder.o.payload)
-                    else:
-                        sums.append(Value.cast(stored[j]).as_signed()
-                                    + Value.cast(terms[j]).as_signed())
-                with m.If(flow.valid):
-                    m.d.comb += [write.data[e][j].eq(sums[j]) for j in range(P)]
-                with m.Elif(draining):
-                    m.d.comb += write.data[e].eq(Mux(d_bank == bank, 0, Value.cast(stored)))
+                terms = products[bank * P:(bank + 1) * P] if bank < cfg.banks else p_delta
+                m.d.comb += [unit.clear[e].eq(d_bank == bank),
+                             *(unit.terms[e][j].eq(Value.cast(terms[j]).as_signed())
+                               for j in range(P))]
 
         # drain: settle (the last item's write), then read / send each row, bank-major
         o_valid = Signal()

@@ -12,8 +12,19 @@ registers that load with the representative's pipeline.
 from amaranth.hdl import Signal, Value
 
 from ..farnn.pe import sideband
+from ..hierarchy import shared
 
-__all__ = ["Flow", "register_stage", "unit_stage", "join", "source", "sink"]
+__all__ = ["Flow", "register_stage", "unit_stage", "join", "source", "sink", "float_unit"]
+
+
+def float_unit(m, name, unit):
+    """Add the ``hw/arith`` float ``unit`` (``FloatMul``/``FloatAdd``) to ``m`` as
+    submodule ``name``, emitted once per kind (:func:`nnrtl.hw.hierarchy.shared`: its
+    format, stages and options are its key); returns ``unit`` (its ports are the parent's
+    to drive)."""
+    key = (unit.fmt, unit.stages, unit.flush_subnormals, getattr(unit, "shifts", None))
+    m.submodules[name] = shared(unit, key=key)
+    return unit
 
 
 class Flow:

@@ -47,6 +47,7 @@ from ..arith.float_format import FP32
 from ..arith.float_mul import FloatMul
 from ..checks import check_positive
 from .lpram import load_layout, row_layout
+from .pipe import float_unit
 from .pg import gradient_layout, lgb_bits
 
 __all__ = ["WeightUpdate", "RATE_BITS", "row_cycles"]
@@ -144,9 +145,8 @@ class WeightUpdate(wiring.Component):
         results = []
         for j in range(P):
             if fp32:
-                mul = FloatMul(FP32, stages=0)
-                sub = FloatAdd(FP32, stages=0)
-                m.submodules[f"mul_{j}"], m.submodules[f"sub_{j}"] = mul, sub
+                mul = float_unit(m, f"mul_{j}", FloatMul(FP32, stages=0))
+                sub = float_unit(m, f"sub_{j}", FloatAdd(FP32, stages=0))
                 m.d.comb += [mul.i.valid.eq(1), mul.o.ready.eq(1), sub.i.valid.eq(1),
                              sub.o.ready.eq(1),
                              mul.i.payload.a.eq(self.lr), mul.i.payload.b.eq(grad[j]),

@@ -39,7 +39,8 @@ def run(tmp_path_factory):
 def test_structure(run):
     out, result = run
     assert result["set"]["networks"] == ["alexnet"] and result["set"]["fpgas"] == [5, 6, 7]
-    for key in ("table6", "scaling", "knees", "idle", "cluster", "plots", "paper", "seconds"):
+    for key in ("table6", "scaling", "knees", "idle", "cluster", "resources", "plots",
+                "paper", "seconds"):
         assert key in result, key
     assert [(r["network"], r["model"]) for r in result["table6"]] == [
         ("alexnet", "paper"), ("alexnet", "fp32")]
@@ -49,6 +50,7 @@ def test_structure(run):
     markdown = (out / "fpdeep.md").read_text()
     assert "| alexnet | paper | " in markdown and "(1,157)" in markdown
     assert "## Cluster simulator points" in markdown
+    assert "## Resources of a node" in markdown
 
 
 def test_paper_figures_as_printed(run):
@@ -146,3 +148,14 @@ def test_bench_set_checks(change, error, message):
                                              "cluster_images", "cluster_ranks")}
     with pytest.raises(error, match=message):
         BenchSet(**{**fields, **change})
+
+
+def test_resource_rows_beside_the_model(run):
+    """The preset's shape (the mapper's, P = 3, Q = 21, six passes) and single-pass (P = 1,
+    Q = 126): 3 · P·Q·9 DSP48E1 each, the recorded Yosys counts beside them."""
+    rows = run[1]["resources"]
+    assert [(r["shape"], r["p"], r["q"], r["passes"]) for r in rows] == [
+        ("preset", 3, 21, 6), ("single-pass", 1, 126, 1)]
+    assert [r["model"]["dsp"] for r in rows] == [3 * 63 * 9, 3 * 126 * 9]
+    assert [r["yosys"]["bram36"] for r in rows] == [1464, 1459]
+    assert all(r["board"]["dsp"] == 3600 and r["board"]["bram36"] == 1470 for r in rows)

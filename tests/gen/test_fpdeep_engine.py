@@ -52,33 +52,40 @@ def test_small_node_resources_by_hand(engine):
 
 
 def test_vc709_alexnet_node_fits_by_bram(engine):
-    """Node 11 of AlexNet on 15 VC709s at FC batch 23 (conv4, 126 input channels, P = 1,
-    Q = S_IC): 3,402 MAC units; LPRAM 1,135 banks of 16 bits packed 4 a memory (283 of 64
-    bits, the last 3 banks in 48), 384 rows: a RAMB36E1 each, twice for the EB port = 568;
-    LGB 1,134 banks of 32 + ⌈log2 169⌉ = 40 bits packed 9 a memory (360 bits = 5 × 72):
-    126 · 5 = 630; Act-RAM 27 images of 169 pixels × 2,016 bits: 28 columns × 9 rows of
-    512 = 252; EB line buffer 9 banks of 1,920 × 16 bits: 9 → 1,459 ≤ 1,470."""
+    """Node 11 of AlexNet on 15 VC709s at FC batch 23 (conv4, 126 input channels, the
+    mapper's P = 3, Q = 21: 6 passes, 128 groups, 768 rows): 3 · 3 · 21 · 9 = 1,701 MAC
+    units; LPRAM 190 banks of 3 · 16 = 48 bits (one a memory: 72 // 48), 768 rows: 3
+    RAMB18E1 of 1K × 18 = 1.5 BRAM36 each, the 189 weight banks twice for the EB port,
+    = 568.5; LGB 189 banks of 3 · 40 bits packed 3 a memory (360 bits = 5 × 72) × 768
+    rows: 63 · 10 = 630; Act-RAM 27 images of 169 pixels × 2,016 bits: 28 columns × 9
+    rows of 512 = 252; EB line buffer 9 banks of 640 × 48 bits: 9 · 1.5 = 13.5 →
+    1,464 ≤ 1,470. The single-pass shape (P = 1, Q = S_IC): 3,402 MACs, 1,459 BRAM36."""
     config = engine.preset("vc709-alexnet")
     assert config == vc709_alexnet_node() and config.node == ALEXNET_NODE
     (segment,) = config.segments
-    assert (segment.n_in, segment.n_out, segment.p, segment.q, segment.k) == (126, 384, 1,
-                                                                           126, 3)
-    assert config.act_images == 27
+    assert (segment.n_in, segment.n_out, segment.p, segment.q, segment.k) == (126, 384, 3,
+                                                                           21, 3)
+    assert (segment.passes, segment.rows) == (6, 768) and config.act_images == 27
     needs = check_fit(engine, config, VC709)
-    assert needs["dsp"] == 3 * 126 * 9 == 3402
+    assert needs["dsp"] == 3 * 3 * 21 * 9 == 1701
     found = memories(config)
     assert [m for m in found if m[0] in ("s0.lpram", "s0.lgb", "s0.act_ram")] == [
-        ("s0.lpram", 2 * 283, 384, 64), ("s0.lpram", 2, 384, 48), ("s0.lgb", 126, 384, 360),
+        ("s0.lpram", 2 * 189, 768, 48), ("s0.lpram", 1, 768, 48), ("s0.lgb", 63, 768, 360),
         ("s0.act_ram", 1, 27 * 169, 126 * 16)]
-    assert needs["bram36"] == 568 + 630 + 252 + 9 == 1459
+    assert needs["bram36"] == 568.5 + 630 + 252 + 13.5 == 1464
+    single = vc709_alexnet_node(single_pass=True)
+    assert (single.segments[0].p, single.segments[0].q) == (1, 126)
+    assert engine.resources(single, None)["bram36"] == 568 + 630 + 252 + 9 == 1459
+    assert engine.resources(single, None)["dsp"] == 3 * 126 * 9
 
 
 def test_vc709_alexnet_node_at_the_mappers_fc_batch_is_refused(engine):
     """At the mapper's own FC batch (42) the Act-RAM holds 46 images: 448 BRAM36, the node
-    568 + 630 + 448 + 9 = 1,655 over 1,470, and the check refuses it naming the resource."""
+    568.5 + 630 + 448 + 13.5 = 1,660 over 1,470, and the check refuses it naming the
+    resource."""
     config = dataclasses.replace(engine.preset("vc709-alexnet"), act_images=46)
-    assert engine.resources(config, None)["bram36"] == 1655
-    with pytest.raises(UsageError, match=r"^fpdeep with NodeConfig\(.*\) needs 1655 bram36, "
+    assert engine.resources(config, None)["bram36"] == 1660
+    with pytest.raises(UsageError, match=r"^fpdeep with NodeConfig\(.*\) needs 1660 bram36, "
                                          r"but vc709 has 1470$"):
         check_fit(engine, config, VC709)
 
@@ -116,11 +123,11 @@ def test_generate_small_node(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_generate_vc709_alexnet_node_slow(tmp_path, capsys):
-    """``nnrtl generate fpdeep --board vc709 --preset vc709-alexnet`` writes the node (about
-    10 MB of Verilog), the manifest's needs those of the model (1,459 BRAM36, above)."""
+    """``nnrtl generate fpdeep --board vc709 --preset vc709-alexnet`` writes the node (4.3 MB
+    of Verilog), the manifest's needs those of the model (1,464 BRAM36, above)."""
     manifest = _generate("vc709-alexnet", tmp_path / "n", capsys)
-    assert manifest["resources_needed"]["bram36"] == 1459
-    assert manifest["resources_needed"]["dsp"] == 3402
+    assert manifest["resources_needed"]["bram36"] == 1464
+    assert manifest["resources_needed"]["dsp"] == 1701
 
 
 def test_simulate_refusals():

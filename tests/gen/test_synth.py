@@ -94,3 +94,66 @@ def test_synthesize_reads_the_stripped_text_and_keeps_the_design(design, monkeyp
     assert read == ["module top;\n  reg [7:0] m [2:0];\nendmodule\n"]
     assert report["zero_inits_left_out"] == 1 and report["lut"] == 3
     assert (design / "top.v").read_text() == verilog and not (design / "top.synth.v").exists()
+
+
+#: top instantiates mid twice and leaf once; mid instantiates leaf three times.
+NESTED = ("module leaf(a, y);\n  input a;\n  output y;\nendmodule\n"
+          "module \\mid.x (a, y);\n  input a;\n  output y;\n"
+          "  leaf l0 (\n  );\n  leaf l1 (\n  );\n  leaf l2 (\n  );\nendmodule\n"
+          "module top(a, y);\n  input a;\n  output y;\n"
+          "  \\mid.x  m0 (\n  );\n  \\mid.x  m1 (\n  );\n  leaf l (\n  );\nendmodule\n"
+          "module unused;\nendmodule\n")
+
+
+def test_module_instances_counts_through_the_hierarchy():
+    plan = synth.module_instances(NESTED, "top")
+    assert plan == {"top": (1, {"\\mid.x": 2, "leaf": 1}),
+                    "\\mid.x": (2, {"leaf": 3}),
+                    "leaf": (7, {})}
+    assert list(plan) == ["top", "\\mid.x", "leaf"]
+    with pytest.raises(UsageError, match=r"^the Verilog holds no module nope$"):
+        synth.module_instances(NESTED, "nope")
+
+
+@pytest.mark.parametrize("limit, chosen", [(len(NESTED), "shared"),
+                                           (len(NESTED) - 1, "per-module")])
+def test_auto_goes_per_module_above_the_limit(design, monkeypatch, limit, chosen):
+    """NESTED repeats instances (not flat); at most the limit whole, above it per module."""
+    monkeypatch.setattr(synth, "PER_MODULE_LIMIT_BYTES", limit)
+    monkeypatch.setattr(synth, "FLAT_LIMIT_BYTES", 0)
+    monkeypatch.setattr(subprocess, "run", fake_yosys([(0, "")] * 3, []))
+    (design / "top.v").write_text(NESTED)
+    (design / "manifest.json").write_text(json.dumps({"module": "top",
+                                                      "board": {"name": "vc709"}}))
+    assert synth.synthesize(design)["hierarchy"] == chosen
+
+
+def test_per_module_multiplies_each_module_by_its_instances(design, monkeypatch):
+    """One Yosys run per module, its children read as black boxes (their cells not
+    counted): leaf 2 LUT6 x 7 instances = 14, mid 1 FDRE x 2 = 2, top 1 DSP48E1."""
+    own = {"top": {"DSP48E1": 1, "mid.x": 2, "leaf": 1}, "mid.x": {"FDRE": 1, "leaf": 3},
+           "leaf": {"LUT6": 2}}
+    seen = []
+
+    def run(command, cwd, capture_output, text):
+        script = (cwd / command[-1]).read_text()
+        top = script.split(" -top ")[1].split()[0]
+        seen.append((top, script.splitlines()[0], (cwd / "library.v").read_text()))
+        (cwd / "synth.log").write_text("")
+        (cwd / "synth_stat.json").write_text(json.dumps(
+            {"design": {"num_cells_by_type": own[top]}}))
+        (cwd / "synth_netlist.json").write_text(json.dumps({"modules": {top: {}}}))
+        return subprocess.CompletedProcess(command, 0, "", "")
+    monkeypatch.setattr(subprocess, "run", run)
+    (design / "top.v").write_text(NESTED)
+    (design / "manifest.json").write_text(json.dumps({"module": "top",
+                                                      "board": {"name": "vc709"}}))
+    report = synth.synthesize(design, hierarchy="per-module")
+    assert [top for top, _, _ in seen] == ["top", "mid.x", "leaf"]
+    assert all(first == "read_verilog -sv -lib library.v" for _, first, _ in seen)
+    assert seen[1][2].startswith("module leaf(") and seen[2][2] == ""
+    assert report["cells"] == {"DSP48E1": 1, "FDRE": 2, "LUT6": 14}
+    assert (report["dsp"], report["ff"], report["lut"]) == (1, 2, 14)
+    assert [(r["module"], r["instances"]) for r in report["module_runs"]] == [
+        ("top", 1), ("\\mid.x", 2), ("leaf", 7)]
+    assert report["hierarchy"] == "per-module" and not (design / "per_module").exists()
