@@ -511,6 +511,8 @@ def format_table(report):
     for resource in ("lut", "ff", "dsp", "bram36", "uram"):
         available = getattr(capacity, resource)
         share = f"{100 * report['share'][resource]:.2f}%" if available else "-"
-        lines.append(f"{resource:<10}{report[resource]:>12g}{available:>12}{share:>9}")
+        used = report[resource]
+        used = f"{used:,.1f}" if used != int(used) else f"{int(used):,}"   # BRAM36 halves
+        lines.append(f"{resource:<10}{used:>12}{available:>12,}{share:>9}")
     lines.append(f"longest path: {report['logic_levels']} logic levels between registers")
     return "\n".join(lines)

@@ -239,7 +239,7 @@ def test_synth_reports_resources(tmp_path, capsys, board):
     assert 50 < report["lut"] < 2000 and 300 < report["ff"] < 2000
     assert report["share"]["dsp"] == pytest.approx(2 / capacity.dsp)
     assert 2 <= report["logic_levels"] < 40
-    assert re.search(r"^dsp\s+2\s+%d\s" % capacity.dsp, out, re.M)
+    assert re.search(r"^dsp\s+2\s+%s\s" % f"{capacity.dsp:,}", out, re.M)
 
 
 @pytest.mark.parametrize("argv, message", [
