@@ -39,7 +39,7 @@ Parts
     standard error against PyTorch and against ``exact`` of the same seed, per-seed
     tables); without it, the full set runs :func:`~.accuracy_sweep.quick_sweep` (the tiny
     tasks, some 40 s) and the quick set skips the part. The recorded figures and their
-    commands: :mod:`.accuracy`.
+    commands: :mod:`.accuracy_report`.
 ``plots``
     ``omni_utilization.png`` (dynamic against static per shape) and ``omni_memory.png``
     (the reductions beside the paper's).
