@@ -10,13 +10,14 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
 
       line buffers   Σ (0.678 · 2(K − 1) · K² · C · w + 144), C = S_IC (FP, PG), P (EB)
       MAC tiles      (1 + EB) · P · Q · 0.971 · tile-tree bits(K²)             (fixed16)
-      LGB groups     3.019 · B · P · L                               (fixed16)
+      LGB groups     (2 + 1.019 in block RAM) · B · P · L             (fixed16)
       FP module      0.971 · P · CE-tree bits(Q) + 0.626 · (passes − 1) · Q·K²·w + 65
       PG module      0.409 · B · P · L (drain) + 0.529 · (passes − 1) · Q·K²·w + 139
       EB module      63.6 · S_IC + 21.5 · Q + 0.971 · Q · CE-tree bits(P)   (fixed16)
       update         0.429 · (Q·K² + 1) · P · w (bank select) + 193 · P
       LPRAM          1.03 · (Q·K² + 1)
       Act-RAM        0.334 · S_IC·w · deep (read multiplexer, when > 1 deep) + 35
+      SFU            283.5 · P on the completing segment (bias, ReLU, pool, masks)
       control        137 a segment + 254 a node
 
   A tile tree's bits are those of its adds past the first level (``tap`` products of
@@ -24,11 +25,14 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   post-adders), a CE tree's those of all its levels over the tile sums. Each coefficient
   is Yosys' count of that unit divided by what it scales with, from the per-module runs
   of the three nodes below (every unit's figure is in their logs) and ``measure_unit``
-  runs: ``LineBuffer`` K = 3 at 18,144 window bits 49,319 logic LUT, at 576 1,705 (slope
+  runs, and the small node's (``NodeConfig()``, completing, a 2 × 2 pool, every memory
+  2 rows: its LGB groups 2.0 LUT a bit in LUT-RAM, no bypass of the block RAM's read;
+  its SFU, 567 LUT at ``P = 2``, the one measurement of that term): ``LineBuffer`` K = 3 at 18,144 window bits 49,319 logic LUT, at 576 1,705 (slope
   and control), K = 5 at 1,600 bits 8,404 (the model 8,822, +5 %), K = 1 117 (144),
   fp32 K = 3 at 1,152 bits 3,184 (3,268); ``MacTile`` K = 3 135 (139 bits), K = 5 406 (the
-  model 406); ``LgbGroup`` 1,087 for 9 words of 40 bits, and 940 and 1,642 (8 and 14 of
-  39: the model 942 and 1,649); the FP module single-pass 4,690 at 4,744 CE-tree bits
+  model 406); ``LgbGroup`` 1,087 for 9 words of 40 bits in block RAM (the read-add-write's add
+  and write multiplexer, 2 a bit, and the transparent read's bypass, 1.019), and 940
+  and 1,642 (8 and 14 of 39: the model 942 and 1,649); the FP module single-pass 4,690 at 4,744 CE-tree bits
   and 174 at 112 (slope and control), its 6-way pass multiplexer what remains of 11,751
   at ``P = 3, Q = 21``, likewise PG's (drain slope and control from single-pass 18,705
   and mid 714) and EB's per-channel and per-CE costs (10,727, 356 and 10,005); the
@@ -74,6 +78,8 @@ shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
                                shared       12,107    7,592    110       44   41 s
                                flat         12,270    5,689    110       44   42 s
       model                                 12,232  (+0.5 %)   108       44
+    small node (NodeConfig())  per-module   11,878    8,490    112        0   91 s
+      model                                 12,000  (+1.0 %)   108        0
 
 Per unit, model / Yosys (per module, instances counted), ``P = 3, Q = 21``: line buffers
 100,017 / 99,935 logic (FP and PG 49,319 each, EB 1,297) + LUT-RAM 24,192 / 24,192; LGB
@@ -83,6 +89,8 @@ Per unit, model / Yosys (per module, instances counted), ``P = 3, Q = 21``: line
 34,020, FP 4,672 / 4,690, PG 18,691 / 18,705, EB 10,723 / 10,727, update 7,984 / 7,978,
 LPRAM 1,169 / 1,171. Mid: line buffers 3,947 / 3,928, LGB 4,239 / 4,224, tiles 1,080 /
 1,080, FP 174 / 174, PG 713 / 714, EB 340 / 356, update 447 / 447, control 391 / 316.
+Small: LUT-RAM 2,580 / 1,788 (Yosys builds the LPRAM's 2-row memories of two read ports
+in flip-flops: its LPRAM 1,231 LUT of logic against the model's 20), update 647 / 447.
 These are the fits' own nodes (the coefficients come from them); the unit runs above at
 other ``K``, channel counts and word widths are the check on the formulas' shape.
 
@@ -213,7 +221,7 @@ def memories(config):
 #: control per segment and per node.
 LOGIC = {
     "window_way": 0.678, "line_buffer": 144,
-    "lgb_bit": 1087 / (9 * 40),
+    "lgb_bit": 2.0, "lgb_bypass_bit": 1087 / (9 * 40) - 2.0,
     "tree_bit": 135 / 139,
     "fp_pass_way": 0.626, "fp": 65,
     "pg_pass_way": 0.529, "pg": 139, "pg_drain_bit": 0.409,
@@ -221,7 +229,7 @@ LOGIC = {
     "update_bit": 0.429, "update_lane": 193,
     "act_ram_bit": 0.334, "act_ram": 35,
     "lpram_bank": 1.03,
-    "segment": 137, "node": 254,
+    "segment": 137, "node": 254, "sfu_lane": 567 / 2,
 }
 
 
@@ -243,7 +251,7 @@ def logic(config):
     c = LOGIC
     fixed = config.precision == "fixed16"
     found = collections.Counter({"control": c["node"]})
-    for cfg, eb in zip(config.segments, config.eb):
+    for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
         word, taps, k, p, q, passes = (cfg.word_bits, cfg.taps, cfg.k, cfg.p, cfg.q,
                                        cfg.passes)
         lanes = {"fp": cfg.n_in, "pg": cfg.n_in, "eb": p if eb else 0}
@@ -261,13 +269,16 @@ def logic(config):
         found["act_ram"] += c["act_ram"] + (
             c["act_ram_bit"] * deep * cfg.n_in * word if deep > 1 else 0)
         found["control"] += c["segment"]
+        if cfg.completes:
+            found["sfu"] += c["sfu_lane"] * p
         if not fixed:
             continue
         sum_bits = 2 * word + tree_levels(taps)            # MacTile.sum
         found["mac_tiles"] += (1 + eb) * p * q * c["tree_bit"] * _tree_bits(taps, 2 * word, 1)
         found["fp"] += c["tree_bit"] * p * _tree_bits(q, sum_bits)
-        found["lgb"] += c["lgb_bit"] * (cfg.banks + int(cfg.completes)) * p * lgb_bits(
-            cfg, config.batch)
+        found["lgb"] += sum(count * width * (c["lgb_bit"] + c["lgb_bypass_bit"] * (
+            not _lutram(depth, width))) for name, count, depth, width in memories(config)
+            if name == f"s{n}.lgb")
         if eb:
             found["eb"] += (c["eb_channel"] * cfg.n_in + c["eb_ce"] * q
                             + c["tree_bit"] * q * _tree_bits(p, sum_bits))

