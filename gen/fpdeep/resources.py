@@ -24,22 +24,23 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   ``2w`` bits, level ``l`` adds ``2w + l`` bits; the first level goes into the DSP48E1s'
   post-adders), a CE tree's those of all its levels over the tile sums. Each coefficient
   is Yosys' count of that unit divided by what it scales with, from the per-module runs
-  of the three nodes below (every unit's figure is in their logs) and ``measure_unit``
-  runs, and the small node's (``NodeConfig()``, completing, a 2 × 2 pool, every memory
-  2 rows: its LGB groups 2.0 LUT a bit in LUT-RAM, no bypass of the block RAM's read;
-  its SFU, 567 LUT at ``P = 2``, the one measurement of that term): ``LineBuffer`` K = 3 at 18,144 window bits 49,319 logic LUT, at 576 1,705 (slope
-  and control), K = 5 at 1,600 bits 8,404 (the model 8,822, +5 %), K = 1 117 (144),
-  fp32 K = 3 at 1,152 bits 3,184 (3,268); ``MacTile`` K = 3 135 (139 bits), K = 5 406 (the
-  model 406); ``LgbGroup`` 1,087 for 9 words of 40 bits in block RAM (the read-add-write's add
-  and write multiplexer, 2 a bit, and the transparent read's bypass, 1.019), and 940
-  and 1,642 (8 and 14 of 39: the model 942 and 1,649); the FP module single-pass 4,690 at 4,744 CE-tree bits
-  and 174 at 112 (slope and control), its 6-way pass multiplexer what remains of 11,751
-  at ``P = 3, Q = 21``, likewise PG's (drain slope and control from single-pass 18,705
-  and mid 714) and EB's per-channel and per-CE costs (10,727, 356 and 10,005); the
-  update's 7,978, 447 (select slope, lane) ; the Act-RAM's 6,100 (9 deep, 2,016 bits) and
-  35 (one deep). The ``passes``-way multiplexers are measured at 6 passes only and taken
-  linear in the ways past the first (the line buffer's K = 3 and 5 rotations are, within
-  5 %); fp32's logic other than the multiplexers and control is the per-MAC cost's.
+  of the nodes below (every unit's figure is in their logs) and ``measure_unit`` runs:
+  ``LineBuffer`` K = 3 at 18,144 window bits 49,319 logic LUT, at 576 1,705 (slope and
+  control), K = 5 at 1,600 bits 8,404 (the model 8,822, +5 %), K = 1 117 (144), fp32 K = 3
+  at 1,152 bits 3,184 (3,268); ``MacTile`` K = 3 135 (139 bits), K = 5 406 (the model
+  406); ``LgbGroup`` in block RAM 1,087 for 9 words of 40 bits (the add and the write
+  multiplexer, 2 a bit, the transparent read's bypass 1.019), 940 and 1,642 (8 and 14 of
+  39: the model 942 and 1,649), in LUT-RAM (the small node, 2 rows) 2.0 a bit; the FP
+  module single-pass 4,690 at 4,744 CE-tree bits and 174 at 112 (slope and control), its
+  6-way pass multiplexer what remains of 11,751 at ``P = 3, Q = 21``; likewise PG's (drain
+  slope and control from single-pass 18,705 and mid 714), EB's per channel and per CE
+  (10,727, 356 and 10,005), the update's (7,978 and 447: select slope and lane); the
+  Act-RAM's 6,100 (9 deep, 2,016 bits) and 35 (one deep); the SFU's 567 at ``P = 2``
+  (the small node's SFU, mask buffer, pool line buffer and FP's SFU stages: the one
+  measurement of that term). The ``passes``-way multiplexers are measured at 6 passes
+  only and taken linear in the ways past the first (the line buffer's K = 3 and 5
+  rotations are, within 5 %); fp32's logic other than the multiplexers, the update's
+  select and the control is left to the per-MAC cost (not measured at node level).
   LUT-RAM: a memory of fewer than :data:`LUTRAM_BITS` bits or at most
   :data:`LUTRAM_DEPTH` deep (the line buffers of wide pixels) takes 0 BRAM and Yosys'
   RAM64M (64 rows of 3 bits, 4 LUT) per 64 rows, RAM32M (32 rows of 6 bits) for a rest
@@ -114,7 +115,8 @@ from ...hw.fpdeep.lpram import pack
 from ...hw.fpdeep.pg import lgb_bits
 from .cost import COST_MODELS
 
-__all__ = ["resources", "memories", "logic", "LOGIC", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES", "SYNTH_FIGURES"]
+__all__ = ["resources", "memories", "logic", "LOGIC", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES",
+           "SYNTH_FIGURES"]
 
 #: Memories below this many bits, or at most :data:`LUTRAM_DEPTH` deep, are left to LUTRAM.
 LUTRAM_BITS = 4096
@@ -207,18 +209,14 @@ def memories(config):
     return found
 
 
-#: Logic LUTs of the units (module docstring), each coefficient from Yosys' figures of that
-#: unit (``nnrtl synth --hierarchy per-module`` of the three nodes, ``measure_unit`` of line
-#: buffers): a line buffer's two ``K``-way rotations, per window bit and way past the first
-#: (``LineBuffer`` K = 3: 49,319 LUT at 18,144 window bits, 1,705 at 576; K = 5 at 1,600 bits
-#: 8,404), and its control; an LGB bit (``LgbGroup``: 1,087 LUT for 9 words of 40 bits); an
-#: adder bit of a tile tree past its first level (the DSP48E1's post-adder takes that one)
-#: and of a CE tree (``MacTile`` K = 3: 135 LUT, 139 bits; the FP module single-pass: 4,690
-#: LUT at 4,744 CE-tree bits); the FP and PG modules' ``passes``-way channel multiplexers
-#: per tile bit and way past the first (``P = 3, Q = 21``, 6 passes) and their control; the
-#: PG drain's and the update's bank multiplexers and the Act-RAM's read multiplexer per
-#: input bit; EB per input channel and per CE; the LPRAM per bank; the update per lane; the
-#: control per segment and per node.
+#: Logic LUTs of the units (the module docstring's formulas and where each coefficient was
+#: measured): a line buffer's window bit per way past the first of its two ``K``-way
+#: rotations, and its control; an LGB bit (add and write multiplexer; the block RAM's
+#: transparent-read bypass); an adder bit of a tile tree past its first level or of a CE
+#: tree; the FP and PG modules' pass-multiplexer bit per way past the first, and their
+#: control; an input bit of the PG drain's, the update's and the Act-RAM's multiplexers;
+#: EB per input channel and per CE; the update per lane; the LPRAM per bank; the SFU per
+#: lane; the control per segment and per node.
 LOGIC = {
     "window_way": 0.678, "line_buffer": 144,
     "lgb_bit": 2.0, "lgb_bypass_bit": 1087 / (9 * 40) - 2.0,
@@ -254,10 +252,10 @@ def logic(config):
     for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
         word, taps, k, p, q, passes = (cfg.word_bits, cfg.taps, cfg.k, cfg.p, cfg.q,
                                        cfg.passes)
-        lanes = {"fp": cfg.n_in, "pg": cfg.n_in, "eb": p if eb else 0}
+        words = (cfg.n_in, cfg.n_in) + ((p,) if eb else ())    # FP, PG, EB pixels
         found["line_buffers"] += sum(
-            c["window_way"] * 2 * (k - 1) * taps * n * word + c["line_buffer"]
-            for n in lanes.values() if n)
+            c["window_way"] * 2 * (k - 1) * taps * pixel * word + c["line_buffer"]
+            for pixel in words)
         tile_bits = q * taps * word * (passes - 1)              # the pass multiplexers
         found["fp"] += c["fp"] + c["fp_pass_way"] * tile_bits
         found["pg"] += c["pg"] + c["pg_pass_way"] * tile_bits + c["pg_drain_bit"] * (

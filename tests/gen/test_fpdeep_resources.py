@@ -7,8 +7,10 @@ DSP48E1, 11,782 LUT, 6,723 FF in 102 s; mid-size node 44 BRAM36 (35 RAMB36E1 + 1
 RAMB18E1), 110 DSP48E1, 12,313 LUT, 5,689 FF in 182 s. The model's DSPs are the MACs'
 (108; Yosys adds 2 and 4 for the control's counters). Its LUTs (LUT-RAM and every unit's
 logic) against the per-module Yosys figures of the three nodes, total and per unit
-(fast: the figures are recorded here, measured 2026-11-24 with ``nnrtl synth --hierarchy
-per-module``, ``/tmp/fps2`` and ``/tmp/fpl`` logs of the runs)."""
+(fast: the figures are recorded here, measured 2026-11-24 with ``nnrtl synth DIR
+--hierarchy per-module`` of ``nnrtl generate fpdeep --board vc709 --preset vc709-alexnet``,
+of the single-pass shape and of the mid and small nodes as the slow tests generate them;
+each module's LUTs from the report's ``module_runs``)."""
 
 import pytest
 
