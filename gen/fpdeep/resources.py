@@ -81,6 +81,8 @@ shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
       model                                 12,232  (+0.5 %)   108       44
     small node (NodeConfig())  per-module   11,878    8,490    112        0   91 s
       model                                 12,000  (+1.0 %)   108        0
+    hold-out: K = 5, P = Q = 2,  per-module   54,532   21,034    304      1.5   119 s
+      S_IC = 6, 3 passes       model        56,261  (+3.2 %)   300        2
 
 Per unit, model / Yosys (per module, instances counted), ``P = 3, Q = 21``: line buffers
 100,017 / 99,935 logic (FP and PG 49,319 each, EB 1,297) + LUT-RAM 24,192 / 24,192; LGB
@@ -92,8 +94,11 @@ LPRAM 1,169 / 1,171. Mid: line buffers 3,947 / 3,928, LGB 4,239 / 4,224, tiles 1
 1,080, FP 174 / 174, PG 713 / 714, EB 340 / 356, update 447 / 447, control 391 / 316.
 Small: LUT-RAM 2,580 / 1,788 (Yosys builds the LPRAM's 2-row memories of two read ports
 in flip-flops: its LPRAM 1,231 LUT of logic against the model's 20), update 647 / 447.
-These are the fits' own nodes (the coefficients come from them); the unit runs above at
-other ``K``, channel counts and word widths are the check on the formulas' shape.
+The first four are the fits' own nodes (the coefficients come from them); the hold-out
+node (``tests/gen/test_fpdeep_resources.py``'s ``HOLD``, fitted on nothing) checks the
+formulas at another ``K`` and pass count: line buffers 30,806 / 29,188 (+5.5 %), LGB
+7,800 / 7,800, tiles 3,248 / 3,248, FP 1,140 / 1,188 (its 3-way pass multiplexer), PG
+2,580 / 2,414, EB 498 / 511, update 1,086 / 946, LUT-RAM 8,624 / 8,824.
 
 The ``vc709-alexnet`` node (the mapper's shape, the preset) fits the VC709 by the model and
 by Yosys: LUTs 60.2 %, DSP 47.4 %, BRAM36 99.6 % (the model's count exactly: LPRAM 189

@@ -85,6 +85,24 @@ def test_lut_model_against_yosys(name):
         assert abs(units[unit] - luts) <= max(0.15 * luts, 80), (unit, units[unit], luts)
 
 
+#: A node no coefficient was fitted on: K = 5, P = Q = 2 of S_IC = 6 (3 passes), 12 rows.
+HOLD = NodeConfig((FpConfig("fixed16", 5, 1, 2, 8, 6, 8, 2, partial_in=True,
+                            completes=False, q=2),), (True,), batch=2, act_images=3, node=2)
+
+
+def test_hold_out_node_against_yosys():
+    """``HOLD`` per module (119 s of Yosys): 54,532 LUT (45,708 logic), the model 56,261:
+    within 5 %; its units: line buffers 12,480 · 2 + 4,228, LGB 156 + 7 · 1,092, tiles
+    8 · 406, FP 1,188 (3-way pass multiplexer), PG 2,414."""
+    units = logic(HOLD)
+    assert abs(resources(HOLD)["lut"] - 54_532) <= 0.05 * 54_532
+    assert abs(units["line_buffers"] - (12_480 * 2 + 4_228)) <= 0.06 * (12_480 * 2 + 4_228)
+    assert abs(units["lgb"] - (156 + 7 * 1_092)) <= 10
+    assert abs(units["mac_tiles"] - 8 * 406) <= 10
+    assert abs(units["fp"] - 1_188) <= 0.05 * 1_188
+    assert abs(units["pg"] - 2_414) <= 0.08 * 2_414
+
+
 def test_small_node_lut_model_against_yosys():
     """The small node (completing, 2 × 2 pool, 2-row memories) per module: 11,878 LUT
     (10,090 logic), the model 12,000: within 2 %; its LGB groups in LUT-RAM 740 and 2 ×
