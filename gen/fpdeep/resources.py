@@ -1,10 +1,50 @@
 """Resource model of one FPDeep node (:class:`nnrtl.hw.fpdeep.node.NodeConfig`), the
 engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines.check_fit`).
 
-* **DSP / LUT**: the node's MAC units (:attr:`NodeConfig.macs`: FP, PG and EB of every
-  segment) times the precision's cost (:data:`.cost.COST_MODELS`: fixed16 one DSP48E1 and
-  no LUT per MAC, fp32 2 DSP and 1,178 LUT); the control, the adder trees of fixed16 and the
-  FIFOs are not counted (``check_fit`` leaves 30% of the LUTs for them).
+* **DSP**: the node's MAC units (:attr:`NodeConfig.macs`: FP, PG and EB of every segment)
+  times the precision's cost (:data:`.cost.COST_MODELS`: fixed16 one DSP48E1, fp32 2).
+* **LUT**: the LUT-RAM, the logic of every unit the RTL builds (:func:`logic`,
+  :data:`LOGIC`) and, fp32, the MACs' 1,178 LUT each (:data:`.cost.COST_MODELS`). Per
+  segment, in its parameters (``K``, ``P``, ``Q``, ``S_IC`` = ``n_in``, ``w`` the word
+  bits, ``passes``, ``B`` the LGB banks, ``L`` the LGB word bits)::
+
+      line buffers   Σ (0.678 · 2(K − 1) · K² · C · w + 144), C = S_IC (FP, PG), P (EB)
+      MAC tiles      (1 + EB) · P · Q · 0.971 · tile-tree bits(K²)             (fixed16)
+      LGB groups     (2 + 1.019 in block RAM) · B · P · L             (fixed16)
+      FP module      0.971 · P · CE-tree bits(Q) + 0.626 · (passes − 1) · Q·K²·w + 65
+      PG module      0.409 · B · P · L (drain) + 0.529 · (passes − 1) · Q·K²·w + 139
+      EB module      63.6 · S_IC + 21.5 · Q + 0.971 · Q · CE-tree bits(P)   (fixed16)
+      update         0.429 · (Q·K² + 1) · P · w (bank select) + 193 · P
+      LPRAM          1.03 · (Q·K² + 1)
+      Act-RAM        0.334 · S_IC·w · deep (read multiplexer, when > 1 deep) + 35
+      SFU            283.5 · P on the completing segment (bias, ReLU, pool, masks)
+      control        137 a segment + 254 a node
+
+  A tile tree's bits are those of its adds past the first level (``tap`` products of
+  ``2w`` bits, level ``l`` adds ``2w + l`` bits; the first level goes into the DSP48E1s'
+  post-adders), a CE tree's those of all its levels over the tile sums. Each coefficient
+  is Yosys' count of that unit divided by what it scales with, from the per-module runs
+  of the nodes below (every unit's figure is in their logs) and ``measure_unit`` runs:
+  ``LineBuffer`` K = 3 at 18,144 window bits 49,319 logic LUT, at 576 1,705 (slope and
+  control), K = 5 at 1,600 bits 8,404 (the model 8,822, +5 %), K = 1 117 (144), fp32 K = 3
+  at 1,152 bits 3,184 (3,268); ``MacTile`` K = 3 135 (139 bits), K = 5 406 (the model
+  406); ``LgbGroup`` in block RAM 1,087 for 9 words of 40 bits (the add and the write
+  multiplexer, 2 a bit, the transparent read's bypass 1.019), 940 and 1,642 (8 and 14 of
+  39: the model 942 and 1,649), in LUT-RAM (the small node, 2 rows) 2.0 a bit; the FP
+  module single-pass 4,690 at 4,744 CE-tree bits and 174 at 112 (slope and control), its
+  6-way pass multiplexer what remains of 11,751 at ``P = 3, Q = 21``; likewise PG's (drain
+  slope and control from single-pass 18,705 and mid 714), EB's per channel and per CE
+  (10,727, 356 and 10,005), the update's (7,978 and 447: select slope and lane); the
+  Act-RAM's 6,100 (9 deep, 2,016 bits) and 35 (one deep); the SFU's 567 at ``P = 2``
+  (the small node's SFU, mask buffer, pool line buffer and FP's SFU stages: the one
+  measurement of that term). The ``passes``-way multiplexers are measured at 6 passes
+  only and taken linear in the ways past the first (the line buffer's K = 3 and 5
+  rotations are, within 5 %); fp32's logic other than the multiplexers, the update's
+  select and the control is left to the per-MAC cost (not measured at node level).
+  LUT-RAM: a memory of fewer than :data:`LUTRAM_BITS` bits or at most
+  :data:`LUTRAM_DEPTH` deep (the line buffers of wide pixels) takes 0 BRAM and Yosys'
+  RAM64M (64 rows of 3 bits, 4 LUT) per 64 rows, RAM32M (32 rows of 6 bits) for a rest
+  of at most 32 (the FP and PG line buffers' 9 banks of 5 × 2,016 bits: 12,096 LUT each).
 * **BRAM36**: every memory the node builds, as the RTL sizes it: per segment the LPRAM
   (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words, packed by
   :func:`nnrtl.hw.fpdeep.lpram.pack` with write enables, ``⌊72 / (P·word)⌋`` banks a
@@ -16,10 +56,8 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   SFU's pool line buffer and the backward step's ring of ``D = ⌊(k − 1)/s⌋ + 1`` pooled
   rows, counted ``D²`` times: one copy per read port), the Act-RAM
   (``act_images·w_in²`` pixels of ``S_IC`` words) and the mask buffer
-  (``act_images·out_beats`` entries of ``P·(1 + argmax bits)`` bits). A memory of fewer
-  than :data:`LUTRAM_BITS` bits or at most :data:`LUTRAM_DEPTH` deep (the line buffers of
-  wide pixels) goes to LUTRAM: 0 BRAM and ``width · ⌈depth/64⌉`` LUTs (64 × 1 bit a LUT,
-  counted in ``"lut"``); a larger one takes the cheapest tiling by one primitive shape
+  (``act_images·out_beats`` entries of ``P·(1 + argmax bits)`` bits). A memory not in
+  LUT-RAM takes the cheapest tiling by one primitive shape
   (:data:`SHAPES`: RAMB36E1 512 × 72 … 32K × 1, RAMB18E1 512 × 36 … 16K × 1 as half a
   BRAM36), the choice Yosys' ``memory_libmap`` makes for one memory (checked against
   ``nnrtl synth`` in ``tests/gen/test_fpdeep_resources.py``). Memories are as the RTL
@@ -33,39 +71,57 @@ shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
     node                       hierarchy   LUT      FF       DSP48E1  BRAM36  Yosys
     vc709-alexnet P=3, Q=21    per-module  260,662  135,888  1,707    1,464   587 s, 1.3 GB
                                shared      260,400  135,888  1,707    1,464   732 s, 3.6 GB
-      model                                 36,288           1,701    1,464
+      model                                260,021  (-0.2 %) 1,701    1,464
     vc709-alexnet P=1, Q=126   per-module  344,115  201,578  3,404    1,459   980 s, 2.3 GB
-      model                                 36,288           3,402    1,459
+      model                                344,135  (+0.0 %) 3,402    1,459
       VC709                                433,200  866,400  3,600    1,470
     mid-size node of the tests per-module   12,166    7,592    110       44   98 s
                                shared       12,107    7,592    110       44   41 s
                                flat         12,270    5,689    110       44   42 s
-      model                                  1,184             108       44
+      model                                 12,232  (+0.5 %)   108       44
+    small node (NodeConfig())  per-module   11,878    8,490    112        0   91 s
+      model                                 12,000  (+1.0 %)   108        0
+    hold-out: K = 5, P = Q = 2,  per-module   54,532   21,034    304      1.5   119 s
+      S_IC = 6, 3 passes       model        56,261  (+3.2 %)   300        2
+
+Per unit, model / Yosys (per module, instances counted), ``P = 3, Q = 21``: line buffers
+100,017 / 99,935 logic (FP and PG 49,319 each, EB 1,297) + LUT-RAM 24,192 / 24,192; LGB
+68,481 / 68,481; MAC tiles 17,010 / 17,010; FP 11,739 / 11,751; PG 17,414 / 17,415; EB
+9,995 / 10,005; update 4,491 / 5,173; Act-RAM 6,095 / 6,100; LPRAM 196 / 198; control 391
+/ 402. Single-pass: line buffers 99,236 / 99,191, LGB 136,962 / 136,962, tiles 34,020 /
+34,020, FP 4,672 / 4,690, PG 18,691 / 18,705, EB 10,723 / 10,727, update 7,984 / 7,978,
+LPRAM 1,169 / 1,171. Mid: line buffers 3,947 / 3,928, LGB 4,239 / 4,224, tiles 1,080 /
+1,080, FP 174 / 174, PG 713 / 714, EB 340 / 356, update 447 / 447, control 391 / 316.
+Small: LUT-RAM 2,580 / 1,788 (Yosys builds the LPRAM's 2-row memories of two read ports
+in flip-flops: its LPRAM 1,231 LUT of logic against the model's 20), update 647 / 447.
+The first four are the fits' own nodes (the coefficients come from them); the hold-out
+node (``tests/gen/test_fpdeep_resources.py``'s ``HOLD``, fitted on nothing) checks the
+formulas at another ``K`` and pass count: line buffers 30,806 / 29,188 (+5.5 %), LGB
+7,800 / 7,800, tiles 3,248 / 3,248, FP 1,140 / 1,188 (its 3-way pass multiplexer), PG
+2,580 / 2,414, EB 498 / 511, update 1,086 / 946, LUT-RAM 8,624 / 8,824.
 
 The ``vc709-alexnet`` node (the mapper's shape, the preset) fits the VC709 by the model and
 by Yosys: LUTs 60.2 %, DSP 47.4 %, BRAM36 99.6 % (the model's count exactly: LPRAM 189
 memories of 768 × 48 bits, 1.5 BRAM36 twice for the EB port, and the bias bank's 1.5:
-568.5; LGB 63 × 10, 630; Act-RAM 252; EB line buffer 13.5). So does the single-pass shape
+568.5; LGB 63 × 10, 630; Act-RAM 252; EB line buffer 13.5). The single-pass shape
 (:func:`~nnrtl.gen.fpdeep.engine.vc709_alexnet_node` compares them): LUTs 79.4 %, DSP
 94.6 %, BRAM36 99.3 % (LPRAM 284 memories of 2 RAMB36E1, one per read port, 568; LGB
-126 × 5, 630; Act-RAM 252; EB line buffer 9). The model's LUTs are the LUT-RAM alone
-(fixed16 MACs take none): the logic Yosys adds is the FP and PG line buffers' window
-multiplexers (61,415 LUT each), the LGB read-add-write groups (63 of 3 · 3 words in the
-mapper's shape, 126 of 9 · 1 single-pass: 1,087 LUT each, nine 40-bit adds and the
-drain's clear), the nine-tap tiles' trees of FP and EB (135 LUT each) and the control;
-:func:`~nnrtl.gen.engines.check_fit`'s 30 % LUT margin covers it in the mapper's shape
-(260,662 of 303,240) but not single-pass (344,115 is 1.13 × 70 % of the device), so the
-model's LUT figure is a floor, not a fit test, for a full-size fixed16 node.
+126 × 5, 630; Act-RAM 252; EB line buffer 9). With the logic counted, the model's
+``"lut"`` is a fit test: :func:`~nnrtl.gen.engines.check_fit`'s 0.7 of the device leaves
+30 % for routing and packing, not for uncounted logic; the preset passes (60 % of the
+LUTs), the single-pass shape does not (79 % > 70 %), as ``nnrtl synth`` says.
 """
 
 import collections
 import math
 
+from ...hw.fpdeep.conv import tree_levels
 from ...hw.fpdeep.lpram import pack
 from ...hw.fpdeep.pg import lgb_bits
 from .cost import COST_MODELS
 
-__all__ = ["resources", "memories", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES", "SYNTH_FIGURES"]
+__all__ = ["resources", "memories", "logic", "LOGIC", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES",
+           "SYNTH_FIGURES"]
 
 #: Memories below this many bits, or at most :data:`LUTRAM_DEPTH` deep, are left to LUTRAM.
 LUTRAM_BITS = 4096
@@ -94,14 +150,26 @@ SHAPES = tuple((512 << n, w, 1.0) for n, w in enumerate((72, 36, 18, 9, 4, 2, 1)
     tuple((512 << n, w, 0.5) for n, w in enumerate((36, 18, 9, 4, 2, 1)))
 
 
-def _bram36(depth, width):
+def _tiling(depth, width):
+    """``(BRAM36, primitives deep)`` of the cheapest tiling by one shape (0, 0 in LUTRAM)."""
     if _lutram(depth, width):
-        return 0
-    return min(math.ceil(width / w) * math.ceil(depth / d) * cost for d, w, cost in SHAPES)
+        return 0, 0
+    return min((math.ceil(width / w) * math.ceil(depth / d) * cost, math.ceil(depth / d))
+               for d, w, cost in SHAPES)
+
+
+def _bram36(depth, width):
+    return _tiling(depth, width)[0]
 
 
 def _luts(depth, width):
-    return width * math.ceil(depth / 64) if _lutram(depth, width) else 0
+    """LUT-RAM LUTs of a memory, as Yosys maps a simple dual-port one: RAM64M (64 rows of 3
+    bits, 4 LUTs) per 64 rows, RAM32M (32 rows of 6 bits, 4 LUTs) for a rest of ≤ 32."""
+    if not _lutram(depth, width):
+        return 0
+    full, rest = divmod(depth, 64)
+    return 4 * (full * math.ceil(width / 3) + (0 if not rest else math.ceil(width / 6)
+                                               if rest <= 32 else math.ceil(width / 3)))
 
 
 def _packed(name, groups, depth, bank_bits, copies=None):
@@ -146,14 +214,91 @@ def memories(config):
     return found
 
 
+#: Logic LUTs of the units (the module docstring's formulas and where each coefficient was
+#: measured): a line buffer's window bit per way past the first of its two ``K``-way
+#: rotations, and its control; an LGB bit (add and write multiplexer; the block RAM's
+#: transparent-read bypass); an adder bit of a tile tree past its first level or of a CE
+#: tree; the FP and PG modules' pass-multiplexer bit per way past the first, and their
+#: control; an input bit of the PG drain's, the update's and the Act-RAM's multiplexers;
+#: EB per input channel and per CE; the update per lane; the LPRAM per bank; the SFU per
+#: lane; the control per segment and per node.
+LOGIC = {
+    "window_way": 0.678, "line_buffer": 144,
+    "lgb_bit": 2.0, "lgb_bypass_bit": 1087 / (9 * 40) - 2.0,
+    "tree_bit": 135 / 139,
+    "fp_pass_way": 0.626, "fp": 65,
+    "pg_pass_way": 0.529, "pg": 139, "pg_drain_bit": 0.409,
+    "eb_channel": 63.6, "eb_ce": 21.5,
+    "update_bit": 0.429, "update_lane": 193,
+    "act_ram_bit": 0.334, "act_ram": 35,
+    "lpram_bank": 1.03,
+    "segment": 137, "node": 254, "sfu_lane": 567 / 2,
+}
+
+
+def _tree_bits(items, width, skip=0):
+    """Adder bits of a :func:`~nnrtl.hw.fpdeep.conv.tree_levels` reduction of ``items``
+    values of ``width`` bits (level ``l``'s adds ``width + l`` bits), past ``skip`` levels."""
+    bits, level = 0, 0
+    while items > 1:
+        level += 1
+        if level > skip:
+            bits += items // 2 * (width + level)
+        items = (items + 1) // 2
+    return bits
+
+
+def logic(config):
+    """``{unit: LUTs}``: the logic LUTs of the node's units (module docstring), fixed16's
+    adds only for fixed16 (fp32's are in the per-MAC cost, :data:`.cost.COST_MODELS`)."""
+    c = LOGIC
+    fixed = config.precision == "fixed16"
+    found = collections.Counter({"control": c["node"]})
+    for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
+        word, taps, k, p, q, passes = (cfg.word_bits, cfg.taps, cfg.k, cfg.p, cfg.q,
+                                       cfg.passes)
+        words = (cfg.n_in, cfg.n_in) + ((p,) if eb else ())    # FP, PG, EB pixels
+        found["line_buffers"] += sum(
+            c["window_way"] * 2 * (k - 1) * taps * pixel * word + c["line_buffer"]
+            for pixel in words)
+        tile_bits = q * taps * word * (passes - 1)              # the pass multiplexers
+        found["fp"] += c["fp"] + c["fp_pass_way"] * tile_bits
+        found["pg"] += c["pg"] + c["pg_pass_way"] * tile_bits + c["pg_drain_bit"] * (
+            (cfg.banks + int(cfg.completes)) * p * lgb_bits(cfg, config.batch))
+        found["update"] += (c["update_bit"] * (cfg.banks + 1) * p * word
+                            + c["update_lane"] * p)
+        found["lpram"] += c["lpram_bank"] * (cfg.banks + 1)
+        deep = _tiling(config.act_images * cfg.w_in ** 2, cfg.n_in * word)[1]
+        found["act_ram"] += c["act_ram"] + (
+            c["act_ram_bit"] * deep * cfg.n_in * word if deep > 1 else 0)
+        found["control"] += c["segment"]
+        if cfg.completes:
+            found["sfu"] += c["sfu_lane"] * p
+        if not fixed:
+            continue
+        sum_bits = 2 * word + tree_levels(taps)            # MacTile.sum
+        found["mac_tiles"] += (1 + eb) * p * q * c["tree_bit"] * _tree_bits(taps, 2 * word, 1)
+        found["fp"] += c["tree_bit"] * p * _tree_bits(q, sum_bits)
+        found["lgb"] += sum(count * width * (c["lgb_bit"] + c["lgb_bypass_bit"] * (
+            not _lutram(depth, width))) for name, count, depth, width in memories(config)
+            if name == f"s{n}.lgb")
+        if eb:
+            found["eb"] += (c["eb_channel"] * cfg.n_in + c["eb_ce"] * q
+                            + c["tree_bit"] * q * _tree_bits(p, sum_bits))
+    return {unit: round(luts) for unit, luts in sorted(found.items())}
+
+
 def resources(config, family=None):
-    """``{"dsp", "lut", "bram36"}`` of ``config`` (module docstring); ``family`` (the
-    board's Yosys family) does not change the model."""
+    """``{"dsp", "lut", "bram36"}`` of ``config`` (module docstring): ``"lut"`` the MACs'
+    (fp32), the LUT-RAM and the units' logic (:func:`logic`); ``family`` (the board's Yosys
+    family) does not change the model."""
     model = COST_MODELS[config.precision]
+    found = memories(config)
     return {
         "dsp": config.macs * model.dsp_per_mac,
         "lut": config.macs * model.lut_per_mac + sum(
-            count * _luts(depth, width) for _, count, depth, width in memories(config)),
+            count * _luts(depth, width) for _, count, depth, width in found)
+        + sum(logic(config).values()),
         "bram36": math.ceil(sum(count * _bram36(depth, width)
-                                for _, count, depth, width in memories(config))),
+                                for _, count, depth, width in found)),
     }

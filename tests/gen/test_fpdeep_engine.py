@@ -14,7 +14,7 @@ from nnrtl.gen.cli import main
 from nnrtl.gen.engines import SimRequest, check_fit, get_engine
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.fpdeep.engine import ALEXNET_NODE, simulate, vc709_alexnet_node
-from nnrtl.gen.fpdeep.resources import memories
+from nnrtl.gen.fpdeep.resources import logic, memories
 from nnrtl.hw.fpdeep import FpConfig
 from nnrtl.hw.fpdeep.node import NodeConfig, module_cycles
 
@@ -47,8 +47,11 @@ def test_small_node_resources_by_hand(engine):
     assert [m for m in found if m[0] == "s0.lgb"] == [("s0.lgb", 2, 2, 7 * 74),
                                                       ("s0.lgb", 1, 2, 5 * 74)]
     assert ("s0.act_ram", 1, 3 * 4 * 4, 2 * 16) in found
-    # LUTs: width · ⌈depth/64⌉ a memory (all shallow here)
-    assert needs["lut"] == sum(c * w for _, c, _, w in found)
+    # LUT-RAM: 4 LUTs (a RAM32M) per 6 bits of width a memory of 32 rows or fewer, but the
+    # Act-RAM's 48 rows: RAM64M, 64 rows of 3 bits in 4 LUTs (32 bits: 44 LUT)
+    lutram = sum(c * 4 * -(-w // (3 if d > 32 else 6)) for _, c, d, w in found)
+    assert [m for m in found if m[2] > 32] == [("s0.act_ram", 1, 48, 32)]
+    assert needs["lut"] == lutram + sum(logic(config).values())
 
 
 def test_vc709_alexnet_node_fits_by_bram(engine):
