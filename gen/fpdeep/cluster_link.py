@@ -45,8 +45,9 @@ def boundary_link(word_bits, gbps, clock_hz):
     (``P = link_bits / word_bits``), partial and gradient words ``PARTIAL_BITS[precision]``
     wide (fixed16's 48-bit DSP sums; the LGB word of a 2¹⁶-pixel layer at most).
 
-    [U] decisions (the node top, which adapts a segment's ``P``-word beats to the link, is
-    not built yet): the adapter packs words into link-wide beats, so a beat wastes no slot
+    [U] decisions, assumed for full-size boundaries (the RTL chain's adapters,
+    :mod:`nnrtl.hw.fpdeep.chain_link`, are checked against :mod:`.cluster_chain` on small
+    chains, not at this width): the adapter packs words into link-wide beats, so a beat wastes no slot
     bits and the framing costs ``1 / MAX_BEATS`` headers per beat on a saturated link; one
     slot, the streams sharing the whole word in weighted round robin (:class:`Link`): a
     path pinned to one of three slots would get a third of the link whatever its load."""
