@@ -41,7 +41,9 @@ __all__ = ["ENGINE", "PRESETS", "PAPER_VCU128", "VCU128_TREC10", "SMALL", "simul
 #: LUTs (6,563 DSPs), 86.4 % of the VCU128's 1,303,680 but over its budget of 912,576:
 #: 167 LUTs a lane too many (before the lanes shared a PE control: 1,624,495; before the
 #: lane's LUT cuts of 2026-11-24: 1,263,615, and Yosys of that top whole, ``hierarchy=
-#: "shared"``: 1,268,733). The VCU128 preset is :data:`VCU128_TREC10`.
+#: "shared"``: 1,268,733; after them, ``nnrtl generate ... --param channels=40 --lut-share 1``
+#: then ``nnrtl synth``: 1,130,853, 86.74 %, 789 s of Yosys). The VCU128 preset is
+#: :data:`VCU128_TREC10`.
 PAPER_VCU128 = OmniConfig(input_size=3072, hidden_size=3072, layers=2, seq_len=18,
                           batch=128, channels=40, pes_per_channel=32, swing_channels=2,
                           adder_stages=8, prune_threshold=0.1)

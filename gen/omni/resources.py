@@ -114,7 +114,9 @@ the VCU128's 1,303,680 LUTs but 1.23 x its budget
 5,251 DSPs; 33 would need 933,494; Yosys of that 32 x 32 top whole, ``nnrtl synth
 --hierarchy shared`` of the ``vcu128`` preset, 2026-11-24, 695 s: 909,438 LUTs, 69.76 %
 of the device, within the budget, the model within 0.4 %; 845,023 FFs, 5,251 DSPs, 224
-BRAM36, 36 logic levels). For 40 channels within the budget a channel may
+BRAM36, 36 logic levels; of the 40 x 32 top, generated with ``--lut-share 1``, 789 s,
+2.1 GB: 1,130,853 LUTs, 86.74 %, the model within 0.5 %; 1,053,559 FFs, 6,563 DSPs, 280
+BRAM36, 37 logic levels). For 40 channels within the budget a channel may
 take 22,167 LUTs: 601 a lane beside its fixed 2,946 (PE control 244, sigmoid and tanh
 1,912, channel 790), against 767 now (the lane's 635 and 132 of the channel's logic):
 167 LUTs a lane too many. DSPs are not the limit (5 a lane; 6,563 of 9,024 at 40 x 32).
