@@ -60,17 +60,18 @@ RAM as Vivado would.
     multiplied by its instances in the design and summed, the logic levels are the deepest
     module's, ``seconds`` the runs' total, ``peak_mb`` (:func:`run_yosys`) the largest
     run's memory and ``module_runs`` each run's module, instances, bytes, seconds and
-    counts (of one instance). Yosys never holds more than one module, so its 4 GB bound one module, not the
-    design: the ``vc709-alexnet`` FPDeep node (126 input channels), which ran out of memory
-    in ``shared``, synthesises this way once its repeated units are shared modules: in
+    counts (of one instance). Yosys never holds more than one module, so its 4 GB bound
+    one module, not the design: the ``vc709-alexnet`` FPDeep node (126 input channels),
+    which ran out of memory in ``shared``, synthesises this way once its repeated units are shared modules: in
     that shape (``P = 1, Q = 126``) 7.2 MB of Verilog in 17 modules, 17 runs, 980 s of
     Yosys, the largest run (PG's module, its 1,134 one-tap tiles and 126 LGB groups black
     boxes) 425 s and 2.3 GB; in the preset's shape (``P = 3, Q = 21``) 4.3 MB, 587 s,
     1.3 GB at most (:mod:`nnrtl.gen.fpdeep.resources` has the counts). That 4.3 MB design
     also runs whole (``shared``, ``auto``'s choice for it): 260,400 LUT against
     per-module's 260,662 (0.1 % apart), the same 135,888 FF, 1,707 DSP48E1, 1,464
-    BRAM36, in 732 s but 3.6 GB, near the 4 GB: per-module is the safe way at this size. Against the whole-design runs on
-    the mid-size node of ``tests/gen/test_fpdeep_resources.py`` (2026-11-24): per-module
+    BRAM36, in 732 s but 3.6 GB, near the 4 GB: per-module is the safe way at this size.
+    Against the whole-design runs on the mid-size node of
+    ``tests/gen/test_fpdeep_resources.py`` (2026-11-24): per-module
     12,166 LUT, 7,592 FF, 110 DSP48E1, 44 BRAM36 (5 runs, 98 s); ``shared`` 12,107,
     7,592, 110, 44 (41 s); ``flat`` 12,270, 5,689, 110, 44 (42 s). Per-module is within
     0.5 % of ``shared`` and 0.9 % of ``flat`` in LUTs; its flip-flops are ``shared``'s,
