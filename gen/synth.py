@@ -91,6 +91,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -158,8 +159,6 @@ _COMBINATIONAL = re.compile(r"LUT[1-6]|INV|CARRY[48]|MUXF[789]")
 def measure_unit(component, family):
     """Yosys' counts of one unit out of context (flattened): ``{lut, lut_memory, ff, dsp,
     bram36}``, ``lut`` the logic LUTs. What the engines' resource models are measured by."""
-    import tempfile
-
     from ..sim.runner import to_verilog
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -305,8 +304,9 @@ def _per_module(text, top, family, directory, log):
     modules = {match.group(1): match.group(0) for match in _MODULE.finditer(text)}
     cells, levels, seconds, peak, runs = {}, 0, 0.0, 0, []
     plan = module_instances(text, top)
-    work = Path(directory) / "per_module"
-    work.mkdir(exist_ok=True)
+    # A directory of its own, made here, so the removal below can touch nothing else (left
+    # in place, with Yosys' log, when a run fails).
+    work = Path(tempfile.mkdtemp(prefix="per_module.", dir=directory))
     for index, (name, (instances, children)) in enumerate(plan.items()):
         part = work / "module.v"
         part.write_text(modules[name])
@@ -327,7 +327,7 @@ def _per_module(text, top, family, directory, log):
                      **count_resources(found)})
         part.unlink()
         library.unlink()
-    shutil.rmtree(work, ignore_errors=True)
+    shutil.rmtree(work)
     return cells, levels, seconds, peak, runs
 
 
