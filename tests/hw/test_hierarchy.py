@@ -140,3 +140,69 @@ def test_zero_initial_contents_become_one_loop(width):
 def test_nonzero_initial_contents_are_kept():
     block = "  initial begin\n    m[0] = 32'd0;\n    m[1] = 32'd7;\n  end\n"
     assert hierarchy.compact_zero_init(block) == block
+
+
+class Selector(wiring.Component):
+    """Picks one of ``count`` inputs: its ``sel`` port is zero bits wide when ``count`` is 1
+    (as the SBE's bias-buffer addresses are at batch 1)."""
+
+    def __init__(self, count, invert=False):
+        self.count, self.invert = count, invert
+        super().__init__({"sel": In(range(count)), "d": In(count), "q": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.q.eq(self.d.bit_select(self.sel, 1) ^ self.invert)
+        return m
+
+
+class Selectors(wiring.Component):
+    def __init__(self, count, *, keys, inverts=(False, False)):
+        self._count, self._keys, self._inverts = count, keys, inverts
+        super().__init__({"d": In(max(count) if isinstance(count, tuple) else count),
+                          "q": Out(2)})
+
+    def elaborate(self, platform):
+        m = Module()
+        for n, (key, invert) in enumerate(zip(self._keys, self._inverts)):
+            count = self._count[n] if isinstance(self._count, tuple) else self._count
+            unit = Selector(count, invert)
+            m.submodules[f"sel{n}"] = hierarchy.shared(unit, key=key)
+            m.d.comb += [unit.d.eq(self.d[:count]), self.q[n].eq(unit.q)]
+        return m
+
+
+def test_a_zero_width_port_is_neither_a_module_port_nor_a_connection():
+    text = hierarchy.convert(Selectors(1, keys=(1, 1)), "top")
+    (module,) = [name for name in modules(text) if name.startswith("top__selector_")]
+    assert "sel" not in {port.strip() for port in modules(text)[module].split(",")}
+    assert not re.search(r"\.sel\(", text)
+    assert "input [-1:0]" not in text
+
+
+def test_uses_whose_ports_differ_do_not_share_a_module():
+    with pytest.raises(hierarchy.SharedUnitError,
+                       match=r"^shared Selector with key 0: this use's ports differ from its "
+                             r"module top__selector_\w+'s \(d \[2\] input, d \[4\] input, "):
+        hierarchy.convert(Selectors((2, 4), keys=(0, 0)), "top")
+
+
+def test_a_key_that_does_not_determine_the_logic_is_caught_when_checked(monkeypatch):
+    design = Selectors(4, keys=(0, 0), inverts=(False, True))
+    hierarchy.convert(design, "top")                # unchecked: the key is trusted
+    monkeypatch.setenv("NNRTL_CHECK_SHARED", "1")
+    with pytest.raises(hierarchy.SharedUnitError,
+                       match=r"^shared Selector with key 0: this use elaborates to other logic"):
+        hierarchy.convert(Selectors(4, keys=(0, 0), inverts=(False, True)), "top")
+    hierarchy.convert(Selectors(4, keys=(0, 1), inverts=(False, True)), "top")
+
+
+def test_an_instance_that_misses_a_port_is_refused():
+    text = ("module unit(a, b);\n  input a;\n  output b;\nendmodule\n"
+            "module top(x, y);\n  unit u0 (\n    .a(x),\n    .b(y)\n  );\n"
+            "  unit u1 (\n    .a(x)\n  );\nendmodule\n")
+    with pytest.raises(hierarchy.SharedUnitError,
+                       match=r"^instance u1 of unit does not connect exactly its ports "
+                             r"\(missing: b; not ports: none\)$"):
+        hierarchy.check_instances(text)
+    hierarchy.check_instances(text, {"other"})
