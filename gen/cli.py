@@ -40,6 +40,7 @@ from .commands import (cmd_boards, cmd_cluster, cmd_engines, cmd_explore, cmd_ge
                        cmd_report, cmd_sim, cmd_synth, cmd_train)
 from .engines import LUT_SHARE
 from .errors import CheckFailed, UsageError
+from .optional import missing
 
 __all__ = ["main"]
 
@@ -249,6 +250,12 @@ def main(argv=None):
         return args.run(args) or 0
     except UsageError as error:
         print(f"nnrtl: error: {error}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as error:
+        usage = missing(error, f"nnrtl {args.command}")
+        if usage is None:
+            raise
+        print(f"nnrtl: error: {usage}", file=sys.stderr)
         return 2
     except CheckFailed as error:
         print(f"nnrtl: check failed: {error}", file=sys.stderr)

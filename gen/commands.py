@@ -14,7 +14,7 @@ from pathlib import Path
 from ..boards import BOARDS, vivado_part
 from .engines import (ClusterRequest, ExploreRequest, MapRequest, ModelRequest, SimRequest,
                       LUT_SHARE, add_throughput, check_fit, engines, get_board_or_usage_error,
-                      get_engine)
+                      get_engine, unavailable)
 from .errors import UsageError
 from .params import param_help, parse_params
 from .progress import progress
@@ -46,9 +46,11 @@ def cmd_boards(args):
 
 
 def cmd_engines(args):
+    failed = unavailable()
     if args.json:
-        print(json.dumps([engine.describe() for engine in engines().values()], indent=2,
-                         default=str))
+        print(json.dumps([engine.describe() for engine in engines().values()]
+                         + [{"name": name, "unavailable": reason}
+                            for name, reason in failed.items()], indent=2, default=str))
         return
     for engine in engines().values():
         print(f"{engine.name}: {engine.summary}")
@@ -57,6 +59,8 @@ def cmd_engines(args):
             print(f"    --param {line}")
         for name, preset in engine.presets.items():
             print(f"    --preset {name} (for {preset.board}): {preset.source}")
+    for name, reason in failed.items():
+        print(f"{name}: unavailable: {reason}")
 
 
 def _configure(args):

@@ -55,7 +55,7 @@ from .errors import UsageError
 
 __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
            "ExploreRequest", "Exploration", "MapRequest", "Mapping", "ClusterRequest", "ClusterRun",
-           "ENTRY_POINT_GROUP", "engines", "register",
+           "ENTRY_POINT_GROUP", "engines", "unavailable", "register",
            "unregister", "get_engine", "check_fit", "budget", "LUT_SHARE", "board_clock_hz", "add_throughput",
            "get_board_or_usage_error", "HOOKS"]
 
@@ -318,27 +318,58 @@ class Engine:
 
 
 _REGISTRY = {}
+#: Engines whose entry point failed to load: name -> the reason (:func:`unavailable`).
+_UNAVAILABLE = {}
 _LOADED = False
 
 
+def _failure(entry, error):
+    """Why ``entry`` (an entry point) did not load: its target and the error, with the
+    package and extra to install when an optional package is missing."""
+    from .optional import missing
+
+    reason = f"{entry.value}: {type(error).__name__}: {error}"
+    if isinstance(error, ModuleNotFoundError):
+        usage = missing(error, f"engine {entry.name}")
+        if usage is not None:
+            reason += f" ({usage})"
+    return reason
+
+
 def _load_entry_points():
+    """Load every entry point of :data:`ENTRY_POINT_GROUP` once, each on its own: one that
+    fails to import, or names no :class:`Engine` of its name, goes to :func:`unavailable`
+    and the others load."""
     global _LOADED
     if _LOADED:
         return
     _LOADED = True
     for entry in sorted(metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        engine = entry.load()
+        try:
+            engine = entry.load()
+        except Exception as error:
+            _UNAVAILABLE[entry.name] = _failure(entry, error)
+            continue
         if not isinstance(engine, Engine) or engine.name != entry.name:
-            raise TypeError(f"entry point {entry.name} = {entry.value} in {ENTRY_POINT_GROUP} "
-                            f"must name an Engine called {entry.name!r}")
+            _UNAVAILABLE[entry.name] = (f"{entry.value}: entry point {entry.name} in "
+                                        f"{ENTRY_POINT_GROUP} must name an Engine called "
+                                        f"{entry.name!r}")
+            continue
         _REGISTRY.setdefault(engine.name, engine)
 
 
 def engines():
-    """Every registered engine, by name, in registration order (entry points sorted by
-    name, then :func:`register` calls)."""
+    """Every registered engine that loaded, by name, in registration order (entry points
+    sorted by name, then :func:`register` calls)."""
     _load_entry_points()
     return dict(_REGISTRY)
+
+
+def unavailable():
+    """The registered engines that did not load: ``{name: reason}`` (the entry point's
+    target and its import error)."""
+    _load_entry_points()
+    return dict(_UNAVAILABLE)
 
 
 def register(engine):
@@ -359,8 +390,17 @@ def unregister(name):
 
 
 def get_engine(name):
-    """The :class:`Engine` called ``name``; :class:`UsageError` listing the valid ones."""
+    """The :class:`Engine` called ``name``.
+
+    Raises
+    ------
+    UsageError
+        For an unknown name (listing the valid ones) and for an engine that did not load
+        (naming its import error, :func:`unavailable`).
+    """
     known = engines()
+    if name not in known and name in _UNAVAILABLE:
+        raise UsageError(f"engine {name!r} is unavailable: {_UNAVAILABLE[name]}")
     try:
         return known[name]
     except KeyError:
