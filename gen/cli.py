@@ -206,12 +206,14 @@ def _parser():
     train.add_argument("engine", metavar="ENGINE", help="an engine with training")
     train.add_argument("--board", required=True, metavar="B", help=f"one of {', '.join(BOARDS)}")
     train.add_argument("--model", required=True, metavar="M", help="the model to train: a "
-                       "PyTorch state_dict, TorchScript or torch.export archive, or ONNX; "
-                       "written back in the same format")
+                       "PyTorch state_dict (RNN stacks and an nn.Linear head after them, the "
+                       "head trained on the host), TorchScript or torch.export archive, "
+                       "ONNX or Keras; written back whole, in the same format")
     train.add_argument("--inputs", required=True, metavar="X.npy", help="RNN: seq_len x "
                        "input_size or batch x seq_len x input_size; CNN: batch x C x H x W")
     train.add_argument("--targets", required=True, metavar="Y.npy", help="mse: the shape "
-                       "of the outputs; cross-entropy: class indices")
+                       "of the model's outputs (the head's, if any); cross-entropy: class "
+                       "indices")
     train.add_argument("--loss", default="mse", choices=["mse", "cross-entropy"],
                        help="torch.nn.MSELoss over every step and unit, or "
                        "torch.nn.CrossEntropyLoss on the last step (default mse)")
@@ -225,6 +227,9 @@ def _parser():
     train.add_argument("--param", action="append", default=[], metavar="k=v",
                        help="set an engine parameter; repeatable")
     train.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
+    train.add_argument("--prefix", metavar="P", help="a PyTorch state_dict with several RNN "
+                       "stacks that do not chain: the key prefix of the one to train (e.g. "
+                       "'0.' or 'encoder.rnn.'); the others are written back unchanged")
     train.add_argument("-o", "--output", required=True, metavar="DIR",
                        help="output directory: model.<format>, train.json, manifest.json")
     train.add_argument("--force", action="store_true", help="replace DIR if nnrtl wrote it")

@@ -395,7 +395,7 @@ def cmd_train(args, extra):
         board=platform_class, model=Path(args.model), inputs=Path(args.inputs),
         targets=Path(args.targets), loss=args.loss, lr=args.lr, steps=args.steps,
         backend=args.backend, params=tuple(args.param), options=tuple(extra),
-        seed=args.seed, log=progress)
+        seed=args.seed, log=progress, prefix=args.prefix)
     summary = train(engine, hook, request, args.output, force=args.force)
     print(json.dumps(summary))
     return 1 if summary["within_bound"] is False else 0     # None: an approximation

@@ -6,29 +6,36 @@ given the gradient of the loss at those outputs, the gradient of every weight
 (:meth:`Trainer.backward`) -- its hardware part through its golden model or its RTL, the
 rest in PyTorch on the host. This module does what is the same for every engine:
 
-* reads the model (:mod:`nnrtl.gen.models`: a PyTorch ``state_dict``, TorchScript, a
-  ``torch.export`` archive, ONNX, Keras) and the inputs and targets (``.npy``);
+* reads the model (:func:`nnrtl.gen.models.train_model.load_train_model`: a PyTorch
+  ``state_dict``, TorchScript, a ``torch.export`` archive, ONNX, Keras) and the inputs
+  and targets (``.npy``). The engine runs the model's network (its RNN stacks, chained
+  stacks one after another, or its CNN); the host runs, in PyTorch float64, an
+  ``nn.Linear`` head after the RNN: it takes the engine's outputs, the loss is taken at
+  its outputs, and its backward pass gives the gradient at the engine's outputs that the
+  engine's backward pass consumes. A file with anything else is refused naming the keys;
+  which layers ran where is logged and recorded in ``train.json`` (``placement``);
 * the loss and its gradient at the outputs, in PyTorch: ``mse`` is
   ``torch.nn.MSELoss()`` over every step and unit (targets the shape of the outputs),
   ``cross-entropy`` is ``torch.nn.CrossEntropyLoss()`` on the last step's outputs (an
   RNN) or the network's outputs (a CNN), the targets class indices;
 * the weight update: PyTorch's own ``torch.optim.SGD`` step on the gradients the engine
-  returned;
-* the reference: the same step in plain PyTorch float64 (autograd through
-  :func:`nnrtl.gen.models.to_torch` and ``torch.optim.SGD``) from the same weights (a
-  pipelined engine's stale forward weights too, when its trainer has
-  ``forward_networks``); the step passes when no updated weight differs from the
-  reference's by more than ``lr * trainer.gradient_bound`` (the engine states its
-  gradient bound and why);
+  returned, and on the head's gradients with the same ``lr``;
+* the reference: the same step of the whole model (network and head) in plain PyTorch
+  float64 (autograd through :func:`nnrtl.gen.models.to_torch` and ``torch.optim.SGD``)
+  from the same weights (a pipelined engine's stale forward weights too, when its
+  trainer has ``forward_networks``); the step passes when no updated weight, the head's
+  included, differs from the reference's by more than ``lr * trainer.gradient_bound``
+  (the engine states its gradient bound and why);
 * writes ``DIR/model.<suffix of the model file>`` (the updated weights, same format),
   ``DIR/train.json`` (per step: loss, the reference's loss, cycles, useful MACs,
-  utilization, the update's largest difference from the reference and its bound) and
+  utilization, the update's largest difference from the reference -- of every weight,
+  and of the head's alone -- and its bound) and
   ``DIR/manifest.json``, completely or not at all (:mod:`nnrtl.gen.output`).
 
 Shapes. RNN inputs are ``seq_len x input_size`` (one sequence) or ``batch x seq_len x
-input_size``; the outputs are the last layer's at every step, laid out the same way
-(``seq_len x H`` or ``batch x seq_len x H``). CNN inputs are ``batch x C x H x W``, the
-outputs ``batch x classes``. Inside, RNN tensors are time first (``T x N x ...``), as
+input_size``; the outputs are the last layer's at every step (the head's, when there is
+one), laid out the same way (``seq_len x H`` or ``batch x seq_len x H``). CNN inputs are
+``batch x C x H x W``, the outputs ``batch x classes``. Inside, RNN tensors are time first (``T x N x ...``), as
 ``nn.LSTM`` takes them.
 """
 
@@ -46,7 +53,8 @@ from .errors import UsageError
 from .output import MANIFEST, staged_directory
 
 __all__ = ["TrainRequest", "Trainer", "HostTrainer", "train", "LOSSES", "BACKENDS",
-           "Batch", "prepare_batch", "loss_and_gradient", "sgd_step", "reference_step"]
+           "Batch", "prepare_batch", "loss_and_gradient", "head_loss_and_gradient",
+           "sgd_step", "reference_step", "reference_model_step"]
 
 LOSSES = ("mse", "cross-entropy")
 BACKENDS = ("golden", "rtl")
@@ -57,7 +65,8 @@ class TrainRequest:
     """What ``nnrtl train`` asks of an engine's ``train`` hook (and of :func:`train`).
 
     ``params`` are ``--param k=v`` strings, ``options`` the engine-specific arguments that
-    follow on the command line (e.g. ``--fpgas 3``), for the hook to parse."""
+    follow on the command line (e.g. ``--fpgas 3``), for the hook to parse; ``prefix``
+    (``--prefix``) the key prefix of the one RNN stack of a ``state_dict`` to train."""
 
     board: type
     model: Path
@@ -71,6 +80,7 @@ class TrainRequest:
     options: tuple = ()
     seed: int = 1
     log: Callable | None = None
+    prefix: str | None = None
 
 
 class Trainer(Protocol):
@@ -110,6 +120,8 @@ class Trainer(Protocol):
     # approximation, its ``within_bound`` is ``None`` (not applicable) and it does not
     # fail (the backend's own checks, e.g. an RTL pass bit-exact against the golden
     # model, still do). Steps without one are checked as usual.
+    # Optional: ``observe_loss(loss)``, called with each step's loss (the whole model's,
+    # a float) after ``forward`` and before ``backward`` (e.g. η-LSTM's MS2 predictor).
     # Optional: ``forward_networks() -> list | None``, per sample of the last forward the
     # network whose weights its forward pass used, when a pipelined engine's samples ran
     # with stale weights; the reference (:func:`reference_step`) then does the same.
@@ -125,8 +137,11 @@ class Batch:
     batch_first: bool
 
 
-def _classes(network):
-    """The number of outputs of ``network`` (an RNN's last layer, a CNN's last Linear)."""
+def _classes(network, head=None):
+    """The number of outputs of ``network`` (an RNN's last layer, a CNN's last Linear) or
+    of its ``head``."""
+    if head is not None:
+        return head.layers[-1].out_features
     last = network.layers[-1]
     return last.output_size if network.is_rnn else last.out_features
 
@@ -137,9 +152,10 @@ def _describe(array):
     return f"shape {array.shape}, values from {array.min():g} to {array.max():g}"
 
 
-def prepare_batch(network, inputs, targets, loss):
-    """Check the user's arrays against ``network`` and ``loss``; :class:`UsageError`
-    naming the array, its shape and the shape it must have."""
+def prepare_batch(network, inputs, targets, loss, head=None):
+    """Check the user's arrays against ``network`` (followed by ``head``, a Network of
+    Linear layers, if given) and ``loss``; :class:`UsageError` naming the array, its shape
+    and the shape it must have."""
     import torch
 
     inputs = np.asarray(inputs, dtype=np.float64)
@@ -151,7 +167,7 @@ def prepare_batch(network, inputs, targets, loss):
         batch_first = inputs.ndim == 3
         x = inputs.transpose(1, 0, 2) if batch_first else inputs[:, None, :]
         steps, batch = x.shape[:2]
-        outputs = network.layers[-1].output_size
+        outputs = _classes(network, head)
         if loss == "mse":
             shape = (batch, steps, outputs) if batch_first else (steps, outputs)
         else:
@@ -167,7 +183,7 @@ def prepare_batch(network, inputs, targets, loss):
         shape = None if loss == "mse" else (batch,)
     targets = np.asarray(targets)
     if loss == "cross-entropy":
-        classes = _classes(network)
+        classes = _classes(network, head)
         if targets.shape != shape or np.any(targets != np.round(targets)) or np.any(
                 targets < 0) or np.any(targets >= classes):
             raise UsageError(f"--targets must be class indices (integers from 0 to "
@@ -205,6 +221,25 @@ def loss_and_gradient(outputs, batch, loss, is_rnn):
     value = _loss_value(out, batch, loss, is_rnn)
     value.backward()
     return float(value.detach()), out.grad.numpy()
+
+
+def head_loss_and_gradient(head, outputs, batch, loss):
+    """The host's part of a step with a head: the engine's ``outputs`` (float64, time
+    first) through ``head`` (a Network of Linear layers) in PyTorch float64, the loss at
+    the head's outputs, and autograd back. Returns ``(loss, gradient at outputs, head
+    gradients)``: the gradient the engine's backward pass consumes, and ``{(layer index,
+    field): ndarray}`` of every tensor of ``head``."""
+    import torch
+
+    from .models import to_torch
+
+    module = to_torch(head, torch.float64)
+    out = torch.tensor(np.asarray(outputs, dtype=np.float64), requires_grad=True)
+    value = _loss_value(module(out), batch, loss, True)
+    value.backward()
+    gradients = {key: parameter.grad.numpy()
+                 for key, parameter in _module_parameters(head, module).items()}
+    return float(value.detach()), out.grad.numpy(), gradients
 
 
 def _module_parameters(network, module):
@@ -276,11 +311,21 @@ def reference_step(network, batch, loss, lr, forward_networks=None):
     sample's forward pass used when they are not ``network``'s -- a pipelined engine's
     stale weights (:meth:`Trainer.forward_networks`). The sample's values then come from
     them, its errors and gradients from ``network``'s weights, as the engine computes."""
+    value, updated, _ = reference_model_step(network, None, batch, loss, lr,
+                                             forward_networks)
+    return value, updated
+
+
+def reference_model_step(network, head, batch, loss, lr, forward_networks=None):
+    """The step of ``network`` followed by ``head`` (a Network of Linear layers, or
+    None) in plain PyTorch float64, one ``torch.optim.SGD`` over both: ``(loss, updated
+    network, updated head or None)``; ``forward_networks`` as :func:`reference_step`'s."""
     import torch
 
     from .models import from_torch, to_torch
 
     module = to_torch(network, torch.float64)
+    head_module = None if head is None else to_torch(head, torch.float64)
     if forward_networks is None:
         outputs = _run_module(module, network, batch.inputs)
     else:
@@ -289,10 +334,15 @@ def reference_step(network, batch, loss, lr, forward_networks=None):
         outputs = torch.cat([
             _stale_forward(module, to_torch(stale, torch.float64), batch.inputs[n:n + 1])
             for n, stale in enumerate(forward_networks)])
+    parameters = list(module.parameters())
+    if head_module is not None:
+        outputs = head_module(outputs)
+        parameters += list(head_module.parameters())
     value = _loss_value(outputs, batch, loss, network.is_rnn)
     value.backward()
-    torch.optim.SGD(module.parameters(), lr=lr).step()
-    return float(value.detach()), from_torch(network, module)
+    torch.optim.SGD(parameters, lr=lr).step()
+    return (float(value.detach()), from_torch(network, module),
+            None if head is None else from_torch(head, head_module))
 
 
 class HostTrainer:
@@ -341,11 +391,23 @@ def _sha256(path):
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _placement_lines(engine, placement):
+    """The log lines saying which layers run where."""
+    lines = [f"train: {engine.name} runs {'; '.join(placement['engine'])}"]
+    if placement["host"]:
+        lines.append(f"train: the host runs (PyTorch) {'; '.join(placement['host'])}")
+    if placement["unchanged"]:
+        lines.append(f"train: written back unchanged (not picked by --prefix): "
+                     f"{', '.join(placement['unchanged'])}")
+    return lines
+
+
 def train(engine, hook, request, output, *, force=False):
     """Run ``request.steps`` SGD steps of ``engine`` (its ``train`` hook ``hook``) and write
     the output directory; return the summary (also in ``train.json``)."""
     from .emit import tool_versions
-    from .models import load_array, load_network, save_network
+    from .models import load_array
+    from .models.train_model import load_train_model, save_train_model
 
     if request.loss not in LOSSES:
         raise UsageError(f"--loss must be one of {', '.join(LOSSES)}, not {request.loss!r}")
@@ -357,46 +419,70 @@ def train(engine, hook, request, output, *, force=False):
     if not (np.isfinite(request.lr) and request.lr > 0):
         raise UsageError(f"--lr must be a positive number, not {request.lr}")
     start = time.monotonic()
-    network = load_network(request.model)
+    model = load_train_model(request.model, prefix=request.prefix)
+    network, head = model.network, model.head
     batch = prepare_batch(network, load_array(request.inputs, what="--inputs"),
-                          load_array(request.targets, what="--targets"), request.loss)
+                          load_array(request.targets, what="--targets"), request.loss,
+                          head)
+    placement = model.placement()
     trainer = hook(request, network)
+    if request.log is not None:
+        for line in _placement_lines(engine, placement):
+            request.log(line)
     steps = []
     for step in range(request.steps):
         outputs = trainer.forward(network, batch.inputs.numpy())
-        loss, grad_outputs = loss_and_gradient(outputs, batch, request.loss, network.is_rnn)
+        if head is None:
+            loss, grad_outputs = loss_and_gradient(outputs, batch, request.loss,
+                                                   network.is_rnn)
+        else:
+            loss, grad_outputs, head_gradients = head_loss_and_gradient(
+                head, outputs, batch, request.loss)
+        if hasattr(trainer, "observe_loss"):
+            trainer.observe_loss(loss)
         updated = sgd_step(network, trainer.backward(grad_outputs), request.lr)
         approximation = getattr(trainer, "approximation", None)
         stale = getattr(trainer, "forward_networks", None)
-        reference_loss, reference = reference_step(network, batch, request.loss, request.lr,
-                                                   None if stale is None else stale())
+        reference_loss, reference, reference_head = reference_model_step(
+            network, head, batch, request.loss, request.lr,
+            None if stale is None else stale())
         difference = _max_difference(updated, reference)
+        record = {}
+        if head is not None:
+            head = sgd_step(head, head_gradients, request.lr)
+            head_difference = _max_difference(head, reference_head)
+            difference = max(difference, head_difference)
+            record = {"head_update_max_abs_diff": head_difference}
         bound = request.lr * trainer.gradient_bound
         within = None if approximation else bool(difference <= bound)
         steps.append({"step": step, "loss": loss, "reference_loss": reference_loss,
-                      **trainer.counters(), "update_max_abs_diff": difference,
+                      **trainer.counters(), "update_max_abs_diff": difference, **record,
                       "update_bound": bound, "within_bound": within,
                       **({"approximation": approximation} if approximation else {})})
         if request.log is not None:
+            of_head = "" if head is None else \
+                f" (head {record['head_update_max_abs_diff']:.3g})"
             request.log(f"train: step {step + 1}/{request.steps}: loss {loss:.6g} "
                         f"(float64 reference {reference_loss:.6g}), update within "
-                        f"{difference:.3g} of the reference " + (
+                        f"{difference:.3g}{of_head} of the reference " + (
                             f"(bound {bound:.3g})" if not approximation else
                             f"(not bounded: {approximation})"))
         network = updated
+    model = dataclasses.replace(model, network=network, head=head)
     config = trainer.config
     summary = {
         "engine": engine.name, "board": request.board.name, "model": str(request.model),
         "format": network.format, "loss": request.loss, "lr": request.lr,
         "backend": request.backend, "gradient_bound": trainer.gradient_bound,
         "config": None if config is None else dataclasses.asdict(config),
+        "prefix": request.prefix, "placement": placement,
         # None when every step was an approximation, else whether the checked steps hold
         "within_bound": _all_checked(s["within_bound"] for s in steps),
         "steps": steps, "seconds": round(time.monotonic() - start, 3),
     }
     with staged_directory(output, force=force) as staging:
         model_file = staging / f"model{''.join(Path(request.model).suffixes) or '.pt'}"
-        save_network(network, model_file)
+        save_train_model(model, model_file)
         (staging / "train.json").write_text(json.dumps(summary, indent=2) + "\n")
         files = sorted(p.name for p in staging.iterdir())
         (staging / MANIFEST).write_text(json.dumps({

@@ -69,7 +69,7 @@ def _torch_load(label):
                          f"({type(error).__name__}: {error})") from None
 
 
-def load_state_dict(source, *, prefix=None):
+def load_state_dict(source, *, prefix=None, label=None):
     """The stacked ``nn.LSTM`` or ``nn.GRU`` of a PyTorch ``state_dict``.
 
     Parameters
@@ -78,6 +78,9 @@ def load_state_dict(source, *, prefix=None):
         A ``torch.save(module.state_dict(), path)`` file, or the state dict itself.
     prefix : str, optional
         Key prefix of the RNN (e.g. ``"encoder.rnn."``); needed only when several.
+    label : str, optional
+        The name messages and :attr:`Network.source` give a mapping ``source`` (default
+        ``"state_dict"``).
 
     Returns
     -------
@@ -85,7 +88,7 @@ def load_state_dict(source, *, prefix=None):
         Format ``"state_dict"``; the parameters are the RNN's keys, with the prefix.
     """
     if isinstance(source, Mapping):
-        state, label = source, "state_dict"
+        state, label = source, label or "state_dict"
     else:
         label = os.fspath(source)
         state = _torch_load(label)

@@ -244,8 +244,10 @@ class OmniTrainer:
     backend : str
         ``"golden"`` or ``"rtl"`` (every layer pass one run of the Verilator bench).
     loss_of : callable, optional
-        ``outputs -> loss`` (float), the interface's loss of the step's outputs: MS2's
-        predictor needs each step's loss (:func:`train_hook` gives it).
+        ``outputs -> loss`` (float), the loss of the step's outputs. MS2's predictor needs
+        each step's loss: from ``loss_of`` after :meth:`forward`, or given by
+        :meth:`observe_loss` (as :func:`nnrtl.gen.train.train` does, with the whole
+        model's loss, a host-side head included).
     seed : int
         The bench's seed (``rtl``).
     log : callable, optional
@@ -268,8 +270,6 @@ class OmniTrainer:
             raise UsageError(f"--backend must be one of {', '.join(BACKENDS)} for the omni "
                              f"engine, not {backend!r}")
         memory = config.memory
-        if memory.ms2 and memory.skip_threshold > 0 and loss_of is None:
-            raise ValueError("MS2 needs loss_of (each step's loss, for eq. 5)")
         self.config = config
         self.backend = backend
         self.gradient_bound = gradient_bound(config)
@@ -366,9 +366,12 @@ class OmniTrainer:
                                      stored=stored))
             xs = fw["h"]
         outputs = self._floats(len(layers) - 1, xs)
-        if self._loss_of is not None:
-            self._loss = float(self._loss_of(outputs))
+        self._loss = None if self._loss_of is None else float(self._loss_of(outputs))
         return outputs
+
+    def observe_loss(self, loss):
+        """The loss of the last :meth:`forward`'s outputs (float), for MS2's predictor."""
+        self._loss = float(loss)
 
     def _magnitudes(self, index, dgates, xs, hs):
         """MS2's measured per-cell magnitude ``sum |δW_t| + sum |δU_t|`` of a layer
@@ -383,6 +386,9 @@ class OmniTrainer:
         ``{(layer index, field): float64 array}``, given the loss gradient at its outputs
         (``T x B x H``)."""
         config = self.config
+        if config.memory.ms2 and config.memory.skip_threshold > 0 and self._loss is None:
+            raise ValueError("MS2 needs each step's loss (for eq. 5): give loss_of, or "
+                             "observe_loss before backward")
         kept, factors, _predicted = self._plan
         measure = self._skip.wants_measurements(self._epoch)
         magnitudes = np.zeros(kept.shape)
@@ -452,19 +458,14 @@ class OmniTrainer:
 def train_hook(request, network):
     """The engine's ``train`` hook (:class:`nnrtl.gen.train.TrainRequest`): an
     :class:`OmniTrainer` for ``network`` sized by the request's inputs, with the
-    ``--param``s and the engine options (module docstring)."""
+    ``--param``s and the engine options (module docstring). Each step's loss reaches MS2
+    through :meth:`OmniTrainer.observe_loss`."""
     from nnrtl.gen.models import load_array
-    from nnrtl.gen.train import loss_and_gradient, prepare_batch
 
     memory = parse_options(request.options, request.loss)
     _check_network(network)
     inputs = load_array(request.inputs, what="--inputs")
-    batch = prepare_batch(network, inputs, load_array(request.targets, what="--targets"),
-                          request.loss)
-    steps, size = batch.inputs.shape[:2]
+    steps, size = (inputs.shape[1], inputs.shape[0]) if inputs.ndim == 3 else (
+        inputs.shape[0], 1)
     config = config_for(network, steps, size, request.params, memory)
-
-    def loss_of(outputs):
-        return loss_and_gradient(outputs, batch, request.loss, True)[0]
-    return OmniTrainer(config, request.backend, loss_of=loss_of, seed=request.seed,
-                       log=request.log)
+    return OmniTrainer(config, request.backend, seed=request.seed, log=request.log)

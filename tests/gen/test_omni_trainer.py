@@ -192,8 +192,11 @@ def test_bad_models_and_params():
         OmniTrainer(config_for(lstm, 2, 1), "fpga")
     with pytest.raises(TypeError, match=r"^config must be an OmniTrainConfig, not 3$"):
         OmniTrainer(3)
-    with pytest.raises(ValueError, match=r"^MS2 needs loss_of"):
-        OmniTrainer(config_for(lstm, 2, 1, memory=MsConfig(ms2=True)))
+    trainer = OmniTrainer(config_for(lstm, 2, 1, memory=MsConfig(ms2=True)))
+    trainer.forward(lstm, np.zeros((2, 1, 3)))
+    with pytest.raises(ValueError, match=r"^MS2 needs each step's loss \(for eq\. 5\): give "
+                                         r"loss_of, or observe_loss before backward$"):
+        trainer.backward(np.zeros((2, 1, 4)))
 
 
 def test_train_through_the_interface(tmp_path):
