@@ -5,7 +5,8 @@
 #   make install create .venv and install nnrtl with its test extras
 #   make bench   benchmarks, JSON under build/bench/
 #   make verify-arith  the full-count arithmetic verification (10^6 vectors per op and format)
-#   make clean   remove build products and caches (keeps .venv)
+#   make clean   remove build products and test caches (keeps .venv and the build cache)
+#   make clean-cache  empty the Verilator build cache (nnrtl cache clean)
 #   make distclean   also remove .venv
 
 PYTHON ?= python3
@@ -14,14 +15,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.nnrtl-installed
 JOBS   ?= 2
 
-# Verilator builds are cached here (see sim/runner.py); `make clean` empties it.
-NNRTL_CACHE_DIR ?= $(CURDIR)/build/cache
-export NNRTL_CACHE_DIR
+# Verilator builds are cached where the command line caches them: $NNRTL_CACHE_DIR if
+# set, else ~/.cache/nnrtl, bounded by $NNRTL_CACHE_MAX_SIZE (default 4G; see
+# sim/cache.py). `make clean` keeps it, so that a clean checkout reuses the builds;
+# `make clean-cache` (`nnrtl cache clean`) empties it.
 
 DEMO_BOARD ?= zc706
 DEMO_DIR   := build/demo-$(DEMO_BOARD)
 
-.PHONY: install demo test test-slow verify-arith bench clean distclean
+.PHONY: install demo test test-slow verify-arith bench clean clean-cache distclean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +52,10 @@ bench: $(STAMP)
 
 clean:
 	rm -rf build .pytest_cache .hypothesis
+	@echo "kept the Verilator build cache ($${NNRTL_CACHE_DIR:-$$HOME/.cache/nnrtl}); make clean-cache empties it"
+
+clean-cache: $(STAMP)
+	$(BIN)/nnrtl cache clean
 
 distclean: clean
 	rm -rf $(VENV) *.egg-info

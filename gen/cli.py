@@ -13,6 +13,8 @@
     nnrtl explore ENGINE --board B (--model FILE | --param k=v...) [--seq-len N] [--top K]
                   [--json] [-o DIR]
     nnrtl report DIR
+    nnrtl cache [show | clean] [--max-size SIZE] [--json]
+    nnrtl --version
     nnrtl map ENGINE (--model M | --network NAME) --fpgas N --board B
               [--precision P] [--link-gbps G] [--image-size S] [--param k=v]... -o DIR
               [--force]
@@ -31,6 +33,8 @@ having written nothing; 130 interrupted, having written nothing.
 
 import argparse
 import functools
+import json
+import os
 import signal
 import sys
 
@@ -64,6 +68,7 @@ def _parser():
     parser = argparse.ArgumentParser(
         prog="nnrtl", description="Generate, synthesise, simulate and train FPGA "
         "accelerators for recurrent and convolutional networks.", allow_abbrev=False)
+    parser.add_argument("--version", action="version", version=f"nnrtl {_version()}")
     commands = parser.add_subparsers(
         dest="command", required=True, metavar="COMMAND",
         parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
@@ -150,6 +155,18 @@ def _parser():
                          "chosen design is generated into it)")
     explore.set_defaults(run=cmd_explore)
 
+    build_cache = commands.add_parser(
+        "cache", help="show or empty the Verilator build cache ($NNRTL_CACHE_DIR, default "
+        "~/.cache/nnrtl; least recently used builds go beyond $NNRTL_CACHE_MAX_SIZE, "
+        "default 4G)")
+    build_cache.add_argument("action", nargs="?", default="show", choices=["show", "clean"],
+                             help="show (default): where it is, its builds and their size; "
+                             "clean: remove every build no process is building or using")
+    build_cache.add_argument("--max-size", metavar="SIZE", help="with clean: remove only "
+                             "the least recently used builds beyond SIZE (e.g. 1G)")
+    build_cache.add_argument("--json", action="store_true", help="print JSON")
+    build_cache.set_defaults(run=_cmd_cache)
+
     report = commands.add_parser("report", help="write DIR/report.html with plots of what "
                                  "DIR holds (manifest.json; sim.json, synth.json, "
                                  "explore.json when present)")
@@ -235,6 +252,54 @@ def _parser():
     train.add_argument("--force", action="store_true", help="replace DIR if nnrtl wrote it")
     train.set_defaults(run=cmd_train, passes_extra=True)
     return parser
+
+
+def _version():
+    from importlib import metadata
+    try:
+        return metadata.version("nnrtl")
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def _cmd_cache(args):
+    from ..sim import cache
+
+    try:
+        limit = None if args.max_size is None else cache.parse_size(args.max_size)
+        before = cache.usage()
+    except ValueError as error:
+        raise UsageError(f"{'--max-size' if args.max_size is not None else 'cache'}: "
+                         f"{error}") from None
+    if args.action == "show":
+        if limit is not None:
+            raise UsageError("--max-size goes with 'nnrtl cache clean'")
+        if args.json:
+            print(json.dumps(before))
+            return
+        size = cache.format_size
+        where = "$NNRTL_CACHE_DIR" if os.environ.get("NNRTL_CACHE_DIR") else \
+            "the default; $NNRTL_CACHE_DIR sets it"
+        limit = "$NNRTL_CACHE_MAX_SIZE" if os.environ.get("NNRTL_CACHE_MAX_SIZE") else \
+            "the default; $NNRTL_CACHE_MAX_SIZE sets it"
+        print(f"location:  {before['location']} ({where})\n"
+              f"builds:    {before['entries']}, {size(before['bytes'])} of at most "
+              f"{size(before['max_bytes'])} ({limit})\n"
+              f"kept runs: {before['runs']}, {size(before['runs_bytes'])}\n"
+              f"other:     {size(before['other_bytes'])}")
+        return
+    if limit is None:
+        done = cache.clean()
+    else:
+        removed = cache.evict(limit)
+        done = {"removed": len(removed), "bytes": sum(e.size for e in removed),
+                "in_use": None}
+    if args.json:
+        print(json.dumps(done))
+        return
+    busy = f"; {done['in_use']} in use, kept" if done["in_use"] else ""
+    print(f"removed {done['removed']} from {before['location']}, "
+          f"{cache.format_size(done['bytes'])}{busy}")
 
 
 def _interrupt(signum, frame):

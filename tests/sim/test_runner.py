@@ -131,3 +131,26 @@ def test_cache_key_depends_on_design_options_and_tools():
     assert key != runner._cache_key("module a ; endmodule", "a", [], False)
     assert key != runner._cache_key("module a; endmodule", "a", ["-O3"], False)
     assert key != runner._cache_key("module a; endmodule", "a", [], "fst")
+
+
+def test_cache_keeps_what_runs_and_stays_bounded(tmp_path, monkeypatch):
+    """A build keeps its binary, not its precompiled headers or objects; a later build
+    beyond the bound evicts the least recently used entry, never the one just built; the
+    pruned entry is reused."""
+    monkeypatch.setenv("NNRTL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("NNRTL_CACHE_MAX_SIZE", "0")
+    verilator = tmp_path / "verilator"
+    result = runner.simulate(Incrementer(5), test_module="tb_runner_check", name="inc",
+                             params={"values": [1]})
+    assert result["seen"] == [6] and result["build_cached"] is False
+    (first,) = [p for p in verilator.iterdir() if p.is_dir()]
+    assert (first / "inc").is_file()
+    assert not [p.name for p in first.iterdir() if p.suffix in (".gch", ".o", ".a", ".d")]
+    result = runner.simulate(Incrementer(6), test_module="tb_runner_check", name="inc",
+                             params={"values": [1]})
+    assert result["seen"] == [7]
+    (second,) = [p for p in verilator.iterdir() if p.is_dir()]
+    assert second != first
+    result = runner.simulate(Incrementer(6), test_module="tb_runner_check", name="inc",
+                             params={"values": [2]})
+    assert result["seen"] == [8] and result["build_cached"] is True
