@@ -1,8 +1,10 @@
 """MS1's near-zero pruning and the compressed format the DMA stores (spec §2.1, §3.5).
 
-The format is the contract with the hardware's compression module and decoder (hw/omni,
-later): the RTL writes and reads exactly these bytes, and the footprint and data-movement
-model (:mod:`.accounting`) counts them.
+The format is the contract with the hardware's compression module and decoder
+(:mod:`nnrtl.hw.omni.dma`): the RTL writes and reads exactly these bytes, and the footprint
+and data-movement model (:mod:`.accounting`) counts them. The functions here run it on
+PyTorch tensors (training); :mod:`nnrtl.sim.golden.omni.compress` runs the same record on
+numpy arrays (the DMA's golden model) and serializes it for both.
 
 Pruning [U §2.1, decided here]
     A BP-EW-P1 value ``v`` is pruned when ``|v| < threshold`` (strictly less: threshold 0
@@ -31,25 +33,27 @@ dense storage at density 1 is 1/32.
 """
 
 import dataclasses
-import math
 
-import numpy as np
-import torch
-
+from ...hw.omni import dma_config
+from ...sim.golden.omni import compress as _format
+from ...sim.golden.omni.compress import record_bytes
 from ..errors import UsageError
 
 __all__ = ["Compressed", "prune", "compress", "decompress", "record_bytes", "to_bytes",
            "from_bytes", "check_threshold"]
 
-_BITS = torch.tensor([1, 2, 4, 8, 16, 32, 64, 128], dtype=torch.uint8)
+
+def _bits(torch):
+    return torch.tensor([1, 2, 4, 8, 16, 32, 64, 128], dtype=torch.uint8)
 
 
 def check_threshold(threshold, name="prune_threshold"):
-    """``threshold`` as a float; :class:`UsageError` unless it is a finite number >= 0."""
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
-            math.isfinite(threshold) and threshold >= 0):
-        raise UsageError(f"{name} must be a finite number >= 0, not {threshold!r}")
-    return float(threshold)
+    """``threshold`` as a float (:func:`nnrtl.hw.omni.dma_config.check_threshold`);
+    :class:`UsageError` unless it is a finite number >= 0."""
+    try:
+        return dma_config.check_threshold(threshold, name)
+    except TypeError as error:
+        raise UsageError(str(error)) from None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +67,8 @@ class Compressed:
     hidden_size : int
     """
 
-    bitmap: torch.Tensor
-    values: torch.Tensor
+    bitmap: "torch.Tensor"  # noqa: F821 (PyTorch is imported where a record is made)
+    values: "torch.Tensor"  # noqa: F821
     hidden_size: int
 
     @property
@@ -78,14 +82,10 @@ class Compressed:
         return record_bytes(batch * vectors, self.hidden_size, self.survivors)
 
 
-def record_bytes(blocks, hidden_size, survivors):
-    """Bytes of a compressed record of ``blocks`` blocks of ``hidden_size`` values of which
-    ``survivors`` survive (``survivors`` may be a float: an expected count)."""
-    return blocks * math.ceil(hidden_size / 8) + 4 * survivors
-
-
 def prune(part1, threshold):
     """``part1`` with every value ``|v| < threshold`` set to 0 (what decoding gives)."""
+    import torch
+
     if threshold == 0:
         return part1
     return torch.where(part1.abs() < threshold, torch.zeros_like(part1), part1)
@@ -93,19 +93,23 @@ def prune(part1, threshold):
 
 def compress(part1, threshold):
     """The compression module: the record of one cell's P1 tensor (B x 6 x H)."""
+    import torch
+
     hidden = part1.shape[-1]
     keep = ~(part1.abs() < threshold)
     values = part1[keep]
     pad = (-hidden) % 8
     if pad:
         keep = torch.nn.functional.pad(keep, (0, pad))
-    bits = keep.reshape(*keep.shape[:-1], -1, 8).to(torch.uint8) * _BITS
+    bits = keep.reshape(*keep.shape[:-1], -1, 8).to(torch.uint8) * _bits(torch)
     return Compressed(bits.sum(-1, dtype=torch.uint8), values, hidden)
 
 
 def decompress(record):
     """The decoder: the dense B x 6 x H tensor, pruned positions 0."""
-    bits = (record.bitmap.unsqueeze(-1) & _BITS) != 0
+    import torch
+
+    bits = (record.bitmap.unsqueeze(-1) & _bits(torch)) != 0
     keep = bits.reshape(*record.bitmap.shape[:-1], -1)[..., :record.hidden_size]
     dense = torch.zeros(keep.shape, dtype=record.values.dtype)
     dense[keep] = record.values
@@ -114,21 +118,18 @@ def decompress(record):
 
 def to_bytes(record):
     """The record as the bytes the DMA writes (index part, then value part)."""
-    values = record.values.detach().to(torch.float32).numpy().astype("<f4")
-    return record.bitmap.numpy().tobytes() + values.tobytes()
+    import torch
+
+    values = record.values.detach().to(torch.float32).numpy()
+    return _format.to_bytes(_format.Record(record.bitmap.numpy(), values, record.hidden_size))
 
 
 def from_bytes(data, batch, hidden_size, vectors=6):
     """Parse :func:`to_bytes`'s output back into a :class:`Compressed` (float32 values);
-    ``ValueError`` when the length does not match the bitmap's survivor count."""
-    index_bytes = batch * vectors * math.ceil(hidden_size / 8)
-    if len(data) < index_bytes:
-        raise ValueError(f"record of {len(data)} bytes is shorter than its index part "
-                         f"({index_bytes} bytes)")
-    bitmap = np.frombuffer(data[:index_bytes], dtype=np.uint8).reshape(batch, vectors, -1)
-    survivors = int(np.unpackbits(bitmap, bitorder="little").sum())
-    if len(data) != index_bytes + 4 * survivors:
-        raise ValueError(f"record of {len(data)} bytes does not match its bitmap: "
-                         f"{index_bytes} index bytes + 4 x {survivors} survivors")
-    values = np.frombuffer(data[index_bytes:], dtype="<f4").astype(np.float32)
-    return Compressed(torch.from_numpy(bitmap.copy()), torch.from_numpy(values), hidden_size)
+    ``ValueError`` when the length does not match the bitmap's survivor count
+    (:func:`nnrtl.sim.golden.omni.compress.from_bytes`)."""
+    import torch
+
+    record = _format.from_bytes(data, batch, hidden_size, vectors)
+    return Compressed(torch.from_numpy(record.bitmap), torch.from_numpy(record.values.copy()),
+                      hidden_size)

@@ -2,7 +2,8 @@
 object its RTL (:mod:`.dma`, :mod:`.compress`, :mod:`.decode`), golden model
 (:mod:`nnrtl.sim.golden.omni.dma`) and tests derive from.
 
-The memory format is MS1's (:mod:`nnrtl.gen.omni.compress`): a sparse record of ``blocks``
+The memory format is MS1's (:mod:`nnrtl.gen.omni.compress`,
+:mod:`nnrtl.sim.golden.omni.compress`): a sparse record of ``blocks``
 blocks of ``length`` fp32 values is an index part of ``blocks * ceil(length / 8)`` bitmap
 bytes followed by the surviving values, binary32 little endian. A dense record is the
 ``blocks * length`` values, binary32 little endian.
@@ -31,10 +32,10 @@ import dataclasses
 import math
 import struct
 
-from ...gen.omni.compress import check_threshold
 from ..checks import check_positive, check_range, is_int
 
-__all__ = ["DmaConfig", "READ_MODES", "WORD_BYTES", "threshold_bits", "axi4_signature"]
+__all__ = ["DmaConfig", "READ_MODES", "WORD_BYTES", "threshold_bits", "check_threshold",
+           "axi4_signature"]
 
 #: Bytes of one word (fp32).
 WORD_BYTES = 4
@@ -44,14 +45,29 @@ WORD_BYTES = 4
 READ_MODES = ("dense", "expand", "gather")
 
 
+def check_threshold(threshold, name="prune_threshold"):
+    """``threshold`` as a float.
+
+    Raises
+    ------
+    TypeError
+        Unless ``threshold`` is a finite number >= 0 (``"<name> must be a finite number
+        >= 0, not ..."``).
+    """
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
+            math.isfinite(threshold) and threshold >= 0):
+        raise TypeError(f"{name} must be a finite number >= 0, not {threshold!r}")
+    return float(threshold)
+
+
 def threshold_bits(threshold):
     """The threshold register's value: θ as an fp32 bit pattern, rounded to nearest as
     PyTorch rounds a Python float compared with an fp32 tensor.
 
     Raises
     ------
-    UsageError
-        Unless ``threshold`` is a finite number >= 0 (``prune_threshold``).
+    TypeError
+        Unless ``threshold`` is a finite number >= 0 (:func:`check_threshold`).
     """
     value = check_threshold(threshold)
     return struct.unpack("<I", struct.pack("<f", value))[0] & 0x7FFFFFFF
@@ -157,16 +173,20 @@ class DmaConfig:
         return self.max_blocks * self.max_length
 
     def check_transfer(self, blocks, length, name="transfer"):
-        """Raise :class:`~nnrtl.gen.errors.UsageError` unless a record of ``blocks`` x
-        ``length`` fits the descriptor fields."""
-        from ...gen.errors import UsageError
+        """Check that a record of ``blocks`` x ``length`` fits the descriptor fields.
 
+        Raises
+        ------
+        TypeError
+            Unless ``blocks`` is an integer from 1 to ``max_blocks`` and ``length`` one
+            from 1 to ``max_length``.
+        """
         if not is_int(blocks) or not 1 <= blocks <= self.max_blocks:
-            raise UsageError(f"{name}: blocks must be an integer from 1 to max_blocks "
-                             f"({self.max_blocks}), not {blocks!r}")
+            raise TypeError(f"{name}: blocks must be an integer from 1 to max_blocks "
+                            f"({self.max_blocks}), not {blocks!r}")
         if not is_int(length) or not 1 <= length <= self.max_length:
-            raise UsageError(f"{name}: length must be an integer from 1 to max_length "
-                             f"({self.max_length}), not {length!r}")
+            raise TypeError(f"{name}: length must be an integer from 1 to max_length "
+                            f"({self.max_length}), not {length!r}")
 
 
 def axi4_signature(config):

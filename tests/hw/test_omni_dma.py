@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from nnrtl.gen.errors import UsageError
 from nnrtl.hw.omni.decode import MODE
 from nnrtl.hw.omni.dma import OmniDMA
 from nnrtl.hw.omni.dma_config import DmaConfig, threshold_bits
@@ -316,9 +315,10 @@ def test_config_rules():
         DmaConfig(burst_len=16, rd_index_depth=8)
     with pytest.raises(TypeError, match="data_width must be 32, 64, 128, 256 or 512"):
         DmaConfig(data_width=48)
-    with pytest.raises(UsageError, match="prune_threshold must be a finite number >= 0"):
+    with pytest.raises(TypeError, match="^prune_threshold must be a finite number >= 0, "
+                                        "not -0.5$"):
         threshold_bits(-0.5)
-    with pytest.raises(UsageError, match="length must be an integer from 1 to max_length"):
+    with pytest.raises(TypeError, match="length must be an integer from 1 to max_length"):
         CONFIG.check_transfer(2, 41)
     assert CONFIG.index_width == 6 and DmaConfig(max_length=4096).index_width == 12
     assert threshold_bits(0.1) == 0x3DCCCCCD

@@ -1,11 +1,11 @@
 """Bit-exact model of the compressing DMA (:mod:`nnrtl.hw.omni.dma`): what a write transfer
 stores, what a read transfer delivers, and the counters.
 
-The format is not restated here: a sparse record is :func:`nnrtl.gen.omni.compress.compress`
-of the transfer's ``blocks x length`` fp32 values (one block per row, the record of
-``blocks`` samples of one vector) serialized by :func:`~nnrtl.gen.omni.compress.to_bytes`,
-and read back by :func:`~nnrtl.gen.omni.compress.from_bytes` and
-:func:`~nnrtl.gen.omni.compress.decompress`. A dense record is the values, binary32 little
+The format is not restated here: a sparse record is :func:`.compress.compress` of the
+transfer's ``blocks x length`` fp32 values (one block per row, the record of ``blocks``
+samples of one vector; MS1's record, :mod:`nnrtl.gen.omni.compress`) serialized by
+:func:`~.compress.to_bytes`, and read back by :func:`~.compress.from_bytes` and
+:func:`~.compress.decompress`. A dense record is the values, binary32 little
 endian. Values are fp32 bit patterns (``uint32``) so NaN payloads and signed zeros are
 compared bit for bit.
 """
@@ -14,9 +14,8 @@ import dataclasses
 import math
 
 import numpy as np
-import torch
 
-from ....gen.omni.compress import compress, decompress, from_bytes, to_bytes
+from .compress import compress, decompress, from_bytes, to_bytes
 
 __all__ = ["WriteResult", "ReadResult", "Beat", "write_record", "read_record", "gather_rows",
            "index_bytes"]
@@ -59,9 +58,8 @@ def index_bytes(blocks, length):
     return blocks * math.ceil(length / 8)
 
 
-def _tensor(bits):
-    bits = np.ascontiguousarray(bits, dtype=np.uint32)
-    return torch.from_numpy(bits.view(np.float32).copy())
+def _floats(bits):
+    return np.ascontiguousarray(bits, dtype=np.uint32).view(np.float32)
 
 
 def write_record(bits, *, sparse, threshold=0.0):
@@ -71,7 +69,7 @@ def write_record(bits, *, sparse, threshold=0.0):
     if not sparse:
         image = bits.astype("<u4").tobytes()
         return WriteResult(image, 0, 0, len(image))
-    record = compress(_tensor(bits).reshape(blocks, 1, length), threshold)
+    record = compress(_floats(bits).reshape(blocks, 1, length), threshold)
     image = to_bytes(record)
     return WriteResult(image, record.survivors, bits.size - record.survivors, len(image))
 
@@ -83,7 +81,7 @@ def _record(memory, base, blocks, length):
     data = bytes(memory[base:base + head + 4 * survivors])
     record = from_bytes(data, blocks, length, vectors=1)
     dense = decompress(record).reshape(blocks, length)
-    return record, dense.numpy().view(np.uint32), survivors
+    return record, dense.view(np.uint32), survivors
 
 
 def read_record(memory, *, mode, base, blocks, length, dense_base=0, row_stride=0,
@@ -107,7 +105,7 @@ def read_record(memory, *, mode, base, blocks, length, dense_base=0, row_stride=
     bitmap = np.unpackbits(np.frombuffer(bytes(memory[base:base + index_bytes(blocks, length)]),
                                          dtype=np.uint8).reshape(blocks, -1),
                            axis=1, bitorder="little")[:, :length].astype(bool)
-    values = record.values.numpy().view(np.uint32)
+    values = record.values.view(np.uint32)
     rows = [(b, j) for b in range(blocks) for j in range(length) if bitmap[b, j]]
     beats = []
     for (b, j), value in zip(rows, values):
