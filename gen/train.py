@@ -35,8 +35,8 @@ rest in PyTorch on the host. This module does what is the same for every engine:
 Shapes. RNN inputs are ``seq_len x input_size`` (one sequence) or ``batch x seq_len x
 input_size``; the outputs are the last layer's at every step (the head's, when there is
 one), laid out the same way (``seq_len x H`` or ``batch x seq_len x H``). CNN inputs are
-``batch x C x H x W``, the outputs ``batch x classes``. Inside, RNN tensors are time first (``T x N x ...``), as
-``nn.LSTM`` takes them.
+``batch x C x H x W``, the outputs ``batch x classes``. Inside, RNN tensors are time
+first (``T x N x ...``), as ``nn.LSTM`` takes them.
 """
 
 import dataclasses

@@ -297,3 +297,47 @@ def test_gradient_accuracy_at_256_steps(model):
     max_abs, max_rel, largest = gradient_errors(network, 256, 2, params=HARDWARE)
     assert largest > 5
     assert max_abs <= GRADIENT_BOUND and max_rel <= 1e-5
+
+
+def test_gru_with_a_linear_head_through_nnrtl_train(tmp_path, capsys):
+    """``nnrtl train farnn`` on a 2-layer GRU with an nn.Linear head (a state_dict): the
+    GRU on the engine's golden model, the head on the host, both updated as PyTorch's SGD
+    step of the whole model does, within lr * GRADIENT_BOUND; the head comes back
+    updated."""
+    from nnrtl.gen.cli import main
+
+    class GruHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.rnn = torch.nn.GRU(1, 8, 2)
+            self.head = torch.nn.Linear(8, 1)
+
+        def forward(self, x):
+            return self.head(self.rnn(x)[0])
+
+    torch.manual_seed(11)
+    model = GruHead()
+    torch.save(model.state_dict(), tmp_path / "gru_head.pt")
+    t = np.linspace(0, 4 * np.pi, 4 * 11).reshape(4, 11)
+    np.save(tmp_path / "x.npy", np.sin(t)[:, :10, None])
+    np.save(tmp_path / "y.npy", np.sin(t)[:, 1:, None])
+    code = main(["train", "farnn", "--board", "vu9p", "--model", str(tmp_path / "gru_head.pt"),
+                 "--inputs", str(tmp_path / "x.npy"), "--targets", str(tmp_path / "y.npy"),
+                 "--lr", "0.5", "-o", str(tmp_path / "run")])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    reference = model.double()
+    x = torch.tensor(np.load(tmp_path / "x.npy")).transpose(0, 1)
+    y = torch.tensor(np.load(tmp_path / "y.npy")).transpose(0, 1)
+    torch.nn.MSELoss()(reference(x), y).backward()
+    torch.optim.SGD(reference.parameters(), lr=0.5).step()
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    before = torch.load(tmp_path / "gru_head.pt", weights_only=True)
+    assert list(trained) == list(before)
+    for name, value in reference.state_dict().items():
+        # the bound of the step, and the float32 the file stores
+        assert (trained[name].double() - value).abs().max() <= 0.5 * GRADIENT_BOUND + 1e-7
+    assert (trained["head.weight"] - before["head.weight"]).abs().max() > 1e-3
+    step = json.loads((tmp_path / "run" / "train.json").read_text())["steps"][0]
+    assert step["head_update_max_abs_diff"] <= step["update_bound"] == 0.5 * GRADIENT_BOUND
+    assert "train: farnn runs GRU(1 -> 8)" in err

@@ -331,3 +331,29 @@ def test_only_checked_steps_decide():
     assert interface._all_checked([None, True, None]) is True
     assert interface._all_checked([True, False]) is False
     assert interface._all_checked([None, None]) is None
+
+
+def test_linear_head_through_the_interface(tmp_path):
+    """An LSTM with an nn.Linear head, --ms2 (whose predictor needs each step's loss: the
+    whole model's, through :meth:`OmniTrainer.observe_loss`): the head trains on the host
+    in the same step, within the bound of PyTorch float64's step of the whole model."""
+    torch.manual_seed(6)
+    module = torch.nn.ModuleDict({"rnn": torch.nn.LSTM(3, 5), "out": torch.nn.Linear(5, 2)})
+    torch.save(module.state_dict(), tmp_path / "m.pt")
+    rng = np.random.default_rng(6)
+    np.save(tmp_path / "x.npy", rng.uniform(-1, 1, (1, 3, 3)))
+    np.save(tmp_path / "y.npy", np.array([1]))
+    from nnrtl.boards import get_board
+    request = interface.TrainRequest(
+        board=get_board("vcu128"), model=tmp_path / "m.pt", inputs=tmp_path / "x.npy",
+        targets=tmp_path / "y.npy", loss="cross-entropy", lr=0.5, steps=2,
+        params=("pes_per_channel=4",), options=("--ms2",))
+    summary = interface.train(types.SimpleNamespace(name="omni"), train_hook, request,
+                              tmp_path / "run")
+    assert summary["within_bound"]
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert record["placement"]["host"] == ["Linear(5 -> 2) (out.weight, out.bias)"]
+    assert all(0 < s["head_update_max_abs_diff"] <= s["update_bound"]
+               for s in record["steps"])
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    assert not torch.equal(trained["out.bias"], module["out"].bias.detach())

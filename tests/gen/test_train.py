@@ -197,3 +197,108 @@ def test_bad_input_exits_2_and_writes_nothing(capsys, tmp_path, case, message):
     assert re.fullmatch(rf"nnrtl: error: {message}\n", err), err
     assert not (tmp_path / "run").exists()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".run")]
+
+
+class GruHead(torch.nn.Module):
+    """A regression model: a 2-layer GRU and a Linear head on every step's outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.GRU(1, 8, 2)
+        self.head = torch.nn.Linear(8, 1)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0]), None
+
+
+def test_linear_head_is_trained_on_the_host(capsys, tmp_path):
+    """The head after the RNN trains in the same step as PyTorch's SGD of the whole model
+    does, its targets the head's outputs; train.json and the log say what ran where."""
+    torch.manual_seed(6)
+    model = GruHead()
+    torch.save(model.state_dict(), tmp_path / "gru_head.pt")
+    rng = np.random.default_rng(6)
+    x, y = rng.uniform(-1, 1, (3, 5, 1)), rng.uniform(-1, 1, (3, 5, 1))
+    code, out, err = train(capsys, tmp_path, tmp_path / "gru_head.pt", x, y, "--lr", "0.5",
+                           "--steps", "2")
+    assert code == 0, err
+    reference = sgd_reference(model, x.transpose(1, 0, 2), y.transpose(1, 0, 2), "mse", 0.5,
+                              2)
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    assert list(trained) == list(model.state_dict())
+    for name, value in reference.state_dict().items():
+        assert torch.allclose(trained[name].double(), value, atol=1e-5), name
+    assert not torch.equal(trained["head.weight"], model.head.weight.detach())
+    log = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert log["placement"] == {
+        "engine": ["GRU(1 -> 8) (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, "
+                   "rnn.bias_hh_l0)",
+                   "GRU(8 -> 8) (rnn.weight_ih_l1, rnn.weight_hh_l1, rnn.bias_ih_l1, "
+                   "rnn.bias_hh_l1)"],
+        "host": ["Linear(8 -> 1) (head.weight, head.bias)"], "unchanged": []}
+    for step in log["steps"]:
+        assert 0 < step["head_update_max_abs_diff"] <= step["update_max_abs_diff"] \
+            <= step["update_bound"]
+    assert "train: the host runs (PyTorch) Linear(8 -> 1) (head.weight, head.bias)" in err
+
+
+def test_head_with_cross_entropy(capsys, tmp_path):
+    torch.manual_seed(7)
+    module = torch.nn.ModuleDict({"rnn": torch.nn.LSTM(2, 4),
+                                  "classify": torch.nn.Linear(4, 3)})
+    torch.save(module.state_dict(), tmp_path / "m.pt")
+    rng = np.random.default_rng(7)
+    x, y = rng.uniform(-1, 1, (2, 4, 2)), np.array([2, 0])
+    code, out, err = train(capsys, tmp_path, tmp_path / "m.pt", x, y, "--loss",
+                           "cross-entropy", "--lr", "0.5")
+    assert code == 0, err
+    rnn, head = module["rnn"].double(), module["classify"].double()
+    logits = head(rnn(torch.tensor(x.transpose(1, 0, 2)))[0])[-1]
+    torch.nn.CrossEntropyLoss()(logits, torch.tensor(y)).backward()
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    for name, parameter in module.named_parameters():
+        expected = parameter.detach() - 0.5 * parameter.grad
+        assert torch.allclose(trained[name].double(), expected, atol=1e-5), name
+
+
+def test_prefix_trains_one_stack(capsys, tmp_path):
+    torch.manual_seed(8)
+    stacks = torch.nn.ModuleList([torch.nn.GRU(1, 8), torch.nn.GRU(3, 2)])
+    torch.save(stacks.state_dict(), tmp_path / "two.pt")
+    x, y = np.ones((4, 3)), np.zeros((4, 2))
+    code, out, err = train(capsys, tmp_path, tmp_path / "two.pt", x, y)
+    assert code == 2 and re.fullmatch(
+        r"nnrtl: error: .*two\.pt: several RNNs \('0\.', '1\.'\) that do not chain: '1\.' "
+        r"takes 3 features, '0\.' gives 8; pick one with --prefix \(e\.g\. --prefix 0\.\)\n",
+        err), err
+    code, out, err = train(capsys, tmp_path, tmp_path / "two.pt", x, y, "--prefix", "1.")
+    assert code == 0, err
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    before = stacks.state_dict()
+    assert all(torch.equal(trained[k], before[k]) for k in before if k.startswith("0."))
+    assert not torch.equal(trained["1.weight_hh_l0"], before["1.weight_hh_l0"])
+    log = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert log["prefix"] == "1." and log["placement"]["unchanged"] == [
+        "0.bias_hh_l0", "0.bias_ih_l0", "0.weight_hh_l0", "0.weight_ih_l0"]
+    assert "train: written back unchanged (not picked by --prefix): 0.bias_hh_l0," in err
+
+
+def test_prefix_is_in_the_help(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    assert re.search(r"--prefix P\s+a PyTorch state_dict with several RNN stacks",
+                     capsys.readouterr().out)
+
+
+def test_keys_left_untrained_exit_2_and_write_nothing(capsys, tmp_path):
+    torch.manual_seed(9)
+    module = torch.nn.ModuleDict({"emb": torch.nn.Embedding(10, 3),
+                                  "rnn": torch.nn.LSTM(3, 2)})
+    torch.save(module.state_dict(), tmp_path / "m.pt")
+    code, out, err = train(capsys, tmp_path, tmp_path / "m.pt", np.zeros((5, 3)),
+                           np.zeros((5, 2)))
+    assert code == 2 and out == ""
+    assert re.fullmatch(r"nnrtl: error: .*m\.pt: emb\.weight is neither an RNN stack "
+                        r"\('rnn\.'\) nor one nn\.Linear reading its 2 outputs: nnrtl train "
+                        r"would leave it untrained\n", err), err
+    assert not (tmp_path / "run").exists()
