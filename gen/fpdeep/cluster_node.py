@@ -297,6 +297,8 @@ class _Segment:
         self.steps = plan.in_px(self.l) if seg.kind == "fc" else plan.out_px(self.l)
         if seg.kind == "fc":                  # per input pixel; the weights from DDR
             self.cycles = max(self.cycles, plan.ddr_period) / self.steps
+        self.pab_depth = seg.pab_pixels   # output pixels of n_out words
+        self.pab_leave = np.full(self.pab_depth, -np.inf)   # the last pixels' leaving
         layer = plan.layers[self.l]
         self.act_words = seg.n_in * layer["w_in"] ** 2 / plan.in_px(self.l)
         self.fp_free = self.eb_free = self.pg_free = 0.0
@@ -410,23 +412,26 @@ class NodeModel:
             for key, value in incoming.items():
                 if key[0] == "param" and key[2] == self.node and key[3] == seg.layer:
                     ready = np.maximum(ready, value[0])
-            start, finish = serve(ready, state.cycles, state.fp_free)
-            state.fp_free = state.lb_free = float(finish[-1])
+            free = state.fp_free
+            add = t.add_latency if seg.mode == "ICP" else 0
+            if self.node > state.first and seg.kind == "conv":
+                start, handoff, finish, result = _pab(
+                    ready, state.cycles, free, incoming["partial", l], state, t.fp_latency,
+                    add)
+            else:
+                start, finish = serve(ready, state.cycles, free)
+                handoff = finish[-1:] if seg.kind == "fc" else finish
+                if self.node > state.first:          # the one output of an FC segment
+                    _, handoff, finish, result = _pab(
+                        handoff, 0.0, -np.inf, incoming["partial", l], state,
+                        t.fp_latency, add)
+                else:
+                    finish = handoff + t.fp_latency
+                    result = finish
+            state.fp_free = state.lb_free = float(handoff[-1])
             state.fp_start.append(float(start[0]))
             started = float(start[0]) if started is None else started
-            finish = finish + t.fp_latency
-            if seg.kind == "fc":
-                finish = finish[-1:]
             state.writes[s] = acts
-            if self.node > state.first:
-                partial = incoming["partial", l]
-                result = np.maximum(finish, partial) + (t.add_latency if seg.mode == "ICP"
-                                                        else 0)
-                waiting = np.concatenate([np.minimum(finish, partial), result])
-                state.pab_peak = max(state.pab_peak, _peak(waiting, finish.size)
-                                     * seg.n_out)
-            else:
-                result = finish
             if self.node < state.last:
                 out["partial", l] = result
                 if not plan.host_inputs:
@@ -551,8 +556,46 @@ class NodeModel:
         }
 
 
+def _pab(ready, cycles, free, partial, state, latency, add):
+    """FP of a segment whose outputs meet the partials from upstream in its PAB of
+    ``state.pab_depth`` pixels. The pixels take PAB slots in order: pixel ``i``'s
+    operands enter once pixel ``i − depth`` has left (``L_i``); the FP holds a finished
+    pixel (and so starts no other) until it may enter, the partial waits in its link's
+    receive buffer. With ``h_i`` the cycle FP hands pixel ``i`` over, ``h_i = max(h_{i−1}
+    + c, ready_i + c, L_i − latency)``, solved a PAB's depth of pixels at a time (within
+    it the ``L_i`` are known) as a cumulative maximum. Returns ``(start, handoff, own
+    entry, leave)`` per pixel and records the PAB's peak words on ``state``."""
+    ready = np.asarray(ready, dtype=np.float64)
+    partial = np.asarray(partial, dtype=np.float64)
+    n, depth = ready.size, state.pab_depth
+    handoff, leave = np.empty(n), np.empty(n)
+    before = np.concatenate([state.pab_leave, leave])      # before[i]: pixel i − depth
+    prev = float(free)
+    for a in range(0, n, depth):
+        b = min(n, a + depth)
+        limit = before[a:b] if a == 0 else leave[a - depth:b - depth]
+        steps = np.arange(b - a) * cycles
+        base = np.maximum(ready[a:b] + cycles, limit - latency)
+        handoff[a:b] = steps + np.maximum(prev + cycles,
+                                          np.maximum.accumulate(base - steps))
+        leave[a:b] = np.maximum(handoff[a:b] + latency, partial[a:b]) + add
+        prev = float(handoff[b - 1])
+    start = np.maximum(ready, np.concatenate([[free], handoff[:-1]]))
+    own = handoff + latency
+    limit = np.concatenate([state.pab_leave, leave])[:n]
+    entry = np.minimum(own, np.maximum(partial, limit))
+    held = state.pab_leave[np.isfinite(state.pab_leave)]
+    held = held[held > entry[0]] if n else held
+    events = np.concatenate([np.full(held.size, -np.inf), entry, held, leave])
+    state.pab_peak = max(state.pab_peak,
+                         _peak(events, held.size + n) * state.seg.n_out)
+    state.pab_leave = np.concatenate([state.pab_leave, leave])[-depth:]
+    return start, handoff, own, leave
+
+
 def _peak(events, n):
-    """Peak count of a buffer entered at ``events[:n]`` and left at ``events[n:]``."""
-    change = np.concatenate([np.ones(n), -np.ones(n)])
-    order = np.lexsort((-change, events))
+    """Peak count of a buffer entered at ``events[:n]`` and left at ``events[n:]`` (a slot
+    freed in a cycle is taken in the same cycle)."""
+    change = np.concatenate([np.ones(n), -np.ones(events.size - n)])
+    order = np.lexsort((change, events))         # at a tie, the leaving first
     return float(np.cumsum(change[order]).max())

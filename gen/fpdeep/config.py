@@ -6,12 +6,21 @@ and the cluster simulator consume it (or ``mapping.json``, which holds the same 
 """
 
 import dataclasses
+import math
 
-__all__ = ["SegmentConfig", "HostedBanks", "FpdeepNodeConfig", "STORAGE_KINDS"]
+__all__ = ["SegmentConfig", "HostedBanks", "FpdeepNodeConfig", "STORAGE_KINDS", "pab_pixels"]
 
 #: Storage kinds of a node (spec §2.9), in words of the cost model's width.
 STORAGE_KINDS = ("lpram", "lgb", "bias", "bpram", "bgb", "act_ram", "line_buffers",
                  "pab", "error_buffer", "sfu_masks")
+
+
+def pab_pixels(kind, pixels):
+    """Output pixels the partial activation buffer (PAB) of a segment holds: one row of
+    the output map (``W_out``) for a convolution of ``pixels = W_out²`` output pixels, the
+    one output of a fully connected layer. The mapper sizes the PAB as this many pixels of
+    ``n_out`` words; the cluster simulator stalls the segment's FP when it is full."""
+    return math.isqrt(pixels) if kind == "conv" else 1
 
 
 @dataclasses.dataclass(frozen=True)
@@ -87,6 +96,11 @@ class SegmentConfig:
     w_in: int = 0
     pool: tuple | None = None
     relu: bool = True
+
+    @property
+    def pab_pixels(self):
+        """Output pixels its PAB holds (:func:`pab_pixels`)."""
+        return pab_pixels(self.kind, self.pixels)
 
     def __post_init__(self):
         if self.mode not in ("ICP", "OCP"):

@@ -44,7 +44,7 @@ import numpy as np
 
 from ..errors import UsageError
 from . import links
-from .config import STORAGE_KINDS, FpdeepNodeConfig, HostedBanks, SegmentConfig
+from .config import STORAGE_KINDS, FpdeepNodeConfig, HostedBanks, SegmentConfig, pab_pixels
 from .cost import (COST_MODELS, DSP_CAP, allocate, fastest_period, line_buffer_cycles,
                    unit_budget)
 from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
@@ -54,16 +54,18 @@ __all__ = ["map_network", "Mapping", "residencies"]
 
 
 def residencies(chain, fc_batch):
-    """Act-RAM residency (samples) of each layer's inputs."""
-    fills, total = [], 0.0
+    """Act-RAM residency (samples) of each layer's inputs (module docstring)."""
+    found, total, fcs = [], 0.0, 0
     for layer in reversed(chain.layers):
         if layer.kind == "conv":
             total += (layer.k - 1) / layer.w_out
             if layer.pool is not None:
                 total += (layer.pool[0] - 1) / layer.w_pooled
-        fills.append(total)
-    fills.reverse()
-    return [1 + 2 * fill + max(1, fc_batch) for fill in fills]
+        else:
+            fcs += 1
+        found.append(1 + 2 * total + max(1, max(1, fc_batch) - 1 + 2 * fcs))
+    found.reverse()
+    return found
 
 
 def _node_segments(chain, line, start, end):
@@ -107,7 +109,7 @@ def _storage(chain, segment, shape, residency, word_bits):
         fp = n_in * ((k - 1) * layer.w_in + k)
         eb = n_out * ((k - 1) * layer.w_out + k) if modules == 3 else 0
         words["line_buffers"] = 2 * fp + eb          # FP and PG windows, EB on δ maps
-        words["pab"] = n_out * layer.w_out               # one row of partial sums
+        words["pab"] = n_out * pab_pixels("conv", pixels)    # one row of partial sums
         words["error_buffer"] = n_in * layer.w_in if modules == 3 else 0
         if completes:
             outs = n_out * pixels
@@ -116,7 +118,7 @@ def _storage(chain, segment, shape, residency, word_bits):
                 bits += n_out * layer.w_pooled ** 2 * math.ceil(math.log2(layer.pool[0] ** 2))
             words["sfu_masks"] = math.ceil(residency * bits / word_bits)
     else:
-        words["pab"] = n_out
+        words["pab"] = n_out * pab_pixels("fc", pixels)
         words["error_buffer"] = n_in if modules == 3 else 0
     return words, offchip
 
