@@ -68,6 +68,9 @@ def _configure(args):
     (``None`` without ``--model``); the design checked against the board."""
     engine = get_engine(args.engine)
     platform_class = get_board_or_usage_error(args.board)
+    lut_share = getattr(args, "lut_share", LUT_SHARE)
+    if not 0 < lut_share <= 1:
+        raise UsageError(f"--lut-share must be in (0, 1], not {lut_share:g}")
     inputs = getattr(args, "inputs", None)
     if args.model is None:
         for flag, value in (("--weights", args.weights), ("--inputs", inputs),
@@ -75,7 +78,10 @@ def _configure(args):
             if value is not None:
                 raise UsageError(f"{flag} needs --model FILE")
         base = None if args.preset is None else engine.preset(args.preset)
-        config, binding = parse_params(engine.config_class, args.param, base=base), None
+        config = parse_params(engine.config_class, args.param, base=base, log=progress,
+                              accept=lambda c: check_fit(engine, c, platform_class,
+                                                         lut_share=lut_share))
+        binding = None
     else:
         load_model = engine.hook("load_model", "--model (model import)")
         if args.preset is not None:
@@ -85,9 +91,6 @@ def _configure(args):
             board=platform_class, params=tuple(args.param),
             inputs=inputs and Path(inputs), seq_len=args.seq_len, log=progress))
         config = binding.config
-    lut_share = getattr(args, "lut_share", LUT_SHARE)
-    if not 0 < lut_share <= 1:
-        raise UsageError(f"--lut-share must be in (0, 1], not {lut_share:g}")
     check_fit(engine, config, platform_class, lut_share=lut_share)
     return engine, config, platform_class, binding
 

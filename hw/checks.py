@@ -1,7 +1,14 @@
 """Type and range checks of parameters, in Amaranth's wording (``hidden_size must be a
 positive integer, not -3``): one copy for every configuration object of nnrtl."""
 
-__all__ = ["is_int", "check_positive", "check_range", "check_non_negative"]
+__all__ = ["is_int", "check_positive", "check_range", "check_non_negative", "by_distance"]
+
+
+def by_distance(default, values):
+    """``values`` ordered by their distance from ``default`` (the smaller first on a tie),
+    ``default`` first when it is among them: the preference order of a free parameter's
+    values when a partial configuration is completed (a configuration's ``candidates``)."""
+    return sorted(dict.fromkeys(values), key=lambda v: (v != default, abs(v - default), v))
 
 
 def is_int(value):

@@ -29,6 +29,7 @@ import math
 from ...boards.capacity import BRAM36_BITS, LUTRAM_DEPTH
 from ..arith.fixed import QFormat
 from ..bus import MAX_BUS_BITS, bus_bits
+from ..checks import by_distance as _by_distance
 from .checks import check_hidden_sizes, check_non_negative, check_positive, check_range, is_int
 from .formats import Formats, HeaderLayout, StreamBits, pwl_tables_of
 from .layer_shape import LayerShape
@@ -82,8 +83,10 @@ class SBEConfig:
         passes) or is a multiple of it (``pes / (4 * padded_hidden_size)`` vector
         elements each cycle).
     batch : int
-        Consecutive time steps that reuse each weight block (``B``), at most ``seq_len``;
-        also the depth of a BB-FIFO per pass.
+        Consecutive time steps that reuse each weight block (``B``); also the depth of a
+        BB-FIFO per pass. A sequence shorter than ``batch`` (or the last batch of one) runs
+        as a partial batch; when not given, it is at most ``seq_len``
+        (:meth:`candidates`).
     blocks : int
         Blocks the columns are cut into (``Nb``); it divides every layer's padded
         columns.
@@ -225,10 +228,6 @@ class SBEConfig:
                                  f"multiple of pes / (4 * padded_hidden_size) ({step}), the "
                                  f"columns a cycle consumes")
 
-        # Batching.
-        if self.batch > self.seq_len:
-            raise ValueError(f"batch ({self.batch}) cannot exceed seq_len ({self.seq_len})")
-
         # The DMA bus: power-of-two words, each beat inside one column.
         if rows % self.bus_weights:
             raise ValueError(f"bus_weights ({self.bus_weights}) must divide "
@@ -250,6 +249,28 @@ class SBEConfig:
         if self.units_per_pass % self.post_units:
             raise ValueError(f"post_units ({self.post_units}) must divide the hidden units "
                              f"a pass completes ({self.units_per_pass})")
+
+    @classmethod
+    def candidates(cls, values, pinned):
+        """The free parameters' values to try when completing a partial configuration
+        (:func:`nnrtl.gen.params.parse_params`), preferred first: ``batch`` at most
+        ``seq_len``; ``post_units``, ``bus_weights`` (at least ``acc_width`` bits a beat,
+        at most the widest bus) and ``blocks`` nearest their defaults; ``lut_multipliers``
+        at most ``pes``."""
+        del pinned
+        pow2 = [1 << n for n in range(8)]
+        nearest = _by_distance
+        batch, seq_len = values["batch"], values["seq_len"]
+        bus = [n for n in pow2 if values["acc_width"] <= n * values["operand_width"]
+               <= MAX_BUS_BITS]
+        return {
+            "batch": [min(batch, seq_len) if is_int(seq_len) and is_int(batch) else batch],
+            "post_units": nearest(values["post_units"], pow2),
+            "bus_weights": nearest(values["bus_weights"], bus),
+            "blocks": nearest(values["blocks"], range(1, 33))[:8],
+            "lut_multipliers": [min(values["lut_multipliers"], values["pes"])]
+            if is_int(values["pes"]) and is_int(values["lut_multipliers"]) else [],
+        }
 
     # -- Padding -------------------------------------------------------------------------
 

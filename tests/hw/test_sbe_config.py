@@ -37,7 +37,6 @@ SMALL = dict(input_size=80, hidden_size=16, seq_len=16, pes=64, batch=8, blocks=
     ({"pes": 6}, ValueError, r"^pes \(6\) must be a multiple of 4: a pass computes the four "
                              r"gate rows of whole hidden units; nearest valid values: 4 or 8$"),
     ({"lut_multipliers": 65}, ValueError, r"^lut_multipliers \(65\) cannot exceed pes \(64\)$"),
-    ({"batch": 17}, ValueError, r"^batch \(17\) cannot exceed seq_len \(16\)$"),
     ({"bus_weights": 12}, ValueError, r"^bus_weights \(12\) must be a power of two; nearest "
                                       r"valid values: 8 or 16$"),
     ({"bus_weights": 128}, ValueError,
@@ -97,6 +96,33 @@ def test_defaults_are_valid_and_parse_from_the_command_line():
     assert any(line.startswith("pes (int, default 64)") for line in param_help(SBEConfig))
     parsed = parse_params(SBEConfig, ["batch_norm=true", "pes=32", "post_units=2"])
     assert parsed.batch_norm and parsed.passes == 2 and parsed.units_per_pass == 8
+
+
+def test_a_batch_longer_than_the_sequence_is_a_partial_batch():
+    """The engine runs a partial last batch, so a batch over ``seq_len`` is no error; when
+    ``batch`` is not given, the completion keeps it within ``seq_len``."""
+    assert SBEConfig(seq_len=5, batch=8).batch == 8
+    assert parse_params(SBEConfig, ["seq_len=5"]).batch == 5
+    assert parse_params(SBEConfig, ["seq_len=5", "batch=8"]).batch == 8
+
+
+@pytest.mark.parametrize("given, chosen", [
+    (["pes=40"], {"post_units": 2, "bus_weights": 8}),
+    (["pes=76"], {"post_units": 1, "bus_weights": 4}),
+    (["pes=4", "hidden_size=4", "input_size=12"], {"post_units": 1, "bus_weights": 4}),
+    (["pes=8", "operand_width=8", "acc_width=16", "weight_frac=6", "act_frac=6",
+      "cell_frac=12"], {"bus_weights": 8, "post_units": 2}),
+])
+def test_a_parameter_given_completes_the_defaults_it_conflicts_with(given, chosen):
+    config = parse_params(SBEConfig, given)
+    assert {name: getattr(config, name) for name in chosen} == chosen
+
+
+def test_pinned_values_that_conflict_by_themselves_are_refused_naming_them():
+    with pytest.raises(UsageError, match=r"^post_units \(4\) must divide pes / 4 \(10\), the "
+                                         r"hidden units a pass completes; nearest valid "
+                                         r"post_units: 2$"):
+        parse_params(SBEConfig, ["pes=40", "post_units=4"])
 
 
 def test_layer_index_is_checked():
