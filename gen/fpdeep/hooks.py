@@ -18,7 +18,7 @@ setting, fp32 words with 1 DSP per MAC).
 
 from ..errors import UsageError
 from .cost import DSP_CAP
-from .mapper import map_network
+from .search import choose_mapping
 from .network import BUILTIN, builtin, from_network
 from .partition import OCP_MIN_IC
 
@@ -39,7 +39,7 @@ OPTIONS = {
     "dsp_cap": (float, DSP_CAP, "a number in (0, 1]"),
     "convention": (str, "link", "link or fpga"),
     "ocp_min_ic": (int, OCP_MIN_IC, "a positive integer"),
-    "balance": (int, 1, "0 or 1"),
+    "balance": (int, None, "0 or 1"),
     "word_bits": (int, None, "16 or 32"),
 }
 
@@ -56,7 +56,7 @@ def _options(params):
             found[name] = parse(value)
         except ValueError:
             raise UsageError(f"--param {name} must be {rule}, not {value!r}") from None
-    if found["balance"] not in (0, 1):
+    if found["balance"] not in (None, 0, 1):
         raise UsageError(f"--param balance must be 0 or 1, not {found['balance']}")
     if found["ocp_min_ic"] < 1:
         raise UsageError(f"--param ocp_min_ic must be a positive integer, not "
@@ -96,14 +96,18 @@ def map_hook(request):
     not fit, naming the node and the resource."""
     options = _options(request.params)
     chain = _chain(request)
-    return map_network(
+    mapping = choose_mapping(
         chain, request.fpgas, request.board,
         precision=request.precision or DEFAULT_PRECISION,
         link_gbps=DEFAULT_LINK_GBPS if request.link_gbps is None else request.link_gbps,
         convention=options["convention"], dsp_cap=options["dsp_cap"],
         ocp_min_ic=options["ocp_min_ic"], fc_batch=options["fc_batch"],
-        balance=bool(options["balance"]), check_storage=True,
+        balance=None if options["balance"] is None else bool(options["balance"]),
         word_bits=options["word_bits"])
+    if request.log and mapping.chosen:
+        request.log("map: chose " + "; ".join(f"{name} {why}"
+                                              for name, why in mapping.chosen))
+    return mapping
 
 
 def cluster_hook(request):

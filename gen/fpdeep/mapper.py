@@ -169,6 +169,13 @@ class Mapping:
     """DDR traffic of the busiest node's FC weights in GB/s."""
     line_period: int = 0
     """The period the FP line buffers allow (module docstring, step 7)."""
+    balance: bool = True
+    """Parameter balancing was on."""
+    chosen: tuple = ()
+    """``((option, why), ...)``: the options :func:`~.search.choose_mapping` chose (the
+    others were given)."""
+    storage_limit: str | None = None
+    """What the storage held back (a larger ``fc_batch`` that does not fit), if anything."""
 
     @property
     def bound(self):
@@ -231,6 +238,8 @@ class Mapping:
             "cost_model": dataclasses.asdict(self.model),
             "options": {"link_gbps": self.link_gbps, "link_convention": self.convention,
                         "dsp_cap": self.dsp_cap, "fc_batch": self.fc_batch,
+                        "balance": self.balance,
+                        "chosen": {name: why for name, why in self.chosen},
                         "mac_unit_budget": self.unit_budget,
                         "budget_limited_by": self.budget_resource},
             "nodes": [dict(node.as_json(), idle=self.node_idle(node),
@@ -245,6 +254,7 @@ class Mapping:
                 "link_period_cycles": self.link_period,
                 "ddr_period_cycles": self.ddr_period,
                 "line_period_cycles": self.line_period, "bound": self.bound,
+                "storage_limit": self.storage_limit,
                 "clock_mhz": self.model.clock_hz / 1e6,
                 "images_per_second": self.images_per_second,
                 "gops_per_fpga": self.gops_per_fpga, "idle_share": self.idle,

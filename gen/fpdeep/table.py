@@ -25,7 +25,9 @@ def format_table(mapping):
         f"({model.name} cost model: {model.dsp_per_mac} DSP"
         + (f" + {model.lut_per_mac:,} LUT" if model.lut_per_mac else "")
         + f" per MAC, {model.word_bits}-bit words, {model.clock_hz / 1e6:g} MHz)",
-        f"  period {m.period:,} cycles ({m.bound}-bound; compute {m.compute_period:,}, links "
+        f"  period {m.period:,} cycles ({m.bound}-bound"
+        + (f", fc_batch held back by {m.storage_limit}" if m.storage_limit else "")
+        + f"; compute {m.compute_period:,}, links "
         f"{m.link_period:,}, FC weights from DDR {m.ddr_period:,}), "
         f"{m.images_per_second:,.1f} images/s, {m.gops_per_fpga:,.1f} GOPS per FPGA, "
         f"idle {m.idle:.2%}, V coarse {_v(m.v_coarse)} -> fine {_v(m.v_fine)} (mapped "
@@ -35,6 +37,8 @@ def format_table(mapping):
         f"{m.offchip_gbps:.2f} GB/s of DDR; links "
         + (f"{m.link_gbps:g} Gb/s per {'link and direction' if m.convention == 'link' else 'FPGA'}"
            if m.link_gbps else "unlimited"),
+        *([f"  chosen: " + "; ".join(f"{name} {why}" for name, why in m.chosen)]
+          if m.chosen else []),
         "",
         f"{'node':>4}  {'DSP':>6} {'DSP%':>6} {'BRAM36':>7} {'BRAM%':>6} {'down Gb/s':>10} "
         f"{'up Gb/s':>8} {'idle':>6}  layers (channels) P x Q",
