@@ -378,6 +378,8 @@ def cmd_cluster(args):
         print(json.dumps(run.as_json(), indent=2))
     else:
         print(run.table())
+    if hasattr(run, "check"):
+        run.check()                 # CheckFailed (exit 1) once the result is out
 
 
 def cmd_report(args):

@@ -37,8 +37,12 @@ result is bit-identical for any rank count.
   ``act_ram_samples``); FP waits for it, and on node 1 so does the image (the admission of
   samples). The pixel waits in the link's receive buffer of its stream (one virtual channel
   per stream), so it stalls neither the other streams nor the bypass (DP1), which is
-  relayed as it arrives. PAB is measured, not enforced: its peak is reported beside the
-  mapping's depth (spec §5 check 4); the links' receive buffers are unbounded.
+  relayed as it arrives. PAB: credits too. A non-first node of a layer holds a finished
+  output pixel in its FP (which starts no other) until the pixel ``depth`` before it has
+  left the PAB (its sum with the upstream partial sent on; depth: the mapping's one
+  output row, :func:`~.config.pab_pixels`); an upstream partial that arrives first waits
+  in its link's receive buffer. The peaks of both are reported beside the mapping's
+  depths (spec §5 check 4); the links' receive buffers are unbounded.
   ``inflight`` optionally caps the samples admitted before the oldest has left node 1's
   PG.
 * Links: convention "link" of spec §2.10 (the bandwidth per neighbour link and
@@ -51,7 +55,15 @@ result is bit-identical for any rank count.
   ones, counted per node (the paper's "first 5 samples"). The update window itself
   (``⌈n_out/P⌉ · ⌈n_in/Q⌉`` cycles per mini-batch) is not charged.
 * FC layers: their modules take at least the mapping's DDR period per sample (the weights
-  stream from DDR once per ``fc_batch``).
+  stream from DDR once per ``fc_batch``; the DDR's bandwidth is split among the FC
+  modules in proportion to their words, so each takes that period), so a sample's FC
+  forward and backward passes take about two periods per FC layer, which the mapper's
+  Act-RAM residencies hold.
+
+Checks (:func:`failures`, ``nnrtl cluster`` and this module exit 1 after printing the
+result): an Act-RAM or PAB peak over its depth; a simulated period more than
+:data:`PERIOD_TOLERANCE` off the mapping's, when the run uses the mapping's links,
+buffers, admission and timing (else the period is reported, not checked).
 
 Figures: a sample is done when its last PG (or EB) finishes on every node; the period is
 the mean spacing of the done times over the second half of the samples; the fill latency
@@ -79,10 +91,13 @@ from .cluster_link import LinkFraming, boundary_link
 from .cluster_node import ClusterPlan, NodeModel, NodeTiming
 
 __all__ = ["ClusterConfig", "simulate", "run_cluster", "load_plan", "config_from_params",
-           "OPTIONS", "main"]
+           "failures", "OPTIONS", "PERIOD_TOLERANCE", "main"]
 
 #: Seconds between two progress lines.
 PROGRESS_SECONDS = 10.0
+#: Largest relative difference of the simulated period from the mapping's that passes
+#: (:func:`failures`), when the run uses the mapping's links, buffers and timing.
+PERIOD_TOLERANCE = 0.10
 _FP, _BP, _RESULT = 1, 2, 3
 
 
@@ -372,8 +387,36 @@ def _result(plan, config, summaries):
         "pab_within_depth": all(r["pab_peak_words"] <= r["pab_depth_words"]
                                 for r in node_rows),
         "max_stale_samples": max((r["stale_samples"] for r in node_rows), default=0),
+        "period_tolerance": PERIOD_TOLERANCE if _as_mapped(config) else None,
         "nodes": node_rows, "links": link_rows,
     }
+
+
+def _as_mapped(config):
+    """The run uses the mapping's links, Act-RAM depths, admission and node timing (the
+    link latency aside), so its period is the mapping's to check."""
+    return (config.link_gbps is None and config.act_ram_samples is None
+            and config.inflight is None and config.timing == NodeTiming())
+
+
+def failures(result):
+    """What a simulation ``result`` found wrong, one line each: a node whose Act-RAM or
+    PAB peak exceeds the mapping's depth, and (when ``period_tolerance`` is set) a
+    simulated period more than that share off the mapping's."""
+    found = []
+    for row in result["nodes"]:
+        for name, key in (("Act-RAM", "act_ram"), ("PAB", "pab")):
+            peak, depth = row[f"{key}_peak_words"], row[f"{key}_depth_words"]
+            if peak > depth:
+                found.append(f"node {row['node']}: {name} peak {peak:,} words exceeds its "
+                             f"depth {depth:,}")
+    tolerance, period = result.get("period_tolerance"), result["period_cycles"]
+    mapped = result["mapper_period_cycles"]
+    if tolerance is not None and period is not None and abs(period / mapped - 1) > tolerance:
+        found.append(f"simulated period {period:,.1f} cycles differs from the mapping's "
+                     f"{mapped:,} by {period / mapped - 1:+.1%}, beyond the {tolerance:.0%} "
+                     f"tolerance")
+    return found
 
 
 def _stale(segments, minibatch, k):
@@ -507,7 +550,8 @@ def _log(line):
 
 
 def main(argv=None):
-    """The module's command line; exit code 0, or 2 for bad input."""
+    """The module's command line; exit code 0, 1 when :func:`failures` finds something
+    (after the result is printed and written), or 2 for bad input."""
     args = _parser().parse_args(argv)
     try:
         config = config_from_params(args.images, args.param)
@@ -536,7 +580,10 @@ def main(argv=None):
         from .cluster_report import format_summary
         print(format_summary(result))
     _log(f"cluster: {seconds:.1f} s wall")
-    return 0
+    found = failures(result)
+    for line in found:
+        print(f"cluster: check failed: {line}", file=sys.stderr)
+    return 1 if found else 0
 
 
 if __name__ == "__main__":

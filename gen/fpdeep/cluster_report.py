@@ -9,7 +9,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cluster import ClusterConfig, run_cluster, simulate
+from ..errors import CheckFailed
+from .cluster import ClusterConfig, failures, run_cluster, simulate
 from .cluster_node import ClusterPlan
 
 __all__ = ["format_summary", "ClusterRun", "scaling_rows", "knees", "wall_rows"]
@@ -30,6 +31,16 @@ def format_summary(result):
                  f"{result['act_ram_within_depth']}, PAB within depth: "
                  f"{result['pab_within_depth']}, stale samples per mini-batch: "
                  f"{result['max_stale_samples']}")
+    found = failures(result)
+    tolerance = result.get("period_tolerance")
+    if found:
+        lines.append("checks failed: " + "; ".join(found))
+    elif tolerance is not None:
+        lines.append(f"checks: buffers within their depths, period within {tolerance:.0%} "
+                     f"of the mapping's")
+    else:
+        lines.append("checks: buffers within their depths (period not checked: the run "
+                     "overrides the mapping's links, buffers or timing)")
     return "\n".join(lines)
 
 
@@ -44,6 +55,14 @@ class ClusterRun:
 
     def as_json(self):
         return self.result
+
+    def check(self):
+        """Raise :class:`~nnrtl.gen.errors.CheckFailed` naming what
+        :func:`~.cluster.failures` found (a buffer over its depth, a period off the
+        mapping's); ``nnrtl cluster`` calls it once the result is printed."""
+        found = failures(self.result)
+        if found:
+            raise CheckFailed("; ".join(found))
 
     def table(self):
         """The summary, then a line per node and per link."""
