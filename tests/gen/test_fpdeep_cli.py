@@ -2,7 +2,9 @@
 engine's ``map`` hook (:func:`nnrtl.gen.fpdeep.hooks.map_hook`); the output directory is
 complete or absent; bad input exits 2 naming the parameter."""
 
+import copy
 import json
+import re
 
 import pytest
 import torch
@@ -83,8 +85,83 @@ def test_infeasible_mapping_is_refused(mapper, tmp_path, capsys):
     code, out, err = run(capsys, "map", "fpdeep", "--network", "vgg16", "--fpgas", 15,
                          "--board", "vc709", "--precision", "fp32", "-o", out_dir)
     assert code == 2 and out == ""
-    assert err.startswith("nnrtl: error: node ") and "BRAM36, but vc709 has 1470 BRAM36" in err
+    assert re.match(r"^nnrtl: error: no fc_batch fits: at fc_batch=1 node \d+ needs [\d,]+ "
+                    r"BRAM36, [\d,]+ over vc709's 1,470; its largest buffer is \w+ \([\d,]+ "
+                    r"words\)", err), err
     assert not out_dir.exists()
+
+
+def test_paper_setting_maps_with_no_option(mapper, tmp_path, capsys):
+    """AlexNet on 15 VC709s: fc_batch chosen (the largest whose buffers fit), printed and in
+    mapping.json; the bound and what held the batch back named."""
+    code, out, err = run(capsys, "map", "fpdeep", "--network", "alexnet", "--fpgas", 15,
+                         "--board", "vc709", "-o", tmp_path / "a")
+    assert code == 0, err
+    found = json.loads((tmp_path / "a" / "mapping.json").read_text())
+    batch = found["options"]["fc_batch"]
+    assert found["summary"]["feasible"] and batch > 1
+    assert found["options"]["chosen"]["fc_batch"].startswith(f"{batch} (the largest whose "
+                                                              f"buffers fit: at {batch + 1} ")
+    assert found["options"]["balance"] is True
+    assert re.search(rf"^  period [\d,]+ cycles \(ddr-bound, fc_batch held back by storage at "
+                     rf"fc_batch={batch + 1}; ", out, re.M), out
+    assert re.search(rf"^  chosen: balance on .*; fc_batch {batch} \(the largest", out, re.M)
+    assert re.search(rf"^map: chose balance on .*; fc_batch {batch} ", err, re.M)
+
+
+def test_pinned_value_that_does_not_fit_is_refused(mapper, tmp_path, capsys):
+    code, out, err = run(capsys, "map", "fpdeep", "--network", "alexnet", "--fpgas", 15,
+                         "--board", "vc709", "--param", "fc_batch=30", "-o", tmp_path / "a")
+    assert code == 2 and out == ""
+    assert re.match(r"^nnrtl: error: --param fc_batch=30 \(pinned\): node 1 needs [\d,]+ "
+                    r"BRAM36, [\d,]+ over vc709's 1,470; its largest buffer is act_ram "
+                    r"\([\d,]+ words\); it fits with --param fc_batch=\d+ \(or any smaller\)",
+                    err), err
+
+
+@pytest.fixture(scope="module")
+def alexnet_mapping(tmp_path_factory):
+    """``mapping.json`` of AlexNet on 15 VC709s as ``nnrtl map`` chooses it."""
+    path = tmp_path_factory.mktemp("alexnet") / "map"
+    assert main(["map", "fpdeep", "--network", "alexnet", "--fpgas", "15", "--board",
+                 "vc709", "-o", str(path)]) == 0
+    return json.loads((path / "mapping.json").read_text())
+
+
+def _cluster(capsys, tmp_path, found, *argv):
+    path = tmp_path / "mapping.json"
+    path.write_text(json.dumps(found))
+    return run(capsys, "cluster", "fpdeep", "--mapping", path, "--images", 6, *argv)
+
+
+def test_cluster_agrees_with_the_map(mapper, alexnet_mapping, tmp_path, capsys):
+    code, out, err = _cluster(capsys, tmp_path, alexnet_mapping)
+    assert code == 0, err
+    assert re.search(r"^checks: buffers within their depths, period within 10% of the "
+                     r"mapping's$", out, re.M), out
+
+
+def test_cluster_exits_1_on_a_period_off_the_mapping(mapper, alexnet_mapping, tmp_path,
+                                                     capsys):
+    found = copy.deepcopy(alexnet_mapping)
+    found["summary"]["period_cycles"] //= 2
+    code, out, err = _cluster(capsys, tmp_path, found)
+    assert code == 1
+    assert re.search(r"^\s+15\s+[\d.]+\s", out, re.M)        # the table came out first
+    assert re.match(r"^nnrtl: check failed: simulated period [\d,.]+ cycles differs from the "
+                    r"mapping's [\d,]+ by \+100\.0%, beyond the 10% tolerance$", err), err
+
+
+def test_cluster_exits_1_on_a_buffer_over_its_depth(mapper, alexnet_mapping, tmp_path,
+                                                    capsys):
+    found = copy.deepcopy(alexnet_mapping)
+    storage = found["nodes"][2]["storage"]
+    storage["pab"] = 1
+    code, out, err = _cluster(capsys, tmp_path, found, "--json")
+    assert code == 1
+    assert json.loads(out)["pab_within_depth"] is False
+    assert re.match(r"^nnrtl: check failed: node 3: PAB peak [\d,]+ words exceeds its depth "
+                    r"1$", err), err
 
 
 @pytest.mark.parametrize("argv, message", [
