@@ -9,6 +9,14 @@ hook (:mod:`nnrtl.gen.engines`), drawing with :func:`new_figure` and saving with
 :func:`save_figure`. The PNGs are written beside ``report.html``, which embeds them as
 base64 data URIs so that it can be mailed or opened anywhere. matplotlib's ``Agg``
 backend: no display needed.
+
+Every figure is of the design in ``DIR``: a plot that shows other designs (an
+exploration's configurations, a sweep of one parameter) marks this one and labels the
+others as what they are; where a file of ``DIR`` describes another design, a hook
+returns a :class:`Note` saying so in place of the plot. Each figure says what its
+numbers count: the resource model's figures (what the engine's hook counts, e.g. only
+LUT-RAM and LUT multipliers) beside Yosys' count of every cell, a simulation's
+measurement beside the performance model of the same work.
 """
 
 import base64
@@ -22,8 +30,9 @@ from pathlib import Path
 from .errors import UsageError
 from .output import ADDED_LATER, MANIFEST
 
-__all__ = ["ReportData", "Figure", "load_report_data", "new_figure", "save_figure",
-           "write_report", "write_result", "REPORT", "RESOURCES"]
+__all__ = ["ReportData", "Figure", "Note", "load_report_data", "new_figure", "save_figure",
+           "resource_rows", "resources_figure", "write_report", "write_result", "REPORT",
+           "RESOURCES", "MODEL_COUNTS", "YOSYS_COUNTS"]
 
 REPORT = "report.html"
 
@@ -50,6 +59,15 @@ class Figure:
     file: str
     title: str
     caption: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Note:
+    """A paragraph in place of a plot: its section title and text (e.g. why a file of the
+    directory is not plotted)."""
+
+    title: str
+    text: str
 
 
 def _read_json(path):
@@ -136,36 +154,106 @@ def _parameters(data):
                        f"The configuration of {manifest['module']} (manifest.json).")
 
 
-def _resources(data):
-    import numpy as np
+#: What Yosys' figures in ``synth.json`` count (:func:`nnrtl.gen.synth.counts`).
+YOSYS_COUNTS = {"lut": "every LUT: logic and LUT-RAM/SRL", "ff": "every flip-flop",
+                "dsp": "every DSP slice", "bram36": "block RAMs, a RAMB18 as one half",
+                "uram": "UltraRAMs"}
 
+#: What a resource model's figure counts when its engine does not say otherwise.
+MODEL_COUNTS = "what the engine's resource model checks against the board"
+
+
+def resource_rows(data, model_counts=None, partial=()):
+    """The rows of the resources figure: one per resource the board has and the model or
+    Yosys counts, ``{"resource", "label", "capacity", "model", "model_counts",
+    "partial", "yosys", "yosys_counts", "yosys_parts"}`` (``model``/``yosys`` ``None``
+    when absent; ``yosys_parts``: Yosys' LUTs as ``[("logic", n), ("LUT-RAM/SRL", n)]``
+    when ``synth.json`` splits them, else ``None``). ``model_counts`` maps a resource to
+    what the engine's model counts of it (default :data:`MODEL_COUNTS`); ``partial``
+    names the resources of which the model counts only a part (so its figure is not
+    comparable with Yosys')."""
     capacity = data.manifest["board"]["capacity"]
     needed = data.manifest.get("resources_needed", {})
     synth = data.synth or {}
-    names = [r for r in RESOURCES if capacity.get(r) and (r in needed or r in synth)]
-    figure = new_figure(7.0, 4.0)
+    counts = model_counts or {}
+    rows = []
+    for resource, label in RESOURCES.items():
+        if not capacity.get(resource) or not (resource in needed or resource in synth):
+            continue
+        parts = None
+        if resource == "lut" and "lut_logic" in synth and "lut_memory" in synth:
+            parts = [("logic", synth["lut_logic"]), ("LUT-RAM/SRL", synth["lut_memory"])]
+        rows.append({"resource": resource, "label": label, "capacity": capacity[resource],
+                     "model": needed.get(resource),
+                     "model_counts": counts.get(resource, MODEL_COUNTS),
+                     "partial": resource in partial,
+                     "yosys": synth.get(resource), "yosys_counts": YOSYS_COUNTS[resource],
+                     "yosys_parts": parts})
+    return rows
+
+
+def _count(value):
+    """A count for a bar label: ``"5,176"``, ``"0.5"``, ``"-"`` when absent."""
+    if value is None:
+        return "-"
+    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def resources_figure(data, model_counts=None, partial=()):
+    """The resources figure (``report-resources.png``): the resource model's figures
+    beside Yosys' as shares of the board, each bar labelled with its count and, where the
+    model counts only part of the resource, hatched and with what it counts
+    (``model_counts`` and ``partial``, see :func:`resource_rows`); the caption says what
+    each figure counts. An engine's ``report`` hook returns it with its own
+    ``model_counts`` to replace the generic one."""
+    import numpy as np
+    from matplotlib.patches import Patch
+
+    rows = resource_rows(data, model_counts, partial)
+    synth = data.synth is not None
+    figure = new_figure(8.0, 4.5)
     axes = figure.add_subplot()
-    x = np.arange(len(names))
+    x = np.arange(len(rows))
     width = 0.38 if synth else 0.6
-    model = [100 * needed.get(r, 0) / capacity[r] for r in names]
-    bars = axes.bar(x - (width / 2 if synth else 0), model, width,
-                    label="resource model (generate)", color="#4472c4")
-    axes.bar_label(bars, labels=[f"{needed.get(r, 0):,.0f}" if r in needed else "-"
-                                 for r in names], fontsize=8)
+    model = [100 * (r["model"] or 0) / r["capacity"] for r in rows]
+    bars = axes.bar(x - (width / 2 if synth else 0), model, width, color="#4472c4")
+    handles = [Patch(color="#4472c4", label="resource model (generate)")]
+    for bar, row in zip(bars, rows):
+        if row["partial"]:
+            bar.set_hatch("//")
+            bar.set_edgecolor("white")
+            handles.append(Patch(facecolor="#4472c4", edgecolor="white", hatch="//",
+                                 label=f"resource model, {row['label']}: "
+                                       f"{row['model_counts']}"))
+    axes.bar_label(bars, labels=[_count(r["model"]) for r in rows], fontsize=8)
     if synth:
-        yosys = [100 * synth.get(r, 0) / capacity[r] for r in names]
-        bars = axes.bar(x + width / 2, yosys, width, label="Yosys synth_xilinx",
-                        color="#ed7d31")
-        axes.bar_label(bars, labels=[f"{synth.get(r, 0):,.0f}" for r in names], fontsize=8)
-    axes.axhline(100, color="black", linewidth=1, linestyle="--", label="board capacity")
-    axes.set_xticks(x, [f"{RESOURCES[r]}\n(of {capacity[r]:,})" for r in names])
+        yosys = [100 * (r["yosys"] or 0) / r["capacity"] for r in rows]
+        bars = axes.bar(x + width / 2, yosys, width, color="#ed7d31")
+        handles.append(Patch(color="#ed7d31", label="Yosys synth_xilinx: every cell"))
+        for index, row in enumerate(rows):
+            if row["yosys_parts"] and row["yosys_parts"][1][1]:
+                memory = 100 * row["yosys_parts"][1][1] / row["capacity"]
+                axes.bar(x[index] + width / 2, memory, width, color="#f4b183")
+                handles.append(Patch(color="#f4b183", label=f"of which Yosys' "
+                                                            f"{row['label']} as LUT-RAM/SRL"))
+        axes.bar_label(bars, labels=[_count(r["yosys"]) for r in rows], fontsize=8)
+    handles.append(axes.axhline(100, color="black", linewidth=1, linestyle="--",
+                                label="board capacity"))
+    axes.set_xticks(x, [f"{r['label']}\n(of {r['capacity']:,})" for r in rows])
     axes.set_ylabel("% of the board")
     axes.set_title(f"Resources on {data.manifest['board']['name']} "
                    f"({data.manifest['board']['part']})")
-    axes.legend(fontsize=8)
+    axes.legend(handles=handles, fontsize=8)
+    counted = "; ".join(f"{r['label']}: {r['model_counts']}" for r in rows
+                        if r["model_counts"] != MODEL_COUNTS) or MODEL_COUNTS
     caption = ("Bars: share of the board; labels: counts. The resource model's figures "
-               "come from the manifest" + (", Yosys' from synth.json." if synth else
-                                           "; run 'nnrtl synth DIR' to add Yosys' counts."))
+               f"come from the manifest ({counted})"
+               + ("; hatched: a model figure that counts only part of the resource, not "
+                  "comparable with Yosys' count of every cell"
+                  if any(r["partial"] for r in rows) else "")
+               + (". Yosys' from synth.json: " + "; ".join(
+                   f"{r['label']}: {r['yosys_counts']}" for r in rows) + "."
+                  if synth else "; run 'nnrtl synth DIR' to add Yosys' counts."))
     return save_figure(figure, data.directory, "report-resources.png", "Resources",
                        caption)
 
@@ -204,14 +292,25 @@ def _engine_clock(manifest):
     return f", engine figures at {clock / 1e6:g} MHz"
 
 
+#: What the figures of ``sim.json`` that the page lists are.
+SIM_NOTES = {"cycles": "simulated, streams {backpressure}, seed {seed}",
+             "model_cycles": "the engine's performance model of the same work",
+             "utilization": "simulated: useful MACs / (PEs x cycles)",
+             "gops": "simulated, at the engine's clock"}
+
+
 def _sim_lines(sim):
     lines = [f"bit-exact: {sim.get('bit_exact')}"]
     for key in ("cycles", "model_cycles", "model_error",
                 "utilization", "gops", "first_mismatch", "error"):
         if sim.get(key) is not None:
             value = sim[key]
-            lines.append(f"{key}: {value:.4g}" if isinstance(value, float)
-                         else f"{key}: {value}")
+            line = f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}"
+            if key in SIM_NOTES:
+                note = SIM_NOTES[key].format(backpressure=sim.get("backpressure"),
+                                             seed=sim.get("seed"))
+                line += f" ({note})"
+            lines.append(line)
     return lines
 
 
@@ -241,6 +340,9 @@ def _html(data, figures):
         if figure.title != section:
             parts.append(f"<h2>{html.escape(figure.title)}</h2>")
             section = figure.title
+        if isinstance(figure, Note):
+            parts.append(f"<p>{html.escape(figure.text)}</p>")
+            continue
         encoded = base64.b64encode((data.directory / figure.file).read_bytes()).decode()
         parts.append(f"<figure><img src='data:image/png;base64,{encoded}' "
                      f"alt='{html.escape(figure.file)}'><figcaption>"
@@ -253,14 +355,23 @@ def write_report(directory, engine_for):
     """Write ``directory/report.html`` and its PNGs; return the page's path.
 
     ``engine_for(name)`` gives the :class:`~nnrtl.gen.engines.Engine` the manifest names;
-    its ``report`` hook, if any, adds the engine's figures after the generic ones."""
+    its ``report`` hook, if any, adds the engine's figures (and :class:`Note` s) after the
+    generic ones; a figure of the hook with a generic figure's file name (e.g.
+    :func:`resources_figure` with the engine's ``model_counts``) takes that figure's
+    place."""
     data = load_report_data(directory)
     engine = engine_for(data.manifest["engine"])
-    figures = [_parameters(data), _resources(data)]
+    figures = [_parameters(data), resources_figure(data)]
     if data.sim is not None:
         figures.append(_cycles(data))
     if engine.report is not None:
-        figures += engine.report(data)
+        for figure in engine.report(data):
+            replaced = [i for i, f in enumerate(figures) if isinstance(figure, Figure)
+                        and isinstance(f, Figure) and f.file == figure.file]
+            if replaced:
+                figures[replaced[0]] = figure
+            else:
+                figures.append(figure)
     figures = [f for f in figures if f is not None]
     page = _html(data, figures)
     path = Path(directory) / REPORT

@@ -27,6 +27,14 @@ SBE_RUN = {
     "handover_wait_cycles": 0, "column_steps": 1536, "weight_words": 18432,
     "expected_macs": 98304, "build_seconds": 0.002, "build_cached": True,
     "run_seconds": 2.922, "f_clk_mhz": 200.0, "gops": 7.458573596358118, "seconds": 5.849,
+    "runs": [{"cycles": 1843, "stall_cycles": 36, "weight_wait_cycles": 1489,
+              "input_wait_cycles": 0, "handover_wait_cycles": 0, "column_steps": 288,
+              "useful_macs": 18432, "weight_words": 6144, "layer": 0, "steps": 3,
+              "model_cycles": 970},
+             {"cycles": 3429, "stall_cycles": 198, "weight_wait_cycles": 1953,
+              "input_wait_cycles": 0, "handover_wait_cycles": 0, "column_steps": 1248,
+              "useful_macs": 79872, "weight_words": 12288, "layer": 0, "steps": 13,
+              "model_cycles": 1948}],
 }
 
 #: ``synth.json`` with the keys ``nnrtl synth`` writes (a real run of a demo design gave
@@ -77,7 +85,7 @@ def test_report_of_a_small_sbe(tmp_path, capsys):
     (output / "sim.json").write_text(json.dumps(sim))
     (output / "synth.json").write_text(json.dumps(SBE_SYNTH))
     code, _, err = run(capsys, "explore", "sbe", "--board", "zc706", "--param",
-                       "input_size=16", "--param", "hidden_size=8", "--top", "12",
+                       "input_size=80", "--param", "hidden_size=16", "--top", "12",
                        "-o", str(output))
     assert code == 0 and f"wrote {output / 'explore.json'}" in err
     explore = json.loads((output / "explore.json").read_text())
