@@ -1,10 +1,12 @@
 """The FPDeep cluster simulator (gen/fpdeep/cluster*.py): its steady-state period against
 the mapping's segments and links, latency independence with Act-RAMs sized per spec §2.9,
 no deadlock on random chains, the mapper's link traffic, rank-count independence (in
-process and under mpiexec with 2 ranks), bad input."""
+process and under mpiexec with 2 ranks), the PAB held to the mapping's depth, the
+Act-RAMs holding the FC passes, the checks that fail a run, bad input."""
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -14,8 +16,8 @@ import pytest
 from nnrtl.boards import get_board
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.fpdeep import Chain, ChainLayer, builtin, map_network
-from nnrtl.gen.fpdeep.cluster import (ClusterConfig, config_from_params, load_plan,
-                                      run_cluster, simulate)
+from nnrtl.gen.fpdeep.cluster import (ClusterConfig, config_from_params, failures,
+                                      load_plan, run_cluster, simulate)
 from nnrtl.gen.fpdeep.cluster_node import ClusterPlan, NodeTiming
 from nnrtl.hw.fpdeep.link_config import BACKWARD, FORWARD
 
@@ -230,3 +232,51 @@ def test_module_command_line_exit_codes(vgg, tmp_path, capsys):
     assert found["fpgas"] == 4 and found["images"] == 3
     assert main(["--mapping", str(path), "--param", "inflight=0"]) == 2
     assert "--inflight must be an integer of at least 1, not 0" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def alexnet15():
+    """AlexNet on 15 VC709s, 4 samples per FC weight pass: downstream nodes of conv2 and
+    conv3 whose FP is faster than the partials that reach them."""
+    return map_network(builtin("alexnet", 224), 15, VC709, fc_batch=4, link_gbps=150.0)
+
+
+def test_pab_stalls_fp_at_the_mappings_depth(alexnet15):
+    result = simulate(plan_of(alexnet15), ClusterConfig(images=6))
+    rows = result["nodes"]
+    assert all(r["pab_peak_words"] <= r["pab_depth_words"] for r in rows)
+    # a node running ahead of its upstream fills its PAB (one output row) and waits there
+    assert any(r["pab_peak_words"] == r["pab_depth_words"] for r in rows)
+    assert result["pab_within_depth"] and result["act_ram_within_depth"]
+    assert result["period_cycles"] == pytest.approx(alexnet15.period)
+    assert result["period_tolerance"] == 0.10 and failures(result) == []
+
+
+def test_act_ram_holds_the_fc_passes():
+    """VGG-16 on 100 VC709s, one sample per FC weight pass: DDR-bound, each FC module a
+    period a sample; the Act-RAM residencies hold the three FC layers' forward and
+    backward passes, so the chain runs at the mapping's period (storage unchecked: it does
+    not fit the boards)."""
+    mapping = map_network(builtin("vgg16", 224), 100, VC709, fc_batch=1, link_gbps=150.0,
+                          check_storage=False)
+    assert mapping.bound == "ddr" and mapping.infeasible
+    result = simulate(plan_of(mapping), ClusterConfig(images=6))
+    assert result["act_ram_within_depth"] and result["pab_within_depth"]
+    assert result["period_cycles"] == pytest.approx(mapping.period, rel=1e-3)
+
+
+def test_failures_name_the_node_buffer_and_period(vgg):
+    result = simulate(plan_of(vgg), ClusterConfig(images=4))
+    assert failures(result) == []
+    broken = json.loads(json.dumps(result))
+    broken["nodes"][1]["act_ram_peak_words"] = broken["nodes"][1]["act_ram_depth_words"] + 1
+    broken["mapper_period_cycles"] = round(result["period_cycles"] / 1.2)
+    found = failures(broken)
+    assert len(found) == 2
+    assert re.match(r"^node 2: Act-RAM peak [\d,]+ words exceeds its depth [\d,]+$", found[0])
+    assert re.match(r"^simulated period [\d,.]+ cycles differs from the mapping's [\d,]+ by "
+                    r"\+20\.0%, beyond the 10% tolerance$", found[1])
+    # a run that overrides the mapping's links is not held to its period
+    other = simulate(plan_of(vgg), ClusterConfig(images=4, link_gbps=1.0))
+    assert other["period_tolerance"] is None
+    assert other["period_cycles"] > 1.1 * vgg.period and failures(other) == []
