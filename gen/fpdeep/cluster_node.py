@@ -22,7 +22,8 @@ conv2_1 at 32 x 32, +11% (8 on 72) on the 6 x 6 test chains; checked against the
 :mod:`.cluster_chain`), and never fewer cycles a sample than its input pixels: AlexNet's
 conv1 (224 x 224, stride 4) needs 50,176, so the RTL as built cannot follow the mapper's
 AlexNet period below that (75,816 cycles on 15 FPGAs, 18,954 on 63); a non-first
-node of a layer adds (ICP) or appends (OCP) the partial that arrives from upstream; the
+node of a layer adds (ICP) or appends (OCP) the partial that arrives from upstream in its
+PAB of one output row (:func:`_pab`: FP holds a finished pixel while the PAB is full); the
 node that completes the layer pools: a pooled pixel is ready when the last pixel of its
 pool window is; a fully connected layer steps over its input pixels as they arrive
 (``cycles / input pixels`` each) and has its output after the last. BP mirrors FP: the

@@ -8,12 +8,13 @@ for the built-in networks; a model file's image side is inferred as the smallest
 makes its first Linear layer's input match, unless ``--image-size`` gives it (required
 for a network without a Linear layer).
 
-``--param`` options: ``fc_batch`` (samples per FC weight pass; default the least the DDR
-bandwidth allows), ``dsp_cap`` (share of the DSP slices for MAC units, default 0.85),
-``convention`` (``link`` or ``fpga``, spec §2.10), ``ocp_min_ic`` (default 16),
-``balance`` (parameter balancing, default 1), ``word_bits`` (16 or 32: the width of
-buffer and link words instead of the precision's; 32 with ``fixed16`` is the paper's own
-setting, fp32 words with 1 DSP per MAC).
+``--param`` options: ``fc_batch`` (samples per FC weight pass), ``dsp_cap`` (share of the
+DSP slices for MAC units, default 0.85), ``convention`` (``link`` or ``fpga``, spec §2.10),
+``ocp_min_ic`` (default 16), ``balance`` (parameter balancing, 0 or 1), ``word_bits`` (16
+or 32: the width of buffer and link words instead of the precision's; 32 with ``fixed16``
+is the paper's own setting, fp32 words with 1 DSP per MAC). A given option is pinned;
+``fc_batch`` and ``balance``, when not given, are chosen by
+:func:`~.search.choose_mapping` (the fastest mapping whose every buffer fits).
 """
 
 from ..errors import UsageError
@@ -91,9 +92,10 @@ def _chain(request):
 
 
 def map_hook(request):
-    """``nnrtl map``: :func:`~.mapper.map_network` for a
-    :class:`nnrtl.gen.engines.MapRequest`; refuses (:class:`UsageError`) a mapping that does
-    not fit, naming the node and the resource."""
+    """``nnrtl map``: :func:`~.search.choose_mapping` for a
+    :class:`nnrtl.gen.engines.MapRequest` (the ``--param`` options pinned, the free ones
+    chosen and logged); refuses (:class:`UsageError`) a mapping that does not fit, naming
+    the node, the buffer and the options that fit."""
     options = _options(request.params)
     chain = _chain(request)
     mapping = choose_mapping(
