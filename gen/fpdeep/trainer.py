@@ -429,7 +429,7 @@ def train_hook(request, network):
         chain, config.fpgas, request.board, precision=config.precision,
         convention=mapping_options["convention"], dsp_cap=mapping_options["dsp_cap"],
         ocp_min_ic=mapping_options["ocp_min_ic"], fc_batch=mapping_options["fc_batch"],
-        balance=bool(mapping_options["balance"]), check_storage=True,
+        balance=mapping_options["balance"] != 0, check_storage=True,
         word_bits=mapping_options["word_bits"])
     if request.log is not None:
         for node in mapping.nodes:
