@@ -146,13 +146,17 @@ class Segment:
 
 def conv_segments(mapping, precision, frac_bits):
     """``{chain layer index: [Segment, ...] in node order}`` of the conv layers (each
-    checked by :func:`check_layer` first)."""
+    checked by :func:`check_layer` first); :class:`UsageError` with the FP module's rule
+    for a segment its configuration refuses."""
     layers = {}
     for node in mapping.nodes:
         for seg in node.segments:
             if seg.kind == "conv":
                 check_layer(mapping.chain, seg.index)
-                cfg = FpConfig.from_segment(seg, precision, frac_bits=frac_bits)
+                try:
+                    cfg = FpConfig.from_segment(seg, precision, frac_bits=frac_bits)
+                except (TypeError, ValueError) as error:
+                    raise UsageError(str(error)) from None
                 layers.setdefault(seg.index, []).append(Segment(node.node, cfg, seg))
     return layers
 

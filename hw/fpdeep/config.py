@@ -40,8 +40,6 @@ Decisions ([U] in the spec, taken here)
 import dataclasses
 import math
 
-from ...gen.errors import UsageError
-
 __all__ = ["FpConfig", "PRECISIONS", "PARTIAL_BITS"]
 
 #: Precisions of the node's arithmetic.
@@ -53,7 +51,7 @@ PARTIAL_BITS = {"fp32": 32, "fixed16": 48}
 
 def _positive(name, value, least=1):
     if not isinstance(value, int) or isinstance(value, bool) or value < least:
-        raise UsageError(f"{name} must be an integer of at least {least}, not {value!r}")
+        raise TypeError(f"{name} must be an integer of at least {least}, not {value!r}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +87,15 @@ class FpConfig:
         is ``n_in``, one pass.
     multiplier_stages, adder_stages : int
         Pipeline stages of the fp32 units (``hw/arith`` FloatMul / FloatAdd).
+
+    Raises
+    ------
+    TypeError
+        A field of the wrong type or out of its range (a precision not in
+        :data:`PRECISIONS`, a size below 1, stages outside 0 … 6).
+    ValueError
+        Fields that conflict (``q > n_in``, ``pad >= k``, a pool the SFU does not run, a
+        fixed16 sum over 2^16 products).
     """
 
     precision: str
@@ -112,52 +119,53 @@ class FpConfig:
         if self.q is None:
             object.__setattr__(self, "q", self.n_in)
         if self.precision not in PRECISIONS:
-            raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, "
-                             f"not {self.precision!r}")
+            raise TypeError(f"precision must be one of {', '.join(PRECISIONS)}, "
+                            f"not {self.precision!r}")
         for name in ("k", "stride", "w_in", "n_in", "n_out", "p", "q"):
             _positive(name, getattr(self, name))
         if self.q > self.n_in:
-            raise UsageError(f"q ({self.q}) must be at most n_in ({self.n_in})")
+            raise ValueError(f"q ({self.q}) must be at most n_in ({self.n_in})")
         _positive("pad", self.pad, 0)
         if self.pad >= self.k:
-            raise UsageError(f"pad ({self.pad}) must be below k ({self.k}): a window of "
+            raise ValueError(f"pad ({self.pad}) must be below k ({self.k}): a window of "
                              f"padding only")
         if self.w_out < 1:
-            raise UsageError(f"k ({self.k}) must fit w_in ({self.w_in}) + 2·pad ({self.pad})")
+            raise ValueError(f"k ({self.k}) must fit w_in ({self.w_in}) + 2·pad ({self.pad})")
         if self.p > self.n_out:
-            raise UsageError(f"p ({self.p}) must be at most n_out ({self.n_out})")
+            raise ValueError(f"p ({self.p}) must be at most n_out ({self.n_out})")
         for name in ("multiplier_stages", "adder_stages"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 6:
-                raise UsageError(f"{name} must be an integer from 0 to 6, not {value!r}")
+                raise TypeError(f"{name} must be an integer from 0 to 6, not {value!r}")
         if not 1 <= self.frac_bits <= 15:
-            raise UsageError(f"frac_bits must be an integer from 1 to 15, not "
-                             f"{self.frac_bits!r}")
+            raise TypeError(f"frac_bits must be an integer from 1 to 15, not "
+                            f"{self.frac_bits!r}")
         if self.pool is not None:
             pool = tuple(self.pool)
             object.__setattr__(self, "pool", pool)
             if len(pool) != 3 or pool[2] != 0 or pool[0] < 1 or pool[1] < 1:
-                raise UsageError(f"pool {pool!r} must be (kernel, stride, 0): the SFU pools "
+                raise ValueError(f"pool {pool!r} must be (kernel, stride, 0): the SFU pools "
                                  f"without padding")
             if not self.completes:
-                raise UsageError("pool: only the node completing the layer runs the SFU")
+                raise ValueError("pool: only the node completing the layer runs the SFU")
             if pool[0] > self.w_out:
-                raise UsageError(f"pool kernel {pool[0]} must fit the {self.w_out}-wide "
+                raise ValueError(f"pool kernel {pool[0]} must fit the {self.w_out}-wide "
                                  f"output map")
         if self.precision == "fixed16" and self.n_in * self.k ** 2 > 1 << 16:
-            raise UsageError(f"fixed16: n_in·k² = {self.n_in * self.k ** 2} products exceed "
+            raise ValueError(f"fixed16: n_in·k² = {self.n_in * self.k ** 2} products exceed "
                              f"the 2^16 a 48-bit sum holds exactly")
 
     @classmethod
     def from_segment(cls, segment, precision, **options):
         """The FP module of a mapper's ``segment`` (a
         :class:`~nnrtl.gen.fpdeep.config.SegmentConfig`) at ``precision``; ``options``
-        set ``frac_bits`` and the fp32 unit stages."""
+        set ``frac_bits`` and the fp32 unit stages; ``ValueError`` for a segment that is no
+        convolution or has no ``w_in``."""
         if segment.kind != "conv":
-            raise UsageError(f"layer {segment.layer}: the FP module runs convolutions, not "
+            raise ValueError(f"layer {segment.layer}: the FP module runs convolutions, not "
                              f"{segment.kind!r} layers")
         if not segment.w_in:
-            raise UsageError(f"layer {segment.layer}: the segment has no w_in (a mapping "
+            raise ValueError(f"layer {segment.layer}: the segment has no w_in (a mapping "
                              f"written before the field existed); map again")
         return cls(precision, segment.k, segment.stride, segment.pad, segment.w_in,
                    segment.n_in, segment.n_out, segment.p,

@@ -37,7 +37,6 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ...gen.errors import UsageError
 
 __all__ = ["LineBuffer", "pixel_layout", "window_layout"]
 
@@ -77,6 +76,13 @@ class LineBuffer(wiring.Component):
     groups : int
         Beats per pixel (default 1).
 
+    Raises
+    ------
+    TypeError
+        A size that is no integer or below its least value (1; 0 for ``pad``).
+    ValueError
+        ``k``, ``pad`` and ``stride`` giving no window inside the padded map.
+
     Attributes
     ----------
     i : In(stream.Signature(pixel_layout))
@@ -95,10 +101,10 @@ class LineBuffer(wiring.Component):
                                    ("pad", pad, 0), ("channels", channels, 1),
                                    ("word_bits", word_bits, 1), ("groups", groups, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
-                raise UsageError(f"{name} must be an integer of at least {least}, "
-                                 f"not {value!r}")
+                raise TypeError(f"{name} must be an integer of at least {least}, "
+                                f"not {value!r}")
         if pad >= k or (width + 2 * pad - k) // stride + 1 < 1 or k > width + 2 * pad:
-            raise UsageError(f"k {k}, pad {pad} must give a window inside the padded "
+            raise ValueError(f"k {k}, pad {pad} must give a window inside the padded "
                              f"{width}-wide map with pad < k")
         self._width, self._k, self._stride, self._pad = width, k, stride, pad
         self._channels, self._word_bits, self._groups = channels, word_bits, groups

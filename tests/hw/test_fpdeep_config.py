@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 from nnrtl.boards import get_board
-from nnrtl.gen.errors import UsageError
 from nnrtl.gen.fpdeep import SegmentConfig, builtin, map_network
 from nnrtl.gen.fpdeep.cost import segment_cycles
 from nnrtl.hw.fpdeep import FpConfig
@@ -51,19 +50,19 @@ def test_config_q_below_n_in():
 
 
 def test_config_refusals():
-    with pytest.raises(UsageError, match=r"^q \(4\) must be at most n_in \(3\)$"):
+    with pytest.raises(ValueError, match=r"^q \(4\) must be at most n_in \(3\)$"):
         FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, q=4)
-    with pytest.raises(UsageError, match=r"^q must be an integer of at least 1, not 0$"):
+    with pytest.raises(TypeError, match=r"^q must be an integer of at least 1, not 0$"):
         FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, q=0)
-    with pytest.raises(UsageError, match=r"^q must be an integer of at least 1, not 1\.5$"):
+    with pytest.raises(TypeError, match=r"^q must be an integer of at least 1, not 1\.5$"):
         FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, q=1.5)
-    with pytest.raises(UsageError, match="no w_in"):
+    with pytest.raises(ValueError, match="no w_in"):
         FpConfig.from_segment(segment(w_in=0), "fp32")
-    with pytest.raises(UsageError, match="precision must be one of"):
+    with pytest.raises(TypeError, match="^precision must be one of fp32, fixed16, not 'fp16'$"):
         FpConfig.from_segment(segment(), "fp16")
-    with pytest.raises(UsageError, match="pool .* must be"):
+    with pytest.raises(ValueError, match="pool .* must be"):
         FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, pool=(3, 2, 1))
-    with pytest.raises(UsageError, match="only the node completing"):
+    with pytest.raises(ValueError, match="only the node completing"):
         FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, completes=False, pool=(2, 2, 0))
     with pytest.raises(ValueError, match="pixels .* must be W_out"):
         segment(pixels=25, cycles=25 * 3)
