@@ -17,7 +17,6 @@ from amaranth.lib import io, wiring
 
 from ..boards import vivado_part
 from ..hw.bus import c_header
-from ..sim.runner import to_verilog
 from .engines import board_clock_hz
 from .output import MANIFEST, staged_directory
 
@@ -93,6 +92,8 @@ def write_design(directory, engine, config, platform_class, binding=None):
     """Write every file of the design into ``directory`` (which exists and is empty); with
     ``binding`` (what the engine's ``load_model`` hook returned for ``--model``), also the
     files its ``model_files`` hook writes, their section in the manifest as ``"model"``."""
+    from ..sim.runner import to_verilog
+
     component = engine.top(config)
     module = engine.module_name
     verilog_text = to_verilog(component, module)

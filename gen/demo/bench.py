@@ -11,7 +11,6 @@ from pathlib import Path
 
 from ...boards import BOARDS
 from ...hw.demo import DemoConfig, DemoEngine
-from ...sim.runner import to_verilog
 from ..engines import SimRequest
 from ..progress import progress
 
@@ -35,6 +34,7 @@ def _build_cache(directory):
 def bench_foundation():
     from ..emit import generate
     from ..synth import synthesize
+    from ...sim.runner import to_verilog
     from .engine import ENGINE, simulate
 
     result = {"generation": [], "simulation": [], "synthesis": []}

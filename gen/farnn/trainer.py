@@ -21,8 +21,6 @@ from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.sim.golden import farnn as golden
 from nnrtl.sim.golden.farnn.layer import from_bits, to_bits
 
-from nnrtl.sim.tb import farnn_io
-
 from ..errors import UsageError
 from ..params import parse_params
 from ..train import BACKENDS
@@ -176,10 +174,12 @@ class FarnnTrainer:
     def _weights(self, layer):
         """The layer's matrices as the PEs hold them after its weight streams
         (:meth:`_streams`): FW ``R_k`` (and ``W_hr``), BW ``R_k^T`` (and ``W_hr^T``)."""
+        from nnrtl.sim.tb import farnn_io
         return farnn_io.layer_weights(self.config, self._streams(layer))
 
     def _forward_pass(self, index, streams, imvm):
         """Layer ``index``'s FW pass on the FPGA part: a ForwardResult."""
+        from nnrtl.sim.tb import farnn_io
         if self._rtl is None:
             return golden.forward(self.config, farnn_io.layer_weights(self.config, streams),
                                   imvm)
@@ -190,6 +190,7 @@ class FarnnTrainer:
         """Layer ``index``'s BW pass on the FPGA part, from its FW pass ``fw``: a
         BackwardResult (the RTL's without ``dv_prev`` and ``dc_prev``, which stay on
         chip)."""
+        from nnrtl.sim.tb import farnn_io
         if self._rtl is None:
             return golden.backward(self.config, farnn_io.layer_weights(self.config, streams),
                                    fw, dy)

@@ -83,7 +83,6 @@ import numpy as np
 
 from nnrtl.hw.fpdeep.config import PRECISIONS
 from nnrtl.sim.patterns import PATTERNS
-from nnrtl.sim.tb.fpdeep_chain_train import SIMULATORS
 
 from ..errors import UsageError
 from .chain import Codec, ConvChain, GoldenRunner, conv_segments, rtl_limits
@@ -137,6 +136,7 @@ class FpdeepTrainConfig:
     simulator: str = "amaranth"
 
     def __post_init__(self):
+        from nnrtl.sim.tb.fpdeep_chain_train import SIMULATORS
         for name, least in (("fpgas", 1), ("image_size", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:
