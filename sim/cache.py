@@ -10,10 +10,13 @@ command line alike) and holds:
     Only what a run needs is kept: the precompiled headers, object files, archives and
     make dependency files are deleted once the binary is linked.
 ``verilator/<top>-<key>.lock``
-    The entry's lock (``flock``): held exclusively while the entry is built, shared while
-    it is used (a cache hit, a simulation running its binary). Eviction and
-    :func:`clean` take it exclusively without waiting, so they never remove an entry
-    that another process is building or using.
+    The entry's use lock (``flock``), held shared by every process that looks the entry
+    up, builds it or runs its binary (:func:`use`). Eviction and :func:`clean` take it
+    exclusively without waiting, so they never remove an entry that another process is
+    building or using.
+``verilator/<top>-<key>.building``
+    The entry's build lock, held exclusively by the one process building it
+    (:func:`building`); others wait on it, then reuse the build.
 ``runs/<name>-*/``
     Run directories that were kept (waves, a failed run), each locked (shared) while its
     simulation runs.
@@ -37,7 +40,8 @@ import shutil
 from pathlib import Path
 
 __all__ = ["DEFAULT_MAX_SIZE", "MARKER", "Entry", "cache_dir", "max_size", "parse_size",
-           "format_size", "lock", "finish", "touch", "entries", "evict", "clean", "usage"]
+           "format_size", "use", "building", "lock_run", "finish", "touch", "entries",
+           "evict", "clean", "usage"]
 
 #: The bound on the Verilator entries when ``$NNRTL_CACHE_MAX_SIZE`` is not set.
 DEFAULT_MAX_SIZE = "4G"
@@ -109,6 +113,10 @@ def _lock_path(directory):
     return directory.parent / f"{directory.name}.lock"
 
 
+def _build_lock_path(directory):
+    return directory.parent / f"{directory.name}.building"
+
+
 def _open_locked(path, operation):
     """``path`` opened and ``flock``-ed with ``operation``, or ``None`` when
     ``LOCK_NB`` is given and another process holds it. A lock file removed (by eviction)
@@ -131,15 +139,27 @@ def _open_locked(path, operation):
 
 
 @contextlib.contextmanager
-def lock(directory, *, shared):
-    """Hold the lock of the entry ``directory``: shared (using it) or exclusive
-    (building it), waiting as long as it takes."""
-    handle = _open_locked(_lock_path(Path(directory)),
-                          fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
+def use(directory):
+    """Hold the entry ``directory`` in use (a shared lock on ``<entry>.lock``) while it
+    is looked up, built and run: no eviction or :func:`clean` removes it meanwhile.
+    Waits only while an eviction of the entry is under way."""
+    handle = _open_locked(_lock_path(Path(directory)), fcntl.LOCK_SH)
     try:
         yield
     finally:
         handle.close()
+
+
+@contextlib.contextmanager
+def building(directory):
+    """Be the one process building the entry ``directory`` (an exclusive lock on
+    ``<entry>.building``), waiting while another one builds it. Only within
+    :func:`use`, which keeps eviction (the one remover of this file) away."""
+    path = _build_lock_path(Path(directory))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 @contextlib.contextmanager
@@ -165,21 +185,43 @@ def _tree_size(path):
     return total
 
 
+def _prune(directory):
+    for pattern in _PRUNED:
+        for path in directory.glob(pattern):
+            path.unlink(missing_ok=True)
+
+
+def _write_marker(directory, record):
+    temporary = directory / f".{MARKER}.{os.getpid()}"
+    temporary.write_text(json.dumps(record))
+    os.replace(temporary, directory / MARKER)
+
+
 def finish(directory, seconds):
     """Mark the entry ``directory`` complete: delete what a run does not need (the
     precompiled headers, objects, archives, dependency files), then write the marker
     with the build's ``seconds`` and the entry's size."""
     directory = Path(directory)
-    for pattern in _PRUNED:
-        for path in directory.glob(pattern):
-            path.unlink()
-    size = _tree_size(directory)
-    (directory / MARKER).write_text(json.dumps({"seconds": seconds, "bytes": size}))
+    _prune(directory)
+    _write_marker(directory, {"seconds": seconds, "bytes": _tree_size(directory)})
 
 
 def touch(directory):
-    """Record a use of the complete entry ``directory`` (its marker's time)."""
-    os.utime(Path(directory) / MARKER)
+    """Record a use of the complete entry ``directory`` (its marker's time). An entry
+    whose marker holds no size (made before builds were pruned) is pruned now."""
+    directory = Path(directory)
+    marker = directory / MARKER
+    try:
+        record = json.loads(marker.read_text())
+    except ValueError:
+        record = {}
+    if not isinstance(record, dict) or not isinstance(record.get("bytes"), int):
+        _prune(directory)
+        size = _tree_size(directory) - marker.stat().st_size      # as finish counts
+        record = {**(record if isinstance(record, dict) else {}), "bytes": size}
+        _write_marker(directory, record)
+    else:
+        os.utime(marker)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,7 +275,8 @@ def entries(root=None):
 
 
 def _remove(directory):
-    """Remove the entry ``directory`` and its lock file if no process holds the lock;
+    """Remove the entry ``directory`` and its lock files if no process uses it (holds
+    ``<entry>.lock``, as every process looking it up, building or running it does);
     return whether it did."""
     path = _lock_path(directory)
     handle = _open_locked(path, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -241,6 +284,7 @@ def _remove(directory):
         return False
     try:
         shutil.rmtree(directory, ignore_errors=True)
+        _build_lock_path(directory).unlink(missing_ok=True)
         path.unlink(missing_ok=True)  # waiters on it open the new one (_open_locked)
     finally:
         handle.close()
@@ -286,7 +330,7 @@ def clean(root=None):
             in_use += 1
     verilator = root / "verilator"
     if verilator.is_dir():        # lock files whose entry is gone
-        for path in verilator.glob("*.lock"):
+        for path in [*verilator.glob("*.lock"), *verilator.glob("*.building")]:
             if not path.with_suffix("").exists():
                 _remove(path.with_suffix(""))
     for run in _runs(root):

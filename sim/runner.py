@@ -252,30 +252,29 @@ def _verilator_build(directory, verilog_text, top, build_args, waves, log):
 
 @contextlib.contextmanager
 def _built(verilog_text, top, *, build_args, waves, log):
-    """:func:`build`, holding the entry's shared lock until the block ends, so that no
-    eviction removes it while it is used."""
+    """:func:`build`, holding the entry in use (:func:`~nnrtl.sim.cache.use`) until the
+    block ends, so that no eviction removes it while it is built or run."""
     waves = _waves_format(waves)
     start = time.monotonic()
     key = _cache_key(verilog_text, top, build_args, waves)
     directory = cache_dir() / "verilator" / f"{top}-{key}"
     done = directory / cache.MARKER
     limit = cache.max_size()      # a bad $NNRTL_CACHE_MAX_SIZE fails before any build
-    built_here = False
-    while True:
-        with cache.lock(directory, shared=True):
-            if done.exists():
-                cache.touch(directory)
-                if built_here:
-                    cache.evict(limit, keep=[directory])
-                yield Build(directory, top, not built_here, time.monotonic() - start)
-                return
-        with cache.lock(directory, shared=False):
-            if not done.exists():
-                if directory.exists():
-                    shutil.rmtree(directory)  # a build that was interrupted
-                _verilator_build(directory, verilog_text, top, build_args, waves, log)
-                cache.finish(directory, time.monotonic() - start)
-                built_here = True
+    with cache.use(directory):        # no eviction removes it while this holds
+        cached = done.exists()
+        if not cached:
+            with cache.building(directory):
+                cached = done.exists()    # another process built it meanwhile
+                if not cached:
+                    if directory.exists():
+                        shutil.rmtree(directory)  # a build that was interrupted
+                    _verilator_build(directory, verilog_text, top, build_args, waves, log)
+                    cache.finish(directory, time.monotonic() - start)
+        if cached:
+            cache.touch(directory)
+        else:
+            cache.evict(limit, keep=[directory])
+        yield Build(directory, top, cached, time.monotonic() - start)
 
 
 def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None,

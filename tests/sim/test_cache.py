@@ -4,6 +4,7 @@ Entries here are fake (a directory of the right name, a marker, a file of a give
 tests/sim/test_runner.py builds real ones.
 """
 
+import contextlib
 import fcntl
 import json
 import multiprocessing
@@ -103,22 +104,23 @@ def test_evict_keeps_the_entry_just_built(tmp_path):
     assert [e.directory for e in removed] == [other] and built.exists()
 
 
-def _hold(directory, shared, ready, release):
-    with cache.lock(directory, shared=shared):
+def _hold(directory, build, ready, release):
+    with cache.use(directory), \
+            (cache.building(directory) if build else contextlib.nullcontext()):
         ready.set()
         release.wait(60)
 
 
-@pytest.mark.parametrize("shared", [True, False], ids=["in use", "being built"])
-def test_evict_and_clean_skip_a_locked_entry(tmp_path, shared):
-    """An entry another process uses (shared lock) or builds (exclusive) is left alone;
-    neither eviction nor cleaning waits for it."""
+@pytest.mark.parametrize("build", [False, True], ids=["in use", "being built"])
+def test_evict_and_clean_skip_an_entry_in_use(tmp_path, build):
+    """An entry another process uses or builds is left alone; neither eviction nor
+    cleaning waits for it."""
     now = time.time()
-    busy = _entry(tmp_path, "busy", 500, now - 300, complete=not shared)
+    busy = _entry(tmp_path, "busy", 500, now - 300, complete=not build)
     idle = _entry(tmp_path, "idle", 100, now - 100)
     context = multiprocessing.get_context("spawn")
     ready, release = context.Event(), context.Event()
-    holder = context.Process(target=_hold, args=(busy, shared, ready, release))
+    holder = context.Process(target=_hold, args=(busy, build, ready, release))
     holder.start()
     try:
         assert ready.wait(60)
@@ -132,18 +134,43 @@ def test_evict_and_clean_skip_a_locked_entry(tmp_path, shared):
         holder.join(60)
     assert cache.clean(tmp_path) == {"removed": 1, "bytes": 500, "in_use": 0}
     assert not busy.exists()
+    assert sorted(p.name for p in (tmp_path / "verilator").iterdir()) == []
+
+
+def _build(directory, order):
+    with cache.use(directory), cache.building(directory):
+        order.put("start")
+        time.sleep(0.5)
+        order.put("end")
+
+
+def test_one_builder_at_a_time_and_users_do_not_block_builders(tmp_path):
+    """Two builders of one entry take turns; a process using the entry (a long
+    simulation) does not hold a builder up."""
+    directory = tmp_path / "verilator" / f"top-{'0' * 16}"
+    context = multiprocessing.get_context("spawn")
+    order = context.Queue()
+    with cache.use(directory):                       # a simulation runs all along
+        builders = [context.Process(target=_build, args=(directory, order))
+                    for _ in range(2)]
+        for builder in builders:
+            builder.start()
+        for builder in builders:
+            builder.join(60)
+            assert builder.exitcode == 0
+    assert [order.get(timeout=5) for _ in range(4)] == ["start", "end", "start", "end"]
 
 
 def test_lock_survives_its_file_being_removed(tmp_path):
     """A process that waited on a lock file which eviction then removed locks the new
-    one: two holders never hold exclusive locks on two different files."""
+    one, so that a later eviction sees the entry in use."""
     directory = _entry(tmp_path, "entry", 10, time.time())
     lock_file = tmp_path / "verilator" / f"{directory.name}.lock"
     evicting = cache._open_locked(lock_file, fcntl.LOCK_EX)
     held = []
 
     def wait_for_it():
-        with cache.lock(directory, shared=False):    # then nobody else gets it
+        with cache.use(directory):                  # then no eviction gets it
             held.append(cache._open_locked(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB))
 
     waiter = threading.Thread(target=wait_for_it)
@@ -168,6 +195,20 @@ def test_finish_prunes_what_a_run_does_not_need(tmp_path):
     assert json.loads((directory / cache.MARKER).read_text()) == {"seconds": 2.5,
                                                                   "bytes": 130}
     assert cache.entries(tmp_path)[0].size == 130
+
+
+def test_a_hit_prunes_an_entry_made_before_pruning(tmp_path):
+    directory = tmp_path / "verilator" / "top-0123456789abcdef"
+    directory.mkdir(parents=True)
+    (directory / "Vtop__pch.h.fast.gch").write_bytes(b"y" * 1000)
+    (directory / "top").write_bytes(b"x" * 10)
+    marker = directory / cache.MARKER
+    marker.write_text(json.dumps({"seconds": 3.0}))
+    os.utime(marker, (1, 1))
+    cache.touch(directory)
+    assert sorted(p.name for p in directory.iterdir()) == [cache.MARKER, "top"]
+    assert json.loads(marker.read_text()) == {"seconds": 3.0, "bytes": 10}
+    assert marker.stat().st_mtime > time.time() - 60
 
 
 def test_clean_and_usage(tmp_path, monkeypatch):
