@@ -70,8 +70,8 @@ def test_prediction_is_link_bound_on_a_narrow_link():
     assert 72 * 3 < period < 72 * (3 + 1 / 16) + 10
 
 
-#: Link FIFOs of 128 beats: the simulator's receive buffers are unbounded (its PAB is
-#: measured, not enforced); with the default 16 beats the nodes' line-buffer refills
+#: Link FIFOs of 128 beats: the simulator's receive buffers are unbounded (its PAB holds
+#: one output row, then stalls FP); with the default 16 beats the nodes' line-buffer refills
 #: couple through full FIFOs (the 4-node case: 163 cycles a sample, the model 159).
 DEEP = {"tx_depth": 128, "rx_depth": 128}
 
