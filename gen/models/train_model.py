@@ -61,9 +61,10 @@ class TrainModel:
     unchanged: tuple = ()
 
     def placement(self):
-        """``{"engine": [...], "host": [...], "unchanged": [...]}``: the layers the engine
-        runs and those the host runs, each as ``"<layer> (<its tensors' names>)"``, and
-        the keys written back unchanged."""
+        """``{"engine": [...], "host": [...], "unchanged": [...]}``: the layers the
+        engine's trainer runs (its hardware part and the host part it owns, e.g. a CNN's
+        Linear layers) and those :mod:`nnrtl.gen.train` runs on the host, each as
+        ``"<layer> (<its tensors' names>)"``, and the keys written back unchanged."""
         def describe(network):
             names = {}
             for entry in network.entries:
@@ -134,6 +135,8 @@ def _head(state, label, leftover, features, inputs):
 
     modules = {}
     for key in leftover:
+        if not isinstance(key, str):
+            continue
         module, _, name = key.rpartition(".")
         modules.setdefault(module, {})[name] = key
     for module, names in modules.items():
