@@ -302,3 +302,26 @@ def test_keys_left_untrained_exit_2_and_write_nothing(capsys, tmp_path):
                         r"\('rnn\.'\) nor one nn\.Linear reading its 2 outputs: nnrtl train "
                         r"would leave it untrained\n", err), err
     assert not (tmp_path / "run").exists()
+
+
+def test_chained_stacks_train_as_one_model(capsys, tmp_path):
+    """A tapered stack saved as two modules runs them in order; the update is PyTorch's
+    SGD step of the two stacks one after another."""
+    torch.manual_seed(10)
+    stacks = torch.nn.ModuleList([torch.nn.GRU(2, 6), torch.nn.LSTM(6, 3)])
+    torch.save(stacks.state_dict(), tmp_path / "taper.pt")
+    rng = np.random.default_rng(10)
+    x, y = rng.uniform(-1, 1, (5, 2)), rng.uniform(-1, 1, (5, 3))
+    code, out, err = train(capsys, tmp_path, tmp_path / "taper.pt", x, y, "--lr", "0.5")
+    assert code == 0, err
+    model = stacks.double()
+    value = torch.nn.MSELoss()(model[1](model[0](torch.tensor(x[:, None]))[0])[0],
+                               torch.tensor(y[:, None]))
+    value.backward()
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    assert list(trained) == list(stacks.state_dict())
+    for name, parameter in model.named_parameters():
+        expected = parameter.detach() - 0.5 * parameter.grad
+        assert torch.allclose(trained[name].double(), expected, atol=1e-5), name
+    assert json.loads((tmp_path / "run" / "train.json").read_text())["placement"][
+        "engine"][1].startswith("LSTM(6 -> 3) (1.weight_ih_l0")
