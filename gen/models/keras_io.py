@@ -35,7 +35,7 @@ from ..errors import UsageError
 from .layers import GRU, LSTM
 from .network import Entry, Network
 
-__all__ = ["load_keras", "save_keras"]
+__all__ = ["load_keras", "load_keras_head", "save_keras"]
 
 
 _SKIPPED = {"InputLayer", "Dropout"}       # no weights, identity at inference
@@ -360,3 +360,90 @@ def save_keras(network, path):
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in records.items():
             archive.writestr(name, data)
+
+
+def _dense_entry(name, field, dtype):
+    """A Dense layer's dataset: kernel (``weight.T``) or bias, of a one-layer head."""
+    def get(layers):
+        value = getattr(layers[0], field)
+        return value.T if field == "weight" else value
+
+    def set_(fields, array):
+        fields.setdefault(0, {})[field] = array.T if field == "weight" else array
+    return Entry(name, get, set_, dtype)
+
+
+def load_keras_head(path):
+    """The ``Dense`` layer after the last LSTM/GRU of a Keras model (a ``.keras`` archive
+    or a whole-model ``.h5``), as a one-layer :class:`Network` of a
+    :class:`~.layers.Linear` whose parameters are the HDF5 dataset paths; ``None`` when
+    the RNN is the last layer.
+
+    Raises
+    ------
+    UsageError
+        Anything after the last RNN but one ``Dense`` with linear activation reading every
+        step (``return_sequences`` true), naming the layer: nothing is left untrained.
+    """
+    from .layers import Linear
+
+    config, h5, label = _open_keras(path, None)
+    with h5:
+        layers, rnns = _keras_layers(config, path, True)
+        last, rnn = rnns[-1]
+        after = [(n, layer) for n, layer in enumerate(layers) if n > last
+                 and not (isinstance(layer, Mapping) and layer.get("class_name") ==
+                          "InputLayer")]
+        if not after:
+            return None
+        where = f"{path}: config.layers[{after[0][0]}]"
+        layer = after[0][1] if isinstance(after[0][1], Mapping) else {}
+        dense = layer.get("config") if isinstance(layer.get("config"), Mapping) else {}
+        kind = layer.get("class_name")
+        if len(after) > 1 or kind != "Dense":
+            extra = [f"config.layers[{n}] "
+                     f"({item.get('class_name') if isinstance(item, Mapping) else item})"
+                     for n, item in after]
+            raise UsageError(f"{path}: {', '.join(extra)} after the last LSTM or GRU: nnrtl "
+                             f"train trains one Dense there (linear activation), and would "
+                             f"leave {'it' if len(after) == 1 else 'them'} untrained")
+        activation = _activation_name(dense.get("activation", "linear"))
+        if activation not in ("linear", None):
+            raise UsageError(f"{where}.config.activation is {activation!r}; nnrtl train "
+                             f"trains a Dense head with linear activation (the loss takes "
+                             f"its outputs as they are)")
+        if not rnn.get("config", {}).get("return_sequences", False):
+            raise UsageError(f"{path}: config.layers[{last}].config.return_sequences is "
+                             f"false: the Dense reads the last step only, and nnrtl train "
+                             f"takes the loss at the head's outputs of every step")
+        root = h5["model_weights"] if "model_weights" in h5 else h5
+        prefix = "model_weights/" if "model_weights" in h5 else ""
+        if "layers" in root and "layer_names" not in root.attrs:
+            index = sum(1 for n, item in enumerate(layers) if n < after[0][0] and isinstance(
+                item, Mapping) and item.get("class_name") == "Dense")
+            key = f"layers/{'dense' if index == 0 else f'dense_{index}'}/vars"
+            group = root[key] if key in root else {}
+            found = {base: (f"{key}/{number}", group[str(number)][()])
+                     for number, base in enumerate(("kernel", "bias"))
+                     if str(number) in group}
+        else:
+            found = _legacy_weights(root, dense.get("name", ""), label, prefix)
+        if "kernel" not in found or (dense.get("use_bias", True) and "bias" not in found):
+            raise UsageError(f"{label}: no kernel or bias for Dense layer "
+                             f"{dense.get('name', after[0][0])!r}")
+        arrays, entries = {}, []
+        for base, field in (("kernel", "weight"), ("bias", "bias")):
+            if base in found:
+                name, value = found[base]
+                if not np.issubdtype(value.dtype, np.floating) \
+                        or not np.all(np.isfinite(value)):
+                    raise UsageError(f"{label}: {name} has NaN or infinite values, or is "
+                                     f"not floating point")
+                entries.append(_dense_entry(name, field, value.dtype))
+                value = value.astype(np.float64)
+                arrays[field] = value.T if field == "weight" else value
+        try:
+            head = Linear(**arrays)
+        except ValueError as error:
+            raise UsageError(f"{where}: {error}") from None
+    return Network((head,), source=label, format="keras", entries=tuple(entries))

@@ -14,9 +14,13 @@ layers around them that the host runs, with every tensor of the file accounted f
   :attr:`TrainModel.unchanged`). A ``state_dict`` records no activations, so two
   ``Linear`` modules after the RNN, an embedding or any other tensor are refused,
   naming the keys: nothing is left untrained without the user saying so.
+* a Keras model (``.keras`` archive, whole-model ``.h5``): its LSTM/GRU layers and at
+  most one ``Dense`` after them (linear activation, reading every step of an RNN with
+  ``return_sequences``), :func:`~.keras_io.load_keras_head`; anything else after the RNN
+  is refused naming the layers.
 * any other format :func:`~nnrtl.gen.models.load_network` reads: the network it
-  reads. The ONNX and Keras readers refuse layers after the RNN themselves (an ONNX
-  ``Gemm``, a Keras ``Dense``), and a CNN is run whole by its engine.
+  reads. The ONNX reader refuses operators after the RNN itself (a ``Gemm``), and a CNN
+  is run whole by its engine.
 
 :func:`save_train_model` writes the model back in its source's format with the head's
 tensors updated as well.
@@ -250,11 +254,16 @@ def load_train_model(path, *, prefix=None):
     """
     if prefix is not None and not isinstance(prefix, str):
         raise TypeError(f"prefix must be a string, not {prefix!r}")
-    if os.path.exists(path) and model_format(path) == "state_dict":
+    kind = model_format(path) if os.path.exists(path) else None
+    if kind == "state_dict":
         return _load_state_dict_model(path, prefix)
     if prefix is not None:
         raise UsageError(f"--prefix picks an RNN of a PyTorch state_dict; "
                          f"{os.fspath(path)} is not one")
+    if kind in ("keras", "hdf5"):
+        from .keras_io import load_keras, load_keras_head
+        head = load_keras_head(path)
+        return TrainModel(load_keras(path, ignore_trailing=head is not None), head)
     return TrainModel(load_network(path))
 
 
@@ -262,6 +271,11 @@ def save_train_model(model, path):
     """Write ``model`` in its source's format: the network's tensors and the head's, every
     other key of the source as it was."""
     network = model.network
+    if model.head is not None and network.format == "keras":
+        save_network(network, path)
+        kind, _ = network.writer
+        save_network(dataclasses.replace(model.head, writer=(kind, os.fspath(path))), path)
+        return
     if model.head is not None:
         import torch
 

@@ -2,7 +2,9 @@
 ``model.save("m.h5")``, ``to_json`` + ``save_weights``; the import's forward against
 ``predict`` and the write-back read by Keras."""
 
+import dataclasses
 import os
+import re
 import warnings
 
 os.environ["KERAS_BACKEND"] = "torch"      # before keras is imported
@@ -87,3 +89,72 @@ def test_keras_reads_the_written_archive(keras_files, tmp_path):
     reloaded = keras.saving.load_model(tmp_path / "halved.keras")
     np.testing.assert_allclose(ours(halved, x), predict(reloaded, x), rtol=0,
                                atol=BOUND)
+
+
+def weights(layer):
+    """``layer.get_weights()``; Keras' own NumPy deprecation warning on the torch backend
+    is Keras'."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return layer.get_weights()
+
+
+def _head_model(*after, return_sequences=True):
+    keras.utils.set_random_seed(1)
+    return keras.Sequential([keras.Input((STEPS, INPUTS)),
+                             keras.layers.GRU(UNITS, return_sequences=return_sequences),
+                             *after])
+
+
+@pytest.mark.parametrize("suffix", ["keras", "h5"])
+def test_keras_dense_head_for_training(tmp_path, suffix):
+    """A Dense after the GRU is the head nnrtl train trains on the host: the GRU and the
+    head together compute Keras' predict; the head written back is what Keras reads."""
+    from nnrtl.gen.models import Linear
+    from nnrtl.gen.models.train_model import load_train_model, save_train_model
+
+    model = _head_model(keras.layers.Dense(3))
+    path = tmp_path / f"m.{suffix}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save(path)
+    trained = load_train_model(path)
+    assert isinstance(trained.head.layers[0], Linear)
+    assert trained.head.layers[0].weight.shape == (3, UNITS)
+    x = np.random.default_rng(1).normal(size=(2, STEPS, INPUTS)).astype(np.float32)
+    linear = trained.head.layers[0]
+    ours_out = ours(trained.network, x) @ linear.weight.T + linear.bias
+    np.testing.assert_allclose(ours_out, predict(model, x), rtol=0, atol=BOUND)
+    head = trained.head.with_parameters({k: v / 2 for k, v in
+                                         trained.head.parameters().items()})
+    save_train_model(dataclasses.replace(trained, head=head), tmp_path / f"o.{suffix}")
+    reloaded = keras.saving.load_model(tmp_path / f"o.{suffix}")
+    dense, gru = reloaded.layers[-1], reloaded.layers[0]
+    for mine, theirs in zip(weights(dense), weights(model.layers[-1]), strict=True):
+        np.testing.assert_array_equal(mine, theirs / 2)
+    for mine, theirs in zip(weights(gru), weights(model.layers[0]), strict=True):
+        np.testing.assert_array_equal(mine, theirs)
+
+
+@pytest.mark.parametrize("after, sequences, message", [
+    (lambda: (keras.layers.Dense(3, activation="softmax"),), True,
+     r"config\.layers\[\d\]\.config\.activation is 'softmax'; nnrtl train trains a Dense "
+     r"head with linear activation \(the loss takes its outputs as they are\)"),
+    (lambda: (keras.layers.Dense(4), keras.layers.Dense(2)), True,
+     r"config\.layers\[\d\] \(Dense\), config\.layers\[\d\] \(Dense\) after the last "
+     r"LSTM or GRU: nnrtl train trains one Dense there \(linear activation\), and would leave them "
+     r"untrained"),
+    (lambda: (keras.layers.Dense(3),), False,
+     r"config\.layers\[\d\]\.config\.return_sequences is false: the Dense reads the last "
+     r"step only, and nnrtl train takes the loss at the head's outputs of every step"),
+])
+def test_keras_heads_nnrtl_train_refuses(tmp_path, after, sequences, message):
+    from nnrtl.gen.errors import UsageError
+    from nnrtl.gen.models.train_model import load_train_model
+
+    path = tmp_path / "m.keras"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _head_model(*after(), return_sequences=sequences).save(path)
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(path))}: {message}$"):
+        load_train_model(path)
