@@ -295,7 +295,7 @@ def _engine_clock(manifest):
 #: What the figures of ``sim.json`` that the page lists are.
 SIM_NOTES = {"cycles": "simulated, streams {backpressure}, seed {seed}",
              "model_cycles": "the engine's performance model of the same work",
-             "utilization": "simulated: useful MACs / (PEs x cycles)",
+             "utilization": "simulated: useful MACs / (MAC units x cycles)",
              "gops": "simulated, at the engine's clock"}
 
 
