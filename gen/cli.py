@@ -37,6 +37,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 from ..boards import BOARDS
 from ..sim.patterns import PATTERNS
@@ -262,6 +263,10 @@ def _version():
         return "(not installed)"
 
 
+#: Builds ``nnrtl cache`` lists, the most recently used.
+SHOWN_BUILDS = 10
+
+
 def _cmd_cache(args):
     from ..sim import cache
 
@@ -287,6 +292,13 @@ def _cmd_cache(args):
               f"{size(before['max_bytes'])} ({limit})\n"
               f"kept runs: {before['runs']}, {size(before['runs_bytes'])}\n"
               f"other:     {size(before['other_bytes'])}")
+        for build in before["builds"][:SHOWN_BUILDS]:
+            used = time.strftime("%Y-%m-%d %H:%M", time.localtime(build["last_use"]))
+            state = "" if build["complete"] else ", incomplete"
+            print(f"  {build['name']}  {size(build['bytes'])}, used {used}{state}")
+        if before["entries"] > SHOWN_BUILDS:
+            print(f"  ... and {before['entries'] - SHOWN_BUILDS} less recently used "
+                  f"(--json lists all)")
         return
     if limit is None:
         done = cache.clean()

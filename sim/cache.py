@@ -355,9 +355,11 @@ def clean(root=None):
 
 
 def usage(root=None):
-    """What the cache holds: ``{"location", "entries", "bytes", "max_bytes",
-    "runs", "runs_bytes", "other_bytes"}`` (the Verilator entries, the bound on them, the
-    kept run directories, the rest of the known contents)."""
+    """What the cache holds: ``{"location", "entries", "bytes", "max_bytes", "runs",
+    "runs_bytes", "other_bytes", "builds"}`` (the Verilator entries, the bound on them,
+    the kept run directories, the rest of the known contents; ``builds``: each entry,
+    most recently used first, as ``{"name", "bytes", "last_use", "complete"}`` with
+    ``last_use`` in seconds since the epoch)."""
     root = Path(root or cache_dir())
     found = entries(root)
     runs = _runs(root)
@@ -365,4 +367,6 @@ def usage(root=None):
     return {"location": str(root), "entries": len(found),
             "bytes": sum(e.size for e in found), "max_bytes": max_size(),
             "runs": len(runs), "runs_bytes": sum(_tree_size(r) for r in runs),
-            "other_bytes": _tree_size(yosys) if yosys.is_dir() else 0}
+            "other_bytes": _tree_size(yosys) if yosys.is_dir() else 0,
+            "builds": [{"name": e.directory.name, "bytes": e.size, "last_use": e.last_use,
+                        "complete": e.complete} for e in reversed(found)]}

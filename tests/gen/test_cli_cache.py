@@ -45,16 +45,34 @@ def test_version(capsys):
 def test_cache_show(fake_cache, capsys):
     code, out, _ = run(capsys, "cache")
     assert code == 0
-    assert out == (f"location:  {fake_cache} ($NNRTL_CACHE_DIR)\n"
-                   f"builds:    3, 6.0 MiB of at most 4.0 GiB (the default; "
-                   f"$NNRTL_CACHE_MAX_SIZE sets it)\n"
-                   f"kept runs: 0, 0 B\n"
-                   f"other:     0 B\n")
+    assert re.fullmatch(
+        re.escape(f"location:  {fake_cache} ($NNRTL_CACHE_DIR)\n"
+                  f"builds:    3, 6.0 MiB of at most 4.0 GiB (the default; "
+                  f"$NNRTL_CACHE_MAX_SIZE sets it)\n"
+                  f"kept runs: 0, 0 B\n"
+                  f"other:     0 B\n")
+        + rf"  new-{2:016x}  3\.0 MiB, used \d{{4}}-\d\d-\d\d \d\d:\d\d\n"
+        + rf"  mid-{1:016x}  2\.0 MiB, used .*\n"
+        + rf"  old-{0:016x}  1\.0 MiB, used .*\n", out)
     code, out, _ = run(capsys, "cache", "show", "--json")
     assert code == 0
-    assert json.loads(out) == {"location": str(fake_cache), "entries": 3, "bytes": 6 << 20,
-                               "max_bytes": 4 << 30, "runs": 0, "runs_bytes": 0,
-                               "other_bytes": 0}
+    shown = json.loads(out)
+    assert [b.pop("last_use") for b in shown["builds"]] == sorted(
+        (e.last_use for e in cache.entries(fake_cache)), reverse=True)
+    assert shown == {"location": str(fake_cache), "entries": 3, "bytes": 6 << 20,
+                     "max_bytes": 4 << 30, "runs": 0, "runs_bytes": 0, "other_bytes": 0,
+                     "builds": [{"name": f"{name}-{index:016x}", "bytes": (index + 1) << 20,
+                                 "complete": True}
+                                for index, name in ((2, "new"), (1, "mid"), (0, "old"))]}
+
+
+def test_cache_show_lists_the_most_recent_builds(fake_cache, capsys, monkeypatch):
+    monkeypatch.setattr("nnrtl.gen.cli.SHOWN_BUILDS", 2)
+    code, out, _ = run(capsys, "cache")
+    assert code == 0
+    assert out.splitlines()[-3:-1] == [line for line in out.splitlines()
+                                       if line.startswith(("  new-", "  mid-"))]
+    assert out.splitlines()[-1] == "  ... and 1 less recently used (--json lists all)"
 
 
 def test_cache_clean(fake_cache, capsys):

@@ -225,7 +225,9 @@ def test_clean_and_usage(tmp_path, monkeypatch):
     (tmp_path / "mine.txt").write_text("not the cache's")
     assert cache.usage(tmp_path) == {
         "location": str(tmp_path), "entries": 2, "bytes": 300, "max_bytes": 1 << 20,
-        "runs": 1, "runs_bytes": 40, "other_bytes": 8}
+        "runs": 1, "runs_bytes": 40, "other_bytes": 8,
+        "builds": [{"name": e.directory.name, "bytes": e.size, "last_use": e.last_use,
+                    "complete": e.complete} for e in reversed(cache.entries(tmp_path))]}
     assert cache.clean(tmp_path) == {"removed": 4, "bytes": 348, "in_use": 0}
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["mine.txt", "runs", "verilator"]
     assert cache.usage(tmp_path)["entries"] == 0
