@@ -263,6 +263,15 @@ def _version():
         return "(not installed)"
 
 
+def _check_cache_size():
+    """A bad ``$NNRTL_CACHE_MAX_SIZE`` is a usage error before any command runs."""
+    from ..sim.cache import max_size
+    try:
+        max_size()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
 #: Builds ``nnrtl cache`` lists, the most recently used.
 SHOWN_BUILDS = 10
 
@@ -272,10 +281,9 @@ def _cmd_cache(args):
 
     try:
         limit = None if args.max_size is None else cache.parse_size(args.max_size)
-        before = cache.usage()
     except ValueError as error:
-        raise UsageError(f"{'--max-size' if args.max_size is not None else 'cache'}: "
-                         f"{error}") from None
+        raise UsageError(f"--max-size: {error}") from None
+    before = cache.usage()
     if args.action == "show":
         if limit is not None:
             raise UsageError("--max-size goes with 'nnrtl cache clean'")
@@ -327,6 +335,7 @@ def main(argv=None):
     if extra and not getattr(args, "passes_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
+        _check_cache_size()
         if getattr(args, "passes_extra", False):
             return args.run(args, extra) or 0
         return args.run(args) or 0

@@ -101,8 +101,11 @@ def test_cache_bad_input_exits_2(fake_cache, capsys, argv, message):
     assert len(cache.entries(fake_cache)) == 3
 
 
-def test_cache_bad_limit_in_the_environment_exits_2(fake_cache, capsys, monkeypatch):
+@pytest.mark.parametrize("argv", [["cache"], ["sim", "demo", "--board", "zc706"]])
+def test_a_bad_limit_in_the_environment_exits_2_before_anything_runs(fake_cache, capsys,
+                                                                     monkeypatch, argv):
     monkeypatch.setenv("NNRTL_CACHE_MAX_SIZE", "lots")
-    code, _, err = run(capsys, "cache")
-    assert code == 2
-    assert err.startswith("nnrtl: error: cache: NNRTL_CACHE_MAX_SIZE: a cache size must be ")
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err == ("nnrtl: error: NNRTL_CACHE_MAX_SIZE: a cache size must be a number of "
+                   "bytes with an optional K, M, G or T suffix (e.g. 4G, 500M), not 'lots'\n")
