@@ -20,9 +20,9 @@ Model [U, the paper gives no formula; decided here]
     * Per-cell BP gradients (δH, δS, δX) stay on chip.
 """
 
-import dataclasses
 import numpy as np
 
+from ...hw.omni.workload import Workload
 from ..errors import UsageError
 from .compress import record_bytes
 from .skipping import kept_cells, magnitude_map
@@ -40,27 +40,6 @@ PAPER_FOOTPRINT = {"ms1": 32.37, "ms2": 41.65, "ms1+ms2": 57.52}
 #: intermediates).
 PAPER_DATA_MOVEMENT = {"ms1": (31.79, 0.0, 60.27), "ms2": (24.67, 32.89, 49.34),
                        "ms1+ms2": (40.85, 32.89, 80.04)}
-
-
-@dataclasses.dataclass(frozen=True)
-class Workload:
-    """One LSTM training iteration's shape: ``input_size`` of layer 0 (the others take H),
-    ``hidden_size``, ``layers`` (LN), ``length`` (LL, timestamps) and ``batch``."""
-
-    input_size: int
-    hidden_size: int
-    layers: int
-    length: int
-    batch: int
-
-    def __post_init__(self):
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise UsageError(f"{field.name} must be a positive integer, not {value!r}")
-
-    def layer_input(self, layer):
-        return self.input_size if layer == 0 else self.hidden_size
 
 
 #: Table I [P] (input size = hidden size, spec §1.3 [D]), batch 128.

@@ -68,6 +68,7 @@ from ...hw.omni.channel_program import (GATES, bp_p1_steps, bp_p2_steps, element
                                         fw_ew_steps, inner_steps, mvm_steps, outer_steps)
 from ...hw.omni.config import OmniMode
 from ...hw.omni.r2a import R2AConfig
+from ...hw.omni.workload import allocation as _allocation, static_split
 from ..errors import UsageError
 from .workload import KINDS, PHASES, check_graph, estimate, training_graph
 
@@ -113,27 +114,14 @@ class Schedule:
     issues: tuple
 
 
-def static_split(tasks, config):
-    """R2A step 2: the number of EW-group channels for ``tasks`` (see the decisions)."""
-    length = estimate(tasks, config.pes_per_channel)["length"]
-    total = length["matmul"] + length["ew"]
-    share = length["ew"] / total if total else 0.5
-    return min(config.channels - 1, max(1, round(config.channels * share)))
-
-
 def allocation(config, ew_channels, *, dynamic):
     """``(groups, swing)``: per channel its group's kind index (0 MatMul, 1 EW) and
-    whether it swings (only with ``dynamic``)."""
-    if isinstance(ew_channels, bool) or not isinstance(ew_channels, int) or not (
-            1 <= ew_channels <= config.channels - 1):
-        raise UsageError(f"ew_channels must be an integer from 1 to {config.channels - 1} "
-                         f"(both groups need a channel), not {ew_channels!r}")
-    matmul = config.channels - ew_channels
-    groups = tuple(int(c >= matmul) for c in range(config.channels))
-    count = config.swing_channels if dynamic else 0
-    first = max(0, min(matmul - count // 2, config.channels - count))
-    swing = tuple(first <= c < first + count for c in range(config.channels))
-    return groups, swing
+    whether it swings (only with ``dynamic``; :func:`nnrtl.hw.omni.workload.allocation`);
+    :class:`UsageError` unless ``ew_channels`` leaves both groups a channel."""
+    try:
+        return _allocation(config, ew_channels, dynamic=dynamic)
+    except TypeError as error:
+        raise UsageError(str(error)) from None
 
 
 def task_program(channel, phase, size, *, density=1.0):

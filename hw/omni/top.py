@@ -91,6 +91,7 @@ from .decode import output_layout
 from .dma_config import axi4_signature
 from .r2a import R2AScheduler
 from .top_config import OmniConfig
+from .workload import Workload, allocation, static_split, training_graph
 
 __all__ = ["OmniTop", "register_map", "operand_layout", "mode_queue_depth", "COUNTERS",
            "MODE_COUNTERS", "CONSTANTS"]
@@ -141,12 +142,8 @@ CONSTANTS = ("channels", "pes_per_channel", "swing_channels", "max_tasks", "hidd
 
 def _allocation(config):
     """``(ew_mask, swing_mask)`` of the static split of the configuration's training
-    graph (:func:`nnrtl.gen.omni.r2a.static_split`, one tile per channel) and its swing
-    channels (:func:`nnrtl.gen.omni.r2a.allocation`)."""
-    from ...gen.omni.accounting import Workload
-    from ...gen.omni.r2a import allocation, static_split
-    from ...gen.omni.workload import training_graph
-
+    graph (:func:`.workload.static_split`, one tile per channel) and its swing channels
+    (:func:`.workload.allocation`)."""
     workload = Workload(config.input_size, config.hidden_size, config.layers,
                         config.seq_len, config.batch)
     r2a = config.r2a

@@ -55,8 +55,8 @@ def test_table_one_signs():
 
 def test_reduction_and_errors():
     assert reduction({"a": 4, "b": 0}, {"a": 1, "b": 0}) == {"a": 75.0, "b": 0.0}
-    with pytest.raises(UsageError, match=r"^hidden_size must be a positive integer, "
-                                         r"not 0$"):
+    with pytest.raises(TypeError, match=r"^hidden_size must be a positive integer, "
+                                        r"not 0$"):
         Workload(1, 0, 1, 1, 1)
     with pytest.raises(UsageError, match=r"^kept must be layers x length = 2 x 4, not "
                                          r"\(4, 2\)$"):
