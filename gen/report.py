@@ -3,7 +3,7 @@
 From what is in ``DIR``: ``manifest.json`` (always; written by ``nnrtl generate``), and when
 present ``sim.json`` (``nnrtl sim -o``), ``synth.json`` (``nnrtl synth``) and
 ``explore.json`` (``nnrtl explore -o``). The generic figures live here -- the design's
-parameters, its resources against the board (the resource model beside Yosys' counts),
+parameters (an HTML table), its resources against the board (the resource model beside Yosys' counts),
 where a simulation's cycles went -- and every engine adds its own through its ``report``
 hook (:mod:`nnrtl.gen.engines`), drawing with :func:`new_figure` and saving with
 :func:`save_figure`. The PNGs are written beside ``report.html``, which embeds them as
@@ -30,7 +30,7 @@ from pathlib import Path
 from .errors import UsageError
 from .output import ADDED_LATER, MANIFEST
 
-__all__ = ["ReportData", "Figure", "Note", "load_report_data", "new_figure", "save_figure",
+__all__ = ["ReportData", "Figure", "Table", "Note", "load_report_data", "new_figure", "save_figure",
            "resource_rows", "resources_figure", "write_report", "write_result", "REPORT",
            "RESOURCES", "MODEL_COUNTS", "YOSYS_COUNTS"]
 
@@ -58,6 +58,17 @@ class Figure:
 
     file: str
     title: str
+    caption: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """A table of the report (text a reader can select and copy): its section title,
+    column headers, rows of strings and a caption."""
+
+    title: str
+    header: tuple
+    rows: tuple
     caption: str
 
 
@@ -140,18 +151,10 @@ def save_figure(figure, directory, file, title, caption):
 
 def _parameters(data):
     manifest = data.manifest
-    rows = [[name, str(value)] for name, value in manifest["parameters"].items()]
-    figure = new_figure(6.0, 0.6 + 0.28 * len(rows))
-    axes = figure.add_subplot()
-    axes.axis("off")
-    table = axes.table(cellText=rows, colLabels=["parameter", "value"], loc="center",
-                       cellLoc="left", colColours=["#d9e2f3"] * 2)
-    table.auto_set_font_size(False)
-    table.set_fontsize(9)
-    table.scale(1, 1.2)
-    axes.set_title(f"{manifest['engine']} on {manifest['board']['name']}: parameters")
-    return save_figure(figure, data.directory, "report-parameters.png", "Parameters",
-                       f"The configuration of {manifest['module']} (manifest.json).")
+    rows = [(name, ",".join(map(str, value)) if isinstance(value, list) else str(value))
+            for name, value in manifest["parameters"].items()]
+    return Table("Parameters", ("parameter", "value"), tuple(rows),
+                 f"The configuration of {manifest['module']} (manifest.json).")
 
 
 #: What Yosys' figures in ``synth.json`` count (:func:`nnrtl.gen.synth.counts`).
@@ -324,7 +327,9 @@ def _html(data, figures):
         f"<title>nnrtl report: {html.escape(manifest['module'])} on "
         f"{html.escape(board['name'])}</title>",
         "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto;}"
-        "img{max-width:100%;} pre{background:#f4f4f4;padding:.5em;}</style>",
+        "img{max-width:100%;} pre{background:#f4f4f4;padding:.5em;}"
+        "table{border-collapse:collapse;} th,td{border:1px solid #ccc;padding:.2em .6em;"
+        "text-align:left;} th{background:#d9e2f3;}</style>",
         "</head><body>",
         f"<h1>{html.escape(manifest['module'])} on {html.escape(board['title'])}</h1>",
         f"<p>Engine {html.escape(manifest['engine'])}, part {html.escape(board['part'])}, "
@@ -343,6 +348,14 @@ def _html(data, figures):
         if isinstance(figure, Note):
             parts.append(f"<p>{html.escape(figure.text)}</p>")
             continue
+        if isinstance(figure, Table):
+            cells = ["<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in figure.header)
+                     + "</tr>"]
+            cells += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>"
+                      for row in figure.rows]
+            parts.append(f"<table>{''.join(cells)}</table><p>"
+                         f"{html.escape(figure.caption)}</p>")
+            continue
         encoded = base64.b64encode((data.directory / figure.file).read_bytes()).decode()
         parts.append(f"<figure><img src='data:image/png;base64,{encoded}' "
                      f"alt='{html.escape(figure.file)}'><figcaption>"
@@ -355,8 +368,8 @@ def write_report(directory, engine_for):
     """Write ``directory/report.html`` and its PNGs; return the page's path.
 
     ``engine_for(name)`` gives the :class:`~nnrtl.gen.engines.Engine` the manifest names;
-    its ``report`` hook, if any, adds the engine's figures (and :class:`Note` s) after the
-    generic ones; a figure of the hook with a generic figure's file name (e.g.
+    its ``report`` hook, if any, adds the engine's figures (and :class:`Table` s and
+    :class:`Note` s) after the generic ones; a figure of the hook with a generic figure's file name (e.g.
     :func:`resources_figure` with the engine's ``model_counts``) takes that figure's
     place."""
     data = load_report_data(directory)

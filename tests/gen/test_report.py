@@ -102,7 +102,7 @@ def test_report_of_a_small_sbe(tmp_path, capsys):
     embedded = re.findall(r"src='data:image/png;base64,([A-Za-z0-9+/=]+)' alt='([^']+)'",
                           html)
     files = [name for _, name in embedded]
-    assert files == ["report-parameters.png", "report-resources.png", "report-cycles.png",
+    assert files == ["report-resources.png", "report-cycles.png",
                      "report-utilization.png", "report-explore.png"]
     for data, name in embedded:
         assert base64.b64decode(data) == (output / name).read_bytes()
@@ -137,8 +137,10 @@ def test_report_of_a_synthesised_demo(tmp_path, capsys):
     assert run(capsys, "report", str(output))[0] == 0
     html = (output / "report.html").read_text()
     assert "bit-exact: False\nerror: m_axis: no frame 3 within its budget" in html
-    assert re.findall(r"alt='([^']+)'", html) == ["report-parameters.png",
-                                                   "report-resources.png"]
+    assert re.findall(r"alt='([^']+)'", html) == ["report-resources.png"]
+    # the parameters as a table of text
+    assert ("<h2>Parameters</h2>\n<table><tr><th>parameter</th><th>value</th></tr>"
+            "<tr><td>lanes</td><td>2</td></tr>") in html
     check_png(output / "report-resources.png")
     assert not (output / "report-cycles.png").exists()
 
