@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ..boards import BOARDS, vivado_part
 from .engines import (ClusterRequest, ExploreRequest, MapRequest, ModelRequest, SimRequest,
-                      LUT_SHARE, add_throughput, check_fit, engines, get_board_or_usage_error,
-                      get_engine, unavailable)
+                      LUT_SHARE, add_throughput, check_fit, engines, fits_board,
+                      get_board_or_usage_error, get_engine, unavailable)
 from .errors import UsageError
 from .params import param_help, parse_params
 from .progress import progress
@@ -79,8 +79,8 @@ def _configure(args):
                 raise UsageError(f"{flag} needs --model FILE")
         base = None if args.preset is None else engine.preset(args.preset)
         config = parse_params(engine.config_class, args.param, base=base, log=progress,
-                              accept=lambda c: check_fit(engine, c, platform_class,
-                                                         lut_share=lut_share))
+                              accept=lambda c: fits_board(engine, c, platform_class,
+                                                          lut_share=lut_share))
         binding = None
     else:
         load_model = engine.hook("load_model", "--model (model import)")

@@ -42,6 +42,10 @@ Optional hooks (``None`` when an engine has none)::
                                     of a mapping's chain of boards on ``request.ranks``
                                     MPI ranks; request: :class:`ClusterRequest`; the result
                                     has ``table()`` and ``as_json()``)
+    draw(rng)                    -> (board, {name: value})  a random configuration: the
+                                    parameters pinned for it, drawn with ``rng`` (a
+                                    random.Random) from the engine's whole valid space at
+                                    simulation sizes, and a board it fits (nnrtl.gen.draws)
 """
 
 import dataclasses
@@ -56,15 +60,15 @@ from .errors import UsageError
 __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
            "ExploreRequest", "Exploration", "MapRequest", "Mapping", "ClusterRequest", "ClusterRun",
            "ENTRY_POINT_GROUP", "engines", "unavailable", "register",
-           "unregister", "get_engine", "check_fit", "budget", "LUT_SHARE", "board_clock_hz", "add_throughput",
-           "get_board_or_usage_error", "HOOKS"]
+           "unregister", "get_engine", "check_fit", "fits_board", "budget", "LUT_SHARE",
+           "board_clock_hz", "add_throughput", "get_board_or_usage_error", "HOOKS"]
 
 #: The entry-point group engines register in.
 ENTRY_POINT_GROUP = "nnrtl.engines"
 
 #: The optional hooks, in the order ``nnrtl engines`` lists them.
 HOOKS = ("load_model", "model_files", "explore", "train", "bench", "breakdown", "report",
-         "clock", "map", "cluster")
+         "clock", "map", "cluster", "draw")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,7 +236,8 @@ class Engine:
         The required hooks (see the module).
     presets : dict
         Name to :class:`Preset`.
-    load_model, model_files, explore, train, bench, breakdown, report, clock, map, cluster :
+    load_model, model_files, explore, train, bench, breakdown, report, clock, map, cluster, \
+    draw :
         callable or None
         The optional hooks.
     weight_loads : tuple of str
@@ -258,6 +263,7 @@ class Engine:
     clock: Callable | None = None
     map: Callable | None = None
     cluster: Callable | None = None
+    draw: Callable | None = None
     weight_loads: tuple = ("stream",)
 
     def __post_init__(self):
@@ -470,6 +476,25 @@ def check_fit(engine, config, platform_class, *, lut_share=LUT_SHARE):
             raise UsageError(f"{engine.name} with {config} needs {amount} {resource}, "
                              f"but {platform_class.name} has {available}")
     return needs
+
+
+def fits_board(engine, config, platform_class, *, lut_share=LUT_SHARE):
+    """:func:`check_fit`, after the configuration's own ``check_usable`` (whether the
+    design holds the workload it is sized for), when it has one: what a design generated
+    or simulated for a board must pass, and what the completion of a partial configuration
+    (:func:`nnrtl.gen.params.parse_params`) chooses the free parameters under.
+
+    Raises
+    ------
+    UsageError
+        The design does not hold its workload, or does not fit the board's budget."""
+    check_usable = getattr(config, "check_usable", None)
+    if check_usable is not None:
+        try:
+            check_usable()
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    return check_fit(engine, config, platform_class, lut_share=lut_share)
 
 
 def get_board_or_usage_error(name):

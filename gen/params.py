@@ -20,7 +20,7 @@ import typing
 
 from .errors import UsageError
 
-__all__ = ["parse_params", "param_help", "param_fields", "MAX_COMPLETIONS"]
+__all__ = ["parse_params", "complete", "param_help", "param_fields", "MAX_COMPLETIONS"]
 
 #: The most combinations of free values :func:`parse_params` tries before it refuses.
 MAX_COMPLETIONS = 5_000
@@ -115,6 +115,25 @@ def parse_params(config_class, items, *, base=None, accept=None, log=None):
         if name in values:
             raise UsageError(f"parameter {name} is given twice")
         values[name] = _convert(name, text.strip(), kinds[name])
+    start = {name: getattr(base, name) for name in kinds} if base is not None else {}
+    start.update(values)
+    return _complete(config_class, start, frozenset(values), accept, log)
+
+
+def complete(config_class, values, *, base=None, accept=None, log=None):
+    """:func:`parse_params` of values already of their types: ``values`` (name to value)
+    pinned, the other parameters completed.
+
+    Raises
+    ------
+    UsageError
+        As :func:`parse_params`.
+    """
+    kinds = _field_types(config_class)
+    unknown = sorted(set(values) - set(kinds))
+    if unknown:
+        raise UsageError(f"unknown parameter {unknown[0]!r} for {config_class.__name__}; "
+                         f"valid parameters: {', '.join(kinds)}")
     start = {name: getattr(base, name) for name in kinds} if base is not None else {}
     start.update(values)
     return _complete(config_class, start, frozenset(values), accept, log)

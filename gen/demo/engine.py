@@ -5,6 +5,7 @@ import dataclasses
 
 from ...hw.demo import DemoConfig, DemoEngine
 from ..engines import Engine
+from .space import draw
 
 __all__ = ["ENGINE", "simulate", "predict", "breakdown"]
 
@@ -67,4 +68,5 @@ ENGINE = Engine(
     simulate=simulate,
     bench=_bench,
     breakdown=breakdown,
+    draw=draw,
 )

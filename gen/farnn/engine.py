@@ -31,6 +31,7 @@ from ...hw.farnn import FarnnConfig
 from ...hw.farnn.engine import FarnnEngine
 from ...hw.farnn.presets import PRESETS
 from ..engines import Engine
+from .space import draw
 
 __all__ = ["ENGINE", "simulate"]
 
@@ -115,4 +116,5 @@ ENGINE = Engine(
     clock=_clock,
     bench=_bench,
     weight_loads=("stream", "backdoor"),
+    draw=draw,
 )

@@ -30,6 +30,7 @@ from ...hw.omni.top import OmniTop
 from ...hw.omni.top_config import OmniConfig
 from ...hw.presets import Preset
 from ..engines import Engine
+from .space import draw
 
 __all__ = ["ENGINE", "PRESETS", "PAPER_VCU128", "VCU128_TREC10", "SMALL", "simulate"]
 
@@ -148,6 +149,8 @@ def _clock(config, board):
 
 
 def _train(request, network):
+    from ..optional import require
+    require("torch", "nnrtl train omni")
     from .trainer import train_hook
     return train_hook(request, network)
 
@@ -163,4 +166,5 @@ ENGINE = Engine(
     presets=PRESETS,
     train=_train,
     clock=_clock,
+    draw=draw,
 )

@@ -30,6 +30,7 @@ import numpy as np
 
 from ...hw.sbe import PRESETS, SBEConfig, SBEEngine
 from ..engines import Engine, ModelBinding
+from .space import draw
 
 __all__ = ["ENGINE", "simulate", "predict", "load_model", "explore"]
 
@@ -169,4 +170,5 @@ ENGINE = Engine(
     bench=_bench,
     breakdown=_breakdown,
     report=_report,
+    draw=draw,
 )

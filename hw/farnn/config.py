@@ -23,7 +23,7 @@ by :mod:`nnrtl.sim.golden.farnn`.
 
 import dataclasses
 
-from ..checks import check_positive, check_range, is_int
+from ..checks import by_distance, check_positive, check_range, is_int
 
 __all__ = ["FarnnConfig", "MatrixShape", "CELLS", "GATES", "WEIGHT_DEPTHS", "MATRICES",
            "FP32_BITS", "chunk_bounds", "split_valid"]
@@ -263,6 +263,31 @@ class FarnnConfig:
                     f"split ({self.split}) must divide chains ({self.chains}): a split "
                     f"group is whole chains; nearest valid split: "
                     f"{_nearest(self.split, lambda s: self.chains % s == 0, self.chains)}")
+
+    @classmethod
+    def candidates(cls, values, pinned):
+        """The free parameters' values to try when completing a partial configuration
+        (:func:`nnrtl.gen.params.parse_params`), preferred first: ``split`` chosen (0) or a
+        divisor of ``chains``; ``chain_length``, ``chains`` and ``weight_depth`` nearest
+        their defaults (a board's budget may need fewer PEs, which then need deeper
+        memories: :meth:`check_usable`)."""
+        del pinned
+        chains = values["chains"]
+        return {
+            "split": [0] + ([d for d in range(1, chains + 1) if chains % d == 0]
+                            if is_int(chains) and chains > 0 else []),
+            "chain_length": by_distance(values["chain_length"], range(1, 65))[:48],
+            "chains": by_distance(values["chains"], range(1, 33))[:6],
+            "weight_depth": by_distance(values["weight_depth"], WEIGHT_DEPTHS),
+        }
+
+    def check_usable(self):
+        """Raise ``ValueError`` unless the design holds its workload: every pass's weights
+        within ``weight_depth`` words per PE (:attr:`fits`). A design generated for a board
+        is checked; a workload description (exploration) is not."""
+        if not self.fits:
+            raise ValueError(f"{self.max_weights_per_pe} weights per PE exceed weight_depth "
+                             f"({self.weight_depth}) with {self.pes} PEs")
 
     def _shape(self, name, split):
         rows, inputs, units = self._sizes(name)

@@ -129,7 +129,9 @@ class CellSinks:
         src_first = src_meta[-1]
         host = Mux(bw, rx_bw.o.valid, rx_imvm.o.valid)
         act_ready = Mux(bw, bw_act.i.ready, fw_act.i.ready)
-        self.meta_fifo = meta_fifo = SyncFIFO(width=addr_bits + b_bits,
+        # at least one bit: one cell and batch 1 leave no address bits, and a zero-width
+        # FIFO's storage is a memory Yosys cannot write
+        self.meta_fifo = meta_fifo = SyncFIFO(width=max(1, addr_bits + b_bits),
                                               depth=max(fw_act.latency, bw_act.latency) + 4)
         m.submodules.meta_fifo = meta_fifo
         act_valid = src_valid & host & meta_fifo.w_rdy
@@ -148,7 +150,7 @@ class CellSinks:
             rx_imvm.o.ready.eq(~bw & src_valid & act_ready & meta_fifo.w_rdy),
             rx_bw.o.ready.eq(bw & src_valid & act_ready & meta_fifo.w_rdy),
             meta_fifo.w_en.eq(act_valid & act_ready),
-            meta_fifo.w_data.eq(src_meta[:addr_bits + b_bits]),
+            meta_fifo.w_data.eq(src_meta[:addr_bits + b_bits]),    # zero-extended
             self.state_act_read.addr.eq(src_addr),
             self.hprev_read.addr.eq(src_addr),
             self.bias_read.addr.eq(src_row // chains) if chains > 1
@@ -191,7 +193,9 @@ class CellSinks:
             self.prev_fifo
         tx_h, tx_saved, tx_deltas = self.tx["h"], self.tx["saved"], self.tx["deltas"]
         addr_bits = len(self.cell_addr)
-        out_addr, out_b = meta_fifo.r_data[:addr_bits], meta_fifo.r_data[addr_bits:]
+        b_bits = len(self.beat_b)
+        out_addr = meta_fifo.r_data[:addr_bits]
+        out_b = meta_fifo.r_data[addr_bits:addr_bits + b_bits]
         out_count = Signal(range(self.cells + 1))   # cells of the current output step
         out_step = Signal(32)
         step_last = out_count == self.run_batch * self.hidden - 1

@@ -16,7 +16,7 @@ Every other width, depth and stage count is those units' default.
 import dataclasses
 import math
 
-from ..checks import check_positive, is_int
+from ..checks import by_distance, check_positive, is_int
 from .channel_config import ChannelConfig
 from .dma_config import DmaConfig, threshold_bits
 from .r2a import R2AConfig
@@ -92,6 +92,19 @@ class OmniConfig:
             if getattr(self, name) > 64:
                 raise ValueError(f"{name} ({getattr(self, name)}) cannot exceed 64: the "
                                  f"{registers} 64 bits")
+
+    @classmethod
+    def candidates(cls, values, pinned):
+        """The free parameters' values to try when completing a partial configuration
+        (:func:`nnrtl.gen.params.parse_params`), preferred first: ``channels`` nearest its
+        default, from 2 to 64 (a board's budget may need fewer), at least the swing
+        channels; ``swing_channels`` at most ``channels - 1``."""
+        del pinned
+        channels, swing = values["channels"], values["swing_channels"]
+        options = {"channels": by_distance(channels, range(2, 65))}
+        if is_int(channels) and is_int(swing) and channels > 1:
+            options["swing_channels"] = [min(swing, channels - 1)]
+        return options
 
     # -- the units ---------------------------------------------------------------------
 

@@ -172,8 +172,10 @@ def test_config_for_a_model():
     with pytest.raises(UsageError, match=r"^parameter hidden_size comes from the model and "
                                          r"the inputs \(20\); do not give it with --model$"):
         config_for(network, 7, 2, ["hidden_size=4"])
+    # a split given with chains not given: the chains are completed so that it divides them
+    assert config_for(network, 7, 2, ["split=3"]).chains % 3 == 0
     with pytest.raises(UsageError, match=r"^split \(3\) must divide chains \(16\)"):
-        config_for(network, 7, 2, ["split=3"])
+        config_for(network, 7, 2, ["split=3", "chains=16"])
 
 
 def test_unsupported_networks():

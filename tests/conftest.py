@@ -1,0 +1,13 @@
+"""Session-wide pytest hooks: the header names the random-configuration draws' seed and
+counts (``tests/gen/test_draws.py``)."""
+
+
+def pytest_report_header(config):
+    from nnrtl.gen import draws
+
+    counts = ", ".join(f"{name} {fast[0]} ({fast[1]} simulated)"
+                       for name, fast in draws.FAST.items())
+    slow = ", ".join(f"{name} {total} ({simulated})"
+                     for name, (total, simulated) in draws.SLOW.items())
+    return [f"nnrtl draws: seed {draws.seed()} (NNRTL_DRAW_SEED); make test: {counts}; "
+            f"make test-slow: {slow}"]
