@@ -12,6 +12,7 @@
               [--model FILE --inputs X.npy --outputs Y.npy] [-o DIR]
     nnrtl explore ENGINE --board B (--model FILE | --param k=v...) [--seq-len N] [--top K]
                   [--json] [-o DIR]
+    nnrtl draws ENGINE [--count N] [--simulate K] [--seed S] [--only I] [--json]
     nnrtl report DIR
     nnrtl cache [show | clean] [--max-size SIZE] [--json]
     nnrtl --version
@@ -41,8 +42,8 @@ import time
 
 from ..boards import BOARDS
 from ..sim.patterns import PATTERNS
-from .commands import (cmd_boards, cmd_cluster, cmd_engines, cmd_explore, cmd_generate, cmd_map,
-                       cmd_report, cmd_sim, cmd_synth, cmd_train)
+from .commands import (cmd_boards, cmd_cluster, cmd_draws, cmd_engines, cmd_explore,
+                       cmd_generate, cmd_map, cmd_report, cmd_sim, cmd_synth, cmd_train)
 from .engines import LUT_SHARE
 from .errors import CheckFailed, UsageError
 from .optional import missing
@@ -155,6 +156,22 @@ def _parser():
                          "into DIR: a directory written by generate, or a new one (the "
                          "chosen design is generated into it)")
     explore.set_defaults(run=cmd_explore)
+
+    draws = commands.add_parser(
+        "draws", help="random configurations of an engine: each completed, emitted, "
+        "Verilator-linted, the first ones simulated (bit-exact, and cycles equal to the "
+        "model under backpressure none)")
+    draws.add_argument("engine", metavar="ENGINE", help="an engine (see 'nnrtl engines')")
+    draws.add_argument("--count", type=int, default=10, metavar="N",
+                       help="draws to run (default 10)")
+    draws.add_argument("--simulate", type=int, default=0, metavar="K",
+                       help="of which the first K are also simulated (default 0)")
+    draws.add_argument("--seed", type=int, default=1, metavar="S", help="seed (default 1)")
+    draws.add_argument("--only", type=int, metavar="I",
+                       help="run draw I of the seed alone (simulated), as a failing draw's "
+                       "message says")
+    draws.add_argument("--json", action="store_true", help="one JSON line per draw")
+    draws.set_defaults(run=cmd_draws)
 
     build_cache = commands.add_parser(
         "cache", help="show or empty the Verilator build cache ($NNRTL_CACHE_DIR, default "

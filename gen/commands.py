@@ -404,3 +404,42 @@ def cmd_train(args, extra):
     summary = train(engine, hook, request, args.output, force=args.force)
     print(json.dumps(summary))
     return 1 if summary["within_bound"] is False else 0     # None: an approximation
+
+
+def cmd_draws(args):
+    """``nnrtl draws``: run an engine's random configurations (:mod:`nnrtl.gen.draws`);
+    exit 1 when one fails, each failure with the command that reproduces it."""
+    from . import draws
+
+    engine = get_engine(args.engine)
+    for flag, value, least in (("--count", args.count, 1), ("--simulate", args.simulate, 0)):
+        if value < least:
+            raise UsageError(f"{flag} must be an integer of at least {least}, not {value}")
+    if args.only is not None:
+        if args.only < 0:
+            raise UsageError(f"--only must be a draw index of at least 0, not {args.only}")
+        chosen = [draws.draws(engine, args.only + 1, args.seed)[args.only]]
+        simulated = {args.only}
+    else:
+        chosen = draws.draws(engine, args.count, args.seed)
+        simulated = set(range(args.simulate))
+    failed = 0
+    start = time.monotonic()
+    for draw in chosen:
+        progress(f"draw {draw.index} of {engine.name} (seed {args.seed}): {draw.command}")
+        outcome = draws.run(engine, draw, simulate_it=draw.index in simulated)
+        failed += not outcome["passed"]
+        if args.json:
+            print(json.dumps(outcome, default=str), flush=True)
+        elif outcome["passed"]:
+            sim = outcome.get("sim")
+            print(f"draw {draw.index}: passed (lint {outcome['lint']['lint_seconds']:.1f} s"
+                  + (f"; bit-exact, {sim['cycles']} cycles = model" if sim else "") + ")",
+                  flush=True)
+        else:
+            print(f"draw {draw.index}: FAILED: {outcome['error']}\n  reproduce: "
+                  f"{outcome['command']}\n  or: {outcome['reproduce']}", flush=True)
+    print(f"{engine.name}: {len(chosen)} draws (seed {args.seed}), {len(chosen) - failed} "
+          f"passed, {failed} failed, {len(simulated & {d.index for d in chosen})} simulated, "
+          f"{time.monotonic() - start:.0f} s", file=sys.stderr if args.json else sys.stdout)
+    return 1 if failed else 0
