@@ -54,13 +54,23 @@ def cmd_engines(args):
         return
     for engine in engines().values():
         print(f"{engine.name}: {engine.summary}")
-        print(f"    hooks: {', '.join(engine.describe()['hooks'])}")
+        description = engine.describe()
+        print(f"    hooks: {', '.join(description['hooks'])}")
+        print(f"    defaults generate on: {_default_boards(description['default_boards'])}")
         for line in param_help(engine.config_class):
             print(f"    --param {line}")
         for name, preset in engine.presets.items():
             print(f"    --preset {name} (for {preset.board}): {preset.source}")
     for name, reason in failed.items():
         print(f"{name}: unavailable: {reason}")
+
+
+def _default_boards(boards):
+    """``zc706, vu9p (channels=32)``: the boards and the parameters chosen on each."""
+    if not boards:
+        return "no board (give --param values that fit one)"
+    return ", ".join(name + (f" ({', '.join(f'{k}={v}' for k, v in chosen.items())})"
+                             if chosen else "") for name, chosen in boards.items())
 
 
 def _configure(args):

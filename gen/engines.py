@@ -60,7 +60,7 @@ from .errors import UsageError
 __all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
            "ExploreRequest", "Exploration", "MapRequest", "Mapping", "ClusterRequest", "ClusterRun",
            "ENTRY_POINT_GROUP", "engines", "unavailable", "register",
-           "unregister", "get_engine", "check_fit", "fits_board", "budget", "LUT_SHARE",
+           "unregister", "get_engine", "check_fit", "fits_board", "default_boards", "budget", "LUT_SHARE",
            "board_clock_hz", "add_throughput", "get_board_or_usage_error", "HOOKS"]
 
 #: The entry-point group engines register in.
@@ -310,7 +310,8 @@ class Engine:
         return f"nnrtl_{self.name}"
 
     def describe(self):
-        """JSON-able description: parameters with their defaults, presets and hooks."""
+        """JSON-able description: parameters with their defaults, presets, hooks and the
+        boards the defaults generate on (:func:`default_boards`)."""
         from .params import param_fields
         return {
             "name": self.name,
@@ -320,6 +321,7 @@ class Engine:
             "presets": {name: {"board": p.board, "source": p.source}
                         for name, p in self.presets.items()},
             "hooks": ["top", "resources", "predict", "simulate", *self.hooks],
+            "default_boards": default_boards(self),
         }
 
 
@@ -495,6 +497,31 @@ def fits_board(engine, config, platform_class, *, lut_share=LUT_SHARE):
         except ValueError as error:
             raise UsageError(str(error)) from None
     return check_fit(engine, config, platform_class, lut_share=lut_share)
+
+
+def default_boards(engine):
+    """Where the engine's default configuration generates: ``{board: {name: value}}`` for
+    each board on which the defaults, completed as ``nnrtl generate`` completes them with
+    no ``--param`` (:func:`nnrtl.gen.params.parse_params` under :func:`fits_board`), give
+    a design; the values are the parameters chosen other than their defaults (empty: the
+    defaults fit as they are)."""
+    from ..boards import BOARDS
+    from .params import parse_params
+
+    defaults = engine.config_class()
+    found = {}
+    for name in BOARDS:
+        platform_class = get_board(name)
+        try:
+            config = parse_params(engine.config_class, (), accept=lambda c: fits_board(
+                engine, c, platform_class))
+        except UsageError:
+            continue
+        found[name] = {field.name: getattr(config, field.name)
+                       for field in dataclasses.fields(config)
+                       if field.init and getattr(config, field.name) != getattr(defaults,
+                                                                                field.name)}
+    return found
 
 
 def get_board_or_usage_error(name):

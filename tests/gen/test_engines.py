@@ -212,3 +212,15 @@ def test_cli_bench_and_emit_name_no_engine():
         text = (gen / module).read_text()
         for name in names:
             assert not re.search(rf"[\"']{name}[\"']", text), f"{module} names {name}"
+
+
+def test_every_engines_defaults_generate_on_a_board():
+    """With no --param, generate completes the defaults under the board's budget: every
+    engine has a board, and the PE arrays the papers' defaults cannot fit are reduced."""
+    from nnrtl.gen.engines import default_boards, engines
+    found = {name: default_boards(engine) for name, engine in engines().items()}
+    assert all(found.values()), {name: boards for name, boards in found.items() if not boards}
+    assert found["sbe"]["zc706"] == {} and found["demo"]["zc706"] == {}
+    assert found["omni"]["vcu128"] == {"channels": 32}           # 40 need 86% of its LUTs
+    farnn = found["farnn"]["vu9p"]
+    assert farnn["weight_depth"] == 8192 and farnn["chains"] * farnn["chain_length"] < 256
