@@ -60,6 +60,11 @@ def _engine_arguments(sub, *, model_help):
     sub.add_argument("--weights", metavar="H5", help="the HDF5 weights of a Keras model JSON")
 
 
+def _prefix_argument(sub):
+    sub.add_argument("--prefix", metavar="P", help="with --model: the key prefix of the RNN "
+                     "in a state_dict that holds several (e.g. 'encoder.rnn.')")
+
+
 _MODEL_HELP = ("a model file (PyTorch state_dict, TorchScript or torch.export archive, ONNX, "
                "Keras .keras/.h5 or JSON with --weights) for engines with model import; "
                "its sizes and number formats, the hardware explored unless --param sets it")
@@ -93,6 +98,7 @@ def _parser():
     generate = commands.add_parser("generate", help="write an engine's Verilog, board "
                                    "files, manifest and C header into a directory")
     _engine_arguments(generate, model_help=_MODEL_HELP)
+    _prefix_argument(generate)
     preset_argument(generate)
     generate.add_argument("--inputs", metavar="X.npy", help="with --model: calibration "
                           "inputs, seq_len x input_size floats")
@@ -121,6 +127,7 @@ def _parser():
                               "under Verilator; prints a summary on a terminal, then one "
                               "JSON line")
     _engine_arguments(sim, model_help=_MODEL_HELP)
+    _prefix_argument(sim)
     preset_argument(sim)
     sim.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
     sim.add_argument("--steps", type=int, metavar="N", help="time steps (frames) to run "

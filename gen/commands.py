@@ -84,7 +84,7 @@ def _configure(args):
     inputs = getattr(args, "inputs", None)
     if args.model is None:
         for flag, value in (("--weights", args.weights), ("--inputs", inputs),
-                            ("--seq-len", args.seq_len)):
+                            ("--seq-len", args.seq_len), ("--prefix", args.prefix)):
             if value is not None:
                 raise UsageError(f"{flag} needs --model FILE")
         base = None if args.preset is None else engine.preset(args.preset)
@@ -99,7 +99,8 @@ def _configure(args):
         binding = load_model(ModelRequest(
             path=Path(args.model), weights=args.weights and Path(args.weights),
             board=platform_class, params=tuple(args.param),
-            inputs=inputs and Path(inputs), seq_len=args.seq_len, log=progress))
+            inputs=inputs and Path(inputs), seq_len=args.seq_len, log=progress,
+            prefix=args.prefix))
         config = binding.config
     check_fit(engine, config, platform_class, lut_share=lut_share)
     return engine, config, platform_class, binding

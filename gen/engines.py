@@ -124,7 +124,8 @@ class ModelRequest:
 
     ``params`` are the ``--param k=v`` strings (hardware the user fixes; the rest the
     engine chooses), ``inputs`` the path of ``--inputs`` (also calibration data), ``seq_len``
-    the ``--seq-len`` to plan for when there are no inputs."""
+    the ``--seq-len`` to plan for when there are no inputs, ``prefix`` the ``--prefix`` that
+    picks one RNN of a file holding several."""
 
     path: Path
     weights: Path | None
@@ -133,6 +134,7 @@ class ModelRequest:
     inputs: Path | None = None
     seq_len: int | None = None
     log: Callable | None = None
+    prefix: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

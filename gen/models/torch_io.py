@@ -103,7 +103,7 @@ def load_state_dict(source, *, prefix=None, label=None):
                              f"nn.LSTM or nn.GRU")
         if len(prefixes) > 1:
             raise UsageError(f"{label}: several RNNs ({', '.join(map(repr, prefixes))}); "
-                             f"choose one with prefix")
+                             f"choose one with --prefix (e.g. --prefix {prefixes[0]})")
         prefix = prefixes[0]
     elif prefix not in prefixes:
         raise UsageError(f"{label}: no key {prefix}weight_ih_l0")

@@ -108,7 +108,7 @@ def load_model(request):
 
     if request.seq_len is not None:
         check_seq_len(request.seq_len, name="--seq-len")   # before reading a model for nothing
-    model = read(request.path, request.weights)
+    model = read(request.path, request.weights, prefix=request.prefix)
     xs = None
     if request.inputs is not None:
         xs = load_inputs(request.inputs, model.spec.input_size)

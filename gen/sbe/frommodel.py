@@ -75,7 +75,7 @@ def check_model(network):
     return network
 
 
-def load_model(path, weights=None, *, ignore_trailing=False):
+def load_model(path, weights=None, *, prefix=None, ignore_trailing=False):
     """Read an LSTM model file the SBE runs, whatever its format.
 
     Parameters
@@ -88,6 +88,8 @@ def load_model(path, weights=None, *, ignore_trailing=False):
         The HDF5 weights of a Keras model JSON.
     ignore_trailing : bool
         Accept Keras layers after the last LSTM.
+    prefix : str, optional
+        The key prefix of the RNN in a state_dict holding several (``--prefix``).
 
     Returns
     -------
@@ -100,7 +102,8 @@ def load_model(path, weights=None, *, ignore_trailing=False):
         The errors of :func:`~nnrtl.gen.models.load_network`, and a GRU, CNN, projection,
         reverse or bidirectional layer.
     """
-    return check_model(load_network(path, weights, ignore_trailing=ignore_trailing))
+    return check_model(load_network(path, weights, prefix=prefix,
+                                    ignore_trailing=ignore_trailing))
 
 
 #: The SBE's gate blocks (:data:`~nnrtl.hw.sbe.GATES`: i, u, f, o) from the canonical

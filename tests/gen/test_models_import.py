@@ -75,7 +75,8 @@ def test_torch_submodule_prefix(tmp_path):
         load_torch(state, prefix="x.")
     both = {**{f"a.{k}": v for k, v in state.items()}, **{f"b.{k}": v for k, v in state.items()}}
     with pytest.raises(UsageError, match=r"^state_dict: several RNNs \('a\.rnn\.', "
-                                         r"'b\.rnn\.'\); choose one with prefix$"):
+                                         r"'b\.rnn\.'\); choose one with --prefix \(e\.g\. "
+                                         r"--prefix a\.rnn\.\)$"):
         load_torch(both)
 
 
