@@ -15,8 +15,8 @@ seeded with ``"<engine>:<seed>:<index>"``.
 Every draw is reproducible by one command: :attr:`Draw.command` (``nnrtl sim ENGINE
 --board B --param ... --seed N --backpressure P``) for parameters a command line can
 carry, and always :attr:`Draw.reproduce` (``nnrtl draws ENGINE --seed S --only I``).
-The tests (``tests/test_draws.py``), ``make bench`` and ``nnrtl draws`` all run draws
-through this module.
+The tests (``tests/gen/test_draws.py``), ``make bench`` (:func:`bench`) and ``nnrtl draws``
+all run draws through this module.
 """
 
 import dataclasses
@@ -31,7 +31,8 @@ from .engines import SimRequest, fits_board, get_board_or_usage_error
 from .errors import CheckFailed, UsageError
 from .params import parse_params
 
-__all__ = ["Draw", "draws", "configure", "lint", "simulate", "run", "seed", "FAST", "SLOW"]
+__all__ = ["Draw", "draws", "configure", "lint", "simulate", "run", "seed", "bench", "FAST",
+           "SLOW"]
 
 #: Per engine: (draws linted, of which the first ones also simulated) in ``make test``.
 FAST = {"demo": (8, 1), "sbe": (6, 1), "farnn": (2, 1), "omni": (3, 1), "fpdeep": (4, 1)}
@@ -248,3 +249,48 @@ def run(engine, draw, *, simulate_it=False):
         return outcome
     outcome["passed"] = True
     return outcome
+
+
+def bench(out, *, counts=None):
+    """The ``draws`` bench (``make bench``): every engine's :data:`SLOW` draws at
+    :func:`seed`, each linted and the first ones simulated.
+
+    Returns
+    -------
+    tuple
+        ``(result, markdown)``: per engine the draws run, passed and simulated, the
+        seconds, and each failure's error and reproducing command.
+    """
+    from .engines import engines
+    from .progress import progress
+
+    del out
+    counts = SLOW if counts is None else counts
+    result = {"seed": seed(), "engines": {}}
+    rows = []
+    for name, engine in engines().items():
+        if engine.draw is None or name not in counts:
+            continue
+        total, simulated = counts[name]
+        start = time.monotonic()
+        failures = []
+        for draw in draws(engine, total, result["seed"]):
+            progress(f"draws bench: {name} {draw.index + 1}/{total}")
+            outcome = run(engine, draw, simulate_it=draw.index < simulated)
+            if not outcome["passed"]:
+                failures.append({key: outcome[key] for key in ("index", "error", "command",
+                                                               "reproduce")})
+        seconds = round(time.monotonic() - start, 1)
+        result["engines"][name] = {"run": total, "simulated": simulated,
+                                   "passed": total - len(failures), "failures": failures,
+                                   "seconds": seconds}
+        rows.append(f"| {name} | {total} | {simulated} | {total - len(failures)} | "
+                    f"{seconds:.0f} |")
+    lines = [f"## Random configurations (seed {result['seed']})", "",
+             "| engine | draws | simulated | passed | seconds |", "| --- | --- | --- | --- | --- |",
+             *rows]
+    for name, figures in result["engines"].items():
+        for failure in figures["failures"]:
+            lines += ["", f"- {name} draw {failure['index']}: {failure['error']} — "
+                          f"`{failure['command']}`"]
+    return result, "\n".join(lines) + "\n"
