@@ -150,7 +150,16 @@ class ModelBinding:
 @dataclasses.dataclass(frozen=True)
 class ExploreRequest:
     """``nnrtl explore``: the model (a file, or its shape as ``--param``), the board, the
-    sequence length to plan for and how many candidates to keep."""
+    sequence length to plan for and how many candidates to keep.
+
+    ``params`` are the ``--param k=v`` strings: the model's shape without a model file,
+    and hardware parameters the exploration keeps fixed (the others it explores). The
+    budget: ``dsp_share``, ``bram_share`` (BRAM36 and URAM) and ``lut_share``, shares in
+    (0, 1] of the board's resources (``lut_share`` ``None``: :data:`LUT_SHARE`), and
+    ``max_pes``, a cap on the processing elements (``None``: none); see
+    :class:`nnrtl.gen.dse.Budget`. ``objective`` is ``"fastest"`` or ``"per-dsp"`` (the
+    best throughput per DSP within ``tolerance`` of the fastest's cycles; ``None``:
+    :data:`nnrtl.gen.dse.DEFAULT_TOLERANCE`)."""
 
     board: type
     model: Path | None = None
@@ -159,6 +168,12 @@ class ExploreRequest:
     seq_len: int | None = None
     top: int = 10
     log: Callable | None = None
+    dsp_share: float = 1.0
+    bram_share: float = 1.0
+    lut_share: float | None = None
+    max_pes: int | None = None
+    objective: str = "fastest"
+    tolerance: float | None = None
 
 
 class Exploration(Protocol):
