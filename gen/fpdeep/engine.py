@@ -39,6 +39,7 @@ from ...hw.fpdeep.update import row_cycles
 from ...hw.presets import Preset
 from ..engines import Engine
 from .hooks import cluster_hook, map_hook
+from .space import draw
 
 __all__ = ["ENGINE", "PRESETS", "simulate", "predict", "vc709_alexnet_node",
            "DEFAULT_BATCHES"]
@@ -200,4 +201,5 @@ ENGINE = Engine(
     map=map_hook,
     cluster=cluster_hook,
     train=_train,
+    draw=draw,
 )

@@ -221,4 +221,4 @@ def test_engines_lists_the_map_hook(mapper, capsys):
     code, out, _ = run(capsys, "engines", "--json")
     by_name = {e["name"]: e for e in json.loads(out)}
     assert by_name["fpdeep"]["hooks"] == ["top", "resources", "predict", "simulate", "train",
-                                          "bench", "map", "cluster"]
+                                          "bench", "map", "cluster", "draw"]
