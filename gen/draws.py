@@ -31,7 +31,7 @@ from .engines import SimRequest, fits_board, get_board_or_usage_error
 from .errors import CheckFailed, UsageError
 from .params import parse_params
 
-__all__ = ["Draw", "draws", "configure", "lint", "simulate", "run", "seed", "bench", "FAST",
+__all__ = ["Draw", "draws", "strategy", "configure", "lint", "simulate", "run", "seed", "bench", "FAST",
            "SLOW"]
 
 #: Per engine: (draws linted, of which the first ones also simulated) in ``make test``.
@@ -113,16 +113,27 @@ class Draw:
 def draws(engine, count, seed):
     """The first ``count`` draws of ``engine`` (an :class:`~nnrtl.gen.engines.Engine` with a
     ``draw`` hook) for ``seed``."""
+    return [_draw(engine, seed, index) for index in range(count)]
+
+
+def strategy(engine):
+    """A hypothesis strategy of ``engine``'s draws (hypothesis, a test extra, is imported
+    here): a draw index of seed 0 drawn by hypothesis, so a failure it reports names the
+    draw (:attr:`Draw.reproduce`)."""
+    from hypothesis import strategies as st
+
+    return st.integers(min_value=0, max_value=10_000).map(
+        lambda index: _draw(engine, 0, index))
+
+
+def _draw(engine, seed, index):
     from ..sim.patterns import PATTERNS
 
     draw_hook = engine.hook("draw", "random configurations (draw)")
-    found = []
-    for index in range(count):
-        rng = random.Random(f"{engine.name}:{seed}:{index}")
-        board, params = draw_hook(rng)
-        found.append(Draw(engine=engine.name, seed=seed, index=index, board=board,
-                          params=dict(params), backpressure=rng.choice(PATTERNS)))
-    return found
+    rng = random.Random(f"{engine.name}:{seed}:{index}")
+    board, params = draw_hook(rng)
+    return Draw(engine=engine.name, seed=seed, index=index, board=board, params=dict(params),
+                backpressure=rng.choice(PATTERNS))
 
 
 def configure(engine, draw):

@@ -9,6 +9,8 @@ The seed is ``$NNRTL_DRAW_SEED`` (default 1); the counts are
 """
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nnrtl.gen import draws
 from nnrtl.gen.engines import engines, get_engine
@@ -99,3 +101,23 @@ def test_a_failing_draw_reports_its_command():
     assert not outcome["passed"]
     assert outcome["error"].startswith("UsageError: post_units (4) must divide pes / 4 (10)")
     assert outcome["command"].startswith("nnrtl sim sbe --board zc706 --param pes=40 ")
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_every_drawn_configuration_completes(name, data):
+    """The completion of pinned values (``--param``) on hundreds of draws: each is valid
+    and fits its board, without emitting anything (cheap, so hypothesis draws many)."""
+    engine = get_engine(name)
+    draw = data.draw(draws.strategy(engine))
+    config = draws.configure(engine, draw)
+    for param, value in draw.params.items():
+        assert getattr(config, param) == value, f"pinned {param} changed: {draw.command}"
+
+
+@settings(max_examples=5, deadline=None)
+@given(draw=draws.strategy(get_engine("demo")))
+def test_drawn_demo_engines_lint(draw):
+    outcome = draws.run(get_engine("demo"), draw)
+    assert outcome["passed"], f"{outcome['error']}: {outcome['command']}"
