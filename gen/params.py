@@ -20,7 +20,7 @@ import typing
 
 from .errors import UsageError
 
-__all__ = ["parse_params", "complete", "param_help", "param_fields", "MAX_COMPLETIONS"]
+__all__ = ["parse_params", "parse_values", "complete", "param_help", "param_fields", "MAX_COMPLETIONS"]
 
 #: The most combinations of free values :func:`parse_params` tries before it refuses.
 MAX_COMPLETIONS = 5_000
@@ -102,6 +102,19 @@ def parse_params(config_class, items, *, base=None, accept=None, log=None):
         free parameters makes valid (the rule the preferred completion broke, which names
         the values).
     """
+    return complete(config_class, parse_values(config_class, items), base=base,
+                    accept=accept, log=log)
+
+
+def parse_values(config_class, items):
+    """``name=value`` strings as ``{name: value}`` of the configuration's field types.
+
+    Raises
+    ------
+    UsageError
+        A malformed item, an unknown name (with the valid ones), a name given twice, or a
+        value of the wrong type.
+    """
     kinds = _field_types(config_class)
     values = {}
     for item in items:
@@ -115,9 +128,7 @@ def parse_params(config_class, items, *, base=None, accept=None, log=None):
         if name in values:
             raise UsageError(f"parameter {name} is given twice")
         values[name] = _convert(name, text.strip(), kinds[name])
-    start = {name: getattr(base, name) for name in kinds} if base is not None else {}
-    start.update(values)
-    return _complete(config_class, start, frozenset(values), accept, log)
+    return values
 
 
 def complete(config_class, values, *, base=None, accept=None, log=None):
