@@ -172,7 +172,8 @@ def test_frozen_and_params():
         config.hidden_size = 4
     parsed = parse_params(FarnnConfig, ["cell=gru", "chain_length=27", "split=1"])
     assert (parsed.cell, parsed.units, parsed.pes) == ("gru", 3, 3 * 16 * 27)
+    assert parse_params(FarnnConfig, ["split=3"]).chains % 3 == 0     # chains completed
     with pytest.raises(UsageError, match=r"^split \(3\) must divide chains \(16\)"):
-        parse_params(FarnnConfig, ["split=3"])
+        parse_params(FarnnConfig, ["split=3", "chains=16"])
     assert any(line.startswith("weight_depth (int, default 4096)")
                for line in param_help(FarnnConfig))
