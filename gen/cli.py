@@ -10,8 +10,9 @@
     nnrtl sim ENGINE --board B [--preset NAME] [--param k=v]... [--seed N] [--steps N]
               [--backpressure none|cycle|random|bursty] [--waves fst|vcd]
               [--model FILE --inputs X.npy --outputs Y.npy] [-o DIR]
-    nnrtl explore ENGINE --board B (--model FILE | --param k=v...) [--seq-len N] [--top K]
-                  [--json] [-o DIR]
+    nnrtl explore ENGINE --board B [--model FILE] [--param k=v]... [--seq-len N] [--top K]
+                  [--dsp-share F] [--bram-share F] [--lut-share F] [--max-pes N]
+                  [--objective fastest|per-dsp] [--tolerance T] [--json] [-o DIR]
     nnrtl draws ENGINE [--count N] [--simulate K] [--seed S] [--only I] [--json]
     nnrtl report DIR
     nnrtl cache [show | clean] [--max-size SIZE] [--json]
@@ -151,13 +152,30 @@ def _parser():
     sim.set_defaults(run=cmd_sim)
 
     explore = commands.add_parser("explore", help="design-space exploration: the fastest "
-                                  "configurations of a model that fit a board")
+                                  "configurations of a model within a board's budget")
     _engine_arguments(explore, model_help="the model to map (see generate --model); or "
-                      "give its shape with --param")
+                      "give its shape with --param. Hardware parameters given with --param "
+                      "are kept, the others explored")
     explore.add_argument("--seq-len", type=int, metavar="N",
                          help="time steps per sequence (default: the engine's)")
     explore.add_argument("--top", type=int, default=10, metavar="K",
                          help="candidates to list (default 10)")
+    for resource, default in (("dsp", 1.0), ("bram", 1.0), ("lut", LUT_SHARE)):
+        explore.add_argument(
+            f"--{resource}-share", type=float, default=default, metavar="F",
+            help=f"share of the board's {resource.upper()}s"
+            + (" (BRAM36 and URAM)" if resource == "bram" else "")
+            + f" a design may take, in (0, 1] (default {default:g}"
+            + (": the rule generate checks)" if resource == "lut" else ")"))
+    explore.add_argument("--max-pes", type=int, metavar="N",
+                         help="the most processing elements (default: no cap)")
+    explore.add_argument("--objective", default="fastest", choices=["fastest", "per-dsp"],
+                         help="fastest (default): fewest cycles; per-dsp: the best "
+                         "throughput per DSP among the designs within --tolerance of the "
+                         "fastest")
+    explore.add_argument("--tolerance", type=float, metavar="T",
+                         help="with --objective per-dsp: how much slower than the fastest "
+                         "a design may be, as a share of its cycles (default 0.05)")
     explore.add_argument("--json", action="store_true", help="print JSON instead of a table")
     explore.add_argument("-o", "--output", metavar="DIR", help="also write explore.json "
                          "into DIR: a directory written by generate, or a new one (the "

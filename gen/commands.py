@@ -315,8 +315,13 @@ def _check_seed(seed):
 
 
 def cmd_explore(args):
+    from .dse import Budget, check_objective
+
     if args.top <= 0:
         raise UsageError(f"--top must be a positive integer, not {args.top}")
+    budget = Budget(dsp_share=args.dsp_share, bram_share=args.bram_share,
+                    lut_share=args.lut_share, max_pes=args.max_pes)
+    objective, tolerance = check_objective(args.objective, args.tolerance)
     engine = get_engine(args.engine)
     explore = engine.hook("explore", "design-space exploration")
     platform_class = get_board_or_usage_error(args.board)
@@ -324,7 +329,9 @@ def cmd_explore(args):
     exploration = explore(ExploreRequest(
         board=platform_class, model=args.model and Path(args.model),
         weights=args.weights and Path(args.weights), params=tuple(args.param),
-        seq_len=args.seq_len, top=args.top, log=progress))
+        seq_len=args.seq_len, top=args.top, log=progress, dsp_share=budget.dsp_share,
+        bram_share=budget.bram_share, lut_share=budget.lut_share, max_pes=budget.max_pes,
+        objective=objective, tolerance=tolerance))
     if args.json:
         print(json.dumps(exploration.as_json()))     # one line: feasible_points is long
     else:
@@ -338,7 +345,7 @@ def cmd_explore(args):
             except (KeyError, TypeError, ValueError) as error:
                 raise UsageError(f"-o {destination[0]}: {engine.name}'s exploration names "
                                  f"no configuration to generate ({error})") from None
-            check_fit(engine, config, platform_class)
+            check_fit(engine, config, platform_class, lut_share=budget.lut_share)
         _write_into(destination, engine, config, platform_class, "explore.json", found)
 
 

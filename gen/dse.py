@@ -107,7 +107,7 @@ def check_objective(objective, tolerance):
     ------
     UsageError
         An objective not in :data:`OBJECTIVES`, a tolerance that is not a finite number of
-        at least 0, or a tolerance given with ``fastest``."""
+        at least 0, or one above 0 with ``fastest``."""
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective must be one of {', '.join(OBJECTIVES)}, not "
                          f"{objective!r}")
@@ -117,7 +117,7 @@ def check_objective(objective, tolerance):
             or not math.isfinite(tolerance) or tolerance < 0:
         raise UsageError(f"--tolerance must be a finite number of at least 0, not "
                          f"{tolerance!r}")
-    if objective == "fastest":
+    if objective == "fastest" and tolerance:
         raise UsageError("--tolerance goes with --objective per-dsp (the fastest design "
                          "has no tolerance)")
     return objective, float(tolerance)

@@ -11,18 +11,22 @@ For a workload (``cell``, ``input_size``, ``hidden_size``, ``proj_size``, ``laye
   512-bit weight port),
 
 whose weights fit its PEs' memories (:attr:`~nnrtl.hw.farnn.FarnnConfig.fits`, FW and BW)
-is checked against the board by :func:`~nnrtl.gen.farnn.resources.resource_estimate` under
-:func:`~nnrtl.gen.engines.budget` (all DSPs, URAMs and BRAM36, :data:`~nnrtl.gen.engines.
-LUT_SHARE` of the LUTs: the rule ``nnrtl generate`` checks) and ranked by the cycle model's
-training step (:func:`~nnrtl.gen.farnn.perf.training_step`: FW and BW of every layer, weight
-loads exposed), ties broken by fewer PEs, fewer LUTs, the smaller depth, the smaller split.
-A split that changes nothing (no partial last round) ties with ``split = 1`` and loses.
-Every feasible point is kept (:attr:`Exploration.points`) for the report's plot.
+is checked against a budget (:class:`~nnrtl.gen.dse.Budget`; by default all DSPs, URAMs
+and BRAM36 and :data:`~nnrtl.gen.engines.LUT_SHARE` of the LUTs: the rule ``nnrtl
+generate`` checks) by :func:`~nnrtl.gen.farnn.resources.resource_estimate` and an
+optional cap on the PEs, and ranked by the cycle model's training step
+(:func:`~nnrtl.gen.farnn.perf.training_step`: FW and BW of every layer, weight loads
+exposed), ties broken by fewer PEs, fewer LUTs, the smaller depth, the smaller split. A
+split that changes nothing (no partial last round) ties with ``split = 1`` and loses. The
+objective (:mod:`nnrtl.gen.dse`) chooses the fastest or, with ``per-dsp``, the fewest
+cycles x DSPs among those within a tolerance of the fastest. Every feasible point is kept
+(:attr:`Exploration.points`) for the report's plot.
 """
 
 import dataclasses
 
 from ...hw.farnn.config import WEIGHT_DEPTHS, FarnnConfig
+from ..dse import Budget, check_objective, choose, describe_objective, tightest
 from ..engines import LUT_SHARE, budget, get_board_or_usage_error
 from ..errors import UsageError
 from .perf import CLOCK_HZ, PCIE_GBPS, training_step
@@ -35,6 +39,9 @@ __all__ = ["Candidate", "Exploration", "explore", "explore_request", "fits", "ta
 WORKLOAD = ("cell", "input_size", "hidden_size", "proj_size", "layers", "seq_len", "batch")
 #: The parameters the exploration chooses.
 VARIED = ("chain_length", "weight_depth", "split")
+#: The hardware parameters ``--param`` may fix.
+HARDWARE = ("chain_length", "chains", "weight_depth", "split", "adder_stages",
+            "multiplier_stages")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,8 +96,13 @@ class Exploration:
         Configurations within the DSP and LUT budgets whose weights fit their PEs (those
         the URAM or BRAM36 then refuse included).
     points : tuple of Candidate
-        Every feasible configuration, best first.
+        Every feasible configuration, fastest first.
     top : int
+    budget : Budget
+    objective : str
+    tolerance : float
+    pinned : tuple of str
+        The hardware parameters given a fixed value.
     """
 
     workload: FarnnConfig
@@ -101,6 +113,10 @@ class Exploration:
     considered: int
     points: tuple
     top: int = 10
+    budget: Budget = Budget()
+    objective: str = "fastest"
+    tolerance: float = 0.0
+    pinned: tuple = ()
 
     @property
     def candidates(self):
@@ -108,12 +124,42 @@ class Exploration:
         return self.points[:self.top]
 
     @property
-    def best(self):
+    def fastest(self):
         """The fastest feasible :class:`Candidate`."""
         return self.points[0]
 
+    @property
+    def best(self):
+        """The chosen :class:`Candidate` (the objective's; with ``fastest``, the
+        fastest)."""
+        return choose(self.points, self.objective, self.tolerance,
+                      cycles=lambda c: c.cycles, dsp=lambda c: c.needs["dsp"])
+
+    @property
+    def chosen_rank(self):
+        """The chosen candidate's rank by cycles (1: the fastest)."""
+        return self.points.index(self.best) + 1
+
+    @property
+    def listed(self):
+        """``[(rank, candidate)]``: the ``top`` candidates and the chosen one when it is
+        not among them."""
+        rows = list(enumerate(self.candidates, 1))
+        if self.chosen_rank > self.top:
+            rows.append((self.chosen_rank, self.best))
+        return rows
+
+    def limit(self, candidate):
+        """``(name, share)``: the budget ``candidate`` is nearest to
+        (:func:`~nnrtl.gen.dse.tightest`)."""
+        return tightest(candidate.needs, self.limits, pes=candidate.config.pes,
+                        max_pes=self.budget.max_pes)
+
     def table(self):
-        """The best ``top`` candidates as a text table, the chosen one marked ``*``."""
+        """The best ``top`` candidates as a text table after a line on the workload, one
+        on the objective and one on the budget; the chosen one marked ``*`` (and listed
+        after them when it is not among them); ``limit``: the budget a candidate is
+        nearest to, and its share of it."""
         w = self.workload
         proj = f", projection {w.proj_size}" if w.proj_size else ""
         lines = [f"FARNN on {self.board} at {self.clock_hz / 1e6:g} MHz, PCIe "
@@ -121,39 +167,61 @@ class Exploration:
                  f"{w.hidden_size} cells{proj}, {w.layers} layer(s), seq_len {w.seq_len}, "
                  f"batch {w.batch}; {len(self.points)} of {self.considered} configurations "
                  f"fit",
+                 describe_objective(self.objective, self.tolerance),
+                 self.budget.describe(_board(self.board).capacity)
+                 + (f"; pinned: {', '.join(f'{n}={getattr(w, n)}' for n in self.pinned)}"
+                    if self.pinned else ""),
                  f"{'#':>3} {'L':>4} {'PEs':>5} {'depth':>5} {'split':>5} {'S fw':>4} "
-                 f"{'cycles':>12} {'util':>6} {'util db':>7} {'ms':>8} {'DSP':>5} "
-                 f"{'LUT':>9} {'URAM':>5} {'BRAM36':>6}"]
-        for rank, c in enumerate(self.candidates, 1):
+                 f"{'cycles':>12} {'+fastest':>8} {'util':>6} {'util db':>7} {'ms':>8} "
+                 f"{'DSP':>5} {'LUT':>9} {'URAM':>5} {'BRAM36':>6} {'limit':>11}"]
+        chosen, fastest = self.chosen_rank, self.fastest.cycles
+        for rank, c in self.listed:
             cfg, n = c.config, c.needs
-            mark = "*" if rank == 1 else " "
+            if rank > self.top:
+                lines.append(f"{'...':>3}")
+            mark = "*" if rank == chosen else " "
+            name, share = self.limit(c)
             lines.append(
                 f"{rank:>3}{mark}{cfg.chain_length:>3} {cfg.pes:>5} {cfg.weight_depth:>5} "
-                f"{cfg.split:>5} {cfg.slices('fw'):>4} {c.cycles:>12,} {c.utilization:>6.1%} "
+                f"{cfg.split:>5} {cfg.slices('fw'):>4} {c.cycles:>12,} "
+                f"{c.cycles / fastest - 1:>+8.1%} {c.utilization:>6.1%} "
                 f"{c.utilization_double_buffered:>7.1%} "
                 f"{c.seconds * 1e3:>8.2f} {n['dsp']:>5} {n['lut']:>9,} {n['uram']:>5} "
-                f"{n['bram36']:>6}")
+                f"{n['bram36']:>6} {name:>6} {share:>4.0%}")
         lines += ["", f"* chosen: chain_length={self.best.config.chain_length} "
                       f"weight_depth={self.best.config.weight_depth} "
                       f"split={self.best.config.split}"]
         return "\n".join(lines)
 
     def as_json(self):
-        """JSON: the workload, budgets, ``chosen`` (the configuration's fields), the ranked
-        ``candidates`` and every feasible point (``feasible_points``, for the plot)."""
+        """JSON: the workload, the objective, the budget (``budget``; ``limits``, its
+        amounts), ``chosen`` (the configuration's fields), the ranked ``candidates`` (the
+        chosen one ``"chosen": true``, each with the budget it is nearest to, ``limit``)
+        and every feasible point (``feasible_points``, for the plot)."""
+        chosen = self.chosen_rank
+
         def point(c, rank=None):
-            return {**({"rank": rank} if rank else {}),
-                    **{name: getattr(c.config, name) for name in VARIED},
+            extra = {}
+            if rank:
+                name, share = self.limit(c)
+                extra = {"rank": rank, "chosen": rank == chosen,
+                         "vs_fastest": c.cycles / self.fastest.cycles - 1,
+                         "limit": {"budget": name, "share": share}}
+            return {**extra, **{name: getattr(c.config, name) for name in VARIED},
                     "pes": c.config.pes, "cycles": c.cycles,
                     "cycles_double_buffered": c.cycles_double_buffered,
                     "utilization": c.utilization, "seconds": c.seconds, **c.needs}
         return {
             "engine": "farnn", "board": self.board, "clock_hz": self.clock_hz,
             "pcie_gbps": self.pcie_gbps, "limits": self.limits,
+            "objective": {"name": self.objective, "tolerance": self.tolerance,
+                          "chosen_rank": chosen},
+            "budget": self.budget.as_json(_board(self.board).capacity),
+            "pinned": {name: getattr(self.workload, name) for name in self.pinned},
             "workload": {name: getattr(self.workload, name) for name in WORKLOAD},
             "considered": self.considered, "feasible": len(self.points),
             "chosen": dataclasses.asdict(self.best.config),
-            "candidates": [point(c, rank) for rank, c in enumerate(self.candidates, 1)],
+            "candidates": [point(c, rank) for rank, c in self.listed],
             "feasible_points": [point(c) for c in self.points],
         }
 
@@ -176,7 +244,7 @@ def _divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _nothing_fits(workload, platform, depths, splits, limits):
+def _nothing_fits(workload, platform, depths, splits, limits, cap=None):
     """The error text: the shortest chains whose weights fit, and what they need."""
     w, family = workload, platform.capacity.yosys_family
     found = []
@@ -190,12 +258,14 @@ def _nothing_fits(workload, platform, depths, splits, limits):
                                   resource_estimate(config, family).needs()))
                     break
     head = (f"no FARNN configuration of {w.cell.upper()} {w.hidden_size} cells (proj_size "
-            f"{w.proj_size}) fits {platform.name} (budgets {limits})")
+            f"{w.proj_size}) fits {platform.name} (budgets {limits}"
+            + ("" if cap is None else f", at most {cap} PEs") + ")")
     if not found:
         return f"{head}: no chain length holds its weights"
     pes, length, depth, split, needs = min(found, key=lambda item: item[0])
-    over = ", ".join(f"{key} {needs[key]} > {limits[key]}" for key in needs
-                     if needs[key] > limits[key])
+    over = ", ".join([f"{key} {needs[key]} > {limits[key]}" for key in needs
+                      if needs[key] > limits[key]]
+                     + ([f"{pes} PEs > {cap}"] if cap is not None and pes > cap else []))
     return (f"{head}: its weights need at least chain_length {length} (weight_depth {depth}, "
             f"split {split}, {pes} PEs), which needs {over}")
 
@@ -212,23 +282,30 @@ def core_clock_hz(platform):
 
 
 def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
-            pcie_gbps=PCIE_GBPS, clock_hz=None, lut_share=LUT_SHARE, top=10):
+            pcie_gbps=PCIE_GBPS, clock_hz=None, lut_share=LUT_SHARE, top=10,
+            budget=None, objective="fastest", tolerance=None, pinned=()):
     """Enumerate, check and rank FARNN configurations for ``workload`` (a
     :class:`FarnnConfig` whose :data:`WORKLOAD` fields are used) on ``board``.
 
     ``depths``, ``splits`` and ``lengths`` restrict the search (default: both depths, every
-    divisor of ``chains``, every chain length). Raises :class:`UsageError` when nothing
-    fits, naming the smallest design's needs and the board's budgets."""
+    divisor of ``chains``, every chain length). ``budget`` (a :class:`~nnrtl.gen.dse.
+    Budget`; default ``lut_share`` of the LUTs and all of the rest, no PE cap), ``objective``
+    and ``tolerance`` (:func:`~nnrtl.gen.dse.choose`) choose the design; ``pinned`` names
+    the hardware parameters the caller fixed (for the report). Raises :class:`UsageError`
+    when nothing fits, naming the smallest design's needs and the budget."""
     if not isinstance(workload, FarnnConfig):
         raise UsageError(f"workload must be a FarnnConfig, not {workload!r}")
     if not isinstance(top, int) or isinstance(top, bool) or top <= 0:
         raise UsageError(f"top must be a positive integer, not {top!r}")
+    budget = Budget(lut_share=lut_share) if budget is None else budget
+    objective, tolerance = check_objective(objective, tolerance)
     platform = _board(board)
     clock_hz = core_clock_hz(platform) if clock_hz is None else clock_hz
     capacity = platform.capacity
     family = capacity.yosys_family
-    limits = {key: budget(capacity, key, lut_share=lut_share)
-              for key in ("dsp", "lut", "uram", "bram36")}
+    limits = budget.limits(capacity)
+    limits = {key: limits[key] for key in ("dsp", "lut", "uram", "bram36")}
+    cap = budget.max_pes
     splits = _divisors(workload.chains) if splits is None else list(splits)
     points, considered = [], 0
     for depth in depths:
@@ -241,7 +318,8 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
                 config = dataclasses.replace(workload, weight_depth=depth, split=split,
                                              chain_length=length)
                 needs = resource_estimate(config, family).needs()
-                if any(needs[key] > limits[key] for key in ("dsp", "lut")):
+                if any(needs[key] > limits[key] for key in ("dsp", "lut")) or \
+                        (cap is not None and config.pes > cap):
                     break               # longer chains need more still
                 if lengths is not None and length not in lengths:
                     continue
@@ -254,22 +332,26 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
                 points.append(Candidate(config, step.cycles, step.cycles_double_buffered,
                                         step.utilization, step.seconds, needs))
     if not points:
-        raise UsageError(_nothing_fits(workload, platform, depths, splits, limits))
+        raise UsageError(_nothing_fits(workload, platform, depths, splits, limits, cap))
     points.sort(key=Candidate.rank_key)
     return Exploration(workload=workload, board=platform.name, clock_hz=clock_hz,
                        pcie_gbps=pcie_gbps, limits=limits, considered=considered,
-                       points=tuple(points), top=top)
+                       points=tuple(points), top=top, budget=budget, objective=objective,
+                       tolerance=tolerance, pinned=tuple(pinned))
 
 
 def explore_request(request):
     """The engine's ``explore`` hook: the workload from ``--model`` (an LSTM or GRU
     network file: its cell, sizes and layers) or from ``--param`` (``cell``,
-    ``input_size``, ``hidden_size``, ``proj_size``, ``layers``, ``batch``; hardware
-    parameters given are kept fixed: ``weight_depth`` and ``split`` restrict the search),
-    ``--seq-len`` for ``seq_len``."""
+    ``input_size``, ``hidden_size``, ``proj_size``, ``layers``, ``batch``), ``--seq-len``
+    for ``seq_len``; hardware parameters given with ``--param`` (with or without a model
+    file) are kept fixed (``chain_length``, ``weight_depth`` and ``split`` restrict the
+    search; ``chains`` and the pipeline depths are the workload's); the request's budget
+    and objective."""
     from ..params import parse_params
     from .trainer import _workload_sizes
 
+    budget_ = Budget.of(request)          # bad shares before reading anything
     given = {item.partition("=")[0].strip() for item in request.params}
     base = FarnnConfig(chain_length=1, split=1)
     if request.model is not None:
@@ -294,7 +376,10 @@ def explore_request(request):
                    depths=(workload.weight_depth,) if "weight_depth" in given
                    else WEIGHT_DEPTHS,
                    splits=(workload.split,) if "split" in given else None,
-                   top=request.top)
+                   lengths=(workload.chain_length,) if "chain_length" in given else None,
+                   top=request.top, budget=budget_, objective=request.objective,
+                   tolerance=request.tolerance,
+                   pinned=[name for name in HARDWARE if name in given])
 
 
 #: The paper's Fig. 7-9 workloads: 5 layers, T = 1,600, batch 1.

@@ -1,40 +1,102 @@
-"""``nnrtl explore sbe``: the model from a file or from its shape, the exploration
-(:func:`.explore.explore`), and its report as a table or JSON."""
+"""``nnrtl explore sbe``: the model from a file or from its shape, the hardware
+parameters given (pinned), the exploration of the others (:func:`.explore.explore`) under
+the request's budget and objective, and its report as a table or JSON.
+
+:func:`explore_pinned` is the one completion of a model's configuration: ``nnrtl explore
+sbe`` and ``nnrtl generate/sim sbe --model`` (:func:`.frommodel.model_config`) both use it.
+"""
 
 import dataclasses
 
 from ...hw.sbe.config import SBEConfig
+from ..dse import Budget
 from ..errors import UsageError
-from ..params import parse_params
-from .explore import check_seq_len, explore, format_table
+from ..params import complete
+from .explore import VARIED, check_seq_len, explore, format_table
 
-__all__ = ["SBEExploration", "explore_request", "generate_command", "feasible_points",
-           "MAX_POINTS", "VARIED"]
+__all__ = ["SBEExploration", "explore_request", "explore_pinned", "pins",
+           "generate_command", "feasible_points", "MAX_POINTS", "VARIED", "SHAPE",
+           "QUANTIZED"]
 
 #: Most feasible configurations ``as_json`` lists (``feasible_points``); beyond, a sample.
 MAX_POINTS = 2000
 
-#: The parameters the exploration varies; the others are the chosen configuration's.
-VARIED = ("pes", "batch", "blocks", "bus_weights", "post_units", "lut_multipliers")
+#: The model's sizes: from ``--model`` or, without one, ``--param``.
+SHAPE = ("input_size", "hidden_size", "hidden_sizes", "layers")
+#: The fraction bits a model file's quantization chooses.
+QUANTIZED = ("weight_frac", "act_frac", "cell_frac")
 
 
-def _model(request):
-    """The model (``None`` with ``--param``) and its :class:`ModelSpec`."""
-    from .frommodel import load_model
-    from ..models import ModelSpec
+def _typed(items):
+    """``--param`` strings as ``{name: value}`` of SBEConfig's types (names checked)."""
+    from ..params import _convert, _field_types
 
-    if request.model is not None:
-        if request.params:
-            raise UsageError("give the model as --model FILE or as --param, not both")
-        model = load_model(request.model, request.weights)
-        return model, model.spec
-    if request.weights is not None:
-        raise UsageError("--weights needs --model, the Keras model JSON")
-    given = {item.partition("=")[0].strip() for item in request.params}
-    if not {"input_size", "hidden_size"} <= given:
+    kinds = _field_types(SBEConfig)
+    values = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            raise UsageError(f"--param takes name=value, not {item!r}")
+        if name not in kinds:
+            raise UsageError(f"unknown parameter {name!r} for SBEConfig; valid parameters: "
+                             f"{', '.join(kinds)}")
+        if name in values:
+            raise UsageError(f"parameter {name} is given twice")
+        values[name] = _convert(name, text.strip(), kinds[name])
+    return values
+
+
+def pins(params, *, model):
+    """The ``--param`` values of ``params`` (``name=value`` strings) checked for a model
+    file (``model``) or a shape given as parameters: with a model file its sizes and
+    fraction bits cannot be given; without one, ``input_size`` and ``hidden_size`` must
+    be. ``seq_len`` is the sequence length to plan for.
+
+    Raises
+    ------
+    UsageError
+        Naming the parameter and who sets it."""
+    values = _typed(params)
+    if model:
+        for name in values:
+            if name in SHAPE:
+                raise UsageError(f"{name} comes from the model; it cannot be given with "
+                                 f"--model")
+            if name in QUANTIZED:
+                raise UsageError(f"{name} is chosen by the quantization; it cannot be "
+                                 f"given with --model")
+    elif not {"input_size", "hidden_size"} <= set(values):
         raise UsageError("explore needs --model FILE, or --param input_size=N --param "
                          "hidden_size=N [--param layers=N]")
-    return None, parse_params(ModelSpec, request.params, base=ModelSpec(1, 1, 1))
+    return values
+
+
+def explore_pinned(spec, board, values, *, seq_len, base, **options):
+    """:func:`.explore.explore` of ``spec`` with the hardware parameters of ``values``
+    (from :func:`pins`) fixed: those of :data:`VARIED` keep their value, the others
+    (widths, ``batch_norm``) replace ``base``'s. ``options`` go to ``explore`` (``budget``,
+    ``objective``, ``tolerance``, ``top``, ``log``).
+
+    Raises
+    ------
+    UsageError
+        Pinned values that conflict (the rule they break, naming them, as
+        :func:`~nnrtl.gen.params.complete` words it), and the errors of ``explore``."""
+    fixed = {name: value for name, value in values.items()
+             if name not in VARIED and name not in SHAPE and name != "seq_len"}
+    try:
+        base = dataclasses.replace(base, **fixed)
+    except (TypeError, ValueError) as error:
+        raise UsageError(str(error)) from None
+    pinned = {name: value for name, value in values.items() if name in VARIED}
+    try:
+        return explore(spec, board, seq_len=seq_len, base=base, pinned=pinned, **options)
+    except UsageError:
+        if pinned:      # the pinned values' own conflict, if they have one, says more
+            shape = {name: getattr(spec, name) for name in SHAPE}
+            complete(SBEConfig, {**shape, "seq_len": seq_len, **fixed, **pinned}, base=base)
+        raise
 
 
 def generate_command(board, config):
@@ -103,7 +165,7 @@ class SBEExploration:
 
     def table(self):
         e, chosen = self.exploration, self.exploration.best.config
-        lines = [format_table(e, chosen=0), "", f"* chosen: {chosen}"]
+        lines = [format_table(e), "", f"* chosen: {chosen}"]
         if self.model is not None:
             lines.append(f"  weight_frac, act_frac and cell_frac from {self.model.source} "
                          f"calibrated on {self.calibration}; {self.quantized.saturated} "
@@ -112,39 +174,79 @@ class SBEExploration:
         return "\n".join(lines)
 
     def as_json(self):
-        def candidate(rank, c):
-            return {"rank": rank, "chosen": rank == 1, "config": dataclasses.asdict(c.config),
-                    "cycles": c.cycles, "utilization": c.utilization, "gops": c.gops,
-                    "resources": {**dataclasses.asdict(c.resources), "luts": c.resources.luts}}
         e, model, quantized = self.exploration, self.model, self.quantized
+
+        def candidate(rank, c):
+            limit, share = e.limit(c)
+            return {"rank": rank, "chosen": rank == e.chosen_rank,
+                    "config": dataclasses.asdict(c.config),
+                    "cycles": c.cycles, "vs_fastest": c.cycles / e.fastest.cycles - 1,
+                    "utilization": c.utilization, "gops": c.gops,
+                    "resources": {**dataclasses.asdict(c.resources), "luts": c.resources.luts},
+                    "limit": {"budget": limit, "share": share}}
+        capacity = _platform(e.board).capacity
         return {
             "engine": "sbe", "board": e.board, "clock_hz": e.clock_hz, "seq_len": e.seq_len,
             "model": {**dataclasses.asdict(e.model),
                       "source": None if model is None else model.source},
+            "objective": {"name": e.objective, "tolerance": e.tolerance,
+                          "chosen_rank": e.chosen_rank},
+            "budget": {**e.budget.as_json(capacity), "limits": e.limits},
+            "pinned": e.pinned,
             "considered": e.considered, "feasible": e.feasible,
             "chosen": dataclasses.asdict(e.best.config),
             "quantization": None if quantized is None else {
                 "calibration": self.calibration, "saturated": quantized.saturated,
                 "ranges": quantized.ranges},
-            "candidates": [candidate(rank, c) for rank, c in enumerate(e.candidates, 1)],
+            "candidates": [candidate(rank, c) for rank, c in e.listed],
             "feasible_points": feasible_points(e),
         }
 
 
 def explore_request(request):
     """Run the exploration an :class:`~nnrtl.gen.engines.ExploreRequest` asks for."""
-    from .frommodel import CALIBRATION_SEED, CALIBRATION_SEQUENCES, quantized_base
+    from ..models import ModelSpec
+    from .frommodel import (CALIBRATION_SEED, CALIBRATION_SEQUENCES, WIDTHS, load_model,
+                            quantized_base)
 
-    model, spec = _model(request)
-    seq_len = SBEConfig().seq_len if request.seq_len is None else request.seq_len
+    if request.model is None and request.weights is not None:
+        raise UsageError("--weights needs --model, the Keras model JSON")
+    values = pins(request.params, model=request.model is not None)
+    budget = Budget.of(request)     # bad shares before reading or quantizing anything
+    seq_len = _seq_len(request, values)
     check_seq_len(seq_len, name="--seq-len")      # before calibrating on that many steps
-    base = quantized = None
     calibration = (f"{CALIBRATION_SEQUENCES} synthetic sequences, inputs uniform in "
                    f"[-1, 1], seed {CALIBRATION_SEED}")
-    if model is not None:
+    model = quantized = None
+    if request.model is not None:
+        model = load_model(request.model, request.weights)
+        spec = model.spec
         if request.log is not None:
             request.log(f"explore: quantizing {model.source} on {calibration}")
-        base, quantized = quantized_base(model, seq_len=seq_len)
-    exploration = explore(spec, request.board, seq_len=seq_len, base=base, top=request.top,
-                          log=request.log)
+        base, quantized = quantized_base(model, seq_len=seq_len, **{
+            name: values[name] for name in WIDTHS if name in values})
+    else:
+        spec = complete(ModelSpec, {name: values[name] for name in SHAPE if name in values},
+                        base=ModelSpec(1, 1, 1))
+        base = SBEConfig()
+    exploration = explore_pinned(spec, request.board, values, seq_len=seq_len, base=base,
+                                 budget=budget, objective=request.objective,
+                                 tolerance=request.tolerance, top=request.top,
+                                 log=request.log)
     return SBEExploration(exploration, model, quantized, calibration)
+
+
+def _seq_len(request, values):
+    """The sequence length to plan for: ``--seq-len`` or ``--param seq_len`` (not both),
+    else SBEConfig's."""
+    if "seq_len" in values and request.seq_len is not None:
+        raise UsageError("give the sequence length as --seq-len or as --param seq_len, not "
+                         "both")
+    if "seq_len" in values:
+        return values["seq_len"]
+    return SBEConfig().seq_len if request.seq_len is None else request.seq_len
+
+
+def _platform(name):
+    from ...boards import get_board
+    return get_board(name)

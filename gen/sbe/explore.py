@@ -18,18 +18,22 @@ configuration of
 sizes that do not divide being padded with zeros (:attr:`~nnrtl.hw.sbe.SBEConfig.padded`):
 the padding's cost is in the predicted cycles, the utilization counts the model's MACs,
 
-is checked against the board's DSP slices and 36 Kb block RAMs
-(:func:`~nnrtl.gen.sbe.resources.resource_estimate`: one DSP per PE, those of the
-post-processing units, the double buffers, the BB-FIFOs unless in LUTRAM; the PEs beyond
-the DSPs left by the post-processing units multiply in LUTs) and a LUT budget for LUTRAM
-and LUT multipliers (:data:`~nnrtl.gen.engines.LUT_SHARE` of the board's LUTs): the rule
-``nnrtl generate`` checks, :func:`~nnrtl.gen.engines.budget`. The feasible
-ones are ranked by :func:`~nnrtl.gen.sbe.perf.model_cycles`, ties broken by fewer DSPs, then
-fewer BRAMs, then a narrower bus and a smaller batch. Exact cycles are computed in order of
-a cheap lower bound until the best ``top`` are certain. Every feasible configuration is kept
-(:attr:`Exploration.points`) with its lower bound and, if it was ranked, its exact cycles:
-predicting them all would take minutes (tens of milliseconds each, tens of thousands of
-configurations for a large model), the search seconds.
+is checked against a budget (:class:`~nnrtl.gen.dse.Budget`) of the board's DSP slices and
+36 Kb block RAMs (:func:`~nnrtl.gen.sbe.resources.resource_estimate`: one DSP per PE,
+those of the post-processing units, the double buffers, the BB-FIFOs unless in LUTRAM; the
+PEs beyond the DSPs the budget leaves the post-processing units multiply in LUTs) and its
+LUTs for LUTRAM and LUT multipliers (by default all DSPs and BRAM36 and
+:data:`~nnrtl.gen.engines.LUT_SHARE` of the LUTs: the rule ``nnrtl generate`` checks,
+:func:`~nnrtl.gen.engines.budget`), and an optional cap on the PEs. Parameters given in
+``pinned`` take that value only. The feasible ones are ranked by
+:func:`~nnrtl.gen.sbe.perf.model_cycles`, ties broken by fewer DSPs, then fewer BRAMs, then
+a narrower bus and a smaller batch; the objective (:mod:`nnrtl.gen.dse`) chooses the
+fastest or, with ``per-dsp``, the fewest cycles x DSPs among those within a tolerance of
+the fastest. Exact cycles are computed in order of a cheap lower bound until the best
+``top`` (and every configuration the tolerance admits) are certain. Every feasible
+configuration is kept (:attr:`Exploration.points`) with its lower bound and, if it was
+ranked, its exact cycles: predicting them all would take minutes (tens of milliseconds
+each, tens of thousands of configurations for a large model), the search seconds.
 """
 
 import dataclasses
@@ -39,7 +43,8 @@ import time
 from ...boards import get_board
 from ...hw.bus import MAX_BUS_BITS
 from ...hw.sbe.config import SBEConfig
-from ..engines import LUT_SHARE, budget
+from ..dse import Budget, check_objective, choose, describe_objective, tightest, within
+from ..engines import LUT_SHARE
 from ..errors import UsageError
 from ..models import ModelSpec
 from ..progress import Progress
@@ -47,7 +52,11 @@ from .perf import lower_bound_cycles, predict
 from .resources import (ResourceEstimate, lut_multiplier_luts, post_unit_dsp,
                         resource_estimate)
 
-__all__ = ["Candidate", "Point", "Exploration", "explore", "format_table", "check_seq_len"]
+__all__ = ["Candidate", "Point", "Exploration", "explore", "format_table", "check_seq_len",
+           "VARIED"]
+
+#: The parameters the exploration varies; the others are ``base``'s.
+VARIED = ("pes", "batch", "blocks", "bus_weights", "post_units", "lut_multipliers")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,13 +121,25 @@ class Exploration:
     clock_hz : float
     seq_len : int
     candidates : tuple of Candidate
-        The best ``top`` feasible configurations, best first.
+        The best ``top`` feasible configurations, fastest first.
     feasible : int
-        Configurations that fit the board.
+        Configurations within the budget.
     considered : int
         Configurations enumerated.
     points : tuple of Point
         Every feasible configuration, in order of its lower bound (then fewer DSPs, BRAMs).
+    chosen : Candidate
+        The objective's choice.
+    chosen_rank : int
+        Its rank by cycles (1: the fastest); above ``len(candidates)`` when the objective
+        chose a slower design than the ``top`` listed.
+    budget : Budget
+    limits : dict
+        The budget on this board: ``dsp``, ``bram36``, ``lut``.
+    objective : str
+    tolerance : float
+    pinned : dict
+        The parameters given a fixed value.
     """
 
     model: ModelSpec
@@ -129,11 +150,39 @@ class Exploration:
     feasible: int
     considered: int
     points: tuple
+    chosen: Candidate = None
+    chosen_rank: int = 1
+    budget: Budget = Budget()
+    limits: dict = dataclasses.field(default_factory=dict)
+    objective: str = "fastest"
+    tolerance: float = 0.0
+    pinned: dict = dataclasses.field(default_factory=dict)
 
     @property
     def best(self):
+        """The chosen :class:`Candidate` (the objective's; with ``fastest``, the
+        fastest)."""
+        return self.candidates[0] if self.chosen is None else self.chosen
+
+    @property
+    def fastest(self):
         """The fastest feasible :class:`Candidate`."""
         return self.candidates[0]
+
+    @property
+    def listed(self):
+        """``[(rank, candidate)]``: the ``top`` candidates and the chosen one when it is
+        not among them."""
+        rows = list(enumerate(self.candidates, 1))
+        if self.chosen_rank > len(self.candidates):
+            rows.append((self.chosen_rank, self.chosen))
+        return rows
+
+    def limit(self, candidate):
+        """``(name, share)``: the budget ``candidate`` is nearest to
+        (:func:`~nnrtl.gen.dse.tightest`): ``dsp``, ``bram36``, ``lut`` or ``pes``."""
+        return tightest(candidate.resources.needs(), self.limits,
+                        pes=candidate.config.pes, max_pes=self.budget.max_pes)
 
 
 #: Block numbers up to this one are all considered, whether or not they divide the
@@ -173,7 +222,8 @@ def _board(board):
 
 
 def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
-            dram_efficiency=1.0, lut_share=LUT_SHARE, top=10, log=None):
+            dram_efficiency=1.0, lut_share=LUT_SHARE, top=10, log=None, budget=None,
+            pinned=None, objective="fastest", tolerance=None):
     """Enumerate, check and rank SBE configurations of ``model`` on ``board``.
 
     Parameters
@@ -196,9 +246,21 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
         Share of the board's LUTs that LUTRAM BB-FIFOs and LUT multipliers may take, the
         rest left for the logic the resource model does not count: the rule ``nnrtl
         generate`` checks (:func:`~nnrtl.gen.engines.check_fit`), with its default
-        (:data:`~nnrtl.gen.engines.LUT_SHARE`, where the value is argued).
+        (:data:`~nnrtl.gen.engines.LUT_SHARE`, where the value is argued); without
+        ``budget``.
     top : int
         Candidates ranked exactly and returned.
+    budget : Budget, optional
+        Shares of the board's resources and a PE cap (default: all DSPs and BRAM36,
+        ``lut_share`` of the LUTs, no cap).
+    pinned : dict, optional
+        Values of :data:`VARIED` parameters to keep (``post_units`` then exactly, not the
+        largest power of two that divides; ``lut_multipliers`` as given); the others are
+        explored.
+    objective : str
+        ``"fastest"`` or ``"per-dsp"`` (:func:`~nnrtl.gen.dse.choose`).
+    tolerance : float, optional
+        Of ``per-dsp`` (default :data:`~nnrtl.gen.dse.DEFAULT_TOLERANCE`).
     log : callable, optional
         Progress (:class:`~nnrtl.gen.progress.Progress`: a bar when ``log`` is
         :data:`~nnrtl.gen.progress.progress` on a terminal, lines every few seconds
@@ -214,14 +276,22 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     Raises
     ------
     UsageError
-        Unknown board, ``seq_len`` or ``top`` not a positive integer, or no configuration
-        fits the board (naming the smallest design's needs).
+        Unknown board, ``seq_len`` or ``top`` not a positive integer, a bad budget or
+        objective, a pinned bus wider than the board's off-chip bandwidth, or no
+        configuration fits the budget (naming the smallest design's needs).
     """
     started = time.monotonic()
     check_seq_len(seq_len, base=base)
     if not isinstance(top, int) or isinstance(top, bool) or top <= 0:
         raise UsageError(f"top must be a positive integer, not {top!r}")
     spec = model if isinstance(model, ModelSpec) else ModelSpec(*model)
+    budget = Budget(lut_share=lut_share) if budget is None else budget
+    objective, tolerance = check_objective(objective, tolerance)
+    pinned = dict(pinned or {})
+    unknown = sorted(set(pinned) - set(VARIED))
+    if unknown:
+        raise UsageError(f"{unknown[0]} is not a parameter the exploration varies; "
+                         f"those are {', '.join(VARIED)}")
     platform = _board(board)
     capacity = platform.capacity
     if clock_hz is None:
@@ -232,46 +302,52 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     ow = base.operand_width
     widths = {spec.input_size + hidden} | ({2 * hidden} if spec.layers > 1 else set())
     columns = math.gcd(*widths)
-    limits = {resource: budget(capacity, resource, lut_share=lut_share)
-              for resource in ("dsp", "bram36", "lut")}
-    lut_budget = limits["lut"]
+    limits = budget.limits(capacity)
+    limits = {resource: limits[resource] for resource in ("dsp", "bram36", "lut")}
     family = capacity.yosys_family
     post_dsp = post_unit_dsp(base, family)           # DSPs of one post-processing unit
-    max_pes = capacity.dsp + int(lut_budget // lut_multiplier_luts(ow))
-    pes_options = {p for p in range(4, min(rows, max_pes) + 1, 4) if rows % p == 0}
-    pes_options |= {rows * m for m in range(2, max_pes // rows + 1)}
-    pes_options |= {p for p in _powers_of_two(max_pes) if p >= 4}
-    pes_options = sorted(pes_options)
-    bandwidth = dram_efficiency * capacity.offchip_gbps * 1e9
-    bus_options = [n for n in _powers_of_two(MAX_BUS_BITS // ow)
-                   if n * ow / 8 * clock_hz <= bandwidth]
-    if not bus_options:
-        raise UsageError(f"{platform.name}'s off-chip bandwidth "
-                         f"({capacity.offchip_gbps} GB/s) cannot deliver one "
-                         f"{ow}-bit weight per cycle at {clock_hz / 1e6:g} MHz")
+    max_pes = limits["dsp"] + int(limits["lut"] // lut_multiplier_luts(ow))
+    if budget.max_pes is not None:
+        max_pes = min(max_pes, budget.max_pes)
+    if "pes" in pinned:
+        pes_options = [pinned["pes"]]
+        if budget.max_pes is not None and pinned["pes"] > budget.max_pes:
+            raise UsageError(f"pes={pinned['pes']} is above the PE cap (--max-pes "
+                             f"{budget.max_pes})")
+    else:
+        pes_options = {p for p in range(4, min(rows, max_pes) + 1, 4) if rows % p == 0}
+        pes_options |= {rows * m for m in range(2, max_pes // rows + 1)}
+        pes_options |= {p for p in _powers_of_two(max_pes) if p >= 4}
+        pes_options = sorted(pes_options)
+    bus_options = _bus_options(pinned, ow, clock_hz, platform, dram_efficiency)
     shapes = []                                     # (pes, post_units, bus, batch)
     for pes in pes_options:
         units = pes // 4                 # with the hidden units padded to fill a pass
-        pp = max(d for d in _powers_of_two(max(1, post_units)) if units % d == 0)
+        pp = pinned.get("post_units") or max(
+            d for d in _powers_of_two(max(1, post_units)) if units % d == 0)
         for bus in bus_options:
             if pes % bus:
                 continue
             batches = set(_powers_of_two(seq_len)) | {seq_len}
             if pes % bus == 0 and pes // bus <= seq_len:
                 batches.add(pes // bus)
+            if "batch" in pinned:
+                batches = {pinned["batch"]}
             shapes += [(pes, pp, bus, batch) for batch in sorted(batches)]
     blockings = sorted(set(range(1, min(max(widths), MAX_ANY_BLOCKS) + 1))
                        | set(_divisors(columns)))
+    if "blocks" in pinned:
+        blockings = [pinned["blocks"]]
     with Progress(f"explore, checking against {platform.name}",
                   total=len(shapes) * len(blockings), unit="configurations", log=log) as bar:
         considered, feasible, smallest = _check(shapes, blockings, spec, base, seq_len,
-                                                capacity, post_dsp, limits, bar)
+                                                post_dsp, limits, family, pinned, bar)
     if not feasible:
         need = (f"the smallest needs {smallest[0]} BRAM36 and {smallest[1]} DSP"
                 if smallest else "no configuration is valid")
         raise UsageError(f"no SBE configuration of LSTM {spec.input_size}x{hidden}x"
-                         f"{spec.layers} fits {platform.name} ({capacity.bram36} BRAM36, "
-                         f"{capacity.dsp} DSP): {need}")
+                         f"{spec.layers}{_pins_text(pinned)} fits {platform.name} "
+                         f"({limits['bram36']} BRAM36, {limits['dsp']} DSP): {need}")
     feasible.sort(key=lambda item: (item[0], item[2].dsp, item[2].bram36))
     if log:
         log(f"explore: {len(feasible)} of {considered} configurations fit {platform.name}; "
@@ -279,7 +355,8 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     ranked, exact = [], {}
     with Progress("explore, ranking by predicted cycles", unit="ranked", log=log) as bar:
         for index, (bound, config, estimate) in enumerate(feasible):
-            if len(ranked) >= top and bound > ranked[top - 1].cycles:
+            if len(ranked) >= top and bound > ranked[top - 1].cycles and \
+                    not within(bound, ranked[0].cycles, tolerance):
                 break
             prediction = predict(config, seq_len=seq_len)
             exact[index] = prediction.cycles
@@ -292,16 +369,48 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
             f"{min(top, len(exact))}) in {time.monotonic() - started:.1f} s")
     points = tuple(Point(config, estimate, bound, exact.get(index))
                    for index, (bound, config, estimate) in enumerate(feasible))
+    chosen = choose(ranked, objective, tolerance, cycles=lambda c: c.cycles,
+                    dsp=lambda c: c.resources.dsp)
     return Exploration(model=spec, board=platform.name, clock_hz=clock_hz, seq_len=seq_len,
                        candidates=tuple(ranked[:top]), feasible=len(feasible),
-                       considered=considered, points=points)
+                       considered=considered, points=points, chosen=chosen,
+                       chosen_rank=ranked.index(chosen) + 1, budget=budget, limits=limits,
+                       objective=objective, tolerance=tolerance, pinned=pinned)
 
 
-def _check(shapes, blockings, spec, base, seq_len, capacity, post_dsp, limits, bar):
-    """Every configuration of ``shapes`` x ``blockings`` checked against the board:
-    ``(considered, [(lower bound, config, estimate) of the feasible ones], smallest)``,
-    ``smallest`` the ``(bram36, dsp, config)`` of the least BRAM-hungry valid one."""
-    family = capacity.yosys_family
+def _pins_text(pinned):
+    return (" with " + ", ".join(f"{name}={value}" for name, value in pinned.items())
+            if pinned else "")
+
+
+def _bus_options(pinned, ow, clock_hz, platform, dram_efficiency):
+    """The weight bus widths (words a cycle) the board's off-chip memory delivers at
+    ``clock_hz``; the pinned one alone, refused when it does not."""
+    capacity = platform.capacity
+    bandwidth = dram_efficiency * capacity.offchip_gbps * 1e9
+    bus_options = [n for n in _powers_of_two(MAX_BUS_BITS // ow)
+                   if n * ow / 8 * clock_hz <= bandwidth]
+    if "bus_weights" in pinned:
+        bus = pinned["bus_weights"]
+        if bus * ow / 8 * clock_hz > bandwidth:
+            raise UsageError(f"bus_weights={bus}: {bus} {ow}-bit weights a cycle at "
+                             f"{clock_hz / 1e6:g} MHz need {bus * ow / 8 * clock_hz / 1e9:g} "
+                             f"GB/s, more than {platform.name}'s off-chip "
+                             f"{capacity.offchip_gbps} GB/s")
+        return [bus]
+    if not bus_options:
+        raise UsageError(f"{platform.name}'s off-chip bandwidth "
+                         f"({capacity.offchip_gbps} GB/s) cannot deliver one "
+                         f"{ow}-bit weight per cycle at {clock_hz / 1e6:g} MHz")
+    return bus_options
+
+
+def _check(shapes, blockings, spec, base, seq_len, post_dsp, limits, family, pinned, bar):
+    """Every configuration of ``shapes`` x ``blockings`` checked against the budget
+    ``limits``: ``(considered, [(lower bound, config, estimate) of the feasible ones],
+    smallest)``, ``smallest`` the ``(bram36, dsp, config)`` of the least BRAM-hungry valid
+    one. The PEs beyond the DSPs the budget leaves multiply in LUTs unless ``pinned``
+    sets ``lut_multipliers``."""
     considered, feasible, smallest = 0, [], None
     for pes, pp, bus, batch in shapes:
         block_sizes, least_hidden = set(), None
@@ -313,7 +422,8 @@ def _check(shapes, blockings, spec, base, seq_len, capacity, post_dsp, limits, b
                     hidden_sizes=spec.hidden_sizes, layers=spec.layers, seq_len=seq_len,
                     pes=pes, batch=batch,
                     blocks=blocks, bus_weights=bus, post_units=pp,
-                    lut_multipliers=min(pes, max(0, pes - (capacity.dsp - pp * post_dsp))))
+                    lut_multipliers=pinned.get("lut_multipliers", min(pes, max(
+                        0, pes - (limits["dsp"] - pp * post_dsp)))))
             except ValueError:
                 continue
             # A block number that pads the hidden units beyond what the PE array needs
@@ -335,22 +445,35 @@ def _check(shapes, blockings, spec, base, seq_len, capacity, post_dsp, limits, b
     return considered, feasible, smallest
 
 
-def format_table(exploration, *, chosen=None):
-    """The ranked candidates of an :class:`Exploration` as a text table; the candidate at
-    index ``chosen`` (if given) is marked with ``*`` after its rank."""
+def format_table(exploration):
+    """The ranked candidates of an :class:`Exploration` as a text table: a line on the
+    model and board, one on the objective, one on the budget (and the pinned parameters),
+    then the ``top`` candidates by cycles and the chosen one when it is not among them,
+    marked ``*`` after its rank. ``+fastest`` is a candidate's cycles beyond the fastest's;
+    ``limit`` the budget it is nearest to and its share of it
+    (:meth:`Exploration.limit`)."""
     e = exploration
     hidden = "/".join(map(str, e.model.hidden_sizes)) or e.model.hidden_size
+    capacity = _board(e.board).capacity
     lines = [f"SBE on {e.board} at {e.clock_hz / 1e6:g} MHz: LSTM {e.model.input_size} inputs, "
              f"{hidden} hidden, {e.model.layers} layer(s), seq_len {e.seq_len}; "
              f"{e.feasible} of {e.considered} configurations fit",
+             describe_objective(e.objective, e.tolerance),
+             e.budget.describe(capacity) + (f"; pinned: {_pins_text(e.pinned)[6:]}"
+                                            if e.pinned else ""),
              f"{'#':>3} {'pes':>5} {'batch':>5} {'blocks':>6} {'bus':>4} {'case':>4} "
-             f"{'cycles':>11} {'util':>6} {'GOPS':>7} {'DSP':>5} {'BRAM36':>6} {'eq.7':>6} "
-             f"{'LUTs':>7}"]
-    for rank, candidate in enumerate(e.candidates, 1):
+             f"{'cycles':>11} {'+fastest':>8} {'util':>6} {'GOPS':>7} {'DSP':>5} "
+             f"{'BRAM36':>6} {'eq.7':>6} {'LUTs':>7} {'limit':>11}"]
+    fastest = e.fastest.cycles
+    for rank, candidate in e.listed:
         c, r = candidate.config, candidate.resources
-        mark = "*" if rank - 1 == chosen else " "
+        if rank > len(e.candidates):
+            lines.append(f"{'...':>3}")
+        mark = "*" if rank == e.chosen_rank else " "
+        name, share = e.limit(candidate)
         lines.append(f"{rank:>3}{mark}{c.pes:>5} {c.batch:>5} {c.blocks:>6} {c.bus_weights:>4} "
-                     f"{max(c.cases):>4} {candidate.cycles:>11,} {candidate.utilization:>6.1%} "
+                     f"{max(c.cases):>4} {candidate.cycles:>11,} "
+                     f"{candidate.cycles / fastest - 1:>+8.1%} {candidate.utilization:>6.1%} "
                      f"{candidate.gops:>7.1f} {r.dsp:>5} {r.bram36:>6} {r.bram_eq7:>6.0f} "
-                     f"{r.luts:>7,}")
+                     f"{r.luts:>7,} {name:>6} {share:>4.0%}")
     return "\n".join(lines)

@@ -29,7 +29,7 @@ __all__ = ["MODEL_FORMATS", "CALIBRATION_SEED", "CALIBRATION_SEQUENCES",
            "CALIBRATION_MAX_STEPS", "load_model",
            "check_model", "QuantizedLayer", "QuantizedLSTM", "quantize_model",
            "synthetic_calibration", "calibration_used", "quantized_base", "config_from_model",
-           "model_config",
+           "model_config", "WIDTHS",
            "load_inputs", "write_engine_inputs"]
 
 #: Seed and number of sequences of :func:`synthetic_calibration`.
@@ -54,6 +54,8 @@ _CHOSEN = {
 #: :func:`~.explore.explore` arguments.
 _CONFIG_OVERRIDES = ("batch_norm", "operand_width", "acc_width")
 _EXPLORE_OVERRIDES = ("post_units", "dram_efficiency", "lut_share")
+#: SBEConfig fields the quantization depends on (:func:`quantized_base`).
+WIDTHS = ("operand_width", "acc_width")
 
 
 def check_model(network):
@@ -357,34 +359,37 @@ def config_from_model(model, board, *, seq_len, calibration=None, clock_hz=None,
 
 
 def model_config(model, board, params=(), *, seq_len, calibration=None):
-    """The configuration of ``model`` for ``nnrtl generate/sim sbe --model``.
-
-    Without ``params`` the design-space exploration chooses it (:func:`config_from_model`:
-    for a real model a large engine, slow to simulate). With ``params`` (``name=value``
-    strings of :class:`~nnrtl.hw.sbe.SBEConfig`, e.g. ``pes=64``) they set the hardware and
-    no exploration runs; the model's sizes, ``seq_len`` and the quantization's fraction bits
-    are set here and cannot be given.
+    """The configuration of ``model`` for ``nnrtl generate/sim sbe --model``: the
+    completion ``nnrtl explore sbe --model`` makes
+    (:func:`~.exploration.explore_pinned`). The hardware parameters given in ``params``
+    (``name=value`` strings of :class:`~nnrtl.hw.sbe.SBEConfig`, e.g. ``pes=64``) are
+    kept; the others the design-space exploration chooses, the fastest within the board's
+    budget (all DSPs and BRAM36, :data:`~nnrtl.gen.engines.LUT_SHARE` of the LUTs:
+    without ``params``, for a real model, a large engine, slow to simulate). The model's
+    sizes, ``seq_len`` and the quantization's fraction bits are set here and cannot be
+    given.
 
     Returns
     -------
     (SBEConfig, QuantizedLSTM)
-    """
-    from ..params import parse_params
 
-    if not params:
-        return config_from_model(model, board, seq_len=seq_len, calibration=calibration)
-    base, quantized = quantized_base(model, seq_len=seq_len, calibration=calibration)
-    spec = model.spec
-    fixed = {"input_size": spec.input_size, "hidden_size": spec.hidden_size,
-             "hidden_sizes": ",".join(map(str, spec.hidden_sizes)),
-             "layers": spec.layers, "seq_len": seq_len, "weight_frac": base.weight_frac,
-             "act_frac": base.act_frac, "cell_frac": base.cell_frac}
-    for item in params:
-        name = item.partition("=")[0].strip()
-        if name in fixed:
-            raise UsageError(f"{name} {_CHOSEN[name]}; it cannot be given with --model")
-    items = [*params, *(f"{name}={value}" for name, value in fixed.items())]
-    return parse_params(SBEConfig, items, base=base), quantized
+    Raises
+    ------
+    UsageError
+        A parameter set here, pinned values that conflict, nothing fits the board.
+    """
+    from .exploration import explore_pinned, pins
+
+    values = pins(params, model=True)
+    if "seq_len" in values:
+        raise UsageError("seq_len is --seq-len (or the length of --inputs); it cannot be "
+                         "given with --model")
+    base, quantized = quantized_base(model, seq_len=seq_len, calibration=calibration,
+                                     **{name: values[name] for name in WIDTHS
+                                        if name in values})
+    exploration = explore_pinned(model.spec, board, values, seq_len=seq_len, base=base,
+                                 top=1)
+    return exploration.best.config, quantized
 
 
 def load_inputs(path, input_size):

@@ -98,7 +98,7 @@ def test_paper_models_on_their_boards(name, clock_hz):
     assert result.best.utilization >= predict(config).utilization
     table = format_table(result)
     assert table.splitlines()[0].startswith(f"SBE on {preset.board} at ")
-    assert len(table.splitlines()) == 2 + len(result.candidates)
+    assert len(table.splitlines()) == 4 + len(result.candidates)
 
 
 @pytest.mark.parametrize("lut_share", [0.3, LUT_SHARE])

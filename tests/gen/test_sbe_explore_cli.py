@@ -72,8 +72,8 @@ def test_table_marks_the_chosen_configuration(capsys):
     expected = explore((INPUTS, HIDDEN, 2), "zc706", seq_len=STEPS, top=4)
     table, footer = out.rstrip("\n").split("\n\n")
     chosen, generate = footer.splitlines()
-    assert table == format_table(expected, chosen=0)
-    assert [line[3] for line in table.splitlines()[2:]] == ["*", " ", " ", " "]
+    assert table == format_table(expected)
+    assert [line[3] for line in table.splitlines()[4:]] == ["*", " ", " ", " "]
     assert chosen == f"* chosen: {expected.best.config}"
     assert generate.startswith("  nnrtl generate sbe --board zc706 --param input_size=5 "
                                "--param hidden_size=7 --param layers=2 --param seq_len=9 ")
@@ -237,9 +237,42 @@ def write(tmp_path, name, content):
     (["sbe", "--board", "zc706"], r"explore needs --model FILE, or --param input_size=N "
                                   r"--param hidden_size=N \[--param layers=N\]"),
     (["sbe", "--board", "zc706", "--param", "input_size=5"], r"explore needs --model FILE, .*"),
-    (["sbe", "--board", "zc706", *SHAPE, "--param", "pes=4"],
-     r"unknown parameter 'pes' for ModelSpec; valid parameters: input_size, hidden_size, "
-     r"layers, hidden_sizes"),
+    (["sbe", "--board", "zc706", *SHAPE, "--param", "lanes=4"],
+     r"unknown parameter 'lanes' for SBEConfig; valid parameters: input_size, hidden_size, "
+     r"hidden_sizes, layers, seq_len, pes, .*"),
+    (["sbe", "--board", "zc706", *SHAPE, "--param", "pes=4", "--param", "pes=8"],
+     r"parameter pes is given twice"),
+    (["sbe", "--board", "zc706", *SHAPE, "--param", "seq_len=4", "--seq-len", "4"],
+     r"give the sequence length as --seq-len or as --param seq_len, not both"),
+    (["sbe", "--board", "zc706", *SHAPE, "--param", "pes=6"],
+     r"pes \(6\) must be a multiple of 4: a pass computes the four gate rows of whole "
+     r"hidden units; nearest valid values: 4 or 8"),
+    (["sbe", "--board", "zc706", *SHAPE, "--param", "pes=64", "--max-pes", "32"],
+     r"pes=64 is above the PE cap \(--max-pes 32\)"),
+    (["sbe", "--board", "zc706", *SHAPE, "--param", "bus_weights=64"],
+     r"bus_weights=64: 64 16-bit weights a cycle at 200 MHz need 25\.6 GB/s, more than "
+     r"zc706's off-chip 12\.8 GB/s"),
+    (["sbe", "--board", "zc706", *SHAPE, "--param", "pes=1024", "--dsp-share", "0.1"],
+     r"no SBE configuration of LSTM 5x7x2 with pes=1024 fits zc706 \(545 BRAM36, 90 DSP\): "
+     r"the smallest needs \d+ BRAM36 and \d+ DSP"),
+    (["sbe", "--board", "zc706", *SHAPE, "--dsp-share", "0"],
+     r"--dsp-share must be a share of the board's resource in \(0, 1\], not 0\.0"),
+    (["sbe", "--board", "zc706", *SHAPE, "--bram-share", "1.5"],
+     r"--bram-share must be a share of the board's resource in \(0, 1\], not 1\.5"),
+    (["sbe", "--board", "zc706", *SHAPE, "--lut-share", "nan"],
+     r"--lut-share must be a share of the board's resource in \(0, 1\], not nan"),
+    (["sbe", "--board", "zc706", *SHAPE, "--max-pes", "0"],
+     r"--max-pes must be a positive integer, not 0"),
+    (["sbe", "--board", "zc706", *SHAPE, "--objective", "per-dsp", "--tolerance", "-0.1"],
+     r"--tolerance must be a finite number of at least 0, not -0\.1"),
+    (["sbe", "--board", "zc706", *SHAPE, "--objective", "per-dsp", "--tolerance", "inf"],
+     r"--tolerance must be a finite number of at least 0, not inf"),
+    (["sbe", "--board", "zc706", *SHAPE, "--tolerance", "0.1"],
+     r"--tolerance goes with --objective per-dsp \(the fastest design has no tolerance\)"),
+    (["sbe", "--board", "zc706", "--model", "{torch}", "--param", "hidden_size=4"],
+     r"hidden_size comes from the model; it cannot be given with --model"),
+    (["sbe", "--board", "zc706", "--model", "{torch}", "--param", "act_frac=4"],
+     r"act_frac is chosen by the quantization; it cannot be given with --model"),
     (["sbe", "--board", "zc706", "--param", "input_size=5", "--param", "hidden_size=0"],
      r"hidden_size must be a positive integer, not 0"),
     (["sbe", "--board", "zc706", *SHAPE, "--seq-len", "0"],
@@ -250,7 +283,7 @@ def write(tmp_path, name, content):
     (["sbe", "--board", "zc706", *SHAPE, "--top", "0"],
      r"--top must be a positive integer, not 0"),
     (["sbe", "--board", "zc706", "--model", "{torch}", *SHAPE],
-     r"give the model as --model FILE or as --param, not both"),
+     r"input_size comes from the model; it cannot be given with --model"),
     (["sbe", "--board", "zc706", "--weights", "{h5}", *SHAPE],
      r"--weights needs --model, the Keras model JSON"),
     (["sbe", "--board", "zc706", "--model", "{tmp}/missing.pt"],
@@ -306,7 +339,7 @@ def test_a_long_sequence_is_planned_at_once(capsys):
                          "--top", 3)
     assert code == 0
     expected = explore((INPUTS, HIDDEN, 2), "zc706", seq_len=100_000, top=3)
-    assert out.split("\n\n")[0] == format_table(expected, chosen=0)
+    assert out.split("\n\n")[0] == format_table(expected)
     assert "seq_len 100000;" in out.splitlines()[0]
     best = expected.best.config        # the PE array takes a column step per cycle at most
     assert expected.best.cycles >= 100_000 * best.passes * (INPUTS + 3 * HIDDEN) \
