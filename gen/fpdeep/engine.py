@@ -17,7 +17,8 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
     :mod:`nnrtl.sim.tb.fpdeep_node` under Verilator: ``--steps`` mini-batches (default 2)
     of random images through FP → EB/PG → update under the ``--backpressure`` pattern, the
     activations and errors out bit-exact against the golden models (the updated weights
-    through them), the counters read over AXI4-Lite. One-segment nodes only. Its
+    through them), the counters read over AXI4-Lite; every segment of the node at once,
+    its partial errors and δ out where it has them. Its
     ``cycles`` are the bench's: its phases (an image's activations, then its errors) do not
     overlap FP and BP as a chain does, so they exceed ``model_cycles`` (:func:`predict`,
     the pipelined steady state) by design; the cluster simulator models the chain.
@@ -156,11 +157,9 @@ def simulate(request):
     if request.model is not None:
         raise UsageError("fpdeep sim takes no --model: it runs random weights and images "
                          "(map a model with nnrtl map fpdeep)")
-    if len(config.segments) != 1:
-        raise UsageError(f"fpdeep sim runs one-segment nodes; this node has "
-                         f"{len(config.segments)} segments")
     batches = DEFAULT_BATCHES if request.steps is None else request.steps
-    lag = min(config.act_images - 1, config.batch)
+    # images sent ahead of their errors: one Act-RAM image left for the next FP input
+    lag = max(1, min(config.act_images - 1, config.batch))
     result = run(_verilog(config), test_module="nnrtl.sim.tb.fpdeep_node",
                  params={"config": node_fields(config), "batches": batches, "lag": lag,
                          "patterns": [request.backpressure]},

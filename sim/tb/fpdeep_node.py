@@ -1,7 +1,8 @@
-"""One FPDeep node (:class:`nnrtl.hw.fpdeep.node.FpdeepNode`, one layer segment) training
-over several mini-batches: FP → (downstream) → EB and PG → weight update, every output
-checked bit-exactly against the golden models composed under the node's staleness rule,
-with every backpressure pattern on its streams.
+"""One FPDeep node (:class:`nnrtl.hw.fpdeep.node.FpdeepNode`, every layer segment at once)
+training over several mini-batches: FP → (downstream) → EB and PG → weight update, every
+output checked bit-exactly against the golden models composed under the node's staleness
+rule, with every backpressure pattern on its streams. The segments of a node are
+independent units: each gets its own case and phases, driven concurrently.
 
 The golden model (:func:`expected`) replays the rule of :mod:`nnrtl.hw.fpdeep.node` from the
 order of the streams alone: the bench sends the images' activations and errors in phases,
@@ -15,10 +16,14 @@ weights after ``⌊k / B⌋`` updates; each update is the golden PG sum of its m
 samples run FP on old and EB on new weights (spec §3.8's "slightly unaligned" samples).
 
 Errors coming back (``err_in``) are random (the node's downstream is not simulated): on the
-completing node the error of the SFU's output (lanes past ``n_out`` zero), else δ.
+completing node the error of the SFU's output (lanes past ``n_out`` zero), else δ; so are
+the downstream segment's partial errors (``err_part_in``, where
+:attr:`~nnrtl.hw.fpdeep.node.NodeConfig.eb_partial` takes them). ``delta_out`` and
+``err_part_out`` are checked like the other outputs.
 
-Parameters of the cocotb bench (``tb_params()``): ``config`` (the NodeConfig: ``segment``
-FpConfig fields, ``eb``, ``batch``, ``act_images``, ``lr``), ``batches``, ``lag``,
+Parameters of the cocotb bench (``tb_params()``): ``config`` (:func:`node_fields`: the
+NodeConfig's ``segments`` as FpConfig fields, ``eb``, ``batch``, ``act_images``, ``lr``,
+``eb_partial``, ``delta_out``), ``batches``, ``lag``,
 ``patterns``, ``seed``. Reported: ``bit_exact``; per pattern ``beats`` and ``mismatches``
 per output stream, ``cycles``, ``budget`` and the node's counters read over AXI4-Lite
 (``images``, ``updates``, ``cycles``, busy cycles of FP/EB/PG); ``model_cycles``: the
@@ -43,34 +48,54 @@ from nnrtl.sim.golden.fpdeep.update import update_segment
 from nnrtl.sim.patterns import cycle_budget
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 from nnrtl.sim.tb.fpdeep_eb import delta_beats
+from nnrtl.sim.tb.fpdeep_eb import random_case as eb_case
 from nnrtl.sim.tb.fpdeep_fp import _Sink, _Source, config_of, describe_beats, pack
 from nnrtl.sim.tb.fpdeep_fp import random_case as fp_case
 from nnrtl.sim.tb.fpdeep_fp import stimulus as fp_stimulus
 from nnrtl.sim.tb.registers import RegisterBus
 
-__all__ = ["node_config", "node_fields", "random_case", "phases", "expected", "fp_versions",
+__all__ = ["node_config", "node_fields", "segment_config", "random_case", "phases",
+           "expected", "partial_error_beats", "fp_versions",
            "model_cycles"]
 
 
 def node_config(fields):
-    """A one-segment :class:`NodeConfig` from :func:`node_fields`' dict."""
+    """The :class:`NodeConfig` of :func:`node_fields`' dict."""
     fields = dict(fields)
-    segment = config_of(fields.pop("segment"))
-    return NodeConfig((segment,), (fields.pop("eb"),), **fields)
+    segments = tuple(config_of(segment) for segment in fields.pop("segments"))
+    partial = fields.pop("eb_partial", None)
+    delta = fields.pop("delta_out", None)
+    return NodeConfig(segments, tuple(fields.pop("eb")),
+                      eb_partial=None if partial is None else tuple(map(tuple, partial)),
+                      delta_out=None if delta is None else tuple(delta), **fields)
 
 
 def node_fields(config):
-    """The JSON-able fields of a one-segment ``config`` (for ``tb_params``)."""
+    """The JSON-able fields of ``config`` (for ``tb_params``)."""
     import dataclasses
-    return {"segment": dataclasses.asdict(config.segments[0]), "eb": config.eb[0],
-            "batch": config.batch, "act_images": config.act_images, "lr": config.lr}
+    return {"segments": [dataclasses.asdict(s) for s in config.segments],
+            "eb": list(config.eb), "batch": config.batch, "act_images": config.act_images,
+            "lr": config.lr,
+            "eb_partial": None if config.eb_partial is None else
+            [list(p) for p in config.eb_partial],
+            "delta_out": None if config.delta_out is None else list(config.delta_out)}
 
 
-def random_case(cfg, images, seed):
+def segment_config(config, n):
+    """The one-segment :class:`NodeConfig` of ``config``'s segment ``n`` (its EB, partial
+    errors and ``delta_out``; the node's training setup): what :func:`expected` checks."""
+    return NodeConfig((config.segments[n],), (config.eb[n],), batch=config.batch,
+                      act_images=config.act_images, lr=config.lr, node=config.node,
+                      eb_partial=(config.partials[n],), delta_out=(config.deltas[n],))
+
+
+def random_case(cfg, images, seed, *, partial_errors=False):
     """The FP bench's case (:func:`nnrtl.sim.tb.fpdeep_fp.random_case`: images, weights,
     bias, upstream partials) and ``err``: per image the error of the SFU's output
     ``(pool_out, pool_out, groups, P)`` (completing node, lanes past ``n_out`` zero) or δ
-    ``(w_out, w_out, n_out)``, in the word format."""
+    ``(w_out, w_out, n_out)``, in the word format; with ``partial_errors`` the downstream
+    segment's partial errors ``err_partial`` (images, w_in, w_in, n_in), as the EB bench
+    makes them (:func:`nnrtl.sim.tb.fpdeep_eb.random_case`)."""
     case = fp_case(cfg, images, seed)
     rng = np.random.default_rng(seed + 1000)
     side = cfg.pool_out if cfg.completes else cfg.w_out
@@ -83,6 +108,8 @@ def random_case(cfg, images, seed):
         one = 1 << cfg.frac_bits
         err = rng.integers(-one, one + 1, (images, side, side, cfg.n_out))
     case["err"] = err
+    if partial_errors:
+        case["err_partial"] = eb_case(cfg, images, seed + 2000, partial_in=True)["partial"]
     return case
 
 
@@ -194,11 +221,90 @@ def model_cycles(config, images):
             + images // config.batch * 6 * rows + 400)
 
 
+def partial_error_beats(cfg, maps):
+    """The ``err_part_in`` payloads of per-image partial errors ``(w_in, w_in, n_in)``."""
+    layout = partial_error_layout(cfg)
+    beats = []
+    for image in maps:
+        pixels = np.asarray(image).reshape(-1, cfg.n_in)
+        beats += [pack(layout, {"data": list(e), "last": int(n == len(pixels) - 1)})
+                  for n, e in enumerate(pixels)]
+    return beats
+
+
+class _Segment:
+    """One segment's streams in the bench: the load first, then its upstream partials and
+    partial errors (free-running) and its input phases in order; a sink per output."""
+
+    def __init__(self, dut, config, n, kind, images, seed, lag, rng):
+        self.config = single = segment_config(config, n)
+        cfg = self.cfg = config.segments[n]
+        takes = single.eb[0] and single.partials[0][0]
+        case = random_case(cfg, images, seed, partial_errors=takes)
+        self.want, _ = expected(single, case, lag)
+        load = fp_stimulus(cfg, case)
+        self.loads = len(load["load"])
+        port = lambda name: f"s{n}_{name}"
+        self.load = _Source(dut, port("load"), load["load"], "none", rng)
+        self.free = []
+        if cfg.partial_in:
+            self.free.append(_Source(dut, port("part_in"), load["part_in"], kind, rng))
+        if takes:
+            self.free.append(_Source(dut, port("err_part_in"),
+                                     partial_error_beats(cfg, case["err_partial"]), kind, rng))
+        self.ordered = [_Source(dut, port(name), words, kind, rng)
+                        for name, words in phases(cfg, case, lag)]
+        self.sinks = {name: _Sink(dut, port(name), len(beats), kind, rng)
+                      for name, beats in self.want.items()}
+
+    @property
+    def sources(self):
+        return [self.load, *self.free, *self.ordered]
+
+    @property
+    def finished(self):
+        return (all(s.done for s in self.sources)
+                and all(len(s.got) >= len(self.want[p]) for p, s in self.sinks.items()))
+
+    def drive(self):
+        self.load.drive()
+        if self.load.done:
+            for source in self.free:
+                source.drive()
+            active = next((s for s in self.ordered if not s.done), None)
+            if active is not None:
+                active.drive()
+        for sink in self.sinks.values():
+            sink.drive()
+
+    def sample(self):
+        for unit in self.sources + list(self.sinks.values()):
+            unit.sample()
+        for source in self.ordered:
+            if not source.offering:
+                source.valid.value = 0
+
+    def stop(self):
+        for unit in self.sources:
+            unit.valid.value = 0
+        for sink in self.sinks.values():
+            sink.ready.value = 0
+
+    def progress(self, n):
+        return (", ".join(f"s{n} {p} {len(s.got)} of {len(self.want[p])} beats"
+                          for p, s in self.sinks.items())
+                + f", s{n} {sum(s.done for s in self.ordered)} of {len(self.ordered)} "
+                  f"input phases")
+
+    def mismatches(self, n):
+        return {f"s{n}_{p}": describe_beats(layout, p, self.sinks[p].got, self.want[p])
+                for p, layout in _layouts(self.cfg).items() if p in self.want}
+
+
 @cocotb.test()
 async def node_trains_bit_exact(dut):
     params = tb_params()
     config = node_config(params["config"])
-    cfg = config.segments[0]
     regmap = register_map(config)
     images = config.batch * params["batches"]
     rng = random.Random(params["seed"])
@@ -213,58 +319,42 @@ async def node_trains_bit_exact(dut):
         dut.rst.value = 0
         await RisingEdge(dut.clk)
         assert await bus.read("lr") == config.lr, "lr register: not its reset value"
-        case = random_case(cfg, images, params["seed"] + number)
-        want, _ = expected(config, case, params["lag"])
-        load = fp_stimulus(cfg, case)
-        free = [_Source(dut, "s0_load", load["load"], "none", rng)]
-        if cfg.partial_in:
-            free.append(_Source(dut, "s0_part_in", load["part_in"], kind, rng))
-        ordered = [_Source(dut, f"s0_{port}", words, kind, rng)
-                   for port, words in phases(cfg, case, params["lag"])]
-        sinks = {port: _Sink(dut, f"s0_{port}", len(beats), kind, rng)
-                 for port, beats in want.items()}
-        budget = cycle_budget(model_cycles(config, images) + len(load["load"]),
-                              output_beats=sum(map(len, want.values())), patterns=[kind])
+        segments = [_Segment(dut, config, n, kind, images, params["seed"] + number + 97 * n,
+                             params["lag"], rng) for n in range(len(config.segments))]
+        budget = cycle_budget(
+            max(model_cycles(s.config, images) for s in segments)
+            + sum(s.loads for s in segments),
+            output_beats=max(sum(map(len, s.want.values())) for s in segments),
+            patterns=[kind])
         cycles = 0
-        while (not all(s.done for s in free + ordered)
-               or any(len(s.got) < len(want[p]) for p, s in sinks.items())):
-            free[0].drive()
-            if free[0].done:
-                for source in free[1:]:
-                    source.drive()
-                active = next((s for s in ordered if not s.done), None)
-                if active is not None:
-                    active.drive()
-            for sink in sinks.values():
-                sink.drive()
+        while not all(s.finished for s in segments):
+            for segment in segments:
+                segment.drive()
             await edge
             cycles += 1
-            for unit in free + ordered + list(sinks.values()):
-                unit.sample()
-                if unit in ordered and not unit.offering:
-                    unit.valid.value = 0
-            assert cycles < budget, (
-                f"pattern {kind}: in the budget of {budget} cycles: "
-                + ", ".join(f"{p} {len(s.got)} of {len(want[p])} beats"
-                            for p, s in sinks.items())
-                + f", {sum(s.done for s in ordered)} of {len(ordered)} input phases")
-        for unit in free + ordered:
-            unit.valid.value = 0
-        for sink in sinks.values():
-            sink.ready.value = 0
+            for segment in segments:
+                segment.sample()
+            assert cycles < budget, (f"pattern {kind}: in the budget of {budget} cycles: "
+                                     + "; ".join(s.progress(n)
+                                                 for n, s in enumerate(segments)))
+        for segment in segments:
+            segment.stop()
         counters = {}
         for _ in range(200):                    # the last update follows the last outputs
             counters = await bus.read_many(list(COUNTERS))
             if counters["updates"] == params["batches"]:
                 break
-        wrong = {p: describe_beats(layout, p, sinks[p].got, want[p])
-                 for p, layout in _layouts(cfg).items() if p in want}
+        wrong = {}
+        for n, segment in enumerate(segments):
+            wrong.update(segment.mismatches(n))
         if counters["updates"] != params["batches"] or counters["images"] != images:
             wrong["counters"] = [f"updates {counters['updates']} (want {params['batches']}), "
                                  f"images {counters['images']} (want {images})"]
         exact = exact and not any(wrong.values())
-        results[kind] = {"beats": {p: len(s.got) for p, s in sinks.items()}, "cycles": cycles,
-                         "budget": budget, "mismatches": wrong, "counters": counters}
+        beats = {f"s{n}_{p}" if n else p: len(k.got)
+                 for n, s in enumerate(segments) for p, k in s.sinks.items()}
+        results[kind] = {"beats": beats, "cycles": cycles, "budget": budget,
+                         "mismatches": wrong, "counters": counters}
         dut._log.info("pattern %s: %d cycles, counters %s", kind, cycles, counters)
     report({"bit_exact": exact, "patterns": results, "images": images,
             "model_cycles": config.cycles * images})
@@ -273,4 +363,5 @@ async def node_trains_bit_exact(dut):
 
 def _layouts(cfg):
     return {"act_out": act_layout(cfg), "part_out": partial_layout(cfg),
-            "err_out": error_layout(cfg)}
+            "err_out": error_layout(cfg), "err_part_out": partial_error_layout(cfg),
+            "delta_out": pixel_layout(cfg.word_bits, cfg.p)}

@@ -134,9 +134,5 @@ def test_generate_vc709_alexnet_node_slow(tmp_path, capsys):
 
 
 def test_simulate_refusals():
-    two = NodeConfig((NodeConfig().segments[0],) * 2, (True, True))
-    with pytest.raises(UsageError, match=r"^fpdeep sim runs one-segment nodes; this node "
-                                         r"has 2 segments$"):
-        simulate(SimRequest(config=two, board=VC709))
     with pytest.raises(UsageError, match=r"^fpdeep sim takes no --model"):
         simulate(SimRequest(config=NodeConfig(), board=VC709, model=object()))

@@ -1,0 +1,42 @@
+"""The FPDeep node's random configurations (:mod:`nnrtl.gen.fpdeep.space`): every draw
+completes into a node that fits its board, and the draws reach every segment kind and
+option of the node (the draws' lint and simulation run in ``tests/test_draws.py``)."""
+
+from nnrtl.gen import draws
+from nnrtl.gen.fpdeep.engine import ENGINE
+from nnrtl.hw.fpdeep.node import NodeConfig
+
+COUNT = 150
+
+
+def test_draws_complete_and_cover_the_node():
+    configs = [draws.configure(ENGINE, d) for d in draws.draws(ENGINE, COUNT, 0)]
+    assert all(isinstance(c, NodeConfig) for c in configs)
+    segments = [s for c in configs for s in c.segments]
+    assert {c.precision for c in configs} == {"fixed16", "fp32"}
+    assert {(s.partial_in, s.completes) for s in segments} == {
+        (False, True), (True, True), (False, False), (True, False)}
+    assert {len(c.segments) for c in configs} == {1, 2, 3}
+    assert {e for c in configs for e in c.eb} == {False, True}
+    assert {p for c in configs for p in c.partials} == {
+        (False, False), (False, True), (True, False), (True, True)}
+    assert any(any(c.deltas) for c in configs)
+    assert {s.relu for s in segments} == {False, True}
+    assert any(s.pool is None for s in segments if s.completes)
+    assert any(s.pool and s.pool[1] < s.pool[0] for s in segments)     # overlapping
+    assert any(s.passes > 1 and s.n_in % s.q for s in segments)       # ragged passes
+    assert any(s.passes == 1 and s.n_in > 1 for s in segments)
+    assert any(s.p > 1 for s in segments) and any(s.n_out % s.p for s in segments)
+    assert {s.k for s in segments} >= {1, 2, 3, 4, 5}
+    assert {s.stride for s in segments} >= {1, 2, 3} and any(s.pad for s in segments)
+    assert any(s.w_in % 2 for s in segments) and any(s.n_in % 2 for s in segments)
+    assert {c.batch for c in configs} == {1, 2, 3}
+    assert {c.act_images for c in configs} == {1, 2, 3, 4}
+    assert {s.frac_bits for s in segments if s.precision == "fixed16"} - {8}
+    assert {(s.multiplier_stages, s.adder_stages) for s in segments} - {(3, 3)}
+
+
+def test_draws_are_reproducible():
+    first, again = draws.draws(ENGINE, 5, 3), draws.draws(ENGINE, 5, 3)
+    assert first == again
+    assert first[0].reproduce == "nnrtl draws fpdeep --seed 3 --only 0"
