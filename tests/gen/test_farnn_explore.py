@@ -112,3 +112,65 @@ def test_table2_analogue():
     for board in ("vu9p", "vcu128"):
         assert design[board, "lstm"]["chain_length"] < design[board, "gru"]["chain_length"]
     assert markdown.count("\n") == 1 + len(rows)
+
+
+def test_hardware_pins_with_a_model_file(tmp_path):
+    """``--model`` with hardware ``--param``: the pinned chain length and depth kept, the
+    split explored; the model's sizes still refused."""
+    import torch
+
+    from nnrtl.boards import get_board
+    from nnrtl.gen.engines import ExploreRequest
+
+    torch.save(torch.nn.LSTM(16, 32).state_dict(), tmp_path / "lstm.pt")
+    found = explore_request(ExploreRequest(
+        board=get_board("vu9p"), model=tmp_path / "lstm.pt", seq_len=20,
+        params=("chain_length=2", "weight_depth=4096")))
+    assert {(p.config.chain_length, p.config.weight_depth) for p in found.points} == \
+        {(2, 4096)}
+    assert len({p.config.split for p in found.points}) > 1
+    assert found.as_json()["pinned"] == {"chain_length": 2, "weight_depth": 4096}
+    assert "; pinned: chain_length=2, weight_depth=4096" in found.table().splitlines()[2]
+
+
+WORKLOAD_256 = FarnnConfig(hidden_size=256, input_size=256, layers=2, seq_len=100)
+
+
+def test_a_budget_that_excludes_the_fastest():
+    """A PE cap and half the LUTs' share: the fastest design is out, every point keeps
+    within both, the bound a candidate is nearest to is named."""
+    from nnrtl.gen.dse import Budget
+
+    fastest = explore(WORKLOAD_256, "vu9p").best
+    budget = Budget(lut_share=0.35, max_pes=200)
+    found = explore(WORKLOAD_256, "vu9p", budget=budget)
+    assert fastest.config.pes > 200 and found.best.cycles > fastest.cycles
+    assert all(p.config.pes <= 200 and p.needs["lut"] <= found.limits["lut"]
+               for p in found.points)
+    assert found.limits["lut"] == int(0.35 * 1_182_240)
+    data = found.as_json()
+    assert data["budget"]["max_pes"] == 200
+    assert data["candidates"][0]["limit"]["budget"] in ("pes", "lut")
+    assert found.table().splitlines()[2].endswith("413,784 LUT (35%), at most 200 PEs")
+    with pytest.raises(UsageError, match=r", at most 2 PEs\): its weights need at least "
+                                         r"chain_length 1 \(weight_depth 8192, split 1, 64 "
+                                         r"PEs\), which needs 64 PEs > 2$"):
+        explore(WORKLOAD_256, "vu9p", budget=Budget(max_pes=2), depths=(8192,))
+
+
+def test_per_dsp_picks_a_smaller_design_within_the_tolerance():
+    """Per DSP within 10%: fewer PEs than the fastest, at most 10% slower, marked in the
+    table and the JSON."""
+    fastest = explore(WORKLOAD_256, "vu9p").best
+    found = explore(WORKLOAD_256, "vu9p", objective="per-dsp", tolerance=0.1, top=3)
+    chosen = found.best
+    assert chosen.needs["dsp"] < fastest.needs["dsp"]
+    assert chosen.cycles <= 1.1 * fastest.cycles
+    assert chosen.cycles * chosen.needs["dsp"] < fastest.cycles * fastest.needs["dsp"]
+    data = found.as_json()
+    assert data["objective"]["name"] == "per-dsp"
+    marked = [c for c in data["candidates"] if c["chosen"]]
+    assert len(marked) == 1 and marked[0]["rank"] == found.chosen_rank > 1
+    assert data["chosen"] == dataclasses.asdict(chosen.config)
+    rows = [line for line in found.table().splitlines() if line[3:4] == "*"]
+    assert len(rows) == 1 and rows[0].startswith(f"{found.chosen_rank:>3}*")

@@ -376,3 +376,112 @@ def test_model_of_different_hidden_sizes(tmp_path, capsys):
     assert (config.hidden_size, config.hidden_sizes, config.layers) == (16, (16, 9), 2)
     assert "--param hidden_sizes=16,9 " in out.splitlines()[-1]
     assert config.padding_macs_per_step >= 4 * 16 * 32 - 4 * 9 * 25
+
+
+# -- Pins, budgets and the objective
+
+def candidate_rows(out):
+    """The table's candidate rows (after the model, objective, budget and header lines)."""
+    return out.split("\n\n")[0].splitlines()[4:]
+
+
+def test_hardware_pins_with_a_model_file(tmp_path, capsys):
+    """``--model`` with ``--param pes=...``: the pinned PEs kept, the rest explored, the
+    fraction bits the quantization's; ``generate --model`` with the same pins chooses the
+    same configuration."""
+    files = model_files(tmp_path, "torch")
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", *files, "--seq-len", STEPS,
+                       "--param", "pes=16", "--param", "batch_norm=true", "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert (result["pinned"], result["chosen"]["pes"]) == ({"pes": 16}, 16)
+    assert result["chosen"]["batch_norm"] is True
+    assert {c["config"]["pes"] for c in result["candidates"]} == {16}
+    _, quantized = config_from_model(load_model(files[1]), "zc706", seq_len=STEPS)
+    assert result["chosen"]["weight_frac"] == quantized.weight_frac
+    output = tmp_path / "out"
+    assert main(["generate", "sbe", "--board", "zc706", *map(str, files), "--seq-len",
+                 str(STEPS), "--param", "pes=16", "--param", "batch_norm=true", "-o",
+                 str(output)]) == 0
+    capsys.readouterr()
+    manifest = json.loads((output / "manifest.json").read_text())
+    assert manifest["parameters"] == result["chosen"]
+
+
+def test_a_budget_that_excludes_the_fastest(capsys):
+    """Half the DSPs and at most 300 PEs: the fastest design (1,024 PEs, all 900 DSPs) is
+    out; every candidate keeps within both, and the table and JSON say the budget and the
+    bound each candidate is nearest to."""
+    shape = ["--param", "input_size=16", "--param", "hidden_size=32"]
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", *shape, "--top", 3, "--json")
+    fastest = json.loads(out)["candidates"][0]
+    assert (fastest["config"]["pes"], fastest["resources"]["dsp"]) == (1024, 900)
+    assert fastest["limit"] == {"budget": "dsp", "share": 1.0}
+    budget = ["--dsp-share", "0.5", "--max-pes", "300"]
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", *shape, *budget, "--top", 3,
+                       "--json")
+    assert code == 0
+    result = json.loads(out)
+    assert result["budget"] == {"dsp_share": 0.5, "bram_share": 1.0, "lut_share": 0.7,
+                                "max_pes": 300,
+                                "limits": {"dsp": 450, "bram36": 545, "lut": 153020}}
+    assert all(c["resources"]["dsp"] <= 450 and c["config"]["pes"] <= 300
+               for c in result["candidates"])
+    assert result["chosen"]["pes"] == 256
+    assert result["candidates"][0]["limit"] == {"budget": "pes", "share": 256 / 300}
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", *shape, *budget, "--top", 3)
+    lines = out.splitlines()
+    assert lines[1] == "objective: fastest (fewest cycles)"
+    assert lines[2] == ("budget: 450 DSP (50%), 545 BRAM36 (100%), 153,020 LUT (70%), at "
+                        "most 300 PEs")
+    assert re.fullmatch(r"  1\*  256 .* 292 .*  pes  85%", candidate_rows(out)[0])
+
+
+def test_per_dsp_picks_a_smaller_design_within_the_tolerance(capsys):
+    """The README's 80 x 16 LSTM: the fastest takes 512 PEs and 548 DSPs; per DSP, rank 21
+    (256 PEs, 292 DSPs, 1.6% slower) is chosen, listed after the top ones and marked; a
+    tolerance of 0 keeps the fastest."""
+    shape = ["--param", "input_size=80", "--param", "hidden_size=16"]
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", *shape, "--objective", "per-dsp",
+                       "--top", 3)
+    assert code == 0
+    assert out.splitlines()[1] == ("objective: per-dsp (the best throughput per DSP among "
+                                   "the designs within 5.0% of the fastest's cycles)")
+    rows = candidate_rows(out)
+    assert [row[3:4] for row in rows] == [" ", " ", " ", "", "*"]
+    assert rows[3] == "..."
+    assert re.fullmatch(r" 21\*  256 +1 +2 +32 +1 +683 +\+1\.6% .* 292 .*  dsp  32%", rows[4])
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", *shape, "--objective", "per-dsp",
+                       "--top", 3, "--json")
+    result = json.loads(out)
+    fastest, chosen = result["candidates"][0], result["candidates"][-1]
+    assert result["objective"] == {"name": "per-dsp", "tolerance": 0.05, "chosen_rank": 21}
+    assert [c["chosen"] for c in result["candidates"]] == [False, False, False, True]
+    assert chosen["config"] == result["chosen"]
+    assert chosen["cycles"] <= 1.05 * fastest["cycles"]
+    assert chosen["resources"]["dsp"] * chosen["cycles"] < \
+        fastest["resources"]["dsp"] * fastest["cycles"]
+    assert chosen["resources"]["dsp"] < fastest["resources"]["dsp"] / 1.8
+    code, out, _ = run(capsys, "sbe", "--board", "zc706", *shape, "--objective", "per-dsp",
+                       "--tolerance", "0", "--top", 3, "--json")
+    assert json.loads(out)["objective"]["chosen_rank"] == 1
+
+
+def test_explore_and_generate_with_a_model_choose_alike(tmp_path):
+    """``generate``/``sim --model`` complete a model's configuration as ``explore`` does:
+    the pinned values kept, the others the fastest within the board's budget."""
+    from nnrtl.gen.sbe.exploration import explore_pinned
+    from nnrtl.gen.sbe.frommodel import model_config
+
+    model = load_state_dict(torch_lstm().state_dict())
+    config, _ = model_config(model, "zc706", ["pes=8", "lut_multipliers=2"], seq_len=STEPS)
+    base, _ = quantized_base(model, seq_len=STEPS)
+    found = explore_pinned(model.spec, "zc706", {"pes": 8, "lut_multipliers": 2},
+                           seq_len=STEPS, base=base)
+    assert config == found.best.config
+    assert (config.pes, config.lut_multipliers) == (8, 2)
+    assert model_config(model, "zc706", seq_len=STEPS)[0] == \
+        config_from_model(model, "zc706", seq_len=STEPS)[0]
+    with pytest.raises(UsageError, match=r"^seq_len is --seq-len \(or the length of "
+                                         r"--inputs\); it cannot be given with --model$"):
+        model_config(model, "zc706", ["seq_len=4"], seq_len=STEPS)
