@@ -68,7 +68,8 @@ def _prefix_argument(sub):
 
 _MODEL_HELP = ("a model file (PyTorch state_dict, TorchScript or torch.export archive, ONNX, "
                "Keras .keras/.h5 or JSON with --weights) for engines with model import; "
-               "its sizes and number formats, the hardware explored unless --param sets it")
+               "its sizes and number formats; the hardware parameters --param does not pin are "
+               "explored")
 
 
 def _parser():

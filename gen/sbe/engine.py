@@ -8,7 +8,8 @@
     float64 LSTM of the dequantized weights.
 ``load_model``
     A model file read through :mod:`nnrtl.gen.models`, quantized to 16 bits, its
-    hardware chosen by the design-space exploration unless ``--param`` sets it.
+    hardware parameters ``--param`` does not pin chosen by the design-space exploration
+    (:func:`.frommodel.model_config`, the completion ``nnrtl explore sbe`` makes).
 ``model_files``
     :mod:`.hostfiles`: ``weights.bin``, ``runs.json`` and ``host.py`` of a model's
     design (``nnrtl generate sbe --model``).
