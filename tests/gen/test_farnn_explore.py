@@ -174,3 +174,18 @@ def test_per_dsp_picks_a_smaller_design_within_the_tolerance():
     assert data["chosen"] == dataclasses.asdict(chosen.config)
     rows = [line for line in found.table().splitlines() if line[3:4] == "*"]
     assert len(rows) == 1 and rows[0].startswith(f"{found.chosen_rank:>3}*")
+
+
+def test_the_command_line_budget_and_objective_reach_farnn(capsys):
+    from nnrtl.gen.cli import main
+
+    code = main(["explore", "farnn", "--board", "vu9p", "--param", "input_size=256",
+                 "--param", "hidden_size=256", "--param", "layers=2", "--param",
+                 "seq_len=100", "--max-pes", "200", "--bram-share", "0.5", "--objective",
+                 "per-dsp", "--tolerance", "0.1", "--json"])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    result = json.loads(out)
+    assert result["objective"]["name"] == "per-dsp" and result["objective"]["tolerance"] == 0.1
+    assert (result["budget"]["max_pes"], result["budget"]["limits"]["uram"]) == (200, 480)
+    assert all(p["pes"] <= 200 and p["uram"] <= 480 for p in result["feasible_points"])
