@@ -16,7 +16,7 @@ from nnrtl.hw.fpdeep.node import FpdeepNode, NodeConfig
 from nnrtl.sim.patterns import PATTERNS
 from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.runner import simulate
-from nnrtl.sim.tb.fpdeep_node import fp_versions, node_fields
+from nnrtl.sim.tb.fpdeep_node import fp_versions, node_config, node_fields
 
 #: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
 pytestmark = pytest.mark.timeout(900)
@@ -31,6 +31,28 @@ PASSES_CONFIG = NodeConfig((FpConfig("fixed16", 3, 1, 1, 5, 3, 2, 1, q=2, pool=(
 FP32_CFG = FpConfig("fp32", 3, 1, 1, 4, 1, 2, 1, pool=(2, 2, 0))
 FP32_CONFIG = NodeConfig((FP32_CFG,), (True,), batch=2, act_images=3,
                          lr=int(to_bits(FP32, np.float32([0.03125]))[0]))
+
+
+#: Draw 1 of seed 1 (``nnrtl draws fpdeep --seed 1 --only 1``): two segments of one node,
+#: the first without EB (K = 3, pad 2 over a 2×2 map, partials in and out), the second
+#: taking and sending EB partial errors (K = 1, stride 2 over a 5×5 map, two passes), an
+#: Act-RAM of one image. The bench once ran one-segment nodes only, dropped
+#: ``eb_partial``/``delta_out`` and sent no image ahead of its errors with one Act-RAM
+#: image.
+TWO_SEGMENTS = NodeConfig(
+    (FpConfig("fixed16", 3, 1, 2, 2, 1, 4, 1, partial_in=True, completes=False, q=1),
+     FpConfig("fixed16", 1, 2, 0, 5, 2, 2, 1, partial_in=True, completes=False, q=1)),
+    (False, True), batch=2, act_images=1, lr=12013,
+    eb_partial=((False, False), (True, True)))
+#: A completing ICP segment sending δ (``delta_out``), strided 4×4 kernel with padding.
+DELTA_OUT = NodeConfig(
+    (FpConfig("fixed16", 4, 3, 2, 6, 4, 5, 1, partial_in=True, relu=False, q=1),),
+    (False,), batch=2, act_images=2, lr=36115, delta_out=(True,))
+
+
+def test_node_fields_round_trip():
+    for config in (CONFIG, TWO_SEGMENTS, DELTA_OUT):
+        assert node_config(node_fields(config)) == config
 
 
 def run_node(config, name):
@@ -60,6 +82,24 @@ def test_node_trains_every_pattern():
     ids=["default", "fp32", "passes-overlap"])
 def test_node_trains_slow(config, name):
     run_node(config, f"fpdeep_node_{name}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("config, name", [(TWO_SEGMENTS, "two_segments"),
+                                          (DELTA_OUT, "delta_out")],
+                         ids=["two-segments", "delta-out"])
+def test_node_segments_and_partial_errors(config, name):
+    lag = max(1, min(config.act_images - 1, config.batch))
+    result = simulate(FpdeepNode(config), test_module="nnrtl.sim.tb.fpdeep_node",
+                      name=f"fpdeep_node_{name}", seed=2,
+                      params={"config": node_fields(config), "batches": BATCHES,
+                              "lag": lag, "patterns": ["none", "bursty"]})
+    assert result["bit_exact"], result["patterns"]
+    beats = result["patterns"]["bursty"]["beats"]
+    if config is TWO_SEGMENTS:
+        assert beats["s1_err_part_out"] == 4 * 5 ** 2 and beats["part_out"] > 0
+    else:
+        assert beats["delta_out"] == 4 * DELTA_OUT.segments[0].pixels * 5
 
 
 def test_golden_outputs_depend_on_the_update():
