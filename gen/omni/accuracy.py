@@ -47,7 +47,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import torch
 
 from .cell import PART1, bp_ew_part1
 from .skipping import SCALINGS, SkipController, magnitude_map
@@ -96,6 +95,10 @@ QUICK = {
 
 
 def _digits():
+    import torch
+
+    from ..optional import require
+    require("sklearn", "the omni accuracy's digits task")
     from sklearn.datasets import load_digits
     data = load_digits()
     images = torch.tensor(data.images / 16.0, dtype=torch.float32)      # N x 8 x 8
@@ -108,6 +111,8 @@ def _digits():
 
 
 def _text(spec):
+    import torch
+
     path = importlib.util.find_spec("pydoc_data.topics").origin
     with open(path, encoding="utf-8") as handle:
         text = handle.read()
@@ -133,12 +138,16 @@ def load_task(spec):
 
 def _inputs(task, spec, batch):
     """Time-first float inputs of a batch of sequences."""
+    import torch
+
     if spec.name == "digits":
         return batch.transpose(0, 1).contiguous()
     return torch.nn.functional.one_hot(batch.t(), task["features"]).float()
 
 
 def _loss(head, ys, targets, loss_type):
+    import torch
+
     if loss_type == "single":
         return torch.nn.functional.cross_entropy(head(ys[-1]), targets)
     logits = head(ys)                                                     # T x B x C
@@ -147,6 +156,8 @@ def _loss(head, ys, targets, loss_type):
 
 
 def _evaluate(task, spec, run_lstm, head):
+    import torch
+
     inputs, targets = task["test"]
     with torch.no_grad():
         ys = run_lstm(_inputs(task, spec, inputs))
@@ -159,6 +170,8 @@ def train_run(spec, config=None, seed=1, task=None):
     """Train one model; ``config`` ``None`` = the baseline (``nn.LSTM`` and autograd),
     else an :class:`~.training.MsConfig`. Returns a dict of the final metric, the loss
     per epoch, the measured densities and bytes, and the seconds taken."""
+    import torch
+
     task = task or load_task(spec)
     torch.manual_seed(seed)
     module = torch.nn.LSTM(task["features"], spec.hidden_size, num_layers=spec.layers)
@@ -272,6 +285,8 @@ def compare(spec, seed=1, prune_threshold=None, skip_threshold=None):
 def _shares(task, spec, module, threshold, samples=256):
     """Per P1 vector and layer: ``[share of values, share of L1 mass]`` below
     ``threshold`` on the first ``samples`` training sequences."""
+    import torch
+
     layers = layers_from_module(module)
     inputs = task["train"][0][:samples]
     with torch.no_grad():
@@ -294,6 +309,8 @@ def pruned_share(spec, seed=1, threshold=None):
     share of the vector's L1 mass, at initialisation, after epoch 1 and after the last
     epoch. A list of dicts (``at``, then one ``[count, mass]`` pair per layer for each
     vector)."""
+    import torch
+
     threshold = spec.prune_threshold if threshold is None else threshold
     task = load_task(spec)
     torch.manual_seed(seed)
@@ -410,6 +427,8 @@ def _summarise_files(paths):
 
 
 def main(argv=None):
+    import torch
+
     parser = argparse.ArgumentParser(prog="python -m nnrtl.gen.omni.accuracy",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the tiny versions")

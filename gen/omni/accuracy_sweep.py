@@ -308,7 +308,9 @@ def _upper(values):
     n - 1 degrees of freedom); ``None`` for fewer than two."""
     if len(values) < 2:
         return None
-    from scipy.stats import t         # scipy: scikit-learn's dependency (the digits)
+    from ..optional import require
+    require("scipy", "the accuracy sweep's confidence bound")
+    from scipy.stats import t
     return float(np.mean(values) + t.ppf(0.95, len(values) - 1) * _sem(values))
 
 

@@ -32,8 +32,6 @@ gradients (same operations in the same order), and both equal PyTorch autograd o
 the products differently).
 """
 
-import torch
-
 __all__ = ["PART1", "fw_matmul", "fw_ew", "bp_ew_part1", "bp_ew_part2", "bp_matmul_inner",
            "bp_matmul_outer", "input_projection"]
 
@@ -55,6 +53,8 @@ def input_projection(xs, weight_ih, bias):
     tensor, T x B x 4H. The layer input is known before the layer runs, so this half of
     eq. 1 needs no cell-by-cell order (same MACs as per cell).
     """
+    import torch
+
     return torch.matmul(xs, weight_ih.t()) + bias
 
 
@@ -71,6 +71,8 @@ def fw_ew(pre, s_prev):
 
     Returns ``(gates, s, h)``: ``gates`` a tuple ``(i, f, c, o)`` of B x H (sigmoid for
     i, f, o; tanh for the cell gate c), ``s = f*s_prev + i*c`` and ``h = o*tanh(s)``."""
+    import torch
+
     i, f, c, o = pre.chunk(4, dim=1)
     i, f, o = torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o)
     c = torch.tanh(c)
@@ -84,6 +86,8 @@ def bp_ew_part1(gates, s, s_prev):
 
     Depends on FW intermediates only (``gates`` from :func:`fw_ew`, ``s`` = s_t,
     ``s_prev`` = s_{t-1}), so MS1 runs it in the FW phase right after :func:`fw_ew`."""
+    import torch
+
     i, f, c, o = gates
     tanh_s = torch.tanh(s)
     return torch.stack((tanh_s * o * (1 - o), o * (1 - tanh_s * tanh_s), c * i * (1 - i),
@@ -107,6 +111,8 @@ def bp_ew_part2(part1, dh, ds_next):
     (dgates, ds_prev) : the pre-activation gate gradients B x 4H in the weights' gate order
         ``i, f, c, o`` and ``dS_{t-1}`` (B x H).
     """
+    import torch
+
     p_o, p_s, p_i, p_f, p_c, p_S = part1.unbind(1)
     do = dh * p_o
     ds = ds_next + dh * p_s

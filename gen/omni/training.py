@@ -24,7 +24,6 @@ The weights of a layer are a dict of ``nn.LSTM``'s tensors: ``weight_ih``, ``wei
 import dataclasses
 
 import numpy as np
-import torch
 
 from ..errors import UsageError
 from .cell import (bp_ew_part1, bp_ew_part2, bp_matmul_inner, bp_matmul_outer, fw_ew,
@@ -123,6 +122,8 @@ class Tape:
 
 def layers_from_module(module, dtype=None):
     """The per-layer weight dicts of an ``nn.LSTM`` (detached copies, ``dtype`` if given)."""
+    import torch
+
     if not isinstance(module, torch.nn.LSTM) or module.proj_size or not module.bias or (
             module.bidirectional):
         raise UsageError("the Omni-PE training takes a unidirectional nn.LSTM with biases "
@@ -140,6 +141,8 @@ def layers_from_module(module, dtype=None):
 def forward(layers, xs, config=MsConfig(), kept=None):
     """The FW cells of every layer; returns ``(ys, tape)``, ``ys`` the last layer's h_t
     (T x B x H). ``kept`` (LN x LL bool) is MS2's plan, ``None`` = every cell."""
+    import torch
+
     length, batch = xs.shape[:2]
     if kept is None:
         kept = np.ones((len(layers), length), dtype=bool)
@@ -202,6 +205,8 @@ def backward(layers, tape, dys, factors=None, measure=False):
         non-zero δgate in some sample: the weight rows BP-MatMul needs) and, with
         ``measure``, ``magnitudes``.
     """
+    import torch
+
     count = len(layers)
     factors = np.ones(count) if factors is None else factors
     magnitudes = np.zeros(tape.kept.shape)
