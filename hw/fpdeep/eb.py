@@ -267,7 +267,10 @@ class EbModule(SegmentModule):
         y, x, g = Signal(range(side)), Signal(range(side)), Signal(range(G))
         y_phase, x_phase = Signal(range(s)), Signal(range(s))
         real = Signal()
-        m.d.comb += [real.eq((y_phase == 0) & (x_phase == 0) & (y <= span) & (x <= span)),
+        inside = (y_phase == 0) & (x_phase == 0)
+        if span < side - 1:                         # zero rows / columns after the last
+            inside = inside & (y <= span) & (x <= span)
+        m.d.comb += [real.eq(inside),
                      lb_in.valid.eq(~real | self.i.valid),
                      self.i.ready.eq(real & lb_in.ready)]
         with m.If(real):

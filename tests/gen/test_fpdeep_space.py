@@ -2,8 +2,11 @@
 completes into a node that fits its board, and the draws reach every segment kind and
 option of the node (the draws' lint and simulation run in ``tests/test_draws.py``)."""
 
+import pytest
+
 from nnrtl.gen import draws
 from nnrtl.gen.fpdeep.engine import ENGINE
+from nnrtl.hw.fpdeep import FpConfig
 from nnrtl.hw.fpdeep.node import NodeConfig
 
 COUNT = 150
@@ -40,3 +43,22 @@ def test_draws_are_reproducible():
     first, again = draws.draws(ENGINE, 5, 3), draws.draws(ENGINE, 5, 3)
     assert first == again
     assert first[0].reproduce == "nnrtl draws fpdeep --seed 3 --only 0"
+
+
+#: Nodes draws found broken, with what was wrong.
+FOUND = [
+    ({"segments": (FpConfig("fixed16", 1, 3, 0, 4, 2, 5, 2, partial_in=True, q=1),),
+      "eb": (True,), "batch": 1, "act_images": 4, "lr": 15321},
+     "draw 20 of seed 7: EB's dilation compared its row and column counters with the last "
+     "δ pixel's coordinate, which is the counters' largest value when the stride divides "
+     "w_in + 2·pad − K (Verilator CMPCONST)"),
+]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("params, found", FOUND, ids=[f"found-{n}" for n in range(len(FOUND))])
+def test_nodes_draws_found_broken_now_lint(params, found):
+    draw = draws.Draw(engine="fpdeep", seed=0, index=0, board="vc709", params=params,
+                      backpressure="none")
+    outcome = draws.run(ENGINE, draw)
+    assert outcome["passed"], f"{found}: {outcome['error']}"
