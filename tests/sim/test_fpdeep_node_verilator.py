@@ -2,7 +2,8 @@
 fast suite (fixed16, K = 3, pad 1 over a 4×4 map, S_IC = 1, OC = 2 on P = 1, ReLU and a 2×2
 pool on the completing node, EB), the default node, the fp32 twin of the fast one and a
 node with issue 14's shapes (two passes, the second ragged, and an overlapping 3×3/2 pool)
-in the slow suite; two mini-batches of two images per backpressure pattern with a lag of two
+and two nodes the draws made (two segments with EB partial errors and a one-image Act-RAM;
+a completing segment sending δ) in the slow suite; two mini-batches of two images per backpressure pattern with a lag of two
 images between FP and the errors (so the third image runs FP on the old weights and EB on
 the new ones): activations out, errors out and, through them, the updated weights
 bit-exact against the golden models; the counters read over AXI4-Lite."""
