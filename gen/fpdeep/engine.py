@@ -20,10 +20,10 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
     through them), the counters read over AXI4-Lite; every segment of the node at once,
     its partial errors and δ out where it has them. Its
     ``cycles`` are the bench's: its phases (an image's activations, then its errors) do not
-    overlap FP and BP as a chain does, and it loads the weights first, so they differ from
-    ``model_cycles`` (:func:`predict`, the pipelined steady state, whose update term
-    exceeds the RTL's in fixed16): no model gives the bench's cycles; the cluster
-    simulator models the chain.
+    overlap FP and BP as a chain does, it loads the weights first and it stops at the last
+    output beat, before the last update, so they differ from ``model_cycles``
+    (:func:`predict`, the pipelined steady state) either way: no model gives the bench's
+    cycles; the cluster simulator models the chain.
 ``map``, ``cluster``
     :func:`.hooks.map_hook`, :func:`.hooks.cluster_hook`.
 ``bench``
