@@ -11,7 +11,7 @@ import dataclasses
 from ...hw.sbe.config import SBEConfig
 from ..dse import Budget
 from ..errors import UsageError
-from ..params import complete
+from ..params import complete, parse_values
 from .explore import VARIED, check_seq_len, explore, format_table
 
 __all__ = ["SBEExploration", "explore_request", "explore_pinned", "pins",
@@ -27,26 +27,6 @@ SHAPE = ("input_size", "hidden_size", "hidden_sizes", "layers")
 QUANTIZED = ("weight_frac", "act_frac", "cell_frac")
 
 
-def _typed(items):
-    """``--param`` strings as ``{name: value}`` of SBEConfig's types (names checked)."""
-    from ..params import _convert, _field_types
-
-    kinds = _field_types(SBEConfig)
-    values = {}
-    for item in items:
-        name, sep, text = item.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            raise UsageError(f"--param takes name=value, not {item!r}")
-        if name not in kinds:
-            raise UsageError(f"unknown parameter {name!r} for SBEConfig; valid parameters: "
-                             f"{', '.join(kinds)}")
-        if name in values:
-            raise UsageError(f"parameter {name} is given twice")
-        values[name] = _convert(name, text.strip(), kinds[name])
-    return values
-
-
 def pins(params, *, model):
     """The ``--param`` values of ``params`` (``name=value`` strings) checked for a model
     file (``model``) or a shape given as parameters: with a model file its sizes and
@@ -57,7 +37,7 @@ def pins(params, *, model):
     ------
     UsageError
         Naming the parameter and who sets it."""
-    values = _typed(params)
+    values = parse_values(SBEConfig, params)
     if model:
         for name in values:
             if name in SHAPE:
