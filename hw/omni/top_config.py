@@ -98,12 +98,12 @@ class OmniConfig:
         """The free parameters' values to try when completing a partial configuration
         (:func:`nnrtl.gen.params.parse_params`), preferred first: ``channels`` nearest its
         default, from 2 to 64 (a board's budget may need fewer), at least the swing
-        channels; ``swing_channels`` at most ``channels - 1``."""
+        channels; ``swing_channels`` at most ``channels`` (the R2A's rule)."""
         del pinned
         channels, swing = values["channels"], values["swing_channels"]
         options = {"channels": by_distance(channels, range(2, 65))}
         if is_int(channels) and is_int(swing) and channels > 1:
-            options["swing_channels"] = [min(swing, channels - 1)]
+            options["swing_channels"] = [min(swing, channels)]
         return options
 
     # -- the units ---------------------------------------------------------------------
