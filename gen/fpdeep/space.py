@@ -62,9 +62,8 @@ def draw(rng):
     (their lengths agree); the scalars are left to the completion at times.
 
     Size: a node's segments share a budget of 1 to 12 MACs per module (fixed16; fp32 1
-    to 4 on kernels of at most 3, its units elaborating about ten times a fixed16 MAC's
-    logic), each segment at least its ``K²``; a draw emits in seconds to about a
-    minute and simulates (two patterns) in about a minute on one core.
+    to 4 on kernels of at most 3, at most 2 with two segments, its units elaborating
+    about ten times a fixed16 MAC's logic), each segment at least its ``K²``.
 
     Returns
     -------
@@ -77,9 +76,10 @@ def draw(rng):
         options["frac_bits"] = rng.randint(1, 15)
     if precision == "fp32" and rng.random() < 0.5:
         options["stages"] = (rng.randint(0, 6), rng.randint(0, 6))
+    count = rng.choice([1, 1, 1, 1, 2, 2, 3] if precision == "fixed16"
+                       else [1, 1, 1, 1, 1, 2])
     if precision == "fp32":             # an fp32 MAC elaborates ~10x a fixed16 one
-        options["kernels"] = (1, 1, 2, 3)
-    count = rng.choice([1, 1, 1, 1, 2, 2, 3] if precision == "fixed16" else [1, 1, 1, 2])
+        options["kernels"] = (1, 1, 2, 3) if count == 1 else (1, 2)
     options["macs"] = rng.randint(1, 12 if precision == "fixed16" else 4) // count or 1
     segments = tuple(draw_segment(rng, precision, **options) for _ in range(count))
     eb = tuple(rng.random() < 0.75 for _ in segments)
