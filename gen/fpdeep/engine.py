@@ -62,13 +62,15 @@ def vc709_alexnet_node(single_pass=False):
     the mapper's defaults but an FC batch of :data:`ALEXNET_FC_BATCH`, storage not checked),
     conv4's ICP segment of 126 input channels, not completing, in the mapper's shape
     ``P = 3, Q = 21`` (6 passes); ``single_pass`` gives the ``P = 1, Q = S_IC = 126`` shape
-    instead (the preset's before 2026-11-24, kept for comparison: the bench's resources).
+    instead (kept for comparison: the bench's resources).
 
-    Decision (FC batch): the mapper's own FC batch, 42 samples (the least the DDR carries at
-    the compute period, 75,816 cycles), makes the Act-RAM hold 46 images of 13² pixels of
-    126 words: 448 BRAM36, and the node over the VC709's 1,470 (:mod:`.resources`). 23 is
-    the largest FC batch at which the node fits (27 images); the chain is then DDR-bound:
-    a period of 136,591 cycles, 644 GOPS per FPGA against 1,161 at 42.
+    Decision (FC batch and Act-RAM): the node is the mapper's shape at FC batch 23, its
+    Act-RAM the most images the VC709's BRAM36 leaves beside the rest of the node (27).
+    The mapper's Act-RAM residency counts the FC layers' forward and backward passes, so a
+    whole chain at FC batch 23 asks this node for more images than that: the preset is the
+    synthesis reference of the node at the paper's scale, not one node of a mapping that
+    fits; ``nnrtl map fpdeep --network alexnet --fpgas 15 --board vc709`` chooses the FC
+    batch at which every node fits (:mod:`.search`).
 
     Decision (shape), on ``nnrtl synth`` (per module, :mod:`.resources`' table): both
     shapes give the same chain throughput (the DDR's period, 136,591 cycles, is above
@@ -84,14 +86,18 @@ def vc709_alexnet_node(single_pass=False):
     from ...boards import get_board
     from .mapper import map_network
     from .network import builtin
+    from .resources import resources
 
-    mapping = map_network(builtin("alexnet"), 15, get_board("vc709"), check_storage=False,
+    board = get_board("vc709")
+    mapping = map_network(builtin("alexnet"), 15, board, check_storage=False,
                           fc_batch=ALEXNET_FC_BATCH)
     node = next(n for n in mapping.nodes if n.node == ALEXNET_NODE)
-    if not single_pass:
-        return NodeConfig.from_node(node, "fixed16")
-    return NodeConfig.from_node(node, "fixed16",
-                                reshape=lambda cfg: dataclasses.replace(cfg, p=1, q=None))
+    reshape = (lambda cfg: dataclasses.replace(cfg, p=1, q=None)) if single_pass else None
+    config = NodeConfig.from_node(node, "fixed16", reshape=reshape)
+    fits = [images for images in range(1, config.act_images + 1)
+            if resources(dataclasses.replace(config, act_images=images))["bram36"]
+            <= board.capacity.bram36]
+    return dataclasses.replace(config, act_images=max(fits))
 
 
 class _Presets(dict):

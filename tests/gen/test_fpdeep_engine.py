@@ -27,7 +27,7 @@ def engine():
 
 
 def test_registered_hooks_and_presets(engine):
-    assert engine.hooks == ("train", "bench", "map", "cluster")
+    assert engine.hooks == ("train", "bench", "map", "cluster", "draw")
     assert set(engine.presets) == {"small", "vc709-alexnet"}
     assert engine.preset("small") == NodeConfig()
 
