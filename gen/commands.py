@@ -450,10 +450,13 @@ def cmd_draws(args):
         if args.json:
             print(json.dumps(outcome, default=str), flush=True)
         elif outcome["passed"]:
-            sim = outcome.get("sim")
+            sim = outcome.get("sim") or {}
+            cycles = "" if not sim else f"; bit-exact, {sim['cycles']} cycles" + (
+                " = model" if sim["model_exact"] else f", model {sim['model_cycles']}")
             print(f"draw {draw.index}: passed (lint {outcome['lint']['lint_seconds']:.1f} s"
-                  + (f"; bit-exact, {sim['cycles']} cycles = model" if sim else "") + ")",
-                  flush=True)
+                  f"{cycles})", flush=True)
+            if "warning" in sim:
+                print(f"  warning: {sim['warning']}", flush=True)
         else:
             print(f"draw {draw.index}: FAILED: {outcome['error']}\n  reproduce: "
                   f"{outcome['command']}\n  or: {outcome['reproduce']}", flush=True)

@@ -156,7 +156,8 @@ def _verilog(config):
 
 def simulate(request):
     """One node's training of ``request.steps`` mini-batches under Verilator (module
-    docstring); the result JSON with ``model_cycles`` (:func:`predict`)."""
+    docstring); the result JSON with ``model_cycles`` (:func:`predict`) and
+    ``model_exact: false`` with ``model_note`` saying why they differ from ``cycles``."""
     from ...sim.runner import simulate as run
     from ...sim.tb.fpdeep_node import node_fields
     from ..errors import UsageError
@@ -175,6 +176,8 @@ def simulate(request):
     run_ = result["patterns"][request.backpressure]
     model = predict(config, {"images": batches * config.batch})
     result.update(cycles=run_["cycles"], model_cycles=model["cycles"],
+                  model_exact=False, model_note="model_cycles is the pipelined steady state "
+                  "of a node in a chain, not the bench's phased run (no model gives its cycles)",
                   useful_macs=model["useful_macs"],
                   utilization=model["useful_macs"] / (run_["cycles"] * config.macs))
     return result

@@ -121,3 +121,25 @@ def test_every_drawn_configuration_completes(name, data):
 def test_drawn_demo_engines_lint(draw):
     outcome = draws.run(get_engine("demo"), draw)
     assert outcome["passed"], f"{outcome['error']}: {outcome['command']}"
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_cycles_differing_from_the_model_fail_unless_it_is_not_exact(exact):
+    import dataclasses
+
+    from nnrtl.gen.errors import CheckFailed
+
+    def fake(request):
+        return {"bit_exact": True, "cycles": 120, "model_cycles": 100,
+                **({} if exact else {"model_exact": False, "model_note": "steady state"})}
+
+    engine = dataclasses.replace(get_engine("demo"), simulate=fake)
+    draw = draws.draws(engine, 1, 1)[0]
+    if exact:
+        with pytest.raises(CheckFailed, match=r"^under none the RTL ran 120 cycles, the model "
+                                              r"predicts 100$"):
+            draws.simulate(engine, draw, draws.configure(engine, draw))
+    else:
+        outcome = draws.simulate(engine, draw, draws.configure(engine, draw))
+        assert outcome["warning"] == ("cycles not checked: the engine's model is not exact "
+                                      "for this run (steady state)")
