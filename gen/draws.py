@@ -35,7 +35,7 @@ __all__ = ["Draw", "draws", "strategy", "configure", "lint", "simulate", "run", 
            "SLOW"]
 
 #: Per engine: (draws linted, of which the first ones also simulated) in ``make test``.
-FAST = {"demo": (8, 1), "sbe": (6, 1), "farnn": (2, 1), "omni": (3, 1), "fpdeep": (4, 1)}
+FAST = {"demo": (6, 1), "sbe": (5, 1), "farnn": (1, 1), "omni": (3, 1), "fpdeep": (3, 1)}
 
 #: The same in ``make test-slow`` (these include the :data:`FAST` ones).
 SLOW = {"demo": (100, 10), "sbe": (100, 10), "farnn": (40, 5), "omni": (60, 6),

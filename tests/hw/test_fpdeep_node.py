@@ -31,7 +31,7 @@ def test_from_node_restates_nothing(mapping):
     (segment,) = node.segments
     assert config.segments == (FpConfig.from_segment(segment, "fixed16"),)
     assert config.eb == (False,) and segment.modules == 2
-    assert config.act_images == 7 and segment.residency == pytest.approx(5.5)
+    assert config.act_images == 8 and segment.residency == pytest.approx(6.5)
     assert config.macs == segment.mac_units and config.cycles == segment.cycles
     assert config.node == 1 and config.batch == 4
 
