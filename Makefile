@@ -39,10 +39,10 @@ demo: $(STAMP)
 	$(BIN)/nnrtl report $(DEMO_DIR) && exit $$status
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -m "not slow" -q --durations=20
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -m "not slow" -q --durations=20
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -n $(JOBS) -m slow -q
+	$(BIN)/python -m pytest -n $(JOBS) --dist worksteal -m slow -q
 
 verify-arith: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) -m slow -k arith -q -rA
