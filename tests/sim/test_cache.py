@@ -137,28 +137,32 @@ def test_evict_and_clean_skip_an_entry_in_use(tmp_path, build):
     assert sorted(p.name for p in (tmp_path / "verilator").iterdir()) == []
 
 
-def _build(directory, order):
+def _build(directory, log):
+    # Written synchronously (an appended file, not a queue whose feeder thread may
+    # deliver after the lock is released), so the log's order is the lock's order.
     with cache.use(directory), cache.building(directory):
-        order.put("start")
+        with open(log, "a") as handle:
+            handle.write("start\n")
         time.sleep(0.5)
-        order.put("end")
+        with open(log, "a") as handle:
+            handle.write("end\n")
 
 
 def test_one_builder_at_a_time_and_users_do_not_block_builders(tmp_path):
     """Two builders of one entry take turns; a process using the entry (a long
     simulation) does not hold a builder up."""
     directory = tmp_path / "verilator" / f"top-{'0' * 16}"
+    log = tmp_path / "order.log"
     context = multiprocessing.get_context("spawn")
-    order = context.Queue()
     with cache.use(directory):                       # a simulation runs all along
-        builders = [context.Process(target=_build, args=(directory, order))
+        builders = [context.Process(target=_build, args=(directory, log))
                     for _ in range(2)]
         for builder in builders:
             builder.start()
         for builder in builders:
             builder.join(60)
             assert builder.exitcode == 0
-    assert [order.get(timeout=5) for _ in range(4)] == ["start", "end", "start", "end"]
+    assert log.read_text().split() == ["start", "end", "start", "end"]
 
 
 def test_lock_survives_its_file_being_removed(tmp_path):
