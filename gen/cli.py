@@ -306,11 +306,14 @@ def _version():
         return "(not installed)"
 
 
-def _check_cache_size():
-    """A bad ``$NNRTL_CACHE_MAX_SIZE`` is a usage error before any command runs."""
+def _check_environment():
+    """A bad ``$NNRTL_CACHE_MAX_SIZE`` or ``$NNRTL_VERILATOR_OPT`` is a usage error before
+    any command runs."""
     from ..sim.cache import max_size
+    from ..sim.runner import opt_level
     try:
         max_size()
+        opt_level()
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -378,7 +381,7 @@ def main(argv=None):
     if extra and not getattr(args, "passes_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        _check_cache_size()
+        _check_environment()
         if getattr(args, "passes_extra", False):
             return args.run(args, extra) or 0
         return args.run(args) or 0

@@ -186,7 +186,7 @@ def lint(engine, config):
         done = subprocess.run(
             ["verilator", "--lint-only", "--top-module", engine.module_name,
              *(f"-Wno-{warning}" for warning in runner.WAIVERS), str(source)],
-            capture_output=True, text=True, env={**os.environ, **runner._verilator_env()})
+            capture_output=True, text=True, env={**os.environ, **runner.verilator_env()})
     if done.returncode:
         lines = (done.stderr or done.stdout).splitlines()
         first = next((line for line in lines if line.startswith(("%Error", "%Warning"))),

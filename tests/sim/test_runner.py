@@ -133,6 +133,21 @@ def test_cache_key_depends_on_design_options_and_tools():
     assert key != runner._cache_key("module a; endmodule", "a", [], "fst")
 
 
+def test_optimisation_level_defaults_to_O0_is_checked_and_keys_the_cache(monkeypatch):
+    monkeypatch.delenv("NNRTL_VERILATOR_OPT", raising=False)
+    assert runner.opt_level() == "-O0"
+    assert "OPT_FAST=-O0" in runner.verilator_env()["MAKEFLAGS"]
+    key = runner._cache_key("module a; endmodule", "a", [], False)
+    monkeypatch.setenv("NNRTL_VERILATOR_OPT", "-O2")
+    assert runner.opt_level() == "-O2"
+    assert "OPT_FAST=-O2 OPT_SLOW=-O2 OPT_GLOBAL=-O2" in runner.verilator_env()["MAKEFLAGS"]
+    assert runner._cache_key("module a; endmodule", "a", [], False) != key
+    monkeypatch.setenv("NNRTL_VERILATOR_OPT", "fast")
+    with pytest.raises(ValueError, match=r"^NNRTL_VERILATOR_OPT='fast' is not a C\+\+ "
+                       r"optimisation level; use one of -O0, -O1, -O2, -O3, -Os$"):
+        runner.opt_level()
+
+
 def test_cache_keeps_what_runs_and_stays_bounded(tmp_path, monkeypatch):
     """A build keeps its binary, not its precompiled headers or objects; a later build
     beyond the bound evicts the least recently used entry, never the one just built; the
