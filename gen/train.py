@@ -10,33 +10,39 @@ rest in PyTorch on the host. This module does what is the same for every engine:
   ``state_dict``, TorchScript, a ``torch.export`` archive, ONNX, Keras) and the inputs
   and targets (``.npy``). The engine runs the model's network (its RNN stacks, chained
   stacks one after another, or its CNN); the host runs, in PyTorch float64, an
-  ``nn.Linear`` head after the RNN: it takes the engine's outputs, the loss is taken at
+  ``nn.Linear`` head after the RNN (it takes the engine's outputs, the loss is taken at
   its outputs, and its backward pass gives the gradient at the engine's outputs that the
-  engine's backward pass consumes. A file with anything else is refused naming the keys;
-  which layers ran where is logged and recorded in ``train.json`` (``placement``);
+  engine's backward pass consumes) and an ``nn.Embedding`` in front of it (the inputs
+  are token ids; their rows are the engine's inputs, and the gradient at those inputs,
+  :meth:`Trainer.input_gradient`, is summed into the rows the tokens read:
+  :meth:`~nnrtl.gen.models.train_model.Embedding.sgd_step`). A file with anything else
+  is refused naming the keys; which layers ran where is logged and recorded in
+  ``train.json`` (``placement``);
 * the loss and its gradient at the outputs, in PyTorch: ``mse`` is
   ``torch.nn.MSELoss()`` over every step and unit (targets the shape of the outputs),
   ``cross-entropy`` is ``torch.nn.CrossEntropyLoss()`` on the last step's outputs (an
   RNN) or the network's outputs (a CNN), the targets class indices;
 * the weight update: PyTorch's own ``torch.optim.SGD`` step on the gradients the engine
-  returned, and on the head's gradients with the same ``lr``;
-* the reference: the same step of the whole model (network and head) in plain PyTorch
-  float64 (autograd through :func:`nnrtl.gen.models.to_torch` and ``torch.optim.SGD``)
-  from the same weights (a pipelined engine's stale forward weights too, when its
-  trainer has ``forward_networks``); the step passes when no updated weight, the head's
-  included, differs from the reference's by more than ``lr * trainer.gradient_bound``
-  (the engine states its gradient bound and why);
+  returned, and on the head's and the embedding's gradients with the same ``lr``;
+* the reference: the same step of the whole model (embedding, network and head) in
+  plain PyTorch float64 (``nn.Embedding``, autograd through
+  :func:`nnrtl.gen.models.to_torch` and ``torch.optim.SGD``) from the same weights (a
+  pipelined engine's stale forward weights too, when its trainer has
+  ``forward_networks``); the step passes when no updated weight, the head's and the
+  embedding's included, differs from the reference's by more than ``lr *
+  trainer.gradient_bound`` (the engine states its gradient bound and why);
 * writes ``DIR/model.<suffix of the model file>`` (the updated weights, same format),
   ``DIR/train.json`` (per step: loss, the reference's loss, cycles, useful MACs,
   utilization, the update's largest difference from the reference -- of every weight,
-  and of the head's alone -- and its bound) and
+  of the head's alone and of the embedding's alone -- and its bound) and
   ``DIR/manifest.json``, completely or not at all (:mod:`nnrtl.gen.output`).
 
 Shapes. RNN inputs are ``seq_len x input_size`` (one sequence) or ``batch x seq_len x
-input_size``; the outputs are the last layer's at every step (the head's, when there is
-one), laid out the same way (``seq_len x H`` or ``batch x seq_len x H``). CNN inputs are
-``batch x C x H x W``, the outputs ``batch x classes``. Inside, RNN tensors are time
-first (``T x N x ...``), as ``nn.LSTM`` takes them.
+input_size``, or with an embedding integer token ids ``seq_len`` or ``batch x seq_len``
+(from 0 to ``num_embeddings - 1``); the outputs are the last layer's at every step (the
+head's, when there is one), laid out the same way (``seq_len x H`` or ``batch x seq_len
+x H``). CNN inputs are ``batch x C x H x W``, the outputs ``batch x classes``. Inside,
+RNN tensors are time first (``T x N x ...``), as ``nn.LSTM`` takes them.
 """
 
 import dataclasses
@@ -66,7 +72,11 @@ class TrainRequest:
 
     ``params`` are ``--param k=v`` strings, ``options`` the engine-specific arguments that
     follow on the command line (e.g. ``--fpgas 3``), for the hook to parse; ``prefix``
-    (``--prefix``) the key prefix of the one RNN stack of a ``state_dict`` to train."""
+    (``--prefix``) the key prefix of the one RNN stack of a ``state_dict`` to train.
+    ``input_shape`` is the shape of the inputs the trainer's :meth:`Trainer.forward` gets
+    (an RNN's time first, ``seq_len x batch x input_size``, an embedding's rows in place
+    of token ids), set by :func:`train` before it calls the hook; ``None`` when a hook is
+    called without it (the hook then reads ``inputs``)."""
 
     board: type
     model: Path
@@ -81,6 +91,7 @@ class TrainRequest:
     seed: int = 1
     log: Callable | None = None
     prefix: str | None = None
+    input_shape: tuple | None = None
 
 
 class Trainer(Protocol):
@@ -125,12 +136,18 @@ class Trainer(Protocol):
     # Optional: ``forward_networks() -> list | None``, per sample of the last forward the
     # network whose weights its forward pass used, when a pipelined engine's samples ran
     # with stale weights; the reference (:func:`reference_step`) then does the same.
+    # Optional: ``input_gradient() -> ndarray``, after ``backward``: the gradient of the
+    # loss at the last forward's inputs, float64, their shape (time first for an RNN),
+    # within ``gradient_bound`` as the weight gradients are. An embedding in front of
+    # the network needs it: without it :func:`train` refuses the model (a UsageError
+    # naming the engine and the embedding's key) before running a step.
 
 
 @dataclasses.dataclass(frozen=True)
 class Batch:
-    """Inputs and targets as tensors: RNN inputs time first; ``batch_first`` says whether
-    the user's arrays had a batch dimension in front."""
+    """Inputs and targets as tensors: RNN inputs time first (with an embedding, its token
+    ids: an int64 ``seq_len x batch`` tensor); ``batch_first`` says whether the user's
+    arrays had a batch dimension in front."""
 
     inputs: Any
     targets: Any
@@ -152,20 +169,48 @@ def _describe(array):
     return f"shape {array.shape}, values from {array.min():g} to {array.max():g}"
 
 
-def prepare_batch(network, inputs, targets, loss, head=None):
+def _token_ids(inputs, embedding):
+    """``inputs`` as time-first int64 token ids of ``embedding`` and whether they had a
+    batch dimension; a UsageError naming the value and the rule otherwise."""
+    name = f"the embedding {embedding.key} ({embedding.num_embeddings} rows)"
+    if not np.issubdtype(inputs.dtype, np.integer):
+        raise UsageError(f"--inputs must be integer token ids for {name}, not "
+                         f"{inputs.dtype} values")
+    if inputs.ndim not in (1, 2) or 0 in inputs.shape:
+        raise UsageError(f"--inputs must be seq_len or batch x seq_len token ids for {name}, "
+                         f"not {inputs.shape}")
+    outside = np.argwhere((inputs < 0) | (inputs >= embedding.num_embeddings))
+    if len(outside):
+        where = tuple(int(k) for k in outside[0])
+        raise UsageError(f"--inputs holds token id {inputs[where]} at {where}: token ids "
+                         f"must be from 0 to {embedding.num_embeddings - 1} for {name}")
+    batch_first = inputs.ndim == 2
+    return (inputs.T if batch_first else inputs[:, None]).astype(np.int64), batch_first
+
+
+def prepare_batch(network, inputs, targets, loss, head=None, embedding=None):
     """Check the user's arrays against ``network`` (followed by ``head``, a Network of
-    Linear layers, if given) and ``loss``; :class:`UsageError` naming the array, its shape
-    and the shape it must have."""
+    Linear layers, and preceded by ``embedding``, an
+    :class:`~nnrtl.gen.models.train_model.Embedding`, if given) and ``loss``;
+    :class:`UsageError` naming the array, its shape and the shape it must have (token ids:
+    their dtype, or the id out of range and the range)."""
     import torch
 
-    inputs = np.asarray(inputs, dtype=np.float64)
+    if embedding is not None and not network.is_rnn:
+        raise ValueError("an embedding feeds an RNN, not a CNN")
     if network.is_rnn:
-        features = network.layers[0].input_size
-        if inputs.ndim not in (2, 3) or inputs.shape[-1] != features or 0 in inputs.shape:
-            raise UsageError(f"--inputs must be seq_len x {features} or batch x seq_len x "
-                             f"{features} for {network.source}, not {inputs.shape}")
-        batch_first = inputs.ndim == 3
-        x = inputs.transpose(1, 0, 2) if batch_first else inputs[:, None, :]
+        if embedding is not None:
+            x, batch_first = _token_ids(np.asarray(inputs), embedding)
+        else:
+            inputs = np.asarray(inputs, dtype=np.float64)
+            features = network.layers[0].input_size
+            if inputs.ndim not in (2, 3) or inputs.shape[-1] != features or (
+                    0 in inputs.shape):
+                raise UsageError(f"--inputs must be seq_len x {features} or batch x "
+                                 f"seq_len x {features} for {network.source}, not "
+                                 f"{inputs.shape}")
+            batch_first = inputs.ndim == 3
+            x = inputs.transpose(1, 0, 2) if batch_first else inputs[:, None, :]
         steps, batch = x.shape[:2]
         outputs = _classes(network, head)
         if loss == "mse":
@@ -173,6 +218,7 @@ def prepare_batch(network, inputs, targets, loss, head=None):
         else:
             shape = (batch,) if batch_first else ()
     else:
+        inputs = np.asarray(inputs, dtype=np.float64)
         first = network.layers[0]
         if inputs.ndim != 4 or (hasattr(first, "in_channels")
                                 and inputs.shape[1] != first.in_channels):
@@ -311,43 +357,57 @@ def reference_step(network, batch, loss, lr, forward_networks=None):
     sample's forward pass used when they are not ``network``'s -- a pipelined engine's
     stale weights (:meth:`Trainer.forward_networks`). The sample's values then come from
     them, its errors and gradients from ``network``'s weights, as the engine computes."""
-    value, updated, _ = reference_model_step(network, None, batch, loss, lr,
-                                             forward_networks)
-    return value, updated
+    from .models.train_model import TrainModel
+
+    value, updated = reference_model_step(TrainModel(network), batch, loss, lr,
+                                          forward_networks)
+    return value, updated.network
 
 
-def reference_model_step(network, head, batch, loss, lr, forward_networks=None):
-    """The step of ``network`` followed by ``head`` (a Network of Linear layers, or
-    None) in plain PyTorch float64, one ``torch.optim.SGD`` over both: ``(loss, updated
-    network, updated head or None)``; ``forward_networks`` as :func:`reference_step`'s."""
+def reference_model_step(model, batch, loss, lr, forward_networks=None):
+    """The step of ``model`` (a :class:`~nnrtl.gen.models.train_model.TrainModel`: its
+    ``nn.Embedding``, network and ``Linear`` head, those it has) in plain PyTorch float64,
+    one ``torch.optim.SGD`` over all: ``(loss, updated model)``; ``forward_networks`` as
+    :func:`reference_step`'s."""
     import torch
 
     from .models import from_torch, to_torch
 
+    network, head, embedding = model.network, model.head, model.embedding
     module = to_torch(network, torch.float64)
-    head_module = None if head is None else to_torch(head, torch.float64)
+    parameters = list(module.parameters())
+    inputs = batch.inputs
+    if embedding is not None:
+        lookup = torch.nn.Embedding.from_pretrained(torch.tensor(embedding.weight),
+                                                    freeze=False)
+        inputs = lookup(inputs)
+        parameters.append(lookup.weight)
     if forward_networks is None:
-        outputs = _run_module(module, network, batch.inputs)
+        outputs = _run_module(module, network, inputs)
     else:
-        if network.is_rnn or len(forward_networks) != len(batch.inputs):
+        if network.is_rnn or len(forward_networks) != len(inputs):
             raise ValueError("forward_networks: one network per sample of a CNN's batch")
         outputs = torch.cat([
-            _stale_forward(module, to_torch(stale, torch.float64), batch.inputs[n:n + 1])
+            _stale_forward(module, to_torch(stale, torch.float64), inputs[n:n + 1])
             for n, stale in enumerate(forward_networks)])
-    parameters = list(module.parameters())
-    if head_module is not None:
+    if head is not None:
+        head_module = to_torch(head, torch.float64)
         outputs = head_module(outputs)
         parameters += list(head_module.parameters())
     value = _loss_value(outputs, batch, loss, network.is_rnn)
     value.backward()
     torch.optim.SGD(parameters, lr=lr).step()
-    return (float(value.detach()), from_torch(network, module),
-            None if head is None else from_torch(head, head_module))
+    return float(value.detach()), dataclasses.replace(
+        model, network=from_torch(network, module),
+        head=None if head is None else from_torch(head, head_module),
+        embedding=None if embedding is None else embedding.with_weight(
+            lookup.weight.detach().numpy()))
 
 
 class HostTrainer:
-    """A trainer that runs the whole step on the host in PyTorch (float32 autograd): the
-    host part the engines share, and the reference engine of the interface's tests.
+    """A trainer that runs the whole step on the host in PyTorch (float32 autograd), the
+    gradient at its inputs included (:meth:`input_gradient`): the host part the engines
+    share, and the reference engine of the interface's tests.
 
     Its gradients differ from float64 autograd by float32 rounding only:
     :attr:`gradient_bound` (``1e-4``) covers the models of the interface's tests (gradients
@@ -357,7 +417,7 @@ class HostTrainer:
 
     def __init__(self, config=None):
         self.config = config
-        self._module = self._network = self._outputs = None
+        self._module = self._network = self._outputs = self._inputs = None
 
     def forward(self, network, inputs):
         import torch
@@ -366,8 +426,8 @@ class HostTrainer:
 
         self._network = network
         self._module = to_torch(network, torch.float32)
-        self._outputs = _run_module(self._module, network,
-                                    torch.as_tensor(inputs, dtype=torch.float32))
+        self._inputs = torch.tensor(np.asarray(inputs, dtype=np.float32), requires_grad=True)
+        self._outputs = _run_module(self._module, network, self._inputs)
         return self._outputs.detach().double().numpy()
 
     def backward(self, grad_outputs):
@@ -377,6 +437,11 @@ class HostTrainer:
         return {key: parameter.grad.double().numpy()
                 for key, parameter in _module_parameters(self._network,
                                                          self._module).items()}
+
+    def input_gradient(self):
+        """The gradient of the loss at the last :meth:`forward`'s inputs (their shape,
+        float64), from the last :meth:`backward`."""
+        return self._inputs.grad.double().numpy()
 
     def counters(self):
         return {"cycles": None, "useful_macs": None, "utilization": None}
@@ -402,9 +467,70 @@ def _placement_lines(engine, placement):
     return lines
 
 
+def _step(trainer, model, batch, request):
+    """One SGD step of ``model`` (a TrainModel): ``(updated model, train.json record)``."""
+    network, head, embedding = model.network, model.head, model.embedding
+    lr = request.lr
+    inputs = batch.inputs.numpy()
+    outputs = trainer.forward(network, inputs if embedding is None else
+                              embedding.lookup(inputs))
+    if head is None:
+        loss, grad_outputs = loss_and_gradient(outputs, batch, request.loss, network.is_rnn)
+    else:
+        loss, grad_outputs, head_gradients = head_loss_and_gradient(
+            head, outputs, batch, request.loss)
+    if hasattr(trainer, "observe_loss"):
+        trainer.observe_loss(loss)
+    updated = dataclasses.replace(
+        model, network=sgd_step(network, trainer.backward(grad_outputs), lr))
+    if head is not None:
+        updated = dataclasses.replace(updated, head=sgd_step(head, head_gradients, lr))
+    if embedding is not None:
+        updated = dataclasses.replace(updated, embedding=embedding.sgd_step(
+            inputs, trainer.input_gradient(), lr))
+    approximation = getattr(trainer, "approximation", None)
+    stale = getattr(trainer, "forward_networks", None)
+    reference_loss, reference = reference_model_step(model, batch, request.loss, lr,
+                                                     None if stale is None else stale())
+    difference = _max_difference(updated.network, reference.network)
+    record = {}
+    if head is not None:
+        record["head_update_max_abs_diff"] = _max_difference(updated.head, reference.head)
+    if embedding is not None:
+        record["embedding_update_max_abs_diff"] = float(np.max(np.abs(
+            updated.embedding.weight - reference.embedding.weight)))
+    difference = max([difference, *record.values()])
+    bound = lr * trainer.gradient_bound
+    within = None if approximation else bool(difference <= bound)
+    return updated, {"loss": loss, "reference_loss": reference_loss, **trainer.counters(),
+                     "update_max_abs_diff": difference, **record, "update_bound": bound,
+                     "within_bound": within,
+                     **({"approximation": approximation} if approximation else {})}
+
+
+def _step_line(step, count, record):
+    """The log line of a step's ``record``."""
+    parts = [f"{name} {record[f'{name}_update_max_abs_diff']:.3g}"
+             for name in ("head", "embedding") if f"{name}_update_max_abs_diff" in record]
+    approximation = record.get("approximation")
+    parts = f" ({', '.join(parts)})" if parts else ""
+    return (f"train: step {step + 1}/{count}: loss {record['loss']:.6g} (float64 reference "
+            f"{record['reference_loss']:.6g}), update within "
+            f"{record['update_max_abs_diff']:.3g}{parts} of the reference " + (
+                f"(bound {record['update_bound']:.3g})" if not approximation else
+                f"(not bounded: {approximation})"))
+
+
 def train(engine, hook, request, output, *, force=False):
     """Run ``request.steps`` SGD steps of ``engine`` (its ``train`` hook ``hook``) and write
-    the output directory; return the summary (also in ``train.json``)."""
+    the output directory; return the summary (also in ``train.json``).
+
+    Raises
+    ------
+    UsageError
+        A bad request, model or array (exit 2; nothing written), or an embedding in front
+        of the network with a trainer that has no :meth:`Trainer.input_gradient`.
+    """
     from .emit import tool_versions
     from .models import load_array
     from .models.train_model import load_train_model, save_train_model
@@ -420,55 +546,30 @@ def train(engine, hook, request, output, *, force=False):
         raise UsageError(f"--lr must be a positive number, not {request.lr}")
     start = time.monotonic()
     model = load_train_model(request.model, prefix=request.prefix)
-    network, head = model.network, model.head
-    batch = prepare_batch(network, load_array(request.inputs, what="--inputs"),
+    network, embedding = model.network, model.embedding
+    batch = prepare_batch(network, load_array(request.inputs, what="--inputs",
+                                              keep_dtype=True),
                           load_array(request.targets, what="--targets"), request.loss,
-                          head)
+                          model.head, embedding)
+    shape = tuple(batch.inputs.shape)
+    if embedding is not None:
+        shape += (embedding.embedding_dim,)
     placement = model.placement()
-    trainer = hook(request, network)
+    trainer = hook(dataclasses.replace(request, input_shape=shape), network)
+    if embedding is not None and not callable(getattr(trainer, "input_gradient", None)):
+        raise UsageError(f"the {engine.name} engine's trainer gives no gradient at the "
+                         f"network's inputs: it cannot train the embedding {embedding.key} "
+                         f"in front of the RNN")
     if request.log is not None:
         for line in _placement_lines(engine, placement):
             request.log(line)
     steps = []
     for step in range(request.steps):
-        outputs = trainer.forward(network, batch.inputs.numpy())
-        if head is None:
-            loss, grad_outputs = loss_and_gradient(outputs, batch, request.loss,
-                                                   network.is_rnn)
-        else:
-            loss, grad_outputs, head_gradients = head_loss_and_gradient(
-                head, outputs, batch, request.loss)
-        if hasattr(trainer, "observe_loss"):
-            trainer.observe_loss(loss)
-        updated = sgd_step(network, trainer.backward(grad_outputs), request.lr)
-        approximation = getattr(trainer, "approximation", None)
-        stale = getattr(trainer, "forward_networks", None)
-        reference_loss, reference, reference_head = reference_model_step(
-            network, head, batch, request.loss, request.lr,
-            None if stale is None else stale())
-        difference = _max_difference(updated, reference)
-        record = {}
-        if head is not None:
-            head = sgd_step(head, head_gradients, request.lr)
-            head_difference = _max_difference(head, reference_head)
-            difference = max(difference, head_difference)
-            record = {"head_update_max_abs_diff": head_difference}
-        bound = request.lr * trainer.gradient_bound
-        within = None if approximation else bool(difference <= bound)
-        steps.append({"step": step, "loss": loss, "reference_loss": reference_loss,
-                      **trainer.counters(), "update_max_abs_diff": difference, **record,
-                      "update_bound": bound, "within_bound": within,
-                      **({"approximation": approximation} if approximation else {})})
+        model, record = _step(trainer, model, batch, request)
+        steps.append({"step": step, **record})
         if request.log is not None:
-            of_head = "" if head is None else \
-                f" (head {record['head_update_max_abs_diff']:.3g})"
-            request.log(f"train: step {step + 1}/{request.steps}: loss {loss:.6g} "
-                        f"(float64 reference {reference_loss:.6g}), update within "
-                        f"{difference:.3g}{of_head} of the reference " + (
-                            f"(bound {bound:.3g})" if not approximation else
-                            f"(not bounded: {approximation})"))
-        network = updated
-    model = dataclasses.replace(model, network=network, head=head)
+            request.log(_step_line(step, request.steps, record))
+    network = model.network
     config = trainer.config
     summary = {
         "engine": engine.name, "board": request.board.name, "model": str(request.model),

@@ -10,7 +10,8 @@ bit-exact and the host part deterministic), so they update the weights bit for b
 
 Layers are run one after another (one layer's weights on chip at a time), FW from the
 first layer up, BW from the last down; the output delta of layer ``l`` is the BW input MVM
-of layer ``l + 1``.
+of layer ``l + 1``, and the gradient at the network's inputs (for an embedding in front,
+:meth:`FarnnTrainer.input_gradient`) the BW input MVM of layer 0.
 """
 
 import dataclasses
@@ -151,6 +152,7 @@ class FarnnTrainer:
         self._rtl = RtlPasses(config, seed=seed, log=log) if backend == "rtl" else None
         self._layers = []
         self._shape = None
+        self._input_delta = None
 
     def _streams(self, layer):
         """What the FPGA receives of a layer: ``{"weights_fw": FW stream of R_k (and
@@ -218,6 +220,7 @@ class FarnnTrainer:
                              f"--backend rtl runs the configuration's")
         self._shape = x.shape[:2]
         self._layers = []
+        self._input_delta = None
         if self._rtl is not None:
             self._rtl.clear()
         for index, layer in enumerate(network.layers):
@@ -248,7 +251,28 @@ class FarnnTrainer:
                 gradients[(index, field)] = fields[field]
             if index:
                 dy = host.backward_input_mvm(saved.layer, from_bits(bw.d_input)).cpu().numpy()
+            else:
+                self._input_delta = from_bits(bw.d_input)
         return gradients
+
+    def input_gradient(self):
+        """The gradient of the loss at the last :meth:`forward`'s inputs, ``T x B x
+        input_size`` float64: layer 0's BW input MVM (on the host, :func:`~.host.
+        backward_input_mvm`) of the W side's gate deltas of the last :meth:`backward`.
+        Its error is that of the weight gradients (the same deltas through one more fp32
+        MVM): within :data:`GRADIENT_BOUND`.
+
+        Raises
+        ------
+        ValueError
+            No :meth:`backward` since the last :meth:`forward`.
+        """
+        if self._input_delta is None:
+            raise ValueError("input_gradient comes from backward: call forward and backward "
+                             "first")
+        layer = self._layers[0].layer
+        return host.backward_input_mvm(layer, self._input_delta).cpu().numpy().astype(
+            np.float64)
 
     def counters(self):
         """The last step's FPGA part (FW and BW of every layer) and ``host_device``, where
@@ -272,14 +296,18 @@ class FarnnTrainer:
 
 def train_hook(request, network):
     """The engine's ``train`` hook (:class:`nnrtl.gen.train.TrainRequest`): a
-    :class:`FarnnTrainer` for ``network`` sized by the request's inputs and ``--param``s.
-    Registered in :mod:`nnrtl.gen.farnn.engine`."""
+    :class:`FarnnTrainer` for ``network`` sized by the request's inputs (its
+    ``input_shape``, else its ``inputs`` file) and ``--param``s. Registered in
+    :mod:`nnrtl.gen.farnn.engine`."""
     from nnrtl.gen.models import load_array
 
     if request.options:
         raise UsageError(f"the farnn engine takes no options, not {' '.join(request.options)}")
-    inputs = load_array(request.inputs, what="--inputs")
-    steps, batch = (inputs.shape[1], inputs.shape[0]) if inputs.ndim == 3 else (
-        inputs.shape[0], 1)
+    if request.input_shape is not None:
+        steps, batch = request.input_shape[:2]
+    else:
+        inputs = load_array(request.inputs, what="--inputs")
+        steps, batch = (inputs.shape[1], inputs.shape[0]) if inputs.ndim == 3 else (
+            inputs.shape[0], 1)
     config = config_for(network, steps, batch, request.params)
     return FarnnTrainer(config, request.backend, seed=request.seed, log=request.log)

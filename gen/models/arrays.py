@@ -9,7 +9,7 @@ from ..errors import UsageError
 __all__ = ["load_array"]
 
 
-def load_array(path, *, what, ndim=None, last=None):
+def load_array(path, *, what, ndim=None, last=None, keep_dtype=False):
     """A float64 array from a ``.npy`` file.
 
     Parameters
@@ -21,6 +21,9 @@ def load_array(path, *, what, ndim=None, last=None):
         The dimensions allowed.
     last : int, optional
         The size the last dimension must have.
+    keep_dtype : bool
+        Return the array in the dtype it was stored in (integer token ids stay integers),
+        after the same checks.
 
     Raises
     ------
@@ -61,7 +64,6 @@ def load_array(path, *, what, ndim=None, last=None):
                          f"must be {last}")
     if array.size == 0:
         raise UsageError(f"{path}: the {what} are empty (shape {array.shape})")
-    array = array.astype(np.float64)
     if not np.all(np.isfinite(array)):
         raise UsageError(f"{path}: the {what} have NaN or infinite values")
-    return array
+    return array if keep_dtype else array.astype(np.float64)

@@ -4,38 +4,116 @@ layers around them that the host runs, with every tensor of the file accounted f
 :func:`load_train_model` reads a model file into a :class:`TrainModel`:
 
 * a PyTorch ``state_dict`` (``torch.save(module.state_dict())``): its RNN stacks (the
-  prefixes of the keys ending in ``weight_ih_l0``) and at most one ``nn.Linear`` head
-  reading the last stack's outputs (a module prefix with ``weight`` of shape
-  ``(out_features, last hidden or proj size)`` and optionally ``bias``). Several stacks
-  run one after another, in the file's key order, when each one's ``input_size`` is the
-  previous one's output size (a tapered stack saved as ``nn.ModuleList([nn.GRU(1, 8),
-  nn.GRU(8, 1)])``); otherwise, or to train one of them, ``prefix`` picks one (the
+  prefixes of the keys ending in ``weight_ih_l0``), at most one ``nn.Embedding`` feeding
+  the first stack (a module prefix with ``weight`` alone, floating point, of shape
+  ``(num_embeddings, first stack's input_size)``: :class:`Embedding`) and at most one
+  ``nn.Linear`` head reading the last stack's outputs (a module prefix with ``weight`` of
+  shape ``(out_features, last hidden or proj size)`` and optionally ``bias``). Several
+  stacks run one after another, in the file's key order, when each one's ``input_size``
+  is the previous one's output size (a tapered stack saved as ``nn.ModuleList([nn.GRU(1,
+  8), nn.GRU(8, 1)])``); otherwise, or to train one of them, ``prefix`` picks one (the
   stacks not picked are written back unchanged and listed in
   :attr:`TrainModel.unchanged`). A ``state_dict`` records no activations, so two
-  ``Linear`` modules after the RNN, an embedding or any other tensor are refused,
-  naming the keys: nothing is left untrained without the user saying so.
+  ``Linear`` modules after the RNN, a bias-free ``weight`` that may be the embedding or
+  the head (the RNN's input and output equally wide, no head with a bias beside it) or
+  any other tensor are refused, naming the keys: nothing is left untrained without the
+  user saying so.
 * a Keras model (``.keras`` archive, whole-model ``.h5``): its LSTM/GRU layers and at
   most one ``Dense`` after them (linear activation, reading every step of an RNN with
   ``return_sequences``), :func:`~.keras_io.load_keras_head`; anything else after the RNN
-  is refused naming the layers.
+  is refused naming the layers, and an ``Embedding`` before it is refused (an embedding
+  is trained from a ``state_dict``).
 * any other format :func:`~nnrtl.gen.models.load_network` reads: the network it
   reads. The ONNX reader refuses operators after the RNN itself (a ``Gemm``), and a CNN
   is run whole by its engine.
 
 :func:`save_train_model` writes the model back in its source's format with the head's
-tensors updated as well.
+and the embedding's tensors updated as well.
 """
 
 import dataclasses
 import os
 from collections.abc import Mapping
 
+import numpy as np
+
 from ..errors import UsageError
 from .files import load_network, model_format, save_network
 from .layers import Linear
 from .network import Entry, Network
 
-__all__ = ["TrainModel", "load_train_model", "save_train_model"]
+__all__ = ["Embedding", "TrainModel", "load_train_model", "save_train_model"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Embedding:
+    """An ``nn.Embedding`` in front of the RNN, run and trained on the host: token id
+    ``k`` of the inputs gives row ``k`` of :attr:`weight` as the RNN's input vector.
+
+    Attributes
+    ----------
+    key : str
+        The ``state_dict`` key of its weight (e.g. ``"embed.weight"``).
+    weight : ndarray
+        float64, ``num_embeddings x embedding_dim`` (the first RNN layer's
+        ``input_size``).
+    dtype : str
+        The file's dtype of the weight (``"float32"``), which it is written back in.
+    """
+
+    key: str
+    weight: np.ndarray
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        weight = self.weight
+        if not (isinstance(weight, np.ndarray) and weight.ndim == 2 and 0 not in weight.shape):
+            raise TypeError(f"weight must be a non-empty 2-D array, not {weight!r}")
+
+    @property
+    def num_embeddings(self):
+        return self.weight.shape[0]
+
+    @property
+    def embedding_dim(self):
+        return self.weight.shape[1]
+
+    def with_weight(self, weight):
+        """The same embedding with ``weight`` (float64, the same shape)."""
+        weight = np.asarray(weight, dtype=np.float64)
+        if weight.shape != self.weight.shape:
+            raise ValueError(f"{self.key}: weight of shape {weight.shape}, not "
+                             f"{self.weight.shape}")
+        return dataclasses.replace(self, weight=weight)
+
+    def lookup(self, tokens):
+        """The RNN's inputs for the token ids ``tokens`` (integers, ``T x B``): the rows
+        they read, ``T x B x embedding_dim`` float64."""
+        return self.weight[np.asarray(tokens)]
+
+    def sgd_step(self, tokens, grad_inputs, lr):
+        """The embedding after PyTorch's own ``torch.optim.SGD`` step on its gradient: the
+        gradient at the RNN's inputs (``grad_inputs``, ``T x B x embedding_dim``) summed
+        into the rows the token ids ``tokens`` read (the backward pass of
+        ``torch.nn.functional.embedding``, float64).
+
+        Raises
+        ------
+        ValueError
+            ``grad_inputs`` not of the inputs' shape.
+        """
+        import torch
+
+        grad = np.asarray(grad_inputs, dtype=np.float64)
+        shape = tuple(np.shape(tokens)) + (self.embedding_dim,)
+        if grad.shape != shape:
+            raise ValueError(f"the gradient at the RNN's inputs has shape {grad.shape}, "
+                             f"not {shape}")
+        weight = torch.tensor(self.weight, requires_grad=True)
+        torch.nn.functional.embedding(torch.as_tensor(np.asarray(tokens)), weight).backward(
+            torch.tensor(grad))
+        torch.optim.SGD([weight], lr=lr).step()
+        return self.with_weight(weight.detach().numpy())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,12 +135,16 @@ class TrainModel:
     unchanged : tuple of str
         Keys of the source file written back as they are: those of the RNN stacks that
         ``prefix`` did not pick.
+    embedding : Embedding or None
+        The embedding the host runs in front of :attr:`network` (its inputs are then
+        token ids), or ``None``.
     """
 
     network: Network
     head: Network | None = None
     stacks: tuple = ()
     unchanged: tuple = ()
+    embedding: Embedding | None = None
 
     def placement(self):
         """``{"engine": [...], "host": [...], "unchanged": [...]}``: the layers the
@@ -75,8 +157,11 @@ class TrainModel:
                 names.setdefault(_entry_layer(network, entry), []).append(entry.name)
             return [f"{_layer_text(layer)} ({', '.join(names.get(index, ['no tensors']))})"
                     for index, layer in enumerate(network.layers)]
+        host = [] if self.embedding is None else [
+            f"Embedding({self.embedding.num_embeddings} -> {self.embedding.embedding_dim}) "
+            f"({self.embedding.key})"]
         return {"engine": describe(self.network),
-                "host": [] if self.head is None else describe(self.head),
+                "host": host + ([] if self.head is None else describe(self.head)),
                 "unchanged": list(self.unchanged)}
 
 
@@ -129,27 +214,37 @@ def _rnn_keys(state, prefix):
             and key[len(prefix):].startswith(("weight_", "bias_"))]
 
 
-def _head(state, label, leftover, features, inputs):
-    """The ``Linear`` module among ``leftover`` keys reading ``features`` values, as a
-    one-layer Network, or None. A ``weight`` alone whose rows are also ``inputs`` long
-    (the RNN's input size) may as well be an embedding in front: it is no head."""
+def _modules(keys):
+    """``{module prefix: {tensor name: key}}`` of ``keys``."""
+    modules = {}
+    for key in keys:
+        if isinstance(key, str):
+            module, _, name = key.rpartition(".")
+            modules.setdefault(module, {})[name] = key
+    return modules
+
+
+def _float_matrix(tensor):
+    import torch
+    return (isinstance(tensor, torch.Tensor) and tensor.dtype.is_floating_point
+            and tensor.ndim == 2 and 0 not in tensor.shape)
+
+
+def _head(state, label, modules, features, inputs):
+    """``(module, Network)``: the ``Linear`` module among ``modules`` reading ``features``
+    values, as a one-layer Network, or ``(None, None)``. A ``weight`` alone whose rows are
+    also ``inputs`` long (the RNN's input size) may as well be an embedding in front: it
+    is no head."""
     import torch
 
     from .torch_io import _torch_dtype
 
-    modules = {}
-    for key in leftover:
-        if not isinstance(key, str):
-            continue
-        module, _, name = key.rpartition(".")
-        modules.setdefault(module, {})[name] = key
     for module, names in modules.items():
         if set(names) not in ({"weight"}, {"weight", "bias"}):
             continue
         weight = state[names["weight"]]
         bias = state.get(names.get("bias"))
-        if not (isinstance(weight, torch.Tensor) and weight.dtype.is_floating_point
-                and weight.ndim == 2 and weight.shape[1] == features):
+        if not (_float_matrix(weight) and weight.shape[1] == features):
             continue
         if bias is None and features == inputs:
             continue
@@ -165,8 +260,40 @@ def _head(state, label, leftover, features, inputs):
             raise UsageError(f"{label}: {module}: {error}") from None
         entries = tuple(_linear_entry(key, field, _torch_dtype(state[key]))
                         for field, key in names.items())
-        return Network((layer,), source=label, format="state_dict", entries=entries)
-    return None
+        return module, Network((layer,), source=label, format="state_dict", entries=entries)
+    return None, None
+
+
+def _embedding_keys(state, modules, inputs):
+    """The keys among ``modules`` that may be an ``nn.Embedding`` giving ``inputs``
+    values: a floating-point ``weight`` alone, ``inputs`` wide."""
+    return [names["weight"] for names in modules.values() if set(names) == {"weight"}
+            and _float_matrix(state[names["weight"]])
+            and state[names["weight"]].shape[1] == inputs]
+
+
+def _embedding(state, label, key):
+    from .torch_io import _torch_dtype
+
+    weight = state[key].detach().cpu().double().numpy()
+    if not np.all(np.isfinite(weight)):
+        raise UsageError(f"{label}: {key} has NaN or infinite values")
+    return Embedding(key, weight, _torch_dtype(state[key]))
+
+
+def _host_layers(state, label, leftover, features, inputs):
+    """``(head, embedding)`` among the ``leftover`` keys (each or both None); a bias-free
+    weight that may be either is refused naming its keys."""
+    modules = _modules(leftover)
+    module, head = _head(state, label, modules, features, inputs)
+    candidates = _embedding_keys(state, {m: names for m, names in modules.items()
+                                         if m != module}, inputs)
+    if head is None and features == inputs and candidates:
+        raise UsageError(f"{label}: {', '.join(candidates)}: a bias-free weight {inputs} "
+                         f"wide may be an nn.Embedding in front of the RNN or an nn.Linear "
+                         f"head after it (the RNN takes and gives {inputs} features): "
+                         f"nnrtl train cannot tell which from a state_dict")
+    return head, None if not candidates else _embedding(state, label, candidates[0])
 
 
 def _stack(state, label, prefix):
@@ -216,19 +343,19 @@ def _load_state_dict_model(path, prefix):
     unchanged = sorted({key for p in prefixes if p not in chosen
                         for key in _rnn_keys(state, p)} - used)
     leftover = [key for key in state if key not in used and key not in unchanged]
-    head = _head(state, label, leftover, network.layers[-1].output_size,
-                 network.layers[0].input_size)
-    if head is not None:
-        leftover = [key for key in leftover
-                    if key not in {entry.name for entry in head.entries}]
+    features, inputs = network.layers[-1].output_size, network.layers[0].input_size
+    head, embedding = _host_layers(state, label, leftover, features, inputs)
+    taken = set() if head is None else {entry.name for entry in head.entries}
+    taken |= set() if embedding is None else {embedding.key}
+    leftover = [key for key in leftover if key not in taken]
     if leftover:
-        features = network.layers[-1].output_size
         raise UsageError(f"{label}: {', '.join(map(str, leftover))} "
                          f"{'is' if len(leftover) == 1 else 'are'} neither an RNN stack "
-                         f"({', '.join(map(repr, chosen))}) nor one nn.Linear reading its "
-                         f"{features} outputs: nnrtl train would leave "
+                         f"({', '.join(map(repr, chosen))}), one nn.Linear reading its "
+                         f"{features} outputs nor one nn.Embedding giving its {inputs} "
+                         f"inputs: nnrtl train would leave "
                          f"{'it' if len(leftover) == 1 else 'them'} untrained")
-    return TrainModel(network, head, tuple(chosen), tuple(unchanged))
+    return TrainModel(network, head, tuple(chosen), tuple(unchanged), embedding)
 
 
 def load_train_model(path, *, prefix=None):
@@ -249,8 +376,10 @@ def load_train_model(path, *, prefix=None):
     ------
     UsageError
         ``prefix`` for a format other than a ``state_dict``, or naming no stack; several
-        stacks that do not chain and no ``prefix``; keys that are neither an RNN stack
-        nor its ``Linear`` head (naming them); every error of the format's reader.
+        stacks that do not chain and no ``prefix``; keys that are neither an RNN stack,
+        its ``Linear`` head nor its ``Embedding`` (naming them); a bias-free weight that
+        may be the head or the embedding; a Keras ``Embedding``; every error of the
+        format's reader.
     """
     if prefix is not None and not isinstance(prefix, str):
         raise TypeError(f"prefix must be a string, not {prefix!r}")
@@ -262,26 +391,58 @@ def load_train_model(path, *, prefix=None):
                          f"{os.fspath(path)} is not one")
     if kind in ("keras", "hdf5"):
         from .keras_io import load_keras, load_keras_head
+        _refuse_keras_embedding(path)
         head = load_keras_head(path)
         return TrainModel(load_keras(path, ignore_trailing=head is not None), head)
     return TrainModel(load_network(path))
 
 
+def _refuse_keras_embedding(path):
+    """A UsageError naming an ``Embedding`` before the first LSTM/GRU of a Keras model."""
+    from .keras_io import _CLASSES, _open_keras
+
+    config, h5, _ = _open_keras(path, None)
+    h5.close()
+    inner = config.get("config") if isinstance(config, Mapping) else None
+    layers = inner.get("layers") if isinstance(inner, Mapping) else inner
+    for n, layer in enumerate(layers if isinstance(layers, list) else []):
+        kind = layer.get("class_name") if isinstance(layer, Mapping) else None
+        if kind in _CLASSES:
+            return
+        if kind == "Embedding":
+            raise UsageError(f"{os.fspath(path)}: config.layers[{n}] is an Embedding: nnrtl "
+                             f"train trains an embedding in front of the RNN from a PyTorch "
+                             f"state_dict (an nn.Embedding), not from a Keras model")
+
+
 def save_train_model(model, path):
-    """Write ``model`` in its source's format: the network's tensors and the head's, every
-    other key of the source as it was."""
-    network = model.network
+    """Write ``model`` in its source's format: the network's tensors, the head's and the
+    embedding's, every other key of the source as it was.
+
+    Raises
+    ------
+    UsageError
+        NaN or infinite weights (nothing is written), every error of
+        :func:`~nnrtl.gen.models.save_network`.
+    """
+    network, embedding = model.network, model.embedding
     if model.head is not None and network.format == "keras":
         save_network(network, path)
         kind, _ = network.writer
         save_network(dataclasses.replace(model.head, writer=(kind, os.fspath(path))), path)
         return
-    if model.head is not None:
+    if model.head is not None or embedding is not None:
         import torch
 
         state = dict(network.writer)
-        for entry in model.head.entries:
+        for entry in () if model.head is None else model.head.entries:
             state[entry.name] = torch.tensor(entry.get(model.head.layers),
                                              dtype=getattr(torch, entry.dtype))
+        if embedding is not None:
+            if not np.all(np.isfinite(embedding.weight)):
+                raise UsageError(f"{network.source}: parameter {embedding.key} has NaN or "
+                                 f"infinite values; nothing written")
+            state[embedding.key] = torch.tensor(embedding.weight,
+                                                dtype=getattr(torch, embedding.dtype))
         network = dataclasses.replace(network, writer=state)
     save_network(network, path)

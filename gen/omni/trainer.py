@@ -284,6 +284,7 @@ class OmniTrainer:
                                     scaling=memory.scaling)
         self._epoch = 0
         self._layers = []
+        self._input_gradient = None
         self._plan = None
         self._loss = None
         self._stats = {}
@@ -346,6 +347,7 @@ class OmniTrainer:
         if self._rtl is not None:
             self._rtl.clear()
         self._layers = []
+        self._input_gradient = None
         xs = self._bits(0, x)
         for index, layer in enumerate(layers):
             channel = config.channels[index]
@@ -410,11 +412,29 @@ class OmniTrainer:
                 magnitudes[index] = self._magnitudes(index, bp["dgates"], saved["xs"],
                                                      saved["hs"])
             dys = bp["dx"]
+        self._input_gradient = dys
         if config.memory.ms2:
             if measure:
                 self._skip.observe(magnitudes, self._loss)
             self._skip.end_epoch(self._loss if self._loss is not None else 0.0)
         return gradients
+
+    def input_gradient(self):
+        """The gradient of the loss at the last :meth:`forward`'s inputs, ``T x B x
+        input_size`` float64: layer 0's ``dx`` (its BP cells' ``W_ih^T δgates``, on the
+        channel) of the last :meth:`backward`, not scaled by MS2's factors (as the layers
+        below a layer receive it). It passes through the cells a weight gradient does
+        (the module's derivation): within :attr:`gradient_bound`.
+
+        Raises
+        ------
+        ValueError
+            No :meth:`backward` since the last :meth:`forward`.
+        """
+        if self._input_gradient is None:
+            raise ValueError("input_gradient comes from backward: call forward and backward "
+                             "first")
+        return np.asarray(self._floats(0, self._input_gradient), dtype=np.float64)
 
     @property
     def approximation(self):
@@ -457,15 +477,19 @@ class OmniTrainer:
 
 def train_hook(request, network):
     """The engine's ``train`` hook (:class:`nnrtl.gen.train.TrainRequest`): an
-    :class:`OmniTrainer` for ``network`` sized by the request's inputs, with the
-    ``--param``s and the engine options (module docstring). Each step's loss reaches MS2
-    through :meth:`OmniTrainer.observe_loss`."""
+    :class:`OmniTrainer` for ``network`` sized by the request's inputs (its
+    ``input_shape``, else its ``inputs`` file), with the ``--param``s and the engine
+    options (module docstring). Each step's loss reaches MS2 through
+    :meth:`OmniTrainer.observe_loss`."""
     from nnrtl.gen.models import load_array
 
     memory = parse_options(request.options, request.loss)
     _check_network(network)
-    inputs = load_array(request.inputs, what="--inputs")
-    steps, size = (inputs.shape[1], inputs.shape[0]) if inputs.ndim == 3 else (
-        inputs.shape[0], 1)
+    if request.input_shape is not None:
+        steps, size = request.input_shape[:2]
+    else:
+        inputs = load_array(request.inputs, what="--inputs")
+        steps, size = (inputs.shape[1], inputs.shape[0]) if inputs.ndim == 3 else (
+            inputs.shape[0], 1)
     config = config_for(network, steps, size, request.params, memory)
     return OmniTrainer(config, request.backend, seed=request.seed, log=request.log)

@@ -343,3 +343,103 @@ def test_gru_with_a_linear_head_through_nnrtl_train(tmp_path, capsys):
     step = json.loads((tmp_path / "run" / "train.json").read_text())["steps"][0]
     assert step["head_update_max_abs_diff"] <= step["update_bound"] == 0.5 * GRADIENT_BOUND
     assert "train: farnn runs GRU(1 -> 8)" in err
+
+
+def test_gru_with_an_embedding_and_a_head_through_nnrtl_train(tmp_path, capsys):
+    """``nnrtl train farnn`` on token ids through an nn.Embedding, a 2-layer GRU and an
+    nn.Linear head (a state_dict): the GRU on the engine's golden model, the embedding
+    (its gradient the BW input MVM of layer 0, summed over the tokens) and the head on the
+    host; all three updated as PyTorch's SGD step of the whole model does, within lr *
+    GRADIENT_BOUND; the embedding comes back updated."""
+    from nnrtl.gen.cli import main
+
+    class EmbedGruHead(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(7, 3)
+            self.rnn = torch.nn.GRU(3, 8, 2)
+            self.head = torch.nn.Linear(8, 2)
+
+        def forward(self, tokens):
+            return self.head(self.rnn(self.embed(tokens))[0])
+
+    torch.manual_seed(12)
+    model = EmbedGruHead()
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    rng = np.random.default_rng(12)
+    tokens = rng.integers(0, 7, (3, 6))
+    np.save(tmp_path / "x.npy", tokens)
+    np.save(tmp_path / "y.npy", rng.uniform(-1, 1, (3, 6, 2)))
+    code = main(["train", "farnn", "--board", "vu9p", "--model", str(tmp_path / "m.pt"),
+                 "--inputs", str(tmp_path / "x.npy"), "--targets", str(tmp_path / "y.npy"),
+                 "--lr", "0.5", "-o", str(tmp_path / "run")])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    reference = model.double()
+    y = torch.tensor(np.load(tmp_path / "y.npy")).transpose(0, 1)
+    torch.nn.MSELoss()(reference(torch.tensor(tokens.T)), y).backward()
+    torch.optim.SGD(reference.parameters(), lr=0.5).step()
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    before = torch.load(tmp_path / "m.pt", weights_only=True)
+    assert list(trained) == list(before)
+    for name, value in reference.state_dict().items():
+        # the bound of the step, and the float32 the file stores
+        assert (trained[name].double() - value).abs().max() <= 0.5 * GRADIENT_BOUND + 1e-7
+    for name in ("embed.weight", "rnn.weight_ih_l0", "head.weight"):
+        assert (trained[name] - before[name]).abs().max() > 1e-4, name
+    step = json.loads((tmp_path / "run" / "train.json").read_text())["steps"][0]
+    assert 0 < step["embedding_update_max_abs_diff"] <= step["update_bound"] == \
+        0.5 * GRADIENT_BOUND
+    assert "train: the host runs (PyTorch) Embedding(7 -> 3) (embed.weight); Linear" in err
+
+
+def test_input_gradient_is_the_bw_input_mvm_of_layer_0():
+    """The gradient at the network's inputs against float64 autograd: within 1e-5 of its
+    largest value (the weight gradients' measured relative error is 2.8e-6); asked before
+    a backward pass, a ValueError."""
+    network = random_network("lstm", 4, 6, 0, 2, seed=3)
+    config = config_for(network, 5, 2)
+    trainer = FarnnTrainer(config)
+    x = np.random.default_rng(3).uniform(-1, 1, (5, 2, 4))
+    outputs = trainer.forward(network, x)
+    with pytest.raises(ValueError, match=r"^input_gradient comes from backward"):
+        trainer.input_gradient()
+    trainer.backward(np.ones_like(outputs))             # the summed loss: gradients ~1
+    inputs = torch.tensor(x, requires_grad=True)
+    from nnrtl.gen.models import to_torch
+    to_torch(network, torch.float64)(inputs)[0].sum().backward()
+    gradient = trainer.input_gradient()
+    assert gradient.shape == x.shape and np.abs(gradient).max() > 0.1
+    assert np.abs(gradient - inputs.grad.numpy()).max() <= 1e-5 * np.abs(gradient).max()
+
+
+@pytest.mark.timeout(900)          # a Verilator build when the cache is cold (about 45 s)
+def test_embedding_with_the_rtl_backend_equals_golden(tmp_path):
+    """``--backend rtl`` with an embedding in front: the gradient at the inputs comes from
+    the RTL's deltas, so the embedding updates bit for bit as with the golden backend.
+    The engine is test_farnn_verilator.py's gru-s2-split-b2 (the Verilog does not depend on
+    the input size or the layers), its build shared."""
+    from nnrtl.gen.cli import main
+
+    torch.manual_seed(13)
+    module = torch.nn.ModuleDict({"embed": torch.nn.Embedding(6, 3),
+                                  "rnn": torch.nn.GRU(3, 5)})
+    torch.save(module.state_dict(), tmp_path / "m.pt")
+    rng = np.random.default_rng(13)
+    np.save(tmp_path / "x.npy", rng.integers(0, 6, (2, 3)))
+    np.save(tmp_path / "y.npy", np.array([1, 4]))
+    for backend in ("rtl", "golden"):
+        assert main(["train", "farnn", "--board", "vu9p", "--model", str(tmp_path / "m.pt"),
+                     "--inputs", str(tmp_path / "x.npy"), "--targets",
+                     str(tmp_path / "y.npy"), "--loss", "cross-entropy", "--lr", "0.5",
+                     "--backend", backend, "--param=chains=2", "--param=chain_length=2",
+                     "--param=split=2", "-o", str(tmp_path / backend)]) == 0
+    rtl = torch.load(tmp_path / "rtl" / "model.pt", weights_only=True)
+    golden = torch.load(tmp_path / "golden" / "model.pt", weights_only=True)
+    assert list(rtl) == list(golden)
+    assert all(torch.equal(rtl[name], golden[name]) for name in rtl)
+    assert not torch.equal(rtl["embed.weight"], module["embed"].weight.detach())
+    record = json.loads((tmp_path / "rtl" / "train.json").read_text())
+    assert record["steps"][0]["embedding_update_max_abs_diff"] > 0
+    assert [(p["layer"], p["phase"]) for p in record["steps"][0]["passes"]] == [
+        (0, "fw"), (0, "bw")]

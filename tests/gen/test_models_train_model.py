@@ -1,6 +1,7 @@
-"""The whole model ``nnrtl train`` trains (:mod:`nnrtl.gen.models.train_model`): RNN stacks
-and a Linear head from a state_dict, chained stacks, ``prefix``, every other key refused
-by name, and the model written back with the head's tensors."""
+"""The whole model ``nnrtl train`` trains (:mod:`nnrtl.gen.models.train_model`): RNN stacks,
+a Linear head and an Embedding in front from a state_dict, chained stacks, ``prefix``,
+every other key refused by name, and the model written back with the head's and the
+embedding's tensors."""
 
 import re
 
@@ -10,7 +11,7 @@ import torch
 
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.models import GRU, LSTM, Linear
-from nnrtl.gen.models.train_model import load_train_model, save_train_model
+from nnrtl.gen.models.train_model import Embedding, load_train_model, save_train_model
 
 
 class GruHead(torch.nn.Module):
@@ -96,35 +97,113 @@ def test_prefix_picks_one_stack(tmp_path):
 
 
 @pytest.mark.parametrize("case, keys", [
-    ("embedding", r"emb\.weight is"),
+    ("embedding", r"emb\.weight is"),          # 5 wide: the GRU takes 4
     ("two linears", r"out\.weight, out\.bias are"),
     ("batch norm", r"norm\.weight, norm\.bias, norm\.running_mean, norm\.running_var, "
                    r"norm\.num_batches_tracked are"),
 ])
 def test_other_keys_are_refused_by_name(tmp_path, case, keys):
     torch.manual_seed(4)
-    layers = {"embedding": {"emb": torch.nn.Embedding(10, 4)},
+    layers = {"embedding": {"emb": torch.nn.Embedding(10, 5)},
               "two linears": {"head": torch.nn.Linear(8, 6), "out": torch.nn.Linear(6, 2)},
               "batch norm": {"norm": torch.nn.BatchNorm1d(8)}}[case]
     module = torch.nn.ModuleDict({**layers, "rnn": torch.nn.GRU(4, 8)})
     path = saved(tmp_path, module.state_dict())
     with pytest.raises(UsageError, match=rf"^{re.escape(str(path))}: {keys} neither an RNN "
-                                         r"stack \('rnn\.'\) nor one nn\.Linear reading its "
-                                         r"8 outputs: nnrtl train would leave (it|them) "
+                                         r"stack \('rnn\.'\), one nn\.Linear reading its "
+                                         r"8 outputs nor one nn\.Embedding giving its 4 "
+                                         r"inputs: nnrtl train would leave (it|them) "
                                          r"untrained$"):
         load_train_model(path)
 
 
-def test_a_bias_free_weight_of_the_input_width_is_no_head(tmp_path):
+def test_a_bias_free_weight_of_the_input_width_may_be_either(tmp_path):
     """``weight`` alone, ``(n, 4)`` with the RNN's input and output both 4 wide, may be an
-    embedding in front: refused, not taken for a head."""
+    embedding in front or a head after: refused, naming it. Beside a head with a bias it
+    is the embedding; with the RNN 3 wide in and 4 out it is the head."""
     module = torch.nn.ModuleDict({"rnn": torch.nn.LSTM(4, 4),
                                   "proj": torch.nn.Linear(4, 9, bias=False)})
-    with pytest.raises(UsageError, match=r": proj\.weight is neither an RNN stack"):
-        load_train_model(saved(tmp_path, module.state_dict()))
+    path = saved(tmp_path, module.state_dict())
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(path))}: proj\.weight: a "
+                                         r"bias-free weight 4 wide may be an nn\.Embedding in "
+                                         r"front of the RNN or an nn\.Linear head after it "
+                                         r"\(the RNN takes and gives 4 features\): nnrtl train "
+                                         r"cannot tell which from a state_dict$"):
+        load_train_model(path)
+    module = torch.nn.ModuleDict({"emb": torch.nn.Embedding(9, 4),
+                                  "rnn": torch.nn.LSTM(4, 4), "out": torch.nn.Linear(4, 2)})
+    model = load_train_model(saved(tmp_path, module.state_dict()))
+    assert model.embedding.key == "emb.weight" and set(model.head.parameters()) == {
+        "out.weight", "out.bias"}
     module = torch.nn.ModuleDict({"rnn": torch.nn.LSTM(3, 4),
                                   "proj": torch.nn.Linear(4, 9, bias=False)})
-    assert load_train_model(saved(tmp_path, module.state_dict())).head.layers[0].bias is None
+    model = load_train_model(saved(tmp_path, module.state_dict()))
+    assert model.head.layers[0].bias is None and model.embedding is None
+
+
+class EmbedGru(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(10, 3, dtype=torch.float64)
+        self.rnn = torch.nn.GRU(3, 8)
+        self.head = torch.nn.Linear(8, 2)
+
+
+def test_embedding_in_front(tmp_path):
+    """An nn.Embedding giving the first stack's inputs runs on the host: its weight
+    (float64 here, written back so) and key, listed first among the host's layers."""
+    torch.manual_seed(12)
+    module = EmbedGru()
+    model = load_train_model(saved(tmp_path, module.state_dict()))
+    embedding = model.embedding
+    assert isinstance(embedding, Embedding) and embedding.key == "embed.weight"
+    assert (embedding.num_embeddings, embedding.embedding_dim, embedding.dtype) == (
+        10, 3, "float64")
+    assert np.array_equal(embedding.weight, module.embed.weight.detach().numpy())
+    assert model.placement()["host"] == ["Embedding(10 -> 3) (embed.weight)",
+                                         "Linear(8 -> 2) (head.weight, head.bias)"]
+    assert np.array_equal(embedding.lookup(np.array([[2], [9]])),
+                          embedding.weight[[2, 9]][:, None])
+    updated = model.__class__(model.network, model.head, model.stacks,
+                              embedding=embedding.with_weight(np.full((10, 3), 0.5)))
+    save_train_model(updated, tmp_path / "o.pt")
+    written = torch.load(tmp_path / "o.pt", weights_only=True)
+    assert list(written) == list(module.state_dict())
+    assert torch.equal(written["embed.weight"], torch.full((10, 3), 0.5, dtype=torch.float64))
+    for name, value in module.state_dict().items():
+        if name != "embed.weight":
+            assert torch.equal(written[name], value), name
+
+
+def test_embedding_sgd_step_sums_the_rows_tokens_read():
+    """The gradient at the RNN's inputs summed into the rows the tokens read (token 1 twice,
+    3 and 4 never), then PyTorch's SGD step."""
+    embedding = Embedding("e.weight", np.arange(10.0).reshape(5, 2))
+    tokens = np.array([[1, 0], [2, 1]])
+    grad = np.arange(8.0).reshape(2, 2, 2)
+    updated = embedding.sgd_step(tokens, grad, 0.5)
+    expected = embedding.weight.copy()
+    for (t, b), token in np.ndenumerate(tokens):
+        expected[token] -= 0.5 * grad[t, b]
+    assert np.array_equal(updated.weight, expected)
+    with pytest.raises(ValueError, match=r"^the gradient at the RNN's inputs has shape "
+                                         r"\(2, 2\), not \(2, 2, 2\)$"):
+        embedding.sgd_step(tokens, grad[0], 0.5)
+
+
+def test_keras_embedding_is_refused(tmp_path):
+    from lstm_files import keras_files, keras_weights, lstm_layer
+
+    layers = [{"class_name": "Embedding", "config": {"name": "embedding", "input_dim": 10,
+                                                     "output_dim": 5}},
+              lstm_layer("lstm_1", False, first=True, last=True)]
+    _, weights = keras_files(tmp_path, "keras2.2-model", keras_weights(1),
+                             json_layers=layers)
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(weights))}: config\.layers\[0\] "
+                                         r"is an Embedding: nnrtl train trains an embedding "
+                                         r"in front of the RNN from a PyTorch state_dict "
+                                         r"\(an nn\.Embedding\), not from a Keras model$"):
+        load_train_model(weights)
 
 
 def test_prefix_needs_a_state_dict(tmp_path):

@@ -357,3 +357,39 @@ def test_linear_head_through_the_interface(tmp_path):
                for s in record["steps"])
     trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
     assert not torch.equal(trained["out.bias"], module["out"].bias.detach())
+
+
+def test_embedding_through_the_interface(tmp_path):
+    """Token ids through an nn.Embedding into a 2-layer LSTM and an nn.Linear head: the
+    embedding trains on the host from the channel's ``dx`` of layer 0
+    (:meth:`OmniTrainer.input_gradient`), all three as PyTorch float64's SGD step of the
+    whole model does, within the bound."""
+    torch.manual_seed(7)
+    module = torch.nn.ModuleDict({"emb": torch.nn.Embedding(6, 3),
+                                  "rnn": torch.nn.LSTM(3, 5, num_layers=2),
+                                  "out": torch.nn.Linear(5, 4)})
+    torch.save(module.state_dict(), tmp_path / "m.pt")
+    tokens = np.array([[1, 5, 0], [2, 2, 4]])
+    np.save(tmp_path / "x.npy", tokens)
+    np.save(tmp_path / "y.npy", np.array([3, 1]))
+    from nnrtl.boards import get_board
+    request = interface.TrainRequest(
+        board=get_board("vcu128"), model=tmp_path / "m.pt", inputs=tmp_path / "x.npy",
+        targets=tmp_path / "y.npy", loss="cross-entropy", lr=0.5, steps=1,
+        params=("pes_per_channel=4",))
+    summary = interface.train(types.SimpleNamespace(name="omni"), train_hook, request,
+                              tmp_path / "run")
+    assert summary["within_bound"]
+    reference = module.double()
+    logits = reference["out"](reference["rnn"](reference["emb"](torch.tensor(tokens.T)))[0])
+    torch.nn.CrossEntropyLoss()(logits[-1], torch.tensor([3, 1])).backward()
+    torch.optim.SGD(reference.parameters(), lr=0.5).step()
+    record = json.loads((tmp_path / "run" / "train.json").read_text())
+    bound = record["steps"][0]["update_bound"]
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    for name, value in reference.state_dict().items():
+        assert (trained[name].double() - value).abs().max() <= bound + 1e-7, name
+    assert 0 < record["steps"][0]["embedding_update_max_abs_diff"] <= bound
+    assert record["placement"]["host"][0] == "Embedding(6 -> 3) (emb.weight)"
+    before = torch.load(tmp_path / "m.pt", weights_only=True)
+    assert (trained["emb.weight"] - before["emb.weight"]).abs().max() > 1e-4

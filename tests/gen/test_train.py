@@ -1,7 +1,7 @@
 """The training interface (:mod:`nnrtl.gen.train`) on every model format it writes back,
-RNNs and a CNN, both losses: the update is PyTorch's own SGD step, checked against plain
-PyTorch float64; a model comes back in the format it came in; bad input exits 2 with
-nothing written."""
+RNNs and a CNN, both losses, a Linear head and an Embedding on the host: the update is
+PyTorch's own SGD step, checked against plain PyTorch float64; a model comes back in the
+format it came in; bad input exits 2 with nothing written."""
 
 import dataclasses
 import json
@@ -292,15 +292,16 @@ def test_prefix_is_in_the_help(capsys):
 
 def test_keys_left_untrained_exit_2_and_write_nothing(capsys, tmp_path):
     torch.manual_seed(9)
-    module = torch.nn.ModuleDict({"emb": torch.nn.Embedding(10, 3),
+    module = torch.nn.ModuleDict({"emb": torch.nn.Embedding(10, 4),
                                   "rnn": torch.nn.LSTM(3, 2)})
     torch.save(module.state_dict(), tmp_path / "m.pt")
     code, out, err = train(capsys, tmp_path, tmp_path / "m.pt", np.zeros((5, 3)),
                            np.zeros((5, 2)))
     assert code == 2 and out == ""
     assert re.fullmatch(r"nnrtl: error: .*m\.pt: emb\.weight is neither an RNN stack "
-                        r"\('rnn\.'\) nor one nn\.Linear reading its 2 outputs: nnrtl train "
-                        r"would leave it untrained\n", err), err
+                        r"\('rnn\.'\), one nn\.Linear reading its 2 outputs nor one "
+                        r"nn\.Embedding giving its 3 inputs: nnrtl train would leave it "
+                        r"untrained\n", err), err
     assert not (tmp_path / "run").exists()
 
 
@@ -325,3 +326,84 @@ def test_chained_stacks_train_as_one_model(capsys, tmp_path):
         assert torch.allclose(trained[name].double(), expected, atol=1e-5), name
     assert json.loads((tmp_path / "run" / "train.json").read_text())["placement"][
         "engine"][1].startswith("LSTM(6 -> 3) (1.weight_ih_l0")
+
+
+class EmbedLstm(torch.nn.Module):
+    """Token ids through an nn.Embedding into an LSTM (time first)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Embedding(6, 3)
+        self.rnn = torch.nn.LSTM(3, 4)
+
+    def forward(self, tokens):
+        return self.rnn(self.embed(tokens))
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (5,)])
+def test_embedding_is_trained_on_the_host(capsys, tmp_path, shape):
+    """Token ids (batch x seq_len, or seq_len for one sequence) through the embedding on
+    the host: the embedding trains in the same step as PyTorch's SGD of the whole model;
+    the rows no token reads stay as they were."""
+    torch.manual_seed(13)
+    model = EmbedLstm()
+    torch.save(model.state_dict(), tmp_path / "m.pt")
+    rng = np.random.default_rng(13)
+    tokens = rng.integers(0, 5, shape)                      # token 5 is never read
+    y = rng.uniform(-1, 1, (*shape, 4))
+    code, out, err = train(capsys, tmp_path, tmp_path / "m.pt", tokens, y, "--lr", "0.5",
+                           "--steps", "2")
+    assert code == 0, err
+    time_first = tokens.T if tokens.ndim == 2 else tokens[:, None]
+    targets = y.transpose(1, 0, 2) if y.ndim == 3 else y[:, None]
+    reference = sgd_reference(model, time_first, targets, "mse", 0.5, 2)
+    trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
+    assert list(trained) == list(model.state_dict())
+    for name, value in reference.state_dict().items():
+        assert torch.allclose(trained[name].double(), value, atol=1e-5), name
+    assert not torch.equal(trained["embed.weight"][:5], model.embed.weight.detach()[:5])
+    assert torch.equal(trained["embed.weight"][5], model.embed.weight.detach()[5])
+    log = json.loads((tmp_path / "run" / "train.json").read_text())
+    assert log["placement"]["host"] == ["Embedding(6 -> 3) (embed.weight)"]
+    for step in log["steps"]:
+        assert 0 < step["embedding_update_max_abs_diff"] <= step["update_max_abs_diff"] \
+            <= step["update_bound"]
+    assert re.search(r"train: step 2/2: .* update within \S+ \(embedding \S+\) of the "
+                     r"reference \(bound 5e-05\)", err), err
+
+
+@pytest.mark.parametrize("tokens, message", [
+    (np.array([[0.0, 1.0]]), r"--inputs must be integer token ids for the embedding "
+                             r"embed\.weight \(6 rows\), not float64 values"),
+    (np.array([[0, 6], [1, 2]]), r"--inputs holds token id 6 at \(0, 1\): token ids must "
+                                 r"be from 0 to 5 for the embedding embed\.weight \(6 "
+                                 r"rows\)"),
+    (np.array([3, -1, 2]), r"--inputs holds token id -1 at \(1,\): token ids must be from 0 "
+                           r"to 5 for the embedding embed\.weight \(6 rows\)"),
+    (np.zeros((2, 3, 3), int), r"--inputs must be seq_len or batch x seq_len token ids for "
+                               r"the embedding embed\.weight \(6 rows\), not \(2, 3, 3\)"),
+])
+def test_token_ids_are_checked(capsys, tmp_path, tokens, message):
+    torch.save(EmbedLstm().state_dict(), tmp_path / "m.pt")
+    code, out, err = train(capsys, tmp_path, tmp_path / "m.pt", tokens,
+                           np.zeros((*tokens.shape[:2], 4)))
+    assert code == 2 and out == ""
+    assert re.fullmatch(rf"nnrtl: error: {message}\n", err), err
+    assert not (tmp_path / "run").exists()
+
+
+class NoInputGradient(HostTrainer):
+    input_gradient = None
+
+
+def test_a_trainer_without_an_input_gradient_refuses_an_embedding(capsys, tmp_path):
+    registry.unregister("host")
+    registry.register(dataclasses.replace(
+        HOST, train=lambda request, network: NoInputGradient(DemoConfig())))
+    torch.save(EmbedLstm().state_dict(), tmp_path / "m.pt")
+    code, out, err = train(capsys, tmp_path, tmp_path / "m.pt", np.array([1, 2]),
+                           np.zeros((2, 4)))
+    assert code == 2 and out == ""
+    assert re.fullmatch(r"nnrtl: error: the host engine's trainer gives no gradient at the "
+                        r"network's inputs: it cannot train the embedding embed\.weight in "
+                        r"front of the RNN\n", err), err
