@@ -23,7 +23,7 @@ JOBS   ?= 2
 DEMO_BOARD ?= zc706
 DEMO_DIR   := build/demo-$(DEMO_BOARD)
 
-.PHONY: install demo test test-slow verify-arith bench clean clean-cache distclean
+.PHONY: install demo test test-slow verify-arith bench docs clean clean-cache distclean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,12 @@ $(STAMP): pyproject.toml
 	touch $@
 
 install: $(STAMP)
+
+# The documentation tools (the `docs` extra) in the same environment.
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,docs]'
+	touch $@
 
 # The report is written even when the simulation is not bit-exact; make then fails.
 demo: $(STAMP)
@@ -49,6 +55,11 @@ verify-arith: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m nnrtl.gen.bench --out build/bench
+
+# The documentation site, warnings as errors: build/docs/index.html.
+docs: $(DOCS_STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -q -b html docs build/docs
+	@echo "documentation: build/docs/index.html"
 
 clean:
 	rm -rf build .pytest_cache .hypothesis

@@ -49,7 +49,7 @@ from .engines import LUT_SHARE
 from .errors import CheckFailed, UsageError
 from .optional import missing
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser"]
 
 
 def _engine_arguments(sub, *, model_help):
@@ -72,7 +72,14 @@ _MODEL_HELP = ("a model file (PyTorch state_dict, TorchScript or torch.export ar
                "explored")
 
 
-def _parser():
+def build_parser():
+    """The ``nnrtl`` argument parser: every command and its options (the documentation's
+    CLI reference is generated from it).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+    """
     # Options are taken by their full names only: no guess from a prefix.
     parser = argparse.ArgumentParser(
         prog="nnrtl", description="Generate, synthesise, simulate and train FPGA "
@@ -376,7 +383,7 @@ def main(argv=None):
     """Run the command line; return the exit code (see the module)."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `nnrtl boards | head` ends quietly
     signal.signal(signal.SIGTERM, _interrupt)      # staging directories are removed
-    parser = _parser()
+    parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "passes_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

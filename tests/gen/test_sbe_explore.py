@@ -122,11 +122,11 @@ def test_explore_and_generate_apply_one_rule(lut_share):
             check_fit(sbe, candidate.config, platform, lut_share=lut_share)
 
 
-def test_the_readme_example_picks_the_papers_design_size(capsys):
-    """LSTM 1792 x 256 on the ZC706 (the README's example, whose output the README shows
+def test_the_documented_example_picks_the_papers_design_size(capsys):
+    """LSTM 1792 x 256 on the ZC706 (the SBE page's example, whose output the page shows
     as this prints it): 1024 PEs, as the paper's design, some of them LUT multipliers
     (900 DSPs less 4 PPs' 9 each without batch norm: 160)."""
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "engines" / "sbe" / "index.md").read_text()
     command = re.search(r"^nnrtl explore sbe --board zc706 --param input_size=1792 .*$",
                         readme, re.M).group(0)
     shown = re.search(r"^```\n(SBE on zc706 at 200 MHz: LSTM 1792 inputs.*?)^```$", readme,

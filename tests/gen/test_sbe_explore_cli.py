@@ -438,7 +438,7 @@ def test_a_budget_that_excludes_the_fastest(capsys):
 
 
 def test_per_dsp_picks_a_smaller_design_within_the_tolerance(capsys):
-    """The README's 80 x 16 LSTM: the fastest takes 512 PEs and 548 DSPs; per DSP, rank 21
+    """The SBE page's 80 x 16 LSTM: the fastest takes 512 PEs and 548 DSPs; per DSP, rank 21
     (256 PEs, 292 DSPs, 1.6% slower) is chosen, listed after the top ones and marked; a
     tolerance of 0 keeps the fastest."""
     shape = ["--param", "input_size=80", "--param", "hidden_size=16"]
