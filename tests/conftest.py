@@ -1,6 +1,12 @@
 """Session-wide pytest hooks: the random-configuration draws' seed and counts
 (``tests/gen/test_draws.py``) in the header and, since ``make test`` runs quietly (no
-header), in the summary."""
+header), in the summary; ``tests/helpers`` (modules the tests of several directories
+share) on the import path."""
+
+import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "helpers"))
 
 
 def _draws_line():
