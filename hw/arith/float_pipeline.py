@@ -16,7 +16,7 @@ from amaranth.lib.wiring import In, Out
 from .float_format import FloatFormat
 
 
-__all__ = ["FloatUnit", "FloatPipeline", "wire", "unpack", "leading_zeros", "shift_right_sticky",
+__all__ = ["FloatUnit", "FloatPipeline", "sideband", "wire", "unpack", "leading_zeros", "shift_right_sticky",
            "align_product", "aligned_sum", "normalize_product", "DSP_ONE_HOT", "round_and_pack"]
 
 #: Bits of the one-hot factor a shift-as-product puts on a DSP slice's narrow multiplier
@@ -139,6 +139,19 @@ class FloatPipeline:
             self._o.valid.eq(self._valid),
             self._o.payload.eq(result),
         ]
+
+
+def sideband(m, unit, value, name):
+    """``value`` delayed along the pipeline of a float ``unit`` (``FloatMul``/``FloatAdd``):
+    ``unit.latency`` registers that load when the unit's pipeline moves (``unit.i.ready``),
+    so the returned signal belongs to the result on ``unit.o``."""
+    current = value
+    for stage in range(unit.latency):
+        register = Signal.like(value, name=f"{name}_{stage}")
+        with m.If(unit.i.ready):
+            m.d.sync += register.eq(current)
+        current = register
+    return current
 
 
 def unpack(m, fmt, bits, *, flush_subnormals, name):

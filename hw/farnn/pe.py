@@ -66,6 +66,7 @@ from ..arith.accumulator import StreamingAccumulator, reduction_schedule
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FloatFormat
 from ..arith.float_mul import FloatMul
+from ..arith.float_pipeline import sideband
 
 
 __all__ = ["ChainWordKind", "chain_word_layout", "result_layout", "sideband", "reduction_cycles",
@@ -96,19 +97,6 @@ def chain_word_layout(fmt, weight_depth):
 def result_layout(fmt):
     """A result word: ``data`` (a sum) and ``last`` (the tail PE's sum of a stream)."""
     return data.StructLayout({"data": fmt.width, "last": 1})
-
-
-def sideband(m, unit, value, name):
-    """``value`` delayed along the pipeline of a float ``unit`` (``FloatMul``/``FloatAdd``):
-    ``unit.latency`` registers that load when the unit's pipeline moves (``unit.i.ready``),
-    so the returned signal belongs to the result on ``unit.o``."""
-    current = value
-    for stage in range(unit.latency):
-        register = Signal.like(value, name=f"{name}_{stage}")
-        with m.If(unit.i.ready):
-            m.d.sync += register.eq(current)
-        current = register
-    return current
 
 
 def _check_int(name, value, lowest, highest=None):

@@ -5,13 +5,13 @@ A :class:`Flow` is a point of a pipeline: ``valid`` (driven by the producer) and
 float units: its registers load when ``~valid_out | ready_out``. A stage group of identical
 units fed the same inputs in the same cycles (all multipliers of a CE array, all adders of a
 tree level) stays in lockstep, so one representative unit's handshake speaks for the group
-(:func:`unit_stage`); values that skip a group ride along in :func:`~nnrtl.hw.farnn.pe.sideband`
+(:func:`unit_stage`); values that skip a group ride along in :func:`~nnrtl.hw.arith.float_pipeline.sideband`
 registers that load with the representative's pipeline.
 """
 
 from amaranth.hdl import Signal, Value
 
-from ..farnn.pe import sideband
+from ..arith.float_pipeline import sideband
 from ..hierarchy import shared
 
 __all__ = ["Flow", "register_stage", "unit_stage", "join", "source", "sink", "float_unit"]
