@@ -118,10 +118,10 @@ def benchmarks():
 
 
 def part_main(name, bench, argv=None, *, description):
-    """The command line of one engine's bench part, ``python -m nnrtl.gen.<engine>.bench
+    """The command line of one engine's bench part, ``python -m nnrtl.gen.<engine>.studies.bench
     [--out DIR] [--quick]``: ``bench(out, quick=)`` returns ``(result, markdown)``, written
     to ``OUT/<name>.json`` and ``OUT/<name>.md``."""
-    parser = argparse.ArgumentParser(prog=f"python -m nnrtl.gen.{name}.bench",
+    parser = argparse.ArgumentParser(prog=f"python -m nnrtl.gen.{name}.studies.bench",
                                      description=description)
     parser.add_argument("--out", default="build/bench", help="output directory")
     parser.add_argument("--quick", action="store_true", help="the small set (tests)")

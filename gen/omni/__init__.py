@@ -8,6 +8,6 @@
 * :mod:`.training` -- :func:`~.training.forward` / :func:`~.training.backward` of an LSTM
   stack with MS1 and MS2 (:class:`~.training.MsConfig`), gradients equal to autograd;
 * :mod:`.accounting` -- footprint and data movement per iteration, Table I shapes;
-* :mod:`.accuracy` -- the real tasks (digits, single loss; a character LM on CPython's
+* :mod:`.studies.accuracy` -- the real tasks (digits, single loss; a character LM on CPython's
   ``pydoc_data``, per-timestamp loss) against unmodified PyTorch training.
 """

@@ -6,7 +6,7 @@ A pass is a generator: it yields ``(program name, scratchpad)`` for every cell, 
 order the channel runs them, and is sent back the scratchpad after the program (every
 vector the program wrote, bit patterns); its return value is the pass's outputs. The
 golden backend answers with :func:`nnrtl.sim.golden.omni.channel.run_program`
-(:func:`run_golden`), the RTL backend's bench (:mod:`nnrtl.sim.tb.omni_train`) with the
+(:func:`run_golden`), the RTL backend's bench (:mod:`nnrtl.sim.tb.omni.train`) with the
 Channel RTL under Verilator, each beat checked against the same golden model. So the
 sequencing (which vector of which cell feeds which) is written once.
 

@@ -10,7 +10,7 @@
     :func:`.perf.predict`: one training iteration of the configuration's LSTM under R2A
     (:mod:`.r2a`'s cycle model on :mod:`.workload`'s task graph).
 ``simulate``
-    One run of :mod:`nnrtl.sim.tb.omni_top` under Verilator: the top's task graph of
+    One run of :mod:`nnrtl.sim.tb.omni.top` under Verilator: the top's task graph of
     ``layers`` x ``seq_len`` FW and BP cells (``--steps`` replaces ``seq_len``),
     dispatched by the RTL's R2A to its channels, every result beat checked bit-exact
     against :mod:`nnrtl.sim.golden.omni.channel`, then one cell's MS1 record through the
@@ -99,7 +99,7 @@ def _useful_macs(tasks):
 
 def simulate(request):
     """The training iteration's cell tasks of ``request.config`` through the Verilator
-    bench (:mod:`nnrtl.sim.tb.omni_top`) under ``request.backpressure``; its result JSON:
+    bench (:mod:`nnrtl.sim.tb.omni.top`) under ``request.backpressure``; its result JSON:
     ``bit_exact``, ``cycles`` (the top's counter), ``model_cycles``, ``busy_matmul`` /
     ``busy_ew`` (channel-cycles per task kind), ``busy_mvm``, ``busy_ew_mul``,
     ``busy_outer``, ``busy_ew_add`` (channel-cycles per PE mode) and their
@@ -121,7 +121,7 @@ def simulate(request):
     except ValueError as error:
         raise UsageError(f"omni sim: {error}; give fewer --steps") from None
     params = {"config": dataclasses.asdict(config), "patterns": [request.backpressure]}
-    result = run(_verilog(config), test_module="nnrtl.sim.tb.omni_top", params=params,
+    result = run(_verilog(config), test_module="nnrtl.sim.tb.omni.top", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_omni", log=request.log)
     (counters,) = result.pop("runs")
     macs = _useful_macs(tasks)

@@ -41,7 +41,7 @@ gave 3,023, -9.4 %). Under Verilator with the per-mode counters (``nnrtl sim omn
 :func:`top_mode_busy`, summing to ``busy_matmul`` + ``busy_ew`` = 2,782 + 1,188; 4
 channels of 8 PEs (I 9, H 11, 2 layers, 3 steps, seed 4): ``cycles`` 5,918 = model,
 swings 8 = model, 4,086 / 1,284 / 756 / 2,622 = model (sum 8,748 = 6,894 + 1,854).
-Tests: ``tests/gen/test_omni_perf.py`` (Amaranth), ``tests/sim/test_omni_top_verilator.py``.
+Tests: ``tests/omni/gen/test_omni_perf.py`` (Amaranth), ``tests/omni/sim/test_omni_top_verilator.py``.
 """
 
 import dataclasses

@@ -30,7 +30,7 @@ Decisions [U] (the paper gives none of these; spec §3.4, §6.7)
       previous task was foreign.
     * Validation: the schedule issues per task one channel program per sample
       (:func:`task_program`); their cycles are the channel cycle model's, checked equal
-      to the Channel RTL's (``tests/gen/test_omni_r2a_model.py``). No multi-channel top
+      to the Channel RTL's (``tests/omni/gen/test_omni_r2a_model.py``). No multi-channel top
       exists yet: the model is validated per channel program the schedule issues,
       not on a whole top.
     * Switch cost: ``switch_cycles`` extra channel cycles when a channel's task kind
@@ -54,7 +54,7 @@ No deadlock: a task waits only for its dependencies (the graph has no cycle,
 :func:`.workload.check_graph`), each group has at least one channel, so some channel can
 run every kind, tasks are never preempted and take finite time: as long as a task is not
 done, one is ready or running. Tested on random graphs
-(``tests/gen/test_omni_r2a_model.py``).
+(``tests/omni/gen/test_omni_r2a_model.py``).
 """
 
 import bisect

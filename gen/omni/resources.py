@@ -202,7 +202,7 @@ def measure_channel(pes_per_channel=32, log=None):
 
     from ...hw.omni.channel import Channel
     from ...hw.omni.channel_config import ChannelConfig
-    from .bench import yosys_counts
+    from .studies.bench import yosys_counts
 
     channel = ChannelConfig(pes_per_channel=pes_per_channel, input_size=3072,
                             hidden_size=3072)

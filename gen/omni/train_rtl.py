@@ -1,5 +1,5 @@
 """The channel part of an η-LSTM training step on the RTL: each layer pass (FW or BP) one
-run of the Verilator bench :mod:`nnrtl.sim.tb.omni_train` (the Channel RTL running the
+run of the Verilator bench :mod:`nnrtl.sim.tb.omni.train` (the Channel RTL running the
 pass's cell programs, every result beat checked against the golden model), the
 ``rtl`` backend of :class:`~.trainer.OmniTrainer`.
 
@@ -67,8 +67,8 @@ class RtlCells:
         keyword arrays of :func:`~.channel_passes.fw_pass` / ``bp_pass``, ``ms1``
         included); returns its outputs, the RTL's."""
         from nnrtl.sim.runner import SimulationError, simulate
-        from nnrtl.sim.tb.omni_channel import channel_spec
-        from nnrtl.sim.tb.omni_train import load_arrays, save_arrays
+        from nnrtl.sim.tb.omni.channel import channel_spec
+        from nnrtl.sim.tb.omni.train import load_arrays, save_arrays
 
         what = f"layer {layer}'s {phase.upper()} pass on the channel RTL"
         start = time.monotonic()
@@ -81,7 +81,7 @@ class RtlCells:
                       "inputs": str(inputs), "outputs": str(outputs), "ms1": ms1,
                       "pattern": PATTERN}
             try:
-                result = simulate(self._design(), test_module="nnrtl.sim.tb.omni_train",
+                result = simulate(self._design(), test_module="nnrtl.sim.tb.omni.train",
                                   params=params, seed=self.seed, name="omni_channel",
                                   log=self.log)
             except SimulationError as error:

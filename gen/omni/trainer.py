@@ -17,7 +17,7 @@ Engine options (``request.options``, after ``nnrtl train omni ...``)
     (``single``). One training step is one epoch of MS2 (the request's batch is the whole
     data set): step 1 measures the per-cell magnitudes, skipping starts at step 4 (eq. 5
     needs three losses). θ = 0 and a skip threshold of 0 give the baseline's gradients
-    bit for bit (tests/gen/test_omni_trainer.py).
+    bit for bit (tests/omni/gen/test_omni_trainer.py).
 
 ``--param``: the :class:`~nnrtl.hw.omni.channel_config.ChannelConfig` fields other than
 the sizes (which come from the model): ``pes_per_channel`` (default 32), ``adder_stages``,
@@ -39,7 +39,7 @@ magnitudes. With the interface's losses (means over the outputs: ``|δY|`` sums 
 ``2 max|y - target|`` for mse, 2 for cross-entropy; gates and ``h`` are below 1 in
 magnitude; inputs of order one), ``S <= 1``: the bound is ``LN LL δ`` (6.4e-4 for 2
 layers of 10 steps, I = H = 8). Measured errors are two orders of magnitude below it
-(tests/gen/test_omni_trainer.py pins the margin): the errors do not add coherently.
+(tests/omni/gen/test_omni_trainer.py pins the margin): the errors do not add coherently.
 """
 
 import dataclasses

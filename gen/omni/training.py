@@ -13,7 +13,7 @@ tape holds per cell is what the hardware stores in memory between FW and BP:
 
 Gradients. With MS1 off (or at threshold 0, bit-identical) and MS2 off (or threshold 0)
 the gradients are those of PyTorch autograd on ``nn.LSTM`` with the same weights, up to
-floating-point rounding order: measured (tests/gen/test_omni_training.py) within
+floating-point rounding order: measured (tests/omni/gen/test_omni_training.py) within
 ``1e-12`` relative to the largest gradient of each tensor in float64 and within
 :data:`FLOAT32_BOUND` in float32, against float64 autograd.
 
@@ -52,7 +52,7 @@ class MsConfig:
     prune_threshold : float
         MS1's θ (paper: "around 0.1"); values ``|v| < θ`` are pruned. Default 0.05 and
         ``skip_threshold`` 0.002 [U, decided by the multi-seed sweeps of
-        :mod:`.accuracy`]: with both MS on, the single-loss digits task (8 seeds) is
+        :mod:`.studies.accuracy`]: with both MS on, the single-loss digits task (8 seeds) is
         +0.52 % ± 0.66 % in accuracy against PyTorch, the one-sided 95 % bound of its loss
         0.73 %, with 36.9 % of the bytes stored between FW and BP saved; the per-timestamp
         text task (10 seeds, 40 epochs, clipped) -0.34 % ± 0.40 % in perplexity, bound

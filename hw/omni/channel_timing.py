@@ -1,5 +1,5 @@
 """The channel's cycle model: :func:`program_cycles` of a program on a
-:class:`~.channel.Channel` fed by the bench's scratchpad (``sim/tb/omni_channel.py``),
+:class:`~.channel.Channel` fed by the bench's scratchpad (``sim/tb/omni/channel.py``),
 cycle for cycle.
 
 It is a cycle-level model of the control of the RTL, without the data: every queue is
@@ -29,7 +29,7 @@ every handshake the RTL's expression. What it models, per cycle:
 Every latency comes from the :class:`~.channel_config.ChannelConfig` (and its
 :attr:`~.channel_config.ChannelConfig.pe`). The model is exact against the RTL in the
 Amaranth simulator and under Verilator with pattern ``none`` (tests:
-``tests/hw/test_omni_channel_timing.py``). Lanes never active in the program are left
+``tests/omni/hw/test_omni_channel_timing.py``). Lanes never active in the program are left
 out (they take no part in any handshake); in a program without activations, lanes
 active in the same steps get the same handshakes in every cycle, so one lane stands for
 each such group (the lanes from ``first`` to the next step's lane count). Cost: about

@@ -3,7 +3,7 @@
 :class:`R2AConfig` is the one source of truth of the scheduler; :class:`R2AScheduler` is
 its RTL, and :func:`nnrtl.gen.omni.r2a.schedule` its cycle model: both follow the
 decisions written in :mod:`nnrtl.gen.omni.r2a` (split, swing channels, trigger,
-priority, switch cost, timing) and agree cycle for cycle (``tests/hw/test_omni_r2a.py``).
+priority, switch cost, timing) and agree cycle for cycle (``tests/omni/hw/test_omni_r2a.py``).
 
 Task table [U, decided here]
     Tasks are loaded through the ``load`` stream before ``start``; a task's id is its

@@ -56,7 +56,7 @@ Decisions the paper leaves open ([U] of spec §3.6)
   40-channel top's input ports must stay under Amaranth's 65,536 top-level input bits
   (two 1,024-bit streams a channel need 84,400): MVM and outer products (one lane
   operand an element) run at full rate, element-wise operations with two lane operands
-  at one element every two cycles. The benches (:mod:`nnrtl.sim.tb.omni_top`) are the
+  at one element every two cycles. The benches (:mod:`nnrtl.sim.tb.omni.top`) are the
   scratchpad, streaming each task's steps of :mod:`.channel_program` in program order
   with the read-after-write order a real scratchpad keeps.
 - *DMA side*: the DMA's descriptor and data streams (``s_dma_wr_cmd``,
