@@ -18,12 +18,13 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
     of random images through FP → EB/PG → update under the ``--backpressure`` pattern, the
     activations and errors out bit-exact against the golden models (the updated weights
     through them), the counters read over AXI4-Lite; every segment of the node at once,
-    its partial errors and δ out where it has them. Its
-    ``cycles`` are the bench's: its phases (an image's activations, then its errors) do not
-    overlap FP and BP as a chain does, it loads the weights first and it stops at the last
-    output beat, before the last update, so they differ from ``model_cycles``
-    (:func:`predict`, the pipelined steady state) either way: no model gives the bench's
-    cycles; the cluster simulator models the chain.
+    its partial errors and δ out where it has them. Its ``cycles`` are the bench's (its
+    phases, an image's activations and then its errors, do not overlap FP and BP as a
+    chain does; it loads the weights first and stops at the last output beat, before the
+    last update); ``model_cycles`` are :func:`.node_cycles.bench_cycles`' for the same
+    run, exact under backpressure ``none`` (``model_exact: true``) for every
+    configuration; :func:`predict` is the pipelined steady state of a node in a chain
+    (the cluster simulator models the chain).
 ``map``, ``cluster``
     :func:`.hooks.map_hook`, :func:`.hooks.cluster_hook`.
 ``bench``
@@ -156,30 +157,33 @@ def _verilog(config):
 
 def simulate(request):
     """One node's training of ``request.steps`` mini-batches under Verilator (module
-    docstring); the result JSON with ``model_cycles`` (:func:`predict`) and
-    ``model_exact: false`` with ``model_note`` saying why they differ from ``cycles``."""
+    docstring); the result JSON with ``model_cycles`` (:func:`.node_cycles.bench_cycles`
+    of the run, exact under backpressure ``none``: ``model_exact: true``).
+
+    Raises
+    ------
+    UsageError
+        ``request.model`` given (the bench runs random weights and images)."""
     from ...sim.runner import simulate as run
     from ...sim.tb.fpdeep_node import node_fields
     from ..errors import UsageError
+    from .node_cycles import bench_cycles, bench_lag
 
     config = request.config
     if request.model is not None:
         raise UsageError("fpdeep sim takes no --model: it runs random weights and images "
                          "(map a model with nnrtl map fpdeep)")
     batches = DEFAULT_BATCHES if request.steps is None else request.steps
-    # images sent ahead of their errors: one Act-RAM image left for the next FP input
-    lag = max(1, min(config.act_images - 1, config.batch))
+    lag = bench_lag(config)
     result = run(_verilog(config), test_module="nnrtl.sim.tb.fpdeep_node",
                  params={"config": node_fields(config), "batches": batches, "lag": lag,
                          "patterns": [request.backpressure]},
                  seed=request.seed, waves=request.waves, name="nnrtl_fpdeep", log=request.log)
     run_ = result["patterns"][request.backpressure]
-    model = predict(config, {"images": batches * config.batch})
-    result.update(cycles=run_["cycles"], model_cycles=model["cycles"],
-                  model_exact=False, model_note="model_cycles is the pipelined steady state "
-                  "of a node in a chain, not the bench's phased run (no model gives its cycles)",
-                  useful_macs=model["useful_macs"],
-                  utilization=model["useful_macs"] / (run_["cycles"] * config.macs))
+    useful = predict(config, {"images": batches * config.batch})["useful_macs"]
+    result.update(cycles=run_["cycles"], model_cycles=bench_cycles(config, batches, lag),
+                  model_exact=True, useful_macs=useful,
+                  utilization=useful / (run_["cycles"] * config.macs))
     return result
 
 

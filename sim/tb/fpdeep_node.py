@@ -26,8 +26,10 @@ NodeConfig's ``segments`` as FpConfig fields, ``eb``, ``batch``, ``act_images``,
 ``eb_partial``, ``delta_out``), ``batches``, ``lag``,
 ``patterns``, ``seed``. Reported: ``bit_exact``; per pattern ``beats`` and ``mismatches``
 per output stream, ``cycles``, ``budget`` and the node's counters read over AXI4-Lite
-(``images``, ``updates``, ``cycles``, busy cycles of FP/EB/PG); ``model_cycles``: the
-node's steady-state cycles (:attr:`NodeConfig.cycles`) times the images.
+(``images``, ``updates``, ``cycles``, busy cycles of FP/EB/PG); ``steady_cycles``: the
+node's steady-state cycles (:attr:`NodeConfig.cycles`) times the images. The bench's
+``cycles`` under backpressure ``none``, exactly: :func:`nnrtl.gen.fpdeep.node_cycles.
+bench_cycles`.
 """
 
 import random
@@ -357,7 +359,7 @@ async def node_trains_bit_exact(dut):
                          "mismatches": wrong, "counters": counters}
         dut._log.info("pattern %s: %d cycles, counters %s", kind, cycles, counters)
     report({"bit_exact": exact, "patterns": results, "images": images,
-            "model_cycles": config.cycles * images})
+            "steady_cycles": config.cycles * images})
     assert exact, results
 
 

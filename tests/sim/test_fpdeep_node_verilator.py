@@ -6,11 +6,14 @@ and two nodes the draws made (two segments with EB partial errors and a one-imag
 a completing segment sending δ) in the slow suite; two mini-batches of two images per backpressure pattern with a lag of two
 images between FP and the errors (so the third image runs FP on the old weights and EB on
 the new ones): activations out, errors out and, through them, the updated weights
-bit-exact against the golden models; the counters read over AXI4-Lite."""
+bit-exact against the golden models; the counters read over AXI4-Lite; under backpressure
+``none`` the bench's cycles those of the cycle model
+(:func:`nnrtl.gen.fpdeep.node_cycles.bench_cycles`)."""
 
 import numpy as np
 import pytest
 
+from nnrtl.gen.fpdeep.node_cycles import bench_cycles, bench_lag
 from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.fpdeep import FpConfig
 from nnrtl.hw.fpdeep.node import FpdeepNode, NodeConfig
@@ -62,6 +65,7 @@ def run_node(config, name):
                       seed=14, params={"config": node_fields(config), "batches": BATCHES,
                                        "lag": LAG, "patterns": list(PATTERNS)})
     assert result["bit_exact"], result["patterns"]
+    assert result["patterns"]["none"]["cycles"] == bench_cycles(config, BATCHES, LAG)
     for kind in PATTERNS:
         run = result["patterns"][kind]
         assert run["counters"]["updates"] == BATCHES and run["counters"]["images"] == 4
@@ -90,12 +94,13 @@ def test_node_trains_slow(config, name):
                                           (DELTA_OUT, "delta_out")],
                          ids=["two-segments", "delta-out"])
 def test_node_segments_and_partial_errors(config, name):
-    lag = max(1, min(config.act_images - 1, config.batch))
+    lag = bench_lag(config)
     result = simulate(FpdeepNode(config), test_module="nnrtl.sim.tb.fpdeep_node",
                       name=f"fpdeep_node_{name}", seed=2,
                       params={"config": node_fields(config), "batches": BATCHES,
                               "lag": lag, "patterns": ["none", "bursty"]})
     assert result["bit_exact"], result["patterns"]
+    assert result["patterns"]["none"]["cycles"] == bench_cycles(config, BATCHES, lag)
     beats = result["patterns"]["bursty"]["beats"]
     if config is TWO_SEGMENTS:
         assert beats["s1_err_part_out"] == 4 * 5 ** 2 and beats["part_out"] > 0
