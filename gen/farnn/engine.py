@@ -6,9 +6,9 @@
     The resource model (:mod:`.resources`) and the cycle model of one training step's FPGA
     part (:mod:`.perf`).
 ``simulate``
-    One run of :mod:`nnrtl.sim.tb.farnn` under Verilator: one layer's FW pass then its BW
-    pass over ``steps`` steps (default ``config.seq_len``), random weights, inputs and
-    ``dy`` drawn from the seed, every output checked against
+    One run of :mod:`nnrtl.sim.tb.farnn.engine` under Verilator: one layer's FW pass then
+    its BW pass over ``steps`` steps (default ``config.seq_len``), random weights, inputs
+    and ``dy`` drawn from the seed, every output checked against
     :mod:`nnrtl.sim.golden.farnn.layer`.
 ``explore``
     :func:`.explore.explore_request`.
@@ -21,7 +21,7 @@
     engine from the board's oscillator (no MMCM is generated), and the 400 MHz is a target
     that only vendor timing closure can confirm.
 ``bench``
-    :func:`.bench.bench_farnn` (``make bench``).
+    :func:`.studies.bench.bench_farnn` (``make bench``).
 """
 
 import dataclasses
@@ -46,7 +46,7 @@ def _verilog(config):
 
 def simulate(request):
     """One FW + BW layer pass of ``request.config`` through the Verilator bench
-    (:mod:`nnrtl.sim.tb.farnn`); its result JSON with the board's throughput."""
+    (:mod:`nnrtl.sim.tb.farnn.engine`); its result JSON with the board's throughput."""
     from ...sim.runner import simulate as run
     from ..errors import UsageError
 
@@ -64,7 +64,7 @@ def simulate(request):
         "sink_pauses": request.backpressure,
         "weight_load": request.weight_load,
     }
-    result = run(_verilog(config), test_module="nnrtl.sim.tb.farnn", params=params,
+    result = run(_verilog(config), test_module="nnrtl.sim.tb.farnn.engine", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_farnn",
                  log=request.log)
     return result
@@ -91,8 +91,8 @@ def _clock(config, board):
 
 
 def _bench(out):
-    from .bench import bench_farnn
-    from .bench_markdown import markdown_farnn
+    from .studies.bench import bench_farnn
+    from .studies.bench_markdown import markdown_farnn
     result = bench_farnn(out)
     return result, markdown_farnn(result)
 

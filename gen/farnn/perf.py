@@ -5,9 +5,9 @@ Built from named components and calibrated against the engine top
 (:class:`~nnrtl.hw.farnn.engine.FarnnEngine`): its cycles are those of
 :func:`nnrtl.hw.farnn.schedule.serialized_run_cycles`, the top's schedule beat by beat
 and element by element, itself equal to the simulated engine's ``cycles`` counter on
-every gapless run measured (``tests/hw/test_farnn_schedule.py``). This model takes the
+every gapless run measured (``tests/farnn/hw/test_farnn_schedule.py``). This model takes the
 same terms per stream and per step, so a 1,600-step pass of 1,024 cells costs
-milliseconds; ``tests/gen/test_farnn_perf.py`` holds it within 3 % of the schedule on
+milliseconds; ``tests/farnn/gen/test_farnn_perf.py`` holds it within 3 % of the schedule on
 drawn engines (exactness below).
 
 A pass of one layer (:func:`pass_cycles`)
@@ -111,7 +111,7 @@ PCIE_GBPS = 12.5
 HANDOFF = 2
 #: Cycles the MVM unit takes from a run's last result beat to accepting the next run's
 #: first element (its "Wait for the sums" and "Idle" states), measured by
-#: ``tests/gen/test_farnn_perf.py`` in the Amaranth simulator.
+#: ``tests/farnn/gen/test_farnn_perf.py`` in the Amaranth simulator.
 MVM_TURNAROUND = 2
 #: The top's first issue of a FW run: the START pulse in cycle 0, the zeros valid from
 #: cycle 1, the idle unit's run from cycle 2 (:func:`nnrtl.hw.farnn.schedule.run_cycles`).

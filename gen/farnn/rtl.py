@@ -1,10 +1,10 @@
 """The FPGA part of a FARNN training step on the RTL: each layer pass (FW or BW) one run of
-the engine's Verilator bench (:mod:`nnrtl.sim.tb.farnn`) on the trainer's data, the
+the engine's Verilator bench (:mod:`nnrtl.sim.tb.farnn.engine`) on the trainer's data, the
 trainer's ``rtl`` backend (:class:`~nnrtl.gen.farnn.trainer.FarnnTrainer`).
 
 A pass's inputs (the weight stream as :func:`~nnrtl.gen.farnn.host.pack_weights` packed
 it, the host's input MVM results, or the saved values and ``dy``) go to the bench as an
-``.npz`` file (:mod:`nnrtl.sim.tb.farnn_io` names the arrays); the bench checks the RTL's
+``.npz`` file (:mod:`nnrtl.sim.tb.farnn.io` names the arrays); the bench checks the RTL's
 outputs against the golden model on the same inputs and writes them to another ``.npz``,
 which becomes the pass's result. The Verilog is converted once per configuration in a
 process (:func:`nnrtl.gen.farnn.engine._verilog`) and built once (the Verilator cache is
@@ -48,7 +48,7 @@ class RtlPasses:
     """
 
     def __init__(self, config, *, seed=1, log=None):
-        from ...sim.tb.farnn_io import check_supported
+        from ...sim.tb.farnn.io import check_supported
 
         try:
             check_supported(config)
@@ -65,10 +65,11 @@ class RtlPasses:
 
     def run(self, layer, phase, data):
         """Pass ``phase`` (``"fw"`` or ``"bw"``) of layer number ``layer`` on ``data`` (the
-        input arrays, :mod:`nnrtl.sim.tb.farnn_io`); returns its output arrays, the RTL's."""
+        input arrays, :mod:`nnrtl.sim.tb.farnn.io`); returns its output arrays, the
+        RTL's."""
         from ...sim.runner import SimulationError
         from ...sim.runner import simulate
-        from ...sim.tb import farnn_io
+        from ...sim.tb.farnn import io as farnn_io
         from .engine import _verilog
 
         config = self.config
@@ -82,7 +83,7 @@ class RtlPasses:
                       "phases": [phase], "inputs": str(inputs), "outputs": str(outputs),
                       "source_pauses": "none", "sink_pauses": "none"}
             try:
-                result = simulate(_verilog(config), test_module="nnrtl.sim.tb.farnn",
+                result = simulate(_verilog(config), test_module="nnrtl.sim.tb.farnn.engine",
                                   params=params, seed=self.seed, name="nnrtl_farnn",
                                   log=self.log)
             except SimulationError as error:

@@ -34,8 +34,8 @@ __all__ = ["FarnnTrainer", "config_for", "train_hook", "GRADIENT_BOUND"]
 #: arithmetic allows. The error is that of fp32 arithmetic (one rounding per operation, each
 #: MVM sum a chain of fp32 additions in the accumulator's order) plus the PWL sigmoid/tanh
 #: tables' (absolute error up to 4.9e-6 and 9.7e-6: ``nnrtl.sim.golden.activation.
-#: max_abs_error``), carried through the recurrence. It is relative
-#: to the gradients: ``python -m nnrtl.gen.farnn.accuracy`` (2-layer LSTM, GRU and LSTM with
+#: max_abs_error``), carried through the recurrence. It is relative to the gradients:
+#: ``python -m nnrtl.gen.farnn.studies.accuracy`` (2-layer LSTM, GRU and LSTM with
 #: projection, hidden 40, batch 2, a split last round, the summed loss whose gradients grow
 #: with T) measures at most 2.8e-6 of each tensor's largest gradient for T = 16 ... 256, and
 #: absolute errors from 1.3e-6 (T = 16) to 4.2e-5 (GRU, T = 256, gradients up to 144).
@@ -157,7 +157,7 @@ class FarnnTrainer:
     def _streams(self, layer):
         """What the FPGA receives of a layer: ``{"weights_fw": FW stream of R_k (and
         W_hr), "weights_bw": BW stream of the host-transposed R_k^T (and W_hr^T),
-        "bias_n": GRU's bR_n}`` (:mod:`nnrtl.sim.tb.farnn_io` names)."""
+        "bias_n": GRU's bR_n}`` (:mod:`nnrtl.sim.tb.farnn.io` names)."""
         config = self.config
         recurrent = to_bits(layer.weight_hh).reshape(config.units, config.hidden_size,
                                                      config.recurrent_size)
@@ -176,12 +176,12 @@ class FarnnTrainer:
     def _weights(self, layer):
         """The layer's matrices as the PEs hold them after its weight streams
         (:meth:`_streams`): FW ``R_k`` (and ``W_hr``), BW ``R_k^T`` (and ``W_hr^T``)."""
-        from nnrtl.sim.tb import farnn_io
+        from nnrtl.sim.tb.farnn import io as farnn_io
         return farnn_io.layer_weights(self.config, self._streams(layer))
 
     def _forward_pass(self, index, streams, imvm):
         """Layer ``index``'s FW pass on the FPGA part: a ForwardResult."""
-        from nnrtl.sim.tb import farnn_io
+        from nnrtl.sim.tb.farnn import io as farnn_io
         if self._rtl is None:
             return golden.forward(self.config, farnn_io.layer_weights(self.config, streams),
                                   imvm)
@@ -192,7 +192,7 @@ class FarnnTrainer:
         """Layer ``index``'s BW pass on the FPGA part, from its FW pass ``fw``: a
         BackwardResult (the RTL's without ``dv_prev`` and ``dc_prev``, which stay on
         chip)."""
-        from nnrtl.sim.tb import farnn_io
+        from nnrtl.sim.tb.farnn import io as farnn_io
         if self._rtl is None:
             return golden.backward(self.config, farnn_io.layer_weights(self.config, streams),
                                    fw, dy)

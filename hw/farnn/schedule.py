@@ -315,7 +315,7 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
     It holds for any ``chains``: with two or fewer the serializer never holds a stream, and
     the chain heads delay a short (split) stream whose first beat would reach a head
     before the stream before it has left (``E + c < 2 L`` for its ``c`` elements: e.g. one
-    adder stage, ``E = 0``; measured: ``tests/hw/test_farnn_schedule.py``,
+    adder stage, ``E = 0``; measured: ``tests/farnn/hw/test_farnn_schedule.py``,
     ``HEAD_CLASH``).
     """
     batch = config.batch if batch is None else batch

@@ -53,7 +53,7 @@ def fp32_mul(a_bits, b_bits):
     """``float_mul(FP32, a, b)``, fast: numpy's float32 multiply is IEEE 754 binary32's,
     one rounding to nearest even with subnormals, the same bits as the golden
     :func:`~nnrtl.sim.golden.float.float_mul` (pinned over its operand mixes by
-    ``tests/golden/test_farnn_golden.py``) except for NaNs, which are made the canonical
+    ``tests/farnn/golden/test_farnn_golden.py``) except for NaNs, which are made the canonical
     NaN as the golden's. Falls back to the golden if the FPU flushes subnormals."""
     a = np.asarray(a_bits, dtype=np.uint32)
     b = np.asarray(b_bits, dtype=np.uint32)
@@ -82,7 +82,7 @@ def fp32_streaming_sums(streams, *, adder_stages):
     """:func:`~nnrtl.sim.golden.accumulator.streaming_sums` of equal-length fp32 streams
     (``streams`` ``count x n``, ``n >= 1``), the same rule -- slot ``i mod L``, then the
     accumulator golden's own reduction (``_reduce``) -- with :func:`fp32_add`; the same bits
-    (pinned by ``tests/golden/test_farnn_golden.py``), fast."""
+    (pinned by ``tests/farnn/golden/test_farnn_golden.py``), fast."""
     streams = np.asarray(streams, dtype=np.uint32)
     count, n = streams.shape
     slots = adder_stages

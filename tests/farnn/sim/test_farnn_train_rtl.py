@@ -5,7 +5,7 @@ deterministic on the CPU); ``train.json`` carries the RTL's counters; a pass tha
 bit-exact or overruns its budget stops the command with exit code 1 (a failed check) and
 the bench's reason, writing nothing.
 
-The engines are those of ``tests/sim/test_farnn_verilator.py`` (the Verilog does not
+The engines are those of ``tests/farnn/sim/test_farnn_verilator.py`` (the Verilog does not
 depend on the sequence length, the input size or the number of layers): the Verilator
 builds are shared with it, and each pass then takes seconds.
 """

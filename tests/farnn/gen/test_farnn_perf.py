@@ -281,7 +281,7 @@ def _random_configs(seed, count, smallest):
 def test_pass_within_3_percent_of_the_tops_schedule():
     """The model's pass (after the load) against the top's cycles,
     :func:`~nnrtl.hw.farnn.schedule.serialized_run_cycles` (exact against the simulated
-    engine: ``tests/hw/test_farnn_schedule.py``), on 60 drawn engines of 10-40 cells, FW
+    engine: ``tests/farnn/hw/test_farnn_schedule.py``), on 60 drawn engines of 10-40 cells, FW
     and BW: within 3 % (the largest seen in sweeps of 900 was 2.2 %)."""
     for config in _random_configs(12, 60, 10):
         for phase in ("fw", "bw"):

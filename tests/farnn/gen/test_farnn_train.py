@@ -13,7 +13,7 @@ import torch
 from nnrtl.gen import train as interface
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.farnn import host
-from nnrtl.gen.farnn.accuracy import random_network, reference_gradients
+from nnrtl.gen.farnn.studies.accuracy import random_network, reference_gradients
 from nnrtl.gen.farnn.trainer import (GRADIENT_BOUND, FarnnTrainer, config_for,
                                      train_hook)
 from nnrtl.gen.models import GRU, LSTM, Network, load_network
@@ -292,9 +292,9 @@ def test_layer_weights_reach_the_golden_through_the_streams():
 @pytest.mark.slow
 @pytest.mark.parametrize("model", ["lstm", "gru", "lstm-proj"])
 def test_gradient_accuracy_at_256_steps(model):
-    """The accuracy report's longest sequences (python -m nnrtl.gen.farnn.accuracy): the
+    """The accuracy report's longest sequences (python -m nnrtl.gen.farnn.studies.accuracy): the
     summed loss's gradients (up to ~170) within the bound, relative error below 1e-5."""
-    from nnrtl.gen.farnn.accuracy import HARDWARE, MODELS, gradient_errors
+    from nnrtl.gen.farnn.studies.accuracy import HARDWARE, MODELS, gradient_errors
     network = random_network(*MODELS[model])
     max_abs, max_rel, largest = gradient_errors(network, 256, 2, params=HARDWARE)
     assert largest > 5

@@ -1,16 +1,17 @@
 # amaranth: UnusedElaboratable=no
 """FARNN bench, the model's figures (:mod:`.bench`): slice arithmetic, Fig. 9's
 utilization, execution time against cells and sequence length (Figs. 7-8, with plots) and
-the Table 2 analogue. Seconds in all; every number from :mod:`.perf` (calibrated against
-the engine top's cycles), :mod:`.resources` (Yosys figures) and :mod:`.explore`."""
+the Table 2 analogue. Seconds in all; every number from :mod:`nnrtl.gen.farnn.perf`
+(calibrated against the engine top's cycles), :mod:`nnrtl.gen.farnn.resources` (Yosys
+figures) and :mod:`nnrtl.gen.farnn.explore`."""
 
 import dataclasses
 
-from ...hw.farnn.config import FarnnConfig
-from ...hw.farnn.presets import PAPER_8K, PRESETS
-from .explore import explore, fits
-from .perf import f9_table, training_step
-from .resources import resource_estimate
+from ....hw.farnn.config import FarnnConfig
+from ....hw.farnn.presets import PAPER_8K, PRESETS
+from ..explore import explore, fits
+from ..perf import f9_table, training_step
+from ..resources import resource_estimate
 
 __all__ = ["PAPER_SLICES", "PAPER_F9", "F9_DESIGNS", "slice_rows", "f9_rows", "time_rows",
            "table2_rows", "plot_times"]
@@ -145,7 +146,8 @@ TABLE2_WORKLOADS = (("lstm", 1024), ("gru", 1280))
 def table2_rows(boards=("vu9p", "vcu128")):
     """The paper's Table 2 analogue: per board and cell type, the exploration's design
     (5 layers, T = 1,600, batch 1), its PEs and resources against the board's budgets,
-    and the resources per PE and per chain (Yosys figures of :mod:`.resources`)."""
+    and the resources per PE and per chain (Yosys figures of
+    :mod:`nnrtl.gen.farnn.resources`)."""
     rows = []
     for board in boards:
         for cell, hidden in TABLE2_WORKLOADS:
@@ -165,19 +167,19 @@ def table2_rows(boards=("vu9p", "vcu128")):
 
 def yosys_rows(chain_length=2, *, log=None):
     """Yosys (``synth_xilinx -family xcup``, flattened) of one PE and one chain of
-    ``chain_length`` PEs (64-word stand-in memories: :mod:`.resources`' note): LUT, FF,
-    DSP and logic levels, with the seconds. Cached by the Verilog's hash under
-    ``$NNRTL_CACHE_DIR/farnn-yosys`` (minutes each otherwise)."""
+    ``chain_length`` PEs (64-word stand-in memories: :mod:`nnrtl.gen.farnn.resources`'
+    note): LUT, FF, DSP and logic levels, with the seconds. Cached by the Verilog's hash
+    under ``$NNRTL_CACHE_DIR/farnn-yosys`` (minutes each otherwise)."""
     import hashlib
     import json
     import tempfile
     from pathlib import Path
 
-    from ...hw.arith.float import FP32
-    from ...hw.farnn.chain import PEChain
-    from ...hw.farnn.pe import FarnnPE
-    from ...sim.runner import cache_dir, to_verilog
-    from ..synth import count_resources, run_yosys
+    from ....hw.arith.float import FP32
+    from ....hw.farnn.chain import PEChain
+    from ....hw.farnn.pe import FarnnPE
+    from ....sim.runner import cache_dir, to_verilog
+    from ...synth import count_resources, run_yosys
 
     units = {"PE": lambda: FarnnPE(FP32, weight_depth=64),
              f"chain of {chain_length} PEs": lambda: PEChain(FP32, chain_length=chain_length,

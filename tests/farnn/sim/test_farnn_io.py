@@ -1,4 +1,4 @@
-"""The FARNN bench's data (:mod:`nnrtl.sim.tb.farnn_io`), without a simulator: the inputs
+"""The FARNN bench's data (:mod:`nnrtl.sim.tb.farnn.io`), without a simulator: the inputs
 drawn from a seed have the shapes a pass needs, the weight streams carry the golden
 model's matrices, the output streams' cells are where the top's port docstring puts them
 and come back as the same arrays, and bad inputs are named."""
@@ -9,7 +9,7 @@ import pytest
 from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.hw.farnn.schedule import cell_order
 from nnrtl.sim.golden.farnn import layer as golden
-from nnrtl.sim.tb import farnn_io
+from nnrtl.sim.tb.farnn import io as farnn_io
 
 SMALL = dict(input_size=3, seq_len=3, chains=2, layers=1)
 LSTM = FarnnConfig(**SMALL, cell="lstm", hidden_size=7, batch=1, chain_length=2, split=1)

@@ -1,4 +1,4 @@
-"""Test top for the Verilator bench of the FARNN MVM unit (:mod:`nnrtl.sim.tb.farnn_mvm`).
+"""Test top for the Verilator bench of the FARNN MVM unit (:mod:`nnrtl.sim.tb.farnn.mvm`).
 
 :class:`MVMUnitTop` puts AXI4-Stream ports on a :class:`~nnrtl.hw.farnn.MVMUnit` so that
 cocotbext-axi drives and takes its streams: ``s_axis_w`` (the weight port, lane ``c`` in

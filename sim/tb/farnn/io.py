@@ -1,8 +1,8 @@
 # amaranth: UnusedElaboratable=no
-"""The data of the FARNN engine bench's layer passes (:mod:`nnrtl.sim.tb.farnn`), apart
-from cocotb: what a pass takes (drawn from a seed, or an ``.npz`` file the trainer's ``rtl``
-backend writes), the golden model's results for it, the cells of every stream, and the
-arrays the RTL's output frames make (the ``.npz`` the bench writes back).
+"""The data of the FARNN engine bench's layer passes (:mod:`nnrtl.sim.tb.farnn.engine`),
+apart from cocotb: what a pass takes (drawn from a seed, or an ``.npz`` file the trainer's
+``rtl`` backend writes), the golden model's results for it, the cells of every stream, and
+the arrays the RTL's output frames make (the ``.npz`` the bench writes back).
 
 Every array holds fp32 bit patterns (``uint32``); ``T`` steps, ``B`` vectors, ``H`` cells,
 ``units`` gates, ``R`` the recurrent size.

@@ -1,4 +1,4 @@
-"""The FARNN MVM unit under Verilator (:mod:`nnrtl.sim.tb.farnn_mvm`): bit-exact against
+"""The FARNN MVM unit under Verilator (:mod:`nnrtl.sim.tb.farnn.mvm`): bit-exact against
 :mod:`nnrtl.sim.golden.farnn.mvm` under every backpressure pattern on the results, and
 with gapless streams a run's cycles equal to :func:`~nnrtl.sim.golden.farnn.mvm.cycles`
 and the load's to :func:`~nnrtl.sim.golden.farnn.mvm.load_cycles`.
@@ -7,7 +7,7 @@ and the load's to :func:`~nnrtl.sim.golden.farnn.mvm.load_cycles`.
 batch of 2 and two runs on one weight load). ``make test-slow`` runs the paper's shapes
 (Sec. 5.1.3) at full size: 1,024 x 1,024 on 16 chains of 16 PEs (4 rounds, 4,096 words
 per PE) and on 16 chains of 48 (2 rounds, unsplit and with split 2), their RTL cycles
-printed (:func:`nnrtl.gen.farnn.bench.bench_slices` puts them in the bench tables).
+printed (:func:`nnrtl.gen.farnn.studies.bench.bench_slices` puts them in the bench tables).
 """
 
 import functools
@@ -15,11 +15,11 @@ import re
 
 import pytest
 
-from nnrtl.gen.farnn.bench import PAPER_SHAPES, run_shape
+from nnrtl.gen.farnn.studies.bench import PAPER_SHAPES, run_shape
 from nnrtl.hw.arith.float_format import FP32
 from nnrtl.sim.patterns import PATTERNS
 from nnrtl.sim.runner import simulate, to_verilog
-from nnrtl.sim.tb.farnn_tops import MVMUnitTop
+from nnrtl.sim.tb.farnn.tops import MVMUnitTop
 
 pytestmark = pytest.mark.timeout(900)    # a Verilator build (minutes on a busy machine)
 
@@ -38,7 +38,7 @@ def small_verilog():
 def run(sink_pauses, *, seed=1, **params):
     params = {"unit": SMALL, "n_out": 18, "n_in": 7, "batch": 2, "steps": 2,
               "sink_pauses": sink_pauses, **params}
-    return simulate(small_verilog(), test_module="nnrtl.sim.tb.farnn_mvm", params=params,
+    return simulate(small_verilog(), test_module="nnrtl.sim.tb.farnn.mvm", params=params,
                     seed=seed, name="farnn_mvm_small")
 
 

@@ -1,5 +1,5 @@
-"""FARNN bench: the markdown of :func:`nnrtl.gen.farnn.bench.bench_farnn`'s result, each
-figure beside the paper's."""
+"""FARNN bench: the markdown of :func:`nnrtl.gen.farnn.studies.bench.bench_farnn`'s
+result, each figure beside the paper's."""
 
 __all__ = ["markdown_farnn"]
 

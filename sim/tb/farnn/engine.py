@@ -10,10 +10,10 @@ the ``.npz`` the RTL's outputs are written to), ``source_pauses`` / ``sink_pause
 the default; ``"backdoor"``: :func:`backdoor_load`, for full-size runs; ``"stream+check"``:
 the stream load, then every PE memory compared with what the back door writes).
 
-One data path (:mod:`nnrtl.sim.tb.farnn_io`: the arrays, their streams and shapes): the
+One data path (:mod:`nnrtl.sim.tb.farnn.io`: the arrays, their streams and shapes): the
 inputs are the file's (what the trainer's ``rtl`` backend sends: its weight streams, input
 MVM results, saved values and ``dy``), or, without ``inputs``, drawn from the seed
-(:func:`~nnrtl.sim.tb.farnn_io.random_inputs`: random weights, input MVM and ``dy``, the
+(:func:`~nnrtl.sim.tb.farnn.io.random_inputs`: random weights, input MVM and ``dy``, the
 BW's saved values the golden FW's). The expected outputs are the golden model's
 (:mod:`nnrtl.sim.golden.farnn.layer`) on those inputs. Then for each pass in turn:
 registers ``phase``, ``steps``, ``batch``, ``control.load``; the pass's weight stream on
@@ -22,7 +22,7 @@ registers ``phase``, ``steps``, ``batch``, ``control.load``; the pass's weight s
 ``s_bw`` (BW; with a projection also ``s_dy``), one frame a step; ``m_h`` and ``m_saved``
 (FW) or ``m_deltas`` (BW), with a projection also ``m_proj``, taken one frame a step
 (``tlast`` closes each step) and checked in order. The words received
-are what ``outputs`` gets (:func:`~nnrtl.sim.tb.farnn_io.arrays_of`), written once every
+are what ``outputs`` gets (:func:`~nnrtl.sim.tb.farnn.io.arrays_of`), written once every
 pass has ended its checks.
 
 Every wait shares its piece of work's budget (:func:`nnrtl.sim.patterns.cycle_budget`): a
@@ -48,7 +48,7 @@ from cocotbext.axi import AxiStreamFrame
 from nnrtl.hw.farnn import FarnnConfig
 from nnrtl.hw.farnn.registers import COUNTERS, PHASES, register_map
 from nnrtl.hw.farnn.schedule import run_cycles
-from nnrtl.sim.tb import farnn_io
+from nnrtl.sim.tb.farnn import io as farnn_io
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
 from nnrtl.sim.tb.registers import BenchFailure
@@ -71,7 +71,7 @@ def _words(frame, count):
 
 def inputs(phases):
     """The passes' input arrays: the ``inputs`` file's, or drawn from the seed; checked
-    against the shapes :mod:`~nnrtl.sim.tb.farnn_io` names."""
+    against the shapes :mod:`~nnrtl.sim.tb.farnn.io` names."""
     farnn_io.check_supported(CONFIG)
     if PARAMS.get("inputs"):
         data = farnn_io.load(PARAMS["inputs"])
@@ -124,7 +124,7 @@ async def backdoor_load(bench, data, phase):
     rows too), in no simulated time. For full-size runs, where the stream load is
     about 2 cycles a beat over ``units * chain_length * weights_per_pe`` beats (530,000
     cycles at 576 PEs) at some 130 simulated cycles a second; the stream load itself is
-    checked on the scaled configurations, and ``tests/sim/test_farnn_verilator.py``
+    checked on the scaled configurations, and ``tests/farnn/sim/test_farnn_verilator.py``
     checks that this back door leaves exactly what the stream load leaves."""
     from cocotb.handle import Immediate
 

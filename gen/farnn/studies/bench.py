@@ -12,11 +12,11 @@ Yosys of a PE and a chain when not cached: some five more)
     three times that for 768, and a run of about 10 min each). Words of
     ``NNRTL_BENCH_FARNN`` are comma-separated.
 ``engine``
-    The scaled engine top under Verilator (:mod:`nnrtl.sim.tb.farnn`, bit-exact against
-    the golden model): its FW and BW ``cycles`` beside the top's schedule
+    The scaled engine top under Verilator (:mod:`nnrtl.sim.tb.farnn.engine`, bit-exact
+    against the golden model): its FW and BW ``cycles`` beside the top's schedule
     (:func:`~nnrtl.hw.farnn.schedule.serialized_run_cycles`) and the cycle model's pass
-    (:func:`.perf.pass_cycles`), on :data:`ENGINE_CONFIGS` (two chains, and four, where
-    the serializer holds the units).
+    (:func:`nnrtl.gen.farnn.perf.pass_cycles`), on :data:`ENGINE_CONFIGS` (two chains,
+    and four, where the serializer holds the units).
 ``f9``
     Fig. 9's utilization (5 x 1,024 LSTM cells, T = 1,600, batch 1/2/4) beside the
     paper's 82.8 / 88.0 / 92.5 %, with and without double-buffered weights, for the
@@ -27,9 +27,9 @@ Yosys of a PE and a chain when not cached: some five more)
     (Figs. 7-8's shapes; PNG plots), :func:`.bench_model.time_rows`.
 ``table2``
     PEs per board and resources per PE and per chain, VU9P and VCU128, LSTM 1,024 and GRU
-    1,280 (:func:`.bench_model.table2_rows`, the Yosys figures of :mod:`.resources`), and
-    Yosys run on a PE and a chain of two, with logic levels (:func:`.bench_model.yosys_rows`:
-    some 90 s, then cached).
+    1,280 (:func:`.bench_model.table2_rows`, the Yosys figures of
+    :mod:`nnrtl.gen.farnn.resources`), and Yosys run on a PE and a chain of two, with logic
+    levels (:func:`.bench_model.yosys_rows`: some 90 s, then cached).
 ``gpu``
     The same LSTM layers' training step in PyTorch at batch 1/2/4 (:mod:`.bench_gpu`; on
     the CPU the sequence is scaled, which the JSON says).
@@ -62,11 +62,11 @@ def run_shape(name, *, seed=1, log=None):
     docstring). Raises :class:`~nnrtl.sim.runner.SimulationError` on a protocol failure
     of the bench; a wrong value is ``bit_exact: False`` in the row."""
     from nnrtl.sim.runner import simulate
-    from nnrtl.sim.tb.farnn_tops import MVMUnitTop
+    from nnrtl.sim.tb.farnn.tops import MVMUnitTop
 
     unit, split_last, paper = PAPER_SHAPES[name]
     top = f"farnn_mvm_L{unit['chain_length']}_s{unit['split']}_d{unit['weight_depth']}"
-    result = simulate(MVMUnitTop(FP32, **unit), test_module="nnrtl.sim.tb.farnn_mvm",
+    result = simulate(MVMUnitTop(FP32, **unit), test_module="nnrtl.sim.tb.farnn.mvm",
                       params={"unit": unit, "n_out": ROWS, "n_in": COLUMNS, "batch": 1,
                               "steps": 1, "split_last": split_last},
                       seed=seed, name=top, log=log)
@@ -117,7 +117,7 @@ def bench_slices(out, *, names=None, log=None):
 
 
 #: The scaled engines of the ``engine`` part: name: FarnnConfig fields (the first is
-#: ``tests/sim/test_farnn_verilator.py``'s, whose Verilator build is usually cached).
+#: ``tests/farnn/sim/test_farnn_verilator.py``'s, whose Verilator build is usually cached).
 ENGINE_CONFIGS = {
     "gru-s2-split-b2": dict(cell="gru", input_size=3, hidden_size=5, seq_len=3, batch=2,
                             chains=2, chain_length=2, split=2, layers=1),
@@ -132,12 +132,12 @@ SLOW_SLICES = {"slices256": "256 PEs", "slices768": ("768 PEs", "768 PEs, split 
 def engine_rows(names=None, *, log=None):
     """Simulate each engine of :data:`ENGINE_CONFIGS` (gapless, one FW and one BW pass);
     rows of its measured cycles beside the schedule's and the model's."""
-    from ...boards import get_board
-    from ...hw.farnn import FarnnConfig
-    from ...hw.farnn.schedule import serialized_run_cycles
-    from ..engines import SimRequest
-    from .engine import simulate
-    from .perf import pass_cycles
+    from ....boards import get_board
+    from ....hw.farnn import FarnnConfig
+    from ....hw.farnn.schedule import serialized_run_cycles
+    from ...engines import SimRequest
+    from ..engine import simulate
+    from ..perf import pass_cycles
 
     rows = []
     for name in names or ENGINE_CONFIGS:
@@ -161,7 +161,7 @@ def _slow_words():
     words = [w for w in os.environ.get("NNRTL_BENCH_FARNN", "").split(",") if w]
     unknown = sorted(set(words) - set(SLOW_SLICES))
     if unknown:
-        from ..errors import UsageError
+        from ...errors import UsageError
         raise UsageError(f"NNRTL_BENCH_FARNN ({','.join(unknown)}) must name parts of "
                          f"{', '.join(SLOW_SLICES)}")
     names = []

@@ -1,8 +1,8 @@
-"""The FARNN engine end to end under Verilator (:mod:`nnrtl.sim.tb.farnn`): one layer's FW
+"""The FARNN engine end to end under Verilator (:mod:`nnrtl.sim.tb.farnn.engine`): one layer's FW
 pass then its BW pass, every output bit-exact against :mod:`nnrtl.sim.golden.farnn.layer`
 under every stream pattern; without gaps each pass's ``cycles`` counter equal to
 :func:`nnrtl.hw.farnn.schedule.run_cycles` (``chains <= 2``, its scope), and the cycles
-of the records measured in the Amaranth simulator (``tests/hw/test_farnn_engine.py``).
+of the records measured in the Amaranth simulator (``tests/farnn/hw/test_farnn_engine.py``).
 
 Four small engines, one Verilator build each (about three minutes, cached afterwards):
 LSTM with two rounds (S = 2), GRU with one (S = 1), GRU with two rounds, the last split,
@@ -40,7 +40,7 @@ CONFIGS = {
                             chain_length=2, split=1, seq_len=2),
 }
 #: ``cycles`` of the gapless FW and BW runs, as the Amaranth simulator measured them
-#: (``MEASURED`` of tests/hw/test_farnn_engine.py): the same RTL under Verilator.
+#: (``MEASURED`` of tests/farnn/hw/test_farnn_engine.py): the same RTL under Verilator.
 MEASURED = {"lstm-s2-b1": [241, 231], "gru-s1-b1": [213, 150],
             "gru-s2-split-b2": [308, 221], "lstm-proj-s2-b1": [204, 193]}
 
@@ -68,7 +68,7 @@ def check(name, backpressure, seed):
 
 #: Built by ``make test-slow`` only (two Verilator builds less in ``make test``, about five
 #: minutes): S = 1 and the projection run in the fast suite in the Amaranth simulator,
-#: tests/hw/test_farnn_engine.py, gapless and under random pauses.
+#: tests/farnn/hw/test_farnn_engine.py, gapless and under random pauses.
 SLOW = ("gru-s1-b1", "lstm-proj-s2-b1")
 
 
@@ -98,7 +98,7 @@ def test_nnrtl_sim_farnn_prints_one_json_line(capsys):
 
 def test_backdoor_weight_load_leaves_what_the_stream_load_leaves():
     """``weight_load="stream+check"``: after each pass's stream load every PE memory
-    holds exactly the words :func:`nnrtl.sim.tb.farnn.backdoor_writes` names (the bench
+    holds exactly the words :func:`nnrtl.sim.tb.farnn.engine.backdoor_writes` names (the bench
     fails otherwise); then ``"backdoor"`` on the same data gives the same bit-exact
     outputs and the same run cycles, with no load cycles."""
     from nnrtl.sim.runner import simulate
@@ -109,7 +109,7 @@ def test_backdoor_weight_load_leaves_what_the_stream_load_leaves():
     for mode in ("stream+check", "backdoor"):
         params = {"config": dataclasses.asdict(config), "steps": config.seq_len,
                   "source_pauses": "none", "sink_pauses": "none", "weight_load": mode}
-        results[mode] = simulate(_verilog(config), test_module="nnrtl.sim.tb.farnn",
+        results[mode] = simulate(_verilog(config), test_module="nnrtl.sim.tb.farnn.engine",
                                  params=params, seed=5, name="nnrtl_farnn")
     stream, backdoor = results["stream+check"], results["backdoor"]
     assert stream["bit_exact"] is True and backdoor["bit_exact"] is True

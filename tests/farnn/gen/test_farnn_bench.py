@@ -1,4 +1,4 @@
-"""The FARNN bench (:mod:`nnrtl.gen.farnn.bench`, ``bench_model``, ``bench_gpu``,
+"""The FARNN bench (:mod:`nnrtl.gen.farnn.studies.bench`, ``bench_model``, ``bench_gpu``,
 ``bench_markdown``) on its cheap parts: the model's figures against the paper's and
 against sums taken here, the GPU baseline on a tiny layer, the markdown and plots."""
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from nnrtl.gen.errors import UsageError
-from nnrtl.gen.farnn import bench, bench_model
-from nnrtl.gen.farnn.bench_gpu import gpu_baseline
-from nnrtl.gen.farnn.bench_markdown import markdown_farnn
+from nnrtl.gen.farnn.studies import bench, bench_model
+from nnrtl.gen.farnn.studies.bench_gpu import gpu_baseline
+from nnrtl.gen.farnn.studies.bench_markdown import markdown_farnn
 from nnrtl.gen.farnn.perf import CLOCK_HZ
 from nnrtl.hw.farnn import FarnnConfig
 
@@ -126,7 +126,7 @@ def test_engine_configs_fit_and_are_small():
 @pytest.mark.slow
 def test_engine_rows_under_verilator():
     """The bench's RTL part on the two-chain engine (the Verilator build of
-    tests/sim/test_farnn_verilator.py, usually cached): bit-exact, RTL cycles equal to
+    tests/farnn/sim/test_farnn_verilator.py, usually cached): bit-exact, RTL cycles equal to
     the schedule's, the model within 3 %."""
     rows = bench.engine_rows(["gru-s2-split-b2"])
     assert [r["phase"] for r in rows] == ["fw", "bw"]

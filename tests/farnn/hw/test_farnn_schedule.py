@@ -7,7 +7,7 @@ and a few two-chain runs whose chain heads clash (a short split stream right aft
 one with one adder stage), where the two-chain rule the model had before it missed the
 heads' two cycles between beats.
 
-The measured values are the record of ``tests/hw/test_farnn_engine.py``'s ``check``
+The measured values are the record of ``tests/farnn/hw/test_farnn_engine.py``'s ``check``
 (every output bit-exact against the golden model) on these configurations; the slow test
 measures them again (some 20-100 s each)."""
 
@@ -103,7 +103,7 @@ def test_clashing_chain_heads(name):
 
 
 def test_serialized_model_agrees_on_the_engine_tests_two_chain_runs():
-    """The configurations of ``tests/hw/test_farnn_engine.py`` with two chains: measured
+    """The configurations of ``tests/farnn/hw/test_farnn_engine.py`` with two chains: measured
     there (``MEASURED``)."""
     measured = {
         (5, 2, 4, 1, 2, "lstm"): (209, 214), (7, 2, 2, 1, 1, "lstm"): (241, 231),

@@ -1,9 +1,9 @@
 """Gradients of a full FARNN training step (FPGA part in the golden model, host part in
 PyTorch float32) against PyTorch float64 autograd, for growing sequence lengths.
 
-``python -m nnrtl.gen.farnn.accuracy [T ...]`` prints one JSON line per model and length:
-the largest absolute difference of any weight gradient, the largest relative one (per
-tensor, ``max |g - g64| / max |g64|``) and the largest gradient. The models: random
+``python -m nnrtl.gen.farnn.studies.accuracy [T ...]`` prints one JSON line per model and
+length: the largest absolute difference of any weight gradient, the largest relative one
+(per tensor, ``max |g - g64| / max |g64|``) and the largest gradient. The models: random
 ``nn.LSTM`` / ``nn.GRU`` / ``nn.LSTM(proj_size=...)`` layers (PyTorch's default
 initialisation) of :data:`MODELS` on :data:`HARDWARE` (16 PEs per unit: the 40 rows of a
 gate matrix in 3 slices, the last 8 split by 2), batch 2, inputs uniform in ``[-1, 1]``, the loss
@@ -70,10 +70,11 @@ def reference_gradients(network, inputs, grad_outputs):
 
 
 def gradient_errors(network, steps, batch, *, seed=0, params=()):
-    """Run one training step's gradients through :class:`~.trainer.FarnnTrainer` and
-    float64 autograd with the same loss gradient (``y - target``, the engine's outputs');
-    return ``(max_abs, max_rel, largest gradient)``."""
-    from .trainer import FarnnTrainer, config_for
+    """Run one training step's gradients through
+    :class:`~nnrtl.gen.farnn.trainer.FarnnTrainer` and float64 autograd with the same loss
+    gradient (``y - target``, the engine's outputs'); return ``(max_abs, max_rel, largest
+    gradient)``."""
+    from ..trainer import FarnnTrainer, config_for
 
     rng = np.random.default_rng(seed)
     first = network.layers[0]
@@ -95,8 +96,8 @@ def gradient_errors(network, steps, batch, *, seed=0, params=()):
 
 
 def main(argv=None):
-    from .host import device_name
-    from .trainer import GRADIENT_BOUND
+    from ..host import device_name
+    from ..trainer import GRADIENT_BOUND
 
     argv = sys.argv[1:] if argv is None else argv
     lengths = [int(a) for a in argv] or [16, 32, 64, 128, 256]

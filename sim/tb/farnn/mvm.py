@@ -1,5 +1,5 @@
 """cocotb bench: the FARNN MVM unit (:class:`~nnrtl.hw.farnn.MVMUnit`, in the AXI4-Stream
-test top :class:`~nnrtl.sim.tb.farnn_tops.MVMUnitTop`) under Verilator, on the generic
+test top :class:`~nnrtl.sim.tb.farnn.tops.MVMUnitTop`) under Verilator, on the generic
 :class:`~nnrtl.sim.tb.engine_bench.EngineBench`.
 
 Parameters (``tb_params()``): ``unit`` (the :class:`~nnrtl.hw.farnn.MVMUnit` keyword
@@ -41,7 +41,7 @@ from cocotbext.axi import AxiStreamFrame
 from nnrtl.sim.golden.farnn import mvm as golden
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
-from nnrtl.sim.tb.farnn_tops import STATUS_PORTS
+from nnrtl.sim.tb.farnn.tops import STATUS_PORTS
 from nnrtl.sim.tb.registers import BenchFailure
 
 PARAMS = tb_params()
@@ -49,7 +49,7 @@ UNIT = PARAMS.get("unit", {})
 
 
 class MVMBench(EngineBench):
-    """:class:`EngineBench` on the ports of :class:`~nnrtl.sim.tb.farnn_tops.MVMUnitTop`:
+    """:class:`EngineBench` on the ports of :class:`~nnrtl.sim.tb.farnn.tops.MVMUnitTop`:
     no register file, the status ports read directly."""
 
     def __init__(self, dut, *, params):
