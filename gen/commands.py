@@ -12,15 +12,20 @@ import time
 from pathlib import Path
 
 from ..boards import BOARDS, vivado_part
-from .engines import (ClusterRequest, ExploreRequest, MapRequest, ModelRequest, SimRequest,
-                      LUT_SHARE, add_throughput, check_fit, engines, fits_board,
+from .engines import (ExploreRequest, ModelRequest, SimRequest, LUT_SHARE, add_throughput, check_fit, engines, fits_board,
                       get_board_or_usage_error, get_engine, unavailable)
 from .errors import UsageError
 from .params import param_help, parse_params
 from .progress import progress
 
 __all__ = ["cmd_boards", "cmd_engines", "cmd_generate", "cmd_synth", "cmd_sim", "cmd_explore",
-           "cmd_map", "cmd_cluster", "cmd_report", "cmd_train"]
+           "cmd_report", "cmd_train", "engine_options"]
+
+
+def engine_options(args):
+    """The engine's own options of the parsed command (:attr:`Engine.options
+    <nnrtl.gen.engines.Engine.options>`), ``{dest: value}``."""
+    return {dest: getattr(args, dest) for dest in getattr(args, "engine_options", ())}
 
 
 def cmd_boards(args):
@@ -274,15 +279,12 @@ def cmd_sim(args):
     summary = _summary_wanted()
     outputs = _outputs_path(args.outputs) if args.outputs is not None else None
     engine, config, platform_class, binding = _configure(args)
-    if args.weight_load not in engine.weight_loads:
-        raise UsageError(f"--weight-load {args.weight_load}: engine {engine.name} loads "
-                         f"its weights only by {', '.join(engine.weight_loads)}")
     destination = _output_directory(args, engine, config, platform_class)
     request = SimRequest(
         config=config, board=platform_class, seed=args.seed, backpressure=args.backpressure,
         waves=args.waves, steps=args.steps, model=binding and binding.model,
         inputs=binding and binding.inputs, outputs=outputs, log=progress,
-        weight_load=args.weight_load)
+        options=engine_options(args))
     start = time.monotonic()
     try:
         result = add_throughput(engine.simulate(request),
@@ -331,7 +333,7 @@ def cmd_explore(args):
         weights=args.weights and Path(args.weights), params=tuple(args.param),
         seq_len=args.seq_len, top=args.top, log=progress, dsp_share=budget.dsp_share,
         bram_share=budget.bram_share, lut_share=budget.lut_share, max_pes=budget.max_pes,
-        objective=objective, tolerance=tolerance))
+        objective=objective, tolerance=tolerance, options=engine_options(args)))
     if args.json:
         print(json.dumps(exploration.as_json()))     # one line: feasible_points is long
     else:
@@ -349,57 +351,6 @@ def cmd_explore(args):
         _write_into(destination, engine, config, platform_class, "explore.json", found)
 
 
-def cmd_map(args):
-    from .emit import tool_versions
-    from .output import MANIFEST, staged_directory
-
-    engine = get_engine(args.engine)
-    hook = engine.hook("map", "mapping onto a chain of FPGAs (nnrtl map)")
-    if (args.model is None) == (args.network is None):
-        raise UsageError("give --model FILE or --network NAME (one of them)")
-    if args.model is not None and not Path(args.model).is_file():
-        raise UsageError(f"--model {args.model}: no such file")
-    if args.fpgas < 1:
-        raise UsageError(f"--fpgas must be a positive integer, not {args.fpgas}")
-    if args.link_gbps is not None and not args.link_gbps > 0:
-        raise UsageError(f"--link-gbps must be a positive number, not {args.link_gbps:g}")
-    if args.image_size is not None and args.image_size < 1:
-        raise UsageError(f"--image-size must be a positive integer, not {args.image_size}")
-    platform_class = get_board_or_usage_error(args.board)
-    mapping = hook(MapRequest(
-        board=platform_class, fpgas=args.fpgas, model=args.model and Path(args.model),
-        network=args.network, precision=args.precision, link_gbps=args.link_gbps,
-        image_size=args.image_size, params=tuple(args.param), log=progress))
-    found = mapping.as_json()
-    with staged_directory(args.output, force=args.force) as staging:
-        (staging / "mapping.json").write_text(json.dumps(found, indent=2, default=str) + "\n")
-        manifest = {"engine": engine.name, "command": "map", "board": platform_class.name,
-                    "fpgas": args.fpgas, "files": ["mapping.json"], "tools": tool_versions()}
-        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    print(mapping.table())
-    progress(f"wrote {Path(args.output) / 'mapping.json'}")
-
-
-def cmd_cluster(args):
-    engine = get_engine(args.engine)
-    hook = engine.hook("cluster", "cluster simulator (nnrtl cluster)")
-    if not Path(args.mapping).is_file():
-        raise UsageError(f"--mapping {args.mapping}: no such file (give the mapping.json "
-                         f"'nnrtl map' wrote)")
-    if args.ranks < 1:
-        raise UsageError(f"--ranks must be a positive integer, not {args.ranks}")
-    if args.images is not None and args.images < 1:
-        raise UsageError(f"--images must be a positive integer, not {args.images}")
-    run = hook(ClusterRequest(mapping=Path(args.mapping), ranks=args.ranks,
-                              images=args.images, params=tuple(args.param), log=progress))
-    if args.json:
-        print(json.dumps(run.as_json(), indent=2))
-    else:
-        print(run.table())
-    if hasattr(run, "check"):
-        run.check()                 # CheckFailed (exit 1) once the result is out
-
-
 def cmd_report(args):
     from .report import write_report
 
@@ -407,7 +358,7 @@ def cmd_report(args):
     print(f"wrote {path} (open {path.resolve().as_uri()} in a browser)")
 
 
-def cmd_train(args, extra):
+def cmd_train(args):
     from .train import TrainRequest, train
 
     _check_seed(args.seed)
@@ -417,7 +368,7 @@ def cmd_train(args, extra):
     request = TrainRequest(
         board=platform_class, model=Path(args.model), inputs=Path(args.inputs),
         targets=Path(args.targets), loss=args.loss, lr=args.lr, steps=args.steps,
-        backend=args.backend, params=tuple(args.param), options=tuple(extra),
+        backend=args.backend, params=tuple(args.param), options=engine_options(args),
         seed=args.seed, log=progress, prefix=args.prefix)
     summary = train(engine, hook, request, args.output, force=args.force)
     print(json.dumps(summary))

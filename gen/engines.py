@@ -34,21 +34,21 @@ Optional hooks (``None`` when an engine has none)::
                                     throughput figures assume on ``board`` (a platform
                                     class), when it is not the board's default clock (e.g. a
                                     paper's 400 MHz core clock); :meth:`Engine.clock_hz`
-    map(request)                 -> Mapping          (nnrtl map: a network onto a chain of
-                                    ``request.fpgas`` boards; request: :class:`MapRequest`;
-                                    the result has ``table()`` for a terminal and
-                                    ``as_json()`` for ``mapping.json``)
-    cluster(request)             -> ClusterRun       (nnrtl cluster: a cycle-level simulation
-                                    of a mapping's chain of boards on ``request.ranks``
-                                    MPI ranks; request: :class:`ClusterRequest`; the result
-                                    has ``table()`` and ``as_json()``)
     draw(rng)                    -> (board, {name: value})  a random configuration: the
                                     parameters pinned for it, drawn with ``rng`` (a
                                     random.Random) from the engine's whole valid space at
                                     simulation sizes, and a board it fits (nnrtl.gen.draws)
+
+An engine owns its part of the command line, as an applet does: ``options`` adds its own
+options to ``nnrtl sim ENGINE``, ``nnrtl explore ENGINE`` or ``nnrtl train ENGINE`` (typed,
+with help and defaults, listed by ``--help``; their values reach the hook as the request's
+``options``), ``steps_help`` says what ``nnrtl sim ENGINE --steps`` counts, and
+``commands`` adds commands of its own (:class:`Command`; FPDeep's ``map`` and ``cluster``).
 """
 
+import argparse
 import dataclasses
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Protocol
@@ -57,9 +57,8 @@ from ..boards import get_board
 from ..hw.presets import Preset
 from .errors import UsageError
 
-__all__ = ["Engine", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
-           "ExploreRequest", "Exploration", "MapRequest", "Mapping", "ClusterRequest", "ClusterRun",
-           "ENTRY_POINT_GROUP", "engines", "unavailable", "register",
+__all__ = ["Engine", "Command", "Preset", "SimRequest", "ModelRequest", "ModelBinding",
+           "ExploreRequest", "Exploration", "ENTRY_POINT_GROUP", "OPTION_COMMANDS", "option_values", "engines", "unavailable", "register",
            "unregister", "get_engine", "check_fit", "fits_board", "default_boards", "budget", "LUT_SHARE",
            "board_clock_hz", "add_throughput", "get_board_or_usage_error", "HOOKS"]
 
@@ -68,7 +67,10 @@ ENTRY_POINT_GROUP = "nnrtl.engines"
 
 #: The optional hooks, in the order ``nnrtl engines`` lists them.
 HOOKS = ("load_model", "model_files", "explore", "train", "bench", "breakdown", "report",
-         "clock", "map", "cluster", "draw")
+         "clock", "draw")
+
+#: The shared commands an engine may add options to (:attr:`Engine.options`).
+OPTION_COMMANDS = ("sim", "explore", "train")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,11 +98,8 @@ class SimRequest:
         The user's inputs (:attr:`ModelBinding.inputs`), with ``model``.
     outputs : Path, optional
         Where the engine writes its outputs as floats (``.npy``), with ``model``.
-    weight_load : str
-        How the weights reach the engine: ``"stream"`` (through its weight port, as on
-        the board: the default) or ``"backdoor"`` (written into its on-chip weight
-        memories by the simulator in no simulated time; only an engine that lists it in
-        :attr:`Engine.weight_loads`).
+    options : dict
+        The engine's own ``sim`` options (:attr:`Engine.options`), by ``argparse`` dest.
     log : callable, optional
         Progress lines.
     """
@@ -115,7 +114,7 @@ class SimRequest:
     inputs: Any = None
     outputs: Path | None = None
     log: Callable | None = None
-    weight_load: str = "stream"
+    options: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +158,8 @@ class ExploreRequest:
     ``max_pes``, a cap on the processing elements (``None``: none); see
     :class:`nnrtl.gen.dse.Budget`. ``objective`` is ``"fastest"`` or ``"per-dsp"`` (the
     best throughput per DSP within ``tolerance`` of the fastest's cycles; ``None``:
-    :data:`nnrtl.gen.dse.DEFAULT_TOLERANCE`)."""
+    :data:`nnrtl.gen.dse.DEFAULT_TOLERANCE`). ``options`` are the engine's own ``explore``
+    options (:attr:`Engine.options`), by ``argparse`` dest."""
 
     board: type
     model: Path | None = None
@@ -174,6 +174,7 @@ class ExploreRequest:
     max_pes: int | None = None
     objective: str = "fastest"
     tolerance: float | None = None
+    options: dict = dataclasses.field(default_factory=dict)
 
 
 class Exploration(Protocol):
@@ -186,55 +187,57 @@ class Exploration(Protocol):
     def as_json(self) -> dict: ...
 
 
+class _OptionParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def option_values(add, options, *, prog):
+    """An engine's own options as ``{dest: value}``: ``options`` as it is when it is a
+    mapping (what the command line gives a hook), else a sequence of command-line tokens
+    (``("--fpgas", "3")``, for calls from Python) parsed by the options ``add(parser)``
+    declares, the ones not given at their defaults.
+
+    Raises
+    ------
+    UsageError
+        For a token that is no option of ``add``, a bad value or a required option missing.
+    """
+    if isinstance(options, Mapping):
+        return dict(options)
+    parser = _OptionParser(prog=prog, add_help=False, allow_abbrev=False, exit_on_error=False)
+    add(parser)
+    try:
+        namespace, extra = parser.parse_known_args([str(token) for token in options])
+    except argparse.ArgumentError as error:
+        raise UsageError(str(error)) from None
+    if extra:
+        raise UsageError(f"unknown option {extra[0]!r} for {prog}; its options: "
+                         f"{', '.join(a.option_strings[0] for a in parser._actions)}")
+    return vars(namespace)
+
+
 @dataclasses.dataclass(frozen=True)
-class MapRequest:
-    """``nnrtl map``: a network (``model``, a file, or ``network``, a name the engine has
-    built in) onto a chain of ``fpgas`` boards ``board`` (a platform class).
+class Command:
+    """A command an engine adds to the command line, ``nnrtl NAME ENGINE [options]``
+    (FPDeep's ``map`` and ``cluster``); every engine declaring a command ``NAME`` is one of
+    its choices.
 
-    ``precision``, ``link_gbps`` (Gb/s) and ``image_size`` (the input side, which a
-    state_dict does not hold) are ``None`` for the engine's defaults; ``params`` are the
-    ``--param k=v`` strings of the engine's own mapping options."""
+    Attributes
+    ----------
+    help : str
+        One line for ``nnrtl --help`` and ``nnrtl NAME --help``.
+    arguments : callable
+        ``arguments(parser)`` adds the command's options to an ``argparse`` parser.
+    run : callable
+        ``run(args)`` runs the command on the parsed ``argparse.Namespace`` and returns the
+        exit code (``None`` for 0). Raises :class:`UsageError` for bad input (exit 2) and
+        :class:`~nnrtl.gen.errors.CheckFailed` for a result that is wrong (exit 1).
+    """
 
-    board: type
-    fpgas: int
-    model: Path | None = None
-    network: str | None = None
-    precision: str | None = None
-    link_gbps: float | None = None
-    image_size: int | None = None
-    params: tuple = ()
-    log: Callable | None = None
-
-
-class Mapping(Protocol):
-    """What a ``map`` hook returns: :meth:`table` for a terminal (per node: layers and
-    channels, DSPs, BRAM, link Gb/s, idle share), :meth:`as_json` for ``mapping.json``."""
-
-    def table(self) -> str: ...
-
-    def as_json(self) -> dict: ...
-
-
-@dataclasses.dataclass(frozen=True)
-class ClusterRequest:
-    """``nnrtl cluster``: simulate the chain of ``mapping`` (a ``mapping.json`` written by
-    ``nnrtl map``) for ``images`` samples on ``ranks`` MPI ranks; ``params`` are the
-    ``--param k=v`` strings of the engine's own simulator options."""
-
-    mapping: Path
-    ranks: int = 1
-    images: int | None = None
-    params: tuple = ()
-    log: Callable | None = None
-
-
-class ClusterRun(Protocol):
-    """What a ``cluster`` hook returns: :meth:`table` for a terminal (throughput, per-node
-    idle and buffer peaks, per-link bandwidth), :meth:`as_json` for ``--json``."""
-
-    def table(self) -> str: ...
-
-    def as_json(self) -> dict: ...
+    help: str
+    arguments: Callable
+    run: Callable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,13 +256,17 @@ class Engine:
         The required hooks (see the module).
     presets : dict
         Name to :class:`Preset`.
-    load_model, model_files, explore, train, bench, breakdown, report, clock, map, cluster, \
-    draw :
+    load_model, model_files, explore, train, bench, breakdown, report, clock, draw :
         callable or None
         The optional hooks.
-    weight_loads : tuple of str
-        The :attr:`SimRequest.weight_load` values the ``simulate`` hook takes
-        (``("stream",)`` unless the engine has a back door into its weight memories).
+    options : dict
+        Command (one of :data:`OPTION_COMMANDS`) to ``add(group)``, which adds the
+        engine's own options for that command to an ``argparse`` argument group; their
+        values reach the hook as the request's ``options`` (by dest).
+    steps_help : str
+        What ``nnrtl sim ENGINE --steps N`` counts, for its help.
+    commands : dict
+        Name to :class:`Command`: the engine's own commands.
     """
 
     name: str
@@ -278,10 +285,10 @@ class Engine:
     breakdown: Callable | None = None
     report: Callable | None = None
     clock: Callable | None = None
-    map: Callable | None = None
-    cluster: Callable | None = None
     draw: Callable | None = None
-    weight_loads: tuple = ("stream",)
+    options: dict = dataclasses.field(default_factory=dict)
+    steps_help: str = "time steps to run (default: the configuration's)"
+    commands: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if not self.name.isidentifier() or self.name != self.name.lower():
@@ -292,6 +299,13 @@ class Engine:
         for hook in HOOKS:
             if getattr(self, hook) is not None and not callable(getattr(self, hook)):
                 raise TypeError(f"engine {self.name}: {hook} must be callable or None")
+        for command, add in self.options.items():
+            if command not in OPTION_COMMANDS or not callable(add):
+                raise TypeError(f"engine {self.name}: options takes a callable for each of "
+                                f"{', '.join(OPTION_COMMANDS)}, not {command!r}: {add!r}")
+        for name, command in self.commands.items():
+            if not isinstance(command, Command):
+                raise TypeError(f"engine {self.name}: command {name!r} must be a Command")
 
     @property
     def hooks(self):
@@ -338,6 +352,8 @@ class Engine:
             "presets": {name: {"board": p.board, "source": p.source}
                         for name, p in self.presets.items()},
             "hooks": ["top", "resources", "predict", "simulate", *self.hooks],
+            "options": sorted(self.options),
+            "commands": sorted(self.commands),
             "default_boards": default_boards(self),
         }
 

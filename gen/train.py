@@ -70,8 +70,9 @@ BACKENDS = ("golden", "rtl")
 class TrainRequest:
     """What ``nnrtl train`` asks of an engine's ``train`` hook (and of :func:`train`).
 
-    ``params`` are ``--param k=v`` strings, ``options`` the engine-specific arguments that
-    follow on the command line (e.g. ``--fpgas 3``), for the hook to parse; ``prefix``
+    ``params`` are ``--param k=v`` strings, ``options`` the engine's own ``train`` options
+    (:attr:`Engine.options <nnrtl.gen.engines.Engine.options>`, e.g. ``{"fpgas": 3}``), by
+    ``argparse`` dest; ``prefix``
     (``--prefix``) the key prefix of the one RNN stack of a ``state_dict`` to train.
     ``input_shape`` is the shape of the inputs the trainer's :meth:`Trainer.forward` gets
     (an RNN's time first, ``seq_len x batch x input_size``, an embedding's rows in place
@@ -87,7 +88,7 @@ class TrainRequest:
     steps: int = 1
     backend: str = "golden"
     params: tuple = ()
-    options: tuple = ()
+    options: dict = dataclasses.field(default_factory=dict)
     seed: int = 1
     log: Callable | None = None
     prefix: str | None = None

@@ -62,12 +62,19 @@ def simulate(request):
         "steps": steps,
         "source_pauses": request.backpressure,
         "sink_pauses": request.backpressure,
-        "weight_load": request.weight_load,
+        "weight_load": request.options.get("weight_load", "stream"),
     }
     result = run(_verilog(config), test_module="nnrtl.sim.tb.farnn.engine", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_farnn",
                  log=request.log)
     return result
+
+
+def _sim_options(group):
+    group.add_argument("--weight-load", default="stream", choices=["stream", "backdoor"],
+                       help="stream: the weights through the engine's weight port, as on "
+                       "the board (default); backdoor: written into the PEs' weight "
+                       "memories by the simulator in no simulated time (full-size runs)")
 
 
 def _resources(config, family):
@@ -115,6 +122,7 @@ ENGINE = Engine(
     train=_train,
     clock=_clock,
     bench=_bench,
-    weight_loads=("stream", "backdoor"),
     draw=draw,
+    options={"sim": _sim_options},
+    steps_help="time steps of the layer's FW and BW passes (default: seq_len)",
 )

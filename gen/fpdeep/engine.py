@@ -25,8 +25,8 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
     run, exact under backpressure ``none`` (``model_exact: true``) for every
     configuration; :func:`predict` is the pipelined steady state of a node in a chain
     (the cluster simulator models the chain).
-``map``, ``cluster``
-    :func:`.hooks.map_hook`, :func:`.hooks.cluster_hook`.
+commands ``map``, ``cluster``
+    :data:`.commands.COMMANDS`: :func:`.hooks.map_hook`, :func:`.hooks.cluster_hook`.
 ``bench``
     :func:`.bench.bench` (``make bench``: Table 6, scaling, cluster points, plots).
 ``train``
@@ -42,7 +42,7 @@ from ...hw.fpdeep.node import FpdeepNode, NodeConfig
 from ...hw.fpdeep.update import row_cycles
 from ...hw.presets import Preset
 from ..engines import Engine
-from .hooks import cluster_hook, map_hook
+from .commands import COMMANDS
 from .space import draw
 
 __all__ = ["ENGINE", "PRESETS", "simulate", "predict", "vc709_alexnet_node",
@@ -202,6 +202,11 @@ def _train(request, network):
     return train_hook(request, network)
 
 
+def _train_options(group):
+    from .trainer import train_options
+    train_options(group)
+
+
 ENGINE = Engine(
     name="fpdeep",
     summary="FPDeep CNN training on a 1-D chain of FPGAs: one node (FP, EB, PG, update)",
@@ -212,8 +217,9 @@ ENGINE = Engine(
     simulate=simulate,
     presets=PRESETS,
     bench=_bench,
-    map=map_hook,
-    cluster=cluster_hook,
+    commands=COMMANDS,
     train=_train,
     draw=draw,
+    options={"train": _train_options},
+    steps_help="mini-batches to train (default 2)",
 )

@@ -158,26 +158,49 @@ class FpdeepTrainConfig:
         return GRADIENT_BOUND["fixed16"] * 2.0 ** (DEFAULT_FRAC_BITS - self.frac_bits)
 
 
+def _optional(add):
+    """``add`` with no option required (:func:`parse_options` names a missing one)."""
+    def relaxed(group):
+        add(group)
+        for action in group._actions:
+            action.required = False
+    return relaxed
+
+
+def train_options(group):
+    """Add ``nnrtl train fpdeep``'s own options to the argument group ``group``
+    (:attr:`Engine.options <nnrtl.gen.engines.Engine.options>`)."""
+    from ...sim.patterns import PATTERNS
+
+    group.add_argument("--fpgas", type=int, required=True, metavar="N",
+                       help="boards in the chain the CNN is mapped onto")
+    group.add_argument("--precision", metavar="P", help="fp32 or fixed16 (default "
+                       f"{FpdeepTrainConfig.precision})")
+    group.add_argument("--frac-bits", type=int, metavar="F", help="fixed16: fraction bits, "
+                       f"1 to 15 (default {FpdeepTrainConfig.frac_bits})")
+    group.add_argument("--pipeline", metavar="stale|flush", help="stale: the pipeline's "
+                       "stale-weight rule, applied to the reference too; flush: each step's "
+                       "weights for the whole mini-batch (the default, and the only one with "
+                       "--backend rtl)")
+    group.add_argument("--backpressure", metavar="|".join(PATTERNS), help="--backend rtl: "
+                       "pauses on the links and the host's streams (default none)")
+    group.add_argument("--simulator", metavar="amaranth|verilator", help="--backend "
+                       "rtl: the chain in the Amaranth simulator (default) or under Verilator")
+
+
 def parse_options(options):
-    """``{name: value}`` of the engine options (``--fpgas 3`` or ``--fpgas=3``)."""
-    names = {"--fpgas": ("fpgas", int), "--precision": ("precision", str),
-             "--frac-bits": ("frac_bits", int), "--pipeline": ("pipeline", str),
-             "--backpressure": ("backpressure", str), "--simulator": ("simulator", str)}
-    found, items = {}, list(options)
-    while items:
-        item = items.pop(0)
-        name, sep, value = item.partition("=")
-        if name not in names:
-            raise UsageError(f"unknown option {item!r}: the fpdeep engine takes {_USAGE}")
-        if not sep:
-            if not items:
-                raise UsageError(f"{name} needs a value")
-            value = items.pop(0)
-        key, parse = names[name]
-        try:
-            found[key] = parse(value)
-        except ValueError:
-            raise UsageError(f"{name} must be an integer, not {value!r}") from None
+    """``{name: value}`` of the engine options given (``request.options``: by dest, or
+    command-line tokens, :func:`~nnrtl.gen.engines.option_values`; the ones left ``None``
+    dropped). Raises :class:`UsageError` without ``fpgas`` or for a name that is no
+    option."""
+    from ..engines import option_values
+
+    known = {"fpgas", "precision", "frac_bits", "pipeline", "backpressure", "simulator"}
+    given = option_values(_optional(train_options), options, prog="nnrtl train fpdeep")
+    found = {key: value for key, value in given.items() if value is not None}
+    unknown = sorted(set(found) - known)
+    if unknown:
+        raise UsageError(f"unknown option {unknown[0]!r}: the fpdeep engine takes {_USAGE}")
     if "fpgas" not in found:
         raise UsageError(f"--fpgas is required: the fpdeep engine takes {_USAGE}")
     return found

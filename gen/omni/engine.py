@@ -155,6 +155,11 @@ def _train(request, network):
     return train_hook(request, network)
 
 
+def _train_options(group):
+    from .trainer import train_options
+    train_options(group)
+
+
 ENGINE = Engine(
     name="omni",
     summary="η-LSTM training: Omni-PE channels, R2A scheduler, compressing DMA (fp32)",
@@ -167,4 +172,6 @@ ENGINE = Engine(
     train=_train,
     clock=_clock,
     draw=draw,
+    options={"train": _train_options},
+    steps_help="the sequence length whose cell tasks run (default seq_len)",
 )

@@ -62,7 +62,6 @@ __all__ = ["OmniTrainConfig", "OmniTrainer", "parse_options", "config_for",
 
 #: The MS2 loss type of each of the interface's losses.
 LOSS_TYPES = {"mse": "per-timestamp", "cross-entropy": "single"}
-_FLAGS = ("--ms1", "--ms2")
 _VALUES = {"--prune-threshold": ("ms1", "prune_threshold"),
            "--skip-threshold": ("ms2", "skip_threshold")}
 
@@ -148,49 +147,50 @@ def gradient_bound(config):
     return config.layers * config.seq_len * worst
 
 
+def train_options(group):
+    """Add ``nnrtl train omni``'s own options to the argument group ``group``
+    (:attr:`Engine.options <nnrtl.gen.engines.Engine.options>`; module docstring)."""
+    group.add_argument("--ms1", action="store_true", help="MS1: BP-EW-P1 moved into FW, "
+                       "pruned and stored compressed")
+    group.add_argument("--ms2", action="store_true", help="MS2: BP-cell skipping with the "
+                       "paper's predictor and convergence-aware scaling")
+    group.add_argument("--prune-threshold", type=float, metavar="THETA", help="with --ms1: "
+                       f"the pruning threshold (default {MsConfig.prune_threshold:g})")
+    group.add_argument("--skip-threshold", type=float, metavar="F", help="with --ms2: the "
+                       "skipping threshold, a fraction of epoch 1's largest predicted "
+                       f"magnitude, from 0 to below 1 (default {MsConfig.skip_threshold:g})")
+
+
 def parse_options(options, loss="mse"):
-    """An :class:`MsConfig` from the engine options (module docstring); a
-    :class:`UsageError` naming the option, its value and the rule otherwise."""
-    given, values = set(), {}
-    tokens = list(options)
-    k = 0
-    while k < len(tokens):
-        token = str(tokens[k])
-        name, equals, value = token.partition("=")
-        if name in _FLAGS:
-            if equals:
-                raise UsageError(f"{name} takes no value, not {token!r}")
-            given.add(name[2:])
-        elif name in _VALUES:
-            if not equals:
-                k += 1
-                if k == len(tokens):
-                    raise UsageError(f"{name} needs a value")
-                value = str(tokens[k])
-            try:
-                number = float(value)
-            except ValueError:
-                raise UsageError(f"{name} must be a number, not {value!r}") from None
-            values[name] = number
-        else:
-            raise UsageError(f"unknown option {token!r} for the omni engine: its train "
-                             f"options are --ms1, --ms2, --prune-threshold THETA, "
-                             f"--skip-threshold F")
-        k += 1
+    """An :class:`MsConfig` from the engine options (``request.options``, by dest: ``ms1``,
+    ``ms2``, ``prune_threshold``, ``skip_threshold``; module docstring); a
+    :class:`UsageError` naming the option, its value and the rule otherwise. Command-line
+    tokens (``("--ms1",)``) are parsed as the command line parses them
+    (:func:`~nnrtl.gen.engines.option_values`)."""
+    from ..engines import option_values
+
+    options = option_values(train_options, options, prog="nnrtl train omni")
+    unknown = sorted(set(options) - {"ms1", "ms2", *(field for _, field in _VALUES.values())})
+    if unknown:
+        raise UsageError(f"unknown option {unknown[0]!r} for the omni engine: its train "
+                         f"options are --ms1, --ms2, --prune-threshold THETA, "
+                         f"--skip-threshold F")
     fields = {}
-    for option, number in values.items():
-        switch, field = _VALUES[option]
-        if switch not in given:
+    for option, (switch, field) in _VALUES.items():
+        number = options.get(field)
+        if number is None:
+            continue
+        if not options.get(switch):
             raise UsageError(f"{option} applies to --{switch}: give --{switch} too")
         if field == "prune_threshold":
             check_threshold(number, option)
         elif not 0 <= number < 1:
             raise UsageError(f"{option} must be a number from 0 to below 1, not {number:g}")
-        fields[field] = number
+        fields[field] = float(number)
     if loss not in LOSS_TYPES:
         raise UsageError(f"--loss must be one of {', '.join(LOSS_TYPES)}, not {loss!r}")
-    return MsConfig(ms1="ms1" in given, ms2="ms2" in given, loss_type=LOSS_TYPES[loss],
-                      **fields)
+    return MsConfig(ms1=bool(options.get("ms1")), ms2=bool(options.get("ms2")),
+                    loss_type=LOSS_TYPES[loss], **fields)
 
 
 def _check_network(network):

@@ -71,6 +71,7 @@ TOY = Engine(
     load_model=_load_model,
     explore=lambda request: ToyExploration(request),
     train=_train,
+    options={"train": lambda group: group.add_argument("--fpgas", type=int, metavar="N")},
 )
 
 
@@ -178,7 +179,7 @@ def test_train_through_hooks(toy, tmp_path, capsys):
                        "--targets", str(tmp_path / "y.npy"), "--lr", "0.1", "--steps", "2",
                        "-o", str(tmp_path / "run"), "--fpgas", "3")
     assert code == 0, out
-    assert CALLS[-1].options == ("--fpgas", "3")
+    assert CALLS[-1].options == {"fpgas": 3}
     trained = torch.load(tmp_path / "run" / "model.pt", weights_only=True)
     assert list(trained) == list(lstm.state_dict())
     # Two steps of torch.optim.SGD on nn.LSTM itself, float64.

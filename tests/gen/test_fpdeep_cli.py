@@ -213,12 +213,13 @@ def test_engine_without_a_mapper(mapper, tmp_path, capsys):
     code, _, err = run(capsys, "map", "demo", "--network", "vgg16", "--fpgas", 2,
                        "--board", "vc709", "-o", tmp_path / "m")
     assert code == 2
-    assert "demo has no mapping onto a chain of FPGAs (nnrtl map); engines with one: " \
-           "fpdeep" in err
+    assert err == "nnrtl: error: demo has no command map; engines with one: fpdeep\n"
 
 
-def test_engines_lists_the_map_hook(mapper, capsys):
+def test_engines_lists_the_map_command(mapper, capsys):
     code, out, _ = run(capsys, "engines", "--json")
     by_name = {e["name"]: e for e in json.loads(out)}
     assert by_name["fpdeep"]["hooks"] == ["top", "resources", "predict", "simulate", "train",
-                                          "bench", "map", "cluster", "draw"]
+                                          "bench", "draw"]
+    assert by_name["fpdeep"]["commands"] == ["cluster", "map"]
+    assert by_name["fpdeep"]["options"] == ["train"]

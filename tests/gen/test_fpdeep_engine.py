@@ -27,7 +27,8 @@ def engine():
 
 
 def test_registered_hooks_and_presets(engine):
-    assert engine.hooks == ("train", "bench", "map", "cluster", "draw")
+    assert engine.hooks == ("train", "bench", "draw")
+    assert set(engine.commands) == {"map", "cluster"} and set(engine.options) == {"train"}
     assert set(engine.presets) == {"small", "vc709-alexnet"}
     assert engine.preset("small") == NodeConfig()
 

@@ -17,7 +17,7 @@ from nnrtl.boards import get_board
 from nnrtl.gen import train as interface
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.fpdeep.chain import GoldenRunner
-from nnrtl.gen.fpdeep.trainer import GRADIENT_BOUND, FpdeepTrainer, train_hook
+from nnrtl.gen.fpdeep.trainer import GRADIENT_BOUND, FpdeepTrainer, train_hook, train_options
 from nnrtl.gen.models import load_network, to_torch
 
 LR = 0.5
@@ -199,15 +199,16 @@ def test_flush_is_plain_sgd(files):
 @pytest.mark.parametrize("options, message", [
     ((), r"^--fpgas is required: the fpdeep engine takes --fpgas N"),
     (("--fpgas", "0"), r"^--fpgas must be a positive integer, not 0$"),
-    (("--fpgas", "two"), r"^--fpgas must be an integer, not 'two'$"),
-    (("--fpgas",), r"^--fpgas needs a value$"),
+    (("--fpgas", "two"), r"^argument --fpgas: invalid int value: 'two'$"),
+    (("--fpgas",), r"^argument --fpgas: expected one argument$"),
     (("--fpgas=2", "--precision", "fp16"),
      r"^--precision must be one of fp32, fixed16, not 'fp16'$"),
     (("--fpgas", "2", "--frac-bits", "16"),
      r"^--frac-bits must be an integer from 1 to 15, not 16$"),
     (("--fpgas", "2", "--pipeline", "stash"),
      r"^--pipeline must be one of stale, flush, not 'stash'$"),
-    (("--fpgas", "2", "--chain", "4"), r"^unknown option '--chain': the fpdeep engine takes"),
+    (("--fpgas", "2", "--chain", "4"), r"^unknown option '--chain' for nnrtl train fpdeep; "
+                                        r"its options: --fpgas, --precision"),
     (("--fpgas", "2", "--backpressure", "jitter"),
      r"^--backpressure must be one of none, cycle, random, bursty, not 'jitter'$"),
     (("--fpgas", "2", "--simulator", "icarus"),
@@ -336,7 +337,7 @@ def test_nnrtl_train_command(files, tmp_path, capsys):
         config_class=DemoConfig, top=DemoEngine,
         resources=lambda config, family: {"dsp": config.dsp},
         predict=lambda config, workload: {"cycles": 0},
-        simulate=lambda request: {}, train=train_hook))
+        simulate=lambda request: {}, train=train_hook, options={"train": train_options}))
     try:
         code = main(["train", "fpdeep_train_test", "--board", "vc709", "--model",
                      str(files.model), "--inputs", str(files.dir / "x1.npy"), "--targets",
@@ -350,7 +351,7 @@ def test_nnrtl_train_command(files, tmp_path, capsys):
                      str(files.model), "--inputs", str(files.dir / "x1.npy"), "--targets",
                      str(files.dir / "y1.npy"), "-o", str(tmp_path / "bad"), "--fpgas", "x"])
         assert code == 2 and not (tmp_path / "bad").exists()
-        assert "--fpgas must be an integer, not 'x'" in capsys.readouterr().err
+        assert "argument --fpgas: invalid int value: 'x'" in capsys.readouterr().err
     finally:
         registry.unregister("fpdeep_train_test")
 

@@ -285,7 +285,7 @@ def test_prefix_trains_one_stack(capsys, tmp_path):
 
 def test_prefix_is_in_the_help(capsys):
     with pytest.raises(SystemExit):
-        main(["train", "--help"])
+        main(["train", "farnn", "--help"])
     assert re.search(r"--prefix P\s+a PyTorch state_dict with several RNN stacks",
                      capsys.readouterr().out)
 

@@ -143,18 +143,19 @@ def test_ms1_prunes_and_ms2_skips():
 
 
 @pytest.mark.parametrize("options, message", [
-    (("--ms3",), r"^unknown option '--ms3' for the omni engine: its train options are "
-                 r"--ms1, --ms2, --prune-threshold THETA, --skip-threshold F$"),
-    (("--ms1", "--prune-threshold"), r"^--prune-threshold needs a value$"),
-    (("--ms1", "--prune-threshold", "abc"), r"^--prune-threshold must be a number, not "
-                                             r"'abc'$"),
+    (("--ms3",), r"^unknown option '--ms3' for nnrtl train omni; its options: --ms1, "
+                 r"--ms2, --prune-threshold, --skip-threshold$"),
+    (("--ms1", "--prune-threshold"), r"^argument --prune-threshold: expected one "
+                                      r"argument$"),
+    (("--ms1", "--prune-threshold", "abc"), r"^argument --prune-threshold: invalid float "
+                                             r"value: 'abc'$"),
     (("--ms1", "--prune-threshold=-0.5"), r"^--prune-threshold must be a finite number "
                                            r">= 0, not -0\.5$"),
     (("--prune-threshold", "0.2"), r"^--prune-threshold applies to --ms1: give --ms1 "
                                     r"too$"),
     (("--ms2", "--skip-threshold", "1.5"), r"^--skip-threshold must be a number from 0 "
                                            r"to below 1, not 1\.5$"),
-    (("--ms2=1",), r"^--ms2 takes no value, not '--ms2=1'$"),
+    (("--ms2=1",), r"^argument --ms2: ignored explicit argument '1'$"),
 ])
 def test_bad_options(options, message):
     with pytest.raises(UsageError, match=message):
