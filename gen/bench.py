@@ -7,14 +7,14 @@ run by ``make bench`` and never by the test suite.
     Yosys resources and logic levels of the arithmetic units (fp32 add, multiply,
     streaming accumulator, activations; fixed-point multiply, MAC, PWL activations) for
     ``xc7`` and ``xcup``, beside the eta-LSTM accumulator figures (Table III: the paper's
-    8-stage-adder accumulator, so the L = 8 row is the one to compare), and one eta-LSTM
-    Omni-PE.
+    8-stage-adder accumulator, so the L = 8 row is the one to compare). The Omni-PE itself
+    is in the ``omni`` part.
 one per engine with a ``bench`` hook
     ``bench(out)`` returns ``(result, markdown)`` and may write more files under ``out``
-    (see each engine's ``gen/<engine>/bench.py``).
+    (see each engine's ``gen/<engine>/studies/bench.py``).
 one per entry point of the group ``nnrtl.benches``
-    the same ``bench(out)`` for a part that is no registered engine's hook (e.g.
-    ``fpdeep``, whose engine has no RTL top yet); an engine's hook of the same name wins.
+    the same ``bench(out)`` for a part that is no registered engine's hook (``draws``, and
+    ``omni``'s studies); an engine's hook of the same name wins.
 """
 
 import argparse
@@ -29,7 +29,7 @@ from .progress import Progress, progress
 __all__ = ["benchmarks", "bench_arith", "main"]
 
 
-#: Figures from eta-LSTM (papers/eta-lstm-omni-pe-training.txt, Sec. VI): the paper's
+#: Figures from the eta-LSTM paper (Sec. VI, Table III): the paper's
 #: fp32 streaming accumulator and Xilinx's floating-point accumulator IP.
 PAPER_ACCUMULATOR = {"eta-LSTM accumulator": (463, 608), "Xilinx accumulator IP": (821, 969)}
 
@@ -37,7 +37,6 @@ PAPER_ACCUMULATOR = {"eta-LSTM accumulator": (463, 608), "Xilinx accumulator IP"
 def _arith_units():
     from ..hw.arith import (FP32, FixedMac, FixedMul, FloatAdd, FloatMul, FloatSigmoid,
                             FloatTanh, PWLSigmoid, PWLTanh, QFormat, StreamingAccumulator)
-    from ..hw.omni import OmniPE, OmniPEConfig
     q16 = QFormat(16, 12)
     return {
         "fp32 add (3 stages)": lambda: FloatAdd(FP32),
@@ -45,7 +44,6 @@ def _arith_units():
         "fp32 streaming accumulator (L=3)": lambda: StreamingAccumulator(FP32),
         "fp32 streaming accumulator (L=8, eta-LSTM)":
             lambda: StreamingAccumulator(FP32, adder_stages=8),
-        "eta-LSTM Omni-PE (fp32, OmniPEConfig defaults)": lambda: OmniPE(OmniPEConfig()),
         "fp32 sigmoid (table + interpolation)": lambda: FloatSigmoid(FP32),
         "fp32 tanh (table + interpolation)": lambda: FloatTanh(FP32),
         "fixed 16x16->32 multiply": lambda: FixedMul(q16, q16),
