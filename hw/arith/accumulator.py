@@ -6,63 +6,6 @@ accumulator. The adder's ``L = adder_stages`` pipeline registers hold ``L`` inte
 partial sums; the partial sum of a slot leaves the adder just when the next input of that
 slot arrives and goes straight back in with it. After the stream's ``last`` input the ``L``
 partial sums are reduced, still through the same adder, in an order fixed by ``L`` alone.
-
-How it relates to the paper's Fig. 11 (there with a 2-cycle adder, inputs A to H): the
-paper pairs the first inputs with each other (A+B, C+D), then folds each partial output
-back into the adder together with the next input as soon as it is ready (A+B+E, C+D+F,
-...), and at the end adds the partial outputs as they come (A+B+E+G + C+D+F+H). Which
-input meets which partial sum there depends on when the inputs arrive, so the rounding
-depends on input gaps. Here the steady state is the same -- every partial sum returns to
-the adder every ``L`` cycles and absorbs one input -- but the pairing is fixed:
-
-- input number ``n`` of a stream (from 0) goes to slot ``n mod L``; every slot starts a
-  stream at ``-0`` (the identity of IEEE addition, so a slot's first add ``-0 + x`` is
-  exact: it gives ``x``, a NaN made canonical, or, with ``flush_subnormals``, a subnormal
-  flushed), so slot ``k`` holds ``((-0 + x[k]) + x[k+L]) + x[k+2L] + ...``. The pipeline
-  advances only when an input is taken, so gaps do not move a partial sum to another slot.
-  In the figure's terms: no warm-up pairing (A+B), each partial starts from its first input.
-- after ``last`` the partial sums leave the adder in the order ``Q[j] = slot[(n + j) mod L]``
-  (``n`` the stream length) and are reduced by the fixed schedule of
-  :func:`reduction_schedule`: the first partial to come out is held in a register, the
-  next one is added to it (``held + Q``) and the sum goes back into the pipeline, and so
-  on, each new sum meeting the next partial available, until one value is left. For
-  ``L = 2``: ``Q0 + Q1``; ``L = 3``: ``Q2 + (Q0 + Q1)``; ``L = 4``: ``(Q0 + Q1) + (Q2 + Q3)``;
-  ``L = 6``: ``(Q4 + Q5) + ((Q0 + Q1) + (Q2 + Q3))``. This is the figure's end phase
-  ("all the partial accumulated results will be summed up") with a schedule decided once
-  for all streams. The reduction waits on nothing but the output handshake, so output
-  backpressure cannot change it either: the sum is a function of the values and ``L``
-  only, and :func:`nnrtl.sim.golden.accumulator.streaming_sum` reproduces it bit for bit.
-
-Timing. After reset the unit spends ``L + 1`` cycles filling the adder with ``-0``
-(``i.ready`` is low). Inputs are taken one per cycle. While a stream's partial sums are
-reduced the input stalls: ``E = reduction_cycles`` cycles (``E`` steps of the schedule;
-the next stream's first input is taken in the cycle the sum leaves, going into the slot
-the sum vacates). With neither gaps nor backpressure the sum of an ``n``-input stream is
-handed over ``latency(n) = n + E`` cycles after its first input, and back-to-back streams
-of ``n`` inputs take ``n + E`` cycles each, so the overhead over one input per cycle is
-``E / n`` for both (measured under Verilator for 1 to 6 stages, in the Amaranth simulator
-for 8 at ``n`` = 1024; equal to the formula). The last column is the paper's own measure
-(spec omni.md §3.1: its "< 2.87%" is ``(50 - 20) / (1024 + 20)``, its 50-cycle
-accumulator against the 20-cycle Xilinx accumulator IP, i.e. against ``n + 20``):
-``(latency(1024) - 1044) / 1044``, negative where this accumulator finishes before the IP.
-
-======  ==  ======  ======  ======  ======  ======  ===============
-``L``   E   n=16    n=64    n=256   n=1024  n=4096  vs n+20, n=1024
-======  ==  ======  ======  ======  ======  ======  ===============
-1       0   0       0       0       0       0       -1.92%
-2       3   18.8%   4.69%   1.17%   0.29%   0.07%   -1.63%
-3       7   43.8%   10.9%   2.73%   0.68%   0.17%   -1.25%
-4       11  68.8%   17.2%   4.30%   1.07%   0.27%   -0.86%
-5       16  100%    25.0%   6.25%   1.56%   0.39%   -0.38%
-6       21  131%    32.8%   8.20%   2.05%   0.51%   0.10%
-7       26  162%    40.6%   10.2%   2.54%   0.63%   0.57%
-8       31  194%    48.4%   12.1%   3.03%   0.76%   1.05%
-======  ==  ======  ======  ======  ======  ======  ===============
-
-With the paper's 8-cycle adder (``L = 8``): ``E = 31``, ``latency(1024) = 1055`` cycles,
-1.05% over the IP's ``1024 + 20`` (the paper: 2.87%, its accumulator's latency being 50),
-3.03% over ``n`` itself (under 2.87% from 1081 inputs on). Reduction order for ``L = 8``:
-``((Q0 + Q1) + (Q2 + Q3)) + ((Q4 + Q5) + (Q6 + Q7))``, a balanced tree.
 """
 
 import enum
@@ -138,7 +81,7 @@ def reduction_schedule(slots):
 class StreamingAccumulator(wiring.Component):
     """Sum of each stream of floats, one input per cycle, on one pipelined adder.
 
-    See the module docstring for the reduction order (fixed by ``adder_stages``,
+    See Notes below for the reduction order (fixed by ``adder_stages``,
     independent of input gaps and output backpressure) and how it relates to η-LSTM's
     Fig. 11. A stream is the inputs up to and including one with ``last`` set; it has at
     least one input (an empty stream cannot be expressed). Special values follow from the
@@ -184,6 +127,65 @@ class StreamingAccumulator(wiring.Component):
     TypeError
         If ``fmt`` is not a :class:`FloatFormat`, ``adder_stages`` is not an integer from 1
         to 8, or ``flush_subnormals`` is not a bool.
+
+    Notes
+    -----
+    How it relates to the paper's Fig. 11 (there with a 2-cycle adder, inputs A to H): the
+    paper pairs the first inputs with each other (A+B, C+D), then folds each partial output
+    back into the adder together with the next input as soon as it is ready (A+B+E, C+D+F,
+    ...), and at the end adds the partial outputs as they come (A+B+E+G + C+D+F+H). Which
+    input meets which partial sum there depends on when the inputs arrive, so the rounding
+    depends on input gaps. Here the steady state is the same -- every partial sum returns to
+    the adder every ``L`` cycles and absorbs one input -- but the pairing is fixed:
+
+    - input number ``n`` of a stream (from 0) goes to slot ``n mod L``; every slot starts a
+      stream at ``-0`` (the identity of IEEE addition, so a slot's first add ``-0 + x`` is
+      exact: it gives ``x``, a NaN made canonical, or, with ``flush_subnormals``, a subnormal
+      flushed), so slot ``k`` holds ``((-0 + x[k]) + x[k+L]) + x[k+2L] + ...``. The pipeline
+      advances only when an input is taken, so gaps do not move a partial sum to another slot.
+      In the figure's terms: no warm-up pairing (A+B), each partial starts from its first input.
+    - after ``last`` the partial sums leave the adder in the order ``Q[j] = slot[(n + j) mod L]``
+      (``n`` the stream length) and are reduced by the fixed schedule of
+      :func:`reduction_schedule`: the first partial to come out is held in a register, the
+      next one is added to it (``held + Q``) and the sum goes back into the pipeline, and so
+      on, each new sum meeting the next partial available, until one value is left. For
+      ``L = 2``: ``Q0 + Q1``; ``L = 3``: ``Q2 + (Q0 + Q1)``; ``L = 4``: ``(Q0 + Q1) + (Q2 + Q3)``;
+      ``L = 6``: ``(Q4 + Q5) + ((Q0 + Q1) + (Q2 + Q3))``. This is the figure's end phase
+      ("all the partial accumulated results will be summed up") with a schedule decided once
+      for all streams. The reduction waits on nothing but the output handshake, so output
+      backpressure cannot change it either: the sum is a function of the values and ``L``
+      only, and :func:`nnrtl.sim.golden.accumulator.streaming_sum` reproduces it bit for bit.
+
+    Timing. After reset the unit spends ``L + 1`` cycles filling the adder with ``-0``
+    (``i.ready`` is low). Inputs are taken one per cycle. While a stream's partial sums are
+    reduced the input stalls: ``E = reduction_cycles`` cycles (``E`` steps of the schedule;
+    the next stream's first input is taken in the cycle the sum leaves, going into the slot
+    the sum vacates). With neither gaps nor backpressure the sum of an ``n``-input stream is
+    handed over ``latency(n) = n + E`` cycles after its first input, and back-to-back streams
+    of ``n`` inputs take ``n + E`` cycles each, so the overhead over one input per cycle is
+    ``E / n`` for both (measured under Verilator for 1 to 6 stages, in the Amaranth simulator
+    for 8 at ``n`` = 1024; equal to the formula). The last column is the paper's own measure
+    (docs/engines/omni/spec.md §3.1: its "< 2.87%" is ``(50 - 20) / (1024 + 20)``, its 50-cycle
+    accumulator against the 20-cycle Xilinx accumulator IP, i.e. against ``n + 20``):
+    ``(latency(1024) - 1044) / 1044``, negative where this accumulator finishes before the IP.
+
+    ======  ==  ======  ======  ======  ======  ======  ===============
+    ``L``   E   n=16    n=64    n=256   n=1024  n=4096  vs n+20, n=1024
+    ======  ==  ======  ======  ======  ======  ======  ===============
+    1       0   0       0       0       0       0       -1.92%
+    2       3   18.8%   4.69%   1.17%   0.29%   0.07%   -1.63%
+    3       7   43.8%   10.9%   2.73%   0.68%   0.17%   -1.25%
+    4       11  68.8%   17.2%   4.30%   1.07%   0.27%   -0.86%
+    5       16  100%    25.0%   6.25%   1.56%   0.39%   -0.38%
+    6       21  131%    32.8%   8.20%   2.05%   0.51%   0.10%
+    7       26  162%    40.6%   10.2%   2.54%   0.63%   0.57%
+    8       31  194%    48.4%   12.1%   3.03%   0.76%   1.05%
+    ======  ==  ======  ======  ======  ======  ======  ===============
+
+    With the paper's 8-cycle adder (``L = 8``): ``E = 31``, ``latency(1024) = 1055`` cycles,
+    1.05% over the IP's ``1024 + 20`` (the paper: 2.87%, its accumulator's latency being 50),
+    3.03% over ``n`` itself (under 2.87% from 1081 inputs on). Reduction order for ``L = 8``:
+    ``((Q0 + Q1) + (Q2 + Q3)) + ((Q4 + Q5) + (Q6 + Q7))``, a balanced tree.
     """
 
     def __init__(self, fmt, *, adder_stages=3, flush_subnormals=False):

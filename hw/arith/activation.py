@@ -19,38 +19,6 @@ The table is computed by :func:`activation_table`, the one function the RTL and 
 golden model (:mod:`nnrtl.sim.golden.activation`) share: per segment the slope is the
 chord's, rounded to the format, and ``y0`` centres the error over the segment (half the
 chord's sag above, half below), rounded to the format.
-
-Maximum absolute error against float64 ``sigmoid`` / ``tanh`` of the input, NaNs left
-out, with the default tables (``min_exponent`` -8; ``max_exponent`` 5 for sigmoid, 4
-for tanh; ``segment_bits`` 6 for fp32, 3 for bf16, 5 for fp16), measured with
-:func:`nnrtl.sim.golden.activation.max_abs_error` over every input pattern (bf16, fp16)
-or, for fp32, 2**20 patterns evenly spread over all, 2**20 over each sign of the
-interpolated range, 2**20 random ones and both sides of every segment boundary:
-
-=======  ==================  ==================  ==================  ==================
-unit     fp32                bf16                fp16                table depth
-                                                                     fp32 / bf16 / fp16
-=======  ==================  ==================  ==================  ==================
-sigmoid  4.88e-6 (x=2.016)   3.80e-3 (x=3.734)   4.86e-4 (x=0.443)   1668 / 212 / 836
-tanh     9.72e-6 (x=1.008)   3.41e-3 (x=2.297)   4.88e-4 (x=1.196)   1540 / 196 / 772
-bound    5e-6 / 1e-5         2**-8 = 3.91e-3     2**-11 = 4.88e-4
-=======  ==================  ==================  ==================  ==================
-
-The tests assert the bounds of the last row. For bf16 and fp16 the error is that of the
-format: within one ulp of ``[1/2, 1)`` (``2**-precision``), from rounding ``y0``,
-``slope`` and the result; more segments do not help. For fp32 it is the interpolation,
-falling fourfold per segment bit (``segment_bits`` 5: 1.93e-5 / 3.85e-5; 7: 1.25e-6 /
-2.48e-6 with tables twice as deep). ``tanh`` is odd bit for bit; at some segment
-boundaries the output steps back by one ulp (the fits are centred per segment), so the
-units are monotonic only to within one ulp.
-
-The derivative units compute ``s * (1 - s)`` (``1 - s`` on a :class:`FloatAdd`, then a
-:class:`FloatMul`) and ``1 - t * t`` (a :class:`FloatMul`, then a :class:`FloatAdd`),
-each operation rounded to nearest even. For ``s`` in ``[0, 1]`` and ``t`` in ``[-1, 1]``
-the error against float64 of the input is at most one ulp of ``1/4`` for ``s * (1 - s)``
-(measured: 2.22e-8 fp32, 1.38e-3 bf16, 1.79e-4 fp16, against ulps of 2.98e-8, 1.95e-3,
-2.44e-4) and one ulp of ``1/2`` for ``1 - t**2`` (4.47e-8, 2.91e-3, 3.66e-4 against
-5.96e-8, 3.91e-3, 4.88e-4), over every input (bf16, fp16) or the fp32 sweep.
 """
 
 import math
@@ -334,6 +302,40 @@ class FloatActivation(_FloatChain):
     TypeError
         If ``table`` is not an :class:`ActivationTable`, or a number of stages or
         ``flush_subnormals`` is not valid.
+
+    Notes
+    -----
+    Maximum absolute error against float64 ``sigmoid`` / ``tanh`` of the input, NaNs left
+    out, with the default tables (``min_exponent`` -8; ``max_exponent`` 5 for sigmoid, 4
+    for tanh; ``segment_bits`` 6 for fp32, 3 for bf16, 5 for fp16), measured with
+    :func:`nnrtl.sim.golden.activation.max_abs_error` over every input pattern (bf16, fp16)
+    or, for fp32, 2**20 patterns evenly spread over all, 2**20 over each sign of the
+    interpolated range, 2**20 random ones and both sides of every segment boundary:
+
+    =======  ==================  ==================  ==================  ==================
+    unit     fp32                bf16                fp16                table depth
+                                                                         fp32 / bf16 / fp16
+    =======  ==================  ==================  ==================  ==================
+    sigmoid  4.88e-6 (x=2.016)   3.80e-3 (x=3.734)   4.86e-4 (x=0.443)   1668 / 212 / 836
+    tanh     9.72e-6 (x=1.008)   3.41e-3 (x=2.297)   4.88e-4 (x=1.196)   1540 / 196 / 772
+    bound    5e-6 / 1e-5         2**-8 = 3.91e-3     2**-11 = 4.88e-4
+    =======  ==================  ==================  ==================  ==================
+
+    The tests assert the bounds of the last row. For bf16 and fp16 the error is that of the
+    format: within one ulp of ``[1/2, 1)`` (``2**-precision``), from rounding ``y0``,
+    ``slope`` and the result; more segments do not help. For fp32 it is the interpolation,
+    falling fourfold per segment bit (``segment_bits`` 5: 1.93e-5 / 3.85e-5; 7: 1.25e-6 /
+    2.48e-6 with tables twice as deep). ``tanh`` is odd bit for bit; at some segment
+    boundaries the output steps back by one ulp (the fits are centred per segment), so the
+    units are monotonic only to within one ulp.
+
+    The derivative units compute ``s * (1 - s)`` (``1 - s`` on a :class:`FloatAdd`, then a
+    :class:`FloatMul`) and ``1 - t * t`` (a :class:`FloatMul`, then a :class:`FloatAdd`),
+    each operation rounded to nearest even. For ``s`` in ``[0, 1]`` and ``t`` in ``[-1, 1]``
+    the error against float64 of the input is at most one ulp of ``1/4`` for ``s * (1 - s)``
+    (measured: 2.22e-8 fp32, 1.38e-3 bf16, 1.79e-4 fp16, against ulps of 2.98e-8, 1.95e-3,
+    2.44e-4) and one ulp of ``1/2`` for ``1 - t**2`` (4.47e-8, 2.91e-3, 3.66e-4 against
+    5.96e-8, 3.91e-3, 4.88e-4), over every input (bf16, fp16) or the fp32 sweep.
     """
 
     _min_adder_stages = 1
@@ -433,7 +435,7 @@ class _NamedActivation(FloatActivation):
 class FloatSigmoid(_NamedActivation):
     """Floating-point ``sigmoid(x) = 1 / (1 + exp(-x))`` by table and interpolation.
 
-    Maximum absolute error against float64 with the defaults (module docstring):
+    Maximum absolute error against float64 with the defaults (Notes of :class:`FloatActivation`):
     4.88e-6 (fp32), 3.80e-3 (bf16), 4.86e-4 (fp16). Latency
     ``2 * adder_stages + multiplier_stages`` (9), one value per cycle.
 
@@ -463,7 +465,7 @@ class FloatSigmoid(_NamedActivation):
 class FloatTanh(_NamedActivation):
     """Floating-point ``tanh`` by table and interpolation.
 
-    Maximum absolute error against float64 with the defaults (module docstring):
+    Maximum absolute error against float64 with the defaults (Notes of :class:`FloatActivation`):
     9.72e-6 (fp32), 3.41e-3 (bf16), 4.88e-4 (fp16); saturation from ``|x| >= 16``.
     Parameters, attributes and exceptions as :class:`FloatSigmoid`.
     """

@@ -73,12 +73,8 @@ class FloatAdd(FloatUnit):
           the chains of flags and exponents would otherwise become shift-register LUTs
           (the VCU128 has twice as many flip-flops as LUTs).
 
-        Yosys (``synth_xilinx -family xcup``, flattened) of the fp32 adder at 8 stages,
-        flushing, 2026-11-24: 317 LUTs, 399 FFs, 3 DSPs; before these steps 369 LUTs, 13
-        shift-register LUTs, 320 FFs (``"lut"``: 477 LUTs, no DSP). The same steps and
-        registers either way; ``"lut"`` is the datapath other engines measured,
-        unchanged. ``"dsp"`` takes precisions up to
-        ``2 * DSP_ONE_HOT - 8`` (26) bits.
+        The same steps and registers either way; ``"lut"`` uses no DSP slice.
+        ``"dsp"`` takes precisions up to ``2 * DSP_ONE_HOT - 8`` (26) bits.
 
     Attributes
     ----------

@@ -1,5 +1,5 @@
 """FARNN: chained weight-stationary fp32 PEs for small-batch LSTM/GRU training
-(``papers/farnn-fpga-gpu-rnn-training.txt``).
+(Cho, Lee, Lee, IEEE TPDS 2022; design decisions in ``docs/engines/farnn/spec.md``).
 
 :class:`FarnnConfig` (``config.py``) is the single source of truth of an engine. The
 bit-exact model is :mod:`nnrtl.sim.golden.farnn`; the host side of a training step is

@@ -30,29 +30,6 @@ GRU BW   dh^, *(1-z), *tanh'(n), *hn, *sig'(r)                A + 4M   16      3
 The paper's LSTM FW takes 204 cycles (exp and division cores); this one 36 at the
 defaults: well under one round of ``n_in`` cycles per vector, so the activation of a
 slice hides behind the MAC of the next for any ``n_in`` above that.
-
-Backpressure rule. The pipeline moves as a whole, as the float units do: one enable,
-``advance = ~o.valid | o.ready``, loads every register (the units' stages, the delay
-registers and the valid bits) and is ``i.ready``. A result that ``o`` does not take
-holds every stage, bubbles included, so nothing is lost and the order is kept; ``i.ready``
-depends combinationally on ``o.ready``. The units' inputs are held valid (``i.valid = 1``)
-and their outputs' ``ready`` is ``advance``, so each unit's own enable ``~o.valid |
-o.ready`` equals ``advance`` once its pipeline is full, which is ``latency`` cycles after
-reset at the latest; before then ``advance`` is 1 anyway (no result has reached ``o``),
-so the units never move apart. The valid bits travel in a shift register of their own.
-
-Ports and routing. FW: ``i`` takes the host's input-MVM parts ``imvm`` and the recurrent
-MVM's ``rmvm`` of every gate (the unit adds them), and the state (LSTM ``c_prev``; GRU
-``h_prev`` and ``bias_n`` = ``bR_n``); ``o`` gives ``h`` (to the host, and to the MVM
-units as the next vector) and ``saved`` (the save stream; the LSTM's ``saved.c`` is also
-the next ``c_prev``, which the top keeps on chip). BW: ``i`` takes ``saved`` (read back),
-``dh`` (the fold of the units' ``R_k^T`` products), ``dy`` (from the host) and the state
-(LSTM ``c_prev`` = the saved ``c`` of the step before, and ``dc``; GRU ``h_prev``, the FW
-output of the step before); ``o`` gives ``d`` (the W side's gate deltas, to the host) and
-LSTM ``dc_prev`` (kept on chip: the next step's ``dc``) or GRU ``dhn`` and ``direct``. The
-MVM units take ``d[k]``, except GRU's unit n, which takes ``dhn``; the GRU's next ``dh`` is
-``fa(fold, direct)``. With a projection the top feeds ``dy = -0`` (``x + (-0) = x`` bit
-for bit), as the projection's delta already holds the host's.
 """
 
 import functools
@@ -384,7 +361,7 @@ class FwActivation(_CellPipeline):
 
     Arithmetic: :func:`nnrtl.sim.golden.farnn.cells.lstm_forward` /
     :func:`~nnrtl.sim.golden.farnn.cells.gru_forward`, bit for bit (fp32, no flushing).
-    Schedule, latency and backpressure rule: the module docstring.
+    Schedule and latency: the module docstring; backpressure and routing: Notes below.
 
     Parameters
     ----------
@@ -414,6 +391,31 @@ class FwActivation(_CellPipeline):
     TypeError
         If ``cell`` is not one of lstm, gru, ``fmt`` is not a FloatFormat, or a number of
         stages is out of range.
+
+    Notes
+    -----
+    Backpressure rule. The pipeline moves as a whole, as the float units do: one enable,
+    ``advance = ~o.valid | o.ready``, loads every register (the units' stages, the delay
+    registers and the valid bits) and is ``i.ready``. A result that ``o`` does not take
+    holds every stage, bubbles included, so nothing is lost and the order is kept; ``i.ready``
+    depends combinationally on ``o.ready``. The units' inputs are held valid (``i.valid = 1``)
+    and their outputs' ``ready`` is ``advance``, so each unit's own enable ``~o.valid |
+    o.ready`` equals ``advance`` once its pipeline is full, which is ``latency`` cycles after
+    reset at the latest; before then ``advance`` is 1 anyway (no result has reached ``o``),
+    so the units never move apart. The valid bits travel in a shift register of their own.
+
+    Ports and routing. FW: ``i`` takes the host's input-MVM parts ``imvm`` and the recurrent
+    MVM's ``rmvm`` of every gate (the unit adds them), and the state (LSTM ``c_prev``; GRU
+    ``h_prev`` and ``bias_n`` = ``bR_n``); ``o`` gives ``h`` (to the host, and to the MVM
+    units as the next vector) and ``saved`` (the save stream; the LSTM's ``saved.c`` is also
+    the next ``c_prev``, which the top keeps on chip). BW: ``i`` takes ``saved`` (read back),
+    ``dh`` (the fold of the units' ``R_k^T`` products), ``dy`` (from the host) and the state
+    (LSTM ``c_prev`` = the saved ``c`` of the step before, and ``dc``; GRU ``h_prev``, the FW
+    output of the step before); ``o`` gives ``d`` (the W side's gate deltas, to the host) and
+    LSTM ``dc_prev`` (kept on chip: the next step's ``dc``) or GRU ``dhn`` and ``direct``. The
+    MVM units take ``d[k]``, except GRU's unit n, which takes ``dhn``; the GRU's next ``dh`` is
+    ``fa(fold, direct)``. With a projection the top feeds ``dy = -0`` (``x + (-0) = x`` bit
+    for bit), as the projection's delta already holds the host's.
     """
 
     _phase = "fw"
@@ -424,8 +426,8 @@ class BwActivation(_CellPipeline):
 
     Arithmetic: :func:`nnrtl.sim.golden.farnn.cells.lstm_backward` /
     :func:`~nnrtl.sim.golden.farnn.cells.gru_backward` (``dy`` always added: ``-0`` with a
-    projection), bit for bit. Schedule, latency, backpressure and routing: the module
-    docstring.
+    projection), bit for bit. Schedule and latency: the module docstring; backpressure and routing:
+    the Notes of :class:`FwActivation`.
 
     Parameters
     ----------

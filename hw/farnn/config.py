@@ -2,7 +2,7 @@
 performance model and design-space exploration derive from.
 
 FARNN (Cho, Lee, Lee, "FARNN: FPGA-GPU Hybrid Acceleration Platform for Recurrent Neural
-Networks", IEEE TPDS 33(7), 2022; ``papers/farnn-fpga-gpu-rnn-training.txt``) trains LSTM
+Networks", IEEE TPDS 33(7), 2022) trains LSTM
 and GRU layers at small batch: the host (GPU) runs the input MVM of all steps, the BW input
 MVM, the gradients and the update; the FPGA runs the recurrence of one layer at a time:
 

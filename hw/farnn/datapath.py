@@ -4,8 +4,8 @@ method of :class:`EngineDatapath` named after the paper's blocks (Cho et al., TP
 Sec. 5, Fig. 3): the stream edges and run state, the MVM units and their weight loader, the
 on-chip buffers, the vector feed, the serializer of the units' result beats, the BW fold,
 the projection sink, the activation wiring, the output streams and the counters. The
-schedule they implement is stated once, in the module docstring of
-:mod:`nnrtl.hw.farnn.engine`.
+schedule they implement is stated once, in the Notes of
+:class:`~nnrtl.hw.farnn.engine.FarnnEngine`.
 
 A step runs one *job* per matrix of the pass (:meth:`FarnnConfig.pass_matrices`): without a
 projection one (``R_k`` / ``R_k^T``), with one two (FW ``R_k`` then ``W_hr``, BW ``R_k^T``

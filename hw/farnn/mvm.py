@@ -20,9 +20,7 @@ vector (so a PE needs one accumulator and the weights of a round serve the whole
   1,024 rows on 768 PEs: 1,024 + 512 MAC cycles instead of 2 x 1,024.
 
 In Verilog (:mod:`nnrtl.hw.hierarchy`) the chains are instances of one chain module (and
-its two PE modules): an MVM unit of 16 chains of 16 PEs at 4,096 words converts in
-seconds to 0.6 MB of Verilog (12 modules), where the flat hierarchy was 49 MB (1,297
-modules) and a quarter of an hour.
+its two PE modules), so the Verilog grows with the number of distinct modules, not of PEs.
 
 Round 0 is always full and fed straight from ``x`` as the elements arrive (gaps on ``x``
 become gaps in the feed); the elements are stored for the later rounds in ``split`` vector
@@ -34,24 +32,11 @@ sums in lanes ``0 .. lanes - 1`` and zeros above. Every beat passes the fold add
 full round's sums plus ``-0``, which changes no value), so all beats have one latency.
 
 Backpressure on ``o`` never loses data: the feeder keeps the two rules of
-:mod:`nnrtl.hw.farnn.pe` -- ``E`` idle cycles after each stream (and at least
+:class:`~nnrtl.hw.farnn.pe.FarnnPE` -- ``E`` idle cycles after each stream (and at least
 ``2 * chain_length`` cycles between the starts of two streams, the time a chain head takes
 to hand out one stream's sums) and at most two streams outstanding (a *credit*: a stream
 stops being outstanding when its last beat is taken on ``o``). Without gaps and
 backpressure the run's cycle count is :func:`nnrtl.sim.golden.farnn.mvm.cycles`, exactly.
-
-Weight load: a ``w`` beat while idle starts it. One cycle sends ``RESTART`` down every
-chain; then one beat per cycle, lane ``c`` feeding chain ``c`` (PE 0's block first), the
-addresses counted here and each block's last word marked. ``w.last`` must come on the
-block end of PE ``chain_length - 1`` exactly (block: ``rounds * n_in`` words, or
-``(rounds - 1) * n_in + c`` with ``split_last``); otherwise ``load_error`` is set (sticky)
-and the load ends there.
-
-``n_in``, ``rounds``, ``batch``, ``split_last`` and ``base`` are configuration inputs,
-read continuously: they must be stable from two cycles before a load or run until it
-ends. The host keeps the weights of a PE within ``weight_depth`` (from ``base``),
-``batch * n_in <= vector_depth`` and, with ``split_last``, ``rounds >= 2`` and no chunk
-empty (``(s - 1) * c < n_in``): :func:`nnrtl.sim.golden.farnn.mvm.plan` chooses all of it.
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -137,6 +122,21 @@ class MVMUnit(Latencies, wiring.Component):
         If a parameter is of the wrong type or out of range.
     ValueError
         If ``split`` does not divide ``chains``.
+
+    Notes
+    -----
+    Weight load: a ``w`` beat while idle starts it. One cycle sends ``RESTART`` down every
+    chain; then one beat per cycle, lane ``c`` feeding chain ``c`` (PE 0's block first), the
+    addresses counted here and each block's last word marked. ``w.last`` must come on the
+    block end of PE ``chain_length - 1`` exactly (block: ``rounds * n_in`` words, or
+    ``(rounds - 1) * n_in + c`` with ``split_last``); otherwise ``load_error`` is set (sticky)
+    and the load ends there.
+
+    ``n_in``, ``rounds``, ``batch``, ``split_last`` and ``base`` are configuration inputs,
+    read continuously: they must be stable from two cycles before a load or run until it
+    ends. The host keeps the weights of a PE within ``weight_depth`` (from ``base``),
+    ``batch * n_in <= vector_depth`` and, with ``split_last``, ``rounds >= 2`` and no chunk
+    empty (``(s - 1) * c < n_in``): :func:`nnrtl.sim.golden.farnn.mvm.plan` chooses all of it.
     """
 
     def __init__(self, fmt, *, chains=16, chain_length, weight_depth, adder_stages=4,

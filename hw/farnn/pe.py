@@ -33,27 +33,6 @@ The output register takes a new word only when it is empty (``i_next.ready`` and
 pop depend on this PE's registers alone: no ready path runs along the chain), so a link
 carries one word every two cycles, the rate at which the sums of one stream reach the head
 anyway (PE ``k`` finishes one cycle after PE ``k - 1`` and is one hop further).
-
-Backpressure rule. The feed cannot stall: a PE must take every element when it arrives.
-Two things make that safe, both the duty of whoever feeds the chain head
-(:class:`~nnrtl.hw.farnn.mvm.MVMUnit`):
-
-1. after a stream's last element, ``reduction_cycles`` (``E``) cycles pass before the next
-   stream's first element (the accumulator takes no input while it reduces);
-2. at most two streams are *outstanding* (fed, and not all of their sums taken at the
-   chain head's consumer) when a stream's first element is fed. When PE ``k`` emits the
-   sum of stream ``v + 1``, every sum of stream ``v - 1`` has left the chain, so its FIFO
-   holds at most the sum of stream ``v``: the second slot is free, the accumulator emits
-   at once and takes the next element in the same cycle, whatever the consumer did.
-
-Under these rules a product never meets a stalled accumulator, so the multiplier's
-pipeline never holds; a sideband shift register moves ``last`` along with it on the
-multiplier's own enable, so it stays aligned in any case.
-
-Timing (no stalls). An element at the PE's input in cycle ``u`` reads its weight in ``u``
-(synchronous read), enters the multiplier in ``u + 1`` and the accumulator in
-``u + 1 + multiplier_stages``. The sum of a stream whose last element arrives in ``u`` is
-emitted in ``u + multiplier_stages + E + 2`` and is on ``o`` two cycles later.
 """
 
 from amaranth.hdl import Module, Signal
@@ -142,8 +121,8 @@ def _check_stages(adder_stages, multiplier_stages):
 class FarnnPE(Latencies, wiring.Component):
     """One FARNN PE: weight memory, fp32 multiplier, streaming accumulator, two links.
 
-    See the module docstring for the link protocol, the result collection and the rules
-    the feeder keeps. Arithmetic: the sum of a stream of elements ``x[t]`` read against
+    See the module docstring for the link protocol and the result collection, and Notes
+    below for the rules the feeder keeps. Arithmetic: the sum of a stream of elements ``x[t]`` read against
     weights ``w[t]`` is ``streaming_sum(fmt, [float_mul(w[t], x[t])], adder_stages)``
     (:mod:`nnrtl.sim.golden.accumulator`), with no flushing of subnormals.
 
@@ -180,6 +159,29 @@ class FarnnPE(Latencies, wiring.Component):
     ------
     TypeError
         If a parameter is of the wrong type or out of range.
+
+    Notes
+    -----
+    Backpressure rule. The feed cannot stall: a PE must take every element when it arrives.
+    Two things make that safe, both the duty of whoever feeds the chain head
+    (:class:`~nnrtl.hw.farnn.mvm.MVMUnit`):
+
+    1. after a stream's last element, ``reduction_cycles`` (``E``) cycles pass before the next
+       stream's first element (the accumulator takes no input while it reduces);
+    2. at most two streams are *outstanding* (fed, and not all of their sums taken at the
+       chain head's consumer) when a stream's first element is fed. When PE ``k`` emits the
+       sum of stream ``v + 1``, every sum of stream ``v - 1`` has left the chain, so its FIFO
+       holds at most the sum of stream ``v``: the second slot is free, the accumulator emits
+       at once and takes the next element in the same cycle, whatever the consumer did.
+
+    Under these rules a product never meets a stalled accumulator, so the multiplier's
+    pipeline never holds; a sideband shift register moves ``last`` along with it on the
+    multiplier's own enable, so it stays aligned in any case.
+
+    Timing (no stalls). An element at the PE's input in cycle ``u`` reads its weight in ``u``
+    (synchronous read), enters the multiplier in ``u + 1`` and the accumulator in
+    ``u + 1 + multiplier_stages``. The sum of a stream whose last element arrives in ``u`` is
+    emitted in ``u + multiplier_stages + E + 2`` and is on ``o`` two cycles later.
     """
 
     def __init__(self, fmt, *, weight_depth, adder_stages=4, multiplier_stages=3,

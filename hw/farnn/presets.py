@@ -1,7 +1,7 @@
 """FARNN designs for the VU9P (Cho et al., TPDS 2022, Sec. 6.1) as :class:`~nnrtl.hw.presets.Preset`
 records, each the choice of the design-space exploration (:func:`nnrtl.gen.farnn.explore.
 explore`, ranked by the cycle model, under the resource model's budgets) with the numbers it
-found written here, beside the spec's derived bounds (``shared/specs/farnn.md`` §1.12).
+found written here, beside the spec's derived bounds (``docs/engines/farnn/spec.md`` §1.12).
 
 The exploration's budgets on the VU9P (``boards/vu9p.py``; the fit rule of
 :func:`nnrtl.gen.engines.budget`): 6,840 DSP, 960 URAM288, 2,160 BRAM36 and 827,568 LUTs

@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """The FARNN engine's schedule seen from outside (:class:`~nnrtl.hw.farnn.engine.FarnnEngine`):
 the order of the cell streams, the GRU bias beats of a FW load and the cycle model of a
-run (the module docstring of :mod:`nnrtl.hw.farnn.engine` states the schedule)."""
+run (the Notes of :class:`~nnrtl.hw.farnn.engine.FarnnEngine` state the schedule)."""
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def run_cycles(config, phase, steps, batch=None):
     outputs: :func:`serialized_run_cycles`, or with a projection (``proj_size > 0``: two
     jobs a step) :func:`_projected_run_cycles`.
 
-    The model of the module docstring's schedule, cycle by cycle, with the START pulse in
+    The model of :class:`~nnrtl.hw.farnn.engine.FarnnEngine`'s schedule, cycle by cycle, with the START pulse in
     cycle 0 (the counter counts cycles ``1 ..`` the last cell's): ``A``, ``M`` the adder and
     multiplier stages, ``E`` the accumulators' reduction cycles, ``L`` the chain length,
     ``s`` the split factor, ``lat`` the activation unit's latency (BW: plus ``3 A`` for the
@@ -237,12 +237,10 @@ class ResultPath:
       takes no beat) exactly while a beat waits on its ``o`` that the next adder (the
       serializer for the last) does not take; an adder whose ``o`` is empty moves on
       while the one after it holds. A beat is on adder ``g``'s ``o`` after ``stages``
-      cycles in which adder ``g`` moved, counted from the one it entered in.
-
-      Issue 12: the model before took the ``(s - 1) A`` stages as one pipeline holding as
-      a whole, which is the RTL only for ``s = 2``; with ``s = 8`` (the ``vu9p-lstm1024``
-      preset) it counted 10 cycles a step too many, since the front adders keep moving
-      (filling their bubbles) while the last one waits on the serializer.
+      cycles in which adder ``g`` moved, counted from the one it entered in. The front
+      adders keep moving (filling their bubbles) while the last one waits on the
+      serializer, so the ``(s - 1) A`` stages are not one pipeline holding as a whole
+      (they are only for ``s = 2``).
     * The serializer takes a beat once it is on the fold's ``o`` (the heads' with ``s =
       1``) and ``free`` has come; it is then busy ``max(rows, 1)`` cycles.
 
@@ -305,7 +303,7 @@ def serialized_run_cycles(config, phase, steps, batch=None):  # noqa: C901 (one 
     * with a split factor ``s > 1`` every beat passes the fold, ``s - 1`` adders of ``A``
       stages in a row, each moving as a whole and holding (taking no beat) only while a
       beat waits on its own ``o`` (:class:`ResultPath`; not the ``(s - 1) A`` stages as
-      one pipeline: issue 12);
+      one pipeline);
     * the serializer takes a beat once it is on ``o`` and the beat before has gone, which
       is ``max(n, 1)`` cycles after that beat was taken (``n`` its real rows); the rows
       leave one per cycle from the next cycle;

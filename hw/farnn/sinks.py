@@ -4,8 +4,8 @@ where the serializer's cells go (Cho et al., TPDS 2022, Sec. 5.2-5.3): the BW fo
 units' ``R_k^T`` products, the projection sink (``m_proj`` and the ``projected`` buffer),
 the activation wiring (FW and BW activation units joined with the host's streams and the
 state buffer) and the output streams with the buffer writes. A mixin of
-:class:`~nnrtl.hw.farnn.datapath.EngineDatapath`, whose signals it uses; the schedule is the
-module docstring of :mod:`nnrtl.hw.farnn.engine`.
+:class:`~nnrtl.hw.farnn.datapath.EngineDatapath`, whose signals it uses; the schedule is in the
+Notes of :class:`~nnrtl.hw.farnn.engine.FarnnEngine`.
 """
 
 from amaranth.hdl import Cat, Const, Mux, Signal
@@ -26,7 +26,7 @@ NEGATIVE_ZERO = 0x80000000
 
 class CellSinks:
     """The parts of :class:`~nnrtl.hw.farnn.datapath.EngineDatapath` after the
-    serializer (module docstring)."""
+    serializer (see the module docstring)."""
 
     # -- BW fold, projection sink --------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""η-LSTM Omni-PE channels (issue 13, spec omni.md §3): :mod:`.config` and :mod:`.pe` (the
+"""η-LSTM Omni-PE channels (spec §3): :mod:`.config` and :mod:`.pe` (the
 Omni-PE: a PE control, :mod:`.pe_control`, and a lane, :mod:`.lane`),
 :mod:`.channel_config`, :mod:`.channel_program` and :mod:`.channel` (the channel: one PE
 control for its lanes, its controller and activation units), :mod:`.r2a` (the R2A

@@ -1,4 +1,4 @@
-"""η-LSTM's channel (ISCA 2021, Sec. V-D, Fig. 13b; spec omni.md §3.3): ``P`` =
+"""η-LSTM's channel (ISCA 2021, Sec. V-D, Fig. 13b; spec §3.3): ``P`` =
 ``pes_per_channel`` Omni-PEs in SIMT, the channel controller with its broadcasting queue,
 one shared sigmoid and one shared tanh unit, and the scratchpad port.
 
@@ -15,48 +15,6 @@ results one by one, lane 0 first, through the shared sigmoid or tanh unit and ga
 them back into a beat. Unused lanes of a beat on ``o`` are 0. The programs of an LSTM FW
 and BP cell are :mod:`.channel_program`'s; the bit-exact model is
 :mod:`nnrtl.sim.golden.omni.channel`.
-
-Decisions the paper leaves open ([U] of spec §3.3)
-----------------------------------------------------
-- *Activation units.* ``hw/arith`` has one floating-point form,
-  :class:`~nnrtl.hw.arith.activation.FloatActivation` (a table of ``y0`` and slope per
-  segment, linear interpolation on the float units): one for sigmoid and one for tanh,
-  with the format's default tables (fp32: 64 segments per binade, 1668 / 1540 entries,
-  max error 4.9e-6 / 9.7e-6; saturation from ``|x| >= 32`` / ``16``). The fixed-point
-  PWL units of ``hw/arith/pwl.py`` do not take fp32. Latency ``2 * 3 + 3`` = 9 cycles
-  (``activation_adder_stages``, ``activation_multiplier_stages``), one word per cycle.
-- *Activation rate.* One word per cycle for the channel: the controller feeds one unit
-  at a time, so results leave in instruction order without a reorder buffer; a change of
-  unit or from a unit to the direct path waits until the unit is empty (its latency).
-  Per FW cell that is ``5H`` activation words against ``4H (I + H + 1) / P`` MAC cycles
-  (the spec's rate check: the units keep up for ``H`` >= about 12 at ``P`` = 32).
-- *σ' and tanh'* are formed on the PEs from the saved outputs (``1 - x`` an EW add with
-  ``subtract`` and a broadcast 1.0, then EW multiplies; spec §1.2 [D]): the channel has
-  exactly one sigmoid and one tanh unit, as the paper says, and no derivative unit.
-- *Broadcasting queue.* A FIFO of ``broadcast_depth`` words (default 4: one word per
-  cycle with slack for the scratchpad's read latency); the scratchpad streams the
-  broadcast vector again for every round of rows, so the queue does not hold a vector.
-- *Scratchpad port.* Two operand streams of one word per lane (``P`` x 32 bits each: an
-  MVM or outer product takes one beat per cycle, ``P`` MACs or products per cycle; an EW
-  operation takes both), one broadcast word stream, and one result stream of ``P``
-  words behind a queue of ``result_depth`` beats.
-- *SIMT with one PE control.* Lanes are in lockstep: a command is given to every lane
-  in the same cycle, and an element only when the lanes' queues have room. Everything
-  an Omni-PE decides depends on its commands and handshakes only, never on data, so the
-  ``P`` lanes share **one** PE control (:class:`~.pe_control.OmniPEControl`: job queue,
-  counters, queue pointers and levels, the pipelines' sidebands, the accumulate /
-  reduce sequence, the output MUX's job tracking) and each lane is a datapath
-  (:class:`~.lane.OmniLane`: multiplier, adder, queue storage, MUXes), where the paper's
-  Fig. 12 draws a controller in every PE. The inactive lanes of a round of fewer than
-  ``P`` rows run the same job on don't-care operands (the operand beat's unused words)
-  and the collector ignores their results (a beat's unused words are 0); the cycles are
-  those of PEs with their own controllers (the cycle model is exact against both). A
-  beat of results leaves the lanes' Output Queues in one cycle: when it is taken whole,
-  or, through an activation unit, once its last active lane's word is fed. Measured
-  (Yosys, :mod:`nnrtl.gen.omni.resources`): a lane is 635 LUTs (LUT-RAM included;
-  737 before its LUT cuts, :mod:`.lane`) against 1,133 for a PE with its own
-  controller, the shared PE control 244, a 32-lane channel 27,503 LUTs measured
-  whole; the paper's 40 x 32 top 1.13 M LUTs by the model, against 1.62 M.
 
 Throughput: ``P`` MACs (MVM), products (EW multiply, outer product) or sums (EW add) per
 cycle; one activation per cycle. Cycles of a program: the cycle model
@@ -101,6 +59,46 @@ class Channel(ConfiguredComponent):
     ------
     TypeError
         If ``config`` is not a :class:`ChannelConfig`.
+
+    Notes
+    -----
+    **Decisions the paper leaves open ([U] of spec §3.3)**
+    - *Activation units.* ``hw/arith`` has one floating-point form,
+      :class:`~nnrtl.hw.arith.activation.FloatActivation` (a table of ``y0`` and slope per
+      segment, linear interpolation on the float units): one for sigmoid and one for tanh,
+      with the format's default tables (fp32: 64 segments per binade, 1668 / 1540 entries,
+      max error 4.9e-6 / 9.7e-6; saturation from ``|x| >= 32`` / ``16``). The fixed-point
+      PWL units of ``hw/arith/pwl.py`` do not take fp32. Latency ``2 * 3 + 3`` = 9 cycles
+      (``activation_adder_stages``, ``activation_multiplier_stages``), one word per cycle.
+    - *Activation rate.* One word per cycle for the channel: the controller feeds one unit
+      at a time, so results leave in instruction order without a reorder buffer; a change of
+      unit or from a unit to the direct path waits until the unit is empty (its latency).
+      Per FW cell that is ``5H`` activation words against ``4H (I + H + 1) / P`` MAC cycles
+      (the spec's rate check: the units keep up for ``H`` >= about 12 at ``P`` = 32).
+    - *σ' and tanh'* are formed on the PEs from the saved outputs (``1 - x`` an EW add with
+      ``subtract`` and a broadcast 1.0, then EW multiplies; spec §1.2 [D]): the channel has
+      exactly one sigmoid and one tanh unit, as the paper says, and no derivative unit.
+    - *Broadcasting queue.* A FIFO of ``broadcast_depth`` words (default 4: one word per
+      cycle with slack for the scratchpad's read latency); the scratchpad streams the
+      broadcast vector again for every round of rows, so the queue does not hold a vector.
+    - *Scratchpad port.* Two operand streams of one word per lane (``P`` x 32 bits each: an
+      MVM or outer product takes one beat per cycle, ``P`` MACs or products per cycle; an EW
+      operation takes both), one broadcast word stream, and one result stream of ``P``
+      words behind a queue of ``result_depth`` beats.
+    - *SIMT with one PE control.* Lanes are in lockstep: a command is given to every lane
+      in the same cycle, and an element only when the lanes' queues have room. Everything
+      an Omni-PE decides depends on its commands and handshakes only, never on data, so the
+      ``P`` lanes share **one** PE control (:class:`~.pe_control.OmniPEControl`: job queue,
+      counters, queue pointers and levels, the pipelines' sidebands, the accumulate /
+      reduce sequence, the output MUX's job tracking) and each lane is a datapath
+      (:class:`~.lane.OmniLane`: multiplier, adder, queue storage, MUXes), where the paper's
+      Fig. 12 draws a controller in every PE. The inactive lanes of a round of fewer than
+      ``P`` rows run the same job on don't-care operands (the operand beat's unused words)
+      and the collector ignores their results (a beat's unused words are 0); the cycles are
+      those of PEs with their own controllers (the cycle model is exact against both). A
+      beat of results leaves the lanes' Output Queues in one cycle: when it is taken whole,
+      or, through an activation unit, once its last active lane's word is fed. The LUTs
+      this saves are the resource model's (:mod:`nnrtl.gen.omni.resources`).
     """
 
     CONFIG = ChannelConfig
@@ -111,7 +109,7 @@ class Channel(ConfiguredComponent):
         lanes_count = config.pes_per_channel
         width = config.fmt.width
         layout = config.command_layout
-        # one PE control for the lanes in lockstep (module docstring)
+        # one PE control for the lanes in lockstep (see the class Notes)
         m.submodules.pe_control = control = OmniPEControl(config.pe)
         lanes = []
         for index in range(lanes_count):

@@ -2,7 +2,7 @@
 its RTL, its programs (:mod:`.channel_program`), the golden model
 (:mod:`nnrtl.sim.golden.omni.channel`) and the bench derive from.
 
-η-LSTM (ISCA 2021, Sec. V-D, Fig. 13b; spec omni.md §3.3): ``pes_per_channel`` Omni-PEs
+η-LSTM (ISCA 2021, Sec. V-D, Fig. 13b; spec §3.3): ``pes_per_channel`` Omni-PEs
 (32 in the paper) driven in SIMT by one channel controller with a broadcasting queue, one
 shared sigmoid unit and one shared tanh unit, and a port to the on-chip scratchpad. The
 controller runs *instructions* (:class:`ChannelInstruction`): one Omni-PE job given to the

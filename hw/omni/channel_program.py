@@ -1,4 +1,4 @@
-"""The programs of one LSTM FW cell and one BP cell on a channel (spec omni.md §1.1, §1.2).
+"""The programs of one LSTM FW cell and one BP cell on a channel (spec §1.1, §1.2).
 
 A program is a list of :class:`Step`: a :class:`~.channel_config.ChannelInstruction` and
 where in the scratchpad its operands come from and its results go. The scratchpad is a set

@@ -1,7 +1,7 @@
 """Configuration of the η-LSTM Omni-PE: the one object its RTL (:mod:`.pe`), golden model
 (:mod:`nnrtl.sim.golden.omni.pe`) and test expectations derive from.
 
-η-LSTM (ISCA 2021, Sec. V-B, Fig. 12; spec omni.md §3.2): a universal fp32 PE with one
+η-LSTM (ISCA 2021, Sec. V-B, Fig. 12; spec §3.2): a universal fp32 PE with one
 multiplier and one adder, the adder doubling as the streaming accumulator of Fig. 11
 (:class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator`'s schedule). A PE runs *jobs*,
 each a command ``(mode, length, subtract)`` (:class:`OmniJob`); the four modes

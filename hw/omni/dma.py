@@ -4,7 +4,7 @@ decoder toward one AXI4 memory port (the HBM side; a memory model in simulation)
 :class:`OmniDMA` puts together the write path (:mod:`.compress`: compression module,
 packers, WT Index / WT Data Queues, AXI4 write channels) and the read path
 (:mod:`.decode`: readers with the RD queues, AXI4 read channels, decoder), with the
-counters of issue 13 (bytes written, bytes read, values pruned, values kept). The memory
+counters (bytes written, bytes read, values pruned, values kept). The memory
 format is MS1's (:mod:`nnrtl.gen.omni.compress`), the [U] decisions are listed in
 :mod:`.dma_config`.
 

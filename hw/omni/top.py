@@ -1,8 +1,8 @@
-"""The η-LSTM top (ISCA 2021, Sec. V-D, Fig. 13a; spec omni.md §3.6): ``channels``
+"""The η-LSTM top (ISCA 2021, Sec. V-D, Fig. 13a; spec §3.6): ``channels``
 :class:`~.channel.Channel` s of ``pes_per_channel`` Omni-PEs, the η-LSTM controller's R2A
 scheduler (:class:`~.r2a.R2AScheduler`) dispatching the tasks of a cell-program graph to
 the channels, the compressing DMA (:class:`~.dma.OmniDMA`) on the HBM port, and the
-AXI4-Lite registers with the counters of issue 13.
+AXI4-Lite registers with the run's counters.
 
 Dispatch
     The host loads a window of the iteration's task graph into the R2A task table through
@@ -29,46 +29,6 @@ Counters (64-bit, cleared by ``start``)
     ``busy_outer``, ``busy_ew_add``: channel-cycles of a held task whose *oldest
     unfinished instruction* (given on ``s_command[c]``, or offered there when none is
     left, and not all of its result beats out on ``m_result[c]``) is a job of that mode.
-
-Decisions the paper leaves open ([U] of spec §3.6)
-----------------------------------------------------
-- *Kinds of the counters*: ``busy_matmul`` / ``busy_ew`` count the R2A's two kinds
-  (MatMul, EW), the granularity at which channels are allocated; the four PE modes
-  have counters of their own (next point).
-- *Per-mode counters* [U, decided here]: channel-cycles, not PE-cycles, attributed to
-  the mode of the oldest instruction whose results are not all out. The channel runs
-  its lanes in lockstep on one instruction stream (SIMT), so every active PE of a
-  channel is in the same mode; the top sees each instruction's mode on its command port
-  and its end on the result port (a queue of :func:`mode_queue_depth` entries per
-  channel), so the counters need no signal from inside the PEs; and they partition a
-  task's cycles: with the scratchpad keeping up, ``busy_mvm + busy_ew_mul + busy_outer
-  + busy_ew_add == busy_matmul + busy_ew``, each task's cycles split at its
-  instructions' last result beats (the model: :func:`nnrtl.gen.omni.perf.
-  top_mode_cycles`). A cycle of a held task with no instruction given or offered (the
-  scratchpad late with the next one) counts in no mode. PE-cycles would follow by
-  weighting with the instructions' ``lanes``, a multiplier per channel the counters
-  avoid.
-- *Scratchpad*: outside this top. The paper gives neither its size, banking nor address
-  generation (§3.6 [U]); each channel's scratchpad port is brought out: instructions,
-  one broadcast word a cycle, one result beat a cycle and *one operand beat a cycle*
-  (``s_operand[c]``, ``which`` naming Input1 or Input2; a register per input passes one
-  beat a cycle on). One beat rather than the channel's two operand streams because the
-  40-channel top's input ports must stay under Amaranth's 65,536 top-level input bits
-  (two 1,024-bit streams a channel need 84,400): MVM and outer products (one lane
-  operand an element) run at full rate, element-wise operations with two lane operands
-  at one element every two cycles. The benches (:mod:`nnrtl.sim.tb.omni.top`) are the
-  scratchpad, streaming each task's steps of :mod:`.channel_program` in program order
-  with the read-after-write order a real scratchpad keeps.
-- *DMA side*: the DMA's descriptor and data streams (``s_dma_wr_cmd``,
-  ``s_dma_wr_data``, ``s_dma_rd_cmd``, ``m_dma_rd_data``) are the scratchpad's too;
-  its AXI4 port ``m_axi`` is the HBM (one pseudo-channel port,
-  :data:`~.top_config.HBM_DATA_WIDTH` bits). ``threshold`` is θ (fp32 bits), reset to
-  ``prune_threshold``.
-- *Task table loading* through AXI4-Lite (one task = three register writes and a push):
-  the table is a window of at most ``max_tasks`` tasks; a push while a run is under way
-  or the table is full is dropped and sets the sticky ``status.push_dropped``.
-- *Several layers and timestamps* share the channels; the channel RTL is one
-  configuration whose ``max_length`` covers every layer's longest job.
 
 Latency and throughput: each channel ``pes_per_channel`` MACs / products / sums a cycle
 and one activation a cycle (:class:`~.channel.Channel`); the scheduler decides one task a
@@ -210,7 +170,7 @@ class OmniTop(wiring.Component):
         ``i_command``, ``i_broadcast``).
     s_operand : In(stream.Signature(operand_layout(channel))).array(channels)
         Each channel's lane operands, one beat a cycle, ``which`` naming the PEs' input
-        queue (module docstring).
+        queue (Notes below).
     m_result : Out(stream.Signature(channel.beat_layout)).array(channels)
         Each channel's results.
     s_dma_wr_cmd, s_dma_wr_data, s_dma_rd_cmd : In(stream.Signature(...))
@@ -224,6 +184,47 @@ class OmniTop(wiring.Component):
     ------
     TypeError
         If ``config`` is not an :class:`OmniConfig`.
+
+    Notes
+    -----
+    **Decisions the paper leaves open ([U] of spec §3.6)**
+    - *Kinds of the counters*: ``busy_matmul`` / ``busy_ew`` count the R2A's two kinds
+      (MatMul, EW), the granularity at which channels are allocated; the four PE modes
+      have counters of their own (next point).
+    - *Per-mode counters* [U, decided here]: channel-cycles, not PE-cycles, attributed to
+      the mode of the oldest instruction whose results are not all out. The channel runs
+      its lanes in lockstep on one instruction stream (SIMT), so every active PE of a
+      channel is in the same mode; the top sees each instruction's mode on its command port
+      and its end on the result port (a queue of :func:`mode_queue_depth` entries per
+      channel), so the counters need no signal from inside the PEs; and they partition a
+      task's cycles: with the scratchpad keeping up, ``busy_mvm + busy_ew_mul + busy_outer
+      + busy_ew_add == busy_matmul + busy_ew``, each task's cycles split at its
+      instructions' last result beats (the model: :func:`nnrtl.gen.omni.perf.
+      top_mode_cycles`). A cycle of a held task with no instruction given or offered (the
+      scratchpad late with the next one) counts in no mode. PE-cycles would follow by
+      weighting with the instructions' ``lanes``, a multiplier per channel the counters
+      avoid.
+    - *Scratchpad*: outside this top. The paper gives neither its size, banking nor address
+      generation (§3.6 [U]); each channel's scratchpad port is brought out: instructions,
+      one broadcast word a cycle, one result beat a cycle and *one operand beat a cycle*
+      (``s_operand[c]``, ``which`` naming Input1 or Input2; a register per input passes one
+      beat a cycle on). One beat rather than the channel's two operand streams because the
+      40-channel top's input ports must stay under Amaranth's 65,536 top-level input bits
+      (two 1,024-bit streams a channel need 84,400): MVM and outer products (one lane
+      operand an element) run at full rate, element-wise operations with two lane operands
+      at one element every two cycles. The benches (:mod:`nnrtl.sim.tb.omni.top`) are the
+      scratchpad, streaming each task's steps of :mod:`.channel_program` in program order
+      with the read-after-write order a real scratchpad keeps.
+    - *DMA side*: the DMA's descriptor and data streams (``s_dma_wr_cmd``,
+      ``s_dma_wr_data``, ``s_dma_rd_cmd``, ``m_dma_rd_data``) are the scratchpad's too;
+      its AXI4 port ``m_axi`` is the HBM (one pseudo-channel port,
+      :data:`~.top_config.HBM_DATA_WIDTH` bits). ``threshold`` is θ (fp32 bits), reset to
+      ``prune_threshold``.
+    - *Task table loading* through AXI4-Lite (one task = three register writes and a push):
+      the table is a window of at most ``max_tasks`` tasks; a push while a run is under way
+      or the table is full is dropped and sets the sticky ``status.push_dropped``.
+    - *Several layers and timestamps* share the channels; the channel RTL is one
+      configuration whose ``max_length`` covers every layer's longest job.
     """
 
     def __init__(self, config):

@@ -1,7 +1,7 @@
 """Configuration of the η-LSTM top (:class:`~nnrtl.hw.omni.top.OmniTop`): the one object its
 RTL, register map, C header, manifest, resource and cycle models and bench derive from.
 
-η-LSTM (ISCA 2021, Sec. V-D, Fig. 13a; spec omni.md §3.6): ``channels`` channels of
+η-LSTM (ISCA 2021, Sec. V-D, Fig. 13a; spec §3.6): ``channels`` channels of
 ``pes_per_channel`` Omni-PEs (40 x 32 = 1,280 on the VCU128), the η-LSTM controller
 running the R2A scheduler (``swing_channels`` of them swing), the compressing DMA toward
 the HBM. :class:`OmniConfig` holds the issue's parameters (the LSTM's ``input_size``,

@@ -17,63 +17,6 @@ Tiles [U, decided here]
     one tile), so EW can start as soon as "adequate MatMul outputs" exist (paper §V-C).
     ``inner_x`` (δX, eq. 2 with W) is cut along the I inputs instead. The default is one
     tile per channel, so a MatMul phase can fill every channel.
-
-Operation counts (PE-cycles: one MAC, multiply or add per PE per cycle; spec §1.3), for
-a tile of ``h`` hidden units, batch B, layer input I:
-
-==============  ======  =====================  ==============================
-task            kind    ``ops``                ``activations`` (cycles)
-==============  ======  =====================  ==============================
-``fw_mm_x``     matmul  4 h I B  (W x_t + b)   0
-``fw_mm_h``     matmul  4 h H B  (U h_{t-1})   0
-``fw_ew``       ew      4 h B (3 mul, 1 add)   3 h B (σ for i, f, o)
-``bp_p1``       ew      15 h B                 h B in BP (tanh(s_t) again),
-                                               0 with MS1 (FW-EW's is reused)
-``bp_p2``       ew      8 h B × density        0
-``bp_inner_h``  matmul  4 H h B (U^T δgates)   0
-``bp_inner_x``  matmul  4 H i B (W^T δgates,   0
-                        i inputs of the tile)
-``bp_outer``    matmul  4 h (I + H) B          0
-==============  ======  =====================  ==============================
-
-Activations: a channel has one σ and one tanh unit (spec §3.3) working side by side, so
-FW-EW's 3 σ and 2 tanh per unit take 3 cycles per unit and sample; they are serialized
-with the PE work of the task [U: conservative, the PEs wait for the activations]. The
-bias add of ``W x_t + b`` starts the accumulation and costs nothing. ``density`` (MS1's
-computation skipping, paper Fig. 7) scales BP-EW-P2 only: P2 multiplies element by
-element and the decoder feeds only surviving P1 values, while a BP-MatMul row is skipped
-only when its δgate is zero in every sample of the batch, which per-sample pruning at
-θ = 0.1 rarely gives [U].
-
-Dependency rules (cell ``(l, t)``, layer l of LN, timestamp t of LL; "all X" = every tile
-of X; only edges not implied by others are listed):
-
-* ``fw_mm_x(l,t)[j]`` needs all ``fw_ew(l-1,t)`` (x_t is h_t of the layer below; none
-  for l = 0, the input is in memory).
-* ``fw_mm_h(l,t)[j]`` needs all ``fw_ew(l,t-1)`` (h_{t-1}; t = 0 multiplies the zero
-  initial state, as :func:`nnrtl.gen.omni.cell.fw_matmul` does, and needs nothing).
-* ``fw_ew(l,t)[j]`` needs ``fw_mm_x(l,t)[j]`` and ``fw_mm_h(l,t)[j]`` (s_{t-1} slice j
-  comes with h_{t-1}).
-* The loss needs all ``fw_ew(LN-1,LL-1)``: BP starts after the whole FW (both loss types).
-* ``G(l,t)``, the gradients a kept BP cell waits for: all ``bp_inner_h(l,t+1)`` (δH_t) if
-  cell (l,t+1) is kept, all ``bp_inner_x(l+1,t)`` (δY_t) if cell (l+1,t) is kept; the
-  loss if neither exists (the top layer's first BP cell, a cell after skipped ones).
-  δS_t comes with δH_t.
-* ``bp_p1(l,t)[j]`` needs ``fw_ew(l,t)[j]``; without MS1 it runs in the BP cell and also
-  waits for ``G(l,t)`` (its FW intermediates are loaded when the BP cell starts, paper
-  Fig. 10); with MS1 it runs in FW right after FW-EW (spec §2.1).
-* ``bp_p2(l,t)[j]`` needs ``bp_p1(l,t)[j]`` (and ``G(l,t)`` with MS1).
-* ``bp_inner_h(l,t)[j]`` (only if t > 0 and cell (l,t-1) is kept) and
-  ``bp_inner_x(l,t)[j]`` (only if l > 0 and cell (l-1,t) is kept) need all
-  ``bp_p2(l,t)``: a skipped cell's gradients are treated as 0 (spec §2.2 [U]).
-* ``bp_outer(l,t)[j]`` needs ``bp_p2(l,t)[j]`` and the previous ``bp_outer[j]`` of the
-  layer (the kept cell above in time): δW and δU rows of tile j are accumulated by
-  one channel at a time.
-* MS2: a skipped cell (``kept[l, t]`` false) has no BP tasks (and no ``bp_p1`` in FW).
-
-Task ids are the priority order of the scheduler (lowest first): FW tasks by timestamp,
-then layer; then BP tasks by descending timestamp, then layer from the top; the
-``bp_outer`` tasks last (accumulations off the critical path fill the gaps).
 """
 
 import dataclasses
@@ -171,7 +114,8 @@ def kept_mask(workload, kept):
 
 
 def training_graph(workload, *, tiles, ms1=False, kept=None, density=1.0):
-    """The tasks of one training iteration (see the module docstring).
+    """The tasks of one training iteration (tiles: the module docstring; operation counts
+    and dependencies: Notes below).
 
     Parameters
     ----------
@@ -197,6 +141,65 @@ def training_graph(workload, *, tiles, ms1=False, kept=None, density=1.0):
         outside (0, 1].
     ValueError
         ``kept`` not ``layers x length``.
+
+    Notes
+    -----
+    Operation counts (PE-cycles: one MAC, multiply or add per PE per cycle; spec §1.3), for
+    a tile of ``h`` hidden units, batch B, layer input I:
+
+    ==============  ======  =====================  ==============================
+    task            kind    ``ops``                ``activations`` (cycles)
+    ==============  ======  =====================  ==============================
+    ``fw_mm_x``     matmul  4 h I B  (W x_t + b)   0
+    ``fw_mm_h``     matmul  4 h H B  (U h_{t-1})   0
+    ``fw_ew``       ew      4 h B (3 mul, 1 add)   3 h B (σ for i, f, o)
+    ``bp_p1``       ew      15 h B                 h B in BP (tanh(s_t) again),
+                                                   0 with MS1 (FW-EW's is reused)
+    ``bp_p2``       ew      8 h B × density        0
+    ``bp_inner_h``  matmul  4 H h B (U^T δgates)   0
+    ``bp_inner_x``  matmul  4 H i B (W^T δgates,   0
+                            i inputs of the tile)
+    ``bp_outer``    matmul  4 h (I + H) B          0
+    ==============  ======  =====================  ==============================
+
+    Activations: a channel has one σ and one tanh unit (spec §3.3) working side by side, so
+    FW-EW's 3 σ and 2 tanh per unit take 3 cycles per unit and sample; they are serialized
+    with the PE work of the task [U: conservative, the PEs wait for the activations]. The
+    bias add of ``W x_t + b`` starts the accumulation and costs nothing. ``density`` (MS1's
+    computation skipping, paper Fig. 7) scales BP-EW-P2 only: P2 multiplies element by
+    element and the decoder feeds only surviving P1 values, while a BP-MatMul row is skipped
+    only when its δgate is zero in every sample of the batch, which per-sample pruning at
+    θ = 0.1 rarely gives [U].
+
+    Dependency rules (cell ``(l, t)``, layer l of LN, timestamp t of LL; "all X" = every tile
+    of X; only edges not implied by others are listed):
+
+    * ``fw_mm_x(l,t)[j]`` needs all ``fw_ew(l-1,t)`` (x_t is h_t of the layer below; none
+      for l = 0, the input is in memory).
+    * ``fw_mm_h(l,t)[j]`` needs all ``fw_ew(l,t-1)`` (h_{t-1}; t = 0 multiplies the zero
+      initial state, as :func:`nnrtl.gen.omni.cell.fw_matmul` does, and needs nothing).
+    * ``fw_ew(l,t)[j]`` needs ``fw_mm_x(l,t)[j]`` and ``fw_mm_h(l,t)[j]`` (s_{t-1} slice j
+      comes with h_{t-1}).
+    * The loss needs all ``fw_ew(LN-1,LL-1)``: BP starts after the whole FW (both loss types).
+    * ``G(l,t)``, the gradients a kept BP cell waits for: all ``bp_inner_h(l,t+1)`` (δH_t) if
+      cell (l,t+1) is kept, all ``bp_inner_x(l+1,t)`` (δY_t) if cell (l+1,t) is kept; the
+      loss if neither exists (the top layer's first BP cell, a cell after skipped ones).
+      δS_t comes with δH_t.
+    * ``bp_p1(l,t)[j]`` needs ``fw_ew(l,t)[j]``; without MS1 it runs in the BP cell and also
+      waits for ``G(l,t)`` (its FW intermediates are loaded when the BP cell starts, paper
+      Fig. 10); with MS1 it runs in FW right after FW-EW (spec §2.1).
+    * ``bp_p2(l,t)[j]`` needs ``bp_p1(l,t)[j]`` (and ``G(l,t)`` with MS1).
+    * ``bp_inner_h(l,t)[j]`` (only if t > 0 and cell (l,t-1) is kept) and
+      ``bp_inner_x(l,t)[j]`` (only if l > 0 and cell (l-1,t) is kept) need all
+      ``bp_p2(l,t)``: a skipped cell's gradients are treated as 0 (spec §2.2 [U]).
+    * ``bp_outer(l,t)[j]`` needs ``bp_p2(l,t)[j]`` and the previous ``bp_outer[j]`` of the
+      layer (the kept cell above in time): δW and δU rows of tile j are accumulated by
+      one channel at a time.
+    * MS2: a skipped cell (``kept[l, t]`` false) has no BP tasks (and no ``bp_p1`` in FW).
+
+    Task ids are the priority order of the scheduler (lowest first): FW tasks by timestamp,
+    then layer; then BP tasks by descending timestamp, then layer from the top; the
+    ``bp_outer`` tasks last (accumulations off the critical path fill the gaps).
     """
     if not isinstance(workload, Workload):
         raise TypeError(f"workload must be a Workload, not {workload!r}")

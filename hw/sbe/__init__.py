@@ -1,5 +1,5 @@
 """The SBE: stall-free blocking-batching LSTM inference with the weights in off-chip memory
-(``papers/sbe-weight-reuse-large-lstm.txt``, Fig. 7).
+(Que et al., "Mapping Large LSTMs to FPGAs with Weight Reuse", 2020, Fig. 7).
 
 :class:`SBEConfig` is the single source of truth of an engine; the paper's two designs are
 :data:`PRESETS` (``presets.py``). The RTL, one unit per file: :class:`SBEEngine` (``engine.py``: buffers,

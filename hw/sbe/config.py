@@ -2,7 +2,7 @@
 golden model, testbench, performance model and design-space exploration derive from.
 
 The engine (Que et al., "Mapping Large LSTMs to FPGAs with Weight Reuse", J. Signal
-Process. Syst. 92, 2020; ``papers/sbe-weight-reuse-large-lstm.txt``) runs LSTM inference
+Process. Syst. 92, 2020) runs LSTM inference
 with its weights in off-chip memory:
 
 * The four gate matrices are interleaved into one ``4 * hidden_size``-row matrix (row

@@ -1,5 +1,5 @@
-"""The paper's SBE designs as :class:`~nnrtl.hw.presets.Preset` records (Que et al., 2020,
-``papers/sbe-weight-reuse-large-lstm.txt``)."""
+"""The paper's SBE designs as :class:`~nnrtl.hw.presets.Preset` records (Que et al., "Mapping Large
+LSTMs to FPGAs with Weight Reuse", 2020)."""
 
 import dataclasses
 
