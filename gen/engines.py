@@ -3,8 +3,8 @@
 An engine is one package under ``hw/`` (its RTL and frozen configuration), ``gen/`` (its
 models and hooks) and ``sim/`` (golden model and testbench), plus one registration: an
 entry point in the group ``nnrtl.engines`` (``pyproject.toml``) naming its :class:`Engine`,
-e.g. ``sbe = "nnrtl.gen.sbe.engine:ENGINE"``. Nothing else names it: ``gen/cli.py``,
-``gen/commands.py``, ``gen/bench.py`` and ``gen/emit.py`` reach every engine through the hooks below.
+e.g. ``sbe = "nnrtl.gen.sbe.engine:ENGINE"``. Nothing else names it: the command line,
+emitters and bench reach every engine through the hooks below.
 
 Required hooks::
 
@@ -18,32 +18,26 @@ Optional hooks (``None`` when an engine has none)::
 
     load_model(request)          -> ModelBinding     (--model: sizes and formats from a file)
     model_files(config, binding, directory)
-                                 -> dict             files a host needs to run the design on
-                                    the model (``generate --model``), written into the
-                                    staging directory; the manifest's ``"model"`` section,
-                                    whose ``"files"`` lists the names written
+                                 -> dict             the manifest's ``"model"`` section; writes
+                                    the files a host needs to run the design on the model
+                                    (``generate --model``), named in its ``"files"``
     explore(request)             -> Exploration      (design-space exploration)
     train(request, network)      -> Trainer          (nnrtl train; see nnrtl.gen.train)
-    bench(out)                   -> (result dict, markdown text)   (make bench; out: its
-                                    directory for files such as plots)
+    bench(out)                   -> (result dict, markdown)  make bench; out: a directory
     breakdown(result)            -> [(label, cycles), ...]  where a simulation's cycles
                                     went (nnrtl sim's summary, the report's cycle plot)
     report(data)                 -> [Figure, ...]   the engine's own plots for nnrtl report
                                     (data: nnrtl.gen.report.ReportData; see that module)
-    clock(config, board)         -> Hz               the clock the engine's models and
-                                    throughput figures assume on ``board`` (a platform
-                                    class), when it is not the board's default clock (e.g. a
-                                    paper's 400 MHz core clock); :meth:`Engine.clock_hz`
+    clock(config, board)         -> Hz               the clock the models assume on ``board``
+                                    when not its default (:meth:`Engine.clock_hz`)
     draw(rng)                    -> (board, {name: value})  a random configuration: the
                                     parameters pinned for it, drawn with ``rng`` (a
                                     random.Random) from the engine's whole valid space at
                                     simulation sizes, and a board it fits (nnrtl.gen.draws)
 
-An engine owns its part of the command line, as an applet does: ``options`` adds its own
-options to ``nnrtl sim ENGINE``, ``nnrtl explore ENGINE`` or ``nnrtl train ENGINE`` (typed,
-with help and defaults, listed by ``--help``; their values reach the hook as the request's
-``options``), ``steps_help`` says what ``nnrtl sim ENGINE --steps`` counts, and
-``commands`` adds commands of its own (:class:`Command`; FPDeep's ``map`` and ``cluster``).
+An engine owns its part of the command line, as an applet does: its own typed options for
+``sim``, ``explore`` and ``train``, what ``--steps`` counts and commands of its own
+(:class:`Engine`'s ``options``, ``steps_help`` and ``commands``).
 """
 
 import argparse

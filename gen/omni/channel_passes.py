@@ -1,4 +1,4 @@
-"""An LSTM layer's FW and BP passes as a sequence of channel cell programs (spec omni.md
+"""An LSTM layer's FW and BP passes as a sequence of channel cell programs (spec
 §1, §2.1, §3.3): the part of a training step :mod:`.trainer` gives the channel, shared by
 its two backends.
 

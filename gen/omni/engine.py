@@ -38,28 +38,16 @@ __all__ = ["ENGINE", "PRESETS", "PAPER_VCU128", "VCU128_TREC10", "SMALL", "simul
 #: (1,280), two swing channels (Fig. 13a), 8-stage fp32 adders, θ = 0.1, on the VCU128;
 #: its programs sized for TREC-10 of Table I (hidden 3,072, 2 layers, length 18, batch
 #: 128; input size [U]: the hidden size). Not a preset: by the resource model
-#: (:mod:`.resources`, Yosys-measured lanes, PE controls and channels) it needs 1,126,015
-#: LUTs (6,563 DSPs), 86.4 % of the VCU128's 1,303,680 but over its budget of 912,576:
-#: 167 LUTs a lane too many (before the lanes shared a PE control: 1,624,495; before the
-#: lane's LUT cuts of 2026-11-24: 1,263,615, and Yosys of that top whole, ``hierarchy=
-#: "shared"``: 1,268,733; after them, ``nnrtl generate ... --param channels=40 --lut-share 1``
-#: then ``nnrtl synth``: 1,130,853, 86.74 %, 789 s of Yosys). The VCU128 preset is
-#: :data:`VCU128_TREC10`.
+#: (:mod:`.resources`, Yosys-measured lanes, PE controls and channels) its LUTs exceed the
+#: VCU128's budget (:data:`~nnrtl.gen.engines.LUT_SHARE` of the device); the figures are
+#: the omni bench's. The VCU128 preset is :data:`VCU128_TREC10`.
 PAPER_VCU128 = OmniConfig(input_size=3072, hidden_size=3072, layers=2, seq_len=18,
                           batch=128, channels=40, pes_per_channel=32, swing_channels=2,
                           adder_stages=8, prune_threshold=0.1)
 
 #: The paper's instance cut to the channels that fit the VCU128's budget by the resource
-#: model: 32 channels of 32 Omni-PEs (1,024; 905,991 LUTs, 5,251 DSPs), two swing
-#: channels, everything else the paper's (33 would need 933,494). ``nnrtl synth
-#: --hierarchy shared`` of it (Yosys 0.70, 2026-11-24, 695 s with the ABC name-clash
-#: retry): 909,438 LUTs (807,838 logic, 101,600 memory; 69.76 % of the device, within
-#: the 912,576 budget, the model within 0.4 %), 845,023 FFs, 5,251 DSPs, 224 BRAM36, 36
-#: logic levels. Before the lane's LUT
-#: cuts (:mod:`.resources`, 2026-11-24) it was 28 channels (892,299 LUTs); before the
-#: lanes of a channel shared one PE control 22 (905,125 LUTs by the model; ``nnrtl synth
-#: --hierarchy shared`` of that top, Yosys 0.70, 2026-11-23, 28.7 min wall: 911,647 LUTs,
-#: 600,175 FFs, 3,611 DSPs, 154 BRAM36, 34 logic levels).
+#: model: 32 channels of 32 Omni-PEs (1,024), two swing channels, everything else the
+#: paper's (33 channels exceed the budget).
 VCU128_TREC10 = dataclasses.replace(PAPER_VCU128, channels=32)
 
 #: A small top for fast runs: 3 channels of 4 PEs (one swing channel), the paper's

@@ -32,15 +32,9 @@
     instruction never delays an earlier one). The counters are sums over tasks, so they
     do not depend on the schedule.
 
-Measured (no gaps or stalls, the RTL's ``cycles`` counter against ``model_cycles``): the
-small preset 3,337 / 3,337 in the Amaranth simulator (issue 13's Verilator run of
-``nnrtl sim omni --preset small`` counted 3,337 too; the earlier step-by-step estimate
-gave 3,023, -9.4 %). Under Verilator with the per-mode counters (``nnrtl sim omni
---preset small --backpressure none``): ``cycles`` 3,337 = ``model_cycles``; ``busy_mvm``
-1,942, ``busy_ew_mul`` 808, ``busy_outer`` 180, ``busy_ew_add`` 1,040, each equal to
-:func:`top_mode_busy`, summing to ``busy_matmul`` + ``busy_ew`` = 2,782 + 1,188; 4
-channels of 8 PEs (I 9, H 11, 2 layers, 3 steps, seed 4): ``cycles`` 5,918 = model,
-swings 8 = model, 4,086 / 1,284 / 756 / 2,622 = model (sum 8,748 = 6,894 + 1,854).
+Without gaps or stalls, ``model_cycles`` equals the RTL's ``cycles`` counter and
+:func:`top_mode_busy` its per-mode counters, in the Amaranth simulator and under
+Verilator (``nnrtl sim omni --preset small --backpressure none``).
 Tests: ``tests/omni/gen/test_omni_perf.py`` (Amaranth), ``tests/omni/sim/test_omni_top_verilator.py``.
 """
 

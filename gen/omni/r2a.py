@@ -7,49 +7,6 @@ count for equality. :func:`static_split` and :func:`allocation` give the group o
 channel; :func:`utilization_rows` is the bench material (dynamic against static on the
 six Table I shapes).
 
-Decisions [U] (the paper gives none of these; spec §3.4, §6.7)
-    * Step 2, the split: ``ew_channels = round(channels * L_ew / (L_mm + L_ew))``
-      clamped to ``1 .. channels - 1``, where ``L_k`` is the PE-cycles the kind holds a
-      channel (:func:`.workload.estimate`: operations plus the σ / tanh cycles, which
-      occupy an EW channel too). Channels ``0 .. m-1`` form the MatMul group,
-      ``m .. channels-1`` the EW group (``m = channels - ew_channels``). The split is
-      fixed for the run (MS1 / MS2 sparsity does not update it).
-    * ``static``: no channel leaves its group (the paper's baseline, Fig. 10);
-      "TREC10-fixed" is the split of TREC-10's estimate applied to every shape
-      (Static-Arch, spec §4).
-    * ``dynamic`` (R2A): the same split plus ``swing_channels`` swing channels, the ones
-      straddling the group boundary (``max(0, min(m - s//2, channels - s))`` onwards:
-      half from each group, so work can swing both ways: EW-group channels help MatMul
-      while EW waits on MatMul outputs, MatMul-group channels help the EW phases that
-      sit on the dependency chain). Granularity: whole channels (no swing PEs inside a
-      channel: a channel runs one task with all its PEs, SIMT).
-    * Trigger: a free swing channel takes a task of the other kind only when no task of
-      its own group's kind is ready; it is never preempted, and when free again it
-      takes its own group's work first (the "return"). Swing events: tasks issued to a
-      channel of the other group; returns: own-group tasks issued to a channel whose
-      previous task was foreign.
-    * Validation: the schedule issues per task one channel program per sample
-      (:func:`task_program`); their cycles are the channel cycle model's, checked equal
-      to the Channel RTL's (``tests/omni/gen/test_omni_r2a_model.py``). No multi-channel top
-      exists yet: the model is validated per channel program the schedule issues,
-      not on a whole top.
-    * Switch cost: ``switch_cycles`` extra channel cycles when a channel's task kind
-      differs from its previous one (default 8: the PEs' 8-stage adder drains before the
-      mode changes). Channels start in their group's mode.
-    * Priority: one task issued per cycle; among ready tasks of a kind the lowest id
-      (the graph's order); among channels the lowest index that can take a task (its
-      group's kind if ready, else, for a swing channel, the other kind).
-    * Timing (the RTL's, :attr:`~nnrtl.hw.omni.r2a.R2AConfig.issue_overhead`): a task
-      decided in cycle ``a`` is offered on the channel's issue port in ``a + 1``; a
-      channel taking it in cycle ``h`` signals done in ``h + D``,
-      ``D = work + switch``, ``work`` the channel cycle model's cycles of the task's
-      channel program (:func:`channel_durations`, :func:`task_program`: exact against
-      the Channel RTL; the bench and :func:`utilization_rows`) or, as the R2A RTL's
-      bench channels take it, ``ceil(length / pes)`` (the default of :func:`schedule`); the channel and the task's successors are
-      free / ready from ``h + D + 1``. Without backpressure a task holds its channel
-      ``D + 2`` cycles. The run lasts until every task is done (``cycles``); busy cycles
-      of a channel count ``D + 1`` per task (descriptor offered to done).
-
 No deadlock: a task waits only for its dependencies (the graph has no cycle,
 :func:`.workload.check_graph`), each group has at least one channel, so some channel can
 run every kind, tasks are never preempted and take finite time: as long as a task is not
@@ -224,7 +181,7 @@ def _unit_count(task, workload, layer_input, density):
 
 
 def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False, durations=None):
-    """Run ``tasks`` on the channels of ``config`` (see the module docstring).
+    """Run ``tasks`` on the channels of ``config`` (decisions: Notes below).
 
     Parameters
     ----------
@@ -244,6 +201,50 @@ def schedule(tasks, config, *, ew_channels=None, dynamic=True, log=False, durati
     Returns
     -------
     Schedule
+
+    Notes
+    -----
+    Decisions [U] (the paper gives none of these; spec §3.4, §6.7)
+        * Step 2, the split: ``ew_channels = round(channels * L_ew / (L_mm + L_ew))``
+          clamped to ``1 .. channels - 1``, where ``L_k`` is the PE-cycles the kind holds a
+          channel (:func:`.workload.estimate`: operations plus the σ / tanh cycles, which
+          occupy an EW channel too). Channels ``0 .. m-1`` form the MatMul group,
+          ``m .. channels-1`` the EW group (``m = channels - ew_channels``). The split is
+          fixed for the run (MS1 / MS2 sparsity does not update it).
+        * ``static``: no channel leaves its group (the paper's baseline, Fig. 10);
+          "TREC10-fixed" is the split of TREC-10's estimate applied to every shape
+          (Static-Arch, spec §4).
+        * ``dynamic`` (R2A): the same split plus ``swing_channels`` swing channels, the ones
+          straddling the group boundary (``max(0, min(m - s//2, channels - s))`` onwards:
+          half from each group, so work can swing both ways: EW-group channels help MatMul
+          while EW waits on MatMul outputs, MatMul-group channels help the EW phases that
+          sit on the dependency chain). Granularity: whole channels (no swing PEs inside a
+          channel: a channel runs one task with all its PEs, SIMT).
+        * Trigger: a free swing channel takes a task of the other kind only when no task of
+          its own group's kind is ready; it is never preempted, and when free again it
+          takes its own group's work first (the "return"). Swing events: tasks issued to a
+          channel of the other group; returns: own-group tasks issued to a channel whose
+          previous task was foreign.
+        * Validation: the schedule issues per task one channel program per sample
+          (:func:`task_program`); their cycles are the channel cycle model's, checked equal
+          to the Channel RTL's (``tests/omni/gen/test_omni_r2a_model.py``); on the top's own
+          task graph the model is the top's RTL cycle for cycle (:func:`.perf.top_schedule`).
+        * Switch cost: ``switch_cycles`` extra channel cycles when a channel's task kind
+          differs from its previous one (default 8: the PEs' 8-stage adder drains before the
+          mode changes). Channels start in their group's mode.
+        * Priority: one task issued per cycle; among ready tasks of a kind the lowest id
+          (the graph's order); among channels the lowest index that can take a task (its
+          group's kind if ready, else, for a swing channel, the other kind).
+        * Timing (the RTL's, :attr:`~nnrtl.hw.omni.r2a.R2AConfig.issue_overhead`): a task
+          decided in cycle ``a`` is offered on the channel's issue port in ``a + 1``; a
+          channel taking it in cycle ``h`` signals done in ``h + D``,
+          ``D = work + switch``, ``work`` the channel cycle model's cycles of the task's
+          channel program (:func:`channel_durations`, :func:`task_program`: exact against
+          the Channel RTL; the bench and :func:`utilization_rows`) or, as the R2A RTL's
+          bench channels take it, ``ceil(length / pes)`` (the default of :func:`schedule`); the channel and the task's successors are
+          free / ready from ``h + D + 1``. Without backpressure a task holds its channel
+          ``D + 2`` cycles. The run lasts until every task is done (``cycles``); busy cycles
+          of a channel count ``D + 1`` per task (descriptor offered to done).
     """
     if not isinstance(config, R2AConfig):
         raise UsageError(f"config must be an R2AConfig, not {config!r}")

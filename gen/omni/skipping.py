@@ -27,34 +27,17 @@ Decisions on what the paper leaves open [U], each used by :class:`SkipController
   to δW, δU and δb of the layer. What it sums is ``scaling`` (:data:`SCALINGS`): eq. 4's
   predicted δW_Mag (``predicted``, the default), epoch 1's measured per-cell magnitudes
   (``measured``: restores the share the skipped cells really carried where eq. 4's
-  profile fails) or a count (``count``, ``LL / kept``). Measured on the character
-  model (SGD, lr 1.0, gradient clipped at 1.0, seed 1, skip threshold 0.005): ``measured``
-  4.629 -> 5.411 perplexity (+16.9 %, 13 % of the cells skipped) against ``predicted``
-  +2.0 .. +5.4 % over seeds 1-3 (:mod:`.studies.accuracy_sweep`). One seed only (the machine's
-  time went to the MS1+MS2 sweep), but 17 % is far outside the seed spread: making up the
-  skipped cells' measured share does not make up their lost direction, and the paper's
-  reading stays the default.
+  profile fails) or a count (``count``, ``LL / kept``); :mod:`.studies.accuracy_sweep`
+  compares them.
 * A skipped cell emits nothing: no δH_{t-1}, δS_{t-1} (the BP chain restarts at 0 below a
   skipped cell) and a zero δX_t for the layer below.
 
 Eq. 4 is monotone in the timestamp, so the skip set of a layer is contiguous: the earliest
 timestamps for a single loss (truncated BPTT), the latest ones for a per-timestamp loss.
 
-Where eq. 4 fails (measured, the character language model of :mod:`.studies.accuracy`, H = 64,
-LL = 40, LN = 2, after 5 epochs, 4 batches of 64, float64): the per-cell magnitudes are
-flat over the timestamps, not growing towards the first cell: normalised to the largest,
-layer 0 reads 0.08 0.22 0.31 0.51 ... 0.84 (t = 21) ... 0.51 0.31 (t = 39), layer 1
-0.14 0.44 ... 1.0 (t = 38) 0.88 (t = 39), while eq. 4 with β = -1 and the accumulated loss
-predicts ``(LL - t)^2 (LN - layer)``: 6e-4 at t = 39 of layer 0; and layer 1 (the top) is
-larger than layer 0, against the paper's "gradients increase from the last layer to the
-first". A character model's memory is short, so each cell's gradient is mostly its own
-timestamp's loss, not the accumulation the paper observed on WMT (Fig. 8b). So the cells
-MS2 skips carry a real share of the gradient which the predicted-magnitude scaling factor
-does not restore: :meth:`SkipController.dropped_share` reports both shares. A factor by
-the count of skipped cells (``LL / kept``, the other reading of "the number of the skipped
-BP cells") measured 5.060 against 4.919 at threshold 0.02 and 4.662 against 4.841 at
-0.005 (seed 1; within the seed-to-seed spread, see :mod:`.studies.accuracy`): no consistent gain,
-and it over-scales a single loss, whose measured profile does decay; it is not used.
+Where eq. 4's profile does not hold (flat per-cell magnitudes, as on the language model of
+:mod:`.studies.accuracy`), the skipped cells carry gradient the predicted-magnitude factor
+does not restore: :meth:`SkipController.dropped_share` reports both shares.
 """
 
 import numpy as np

@@ -23,23 +23,6 @@ Engine options (``request.options``, after ``nnrtl train omni ...``)
 the sizes (which come from the model): ``pes_per_channel`` (default 32), ``adder_stages``,
 ``multiplier_stages``, ``segment_bits``, queue depths ...; every layer runs on a channel
 of these parameters, one build for all layers (``max_length`` the longest job of any).
-
-The gradient bound (:func:`gradient_bound`) is derived from the channel's arithmetic:
-fp32 with one rounding per operation (unit roundoff ``u = 2^-24``), MVM sums of at most
-``K`` = :attr:`~ChannelConfig.longest_job` terms (relative error ``<= K u`` of the sum of
-magnitudes), and the PWL sigmoid and tanh tables (absolute errors ``e_σ``, ``e_tanh``:
-:data:`FP32_TABLE_ERRORS`, 5e-6 and 1e-5 for fp32, else measured). A cell
-routes two table outputs into every value BP uses (a gate, then ``tanh(s_t)``), so a cell
-adds at most ``δ = 2 e_σ + 2 e_tanh + K u`` to the values it passes on (BP-EW's dozen
-products add ``12 u``, negligible). An error reaches a weight gradient through at most
-``LN * LL`` cells (the recurrence of its layer and the layers below), so every term
-``δgates ⊗ [x; h]`` of eq. 3 is within ``LN LL δ`` of its value relative to its size, and
-the gradient, the sum of the terms, within ``LN LL δ S``, ``S`` the sum of the terms'
-magnitudes. With the interface's losses (means over the outputs: ``|δY|`` sums to at most
-``2 max|y - target|`` for mse, 2 for cross-entropy; gates and ``h`` are below 1 in
-magnitude; inputs of order one), ``S <= 1``: the bound is ``LN LL δ`` (6.4e-4 for 2
-layers of 10 steps, I = H = 8). Measured errors are two orders of magnitude below it
-(tests/omni/gen/test_omni_trainer.py pins the margin): the errors do not add coherently.
 """
 
 import dataclasses
@@ -136,8 +119,28 @@ def _table_error(config, function):
 
 def gradient_bound(config):
     """The largest difference of a weight gradient from float64 autograd the channel's
-    arithmetic allows for ``config`` (:class:`OmniTrainConfig`; derivation in the module
-    docstring): ``LN * LL * (2 e_σ + 2 e_tanh + K u)``."""
+    arithmetic allows for ``config`` (:class:`OmniTrainConfig`; derivation in Notes):
+    ``LN * LL * (2 e_σ + 2 e_tanh + K u)``.
+
+    Notes
+    -----
+    The gradient bound (:func:`gradient_bound`) is derived from the channel's arithmetic:
+    fp32 with one rounding per operation (unit roundoff ``u = 2^-24``), MVM sums of at most
+    ``K`` = :attr:`~ChannelConfig.longest_job` terms (relative error ``<= K u`` of the sum of
+    magnitudes), and the PWL sigmoid and tanh tables (absolute errors ``e_σ``, ``e_tanh``:
+    :data:`FP32_TABLE_ERRORS`, 5e-6 and 1e-5 for fp32, else measured). A cell
+    routes two table outputs into every value BP uses (a gate, then ``tanh(s_t)``), so a cell
+    adds at most ``δ = 2 e_σ + 2 e_tanh + K u`` to the values it passes on (BP-EW's dozen
+    products add ``12 u``, negligible). An error reaches a weight gradient through at most
+    ``LN * LL`` cells (the recurrence of its layer and the layers below), so every term
+    ``δgates ⊗ [x; h]`` of eq. 3 is within ``LN LL δ`` of its value relative to its size, and
+    the gradient, the sum of the terms, within ``LN LL δ S``, ``S`` the sum of the terms'
+    magnitudes. With the interface's losses (means over the outputs: ``|δY|`` sums to at most
+    ``2 max|y - target|`` for mse, 2 for cross-entropy; gates and ``h`` are below 1 in
+    magnitude; inputs of order one), ``S <= 1``: the bound is ``LN LL δ`` (6.4e-4 for 2
+    layers of 10 steps, I = H = 8). Measured errors are two orders of magnitude below it
+    (tests/omni/gen/test_omni_trainer.py pins the margin): the errors do not add coherently.
+    """
     worst = 0.0
     for channel in config.channels:
         u = 2.0 ** -(channel.fmt.mantissa_bits + 1)

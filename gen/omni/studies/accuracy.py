@@ -28,13 +28,11 @@ Optimizer (the paper names none [U]): ``torch.optim.Adam`` for the digits,
 ``torch.optim.SGD`` with momentum 0.9 for the language model (it reaches a lower
 perplexity than Adam in the same epochs); float32; one thread.
 
-The measurements (issue 13's 1 % on ten text and eight digits seeds at the defaults and
-at the former F 0.005, the single-seed runs at θ 0.1 and why the text task lost more
-there, what θ prunes, the MS1 and MS2 trade-offs) are recorded with their commands in
-:mod:`.accuracy_report`, which renders the sweeps' tables.
-
-The multi-seed sweeps (three seeds, with and without gradient clipping, MS1, MS2 and
-both together) and the chosen defaults: :mod:`.accuracy_sweep`.
+The measurements (spec §7.6's 1 % on ten text and eight digits seeds, the single-seed
+runs at θ 0.1 and why the text task lost more there, what θ prunes, the MS1 and MS2
+trade-offs, the multi-seed sweeps and the chosen defaults) are recorded with their
+commands in ``docs/engines/omni/accuracy.md``; :mod:`.accuracy_report` renders the
+sweeps' tables and :mod:`.accuracy_sweep` runs them.
 """
 
 import argparse

