@@ -13,51 +13,6 @@ order: LSTM (i, f, g, o), GRU (r, z, n); unit ``k`` holds gate ``k``. The recurr
 state starts at +0 (h, c in FW; the recurrent deltas in BW). ``imvm`` is the host's input
 MVM with its biases: ``W_k x + bW_k + bR_k`` for the LSTM gates and GRU r, z; ``W_n x +
 bW_n`` for GRU n.
-
-FW (the lead's contract), per step ``t``, with ``v`` the recurrent vector (``h_{t-1}``, or
-``r_{t-1}`` with a projection)::
-
-    LSTM  a_k = fa(imvm_k, mvm(R_k, v));  i = sig(a_i); f = sig(a_f); g = tanh(a_g);
-          o = sig(a_o);  c = fa(fm(f, c_prev), fm(i, g));  h = fm(o, tanh(c))
-          projection: r = mvm(W_hr, h)  (the output and the next step's v)
-          saved: i, f, g, o, c
-    GRU   r = sig(fa(imvm_r, mvm(R_r, v)));  z = sig(fa(imvm_z, mvm(R_z, v)));
-          hn = fa(mvm(R_n, v), bR_n);  n = tanh(fa(imvm_n, fm(r, hn)));
-          h = fa(fm(fa(1, -z), n), fm(z, h_prev))
-          saved: r, z, n, hn   (bR_n is +0 for a layer without biases: always added)
-
-BW per step ``t = T-1 .. 0``; ``dy`` the host's delta of the output, ``dv`` the recurrent
-delta from step ``t + 1`` (+0 at ``T - 1``); each unit's ``R_k^T`` is the host's
-transposed copy. LSTM (the contract)::
-
-    dh^ = fa(dv, dy)                      [with a projection: see below]
-    tc = tanh(c);  dc^ = fa(dc, fm(fm(tanh'(tc), o), dh^))
-    do* = fm(sig'(o), fm(tc, dh^));       dg* = fm(tanh'(g), fm(i, dc^))
-    di* = fm(sig'(i), fm(g, dc^));        df* = fm(sig'(f), fm(c_prev, dc^))
-    dc_prev = fm(f, dc^)
-    dv_prev = fold(mvm(R_i^T, di*), mvm(R_f^T, df*), mvm(R_g^T, dg*), mvm(R_o^T, do*))
-
-LSTM with a projection (``r = W_hr h`` is the output and the recurrent vector; decision of
-this model, the RTL's contract)::
-
-    dr^ = fa(dv, dy)                      (P elements; sent to the host for dW_hr)
-    dh^ = mvm(W_hr^T, dr^)                (no further addition: dy enters at dr^)
-    ... then the LSTM lines above from tc on, dv_prev of length P (R_k^T is P x H).
-
-GRU (decision of this model, the RTL's contract; the BW reads ``h_{t-1}`` back with the
-saved gates: it is the FW output of step ``t - 1``, +0 for ``t = 0``)::
-
-    dh^ = fa(dv, dy);  omz = fa(1, -z)
-    dn* = fm(tanh'(n), fm(omz, dh^))
-    dz* = fm(sig'(z), fm(fa(h_prev, -n), dh^))
-    dhn = fm(r, dn*)                      (the R side's delta of n: R_n multiplies before r)
-    dr* = fm(sig'(r), fm(hn, dn*))
-    dv_prev = fa(fold(mvm(R_r^T, dr*), mvm(R_z^T, dz*), mvm(R_n^T, dhn)), fm(z, dh^))
-
-Out to the host: the W side's deltas (LSTM di*, df*, dg*, do*; GRU dr*, dz*, dn*) and the
-R side's (the same, but ``dhn`` for GRU n): ``dW_k = sum_t dW-side_k x_t``, ``dbW_k`` their
-sum, ``dR_k = sum_t dR-side_k v_{t-1}``, ``dbR_k`` their sum; with a projection also
-``dr^`` for ``dW_hr = sum_t dr^_t h_t`` (so the FW sends ``h_t`` as well as ``r_t``).
 """
 
 import dataclasses
@@ -175,7 +130,7 @@ def _check_shape(name, array, shape):
 
 
 def forward(config, weights, imvm_bits):
-    """One layer's FW pass (module docstring).
+    """One layer's FW pass (notation: the module docstring; equations: Notes).
 
     Parameters
     ----------
@@ -187,6 +142,20 @@ def forward(config, weights, imvm_bits):
     Returns
     -------
     ForwardResult
+
+    Notes
+    -----
+    FW (the contract of :mod:`nnrtl.hw.farnn`), per step ``t``, with ``v`` the recurrent vector (``h_{t-1}``, or
+    ``r_{t-1}`` with a projection)::
+
+        LSTM  a_k = fa(imvm_k, mvm(R_k, v));  i = sig(a_i); f = sig(a_f); g = tanh(a_g);
+              o = sig(a_o);  c = fa(fm(f, c_prev), fm(i, g));  h = fm(o, tanh(c))
+              projection: r = mvm(W_hr, h)  (the output and the next step's v)
+              saved: i, f, g, o, c
+        GRU   r = sig(fa(imvm_r, mvm(R_r, v)));  z = sig(fa(imvm_z, mvm(R_z, v)));
+              hn = fa(mvm(R_n, v), bR_n);  n = tanh(fa(imvm_n, fm(r, hn)));
+              h = fa(fm(fa(1, -z), n), fm(z, h_prev))
+              saved: r, z, n, hn   (bR_n is +0 for a layer without biases: always added)
     """
     imvm = np.asarray(imvm_bits, dtype=np.uint32)
     steps, batch = imvm.shape[:2]
@@ -228,6 +197,41 @@ def backward(config, weights, fw, dy_bits):
     Returns
     -------
     BackwardResult
+
+    Notes
+    -----
+    BW per step ``t = T-1 .. 0``; ``dy`` the host's delta of the output, ``dv`` the recurrent
+    delta from step ``t + 1`` (+0 at ``T - 1``); each unit's ``R_k^T`` is the host's
+    transposed copy. LSTM (the contract)::
+
+        dh^ = fa(dv, dy)                      [with a projection: see below]
+        tc = tanh(c);  dc^ = fa(dc, fm(fm(tanh'(tc), o), dh^))
+        do* = fm(sig'(o), fm(tc, dh^));       dg* = fm(tanh'(g), fm(i, dc^))
+        di* = fm(sig'(i), fm(g, dc^));        df* = fm(sig'(f), fm(c_prev, dc^))
+        dc_prev = fm(f, dc^)
+        dv_prev = fold(mvm(R_i^T, di*), mvm(R_f^T, df*), mvm(R_g^T, dg*), mvm(R_o^T, do*))
+
+    LSTM with a projection (``r = W_hr h`` is the output and the recurrent vector; decision of
+    this model, the RTL's contract)::
+
+        dr^ = fa(dv, dy)                      (P elements; sent to the host for dW_hr)
+        dh^ = mvm(W_hr^T, dr^)                (no further addition: dy enters at dr^)
+        ... then the LSTM lines above from tc on, dv_prev of length P (R_k^T is P x H).
+
+    GRU (decision of this model, the RTL's contract; the BW reads ``h_{t-1}`` back with the
+    saved gates: it is the FW output of step ``t - 1``, +0 for ``t = 0``)::
+
+        dh^ = fa(dv, dy);  omz = fa(1, -z)
+        dn* = fm(tanh'(n), fm(omz, dh^))
+        dz* = fm(sig'(z), fm(fa(h_prev, -n), dh^))
+        dhn = fm(r, dn*)                      (the R side's delta of n: R_n multiplies before r)
+        dr* = fm(sig'(r), fm(hn, dn*))
+        dv_prev = fa(fold(mvm(R_r^T, dr*), mvm(R_z^T, dz*), mvm(R_n^T, dhn)), fm(z, dh^))
+
+    Out to the host: the W side's deltas (LSTM di*, df*, dg*, do*; GRU dr*, dz*, dn*) and the
+    R side's (the same, but ``dhn`` for GRU n): ``dW_k = sum_t dW-side_k x_t``, ``dbW_k`` their
+    sum, ``dR_k = sum_t dR-side_k v_{t-1}``, ``dbR_k`` their sum; with a projection also
+    ``dr^`` for ``dW_hr = sum_t dr^_t h_t`` (so the FW sends ``h_t`` as well as ``r_t``).
     """
     dy = np.asarray(dy_bits, dtype=np.uint32)
     steps, batch = fw.h.shape[:2]

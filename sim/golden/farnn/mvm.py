@@ -1,5 +1,5 @@
 """Bit-exact model of one FARNN MVM unit (:class:`nnrtl.hw.farnn.mvm.MVMUnit`): the
-products and streaming sums of the FARNN arithmetic contract (issue 12, decided by the lead),
+products and streaming sums of the FARNN arithmetic contract (:mod:`nnrtl.hw.farnn`),
 the plan of rounds and splitting, the weight stream's packing, the order of the result
 beats, and the cycle count of a run without gaps or backpressure. The arithmetic itself is
 :func:`nnrtl.sim.golden.farnn.rmvm.rmvm`'s (fp32, pinned to the float and accumulator goldens).

@@ -27,23 +27,6 @@ Outputs (:data:`OUTPUTS`)
     outputs are the next BW pass's inputs as they are). BW: ``d_input`` and
     ``d_recurrent``, (T, B, units, H), the W and R sides' gate deltas (equal but for
     GRU's n, whose R side is ``dhn``).
-
-Streams (the top's, :mod:`nnrtl.hw.farnn.engine`): one frame a step, the cells in
-:func:`~nnrtl.hw.farnn.schedule.cell_order`, FW steps ``0 .. T-1``, BW ``T-1 .. 0``.
-``s_imvm`` carries ``imvm`` per cell; ``m_h`` ``h``; ``m_saved`` the saved values and the
-state before the step (LSTM ``c_{t-1}``, GRU ``h_{t-1}``; +0 at ``t = 0``); ``s_bw`` an
-``m_saved`` beat with ``dy`` appended; ``m_deltas`` ``d_input``'s gates (GRU: then
-``d_recurrent``'s n). The weight stream goes as one frame a load (``tlast`` closing it).
-
-Projection (``proj_size > 0``, LSTM), as the top with a projection defines its ports:
-``s_bw`` then carries no ``dy``; ``s_dy`` (BW) carries ``dy`` per cell; ``m_proj`` carries
-FW ``y`` (``r_t = W_hr h_t``) and BW ``dr_hat`` (``dr^_t``), outputs of those names (T, B,
-P); the weight stream is cut into loads (each unit's gate matrix, then its projection
-block). Cells follow :func:`~nnrtl.hw.farnn.schedule.cell_order` of the matrix whose job
-makes them: ``projection`` for FW ``m_proj``, ``projection_t`` for ``s_bw`` and
-``m_deltas``, ``recurrent_t`` for ``s_dy`` and BW ``m_proj``, ``recurrent`` for the rest.
-The top of this tree refuses a projection (:func:`check_supported` passes its refusal
-on), so that path runs once the top has one.
 """
 
 import numpy as np
@@ -91,9 +74,8 @@ def output_names(config, phase):
 
 
 def check_supported(config):
-    """The top's own ValueError if it cannot be built for ``config`` (a projection before
-    the top has one, weights that do not fit): constructing it checks, without
-    elaborating."""
+    """The top's own ValueError if it cannot be built for ``config`` (weights that do not
+    fit): constructing it checks, without elaborating."""
     from nnrtl.hw.farnn.engine import FarnnEngine
     FarnnEngine(config)
 
@@ -224,7 +206,25 @@ SINKS = {"fw": ("m_h", "m_saved"), "bw": ("m_deltas",)}
 
 
 def sources(config, phase):
-    """The input streams of pass ``phase``."""
+    """The input streams of pass ``phase`` (their cells and order: Notes).
+
+    Notes
+    -----
+    Streams (the top's, :mod:`nnrtl.hw.farnn.engine`): one frame a step, the cells in
+    :func:`~nnrtl.hw.farnn.schedule.cell_order`, FW steps ``0 .. T-1``, BW ``T-1 .. 0``.
+    ``s_imvm`` carries ``imvm`` per cell; ``m_h`` ``h``; ``m_saved`` the saved values and the
+    state before the step (LSTM ``c_{t-1}``, GRU ``h_{t-1}``; +0 at ``t = 0``); ``s_bw`` an
+    ``m_saved`` beat with ``dy`` appended; ``m_deltas`` ``d_input``'s gates (GRU: then
+    ``d_recurrent``'s n). The weight stream goes as one frame a load (``tlast`` closing it).
+
+    Projection (``proj_size > 0``, LSTM), as the top with a projection defines its ports:
+    ``s_bw`` then carries no ``dy``; ``s_dy`` (BW) carries ``dy`` per cell; ``m_proj`` carries
+    FW ``y`` (``r_t = W_hr h_t``) and BW ``dr_hat`` (``dr^_t``), outputs of those names (T, B,
+    P); the weight stream is cut into loads (each unit's gate matrix, then its projection
+    block). Cells follow :func:`~nnrtl.hw.farnn.schedule.cell_order` of the matrix whose job
+    makes them: ``projection`` for FW ``m_proj``, ``projection_t`` for ``s_bw`` and
+    ``m_deltas``, ``recurrent_t`` for ``s_dy`` and BW ``m_proj``, ``recurrent`` for the rest.
+    """
     return SOURCES[phase] + (("s_dy",) if config.proj_size and phase == "bw" else ())
 
 
