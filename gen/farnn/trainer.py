@@ -124,7 +124,7 @@ class FarnnTrainer:
         :meth:`forward` must have its cell type and sizes.
     backend : str
         ``"golden"``, or ``"rtl"``: every layer pass one run of the Verilator bench
-        (:class:`~.rtl.RtlPasses`; no projection yet: a UsageError naming proj_size).
+        (:class:`~.rtl.RtlPasses`; a configuration the top refuses is a UsageError).
     seed : int
         The bench's seed (``rtl``).
     log : callable, optional

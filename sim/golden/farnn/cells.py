@@ -3,7 +3,7 @@ LSTM or GRU cell's FW and BW arithmetic, elementwise on fp32 bit patterns (``uin
 arrays of any shape, broadcast against each other).
 
 The equations and their operation order are those of :mod:`nnrtl.sim.golden.farnn.layer`
-(the lead's contract, ``briefs/farnn-contract.md``), written out per operation so that the
+(the contract of :mod:`nnrtl.hw.farnn`), written out per operation so that the
 RTL can follow them unit by unit: ``fa`` = :func:`~nnrtl.sim.golden.float.float_add`,
 ``fm`` = :func:`~nnrtl.sim.golden.float.float_mul`, ``sig`` / ``tanh`` the PWL table units
 (:func:`nnrtl.sim.golden.activation.evaluate` on the default fp32 tables), ``sig'(s) = s *
