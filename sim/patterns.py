@@ -42,7 +42,7 @@ one result in flight, such as the demo, waits out a whole stall per result): the
 longest run of ``bursty``, and a run of ``random`` no longer than 16 cycles (one in
 65536). ``BUDGET_CONSTANT`` covers the register writes and reads around a run, the
 pipeline's fill and one stall of any pattern. In the tests every piece of work takes less
-than half of its budget, whatever the pattern (``tests/sim/test_demo_verilator.py``,
+than half of its budget, whatever the pattern (``tests/demo/sim/test_demo_verilator.py``,
 ``tests/sim/test_sbe_verilator.py``; the demo under ``bursty`` takes about 0.3 of it).
 """
 

@@ -314,7 +314,7 @@ def simulate(design, *, test_module, params=None, seed=0, waves=False, name=None
     design : wiring.Component or str
         An Amaranth component, or Verilog text (then ``name`` is its top module).
     test_module : str
-        Importable name of the cocotb test module, e.g. ``"nnrtl.sim.tb.demo"``.
+        Importable name of the cocotb test module, e.g. ``"nnrtl.sim.tb.demo.engine"``.
     params : dict, optional
         JSON-serialisable parameters for the testbench (see
         :func:`nnrtl.sim.tb.common.tb_params`).

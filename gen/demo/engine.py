@@ -23,7 +23,7 @@ def predict(config, workload):
 
 
 def simulate(request, *, max_beats=MAX_BEATS):
-    """One randomized run of :mod:`nnrtl.sim.tb.demo`: ``request.steps`` frames (default
+    """One randomized run of :mod:`nnrtl.sim.tb.demo.engine`: ``request.steps`` frames (default
     12) of 1 to ``max_beats`` beats."""
     from ...sim.runner import simulate as run
 
@@ -35,7 +35,7 @@ def simulate(request, *, max_beats=MAX_BEATS):
         "source_pauses": request.backpressure,
         "sink_pauses": request.backpressure,
     }
-    result = run(DemoEngine(config), test_module="nnrtl.sim.tb.demo", params=params,
+    result = run(DemoEngine(config), test_module="nnrtl.sim.tb.demo.engine", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_demo", log=request.log)
     return result
 
@@ -53,7 +53,7 @@ def breakdown(result):
 
 
 def _bench(out):
-    from .bench import bench_foundation, markdown_foundation
+    from .studies.bench import bench_foundation, markdown_foundation
     result = bench_foundation()
     return result, markdown_foundation(result)
 

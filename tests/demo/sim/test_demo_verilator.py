@@ -3,7 +3,7 @@ AXI4-Stream under every backpressure pattern, counters read over AXI4-Lite, busy
 equal to the performance model when nothing stalls; and the bench's own failures (a
 wrong value reported, a stalled sink failing by its budget) shown by fault injection.
 
-The bench (:mod:`nnrtl.sim.tb.demo`) itself fails the simulation, so that ``simulate``
+The bench (:mod:`nnrtl.sim.tb.demo.engine`) itself fails the simulation, so that ``simulate``
 raises, if the source does not drain, a counter differs from what was sent or the
 engine sends more than expected; the tests check what it reports."""
 

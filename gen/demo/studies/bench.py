@@ -9,10 +9,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...boards import BOARDS
-from ...hw.demo import DemoConfig, DemoEngine
-from ..engines import SimRequest
-from ..progress import progress
+from ....boards import BOARDS
+from ....hw.demo import DemoConfig, DemoEngine
+from ...engines import SimRequest
+from ...progress import progress
 
 __all__ = ["bench_foundation", "markdown_foundation"]
 
@@ -32,10 +32,10 @@ def _build_cache(directory):
 
 
 def bench_foundation():
-    from ..emit import generate
-    from ..synth import synthesize
-    from ...sim.runner import to_verilog
-    from .engine import ENGINE, simulate
+    from ...emit import generate
+    from ...synth import synthesize
+    from ....sim.runner import to_verilog
+    from ..engine import ENGINE, simulate
 
     result = {"generation": [], "simulation": [], "synthesis": []}
     for lanes in (1, 16, 64, 256, 512):
