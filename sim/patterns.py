@@ -43,7 +43,7 @@ longest run of ``bursty``, and a run of ``random`` no longer than 16 cycles (one
 65536). ``BUDGET_CONSTANT`` covers the register writes and reads around a run, the
 pipeline's fill and one stall of any pattern. In the tests every piece of work takes less
 than half of its budget, whatever the pattern (``tests/demo/sim/test_demo_verilator.py``,
-``tests/sim/test_sbe_verilator.py``; the demo under ``bursty`` takes about 0.3 of it).
+``tests/sbe/sim/test_sbe_verilator.py``; the demo under ``bursty`` takes about 0.3 of it).
 """
 
 import itertools

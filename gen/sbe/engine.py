@@ -1,7 +1,7 @@
 """The SBE registered with the platform (:mod:`nnrtl.gen.engines`): its hooks.
 
 ``simulate``
-    One run of :mod:`nnrtl.sim.tb.sbe`: every layer over ``steps`` steps (default
+    One run of :mod:`nnrtl.sim.tb.sbe.engine`: every layer over ``steps`` steps (default
     ``config.seq_len``), layer 0 cut into two runs at a seeded random step so that the
     state carried across runs is exercised; with a model (``--model``), the user's inputs
     in one run per layer, the last layer's h written as floats and compared with the
@@ -60,7 +60,7 @@ def _run(request, *, steps, split, model=None, outputs=None):
         "model": model and str(model),
         "outputs": outputs and str(outputs),
     }
-    result = run(SBEEngine(config), test_module="nnrtl.sim.tb.sbe", params=params,
+    result = run(SBEEngine(config), test_module="nnrtl.sim.tb.sbe.engine", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_sbe", log=request.log)
     return result
 
@@ -70,7 +70,7 @@ def simulate(request, *, split=None, codes=None, code_outputs=None):
 
     ``split``: the step at which layer 0's sequence is cut into two runs (default a
     seeded random step; 0: one run). ``codes``: an ``.npz`` of weight, bias and input codes
-    (:mod:`nnrtl.sim.tb.sbe`'s ``model``) instead of random ones; ``code_outputs``: where
+    (:mod:`nnrtl.sim.tb.sbe.engine`'s ``model``) instead of random ones; ``code_outputs``: where
     the last layer's h codes go (``.npy``)."""
     config = request.config
     if request.model is not None:
@@ -131,7 +131,7 @@ def explore(request):
 
 
 def _bench(out):
-    from .bench import bench_sbe, markdown_sbe
+    from .studies.bench import bench_sbe, markdown_sbe
     result = bench_sbe(out=out)
     return result, markdown_sbe(result)
 

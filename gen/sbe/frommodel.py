@@ -404,7 +404,7 @@ def load_inputs(path, input_size):
 
 
 def write_engine_inputs(path, config, quantized, xs):
-    """Write what :mod:`nnrtl.sim.tb.sbe` loads for a model run (``.npz``): every layer's
+    """Write what :mod:`nnrtl.sim.tb.sbe.engine` loads for a model run (``.npz``): every layer's
     interleaved weight and bias codes and the inputs ``xs`` (floats) as codes of the vector
     format (round half to even, saturated); returns the codes of ``xs``."""
     arrays = {}

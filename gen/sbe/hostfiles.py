@@ -5,7 +5,7 @@
     run of ``seq_len`` steps (header, then the blocks of
     :func:`~nnrtl.sim.golden.sbe.weight_beats`), each beat ``bus_weights`` little-endian
     words of ``operand_width`` bits in ``stream_bits.weights / 8`` bytes, as the testbench
-    (:mod:`nnrtl.sim.tb.sbe`) sends them.
+    (:mod:`nnrtl.sim.tb.sbe.engine`) sends them.
 ``runs.json``
     The runs in order (layer, steps, flags, the layer's slice of ``weights.bin``, beat
     counts of :func:`~nnrtl.sim.golden.sbe.beat_counts`, the layer's model sizes

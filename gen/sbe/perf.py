@@ -38,9 +38,9 @@ and biases travel on their own streams and are assumed never to stall the engine
 case where the RTL, with gapless streams, runs over :func:`run_cycles`: a batch's x --
 ``n * columns / columns_per_cycle`` beats per x block -- taking longer to stream than the
 weights before them; the engine counts those cycles in ``input_wait_cycles`` and runs over
-the model by at most that many, ``tests/hw/test_sbe_engine.py``); layers
+the model by at most that many, ``tests/sbe/hw/test_sbe_engine.py``); layers
 run one after another, a batch of layer ``l > 0`` starting once the h of its steps in layer
-``l - 1`` are all usable. ``tests/gen/test_sbe_perf.py`` checks the timeline against an
+``l - 1`` are all usable. ``tests/sbe/gen/test_sbe_perf.py`` checks the timeline against an
 independent cycle-by-cycle simulation of these rules.
 
 The cost does not depend on the sequence length. Every time in the timeline is a ``max``

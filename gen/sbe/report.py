@@ -22,7 +22,7 @@ from .perf import model_cycles, predict, run_cycles
 __all__ = ["breakdown", "report", "explore_data", "workload", "workload_utilization",
            "utilization_sweeps", "utilization_data", "MODEL_COUNTS", "PARTIAL"]
 
-#: The counters of :mod:`nnrtl.sim.tb.sbe`'s result, in the order the summary lists them.
+#: The counters of :mod:`nnrtl.sim.tb.sbe.engine`'s result, in the order the summary lists them.
 WAITS = (("waiting for h (data dependency)", "stall_cycles"),
          ("waiting for weights", "weight_wait_cycles"),
          ("waiting for inputs (x)", "input_wait_cycles"),

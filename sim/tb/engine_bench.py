@@ -2,7 +2,7 @@
 (:class:`~nnrtl.sim.tb.registers.RegisterBus`, as ``bench.regs``), streams by port prefix,
 budgeted waits, an in-order checker and the end-of-run checks.
 
-An engine bench (:mod:`nnrtl.sim.tb.demo.engine`, :mod:`nnrtl.sim.tb.sbe`) opens one
+An engine bench (:mod:`nnrtl.sim.tb.demo.engine`, :mod:`nnrtl.sim.tb.sbe.engine`) opens one
 :class:`EngineBench` and drives the engine through it::
 
     async with EngineBench(dut, CONFIG.registers, sources=["s_axis"], sinks=["m_axis"],

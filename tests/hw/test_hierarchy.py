@@ -1,7 +1,7 @@
 # amaranth: UnusedElaboratable=no
 """Shared units (:mod:`nnrtl.hw.hierarchy`): one module per kind, an instance per use, and
 the plain component outside an emission. The engines' Verilator benches check that a
-shared design computes what the flat one does (tests/sim/test_sbe_verilator.py)."""
+shared design computes what the flat one does (tests/sbe/sim/test_sbe_verilator.py)."""
 
 import re
 

@@ -97,7 +97,7 @@ per block sent; inputs ``T * In / k``; outputs ``T * H / PP``.
 
 Accuracy against PyTorch
 ------------------------
-Measured by ``tests/golden/test_sbe_golden.py``: ``torch.nn.LSTM`` (float64, default
+Measured by ``tests/sbe/golden/test_sbe_golden.py``: ``torch.nn.LSTM`` (float64, default
 initialisation) of 1 and 2 layers with input/hidden sizes 12/10, 40/24 and 16/32 (2
 layers), inputs uniform in ``[-1, 1]``, quantized by
 :func:`nnrtl.gen.sbe.frommodel.quantize_model` (16-bit operands, 32-bit accumulators,

@@ -17,7 +17,7 @@ from nnrtl.gen.sbe.perf import lower_bound_cycles, predict
 from nnrtl.gen.sbe.resources import resource_estimate
 from nnrtl.hw.sbe import PRESETS
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
 def board(name="tiny", *, dsp=64, bram36=40, gbps=1.6, lut=20_000):

@@ -1,4 +1,4 @@
-"""cocotb bench for tests/gen/test_sbe_host.py: the ``host.py`` of a generated directory
+"""cocotb bench for tests/sbe/gen/test_sbe_host.py: the ``host.py`` of a generated directory
 drives the SBE's RTL under Verilator through its four platform functions (32-bit
 AXI4-Lite words by offset, AXI4-Stream frames), bridged from its blocking calls into
 cocotb; the h codes it returns are reported.

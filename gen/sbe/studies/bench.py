@@ -30,12 +30,12 @@ performance model and the paper's figures.
 import dataclasses
 import time
 
-from ...boards import get_board
-from ...hw.sbe import PRESETS, SBEConfig
-from ..engines import SimRequest, board_clock_hz
-from ..progress import progress
-from .perf import paper_performance, predict
-from .resources import resource_estimate
+from ....boards import get_board
+from ....hw.sbe import PRESETS, SBEConfig
+from ...engines import SimRequest, board_clock_hz
+from ...progress import progress
+from ..perf import paper_performance, predict
+from ..resources import resource_estimate
 from .toolspeed import bench_toolspeed, markdown_toolspeed
 
 __all__ = ["bench_sbe", "markdown_sbe", "TREND_BASE", "speedup_table"]
@@ -128,8 +128,8 @@ def speedup_table(hidden_sizes=LARGE_HIDDEN, seq_len=1024):
 
 
 def bench_presets(simulate):
-    from ...sim.runner import to_verilog
-    from ...hw.sbe import SBEEngine
+    from ....sim.runner import to_verilog
+    from ....hw.sbe import SBEEngine
     rows = []
     for name, preset in PRESETS.items():
         config = preset.config
@@ -162,9 +162,9 @@ def bench_presets(simulate):
 
 
 def bench_synthesis(directory):
-    from ..emit import generate
-    from ..synth import synthesize
-    from .engine import ENGINE
+    from ...emit import generate
+    from ...synth import synthesize
+    from ..engine import ENGINE
     engine, rows = ENGINE, []
     for name, preset in PRESETS.items():
         board = get_board(preset.board)
@@ -193,7 +193,7 @@ def bench_synthesis(directory):
 def bench_sbe(parts=("trends", "speedup", "presets", "synth", "toolspeed"), *, out):
     """The parts of the benchmark; ``synth`` writes its designs under ``out/sbe-synth``,
     ``toolspeed`` (:mod:`.toolspeed`) under ``out/sbe-toolspeed``."""
-    from .engine import simulate
+    from ..engine import simulate
     result = {}
     if "trends" in parts:
         result["trends"] = bench_trends(simulate)

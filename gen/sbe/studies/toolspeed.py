@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ...boards import get_board
-from ...hw.sbe import SBEConfig, SBEEngine
-from ..progress import progress
+from ....boards import get_board
+from ....hw.sbe import SBEConfig, SBEEngine
+from ...progress import progress
 
 __all__ = ["TOOLSPEED_PES", "toolspeed_config", "bench_toolspeed", "markdown_toolspeed"]
 
@@ -41,7 +41,7 @@ def _children_cpu():
 
 
 def _build_seconds(text):
-    from ...sim.runner import build
+    from ....sim.runner import build
     saved = os.environ.get("NNRTL_CACHE_DIR")
     with tempfile.TemporaryDirectory(prefix="nnrtl-toolspeed-") as cache:
         os.environ["NNRTL_CACHE_DIR"] = cache
@@ -57,9 +57,9 @@ def _build_seconds(text):
 
 def bench_toolspeed(directory, pes_counts=TOOLSPEED_PES, *, verilator=True, yosys=True):
     """Rows of the series; each design is generated into ``directory/pes<N>``."""
-    from ..emit import generate
-    from ..synth import synthesize
-    from .engine import ENGINE
+    from ...emit import generate
+    from ...synth import synthesize
+    from ..engine import ENGINE
     board = get_board("vc709")
     rows = []
     for pes in pes_counts:

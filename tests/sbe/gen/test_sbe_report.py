@@ -13,7 +13,7 @@ from nnrtl.gen.sbe import report as sbe_report
 from nnrtl.gen.sbe.perf import model_cycles, predict
 from nnrtl.hw.sbe.config import SBEConfig
 
-from test_report import SBE_RUN, SBE_SYNTH
+from sbe_results import SBE_RUN, SBE_SYNTH
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ every backpressure pattern, cycle counts equal to the performance model
 exception named below; full-range weights that wrap the accumulators and saturate the
 batch norm; the bench's own failures shown by fault injection.
 
-The bench (:mod:`nnrtl.sim.tb.sbe`) itself fails the simulation, so that ``simulate``
+The bench (:mod:`nnrtl.sim.tb.sbe.engine`) itself fails the simulation, so that ``simulate``
 raises, if a wait overruns its cycle budget, a source does not drain after its run, the
 ``weight_words`` counter differs from the golden model's beat counts, ``useful_macs``
 from ``steps x macs_per_step``, or the engine sends more than expected.
@@ -259,7 +259,7 @@ def test_sim_command_runs_a_pytorch_model(tmp_path, capsys, kind):
     hs = np.load(tmp_path / "y.npy")
     expected, _ = lstm(torch.tensor(xs))
     assert hs.shape == (10, 8)
-    # The golden model's bound against PyTorch (tests/golden/test_sbe_golden.py).
+    # The golden model's bound against PyTorch (tests/sbe/golden/test_sbe_golden.py).
     assert np.max(np.abs(hs - expected.detach().numpy())) < 6e-4
 
 
@@ -364,6 +364,6 @@ def test_sim_command_runs_a_tapered_keras_stack(tmp_path, capsys):
     assert result["useful_macs"] == 6 * (4 * 16 * (12 + 16) + 4 * 9 * (16 + 9))
     hs = np.load(tmp_path / "y.npy")
     assert hs.shape == (6, 9)
-    # The golden model's bound against PyTorch (tests/golden/test_sbe_golden.py); Keras
+    # The golden model's bound against PyTorch (tests/sbe/golden/test_sbe_golden.py); Keras
     # computes in float32, 1e-6 from the float64 LSTM.
     assert np.max(np.abs(hs - expected)) < 6e-4
