@@ -69,4 +69,5 @@ ENGINE = Engine(
     bench=_bench,
     breakdown=breakdown,
     draw=draw,
+    steps_help="frames of operand pairs to run (default 12)",
 )

@@ -172,4 +172,5 @@ ENGINE = Engine(
     breakdown=_breakdown,
     report=_report,
     draw=draw,
+    steps_help="time steps each layer runs (default seq_len; the first layer's in two runs)",
 )
