@@ -31,19 +31,8 @@ set when the work began (a run of the engine, or the whole traffic of a bench)::
     budget = ceil(SLACK[p] * model_cycles) + STALL[p] * output_beats + BUDGET_CONSTANT
 
 ``model_cycles`` is what the engine's performance model predicts for the work without
-pauses. ``p`` is the slower of the source and sink patterns (the one with the larger
-``SLACK``). ``SLACK[p]`` bounds the slow-down of a stream that is ready a fraction of
-the time (4/3 for ``cycle``, 2 on average for ``random``, about 4.6 for ``bursty``)
-with a margin of 2.25x to 3x for the randomness of the runs and for streams that
-compound (the sink's stalls hold up the compute that the sources feed); ``none`` gets
-2, a margin over a model that should be exact.
-``STALL[p]`` allows, per output beat, one pause run of the sink (an engine that keeps
-one result in flight, such as the demo, waits out a whole stall per result): the
-longest run of ``bursty``, and a run of ``random`` no longer than 16 cycles (one in
-65536). ``BUDGET_CONSTANT`` covers the register writes and reads around a run, the
-pipeline's fill and one stall of any pattern. In the tests every piece of work takes less
-than half of its budget, whatever the pattern (``tests/demo/sim/test_demo_verilator.py``,
-``tests/sbe/sim/test_sbe_verilator.py``; the demo under ``bursty`` takes about 0.3 of it).
+pauses (how ``SLACK``, ``STALL`` and ``BUDGET_CONSTANT`` are sized: Notes of
+:func:`cycle_budget`).
 """
 
 import itertools
@@ -131,6 +120,23 @@ def cycle_budget(model_cycles, *, output_beats=0, patterns=("none",)):
     -------
     int
         ``ceil(SLACK[p] * model_cycles) + STALL[p] * output_beats + BUDGET_CONSTANT``.
+
+
+    Notes
+    -----
+    ``p`` is the slower of the source and sink patterns (the one with the larger
+    ``SLACK``). ``SLACK[p]`` bounds the slow-down of a stream that is ready a fraction of
+    the time (4/3 for ``cycle``, 2 on average for ``random``, about 4.6 for ``bursty``)
+    with a margin of 2.25x to 3x for the randomness of the runs and for streams that
+    compound (the sink's stalls hold up the compute that the sources feed); ``none`` gets
+    2, a margin over a model that should be exact.
+    ``STALL[p]`` allows, per output beat, one pause run of the sink (an engine that keeps
+    one result in flight, such as the demo, waits out a whole stall per result): the
+    longest run of ``bursty``, and a run of ``random`` no longer than 16 cycles (one in
+    65536). ``BUDGET_CONSTANT`` covers the register writes and reads around a run, the
+    pipeline's fill and one stall of any pattern. In the tests every piece of work takes less
+    than half of its budget, whatever the pattern (``tests/demo/sim/test_demo_verilator.py``,
+    ``tests/sbe/sim/test_sbe_verilator.py``; the demo under ``bursty`` takes about 0.3 of it).
     """
     for kind in patterns:
         _check_kind(kind)

@@ -6,51 +6,14 @@ Two layers:
   as functions of the paper's symbols, and :func:`paper_performance` applying them to an
   :class:`~nnrtl.hw.sbe.SBEConfig`. ``P`` is in multiply-accumulates per cycle (the
   paper's ``M_op`` counts the matrix's multiply-accumulates); throughput is ``2 P f``.
-* :func:`predict` / :func:`model_cycles`: a timeline of the schedule the RTL is to follow,
+* :func:`predict` / :func:`model_cycles`: a timeline of the schedule the RTL follows,
   exact in cycles under its assumptions, which adds what the closed forms leave out -- the
   pipeline latency before a step's h can be used (the "about 10% longer" final block of
   case 1), the post-processing drain, row passes when ``pes < 4 * hidden_size``, several
   columns per cycle when ``pes > 4 * hidden_size``, the exposed first load, a last partial
   batch and several layers. Without latency it reduces to the closed forms
-  (:func:`steady_state_performance`).
-
-The schedule, per layer and batch of ``n <= batch`` consecutive steps:
-
-1. Blocks holding only x columns (``0 .. first_hidden_block - 1``), in order: each is
-   loaded (``ceil(4 H c / Nt)`` cycles, ``c`` its columns) into the free half of the double
-   buffer, then used for the ``n`` steps, step after step, pass after pass, ``c / k``
-   column steps each (``k`` = columns per cycle). Loads run ahead as far as the two
-   buffers allow.
-2. Blocks holding h columns. One or two (cases 1, 2): both are loaded (the second while
-   the first is used: a column step waits only for its own block), then each step runs,
-   pass by pass, over their columns -- x columns first, then h columns, which wait for the
-   previous step's h. More than two (case 3): for each step, every such block is loaded and
-   used for that step only.
-3. Pass ``p``'s last column step in the final block hands hidden units ``p * U .. (p + 1)
-   * U - 1`` (``U = rows_per_pass / 4``) to the ``post_units`` units, which take
-   ``ceil(U / post_units)`` cycles (the next hand-over waits for them); unit ``p * U + u``
-   is usable by a column step issued ``latency + u // post_units`` cycles after the cycle
-   that follows the hand-over step. Column ``j`` of the h part needs unit ``j`` of the
-   previous step.
-
-Weights are resident (loaded once per layer) when ``blocks <= 2``. The x inputs, h outputs
-and biases travel on their own streams and are assumed never to stall the engine (the one
-case where the RTL, with gapless streams, runs over :func:`run_cycles`: a batch's x --
-``n * columns / columns_per_cycle`` beats per x block -- taking longer to stream than the
-weights before them; the engine counts those cycles in ``input_wait_cycles`` and runs over
-the model by at most that many, ``tests/sbe/hw/test_sbe_engine.py``); layers
-run one after another, a batch of layer ``l > 0`` starting once the h of its steps in layer
-``l - 1`` are all usable. ``tests/sbe/gen/test_sbe_perf.py`` checks the timeline against an
-independent cycle-by-cycle simulation of these rules.
-
-The cost does not depend on the sequence length. Every time in the timeline is a ``max``
-of others plus constants, so once the state at a batch's start, taken relative to the PE
-array's time, repeats the state ``c`` batches before, every later stretch of ``c`` full
-batches repeats that one, shifted by the cycles it took: the timeline runs the first
-batches until that happens (a few, independent of the length), adds the whole repetitions
-left in closed form, and runs the rest and the last, partial batch; steps inside a batch
-likewise. The result is exactly that of the step-by-step timeline, which the tests keep
-(``_EXTRAPOLATE = False``) and compare with it.
+  (:func:`steady_state_performance`). The schedule and its assumptions: the Notes of
+  :func:`predict`.
 """
 
 import bisect
@@ -464,6 +427,46 @@ def predict(config, *, pipeline_latency=None, seq_len=None):
     TypeError
         If ``config`` is not an :class:`SBEConfig` or a keyword is not a non-negative
         (``seq_len``: positive) integer.
+
+    Notes
+    -----
+    The schedule, per layer and batch of ``n <= batch`` consecutive steps:
+
+    1. Blocks holding only x columns (``0 .. first_hidden_block - 1``), in order: each is
+       loaded (``ceil(4 H c / Nt)`` cycles, ``c`` its columns) into the free half of the double
+       buffer, then used for the ``n`` steps, step after step, pass after pass, ``c / k``
+       column steps each (``k`` = columns per cycle). Loads run ahead as far as the two
+       buffers allow.
+    2. Blocks holding h columns. One or two (cases 1, 2): both are loaded (the second while
+       the first is used: a column step waits only for its own block), then each step runs,
+       pass by pass, over their columns -- x columns first, then h columns, which wait for the
+       previous step's h. More than two (case 3): for each step, every such block is loaded and
+       used for that step only.
+    3. Pass ``p``'s last column step in the final block hands hidden units ``p * U .. (p + 1)
+       * U - 1`` (``U = rows_per_pass / 4``) to the ``post_units`` units, which take
+       ``ceil(U / post_units)`` cycles (the next hand-over waits for them); unit ``p * U + u``
+       is usable by a column step issued ``latency + u // post_units`` cycles after the cycle
+       that follows the hand-over step. Column ``j`` of the h part needs unit ``j`` of the
+       previous step.
+
+    Weights are resident (loaded once per layer) when ``blocks <= 2``. The x inputs, h outputs
+    and biases travel on their own streams and are assumed never to stall the engine (the one
+    case where the RTL, with gapless streams, runs over :func:`run_cycles`: a batch's x --
+    ``n * columns / columns_per_cycle`` beats per x block -- taking longer to stream than the
+    weights before them; the engine counts those cycles in ``input_wait_cycles`` and runs over
+    the model by at most that many, ``tests/sbe/hw/test_sbe_engine.py``); layers
+    run one after another, a batch of layer ``l > 0`` starting once the h of its steps in layer
+    ``l - 1`` are all usable. ``tests/sbe/gen/test_sbe_perf.py`` checks the timeline against an
+    independent cycle-by-cycle simulation of these rules.
+
+    The cost does not depend on the sequence length. Every time in the timeline is a ``max``
+    of others plus constants, so once the state at a batch's start, taken relative to the PE
+    array's time, repeats the state ``c`` batches before, every later stretch of ``c`` full
+    batches repeats that one, shifted by the cycles it took: the timeline runs the first
+    batches until that happens (a few, independent of the length), adds the whole repetitions
+    left in closed form, and runs the rest and the last, partial batch; steps inside a batch
+    likewise. The result is exactly that of the step-by-step timeline, which the tests keep
+    (``_EXTRAPOLATE = False``) and compare with it.
     """
     if not isinstance(config, SBEConfig):
         raise TypeError(f"config must be an SBEConfig, not {config!r}")

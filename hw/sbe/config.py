@@ -54,7 +54,7 @@ class SBEConfig:
     *padded* sizes (:attr:`padded_input_size`, :attr:`padded_hidden_size`: the smallest
     at least the model's that satisfy them). The engine runs the padded problem, zero
     weights in the padded rows and columns, and its outputs are cut back
-    (:attr:`padded`, :mod:`nnrtl.sim.golden.sbe`); :attr:`macs_per_step` counts the
+    (:attr:`padded`, :func:`nnrtl.sim.golden.sbe.model.pad_params`); :attr:`macs_per_step` counts the
     model's work, :attr:`padding_macs_per_step` the padding's. The shape properties
     (:attr:`rows`, :meth:`layer`, :attr:`columns`, ...) are the padded ones.
 

@@ -1,6 +1,6 @@
 """The SBE's stream loaders: they fill the weight and vector double buffers from the DMA
 streams in the order the controller consumes them (:mod:`.controller`; the stream formats
-are in :mod:`nnrtl.sim.golden.sbe`).
+are in :mod:`nnrtl.sim.golden.sbe.streams`).
 
 * :class:`WeightLoader` -- a run's header (one bias, batch-norm scale or shift per beat)
   into the post-processing units' parameter memories, then weight blocks, ``bus_weights``

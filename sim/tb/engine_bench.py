@@ -27,23 +27,10 @@ the cocotb test: a wait past its cycle budget (:func:`nnrtl.sim.patterns.cycle_b
 the message names what was awaited, the cycle, the budget and a snapshot of every
 read-only register read over AXI4-Lite), a source that did not drain, a word count that
 differs from the model's, an output the model does not have, a register answering
-SLVERR, or reading a wrong configuration, or not answering within its own budget. The message is written to the result file as ``failure`` before the
-test fails, and :func:`nnrtl.sim.runner.simulate` raises
+SLVERR, or reading a wrong configuration, or not answering within its own budget (fault
+injection for the tests: Notes of :class:`EngineBench`). The message is written to the
+result file as ``failure`` before the test fails, and :func:`nnrtl.sim.runner.simulate` raises
 :class:`~nnrtl.sim.runner.SimulationError` with it as its first line.
-
-Fault injection (a test hook)
------------------------------
-The environment variable ``NNRTL_TB_FAULT`` (inherited by the simulator process) makes
-the bench misbehave on purpose, so the tests can show that the failures above happen:
-
-``corrupt-golden``
-    flip the lowest bit of the first expected word the checker compares: the run must
-    report ``bit_exact: false`` with that word as its first mismatch.
-``stall-sink``
-    every sink holds ``tready`` low for ever: the first wait for an output must fail by
-    its budget.
-
-The result carries ``fault`` (the variable's value, or ``None``).
 """
 
 import itertools
@@ -96,6 +83,21 @@ class EngineBench:
     params : dict
         The bench parameters: ``seed``, and ``source_pauses`` / ``sink_pauses`` (names of
         :data:`nnrtl.sim.patterns.PATTERNS`, default ``"none"``).
+
+    Notes
+    -----
+    **Fault injection (a test hook)**
+    The environment variable ``NNRTL_TB_FAULT`` (inherited by the simulator process) makes
+    the bench misbehave on purpose, so the tests can show that the failures above happen:
+
+    ``corrupt-golden``
+        flip the lowest bit of the first expected word the checker compares: the run must
+        report ``bit_exact: false`` with that word as its first mismatch.
+    ``stall-sink``
+        every sink holds ``tready`` low for ever: the first wait for an output must fail by
+        its budget.
+
+    The result carries ``fault`` (the variable's value, or ``None``).
     """
 
     def __init__(self, dut, registers, *, sources=(), sinks=(), params):

@@ -1,5 +1,29 @@
 """The arithmetic of the SBE golden model: parameters as codes and one step of a layer,
-vectorised over the rows (the contract is in :mod:`nnrtl.sim.golden.sbe`)."""
+vectorised over the rows (symbols and number formats: :mod:`nnrtl.sim.golden.sbe`).
+
+For every row ``r``: ``acc[r] = wrap_acc_width(sum_c W[r, c] * v[c])`` with ``v =
+concat(x_t, h_{t-1})``: the exact integer sum, then a two's complement wrap to
+``acc_width`` bits (the accumulators wrap like a DSP48; the order does not matter)
+(:func:`accumulate`). Then, with :mod:`nnrtl.sim.golden.fixed` (``HALF_UP``,
+``SATURATE``), for unit ``j`` and gate ``g`` (row ``4j + g``):
+
+1. ``z = add(acc, bias, A, A, A)``                                  (:func:`preactivation`)
+2. with batch norm: ``z = add(mul(z, scale, A, E, A), shift, A, A, A)``
+3. ``i, u, f, o = SIG(z_i), TANH_A(z_u), SIG(z_f), SIG(z_o)``        (:func:`cell_update`)
+   with ``SIG = pwl_table("sigmoid", A, E)``, ``TANH_A = pwl_table("tanh", A, E)``
+   (64 segments), evaluated by :func:`nnrtl.sim.golden.pwl.evaluate` (:func:`tables`)
+4. ``c = add(mul(f, c_prev, E, E, E), mul(i, u, E, E, E), E, E, E)``
+5. ``t = TANH_E(c)`` with ``TANH_E = pwl_table("tanh", E, E)``
+6. ``h = mul(o, t, E, E, V)``
+
+``h_{-1} = c_{-1} = 0`` unless a state is carried over. :func:`step` is one step,
+:func:`run_layer` a sequence, :func:`run_model` stacked layers (layer ``l + 1`` reads layer
+``l``'s h codes, already in ``V``). The models are vectorised over the rows; the products
+are exact (float64 BLAS when every partial sum is an integer below ``2**53``, int64
+otherwise), so the paper's VC709 layer (2048 rows x 2304 columns) runs 64 steps in about
+a second. ``acc_width`` above 61 is not modelled: the PWL model
+(:func:`~nnrtl.sim.golden.pwl.evaluate`) does not index its table with wider codes.
+"""
 
 import dataclasses
 
@@ -162,7 +186,25 @@ def pad_params(config, layer_index, params):
     """``params`` of layer ``layer_index`` of ``config`` (the model's sizes) on the padded
     shapes of ``config.padded``: zero rows for the padded units (weights, bias, batch-norm
     scale and shift all zero, so their pre-activations are 0) and zero columns for the
-    padded x and h entries (so whatever a padded unit's h is, no true unit sees it)."""
+    padded x and h entries (so whatever a padded unit's h is, no true unit sees it).
+
+    Notes
+    -----
+    A config whose ``input_size`` or ``hidden_size`` the RTL cannot run as they are, or whose
+    layers have different hidden sizes (``config.hidden_sizes``: every layer runs padded to
+    the largest, ``config.padded_hidden_size``)
+    (:attr:`~nnrtl.hw.sbe.SBEConfig.is_padded`), runs the problem of ``config.padded``:
+    :func:`pad_params` puts the model's rows first (unit ``j < H`` keeps rows ``4j + g``) and
+    zeros in the padded units' rows (weights, bias, batch-norm scale and shift), and the
+    model's x and h columns at their places in ``[x (padded In), h (padded H)]`` with zero
+    columns between. A padded unit's pre-activations are 0, so it computes whatever the PWL
+    tables give for 0 (not necessarily h = 0), but every column it feeds has zero weights:
+    the model's units are exact. :func:`step`, :func:`run_layer`, :func:`run_model` and the
+    stream functions take the model's sizes (layer ``l``: ``config.layer_sizes(l)``, its x the
+    previous layer's h cut to that layer's model size), run the padded problem and cut the
+    outputs back (:func:`unpack_outputs`); :func:`accumulate`, :func:`preactivation` and
+    :func:`cell_update` work on the shapes the engine runs.
+    """
     params.check(config, layer_index)
     if not config.is_padded:
         return params

@@ -1,6 +1,39 @@
 """The SBE's stream formats: the beats of ``s_weights``, ``s_inputs`` and ``m_axis`` for
-one run, and the packing of words into beats (the contract is in
-:mod:`nnrtl.sim.golden.sbe`)."""
+one run, and the packing of words into beats (symbols: :mod:`nnrtl.sim.golden.sbe`).
+
+AXI4-Stream; little-endian words: word ``n`` of a beat is bits ``[n*w, (n+1)*w)``.
+One *run* is one layer ``l`` over ``T`` steps. Batches (:func:`batches`): steps ``t0 = 0,
+B, 2B, ...``, batch size ``n = min(B, T - t0)``. Word arrays here hold *unsigned* codes
+(two's complement masked to the word width), one row per beat; :func:`pack_beat` turns a
+row into the integer a testbench drives, :func:`unpack_beat` the reverse.
+
+``s_weights`` (:func:`weight_beats`), ``Nt`` words of ``operand_width`` bits per beat:
+
+1. Header (:attr:`~nnrtl.hw.sbe.SBEConfig.header_layout`): for unit ``j = 0 .. H-1``:
+   ``bias_i, bias_u, bias_f, bias_o`` and, if ``config.batch_norm``, ``scale_i ..
+   scale_o, shift_i .. shift_o``: one value per beat,
+   its ``acc_width``-bit two's complement code in the low ``acc_width`` bits, the upper
+   bits zero. ``H * (12 if batch_norm else 4)`` beats.
+2. Blocks in consumption order (:meth:`~nnrtl.hw.sbe.SBEConfig.block_schedule`): if ``config.weights_resident``
+   (``Nb <= 2``) blocks ``0 .. Nb-1`` once per run; else per batch blocks ``0 .. F-1``,
+   then if ``HB <= 2`` blocks ``F .. Nb-1`` once, else for each of the ``n`` steps blocks
+   ``F .. Nb-1``. Block ``b`` is entries ``(p, q)``, ``p = 0 .. P-1`` outer, ``q = 0 ..
+   BS-1`` inner; entry ``(p, q)`` is ``n_pe`` words (``n_pe / Nt`` beats), word ``e = c *
+   RPP + r`` (``c = 0 .. k-1`` outer, ``r = 0 .. RPP-1`` inner) being ``W[p*RPP + r, b*BC
+   + q*k + c]``.
+
+``s_inputs`` (:func:`input_beats`), ``k`` words per beat (x codes, ``V``): per batch, for
+x block ``b = 0 .. F-1``, for ``s = 0 .. n-1``, for ``q = 0 .. BS-1``: ``x[t0+s, b*BC +
+q*k + c]``, ``c = 0 .. k-1``; then if ``XT > 0``, for ``s``, for ``q = 0 .. XT/k - 1``:
+``x[t0+s, F*BC + q*k + c]``.
+
+``m_axis`` (:func:`output_beats`, :func:`unpack_outputs`), ``PP`` words per beat (h codes,
+``V``): per step ``H / PP`` beats, beat ``d`` carrying ``h_t[d*PP + m]`` in word ``m``;
+``tlast`` on each step's last beat (:func:`output_last`).
+
+Beats per run (:func:`beat_counts`): header ``H * (12 or 4)``; weights ``rows * BC / Nt``
+per block sent; inputs ``T * In / k``; outputs ``T * H / PP``.
+"""
 
 import numpy as np
 
