@@ -52,25 +52,24 @@ def bench_cycles(config, batches, lag):
     ----------
     config : NodeConfig
     batches : int
-        Mini-batches the bench runs (``batches · batch`` images).
+        Mini-batches the bench runs (``batches · batch`` images; none: the load alone).
     lag : int
         Images whose activations the bench sends ahead of their errors.
 
     Raises
     ------
     ValueError
-        ``batches`` or ``lag`` below 1.
+        ``batches`` negative or ``lag`` below 1.
     """
     return max(segment_cycles(config, n, batches, lag) for n in range(len(config.segments)))
 
 
 def segment_cycles(config, n, batches, lag):
     """The cycle at which the bench has every beat of segment ``n`` of ``config``
-    (:func:`bench_cycles`' parameters; ``ValueError`` for ``batches`` or ``lag`` below
-    1)."""
-    for name, value in (("batches", batches), ("lag", lag)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, not {value!r}")
+    (:func:`bench_cycles`' parameters and ``ValueError``)."""
+    for name, value, least in (("batches", batches, 0), ("lag", lag, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(f"{name} must be an integer of at least {least}, not {value!r}")
     return _Segment(config, n, batches * config.batch, lag).run()
 
 

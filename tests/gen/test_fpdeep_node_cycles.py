@@ -137,10 +137,11 @@ def test_segments_are_independent_and_the_node_is_the_slowest():
     assert bench_cycles(node, 2, 2) == max(alone)
 
 
-def test_refusals():
-    with pytest.raises(ValueError, match=r"^batches must be a positive integer, not 0$"):
-        bench_cycles(TINY, 0, 1)
-    with pytest.raises(ValueError, match=r"^lag must be a positive integer, not True$"):
+def test_no_images_is_the_load_and_refusals():
+    assert bench_cycles(TINY, 0, 1) == 2
+    with pytest.raises(ValueError, match=r"^batches must be an integer of at least 0, not -1$"):
+        bench_cycles(TINY, -1, 1)
+    with pytest.raises(ValueError, match=r"^lag must be an integer of at least 1, not True$"):
         bench_cycles(TINY, 1, True)
 
 
