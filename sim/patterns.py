@@ -49,7 +49,7 @@ BURSTY_READY = (16, 64)
 #: Inclusive range of the length of a paused run of ``bursty``, in cycles.
 BURSTY_PAUSE = (32, 256)
 
-#: Factor on the model's cycles per pattern (see the module docstring).
+#: Factor on the model's cycles per pattern (sized in the Notes of :func:`cycle_budget`).
 SLACK = {"none": 2, "cycle": 3, "random": 6, "bursty": 12}
 #: Cycles allowed per output beat per pattern: one stall of the sink.
 STALL = {"none": 0, "cycle": 1, "random": 16, "bursty": BURSTY_PAUSE[1]}

@@ -184,7 +184,8 @@ def forward(config, weights, imvm_bits):
 
 
 def backward(config, weights, fw, dy_bits):
-    """One layer's BW pass (module docstring) from its FW pass ``fw``.
+    """One layer's BW pass from its FW pass ``fw`` (notation: the module docstring;
+    equations: Notes).
 
     Parameters
     ----------
