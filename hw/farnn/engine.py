@@ -64,8 +64,9 @@ class FarnnEngine(wiring.Component):
 
     Notes
     -----
-    Ports (AXI4-Stream, fp32 words little-endian in ``tdata``, word ``i`` in bits ``32 i ..
-    **32 i + 31``; :func:`~nnrtl.hw.farnn.registers.stream_words`)**
+    **Ports** (AXI4-Stream, fp32 words little-endian in ``tdata``, word ``i`` in bits
+    ``32 i .. 32 i + 31``; :func:`~nnrtl.hw.farnn.registers.stream_words`)
+
     ``s_weights`` (``chains`` words): after a LOAD, the pass's weights in
     :func:`nnrtl.gen.farnn.host.pack_weights` order, units one after another, ``tlast`` on the
     last beat of each unit's load (with a projection: of each unit's gate matrix and of its
@@ -89,6 +90,7 @@ class FarnnEngine(wiring.Component):
     on the inputs.
 
     **Data flow of a step**
+
     FW step ``t``: the units' ``x`` is ``h_{t-1}`` of each vector of the batch, read from the
     vector buffer (``batch * hidden_size`` words; zeros at ``t = 0``: the run starts from ``h =
     c = +0``, no ``h0`` is taken). The units' result beats (``chains`` rows each) are
@@ -115,6 +117,7 @@ class FarnnEngine(wiring.Component):
     is then ``-0`` (``fa(dh, -0) = dh``: ``dy`` entered at ``dr^``).
 
     **Schedule (the rule the cycle model follows)**
+
     * Feed: the units take one element per cycle (their issue rules permitting: the
       accumulators' reduction gap, two streams outstanding, :class:`MVMUnit`). Element ``e``
       of vector ``b`` of run step ``j + 1`` is offered from the cycle after row ``e`` of vector

@@ -63,6 +63,7 @@ class Channel(ConfiguredComponent):
     Notes
     -----
     **Decisions the paper leaves open ([U] of spec §3.3)**
+
     - *Activation units.* ``hw/arith`` has one floating-point form,
       :class:`~nnrtl.hw.arith.activation.FloatActivation` (a table of ``y0`` and slope per
       segment, linear interpolation on the float units): one for sigmoid and one for tanh,

@@ -61,6 +61,7 @@ class OmniPE(ConfiguredComponent):
     Notes
     -----
     **Decisions the paper leaves open ([U] of spec §3.2, §6.6)**
+
     - *How a partial output is fed back.* The adder's ``L`` pipeline registers hold the ``L``
       interleaved partial sums of an MVM job (StreamingAccumulator's ring): the partial sum
       leaving the adder goes straight back into operand ``a`` with the next product on

@@ -188,6 +188,7 @@ class OmniTop(wiring.Component):
     Notes
     -----
     **Decisions the paper leaves open ([U] of spec §3.6)**
+
     - *Kinds of the counters*: ``busy_matmul`` / ``busy_ew`` count the R2A's two kinds
       (MatMul, EW), the granularity at which channels are allocated; the four PE modes
       have counters of their own (next point).

@@ -87,6 +87,7 @@ class EngineBench:
     Notes
     -----
     **Fault injection (a test hook)**
+
     The environment variable ``NNRTL_TB_FAULT`` (inherited by the simulator process) makes
     the bench misbehave on purpose, so the tests can show that the failures above happen:
 
