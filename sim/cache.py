@@ -20,8 +20,9 @@ command line alike) and holds:
 ``runs/<name>-*/``
     Run directories that were kept (waves, a failed run), each locked (shared) while its
     simulation runs.
-``farnn-yosys/``
-    Yosys results of the FARNN benchmark.
+``results/<name>/``
+    Results a benchmark or study keeps between runs (e.g. Yosys counts that take
+    minutes each).
 
 The Verilator entries are bounded: after each build, the least recently used entries are
 removed until the entries together take at most ``$NNRTL_CACHE_MAX_SIZE`` (default
@@ -39,7 +40,7 @@ import re
 import shutil
 from pathlib import Path
 
-__all__ = ["DEFAULT_MAX_SIZE", "MARKER", "Entry", "cache_dir", "max_size", "parse_size",
+__all__ = ["results_dir", "DEFAULT_MAX_SIZE", "MARKER", "Entry", "cache_dir", "max_size", "parse_size",
            "format_size", "use", "building", "lock_run", "finish", "touch", "entries",
            "evict", "clean", "usage"]
 
@@ -311,15 +312,32 @@ def evict(limit=None, *, keep=(), root=None):
     return removed
 
 
+#: A kept run directory's name: the design's name and the 8 characters
+#: :func:`tempfile.mkdtemp` adds (:func:`nnrtl.sim.runner.simulate`).
+_RUN_NAME = re.compile(r"[\w.]+-[a-z0-9_]{8}")
+
+
 def _runs(root):
+    """The kept run directories: only what the runner names so; anything else a user put
+    under ``runs/`` is left alone."""
     runs = Path(root) / "runs"
-    return sorted(p for p in runs.iterdir() if p.is_dir()) if runs.is_dir() else []
+    if not runs.is_dir():
+        return []
+    return sorted(p for p in runs.iterdir() if p.is_dir() and _RUN_NAME.fullmatch(p.name))
+
+
+def results_dir(name):
+    """``<cache>/results/<name>``, where a benchmark or study keeps results between runs
+    (created; :func:`clean` empties ``results/``)."""
+    path = cache_dir() / "results" / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def clean(root=None):
     """Empty the cache but for what another process is building or using: every
-    Verilator entry, kept run directory and the FARNN benchmark's Yosys results. Nothing
-    else under the root is touched. Return ``{"removed": n, "bytes": freed, "in_use":
+    Verilator entry, kept run directory and the benchmarks' kept results (``results/``).
+    Nothing else under the root is touched. Return ``{"removed": n, "bytes": freed, "in_use":
     m}``."""
     root = Path(root or cache_dir())
     removed = freed = in_use = 0
@@ -346,10 +364,10 @@ def clean(root=None):
             removed, freed = removed + 1, freed + size
         finally:
             os.close(handle)
-    yosys = root / "farnn-yosys"
-    if yosys.is_dir():
-        freed += _tree_size(yosys)
-        shutil.rmtree(yosys, ignore_errors=True)
+    results = root / "results"
+    if results.is_dir():
+        freed += _tree_size(results)
+        shutil.rmtree(results, ignore_errors=True)
         removed += 1
     return {"removed": removed, "bytes": freed, "in_use": in_use}
 
@@ -363,10 +381,10 @@ def usage(root=None):
     root = Path(root or cache_dir())
     found = entries(root)
     runs = _runs(root)
-    yosys = root / "farnn-yosys"
+    results = root / "results"
     return {"location": str(root), "entries": len(found),
             "bytes": sum(e.size for e in found), "max_bytes": max_size(),
             "runs": len(runs), "runs_bytes": sum(_tree_size(r) for r in runs),
-            "other_bytes": _tree_size(yosys) if yosys.is_dir() else 0,
+            "other_bytes": _tree_size(results) if results.is_dir() else 0,
             "builds": [{"name": e.directory.name, "bytes": e.size, "last_use": e.last_use,
                         "complete": e.complete} for e in reversed(found)]}

@@ -220,11 +220,12 @@ def test_clean_and_usage(tmp_path, monkeypatch):
     now = time.time()
     _entry(tmp_path, "a", 100, now)
     _entry(tmp_path, "b", 200, now, complete=False)
-    run = tmp_path / "runs" / "inc-abc"
+    run = tmp_path / "runs" / "inc-abc_1234"
     run.mkdir(parents=True)
     (run / "dump.vcd").write_bytes(b"z" * 40)
-    (tmp_path / "farnn-yosys").mkdir()
-    (tmp_path / "farnn-yosys" / "x.json").write_bytes(b"w" * 8)
+    (tmp_path / "runs" / "my notes").mkdir()       # not the runner's: left alone
+    (tmp_path / "results" / "study").mkdir(parents=True)
+    (tmp_path / "results" / "study" / "x.json").write_bytes(b"w" * 8)
     (tmp_path / "verilator" / "gone-0123456789abcdef.lock").touch()
     (tmp_path / "mine.txt").write_text("not the cache's")
     assert cache.usage(tmp_path) == {
@@ -233,12 +234,13 @@ def test_clean_and_usage(tmp_path, monkeypatch):
         "builds": [{"name": e.directory.name, "bytes": e.size, "last_use": e.last_use,
                     "complete": e.complete} for e in reversed(cache.entries(tmp_path))]}
     assert cache.clean(tmp_path) == {"removed": 4, "bytes": 348, "in_use": 0}
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["mine.txt", "runs", "verilator"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["mine.txt", "my notes", "runs",
+                                                           "verilator"]
     assert cache.usage(tmp_path)["entries"] == 0
 
 
 def test_clean_skips_a_running_simulation(tmp_path):
-    run = tmp_path / "runs" / "inc-abc"
+    run = tmp_path / "runs" / "inc-q7x_02ab"
     run.mkdir(parents=True)
     with cache.lock_run(run):
         assert cache.clean(tmp_path) == {"removed": 0, "bytes": 0, "in_use": 1}

@@ -169,7 +169,7 @@ def yosys_rows(chain_length=2, *, log=None):
     """Yosys (``synth_xilinx -family xcup``, flattened) of one PE and one chain of
     ``chain_length`` PEs (64-word stand-in memories: :mod:`nnrtl.gen.farnn.resources`'
     note): LUT, FF, DSP and logic levels, with the seconds. Cached by the Verilog's hash
-    under ``$NNRTL_CACHE_DIR/farnn-yosys`` (minutes each otherwise)."""
+    under ``$NNRTL_CACHE_DIR/results/farnn-yosys`` (minutes each otherwise)."""
     import hashlib
     import json
     import tempfile
@@ -178,14 +178,14 @@ def yosys_rows(chain_length=2, *, log=None):
     from ....hw.arith.float import FP32
     from ....hw.farnn.chain import PEChain
     from ....hw.farnn.pe import FarnnPE
-    from ....sim.runner import cache_dir, to_verilog
+    from ....sim.cache import results_dir
+    from ....sim.runner import to_verilog
     from ...synth import count_resources, run_yosys
 
     units = {"PE": lambda: FarnnPE(FP32, weight_depth=64),
              f"chain of {chain_length} PEs": lambda: PEChain(FP32, chain_length=chain_length,
                                                              weight_depth=64)}
-    store = Path(cache_dir()) / "farnn-yosys"
-    store.mkdir(parents=True, exist_ok=True)
+    store = results_dir("farnn-yosys")
     rows = []
     for name, build in units.items():
         verilog = to_verilog(build(), "unit")
