@@ -105,7 +105,7 @@ def _configure(args):
             path=Path(args.model), weights=args.weights and Path(args.weights),
             board=platform_class, params=tuple(args.param),
             inputs=inputs and Path(inputs), seq_len=args.seq_len, log=progress,
-            prefix=args.prefix))
+            prefix=args.prefix, lut_share=lut_share))
         config = binding.config
     check_fit(engine, config, platform_class, lut_share=lut_share)
     return engine, config, platform_class, binding

@@ -118,7 +118,8 @@ class ModelRequest:
     ``params`` are the ``--param k=v`` strings (hardware the user fixes; the rest the
     engine chooses), ``inputs`` the path of ``--inputs`` (also calibration data), ``seq_len``
     the ``--seq-len`` to plan for when there are no inputs, ``prefix`` the ``--prefix`` that
-    picks one RNN of a file holding several."""
+    picks one RNN of a file holding several, ``lut_share`` the ``--lut-share`` of the
+    board's LUTs the chosen design may take (``None``: :data:`LUT_SHARE`)."""
 
     path: Path
     weights: Path | None
@@ -128,6 +129,7 @@ class ModelRequest:
     seq_len: int | None = None
     log: Callable | None = None
     prefix: str | None = None
+    lut_share: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)

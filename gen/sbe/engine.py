@@ -117,7 +117,7 @@ def load_model(request):
     if seq_len is None:
         seq_len = SBEConfig().seq_len
     config, quantized = model_config(model, request.board, request.params, seq_len=seq_len,
-                                     calibration=xs)
+                                     calibration=xs, lut_share=request.lut_share)
     source = {"path": str(request.path), "weights": request.weights and str(request.weights),
               "format": model_format(request.path), "calibration": calibration_used(seq_len, xs)}
     return ModelBinding(config=config, model=dataclasses.replace(quantized, source=source),

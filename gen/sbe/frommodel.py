@@ -358,14 +358,15 @@ def config_from_model(model, board, *, seq_len, calibration=None, clock_hz=None,
     return exploration.best.config, quantized
 
 
-def model_config(model, board, params=(), *, seq_len, calibration=None):
+def model_config(model, board, params=(), *, seq_len, calibration=None, lut_share=None):
     """The configuration of ``model`` for ``nnrtl generate/sim sbe --model``: the
     completion ``nnrtl explore sbe --model`` makes
     (:func:`~.exploration.explore_pinned`). The hardware parameters given in ``params``
     (``name=value`` strings of :class:`~nnrtl.hw.sbe.SBEConfig`, e.g. ``pes=64``) are
     kept; the others the design-space exploration chooses, the fastest within the board's
-    budget (all DSPs and BRAM36, :data:`~nnrtl.gen.engines.LUT_SHARE` of the LUTs:
-    without ``params``, for a real model, a large engine, slow to simulate). The model's
+    budget (all DSPs and BRAM36, ``lut_share`` of the LUTs, by default
+    :data:`~nnrtl.gen.engines.LUT_SHARE`: without ``params``, for a real model, a large
+    engine, slow to simulate). The model's
     sizes, ``seq_len`` and the quantization's fraction bits are set here and cannot be
     given.
 
@@ -378,6 +379,7 @@ def model_config(model, board, params=(), *, seq_len, calibration=None):
     UsageError
         A parameter set here, pinned values that conflict, nothing fits the board.
     """
+    from ..dse import Budget
     from .exploration import explore_pinned, pins
 
     values = pins(params, model=True)
@@ -387,8 +389,9 @@ def model_config(model, board, params=(), *, seq_len, calibration=None):
     base, quantized = quantized_base(model, seq_len=seq_len, calibration=calibration,
                                      **{name: values[name] for name in WIDTHS
                                         if name in values})
+    budget = Budget() if lut_share is None else Budget(lut_share=lut_share)
     exploration = explore_pinned(model.spec, board, values, seq_len=seq_len, base=base,
-                                 top=1)
+                                 top=1, budget=budget)
     return exploration.best.config, quantized
 
 

@@ -485,3 +485,28 @@ def test_explore_and_generate_with_a_model_choose_alike(tmp_path):
     with pytest.raises(UsageError, match=r"^seq_len is --seq-len \(or the length of "
                                          r"--inputs\); it cannot be given with --model$"):
         model_config(model, "zc706", ["seq_len=4"], seq_len=STEPS)
+
+
+def test_generate_with_a_model_explores_within_its_lut_share(tmp_path, capsys):
+    """``generate sbe --model --lut-share F``: the exploration that completes the design
+    keeps to that share of the LUTs, as ``explore --lut-share F`` does."""
+    from nnrtl.gen.dse import Budget
+    from nnrtl.gen.engines import get_engine
+    from nnrtl.gen.sbe.exploration import explore_pinned
+    from nnrtl.gen.sbe.frommodel import model_config
+
+    torch.save(torch_lstm().state_dict(), tmp_path / "lstm.pt")
+    model = load_model(tmp_path / "lstm.pt")
+    share = 0.004
+    config, _ = model_config(model, "zc706", seq_len=STEPS, lut_share=share)
+    base, _ = quantized_base(model, seq_len=STEPS)
+    best = explore_pinned(model.spec, "zc706", {}, seq_len=STEPS, base=base, top=1,
+                          budget=Budget(lut_share=share)).best.config
+    assert config == best
+    luts = get_engine("sbe").resources(config, "xc7")["lut"]
+    assert luts <= share * ZC706Platform.capacity.lut
+    assert main(["generate", "sbe", "--board", "zc706", "--model", str(tmp_path / "lstm.pt"),
+                 "--seq-len", str(STEPS), "--lut-share", str(share),
+                 "-o", str(tmp_path / "out")]) == 0
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["parameters"] == json.loads(json.dumps(dataclasses.asdict(config)))
