@@ -1,5 +1,5 @@
 """The ``rtl`` backend of ``nnrtl train fpdeep``: each training step's mini-batch through
-the chain of node tops joined by link modules (:class:`~nnrtl.sim.tb.fpdeep_chain_train.ChainTrainTop`,
+the chain of node tops joined by link modules (:class:`~nnrtl.sim.tb.fpdeep.chain_train.ChainTrainTop`,
 the node-to-link adapter :mod:`nnrtl.hw.fpdeep.chain_link`), in the Amaranth simulator.
 
 What the chain runs (decisions)
@@ -29,9 +29,9 @@ What the chain runs (decisions)
   check reads the updated weights through the datapath.
 * **The check**: every segment's activations and EB output (the step's images and the
   probes) bit-exact against its golden model, the models composed along the chain
-  (:func:`nnrtl.sim.tb.fpdeep_chain_train.compose`: a layer's input is the previous
+  (:func:`nnrtl.sim.tb.fpdeep.chain_train.compose`: a layer's input is the previous
   layer's output, a layer's error the next layer's EB output;
-  :func:`nnrtl.sim.tb.fpdeep_node.expected`, the update
+  :func:`nnrtl.sim.tb.fpdeep.node.expected`, the update
   :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's last-layer
   activations equal to the golden chain's (:class:`.chain.ConvChain`, the words the
   host's FC layers got): ``bit_exact``. A step that is not raises
@@ -106,7 +106,7 @@ class RtlChain:
     pattern : str
     seed : int
     simulator : str
-        ``"amaranth"`` or ``"verilator"`` (:func:`nnrtl.sim.tb.fpdeep_chain_verilator.chain_runner`).
+        ``"amaranth"`` or ``"verilator"`` (:func:`nnrtl.sim.tb.fpdeep.chain_verilator.chain_runner`).
 
     Attributes
     ----------
@@ -137,7 +137,7 @@ class RtlChain:
         the last conv layer's output ``(side, side, OC)`` words, ``outputs`` the golden
         chain's activations of it per sample (the same shape). Returns :attr:`record`;
         raises CheckFailed."""
-        from nnrtl.sim.tb.fpdeep_chain_verilator import chain_runner
+        from nnrtl.sim.tb.fpdeep.chain_verilator import chain_runner
         run_cases = chain_runner(self.simulator)
 
         start = time.monotonic()

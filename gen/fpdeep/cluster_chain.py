@@ -2,7 +2,7 @@
 simulator agrees with the RTL chain within 2%").
 
 :func:`chain_plan` builds, from the :class:`~nnrtl.hw.fpdeep.config.FpConfig` of each node
-of an ICP-split layer (:func:`nnrtl.sim.tb.fpdeep_chain.icp_chain`), the
+of an ICP-split layer (:func:`nnrtl.sim.tb.fpdeep.chain.icp_chain`), the
 :class:`~.cluster_node.ClusterPlan` of the same chain: one layer, one segment per node with
 the FP module's ``P``, ``Q``, channels and map, the node's inputs from the host
 (``host_inputs``: the bench delivers each node's channels, DP1 is not on the links).
@@ -10,10 +10,10 @@ the FP module's ``P``, ``Q``, channels and map, the node's inputs from the host
 links (:class:`~.cluster_link.Link` with the :class:`~.cluster_link.LinkFraming` of the
 same :class:`~nnrtl.hw.fpdeep.link_config.LinkConfig`, one link word per cycle) and the
 node timing of the RTL (:func:`rtl_timing`), and returns the cycle each image's output is
-complete, as :func:`nnrtl.sim.tb.fpdeep_chain.run` reports ``image_cycles``.
+complete, as :func:`nnrtl.sim.tb.fpdeep.chain.run` reports ``image_cycles``.
 
 :func:`predict_train` does the same for the RTL *training* chain
-(:mod:`nnrtl.sim.tb.fpdeep_chain_train`: an OCP split over node tops, forward, the
+(:mod:`nnrtl.sim.tb.fpdeep.chain_train`: an OCP split over node tops, forward, the
 host's errors backward, the weight update per mini-batch, ``lag`` images in flight):
 per node a :class:`NodeModel` for FP and its :meth:`~.cluster_node.NodeModel.update`
 phase, the adapters' and SFU-backward's documented rules, per link direction the RTL's
@@ -97,7 +97,7 @@ def link_latency(link):
     """Cycles from a beat's last word on the wire to its ``rx_<path>`` valid, beyond the
     grant (1 cycle when the link is idle) and the packet's words that the
     :class:`~.cluster_link.Link` charges: the receive FIFO's write and buffered read (2).
-    Measured on the link pair alone (:class:`~nnrtl.sim.tb.fpdeep_link.LinkPair`, one
+    Measured on the link pair alone (:class:`~nnrtl.sim.tb.fpdeep.link.LinkPair`, one
     beat offered to an idle link, no pauses): ``rx`` valid 5 cycles after the offer on
     a 192-bit link (a header and one word), 7 on a 64-bit one (a header and three words),
     i.e. ``1 + 1 + words_per_beat + 2``, for every ``link`` (a parameter for the
@@ -126,7 +126,7 @@ def predict(configs, images, link_options=None, start=0.0):
 
 
 def compare(configs, report, link_options=None):
-    """The RTL chain bench's ``report`` (:func:`nnrtl.sim.tb.fpdeep_chain.run` under the
+    """The RTL chain bench's ``report`` (:func:`nnrtl.sim.tb.fpdeep.chain.run` under the
     ``none`` pattern) beside the simulator's prediction for the same chain: the first
     image's latency (from ``start_cycle``) and the steady-state period (the mean spacing
     of the done cycles over the second half of the images, as :mod:`.cluster` measures
@@ -150,7 +150,7 @@ def compare(configs, report, link_options=None):
     return figures
 
 
-# -- the training chain (nnrtl.sim.tb.fpdeep_chain_train) ------------------------------
+# -- the training chain (nnrtl.sim.tb.fpdeep.chain_train) ------------------------------
 
 #: Cycles from a write into an Amaranth ``SyncFIFOBuffered`` to its ``r_rdy`` (the
 #: adapter's own-block FIFO): the FIFO's write, then its output register.
@@ -268,7 +268,7 @@ def _stream(ready, after):
 def predict_train(config, images, link_options=None):
     """The cluster simulator's run of the training chain ``config`` (a
     :class:`~nnrtl.hw.fpdeep.chain_link.ChainConfig`) over ``images`` images, the host of
-    :func:`nnrtl.sim.tb.fpdeep_chain_train.run` under the ``none`` pattern: returns
+    :func:`nnrtl.sim.tb.fpdeep.chain_train.run` under the ``none`` pattern: returns
     ``{"cycles", "link_words": [{"forward", "backward"}, ...], "image_cycles"}`` as that
     report has them (``image_cycles``: the cycle each image's last beat reached the host).
 
@@ -381,7 +381,7 @@ def _segment(cfg):
 
 
 def compare_train(config, report, link_options=None):
-    """The training chain bench's ``report`` (:func:`nnrtl.sim.tb.fpdeep_chain_train.run`,
+    """The training chain bench's ``report`` (:func:`nnrtl.sim.tb.fpdeep.chain_train.run`,
     pattern ``none``) beside :func:`predict_train` for the same chain and images: per
     figure (``cycles``, each boundary's ``forward`` and ``backward`` link words) the RTL's,
     the model's and the relative difference; ``within_2pct`` over all of them."""

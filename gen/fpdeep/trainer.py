@@ -59,7 +59,7 @@ float32 FC); the classic bound is ``|error| ≤ (n + m)·u·Σ|δ·A|`` with ``u
 the interface's CNNs (maps up to 32×32, batch up to 8, ``n + m ≤ 9000``) and gradients
 ``Σ|δ·A| ≤ 1`` (mean losses) that is ``≤ 5.4e-4`` worst case and ``√(n+m)·u ≈ 6e-6``
 typical; :data:`GRADIENT_BOUND` ``fp32`` = 1e-4 (the FARNN engine's) holds with the
-measured errors (``tests/gen/test_fpdeep_trainer.py``: 1e-8 .. 3e-8 on the 3×11×11 CNN,
+measured errors (``tests/fpdeep/gen/test_fpdeep_trainer.py``: 1e-8 .. 3e-8 on the 3×11×11 CNN,
 at most 7e-7 on the 3×32×32 one) two orders below it.
 fixed16: words are rounded to ``q = 2^-f``; a PG sum of ``n = B·W_out²`` products
 ``δ·A``, both rounded (``|e| ≤ q/2`` each, plus what FP and EB carry forward, a few ``q``
@@ -70,7 +70,7 @@ routes its δ to the first maximum where PyTorch float64 (no tie) routes it to a
 pixel, moving a gradient by up to ``|δ|·|A|`` (≈ 1e-2 measured at f = 12). ``fixed16``
 = 5e-2 at f = 13 covers one such tie and the typical rounding: a coarse, documented
 bound (the strong fixed16 check is that the chain's split does not change a bit,
-``tests/gen/test_fpdeep_trainer.py``). Measured largest gradient errors at f = 13: 3e-4 ..
+``tests/fpdeep/gen/test_fpdeep_trainer.py``). Measured largest gradient errors at f = 13: 3e-4 ..
 5e-4 on the 3×11×11 test CNN (batch 1 and 2), 7e-3 .. 1.1e-2 on the slow test's 3×32×32
 CNN (batch 4, ``n = 4096``), i.e. 5 times below the bound there. Another ``--frac-bits``
 scales it by ``2^(13 − f)``.
@@ -122,7 +122,7 @@ class FpdeepTrainConfig:
         :mod:`.chain_rtl`).
     simulator : str
         What runs the RTL chain (``--backend rtl``): ``"amaranth"`` (Amaranth's simulator)
-        or ``"verilator"`` (:mod:`nnrtl.sim.tb.fpdeep_chain_verilator`; same checks and
+        or ``"verilator"`` (:mod:`nnrtl.sim.tb.fpdeep.chain_verilator`; same checks and
         cycles, a build of minutes for fixed16, impractical for fp32).
     """
 
@@ -136,7 +136,7 @@ class FpdeepTrainConfig:
     simulator: str = "amaranth"
 
     def __post_init__(self):
-        from nnrtl.sim.tb.fpdeep_chain_train import SIMULATORS
+        from nnrtl.sim.tb.fpdeep.chain_train import SIMULATORS
         for name, least in (("fpgas", 1), ("image_size", 1)):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < least:

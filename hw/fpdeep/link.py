@@ -46,7 +46,7 @@ Decisions ([U] in the spec)
 * ``fault`` (sticky) flags a malformed flit or a receive FIFO overflow (a partner with
   another configuration); it never rises between two modules of one configuration.
 
-Slots and throughput (measured, :func:`nnrtl.sim.tb.fpdeep_link.efficiency`): one slot
+Slots and throughput (measured, :func:`nnrtl.sim.tb.fpdeep.link.efficiency`): one slot
 carries one beat per cycle at most (one packet at a time, a beat per slot word or more),
 the rate of one producer. With ``slots`` = 1 all paths share that, so a wide link is
 wasted: fp32, ``P`` = 8 on the paper's 150 Gb/s (12 lanes, 768 bits at 200 MHz) moves

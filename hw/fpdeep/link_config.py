@@ -1,7 +1,7 @@
 """The neighbour link's configuration: one frozen :class:`LinkConfig` per node side, derived
 from the segment's :class:`~.config.FpConfig` by :meth:`LinkConfig.from_fp`. The RTL
 (:mod:`.link`), the golden flit model (:mod:`nnrtl.sim.golden.fpdeep.link`), the bench
-(:mod:`nnrtl.sim.tb.fpdeep_link`) and the cluster simulator's link accounting
+(:mod:`nnrtl.sim.tb.fpdeep.link`) and the cluster simulator's link accounting
 (:class:`nnrtl.gen.fpdeep.cluster_link.LinkFraming`) take every width, depth and flit size
 from it.
 

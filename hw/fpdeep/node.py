@@ -37,7 +37,7 @@ Decisions ([U] in the spec)
   whose first pixel came in before the mini-batch's last error beat used the old weights
   (the "slightly unaligned" samples), and EB/PG of every sample after the mini-batch the
   new ones. The trigger is the node's input, not the SFU's output, so the rule depends on
-  the order of the streams at the node's ports alone. The golden model (:mod:`nnrtl.sim.tb.fpdeep_node`) follows
+  the order of the streams at the node's ports alone. The golden model (:mod:`nnrtl.sim.tb.fpdeep.node`) follows
   the same rule from the order of the streams alone.
 * **Act-RAM**: a FIFO of ``act_images`` images of input pixels, written as FP takes them,
   popped by PG (same raster order, spec §3.3); the mask buffer a FIFO of the SFU's
