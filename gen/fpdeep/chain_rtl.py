@@ -1,46 +1,6 @@
 """The ``rtl`` backend of ``nnrtl train fpdeep``: each training step's mini-batch through
 the chain of node tops joined by link modules (:class:`~nnrtl.sim.tb.fpdeep.chain_train.ChainTrainTop`,
 the node-to-link adapter :mod:`nnrtl.hw.fpdeep.chain_link`), in the Amaranth simulator.
-
-What the chain runs (decisions)
--------------------------------
-* **The mappings it takes**: a CNN's convolution layers (Flatten/Linear on the host,
-  :mod:`.trainer`) as a layer pipeline: the first conv layer split by output channels
-  (OCP) or by input channels (ICP: DP2 partial sums downstream, the completing node's δ
-  relayed back up) over one or more nodes, each later conv layer likewise (OCP: its EB's
-  partial errors summed up the chain; ICP: each node's EB errors of its channel range
-  gathered by the layer's first node), a node holding the end of one layer and the start
-  of the next (a node of several segments: the mapper's usual cut); the nodes joined by
-  their links, each segment by its adapter (:mod:`nnrtl.hw.fpdeep.chain_link`:
-  activations downstream as the next layer's input, a layer's EB output upstream as the
-  errors of the layer before). :func:`chain_config` refuses (``UsageError``, exit 2) a
-  node without a conv segment, and what :class:`~nnrtl.hw.fpdeep.chain_config.ChainConfig`
-  refuses (a segment the chain's rules do not place), naming the node and the rule.
-  Every node's ``P`` is the smallest of the mapper's (the link's beat is one ``P``;
-  ``P`` changes the parallelism, not a bit of the results).
-* **A step on the RTL**: the nodes are loaded with the step's weights (the host's master
-  weights as words, as the golden backend does), the mini-batch's ``B`` images go in with
-  ``lag`` = ``B`` (every image's FP before any error: FP on the step's weights, i.e.
-  ``--pipeline flush``, the only rule a chain reloaded every step can run; ``stale`` is
-  refused), then the host's errors; each node's PG and weight update run in the RTL
-  (``lr`` register ``η/B``: fixed16 Q0.16, fp32 bits). Then the same ``B`` images go in
-  again without errors (probes): the last of them runs FP on the weights the nodes'
-  updates wrote (the rule of ``lag`` = ``B``, :mod:`nnrtl.hw.fpdeep.chain_link`), so the
-  check reads the updated weights through the datapath.
-* **The check**: every segment's activations and EB output (the step's images and the
-  probes) bit-exact against its golden model, the models composed along the chain
-  (:func:`nnrtl.sim.tb.fpdeep.chain_train.compose`: a layer's input is the previous
-  layer's output, a layer's error the next layer's EB output;
-  :func:`nnrtl.sim.tb.fpdeep.node.expected`, the update
-  :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's last-layer
-  activations equal to the golden chain's (:class:`.chain.ConvChain`, the words the
-  host's FC layers got): ``bit_exact``. A step that is not raises
-  :class:`~nnrtl.gen.errors.CheckFailed` (exit 1). The gradients the interface's SGD step
-  uses are the golden chain's PG words, which the RTL's data equal when ``bit_exact``
-  holds (the host runs the step's forward before the errors exist; the RTL run replays it
-  with the errors, the order a host attached to the chain would use).
-* **Backpressure**: ``--backpressure`` pauses every link channel, the host's streams
-  (gaps) and its sink (stalls) with one of :data:`~nnrtl.sim.patterns.PATTERNS`.
 """
 
 import dataclasses
@@ -95,7 +55,7 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
 
 
 class RtlChain:
-    """Steps of the conv layers on the RTL chain (module docstring).
+    """Steps of the conv layers on the RTL chain (what the chain runs: Notes below).
 
     Parameters
     ----------
@@ -113,6 +73,48 @@ class RtlChain:
     record : dict or None
         The last step's: ``bit_exact``, ``pattern``, ``cycles``, ``link_words``,
         ``seconds``, ``mismatches``.
+
+    Notes
+    -----
+    **What the chain runs (decisions)**
+
+    * **The mappings it takes**: a CNN's convolution layers (Flatten/Linear on the host,
+      :mod:`.trainer`) as a layer pipeline: the first conv layer split by output channels
+      (OCP) or by input channels (ICP: DP2 partial sums downstream, the completing node's δ
+      relayed back up) over one or more nodes, each later conv layer likewise (OCP: its EB's
+      partial errors summed up the chain; ICP: each node's EB errors of its channel range
+      gathered by the layer's first node), a node holding the end of one layer and the start
+      of the next (a node of several segments: the mapper's usual cut); the nodes joined by
+      their links, each segment by its adapter (:mod:`nnrtl.hw.fpdeep.chain_link`:
+      activations downstream as the next layer's input, a layer's EB output upstream as the
+      errors of the layer before). :func:`chain_config` refuses (``UsageError``, exit 2) a
+      node without a conv segment, and what :class:`~nnrtl.hw.fpdeep.chain_config.ChainConfig`
+      refuses (a segment the chain's rules do not place), naming the node and the rule.
+      Every node's ``P`` is the smallest of the mapper's (the link's beat is one ``P``;
+      ``P`` changes the parallelism, not a bit of the results).
+    * **A step on the RTL**: the nodes are loaded with the step's weights (the host's master
+      weights as words, as the golden backend does), the mini-batch's ``B`` images go in with
+      ``lag`` = ``B`` (every image's FP before any error: FP on the step's weights, i.e.
+      ``--pipeline flush``, the only rule a chain reloaded every step can run; ``stale`` is
+      refused), then the host's errors; each node's PG and weight update run in the RTL
+      (``lr`` register ``η/B``: fixed16 Q0.16, fp32 bits). Then the same ``B`` images go in
+      again without errors (probes): the last of them runs FP on the weights the nodes'
+      updates wrote (the rule of ``lag`` = ``B``, :mod:`nnrtl.hw.fpdeep.chain_link`), so the
+      check reads the updated weights through the datapath.
+    * **The check**: every segment's activations and EB output (the step's images and the
+      probes) bit-exact against its golden model, the models composed along the chain
+      (:func:`nnrtl.sim.tb.fpdeep.chain_train.compose`: a layer's input is the previous
+      layer's output, a layer's error the next layer's EB output;
+      :func:`nnrtl.sim.tb.fpdeep.node.expected`, the update
+      :func:`nnrtl.sim.golden.fpdeep.update.update_segment`), and the step's last-layer
+      activations equal to the golden chain's (:class:`.chain.ConvChain`, the words the
+      host's FC layers got): ``bit_exact``. A step that is not raises
+      :class:`~nnrtl.gen.errors.CheckFailed` (exit 1). The gradients the interface's SGD step
+      uses are the golden chain's PG words, which the RTL's data equal when ``bit_exact``
+      holds (the host runs the step's forward before the errors exist; the RTL run replays it
+      with the errors, the order a host attached to the chain would use).
+    * **Backpressure**: ``--backpressure`` pauses every link channel, the host's streams
+      (gaps) and its sink (stalls) with one of :data:`~nnrtl.sim.patterns.PATTERNS`.
     """
 
     def __init__(self, config, segments, codec, *, pattern="none", seed=1,

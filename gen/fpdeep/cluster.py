@@ -1,4 +1,4 @@
-"""The FPDeep cluster simulator (issue 14, item 4; spec §3.7, §3.8, §4.5): a cycle-level
+"""The FPDeep cluster simulator (spec §3.7, §3.8, §4.5): a cycle-level
 model of every node of a mapping and of the links between them, on MPI.
 
 ::
@@ -29,47 +29,10 @@ neighbour's message for ``s`` is there, so ranks pipeline over samples and nothi
 ever rolled back. Every node's state depends only on its inputs in sample order, so the
 result is bit-identical for any rank count.
 
-[U] decisions:
-
-* Backpressure: Act-RAM credits. A segment's input pixel enters its Act-RAM when the
-  pixel written ``depth`` pixels before has been popped by PG (a FIFO; depth = the
-  mapping's residency ``R_s`` times the sample's input, spec §2.9, or
-  ``act_ram_samples``); FP waits for it, and on node 1 so does the image (the admission of
-  samples). The pixel waits in the link's receive buffer of its stream (one virtual channel
-  per stream), so it stalls neither the other streams nor the bypass (DP1), which is
-  relayed as it arrives. PAB: credits too. A non-first node of a layer holds a finished
-  output pixel in its FP (which starts no other) until the pixel ``depth`` before it has
-  left the PAB (its sum with the upstream partial sent on; depth: the mapping's one
-  output row, :func:`~.config.pab_pixels`); an upstream partial that arrives first waits
-  in its link's receive buffer. The peaks of both are reported beside the mapping's
-  depths (spec §5 check 4); the links' receive buffers are unbounded.
-  ``inflight`` optionally caps the samples admitted before the oldest has left node 1's
-  PG.
-* Links: convention "link" of spec §2.10 (the bandwidth per neighbour link and
-  direction), the streams of a boundary in weighted round robin (:class:`.Link`), each
-  message charged the RTL link's words for it (:class:`.LinkFraming` of
-  :func:`.boundary_link`: words per beat, one header per full packet, partials and
-  gradients at their own width), as the mapper's link period (:mod:`.links`) is.
-* Weight update (spec §3.8): a segment updates when its PG has finished the last sample of
-  mini-batch ``M``; the samples of ``M + 1`` whose FP started there before are the stale
-  ones, counted per node (the paper's "first 5 samples"). The update window itself
-  (``⌈n_out/P⌉ · ⌈n_in/Q⌉`` cycles per mini-batch) is not charged.
-* FC layers: their modules take at least the mapping's DDR period per sample (the weights
-  stream from DDR once per ``fc_batch``; the DDR's bandwidth is split among the FC
-  modules in proportion to their words, so each takes that period), so a sample's FC
-  forward and backward passes take about two periods per FC layer, which the mapper's
-  Act-RAM residencies hold.
-
 Checks (:func:`failures`, ``nnrtl cluster`` and this module exit 1 after printing the
 result): an Act-RAM or PAB peak over its depth; a simulated period more than
 :data:`PERIOD_TOLERANCE` off the mapping's, when the run uses the mapping's links,
 buffers, admission and timing (else the period is reported, not checked).
-
-Figures: a sample is done when its last PG (or EB) finishes on every node; the period is
-the mean spacing of the done times over the second half of the samples; the fill latency
-is sample 0's round trip (admission to done), the forward latency its admission to its loss;
-idle stages per node ``1 − work / (MAC units · period)`` (spec §2.8, at the simulated
-period); link Gb/s per direction the words each link carried per sample at that rate.
 """
 
 import argparse
@@ -435,7 +398,47 @@ def _stale(segments, minibatch, k):
 
 def simulate(plan, config, ranks=1, log=None):
     """The simulation in this process (``ranks`` blocks run round robin, the same
-    decomposition MPI runs); the result dict."""
+    decomposition MPI runs); the result dict (the model's decisions and figures: Notes).
+
+    Notes
+    -----
+    [U] decisions:
+
+    * Backpressure: Act-RAM credits. A segment's input pixel enters its Act-RAM when the
+      pixel written ``depth`` pixels before has been popped by PG (a FIFO; depth = the
+      mapping's residency ``R_s`` times the sample's input, spec §2.9, or
+      ``act_ram_samples``); FP waits for it, and on node 1 so does the image (the admission of
+      samples). The pixel waits in the link's receive buffer of its stream (one virtual channel
+      per stream), so it stalls neither the other streams nor the bypass (DP1), which is
+      relayed as it arrives. PAB: credits too. A non-first node of a layer holds a finished
+      output pixel in its FP (which starts no other) until the pixel ``depth`` before it has
+      left the PAB (its sum with the upstream partial sent on; depth: the mapping's one
+      output row, :func:`~.config.pab_pixels`); an upstream partial that arrives first waits
+      in its link's receive buffer. The peaks of both are reported beside the mapping's
+      depths (spec §5 check 4); the links' receive buffers are unbounded.
+      ``inflight`` optionally caps the samples admitted before the oldest has left node 1's
+      PG.
+    * Links: convention "link" of spec §2.10 (the bandwidth per neighbour link and
+      direction), the streams of a boundary in weighted round robin (:class:`.Link`), each
+      message charged the RTL link's words for it (:class:`.LinkFraming` of
+      :func:`.boundary_link`: words per beat, one header per full packet, partials and
+      gradients at their own width), as the mapper's link period (:mod:`.links`) is.
+    * Weight update (spec §3.8): a segment updates when its PG has finished the last sample of
+      mini-batch ``M``; the samples of ``M + 1`` whose FP started there before are the stale
+      ones, counted per node (the paper's "first 5 samples"). The update window itself
+      (``⌈n_out/P⌉ · ⌈n_in/Q⌉`` cycles per mini-batch) is not charged.
+    * FC layers: their modules take at least the mapping's DDR period per sample (the weights
+      stream from DDR once per ``fc_batch``; the DDR's bandwidth is split among the FC
+      modules in proportion to their words, so each takes that period), so a sample's FC
+      forward and backward passes take about two periods per FC layer, which the mapper's
+      Act-RAM residencies hold.
+
+    Figures: a sample is done when its last PG (or EB) finishes on every node; the period is
+    the mean spacing of the done times over the second half of the samples; the fill latency
+    is sample 0's round trip (admission to done), the forward latency its admission to its loss;
+    idle stages per node ``1 − work / (MAC units · period)`` (spec §2.8, at the simulated
+    period); link Gb/s per direction the words each link carried per sample at that rate.
+    """
     _integer("--ranks", ranks, 1)
     if ranks > plan.n:
         raise UsageError(f"--ranks {ranks}: more ranks than the mapping's {plan.n} nodes")

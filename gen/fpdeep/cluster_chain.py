@@ -1,5 +1,5 @@
-"""The cluster simulator's prediction for the RTL chain bench (issue 14: "the cluster
-simulator agrees with the RTL chain within 2%").
+"""The cluster simulator's prediction for the RTL chain bench (spec §5, check 4: the
+cluster simulator agrees with the RTL within 2%).
 
 :func:`chain_plan` builds, from the :class:`~nnrtl.hw.fpdeep.config.FpConfig` of each node
 of an ICP-split layer (:func:`nnrtl.sim.tb.fpdeep.chain.icp_chain`), the

@@ -32,14 +32,6 @@ gradients read and written: 4 words per weight) the board's DDR bandwidth carrie
 chain's rate, unless given (:mod:`.search` chooses it for ``nnrtl map``). The batch adds
 to every Act-RAM residency (spec §3.9).
 
-Act-RAM residency of a layer's inputs, in samples: ``R = 1 + 2 · fill + max(1,
-max(1, fc_batch) − 1 + 2 · F)``, ``fill`` = ``Σ (K_j − 1) / W_out,j`` over the convolutions
-from this layer to the last (and ``(k − 1) / W_pooled`` per pool), the rows a sample's
-window needs before its first output, forward and again backward (spec §2.9); ``F`` the FC
-layers from this layer on, each of whose FP and EB takes up to a period a sample (the DDR
-period when it bounds the chain: the cluster simulator splits the DDR among the FC modules
-by their words), ``fc_batch − 1`` samples waiting for their weight pass.
-
 The PAB of a segment holds one output row of partial sums (:func:`~.config.pab_pixels`):
 the cluster simulator stalls a node's FP when it is full, so it never holds more.
 """
@@ -61,7 +53,18 @@ __all__ = ["map_network", "Mapping", "residencies"]
 
 
 def residencies(chain, fc_batch):
-    """Act-RAM residency (samples) of each layer's inputs (module docstring)."""
+    """Act-RAM residency (samples) of each layer's inputs (Notes).
+
+    Notes
+    -----
+    Act-RAM residency of a layer's inputs, in samples: ``R = 1 + 2 · fill + max(1,
+    max(1, fc_batch) − 1 + 2 · F)``, ``fill`` = ``Σ (K_j − 1) / W_out,j`` over the convolutions
+    from this layer to the last (and ``(k − 1) / W_pooled`` per pool), the rows a sample's
+    window needs before its first output, forward and again backward (spec §2.9); ``F`` the FC
+    layers from this layer on, each of whose FP and EB takes up to a period a sample (the DDR
+    period when it bounds the chain: the cluster simulator splits the DDR among the FC modules
+    by their words), ``fc_batch − 1`` samples waiting for their weight pass.
+    """
     found, total, fcs = [], 0.0, 0
     for layer in reversed(chain.layers):
         if layer.kind == "conv":

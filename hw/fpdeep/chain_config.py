@@ -1,8 +1,9 @@
 """The configuration of an FPDeep training chain (:class:`ChainConfig`): its stages (the
 nodes' layer segments in chain order), each stage's layer, how a layer is split over its
 stages (by output channels, OCP, or by input channels, ICP), and every beat count of the
-chain's paths; :mod:`.chain_link` (the node-to-link adapter, whose module docstring has
-the chain's streams and decisions) and the benches derive from it."""
+chain's paths; :mod:`.chain_link` (the node-to-link adapter; the Notes of its
+:class:`~.chain_link.NodeLink` have the chain's streams and decisions) and the benches
+derive from it."""
 
 import dataclasses
 import math

@@ -9,106 +9,6 @@ later layer likewise (OCP: its EB's partial errors summed along its nodes; ICP: 
 nodes' EB errors gathered by its first node), downstream of the layer before (a node
 may hold the end of one layer and the next layer: the mapper's usual cut).
 
-The chain (:class:`~.chain_config.ChainConfig`)
------------------------------------------------
-Below, "node" is a **stage** (:class:`ChainConfig`): one segment of a node top, so a node
-of two segments is two stages joined directly. Node ``m`` (from 0, upstream first) holds
-output channels ``[lo_m, hi_m)`` of layer
-``t_m`` (:attr:`ChainConfig.layers`, non-decreasing along the chain). The input of layer 0
-is the host's image; the input of layer ``t > 0`` is the output of layer ``t − 1``: every
-node of that layer's activations. The host gets the last layer's activations and sends
-back the error of them. Streams, all on beats of ``P`` words (the link's beat,
-:func:`~.link.beat_layout`):
-
-* **DP1 ``act``, forward**, per image in this order: the input blocks of node ``m``'s
-  layer (layer 0: the image, ``w_in²`` pixels, each ``⌈n_in / P⌉`` beats, the words past
-  ``n_in`` zero; layer ``t > 0``: the activation blocks of layer ``t − 1``'s nodes in node
-  order), then the activation blocks of the nodes of layer ``t_m`` before ``m`` (node
-  ``j``'s ``out_beats`` beats: its SFU output, raster order, ``G_j`` beats a pooled
-  pixel). Node ``m`` takes the input blocks into its FP (one block: beat by beat; several:
-  buffered, one image, and re-interleaved into pixels of all channels); it forwards them
-  when a node of its layer follows, relays the blocks of its layer's earlier nodes as they
-  come, and appends its own block. So the last node of a layer sends exactly the next
-  layer's input blocks; the last node's ``"down"`` stream is the host's.
-* **DP4 → DP3 ``error``, backward**, per image: the error blocks of the nodes of a layer,
-  the most downstream node's first (DP4's rule, spec §3.1: a node's own errors, then those
-  relayed); node ``m`` takes the first block as its ``err_in`` (DP3: the error of its
-  activations) and relays the others upstream. The host sends the last layer's blocks. A
-  node of layer ``t > 0`` sends its EB output (``err_out``, DP4: the error of its input
-  map, every channel of layer ``t − 1``) upstream as layer ``t − 1``'s error blocks, cut
-  by channel range and in the lanes of each node's activations (buffered, one image), so
-  the upstream node's ``err_in`` is the downstream node's EB output (DP4 at the sender is
-  DP3 at the receiver: one typed path, ``error``, carries both).
-
-Decisions ([U] in the spec)
----------------------------
-* **Sharing a path: blocks in a fixed order, counted.** Several producers share one path
-  (the image, each node's activations on DP1; the host's and each EB's error blocks on
-  DP4) as whole per-image blocks in node order; no tag is sent: the receiver knows every
-  block's beat count from the configuration and counts (the ``last`` flags of the node's
-  streams are regenerated from these counts, never carried). A node's own block is
-  buffered (``out_beats`` deep, one image), so its FP never waits for the image to pass
-  it; the input of a layer after the first is buffered whole before the FP takes its
-  first pixel (a pixel needs every channel, i.e. every upstream block), and an EB output
-  whole before the first error block goes upstream (the most downstream node's block
-  first needs the last pixel). Each buffer is freed before the next image's blocks enter
-  it; every block moves once its producer made it, so the order cannot deadlock.
-  **Several segments on one node** share the paths the same way (one block per segment
-  and image, segment order): each segment has its adapter, and a node's adapters are
-  joined directly, the downstream segment's ``up_act``/``up_err`` on the upstream one's
-  ``down_act``/``down_err`` (the chain's streams inside the board), so the layer's end
-  on node ``m`` feeds the next layer's start on node ``m`` as a link would.
-* **A layer after the first split over several stages** (OCP, each completing its
-  channel range; spec §2.10: "backward carries the EB partial-error reduction"): every
-  stage of the layer takes the whole input (buffered, forwarded downstream as the first
-  layer's image is) and its EB computes partial errors of every input channel from its
-  output channels; the most downstream stage's EB sends them (``err_part_out``, EB's
-  ``o_partial``) to the stage above, whose EB adds its own (``err_part_in``,
-  ``i_partial``), and so on up to the layer's first stage, which rounds (fixed16) and
-  sends the complete errors upstream as above (:mod:`nnrtl.gen.fpdeep.chain`'s
-  ``E_m = E_{m+1} + local``). **Their path: the link's ``delta`` path** (code 2, the
-  backward pair; the chain's errors ride ``error``, and ``delta`` carries δ only inside
-  an ICP layer), its own typed stream between two neighbouring stages only (never relayed: a
-  layer's stages are consecutive), so it shares no count with the error blocks. A
-  partial-error pixel (``S_IC`` words of ``partial_bits``, 48 in fixed16) is cut into
-  ``⌈S_IC · partial_bits / (P · word_bits)⌉`` beats (bits from the low word up, the last
-  beat's spare bits zero; :meth:`ChainConfig.partial_error_beats`). The sender buffers
-  one image of them (``w_in²`` pixels) so its EB never waits for the stage above, whose
-  δ comes after the sender's own error block on the error path (without it the chain
-  could deadlock). The first layer has no EB (spec §2.8).
-* **A layer split by input channels** (ICP, spec §2.5, §3.1): every stage of the
-  layer takes its whole input (forwarded as under OCP) and reads its own channel range
-  (:meth:`ChainConfig.in_lo`); stage ``k`` sends its partial sums (``part_out``, DP2,
-  the FP's 48-bit fixed16 / fp32 partial words) on the link's ``partial`` path to stage
-  ``k + 1``, whose FP adds its own (``R_k = R_{k−1} + local``); the last completes (bias,
-  SFU) and alone sends activations. Backward, the host's (or next layer's) error block is
-  the last stage's; its :class:`~.eb.SfuBackward` makes δ, which its PG (and EB) take and
-  which leaves on the node top's ``delta_out`` (DP3, the link's ``delta`` path) to the
-  stages above: each takes it as its ``err_in`` (δ) and, but the layer's first, sends it
-  on up in the same beat (a fork, no buffer: the stages take δ at PG's rate). A stage
-  that does not complete counts its images in flight by its δ images taken. A boundary
-  inside an ICP layer carries δ on ``delta``, one inside an OCP layer partial errors:
-  never both. **After the first layer** each ICP stage's EB gives the complete errors of
-  its own input channels (δ of every output channel meets on it): a stage after the
-  layer's first buffers its EB output (one image, a FIFO) and sends it up the ``error``
-  path, ``w_in²`` pixels of ``⌈n_in / P⌉`` beats, then relays those of the layer's later
-  stages (DP4's rule: own errors first, then the relayed ones;
-  :meth:`ChainConfig.error_block_beats`); the layer's first stage buffers its own and
-  each later stage's (one memory each, one image) and, once all are in, sends the
-  previous layer its error blocks of every channel as a single EB's output is sent
-  (``_scatter``). A stage's own EB output never waits for the blocks it relays (its
-  buffer holds an image), so the error path cannot deadlock.
-* **Images in flight: ``lag``**, the window of the stale-weight rule. A node starts
-  taking image ``k + lag`` only after its own error block of image ``k`` has been taken
-  by its node, so every node sees the same order of its streams (``act 0 … act lag−1,
-  err 0, act lag, err 1, …``) whatever the links' timing (a node's error block of image
-  ``k`` exists only after the host got the output of image ``k + lag − 1``, which every
-  node's FP made), and the node's update window (:mod:`.node`) gives every node the same
-  weight versions: the FP of image ``k`` uses the weights after
-  ``max(0, ⌊(k + 1 − lag) / B⌋)`` updates (the trainer's rule with residency ``lag``,
-  :meth:`nnrtl.gen.fpdeep.trainer.FpdeepTrainer.weight_version`), EB of image ``k`` those
-  after ``⌊k / B⌋``. ``lag`` = 1 is plain SGD for batch 1.
-
 Latency and throughput: a beat passes a node from ``up_act`` to ``down_act`` (and
 ``down_err`` to ``up_err``) combinationally, in the cycle it is taken; a single input
 block reaches the node's FP one cycle after its pixel's last beat; several are buffered:
@@ -141,7 +41,8 @@ def beat_signature(config):
 
 
 class NodeLink(LinkPaths, wiring.Component):
-    """Node ``node``'s adapter between its node top and its link modules (module docstring).
+    """Node ``node``'s adapter between its node top and its link modules (the chain's
+    streams and the decisions: Notes below).
 
     Parameters
     ----------
@@ -194,6 +95,108 @@ class NodeLink(LinkPaths, wiring.Component):
     ------
     TypeError
         ``config`` not a ChainConfig, ``node`` not an index of its stages.
+
+    Notes
+    -----
+    **The chain (:class:`~.chain_config.ChainConfig`)**
+
+    Below, "node" is a **stage** (:class:`ChainConfig`): one segment of a node top, so a node
+    of two segments is two stages joined directly. Node ``m`` (from 0, upstream first) holds
+    output channels ``[lo_m, hi_m)`` of layer
+    ``t_m`` (:attr:`ChainConfig.layers`, non-decreasing along the chain). The input of layer 0
+    is the host's image; the input of layer ``t > 0`` is the output of layer ``t − 1``: every
+    node of that layer's activations. The host gets the last layer's activations and sends
+    back the error of them. Streams, all on beats of ``P`` words (the link's beat,
+    :func:`~.link.beat_layout`):
+
+    * **DP1 ``act``, forward**, per image in this order: the input blocks of node ``m``'s
+      layer (layer 0: the image, ``w_in²`` pixels, each ``⌈n_in / P⌉`` beats, the words past
+      ``n_in`` zero; layer ``t > 0``: the activation blocks of layer ``t − 1``'s nodes in node
+      order), then the activation blocks of the nodes of layer ``t_m`` before ``m`` (node
+      ``j``'s ``out_beats`` beats: its SFU output, raster order, ``G_j`` beats a pooled
+      pixel). Node ``m`` takes the input blocks into its FP (one block: beat by beat; several:
+      buffered, one image, and re-interleaved into pixels of all channels); it forwards them
+      when a node of its layer follows, relays the blocks of its layer's earlier nodes as they
+      come, and appends its own block. So the last node of a layer sends exactly the next
+      layer's input blocks; the last node's ``"down"`` stream is the host's.
+    * **DP4 → DP3 ``error``, backward**, per image: the error blocks of the nodes of a layer,
+      the most downstream node's first (DP4's rule, spec §3.1: a node's own errors, then those
+      relayed); node ``m`` takes the first block as its ``err_in`` (DP3: the error of its
+      activations) and relays the others upstream. The host sends the last layer's blocks. A
+      node of layer ``t > 0`` sends its EB output (``err_out``, DP4: the error of its input
+      map, every channel of layer ``t − 1``) upstream as layer ``t − 1``'s error blocks, cut
+      by channel range and in the lanes of each node's activations (buffered, one image), so
+      the upstream node's ``err_in`` is the downstream node's EB output (DP4 at the sender is
+      DP3 at the receiver: one typed path, ``error``, carries both).
+
+    **Decisions ([U] in the spec)**
+
+    * **Sharing a path: blocks in a fixed order, counted.** Several producers share one path
+      (the image, each node's activations on DP1; the host's and each EB's error blocks on
+      DP4) as whole per-image blocks in node order; no tag is sent: the receiver knows every
+      block's beat count from the configuration and counts (the ``last`` flags of the node's
+      streams are regenerated from these counts, never carried). A node's own block is
+      buffered (``out_beats`` deep, one image), so its FP never waits for the image to pass
+      it; the input of a layer after the first is buffered whole before the FP takes its
+      first pixel (a pixel needs every channel, i.e. every upstream block), and an EB output
+      whole before the first error block goes upstream (the most downstream node's block
+      first needs the last pixel). Each buffer is freed before the next image's blocks enter
+      it; every block moves once its producer made it, so the order cannot deadlock.
+      **Several segments on one node** share the paths the same way (one block per segment
+      and image, segment order): each segment has its adapter, and a node's adapters are
+      joined directly, the downstream segment's ``up_act``/``up_err`` on the upstream one's
+      ``down_act``/``down_err`` (the chain's streams inside the board), so the layer's end
+      on node ``m`` feeds the next layer's start on node ``m`` as a link would.
+    * **A layer after the first split over several stages** (OCP, each completing its
+      channel range; spec §2.10: "backward carries the EB partial-error reduction"): every
+      stage of the layer takes the whole input (buffered, forwarded downstream as the first
+      layer's image is) and its EB computes partial errors of every input channel from its
+      output channels; the most downstream stage's EB sends them (``err_part_out``, EB's
+      ``o_partial``) to the stage above, whose EB adds its own (``err_part_in``,
+      ``i_partial``), and so on up to the layer's first stage, which rounds (fixed16) and
+      sends the complete errors upstream as above (:mod:`nnrtl.gen.fpdeep.chain`'s
+      ``E_m = E_{m+1} + local``). **Their path: the link's ``delta`` path** (code 2, the
+      backward pair; the chain's errors ride ``error``, and ``delta`` carries δ only inside
+      an ICP layer), its own typed stream between two neighbouring stages only (never relayed: a
+      layer's stages are consecutive), so it shares no count with the error blocks. A
+      partial-error pixel (``S_IC`` words of ``partial_bits``, 48 in fixed16) is cut into
+      ``⌈S_IC · partial_bits / (P · word_bits)⌉`` beats (bits from the low word up, the last
+      beat's spare bits zero; :meth:`ChainConfig.partial_error_beats`). The sender buffers
+      one image of them (``w_in²`` pixels) so its EB never waits for the stage above, whose
+      δ comes after the sender's own error block on the error path (without it the chain
+      could deadlock). The first layer has no EB (spec §2.8).
+    * **A layer split by input channels** (ICP, spec §2.5, §3.1): every stage of the
+      layer takes its whole input (forwarded as under OCP) and reads its own channel range
+      (:meth:`ChainConfig.in_lo`); stage ``k`` sends its partial sums (``part_out``, DP2,
+      the FP's 48-bit fixed16 / fp32 partial words) on the link's ``partial`` path to stage
+      ``k + 1``, whose FP adds its own (``R_k = R_{k−1} + local``); the last completes (bias,
+      SFU) and alone sends activations. Backward, the host's (or next layer's) error block is
+      the last stage's; its :class:`~.eb.SfuBackward` makes δ, which its PG (and EB) take and
+      which leaves on the node top's ``delta_out`` (DP3, the link's ``delta`` path) to the
+      stages above: each takes it as its ``err_in`` (δ) and, but the layer's first, sends it
+      on up in the same beat (a fork, no buffer: the stages take δ at PG's rate). A stage
+      that does not complete counts its images in flight by its δ images taken. A boundary
+      inside an ICP layer carries δ on ``delta``, one inside an OCP layer partial errors:
+      never both. **After the first layer** each ICP stage's EB gives the complete errors of
+      its own input channels (δ of every output channel meets on it): a stage after the
+      layer's first buffers its EB output (one image, a FIFO) and sends it up the ``error``
+      path, ``w_in²`` pixels of ``⌈n_in / P⌉`` beats, then relays those of the layer's later
+      stages (DP4's rule: own errors first, then the relayed ones;
+      :meth:`ChainConfig.error_block_beats`); the layer's first stage buffers its own and
+      each later stage's (one memory each, one image) and, once all are in, sends the
+      previous layer its error blocks of every channel as a single EB's output is sent
+      (``_scatter``). A stage's own EB output never waits for the blocks it relays (its
+      buffer holds an image), so the error path cannot deadlock.
+    * **Images in flight: ``lag``**, the window of the stale-weight rule. A node starts
+      taking image ``k + lag`` only after its own error block of image ``k`` has been taken
+      by its node, so every node sees the same order of its streams (``act 0 … act lag−1,
+      err 0, act lag, err 1, …``) whatever the links' timing (a node's error block of image
+      ``k`` exists only after the host got the output of image ``k + lag − 1``, which every
+      node's FP made), and the node's update window (:mod:`.node`) gives every node the same
+      weight versions: the FP of image ``k`` uses the weights after
+      ``max(0, ⌊(k + 1 − lag) / B⌋)`` updates (the trainer's rule with residency ``lag``,
+      :meth:`nnrtl.gen.fpdeep.trainer.FpdeepTrainer.weight_version`), EB of image ``k`` those
+      after ``⌊k / B⌋``. ``lag`` = 1 is plain SGD for batch 1.
     """
 
     def __init__(self, config, *, node):

@@ -28,47 +28,6 @@ OCP segment (replaces ``o``).
 FP module's :class:`~.lpram.Lpram` built with ``eb_port=True``; ``eb_addr`` spans the
 ``rows = G·passes`` rows).
 
-OCP reduction (the rule of :mod:`nnrtl.gen.fpdeep.chain`, :func:`nnrtl.sim.golden.fpdeep.eb.
-eb_module`): the backward chain reduces an OCP layer's partial errors from the most
-downstream segment up, ``E_m = E_{m+1} + local_m``: the most downstream segment has no
-``i_partial``, the most upstream has no ``o_partial`` and rounds (fixed16) once; fixed16 sums
-are exact 48-bit sums all the way, fp32 is one rounded add per segment, ``E_{m+1} + local``
-(the partial the first operand).
-
-Decisions ([U] in the spec)
----------------------------
-* **Full convolution**: the δ line buffer pads the δ map by ``K − 1 − pad`` (``K − 1`` for
-  an unpadded layer, the paper's Fig. 11), which gives back the ``w_in`` map at stride 1.
-* **Stride s > 1**: a dilation stage in front of the line buffer inserts ``s − 1`` zero
-  beats between δ pixels (and zero rows between δ rows), and zero rows / columns after the
-  last δ pixel up to the side ``w_in + 2·pad − K + 1`` (the input pixels the forward
-  windows never reached get error 0); the line buffer then runs at stride 1 and gives the
-  ``w_in × w_in`` map. A zero beat costs a line-buffer input cycle, so the δ map takes
-  about ``s²`` times its beats — still about one beat per output window, the rate the CE
-  array consumes windows at (``G · passes`` cycles a pixel). Decision: zeros are streamed,
-  not skipped (a phase-split, ``s²`` sub-kernel EB would skip the zero products but needs
-  its own LPRAM read order); the layer that needs stride most (AlexNet conv1, s = 4) is
-  the first layer, which runs no EB.
-* **Passes (Q < S_IC)**: EB has ``Q`` CEs, one per LPRAM tile bank set, not ``S_IC`` (the
-  LPRAM holds ``Q`` channels a row; ``S_IC`` CEs would need ``passes`` rows a cycle). Loop
-  order as FP: pixel, group, pass innermost; a δ window is held for ``passes`` cycles and
-  the LPRAM row counter runs ``0 … rows − 1`` per pixel. Pass ``r`` adds CE ``i``'s sum into
-  channel ``r·Q + i``'s register (tiles past ``S_IC`` in the ragged last pass have zero
-  weights and no register). An output pixel therefore costs ``G · passes`` cycles
-  (:attr:`EbModule.cycles_per_pixel`), the FP module's rate: EB keeps pace with FP on the
-  same ``P·Q·K²`` MACs. The summation order of each channel is unchanged by the passes.
-* **Group sum**: fixed16 an exact 48-bit add per cycle (the DSP48's accumulate); fp32 the
-  order ``((s_0 + s_1) + s_2) + …`` over the groups, one rounding per add
-  (:mod:`nnrtl.sim.golden.fpdeep.eb`), by a *combinational* ``hw/arith`` FloatAdd per CE
-  (its register picked by the pass) in the accumulator loop (one group per cycle, the
-  same bits as any pipelining; the cost is an fp32 add in one cycle's path: a pipelined
-  adder of ``L`` stages needs ``L`` running sums interleaved over ``L`` pixels, i.e. a δ
-  line buffer that issues pixels, not groups, innermost — not built).
-* **Partial add**: fixed16 one register of exact 48-bit adds; fp32 a pipelined FloatAdd
-  (``adder_stages``) per channel, ``partial + local``.
-* **Output precision**: fixed16 16-bit words (``frac_bits``), round half up, saturate, as
-  the FP module's completing node; fp32 the sum as it is. Partials leave un-rounded.
-
 Latency and throughput: one δ window per cycle, an output pixel per ``G · passes`` cycles in
 steady state (:attr:`EbModule.cycles`); latency from the completing δ beat: (stride > 1: the
 dilation stage is combinational) line buffer 1 + feed 1 + ``ce_latency`` +
@@ -137,6 +96,49 @@ class EbModule(SegmentModule):
     cycles_per_pixel, cycles : int
         Steady-state cycles per output pixel (``G · passes``) and per image (``w_in²``
         pixels).
+
+    Notes
+    -----
+    **Decisions ([U] in the spec)**
+
+    * **Full convolution**: the δ line buffer pads the δ map by ``K − 1 − pad`` (``K − 1`` for
+      an unpadded layer, the paper's Fig. 11), which gives back the ``w_in`` map at stride 1.
+    * **Stride s > 1**: a dilation stage in front of the line buffer inserts ``s − 1`` zero
+      beats between δ pixels (and zero rows between δ rows), and zero rows / columns after the
+      last δ pixel up to the side ``w_in + 2·pad − K + 1`` (the input pixels the forward
+      windows never reached get error 0); the line buffer then runs at stride 1 and gives the
+      ``w_in × w_in`` map. A zero beat costs a line-buffer input cycle, so the δ map takes
+      about ``s²`` times its beats — still about one beat per output window, the rate the CE
+      array consumes windows at (``G · passes`` cycles a pixel). Decision: zeros are streamed,
+      not skipped (a phase-split, ``s²`` sub-kernel EB would skip the zero products but needs
+      its own LPRAM read order); the layer that needs stride most (AlexNet conv1, s = 4) is
+      the first layer, which runs no EB.
+    * **Passes (Q < S_IC)**: EB has ``Q`` CEs, one per LPRAM tile bank set, not ``S_IC`` (the
+      LPRAM holds ``Q`` channels a row; ``S_IC`` CEs would need ``passes`` rows a cycle). Loop
+      order as FP: pixel, group, pass innermost; a δ window is held for ``passes`` cycles and
+      the LPRAM row counter runs ``0 … rows − 1`` per pixel. Pass ``r`` adds CE ``i``'s sum into
+      channel ``r·Q + i``'s register (tiles past ``S_IC`` in the ragged last pass have zero
+      weights and no register). An output pixel therefore costs ``G · passes`` cycles
+      (:attr:`EbModule.cycles_per_pixel`), the FP module's rate: EB keeps pace with FP on the
+      same ``P·Q·K²`` MACs. The summation order of each channel is unchanged by the passes.
+    * **Group sum**: fixed16 an exact 48-bit add per cycle (the DSP48's accumulate); fp32 the
+      order ``((s_0 + s_1) + s_2) + …`` over the groups, one rounding per add
+      (:mod:`nnrtl.sim.golden.fpdeep.eb`), by a *combinational* ``hw/arith`` FloatAdd per CE
+      (its register picked by the pass) in the accumulator loop (one group per cycle, the
+      same bits as any pipelining; the cost is an fp32 add in one cycle's path: a pipelined
+      adder of ``L`` stages needs ``L`` running sums interleaved over ``L`` pixels, i.e. a δ
+      line buffer that issues pixels, not groups, innermost — not built).
+    * **Partial add**: fixed16 one register of exact 48-bit adds; fp32 a pipelined FloatAdd
+      (``adder_stages``) per channel, ``partial + local``.
+    * **Output precision**: fixed16 16-bit words (``frac_bits``), round half up, saturate, as
+      the FP module's completing node; fp32 the sum as it is. Partials leave un-rounded.
+
+    OCP reduction (the rule of :mod:`nnrtl.gen.fpdeep.chain`, :func:`nnrtl.sim.golden.fpdeep.eb.
+    eb_module`): the backward chain reduces an OCP layer's partial errors from the most
+    downstream segment up, ``E_m = E_{m+1} + local_m``: the most downstream segment has no
+    ``i_partial``, the most upstream has no ``o_partial`` and rounds (fixed16) once; fixed16 sums
+    are exact 48-bit sums all the way, fp32 is one rounded add per segment, ``E_{m+1} + local``
+    (the partial the first operand).
     """
 
     _tiles = "p"

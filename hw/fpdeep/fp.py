@@ -36,9 +36,6 @@ Latency: line buffer (1) + feed register (1) + :attr:`FpModule.ce_latency` + the
 accumulator (1, with ``passes > 1``) + chain add / bias / SFU stages.
 
 Arithmetic: :mod:`nnrtl.sim.golden.fpdeep.fp` (bit-exact; the order of every sum there).
-Costs to note: fp32 carries the bias row (``P`` words) along the CE pipeline as sideband
-registers (``ce_latency`` stages of ``P`` words); a bias register file would be smaller
-when ``G`` is small.
 """
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
@@ -91,6 +88,12 @@ class FpModule(SegmentModule):
     cfg : FpConfig
     ce_latency : int
         Cycles through the CE array without stalls.
+
+    Notes
+    -----
+    Costs to note: fp32 carries the bias row (``P`` words) along the CE pipeline as sideband
+    registers (``ce_latency`` stages of ``P`` words); a bias register file would be smaller
+    when ``G`` is small.
     """
 
     _tiles = "q"

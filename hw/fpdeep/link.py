@@ -13,46 +13,11 @@ Incoming: ``link_in`` is always ready; headers route the beats that follow into 
 receive FIFO (``rx_depth`` beats) of their path, read on ``rx_<name>``; credit flits give
 the sender credits back for its transmit paths.
 
-Decisions ([U] in the spec)
----------------------------
-* **Credits, not ready/valid, per path.** The sender holds, per path, the free beats of
-  the receiver's FIFO of that path (initially ``rx_depth``) and sends only beats it has
-  credit for, so the receiver never stalls the wire: a slow consumer of one path fills its
-  own receive FIFO, then its sender's credits run out, then the path's transmit FIFO
-  fills and its producer sees ``ready`` low, and no other path is held. Each beat the
-  consumer takes becomes a pending credit, returned in a credit flit (all of the path's
-  pending credits in one flit) on the link the other way.
-* **Round robin**, per slot over its ``tx_paths`` and its credit source, starting after
-  the last grant;
-  the credit flits take turns among the receive paths the same way. A source that is
-  eligible stays so until granted (waiting beats, credits and pending credits only grow
-  until then), and each grant is at most ``1 + max_beats · ⌈P · word / slot_bits⌉``
-  words, so an eligible source waits at most 3 grants: **no starvation**, provided the
-  physical link moves. **No deadlock**: the receiver takes every word as it arrives
-  (payload has reserved room, credit flits need none), so the wire only stalls for the
-  physical link itself; a path blocked by its consumer holds nothing but its own FIFOs.
-* **Head-of-line blocking that remains**: on the wire, a packet delays the other sources
-  by up to ``max_beats`` beats (bounded); credit flits share the wire with data, so a
-  credit returns up to one packet late (a path keeps its full rate only if ``rx_depth``
-  covers the credit round trip, the link's flight latency included: a parameter to size
-  per board, not checked here); and what the node does with the
-  paths (e.g. FP needing both ``act`` and ``partial``) is the node's dependency, not the
-  link's.
-* **Packet length known at the header**: the header goes out only with the beats already
-  in the transmit FIFO (``length = min(level, credits, max_beats)``), so a packet never
-  stalls mid-way on its producer. The price: an idle link sends short packets (one
-  header per beat at worst) — it has the bandwidth to spare then; a saturated link sends
-  full packets (:meth:`~.link_config.LinkConfig.transfer_words`).
-* ``fault`` (sticky) flags a malformed flit or a receive FIFO overflow (a partner with
-  another configuration); it never rises between two modules of one configuration.
-
-Slots and throughput (measured, :func:`nnrtl.sim.tb.fpdeep.link.efficiency`): one slot
-carries one beat per cycle at most (one packet at a time, a beat per slot word or more),
-the rate of one producer. With ``slots`` = 1 all paths share that, so a wide link is
-wasted: fp32, ``P`` = 8 on the paper's 150 Gb/s (12 lanes, 768 bits at 200 MHz) moves
-49.6 Gb/s (32 % of the bits). Striped into 3 slots of 256 bits, a forward path each, the
-same link moves 148.4 Gb/s of payload (96.6 %, headers of 32-beat packets the rest) with
-all three paths busy. Slots are independent flit streams side by side in the link word
+Slots and throughput (:func:`nnrtl.sim.tb.fpdeep.link.efficiency` measures them): one slot carries one beat per
+cycle at most (one packet at a time, a beat per slot word or more), the rate of one
+producer. With ``slots`` = 1 all paths share that, so a wide link is wasted; striped into
+slots, a forward path each, the link carries nearly its whole payload rate with every
+path busy (headers of full packets the rest). Slots are independent flit streams side by side in the link word
 (a slot with nothing to send sends an ``IDLE`` word while another slot sends); a slot
 joins the word only when no word is held on the wire (AXI4-Stream: a presented word does
 not change until taken); without slots ``tlast`` ends each packet, with slots it is high
@@ -120,6 +85,41 @@ class LinkModule(wiring.Component):
     ------
     TypeError
         If ``config`` is not a :class:`LinkConfig`.
+
+    Notes
+    -----
+    **Decisions ([U] in the spec)**
+
+    * **Credits, not ready/valid, per path.** The sender holds, per path, the free beats of
+      the receiver's FIFO of that path (initially ``rx_depth``) and sends only beats it has
+      credit for, so the receiver never stalls the wire: a slow consumer of one path fills its
+      own receive FIFO, then its sender's credits run out, then the path's transmit FIFO
+      fills and its producer sees ``ready`` low, and no other path is held. Each beat the
+      consumer takes becomes a pending credit, returned in a credit flit (all of the path's
+      pending credits in one flit) on the link the other way.
+    * **Round robin**, per slot over its ``tx_paths`` and its credit source, starting after
+      the last grant;
+      the credit flits take turns among the receive paths the same way. A source that is
+      eligible stays so until granted (waiting beats, credits and pending credits only grow
+      until then), and each grant is at most ``1 + max_beats · ⌈P · word / slot_bits⌉``
+      words, so an eligible source waits at most 3 grants: **no starvation**, provided the
+      physical link moves. **No deadlock**: the receiver takes every word as it arrives
+      (payload has reserved room, credit flits need none), so the wire only stalls for the
+      physical link itself; a path blocked by its consumer holds nothing but its own FIFOs.
+    * **Head-of-line blocking that remains**: on the wire, a packet delays the other sources
+      by up to ``max_beats`` beats (bounded); credit flits share the wire with data, so a
+      credit returns up to one packet late (a path keeps its full rate only if ``rx_depth``
+      covers the credit round trip, the link's flight latency included: a parameter to size
+      per board, not checked here); and what the node does with the
+      paths (e.g. FP needing both ``act`` and ``partial``) is the node's dependency, not the
+      link's.
+    * **Packet length known at the header**: the header goes out only with the beats already
+      in the transmit FIFO (``length = min(level, credits, max_beats)``), so a packet never
+      stalls mid-way on its producer. The price: an idle link sends short packets (one
+      header per beat at worst) — it has the bandwidth to spare then; a saturated link sends
+      full packets (:meth:`~.link_config.LinkConfig.transfer_words`).
+    * ``fault`` (sticky) flags a malformed flit or a receive FIFO overflow (a partner with
+      another configuration); it never rises between two modules of one configuration.
     """
 
     def __init__(self, config):

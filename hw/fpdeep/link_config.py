@@ -25,31 +25,6 @@ The forward (upper) pair carries DP1, DP2 and DP5 from node ``m`` to ``m + 1``, 
 backward (bottom) pair DP3, DP4 and DP6 from ``m + 1`` to ``m`` (spec §3.2). A node's
 ``"down"`` side sends the forward paths and receives the backward ones; its ``"up"`` side
 the reverse; node ``m``'s down side and node ``m + 1``'s up side form one link.
-
-Flits (decisions, [U] in the spec)
-----------------------------------
-* **Link word**: ``link_bits`` wide, a multiple of 64: one Aurora 64B/66B lane's user
-  word is 64 bits, and a VC709 GTH lane at 13.1 Gb/s runs that user interface at
-  13.1 GHz / 66 ≈ 198 MHz, i.e. one 64-bit word per cycle of the ≈200 MHz node clock
-  (12.8 Gb/s). ``link_bits = 64 · lanes`` bonds lanes: the paper's 150 Gb/s per link and
-  direction at 200 MHz is 750 bits per cycle, 12 lanes (:func:`lanes_for`); its 250 Gb/s
-  20 lanes. The fast tests use 64 to 256.
-* **Slots**: the link word is striped into ``slots`` (1-3) independent flit streams,
-  each path pinned to one, since a slot moves at most one beat per cycle (the paper's
-  link in fp32, ``P`` = 8: 768 bits in 3 slots of 256, one 256-bit beat per slot word;
-  see :mod:`.link`).
-* **Packet** = one header flit (a whole slot word: ``kind`` in bits 0-2, the beat count
-  ``length`` in the bits above) and ``length`` beats, each beat ``⌈P · word / slot_bits⌉``
-  slot words (its bits from the low word up; the last word's spare bits zero). A beat
-  starts a slot word: no packing of several beats in one word (a slot wider than a beat
-  wastes the rest; :attr:`LinkConfig.efficiency`). Without slots ``tlast`` marks a
-  packet's last word.
-* **Credit flit**: one word, ``kind`` 7, the path's code in bits 3-5 and a beat count
-  above: the receiver returns that many beats of its receive FIFO of that path to the
-  sender (credit-based flow control per path, initial credit ``rx_depth``).
-* **Packet length**: ``min(beats waiting, credits, max_beats)``, known when the header
-  goes (the beats are in the transmit FIFO already), so a packet never waits for its
-  producer mid-way.
 """
 
 import dataclasses
@@ -116,6 +91,33 @@ class LinkConfig:
         index ``s, s + slots, ...`` in ``tx_paths`` (and ``rx_paths``), their credits and
         flits, ``link_bits / slots`` bits wide, independently of the other slots (an idle
         slot sends :data:`IDLE`).
+
+    Notes
+    -----
+    **Flits (decisions, [U] in the spec)**
+
+    * **Link word**: ``link_bits`` wide, a multiple of 64: one Aurora 64B/66B lane's user
+      word is 64 bits, and a VC709 GTH lane at 13.1 Gb/s runs that user interface at
+      13.1 GHz / 66 ≈ 198 MHz, i.e. one 64-bit word per cycle of the ≈200 MHz node clock
+      (12.8 Gb/s). ``link_bits = 64 · lanes`` bonds lanes: the paper's 150 Gb/s per link and
+      direction at 200 MHz is 750 bits per cycle, 12 lanes (:func:`lanes_for`); its 250 Gb/s
+      20 lanes. The fast tests use 64 to 256.
+    * **Slots**: the link word is striped into ``slots`` (1-3) independent flit streams,
+      each path pinned to one, since a slot moves at most one beat per cycle (the paper's
+      link in fp32, ``P`` = 8: 768 bits in 3 slots of 256, one 256-bit beat per slot word;
+      see :mod:`.link`).
+    * **Packet** = one header flit (a whole slot word: ``kind`` in bits 0-2, the beat count
+      ``length`` in the bits above) and ``length`` beats, each beat ``⌈P · word / slot_bits⌉``
+      slot words (its bits from the low word up; the last word's spare bits zero). A beat
+      starts a slot word: no packing of several beats in one word (a slot wider than a beat
+      wastes the rest; :attr:`LinkConfig.efficiency`). Without slots ``tlast`` marks a
+      packet's last word.
+    * **Credit flit**: one word, ``kind`` 7, the path's code in bits 3-5 and a beat count
+      above: the receiver returns that many beats of its receive FIFO of that path to the
+      sender (credit-based flow control per path, initial credit ``rx_depth``).
+    * **Packet length**: ``min(beats waiting, credits, max_beats)``, known when the header
+      goes (the beats are in the transmit FIFO already), so a packet never waits for its
+      producer mid-way.
     """
 
     side: str

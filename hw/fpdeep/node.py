@@ -26,26 +26,6 @@ take it (``P`` words per output pixel and group), for the layer's upstream (ICP)
 segments, whose ``err_in`` is δ.
 ``load``: the host's LPRAM rows (initial weights, :func:`~.lpram.load_layout`).
 
-Decisions ([U] in the spec)
----------------------------
-* **Update window** (spec §3.8's rule, made exact): the mini-batch ends at the node when
-  the last ``err_in`` beat of its ``batch``-th image comes in. From then on the FP input
-  closes at its next image boundary, and the δ fork (EB and PG) once that image's last δ
-  has passed it; once every image FP and EB took has left them, the PG drain runs through
-  the weight update into the LPRAM (FP's read port lent to the update), then both reopen.
-  So a sample uses the weights current when its first pixel enters FP here; FP of samples
-  whose first pixel came in before the mini-batch's last error beat used the old weights
-  (the "slightly unaligned" samples), and EB/PG of every sample after the mini-batch the
-  new ones. The trigger is the node's input, not the SFU's output, so the rule depends on
-  the order of the streams at the node's ports alone. The golden model (:mod:`nnrtl.sim.tb.fpdeep.node`) follows
-  the same rule from the order of the streams alone.
-* **Act-RAM**: a FIFO of ``act_images`` images of input pixels, written as FP takes them,
-  popped by PG (same raster order, spec §3.3); the mask buffer a FIFO of the SFU's
-  ``relu``/``argmax`` fields for the same number of images. The residency (spec §2.9) sets
-  ``act_images``; a chain sized below it stalls FP, it does not lose data.
-* **Busy counters**: FP busy = a pixel of an image is in FP or an image taken has not left;
-  EB likewise; PG busy = a δ image is in progress, or the drain / update runs.
-
 Latency: the modules' (:mod:`.fp`, :mod:`.eb`, :mod:`.pg`, :mod:`.update`) plus one FIFO
 cycle on the Act-RAM and mask paths; throughput one pixel-group per cycle in each module.
 """
@@ -507,6 +487,28 @@ class FpdeepNode(wiring.Component):
     ------
     TypeError
         ``config`` not a NodeConfig.
+
+    Notes
+    -----
+    **Decisions ([U] in the spec)**
+
+    * **Update window** (spec §3.8's rule, made exact): the mini-batch ends at the node when
+      the last ``err_in`` beat of its ``batch``-th image comes in. From then on the FP input
+      closes at its next image boundary, and the δ fork (EB and PG) once that image's last δ
+      has passed it; once every image FP and EB took has left them, the PG drain runs through
+      the weight update into the LPRAM (FP's read port lent to the update), then both reopen.
+      So a sample uses the weights current when its first pixel enters FP here; FP of samples
+      whose first pixel came in before the mini-batch's last error beat used the old weights
+      (the "slightly unaligned" samples), and EB/PG of every sample after the mini-batch the
+      new ones. The trigger is the node's input, not the SFU's output, so the rule depends on
+      the order of the streams at the node's ports alone. The golden model (:mod:`nnrtl.sim.tb.fpdeep.node`) follows
+      the same rule from the order of the streams alone.
+    * **Act-RAM**: a FIFO of ``act_images`` images of input pixels, written as FP takes them,
+      popped by PG (same raster order, spec §3.3); the mask buffer a FIFO of the SFU's
+      ``relu``/``argmax`` fields for the same number of images. The residency (spec §2.9) sets
+      ``act_images``; a chain sized below it stalls FP, it does not lose data.
+    * **Busy counters**: FP busy = a pixel of an image is in FP or an image taken has not left;
+      EB likewise; PG busy = a δ image is in progress, or the drain / update runs.
     """
 
     def __init__(self, config):

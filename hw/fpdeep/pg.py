@@ -18,13 +18,6 @@ The completing node also sums ``db[o] = Σ δ[o]`` into a bias bank (index ``Q·
 ``g·passes + passes − 1``, the LPRAM's bias row; its other rows stay 0). The products come
 from :func:`.conv.ce_array` with one tap per tile (no reduction: the sums are in the LGB).
 
-**Passes** (``Q < S_IC``, :attr:`~.config.FpConfig.passes`): the FP module's loop order,
-pixel, group, pass innermost: a window is held ``G · passes`` cycles, a δ beat ``passes``
-cycles, and in pass ``r`` bank ``i·K² + t`` multiplies the window's channel ``r·Q + i``
-(0 past ``S_IC`` in the ragged last pass: those LGB words stay 0, as the LPRAM's weights
-there). Each LGB word still takes one product per output pixel, in the same order, so the
-passes change the cycles, not the bits.
-
 Streams
 -------
 ``i_act``: the segment's input activations as the Act-RAM returns them to PG (same raster
@@ -38,38 +31,6 @@ completing node), rows ``0 … G·passes − 1`` in each, ``last`` on the final 
 row is cleared as it is sent, and the next mini-batch's beats wait until the drain ends.
 The weight update (spec §3.8, :mod:`.update`) writes the new LPRAM rows through the
 LPRAM's ``load`` port from these.
-
-Decisions ([U] in the spec)
----------------------------
-* **LGB word**: fp32 32 bits (each add rounded once, :mod:`nnrtl.sim.golden.fpdeep.pg`'s
-  order); fixed16 the exact sum, ``lgb_bits = 32 + ⌈log2(pixels · batch)⌉`` bits (products
-  of two 16-bit words are at most 2³⁰ in magnitude); 48 bits (a DSP48's accumulator) hold
-  up to 2¹⁶ accumulations, a larger mini-batch widens the word (a cascaded DSP pair).
-  ``dW`` words have ``2·frac_bits`` fraction bits, the bias bank's ``frac_bits``.
-* **Read-add-write**: after the multipliers (fixed16 one register, fp32 the FloatMul
-  units' ``multiplier_stages``) one align register: an item's LGB row is read the cycle it
-  enters it and written the next; the read port is transparent to the write port, so a
-  row recurring every cycle (``G · passes = 1``) is forwarded. The pipeline never stalls
-  (the LGB always takes a write), so backpressure stops at the inputs; the drain starts once no
-  item is in flight.
-* **LGB memories**: the banks share every address (the read of an item's row, the
-  drain's row), so they are packed side by side into wide memories
-  (:func:`.lpram.pack` without write enables: ``lcm(P·lgb_bits, 72)`` bits when at most
-  576, the block RAMs' 72-bit ports filled); every bank of a row is written at once (the
-  sums), and the drain writes back the row it read with the sent bank's words cleared,
-  so no byte enable is needed (AlexNet's conv4 node: 1,134 banks of 40 bits in 126
-  memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each). Each memory with its
-  adders is an :class:`LgbGroup`, emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`;
-  the ``vc709-alexnet`` node: 63 instances of one module): the rows, the accumulate/drain choice and the
-  bank the drain clears come in on its ports.
-* **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
-  (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
-  cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
-  a row recurs within its latency (``G · passes`` < latency), is not built.
-* **Bias bank with passes**: the bias is added in the last pass only, at the LPRAM's bias
-  row; the ``(passes − 1)·G`` other rows are drained as zeros (the update leaves the
-  LPRAM's unused bias rows at 0), so the drain is ``(Q·K² + 1) · G · passes`` rows, one
-  layout for every bank.
 
 Throughput: one (pixel, group, pass) per cycle, an output pixel per ``G · passes`` cycles
 (a window held ``G · passes`` cycles, as FP); the drain takes 2 cycles per row beat.
@@ -226,6 +187,47 @@ class PgModule(SegmentModule):
     ------
     TypeError
         ``batch`` not a positive integer.
+
+    Notes
+    -----
+    **Decisions ([U] in the spec)**
+
+    * **LGB word**: fp32 32 bits (each add rounded once, :mod:`nnrtl.sim.golden.fpdeep.pg`'s
+      order); fixed16 the exact sum, ``lgb_bits = 32 + ⌈log2(pixels · batch)⌉`` bits (products
+      of two 16-bit words are at most 2³⁰ in magnitude); 48 bits (a DSP48's accumulator) hold
+      up to 2¹⁶ accumulations, a larger mini-batch widens the word (a cascaded DSP pair).
+      ``dW`` words have ``2·frac_bits`` fraction bits, the bias bank's ``frac_bits``.
+    * **Read-add-write**: after the multipliers (fixed16 one register, fp32 the FloatMul
+      units' ``multiplier_stages``) one align register: an item's LGB row is read the cycle it
+      enters it and written the next; the read port is transparent to the write port, so a
+      row recurring every cycle (``G · passes = 1``) is forwarded. The pipeline never stalls
+      (the LGB always takes a write), so backpressure stops at the inputs; the drain starts once no
+      item is in flight.
+    * **LGB memories**: the banks share every address (the read of an item's row, the
+      drain's row), so they are packed side by side into wide memories
+      (:func:`.lpram.pack` without write enables: ``lcm(P·lgb_bits, 72)`` bits when at most
+      576, the block RAMs' 72-bit ports filled); every bank of a row is written at once (the
+      sums), and the drain writes back the row it read with the sent bank's words cleared,
+      so no byte enable is needed (AlexNet's conv4 node: 1,134 banks of 40 bits in 126
+      memories of 360 bits, 630 RAMB36E1 against 1,134 a bank each). Each memory with its
+      adders is an :class:`LgbGroup`, emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`;
+      the ``vc709-alexnet`` node: 63 instances of one module): the rows, the accumulate/drain choice and the
+      bank the drain clears come in on its ports.
+    * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
+      (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
+      cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
+      a row recurs within its latency (``G · passes`` < latency), is not built.
+    * **Bias bank with passes**: the bias is added in the last pass only, at the LPRAM's bias
+      row; the ``(passes − 1)·G`` other rows are drained as zeros (the update leaves the
+      LPRAM's unused bias rows at 0), so the drain is ``(Q·K² + 1) · G · passes`` rows, one
+      layout for every bank.
+
+    **Passes** (``Q < S_IC``, :attr:`~.config.FpConfig.passes`): the FP module's loop order,
+    pixel, group, pass innermost: a window is held ``G · passes`` cycles, a δ beat ``passes``
+    cycles, and in pass ``r`` bank ``i·K² + t`` multiplies the window's channel ``r·Q + i``
+    (0 past ``S_IC`` in the ragged last pass: those LGB words stay 0, as the LPRAM's weights
+    there). Each LGB word still takes one product per output pixel, in the same order, so the
+    passes change the cycles, not the bits.
     """
 
     def __init__(self, cfg, *, batch=1):

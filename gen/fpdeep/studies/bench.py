@@ -1,58 +1,9 @@
-"""FPDeep bench beside the paper (issue 14, item 5): ``python -m nnrtl.gen.bench --only
-fpdeep`` (the part is found through the ``nnrtl.benches`` entry point: FPDeep is no
-registered engine yet), or ``python -m nnrtl.gen.fpdeep.studies.bench --out DIR
-[--quick]``. Writes ``fpdeep.json``/``fpdeep.md`` (through the driver) and two PNG plots in
-the output directory. ``NNRTL_BENCH_FPDEEP=quick`` (or ``quick=True``) runs :data:`QUICK`,
-the set the test uses (some 10 s); the default :data:`FULL` takes about 2 min of CPU (5 min
-wall on the shared two-core machine under load).
-
-Parts
------
-``table6``
-    AlexNet, VGG-16, VGG-19 on 15 VC709s (Table 6, Fig. 14): GOPS per FPGA, DSP use per
-    FPGA, idle stages, busiest link, hours per epoch, storage, under the paper's
-    assumptions (cost model ``fixed16``: 1 DSP48E1 per MAC at 200 MHz, with the paper's
-    32-bit words in the buffers and on the links, spec §3.9/§4.8) and in fp32 (this
-    project's fp32 MAC: 2 DSP and 1,178 LUT, 32-bit words): a mapping the storage refuses
-    is reported with the mapper's reason, and beside it the figures the same mapping would
-    give were the storage there (``check_storage=False``), marked as such.
-``scaling``
-    Every FPGA count of the set (default 5..100), the paper's setting at 150 Gb/s,
-    250 Gb/s and unlimited links: the period the compute (and the FC weights' DDR) allows
-    (the roof), the period each link budget allows (:mod:`nnrtl.gen.fpdeep.links`),
-    throughput, idle stages at the roof (spec §2.8: ``1 − work / (MAC units · T)``),
-    busiest link. One mapping per count (links unlimited): the link budget changes no cut,
-    only the period. The scan maps without parameter balancing (``balance=False``, a third
-    of the time): in the paper's setting every node's storage overflows (the Act-RAMs hold
-    the FC batch's samples, see Table 6's refusals), so no node has room to host banks and
-    balancing moves nothing; the Table 6 and cluster rows map with it and report
-    ``hosted_banks`` (0).
-    The knee at a budget is the last count before the first one whose links set the period
-    (the paper's "linear up to"), under the link convention of spec §2.10 (``link``: per
-    link and direction, the default) and, for comparison, ``fpga`` (one FPGA's links
-    summed).
-``cluster``
-    A few points simulated by the cluster simulator (:mod:`nnrtl.gen.fpdeep.cluster`) on 2
-    MPI ranks: per network the Table 6 count at the first budget, and at each budget the
-    knee, the first count past it and the largest count; its period and idle stages beside
-    the mapper's; ``linear``: the simulated period is the simulated roof's (the mapping of
-    that count with links unlimited, simulated: the mapper's compute roof plus the RTL line
-    buffer's refill and input rate, :mod:`nnrtl.gen.fpdeep.cluster_node`).
-``resources``
-    The ``vc709-alexnet`` node in its preset shape (the mapper's, ``P = 3, Q = 21``) and
-    single-pass (``P = 1, Q = S_IC``): the resource model's DSP, LUT and BRAM36
-    (:func:`nnrtl.gen.fpdeep.resources.resources`, computed here) beside Yosys' counts of
-    ``nnrtl synth`` (:data:`nnrtl.gen.fpdeep.resources.SYNTH_FIGURES`: recorded, an hour of
-    Yosys is no bench part), and the VC709's capacity.
-``plots``
-    ``fpdeep_idle.png`` (idle stages against FPGA count) and ``fpdeep_scaling.png``
-    (throughput against FPGA count, the paper's knees marked), matplotlib with Agg.
-
-[U] decisions: idle stages are reported at the roof (the pipeline's balance, what the paper
-plots for 5-85 FPGAs), not at a link-bound period, where idle grows with the link's share;
-the epoch is ImageNet's 1,281,167 training images (the paper does not name its data set,
-spec §4.4), an image's work the training MACs of
-:attr:`~nnrtl.gen.fpdeep.network.Chain.work`.
+"""FPDeep bench beside the paper: ``python -m nnrtl.gen.bench --only fpdeep`` (the part is
+found through the ``nnrtl.benches`` entry point), or ``python -m nnrtl.gen.fpdeep.studies.bench --out DIR
+[--quick]``. Writes ``fpdeep.json``/``fpdeep.md`` (through the driver) and two PNG plots
+in the output directory. ``NNRTL_BENCH_FPDEEP=quick`` (or ``quick=True``) runs
+:data:`QUICK`, the set the test uses; the default is :data:`FULL`. The parts:
+:func:`bench_fpdeep`.
 """
 
 import dataclasses
@@ -68,7 +19,7 @@ from ...errors import UsageError
 __all__ = ["PAPER", "BenchSet", "FULL", "QUICK", "table6_rows", "scaling_rows", "knees",
            "cluster_rows", "resource_rows", "bench_fpdeep", "bench", "main"]
 
-#: The paper's figures, once (papers/fpdeep-cnn-training-fpga-clusters.txt).
+#: The paper's figures, once (Wang et al., FPDeep).
 PAPER = {
     "source": "Wang et al., FPDeep (papers/fpdeep-cnn-training-fpga-clusters.txt)",
     "table6": {
@@ -365,7 +316,59 @@ def _idle_summary(rows, networks):
 
 def bench_fpdeep(out, bench_set=FULL, log=None):
     """Run every part on ``bench_set``; writes the plots under ``out``; returns the
-    result (JSON-able)."""
+    result (JSON-able).
+
+    Notes
+    -----
+    The parts:
+
+
+    ``table6``
+        AlexNet, VGG-16, VGG-19 on 15 VC709s (Table 6, Fig. 14): GOPS per FPGA, DSP use per
+        FPGA, idle stages, busiest link, hours per epoch, storage, under the paper's
+        assumptions (cost model ``fixed16``: 1 DSP48E1 per MAC at 200 MHz, with the paper's
+        32-bit words in the buffers and on the links, spec §3.9/§4.8) and in fp32 (this
+        project's fp32 MAC: 2 DSP and 1,178 LUT, 32-bit words): a mapping the storage refuses
+        is reported with the mapper's reason, and beside it the figures the same mapping would
+        give were the storage there (``check_storage=False``), marked as such.
+    ``scaling``
+        Every FPGA count of the set (default 5..100), the paper's setting at 150 Gb/s,
+        250 Gb/s and unlimited links: the period the compute (and the FC weights' DDR) allows
+        (the roof), the period each link budget allows (:mod:`nnrtl.gen.fpdeep.links`),
+        throughput, idle stages at the roof (spec §2.8: ``1 − work / (MAC units · T)``),
+        busiest link. One mapping per count (links unlimited): the link budget changes no cut,
+        only the period. The scan maps without parameter balancing (``balance=False``, a third
+        of the time): in the paper's setting every node's storage overflows (the Act-RAMs hold
+        the FC batch's samples, see Table 6's refusals), so no node has room to host banks and
+        balancing moves nothing; the Table 6 and cluster rows map with it and report
+        ``hosted_banks`` (0).
+        The knee at a budget is the last count before the first one whose links set the period
+        (the paper's "linear up to"), under the link convention of spec §2.10 (``link``: per
+        link and direction, the default) and, for comparison, ``fpga`` (one FPGA's links
+        summed).
+    ``cluster``
+        A few points simulated by the cluster simulator (:mod:`nnrtl.gen.fpdeep.cluster`) on 2
+        MPI ranks: per network the Table 6 count at the first budget, and at each budget the
+        knee, the first count past it and the largest count; its period and idle stages beside
+        the mapper's; ``linear``: the simulated period is the simulated roof's (the mapping of
+        that count with links unlimited, simulated: the mapper's compute roof plus the RTL line
+        buffer's refill and input rate, :mod:`nnrtl.gen.fpdeep.cluster_node`).
+    ``resources``
+        The ``vc709-alexnet`` node in its preset shape (the mapper's, ``P = 3, Q = 21``) and
+        single-pass (``P = 1, Q = S_IC``): the resource model's DSP, LUT and BRAM36
+        (:func:`nnrtl.gen.fpdeep.resources.resources`, computed here) beside Yosys' counts of
+        ``nnrtl synth`` (:data:`nnrtl.gen.fpdeep.resources.SYNTH_FIGURES`: recorded, an hour of
+        Yosys is no bench part), and the VC709's capacity.
+    ``plots``
+        ``fpdeep_idle.png`` (idle stages against FPGA count) and ``fpdeep_scaling.png``
+        (throughput against FPGA count, the paper's knees marked), matplotlib with Agg.
+
+    [U] decisions: idle stages are reported at the roof (the pipeline's balance, what the paper
+    plots for 5-85 FPGAs), not at a link-bound period, where idle grows with the link's share;
+    the epoch is ImageNet's 1,281,167 training images (the paper does not name its data set,
+    spec §4.4), an image's work the training MACs of
+    :attr:`~nnrtl.gen.fpdeep.network.Chain.work`.
+    """
     from .bench_markdown import plot_idle, plot_scaling
 
     out = Path(out)

@@ -32,15 +32,6 @@ OCP partial errors (:func:`eb_module` ``partial_in`` / ``rounded``): the rule of
 :mod:`nnrtl.gen.fpdeep.chain`: fixed16 exact 48-bit sums reduced up the backward chain,
 rounded once by the most upstream segment; fp32 ``partial + local`` rounded once per
 segment.
-
-SFU backward (:func:`sfu_backward`) on the node completing layer ``t − 1``: the error of the
-pooled activations (``pool_out²`` pixels × groups × P) goes to the argmax position of its
-window if the ReLU mask bit sent with it is set; without a pool, ``δ = error · relu``.
-Overlapping pools (kernel > stride, AlexNet's 3×3/2): a position reached by several windows
-sums their errors in pooled raster order, PyTorch's ``max_pool2d`` backward
-(``grad_input[argmax] += grad_output`` over the pooled pixels in order): fixed16 the exact sum
-saturated to 16 bits, fp32 the first term, then one rounded add per further term. Positions
-no window routes to (not the argmax, or not covered: ``w_out`` past the pool's reach) get 0.
 """
 
 import numpy as np
@@ -144,7 +135,19 @@ def eb_module(cfg, delta, weights, partial_in=None, *, rounded=True):
 def sfu_backward(cfg, error, relu, argmax):
     """δ ``(w_out, w_out, groups, P)`` of the layer ``cfg`` completes, from the error of its
     SFU output ``(pool_out, pool_out, groups, P)`` and the SFU's ``relu`` / ``argmax``
-    fields of the same shape."""
+    fields of the same shape.
+
+    Notes
+    -----
+    SFU backward (:func:`sfu_backward`) on the node completing layer ``t − 1``: the error of the
+    pooled activations (``pool_out²`` pixels × groups × P) goes to the argmax position of its
+    window if the ReLU mask bit sent with it is set; without a pool, ``δ = error · relu``.
+    Overlapping pools (kernel > stride, AlexNet's 3×3/2): a position reached by several windows
+    sums their errors in pooled raster order, PyTorch's ``max_pool2d`` backward
+    (``grad_input[argmax] += grad_output`` over the pooled pixels in order): fixed16 the exact sum
+    saturated to 16 bits, fp32 the first term, then one rounded add per further term. Positions
+    no window routes to (not the argmax, or not covered: ``w_out`` past the pool's reach) get 0.
+    """
     error, relu, argmax = (np.asarray(v, np.int64) for v in (error, relu, argmax))
     shape = (cfg.pool_out, cfg.pool_out, cfg.groups, cfg.p)
     for name, value in (("error", error), ("relu", relu), ("argmax", argmax)):

@@ -1,6 +1,5 @@
-"""Chain harness of FPDeep nodes joined by their neighbour links, in the Amaranth simulator: the
-first step toward the 3-node training test (issue 14). Until the node top lands, a node is
-its FP module (:class:`~nnrtl.hw.fpdeep.fp.FpModule`) of one ICP segment of a layer: node
+"""Chain harness of FPDeep nodes joined by their neighbour links, in the Amaranth simulator. A
+node is its FP module (:class:`~nnrtl.hw.fpdeep.fp.FpModule`) of one ICP segment of a layer: node
 ``m``'s ``part_out`` goes through its ``"down"`` link module, a pausable channel and node
 ``m + 1``'s ``"up"`` link module (DP2, :class:`~nnrtl.sim.tb.fpdeep.link.LinkPair`) into
 node ``m + 1``'s ``part_in``; the last node completes the layer (bias, SFU). Each node's
@@ -21,29 +20,8 @@ cluster simulator is checked against (:mod:`nnrtl.gen.fpdeep.cluster_chain`):
 ``start_cycle`` (the first cycle activations are offered: every LPRAM is loaded) and
 ``image_cycles`` (per image, the cycle after its last output beat was taken).
 
-Plan for the 3-node training test (when the node top lands)
-------------------------------------------------------------
-Steps 1 and 3 (weights checked through the datapath, the stale rule) are built for an
-OCP-split first layer: :mod:`nnrtl.hw.fpdeep.chain_link` (the adapter, with the path
-sharing and ``lag`` window decisions) and :mod:`nnrtl.sim.tb.fpdeep.chain_train` (the chain
-top in the Amaranth simulator); step 2 (one Verilator top) and the cluster-simulator
-comparison of that chain are still open.
-
-1. :class:`ChainTop` takes node tops instead of FP modules: node ``m``'s ``"down"`` link
-   module's ``link_out``/``link_in`` to node ``m + 1``'s ``"up"`` one through the same
-   pausable channels (:class:`~nnrtl.sim.tb.fpdeep.link.LinkPair`'s wiring), the host's
-   image into node 1 and the loss / δ out of node N as the only bench streams; the
-   partial adapter here (``last`` regenerated from ``out_beats``) moves into the node top.
-2. Under Verilator: one top with the ``K`` node instances and the channel pause inputs
-   (a component like :class:`~nnrtl.sim.tb.fpdeep.link.LinkPairTop`), the cocotb bench
-   driving the patterns on every channel; ``K`` separately compiled models joined by a
-   Python bridge would cost a process per node for nothing the single top cannot show.
-3. Checks: the weights after a mini-batch against the golden chain (per node, the spec
-   §3.8 stale-weight rule) and PyTorch's SGD within the documented bound; the words per
-   boundary and the cycles per sample against the cluster simulator with
-   :class:`~nnrtl.gen.fpdeep.cluster_link.LinkFraming` (the 2% criterion; done for this
-   FP chain by :func:`nnrtl.gen.fpdeep.cluster_chain.compare`: first-image latency and
-   period of 2 to 4 nodes).
+The chain of node tops is :mod:`nnrtl.sim.tb.fpdeep.chain_train`; :func:`nnrtl.gen.fpdeep.cluster_chain.compare`
+checks this FP chain's first-image latency and period against the cluster simulator.
 """
 
 import random

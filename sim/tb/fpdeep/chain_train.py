@@ -1,7 +1,7 @@
-"""The FPDeep training chain (issue 14): ``K`` node tops (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`)
+"""The FPDeep training chain: ``K`` node tops (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`)
 joined by their link modules through pausable channels, each node's streams put on the
-links by its :class:`~nnrtl.hw.fpdeep.chain_link.NodeLink` adapter (the module docstring
-there has the chain's streams and its decisions), training a CNN's convolution layers (one
+links by its :class:`~nnrtl.hw.fpdeep.chain_link.NodeLink` adapter (its Notes have the
+chain's streams and decisions), training a CNN's convolution layers (one
 layer split by output or input channels, or a layer pipeline whose later layer may be
 split by output channels) over several mini-batches in the Amaranth simulator.
 Adjacent stages are joined on the link paths ``act`` and ``error``, and where the chain

@@ -1,4 +1,4 @@
-"""The FPDeep training chain (issue 14, item 3) under Verilator: the same run as the
+"""The FPDeep training chain under Verilator: the same run as the
 Amaranth bench :mod:`nnrtl.sim.tb.fpdeep.chain_train` (its stimulus, golden activations,
 cycle budget and host order), on the chain's Verilog built by :func:`nnrtl.sim.runner.simulate`.
 
@@ -15,19 +15,6 @@ or, an ICP stage that does not complete, ``part_out``; an ICP layer's completing
 ``mon{n}_{port}_data`` (its payload). A run ends, as the
 Amaranth bench's, when the host has every beat and every inner stream every beat.
 
-"Each node its own Verilator model" (decision): the chain is one Verilog design in which
-every node top, every node's adapter and every link module is a module of its own
-(Amaranth writes one Verilog module per elaborated component; node ``n`` is
-``<top>.chain.node{n}``, a link pair ``<top>.chain.link{b}``), joined only by their
-streams: a node sees its neighbours through its adapter and the link modules' AXI4-Stream
-wires, nothing else. Verilator compiles it into one simulator binary, so the streams
-between the nodes are clocked exactly as on one board's clock: no cross-process
-handshake to model, and the cycle counts of the two simulators can be compared (they
-are, :func:`run_cases` callers assert ``cycles`` equal to the Amaranth bench's). Running
-``K`` separate Verilator processes joined by their streams would need a cycle-lockstep
-protocol between them (cocotb drives one top per process) and would measure the protocol,
-not the chain.
-
 The host (:class:`ChainHost`) is the Amaranth bench's, cycle for cycle: the same pause
 generators drawn in the same order from the same seed, the same order of images and
 errors (``lag`` images in flight), the LPRAM loads first; its inputs are set after a clock
@@ -41,16 +28,9 @@ direction, ``fault``, ``timed_out`` (what was awaited when the budget ran out),
 ``pattern``, ``received`` (per image the beats the host got), and the runner's
 ``build_seconds``, ``build_cached``, ``run_seconds``.
 
-Cost (measured on the shared, loaded 2-core machine): the test chain
-(:func:`~nnrtl.sim.tb.fpdeep.chain_train.small_chain` ``(2, 2, 3)``) in fixed16 converts to
-Verilog in about 20 s and builds in 2.5 to 4 min, once per batch size (the batch is part
-of the RTL); a run then takes 6 to 9 s, about 16 s CPU with the Amaranth reference run. The
-fp32 chain was 20 MB of Verilog, 743 modules, while no unit was shared (about 5 min to
-convert; its Verilator build was stopped after 17 min with 29 of 272 C++ files compiled);
-with the ``hw/arith`` units, MAC tiles, LGB groups and LPRAM memories shared
-(:mod:`nnrtl.hw.hierarchy`) it is 2.1 MB in 87 modules, converts in 9 s, builds in 391 s
-(289 objects) and the case ``none``, batch 1 runs bit-exact in 3.9 s (531 cycles; the
-Amaranth reference 82 s), 2026-11-24.
+Cost: the chain's Verilog is built once per configuration and batch size (the batch is
+part of the RTL); the shared units (:mod:`nnrtl.hw.hierarchy`: ``hw/arith`` units, MAC
+tiles, LGB groups, LPRAM memories) keep its module count and build time small.
 
 Latency and throughput are the chain's (:mod:`nnrtl.hw.fpdeep.chain_link`); the bench adds
 none: one beat per stream per cycle when nothing pauses.
@@ -87,6 +67,21 @@ class ChainVerilogTop(wiring.Component):
     :meth:`~nnrtl.hw.fpdeep.link_config.LinkConfig.from_fp`.
 
     Latency and throughput: the chain's; the wrapper is wires only.
+
+    Notes
+    -----
+    "Each node its own Verilator model" (decision): the chain is one Verilog design in which
+    every node top, every node's adapter and every link module is a module of its own
+    (Amaranth writes one Verilog module per elaborated component; node ``n`` is
+    ``<top>.chain.node{n}``, a link pair ``<top>.chain.link{b}``), joined only by their
+    streams: a node sees its neighbours through its adapter and the link modules' AXI4-Stream
+    wires, nothing else. Verilator compiles it into one simulator binary, so the streams
+    between the nodes are clocked exactly as on one board's clock: no cross-process
+    handshake to model, and the cycle counts of the two simulators can be compared (they
+    are, :func:`run_cases` callers assert ``cycles`` equal to the Amaranth bench's). Running
+    ``K`` separate Verilator processes joined by their streams would need a cycle-lockstep
+    protocol between them (cocotb drives one top per process) and would measure the protocol,
+    not the chain.
     """
 
     def __init__(self, config, **link_options):
