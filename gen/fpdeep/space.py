@@ -47,10 +47,10 @@ def draw_segment(rng, precision, *, stages=(3, 3), frac_bits=8, kind=None, macs=
     if completes and rng.random() < 0.4:
         size = rng.randint(1, min(3, w_out))
         pool = (size, rng.randint(1, 3), 0)
-    return FpConfig(precision, k, stride, pad, w_in, n_in, n_out, p,
-                    partial_in=partial_in, completes=completes, relu=rng.random() < 0.7,
-                    pool=pool, frac_bits=frac_bits, multiplier_stages=stages[0],
-                    adder_stages=stages[1], q=q)
+    return FpConfig(precision=precision, k=k, stride=stride, pad=pad, w_in=w_in, n_in=n_in,
+                    n_out=n_out, p=p, partial_in=partial_in, completes=completes,
+                    relu=rng.random() < 0.7, pool=pool, frac_bits=frac_bits,
+                    multiplier_stages=stages[0], adder_stages=stages[1], q=q)
 
 
 def draw(rng):

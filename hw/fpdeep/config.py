@@ -54,7 +54,7 @@ def _positive(name, value, least=1):
         raise TypeError(f"{name} must be an integer of at least {least}, not {value!r}")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FpConfig:
     """One layer segment's FP module.
 
@@ -167,8 +167,8 @@ class FpConfig:
         if not segment.w_in:
             raise ValueError(f"layer {segment.layer}: the segment has no w_in (a mapping "
                              f"written before the field existed); map again")
-        return cls(precision, segment.k, segment.stride, segment.pad, segment.w_in,
-                   segment.n_in, segment.n_out, segment.p,
+        return cls(precision=precision, k=segment.k, stride=segment.stride, pad=segment.pad,
+                   w_in=segment.w_in, n_in=segment.n_in, n_out=segment.n_out, p=segment.p,
                    partial_in=segment.mode == "ICP" and segment.lo > 0,
                    completes=segment.completes, relu=segment.relu,
                    pool=segment.pool if segment.completes else None, q=segment.q,

@@ -73,7 +73,8 @@ def act_layout(cfg):
 
 #: The default (test) node's segment: fixed16, 3×3 conv (pad 1) over 4×4 maps, 2 → 3
 #: channels on P = 2, ReLU and a 2×2 pool, completing.
-SMALL = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 2, pool=(2, 2, 0))
+SMALL = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=2, n_out=3, p=2,
+                 pool=(2, 2, 0))
 
 
 @dataclasses.dataclass(frozen=True)

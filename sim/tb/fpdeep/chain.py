@@ -46,7 +46,7 @@ def icp_chain(precision, cuts, **common):
     (``[(lo, hi), ...]``, contiguous from 0); ``common``: the other FpConfig fields; the
     pool (if any) on the last node only."""
     pool = common.pop("pool", None)
-    return [FpConfig(precision, n_in=hi - lo, partial_in=lo > 0,
+    return [FpConfig(precision=precision, n_in=hi - lo, partial_in=lo > 0,
                      completes=n == len(cuts) - 1, pool=pool if n == len(cuts) - 1 else None,
                      **common) for n, (lo, hi) in enumerate(cuts)]
 

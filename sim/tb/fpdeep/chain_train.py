@@ -75,11 +75,12 @@ def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, 
     ``next_icp`` (input-channel counts summing to the first layer's outputs) the second
     layer split by input channels instead, ``next_out`` its outputs."""
     lr = 655 if precision == "fixed16" else 0x3C23D70A
-    nodes = [[(FpConfig(precision, 3, 1, 1, w_in, 3, o, 2, pool=(2, 2, 0)), False)]
+    nodes = [[(FpConfig(precision=precision, k=3, stride=1, pad=1, w_in=w_in, n_in=3, n_out=o, p=2,
+                        pool=(2, 2, 0)), False)]
              for o in outs]
     if icp:
-        nodes = [[(FpConfig(precision, 3, 1, 1, w_in, n, outs[0], 2, partial_in=m > 0,
-                            completes=m == len(icp) - 1,
+        nodes = [[(FpConfig(precision=precision, k=3, stride=1, pad=1, w_in=w_in, n_in=n,
+                            n_out=outs[0], p=2, partial_in=m > 0, completes=m == len(icp) - 1,
                             pool=(2, 2, 0) if m == len(icp) - 1 else None), False)]
                  for m, n in enumerate(icp)]
         outs = outs[:1]
@@ -91,8 +92,8 @@ def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, 
         splits = [(n, k > 0, k == len(next_icp) - 1) for k, n in enumerate(next_icp)]
     for k, out in enumerate(seconds):
         n_in, partial, completes = splits[k]
-        second = (FpConfig(precision, 3, 1, 1, side, n_in, out, 2, partial_in=partial,
-                           completes=completes), True)
+        second = (FpConfig(precision=precision, k=3, stride=1, pad=1, w_in=side, n_in=n_in,
+                           n_out=out, p=2, partial_in=partial, completes=completes), True)
         if shared and k == 0:
             nodes[-1].append(second)
         else:

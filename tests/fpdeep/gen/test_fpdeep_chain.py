@@ -28,7 +28,8 @@ def _ocp_errors(precision, delta, weights, cuts):
     bounds = [0, *cuts, 5]
     for n in reversed(range(len(bounds) - 1)):
         lo, hi = bounds[n], bounds[n + 1]
-        cfg = FpConfig(precision, 3, 1, 1, 7, 4, hi - lo, 1, frac_bits=13)
+        cfg = FpConfig(precision=precision, k=3, stride=1, pad=1, w_in=7, n_in=4, n_out=hi - lo,
+                       p=1, frac_bits=13)
         partial = runner.eb(n + 1, cfg, delta[..., lo:hi], weights[lo:hi], partial, n == 0)
     return partial
 
@@ -67,7 +68,8 @@ def test_rtl_limits():
     holds every product of the layer); EB with q < n_in and an OCP layer's EB (partial
     errors) run; the first layer has no EB."""
     def segment(node, mode, q, n_in=6, n_out=4, precision="fp32"):
-        return Segment(node, FpConfig(precision, 3, 1, 1, 7, n_in, n_out, 2, q=q),
+        return Segment(node, FpConfig(precision=precision, k=3, stride=1, pad=1, w_in=7, n_in=n_in,
+                                      n_out=n_out, p=2, q=q),
                        _Seg("conv", mode))
     layers = {0: [segment(1, "ICP", 1)],
               1: [segment(1, "OCP", 6), segment(2, "OCP", 3)],

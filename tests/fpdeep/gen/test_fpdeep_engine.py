@@ -103,7 +103,8 @@ def test_predict_uses_the_module_cycles(engine):
     rows = (cfg.banks + 1) * cfg.groups                 # weights and bias, 3 cycles each
     assert found["cycles"] == 4 * cfg.cycles + 2 * 3 * rows == 4 * 16 * 2 + 2 * 3 * 38
     assert found["useful_macs"] == 4 * 16 * 3 * 2 * 9 * 3
-    valid = NodeConfig((FpConfig("fixed16", 3, 1, 0, 6, 1, 2, 1),), (True,))
+    valid = NodeConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=0, w_in=6, n_in=1,
+                                 n_out=2, p=1),), (True,))
     assert module_cycles(valid.segments[0]) == {"fp": 16 * 2, "pg": 16 * 2, "eb": 36 * 2}
     assert valid.cycles == 72
 

@@ -101,15 +101,18 @@ def test_a_kept_register_drops_items_and_a_join_waits_for_its_source():
 
 
 def test_ce_stages():
-    fixed = FpConfig("fixed16", 3, 1, 1, 4, 5, 2, 1, q=5)          # 9 taps, 5 tiles
+    fixed = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=5, n_out=2, p=1,
+                     q=5)  # 9 taps, 5 tiles
     assert ce_stages(fixed, fixed.q) == [("reg", None)] * (1 + 4 + 3)
-    fp32 = FpConfig("fp32", 1, 1, 0, 4, 2, 2, 1, multiplier_stages=2, adder_stages=0)
+    fp32 = FpConfig(precision="fp32", k=1, stride=1, pad=0, w_in=4, n_in=2, n_out=2, p=1,
+                    multiplier_stages=2, adder_stages=0)
     assert ce_stages(fp32, 2) == [("unit", 2), ("unit", 0)]
 
 
 #: One fixed16 1×1 segment over a 1×1 map, one channel in and out, no EB, completing
 #: (no pool): every stage is one register, the loops the shortest.
-TINY = NodeConfig((FpConfig("fixed16", 1, 1, 0, 1, 1, 1, 1),), (False,), batch=1,
+TINY = NodeConfig((FpConfig(precision="fixed16", k=1, stride=1, pad=0, w_in=1, n_in=1, n_out=1,
+                            p=1),), (False,), batch=1,
                   act_images=2)
 
 
@@ -128,8 +131,8 @@ def test_the_tiny_node_by_hand():
 
 
 def test_segments_are_independent_and_the_node_is_the_slowest():
-    fast = FpConfig("fixed16", 1, 1, 0, 2, 1, 1, 1)
-    slow = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 1)
+    fast = FpConfig(precision="fixed16", k=1, stride=1, pad=0, w_in=2, n_in=1, n_out=1, p=1)
+    slow = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=2, n_out=3, p=1)
     node = NodeConfig((fast, slow), (True, True), batch=2, act_images=3)
     alone = [bench_cycles(NodeConfig((s,), (True,), batch=2, act_images=3), 2, 2)
              for s in (fast, slow)]

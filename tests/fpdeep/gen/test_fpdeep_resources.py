@@ -29,8 +29,9 @@ VC709 = get_board("vc709")
 #: each), LGB 36 banks of 39 bits, 14 a memory (546 bits: 8 RAMB36E1) and 8 (312 bits: 9
 #: RAMB18E1), the Act-RAM 192 × 64 (a RAMB36E1) and the EB line buffer 9 × 288 × 16 (a
 #: RAMB18E1 each).
-MID = NodeConfig((FpConfig("fixed16", 3, 1, 1, 8, 4, 96, 1, partial_in=True,
-                           completes=False),), (True,), batch=2, act_images=3, node=2)
+MID = NodeConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=8, n_in=4, n_out=96,
+                           p=1, partial_in=True, completes=False),),
+                 (True,), batch=2, act_images=3, node=2)
 
 
 def test_mid_node_model_by_hand():
@@ -86,8 +87,9 @@ def test_lut_model_against_yosys(name):
 
 
 #: A node no coefficient was fitted on: K = 5, P = Q = 2 of S_IC = 6 (3 passes), 12 rows.
-HOLD = NodeConfig((FpConfig("fixed16", 5, 1, 2, 8, 6, 8, 2, partial_in=True,
-                            completes=False, q=2),), (True,), batch=2, act_images=3, node=2)
+HOLD = NodeConfig((FpConfig(precision="fixed16", k=5, stride=1, pad=2, w_in=8, n_in=6, n_out=8,
+                            p=2, partial_in=True, completes=False,
+                            q=2),), (True,), batch=2, act_images=3, node=2)
 
 
 def test_hold_out_node_against_yosys():

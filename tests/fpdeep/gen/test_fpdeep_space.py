@@ -47,7 +47,8 @@ def test_draws_are_reproducible():
 
 #: Nodes draws found broken, with what was wrong.
 FOUND = [
-    ({"segments": (FpConfig("fixed16", 1, 3, 0, 4, 2, 5, 2, partial_in=True, q=1),),
+    ({"segments": (FpConfig(precision="fixed16", k=1, stride=3, pad=0, w_in=4, n_in=2, n_out=5,
+                            p=2, partial_in=True, q=1),),
       "eb": (True,), "batch": 1, "act_images": 4, "lr": 15321},
      "draw 20 of seed 7: EB's dilation compared its row and column counters with the last "
      "δ pixel's coordinate, which is the counters' largest value when the stride divides "

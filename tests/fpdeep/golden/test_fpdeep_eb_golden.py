@@ -40,7 +40,8 @@ EB_CASES = [  # k, pad, w_in, ic, oc, p, stride, q
 
 def config(precision, case):
     k, pad, w_in, ic, oc, p, stride, q = EB_CASES[case]
-    return FpConfig(precision, k, stride, pad, w_in, ic, oc, p, q=q)
+    return FpConfig(precision=precision, k=k, stride=stride, pad=pad, w_in=w_in, n_in=ic, n_out=oc,
+                    p=p, q=q)
 
 
 def torch_error(cfg, weights, delta):
@@ -195,7 +196,8 @@ SFU_CASES = [  # k, pad, w_in, oc, p, pool, relu
 @pytest.mark.parametrize("case", range(len(SFU_CASES)))
 def test_sfu_backward_against_torch(case):
     k, pad, w_in, oc, p, pool, relu = SFU_CASES[case]
-    cfg = FpConfig("fixed16", k, 1, pad, w_in, 2, oc, p, pool=pool, relu=relu)
+    cfg = FpConfig(precision="fixed16", k=k, stride=1, pad=pad, w_in=w_in, n_in=2, n_out=oc, p=p,
+                   pool=pool, relu=relu)
     rng = np.random.default_rng(10 + case)
     one = 1 << cfg.frac_bits
     act = codes(rng, (w_in, w_in, 2), one)
@@ -239,7 +241,8 @@ def test_sfu_backward_overlap_ties_against_torch(case):
     from nnrtl.sim.golden.float import from_bits, to_bits
     from nnrtl.sim.golden.fpdeep.fp import sfu
     precision, w_out, oc, p, pool = TIE_CASES[case]
-    cfg = FpConfig(precision, 1, 1, 0, w_out, 1, oc, p, pool=pool)
+    cfg = FpConfig(precision=precision, k=1, stride=1, pad=0, w_in=w_out, n_in=1, n_out=oc, p=p,
+                   pool=pool)
     rng = np.random.default_rng(40 + case)
     lanes = cfg.groups * cfg.p
     values = rng.integers(-3, 4, (w_out, w_out, lanes)).astype(np.float64) / 2

@@ -47,9 +47,9 @@ def chain(precision, k, stride, pad, w_in, cuts, oc, p, pool, relu, act, weights
     partial = None
     for number, (lo, hi) in enumerate(zip(cuts, cuts[1:])):
         last = number == len(cuts) - 2
-        cfg = FpConfig(precision, k, stride, pad, w_in, hi - lo, oc, p, partial_in=lo > 0,
-                       completes=last, relu=relu, pool=pool if last else None,
-                       q=None if q is None else min(q, hi - lo))
+        cfg = FpConfig(precision=precision, k=k, stride=stride, pad=pad, w_in=w_in, n_in=hi - lo,
+                       n_out=oc, p=p, partial_in=lo > 0, completes=last, relu=relu,
+                       pool=pool if last else None, q=None if q is None else min(q, hi - lo))
         result = fp_module(cfg, act[..., lo:hi], weights[:, lo:hi], bias, partial)
         partial = result.partials
     return cfg, result
@@ -158,12 +158,14 @@ def test_pass_order():
     Q-tile tree, the ragged last pass with a zero tile: with S_IC = 3 on Q = 2 and K = 1 an
     fp32 sum whose order matters, ``(a + b) + c`` with ``a = 1, b = 2⁻²⁴, c = 2⁻²⁴``
     rounds to 1 (ties to even twice), ``a + (b + c)`` would give ``1 + 2⁻²³``."""
-    cfg = FpConfig("fp32", 1, 1, 0, 1, 3, 1, 1, q=2, completes=False)
+    cfg = FpConfig(precision="fp32", k=1, stride=1, pad=0, w_in=1, n_in=3, n_out=1, p=1, q=2,
+                   completes=False)
     act = to_bits(FP32, np.array([[[1.0, 2.0 ** -24, 2.0 ** -24]]], np.float32))
     one = to_bits(FP32, np.ones((1, 3, 1, 1), np.float32))
     result = fp_module(cfg, act.astype(np.uint32), one.astype(np.uint32))
     assert from_bits(FP32, result.partials.reshape(1))[0] == 1.0
-    whole = FpConfig("fp32", 1, 1, 0, 1, 3, 1, 1, completes=False)          # Q = S_IC
+    whole = FpConfig(precision="fp32", k=1, stride=1, pad=0, w_in=1, n_in=3, n_out=1, p=1,
+                     completes=False)  # Q = S_IC
     tree = fp_module(whole, act.astype(np.uint32), one.astype(np.uint32))
     assert from_bits(FP32, tree.partials.reshape(1))[0] == 1.0          # ((a+b)+c) too
     later = to_bits(FP32, np.array([[[2.0 ** -24, 2.0 ** -24, 1.0]]], np.float32))

@@ -26,7 +26,7 @@ CASES = [  # k, stride, pad, w_in, ic, oc, p, batch
 @pytest.mark.parametrize("case", range(len(CASES)))
 def test_pg_against_torch(case):
     k, s, pad, w_in, ic, oc, p, batch = CASES[case]
-    cfg = FpConfig("fixed16", k, s, pad, w_in, ic, oc, p)
+    cfg = FpConfig(precision="fixed16", k=k, stride=s, pad=pad, w_in=w_in, n_in=ic, n_out=oc, p=p)
     f = cfg.frac_bits
     rng = np.random.default_rng(case)
     one = 1 << f
@@ -50,7 +50,8 @@ def test_lgb_rows_with_passes():
     """Q < S_IC: the LGB rows in the LPRAM's layout, word by word: bank ``i·K² + t``, row
     ``g·passes + r``, lane ``j`` = ``dW[g·P + j][r·Q + i][t]`` (0 past ``n_out`` and in the
     ragged last pass), the bias at row ``g·passes + passes − 1``, its other rows 0."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2)             # 3 passes, G = 2
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=5, n_out=3, p=2,
+                   q=2)  # 3 passes, G = 2
     rng = np.random.default_rng(9)
     dw = rng.integers(1, 1000, (3, 5, 3, 3))
     db = rng.integers(1, 1000, 3)
@@ -68,7 +69,7 @@ def test_lgb_rows_with_passes():
 
 
 def test_pg_batch_shapes():
-    cfg = FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=2, n_out=3, p=2)
     with pytest.raises(ValueError, match=r"^delta must be \(5, 5, 3\), not \(4, 4, 3\)$"):
         pg_batch(cfg, np.zeros((1, 5, 5, 2), np.int64), np.zeros((1, 4, 4, 3), np.int64))
 
@@ -95,8 +96,10 @@ def test_backward_chain_against_torch(case):
     from nnrtl.sim.golden.fpdeep.fp import fp_module
 
     k1, pad1, w_in, ic, oc1, p1, pool, k2, pad2, oc2, p2 = CHAIN_CASES[case]
-    cfg1 = FpConfig("fixed16", k1, 1, pad1, w_in, ic, oc1, p1, pool=pool)
-    cfg2 = FpConfig("fixed16", k2, 1, pad2, cfg1.pool_out, oc1, oc2, p2)
+    cfg1 = FpConfig(precision="fixed16", k=k1, stride=1, pad=pad1, w_in=w_in, n_in=ic, n_out=oc1,
+                    p=p1, pool=pool)
+    cfg2 = FpConfig(precision="fixed16", k=k2, stride=1, pad=pad2, w_in=cfg1.pool_out, n_in=oc1,
+                    n_out=oc2, p=p2)
     f, rng = cfg1.frac_bits, np.random.default_rng(20 + case)
     one = 1 << f
     x = rng.integers(-one, one + 1, (w_in, w_in, ic))
@@ -149,7 +152,7 @@ def test_pg_fp32_against_torch(case):
     from nnrtl.sim.golden.float import from_bits, to_bits
 
     k, s, pad, w_in, ic, oc, p, batch = CASES[case]
-    cfg = FpConfig("fp32", k, s, pad, w_in, ic, oc, p)
+    cfg = FpConfig(precision="fp32", k=k, stride=s, pad=pad, w_in=w_in, n_in=ic, n_out=oc, p=p)
     rng = np.random.default_rng(50 + case)
     acts = rng.standard_normal((batch, w_in, w_in, ic)).astype(np.float32)
     deltas = rng.standard_normal((batch, cfg.w_out, cfg.w_out, oc)).astype(np.float32)

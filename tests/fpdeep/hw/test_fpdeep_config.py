@@ -44,26 +44,29 @@ def test_config_q_below_n_in():
     assert (cfg.n_in, cfg.q, cfg.passes, cfg.groups, cfg.rows) == (7, 3, 3, 3, 9)
     assert (cfg.banks, cfg.macs, cfg.ce_levels) == (27, 54, 2)
     assert cfg.cycles_per_pixel == 9 and cfg.cycles == 36 * 9 == seg.cycles
-    assert FpConfig("fp32", 3, 1, 1, 6, 4, 5, 2).q == 4           # default: one pass
-    one = FpConfig("fp32", 1, 1, 0, 6, 4, 5, 5, q=1)
+    assert FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=6, n_in=4, n_out=5,
+                    p=2).q == 4  # default: one pass
+    one = FpConfig(precision="fp32", k=1, stride=1, pad=0, w_in=6, n_in=4, n_out=5, p=5, q=1)
     assert (one.passes, one.rows, one.banks, one.ce_levels) == (4, 4, 1, 0)
 
 
 def test_config_refusals():
     with pytest.raises(ValueError, match=r"^q \(4\) must be at most n_in \(3\)$"):
-        FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, q=4)
+        FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=6, n_in=3, n_out=5, p=2, q=4)
     with pytest.raises(TypeError, match=r"^q must be an integer of at least 1, not 0$"):
-        FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, q=0)
+        FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=6, n_in=3, n_out=5, p=2, q=0)
     with pytest.raises(TypeError, match=r"^q must be an integer of at least 1, not 1\.5$"):
-        FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, q=1.5)
+        FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=6, n_in=3, n_out=5, p=2, q=1.5)
     with pytest.raises(ValueError, match="no w_in"):
         FpConfig.from_segment(segment(w_in=0), "fp32")
     with pytest.raises(TypeError, match="^precision must be one of fp32, fixed16, not 'fp16'$"):
         FpConfig.from_segment(segment(), "fp16")
     with pytest.raises(ValueError, match="pool .* must be"):
-        FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, pool=(3, 2, 1))
+        FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=6, n_in=3, n_out=5, p=2,
+                 pool=(3, 2, 1))
     with pytest.raises(ValueError, match="only the node completing"):
-        FpConfig("fp32", 3, 1, 1, 6, 3, 5, 2, completes=False, pool=(2, 2, 0))
+        FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=6, n_in=3, n_out=5, p=2,
+                 completes=False, pool=(2, 2, 0))
     with pytest.raises(ValueError, match="pixels .* must be W_out"):
         segment(pixels=25, cycles=25 * 3)
 

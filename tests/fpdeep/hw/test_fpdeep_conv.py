@@ -86,7 +86,8 @@ def test_units_are_emitted_once_and_instantiated_per_use():
     memory: 14 alike; PG's 27 LGB banks of 2 · 37 bits, 7 a memory (576 // 74): 3 groups
     of 7 and one of 6. With Q = 2 the 19th bank (the bias) is alone and the EB port
     leaves it: 9 memories of one kind, 1 of another."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 4, 3, 3, 2, completes=False, partial_in=True)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=3, n_out=3, p=2,
+                   completes=False, partial_in=True)
     fp = _kinds(convert(FpModule(cfg), "fp"))
     assert list(fp.values()) == [6, 14] and all("mac_tile" in k or "bank_memory" in k
                                                  for k in fp)
@@ -96,14 +97,15 @@ def test_units_are_emitted_once_and_instantiated_per_use():
     assert sorted((k.split("__")[1][:-11], n) for k, n in pg.items()) == [
         ("lgb_group", 1), ("lgb_group", 3), ("mac_tile", 54)]
     assert list(_kinds(convert(Lpram(cfg, eb_port=True), "lpram")).values()) == [14]
-    cfg = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 2, completes=False, partial_in=True)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=2, n_out=3, p=2,
+                   completes=False, partial_in=True)
     assert sorted(_kinds(convert(Lpram(cfg, eb_port=True), "lpram")).values()) == [1, 9]
 
 
 def test_one_row_units_keep_an_address_pin():
     """A one-row memory (G = passes = 1) still has 1-bit addresses: Amaranth drops a
     zero-width connection from an instance, and Verilator refuses the missing pin."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 4, 1, 2, 2)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=1, n_out=2, p=2)
     assert cfg.rows == 1
     text = convert(PgModule(cfg, batch=1), "pg") + convert(Lpram(cfg, eb_port=True), "lp")
     units = "".join(re.findall(r"^module \w+__(?:lgb_group|bank_memory)_\w+\(.*?^endmodule",

@@ -39,8 +39,8 @@ def random_configs(count, seed):
         stride = rng.choice((1, 1, 2, 3)) if k > 1 else 1
         w_in = rng.choice((3, 4, 5, 7)) + (k > 3) * 2 + (stride > 1) * 2
         n_out, n_in = rng.randint(1, 5), rng.randint(1, 5)
-        cfg = FpConfig("fixed16", k, stride, pad, w_in, n_in, n_out, rng.randint(1, n_out),
-                       q=rng.randint(1, n_in))
+        cfg = FpConfig(precision="fixed16", k=k, stride=stride, pad=pad, w_in=w_in, n_in=n_in,
+                       n_out=n_out, p=rng.randint(1, n_out), q=rng.randint(1, n_in))
         configs.append((cfg, rng.random() < 0.5, rng.random() < 0.5))
     return configs
 
@@ -87,13 +87,17 @@ def test_eb_module_fp32_matches_golden():
     adders): two groups, a zero lane, two passes (the second ragged), the downstream
     partial errors added; one image (the float units are slow in the Amaranth
     simulator)."""
-    cfg = FpConfig("fp32", 2, 1, 1, 4, 3, 3, 2, q=2, multiplier_stages=1, adder_stages=2)
+    cfg = FpConfig(precision="fp32", k=2, stride=1, pad=1, w_in=4, n_in=3, n_out=3, p=2, q=2,
+                   multiplier_stages=1, adder_stages=2)
     check_run(cfg, 1, 5, partial_in=True, gap=0.3, stall=0.3, seed=5)
 
 
-@pytest.mark.parametrize("cfg", [FpConfig("fixed16", 3, 1, 1, 7, 2, 5, 2),
-                                 FpConfig("fixed16", 3, 1, 1, 7, 5, 5, 2, q=2),
-                                 FpConfig("fixed16", 3, 2, 1, 7, 2, 3, 2)],
+@pytest.mark.parametrize("cfg", [FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=7,
+                                          n_in=2, n_out=5, p=2),
+                                 FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=7,
+                                          n_in=5, n_out=5, p=2, q=2),
+                                 FpConfig(precision="fixed16", k=3, stride=2, pad=1, w_in=7,
+                                          n_in=2, n_out=3, p=2)],
                          ids=["one-pass", "passes", "stride2"])
 def test_eb_module_full_rate(cfg):
     """Without gaps or stalls an output pixel leaves every ``G · passes`` cycles in steady
@@ -138,13 +142,14 @@ def test_eb_module_full_rate(cfg):
 def test_eb_refusals():
     with pytest.raises(ValueError, match=r"^n_out·k² = 66125 products exceed the 2\^16 a "
                                          r"48-bit sum holds exactly$"):
-        EbModule(FpConfig("fixed16", 5, 1, 2, 7, 1, 2645, 1))
+        EbModule(FpConfig(precision="fixed16", k=5, stride=1, pad=2, w_in=7, n_in=1, n_out=2645,
+                          p=1))
 
 
 def test_eb_ports():
     """The OCP options add ``i_partial`` and swap ``o`` for ``o_partial`` (48-bit fixed16
     partial words); the shared LPRAM port addresses the ``G · passes`` rows."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=5, n_out=3, p=2, q=2)
     plain = EbModule(cfg).signature.members
     assert {"i", "o", "load"} <= set(plain) and "i_partial" not in plain
     both = EbModule(cfg, partial_in=True, partial_out=True)
@@ -181,7 +186,7 @@ class SharedLpram(wiring.Component):
 
 def test_eb_shared_lpram():
     """The FP module's LPRAM, read at rows ``g·passes + r`` through its EB port."""
-    cfg = FpConfig("fixed16", 3, 1, 2, 5, 3, 3, 2, q=2)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=2, w_in=5, n_in=3, n_out=3, p=2, q=2)
     case = random_case(cfg, 1, 8)
     stim = stimulus(cfg, case)
     want = expected(cfg, case)
@@ -192,7 +197,7 @@ def test_eb_shared_lpram():
 
 def test_lpram_two_read_ports():
     """FP and EB read different rows in the same cycles; the FP port is unchanged."""
-    cfg = FpConfig("fixed16", 2, 1, 0, 4, 2, 5, 2)
+    cfg = FpConfig(precision="fixed16", k=2, stride=1, pad=0, w_in=4, n_in=2, n_out=5, p=2)
     lpram = Lpram(cfg, eb_port=True)
     single = Lpram(cfg)
     assert "eb_data" not in single.signature.members
@@ -247,7 +252,8 @@ SFU_CASES = [  # k, pad, w_in, n_out, p, pool, relu
 @pytest.mark.parametrize("case", range(len(SFU_CASES)))
 def test_sfu_backward_matches_golden(case):
     k, pad, w_in, n_out, p, pool, relu = SFU_CASES[case]
-    cfg = FpConfig("fixed16", k, 1, pad, w_in, 2, n_out, p, pool=pool, relu=relu)
+    cfg = FpConfig(precision="fixed16", k=k, stride=1, pad=pad, w_in=w_in, n_in=2, n_out=n_out,
+                   p=p, pool=pool, relu=relu)
     rng = np.random.default_rng(case)
     one = 1 << cfg.frac_bits
     side, beats = cfg.pool_out, cfg.pool_out ** 2 * cfg.groups
@@ -289,7 +295,8 @@ def test_sfu_backward_overlap_matches_golden(case):
     from nnrtl.sim.tb.fpdeep.sfu import random_case as sfu_case
     from nnrtl.sim.tb.fpdeep.sfu import stimulus as sfu_stimulus
     precision, w_out, n_out, p, pool = OVERLAP_CASES[case]
-    cfg = FpConfig(precision, 1, 1, 0, w_out, 2, n_out, p, pool=pool)
+    cfg = FpConfig(precision=precision, k=1, stride=1, pad=0, w_in=w_out, n_in=2, n_out=n_out, p=p,
+                   pool=pool)
     sfu = SfuBackward(cfg)
     assert sfu.depth == (pool[0] - 1) // pool[1] + 1
     data = sfu_case(cfg, 2, 20 + case)
@@ -306,7 +313,8 @@ def test_sfu_backward_overlap_matches_golden(case):
 def test_sfu_backward_refusals():
     with pytest.raises(ValueError, match=r"^SfuBackward runs on the node completing the "
                                          r"layer$"):
-        SfuBackward(FpConfig("fixed16", 3, 1, 1, 8, 2, 3, 2, completes=False))
+        SfuBackward(FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=8, n_in=2, n_out=3,
+                             p=2, completes=False))
 
 
 @pytest.mark.slow

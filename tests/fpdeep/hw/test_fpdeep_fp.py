@@ -31,7 +31,8 @@ def test_line_buffer_windows(width, k, stride, pad, channels, groups):
     lb = LineBuffer(width, k, stride=stride, pad=pad, channels=channels, word_bits=bits,
                     groups=groups)
     assert lb.depth_beats >= lb.min_depth == ((k - 1) * width + k) * groups
-    cfg = FpConfig("fixed16", k, stride, pad, width, channels * groups, 1, 1)
+    cfg = FpConfig(precision="fixed16", k=k, stride=stride, pad=pad, w_in=width,
+                   n_in=channels * groups, n_out=1, p=1)
     rng = np.random.default_rng(width * k)
     images = [rng.integers(0, 256, (width, width, channels * groups)) for _ in range(2)]
     beats = [sum(int(v) << (n * bits) for n, v in
@@ -111,7 +112,7 @@ FIXED_CASES = {  # name: FpConfig fields after precision (k, stride, pad, w_in, 
 
 @pytest.mark.parametrize("name", FIXED_CASES)
 def test_fp_fixed16_bit_exact(name):
-    cfg = FpConfig("fixed16", **FIXED_CASES[name])
+    cfg = FpConfig(precision="fixed16", **FIXED_CASES[name])
     stream, got, want, _ = amaranth_run(cfg, random_case(cfg, 2, seed=len(name)),
                                         gap=0.3, stall=0.3, seed=3)
     assert got == want, "\n".join(describe(cfg, stream, got, want))
@@ -121,7 +122,8 @@ def test_fp_fp32_bit_exact():
     """fp32 (hw/arith units, 3 stages each): a completing ICP node with partials in, bias,
     ReLU and a 2×2/2 pool, OC not a multiple of P. (The fp32 units are slow in the Amaranth
     simulator: larger layers are in the slow sweep below.)"""
-    cfg = FpConfig("fp32", 3, 1, 1, 4, 1, 3, 2, partial_in=True, pool=(2, 2, 0))
+    cfg = FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=4, n_in=1, n_out=3, p=2,
+                   partial_in=True, pool=(2, 2, 0))
     stream, got, want, _ = amaranth_run(cfg, random_case(cfg, 1, seed=5), gap=0.2,
                                         stall=0.3, seed=4)
     assert got == want, "\n".join(describe(cfg, stream, got, want))
@@ -130,7 +132,8 @@ def test_fp_fp32_bit_exact():
 def test_fp_fp32_passes_bit_exact():
     """fp32 with Q < S_IC: S_IC = 3 on Q = 2 (a ragged second pass), the pass accumulator's
     combinational FloatAdd, then the chain add, bias and ReLU; OC = 3 on P = 2."""
-    cfg = FpConfig("fp32", 3, 1, 1, 4, 3, 3, 2, q=2, partial_in=True)
+    cfg = FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=4, n_in=3, n_out=3, p=2, q=2,
+                   partial_in=True)
     assert cfg.passes == 2
     stream, got, want, _ = amaranth_run(cfg, random_case(cfg, 1, seed=6), gap=0.2,
                                         stall=0.3, seed=5)
@@ -150,9 +153,9 @@ def random_config(rng, precision):
     pools = [None] + [pool for pool in ((2, 2, 0), (3, 2, 0)) if pool[0] <= w_out]
     stages = {"multiplier_stages": int(rng.integers(0, 4)), "adder_stages": int(rng.integers(1, 4))}
     n_in = int(rng.integers(1, 6))
-    return FpConfig(precision, k, stride, pad, w_in, n_in, n_out,
-                    int(rng.integers(1, n_out + 1)), q=int(rng.integers(1, n_in + 1)),
-                    partial_in=partial_in, completes=completes,
+    return FpConfig(precision=precision, k=k, stride=stride, pad=pad, w_in=w_in, n_in=n_in,
+                    n_out=n_out, p=int(rng.integers(1, n_out + 1)),
+                    q=int(rng.integers(1, n_in + 1)), partial_in=partial_in, completes=completes,
                     relu=bool(rng.integers(2)),
                     pool=pools[int(rng.integers(len(pools)))] if completes else None,
                     **(stages if precision == "fp32" else {}))
@@ -181,7 +184,7 @@ def test_fp_chain_fixed16():
     partial = None
     for number, (lo, hi) in enumerate(cuts):
         last = number == len(cuts) - 1
-        cfg = FpConfig("fixed16", n_in=hi - lo, partial_in=lo > 0, completes=last,
+        cfg = FpConfig(precision="fixed16", n_in=hi - lo, partial_in=lo > 0, completes=last,
                        pool=(2, 2, 0) if last else None, **common)
         case = {"act": act[..., lo:hi], "weights": weights[:, lo:hi], "bias": bias,
                 "partial_in": partial}
@@ -199,7 +202,8 @@ def test_fp_cycles_per_pixel(q, expected):
     """Without gaps or stalls an output pixel leaves every ``⌈n_out/P⌉ · ⌈S_IC/Q⌉`` cycles
     in steady state (one pass of one group per cycle): OC = 7 on P = 3 is 3 groups, S_IC =
     2 on Q = 2 one pass, on Q = 1 two."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 6, 2, 7, 3, q=q, completes=False)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=6, n_in=2, n_out=7, p=3, q=q,
+                   completes=False)
     _, got, want, cycles = amaranth_run(cfg, random_case(cfg, 1, seed=1))
     assert got == want
     starts = cycles[::cfg.groups]

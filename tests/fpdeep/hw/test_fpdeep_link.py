@@ -118,7 +118,7 @@ def test_paper_size_link(pattern):
     """The paper's node: fp32, P = 8, a 150 Gb/s link (12 lanes, 768 bits) in three
     256-bit slots (a beat per slot word, the three forward paths side by side), FIFOs of
     64 beats, packets of 32, 200 beats per path."""
-    fp = FpConfig("fp32", 3, 1, 1, 14, 64, 64, 8)
+    fp = FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=14, n_in=64, n_out=64, p=8)
     cfg = LinkConfig.from_fp(fp, "down", link_bits=64 * lanes_for(150), slots=3,
                              tx_depth=64, rx_depth=64, max_beats=32)
     report = run(cfg, random_traffic(cfg, 200, random.Random(21)), pattern, seed=22)

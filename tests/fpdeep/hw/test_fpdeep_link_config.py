@@ -22,7 +22,7 @@ def test_slots_and_words():
 
 
 def test_config_from_fp_and_lanes():
-    fp = FpConfig("fixed16", 3, 1, 1, 8, 4, 6, 3)
+    fp = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=8, n_in=4, n_out=6, p=3)
     cfg = LinkConfig.from_fp(fp, "down")
     # Gradients: PG's LGB words, 32 + ⌈log2(64 pixels)⌉ bits for one sample.
     assert (cfg.p, cfg.word_bits, cfg.partial_bits, cfg.grad_bits) == (3, 16, 48, 38)

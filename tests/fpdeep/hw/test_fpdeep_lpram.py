@@ -33,7 +33,7 @@ def test_pack_without_enables_fills_primitives():
 
 def test_packed_banks_written_alone():
     """P = 1 fixed16: 16-bit banks, 4 a memory (3 × 3 × 2 + 1 = 19 banks in 5 memories)."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 1)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=2, n_out=3, p=1)
     assert [len(g) for g in pack(cfg.banks + 1, 16, enables=True)] == [4, 4, 4, 4, 3]
     lpram = Lpram(cfg, eb_port=True)
     rng = np.random.default_rng(14)

@@ -47,7 +47,8 @@ def test_from_node_refuses_what_the_modules_do_not_build(mapping):
 
 
 def test_node_config_checks():
-    small = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 2, pool=(2, 2, 0))
+    small = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=2, n_out=3, p=2,
+                     pool=(2, 2, 0))
     with pytest.raises(TypeError, match=r"^batch must be a positive integer, not 0$"):
         NodeConfig((small,), (True,), batch=0)
     with pytest.raises(TypeError, match=r"^act_images must be a positive integer, not -3$"):
@@ -84,7 +85,8 @@ def test_node_config_checks():
 
 
 def test_top_ports_and_registers():
-    partial = FpConfig("fixed16", 3, 1, 1, 4, 2, 3, 2, partial_in=True, completes=False)
+    partial = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=2, n_out=3, p=2,
+                       partial_in=True, completes=False)
     config = NodeConfig((NodeConfig().segments[0], partial), (True, False), lr=100)
     top = FpdeepNode(config)
     assert set(top.signature.members) == {

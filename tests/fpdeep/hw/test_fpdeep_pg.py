@@ -25,8 +25,9 @@ def random_configs(count, seed):
         pad = rng.randrange(k)
         w_in = rng.choice((4, 5, 7)) + (k > 3) * 2
         n_out = rng.randint(1, 5)
-        configs.append(FpConfig("fixed16", k, stride, pad, w_in, rng.randint(1, 3), n_out,
-                                rng.randint(1, n_out), completes=rng.random() < 0.6))
+        configs.append(FpConfig(precision="fixed16", k=k, stride=stride, pad=pad, w_in=w_in,
+                                n_in=rng.randint(1, 3), n_out=n_out, p=rng.randint(1, n_out),
+                                completes=rng.random() < 0.6))
     return configs
 
 
@@ -45,9 +46,12 @@ def test_pg_module_matches_golden(cfg):
 
 
 @pytest.mark.parametrize("cfg", [
-    FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2),                   # 3 passes, the last ragged
-    FpConfig("fixed16", 2, 2, 1, 5, 4, 2, 2, q=1, completes=False),  # 4 passes, G = 1, stride
-    FpConfig("fp32", 2, 1, 0, 3, 3, 2, 2, q=2, multiplier_stages=1),  # fp32, ragged pass
+    FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=5, n_out=3, p=2,
+             q=2),  # 3 passes, the last ragged
+    FpConfig(precision="fixed16", k=2, stride=2, pad=1, w_in=5, n_in=4, n_out=2, p=2, q=1,
+             completes=False),  # 4 passes, G = 1, stride
+    FpConfig(precision="fp32", k=2, stride=1, pad=0, w_in=3, n_in=3, n_out=2, p=2, q=2,
+             multiplier_stages=1),  # fp32, ragged pass
 ], ids=["fixed16-ragged", "fixed16-s2", "fp32-ragged"])
 def test_pg_module_passes_match_golden(cfg):
     """Q < S_IC: the LGB in the LPRAM's layout (rows ``g·passes + r``, the bias in the last
@@ -66,7 +70,8 @@ def test_pg_module_passes_match_golden(cfg):
 def test_pg_module_fp32_matches_golden():
     """fp32 (FloatMul of 2 stages, the LGB's read-add-write through FloatAdd): two groups,
     a zero lane, the bias bank, two mini-batches of one image."""
-    cfg = FpConfig("fp32", 2, 1, 1, 4, 1, 3, 2, multiplier_stages=2)
+    cfg = FpConfig(precision="fp32", k=2, stride=1, pad=1, w_in=4, n_in=1, n_out=3, p=2,
+                   multiplier_stages=2)
     dut = PgModule(cfg, batch=1)
     assert dut.lgb_bits == 32
     case = random_case(cfg, 1, 2, 6)
@@ -79,7 +84,7 @@ def test_pg_module_full_rate():
     """Without gaps or stalls one (pixel, group, pass) is taken per cycle: an image of
     ``w_out² · G`` δ beats, each held ``passes`` cycles, plus the line buffer's fill, then
     the drain of 2 cycles per LGB row."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 6, 3, 5, 2, q=2)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=6, n_in=3, n_out=5, p=2, q=2)
     dut = PgModule(cfg, batch=1)
     assert dut.macs == 2 * 2 * 9 and dut.lgb_banks == cfg.banks + 1
     case = random_case(cfg, 1, 1, 4)
@@ -118,14 +123,15 @@ def test_pg_module_full_rate():
 
 
 def test_pg_lgb_width():
-    cfg = FpConfig("fixed16", 3, 1, 1, 8, 2, 3, 2)                # 64 pixels
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=8, n_in=2, n_out=3,
+                   p=2)  # 64 pixels
     assert PgModule(cfg, batch=1).lgb_bits == lgb_bits(cfg, 1) == 32 + 6
     assert PgModule(cfg, batch=1024).lgb_bits == 32 + 16 == 48   # the DSP48 accumulator
     assert PgModule(cfg, batch=1025).lgb_bits == 49
 
 
 def test_pg_refusals():
-    cfg = FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=2, n_out=3, p=2)
     for bad in (0, -3, 2.0, True):
         with pytest.raises(TypeError, match=rf"^batch must be a positive integer, not "
                                             rf"{bad!r}$"):

@@ -19,11 +19,15 @@ from nnrtl.sim.tb.fpdeep.update import UpdateHarness, expected, random_case, sti
 
 
 @pytest.mark.parametrize("cfg, lr", [
-    (FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2), 3000),
-    (FpConfig("fixed16", 2, 1, 0, 4, 1, 4, 4, completes=False), 65535),
-    (FpConfig("fp32", 2, 1, 1, 4, 1, 3, 2), int(to_bits(FP32, np.float32([0.125]))[0])),
-    (FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2), 3000),    # 3 passes, the last ragged
-    (FpConfig("fp32", 2, 1, 1, 4, 3, 3, 2, q=2), int(to_bits(FP32, np.float32([0.125]))[0])),
+    (FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=2, n_out=3, p=2), 3000),
+    (FpConfig(precision="fixed16", k=2, stride=1, pad=0, w_in=4, n_in=1, n_out=4, p=4,
+              completes=False), 65535),
+    (FpConfig(precision="fp32", k=2, stride=1, pad=1, w_in=4, n_in=1, n_out=3,
+              p=2), int(to_bits(FP32, np.float32([0.125]))[0])),
+    (FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=5, n_out=3, p=2,
+              q=2), 3000),  # 3 passes, the last ragged
+    (FpConfig(precision="fp32", k=2, stride=1, pad=1, w_in=4, n_in=3, n_out=3, p=2,
+              q=2), int(to_bits(FP32, np.float32([0.125]))[0])),
 ], ids=["fixed16-bias", "fixed16-partial", "fp32", "fixed16-passes", "fp32-passes"])
 def test_update_matches_golden(cfg, lr):
     batch = 2
@@ -38,7 +42,7 @@ def test_update_matches_golden(cfg, lr):
 
 def test_update_changes_weights():
     """The case moves every weight that has a nonzero step (the check is not vacuous)."""
-    cfg = FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=2, n_out=3, p=2)
     case = random_case(cfg, 2, 1, 5)
     new = sgd(cfg, case["weights"], case["dw"][0], 3000, 2 * cfg.frac_bits)
     assert (new != case["weights"]).mean() > 0.9
@@ -47,7 +51,7 @@ def test_update_changes_weights():
 
 def test_golden_fixed16_is_sgd():
     """fixed16: ``w − rate·g`` in real numbers, within half a code plus saturation."""
-    cfg = FpConfig("fixed16", 1, 1, 0, 2, 1, 1, 1)
+    cfg = FpConfig(precision="fixed16", k=1, stride=1, pad=0, w_in=2, n_in=1, n_out=1, p=1)
     rng = np.random.default_rng(1)
     w = rng.integers(-4000, 4000, 200)
     g = rng.integers(-(1 << 20), 1 << 20, 200)
@@ -58,7 +62,7 @@ def test_golden_fixed16_is_sgd():
 
 
 def test_golden_fp32_is_two_roundings():
-    cfg = FpConfig("fp32", 1, 1, 0, 2, 1, 1, 1)
+    cfg = FpConfig(precision="fp32", k=1, stride=1, pad=0, w_in=2, n_in=1, n_out=1, p=1)
     rng = np.random.default_rng(2)
     w = rng.standard_normal(100).astype(np.float32)
     g = rng.standard_normal(100).astype(np.float32)
@@ -69,8 +73,9 @@ def test_golden_fp32_is_two_roundings():
 
 
 def test_update_parameters():
-    cfg = FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2)
+    cfg = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=2, n_out=3, p=2)
     with pytest.raises(TypeError, match=r"^batch must be a positive integer, not 0$"):
         WeightUpdate(cfg, batch=0)
     assert WeightUpdate(cfg).latency == 2
-    assert WeightUpdate(FpConfig("fp32", 3, 1, 1, 5, 2, 3, 2)).latency == 3
+    assert WeightUpdate(FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=5, n_in=2, n_out=3,
+                                 p=2)).latency == 3

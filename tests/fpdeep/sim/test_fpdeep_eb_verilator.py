@@ -19,7 +19,7 @@ from nnrtl.sim.tb.fpdeep.fp import fields_of
 #: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
 pytestmark = pytest.mark.timeout(900)
 
-CFG = FpConfig("fixed16", 3, 1, 1, 5, 3, 3, 2, q=2)
+CFG = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=3, n_out=3, p=2, q=2)
 
 
 def run(cfg, name, images, **options):
@@ -41,8 +41,9 @@ def test_eb_module_every_pattern():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cfg", [
-    FpConfig("fixed16", 3, 2, 1, 8, 3, 3, 2, q=2),
-    FpConfig("fp32", 2, 2, 0, 7, 3, 3, 2, q=2, multiplier_stages=1, adder_stages=2)],
+    FpConfig(precision="fixed16", k=3, stride=2, pad=1, w_in=8, n_in=3, n_out=3, p=2, q=2),
+    FpConfig(precision="fp32", k=2, stride=2, pad=0, w_in=7, n_in=3, n_out=3, p=2, q=2,
+             multiplier_stages=1, adder_stages=2)],
     ids=["fixed16", "fp32"])
 def test_eb_module_stride_partial_out_slow(cfg):
     run(cfg, f"fpdeep_eb_{cfg.precision}_s2", 2, partial_in=True, partial_out=True)

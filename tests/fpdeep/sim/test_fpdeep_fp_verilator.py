@@ -15,7 +15,8 @@ from nnrtl.sim.tb.fpdeep.fp import fields_of
 #: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
 pytestmark = pytest.mark.timeout(900)
 
-CFG = FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2, partial_in=True, pool=(2, 2, 0))
+CFG = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=5, n_out=3, p=2, q=2,
+               partial_in=True, pool=(2, 2, 0))
 
 
 def test_fp_module_every_pattern():

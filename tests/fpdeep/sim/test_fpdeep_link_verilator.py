@@ -16,7 +16,8 @@ from nnrtl.sim.tb.fpdeep.link import LinkPairTop
 #: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
 pytestmark = [pytest.mark.timeout(1200), pytest.mark.slow]
 
-CFG = LinkConfig.from_fp(FpConfig("fp32", 3, 1, 1, 14, 64, 64, 8), "down",
+CFG = LinkConfig.from_fp(FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=14, n_in=64,
+                                  n_out=64, p=8), "down",
                          link_bits=64 * lanes_for(150), slots=3, tx_depth=4, rx_depth=6,
                          max_beats=8)
 

@@ -25,14 +25,17 @@ from nnrtl.sim.tb.fpdeep.node import fp_versions, node_config, node_fields
 #: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
 pytestmark = pytest.mark.timeout(900)
 
-CFG = FpConfig("fixed16", 3, 1, 1, 4, 1, 2, 1, pool=(2, 2, 0))
+CFG = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=1, n_out=2, p=1,
+               pool=(2, 2, 0))
 CONFIG = NodeConfig((CFG,), (True,), batch=2, act_images=3, lr=20000)
 BATCHES, LAG = 2, 2
 #: Issue 14's shapes: S_IC = 3 on Q = 2 (two passes, the second ragged) and AlexNet's
 #: overlapping 3×3/2 pool (5×5 → 2×2) on the completing node.
-PASSES_CONFIG = NodeConfig((FpConfig("fixed16", 3, 1, 1, 5, 3, 2, 1, q=2, pool=(3, 2, 0)),),
+PASSES_CONFIG = NodeConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=3,
+                                     n_out=2, p=1, q=2, pool=(3, 2, 0)),),
                            (True,), batch=2, act_images=3, lr=20000)
-FP32_CFG = FpConfig("fp32", 3, 1, 1, 4, 1, 2, 1, pool=(2, 2, 0))
+FP32_CFG = FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=4, n_in=1, n_out=2, p=1,
+                    pool=(2, 2, 0))
 FP32_CONFIG = NodeConfig((FP32_CFG,), (True,), batch=2, act_images=3,
                          lr=int(to_bits(FP32, np.float32([0.03125]))[0]))
 
@@ -44,13 +47,16 @@ FP32_CONFIG = NodeConfig((FP32_CFG,), (True,), batch=2, act_images=3,
 #: ``eb_partial``/``delta_out`` and sent no image ahead of its errors with one Act-RAM
 #: image.
 TWO_SEGMENTS = NodeConfig(
-    (FpConfig("fixed16", 3, 1, 2, 2, 1, 4, 1, partial_in=True, completes=False, q=1),
-     FpConfig("fixed16", 1, 2, 0, 5, 2, 2, 1, partial_in=True, completes=False, q=1)),
+    (FpConfig(precision="fixed16", k=3, stride=1, pad=2, w_in=2, n_in=1, n_out=4, p=1,
+              partial_in=True, completes=False, q=1),
+     FpConfig(precision="fixed16", k=1, stride=2, pad=0, w_in=5, n_in=2, n_out=2, p=1,
+              partial_in=True, completes=False, q=1)),
     (False, True), batch=2, act_images=1, lr=12013,
     eb_partial=((False, False), (True, True)))
 #: A completing ICP segment sending δ (``delta_out``), strided 4×4 kernel with padding.
 DELTA_OUT = NodeConfig(
-    (FpConfig("fixed16", 4, 3, 2, 6, 4, 5, 1, partial_in=True, relu=False, q=1),),
+    (FpConfig(precision="fixed16", k=4, stride=3, pad=2, w_in=6, n_in=4, n_out=5, p=1,
+              partial_in=True, relu=False, q=1),),
     (False,), batch=2, act_images=2, lr=36115, delta_out=(True,))
 
 

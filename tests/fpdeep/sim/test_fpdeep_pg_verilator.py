@@ -16,7 +16,7 @@ from nnrtl.sim.tb.fpdeep.fp import fields_of
 #: A Verilator build takes minutes on a busy machine; a hang must not stall CI.
 pytestmark = pytest.mark.timeout(900)
 
-CFG = FpConfig("fixed16", 3, 2, 1, 7, 3, 3, 2, q=2)
+CFG = FpConfig(precision="fixed16", k=3, stride=2, pad=1, w_in=7, n_in=3, n_out=3, p=2, q=2)
 BATCH, BATCHES = 2, 2
 
 

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.timeout(1800)
 
 @pytest.mark.slow
 @pytest.mark.parametrize("cfg", [
-    FpConfig("fixed16", 1, 1, 0, 8, 1, 3, 2, pool=(3, 2, 0)),
-    FpConfig("fp32", 1, 1, 0, 7, 1, 3, 2, pool=(3, 2, 0))], ids=["fixed16", "fp32"])
+    FpConfig(precision="fixed16", k=1, stride=1, pad=0, w_in=8, n_in=1, n_out=3, p=2,
+             pool=(3, 2, 0)),
+    FpConfig(precision="fp32", k=1, stride=1, pad=0, w_in=7, n_in=1, n_out=3, p=2,
+             pool=(3, 2, 0))], ids=["fixed16", "fp32"])
 def test_sfu_backward_overlap_every_pattern_slow(cfg):
     images = 2
     result = simulate(SfuBackward(cfg), test_module="nnrtl.sim.tb.fpdeep.sfu",

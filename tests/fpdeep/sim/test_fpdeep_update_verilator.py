@@ -21,9 +21,10 @@ FP32_RATE = int(to_bits(FP32, np.float32([0.03125]))[0])
 
 
 @pytest.mark.parametrize("cfg, lr", [
-    (FpConfig("fixed16", 3, 1, 1, 5, 2, 3, 2), 3000),
-    (FpConfig("fp32", 2, 1, 1, 4, 2, 3, 2), FP32_RATE),
-    (FpConfig("fixed16", 3, 1, 1, 5, 5, 3, 2, q=2), 3000),       # 3 passes, the last ragged
+    (FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=2, n_out=3, p=2), 3000),
+    (FpConfig(precision="fp32", k=2, stride=1, pad=1, w_in=4, n_in=2, n_out=3, p=2), FP32_RATE),
+    (FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=5, n_out=3, p=2,
+              q=2), 3000),  # 3 passes, the last ragged
 ], ids=["fixed16", "fp32", "fixed16-passes"])
 def test_update_every_pattern(cfg, lr):
     batch, batches = 2, 2
