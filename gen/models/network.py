@@ -84,7 +84,7 @@ class ModelSpec:
         ``hidden_size`` is the largest layer's.
     hidden_sizes : tuple of int
         Each layer's hidden size when they differ (``layers`` entries, the largest
-        ``hidden_size``), else ``()``: as :class:`~nnrtl.hw.sbe.SBEConfig`'s.
+        ``hidden_size``), else ``()``: as :class:`~nnrtl.hw.sbe.SbeConfig`'s.
     """
 
     input_size: int

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ...hw.sbe import PRESETS, SBEConfig, SBEEngine
+from ...hw.sbe import PRESETS, SbeConfig, SbeEngine
 from ..engines import Engine, ModelBinding
 from .space import draw
 
@@ -60,7 +60,7 @@ def _run(request, *, steps, split, model=None, outputs=None):
         "model": model and str(model),
         "outputs": outputs and str(outputs),
     }
-    result = run(SBEEngine(config), test_module="nnrtl.sim.tb.sbe.engine", params=params,
+    result = run(SbeEngine(config), test_module="nnrtl.sim.tb.sbe.engine", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_sbe", log=request.log)
     return result
 
@@ -115,7 +115,7 @@ def load_model(request):
         xs = load_inputs(request.inputs, model.spec.input_size)
     seq_len = len(xs) if xs is not None else request.seq_len
     if seq_len is None:
-        seq_len = SBEConfig().seq_len
+        seq_len = SbeConfig().seq_len
     config, quantized = model_config(model, request.board, request.params, seq_len=seq_len,
                                      calibration=xs, lut_share=request.lut_share)
     source = {"path": str(request.path), "weights": request.weights and str(request.weights),
@@ -159,8 +159,8 @@ def _resources(config, family):
 ENGINE = Engine(
     name="sbe",
     summary="stall-free blocking-batching LSTM inference, weights in off-chip memory",
-    config_class=SBEConfig,
-    top=SBEEngine,
+    config_class=SbeConfig,
+    top=SbeEngine,
     resources=_resources,
     predict=predict,
     simulate=simulate,

@@ -8,13 +8,13 @@ sbe`` and ``nnrtl generate/sim sbe --model`` (:func:`.frommodel.model_config`) b
 
 import dataclasses
 
-from ...hw.sbe.config import SBEConfig
+from ...hw.sbe.config import SbeConfig
 from ..dse import Budget
 from ..errors import UsageError
 from ..params import complete, parse_values
 from .explore import VARIED, check_seq_len, explore, format_table
 
-__all__ = ["SBEExploration", "explore_request", "explore_pinned", "pins",
+__all__ = ["SbeExploration", "explore_request", "explore_pinned", "pins",
            "generate_command", "feasible_points", "MAX_POINTS", "VARIED", "SHAPE",
            "QUANTIZED"]
 
@@ -37,7 +37,7 @@ def pins(params, *, model):
     ------
     UsageError
         Naming the parameter and who sets it."""
-    values = parse_values(SBEConfig, params)
+    values = parse_values(SbeConfig, params)
     if model:
         for name in values:
             if name in SHAPE:
@@ -75,7 +75,7 @@ def explore_pinned(spec, board, values, *, seq_len, base, **options):
     except UsageError:
         if pinned:      # the pinned values' own conflict, if they have one, says more
             shape = {name: getattr(spec, name) for name in SHAPE}
-            complete(SBEConfig, {**shape, "seq_len": seq_len, **fixed, **pinned}, base=base)
+            complete(SbeConfig, {**shape, "seq_len": seq_len, **fixed, **pinned}, base=base)
         raise
 
 
@@ -135,7 +135,7 @@ def feasible_points(exploration, limit=MAX_POINTS):
 
 
 @dataclasses.dataclass(frozen=True)
-class SBEExploration:
+class SbeExploration:
     """An exploration with the model it explored: what ``nnrtl explore sbe`` prints."""
 
     exploration: object
@@ -208,23 +208,23 @@ def explore_request(request):
     else:
         spec = complete(ModelSpec, {name: values[name] for name in SHAPE if name in values},
                         base=ModelSpec(1, 1, 1))
-        base = SBEConfig()
+        base = SbeConfig()
     exploration = explore_pinned(spec, request.board, values, seq_len=seq_len, base=base,
                                  budget=budget, objective=request.objective,
                                  tolerance=request.tolerance, top=request.top,
                                  log=request.log)
-    return SBEExploration(exploration, model, quantized, calibration)
+    return SbeExploration(exploration, model, quantized, calibration)
 
 
 def _seq_len(request, values):
     """The sequence length to plan for: ``--seq-len`` or ``--param seq_len`` (not both),
-    else SBEConfig's."""
+    else SbeConfig's."""
     if "seq_len" in values and request.seq_len is not None:
         raise UsageError("give the sequence length as --seq-len or as --param seq_len, not "
                          "both")
     if "seq_len" in values:
         return values["seq_len"]
-    return SBEConfig().seq_len if request.seq_len is None else request.seq_len
+    return SbeConfig().seq_len if request.seq_len is None else request.seq_len
 
 
 def _platform(name):

@@ -15,7 +15,7 @@ configuration of
 * ``blocks``: every number from 1 to :data:`MAX_ANY_BLOCKS` (the columns padded to a
   whole number of blocks), and the divisors of every layer's columns beyond,
 
-sizes that do not divide being padded with zeros (:attr:`~nnrtl.hw.sbe.SBEConfig.padded`):
+sizes that do not divide being padded with zeros (:attr:`~nnrtl.hw.sbe.SbeConfig.padded`):
 the padding's cost is in the predicted cycles, the utilization counts the model's MACs,
 
 is checked against a budget (:class:`~nnrtl.gen.dse.Budget`) of the board's DSP slices and
@@ -42,7 +42,7 @@ import time
 
 from ...boards import get_board
 from ...hw.bus import MAX_BUS_BITS
-from ...hw.sbe.config import SBEConfig
+from ...hw.sbe.config import SbeConfig
 from ..dse import Budget, check_objective, choose, describe_objective, tightest, within
 from ..engines import LUT_SHARE
 from ..errors import UsageError
@@ -65,7 +65,7 @@ class Candidate:
 
     Attributes
     ----------
-    config : SBEConfig
+    config : SbeConfig
     cycles : int
         :func:`~nnrtl.gen.sbe.perf.model_cycles` for ``seq_len`` steps.
     utilization : float
@@ -74,7 +74,7 @@ class Candidate:
     resources : ResourceEstimate
     """
 
-    config: SBEConfig
+    config: SbeConfig
     cycles: int
     utilization: float
     gops: float
@@ -93,7 +93,7 @@ class Point:
 
     Attributes
     ----------
-    config : SBEConfig
+    config : SbeConfig
     resources : ResourceEstimate
     lower_bound : int
         :func:`~nnrtl.gen.sbe.perf.lower_bound_cycles` for ``seq_len`` steps: no
@@ -104,7 +104,7 @@ class Point:
         ``None`` if its bound showed it could not be among the best ``top``.
     """
 
-    config: SBEConfig
+    config: SbeConfig
     resources: ResourceEstimate
     lower_bound: int
     cycles: int | None
@@ -200,15 +200,15 @@ def _powers_of_two(limit):
 
 def check_seq_len(seq_len, *, name="seq_len", base=None):
     """:class:`UsageError` unless ``seq_len`` is a positive integer of steps one run of the
-    engine holds: its ``steps`` register has :attr:`SBEConfig.step_bits` bits (of ``base``,
-    default ``SBEConfig()``). The exploration's cost does not depend on it (the
+    engine holds: its ``steps`` register has :attr:`SbeConfig.step_bits` bits (of ``base``,
+    default ``SbeConfig()``). The exploration's cost does not depend on it (the
     performance model is in closed form past the first batches)."""
     if not isinstance(seq_len, int) or isinstance(seq_len, bool) or seq_len <= 0:
         raise UsageError(f"{name} must be a positive integer, not {seq_len!r}")
-    bits = (SBEConfig() if base is None else base).step_bits
+    bits = (SbeConfig() if base is None else base).step_bits
     if seq_len >= 1 << bits:
         raise UsageError(f"{name} ({seq_len}) is longer than one run of the SBE: its steps "
-                         f"register has {bits} bits (SBEConfig.step_bits), so at most "
+                         f"register has {bits} bits (SbeConfig.step_bits), so at most "
                          f"{(1 << bits) - 1} steps")
 
 
@@ -235,7 +235,7 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
         Steps per sequence to optimise for.
     clock_hz : float, optional
         Engine clock (default: the board's default clock).
-    base : SBEConfig, optional
+    base : SbeConfig, optional
         Source of the other fields (widths, fraction bits, ``batch_norm``).
     post_units : int
         Post-processing units wanted; the largest power of two dividing the units per pass
@@ -297,7 +297,7 @@ def explore(model, board, *, seq_len, clock_hz=None, base=None, post_units=4,
     if clock_hz is None:
         from ..engines import board_clock_hz
         clock_hz = board_clock_hz(platform)
-    base = SBEConfig() if base is None else base
+    base = SbeConfig() if base is None else base
     hidden, rows = spec.hidden_size, 4 * spec.hidden_size
     ow = base.operand_width
     widths = {spec.input_size + hidden} | ({2 * hidden} if spec.layers > 1 else set())

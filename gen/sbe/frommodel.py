@@ -5,7 +5,7 @@
 and checks it is an LSTM the SBE runs; :func:`config_from_model` explores the design space of the
 model on a board (:func:`~.explore.explore`) with the number formats of the quantized model
 (:func:`quantized_base`) and takes the fastest configuration that fits. The result is the
-one :class:`~nnrtl.hw.sbe.SBEConfig` the RTL, the golden model and the testbench derive
+one :class:`~nnrtl.hw.sbe.SbeConfig` the RTL, the golden model and the testbench derive
 from, with the :class:`QuantizedLSTM` whose codes the engine loads.
 
 Without calibration inputs the activation ranges come from a synthetic calibration set
@@ -19,7 +19,7 @@ import dataclasses
 
 import numpy as np
 
-from ...hw.sbe.config import GATES, SBEConfig
+from ...hw.sbe.config import GATES, SbeConfig
 from ..errors import UsageError
 from ..models import LSTM, MODEL_FORMATS, load_array, load_network
 from ..models.quantize import quantize, to_fixed
@@ -41,7 +41,7 @@ CALIBRATION_SEQUENCES = 8
 #: an 8 x 4 LSTM: 720 MB), so a longer ``seq_len`` is calibrated on this many steps.
 CALIBRATION_MAX_STEPS = 4096
 
-#: SBEConfig fields :func:`config_from_model` chooses, and who chooses them.
+#: SbeConfig fields :func:`config_from_model` chooses, and who chooses them.
 _CHOSEN = {
     **dict.fromkeys(("input_size", "hidden_size", "hidden_sizes", "layers"),
                     "comes from the model"),
@@ -50,17 +50,17 @@ _CHOSEN = {
                     "is chosen by the design-space exploration"),
     **dict.fromkeys(("weight_frac", "act_frac", "cell_frac"), "is chosen by the quantization"),
 }
-#: What :func:`config_from_model` lets the caller set: SBEConfig fields, and
+#: What :func:`config_from_model` lets the caller set: SbeConfig fields, and
 #: :func:`~.explore.explore` arguments.
 _CONFIG_OVERRIDES = ("batch_norm", "operand_width", "acc_width")
 _EXPLORE_OVERRIDES = ("post_units", "dram_efficiency", "lut_share")
-#: SBEConfig fields the quantization depends on (:func:`quantized_base`).
+#: SbeConfig fields the quantization depends on (:func:`quantized_base`).
 WIDTHS = ("operand_width", "acc_width")
 
 
 def check_model(network):
     """``network`` if the SBE runs it: forward LSTM layers without projections (of any
-    hidden sizes: the engine is sized for the largest, ``SBEConfig.hidden_sizes``);
+    hidden sizes: the engine is sized for the largest, ``SbeConfig.hidden_sizes``);
     otherwise :class:`UsageError` naming the layer and the rule."""
     label = network.source or "model"
     for n, layer in enumerate(network.layers):
@@ -200,7 +200,7 @@ class QuantizedLSTM:
         fracs = {f for layer in self.layers for f in (layer.w_x_frac, layer.w_h_frac)}
         if len(fracs) != 1:
             raise ValueError(f"the weights have several formats ({sorted(fracs)}); an "
-                             f"SBEConfig holds one: quantize with granularity='model'")
+                             f"SbeConfig holds one: quantize with granularity='model'")
         return fracs.pop()
 
     def apply(self, config):
@@ -281,12 +281,12 @@ def quantized_base(model, *, seq_len, calibration=None, **fields):
         Input sequences (``T x I`` or ``T x N x I``); by default
         :func:`synthetic_calibration` of ``seq_len`` steps.
     **fields
-        SBEConfig fields other than the fraction bits, e.g. ``operand_width``.
+        SbeConfig fields other than the fraction bits, e.g. ``operand_width``.
 
     Returns
     -------
-    (SBEConfig, QuantizedLSTM)
-        ``SBEConfig()`` with ``fields`` and the quantized model's ``weight_frac``,
+    (SbeConfig, QuantizedLSTM)
+        ``SbeConfig()`` with ``fields`` and the quantized model's ``weight_frac``,
         ``act_frac`` and ``cell_frac`` (:meth:`QuantizedLSTM.apply`): the
         ``base`` of :func:`~.explore.explore`, whose other fields the exploration replaces.
 
@@ -296,7 +296,7 @@ def quantized_base(model, *, seq_len, calibration=None, **fields):
         Field values the configuration rejects, ``seq_len`` not a positive integer.
     """
     try:        # fraction bits 0 until the quantization sets them: any width is valid
-        widths = dataclasses.replace(SBEConfig(), weight_frac=0, act_frac=0, cell_frac=0,
+        widths = dataclasses.replace(SbeConfig(), weight_frac=0, act_frac=0, cell_frac=0,
                                      **fields)
     except (TypeError, ValueError) as error:
         raise UsageError(str(error)) from None
@@ -329,13 +329,13 @@ def config_from_model(model, board, *, seq_len, calibration=None, clock_hz=None,
     clock_hz : float, optional
         Engine clock (default: the board's default clock).
     **overrides
-        ``batch_norm``, ``operand_width``, ``acc_width`` (SBEConfig fields the exploration
+        ``batch_norm``, ``operand_width``, ``acc_width`` (SbeConfig fields the exploration
         keeps) and ``post_units``, ``dram_efficiency``, ``lut_share`` (arguments of
         :func:`~.explore.explore`). The other fields are chosen here.
 
     Returns
     -------
-    (SBEConfig, QuantizedLSTM)
+    (SbeConfig, QuantizedLSTM)
 
     Raises
     ------
@@ -362,7 +362,7 @@ def model_config(model, board, params=(), *, seq_len, calibration=None, lut_shar
     """The configuration of ``model`` for ``nnrtl generate/sim sbe --model``: the
     completion ``nnrtl explore sbe --model`` makes
     (:func:`~.exploration.explore_pinned`). The hardware parameters given in ``params``
-    (``name=value`` strings of :class:`~nnrtl.hw.sbe.SBEConfig`, e.g. ``pes=64``) are
+    (``name=value`` strings of :class:`~nnrtl.hw.sbe.SbeConfig`, e.g. ``pes=64``) are
     kept; the others the design-space exploration chooses, the fastest within the board's
     budget (all DSPs and BRAM36, ``lut_share`` of the LUTs, by default
     :data:`~nnrtl.gen.engines.LUT_SHARE`: without ``params``, for a real model, a large
@@ -372,7 +372,7 @@ def model_config(model, board, params=(), *, seq_len, calibration=None, lut_shar
 
     Returns
     -------
-    (SBEConfig, QuantizedLSTM)
+    (SbeConfig, QuantizedLSTM)
 
     Raises
     ------

@@ -4,7 +4,7 @@ Two layers:
 
 * The paper's closed forms ("Performance Model", eqs. 1-6; "Resource Modelling", eq. 7),
   as functions of the paper's symbols, and :func:`paper_performance` applying them to an
-  :class:`~nnrtl.hw.sbe.SBEConfig`. ``P`` is in multiply-accumulates per cycle (the
+  :class:`~nnrtl.hw.sbe.SbeConfig`. ``P`` is in multiply-accumulates per cycle (the
   paper's ``M_op`` counts the matrix's multiply-accumulates); throughput is ``2 P f``.
 * :func:`predict` / :func:`model_cycles`: a timeline of the schedule the RTL follows,
   exact in cycles under its assumptions, which adds what the closed forms leave out -- the
@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ...boards.capacity import BRAM36_BITS
-from ...hw.sbe.config import SBEConfig
+from ...hw.sbe.config import SbeConfig
 
 __all__ = [
     "balanced_batch", "case1_performance", "case2_performance", "case3_performance",
@@ -144,7 +144,7 @@ class Prediction:
         ``seq_len * config.macs_per_step``: the model's, padding not counted.
     padding_macs : int
         ``seq_len * config.padding_macs_per_step``: what the engine issues for the zero
-        rows and columns padding adds (:attr:`~nnrtl.hw.sbe.SBEConfig.padded`); its cost
+        rows and columns padding adds (:attr:`~nnrtl.hw.sbe.SbeConfig.padded`); its cost
         is in ``cycles``.
     busy_cycles : int
         Cycles the PE array issues a column step.
@@ -411,7 +411,7 @@ def predict(config, *, pipeline_latency=None, seq_len=None):
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
     pipeline_latency : int, optional
         Cycles from a pass's last column step to its first hidden unit being usable
         (default ``config.pipeline_latency``); 0 gives the paper's stall-free timing.
@@ -425,7 +425,7 @@ def predict(config, *, pipeline_latency=None, seq_len=None):
     Raises
     ------
     TypeError
-        If ``config`` is not an :class:`SBEConfig` or a keyword is not a non-negative
+        If ``config`` is not an :class:`SbeConfig` or a keyword is not a non-negative
         (``seq_len``: positive) integer.
 
     Notes
@@ -468,8 +468,8 @@ def predict(config, *, pipeline_latency=None, seq_len=None):
     likewise. The result is exactly that of the step-by-step timeline, which the tests keep
     (``_EXTRAPOLATE = False``) and compare with it.
     """
-    if not isinstance(config, SBEConfig):
-        raise TypeError(f"config must be an SBEConfig, not {config!r}")
+    if not isinstance(config, SbeConfig):
+        raise TypeError(f"config must be an SbeConfig, not {config!r}")
     latency = config.pipeline_latency if pipeline_latency is None else pipeline_latency
     if not isinstance(latency, int) or isinstance(latency, bool) or latency < 0:
         raise TypeError(f"pipeline_latency must be a non-negative integer, not {latency!r}")
@@ -535,14 +535,14 @@ def _run_layer(tl, config, shape, steps, inputs):
 
 
 def run_cycles(config, layer, steps):
-    """Predicted cycles of one run of the engine (:class:`~nnrtl.hw.sbe.SBEEngine`): layer
+    """Predicted cycles of one run of the engine (:class:`~nnrtl.hw.sbe.SbeEngine`): layer
     ``layer`` over ``steps`` steps from an idle engine, the header of the run (one beat per
     hidden unit and field) on the weight stream before the first block, from the start
     command to the last hidden value. Equal to the RTL's ``cycles`` counter with gapless
     streams, unless the x stream falls behind (see the module's docstring). The cost is
     independent of ``steps``."""
-    if not isinstance(config, SBEConfig):
-        raise TypeError(f"config must be an SBEConfig, not {config!r}")
+    if not isinstance(config, SbeConfig):
+        raise TypeError(f"config must be an SbeConfig, not {config!r}")
     shape = config.layer(layer)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
         raise TypeError(f"steps must be a positive integer, not {steps!r}")
@@ -564,7 +564,7 @@ def model_cycles(config, *, pipeline_latency=None, seq_len=None):
 def lower_bound_cycles(config, *, seq_len=None):
     """A cheap lower bound of :func:`model_cycles`: the larger of the PE array's column
     steps and the DMA's load cycles (the blocks of
-    :meth:`~nnrtl.hw.sbe.SBEConfig.block_schedule`, counted without listing them), which
+    :meth:`~nnrtl.hw.sbe.SbeConfig.block_schedule`, counted without listing them), which
     each run one at a time."""
     seq_len = config.seq_len if seq_len is None else seq_len
     batches = -(-seq_len // config.batch)

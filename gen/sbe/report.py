@@ -15,7 +15,7 @@ of another model or board.
 
 import dataclasses
 
-from ...hw.sbe.config import SBEConfig
+from ...hw.sbe.config import SbeConfig
 from ..report import Note, new_figure, resources_figure, save_figure
 from .perf import model_cycles, predict, run_cycles
 
@@ -46,7 +46,7 @@ def breakdown(result):
 
 
 def _config(data):
-    return SBEConfig(**data.manifest["parameters"])
+    return SbeConfig(**data.manifest["parameters"])
 
 
 def _describe(config):
@@ -93,12 +93,12 @@ def explore_data(data):
     choice = next((c for c in explore.get("candidates", []) if c.get("chosen")), None)
     if choice is not None:
         try:
-            chosen = SBEConfig(**choice["config"])
+            chosen = SbeConfig(**choice["config"])
         except (TypeError, ValueError):
             chosen = None
         label = ("explore's choice: this design" if chosen == config else
                  f"explore's choice, not this design "
-                 f"({_describe(chosen) if chosen else 'not an SBEConfig'})")
+                 f"({_describe(chosen) if chosen else 'not an SbeConfig'})")
         choice = {"label": label, "dsp": choice["resources"]["dsp"],
                   "bram36": choice["resources"]["bram36"], "cycles": choice["cycles"]}
     points = (explore.get("feasible_points") or {}).get("points", [])

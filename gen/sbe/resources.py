@@ -12,7 +12,7 @@ import math
 from ...boards.capacity import LUTRAM_DEPTH, bram36_for
 from ...hw.arith.multiplier import dsp_slices, lut_product_luts, rtl_products
 from ...hw.sbe.controller import Controller
-from ...hw.sbe.engine import SBEEngine
+from ...hw.sbe.engine import SbeEngine
 from ...hw.sbe.pe import PEGroup
 from ...hw.sbe.post import PostProcessingUnit
 
@@ -53,17 +53,17 @@ class MemoryShape:
 
 
 def memory_shapes(config):
-    """The memories :class:`~nnrtl.hw.sbe.SBEEngine` builds for ``config``, as
+    """The memories :class:`~nnrtl.hw.sbe.SbeEngine` builds for ``config``, as
     :class:`MemoryShape` records: per PE group its weight double buffer
     (:meth:`PEGroup.weight_depth`) and BB-FIFO slice; the vector double buffer (two
     :meth:`Controller.vector_half_depth` halves); the h store banks
-    (:meth:`SBEEngine.h_store_shape`); per post-processing unit its parameter and cell
+    (:meth:`SbeEngine.h_store_shape`); per post-processing unit its parameter and cell
     memories (:meth:`PostProcessingUnit.depth`); the output FIFO
-    (:meth:`SBEEngine.output_fifo_depth`). The PWL tables are ROMs, in LUTs, not
+    (:meth:`SbeEngine.output_fifo_depth`). The PWL tables are ROMs, in LUTs, not
     counted."""
     ow, aw, nt = config.operand_width, config.acc_width, config.bus_weights
     groups = config.pes // nt
-    banks, bank_words = SBEEngine.h_store_shape(config)
+    banks, bank_words = SbeEngine.h_store_shape(config)
     pp_depth = PostProcessingUnit.depth(config)
     return [
         MemoryShape("weight buffer", groups, nt, ow, PEGroup.weight_depth(config)),
@@ -77,7 +77,7 @@ def memory_shapes(config):
         # SyncFIFOBuffered keeps one entry in its output register, the rest in memory;
         # each entry is PP h values and tlast.
         MemoryShape("output fifo", 1, 1, config.post_units * ow + 1,
-                    SBEEngine.output_fifo_depth(config) - 1),
+                    SbeEngine.output_fifo_depth(config) - 1),
     ]
 
 

@@ -1,4 +1,4 @@
-"""The type and range checks of :class:`~nnrtl.hw.sbe.SBEConfig`'s parameters, in
+"""The type and range checks of :class:`~nnrtl.hw.sbe.SbeConfig`'s parameters, in
 Amaranth's wording (``hidden_size must be a positive integer, not -3``)."""
 
 from ..checks import check_non_negative, check_positive, check_range, is_int

@@ -9,7 +9,7 @@ with its weights in off-chip memory:
   ``4 * j + g`` is row ``j`` of gate ``g``, gates in the order i, u, f, o: "Weights Matrix
   Partition", Fig. 5) whose columns are ``[x_t, h_{t-1}]``.
 * ``pes`` PEs compute it column by column: each cycle one element of the vector (or
-  ``pes / (4 * hidden_size)`` elements, see :attr:`SBEConfig.columns_per_cycle`) times
+  ``pes / (4 * hidden_size)`` elements, see :attr:`SbeConfig.columns_per_cycle`) times
   one column ("Overcoming Data Dependency", Fig. 4), so the x part of a step runs before
   its h part is needed.
 * The columns are cut into ``blocks`` blocks; two are on chip (double buffer) while the
@@ -38,7 +38,7 @@ from .padding import nearest_valid as _nearest
 from .padding import padded_sizes as _padded_sizes
 from .register_map import register_map
 
-__all__ = ["SBEConfig", "LayerShape", "GATES"]
+__all__ = ["SbeConfig", "LayerShape", "GATES"]
 
 
 #: Gate order of the interleaved matrix: input, cell candidate ("input modulation"),
@@ -47,7 +47,7 @@ GATES = ("i", "u", "f", "o")
 
 
 @dataclasses.dataclass(frozen=True)
-class SBEConfig:
+class SbeConfig:
     """Parameters of one SBE engine.
 
     The sizes are the model's; the divisibility rules of the RTL below hold on the

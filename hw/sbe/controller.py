@@ -26,7 +26,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import SBEConfig
+from .config import SbeConfig
 
 __all__ = ["Controller", "LayerConstants", "Phase", "Waiting", "next_batch_size"]
 
@@ -89,7 +89,7 @@ class Controller(wiring.Component):
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
 
     Attributes
     ----------
@@ -127,8 +127,8 @@ class Controller(wiring.Component):
     """
 
     def __init__(self, config):
-        if not isinstance(config, SBEConfig):
-            raise TypeError(f"config must be an SBEConfig, not {config!r}")
+        if not isinstance(config, SbeConfig):
+            raise TypeError(f"config must be an SbeConfig, not {config!r}")
         self._config = config
         self._w_half = self.weight_half_depth(config)
         self._x_half = self.vector_half_depth(config)

@@ -23,25 +23,25 @@ from amaranth.lib.wiring import In, Out, connect, flipped
 from ..bus import (AXI4LiteSignature, AXI4StreamSignature, AXI4StreamToStream, PerfCounter,
                    RegisterFile, StreamToAXI4Stream)
 from ..hierarchy import shared
-from .config import SBEConfig
+from .config import SbeConfig
 from .controller import Controller
 from .loaders import InputLoader, WeightLoader
 from .pe import PEGroup
 from .post import PostProcessingUnit
 
-__all__ = ["SBEEngine"]
+__all__ = ["SbeEngine"]
 
-class SBEEngine(wiring.Component):
+class SbeEngine(wiring.Component):
     """The stall-free blocking-batching LSTM engine.
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
 
     Attributes
     ----------
     s_axil : In(AXI4LiteSignature)
-        :attr:`SBEConfig.registers`.
+        :attr:`SbeConfig.registers`.
     s_weights : In(AXI4StreamSignature)
         A run's header and weight blocks, ``bus_weights`` words per beat.
     s_inputs : In(AXI4StreamSignature)
@@ -51,8 +51,8 @@ class SBEEngine(wiring.Component):
     """
 
     def __init__(self, config):
-        if not isinstance(config, SBEConfig):
-            raise TypeError(f"config must be an SBEConfig, not {config!r}")
+        if not isinstance(config, SbeConfig):
+            raise TypeError(f"config must be an SbeConfig, not {config!r}")
         config = config.padded          # the RTL runs the padded problem
         self._config = config
         bits = config.stream_bits
@@ -87,7 +87,7 @@ class SBEEngine(wiring.Component):
         that many passes of room an output stream that keeps up never holds the array
         back (``handover_wait_cycles`` stays 0 without backpressure)."""
         drain = config.drain_cycles
-        return drain * (math.ceil((config.pipeline_latency + SBEEngine.FIFO_SLACK) / drain)
+        return drain * (math.ceil((config.pipeline_latency + SbeEngine.FIFO_SLACK) / drain)
                         + 2)
 
     @staticmethod

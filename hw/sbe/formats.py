@@ -1,4 +1,4 @@
-"""Records the SBE configuration derives (:class:`~nnrtl.hw.sbe.SBEConfig`): its number
+"""Records the SBE configuration derives (:class:`~nnrtl.hw.sbe.SbeConfig`): its number
 formats, the post-processing units' PWL tables, the layout of a run's header and the
 widths of its streams."""
 
@@ -12,7 +12,7 @@ __all__ = ["Formats", "PWLTables", "pwl_tables_of", "HeaderLayout", "StreamBits"
 
 
 class Formats(NamedTuple):
-    """The four number formats of an engine (:attr:`SBEConfig.formats`).
+    """The four number formats of an engine (:attr:`SbeConfig.formats`).
 
     Attributes
     ----------
@@ -35,7 +35,7 @@ class Formats(NamedTuple):
 
 
 class PWLTables(NamedTuple):
-    """The post-processing units' piecewise-linear tables (:attr:`SBEConfig.pwl_tables`).
+    """The post-processing units' piecewise-linear tables (:attr:`SbeConfig.pwl_tables`).
 
     Attributes
     ----------
@@ -61,7 +61,7 @@ def pwl_tables_of(formats):
 
 
 class HeaderLayout(NamedTuple):
-    """Where each value of a hidden unit sits in a run's header (:attr:`SBEConfig.
+    """Where each value of a hidden unit sits in a run's header (:attr:`SbeConfig.
     header_layout`): the header is ``fields`` beats per hidden unit, one value per beat,
     and a post-processing unit keeps them as one word of ``fields`` values.
 

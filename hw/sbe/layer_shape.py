@@ -1,5 +1,5 @@
-"""How one LSTM layer's weight matrix maps onto the SBE (:meth:`SBEConfig.layer
-<nnrtl.hw.sbe.SBEConfig.layer>` builds it)."""
+"""How one LSTM layer's weight matrix maps onto the SBE (:meth:`SbeConfig.layer
+<nnrtl.hw.sbe.SbeConfig.layer>` builds it)."""
 
 import dataclasses
 

@@ -18,15 +18,15 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .config import SBEConfig
+from .config import SbeConfig
 from .controller import Controller, LayerConstants, next_batch_size
 
 __all__ = ["WeightLoader", "InputLoader"]
 
 
 def _check(config, half_depth, minimum):
-    if not isinstance(config, SBEConfig):
-        raise TypeError(f"config must be an SBEConfig, not {config!r}")
+    if not isinstance(config, SbeConfig):
+        raise TypeError(f"config must be an SbeConfig, not {config!r}")
     if not isinstance(half_depth, int) or isinstance(half_depth, bool) or half_depth <= 0:
         raise TypeError(f"half_depth must be a positive integer, not {half_depth!r}")
     if half_depth < minimum(config):
@@ -39,7 +39,7 @@ class WeightLoader(wiring.Component):
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
     half_depth : int
         Entries of one half of the weight buffer (:meth:`.Controller.weight_half_depth`),
         at least a block's.
@@ -47,7 +47,7 @@ class WeightLoader(wiring.Component):
     Raises
     ------
     TypeError
-        If ``config`` is not an :class:`SBEConfig` or ``half_depth`` not a positive integer.
+        If ``config`` is not an :class:`SbeConfig` or ``half_depth`` not a positive integer.
     ValueError
         If ``half_depth`` is smaller than a block.
 
@@ -171,7 +171,7 @@ class InputLoader(wiring.Component):
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
     half_depth : int
         Entries of one half of the vector buffer (:meth:`.Controller.vector_half_depth`),
         at least a block's x for a whole batch.

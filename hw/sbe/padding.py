@@ -1,5 +1,5 @@
 """The padded sizes of an SBE configuration: the smallest input and hidden sizes at least
-a model's that the RTL's divisibility rules accept (:attr:`nnrtl.hw.sbe.SBEConfig.padded`),
+a model's that the RTL's divisibility rules accept (:attr:`nnrtl.hw.sbe.SbeConfig.padded`),
 and the nearest valid values a rule padding cannot satisfy names."""
 
 import math

@@ -15,7 +15,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..arith.multiplier import lut_product
-from .config import SBEConfig
+from .config import SbeConfig
 
 __all__ = ["PEGroup"]
 
@@ -32,7 +32,7 @@ class PEGroup(wiring.Component):
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
     lut_pes : int (keyword-only)
         How many of the group's PEs (the last ones) build their multiplier from LUTs
         (:func:`~nnrtl.hw.arith.multiplier.lut_product`) instead of a DSP slice.
@@ -57,13 +57,13 @@ class PEGroup(wiring.Component):
     Raises
     ------
     TypeError
-        If ``config`` is not an :class:`SBEConfig` or ``lut_pes`` is not an integer from 0
+        If ``config`` is not an :class:`SbeConfig` or ``lut_pes`` is not an integer from 0
         to ``bus_weights``.
     """
 
     def __init__(self, config, *, lut_pes):
-        if not isinstance(config, SBEConfig):
-            raise TypeError(f"config must be an SBEConfig, not {config!r}")
+        if not isinstance(config, SbeConfig):
+            raise TypeError(f"config must be an SbeConfig, not {config!r}")
         n = config.bus_weights
         if not isinstance(lut_pes, int) or isinstance(lut_pes, bool) or not 0 <= lut_pes <= n:
             raise TypeError(f"lut_pes must be an integer from 0 to {n} (bus_weights), "

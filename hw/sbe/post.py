@@ -78,7 +78,7 @@ class PostProcessingUnit(wiring.Component):
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
 
     Attributes
     ----------
@@ -94,7 +94,7 @@ class PostProcessingUnit(wiring.Component):
         Apply the batch normalisation (configurations with ``batch_norm`` only).
     hdr_en, hdr_addr, hdr_field, hdr_data : In
         Write one header value into the parameter memory: field ``hdr_field`` of
-        :attr:`SBEConfig.header_layout` (bias, scale or shift of a gate).
+        :attr:`SbeConfig.header_layout` (bias, scale or shift of a gate).
     h_valid, h : Out
         The hidden value, :attr:`latency` cycles after ``valid``.
     """

@@ -4,7 +4,7 @@ LSTMs to FPGAs with Weight Reuse", 2020)."""
 import dataclasses
 
 from ..presets import Preset
-from .config import SBEConfig
+from .config import SbeConfig
 
 __all__ = ["ZC706_LSTM256", "VC709_LSTM512", "PRESETS"]
 
@@ -12,7 +12,7 @@ __all__ = ["ZC706_LSTM256", "VC709_LSTM512", "PRESETS"]
 #: The paper's ZC706 design ("Experimental Setup", "Resource Utilization"): the LSTM-256 of
 #: LRCN with 1792 input features (2048 x 256 weights per gate), Npe = 1024, B = 64,
 #: Nt = 16 (256-bit DMA bus), Nb = 16 ("the proper blocking number is 16"), 4 PPs.
-ZC706_LSTM256 = SBEConfig(
+ZC706_LSTM256 = SbeConfig(
     input_size=1792, hidden_size=256, layers=1, seq_len=1024, pes=1024, batch=64,
     blocks=16, bus_weights=16, post_units=4, batch_norm=True, lut_multipliers=224)
 

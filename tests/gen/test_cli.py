@@ -92,7 +92,7 @@ def test_generate_prints_the_model_s_share_of_the_board(tmp_path, capsys):
 
 @pytest.mark.parametrize("share, message", [
     # The ZC706 preset's LUT multipliers are 62.5% of the device: 0.7 admits them, 0.5 not.
-    ("0.5", r"sbe with SBEConfig\(.*\) needs 136\d{3} lut counted by its resource model, "
+    ("0.5", r"sbe with SbeConfig\(.*\) needs 136\d{3} lut counted by its resource model, "
             r"but zc706 allows 109300: lut_share 0\.5 of its 218600 LUTs, the rest left for "
             r"the logic the model does not count \(62\.\d% of the device; --lut-share sets "
             r"the share\)"),

@@ -16,7 +16,7 @@ from nnrtl.gen.models import LSTM, ModelSpec, Network, load_keras
 from nnrtl.gen.models import load_state_dict as load_torch
 from nnrtl.gen.models.quantize import calibrate, fraction_bits, to_fixed
 from nnrtl.gen.sbe.frommodel import load_model, quantize_model
-from nnrtl.hw.sbe import SBEConfig
+from nnrtl.hw.sbe import SbeConfig
 
 # -- PyTorch -----------------------------------------------------------------------------
 
@@ -324,7 +324,7 @@ def test_quantize_model_for_the_sbe():
     assert quantized.saturated == 0
     for layer in quantized.layers:
         assert np.abs(layer.w_x).max() <= 32767 and layer.w_x.dtype == np.int64
-    config = quantized.apply(SBEConfig(input_size=INPUTS + 3, hidden_size=HIDDEN, layers=1,
+    config = quantized.apply(SbeConfig(input_size=INPUTS + 3, hidden_size=HIDDEN, layers=1,
                                        pes=28, bus_weights=4, blocks=1, post_units=1))
     assert (config.weight_frac, config.act_frac) == (quantized.weight_frac, quantized.act_frac)
     matrix, bias = quantized.interleaved(0)

@@ -3,7 +3,7 @@
 result and a ``synth.json``."""
 
 #: The counters of a real run: ``nnrtl sim sbe --board zc706 --seed 1`` (the default
-#: SBEConfig, random streams), its JSON line as printed.
+#: SbeConfig, random streams), its JSON line as printed.
 SBE_RUN = {
     "engine": "sbe", "board": "zc706", "seed": 1, "backpressure": "random",
     "bit_exact": True, "mismatches": 0, "first_mismatch": None, "fault": None,

@@ -31,7 +31,7 @@ import dataclasses
 import time
 
 from ....boards import get_board
-from ....hw.sbe import PRESETS, SBEConfig
+from ....hw.sbe import PRESETS, SbeConfig
 from ...engines import SimRequest, board_clock_hz
 from ...progress import progress
 from ..perf import paper_performance, predict
@@ -43,7 +43,7 @@ __all__ = ["bench_sbe", "markdown_sbe", "TREND_BASE", "speedup_table"]
 #: The scaled-down LSTM of ``trends``: 56 inputs, 8 hidden units (32 rows), 32 PEs, 4
 #: weights per cycle, so that eq. 1's balanced batch is 32 / 4 = 8 (the ZC706 design's 64
 #: at 1/16 scale). 8 blocks: case 1; 16: case 2; 32: case 3.
-TREND_BASE = SBEConfig(input_size=56, hidden_size=8, pes=32, bus_weights=4, post_units=4,
+TREND_BASE = SbeConfig(input_size=56, hidden_size=8, pes=32, bus_weights=4, post_units=4,
                        batch=8, blocks=8, seq_len=16)
 
 TRENDS = (
@@ -129,12 +129,12 @@ def speedup_table(hidden_sizes=LARGE_HIDDEN, seq_len=1024):
 
 def bench_presets(simulate):
     from ....sim.runner import to_verilog
-    from ....hw.sbe import SBEEngine
+    from ....hw.sbe import SbeEngine
     rows = []
     for name, preset in PRESETS.items():
         config = preset.config
         start = time.monotonic()
-        text = to_verilog(SBEEngine(config), "nnrtl_sbe")
+        text = to_verilog(SbeEngine(config), "nnrtl_sbe")
         generation = time.monotonic() - start
         progress(f"presets: {name} generated in {generation:.1f} s ({len(text)} bytes)")
         board = get_board(preset.board)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from ....boards import get_board
-from ....hw.sbe import SBEConfig, SBEEngine
+from ....hw.sbe import SbeConfig, SbeEngine
 from ...progress import progress
 
 __all__ = ["TOOLSPEED_PES", "toolspeed_config", "bench_toolspeed", "markdown_toolspeed"]
@@ -31,7 +31,7 @@ TOOLSPEED_PES = (64, 128, 256, 512, 1024, 2048)
 def toolspeed_config(pes):
     """The series' design with ``pes`` PEs."""
     batch = pes // 16
-    return SBEConfig(input_size=1792, hidden_size=512, pes=pes, bus_weights=16,
+    return SbeConfig(input_size=1792, hidden_size=512, pes=pes, bus_weights=16,
                      batch=batch, blocks=16, post_units=4, seq_len=max(16, batch))
 
 

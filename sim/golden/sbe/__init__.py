@@ -1,7 +1,7 @@
 """Bit-exact golden model of the SBE (:mod:`nnrtl.hw.sbe`) and its stream formats.
 
 This package is the executable form of the contract between the SBE's RTL and its golden
-model; everything here is derived from one :class:`~nnrtl.hw.sbe.SBEConfig`. The
+model; everything here is derived from one :class:`~nnrtl.hw.sbe.SbeConfig`. The
 arithmetic is in :mod:`.model`, the stream formats in :mod:`.streams`, random parameters
 and inputs in :mod:`.random_data`. Symbols: ``H = hidden_size``, ``rows = 4H``, ``k =
 config.columns_per_cycle``, ``P = config.passes``, ``RPP = config.rows_per_pass``, ``PP =
@@ -12,7 +12,7 @@ shape.x_columns_in_hidden_blocks``, ``Nb = config.blocks``. Row ``4 * j + g`` of
 interleaved matrix is unit ``j`` of gate ``g`` (gates i, u, f, o,
 :data:`~nnrtl.hw.sbe.GATES`); its columns are ``[x_t (In), h_{t-1} (H)]``.
 
-Number formats (:attr:`SBEConfig.formats <nnrtl.hw.sbe.SBEConfig.formats>`)
+Number formats (:attr:`SbeConfig.formats <nnrtl.hw.sbe.SbeConfig.formats>`)
 ---------------------------------------------------------------------------
 ``W = QFormat(operand_width, weight_frac)`` weights; ``V = QFormat(operand_width,
 act_frac)`` x inputs and h; ``A = QFormat(acc_width, weight_frac + act_frac)``

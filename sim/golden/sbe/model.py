@@ -68,7 +68,7 @@ def _check_codes(values, fmt, name):
 
 
 def tables(config):
-    """The PWL tables of ``config`` (:attr:`~nnrtl.hw.sbe.SBEConfig.pwl_tables`), once its
+    """The PWL tables of ``config`` (:attr:`~nnrtl.hw.sbe.SbeConfig.pwl_tables`), once its
     accumulators are narrow enough for the model.
 
     Raises
@@ -193,7 +193,7 @@ def pad_params(config, layer_index, params):
     A config whose ``input_size`` or ``hidden_size`` the RTL cannot run as they are, or whose
     layers have different hidden sizes (``config.hidden_sizes``: every layer runs padded to
     the largest, ``config.padded_hidden_size``)
-    (:attr:`~nnrtl.hw.sbe.SBEConfig.is_padded`), runs the problem of ``config.padded``:
+    (:attr:`~nnrtl.hw.sbe.SbeConfig.is_padded`), runs the problem of ``config.padded``:
     :func:`pad_params` puts the model's rows first (unit ``j < H`` keeps rows ``4j + g``) and
     zeros in the padded units' rows (weights, bias, batch-norm scale and shift), and the
     model's x and h columns at their places in ``[x (padded In), h (padded H)]`` with zero
@@ -360,7 +360,7 @@ def step(config, params, x, h_prev, c_prev, *, batch_norm=None):
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
     params : LayerParams
     x : array of int, shape (In,)
         Codes of ``V``.

@@ -28,7 +28,7 @@ def random_layer(config, layer_index, rng, *, scale=0.25, batch_norm=None):
 
     Parameters
     ----------
-    config : SBEConfig
+    config : SbeConfig
     layer_index : int
     rng : numpy.random.Generator
     scale : float

@@ -9,12 +9,12 @@ row into the integer a testbench drives, :func:`unpack_beat` the reverse.
 
 ``s_weights`` (:func:`weight_beats`), ``Nt`` words of ``operand_width`` bits per beat:
 
-1. Header (:attr:`~nnrtl.hw.sbe.SBEConfig.header_layout`): for unit ``j = 0 .. H-1``:
+1. Header (:attr:`~nnrtl.hw.sbe.SbeConfig.header_layout`): for unit ``j = 0 .. H-1``:
    ``bias_i, bias_u, bias_f, bias_o`` and, if ``config.batch_norm``, ``scale_i ..
    scale_o, shift_i .. shift_o``: one value per beat,
    its ``acc_width``-bit two's complement code in the low ``acc_width`` bits, the upper
    bits zero. ``H * (12 if batch_norm else 4)`` beats.
-2. Blocks in consumption order (:meth:`~nnrtl.hw.sbe.SBEConfig.block_schedule`): if ``config.weights_resident``
+2. Blocks in consumption order (:meth:`~nnrtl.hw.sbe.SbeConfig.block_schedule`): if ``config.weights_resident``
    (``Nb <= 2``) blocks ``0 .. Nb-1`` once per run; else per batch blocks ``0 .. F-1``,
    then if ``HB <= 2`` blocks ``F .. Nb-1`` once, else for each of the ``n`` steps blocks
    ``F .. Nb-1``. Block ``b`` is entries ``(p, q)``, ``p = 0 .. P-1`` outer, ``q = 0 ..
@@ -61,21 +61,21 @@ def _signed(words, width):
 
 def batches(config, steps):
     """``[(t0, n), ...]``: the batches of a run of ``steps`` steps
-    (:meth:`~nnrtl.hw.sbe.SBEConfig.batches`)."""
+    (:meth:`~nnrtl.hw.sbe.SbeConfig.batches`)."""
     return config.batches(steps)
 
 
 def block_schedule(config, layer_index, steps):
     """Block numbers in the order ``s_weights`` sends them for one run of layer
     ``layer_index`` over ``steps`` steps, header not included
-    (:meth:`~nnrtl.hw.sbe.SBEConfig.block_schedule`)."""
+    (:meth:`~nnrtl.hw.sbe.SbeConfig.block_schedule`)."""
     config.layer(layer_index)
     return config.block_schedule(layer_index, steps)
 
 
 def _header_words(config, params):
     """The header's beats: ``header_layout.fields`` rows per hidden unit, each of ``Nt``
-    words, values placed by :attr:`~nnrtl.hw.sbe.SBEConfig.header_layout`."""
+    words, values placed by :attr:`~nnrtl.hw.sbe.SbeConfig.header_layout`."""
     layout = config.header_layout
     values = np.zeros((config.hidden_size, layout.fields), dtype=np.int64)
     parts = {"bias": params.bias}

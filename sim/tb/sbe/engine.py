@@ -1,7 +1,7 @@
 """cocotb bench: the SBE engine end to end under Verilator, on the generic
 :class:`~nnrtl.sim.tb.engine_bench.EngineBench`.
 
-Parameters (``tb_params()``): ``config`` (the :class:`~nnrtl.hw.sbe.SBEConfig` fields),
+Parameters (``tb_params()``): ``config`` (the :class:`~nnrtl.hw.sbe.SbeConfig` fields),
 ``steps`` (sequence length), ``split`` (0, or the step at which layer 0's sequence is cut
 into two runs, the second continuing the first's state with ``keep_state``),
 ``batch_norm`` (run-time switch, configurations with batch norm), ``source_pauses`` /
@@ -42,14 +42,14 @@ import numpy as np
 from cocotbext.axi import AxiStreamFrame
 
 from nnrtl.gen.sbe.perf import run_cycles
-from nnrtl.hw.sbe import SBEConfig
+from nnrtl.hw.sbe import SbeConfig
 from nnrtl.sim.golden import sbe as golden
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
 from nnrtl.sim.tb.registers import BenchFailure
 
 PARAMS = tb_params()
-CONFIG = SBEConfig(**PARAMS["config"])
+CONFIG = SbeConfig(**PARAMS["config"])
 COUNTERS = ("cycles", "stall_cycles", "weight_wait_cycles", "input_wait_cycles",
             "handover_wait_cycles", "column_steps", "useful_macs", "weight_words")
 

@@ -3,7 +3,7 @@ drives the SBE's RTL under Verilator through its four platform functions (32-bit
 AXI4-Lite words by offset, AXI4-Stream frames), bridged from its blocking calls into
 cocotb; the h codes it returns are reported.
 
-Parameters (``tb_params()``): ``config`` (SBEConfig fields), ``directory`` (the
+Parameters (``tb_params()``): ``config`` (SbeConfig fields), ``directory`` (the
 generated design), ``xs`` (input codes), ``seed``, ``source_pauses``, ``sink_pauses``.
 """
 
@@ -15,13 +15,13 @@ from cocotb.task import bridge, resume
 from cocotbext.axi import AxiStreamFrame
 
 from nnrtl.gen.sbe.perf import run_cycles
-from nnrtl.hw.sbe import SBEConfig
+from nnrtl.hw.sbe import SbeConfig
 from nnrtl.sim.golden import sbe as golden
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
 
 PARAMS = tb_params()
-CONFIG = SBEConfig(**PARAMS["config"])
+CONFIG = SbeConfig(**PARAMS["config"])
 
 
 @cocotb.test()

@@ -22,7 +22,7 @@ from nnrtl.gen.sbe.frommodel import (config_from_model, load_model, quantized_ba
                                      synthetic_calibration)
 from nnrtl.gen.models import ModelSpec, load_state_dict
 from nnrtl.gen.sbe.frommodel import quantize_model
-from nnrtl.hw.sbe import SBEConfig
+from nnrtl.hw.sbe import SbeConfig
 
 SHAPE = ["--param", f"input_size={INPUTS}", "--param", f"hidden_size={HIDDEN}",
          "--param", "layers=2"]
@@ -57,7 +57,7 @@ def generated_config(out):
     """The configuration of the ``nnrtl generate`` line ``explore`` prints."""
     line = out.splitlines()[-1]
     assert line.startswith("  nnrtl generate sbe --board ")
-    return parse_params(SBEConfig, line.split()[6::2])
+    return parse_params(SbeConfig, line.split()[6::2])
 
 
 def as_json(value):
@@ -238,7 +238,7 @@ def write(tmp_path, name, content):
                                   r"--param hidden_size=N \[--param layers=N\]"),
     (["sbe", "--board", "zc706", "--param", "input_size=5"], r"explore needs --model FILE, .*"),
     (["sbe", "--board", "zc706", *SHAPE, "--param", "lanes=4"],
-     r"unknown parameter 'lanes' for SBEConfig; valid parameters: input_size, hidden_size, "
+     r"unknown parameter 'lanes' for SbeConfig; valid parameters: input_size, hidden_size, "
      r"hidden_sizes, layers, seq_len, pes, .*"),
     (["sbe", "--board", "zc706", *SHAPE, "--param", "pes=4", "--param", "pes=8"],
      r"parameter pes is given twice"),
@@ -279,7 +279,7 @@ def write(tmp_path, name, content):
      r"--seq-len must be a positive integer, not 0"),
     (["sbe", "--board", "zc706", *SHAPE, "--seq-len", str(2 ** 32)],
      r"--seq-len \(4294967296\) is longer than one run of the SBE: its steps register has "
-     r"32 bits \(SBEConfig\.step_bits\), so at most 4294967295 steps"),
+     r"32 bits \(SbeConfig\.step_bits\), so at most 4294967295 steps"),
     (["sbe", "--board", "zc706", *SHAPE, "--top", "0"],
      r"--top must be a positive integer, not 0"),
     (["sbe", "--board", "zc706", "--model", "{torch}", *SHAPE],
@@ -354,7 +354,7 @@ def test_generate_refuses_a_sequence_longer_than_a_run(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert (code, out) == (2, "")
     assert err == ("nnrtl: error: --seq-len (4294967296) is longer than one run of the SBE: "
-                   "its steps register has 32 bits (SBEConfig.step_bits), so at most "
+                   "its steps register has 32 bits (SbeConfig.step_bits), so at most "
                    "4294967295 steps\n")
     assert not (tmp_path / "out").exists()
 

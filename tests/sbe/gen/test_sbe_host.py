@@ -343,7 +343,7 @@ def test_a_failure_writing_the_host_files_leaves_no_directory(model_path, tmp_pa
 def test_host_py_runs_the_rtl_bit_exact(model_path, tmp_path):
     """host.py's sequence on the real RTL under Verilator (:mod:`sbe_host_bench`, random
     gaps and backpressure): the h codes it returns are the golden model's."""
-    from nnrtl.hw.sbe import SBEEngine
+    from nnrtl.hw.sbe import SbeEngine
     from nnrtl.sim.runner import simulate
 
     engine, binding = bind(model_path, CONFIGS["k1-blocks4"])
@@ -354,7 +354,7 @@ def test_host_py_runs_the_rtl_bit_exact(model_path, tmp_path):
     expected = codes
     for layer, params in enumerate(layer_params(binding)):
         expected, _ = golden.run_layer(config, layer, params, expected, batch_norm=False)
-    result = simulate(SBEEngine(config), test_module="sbe_host_bench", name="nnrtl_sbe",
+    result = simulate(SbeEngine(config), test_module="sbe_host_bench", name="nnrtl_sbe",
                       seed=3, params={"config": dataclasses.asdict(config),
                                       "directory": str(tmp_path / "out"),
                                       "xs": codes.tolist(), "source_pauses": "random",

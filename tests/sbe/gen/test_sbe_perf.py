@@ -13,7 +13,7 @@ from nnrtl.gen.sbe.perf import (balanced_batch, bram_eq7, case1_performance,
                                 case2_performance, case3_performance, gops,
                                 lower_bound_cycles, model_cycles, paper_performance,
                                 predict, steady_state_performance)
-from nnrtl.hw.sbe import PRESETS, VC709_LSTM512, ZC706_LSTM256, SBEConfig
+from nnrtl.hw.sbe import PRESETS, VC709_LSTM512, ZC706_LSTM256, SbeConfig
 
 Z = ZC706_LSTM256
 
@@ -236,7 +236,7 @@ def random_configs(count, seed):
             post_units=rng.choice([1, 2, 3, 4]), blocks=rng.randint(1, 12))
         kwargs["batch"] = rng.randint(1, kwargs["seq_len"])
         try:
-            configs.append((SBEConfig(**kwargs), rng.choice([0, 1, 3, 17])))
+            configs.append((SbeConfig(**kwargs), rng.choice([0, 1, 3, 17])))
         except ValueError:
             continue
     return configs
@@ -281,7 +281,7 @@ def long_runs(count, seed):
             post_units=rng.choice([1, 2, 3, 4]), blocks=rng.randint(1, 16),
             batch=rng.choice([rng.randint(1, min(seq_len, 6)), rng.randint(1, seq_len)]))
         try:
-            config = SBEConfig(**kwargs)
+            config = SbeConfig(**kwargs)
         except ValueError:
             continue
         steps = rng.choice([seq_len, seq_len - 1, rng.randint(1, 700)]) or 1
@@ -332,23 +332,23 @@ def test_a_billion_steps(config, monkeypatch):
 
 
 def test_predict_checks_its_arguments():
-    with pytest.raises(TypeError, match=r"^config must be an SBEConfig, not 3$"):
+    with pytest.raises(TypeError, match=r"^config must be an SbeConfig, not 3$"):
         predict(3)
     with pytest.raises(TypeError, match=r"^pipeline_latency must be a non-negative "
                                         r"integer, not -1$"):
-        predict(SBEConfig(), pipeline_latency=-1)
+        predict(SbeConfig(), pipeline_latency=-1)
     with pytest.raises(TypeError, match=r"^seq_len must be a positive integer, not 0$"):
-        predict(SBEConfig(), seq_len=0)
+        predict(SbeConfig(), seq_len=0)
 
 
 def test_partial_batch_and_sequence_override():
-    config = SBEConfig()
+    config = SbeConfig()
     assert predict(config, seq_len=5).useful_macs == 5 * config.macs_per_step
     assert model_cycles(config, seq_len=20) > model_cycles(config, seq_len=16)
 
 
 def test_utilization_definition():
-    p = predict(SBEConfig())
+    p = predict(SbeConfig())
     assert p.utilization == pytest.approx(p.useful_macs / (64 * p.cycles))
     assert np.isclose(p.gops(1e9), 2 * p.useful_macs / p.cycles)
 
@@ -361,7 +361,7 @@ def test_utilization_definition():
 def test_padding_costs_cycles_but_is_not_useful_work(kwargs, padded_macs):
     """The padded problem's cycles; useful MACs and utilization of the model's sizes only;
     the padding's MACs on their own line."""
-    config = SBEConfig(**kwargs)
+    config = SbeConfig(**kwargs)
     h, x, layers = config.hidden_size, config.input_size, config.layers
     useful = 4 * h * (x + h) + (layers - 1) * 4 * h * 2 * h      # written out
     prediction = predict(config)

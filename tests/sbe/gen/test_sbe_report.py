@@ -11,7 +11,7 @@ from nnrtl.gen.cli import main
 from nnrtl.gen.report import MODEL_COUNTS, load_report_data, resource_rows
 from nnrtl.gen.sbe import report as sbe_report
 from nnrtl.gen.sbe.perf import model_cycles, predict
-from nnrtl.hw.sbe.config import SBEConfig
+from nnrtl.hw.sbe.config import SbeConfig
 
 from sbe_results import SBE_RUN, SBE_SYNTH
 
@@ -60,7 +60,7 @@ def test_utilization_marks_are_the_simulated_run_and_the_model_of_its_work(direc
     model_cycles), not of one 16-step sequence (2,009 cycles)."""
     (directory / "sim.json").write_text(json.dumps(SBE_RUN))
     shown = sbe_report.utilization_data(load_report_data(directory))
-    config = SBEConfig()
+    config = SbeConfig()
     assert shown["workload"]["runs"] == [(0, 3), (0, 13)]
     assert shown["workload"]["label"] == ("the simulated runs (3 and 13 steps, layer 0) "
                                           "with gapless streams")
@@ -82,7 +82,7 @@ def test_utilization_without_a_simulation_models_one_sequence(directory):
                                  "label": "one sequence of 16 steps with gapless streams"}
     (mark,) = shown["marks"]
     assert mark == {"kind": "model", "label": "this design, performance model",
-                    "utilization": predict(SBEConfig()).utilization}
+                    "utilization": predict(SbeConfig()).utilization}
 
 
 def test_explore_marks_this_design_and_labels_the_choice_as_another(directory):
@@ -95,7 +95,7 @@ def test_explore_marks_this_design_and_labels_the_choice_as_another(directory):
         "label": "this design (64 PEs, batch 8, 4 blocks, 8 weights a cycle)",
         "dsp": manifest["resources_needed"]["dsp"],
         "bram36": manifest["resources_needed"]["bram36"],
-        "cycles": model_cycles(SBEConfig(), seq_len=16)}
+        "cycles": model_cycles(SbeConfig(), seq_len=16)}
     assert shown["choice"] == {
         "label": "explore's choice, not this design (512 PEs, batch 16, 12 blocks, "
                  "32 weights a cycle)", "dsp": 548, "bram36": 0, "cycles": 672}

@@ -14,7 +14,7 @@ from nnrtl.gen.engines import LUT_SHARE, check_fit, get_engine
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.sbe.resources import (memory_shapes, post_unit_dsp, resource_estimate,
                                      resources)
-from nnrtl.hw.sbe import PRESETS, VC709_LSTM512, ZC706_LSTM256, SBEConfig, SBEEngine
+from nnrtl.hw.sbe import PRESETS, VC709_LSTM512, ZC706_LSTM256, SbeConfig, SbeEngine
 
 Z = ZC706_LSTM256
 
@@ -30,16 +30,16 @@ def rtl_memories(config):
                 yield origin
 
     found = collections.Counter()
-    for memory in walk(Fragment.get(SBEEngine(config), None)):
+    for memory in walk(Fragment.get(SbeEngine(config), None)):
         found[(Shape.cast(memory.shape).width, memory.depth)] += 1
     return found
 
 
 @pytest.mark.parametrize("config", [
-    SBEConfig(batch_norm=True),
-    SBEConfig(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3, seq_len=7,
+    SbeConfig(batch_norm=True),
+    SbeConfig(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3, seq_len=7,
               bus_weights=8, post_units=2, layers=2),
-    SBEConfig(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13, seq_len=4,
+    SbeConfig(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13, seq_len=4,
               bus_weights=4, post_units=1),
 ], ids=["default-bn", "two-columns", "passes"])
 def test_memory_shapes_are_the_rtls(config):
@@ -85,7 +85,7 @@ def test_post_unit_dsp_matches_yosys(family, batch_norm, tmp_path):
     from nnrtl.gen.synth import count_resources, run_yosys
     from nnrtl.hw.sbe.post import PostProcessingUnit
 
-    config = SBEConfig(batch_norm=batch_norm)
+    config = SbeConfig(batch_norm=batch_norm)
     (tmp_path / "post.v").write_text(verilog.convert(PostProcessingUnit(config), name="post"))
     cells, _, _ = run_yosys(tmp_path / "post.v", "post", family, tmp_path)
     assert count_resources(cells)["dsp"] == post_unit_dsp(config, family)
@@ -112,7 +112,7 @@ def test_check_fit_counts_luts_against_the_share():
     sbe, zc706 = get_engine("sbe"), get_board("zc706")
     many = dataclasses.replace(Z, lut_multipliers=400)     # 400 x 405 LUTs > 153,020
     lut = resources(many)["lut"]
-    with pytest.raises(UsageError, match=rf"^sbe with SBEConfig\(.*\) needs {lut} lut "
+    with pytest.raises(UsageError, match=rf"^sbe with SbeConfig\(.*\) needs {lut} lut "
                                          rf"counted by its resource model, but zc706 allows "
                                          rf"153020: lut_share 0\.7 of its 218600 LUTs, the "
                                          rf"rest left for the logic the model does not "

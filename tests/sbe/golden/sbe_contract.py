@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from nnrtl.hw.sbe.config import SBEConfig
+from nnrtl.hw.sbe.config import SbeConfig
 from nnrtl.sim.golden import sbe
 
 # -- Valid random configurations -----------------------------------------------------------
@@ -20,7 +20,7 @@ def divisors(n):
 
 
 def random_config(rng, **overrides):
-    """A random valid :class:`SBEConfig` (small), drawn until one passes validation
+    """A random valid :class:`SbeConfig` (small), drawn until one passes validation
     (whatever rules it holds; this one draws ``bus_weights * operand_width >= acc_width``
     and power-of-two ``post_units`` directly)."""
     for _ in range(10000):
@@ -48,7 +48,7 @@ def random_config(rng, **overrides):
                                                if not d & (d - 1)]))
         kwargs.update(overrides)
         try:
-            return SBEConfig(**kwargs)
+            return SbeConfig(**kwargs)
         except (TypeError, ValueError):
             continue
     raise AssertionError(f"no valid config with {overrides}")

@@ -16,7 +16,7 @@ import torch
 from nnrtl.gen.models import load_state_dict
 from nnrtl.gen.models.quantize import to_fixed
 from nnrtl.gen.sbe.frommodel import quantize_model
-from nnrtl.hw.sbe import VC709_LSTM512, SBEConfig
+from nnrtl.hw.sbe import VC709_LSTM512, SbeConfig
 from nnrtl.sim.golden import sbe
 from nnrtl.sim.golden.fixed import to_float
 
@@ -30,7 +30,7 @@ TORCH_SHAPES = [(12, 10, 1), (12, 10, 2), (40, 24, 1), (40, 24, 2), (16, 32, 2)]
 
 def torch_case(inputs, hidden, layers, steps, seed, margin_bits, hardware=None):
     """PyTorch's output, the golden model's (as float64) and the dequantized float
-    model's for one random LSTM and input sequence; ``hardware`` the SBEConfig fields
+    model's for one random LSTM and input sequence; ``hardware`` the SbeConfig fields
     beyond the sizes (default: one pass, weights resident, narrow buses)."""
     torch.manual_seed(seed)
     lstm = torch.nn.LSTM(inputs, hidden, num_layers=layers).double()   # default init
@@ -42,7 +42,7 @@ def torch_case(inputs, hidden, layers, steps, seed, margin_bits, hardware=None):
     if hardware is None:
         hardware = dict(pes=4 * hidden, blocks=2 if layers == 1 else 1, bus_weights=2,
                         post_units=2)
-    config = quantized.apply(SBEConfig(
+    config = quantized.apply(SbeConfig(
         input_size=inputs, hidden_size=hidden, layers=layers, seq_len=steps,
         batch=min(8, steps), **hardware))
     params = [sbe.LayerParams.from_quantized(quantized, index) for index in range(layers)]
@@ -79,7 +79,7 @@ def test_golden_against_torch_on_odd_sizes(shape):
     """Sizes the RTL runs padded, on the default hardware (64 PEs, 4 blocks, 8 weights a
     beat, 4 post-processing units): the same bound of PyTorch as above
     (``margin_bits=0``)."""
-    assert SBEConfig(input_size=shape[0], hidden_size=shape[1], layers=shape[2]).is_padded
+    assert SbeConfig(input_size=shape[0], hidden_size=shape[1], layers=shape[2]).is_padded
     worst = 0.0
     for seed in range(2):
         expected, golden, _ = torch_case(*shape, 20, seed, 0, hardware={})
@@ -103,7 +103,7 @@ def tapered_torch_case(inputs, sizes, steps, seed):
             expected = module(expected)[0]
     quantized = quantize_model(load_state_dict(state), x, width=16, acc_width=32,
                                margin_bits=0)
-    config = quantized.apply(SBEConfig(input_size=inputs, hidden_size=max(sizes),
+    config = quantized.apply(SbeConfig(input_size=inputs, hidden_size=max(sizes),
                                        hidden_sizes=sizes, layers=len(sizes),
                                        seq_len=steps))
     params = [sbe.LayerParams.from_quantized(quantized, index) for index in range(len(sizes))]
@@ -133,7 +133,7 @@ def test_torch_formats_and_params():
     lstm = torch.nn.LSTM(12, 10).double()
     x = np.random.default_rng(0).uniform(-1, 1, size=(20, 12))
     quantized = quantize_model(load_state_dict(lstm.state_dict()), x)
-    config = quantized.apply(SBEConfig(input_size=12, hidden_size=10, seq_len=20, pes=40,
+    config = quantized.apply(SbeConfig(input_size=12, hidden_size=10, seq_len=20, pes=40,
                                        batch=4, blocks=2, bus_weights=4, post_units=2))
     W, V, A, E = config.formats
     assert (W.width, W.fraction_bits) == (16, quantized.weight_frac)
@@ -157,7 +157,7 @@ def float_sigmoid(z):
 def test_batch_norm_against_float():
     """``z = (acc + bias) * scale + shift`` within half an A LSB (one rounding); h and c
     of one step from a zero state within the PWL errors of the float formula."""
-    config = SBEConfig(input_size=40, hidden_size=16, pes=64, blocks=4, batch_norm=True)
+    config = SbeConfig(input_size=40, hidden_size=16, pes=64, blocks=4, batch_norm=True)
     W, V, A, E = config.formats
     rng = np.random.default_rng(5)
     worst_z = worst_h = worst_c = 0.0
@@ -184,14 +184,14 @@ def test_batch_norm_against_float():
 
 
 def test_batch_norm_disabled_at_run_time():
-    config = SBEConfig(batch_norm=True)
+    config = SbeConfig(batch_norm=True)
     rng = np.random.default_rng(1)
     params = sbe.random_layer(config, 0, rng)
     plain = dataclasses.replace(params, bn_scale=None, bn_shift=None)
     xs = sbe.random_inputs(config, 5, rng)
     off, _ = sbe.run_layer(config, 0, params, xs, batch_norm=False)
     assert np.array_equal(off, sbe.run_layer(config, 0, plain, xs, batch_norm=False)[0])
-    assert np.array_equal(off, sbe.run_layer(SBEConfig(), 0, plain, xs)[0])
+    assert np.array_equal(off, sbe.run_layer(SbeConfig(), 0, plain, xs)[0])
     assert not np.array_equal(off, sbe.run_layer(config, 0, params, xs)[0])
 
 
@@ -236,7 +236,7 @@ def test_run_model_chains_layers():
 
 def test_accumulator_wraps():
     """Sums far beyond 2**31 wrap to 32 bits, as a DSP48 accumulator does."""
-    config = SBEConfig(input_size=24, hidden_size=8, pes=32, blocks=2, bus_weights=4)
+    config = SbeConfig(input_size=24, hidden_size=8, pes=32, blocks=2, bus_weights=4)
     W, V, A, E = config.formats
     rng = np.random.default_rng(7)
     matrix = rng.integers(W.max_code - 2000, W.max_code, size=(32, 32), endpoint=True)
@@ -268,7 +268,7 @@ def test_exact_products_int64_path(monkeypatch):
 def saturation_config(**overrides):
     base = dict(input_size=4, hidden_size=2, pes=8, blocks=2, bus_weights=2, post_units=2,
                 operand_width=16, acc_width=32, weight_frac=12, act_frac=12, cell_frac=16)
-    return SBEConfig(**(base | overrides))
+    return SbeConfig(**(base | overrides))
 
 
 def test_saturation_of_preactivation_and_batch_norm():
@@ -317,7 +317,7 @@ def test_saturation_of_cell_and_hidden():
 def test_random_data_exercises_inside_and_saturated_ranges():
     """With the defaults, random layers and inputs give pre-activations mostly inside
     the tanh range [-4, 4) and sometimes beyond the sigmoid's [-8, 8)."""
-    config = SBEConfig(input_size=80, hidden_size=16, layers=2, blocks=4)
+    config = SbeConfig(input_size=80, hidden_size=16, layers=2, blocks=4)
     rng = np.random.default_rng(11)
     A = config.formats.acc
     z = []
@@ -348,7 +348,7 @@ def test_full_size_paper_layer():
 
 
 def test_tables_cached_per_formats():
-    config = SBEConfig()
+    config = SbeConfig()
     assert sbe.tables(config) is config.pwl_tables
     assert config.pwl_tables is dataclasses.replace(config, batch=2, blocks=2).pwl_tables
     assert config.pwl_tables is not dataclasses.replace(config, cell_frac=20).pwl_tables
@@ -362,7 +362,7 @@ def test_tables_cached_per_formats():
 # -- Errors --------------------------------------------------------------------------------
 
 def test_errors():
-    config = SBEConfig()
+    config = SbeConfig()
     rng = np.random.default_rng(0)
     params = sbe.random_layer(config, 0, rng)
     with pytest.raises(ValueError,

@@ -4,7 +4,7 @@ from the contract's text (:mod:`sbe_contract`)."""
 import numpy as np
 import pytest
 
-from nnrtl.hw.sbe.config import SBEConfig
+from nnrtl.hw.sbe.config import SbeConfig
 from nnrtl.sim.golden import sbe
 
 from sbe_contract import (STREAM_SEEDS, decode_inputs, decode_weights, random_config, signed,
@@ -102,7 +102,7 @@ def test_beat_counts_follow_the_paper():
 
 
 def test_header_without_batch_norm_params_is_identity():
-    config = SBEConfig(batch_norm=True, hidden_size=4, input_size=12, pes=16, blocks=2,
+    config = SbeConfig(batch_norm=True, hidden_size=4, input_size=12, pes=16, blocks=2,
                        post_units=2)
     params = sbe.random_layer(config, 0, np.random.default_rng(0), batch_norm=False)
     beats = sbe.weight_beats(config, 0, params, 3)
@@ -121,7 +121,7 @@ def test_streams_of_odd_sizes_are_the_padded_problem(kwargs):
     """A model whose sizes the RTL refuses is streamed as its padded problem: zero rows
     for the padded units, zero columns for the padded x and h entries; the outputs are
     cut back to the model's units."""
-    config = SBEConfig(**kwargs)
+    config = SbeConfig(**kwargs)
     hw = config.padded
     assert config.is_padded
     rng = np.random.default_rng(7)

@@ -8,7 +8,7 @@ from nnrtl.boards import get_board
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.params import param_help, parse_params
 from nnrtl.hw.sbe import (GATES, PRESETS, VC709_LSTM512, ZC706_LSTM256, LayerShape,
-                          SBEConfig)
+                          SbeConfig)
 
 # A 4-layer-capable base: 80 inputs, 16 hidden -> 96 and 32 columns.
 SMALL = dict(input_size=80, hidden_size=16, seq_len=16, pes=64, batch=8, blocks=4,
@@ -57,7 +57,7 @@ SMALL = dict(input_size=80, hidden_size=16, seq_len=16, pes=64, batch=8, blocks=
 ])
 def test_config_rejects(kwargs, error, message):
     with pytest.raises(error, match=message):
-        SBEConfig(**{**SMALL, **kwargs})
+        SbeConfig(**{**SMALL, **kwargs})
 
 
 # Sizes the RTL's rules refuse are padded to the smallest they accept (worked by hand).
@@ -77,7 +77,7 @@ def test_config_rejects(kwargs, error, message):
     ({}, (80, 16)),
 ])
 def test_config_pads_sizes_the_rtl_refuses(kwargs, padded):
-    config = SBEConfig(**{**SMALL, **kwargs})
+    config = SbeConfig(**{**SMALL, **kwargs})
     assert (config.padded_input_size, config.padded_hidden_size) == padded
     assert config.is_padded == (padded != (config.input_size, config.hidden_size))
     hw = config.padded
@@ -91,19 +91,19 @@ def test_config_pads_sizes_the_rtl_refuses(kwargs, padded):
 
 
 def test_defaults_are_valid_and_parse_from_the_command_line():
-    config = SBEConfig()
+    config = SbeConfig()
     assert config.case == 1 and config.passes == 1
-    assert any(line.startswith("pes (int, default 64)") for line in param_help(SBEConfig))
-    parsed = parse_params(SBEConfig, ["batch_norm=true", "pes=32", "post_units=2"])
+    assert any(line.startswith("pes (int, default 64)") for line in param_help(SbeConfig))
+    parsed = parse_params(SbeConfig, ["batch_norm=true", "pes=32", "post_units=2"])
     assert parsed.batch_norm and parsed.passes == 2 and parsed.units_per_pass == 8
 
 
 def test_a_batch_longer_than_the_sequence_is_a_partial_batch():
     """The engine runs a partial last batch, so a batch over ``seq_len`` is no error; when
     ``batch`` is not given, the completion keeps it within ``seq_len``."""
-    assert SBEConfig(seq_len=5, batch=8).batch == 8
-    assert parse_params(SBEConfig, ["seq_len=5"]).batch == 5
-    assert parse_params(SBEConfig, ["seq_len=5", "batch=8"]).batch == 8
+    assert SbeConfig(seq_len=5, batch=8).batch == 8
+    assert parse_params(SbeConfig, ["seq_len=5"]).batch == 5
+    assert parse_params(SbeConfig, ["seq_len=5", "batch=8"]).batch == 8
 
 
 @pytest.mark.parametrize("given, chosen", [
@@ -114,7 +114,7 @@ def test_a_batch_longer_than_the_sequence_is_a_partial_batch():
       "cell_frac=12"], {"bus_weights": 8, "post_units": 2}),
 ])
 def test_a_parameter_given_completes_the_defaults_it_conflicts_with(given, chosen):
-    config = parse_params(SBEConfig, given)
+    config = parse_params(SbeConfig, given)
     assert {name: getattr(config, name) for name in chosen} == chosen
 
 
@@ -122,19 +122,19 @@ def test_pinned_values_that_conflict_by_themselves_are_refused_naming_them():
     with pytest.raises(UsageError, match=r"^post_units \(4\) must divide pes / 4 \(10\), the "
                                          r"hidden units a pass completes; nearest valid "
                                          r"post_units: 2$"):
-        parse_params(SBEConfig, ["pes=40", "post_units=4"])
+        parse_params(SbeConfig, ["pes=40", "post_units=4"])
 
 
 def test_layer_index_is_checked():
     with pytest.raises(TypeError, match=r"^layer index must be an integer from 0 to 0, not 1$"):
-        SBEConfig().layer(1)
+        SbeConfig().layer(1)
 
 
 def test_pes_below_and_above_the_rows():
-    passes = SBEConfig(**{**SMALL, "pes": 16, "post_units": 2})
+    passes = SbeConfig(**{**SMALL, "pes": 16, "post_units": 2})
     assert (passes.passes, passes.columns_per_cycle, passes.rows_per_pass) == (4, 1, 16)
     assert passes.units_per_pass == 4 and passes.bb_fifo_depth == 32
-    wide = SBEConfig(**{**SMALL, "pes": 256})
+    wide = SbeConfig(**{**SMALL, "pes": 256})
     assert (wide.passes, wide.columns_per_cycle, wide.rows_per_pass) == (1, 4, 64)
     assert wide.units_per_pass == 16 and wide.dsp == 256
 
@@ -150,7 +150,7 @@ def test_pes_below_and_above_the_rows():
     (24, 3, 20, 0),
 ])
 def test_cases_by_blocks(blocks, case, first, x_cols):
-    config = SBEConfig(**{**SMALL, "blocks": blocks})
+    config = SbeConfig(**{**SMALL, "blocks": blocks})
     shape = config.layer(0)
     assert isinstance(shape, LayerShape)
     assert (shape.case, shape.first_hidden_block, shape.x_columns_in_hidden_blocks) == \
@@ -162,7 +162,7 @@ def test_cases_by_blocks(blocks, case, first, x_cols):
 
 
 def test_layers_after_the_first_read_h():
-    config = SBEConfig(**{**SMALL, "layers": 3, "blocks": 2})
+    config = SbeConfig(**{**SMALL, "layers": 3, "blocks": 2})
     shapes = config.layer_shapes
     assert [s.input_size for s in shapes] == [80, 16, 16]
     assert [s.columns for s in shapes] == [96, 32, 32]
@@ -173,11 +173,11 @@ def test_layers_after_the_first_read_h():
 
 
 def test_weight_traffic_per_batch():
-    case1 = SBEConfig(**SMALL)                       # every block once per batch
+    case1 = SbeConfig(**SMALL)                       # every block once per batch
     assert case1.weight_words_per_batch == 64 * 96
-    case3 = SBEConfig(**{**SMALL, "blocks": 16})     # 13 x blocks once, 3 h blocks per step
+    case3 = SbeConfig(**{**SMALL, "blocks": 16})     # 13 x blocks once, 3 h blocks per step
     assert case3.weight_words_per_batch == 64 * 6 * (13 + 8 * 3)
-    resident = SBEConfig(**{**SMALL, "blocks": 2})
+    resident = SbeConfig(**{**SMALL, "blocks": 2})
     assert resident.weight_words_per_batch == 0
 
 
@@ -216,8 +216,8 @@ def test_weight_sizes_quoted_by_the_paper():
     def megabits(config):
         return (config.weight_words + config.rows) * config.operand_width / 1e6
     common = dict(pes=4, batch=1, blocks=1, bus_weights=4, post_units=1, seq_len=1)
-    assert round(megabits(SBEConfig(input_size=512, hidden_size=512, **common)), 1) == 33.6
-    assert round(megabits(SBEConfig(input_size=1024, hidden_size=1024, **common)), 1) == 134.3
+    assert round(megabits(SbeConfig(input_size=512, hidden_size=512, **common)), 1) == 33.6
+    assert round(megabits(SbeConfig(input_size=1024, hidden_size=1024, **common)), 1) == 134.3
     assert megabits(ZC706_LSTM256) > 32 * 2 ** 20 / 1e6
 
 
@@ -234,13 +234,13 @@ def test_bram_eq7():
 
 def test_drain_and_gates():
     # The post-processing unit's latency is measured in simulation in test_sbe_post.py.
-    config = SBEConfig()
+    config = SbeConfig()
     assert config.drain_cycles == 4                  # 16 units over 4 post units
     assert GATES == ("i", "u", "f", "o")
 
 
 def test_formats():
-    f = SBEConfig(operand_width=12, acc_width=28, weight_frac=10, act_frac=8,
+    f = SbeConfig(operand_width=12, acc_width=28, weight_frac=10, act_frac=8,
                   cell_frac=20).formats
     assert (f.weight.width, f.weight.fraction_bits) == (12, 10)
     assert (f.vector.width, f.vector.fraction_bits) == (12, 8)
@@ -249,12 +249,12 @@ def test_formats():
 
 
 def test_header_layout():
-    plain = SBEConfig().header_layout
+    plain = SbeConfig().header_layout
     assert (plain.fields, plain.index("bias", 3)) == (4, 3)
     with pytest.raises(ValueError, match=r"^the header has no scale fields "
                                          r"\(batch_norm is False\)$"):
         plain.index("scale", 0)
-    bn = SBEConfig(batch_norm=True)
+    bn = SbeConfig(batch_norm=True)
     layout = bn.header_layout
     # Per unit: biases i, u, f, o, then the four scales, then the four shifts.
     assert [layout.index(kind, g) for kind in ("bias", "scale", "shift")
@@ -263,30 +263,30 @@ def test_header_layout():
 
 
 def test_stream_and_register_widths():
-    config = SBEConfig(operand_width=12, weight_frac=8, act_frac=8, bus_weights=8,
+    config = SbeConfig(operand_width=12, weight_frac=8, act_frac=8, bus_weights=8,
                        post_units=2, pes=128, blocks=2)
     assert config.columns_per_cycle == 2
     # Whole bytes: 8 x 12 = 96, 2 x 12 = 24 bits.
     assert config.stream_bits == (96, 24, 24)
-    assert SBEConfig(operand_width=10, weight_frac=6, act_frac=6,
+    assert SbeConfig(operand_width=10, weight_frac=6, act_frac=6,
                      post_units=1).stream_bits.outputs == 16
     assert config.step_bits == 32                    # an AXI4-Lite register
-    flags = SBEConfig(batch_norm=True).registers["flags"]
+    flags = SbeConfig(batch_norm=True).registers["flags"]
     assert flags.reset == 1 << flags.field("batch_norm").offset
-    assert SBEConfig().registers["flags"].reset == 0
+    assert SbeConfig().registers["flags"].reset == 0
 
 
 def test_block_schedule():
     # 80 + 16 columns in 4 blocks of 24: blocks 0-2 x only, block 3 the h (case 1).
-    config = SBEConfig()
+    config = SbeConfig()
     assert config.batches(19) == [(0, 8), (8, 8), (16, 3)]
     assert config.block_schedule(0, 19) == [0, 1, 2, 3] * 3
     # 16 + 16 columns in 8 blocks of 4: blocks 4-7 hold h (case 3), sent once per step.
-    case3 = SBEConfig(input_size=16, blocks=8, batch=2, seq_len=3)
+    case3 = SbeConfig(input_size=16, blocks=8, batch=2, seq_len=3)
     assert case3.case == 3
     assert case3.block_schedule(0, 3) == ([0, 1, 2, 3] + [4, 5, 6, 7] * 2
                                           + [0, 1, 2, 3, 4, 5, 6, 7])
-    resident = SBEConfig(blocks=2)
+    resident = SbeConfig(blocks=2)
     assert resident.block_schedule(0, 19) == [0, 1]
     with pytest.raises(TypeError, match=r"^steps must be a positive integer, not 0$"):
         config.batches(0)
@@ -297,10 +297,10 @@ def test_block_schedule():
 def test_hidden_sizes_per_layer_run_padded_to_the_largest():
     """A stack tapering 16 -> 9: the engine is the 16-unit one; layer 1's 7 missing units
     and layer 1's work beyond 4 * 9 * (16 + 9) MACs count as padding."""
-    config = SBEConfig(input_size=12, hidden_size=16, hidden_sizes=(16, 9), layers=2)
+    config = SbeConfig(input_size=12, hidden_size=16, hidden_sizes=(16, 9), layers=2)
     assert config.layer_hidden_sizes == (16, 9)
     assert [config.layer_sizes(n) for n in range(2)] == [(12, 16), (16, 9)]
-    assert config.is_padded and config.padded == SBEConfig(input_size=12, hidden_size=16,
+    assert config.is_padded and config.padded == SbeConfig(input_size=12, hidden_size=16,
                                                            layers=2)
     assert [s.hidden_size for s in config.layer_shapes] == [16, 16]
     assert [s.input_size for s in config.layer_shapes] == [12, 16]
@@ -309,14 +309,14 @@ def test_hidden_sizes_per_layer_run_padded_to_the_largest():
     assert config.padding_macs_per_step == 4 * 16 * 32 - 4 * 9 * 25
     assert config.register_constants["hidden_size"] == 16
     # Widening: layer 0's 9 units padded to 16, layer 1 reads 9 true h and 7 zero columns.
-    widening = SBEConfig(input_size=12, hidden_size=16, hidden_sizes=(9, 16), layers=2)
+    widening = SbeConfig(input_size=12, hidden_size=16, hidden_sizes=(9, 16), layers=2)
     assert [widening.layer_sizes(n) for n in range(2)] == [(12, 9), (9, 16)]
     assert widening.padded == config.padded
     # Equal sizes given per layer: the same engine, nothing padded.
-    even = SBEConfig(hidden_sizes=(16, 16), layers=2)
+    even = SbeConfig(hidden_sizes=(16, 16), layers=2)
     assert not even.is_padded and even.padding_macs_per_step == 0
     # A JSON list (a manifest's parameters) is taken as the tuple.
-    assert SBEConfig(hidden_sizes=[16, 9], layers=2).hidden_sizes == (16, 9)
+    assert SbeConfig(hidden_sizes=[16, 9], layers=2).hidden_sizes == (16, 9)
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
@@ -332,16 +332,16 @@ def test_hidden_sizes_per_layer_run_padded_to_the_largest():
 ])
 def test_hidden_sizes_rejects(kwargs, error, message):
     with pytest.raises(error, match=rf"^{message}$"):
-        SBEConfig(**kwargs)
+        SbeConfig(**kwargs)
 
 
 def test_hidden_sizes_from_the_command_line():
-    config = parse_params(SBEConfig, ["layers=3", "hidden_size=32", "hidden_sizes=32,16,9"])
+    config = parse_params(SbeConfig, ["layers=3", "hidden_size=32", "hidden_sizes=32,16,9"])
     assert config.hidden_sizes == (32, 16, 9)
-    assert "hidden_sizes (tuple, default ())" in param_help(SBEConfig)
+    assert "hidden_sizes (tuple, default ())" in param_help(SbeConfig)
     with pytest.raises(UsageError, match=r"^parameter hidden_sizes must be comma-separated "
                                          r"integers \(e\.g\. 16,9\), not '16;9'$"):
-        parse_params(SBEConfig, ["hidden_sizes=16;9"])
+        parse_params(SbeConfig, ["hidden_sizes=16;9"])
     with pytest.raises(UsageError, match=r"^hidden_sizes \(16, 9\) must have one size per "
                                          r"layer: layers is 1; set layers=2$"):
-        parse_params(SBEConfig, ["hidden_sizes=16,9"])
+        parse_params(SbeConfig, ["hidden_sizes=16,9"])

@@ -9,17 +9,17 @@ last hand-over, so that the controller must wait for weights, x and h."""
 import pytest
 from amaranth.sim import Simulator
 
-from nnrtl.hw.sbe import Controller, SBEConfig
+from nnrtl.hw.sbe import Controller, SbeConfig
 from nnrtl.sim.golden import sbe as golden
 
 CONFIGS = {
-    "case3-passes": SBEConfig(input_size=20, hidden_size=6, pes=12, batch=2, blocks=13,
+    "case3-passes": SbeConfig(input_size=20, hidden_size=6, pes=12, batch=2, blocks=13,
                               seq_len=5, bus_weights=4, post_units=1),
-    "two-columns": SBEConfig(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3,
+    "two-columns": SbeConfig(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3,
                              seq_len=7, bus_weights=8, post_units=2, layers=2),
-    "case1-tail": SBEConfig(input_size=44, hidden_size=12, pes=48, batch=4, blocks=4,
+    "case1-tail": SbeConfig(input_size=44, hidden_size=12, pes=48, batch=4, blocks=4,
                             seq_len=9, bus_weights=8, post_units=4),
-    "resident": SBEConfig(input_size=10, hidden_size=6, pes=24, batch=2, blocks=2,
+    "resident": SbeConfig(input_size=10, hidden_size=6, pes=24, batch=2, blocks=2,
                           seq_len=5, bus_weights=4, post_units=2),
 }
 CASES = [(name, layer) for name, config in CONFIGS.items() for layer in range(config.layers)]
@@ -172,5 +172,5 @@ def test_issue_order_follows_the_schedule(name, layer):
 
 
 def test_controller_checks_its_config():
-    with pytest.raises(TypeError, match=r"^config must be an SBEConfig, not 3$"):
+    with pytest.raises(TypeError, match=r"^config must be an SbeConfig, not 3$"):
         Controller(3)

@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""The whole SBE engine (:class:`nnrtl.hw.sbe.SBEEngine`) in the Amaranth simulator, on
+"""The whole SBE engine (:class:`nnrtl.hw.sbe.SbeEngine`) in the Amaranth simulator, on
 small configurations: registers through AXI4-Lite, gapless streams
 (:mod:`nnrtl.sim.tb.bus_amaranth`), every h against the golden model, and the ``cycles``
 counter equal to the performance model's :func:`~nnrtl.gen.sbe.perf.run_cycles` (``==``:
@@ -13,7 +13,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from nnrtl.gen.sbe.perf import run_cycles
-from nnrtl.hw.sbe import SBEConfig, SBEEngine
+from nnrtl.hw.sbe import SbeConfig, SbeEngine
 from nnrtl.sim.golden import sbe as golden
 from nnrtl.sim.tb.bus_amaranth import axil_read, axil_write, axis_receive, axis_send
 
@@ -21,27 +21,27 @@ CONFIGS = {
     # Case 2 in the later layer with two columns per cycle (where the model once ran
     # over the RTL: a merged pass starts while the second h block loads), batch norm,
     # LUT multipliers, a last partial batch.
-    "case2-two-columns": SBEConfig(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3,
+    "case2-two-columns": SbeConfig(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3,
                                    seq_len=7, bus_weights=8, post_units=2, layers=2,
                                    batch_norm=True, lut_multipliers=12),
     # Case 3, two row passes, batch 1.
-    "case3-passes": SBEConfig(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13,
+    "case3-passes": SbeConfig(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13,
                               seq_len=4, bus_weights=4, post_units=1),
     # The documented exception: one resident block, the batch's 15 x beats take longer
     # than the 8 header and 5 weight beats, so the array waits 2 cycles for x.
-    "x-stream-bound": SBEConfig(input_size=3, hidden_size=2, pes=8, batch=5, blocks=1,
+    "x-stream-bound": SbeConfig(input_size=3, hidden_size=2, pes=8, batch=5, blocks=1,
                                 seq_len=5, bus_weights=8, post_units=2, lut_multipliers=4),
     # Sizes the RTL's rules refuse, run padded (issue 11): 39 inputs and 19 hidden units
     # on the default hardware (padded to 40 and 32: two passes, 18 columns a block).
-    "odd-39x19-default-hardware": SBEConfig(input_size=39, hidden_size=19, seq_len=3,
+    "odd-39x19-default-hardware": SbeConfig(input_size=39, hidden_size=19, seq_len=3,
                                             batch=2),
     # Two odd layers, blocks dividing neither (padded to 9 inputs and 12 units), batch
     # norm (the padded units' scale and shift are zero).
-    "odd-7x5x2": SBEConfig(input_size=7, hidden_size=5, layers=2, pes=16, blocks=3,
+    "odd-7x5x2": SbeConfig(input_size=7, hidden_size=5, layers=2, pes=16, blocks=3,
                            bus_weights=4, post_units=2, seq_len=4, batch=2,
                            batch_norm=True),
     # Resident weights whose first block already holds h columns (merged, no x block).
-    "resident-merged": SBEConfig(input_size=4, hidden_size=8, pes=32, batch=2, blocks=2,
+    "resident-merged": SbeConfig(input_size=4, hidden_size=8, pes=32, batch=2, blocks=2,
                                  seq_len=5, bus_weights=4, post_units=2),
 }
 
@@ -49,7 +49,7 @@ CONFIGS = {
 def run_layer(config, layer, params, xs):
     """One run of ``layer`` over ``xs``; returns the h codes and the counters ``cycles``
     and ``input_wait_cycles``."""
-    dut = SBEEngine(config)
+    dut = SbeEngine(config)
     regs = config.registers
     steps = len(xs)
     ow = config.operand_width
@@ -139,7 +139,7 @@ def random_config(rng):
         columns = input_size + hidden
         seq_len = int(rng.integers(2, 7))
         try:
-            return SBEConfig(
+            return SbeConfig(
                 input_size=input_size, hidden_size=hidden, pes=pes,
                 blocks=int(rng.choice([b for b in range(1, columns + 1) if columns % b == 0])),
                 batch=int(rng.integers(1, seq_len + 1)), seq_len=seq_len,

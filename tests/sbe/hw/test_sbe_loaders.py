@@ -12,20 +12,20 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from nnrtl.hw.sbe import Controller, InputLoader, SBEConfig, WeightLoader
+from nnrtl.hw.sbe import Controller, InputLoader, SbeConfig, WeightLoader
 from nnrtl.sim.golden import sbe as golden
 from nnrtl.sim.tb.bus_amaranth import stream_send
 
 CONFIGS = {
     # Case 3, two row passes, batch 1, no x columns in the hidden blocks.
-    "case3-passes": SBEConfig(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13,
+    "case3-passes": SbeConfig(input_size=20, hidden_size=6, pes=12, batch=1, blocks=13,
                               seq_len=4, bus_weights=4, post_units=1),
     # Two columns per cycle, two layers (case 1, then case 2), x columns in the h blocks.
-    "two-columns": SBEConfig(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3,
+    "two-columns": SbeConfig(input_size=30, hidden_size=6, pes=48, batch=3, blocks=3,
                              seq_len=7, bus_weights=8, post_units=2, layers=2,
                              batch_norm=True),
     # Resident weights (two blocks), a last partial batch.
-    "resident": SBEConfig(input_size=10, hidden_size=6, pes=24, batch=2, blocks=2,
+    "resident": SbeConfig(input_size=10, hidden_size=6, pes=24, batch=2, blocks=2,
                           seq_len=5, bus_weights=4, post_units=2),
 }
 CASES = [(name, layer) for name, config in CONFIGS.items() for layer in range(config.layers)]
@@ -195,7 +195,7 @@ def test_input_loader(name, layer):
 
 def test_loaders_check_their_parameters():
     config = CONFIGS["resident"]
-    with pytest.raises(TypeError, match=r"^config must be an SBEConfig, not 3$"):
+    with pytest.raises(TypeError, match=r"^config must be an SbeConfig, not 3$"):
         WeightLoader(3, half_depth=4)
     with pytest.raises(TypeError, match=r"^half_depth must be a positive integer, not 0$"):
         InputLoader(config, half_depth=0)

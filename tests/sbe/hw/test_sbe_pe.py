@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from nnrtl.hw.sbe import PEGroup, SBEConfig
+from nnrtl.hw.sbe import PEGroup, SbeConfig
 from nnrtl.sim.golden import sbe as golden
 
 #: 8 x and 4 h columns in 2 blocks of 6; 4 PEs per group (rows 0-3 of the 16).
-CONFIG = SBEConfig(input_size=8, hidden_size=4, pes=16, blocks=2, batch=2, seq_len=4,
+CONFIG = SbeConfig(input_size=8, hidden_size=4, pes=16, blocks=2, batch=2, seq_len=4,
                    bus_weights=4, post_units=1)
 
 
@@ -108,7 +108,7 @@ def test_pe_group_sums_match_golden(lut_pes, steps):
 
 
 def test_pe_group_checks_its_parameters():
-    with pytest.raises(TypeError, match=r"^config must be an SBEConfig, not 3$"):
+    with pytest.raises(TypeError, match=r"^config must be an SbeConfig, not 3$"):
         PEGroup(3, lut_pes=0)
     with pytest.raises(TypeError, match=r"^lut_pes must be an integer from 0 to 4 "
                                         r"\(bus_weights\), not 5$"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from nnrtl.hw.sbe import PostProcessingUnit, SBEConfig
+from nnrtl.hw.sbe import PostProcessingUnit, SbeConfig
 from nnrtl.sim.golden import sbe as golden
 
 #: 8 hidden units over 2 PPs: the unit under test (lane 0) finishes units 0, 2, 4, 6.
@@ -100,7 +100,7 @@ def simulate(config, params, accs, *, lane, batch_norm):
     (False, False, 0, 1), (True, True, 0, 2), (True, False, 1, 3), (True, True, 1, 4)],
     ids=["plain", "bn", "bn-off-lane1", "bn-lane1"])
 def test_post_unit_matches_golden(batch_norm, enabled, lane, seed):
-    config = SBEConfig(**BASE, batch_norm=batch_norm)
+    config = SbeConfig(**BASE, batch_norm=batch_norm)
     rng = np.random.default_rng(seed)
     params = golden.random_layer(config, 0, rng)
     accs = [extreme_acc(config, rng) for _ in range(STEPS)]
@@ -120,7 +120,7 @@ def test_post_unit_matches_golden(batch_norm, enabled, lane, seed):
 def test_post_unit_saturates_cell():
     """Gates driven to their ends for several steps: c grows by i * u each step and
     saturates at E's largest code, which the RTL reproduces."""
-    config = SBEConfig(**BASE, cell_frac=28)        # E spans [-8, 8): c saturates fast
+    config = SbeConfig(**BASE, cell_frac=28)        # E spans [-8, 8): c saturates fast
     rng = np.random.default_rng(7)
     params = golden.random_layer(config, 0, rng)
     acc_fmt = config.formats.acc
@@ -134,10 +134,10 @@ def test_post_unit_saturates_cell():
 
 def test_stage_names():
     """The stages the PP's latency is made of (the config's pipeline budget reads them)."""
-    config = SBEConfig(**BASE, batch_norm=True)
+    config = SbeConfig(**BASE, batch_norm=True)
     stages = PostProcessingUnit.stage_latencies(config)
     assert list(stages) == ["parameter read", "bias add", "batch norm", "gate activation",
                             "cell products", "cell add", "cell activation",
                             "hidden product"]
     assert all(cycles > 0 for cycles in stages.values())
-    assert "batch norm" not in PostProcessingUnit.stage_latencies(SBEConfig(**BASE))
+    assert "batch norm" not in PostProcessingUnit.stage_latencies(SbeConfig(**BASE))

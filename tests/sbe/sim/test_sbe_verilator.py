@@ -26,7 +26,7 @@ import pytest
 from nnrtl.boards import get_board
 from nnrtl.gen.cli import main
 from nnrtl.gen.engines import SimRequest, get_engine
-from nnrtl.hw.sbe import PRESETS, SBEConfig
+from nnrtl.hw.sbe import PRESETS, SbeConfig
 from nnrtl.sim.golden import sbe as golden
 from nnrtl.sim.patterns import PATTERNS
 from nnrtl.sim.runner import SimulationError
@@ -67,7 +67,7 @@ def random_config(rng):
         blocks = rng.choice([b for b in range(1, columns + 1) if columns % b == 0])
         seq_len = rng.randint(2, 8)
         try:
-            return SBEConfig(
+            return SbeConfig(
                 input_size=input_size, hidden_size=hidden, pes=pes, blocks=blocks,
                 batch=rng.randint(1, seq_len), seq_len=seq_len,
                 bus_weights=rng.choice([2, 4, 8, 16]), post_units=rng.choice([1, 2, 4]),
@@ -107,7 +107,7 @@ def check(config, backpressure, seed, **kwargs):
 @pytest.mark.parametrize("params", CONFIGS.values(), ids=CONFIGS.keys())
 @pytest.mark.parametrize("backpressure", PATTERNS)
 def test_sbe_engine_bit_exact(params, backpressure):
-    config = SBEConfig(**params)
+    config = SbeConfig(**params)
     # `none` and `random` run the whole sequence; `cycle` and `bursty` (slower to
     # simulate) two batches' worth, which still crosses a batch and a run boundary.
     steps = None if backpressure in ("none", "random") else min(config.seq_len,
@@ -116,12 +116,12 @@ def test_sbe_engine_bit_exact(params, backpressure):
 
 
 def test_cases_covered():
-    cases = {case for params in CONFIGS.values() for case in SBEConfig(**params).cases}
+    cases = {case for params in CONFIGS.values() for case in SbeConfig(**params).cases}
     assert cases == {1, 2, 3}
-    assert SBEConfig(**CASE3_PASSES).passes == 2
-    assert SBEConfig(**CASE2_WIDE).columns_per_cycle == 2
-    assert not SBEConfig(**CASE1).weights_resident
-    odd = SBEConfig(**ODD)
+    assert SbeConfig(**CASE3_PASSES).passes == 2
+    assert SbeConfig(**CASE2_WIDE).columns_per_cycle == 2
+    assert not SbeConfig(**CASE1).weights_resident
+    odd = SbeConfig(**ODD)
     assert (odd.padded_input_size, odd.padded_hidden_size) == (40, 32)
 
 
@@ -129,7 +129,7 @@ def test_scaled_up_weights_wrap_and_saturate(tmp_path):
     """Full-range weights (``random_layer(scale=16)``), x and biases: the accumulators
     wrap, the bias addition and the batch norm saturate ``A``; the RTL stays bit-exact,
     and ``outputs`` holds what it sent."""
-    config = SBEConfig(**CASE2_WIDE)
+    config = SbeConfig(**CASE2_WIDE)
     fmts = config.formats
     acc, cell, vector = fmts.acc, fmts.cell, fmts.vector
     rng = np.random.default_rng(5)
@@ -198,7 +198,7 @@ def test_stalled_sink_fails_by_budget(monkeypatch):
     stream, the run and the cycle, with the counters."""
     monkeypatch.setenv("NNRTL_TB_FAULT", "stall-sink")
     with pytest.raises(SimulationError) as failure:
-        ENGINE.simulate(SimRequest(SBEConfig(**CASE3_PASSES), get_board("zc706"), seed=1,
+        ENGINE.simulate(SimRequest(SbeConfig(**CASE3_PASSES), get_board("zc706"), seed=1,
                                    backpressure="none", steps=2), split=0)
     headline = str(failure.value).splitlines()[0]
     assert re.match(r"^budget overrun: waiting for m_axis h of layer 0 step 0 at cycle \d+, "
@@ -319,7 +319,7 @@ TAPERED = dict(input_size=12, hidden_size=16, hidden_sizes=(16, 9), layers=2, se
 def test_sbe_tapered_layers_bit_exact_and_cycles_as_modelled():
     """The tapered stack with gapless streams: bit-exact, every run's cycles equal to the
     performance model's, the padding counted apart from the useful MACs."""
-    config = SBEConfig(**TAPERED)
+    config = SbeConfig(**TAPERED)
     assert config.is_padded and config.cases == (3, 2)
     result = check(config, "none", seed=11)
     assert result["cycles"] == result["model_cycles"]
@@ -330,7 +330,7 @@ def test_sbe_tapered_layers_bit_exact_and_cycles_as_modelled():
 @pytest.mark.slow
 @pytest.mark.parametrize("backpressure", PATTERNS)
 def test_sbe_tapered_layers_bit_exact_under_every_pattern(backpressure):
-    check(SBEConfig(**TAPERED), backpressure, seed=len(backpressure) + 20)
+    check(SbeConfig(**TAPERED), backpressure, seed=len(backpressure) + 20)
 
 
 def test_sim_command_runs_a_tapered_keras_stack(tmp_path, capsys):
