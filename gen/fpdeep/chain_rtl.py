@@ -31,7 +31,7 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
     (:func:`.chain.conv_segments`) of ``mapping``, ``lag`` = ``batch``; ``UsageError`` for
     a mapping the RTL chain does not run (module docstring)."""
     from nnrtl.hw.fpdeep.chain_config import ChainConfig
-    from nnrtl.hw.fpdeep.node import NodeConfig
+    from nnrtl.hw.fpdeep.node import FpdeepConfig
 
     order = {index: t for t, index in enumerate(sorted(layers))}
     for node in mapping.nodes:
@@ -42,9 +42,9 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
     word = lr_word(precision, lr, batch)
     nodes, chain_layers = [], []
     for node in mapping.nodes:
-        config = NodeConfig.from_node(node, precision, batch=batch, lr=word,
-                                      reshape=lambda cfg: dataclasses.replace(cfg, p=p),
-                                      frac_bits=frac_bits)
+        config = FpdeepConfig.from_node(node, precision, batch=batch, lr=word,
+                                        reshape=lambda cfg: dataclasses.replace(cfg, p=p),
+                                        frac_bits=frac_bits)
         nodes.append(dataclasses.replace(config, act_images=max(config.act_images,
                                                                 batch + 1)))
         chain_layers += [order[s.index] for s in node.segments if s.kind == "conv"]

@@ -3,8 +3,8 @@ the chain (:class:`~nnrtl.hw.fpdeep.node.FpdeepNode`) and its hooks.
 
 ``top``
     :class:`~nnrtl.hw.fpdeep.node.FpdeepNode` of a
-    :class:`~nnrtl.hw.fpdeep.node.NodeConfig` (the mapper's per-node configuration through
-    :meth:`NodeConfig.from_node`).
+    :class:`~nnrtl.hw.fpdeep.node.FpdeepConfig` (the mapper's per-node configuration through
+    :meth:`FpdeepConfig.from_node`).
 ``resources``
     :func:`.resources.resources` (DSP, LUT from the cost model; BRAM36 from every memory).
 ``predict``
@@ -38,7 +38,7 @@ commands ``map``, ``cluster``
 import dataclasses
 import functools
 
-from ...hw.fpdeep.node import FpdeepNode, NodeConfig
+from ...hw.fpdeep.node import FpdeepNode, FpdeepConfig
 from ...hw.fpdeep.update import row_cycles
 from ...hw.presets import Preset
 from ..engines import Engine
@@ -94,7 +94,7 @@ def vc709_alexnet_node(single_pass=False):
                           fc_batch=ALEXNET_FC_BATCH)
     node = next(n for n in mapping.nodes if n.node == ALEXNET_NODE)
     reshape = (lambda cfg: dataclasses.replace(cfg, p=1, q=None)) if single_pass else None
-    config = NodeConfig.from_node(node, "fixed16", reshape=reshape)
+    config = FpdeepConfig.from_node(node, "fixed16", reshape=reshape)
     fits = [images for images in range(1, config.act_images + 1)
             if resources(dataclasses.replace(config, act_images=images))["bram36"]
             <= board.capacity.bram36]
@@ -121,7 +121,7 @@ class _Presets(dict):
 
 PRESETS = _Presets({
     "small": Preset(
-        NodeConfig(), board="vc709",
+        FpdeepConfig(), board="vc709",
         source="a small completing node for tests: fixed16, 3×3 conv (pad 1) over 4×4 "
                "maps, 2 → 3 channels on P = 2, ReLU and a 2×2 pool, EB, mini-batch 2"),
     "vc709-alexnet": lambda: Preset(
@@ -210,7 +210,7 @@ def _train_options(group):
 ENGINE = Engine(
     name="fpdeep",
     summary="FPDeep CNN training on a 1-D chain of FPGAs: one node (FP, EB, PG, update)",
-    config_class=NodeConfig,
+    config_class=FpdeepConfig,
     top=FpdeepNode,
     resources=_resources,
     predict=predict,

@@ -1,6 +1,6 @@
 """The exact cycle model of the FPDeep node bench (:mod:`nnrtl.sim.tb.fpdeep.node`) under
 backpressure ``none``: :func:`bench_cycles` is the bench's ``cycles`` for a
-:class:`~nnrtl.hw.fpdeep.node.NodeConfig`, ``batches`` mini-batches and a ``lag``.
+:class:`~nnrtl.hw.fpdeep.node.FpdeepConfig`, ``batches`` mini-batches and a ``lag``.
 
 What the bench runs, per segment and at once for every segment (the segment units share
 nothing but the ``lr`` register, so the node's count is the slowest segment's): the LPRAM
@@ -50,7 +50,7 @@ def bench_cycles(config, batches, lag):
 
     Parameters
     ----------
-    config : NodeConfig
+    config : FpdeepConfig
     batches : int
         Mini-batches the bench runs (``batches · batch`` images; none: the load alone).
     lag : int

@@ -1,7 +1,7 @@
-"""Resource model of one FPDeep node (:class:`nnrtl.hw.fpdeep.node.NodeConfig`), the
+"""Resource model of one FPDeep node (:class:`nnrtl.hw.fpdeep.node.FpdeepConfig`), the
 engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines.check_fit`).
 
-* **DSP**: the node's MAC units (:attr:`NodeConfig.macs`: FP, PG and EB of every segment)
+* **DSP**: the node's MAC units (:attr:`FpdeepConfig.macs`: FP, PG and EB of every segment)
   times the precision's cost (:data:`.cost.COST_MODELS`: fixed16 one DSP48E1, fp32 2).
 * **LUT**: the LUT-RAM, the logic of every unit the RTL builds (:func:`logic`,
   :data:`LOGIC`) and, fp32, the MACs' 1,178 LUT each (:data:`.cost.COST_MODELS`). Per

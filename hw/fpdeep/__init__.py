@@ -26,7 +26,7 @@ node from the mapper's configuration (:class:`nnrtl.gen.fpdeep.config.SegmentCon
   own or shared);
 * :mod:`.node`: :class:`.node.SegmentUnit` (FP, EB, PG, update, LPRAM, Act-RAM, mask
   buffer, the update window) and the node top :class:`.node.FpdeepNode` (registers and
-  every segment's neighbour streams), configured by :class:`.node.NodeConfig`;
+  every segment's neighbour streams), configured by :class:`.node.FpdeepConfig`;
 * :mod:`.pipe`: the elastic-stage plumbing;
 * :mod:`.link`, :mod:`.link_config`: the neighbour-link module of a node side (the six
   datapaths in typed flits over an AXI4-Stream link, round robin, credits per path).
@@ -40,7 +40,7 @@ from .line_buffer import LineBuffer, pixel_layout, window_layout
 from .link import LinkModule
 from .link_config import LinkConfig
 from .lpram import Lpram, load_layout, row_layout
-from .node import FpdeepNode, NodeConfig, SegmentUnit
+from .node import FpdeepNode, FpdeepConfig, SegmentUnit
 from .pg import PgModule, gradient_layout
 from .update import WeightUpdate
 
@@ -48,4 +48,4 @@ __all__ = ["FpConfig", "PARTIAL_BITS", "PRECISIONS", "ce_array", "ce_latency", "
            "out_layout", "partial_layout", "LineBuffer", "pixel_layout", "window_layout",
            "Lpram", "load_layout", "row_layout", "EbModule", "SfuBackward", "error_layout",
            "partial_error_layout", "PgModule", "gradient_layout", "LinkModule", "LinkConfig",
-           "WeightUpdate", "FpdeepNode", "NodeConfig", "SegmentUnit"]
+           "WeightUpdate", "FpdeepNode", "FpdeepConfig", "SegmentUnit"]

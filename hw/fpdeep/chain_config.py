@@ -8,7 +8,7 @@ derive from it."""
 import dataclasses
 import math
 
-from .node import NodeConfig
+from .node import FpdeepConfig
 
 __all__ = ["ChainConfig"]
 
@@ -39,10 +39,10 @@ class ChainConfig:
 
     Attributes
     ----------
-    nodes : tuple of NodeConfig
+    nodes : tuple of FpdeepConfig
         Node ``m``'s RTL, upstream first: all of one precision, ``P`` and batch; the first
         layer's segments without EB, the others' with. Stored with
-        :attr:`NodeConfig.eb_partial` and :attr:`NodeConfig.delta_out` set from the chain
+        :attr:`FpdeepConfig.eb_partial` and :attr:`FpdeepConfig.delta_out` set from the chain
         (``None`` on a node without any).
     lag : int
         Images in flight per stage (:mod:`.chain_link`), at least 1.
@@ -58,8 +58,8 @@ class ChainConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "nodes", tuple(self.nodes))
-        if not self.nodes or not all(isinstance(n, NodeConfig) for n in self.nodes):
-            raise TypeError(f"nodes must be a non-empty tuple of NodeConfig, not "
+        if not self.nodes or not all(isinstance(n, FpdeepConfig) for n in self.nodes):
+            raise TypeError(f"nodes must be a non-empty tuple of FpdeepConfig, not "
                             f"{self.nodes!r}")
         if not isinstance(self.lag, int) or isinstance(self.lag, bool) or self.lag < 1:
             raise TypeError(f"lag must be a positive integer, not {self.lag!r}")
@@ -121,9 +121,9 @@ class ChainConfig:
                     f"{layer - 1} gives {side}x{side} of {channels}")
 
     def _with_flags(self):
-        """The nodes with :attr:`NodeConfig.eb_partial` (a stage of an OCP layer ``t > 0``
+        """The nodes with :attr:`FpdeepConfig.eb_partial` (a stage of an OCP layer ``t > 0``
         takes partial errors when a stage of its layer follows, sends them when one
-        precedes it) and :attr:`NodeConfig.delta_out` (an ICP layer's completing stage)."""
+        precedes it) and :attr:`FpdeepConfig.delta_out` (an ICP layer's completing stage)."""
         nodes = []
         for n, node in enumerate(self.nodes):
             partial, delta = [], []
@@ -162,7 +162,7 @@ class ChainConfig:
         return self.nodes[node].partials[k]
 
     def stage_node(self, stage):
-        """Stage ``stage``'s segment alone on a :class:`NodeConfig` (its golden model's)."""
+        """Stage ``stage``'s segment alone on a :class:`FpdeepConfig` (its golden model's)."""
         node, k = self.stages[stage]
         config = self.nodes[node]
         return dataclasses.replace(config, segments=(config.segments[k],),

@@ -21,7 +21,7 @@ segments, spec §2.10's "EB partial-error reduction"): EB's partial errors
 downstream segment of the layer and to the upstream one; a segment with ``err_part_out``
 has no ``err_out`` (the most upstream segment of the layer rounds and sends the errors).
 ``delta_out`` (DP3, upstream; a completing segment of a layer split by input channels,
-:attr:`NodeConfig.delta_out`): the δ its :class:`~.eb.SfuBackward` makes, as its EB and PG
+:attr:`FpdeepConfig.delta_out`): the δ its :class:`~.eb.SfuBackward` makes, as its EB and PG
 take it (``P`` words per output pixel and group), for the layer's upstream (ICP)
 segments, whose ``err_in`` is δ.
 ``load``: the host's LPRAM rows (initial weights, :func:`~.lpram.load_layout`).
@@ -48,7 +48,7 @@ from .lpram import Lpram, load_layout
 from .pg import PgModule
 from .update import WeightUpdate
 
-__all__ = ["NodeConfig", "SegmentUnit", "FpdeepNode", "act_layout", "register_map",
+__all__ = ["FpdeepConfig", "SegmentUnit", "FpdeepNode", "act_layout", "register_map",
            "check_segment", "module_cycles", "segment_ports", "COUNTERS", "SMALL"]
 
 #: The 64-bit counters of the register map.
@@ -78,7 +78,7 @@ SMALL = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=2, n_ou
 
 
 @dataclasses.dataclass(frozen=True)
-class NodeConfig:
+class FpdeepConfig:
     """One node's RTL: its layer segments (:class:`FpConfig` each) and the training setup.
     The defaults are a small test node (:data:`SMALL`, mini-batch 2).
 
@@ -259,8 +259,8 @@ def _fork(m, source_valid, source_ready, sinks, gate=1):
 
 def segment_ports(cfg, eb, partial=(False, False), delta=False):
     """The streams of a segment unit (module docstring): ``{name: In/Out(stream)}``;
-    ``partial`` its EB's (takes, sends) partial errors (:attr:`NodeConfig.partials`),
-    ``delta`` its ``delta_out`` (:attr:`NodeConfig.deltas`)."""
+    ``partial`` its EB's (takes, sends) partial errors (:attr:`FpdeepConfig.partials`),
+    ``delta`` its ``delta_out`` (:attr:`FpdeepConfig.deltas`)."""
     word = cfg.word_bits
     ports = {"act_in": In(stream.Signature(pixel_layout(word, cfg.n_in))),
              "err_in": In(stream.Signature(pixel_layout(word, cfg.p))),
@@ -294,9 +294,9 @@ class SegmentUnit(wiring.Component):
     act_images : int
 
     partial : (bool, bool)
-        EB's (takes, sends) partial errors (:attr:`NodeConfig.partials`).
+        EB's (takes, sends) partial errors (:attr:`FpdeepConfig.partials`).
     delta : bool
-        Send δ on ``delta_out`` (:attr:`NodeConfig.deltas`; a completing segment).
+        Send δ on ``delta_out`` (:attr:`FpdeepConfig.deltas`; a completing segment).
 
     Attributes
     ----------
@@ -469,7 +469,7 @@ class FpdeepNode(wiring.Component):
 
     Parameters
     ----------
-    config : NodeConfig
+    config : FpdeepConfig
 
     Attributes
     ----------
@@ -487,7 +487,7 @@ class FpdeepNode(wiring.Component):
     Raises
     ------
     TypeError
-        ``config`` not a NodeConfig.
+        ``config`` not a FpdeepConfig.
 
     Notes
     -----
@@ -513,8 +513,8 @@ class FpdeepNode(wiring.Component):
     """
 
     def __init__(self, config):
-        if not isinstance(config, NodeConfig):
-            raise TypeError(f"config must be a NodeConfig, not {config!r}")
+        if not isinstance(config, FpdeepConfig):
+            raise TypeError(f"config must be a FpdeepConfig, not {config!r}")
         self._config = config
         self._registers = register_map(config)
         ports = {"s_axil": In(AXI4LiteSignature(self._registers.addr_width))}

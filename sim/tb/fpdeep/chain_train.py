@@ -11,7 +11,7 @@ layer's partial errors).
 :class:`ChainTrainTop` is the chain: the host's images into node 1's adapter (``host_act``),
 every node's activations out of node ``K``'s (``host_out``), the host's errors into node
 ``K``'s (``host_err``), each node's LPRAM ``load`` stream and its ``lr`` register at the
-NodeConfig's reset value (the node's ``s_axil`` left idle).
+FpdeepConfig's reset value (the node's ``s_axil`` left idle).
 
 The host (:func:`run`) plays the part of the FC layers and the loss: its errors are random
 words (the node bench's, :func:`nnrtl.sim.tb.fpdeep.node.random_case`), so the check does
@@ -44,7 +44,7 @@ from amaranth.sim import Simulator
 from nnrtl.hw.fpdeep.chain_link import ChainConfig, NodeLink, beat_signature
 from nnrtl.hw.fpdeep.link_config import LinkConfig
 from nnrtl.hw.fpdeep.config import FpConfig
-from nnrtl.hw.fpdeep.node import FpdeepNode, NodeConfig
+from nnrtl.hw.fpdeep.node import FpdeepNode, FpdeepConfig
 from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.fpdeep.fp import stimulus as fp_stimulus
 from nnrtl.sim.tb.fpdeep.link import LinkPair
@@ -99,8 +99,8 @@ def small_chain(outs=(2, 2, 3), *, precision="fixed16", batch=2, lag=2, w_in=4, 
         else:
             nodes.append([second])
     return ChainConfig(tuple(
-        NodeConfig(tuple(c for c, _ in node), tuple(e for _, e in node), batch=batch,
-                   act_images=lag + 1, lr=lr, node=n + 1)
+        FpdeepConfig(tuple(c for c, _ in node), tuple(e for _, e in node), batch=batch,
+                     act_images=lag + 1, lr=lr, node=n + 1)
         for n, node in enumerate(nodes)), lag=lag,
         layers=(0,) * first + (1,) * len(seconds))
 

@@ -18,16 +18,16 @@ samples run FP on old and EB on new weights (spec §3.8's "slightly unaligned" s
 Errors coming back (``err_in``) are random (the node's downstream is not simulated): on the
 completing node the error of the SFU's output (lanes past ``n_out`` zero), else δ; so are
 the downstream segment's partial errors (``err_part_in``, where
-:attr:`~nnrtl.hw.fpdeep.node.NodeConfig.eb_partial` takes them). ``delta_out`` and
+:attr:`~nnrtl.hw.fpdeep.node.FpdeepConfig.eb_partial` takes them). ``delta_out`` and
 ``err_part_out`` are checked like the other outputs.
 
 Parameters of the cocotb bench (``tb_params()``): ``config`` (:func:`node_fields`: the
-NodeConfig's ``segments`` as FpConfig fields, ``eb``, ``batch``, ``act_images``, ``lr``,
+FpdeepConfig's ``segments`` as FpConfig fields, ``eb``, ``batch``, ``act_images``, ``lr``,
 ``eb_partial``, ``delta_out``), ``batches``, ``lag``,
 ``patterns``, ``seed``. Reported: ``bit_exact``; per pattern ``beats`` and ``mismatches``
 per output stream, ``cycles``, ``budget`` and the node's counters read over AXI4-Lite
 (``images``, ``updates``, ``cycles``, busy cycles of FP/EB/PG); ``steady_cycles``: the
-node's steady-state cycles (:attr:`NodeConfig.cycles`) times the images. The bench's
+node's steady-state cycles (:attr:`FpdeepConfig.cycles`) times the images. The bench's
 ``cycles`` under backpressure ``none``, exactly: :func:`nnrtl.gen.fpdeep.node_cycles.
 bench_cycles`.
 """
@@ -41,7 +41,7 @@ from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from nnrtl.hw.fpdeep.eb import error_layout, partial_error_layout
 from nnrtl.hw.fpdeep.line_buffer import pixel_layout
-from nnrtl.hw.fpdeep.node import COUNTERS, NodeConfig, act_layout, register_map
+from nnrtl.hw.fpdeep.node import COUNTERS, FpdeepConfig, act_layout, register_map
 from nnrtl.hw.fpdeep.fp import partial_layout
 from nnrtl.sim.golden.fpdeep.eb import eb_module, sfu_backward
 from nnrtl.sim.golden.fpdeep.fp import fp_module
@@ -62,14 +62,14 @@ __all__ = ["node_config", "node_fields", "segment_config", "random_case", "phase
 
 
 def node_config(fields):
-    """The :class:`NodeConfig` of :func:`node_fields`' dict."""
+    """The :class:`FpdeepConfig` of :func:`node_fields`' dict."""
     fields = dict(fields)
     segments = tuple(config_of(segment) for segment in fields.pop("segments"))
     partial = fields.pop("eb_partial", None)
     delta = fields.pop("delta_out", None)
-    return NodeConfig(segments, tuple(fields.pop("eb")),
-                      eb_partial=None if partial is None else tuple(map(tuple, partial)),
-                      delta_out=None if delta is None else tuple(delta), **fields)
+    return FpdeepConfig(segments, tuple(fields.pop("eb")),
+                        eb_partial=None if partial is None else tuple(map(tuple, partial)),
+                        delta_out=None if delta is None else tuple(delta), **fields)
 
 
 def node_fields(config):
@@ -84,11 +84,11 @@ def node_fields(config):
 
 
 def segment_config(config, n):
-    """The one-segment :class:`NodeConfig` of ``config``'s segment ``n`` (its EB, partial
+    """The one-segment :class:`FpdeepConfig` of ``config``'s segment ``n`` (its EB, partial
     errors and ``delta_out``; the node's training setup): what :func:`expected` checks."""
-    return NodeConfig((config.segments[n],), (config.eb[n],), batch=config.batch,
-                      act_images=config.act_images, lr=config.lr, node=config.node,
-                      eb_partial=(config.partials[n],), delta_out=(config.deltas[n],))
+    return FpdeepConfig((config.segments[n],), (config.eb[n],), batch=config.batch,
+                        act_images=config.act_images, lr=config.lr, node=config.node,
+                        eb_partial=(config.partials[n],), delta_out=(config.deltas[n],))
 
 
 def random_case(cfg, images, seed, *, partial_errors=False):
@@ -151,9 +151,9 @@ def phases(cfg, case, lag):
 
 def expected(config, case, lag):
     """``{port: payloads}`` the node must send: ``act_out`` or ``part_out``, ``err_out``
-    (with EB; ``err_part_out`` where :attr:`NodeConfig.eb_partial` sends partial errors,
+    (with EB; ``err_part_out`` where :attr:`FpdeepConfig.eb_partial` sends partial errors,
     EB adding ``case["err_partial"]``, per image ``(w_in, w_in, n_in)``, where it takes
-    them), ``delta_out`` where :attr:`NodeConfig.deltas` sends δ; and the weights after
+    them), ``delta_out`` where :attr:`FpdeepConfig.deltas` sends δ; and the weights after
     every update (``(weights, bias)`` list)."""
     cfg, batch = config.segments[0], config.batch
     takes, sends = config.partials[0]
@@ -214,7 +214,7 @@ def _update(config, case, deltas, versions):
 
 def model_cycles(config, images):
     """Cycles without pauses, at most: per image the slower of the input pixels and the
-    steady-state cycles (:attr:`NodeConfig.cycles`) twice (the phases do not overlap), the
+    steady-state cycles (:attr:`FpdeepConfig.cycles`) twice (the phases do not overlap), the
     fill and, per mini-batch, the drain and update (``6`` cycles a row, twice
     :func:`~nnrtl.hw.fpdeep.update.row_cycles`)."""
     cfg = config.segments[0]

@@ -16,7 +16,7 @@ from nnrtl.gen.errors import UsageError
 from nnrtl.gen.fpdeep.engine import ALEXNET_NODE, simulate, vc709_alexnet_node
 from nnrtl.gen.fpdeep.resources import logic, memories
 from nnrtl.hw.fpdeep import FpConfig
-from nnrtl.hw.fpdeep.node import NodeConfig, module_cycles
+from nnrtl.hw.fpdeep.node import FpdeepConfig, module_cycles
 
 VC709 = get_board("vc709")
 
@@ -30,7 +30,7 @@ def test_registered_hooks_and_presets(engine):
     assert engine.hooks == ("train", "bench", "draw")
     assert set(engine.commands) == {"map", "cluster"} and set(engine.options) == {"train"}
     assert set(engine.presets) == {"small", "vc709-alexnet"}
-    assert engine.preset("small") == NodeConfig()
+    assert engine.preset("small") == FpdeepConfig()
 
 
 def test_small_node_resources_by_hand(engine):
@@ -89,7 +89,7 @@ def test_vc709_alexnet_node_at_the_mappers_fc_batch_is_refused(engine):
     resource."""
     config = dataclasses.replace(engine.preset("vc709-alexnet"), act_images=46)
     assert engine.resources(config, None)["bram36"] == 1660
-    with pytest.raises(UsageError, match=r"^fpdeep with NodeConfig\(.*\) needs 1660 bram36, "
+    with pytest.raises(UsageError, match=r"^fpdeep with FpdeepConfig\(.*\) needs 1660 bram36, "
                                          r"but vc709 has 1470$"):
         check_fit(engine, config, VC709)
 
@@ -103,8 +103,8 @@ def test_predict_uses_the_module_cycles(engine):
     rows = (cfg.banks + 1) * cfg.groups                 # weights and bias, 3 cycles each
     assert found["cycles"] == 4 * cfg.cycles + 2 * 3 * rows == 4 * 16 * 2 + 2 * 3 * 38
     assert found["useful_macs"] == 4 * 16 * 3 * 2 * 9 * 3
-    valid = NodeConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=0, w_in=6, n_in=1,
-                                 n_out=2, p=1),), (True,))
+    valid = FpdeepConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=0, w_in=6, n_in=1,
+                                   n_out=2, p=1),), (True,))
     assert module_cycles(valid.segments[0]) == {"fp": 16 * 2, "pg": 16 * 2, "eb": 36 * 2}
     assert valid.cycles == 72
 
@@ -137,4 +137,4 @@ def test_generate_vc709_alexnet_node_slow(tmp_path, capsys):
 
 def test_simulate_refusals():
     with pytest.raises(UsageError, match=r"^fpdeep sim takes no --model"):
-        simulate(SimRequest(config=NodeConfig(), board=VC709, model=object()))
+        simulate(SimRequest(config=FpdeepConfig(), board=VC709, model=object()))

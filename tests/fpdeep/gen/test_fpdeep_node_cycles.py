@@ -14,7 +14,7 @@ from nnrtl.gen.fpdeep.node_cycles import bench_cycles, bench_lag, segment_cycles
 from nnrtl.gen.fpdeep.node_parts import Fifo, LineBuffer, Pipe, Source, ce_stages
 from nnrtl.hw.fpdeep import FpConfig
 from nnrtl.hw.fpdeep.line_buffer import LineBuffer as LineBufferRtl
-from nnrtl.hw.fpdeep.node import NodeConfig
+from nnrtl.hw.fpdeep.node import FpdeepConfig
 
 
 def _run(dut, bench):
@@ -111,9 +111,9 @@ def test_ce_stages():
 
 #: One fixed16 1×1 segment over a 1×1 map, one channel in and out, no EB, completing
 #: (no pool): every stage is one register, the loops the shortest.
-TINY = NodeConfig((FpConfig(precision="fixed16", k=1, stride=1, pad=0, w_in=1, n_in=1, n_out=1,
-                            p=1),), (False,), batch=1,
-                  act_images=2)
+TINY = FpdeepConfig((FpConfig(precision="fixed16", k=1, stride=1, pad=0, w_in=1, n_in=1, n_out=1,
+                              p=1),), (False,), batch=1,
+                    act_images=2)
 
 
 def test_the_tiny_node_by_hand():
@@ -133,8 +133,8 @@ def test_the_tiny_node_by_hand():
 def test_segments_are_independent_and_the_node_is_the_slowest():
     fast = FpConfig(precision="fixed16", k=1, stride=1, pad=0, w_in=2, n_in=1, n_out=1, p=1)
     slow = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=2, n_out=3, p=1)
-    node = NodeConfig((fast, slow), (True, True), batch=2, act_images=3)
-    alone = [bench_cycles(NodeConfig((s,), (True,), batch=2, act_images=3), 2, 2)
+    node = FpdeepConfig((fast, slow), (True, True), batch=2, act_images=3)
+    alone = [bench_cycles(FpdeepConfig((s,), (True,), batch=2, act_images=3), 2, 2)
              for s in (fast, slow)]
     assert [segment_cycles(node, n, 2, 2) for n in range(2)] == alone
     assert bench_cycles(node, 2, 2) == max(alone)
@@ -149,5 +149,5 @@ def test_no_images_is_the_load_and_refusals():
 
 
 def test_bench_lag():
-    assert [bench_lag(NodeConfig(batch=b, act_images=a)) for b, a in
+    assert [bench_lag(FpdeepConfig(batch=b, act_images=a)) for b, a in
             ((2, 3), (3, 2), (2, 1), (1, 4))] == [2, 1, 1, 1]

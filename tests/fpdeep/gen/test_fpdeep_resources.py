@@ -20,7 +20,7 @@ from nnrtl.gen.engines import get_engine
 from nnrtl.gen.fpdeep.resources import LOGIC, _luts, _tree_bits, logic, memories, resources
 from nnrtl.gen.synth import synthesize
 from nnrtl.hw.fpdeep import FpConfig
-from nnrtl.hw.fpdeep.node import NodeConfig
+from nnrtl.hw.fpdeep.node import FpdeepConfig
 
 VC709 = get_board("vc709")
 
@@ -29,9 +29,9 @@ VC709 = get_board("vc709")
 #: each), LGB 36 banks of 39 bits, 14 a memory (546 bits: 8 RAMB36E1) and 8 (312 bits: 9
 #: RAMB18E1), the Act-RAM 192 × 64 (a RAMB36E1) and the EB line buffer 9 × 288 × 16 (a
 #: RAMB18E1 each).
-MID = NodeConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=8, n_in=4, n_out=96,
-                           p=1, partial_in=True, completes=False),),
-                 (True,), batch=2, act_images=3, node=2)
+MID = FpdeepConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=8, n_in=4, n_out=96,
+                             p=1, partial_in=True, completes=False),),
+                   (True,), batch=2, act_images=3, node=2)
 
 
 def test_mid_node_model_by_hand():
@@ -87,9 +87,9 @@ def test_lut_model_against_yosys(name):
 
 
 #: A node no coefficient was fitted on: K = 5, P = Q = 2 of S_IC = 6 (3 passes), 12 rows.
-HOLD = NodeConfig((FpConfig(precision="fixed16", k=5, stride=1, pad=2, w_in=8, n_in=6, n_out=8,
-                            p=2, partial_in=True, completes=False,
-                            q=2),), (True,), batch=2, act_images=3, node=2)
+HOLD = FpdeepConfig((FpConfig(precision="fixed16", k=5, stride=1, pad=2, w_in=8, n_in=6, n_out=8,
+                              p=2, partial_in=True, completes=False,
+                              q=2),), (True,), batch=2, act_images=3, node=2)
 
 
 def test_hold_out_node_against_yosys():
@@ -109,8 +109,8 @@ def test_small_node_lut_model_against_yosys():
     """The small node (completing, 2 × 2 pool, 2-row memories) per module: 11,878 LUT
     (10,090 logic), the model 12,000: within 2 %; its LGB groups in LUT-RAM 740 and 2 ×
     1,036 logic LUT (2.0 a bit, no block-RAM bypass), its line buffers 858, 858, 958."""
-    units = logic(NodeConfig())
-    assert abs(resources(NodeConfig())["lut"] - 11_878) <= 0.02 * 11_878
+    units = logic(FpdeepConfig())
+    assert abs(resources(FpdeepConfig())["lut"] - 11_878) <= 0.02 * 11_878
     assert abs(units["lgb"] - (740 + 2 * 1_036)) <= 10
     assert abs(units["line_buffers"] - (858 * 2 + 958)) <= 0.05 * (858 * 2 + 958)
 
@@ -137,7 +137,7 @@ def test_lutram_as_yosys_maps_it():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("config", [NodeConfig(), MID], ids=["small", "mid"])
+@pytest.mark.parametrize("config", [FpdeepConfig(), MID], ids=["small", "mid"])
 def test_bram_model_against_yosys_slow(tmp_path, config):
     engine = get_engine("fpdeep")
     generate(engine, config, VC709, tmp_path / "node")

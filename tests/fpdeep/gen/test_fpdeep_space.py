@@ -7,14 +7,14 @@ import pytest
 from nnrtl.gen import draws
 from nnrtl.gen.fpdeep.engine import ENGINE
 from nnrtl.hw.fpdeep import FpConfig
-from nnrtl.hw.fpdeep.node import NodeConfig
+from nnrtl.hw.fpdeep.node import FpdeepConfig
 
 COUNT = 150
 
 
 def test_draws_complete_and_cover_the_node():
     configs = [draws.configure(ENGINE, d) for d in draws.draws(ENGINE, COUNT, 0)]
-    assert all(isinstance(c, NodeConfig) for c in configs)
+    assert all(isinstance(c, FpdeepConfig) for c in configs)
     segments = [s for c in configs for s in c.segments]
     assert {c.precision for c in configs} == {"fixed16", "fp32"}
     assert {(s.partial_in, s.completes) for s in segments} == {

@@ -23,7 +23,7 @@ def test_beat_counts_follow_the_segments():
 def test_refusals():
     good = chain()
     node = good.nodes[0]
-    with pytest.raises(TypeError, match=r"^nodes must be a non-empty tuple of NodeConfig, "
+    with pytest.raises(TypeError, match=r"^nodes must be a non-empty tuple of FpdeepConfig, "
                                         r"not \(\)$"):
         ChainConfig(())
     with pytest.raises(TypeError, match=r"^lag must be a positive integer, not 0$"):

@@ -16,7 +16,7 @@ import pytest
 from nnrtl.gen.fpdeep.node_cycles import bench_cycles, bench_lag
 from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.fpdeep import FpConfig
-from nnrtl.hw.fpdeep.node import FpdeepNode, NodeConfig
+from nnrtl.hw.fpdeep.node import FpdeepNode, FpdeepConfig
 from nnrtl.sim.patterns import PATTERNS
 from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.runner import simulate
@@ -27,17 +27,17 @@ pytestmark = pytest.mark.timeout(900)
 
 CFG = FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=4, n_in=1, n_out=2, p=1,
                pool=(2, 2, 0))
-CONFIG = NodeConfig((CFG,), (True,), batch=2, act_images=3, lr=20000)
+CONFIG = FpdeepConfig((CFG,), (True,), batch=2, act_images=3, lr=20000)
 BATCHES, LAG = 2, 2
 #: Issue 14's shapes: S_IC = 3 on Q = 2 (two passes, the second ragged) and AlexNet's
 #: overlapping 3×3/2 pool (5×5 → 2×2) on the completing node.
-PASSES_CONFIG = NodeConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=3,
-                                     n_out=2, p=1, q=2, pool=(3, 2, 0)),),
-                           (True,), batch=2, act_images=3, lr=20000)
+PASSES_CONFIG = FpdeepConfig((FpConfig(precision="fixed16", k=3, stride=1, pad=1, w_in=5, n_in=3,
+                                       n_out=2, p=1, q=2, pool=(3, 2, 0)),),
+                             (True,), batch=2, act_images=3, lr=20000)
 FP32_CFG = FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=4, n_in=1, n_out=2, p=1,
                     pool=(2, 2, 0))
-FP32_CONFIG = NodeConfig((FP32_CFG,), (True,), batch=2, act_images=3,
-                         lr=int(to_bits(FP32, np.float32([0.03125]))[0]))
+FP32_CONFIG = FpdeepConfig((FP32_CFG,), (True,), batch=2, act_images=3,
+                           lr=int(to_bits(FP32, np.float32([0.03125]))[0]))
 
 
 #: Draw 1 of seed 1 (``nnrtl draws fpdeep --seed 1 --only 1``): two segments of one node,
@@ -46,7 +46,7 @@ FP32_CONFIG = NodeConfig((FP32_CFG,), (True,), batch=2, act_images=3,
 #: Act-RAM of one image. The bench once ran one-segment nodes only, dropped
 #: ``eb_partial``/``delta_out`` and sent no image ahead of its errors with one Act-RAM
 #: image.
-TWO_SEGMENTS = NodeConfig(
+TWO_SEGMENTS = FpdeepConfig(
     (FpConfig(precision="fixed16", k=3, stride=1, pad=2, w_in=2, n_in=1, n_out=4, p=1,
               partial_in=True, completes=False, q=1),
      FpConfig(precision="fixed16", k=1, stride=2, pad=0, w_in=5, n_in=2, n_out=2, p=1,
@@ -54,7 +54,7 @@ TWO_SEGMENTS = NodeConfig(
     (False, True), batch=2, act_images=1, lr=12013,
     eb_partial=((False, False), (True, True)))
 #: A completing ICP segment sending δ (``delta_out``), strided 4×4 kernel with padding.
-DELTA_OUT = NodeConfig(
+DELTA_OUT = FpdeepConfig(
     (FpConfig(precision="fixed16", k=4, stride=3, pad=2, w_in=6, n_in=4, n_out=5, p=1,
               partial_in=True, relu=False, q=1),),
     (False,), batch=2, act_images=2, lr=36115, delta_out=(True,))
@@ -89,7 +89,7 @@ def test_node_trains_every_pattern():
 @pytest.mark.slow
 @pytest.mark.timeout(3600)          # the fp32 build: 15+ min on the loaded 2-core machine
 @pytest.mark.parametrize("config, name", [
-    (NodeConfig(), "default"), (FP32_CONFIG, "fp32"), (PASSES_CONFIG, "passes_overlap")],
+    (FpdeepConfig(), "default"), (FP32_CONFIG, "fp32"), (PASSES_CONFIG, "passes_overlap")],
     ids=["default", "fp32", "passes-overlap"])
 def test_node_trains_slow(config, name):
     run_node(config, f"fpdeep_node_{name}")
