@@ -49,15 +49,17 @@ def chain_plan(configs):
     nodes, lo = [], 0
     for m, cfg in enumerate(configs, 1):
         units = 2 * cfg.macs
-        seg = SegmentConfig(
-            "conv", 0, "conv", "ICP", lo, lo + cfg.n_in, cfg.n_in, cfg.n_out, cfg.k,
-            cfg.pixels, cfg.p, cfg.q, 2, units, units, 0, cfg.cycles,
-            2 * cfg.pixels * cfg.n_out * cfg.n_in * cfg.taps, cfg.completes, 1.0,
-            stride=cfg.stride, pad=cfg.pad, w_in=cfg.w_in,
-            pool=cfg.pool if cfg.completes else None, relu=cfg.relu)
+        seg = SegmentConfig(layer="conv", index=0, kind="conv", mode="ICP", lo=lo,
+                            hi=lo + cfg.n_in, n_in=cfg.n_in, n_out=cfg.n_out, k=cfg.k,
+                            pixels=cfg.pixels, p=cfg.p, q=cfg.q, modules=2, mac_units=units,
+                            dsp=units, lut=0, cycles=cfg.cycles,
+                            work=2 * cfg.pixels * cfg.n_out * cfg.n_in * cfg.taps,
+                            completes=cfg.completes, residency=1.0, stride=cfg.stride, pad=cfg.pad,
+                            w_in=cfg.w_in, pool=cfg.pool if cfg.completes else None, relu=cfg.relu)
         lo += cfg.n_in
-        nodes.append(FpdeepNodeConfig(m, (seg,), units, units, 0, (), 0, (), 0,
-                                      cfg.word_bits).as_json())
+        nodes.append(FpdeepNodeConfig(node=m, segments=(seg,), mac_units=units, dsp=units, lut=0,
+                                      storage=(), bram36=0, hosted=(), offchip_words=0,
+                                      word_bits=cfg.word_bits).as_json())
     return ClusterPlan({
         "network": {"name": "rtl-chain", "layers": [layer],
                     "work_macs_per_sample": sum(s["segments"][0]["work"] for s in nodes)},

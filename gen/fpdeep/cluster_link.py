@@ -55,9 +55,10 @@ def boundary_link(word_bits, gbps, clock_hz):
     if precision is None:
         raise ValueError(f"word_bits must be 32 (fp32) or 16 (fixed16), not {word_bits!r}")
     link_bits = LANE_BITS * lanes_for(gbps, clock_hz)
-    return LinkConfig("down", link_bits // word_bits, word_bits, PARTIAL_BITS[precision],
-                      PARTIAL_BITS[precision], link_bits=link_bits, max_beats=MAX_BEATS,
-                      tx_depth=2 * MAX_BEATS, rx_depth=2 * MAX_BEATS)
+    return LinkConfig(side="down", p=link_bits // word_bits, word_bits=word_bits,
+                      partial_bits=PARTIAL_BITS[precision], grad_bits=PARTIAL_BITS[precision],
+                      link_bits=link_bits, max_beats=MAX_BEATS, tx_depth=2 * MAX_BEATS,
+                      rx_depth=2 * MAX_BEATS)
 
 
 def serve(ready, cycles, free):
@@ -69,7 +70,7 @@ def serve(ready, cycles, free):
     return start, start + cycles
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LinkFraming:
     """The RTL link's flit accounting for one path (:mod:`nnrtl.hw.fpdeep.link_config`):
     a beat of ``p`` words of ``word_bits`` takes ``words_per_beat`` words of its slot, each
@@ -99,8 +100,9 @@ class LinkFraming:
     def from_config(cls, cfg, path, whole_beats=False):
         """The framing of ``path`` on the link ``cfg`` (a
         :class:`~nnrtl.hw.fpdeep.link_config.LinkConfig`)."""
-        return cls(cfg.link_bits, cfg.p, cfg.bits(path), cfg.max_beats,
-                   cfg.words_per_beat(path), whole_beats)
+        return cls(link_bits=cfg.link_bits, p=cfg.p, word_bits=cfg.bits(path),
+                   max_beats=cfg.max_beats, words_per_beat=cfg.words_per_beat(path),
+                   whole_beats=whole_beats)
 
     def link_words(self, words):
         """Link words (headers included, as a mean over full packets) for a message of

@@ -23,7 +23,7 @@ def pab_pixels(kind, pixels):
     return math.isqrt(pixels) if kind == "conv" else 1
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class SegmentConfig:
     """One layer segment on a node.
 
@@ -126,7 +126,7 @@ class SegmentConfig:
                              f"ceil(n_in / Q) = {cycles}")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class HostedBanks:
     """Parameter banks of ``consumer``'s segment of ``layer`` held by ``host`` (spec §2.6):
     ``banks`` banks (input channels under ICP, output channels under OCP) of ``words``
@@ -140,7 +140,7 @@ class HostedBanks:
     words: int
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class FpdeepNodeConfig:
     """One FPGA of the chain (nodes are numbered from 1, upstream first).
 

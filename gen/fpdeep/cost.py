@@ -55,7 +55,7 @@ __all__ = ["CostModel", "COST_MODELS", "PRECISIONS", "DSP_CAP", "unit_budget",
 DSP_CAP = 0.85
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class CostModel:
     """What one MAC unit costs and how fast it runs.
 
@@ -87,12 +87,14 @@ class CostModel:
 
 COST_MODELS = {
     "fixed16": CostModel(
-        "paper", "fixed16", 1, 0, 16, 200e6,
-        "the paper's Table 6 figures: 1 DSP48E1 per MAC per cycle at 200 MHz (spec §3.9)"),
+        name="paper", precision="fixed16", dsp_per_mac=1, lut_per_mac=0, word_bits=16,
+        clock_hz=200e6,
+        source="the paper's Table 6 figures: 1 DSP48E1 per MAC per cycle at 200 MHz (spec §3.9)"),
     "fp32": CostModel(
-        "fp32", "fp32", 2, 1178, 32, 200e6,
-        "hw/arith FloatMul + FloatAdd as the FARNN PE (gen/farnn/resources.py, Yosys "
-        "synth_xilinx): 2 DSP + 1,178 LUT per MAC; clock 200 MHz assumed, not measured"),
+        name="fp32", precision="fp32", dsp_per_mac=2, lut_per_mac=1178, word_bits=32,
+        clock_hz=200e6,
+        source="hw/arith FloatMul + FloatAdd as the FARNN PE (gen/farnn/resources.py, Yosys "
+               "synth_xilinx): 2 DSP + 1,178 LUT per MAC; clock 200 MHz assumed, not measured"),
 }
 
 #: ``--precision`` values.

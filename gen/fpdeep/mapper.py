@@ -442,12 +442,16 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
             index, mode, lo, hi, completes = seg
             layer = chain.layers[index]
             pixels, n_out, n_in, k, modules = shape
-            configs.append(SegmentConfig(
-                layer.name, index, layer.kind, mode, lo, hi, n_in, n_out, k, pixels, p, q,
-                modules, units, units * model.dsp_per_mac, units * model.lut_per_mac,
-                pixels * -(-n_out // p) * -(-n_in // q), modules * pixels * n_out * n_in * k * k,
-                completes, resid[index], stride=layer.stride, pad=layer.pad,
-                w_in=layer.w_in, pool=layer.pool, relu=layer.relu))
+            configs.append(SegmentConfig(layer=layer.name, index=index, kind=layer.kind, mode=mode,
+                                         lo=lo, hi=hi, n_in=n_in, n_out=n_out, k=k, pixels=pixels,
+                                         p=p, q=q, modules=modules, mac_units=units,
+                                         dsp=units * model.dsp_per_mac,
+                                         lut=units * model.lut_per_mac,
+                                         cycles=pixels * -(-n_out // p) * -(-n_in // q),
+                                         work=modules * pixels * n_out * n_in * k * k,
+                                         completes=completes, residency=resid[index],
+                                         stride=layer.stride, pad=layer.pad, w_in=layer.w_in,
+                                         pool=layer.pool, relu=layer.relu))
         units = sum(c.mac_units for c in configs)
         need = sum(stores[n].values())
         bram = math.ceil(need / words_per_bram)
@@ -463,10 +467,11 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
             if check_storage:
                 raise UsageError(message + f"; precision {precision}, {fpgas} FPGAs")
             infeasible.append(message)
-        nodes.append(FpdeepNodeConfig(
-            n + 1, tuple(configs), units, units * model.dsp_per_mac,
-            units * model.lut_per_mac, tuple(stores[n].items()), bram,
-            tuple(h for h in hosted if h.host == n + 1), offchip[n], model.word_bits))
+        nodes.append(FpdeepNodeConfig(node=n + 1, segments=tuple(configs), mac_units=units,
+                                      dsp=units * model.dsp_per_mac, lut=units * model.lut_per_mac,
+                                      storage=tuple(stores[n].items()), bram36=bram,
+                                      hosted=tuple(h for h in hosted if h.host == n + 1),
+                                      offchip_words=offchip[n], word_bits=model.word_bits))
     # step 7: the segments their line buffer's input paces (W_in² at least their compute)
     line_period = max([line_floor] + [
         line_buffer_cycles(c.w_in, c.k, c.stride, c.pad, c.cycles // c.pixels)
@@ -522,5 +527,5 @@ def _balance(stores, banks, capacity_words):
                 break
         if not moved:
             break
-    return [HostedBanks(host, consumer, name, count, words)
+    return [HostedBanks(host=host, consumer=consumer, layer=name, banks=count, words=words)
             for (host, consumer, name), (count, words) in sorted(hosted.items())]

@@ -20,7 +20,7 @@ __all__ = ["MemoryShape", "memory_shapes", "ResourceEstimate", "resource_estimat
            "resources", "lut_multiplier_luts", "post_unit_dsp", "lutram_luts"]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class MemoryShape:
     """``count`` memories of ``depth`` entries, each entry ``words`` words of ``word_bits``
     bits read in one cycle.
@@ -66,18 +66,21 @@ def memory_shapes(config):
     banks, bank_words = SbeEngine.h_store_shape(config)
     pp_depth = PostProcessingUnit.depth(config)
     return [
-        MemoryShape("weight buffer", groups, nt, ow, PEGroup.weight_depth(config)),
-        MemoryShape("bb-fifo", groups, nt, aw, config.bb_fifo_depth),
-        MemoryShape("vector buffer", 1, config.columns_per_cycle, ow,
-                    2 * Controller.vector_half_depth(config)),
-        MemoryShape("hidden state", banks, 1, ow, bank_words),
-        MemoryShape("post parameters", config.post_units, config.header_layout.fields, aw,
-                    pp_depth),
-        MemoryShape("cell state", config.post_units, 1, aw, pp_depth),
+        MemoryShape(name="weight buffer", count=groups, words=nt, word_bits=ow,
+                    depth=PEGroup.weight_depth(config)),
+        MemoryShape(name="bb-fifo", count=groups, words=nt, word_bits=aw,
+                    depth=config.bb_fifo_depth),
+        MemoryShape(name="vector buffer", count=1, words=config.columns_per_cycle, word_bits=ow,
+                    depth=2 * Controller.vector_half_depth(config)),
+        MemoryShape(name="hidden state", count=banks, words=1, word_bits=ow, depth=bank_words),
+        MemoryShape(name="post parameters", count=config.post_units,
+                    words=config.header_layout.fields, word_bits=aw, depth=pp_depth),
+        MemoryShape(name="cell state", count=config.post_units, words=1, word_bits=aw,
+                    depth=pp_depth),
         # SyncFIFOBuffered keeps one entry in its output register, the rest in memory;
         # each entry is PP h values and tlast.
-        MemoryShape("output fifo", 1, 1, config.post_units * ow + 1,
-                    SbeEngine.output_fifo_depth(config) - 1),
+        MemoryShape(name="output fifo", count=1, words=1, word_bits=config.post_units * ow + 1,
+                    depth=SbeEngine.output_fifo_depth(config) - 1),
     ]
 
 

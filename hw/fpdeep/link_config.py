@@ -67,7 +67,7 @@ def _check_int(name, value, least):
         raise ValueError(f"{name} must be an integer of at least {least}, not {value!r}")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class LinkConfig:
     """One node side's link module.
 
@@ -156,7 +156,8 @@ class LinkConfig:
         ``link_bits``, FIFO depths, ``max_beats``."""
         if not isinstance(fp, FpConfig):
             raise TypeError(f"fp must be an FpConfig, not {fp!r}")
-        return cls(side, fp.p, fp.word_bits, fp.partial_bits, lgb_bits(fp, batch), **options)
+        return cls(side=side, p=fp.p, word_bits=fp.word_bits, partial_bits=fp.partial_bits,
+                   grad_bits=lgb_bits(fp, batch), **options)
 
     def partner(self):
         """The configuration of the other end of the link."""

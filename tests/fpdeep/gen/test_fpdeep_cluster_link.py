@@ -10,10 +10,11 @@ from nnrtl.hw.fpdeep.link_config import LinkConfig
 from nnrtl.sim.tb.fpdeep.link import efficiency
 
 #: fixed16, P = 2: 1-word activation beats, 2-word partial beats on a 64-bit link.
-CFG = LinkConfig("down", 2, 16, 48, 48, tx_depth=128, rx_depth=128, max_beats=16)
+CFG = LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48, tx_depth=128,
+                 rx_depth=128, max_beats=16)
 #: The same paths in three 64-bit slots of a 192-bit link: a slot word per cycle.
-SLOTS = LinkConfig("down", 2, 16, 48, 48, link_bits=192, slots=3, tx_depth=128,
-                   rx_depth=128, max_beats=16)
+SLOTS = LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48, link_bits=192,
+                   slots=3, tx_depth=128, rx_depth=128, max_beats=16)
 
 
 def _model_cycles(cfg, path, beats):

@@ -11,7 +11,7 @@ from nnrtl.hw.fpdeep.link_config import LinkConfig
 from nnrtl.sim.golden.fpdeep.link import (beat_words, credit_flit, decode, flits, header,
                                           packets)
 
-CFG = LinkConfig("down", 2, 16, 48, 48, max_beats=2)
+CFG = LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48, max_beats=2)
 
 
 def test_flit_fields():
@@ -39,7 +39,8 @@ def test_flits_of_one_packet():
 
 
 def test_slots_side_by_side_with_idle_words():
-    cfg = LinkConfig("down", 2, 16, 48, 48, link_bits=192, slots=3, max_beats=4)
+    cfg = LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48, link_bits=192,
+                     slots=3, max_beats=4)
     idle = 6
     words = flits(cfg, {"act": [1], "param": [2, 3]})
     assert words == [
@@ -52,7 +53,8 @@ def test_slots_side_by_side_with_idle_words():
 def test_decode_inverts_flits(seed):
     rng = random.Random(seed)
     slots = rng.randint(1, 3)
-    cfg = LinkConfig(rng.choice(("down", "up")), rng.randint(1, 6), 16, 48, rng.randint(20, 60),
+    cfg = LinkConfig(side=rng.choice(("down", "up")), p=rng.randint(1, 6), word_bits=16,
+                     partial_bits=48, grad_bits=rng.randint(20, 60),
                      link_bits=64 * slots * rng.randint(1, 2), max_beats=rng.randint(1, 9),
                      slots=slots)
     traffic = {p: [rng.getrandbits(cfg.beat_bits(p)) for _ in range(rng.randint(0, 30))]

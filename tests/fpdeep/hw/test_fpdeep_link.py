@@ -19,17 +19,20 @@ from nnrtl.sim.patterns import PATTERNS
 from nnrtl.sim.tb.fpdeep.link import preloaded_flits, random_traffic, run
 
 #: fixed16, P = 2: 32-bit beats (one link word) and 96-bit partial / gradient beats (two).
-MIXED = LinkConfig("down", 2, 16, 48, 48, tx_depth=8, rx_depth=8, max_beats=4)
+MIXED = LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48, tx_depth=8,
+                   rx_depth=8, max_beats=4)
 #: P = 5: 2- and 4-word beats, receive FIFOs of 2 beats (credits bind), long packets.
-TIGHT = LinkConfig("up", 5, 16, 48, 40, tx_depth=2, rx_depth=2, max_beats=8)
+TIGHT = LinkConfig(side="up", p=5, word_bits=16, partial_bits=48, grad_bits=40, tx_depth=2,
+                   rx_depth=2, max_beats=8)
 #: fp32, P = 3 on a 128-bit link: one 96-bit beat per word.
-WIDE = LinkConfig("down", 3, 32, 32, 32, link_bits=128, tx_depth=3, rx_depth=5, max_beats=3)
+WIDE = LinkConfig(side="down", p=3, word_bits=32, partial_bits=32, grad_bits=32, link_bits=128,
+                  tx_depth=3, rx_depth=5, max_beats=3)
 #: Three 64-bit slots, a path each: 1- and 2-word beats side by side.
-SLOTS3 = LinkConfig("down", 2, 16, 48, 48, link_bits=192, slots=3, tx_depth=4, rx_depth=4,
-                    max_beats=4)
+SLOTS3 = LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48, link_bits=192,
+                    slots=3, tx_depth=4, rx_depth=4, max_beats=4)
 #: Two 128-bit slots (act and param share slot 0 on the up side's partner).
-SLOTS2 = LinkConfig("up", 3, 32, 32, 32, link_bits=256, slots=2, tx_depth=2, rx_depth=3,
-                    max_beats=5)
+SLOTS2 = LinkConfig(side="up", p=3, word_bits=32, partial_bits=32, grad_bits=32, link_bits=256,
+                    slots=2, tx_depth=2, rx_depth=3, max_beats=5)
 
 
 def _traffic(cfg, seed):

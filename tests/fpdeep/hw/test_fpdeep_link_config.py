@@ -11,11 +11,13 @@ from nnrtl.hw.fpdeep.link_config import LinkConfig, lanes_for
 
 
 def test_slots_and_words():
-    cfg = LinkConfig("down", 8, 32, 32, 32, link_bits=768, slots=3, max_beats=32)
+    cfg = LinkConfig(side="down", p=8, word_bits=32, partial_bits=32, grad_bits=32, link_bits=768,
+                     slots=3, max_beats=32)
     assert cfg.slot_bits == 256 and [cfg.slot(p) for p in cfg.tx_paths] == [0, 1, 2]
     assert cfg.words_per_beat("act") == 1 and cfg.transfer_words("act", 64) == 2 + 64
     assert cfg.efficiency("act") == pytest.approx(32 / 33)
-    up = LinkConfig("up", 3, 32, 32, 32, link_bits=256, slots=2)
+    up = LinkConfig(side="up", p=3, word_bits=32, partial_bits=32, grad_bits=32, link_bits=256,
+                    slots=2)
     assert [up.slot(p) for p in up.tx_paths] == [0, 1, 0]
     assert [up.slot(p) for p in up.rx_paths] == [0, 1, 0]
     assert up.partner().tx_paths == up.rx_paths
@@ -33,20 +35,26 @@ def test_config_from_fp_and_lanes():
 
 
 @pytest.mark.parametrize("call,error,message", [
-    (lambda: LinkConfig("left", 2, 16, 48, 48), ValueError,
+    (lambda: LinkConfig(side="left", p=2, word_bits=16, partial_bits=48, grad_bits=48), ValueError,
      "side must be one of 'down', 'up', not 'left'"),
-    (lambda: LinkConfig("down", 0, 16, 48, 48), ValueError,
+    (lambda: LinkConfig(side="down", p=0, word_bits=16, partial_bits=48, grad_bits=48), ValueError,
      "p must be an integer of at least 1, not 0"),
-    (lambda: LinkConfig("down", "2", 16, 48, 48), TypeError, "p must be an integer, not '2'"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, rx_depth=-3), ValueError,
+    (lambda: LinkConfig(side="down", p="2", word_bits=16, partial_bits=48,
+                        grad_bits=48), TypeError, "p must be an integer, not '2'"),
+    (lambda: LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48,
+                        rx_depth=-3), ValueError,
      "rx_depth must be an integer of at least 1, not -3"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=96), ValueError,
+    (lambda: LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48,
+                        link_bits=96), ValueError,
      "link_bits must be a positive multiple of 64 (Aurora lanes), not 96"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, max_beats=1 << 62), ValueError,
+    (lambda: LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48,
+                        max_beats=1 << 62), ValueError,
      "a slot of 64 bits must hold a header of 66 bits"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=128, slots=3), ValueError,
+    (lambda: LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48,
+                        link_bits=128, slots=3), ValueError,
      "slots must be 1, 2 or 3 and divide the link's 2 lanes, not 3"),
-    (lambda: LinkConfig("down", 2, 16, 48, 48, link_bits=256, slots=4), ValueError,
+    (lambda: LinkConfig(side="down", p=2, word_bits=16, partial_bits=48, grad_bits=48,
+                        link_bits=256, slots=4), ValueError,
      "slots must be 1, 2 or 3 and divide the link's 4 lanes, not 4"),
     (lambda: LinkConfig.from_fp(None, "down"), TypeError, "fp must be an FpConfig, not None"),
     (lambda: lanes_for(0), ValueError, "gbps must be a positive number, not 0"),
