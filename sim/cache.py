@@ -40,7 +40,7 @@ import re
 import shutil
 from pathlib import Path
 
-__all__ = ["results_dir", "DEFAULT_MAX_SIZE", "MARKER", "Entry", "cache_dir", "max_size", "parse_size",
+__all__ = ["results_dir", "RESULTS_MARKER", "DEFAULT_MAX_SIZE", "MARKER", "Entry", "cache_dir", "max_size", "parse_size",
            "format_size", "use", "building", "lock_run", "finish", "touch", "entries",
            "evict", "clean", "usage"]
 
@@ -326,17 +326,32 @@ def _runs(root):
     return sorted(p for p in runs.iterdir() if p.is_dir() and _RUN_NAME.fullmatch(p.name))
 
 
+#: The file that marks a directory under ``results/`` as one :func:`results_dir` made.
+RESULTS_MARKER = ".nnrtl-results"
+
+
 def results_dir(name):
     """``<cache>/results/<name>``, where a benchmark or study keeps results between runs
-    (created; :func:`clean` empties ``results/``)."""
+    (created, with :data:`RESULTS_MARKER` in it; :func:`clean` removes only such
+    directories)."""
     path = cache_dir() / "results" / name
     path.mkdir(parents=True, exist_ok=True)
+    (path / RESULTS_MARKER).touch()
     return path
+
+
+def _results(root):
+    """The directories under ``results/`` that :func:`results_dir` made."""
+    results = Path(root) / "results"
+    if not results.is_dir():
+        return []
+    return sorted(p for p in results.iterdir() if (p / RESULTS_MARKER).is_file())
 
 
 def clean(root=None):
     """Empty the cache but for what another process is building or using: every
-    Verilator entry, kept run directory and the benchmarks' kept results (``results/``).
+    Verilator entry, kept run directory and the benchmarks' kept results
+    (:func:`results_dir`).
     Nothing else under the root is touched. Return ``{"removed": n, "bytes": freed, "in_use":
     m}``."""
     root = Path(root or cache_dir())
@@ -364,10 +379,9 @@ def clean(root=None):
             removed, freed = removed + 1, freed + size
         finally:
             os.close(handle)
-    results = root / "results"
-    if results.is_dir():
-        freed += _tree_size(results)
-        shutil.rmtree(results, ignore_errors=True)
+    for kept in _results(root):
+        freed += _tree_size(kept)
+        shutil.rmtree(kept, ignore_errors=True)
         removed += 1
     return {"removed": removed, "bytes": freed, "in_use": in_use}
 
@@ -381,10 +395,10 @@ def usage(root=None):
     root = Path(root or cache_dir())
     found = entries(root)
     runs = _runs(root)
-    results = root / "results"
+    kept = _results(root)
     return {"location": str(root), "entries": len(found),
             "bytes": sum(e.size for e in found), "max_bytes": max_size(),
             "runs": len(runs), "runs_bytes": sum(_tree_size(r) for r in runs),
-            "other_bytes": _tree_size(results) if results.is_dir() else 0,
+            "other_bytes": sum(_tree_size(path) for path in kept),
             "builds": [{"name": e.directory.name, "bytes": e.size, "last_use": e.last_use,
                         "complete": e.complete} for e in reversed(found)]}

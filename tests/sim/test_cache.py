@@ -225,7 +225,10 @@ def test_clean_and_usage(tmp_path, monkeypatch):
     (run / "dump.vcd").write_bytes(b"z" * 40)
     (tmp_path / "runs" / "my notes").mkdir()       # not the runner's: left alone
     (tmp_path / "results" / "study").mkdir(parents=True)
+    (tmp_path / "results" / "study" / cache.RESULTS_MARKER).touch()
     (tmp_path / "results" / "study" / "x.json").write_bytes(b"w" * 8)
+    (tmp_path / "results" / "mine").mkdir()                 # no marker: left alone
+    (tmp_path / "results" / "mine" / "y.txt").write_text("not the cache's")
     (tmp_path / "verilator" / "gone-0123456789abcdef.lock").touch()
     (tmp_path / "mine.txt").write_text("not the cache's")
     assert cache.usage(tmp_path) == {
@@ -234,8 +237,8 @@ def test_clean_and_usage(tmp_path, monkeypatch):
         "builds": [{"name": e.directory.name, "bytes": e.size, "last_use": e.last_use,
                     "complete": e.complete} for e in reversed(cache.entries(tmp_path))]}
     assert cache.clean(tmp_path) == {"removed": 4, "bytes": 348, "in_use": 0}
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["mine.txt", "my notes", "runs",
-                                                           "verilator"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == [
+        "mine", "mine.txt", "my notes", "results", "runs", "verilator", "y.txt"]
     assert cache.usage(tmp_path)["entries"] == 0
 
 
