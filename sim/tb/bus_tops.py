@@ -3,13 +3,14 @@
 :class:`RegisterTestTop` wraps a :class:`~nnrtl.hw.bus.regs.RegisterFile` so that a bus
 master alone can check it: ``RW`` registers are looped back to ``RO`` "echo" registers,
 ``cycles`` is a free-running 64-bit counter and ``starts`` counts the ``control.start``
-pulses. :class:`StreamLoopbackTop` puts the two AXI4-Stream adapters back to back.
+pulses. :class:`StreamLoopbackTop` puts the two AXI4-Stream adapters back to back,
+:class:`StreamRegisterTop` is one register stage between two ``amaranth.lib.stream`` ports.
 The benches rebuild the register map from ``RegisterMap.as_dict()`` passed as a
 parameter, so the map is written down once, in :func:`register_test_map`.
 """
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from nnrtl.hw.bus import (AXI4LiteSignature, AXI4StreamSignature, AXI4StreamToStream,
@@ -17,7 +18,7 @@ from nnrtl.hw.bus import (AXI4LiteSignature, AXI4StreamSignature, AXI4StreamToSt
                           StreamToAXI4Stream)
 
 
-__all__ = ["register_test_map", "RegisterTestTop", "StreamLoopbackTop"]
+__all__ = ["register_test_map", "RegisterTestTop", "StreamLoopbackTop", "StreamRegisterTop"]
 
 
 def register_test_map():
@@ -136,4 +137,37 @@ class StreamLoopbackTop(wiring.Component):
             self.beats.eq(beats.count),
             self.frames.eq(frames.count),
         ]
+        return m
+
+
+class StreamRegisterTop(wiring.Component):
+    """One register stage between an ``amaranth.lib.stream`` input ``i`` and output
+    ``o`` (both ``width`` bits), for the bench of the shared stream drivers
+    (:mod:`nnrtl.sim.tb.stream_drivers`).
+
+    Parameters
+    ----------
+    width : int
+        Payload bits.
+    broken : bool
+        Break the handshake rule on purpose: ``o.valid`` stays high one cycle only,
+        whether the word was taken or not (the bench must report it).
+
+    Latency: a word taken at clock edge ``e`` is offered on ``o`` from edge ``e``;
+    throughput one word per cycle.
+    """
+
+    def __init__(self, width, *, broken=False):
+        self.broken = broken
+        super().__init__({"i": In(stream.Signature(width)),
+                          "o": Out(stream.Signature(width))})
+
+    def elaborate(self, platform):
+        m = Module()
+        full = Signal()
+        m.d.comb += [self.o.valid.eq(full), self.i.ready.eq(~full | self.o.ready)]
+        with m.If(self.i.valid & self.i.ready):
+            m.d.sync += [self.o.payload.eq(self.i.payload), full.eq(1)]
+        with m.Elif(self.o.ready | self.broken):
+            m.d.sync += full.eq(0)
         return m

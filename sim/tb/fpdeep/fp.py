@@ -23,7 +23,7 @@ import numpy as np
 from amaranth.hdl import Shape, Value
 from amaranth.lib import data
 from amaranth.sim import Simulator
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 
 from nnrtl.gen.fpdeep import from_network
 from nnrtl.gen.models import Conv2d, Flatten, Linear, MaxPool2d, Network, ReLU
@@ -34,8 +34,9 @@ from nnrtl.hw.fpdeep.line_buffer import pixel_layout
 from nnrtl.hw.fpdeep.lpram import load_layout
 from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.golden.fpdeep.fp import fp_module, pad_bias, pass_weights
-from nnrtl.sim.patterns import cycle_budget, pause_pattern
-from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 __all__ = ["pack", "unpack", "random_case", "stimulus", "expected", "config_of", "fields_of",
            "model_cycles", "amaranth_run", "describe", "small_cnn"]
@@ -259,101 +260,70 @@ def describe(cfg, name, got, want, limit=3):
 
 # -- cocotb bench (Verilator) ------------------------------------------------------------
 
-class _Source:
-    def __init__(self, dut, port, words, kind, rng):
-        self.valid = getattr(dut, f"{port}__valid")
-        self.ready = getattr(dut, f"{port}__ready")
-        self.payload = getattr(dut, f"{port}__payload")
-        self.words, self.sent, self.offering = words, 0, False
-        self.pauses = pause_pattern(kind, rng)
-
-    def drive(self):
-        pause = next(self.pauses)
-        if not self.offering and self.sent < len(self.words) and not pause:
-            self.payload.value = self.words[self.sent]
-            self.offering = True
-        self.valid.value = int(self.offering)
-
-    def sample(self):
-        if self.offering and self.ready.value:
-            self.sent += 1
-            self.offering = False
-
-    @property
-    def done(self):
-        return self.sent == len(self.words)
-
-
-class _Sink:
-    def __init__(self, dut, port, count, kind, rng):
-        self.valid = getattr(dut, f"{port}__valid")
-        self.ready = getattr(dut, f"{port}__ready")
-        self.payload = getattr(dut, f"{port}__payload")
-        self.count, self.got, self.held, self.accept = count, [], None, False
-        self.pauses = pause_pattern(kind, rng)
-
-    def drive(self):
-        self.accept = not next(self.pauses) and len(self.got) < self.count
-        self.ready.value = int(self.accept)
-
-    def sample(self):
-        if self.valid.value:
-            bits = int(self.payload.value)
-            assert self.held is None or bits == self.held, "a beat changed before it was taken"
-            if self.accept:
-                self.got.append(bits)
-                self.held = None
-            else:
-                self.held = bits
-        else:
-            assert self.held is None, "valid fell before the beat was taken"
-
-
 async def run_patterns(dut, params, make, layout, name):
-    """The bench loop of the FP, EB and PG benches: per pattern ``kind``, ``make(number)`` gives
-    ``(sources [(port, payloads, paced)], expected payloads, model cycles)``; the sources
-    not ``paced`` (the LPRAM load) go first without pauses, the others and the sink ``name``
-    follow ``kind``."""
+    """The bench loop of the FP, EB, PG, SFU and update benches, on the shared stream
+    drivers (:class:`~nnrtl.sim.tb.streams.Streams`).
+
+    Per pattern ``kind``, ``make(number)`` gives ``(sources [(port, payloads, paced)],
+    expected payloads, model cycles)``; the sources not ``paced`` (the LPRAM load) are sent
+    first without pauses and must drain, then the others, paused by ``kind`` like the sink
+    ``name``. ``cycles`` counts from the first word queued to the last word taken; every
+    wait is bounded by :func:`~nnrtl.sim.patterns.cycle_budget` of the model cycles.
+
+    Raises
+    ------
+    AssertionError
+        A budget overrun (naming the beats received), an output beyond the expected ones,
+        a broken handshake rule, or (after the report) a mismatch.
+    """
     rng = random.Random(params["seed"])
     await start_clock_and_reset(dut)
-    edge = RisingEdge(dut.clk)
+    streams = Streams(dut)
+    sink = streams.sink(name)
     results, exact = {}, True
     for number, kind in enumerate(params["patterns"]):
         specs, want, cycles_model = make(number)
-        sources = [_Source(dut, port, words, kind if paced else "none", rng)
-                   for port, words, paced in specs]
-        ordered = [s for s, spec in zip(sources, specs) if not spec[2]]
-        others = [s for s, spec in zip(sources, specs) if spec[2]]
-        sink = _Sink(dut, name, len(want), kind, rng)
+        sources = {port: streams.source(port) for port, _, _ in specs}
+        paced = [port for port, _, is_paced in specs if is_paced]
+        streams.pause(kind, rng, ports=paced + [name])
+        streams.pause("none", rng, ports=[port for port in sources if port not in paced])
         budget = cycle_budget(cycles_model, output_beats=len(want), patterns=[kind])
-        cycles = 0
-        while len(sink.got) < len(want) or not all(s.done for s in sources):
-            for source in ordered:
-                source.drive()
-            sink.drive()
-            for source in others:
-                if all(s.done for s in ordered):
-                    source.drive()
-            await edge
-            cycles += 1
-            for unit in sources + [sink]:
-                unit.sample()
-            assert cycles < budget, (f"pattern {kind}: {len(sink.got)} of {len(want)} {name} "
-                                     f"beats in the budget of {budget} cycles")
-        for source in sources:
-            source.valid.value = 0
-        sink.ready.value = 0
-        for _ in range(20):
-            await edge
-            assert not sink.valid.value, f"pattern {kind}: {name} beat beyond the expected"
-        wrong = describe_beats(layout, name, sink.got, want)
+        start = cycle_now()
+
+        async def traffic():
+            for port, words, is_paced in specs:
+                if not is_paced:
+                    sources[port].send_words(words)
+            for port, _, is_paced in specs:
+                if not is_paced:
+                    await sources[port].wait()
+            for port, words, is_paced in specs:
+                if is_paced:
+                    sources[port].send_words(words)
+            got = await sink.receive(len(want))
+            for source in sources.values():
+                await source.wait()
+            return got
+
+        received = len(sink.words)
+        try:
+            got = await with_timeout(traffic(), budget * CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"pattern {kind}: {len(sink.words) - received} of "
+                                 f"{len(want)} {name} beats in the budget of {budget} "
+                                 "cycles") from None
+        cycles = sink.cycles[-1] - start if want else cycle_now() - start
+        await ClockCycles(dut.clk, 20)
+        extra = sink.extra()
+        assert not extra, f"pattern {kind}: {len(extra)} {name} beats beyond the expected"
+        streams.check()
+        wrong = describe_beats(layout, name, got, want)
         exact = exact and not wrong
-        results[kind] = {"beats": len(sink.got), "cycles": cycles, "budget": budget,
+        results[kind] = {"beats": len(got), "cycles": cycles, "budget": budget,
                          "mismatches": wrong}
-        dut._log.info("pattern %s: %d beats in %d cycles", kind, len(sink.got), cycles)
+        dut._log.info("pattern %s: %d beats in %d cycles", kind, len(got), cycles)
     report({"bit_exact": exact, "patterns": results})
     assert exact, "; ".join(m for r in results.values() for m in r["mismatches"])
-
 
 
 @cocotb.test()
