@@ -25,7 +25,7 @@ __all__ = ["ChainLayer", "Chain", "alexnet", "vgg16", "vgg19", "BUILTIN", "from_
            "builtin"]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class ChainLayer:
     """One weighted layer of the chain.
 
@@ -139,7 +139,8 @@ def _build(name, spec, image_size, in_channels=3):
         if item[0] == "conv":
             _, lname, oc, k, stride, pad = item
             out = _conv_out(side, k, stride, pad, f"{name} {lname}")
-            layers.append(ChainLayer(lname, "conv", channels, oc, k, stride, pad, side, out,
+            layers.append(ChainLayer(name=lname, kind="conv", ic=channels, oc=oc, k=k,
+                                     stride=stride, pad=pad, w_in=side, w_out=out,
                                      first=not layers))
             channels, side = oc, out
         elif item[0] == "pool":
@@ -153,8 +154,8 @@ def _build(name, spec, image_size, in_channels=3):
         else:
             _, lname, out = item
             features = channels * side * side if flat is None else flat
-            layers.append(ChainLayer(lname, "fc", features, out, relu=item is not spec[-1],
-                                     first=not layers))
+            layers.append(ChainLayer(name=lname, kind="fc", ic=features, oc=out,
+                                     relu=item is not spec[-1], first=not layers))
             flat = out
     return Chain(name, tuple(layers))
 
@@ -245,9 +246,9 @@ def from_network(network, image_size, name=None):
             k = _square(layer, "kernel_size", where)
             stride, pad = _square(layer, "stride", where), _square(layer, "padding", where)
             out = _conv_out(side, k, stride, pad, where)
-            layers.append(ChainLayer(f"layers[{n}]", "conv", layer.in_channels,
-                                     layer.out_channels, k, stride, pad, side, out,
-                                     relu=False, first=not layers))
+            layers.append(ChainLayer(name=f"layers[{n}]", kind="conv", ic=layer.in_channels,
+                                     oc=layer.out_channels, k=k, stride=stride, pad=pad,
+                                     w_in=side, w_out=out, relu=False, first=not layers))
             side, channels = out, layer.out_channels
         elif isinstance(layer, ReLU):
             if not layers:
@@ -276,8 +277,8 @@ def from_network(network, image_size, name=None):
                     f"{where}: Linear takes {layer.in_features} features, but at --image-size "
                     f"{image_size} the layers before it give {features}; give the image size "
                     f"the network was trained for")
-            layers.append(ChainLayer(f"layers[{n}]", "fc", features, layer.out_features,
-                                     relu=False, first=not layers))
+            layers.append(ChainLayer(name=f"layers[{n}]", kind="fc", ic=features,
+                                     oc=layer.out_features, relu=False, first=not layers))
             flat = layer.out_features
         else:
             raise UsageError(f"{where}: {type(layer).__name__} cannot be mapped")

@@ -44,12 +44,12 @@ PAPER_DATA_MOVEMENT = {"ms1": (31.79, 0.0, 60.27), "ms2": (24.67, 32.89, 49.34),
 
 #: Table I [P] (input size = hidden size, spec §1.3 [D]), batch 128.
 TABLE_I = {
-    "TREC-10": Workload(3072, 3072, 2, 18, 128),
-    "PTB": Workload(1536, 1536, 4, 35, 128),
-    "IMDB": Workload(2048, 2048, 3, 100, 128),
-    "WAYMO": Workload(1024, 1024, 3, 128, 128),
-    "WMT": Workload(1024, 1024, 4, 151, 128),
-    "BABI": Workload(1280, 1280, 5, 303, 128),
+    "TREC-10": Workload(input_size=3072, hidden_size=3072, layers=2, length=18, batch=128),
+    "PTB": Workload(input_size=1536, hidden_size=1536, layers=4, length=35, batch=128),
+    "IMDB": Workload(input_size=2048, hidden_size=2048, layers=3, length=100, batch=128),
+    "WAYMO": Workload(input_size=1024, hidden_size=1024, layers=3, length=128, batch=128),
+    "WMT": Workload(input_size=1024, hidden_size=1024, layers=4, length=151, batch=128),
+    "BABI": Workload(input_size=1280, hidden_size=1280, layers=5, length=303, batch=128),
 }
 #: Loss type per benchmark: IMDB and WMT from the paper, the others [U] by task (language
 #: modelling and tracking predict every step; classification and QA answer once).

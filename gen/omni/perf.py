@@ -55,8 +55,8 @@ __all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "top_mod
 def workload_of(config):
     """The :class:`.accounting.Workload` of ``config``'s LSTM."""
     from .accounting import Workload
-    return Workload(config.input_size, config.hidden_size, config.layers, config.seq_len,
-                    config.batch)
+    return Workload(input_size=config.input_size, hidden_size=config.hidden_size,
+                    layers=config.layers, length=config.seq_len, batch=config.batch)
 
 
 def ew_channels(config):

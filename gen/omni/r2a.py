@@ -343,8 +343,9 @@ def scaled(workload):
     """A Table I shape scaled down for the bench [decided here]: hidden and input size
     / 8, length / 8 (rounded up, at least 2), batch 16, the same layers."""
     from .accounting import Workload
-    return Workload(max(1, workload.input_size // 8), max(1, workload.hidden_size // 8),
-                    workload.layers, max(2, math.ceil(workload.length / 8)), 16)
+    return Workload(input_size=max(1, workload.input_size // 8),
+                    hidden_size=max(1, workload.hidden_size // 8), layers=workload.layers,
+                    length=max(2, math.ceil(workload.length / 8)), batch=16)
 
 
 def utilization_rows(*, full=("TREC-10",), skip_threshold=0.02, density=None,

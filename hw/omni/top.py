@@ -104,8 +104,8 @@ def _allocation(config):
     """``(ew_mask, swing_mask)`` of the static split of the configuration's training
     graph (:func:`.workload.static_split`, one tile per channel) and its swing channels
     (:func:`.workload.allocation`)."""
-    workload = Workload(config.input_size, config.hidden_size, config.layers,
-                        config.seq_len, config.batch)
+    workload = Workload(input_size=config.input_size, hidden_size=config.hidden_size,
+                        layers=config.layers, length=config.seq_len, batch=config.batch)
     r2a = config.r2a
     split = static_split(training_graph(workload, tiles=config.channels), r2a)
     groups, swing = allocation(r2a, split, dynamic=True)

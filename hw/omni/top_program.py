@@ -31,7 +31,7 @@ __all__ = ["CellTask", "PARTS", "top_tasks", "task_count"]
 PARTS = {"fw_mm": "matmul", "fw_ew": "ew", "bp_ew": "ew", "bp_mm": "matmul"}
 
 
-@dataclasses.dataclass(frozen=True, eq=False)
+@dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
 class CellTask:
     """One task of the top's graph.
 
@@ -141,6 +141,7 @@ def top_tasks(config):
     for index, (part, l, t) in enumerate(order):
         channel, cut = parts[l]
         steps, first = cut[part]
-        tasks.append(CellTask(index, part, l, t, tuple(steps), first,
-                              tuple(sorted(set(deps(part, l, t)))), channel))
+        tasks.append(CellTask(id=index, part=part, layer=l, step=t, steps=tuple(steps),
+                              first=first, deps=tuple(sorted(set(deps(part, l, t)))),
+                              channel=channel))
     return tasks

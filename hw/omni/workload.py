@@ -27,7 +27,7 @@ __all__ = ["Workload", "KINDS", "PHASES", "Task", "training_graph", "estimate", 
            "static_split", "allocation"]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Workload:
     """One LSTM training iteration's shape: ``input_size`` of layer 0 (the others take H),
     ``hidden_size``, ``layers`` (LN), ``length`` (LL, timestamps) and ``batch``;

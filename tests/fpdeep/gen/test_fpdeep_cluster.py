@@ -142,12 +142,14 @@ def random_chain(rng):
         pad = k // 2
         out = side + 2 * pad - k + 1
         pool = (2, 2, 0) if out >= 4 and rng.random() < 0.5 else None
-        layers.append(ChainLayer(f"conv{index}", "conv", channels, oc, k, 1, pad, side, out,
-                                 pool, True, index == 0))
+        layers.append(ChainLayer(name=f"conv{index}", kind="conv", ic=channels, oc=oc, k=k,
+                                 stride=1, pad=pad, w_in=side, w_out=out, pool=pool, relu=True,
+                                 first=index == 0))
         side = out if pool is None else (out - 2) // 2 + 1
         channels = oc
     if rng.random() < 0.7:
-        layers.append(ChainLayer("fc", "fc", channels * side * side, int(rng.integers(2, 12))))
+        layers.append(ChainLayer(name="fc", kind="fc", ic=channels * side * side,
+                                 oc=int(rng.integers(2, 12))))
     return Chain("random", tuple(layers))
 
 

@@ -18,9 +18,11 @@ def _chain():
     """conv 16 -> 8 on 8 x 8 (k3 p1, the first layer: ICP, 16 input channels), then the
     same shape again (8 -> 8, not first: ICP with ``ocp_min_ic`` 4), then an FC 512 -> 10."""
     return Chain("hand", (
-        ChainLayer("c1", "conv", 16, 8, 3, 1, 1, 8, 8, None, True, True),
-        ChainLayer("c2", "conv", 8, 8, 3, 1, 1, 8, 8, None, True, False),
-        ChainLayer("fc", "fc", 512, 10)))
+        ChainLayer(name="c1", kind="conv", ic=16, oc=8, k=3, stride=1, pad=1, w_in=8, w_out=8,
+                   relu=True, first=True),
+        ChainLayer(name="c2", kind="conv", ic=8, oc=8, k=3, stride=1, pad=1, w_in=8, w_out=8,
+                   relu=True),
+        ChainLayer(name="fc", kind="fc", ic=512, oc=10)))
 
 
 def test_icp_first_layer_has_no_input_errors():

@@ -7,7 +7,7 @@ from nnrtl.gen.errors import UsageError
 from nnrtl.gen.omni.accounting import (TABLE_I, Workload, data_movement, footprint,
                                        parameter_bytes, reduction, table_one)
 
-SMALL = Workload(3, 2, 2, 4, 5)
+SMALL = Workload(input_size=3, hidden_size=2, layers=2, length=4, batch=5)
 KEPT = np.array([[True] * 4, [False, False, True, True]])
 
 
@@ -57,7 +57,7 @@ def test_reduction_and_errors():
     assert reduction({"a": 4, "b": 0}, {"a": 1, "b": 0}) == {"a": 75.0, "b": 0.0}
     with pytest.raises(TypeError, match=r"^hidden_size must be a positive integer, "
                                         r"not 0$"):
-        Workload(1, 0, 1, 1, 1)
+        Workload(input_size=1, hidden_size=0, layers=1, length=1, batch=1)
     with pytest.raises(UsageError, match=r"^kept must be layers x length = 2 x 4, not "
                                          r"\(4, 2\)$"):
         footprint(SMALL, kept=np.ones((4, 2)))

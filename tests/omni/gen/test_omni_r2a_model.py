@@ -150,7 +150,7 @@ def random_pad(program, rng):
 
 #: A layer of I = 3, H = 5 on 5-lane channels (MVM rounds of 5 rows with tails of 2 and
 #: 3 lanes, element-wise tails), two samples, the paper's pipelines.
-SMALL = Workload(3, 5, 1, 2, 2)
+SMALL = Workload(input_size=3, hidden_size=5, layers=1, length=2, batch=2)
 SMALL_CONFIG = R2AConfig(channels=2, pes_per_channel=5)
 
 

@@ -87,7 +87,7 @@ def test_ms1_stores_compressed_and_bp_reads_the_pruned_part1(threshold):
     _, tape = forward(weights, xs, config)
     values, survivors = tape.stored["p1_values"], tape.stored["p1_survivors"]
     assert 0 < survivors < values == 2 * 8 * 6 * 3 * 6
-    workload = Workload(4, 6, 2, 8, 3)
+    workload = Workload(input_size=4, hidden_size=6, layers=2, length=8, batch=3)
     model = footprint(workload, density=survivors / values)
     assert tape.stored["intermediates"] == pytest.approx(model["intermediates"], rel=1e-12)
     assert tape.stored["activations"] == model["activations"]

@@ -76,7 +76,8 @@ def test_byte_counts_equal_accounting(batch, hidden, theta):
     bits = part1.numpy().view(np.uint32).reshape(6 * batch, hidden)
     written = golden.write_record(bits, sparse=True, threshold=theta)
     density = written.kept / bits.size
-    work = accounting.Workload(hidden, hidden, 1, 1, batch)
+    work = accounting.Workload(input_size=hidden, hidden_size=hidden, layers=1, length=1,
+                               batch=batch)
     held = accounting.footprint(work, density=density)
     assert held["intermediates"] == pytest.approx(written.bytes_written, abs=1e-6)
     memory = memory_with(written.image, 64)

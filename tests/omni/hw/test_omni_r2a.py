@@ -58,7 +58,9 @@ def test_swing_and_return_in_rtl():
     assert model.issues == ((0, 0, 0), (1, 1, 1), (16, 1, 2)) and model.cycles == 22
 
 
-@pytest.mark.parametrize("shape", [Workload(3, 4, 2, 1, 2), Workload(5, 4, 1, 2, 3)])
+@pytest.mark.parametrize("shape", [
+    Workload(input_size=3, hidden_size=4, layers=2, length=1, batch=2),
+    Workload(input_size=5, hidden_size=4, layers=1, length=2, batch=3)])
 def test_lstm_training_graph_matches_model(shape):
     # A whole (tiny) training iteration: FW, BP with MS1, activations in the EW lengths.
     config = R2AConfig(channels=3, pes_per_channel=4, swing_channels=2, switch_cycles=8,
