@@ -4,12 +4,15 @@ backpressure ``none``: :func:`bench_cycles` is the bench's ``cycles`` for a
 
 What the bench runs, per segment and at once for every segment (the segment units share
 nothing but the ``lr`` register, so the node's count is the slowest segment's): the LPRAM
-load (one beat a cycle, cycles ``1 … L``), then from cycle ``L + 1`` its upstream partials
+load (one beat a cycle, cycles ``1 … L``), then from cycle ``L + 2`` its upstream partials
 and partial errors offered back to back and its input phases in order (``act 0 … act
-lag−1``, then per image ``n`` its errors and ``act n+lag``), each phase's first beat offered
-in the cycle after the previous phase's last was taken; every output always ready. The
-count is the cycle of the last beat the bench waits for (the last output beat, or the last
-input beat taken where that comes later); the last update runs on after it.
+lag−1``, then per image ``n`` its errors and ``act n+lag``), each phase's beats back to
+back. The bench queues a stream in the cycle the previous one's last beat was taken and
+its source offers it from the next cycle on, so after the load and between two phases one
+cycle offers nothing: a phase's first beat is offered two cycles after the previous
+phase's last was taken. Every output is always ready. The count is the cycle of the last
+beat the bench waits for (the last output beat, or the last input beat taken where that
+comes later); the last update runs on after it.
 
 The model steps one segment unit (:class:`~nnrtl.hw.fpdeep.node.SegmentUnit`) one cycle at
 a time through the registers that decide when a beat moves, with the RTL's rules
@@ -90,6 +93,7 @@ class _Segment:
             if k + lag < images:
                 phases.append(("act", pixels_in))
         self.phases, self.phase, self.phase_sent = phases, 0, 0
+        self.between = False                # the cycle after a phase's last beat
         self.part_in = Source(images * cfg.pixels * cfg.groups if cfg.partial_in else 0)
         self.err_part_in = Source(images * pixels_in if self.eb and takes else 0)
         self.want = {"out": images * cfg.out_beats, "err": images * pixels_in * self.eb,
@@ -152,13 +156,15 @@ class _Segment:
         self.fp_in = self.fp_out = self.eb_in = self.eb_out = 0
 
     # -- the bench ---------------------------------------------------------------------
-    def _offered(self, port):
-        return self.phase < len(self.phases) and self.phases[self.phase][0] == port
+    def _offered(self, port, between):
+        return (not between and self.phase < len(self.phases)
+                and self.phases[self.phase][0] == port)
 
     def _sent(self):
         self.phase_sent += 1
         if self.phase_sent == self.phases[self.phase][1]:
             self.phase, self.phase_sent = self.phase + 1, 0
+            self.between = True
 
     @property
     def finished(self):
@@ -166,8 +172,11 @@ class _Segment:
                 and self.err_part_in.done and self.got == self.want)
 
     def run(self):
-        """Step from the load's last cycle until the bench has every beat; the cycle."""
+        """Step from the cycle after the load's last until the bench has every beat; the
+        cycle."""
         cycle = self.loads                  # nothing else moves while the load runs
+        if not self.finished:
+            cycle += 1                      # nor in the next, where nothing is offered
         self.part_in.open = self.err_part_in.open = True
         cfg, images = self.cfg, self.images
         side = max(cfg.w_in, self.eb_lb.width)
@@ -184,7 +193,8 @@ class _Segment:
         """One clock cycle: every valid and ready from the registers, then the registers
         (each part reads the others' registers as they were)."""
         cfg, rows, passes = self.cfg, self.cfg.rows, self.cfg.passes
-        act_valid, err_valid = self._offered("act"), self._offered("err")
+        between, self.between = self.between, False
+        act_valid, err_valid = self._offered("act", between), self._offered("err", between)
 
         # FP, from its outputs back to the act fork
         out_ready = self.got["out"] < self.want["out"]

@@ -28,15 +28,16 @@ FpdeepConfig's ``segments`` as FpConfig fields, ``eb``, ``batch``, ``act_images`
 per output stream, ``cycles``, ``budget`` and the node's counters read over AXI4-Lite
 (``images``, ``updates``, ``cycles``, busy cycles of FP/EB/PG); ``steady_cycles``: the
 node's steady-state cycles (:attr:`FpdeepConfig.cycles`) times the images. The bench's
-``cycles`` under backpressure ``none``, exactly: :func:`nnrtl.gen.fpdeep.node_cycles.
-bench_cycles`.
+``cycles`` (from the cycle before the first load beat is taken to the last beat it waits
+for, by the handshake cycles the drivers record) under backpressure ``none``, exactly:
+:func:`nnrtl.gen.fpdeep.node_cycles.bench_cycles`.
 """
 
 import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster
 
 from nnrtl.hw.fpdeep.eb import error_layout, partial_error_layout
@@ -48,13 +49,14 @@ from nnrtl.sim.golden.fpdeep.fp import fp_module
 from nnrtl.sim.golden.fpdeep.pg import pg_batch
 from nnrtl.sim.golden.fpdeep.update import update_segment
 from nnrtl.sim.patterns import cycle_budget
-from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
 from nnrtl.sim.tb.fpdeep.eb import delta_beats
 from nnrtl.sim.tb.fpdeep.eb import random_case as eb_case
-from nnrtl.sim.tb.fpdeep.fp import _Sink, _Source, config_of, describe_beats, pack
+from nnrtl.sim.tb.fpdeep.fp import config_of, describe_beats, pack
 from nnrtl.sim.tb.fpdeep.fp import random_case as fp_case
 from nnrtl.sim.tb.fpdeep.fp import stimulus as fp_stimulus
 from nnrtl.sim.tb.registers import RegisterBus
+from nnrtl.sim.tb.streams import Streams
 
 __all__ = ["node_config", "node_fields", "segment_config", "random_case", "phases",
            "expected", "partial_error_beats", "fp_versions",
@@ -235,76 +237,98 @@ def partial_error_beats(cfg, maps):
 
 
 class _Segment:
-    """One segment's streams in the bench: the load first, then its upstream partials and
-    partial errors (free-running) and its input phases in order; a sink per output."""
+    """One segment's streams in the bench (its drivers from ``streams``): the load first,
+    then its upstream partials and partial errors (free-running) and its input phases in
+    order, each queued once the previous one's last word was taken; a sink per output."""
 
-    def __init__(self, dut, config, n, kind, images, seed, lag, rng):
+    def __init__(self, streams, config, n, images, seed, lag):
         self.config = single = segment_config(config, n)
         cfg = self.cfg = config.segments[n]
+        self.n = n
         takes = single.eb[0] and single.partials[0][0]
         case = random_case(cfg, images, seed, partial_errors=takes)
         self.want, _ = expected(single, case, lag)
         load = fp_stimulus(cfg, case)
-        self.loads = len(load["load"])
         port = lambda name: f"s{n}_{name}"
-        self.load = _Source(dut, port("load"), load["load"], "none", rng)
-        self.free = []
+        self.load = streams.source(port("load"), record=True)
+        self.load_words = load["load"]
+        self.loads = len(self.load_words)
+        free = []
         if cfg.partial_in:
-            self.free.append(_Source(dut, port("part_in"), load["part_in"], kind, rng))
+            free.append(("part_in", load["part_in"]))
         if takes:
-            self.free.append(_Source(dut, port("err_part_in"),
-                                     partial_error_beats(cfg, case["err_partial"]), kind, rng))
-        self.ordered = [_Source(dut, port(name), words, kind, rng)
-                        for name, words in phases(cfg, case, lag)]
-        self.sinks = {name: _Sink(dut, port(name), len(beats), kind, rng)
-                      for name, beats in self.want.items()}
+            free.append(("err_part_in", partial_error_beats(cfg, case["err_partial"])))
+        self.free = [(streams.source(port(name), record=True), words) for name, words in free]
+        order = phases(cfg, case, lag)
+        self.ordered = [(streams.source(port(name), record=True), words)
+                        for name, words in order]
+        self.sinks = {name: streams.sink(port(name)) for name in self.want}
+        self.paced = [port(name) for name in dict.fromkeys(
+            [name for name, _ in free + order] + list(self.want))]
+        self.phases_done = 0
+        self.first = {unit: len(unit.cycles) for unit in self.inputs}
+        self.first.update({sink: len(sink.words) for sink in self.sinks.values()})
+        self.got = {}
 
     @property
-    def sources(self):
-        return [self.load, *self.free, *self.ordered]
+    def inputs(self):
+        return [self.load] + [source for source, _ in self.free + self.ordered]
 
-    @property
-    def finished(self):
-        return (all(s.done for s in self.sources)
-                and all(len(s.got) >= len(self.want[p]) for p, s in self.sinks.items()))
+    async def drive(self):
+        """Send every input stream in the bench's order; return once all were taken."""
+        self.load.send_words(self.load_words)
+        await self.load.wait()
+        for source, words in self.free:
+            source.send_words(words)
+        for source, words in self.ordered:
+            source.send_words(words)
+            await source.wait()
+            self.phases_done += 1
+        for source, _ in self.free:
+            await source.wait()
 
-    def drive(self):
-        self.load.drive()
-        if self.load.done:
-            for source in self.free:
-                source.drive()
-            active = next((s for s in self.ordered if not s.done), None)
-            if active is not None:
-                active.drive()
-        for sink in self.sinks.values():
-            sink.drive()
+    async def collect(self):
+        """Receive every expected output word into :attr:`got`."""
+        for name, sink in self.sinks.items():
+            self.got[name] = await sink.receive(len(self.want[name]))
 
-    def sample(self):
-        for unit in self.sources + list(self.sinks.values()):
-            unit.sample()
-        for source in self.ordered:
-            if not source.offering:
-                source.valid.value = 0
+    def start(self):
+        """The cycle before the segment's first load word was taken."""
+        return self.load.cycles[self.first[self.load]] - 1
 
-    def stop(self):
-        for unit in self.sources:
-            unit.valid.value = 0
-        for sink in self.sinks.values():
-            sink.ready.value = 0
+    def end(self):
+        """The cycle the last word the bench waits for was taken (input or output)."""
+        last = [unit.cycles[-1] for unit in self.inputs + list(self.sinks.values())
+                if len(unit.cycles) > self.first[unit]]
+        return max(last)
 
-    def progress(self, n):
-        return (", ".join(f"s{n} {p} {len(s.got)} of {len(self.want[p])} beats"
-                          for p, s in self.sinks.items())
-                + f", s{n} {sum(s.done for s in self.ordered)} of {len(self.ordered)} "
-                  f"input phases")
+    def received(self, name):
+        sink = self.sinks[name]
+        return sink.words[self.first[sink]:]
 
-    def mismatches(self, n):
-        return {f"s{n}_{p}": describe_beats(layout, p, self.sinks[p].got, self.want[p])
+    def progress(self):
+        n = self.n
+        return (", ".join(f"s{n} {p} {len(self.received(p))} of {len(self.want[p])} beats"
+                          for p in self.sinks)
+                + f", s{n} {self.phases_done} of {len(self.ordered)} input phases")
+
+    def mismatches(self):
+        return {f"s{self.n}_{p}": describe_beats(layout, p, self.received(p), self.want[p])
                 for p, layout in _layouts(self.cfg).items() if p in self.want}
 
 
 @cocotb.test()
 async def node_trains_bit_exact(dut):
+    """Per pattern of ``params["patterns"]``: reset the node, run every segment's streams
+    (:class:`_Segment`) at once, then check the outputs and the counters (module
+    docstring).
+
+    Raises
+    ------
+    AssertionError
+        A budget overrun (naming the progress of every segment), a beat beyond the
+        expected ones, a broken handshake rule or (after the report) a mismatch.
+    """
     params = tb_params()
     config = node_config(params["config"])
     regmap = register_map(config)
@@ -313,7 +337,7 @@ async def node_trains_bit_exact(dut):
     await start_clock_and_reset(dut)
     bus = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk,
                                     dut.rst), regmap)
-    edge = RisingEdge(dut.clk)
+    streams = Streams(dut)
     results, exact = {}, True
     for number, kind in enumerate(params["patterns"]):
         dut.rst.value = 1                       # a fresh node per pattern
@@ -321,40 +345,49 @@ async def node_trains_bit_exact(dut):
         dut.rst.value = 0
         await RisingEdge(dut.clk)
         assert await bus.read("lr") == config.lr, "lr register: not its reset value"
-        segments = [_Segment(dut, config, n, kind, images, params["seed"] + number + 97 * n,
-                             params["lag"], rng) for n in range(len(config.segments))]
+        segments = [_Segment(streams, config, n, images, params["seed"] + number + 97 * n,
+                             params["lag"]) for n in range(len(config.segments))]
+        streams.pause("none", rng, ports=[s.load.name for s in segments])
+        streams.pause(kind, rng, ports=[port for s in segments for port in s.paced])
         budget = cycle_budget(
             max(model_cycles(s.config, images) for s in segments)
             + sum(s.loads for s in segments),
             output_beats=max(sum(map(len, s.want.values())) for s in segments),
             patterns=[kind])
-        cycles = 0
-        while not all(s.finished for s in segments):
+
+        async def traffic():
+            drives = [cocotb.start_soon(s.drive()) for s in segments]
             for segment in segments:
-                segment.drive()
-            await edge
-            cycles += 1
-            for segment in segments:
-                segment.sample()
-            assert cycles < budget, (f"pattern {kind}: in the budget of {budget} cycles: "
-                                     + "; ".join(s.progress(n)
-                                                 for n, s in enumerate(segments)))
-        for segment in segments:
-            segment.stop()
+                await segment.collect()
+            for task in drives:
+                await task
+
+        try:
+            await with_timeout(traffic(), budget * CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"pattern {kind}: in the budget of {budget} cycles: "
+                                 + "; ".join(s.progress() for s in segments)) from None
+        cycles = max(s.end() for s in segments) - min(s.start() for s in segments)
         counters = {}
         for _ in range(200):                    # the last update follows the last outputs
             counters = await bus.read_many(list(COUNTERS))
             if counters["updates"] == params["batches"]:
                 break
+        for segment in segments:
+            for name, sink in segment.sinks.items():
+                extra = sink.extra()
+                assert not extra, (f"pattern {kind}: {len(extra)} s{segment.n}_{name} beats "
+                                   "beyond the expected")
+        streams.check()
         wrong = {}
-        for n, segment in enumerate(segments):
-            wrong.update(segment.mismatches(n))
+        for segment in segments:
+            wrong.update(segment.mismatches())
         if counters["updates"] != params["batches"] or counters["images"] != images:
             wrong["counters"] = [f"updates {counters['updates']} (want {params['batches']}), "
                                  f"images {counters['images']} (want {images})"]
         exact = exact and not any(wrong.values())
-        beats = {f"s{n}_{p}" if n else p: len(k.got)
-                 for n, s in enumerate(segments) for p, k in s.sinks.items()}
+        beats = {f"s{n}_{p}" if n else p: len(s.received(p))
+                 for n, s in enumerate(segments) for p in s.sinks}
         results[kind] = {"beats": beats, "cycles": cycles, "budget": budget,
                          "mismatches": wrong, "counters": counters}
         dut._log.info("pattern %s: %d cycles, counters %s", kind, cycles, counters)

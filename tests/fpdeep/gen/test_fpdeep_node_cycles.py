@@ -117,17 +117,18 @@ TINY = FpdeepConfig((FpConfig(precision="fixed16", k=1, stride=1, pad=0, w_in=1,
 
 
 def test_the_tiny_node_by_hand():
-    """One mini-batch, lag 1: the two loads (cycles 1, 2); the pixel taken (3); the window
-    issued (4) and fed (5); the product, bias and rescale registers (6, 7, 8); act_out and
-    the mask written (9); the mask in the buffer's output register (11, two cycles after
-    the write), so the error, offered since 4, is taken at 11: the bench's last beat.
+    """One mini-batch, lag 1: the two loads (cycles 1, 2); nothing offered (3); the pixel
+    taken (4); the window issued (5) and fed (6); the product, bias and rescale registers
+    (7, 8, 9); act_out and the mask written (10); the mask in the buffer's output register
+    (12, two cycles after the write), so the error, offered since 6 (5 offers nothing
+    after the pixel's phase), is taken at 12: the bench's last beat.
 
-    Two mini-batches: the δ passes the fork at 12 (PG's window waits since 6), the drain
-    settles once PG's two stages are empty (15), reads (16) and hands its two rows to the
-    update at 17 and 20 (3 cycles a row), which is done at 23; FP reopens and the second
-    image runs as the first, 21 cycles later: its error at 32."""
-    assert bench_cycles(TINY, 1, 1) == 11
-    assert bench_cycles(TINY, 2, 1) == 11 + 21
+    Two mini-batches: the δ passes the fork at 13 (PG's window waits since 7), the drain
+    settles once PG's two stages are empty (16), reads (17) and hands its two rows to the
+    update at 18 and 21 (3 cycles a row), which is done at 24; FP reopens and the second
+    image runs as the first, 21 cycles later: its error at 33."""
+    assert bench_cycles(TINY, 1, 1) == 12
+    assert bench_cycles(TINY, 2, 1) == 12 + 21
 
 
 def test_segments_are_independent_and_the_node_is_the_slowest():
