@@ -21,7 +21,8 @@ __all__ = ["PAPER", "BenchSet", "FULL", "QUICK", "table6_rows", "scaling_rows", 
 
 #: The paper's figures, once (Wang et al., FPDeep).
 PAPER = {
-    "source": "Wang et al., FPDeep (papers/fpdeep-cnn-training-fpga-clusters.txt)",
+    "source": ("Wang et al., FPDeep: Scalable Acceleration of CNN Training on "
+               "Deeply-Pipelined FPGA Clusters"),
     "table6": {
         "where": "Table 6 (Sec. 6.3.2): FPDeep on 15 XC7VX690T (VC709), fp32",
         "gops_per_fpga": {"alexnet": 1157, "vgg16": 1197, "vgg19": 1220},
