@@ -3,8 +3,9 @@ against cocotbext-axi's ``AxiRam`` and the golden model (:mod:`nnrtl.sim.golden.
 
 Parameters (``tb_params()``): ``config`` (the :class:`~nnrtl.hw.omni.dma_config.DmaConfig`
 fields), ``patterns`` (names of :data:`nnrtl.sim.patterns.PATTERNS`; each applies to the
-value source, the output sink and every channel of the memory), ``transfers`` (sparse
-records per pattern), ``memory_bytes``, ``seed``.
+value source, the output sink (:class:`Bench`: the shared stream drivers) and every
+channel of the memory), ``transfers`` (sparse records per pattern), ``memory_bytes``,
+``seed``.
 
 Per pattern: ``transfers`` sparse records of random shape (odd lengths, one-value blocks,
 the longest vector), value mix and θ (0 among them), and one dense record. For each:
@@ -23,7 +24,7 @@ import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
 from cocotbext.axi import AxiBus, AxiRam
 
 from nnrtl.hw.omni.decode import MODE, output_layout
@@ -31,8 +32,9 @@ from nnrtl.hw.omni.dma import read_command_layout, write_command_layout
 from nnrtl.hw.omni.dma_config import DmaConfig, threshold_bits
 from nnrtl.sim.golden.omni import dma as golden
 from nnrtl.sim.patterns import cycle_budget, pause_pattern
-from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
 from nnrtl.sim.tb.registers import BenchFailure
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 PARAMS = tb_params()
 CONFIG = DmaConfig(**PARAMS["config"])
@@ -72,69 +74,94 @@ def random_bits(rng, blocks, length, theta):
 
 
 class Bench:
-    """The streams of the DMA, driven and sampled at every rising edge."""
+    """The DMA's streams on the shared drivers (:mod:`nnrtl.sim.tb.streams`): a source on
+    each command port and on ``wr_data``, a sink on ``rd_data``; a monitor logs the bus
+    beats every AR request asks for.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The DMA's top level.
+    ram : cocotbext.axi.AxiRam
+        The memory on ``m_axi``.
+    """
 
     def __init__(self, dut, ram):
         self.dut, self.ram = dut, ram
-        self.cycle = 0
+        self.streams = Streams(dut)
+        self.commands = {name: self.streams.source(name) for name in ("wr_cmd", "rd_cmd")}
+        self.values = self.streams.source("wr_data", record=True)
+        self.beats = self.streams.sink("rd_data")
+        self.start = cycle_now()
         self.ar_log = []
         self.budget_use = 0.0
-        self.source_pauses = self.sink_pauses = iter(())
+        cocotb.start_soon(self._log_ar())
+
+    @property
+    def cycle(self):
+        """Cycles since the bench was made."""
+        return cycle_now() - self.start
 
     def patterns(self, name, rng):
-        self.source_pauses = pause_pattern(name, random.Random(rng.random()))
-        self.sink_pauses = pause_pattern(name, random.Random(rng.random()))
+        """Pause the values, the output and every channel of the memory by pattern
+        ``name`` (the commands are not paused)."""
+        self.streams.pause(name, rng, ports=("wr_data", "rd_data"))
         for channel in (self.ram.write_if.aw_channel, self.ram.write_if.w_channel,
                         self.ram.write_if.b_channel, self.ram.read_if.ar_channel,
                         self.ram.read_if.r_channel):
             channel.set_pause_generator(pause_pattern(name, random.Random(rng.random())))
 
-    async def edge(self):
-        await RisingEdge(self.dut.clk)
-        self.cycle += 1
-        dut = self.dut
-        if dut.m_axi__arvalid.value and dut.m_axi__arready.value:
-            addr, beats = int(dut.m_axi__araddr.value), int(dut.m_axi__arlen.value) + 1
-            self.ar_log += [addr + k * CONFIG.bus_bytes for k in range(beats)]
+    async def _log_ar(self):
+        dut, edge = self.dut, RisingEdge(self.dut.clk)
+        while True:
+            await edge
+            if dut.m_axi__arvalid.value and dut.m_axi__arready.value:
+                addr, beats = int(dut.m_axi__araddr.value), int(dut.m_axi__arlen.value) + 1
+                self.ar_log += [addr + k * CONFIG.bus_bytes for k in range(beats)]
+
+    async def _finished(self, command, busy):
+        """The cycle of the first clock edge that sees ``busy`` low, from the second after
+        the command and the values are taken."""
+        await self.commands[command].wait()
+        if not self.values.idle():
+            await self.values.wait()
+        edge = RisingEdge(self.dut.clk)
+        await edge
+        while True:
+            await edge
+            if not busy.value:
+                return cycle_now()
 
     async def run(self, what, budget, *, command, layout, fields, source=(), sink=None):
-        """Issue a command, feed ``source`` words, collect output beats into ``sink`` until
-        the side is idle again; at most ``budget`` cycles."""
+        """Issue a command, feed ``source`` words, collect the output beats taken until the
+        side is idle again into ``sink`` (none may come without one); at most ``budget``
+        cycles."""
         dut = self.dut
-        valid, ready = getattr(dut, f"{command}__valid"), getattr(dut, f"{command}__ready")
         busy = dut.wr_busy if command == "wr_cmd" else dut.rd_busy
-        getattr(dut, f"{command}__payload").value = pack(layout, **fields)
-        valid.value = 1
-        source, start, issued, offering = list(source), self.cycle, False, False
-        out_layout = output_layout(CONFIG)
-        while True:
-            if not offering and source and not next(self.source_pauses):
-                dut.wr_data__payload.value = source[0]
-                offering = True
-            dut.wr_data__valid.value = int(offering)
-            take = sink is not None and not next(self.sink_pauses)
-            dut.rd_data__ready.value = int(take)
-            await self.edge()
-            if not issued and ready.value:
-                issued = True
-                valid.value = 0
-            if offering and dut.wr_data__ready.value:
-                source.pop(0)
-                offering = False
-            if take and dut.rd_data__valid.value:
-                sink.append(golden.Beat(**unpack(out_layout, int(dut.rd_data__payload.value))))
-            if issued and not source and not busy.value and self.cycle - start > 2:
-                break
-            if self.cycle - start > budget:
-                raise BenchFailure(f"{what}: not finished within its budget of {budget} cycles "
-                                   f"({len(source)} values not taken)")
-        dut.rd_data__ready.value = 0
-        dut.wr_data__valid.value = 0
-        for _ in range(4):
-            await self.edge()
-            if dut.rd_data__valid.value:
-                raise BenchFailure(f"{what}: a beat after the end of the transfer")
-        self.budget_use = max(self.budget_use, (self.cycle - start) / budget)
+        words, start = [int(word) for word in source], cycle_now()
+        taken, received = len(self.values.cycles), len(self.beats.words)
+        self.commands[command].send_words([pack(layout, **fields)])
+        self.values.send_words(words)
+        try:
+            end = await with_timeout(self._finished(command, busy), budget * CLOCK_PERIOD_NS,
+                                     "ns")
+        except SimTimeoutError:
+            raise BenchFailure(f"{what}: not finished within its budget of {budget} cycles "
+                               f"({len(words) - len(self.values.cycles) + taken} values not "
+                               "taken)") from None
+        await ClockCycles(dut.clk, 4)
+        self.beats.received()
+        cycles = self.beats.cycles[received:]
+        if any(cycle > end for cycle in cycles) or dut.rd_data__valid.value:
+            raise BenchFailure(f"{what}: a beat after the end of the transfer")
+        if sink is None and cycles:
+            raise BenchFailure(f"{what}: {len(cycles)} output beats during a write")
+        if sink is not None:
+            out_layout = output_layout(CONFIG)
+            sink.extend(golden.Beat(**unpack(out_layout, word))
+                        for word in self.beats.words[received:])
+        self.streams.check()
+        self.budget_use = max(self.budget_use, (cycle_now() - start) / budget)
 
     def counters(self):
         return {name: int(getattr(self.dut, name).value) for name in COUNTERS}
@@ -169,7 +196,7 @@ async def dma_matches_golden(dut):
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_"), dut.clk, dut.rst, size=size)
     ram.write(0, bytes(rng.getrandbits(8) for _ in range(size)))
     bench = Bench(dut, ram)
-    dut.wr_cmd__valid.value = dut.rd_cmd__valid.value = dut.clear.value = 0
+    dut.clear.value = 0
     wl, rl = write_command_layout(CONFIG), read_command_layout(CONFIG)
     transfers = values = beats = 0
     for pattern in PARAMS["patterns"]:

@@ -4,24 +4,26 @@ driver (:func:`amaranth_run`, :func:`check_in_amaranth`), the job mixes
 (:func:`omni_pe_matches_model`, run by ``tests/omni/sim/test_omni_pe_verilator.py``).
 
 A run sends the commands on ``i_command``, the operands on ``i_input1`` / ``i_input2`` and
-takes the results from ``o``, each input with its own random gaps and the output with
-random stalls, from one testbench coroutine that samples every handshake at the clock
-edge. Expectations come from the configuration alone: the results from
-:func:`nnrtl.sim.golden.omni.pe.run_jobs`, the cycle counts from
-:meth:`~nnrtl.hw.omni.config.OmniPEConfig.run_cycles`.
+takes the results from ``o``, each input with its own gaps and the output with its own
+stalls: in the Amaranth simulator from one testbench coroutine that samples every
+handshake at the clock edge, under Verilator by the shared stream drivers
+(:mod:`nnrtl.sim.tb.streams`) paused by the pattern. Expectations come from the
+configuration alone: the results from :func:`nnrtl.sim.golden.omni.pe.run_jobs`, the
+cycle counts from :meth:`~nnrtl.hw.omni.config.OmniPEConfig.run_cycles`.
 """
 
 import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 
 from nnrtl.hw.omni.config import OmniJob, OmniMode
 from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.golden.omni.pe import run_jobs
-from nnrtl.sim.patterns import cycle_budget, pause_pattern
-from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 __all__ = ["random_jobs", "random_operands", "amaranth_run", "check_in_amaranth",
            "command_word", "pe_spec", "build_pe", "PATTERNS", "omni_pe_matches_model"]
@@ -182,62 +184,42 @@ def check_in_amaranth(pe, jobs, input1, input2, *, seed=0, patterns=PATTERNS, ti
 # Parameters (``tb_params()``): ``pe`` (a :func:`pe_spec`), ``jobs`` per pattern,
 # ``max_length``, ``patterns`` (names of :data:`nnrtl.sim.patterns.PATTERNS`), ``seed``.
 # Per pattern: a random job mix (:func:`random_jobs`, all four modes, lengths from 1) whose
-# three input streams pause and whose output stalls by the pattern (each its own pause
-# generator); every result checked against :func:`run_jobs` in order, with ``last``; every
-# wait bounded by :func:`nnrtl.sim.patterns.cycle_budget` of the model's
+# three input streams pause and whose output stalls by the pattern (the shared stream
+# drivers of :mod:`nnrtl.sim.tb.streams`, each its own pause generator); every result
+# checked against :func:`run_jobs` in order, with ``last``; every wait bounded by
+# :func:`nnrtl.sim.patterns.cycle_budget` of the model's
 # :meth:`~nnrtl.hw.omni.config.OmniPEConfig.run_cycles`. Reported: ``bit_exact``,
-# ``mismatches``, ``jobs``, ``results`` and per pattern ``cycles`` and ``model_cycles``.
+# ``mismatches``, ``jobs``, ``results`` and per pattern ``cycles`` (from the first cycle
+# the words are offered to the last result taken) and ``model_cycles``.
+
+#: The PE's input streams.
+INPUTS = ("i_command", "i_input1", "i_input2")
 
 
-def _pe_port(dut, port, signal):
-    return getattr(dut, f"{port}__{signal}")
-
-
-async def _run_pattern(dut, pe, jobs, input1, input2, pattern, rng, edge):
-    """One job mix under one pause pattern; returns ``(cycles, results, lasts)``."""
+async def _run_pattern(streams, pe, jobs, input1, input2, pattern, rng):
+    """One job mix under one pause pattern on the drivers of ``streams``; returns
+    ``(cycles, results, lasts)``."""
     config = pe.config
     words = {"i_command": [command_word(pe, job) for job in jobs],
-             "i_input1": [int(v) for v in input1], "i_input2": [int(v) for v in input2]}
-    pauses = {name: pause_pattern(pattern, random.Random(rng.random()))
-              for name in (*words, "o")}
+             "i_input1": input1, "i_input2": input2}
+    streams.pause(pattern, rng)
     count = sum(job.results for job in jobs)
     budget = cycle_budget(config.run_cycles(jobs), output_beats=count, patterns=(pattern,))
-    layout = config.output_layout
-    sent = {name: 0 for name in words}
-    offering = {name: False for name in words}
-    results, lasts, held, cycles = [], [], None, 0
-    ready = False
-    while len(results) < count:
-        for name, port_words in words.items():
-            pause = next(pauses[name])
-            if not offering[name] and sent[name] < len(port_words) and not pause:
-                _pe_port(dut, name, "payload").value = port_words[sent[name]]
-                offering[name] = True
-            _pe_port(dut, name, "valid").value = int(offering[name])
-        ready = not next(pauses["o"])
-        dut.o__ready.value = int(ready)
-        await edge
-        cycles += 1
-        for name in words:
-            if offering[name] and _pe_port(dut, name, "ready").value:
-                sent[name] += 1
-                offering[name] = False
-        if dut.o__valid.value:
-            word = int(dut.o__payload.value)
-            assert held is None or word == held, "o changed before it was taken"
-            if ready:
-                results.append((word >> layout["data"].offset)
-                               & ((1 << layout["data"].width) - 1))
-                lasts.append((word >> layout["last"].offset) & 1)
-                held = None
-            else:
-                held = word
-        assert cycles < budget, (f"pattern {pattern}: {len(results)} of {count} results "
-                                 f"after {cycles} cycles (budget {budget})")
-    for name in words:
-        _pe_port(dut, name, "valid").value = 0
-    dut.o__ready.value = 0
-    return cycles, results, lasts
+    sink = streams.sink("o")
+    first = len(sink.words)
+    start = cycle_now()
+    for name in INPUTS:
+        streams.source(name).send_words(words[name])
+    try:
+        got = await with_timeout(sink.receive(count), budget * CLOCK_PERIOD_NS, "ns")
+    except SimTimeoutError:
+        raise AssertionError(f"pattern {pattern}: {len(sink.words) - first} of {count} "
+                             f"results after {cycle_now() - start} cycles (budget "
+                             f"{budget})") from None
+    data, last = config.output_layout["data"], config.output_layout["last"]
+    results = [(word >> data.offset) & ((1 << data.width) - 1) for word in got]
+    lasts = [(word >> last.offset) & 1 for word in got]
+    return sink.cycles[-1] - start - 1, results, lasts
 
 
 @cocotb.test()
@@ -246,10 +228,10 @@ async def omni_pe_matches_model(dut):
     pe = build_pe(params["pe"])
     config = pe.config
     rng = np.random.default_rng(params["seed"])
-    edge = RisingEdge(dut.clk)
-    for name in ("i_command", "i_input1", "i_input2"):
-        _pe_port(dut, name, "valid").value = 0
-    dut.o__ready.value = 0
+    streams = Streams(dut)
+    for name in INPUTS:
+        streams.source(name)
+    sink = streams.sink("o")
     await start_clock_and_reset(dut)
     await ClockCycles(dut.clk, config.fill_cycles)
     mismatches, total_jobs, total_results, per_pattern = 0, 0, 0, {}
@@ -258,11 +240,13 @@ async def omni_pe_matches_model(dut):
         input1, input2 = random_operands(config.fmt, rng, jobs)
         want = [int(v) for results in run_jobs(config, jobs, input1, input2) for v in results]
         want_last = [int(k == job.results - 1) for job in jobs for k in range(job.results)]
-        cycles, got, lasts = await _run_pattern(dut, pe, jobs, input1, input2, pattern,
-                                                random.Random(int(rng.integers(1 << 31))),
-                                                edge)
+        cycles, got, lasts = await _run_pattern(streams, pe, jobs, input1, input2, pattern,
+                                                random.Random(int(rng.integers(1 << 31))))
         await ClockCycles(dut.clk, config.adder_stages + config.multiplier_stages + 8)
-        assert not dut.o__valid.value, f"pattern {pattern}: a result beyond the expected ones"
+        assert not sink.extra() and not dut.o__valid.value, \
+            f"pattern {pattern}: a result beyond the expected ones"
+        assert streams.idle(), f"pattern {pattern}: input words left untaken"
+        streams.check()
         bad = [k for k, (g, w) in enumerate(zip(got, want)) if g != w]
         for k in bad[:5]:
             dut._log.error("pattern %s result %d: got %#x, model %#x", pattern, k, got[k],

@@ -8,28 +8,33 @@ checks the scheduler on the way: each task issued once, only after every depende
 done, to a channel of its kind's group or to a swing channel, with the descriptor's
 kind, length and switch bit right. The cycles of the run are counted from its first
 cycle (the one after ``start``); a handshake in cycle ``h`` is the decision of cycle
-``h - 1`` in the model's terms (:func:`nnrtl.gen.omni.r2a.schedule`).
+``h - 1`` in the model's terms (:func:`nnrtl.gen.omni.r2a.schedule`). Under Verilator
+the task table is loaded through a :class:`~nnrtl.sim.tb.streams.StreamSource` on
+``load`` and each issue port's descriptors are taken by a
+:class:`~nnrtl.sim.tb.streams.StreamSink` (ready by the run's pattern); the ``done`` bits
+are driven at the signal level, as the channels' own outputs, not a stream.
 
 cocotb parameters (``tb_params()``): ``config`` (R2AConfig fields), ``graphs`` (a list
 of ``{"tasks": [[kind, ops, activations, [deps]], ...], "ew_channels": int, "dynamic":
-bool}``, :func:`graph_spec`),
-``patterns`` (pause pattern names for the issue ports' ready, one run of every graph
-per pattern), ``seed``. Reported per pattern: ``runs`` (each with ``cycles``,
-``model_cycles``, ``issues_match`` -- the order equals the model's --, ``counters``,
-``model_counters``, ``budget``), and ``failures`` (messages; empty when all is well).
+bool}``, :func:`graph_spec`), ``patterns`` (pause pattern names for the issue ports'
+ready, one run of every graph per pattern), ``seed``. Reported per pattern: ``runs``
+(each with ``cycles``, ``model_cycles``, ``issues_match`` -- the order equals the
+model's --, ``counters``, ``model_counters``, ``budget``), and ``failures`` (messages;
+empty when all is well).
 """
 
 import random
 
 import cocotb
 from amaranth.hdl import Shape
-from cocotb.triggers import RisingEdge, ReadOnly
+from cocotb.triggers import ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 
 from nnrtl.gen.omni.r2a import allocation, schedule
 from nnrtl.gen.omni.workload import KINDS, Task
 from nnrtl.hw.omni.r2a import R2AConfig
-from nnrtl.sim.patterns import cycle_budget, pause_pattern
-from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.streams import StreamProtocolError, Streams
 
 __all__ = ["random_graph", "graph_spec", "tasks_from_spec", "masks", "ChannelBench",
            "amaranth_run", "COUNTERS"]
@@ -233,19 +238,24 @@ def amaranth_run(config, tasks, ew_channels, dynamic, *, budget=None):
 
 
 class _Ports:
-    """The Verilator top's ports by name."""
+    """The Verilator top's ports by name, and the stream drivers of its ``load`` and issue
+    ports (:mod:`nnrtl.sim.tb.streams`), made once per test."""
 
     def __init__(self, dut, config):
         self.dut, self.config = dut, config
         get = lambda name: getattr(dut, name)  # noqa: E731
-        self.issue = [{field: get(f"issue__{c}__{field}")
-                       for field in ("valid", "ready", "payload")}
-                      for c in range(config.channels)]
+        self.names = [f"issue__{c}" for c in range(config.channels)]
+        self.issue = [{field: get(f"{name}__{field}") for field in ("valid", "ready",
+                                                                    "payload")}
+                      for name in self.names]
         layout = config.issue_layout()
         self.fields = {name: (layout[name].offset, Shape.cast(layout[name].shape).width)
                        for name in ("task", "kind", "length", "switch")}
         load = config.task_layout()
         self.load_offsets = {name: load[name].offset for name in ("kind", "length", "deps")}
+        self.streams = Streams(dut)
+        self.load = self.streams.source("load")
+        self.sinks = [self.streams.sink(name) for name in self.names]
 
     def unpack(self, word):
         return {name: (word >> offset) & ((1 << width) - 1)
@@ -257,48 +267,74 @@ class _Ports:
         return (kind << o["kind"]) | (length << o["length"]) | (deps << o["deps"])
 
 
+async def _load(dut, ports, tasks):
+    """Clear the task table and load ``tasks`` through the ``load`` source."""
+    edge = RisingEdge(dut.clk)
+    dut.clear.value = 1
+    await edge
+    dut.clear.value = 0
+    ports.load.send_words([ports.load_word(task) for task in tasks])
+    budget = cycle_budget(len(tasks))
+    try:
+        await with_timeout(ports.load.wait(), budget * CLOCK_PERIOD_NS, "ns")
+    except SimTimeoutError:
+        raise AssertionError(f"the task table did not take {len(tasks)} tasks within "
+                             f"{budget} cycles") from None
+
+
+async def _serve(dut, ports, bench, seen):
+    """Play the channels from the cycle after ``start`` until ``finished``: each cycle
+    drive the ``done`` bits due, then (read-only phase) give every descriptor the issue
+    ports hand over at the coming clock edge to ``bench`` and ``seen`` (per channel)."""
+    edge, settled = RisingEdge(dut.clk), ReadOnly()
+    cycle = 0
+    while True:
+        dut.done.value = bench.done_bits(cycle)
+        await settled
+        if dut.finished.value:
+            return
+        for channel, port in enumerate(ports.issue):
+            if port["valid"].value and port["ready"].value:
+                word = int(port["payload"].value)
+                seen[channel].append(word)
+                fields = ports.unpack(word)
+                bench.handshake(cycle, channel, fields["task"], fields["kind"],
+                                fields["length"], fields["switch"])
+        await edge
+        cycle += 1
+
+
 async def _run_graph(dut, ports, config, spec, pattern, rng):
     tasks = tasks_from_spec(spec)
     ew_channels, dynamic = spec["ew_channels"], spec["dynamic"]
     model = schedule(tasks, config, ew_channels=ew_channels, dynamic=dynamic, log=True)
     bench = ChannelBench(config, tasks, ew_channels, dynamic)
     edge = RisingEdge(dut.clk)
-    dut.clear.value = 1
-    await edge
-    dut.clear.value = 0
-    for task in tasks:
-        dut.load__payload.value = ports.load_word(task)
-        dut.load__valid.value = 1
-        await edge
-    dut.load__valid.value = 0
+    await _load(dut, ports, tasks)
     ew_mask, swing_mask = masks(config, ew_channels, dynamic)
     dut.ew_mask.value, dut.swing_mask.value = ew_mask, swing_mask
+    ports.streams.pause(pattern, rng, ports=ports.names)
+    firsts = [len(sink.words) for sink in ports.sinks]
     dut.start.value = 1
     await edge
     dut.start.value = 0
-    pauses = [pause_pattern(pattern, random.Random(rng.random())) for _ in ports.issue]
     budget = cycle_budget(model.cycles, output_beats=len(tasks), patterns=(pattern,))
-    finished = False
-    for cycle in range(budget):
-        dut.done.value = bench.done_bits(cycle)
-        readies = [0 if next(p) else 1 for p in pauses]
-        for port, ready in zip(ports.issue, readies):
-            port["ready"].value = ready
-        await ReadOnly()
-        if dut.finished.value:
-            finished = True
-            break
-        for channel, (port, ready) in enumerate(zip(ports.issue, readies)):
-            if ready and port["valid"].value:
-                fields = ports.unpack(int(port["payload"].value))
-                bench.handshake(cycle, channel, fields["task"], fields["kind"],
-                                fields["length"], fields["switch"])
-        await edge
-    if not finished:
+    seen = [[] for _ in ports.issue]
+    try:
+        await with_timeout(_serve(dut, ports, bench, seen), budget * CLOCK_PERIOD_NS, "ns")
+    except SimTimeoutError:
         bench.failures.append(f"{pattern}: not finished within the budget of {budget} cycles")
     await edge
-    for port in ports.issue:
-        port["ready"].value = 0
+    for channel, (sink, first) in enumerate(zip(ports.sinks, firsts)):
+        sink.received()
+        if sink.words[first:] != seen[channel]:
+            bench.failures.append(f"issue port {channel}: the sink took "
+                                  f"{len(sink.words) - first} descriptors, "
+                                  f"{len(seen[channel])} handed over in the run")
+    try:
+        ports.streams.check()
+    except StreamProtocolError as error:
+        bench.failures.append(str(error))
     bench.check_complete()
     counters = {name: int(getattr(dut, name).value) for name in COUNTERS}
     return dict(cycles=counters["cycles"], model_cycles=model.cycles, budget=budget,
@@ -314,7 +350,6 @@ async def scheduler_runs_graphs(dut):
     ports = _Ports(dut, config)
     rng = random.Random(params["seed"])
     dut.done.value = 0
-    dut.load__valid.value = 0
     dut.start.value = dut.clear.value = 0
     await start_clock_and_reset(dut)
     result, failures = {}, []
