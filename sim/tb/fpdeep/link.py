@@ -23,13 +23,14 @@ from amaranth.hdl import Elaboratable, Module, Signal, Value
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ClockCycles, RisingEdge, SimTimeoutError, with_timeout
 
 from nnrtl.hw.fpdeep.link import LinkModule, beat_layout
 from nnrtl.hw.fpdeep.link_config import LinkConfig
 from nnrtl.sim.patterns import PATTERNS, cycle_budget, pause_pattern
-from nnrtl.sim.tb.common import report as hand_back, start_clock_and_reset, tb_params
-from nnrtl.sim.tb.fpdeep.fp import _Sink, _Source
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.common import report as hand_back
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 __all__ = ["LinkPair", "LinkPairTop", "random_traffic", "run", "preloaded_flits",
            "efficiency", "PATTERNS"]
@@ -255,50 +256,84 @@ class LinkPairTop(wiring.Component):
         return m
 
 
+async def _pause_channels(dut, channels):
+    """Drive ``pause_ab`` and ``pause_ba`` every cycle from the generators in
+    ``channels`` (a list of two, replaced between runs)."""
+    edge = RisingEdge(dut.clk)
+    while True:
+        dut.pause_ab.value, dut.pause_ba.value = next(channels[0]), next(channels[1])
+        await edge
+
+
 @cocotb.test()
 async def link_pair_delivers(dut):
     """Per pattern of ``params["patterns"]``: ``params["beats"]`` random beats on each of the
     six paths of the ``params["cfg"]`` pair, the pattern on both channels, every source and
-    every sink; reported per pattern ``beats``, ``cycles``, ``budget``, ``mismatches``."""
+    every sink (:class:`~nnrtl.sim.tb.streams.Streams`); reported per pattern ``beats``,
+    ``cycles`` (from the cycle the traffic is queued to the last beat delivered),
+    ``budget``, ``mismatches``, ``fault``.
+
+    Raises
+    ------
+    AssertionError
+        A budget overrun (after the report, naming the beats each short path received),
+        a beat beyond the expected ones or a broken handshake rule.
+    """
     params = tb_params()
     cfg = LinkConfig(**params["cfg"])
     down = cfg if cfg.side == "down" else cfg.partner()
     rng = random.Random(params["seed"])
     await start_clock_and_reset(dut)
     dut.link_up.value = 1
-    edge = RisingEdge(dut.clk)
+    ends = [(f"a_tx_{p}", f"b_rx_{p}", p) for p in down.tx_paths] + \
+           [(f"b_tx_{p}", f"a_rx_{p}", p) for p in down.rx_paths]
+    streams = Streams(dut)
+    sources = [streams.source(tx) for tx, _, _ in ends]
+    sinks = [streams.sink(rx) for _, rx, _ in ends]
+    channels = [pause_pattern("none", rng) for _ in range(2)]
+    cocotb.start_soon(_pause_channels(dut, channels))
     results, exact = {}, True
     for kind in params["patterns"]:
         traffic = random_traffic(down, params["beats"], rng)
-        ends = [(f"a_tx_{p}", f"b_rx_{p}", p) for p in down.tx_paths] + \
-               [(f"b_tx_{p}", f"a_rx_{p}", p) for p in down.rx_paths]
-        sources = [_Source(dut, tx, traffic[p], kind, rng) for tx, _, p in ends]
-        sinks = [_Sink(dut, rx, len(traffic[p]), kind, rng) for _, rx, p in ends]
-        channels = [pause_pattern(kind, random.Random(rng.random())) for _ in range(2)]
+        streams.pause(kind, rng)
+        channels[:] = [pause_pattern(kind, random.Random(rng.random())) for _ in range(2)]
         budget = cycle_budget(_model_cycles(down, traffic), output_beats=sum(
             map(len, traffic.values())), patterns=(kind,))
-        cycles = 0
-        while any(len(k.got) < k.count for k in sinks):
-            dut.pause_ab.value, dut.pause_ba.value = next(channels[0]), next(channels[1])
-            for unit in sources + sinks:
-                unit.drive()
-            await edge
-            cycles += 1
-            for unit in sources + sinks:
-                unit.sample()
-            if cycles >= budget:
-                break
+        first = [len(sink.words) for sink in sinks]
+        start = cycle_now()
+
+        async def deliver():
+            for source, (_, _, p) in zip(sources, ends):
+                source.send_words(traffic[p])
+            for sink, (_, _, p) in zip(sinks, ends):
+                await sink.receive(len(traffic[p]))
+            for source in sources:
+                await source.wait()
+
+        try:
+            await with_timeout(deliver(), budget * CLOCK_PERIOD_NS, "ns")
+            timed_out = False
+        except SimTimeoutError:
+            timed_out = True
+        got = [sink.words[n:] for sink, n in zip(sinks, first)]
         wrong = [f"{p}: beat {n} is {g:#x}, expected {w:#x}"
-                 for (_, _, p), sink in zip(ends, sinks)
-                 for n, (g, w) in enumerate(zip(sink.got, traffic[p])) if g != w][:4]
-        short = [f"{p}: {len(k.got)} of {k.count} beats in the budget of {budget} cycles"
-                 for (_, _, p), k in zip(ends, sinks) if len(k.got) < k.count]
+                 for (_, _, p), words in zip(ends, got)
+                 for n, (g, w) in enumerate(zip(words, traffic[p])) if g != w][:4]
+        short = [f"{p}: {len(words)} of {len(traffic[p])} beats in the budget of {budget} "
+                 "cycles" for (_, _, p), words in zip(ends, got) if len(words) < len(traffic[p])]
         fault = bool(dut.fault.value)
         exact = exact and not wrong and not short and not fault
-        results[kind] = {"beats": sum(len(k.got) for k in sinks), "cycles": cycles,
+        last = max((sink.cycles[-1] for sink, n in zip(sinks, first) if len(sink.words) > n),
+                   default=start)
+        results[kind] = {"beats": sum(map(len, got)),
+                         "cycles": (cycle_now() if timed_out else last) - start,
                          "budget": budget, "mismatches": wrong + short, "fault": fault}
-        for source in sources:
-            source.valid.value = 0
-        for sink in sinks:
-            sink.ready.value = 0
+        if timed_out:
+            hand_back({"bit_exact": False, "patterns": results})
+            raise AssertionError(f"pattern {kind}: " + "; ".join(short))
+        await ClockCycles(dut.clk, 20)
+        for sink, (_, _, p) in zip(sinks, ends):
+            extra = sink.extra()
+            assert not extra, f"pattern {kind}: {len(extra)} {p} beats beyond the expected"
+        streams.check()
     hand_back({"bit_exact": exact, "patterns": results})
