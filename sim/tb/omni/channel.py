@@ -13,27 +13,30 @@ all its results (the read-after-write order of a real scratchpad): so the FW cel
 against :func:`nnrtl.sim.golden.omni.channel.run_program` on the same inputs, bit for bit,
 in order; lanes beyond a step's ``lanes`` must be 0.
 
-Driver -> monitor -> model -> in-order checker: the drivers offer words under the pause
-pattern of each stream, the monitor samples every handshake at the clock edge, the model
-is the golden run, the checker compares each beat as it arrives; every wait is bounded
-by :func:`nnrtl.sim.patterns.cycle_budget` of the program's cycle estimate.
+Driver -> monitor -> model -> in-order checker: under Verilator the drivers are the
+shared stream family (:mod:`nnrtl.sim.tb.streams`: a source per input port, a sink on
+``o``, each paused by the run's pattern), :class:`Forward` hands each result beat to the
+scratchpad in the cycle it is taken, the model is the golden run, the checker compares
+each beat as it arrives; every wait is bounded by
+:func:`nnrtl.sim.patterns.cycle_budget` of the program's cycle model.
 """
 
 import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, SimTimeoutError, with_timeout
 
 from nnrtl.hw.omni.channel_config import ChannelConfig, Source
 from nnrtl.hw.omni.channel_program import bp_program, fw_program, vector_sizes
 from nnrtl.sim.golden.omni.channel import bp_inputs, fw_cell, fw_inputs, run_program
-from nnrtl.sim.patterns import cycle_budget, pause_pattern
-from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 __all__ = ["Scratchpad", "random_cell", "channel_spec", "build_channel", "cell_programs",
-           "check_in_amaranth", "reset_channel", "check_drained", "PORTS",
-           "omni_channel_matches_model"]
+           "check_in_amaranth", "Forward", "ChannelStreams", "offer", "reset_channel",
+           "check_drained", "PORTS", "omni_channel_matches_model"]
 
 #: The channel's input streams, in the order the drivers visit them.
 PORTS = ("i_command", "i_input1", "i_input2", "i_broadcast")
@@ -249,66 +252,141 @@ def check_in_amaranth(channel, program, pad, *, seed=0, gap=0.0, stall=0.0, time
 # and size: ``cycles``, ``model_cycles``).
 
 
-def _port(dut, port, signal):
-    return getattr(dut, f"{port}__{signal}")
+class Forward:
+    """Hands every word an output stream port gives to :attr:`callback` one clock edge
+    early: in the read-only phase of the cycle whose closing edge takes it (``valid`` and
+    ``ready`` high), while the port's :class:`~nnrtl.sim.tb.streams.StreamSink` takes and
+    records it at that edge.
+
+    A word a bench queues on a :class:`~nnrtl.sim.tb.streams.StreamSource` in the
+    timestep of edge ``e`` is offered from ``e + 1``; queued by the callback of a word
+    taken at edge ``c``, it is offered from ``c`` and can be taken at ``c + 1``: the
+    scratchpad writes a result beat and offers what reads it in the next cycle, the
+    read-after-write timing the cycle models count.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The top level, with clock ``clk`` and reset ``rst``.
+    port : str
+        The output port's name.
+
+    Attributes
+    ----------
+    callback : callable or None
+        Called with each word (int); ``None``: words pass unseen.
+    """
+
+    def __init__(self, dut, port):
+        self.dut, self.callback = dut, None
+        self._signals = [getattr(dut, f"{port}__{name}") for name in ("valid", "ready",
+                                                                        "payload")]
+        cocotb.start_soon(self._watch())
+
+    async def _watch(self):
+        edge, settled, rst = RisingEdge(self.dut.clk), ReadOnly(), self.dut.rst
+        valid, ready, payload = self._signals
+        while True:
+            await edge
+            await settled
+            if self.callback is not None and valid.value and ready.value and \
+                    not rst.value:
+                self.callback(int(payload.value))
 
 
-async def _run(dut, config, program, pad, pattern, rng, edge):
+class ChannelStreams:
+    """The stream drivers of a channel bench, made once per test: a
+    :class:`~nnrtl.sim.tb.streams.StreamSource` per input port (:data:`PORTS`), a
+    :class:`~nnrtl.sim.tb.streams.StreamSink` and a :class:`Forward` on ``o``.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The channel's top level.
+    """
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.streams = Streams(dut)
+        self.sources = {name: self.streams.source(name) for name in PORTS}
+        self.sink = self.streams.sink("o")
+        self.forward = Forward(dut, "o")
+
+
+def offer(board, sources):
+    """Queue on ``sources`` (by port name) every word ``board`` can offer now, in order;
+    the board counts them as sent."""
+    for port, source in sources.items():
+        words = []
+        while (word := board.next_word(port)) is not None:
+            words.append(word)
+            board.taken(port)
+        source.send_words(words)
+
+
+async def _run(bench, config, program, pad, pattern, rng):
+    """Run ``program`` on the channel of ``bench`` (:class:`ChannelStreams`) under pause
+    pattern ``pattern``; returns ``(cycles, model_cycles, board)``.
+
+    The commands are queued at once, each step's operands when the results it reads
+    have arrived (:class:`Forward`: the cycle after the last one is taken). ``cycles`` is
+    the window the cycle model counts: from the first cycle the words are offered (the
+    one after the cycle they are queued in) to the cycle the last result beat is taken,
+    inclusive.
+
+    Raises
+    ------
+    AssertionError
+        A budget overrun (naming the step awaited and the words sent).
+    """
     board = Scratchpad(config, program, pad)
-    pauses = {name: pause_pattern(pattern, random.Random(rng.random()))
-              for name in (*PORTS, "o")}
+    bench.streams.pause(pattern, rng)
     model_cycles = config.program_cycles(program)
     budget = cycle_budget(model_cycles, output_beats=board.out_beats, patterns=(pattern,))
-    offering = {name: False for name in PORTS}
-    cycles, held = 0, None
-    while not board.finished:
-        for name in PORTS:
-            pause = next(pauses[name])
-            if not offering[name] and not pause:
-                word = board.next_word(name)
-                if word is not None:
-                    _port(dut, name, "payload").value = word
-                    offering[name] = True
-            _port(dut, name, "valid").value = int(offering[name])
-        ready = not next(pauses["o"])
-        dut.o__ready.value = int(ready)
-        await edge
-        cycles += 1
-        for name in PORTS:
-            if offering[name] and _port(dut, name, "ready").value:
-                board.taken(name)
-                offering[name] = False
-        if dut.o__valid.value:
-            word = int(dut.o__payload.value)
-            assert held is None or word == held, "o changed before it was taken"
-            if ready:
-                board.receive(word)
-                held = None
-            else:
-                held = word
-        assert cycles < budget, (f"pattern {pattern}: waiting for step {board.completed} of "
-                                 f"{len(program)} (beat {board.beat}) after {cycles} cycles "
-                                 f"(budget {budget}); words sent {board.sent}")
-    for name in PORTS:
-        _port(dut, name, "valid").value = 0
-    dut.o__ready.value = 0
-    return cycles, model_cycles, board
+    sink, seen = bench.sink, []
+    first = len(sink.words)
+
+    def take(word):
+        seen.append(word)
+        board.receive(word)
+        offer(board, bench.sources)
+
+    start = cycle_now()
+    offer(board, bench.sources)
+    bench.forward.callback = take
+    try:
+        await with_timeout(sink.receive(board.out_beats), budget * CLOCK_PERIOD_NS, "ns")
+    except SimTimeoutError:
+        raise AssertionError(f"pattern {pattern}: waiting for step {board.completed} of "
+                             f"{len(program)} (beat {board.beat}) after "
+                             f"{cycle_now() - start} cycles (budget {budget}); words sent "
+                             f"{board.sent}") from None
+    finally:
+        bench.forward.callback = None
+    assert sink.words[first:] == seen, "o: the words taken differ from those forwarded"
+    bench.streams.check()
+    return sink.cycles[-1] - start - 1, model_cycles, board
 
 
 async def reset_channel(dut, spec):
-    """Idle the channel's streams, reset it and wait out the PEs' start
-    (``adder_stages + 2`` cycles, where the cycle model starts counting)."""
-    for name in PORTS:
-        _port(dut, name, "valid").value = 0
-    dut.o__ready.value = 0
+    """Make the channel's stream drivers, reset it and wait out the PEs' start
+    (``adder_stages + 2`` cycles, where the cycle model starts counting); returns the
+    drivers (:class:`ChannelStreams`)."""
+    bench = ChannelStreams(dut)
     await start_clock_and_reset(dut)
     await ClockCycles(dut.clk, spec["adder_stages"] + 2)
+    return bench
 
 
-async def check_drained(dut, spec, what):
-    """Wait out the pipelines and check no beat follows ``what`` on ``o``."""
-    await ClockCycles(dut.clk, spec["adder_stages"] + spec["multiplier_stages"] + 12)
-    assert not dut.o__valid.value, f"a result beat beyond {what}"
+async def check_drained(bench, spec, what):
+    """Wait out the pipelines of the channel of ``bench`` (:class:`ChannelStreams`) and
+    check that no beat follows ``what`` on ``o``, every queued word was taken and every
+    handshake rule held."""
+    await ClockCycles(bench.dut.clk, spec["adder_stages"] + spec["multiplier_stages"] + 12)
+    assert not bench.sink.extra() and not bench.dut.o__valid.value, \
+        f"a result beat beyond {what}"
+    assert bench.streams.idle(), f"words left in the sources after {what}"
+    bench.streams.check()
 
 
 @cocotb.test()
@@ -316,17 +394,16 @@ async def omni_channel_matches_model(dut):
     params = tb_params()
     spec = params["channel"]
     rng = np.random.default_rng(params["seed"])
-    edge = RisingEdge(dut.clk)
-    await reset_channel(dut, spec)
+    bench = await reset_channel(dut, spec)
     mismatches, beats, runs = 0, 0, []
     for pattern in params["patterns"]:
         for input_size, hidden_size in params["sizes"]:
             config = config_from_spec(spec, input_size=input_size, hidden_size=hidden_size)
             program, pad = cell_programs(config, rng)
             cycles, model_cycles, board = await _run(
-                dut, config, program, pad, pattern,
-                random.Random(int(rng.integers(1 << 31))), edge)
-            await check_drained(dut, spec, f"the program (pattern {pattern})")
+                bench, config, program, pad, pattern,
+                random.Random(int(rng.integers(1 << 31))))
+            await check_drained(bench, spec, f"the program (pattern {pattern})")
             if board.mismatches:
                 dut._log.error("pattern %s, I=%d H=%d: %s", pattern, input_size, hidden_size,
                                board.describe_mismatches())

@@ -22,7 +22,6 @@ import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import RisingEdge
 
 from nnrtl.gen.omni.channel_passes import PASSES, programs
 from nnrtl.sim.tb.common import report, tb_params
@@ -65,16 +64,15 @@ async def omni_train_pass(dut):
     arrays = load_arrays(params["inputs"])
     generator = PASSES[params["phase"]](config, ms1=params["ms1"], **arrays)
     rng = random.Random(params["seed"])
-    edge = RisingEdge(dut.clk)
-    await reset_channel(dut, spec)
+    bench = await reset_channel(dut, spec)
     cells = cycles = model_cycles = mismatches = 0
     first = None
     try:
         request = next(generator)
         while True:
             name, pad = request
-            spent, estimate, board = await _run(dut, config, table[name], pad,
-                                                params["pattern"], rng, edge)
+            spent, estimate, board = await _run(bench, config, table[name], pad,
+                                                params["pattern"], rng)
             cells += 1
             cycles += spent
             model_cycles += estimate
@@ -85,7 +83,7 @@ async def omni_train_pass(dut):
             request = generator.send(board.pad)
     except StopIteration as stop:
         save_arrays(params["outputs"], stop.value)
-    await check_drained(dut, spec, "the pass")
+    await check_drained(bench, spec, "the pass")
     report({"bit_exact": mismatches == 0, "mismatches": mismatches,
             "first_mismatch": first, "cells": cells, "cycles": cycles,
             "model_cycles": model_cycles})
