@@ -1,5 +1,5 @@
 """cocotb bench: fixed-point units (:mod:`nnrtl.hw.arith.fixed`, ``.pwl``) under
-Verilator, bit-exact against the golden models, with random gaps and backpressure.
+Verilator, bit-exact against the golden models, under the project's pause patterns.
 
 A unit is described by a JSON-able *spec* (:func:`unit_spec`); :class:`UnitBundle` puts
 several side by side so that one build and one simulation serve them all (a cocotb
@@ -7,36 +7,38 @@ process takes seconds to start). The bench rebuilds every unit from its spec and
 the payload layouts, the formats, the latency and the expected results from it and from
 :func:`expected` -- nothing is restated. The helpers (:func:`random_inputs`,
 :func:`expected`, :func:`pack`, :func:`unpack`, :func:`amaranth_run`,
-:func:`check_in_amaranth`) also serve the Amaranth-simulator tests.
+:func:`check_in_amaranth`, whose :data:`PATTERNS` are gap / stall probabilities) also
+serve the Amaranth-simulator tests.
 
 Parameters (``tb_params()``): ``units``, ``{name: {"spec": ..., "vectors": n}}`` or
 ``{name: {"spec": ..., "exhaustive": true}}`` (every code of the unit's one input field,
-in a random order), the names those of the :class:`UnitBundle`; ``patterns``, a list of
-``[gap_probability, stall_probability]`` over which each unit's beats are split;
-``seed``.
+in a random order), the names those of the :class:`UnitBundle`; ``patterns``, entries of
+:func:`~nnrtl.sim.tb.bundle.pattern_kinds` (``"random"``, ``"random/none"``) over which
+each unit's beats are split; ``seed``.
 
-Per unit: driver -> unit -> monitor -> in-order checker; one coroutine serves every unit
-at each rising edge (sampling the values from before the edge, as cocotbext-axi does).
-Checked besides the values: a result offered and not taken stays put; with no stall,
-every result leaves exactly ``latency`` cycles after its (last) input beat; with neither
-gaps nor stalls, one beat is accepted per cycle. Reported: ``bit_exact``, ``cycles``,
-``vectors`` and per unit (``units``) ``vectors``, ``results``, ``mismatches``,
-``latency``, ``measured_latency``.
+Per unit a :class:`~nnrtl.sim.tb.bundle.StreamLane` (the shared stream drivers) feeds
+the unit and takes its results, which are checked in order. Checked besides the values,
+from the recorded handshake cycles: a result offered and not taken stays put; with the
+sink pattern ``none``, every result leaves exactly ``latency`` cycles after its (last)
+input beat; with pattern ``none``, one beat is taken per cycle; no result beyond the
+expected ones; every run within its cycle budget. Reported: ``bit_exact``, ``cycles``,
+``vectors``, ``patterns`` (per entry ``cycles`` and ``budget``) and per unit (``units``)
+``vectors``, ``results``, ``mismatches``, ``latency``, ``measured_latency``.
 """
 
 import random
 
 import cocotb
 from amaranth.hdl import Shape
-from cocotb.triggers import ClockCycles, RisingEdge
 
 from nnrtl.hw.arith import fixed, pwl
 from nnrtl.hw.arith.fixed import Overflow, QFormat, Rounding
 from nnrtl.sim.golden import fixed as golden_fixed
 from nnrtl.sim.golden import pwl as golden_pwl
-from nnrtl.sim.tb.bundle import StreamLane, StreamUnitBundle
+from nnrtl.sim.tb.bundle import StreamLane, StreamUnitBundle, pattern_kinds, run_lanes
 from nnrtl.sim.tb.bus_amaranth import stream_through
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 __all__ = ["UNITS", "unit_spec", "build_unit", "random_inputs", "expected", "pack",
            "unpack", "format_fields", "completing_inputs", "amaranth_run",
@@ -251,50 +253,45 @@ class UnitBundle(StreamUnitBundle):
 class _Lane(StreamLane):
     """Driver, monitor and checker of one unit of a :class:`UnitBundle`."""
 
-    def __init__(self, dut, name, unit, inputs, seed):
-        self.name, self.unit, self.inputs = name, unit, inputs
-        self.rng = random.Random(seed)
-        self.i_valid = getattr(dut, f"i_{name}__valid")
-        self.i_ready = getattr(dut, f"i_{name}__ready")
-        self.i_payload = getattr(dut, f"i_{name}__payload")
-        self.o_valid = getattr(dut, f"o_{name}__valid")
-        self.o_ready = getattr(dut, f"o_{name}__ready")
-        self.o_payload = getattr(dut, f"o_{name}__payload")
+    def __init__(self, streams, name, unit, inputs):
+        super().__init__(streams, name)
+        self.unit, self.inputs = unit, inputs
         self.mismatches = self.results = 0
         self.measured = set()
 
     def begin(self, number, patterns):
-        """Start pattern ``number`` of ``patterns`` on this lane's share of the inputs."""
+        """Send this lane's share of the inputs for entry ``number`` of ``patterns``."""
         inputs = self.inputs
-        self.gap, self.stall = patterns[number]
         self.chunk = inputs[number * len(inputs) // len(patterns):
                             (number + 1) * len(inputs) // len(patterns)]
         if isinstance(self.unit, fixed.FixedMac) and self.chunk:
             self.chunk[-1] = dict(self.chunk[-1], last=1)  # every pattern ends its group
         self.want = expected(self.unit, self.chunk) if self.chunk else []
         layout = self.unit.i.payload.shape()
-        self.words = [pack(layout, beat) for beat in self.chunk]
-        self.accepted, self.taken, self.got = [], [], []
-        self.sent, self.offering, self.valid, self.ready, self.held = 0, False, False, None, None
+        self.send([pack(layout, beat) for beat in self.chunk], len(self.want))
 
-    def check(self, log):
-        """After a pattern: compare with the model, measure latency and throughput."""
-        assert not self.o_valid.value, f"{self.name}: a result beyond the expected ones"
+    def check(self, entry, log):
+        """After a run under ``entry``: compare with the model, measure latency and
+        throughput."""
+        source_kind, sink_kind = pattern_kinds(entry)
         layout = self.unit.o.payload.shape()
         got = [unpack(layout, word) for word in self.got]
+        accepted, taken = self.accepted, self.taken
+        assert len(accepted) == len(self.words), \
+            f"{self.name}: {len(accepted)} input handshakes recorded, {len(self.words)} sent"
         for index, (value, model) in enumerate(zip(got, self.want)):
             if value != model:
                 self.mismatches += 1
                 if self.mismatches <= 10:
                     log.error("%s pattern %s result %d: got %s, model %s (inputs %s)",
-                              self.name, (self.gap, self.stall), index, value, model,
+                              self.name, entry, index, value, model,
                               self.chunk[max(0, index - 3):index + 1])
-        if self.stall == 0:
+        if sink_kind == "none":
             ends = completing_inputs(self.unit, self.chunk)
-            self.measured |= {t - self.accepted[e] for t, e in zip(self.taken, ends)}
-        if self.gap == 0 and self.stall == 0 and self.accepted:
-            first = self.accepted[0]
-            assert self.accepted == list(range(first, first + len(self.accepted))), \
+            self.measured |= {t - accepted[e] for t, e in zip(taken, ends)}
+        if source_kind == sink_kind == "none" and accepted:
+            first = accepted[0]
+            assert accepted == list(range(first, first + len(accepted))), \
                 f"{self.name}: not one beat per cycle"
         self.results += len(got)
 
@@ -308,42 +305,31 @@ class _Lane(StreamLane):
 async def units_match_models(dut):
     params = tb_params()
     rng = random.Random(params["seed"])
+    await start_clock_and_reset(dut)
+    streams = Streams(dut)
     lanes = []
     for name, entry in params["units"].items():
         unit = build_unit(entry["spec"])
         inputs = random_inputs(unit, rng, entry.get("vectors", 0),
                                exhaustive=entry.get("exhaustive", False))
-        lanes.append(_Lane(dut, name, unit, inputs, rng.getrandbits(32)))
-    patterns = [tuple(pattern) for pattern in params["patterns"]]
-    edge = RisingEdge(dut.clk)
-    await start_clock_and_reset(dut)
-    cycles = 0
-    for number in range(len(patterns)):
+        lanes.append(_Lane(streams, name, unit, inputs))
+    patterns = list(params["patterns"])
+    start, runs = cycle_now(), {}
+    for number, entry in enumerate(patterns):
         for lane in lanes:
             lane.begin(number, patterns)
-        busy, start = list(lanes), cycles
-        while busy:
-            for lane in busy:
-                lane.drive()
-            await edge
-            cycles += 1
-            for lane in busy:
-                lane.sample(cycles)
-            for lane in busy:
-                if lane.done:
-                    lane.drive()  # ready falls at once: a surplus result stays visible
-            busy = [lane for lane in busy if not lane.done]
-            assert cycles - start < 100 * (max(len(lane.chunk) for lane in lanes) + 10), \
-                f"stuck: {[lane.name for lane in busy]}"
+        runs[entry] = await run_lanes(
+            streams, lanes, entry, rng,
+            model_cycles=max(len(lane.chunk) + lane.unit.latency for lane in lanes),
+            output_beats=max(len(lane.want) for lane in lanes),
+            settle=max(lane.unit.latency for lane in lanes) + 2)
         for lane in lanes:
-            lane.drive()  # drop valid / ready
-        await ClockCycles(dut.clk, max(lane.unit.latency for lane in lanes) + 2)
-        for lane in lanes:
-            lane.check(dut._log)
-        dut._log.info("pattern %s: %d cycles", patterns[number], cycles - start)
+            lane.check(entry, dut._log)
+        dut._log.info("pattern %s: %d cycles", entry, runs[entry]["cycles"])
     summaries = {lane.name: lane.summary() for lane in lanes}
     mismatches = sum(summary["mismatches"] for summary in summaries.values())
-    report({"bit_exact": mismatches == 0, "cycles": cycles, "units": summaries,
+    report({"bit_exact": mismatches == 0, "cycles": cycle_now() - start, "units": summaries,
+            "patterns": runs,
             "vectors": sum(summary["vectors"] for summary in summaries.values())})
     assert mismatches == 0, f"{mismatches} results differ from the models"
     for lane in lanes:

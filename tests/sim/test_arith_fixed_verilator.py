@@ -2,8 +2,9 @@
 
 Two bundles, each one build and one simulation: the arithmetic units on tens of
 thousands of random operands, and the 16-bit activation and derivative units on every
-input code; random gaps and backpressure; bit-exact against the golden models, latency
-and throughput measured.
+input code; under the project's pause patterns (and gaps without backpressure, where the
+latency is measured); bit-exact against the golden models, latency and throughput
+measured.
 """
 
 import pytest
@@ -18,8 +19,9 @@ pytestmark = pytest.mark.timeout(900)
 
 Q = QFormat
 VECTORS = 12000  # random beats per arithmetic unit
-#: [gap probability, stall probability]; each unit's vectors are split among them.
-PATTERNS = [[0, 0], [0.3, 0], [0.2, 0.3], [0.5, 0.5]]
+#: Pause patterns (``"<source>/<sink>"`` where they differ); each unit's vectors are split
+#: among them.
+PATTERNS = ["none", "random/none", "cycle", "random", "bursty"]
 
 
 def run(units, name, seed, patterns=PATTERNS):
@@ -27,6 +29,7 @@ def run(units, name, seed, patterns=PATTERNS):
     result = simulate(bundle, test_module="nnrtl.sim.tb.arith_fixed", name=name, seed=seed,
                       params={"units": units, "patterns": patterns})
     assert result["bit_exact"]
+    assert list(result["patterns"]) == list(patterns)
     for unit, summary in result["units"].items():
         assert summary["mismatches"] == 0, unit
         assert summary["measured_latency"] == [summary["latency"]], unit
@@ -62,6 +65,6 @@ def test_activation_units_every_code():
              for name, unit in [("sigmoid", "PWLSigmoid"), ("tanh", "PWLTanh"),
                                 ("sigmoid_derivative", "SigmoidDerivative"),
                                 ("tanh_derivative", "TanhDerivative")]}
-    result = run(units, "arith_pwl_units", seed=12, patterns=[[0, 0], [0.3, 0], [0.25, 0.25]])
+    result = run(units, "arith_pwl_units", seed=12, patterns=["none", "random/none", "random"])
     for summary in result["units"].values():
         assert summary["vectors"] == summary["results"] == 1 << 16
