@@ -1,44 +1,46 @@
 """cocotb bench: streaming accumulators (:mod:`nnrtl.hw.arith.accumulator`) under
-Verilator, bit-exact against :mod:`nnrtl.sim.golden.accumulator`, with random gaps and
-backpressure, and the latency overhead measured against the stream length.
+Verilator, bit-exact against :mod:`nnrtl.sim.golden.accumulator`, under the project's
+pause patterns, and the latency overhead measured against the stream length.
 
 An accumulator is described by a JSON-able *spec* (:func:`accumulator_spec`);
 :class:`AccumulatorBundle` puts several side by side so that one build and one
 simulation serve them all. The bench rebuilds each unit from its spec and takes the
 payload layout, the expected sums (:func:`expected`) and the latency formula
 (``unit.latency(n)``) from it -- nothing is restated. :func:`random_streams`,
-:func:`amaranth_run` and :func:`check_in_amaranth` also serve the Amaranth-simulator tests.
+:func:`amaranth_run` and :func:`check_in_amaranth` (whose :data:`PATTERNS` are gap /
+stall probabilities) also serve the Amaranth-simulator tests.
 
 Parameters (``tb_params()``): ``units``, ``{name: spec}`` (the names those of the
-bundle); ``streams`` per unit and ``max_length``; ``patterns``, a list of
-``[gap_probability, stall_probability]`` over which each unit's streams are split;
-``overhead_lengths``, stream lengths run back to back with neither gaps nor
-backpressure to measure the latency; ``seed``.
+bundle); ``streams`` per unit and ``max_length``; ``patterns``, entries of
+:func:`~nnrtl.sim.tb.bundle.pattern_kinds` (``"random"``, ``"random/none"``) over which
+each unit's streams are split; ``overhead_lengths``, stream lengths run back to back
+under pattern ``none`` to measure the latency; ``seed``.
 
-Per unit: driver -> accumulator -> monitor -> in-order checker; one coroutine serves
-every unit at each rising edge (sampling the values from before the edge). Checked
-besides the sums: a sum offered and not taken stays put; without gaps and stalls every
-sum leaves ``latency(n)`` cycles after its stream's first input, and the next stream's
-first input is taken in the cycle the sum leaves. Reported: ``bit_exact``, ``cycles``,
-``streams``, ``values`` and per unit (``units``) ``streams``, ``values``,
-``mismatches``, ``reduction_cycles``, ``latency_checked`` / ``latency_matches`` (every
-stream without gaps or stalls), ``latency`` / ``measured_latency`` / ``overhead`` keyed
-by the ``overhead_lengths``.
+Per unit a :class:`~nnrtl.sim.tb.bundle.StreamLane` (the shared stream drivers) feeds
+the accumulator and takes its sums, which are checked in order. Checked besides the
+sums, from the recorded handshake cycles: a sum offered and not taken stays put; under
+pattern ``none`` every sum leaves ``latency(n)`` cycles after its stream's first input,
+and the next stream's first input is taken in the cycle the sum leaves; no sum beyond
+the expected ones; every run within its cycle budget. Reported: ``bit_exact``,
+``cycles``, ``streams``, ``values``, ``patterns`` (per entry ``cycles`` and ``budget``)
+and per unit (``units``) ``streams``, ``values``, ``mismatches``, ``reduction_cycles``,
+``latency_checked`` / ``latency_matches`` (every stream under ``none``), ``latency`` /
+``measured_latency`` / ``overhead`` keyed by the ``overhead_lengths``.
 """
 
 import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, RisingEdge
 
 from nnrtl.hw.arith.accumulator import StreamingAccumulator
 from nnrtl.hw.arith.float_format import FloatFormat
 from nnrtl.sim.golden.accumulator import streaming_sums
 from nnrtl.sim.golden.float import special_values, to_bits
-from nnrtl.sim.tb.bundle import StreamLane, StreamUnitBundle
+from nnrtl.sim.tb.bundle import StreamLane, StreamUnitBundle, pattern_kinds, run_lanes
 from nnrtl.sim.tb.bus_amaranth import stream_through
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 __all__ = ["accumulator_spec", "build_accumulator", "random_streams", "expected", "beats",
            "amaranth_run", "check_in_amaranth", "PATTERNS", "AccumulatorBundle"]
@@ -199,39 +201,36 @@ class AccumulatorBundle(StreamUnitBundle):
 class _Lane(StreamLane):
     """Driver, monitor and checker of one accumulator of an :class:`AccumulatorBundle`."""
 
-    def __init__(self, dut, name, unit, seed):
-        self.name, self.unit = name, unit
-        self.rng = random.Random(seed)
-        for port in ("i", "o"):
-            for signal in ("valid", "ready", "payload"):
-                setattr(self, f"{port}_{signal}", getattr(dut, f"{port}_{name}__{signal}"))
+    def __init__(self, streams, name, unit):
+        super().__init__(streams, name)
+        self.unit = unit
         self.mismatches = self.streams = self.values = 0
         self.measured = {}
-        self.valid = self.ready = None
 
-    def begin(self, streams, gap, stall):
-        self.chunk, self.gap, self.stall = streams, gap, stall
+    def begin(self, streams):
+        """Send ``streams`` (arrays of bit patterns), back to back."""
+        self.chunk = streams
         self.want = expected(self.unit, streams) if streams else []
-        self.words = beats(self.unit, streams)
-        self.accepted, self.taken, self.got = [], [], []
-        self.sent, self.offering, self.held = 0, False, None
+        self.send(beats(self.unit, streams), len(self.want))
 
-    def check(self, log):
-        """After a run: compare with the model; without gaps and stalls, the latency."""
-        assert not self.o_valid.value, f"{self.name}: a sum beyond the expected ones"
+    def check(self, entry, log):
+        """After a run under ``entry``: compare with the model; under ``none``, the
+        latency and the restart of the next stream."""
+        accepted, taken = self.accepted, self.taken
+        assert len(accepted) == len(self.words), \
+            f"{self.name}: {len(accepted)} input handshakes recorded, {len(self.words)} sent"
         for index, (value, model) in enumerate(zip(self.got, self.want)):
             if value != model:
                 self.mismatches += 1
                 if self.mismatches <= 10:
                     log.error("%s pattern %s stream %d (%d values): got %#x, model %#x",
-                              self.name, (self.gap, self.stall), index,
-                              len(self.chunk[index]), value, model)
-        if self.gap == 0 and self.stall == 0:
+                              self.name, entry, index, len(self.chunk[index]), value, model)
+        if pattern_kinds(entry) == ("none", "none"):
             starts = _stream_starts(self.chunk)
-            for stream, start, end in zip(self.chunk, starts, self.taken):
-                self.measured.setdefault(len(stream), set()).add(end - self.accepted[start])
-            restarts = [self.accepted[s] for s in starts[1:]]
-            assert restarts == self.taken[:-1], \
+            for stream, start, end in zip(self.chunk, starts, taken):
+                self.measured.setdefault(len(stream), set()).add(end - accepted[start])
+            restarts = [accepted[s] for s in starts[1:]]
+            assert restarts == taken[:-1], \
                 f"{self.name}: a stream did not start in the cycle the previous sum left"
         self.streams += len(self.chunk)
         self.values += sum(len(s) for s in self.chunk)
@@ -252,65 +251,50 @@ class _Lane(StreamLane):
         }
 
 
-async def _run(dut, lanes, plans, edge, cycles):
-    """Run one chunk of streams per lane (``plans``: ``{lane: (streams, gap, stall)}``)."""
+async def _run(dut, streams, lanes, plans, entry, rng):
+    """Run one chunk of streams per lane (``plans``: ``{name: streams}``) under the
+    ``patterns`` entry ``entry``; returns :func:`~nnrtl.sim.tb.bundle.run_lanes`' dict."""
     for lane in lanes:
-        lane.begin(*plans[lane.name])
-    busy, start = [lane for lane in lanes if not lane.done], cycles
-    limit = 60 * (max(sum(len(s) for s in plans[lane.name][0]) for lane in lanes) + 100)
-    while busy:
-        for lane in busy:
-            lane.drive()
-        await edge
-        cycles += 1
-        for lane in busy:
-            lane.sample(cycles)
-        for lane in busy:
-            if lane.done:
-                lane.drive()  # ready falls at once: a surplus sum stays visible
-        busy = [lane for lane in busy if not lane.done]
-        assert cycles - start < limit, f"stuck: {[lane.name for lane in busy]}"
+        lane.begin(plans[lane.name])
+    # without pauses the streams of a lane follow one another, each ``latency(n)`` cycles
+    model = max(sum(lane.unit.latency(len(s)) for s in plans[lane.name]) for lane in lanes)
+    run = await run_lanes(streams, lanes, entry, rng, model_cycles=model,
+                          output_beats=max(len(plans[lane.name]) for lane in lanes),
+                          settle=max(lane.unit.reduction_cycles for lane in lanes) + 4)
     for lane in lanes:
-        lane.drive()  # drop valid / ready
-    await ClockCycles(dut.clk, max(lane.unit.reduction_cycles for lane in lanes) + 4)
-    for lane in lanes:
-        lane.check(dut._log)
-    return cycles
+        lane.check(entry, dut._log)
+    dut._log.info("pattern %s: %d cycles", entry, run["cycles"])
+    return run
 
 
 @cocotb.test()
 async def accumulators_match_model(dut):
     params = tb_params()
     rng = np.random.default_rng(params["seed"])
-    lanes = {name: _Lane(dut, name, build_accumulator(spec), int(rng.integers(1 << 31)))
-             for name, spec in params["units"].items()}
-    patterns = [tuple(pattern) for pattern in params["patterns"]]
-    lengths = list(params.get("overhead_lengths", []))
-    streams = {name: random_streams(lane.unit.fmt, rng, params["streams"],
-                                    max_length=params["max_length"], slots=lane.unit.slots)
-               for name, lane in lanes.items()}
-    edge = RisingEdge(dut.clk)
+    pauses = random.Random(params["seed"])
     await start_clock_and_reset(dut)
-    cycles = 0
-    for number, (gap, stall) in enumerate(patterns):
-        plans = {}
-        for name, all_streams in streams.items():
-            share = all_streams[number * len(all_streams) // len(patterns):
-                                (number + 1) * len(all_streams) // len(patterns)]
-            plans[name] = (share, gap, stall)
-        start = cycles
-        cycles = await _run(dut, list(lanes.values()), plans, edge, cycles)
-        dut._log.info("pattern %s: %d cycles", (gap, stall), cycles - start)
+    streams = Streams(dut)
+    lanes = {name: _Lane(streams, name, build_accumulator(spec))
+             for name, spec in params["units"].items()}
+    patterns = list(params["patterns"])
+    lengths = list(params.get("overhead_lengths", []))
+    inputs = {name: random_streams(lane.unit.fmt, rng, params["streams"],
+                                   max_length=params["max_length"], slots=lane.unit.slots)
+              for name, lane in lanes.items()}
+    start, runs = cycle_now(), {}
+    for number, entry in enumerate(patterns):
+        plans = {name: all_streams[number * len(all_streams) // len(patterns):
+                                   (number + 1) * len(all_streams) // len(patterns)]
+                 for name, all_streams in inputs.items()}
+        runs[entry] = await _run(dut, streams, list(lanes.values()), plans, entry, pauses)
     if lengths:
-        plans = {}
-        for name, lane in lanes.items():
-            fmt = lane.unit.fmt
-            plans[name] = ([np.asarray(to_bits(fmt, rng.normal(size=n)), dtype=np.uint64)
-                            for n in lengths], 0.0, 0.0)
-        cycles = await _run(dut, list(lanes.values()), plans, edge, cycles)
+        plans = {name: [np.asarray(to_bits(lane.unit.fmt, rng.normal(size=n)), dtype=np.uint64)
+                        for n in lengths] for name, lane in lanes.items()}
+        await _run(dut, streams, list(lanes.values()), plans, "none", pauses)
     summaries = {name: lane.summary(lengths) for name, lane in lanes.items()}
     mismatches = sum(summary["mismatches"] for summary in summaries.values())
-    report({"bit_exact": mismatches == 0, "cycles": cycles, "units": summaries,
+    report({"bit_exact": mismatches == 0, "cycles": cycle_now() - start, "units": summaries,
+            "patterns": runs,
             "streams": sum(s["streams"] for s in summaries.values()),
             "values": sum(s["values"] for s in summaries.values())})
     assert mismatches == 0, f"{mismatches} sums differ from the model"
