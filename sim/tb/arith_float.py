@@ -13,27 +13,31 @@ a :class:`nnrtl.sim.tb.bundle.StreamUnitBundle` of units (ports ``i_<name>__payl
 ``exponent_bits``, ``mantissa_bits``, ``flush_subnormals``, ``latency``
     The unit's format, mode and latency.
 ``offsets``
-    Bit offsets of the payload fields (``a``, ``b``, and ``subtract`` for an adder), taken
-    from the unit's ``payload_layout``.
+    Bit offsets of the payload fields (``a``, ``b``, an adder's ``subtract``).
 ``count``
     Operand pairs streamed at full rate: one per cycle, ``o.ready`` always high.
 ``backpressure_count``
-    Operand pairs streamed with random gaps on ``i.valid`` and random stalls on ``o.ready``
-    (0: skip).
+    Operand pairs streamed under pause patterns on ``i`` and ``o`` (0: skip).
+``patterns``
+    Entries of :func:`~nnrtl.sim.tb.bundle.pattern_kinds` over which the backpressure
+    run's pairs are split (default ``["random"]``).
 ``seed``
-    Seed of :func:`nnrtl.sim.golden.float.random_operands` (the second run uses
-    ``seed + 1``).
+    Of :func:`nnrtl.sim.golden.float.random_operands` (``seed + 1`` for the second run).
 
-The operands are drawn in numpy inside the bench, driven one per clock edge by a tight
-loop, collected, and compared with the vectorised model once at the end. The full-rate run
-also checks that the first result is handed over ``latency`` cycles after the first input
-and that ``count`` results take ``count + latency`` cycles; the backpressure run checks
-that ``i.ready`` follows ``~o.valid | o.ready`` and that a stalled result holds still.
+Operands are drawn in numpy and the results compared with the vectorised model at the
+end. The full-rate run is a tight loop, one pair per clock edge (the shared stream
+drivers take two to three times as long); it checks that the first result leaves
+``latency`` cycles after the first input and ``count`` results take ``count + latency``
+cycles. The backpressure run is on the shared drivers
+(:class:`~nnrtl.sim.tb.bundle.StreamLane`), within the cycle budget; it checks that
+``i.ready`` is ``~o.valid | o.ready``, that a stalled result holds still and that no
+result comes beyond the expected ones.
 
 Reported: ``vectors``, ``mismatches``, ``cycles``, ``vectors_per_second`` (wall clock
-of the driving loop), ``first_latency``; with backpressure also ``backpressure_vectors``,
-``backpressure_mismatches``, ``backpressure_cycles``; ``examples``: up to 8 mismatches as
-``[a, b, got, expected]`` hex strings.
+of the driving loop), ``first_latency``; with backpressure ``backpressure_vectors``,
+``backpressure_mismatches``, ``backpressure_cycles`` (first pair queued to last result
+taken), ``backpressure_patterns`` (per entry ``vectors``, ``cycles``, ``budget``);
+``examples``, ``backpressure_examples``: up to 8 mismatches, ``[a, b, got, expected]``.
 """
 
 import random
@@ -45,7 +49,9 @@ from cocotb.triggers import RisingEdge
 
 from nnrtl.hw.arith.float_format import FloatFormat
 from nnrtl.sim.golden.float import float_add, float_mul, float_sub, random_operands
+from nnrtl.sim.tb.bundle import StreamLane, run_lanes
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 
 PARAMS = tb_params()
@@ -132,54 +138,47 @@ async def full_rate(dut):
     assert cycles == count + latency, (cycles, count, latency)
 
 
+async def _ready_rule(dut, broken):
+    """At every clock edge, check that ``i.ready`` is ``~o.valid | o.ready``; append the
+    cycle of the first break to ``broken``."""
+    _, _, i_ready, _, o_valid, o_ready = ports(dut)
+    edge = RisingEdge(dut.clk)
+    while not broken:
+        await edge
+        if int(i_ready.value) != int(not o_valid.value or o_ready.value):
+            broken.append(cycle_now())
+
+
 @cocotb.test()
 async def random_backpressure(dut):
-    """Random gaps on ``i.valid`` (probability 1/3) and stalls on ``o.ready`` (1/3)."""
+    """The pairs split over the pause patterns ``patterns`` on ``i`` and ``o``."""
     count = PARAMS["backpressure_count"]
     if count == 0:
         return
     rng = random.Random(PARAMS["seed"])
+    latency = PARAMS["latency"]
+    patterns = list(PARAMS.get("patterns", ["random"]))
     a, b, payloads, expected = operands(PARAMS["seed"] + 1, count)
-    clk = dut.clk
-    i_payload, i_valid, i_ready, o_payload, o_valid, o_ready = ports(dut)
-    o_ready.value = 0
-    i_valid.value = 0
     await start_clock_and_reset(dut)
-    got = []
-    sent = 0
-    offering = False
-    held = None  # a result offered and not taken must stay put
-    cycles = 0
-    while len(got) < count:
-        # drive the next edge
-        ready = int(rng.random() >= 1 / 3)
-        o_ready.value = ready
-        if not offering and sent < count and rng.random() >= 1 / 3:
-            offering = True
-            i_payload.value = payloads[sent]
-        i_valid.value = int(offering)
-        await RisingEdge(clk)
-        cycles += 1
-        # what that edge saw
-        valid = int(o_valid.value)
-        assert int(i_ready.value) == int(not valid or ready), ("i.ready", cycles)
-        if valid:
-            value = int(o_payload.value)
-            if held is not None:
-                assert value == held, ("a stalled result changed", cycles)
-            if ready:
-                got.append(value)
-                held = None
-            else:
-                held = value
-        else:
-            assert held is None, ("a stalled result vanished", cycles)
-        if offering and int(i_ready.value):
-            sent += 1
-            offering = False
-        assert cycles < 10 * count + 100, "the unit stopped"
-    i_valid.value = 0
+    names = PARAMS.get("ports", {"i": "i", "o": "o"})
+    streams = Streams(dut)
+    lane = StreamLane(streams, "unit", ports=(names["i"], names["o"]))
+    broken = []
+    cocotb.start_soon(_ready_rule(dut, broken))
+    got, runs, start = [], {}, cycle_now()
+    for number, entry in enumerate(patterns):
+        chunk = payloads[number * count // len(patterns):(number + 1) * count // len(patterns)]
+        lane.send(chunk, len(chunk))
+        run = await run_lanes(streams, [lane], entry, rng,
+                              model_cycles=len(chunk) + latency, output_beats=len(chunk),
+                              settle=latency + 2)
+        got += lane.got
+        runs[entry] = dict(run, vectors=len(chunk))
+        assert not broken, f"pattern {entry}: i.ready is not ~o.valid | o.ready in cycle " \
+            f"{broken[0]}"
     mismatches, examples = compare(a, b, got, expected)
+    last = lane.taken[-1] if lane.taken else cycle_now()
     report({"backpressure_vectors": count, "backpressure_mismatches": mismatches,
-            "backpressure_cycles": cycles, "backpressure_examples": examples})
+            "backpressure_cycles": last - start, "backpressure_patterns": runs,
+            "backpressure_examples": examples})
     assert mismatches == 0, examples

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.timeout(900)
 
 FORMATS = [FP32, BF16, FP16]
 OPS = ["add", "sub", "mul"]
+#: Pause patterns of the backpressure run, over which its operand pairs are split.
+PATTERNS = ["cycle", "random", "bursty"]
 REDUCED_COUNT = 20_000
 FULL_COUNT = 1_000_000
 
@@ -64,6 +66,7 @@ def run_bench(design, op, *, count, backpressure_count, seed=1):
                                       for field in fields},
                           "count": count,
                           "backpressure_count": backpressure_count,
+                          "patterns": PATTERNS,
                       })
     print(op, fmt, f"stages={unit.stages}", f"flush={unit.flush_subnormals}", result)
     assert result["vectors"] == count
@@ -73,6 +76,7 @@ def run_bench(design, op, *, count, backpressure_count, seed=1):
     if backpressure_count:
         assert result["backpressure_vectors"] == backpressure_count
         assert result["backpressure_mismatches"] == 0, result["backpressure_examples"]
+        assert list(result["backpressure_patterns"]) == PATTERNS
     return result
 
 
