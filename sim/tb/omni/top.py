@@ -10,6 +10,10 @@ result (the R2A's dispatch rule) and that no task comes twice, and streams the t
 steps into channel ``c`` (:class:`TaskPad`: the channel bench's
 :class:`~nnrtl.sim.tb.omni.channel.Scratchpad` with the Input1 / Input2 beats merged into
 the top's one operand port, element by element), checking each result beat as it arrives.
+Under Verilator the streams are the shared drivers (:class:`TopStreams`); a task and each
+result beat reach the scratchpad in the cycle they are taken
+(:class:`~nnrtl.sim.tb.omni.channel.Forward`), so the task's first command, and the
+operands a result releases, are offered in the cycle after, as the cycle model counts.
 
 Data: a ``layers`` x ``seq_len`` LSTM with random weights, inputs and loss gradient
 (:func:`cell_pads`), chained as the LSTM chains them: the golden FW cells of
@@ -20,7 +24,8 @@ the golden program run on the golden scratchpad before it (:class:`TaskPad`), so
 wrong beat is reported where it happens, not where it propagates to.
 
 After the tasks, MS1's record of one cell (its P1 vectors) goes through the top's DMA
-into an HBM model (cocotbext-axi's ``AxiRam``) and back (:func:`_dma_round_trip`),
+into an HBM model (cocotbext-axi's ``AxiRam``) and back
+(:func:`~nnrtl.sim.tb.omni.top_dma.dma_round_trip`),
 checked against :mod:`nnrtl.sim.golden.omni.dma`: the memory image, the re-densified
 beats and the byte and pruning counters.
 
@@ -29,20 +34,23 @@ cycles; a mismatch is reported as ``bit_exact: false`` with the first mismatches
 """
 
 import random
+from functools import partial
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, RisingEdge
+from cocotb.triggers import ClockCycles, Event, RisingEdge, SimTimeoutError, with_timeout
 
 from nnrtl.hw.omni.channel_program import bp_program, fw_program
 from nnrtl.sim.golden.float import from_bits
 from nnrtl.sim.golden.omni.channel import bp_inputs, fw_inputs, run_program
-from nnrtl.sim.patterns import cycle_budget, pause_pattern
-from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
-from nnrtl.sim.tb.omni.channel import Scratchpad
+from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.omni.channel import Forward, Scratchpad
+from nnrtl.sim.tb.omni.top_dma import P1_VECTORS, dma_round_trip
+from nnrtl.sim.tb.streams import StreamProtocolError, Streams, cycle_now
 
-__all__ = ["TaskPad", "cell_pads", "task_pads", "config_from_params", "PORTS",
-           "omni_top_runs_iteration"]
+__all__ = ["TaskPad", "TopStreams", "Scratchpads", "cell_pads", "task_pads",
+           "config_from_params", "PORTS", "omni_top_runs_iteration"]
 
 #: The top's per-channel input streams a bench drives.
 PORTS = ("s_command", "s_operand", "s_broadcast")
@@ -156,18 +164,156 @@ class TaskPad(Scratchpad):
             self.sent_operands += 1
 
 
-def _signal(dut, port, channel, signal):
-    return getattr(dut, f"{port}__{channel}__{signal}")
+def _offer(board, sources):
+    """Queue on ``sources`` (by top port name) every word ``board`` can offer now."""
+    for port, source in sources.items():
+        words = []
+        while (word := board.next_port_word(port)) is not None:
+            words.append(word)
+            board.port_taken(port)
+        source.send_words(words)
 
 
-async def _run(dut, config, tasks, befores, regs, pattern, seed):
-    """Load, start and serve one run; returns ``(cycles, failures, mismatches, beats)``."""
+class TopStreams:
+    """The stream drivers of the top bench, made once per test
+    (:mod:`nnrtl.sim.tb.streams`): per channel ``c`` a source on each of :data:`PORTS`, a
+    sink and a :class:`~nnrtl.sim.tb.omni.channel.Forward` on ``m_task[c]`` and
+    ``m_result[c]``; sources on the DMA's command and value ports, a sink on its output.
+
+    The forwards hand their words to the run in progress (:attr:`run`, a
+    :class:`Scratchpads`); a word outside a run is a failure in :attr:`strays`.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The top level.
+    channels : int
+        Its channel count.
+    """
+
+    def __init__(self, dut, channels):
+        self.dut, self.run, self.strays = dut, None, []
+        self.streams = streams = Streams(dut)
+        self.sources = [{port: streams.source(f"{port}__{c}") for port in PORTS}
+                        for c in range(channels)]
+        self.sinks = {port: [streams.sink(f"{port}__{c}") for c in range(channels)]
+                      for port in ("m_task", "m_result")}
+        self.forwarded = {port: [[] for _ in range(channels)] for port in self.sinks}
+        for port in self.sinks:
+            for c in range(channels):
+                Forward(dut, f"{port}__{c}").callback = partial(self._forward, port, c)
+        self.channel_ports = [f"{port}__{c}" for c in range(channels)
+                              for port in (*PORTS, *self.sinks)]
+        self.dma = {name: streams.source(name)
+                    for name in ("s_dma_wr_cmd", "s_dma_wr_data", "s_dma_rd_cmd")}
+        self.dma_out = streams.sink("m_dma_rd_data")
+
+    def _forward(self, port, channel, word):
+        self.forwarded[port][channel].append(word)
+        if self.run is None:
+            self.strays.append(f"channel {channel}: {port} handed over {word:#x} outside a "
+                               "run")
+        elif port == "m_task":
+            self.run.take_task(channel, word)
+        else:
+            self.run.take_beat(channel, word)
+
+    def check(self):
+        """Failures: words outside a run, sinks that took other words than the forwards
+        saw, broken handshake rules."""
+        failures, self.strays = self.strays, []
+        for port, sinks in self.sinks.items():
+            for c, sink in enumerate(sinks):
+                sink.received()
+                if sink.words != self.forwarded[port][c]:
+                    failures.append(f"channel {c}: {port} took {len(sink.words)} words, "
+                                    f"{len(self.forwarded[port][c])} forwarded")
+        try:
+            self.streams.check()
+        except StreamProtocolError as error:
+            failures.append(str(error))
+        return failures
+
+
+class Scratchpads:
+    """The scratchpad side of one run: per channel the task it holds (a :class:`TaskPad`),
+    fed by the forwards of :class:`TopStreams`, every check of the dispatch on the way.
+
+    Attributes
+    ----------
+    finished : set of int
+        The tasks whose last result beat has been taken.
+    failures, mismatches : list
+        Dispatch failures (messages); result beats that differ from the golden model.
+    dispatch : dict
+        Per task: channel, the run's cycle it was taken in and that of its last beat.
+    done : cocotb.triggers.Event
+        Set when every task is finished or more than four failures are found.
+    """
+
+    def __init__(self, bench, config, tasks, befores, failures):
+        self.bench, self.config, self.tasks, self.befores = bench, config, tasks, befores
+        n = config.channels
+        self.boards, self.running = [None] * n, [None] * n
+        self.finished, self.seen, self.dispatch = set(), set(), {}
+        self.failures, self.mismatches, self.beats = list(failures), [], 0
+        self.start = cycle_now()
+        self.done = Event()
+
+    def cycle(self):
+        """The run's cycle of the coming clock edge (forwards are a cycle early)."""
+        return cycle_now() + 1 - self.start
+
+    def _check_done(self):
+        if len(self.finished) == len(self.tasks) or len(self.failures) > 4:
+            self.done.set()
+
+    def take_task(self, c, word):
+        task_id = word & ((1 << self.config.r2a.task_bits) - 1)
+        if self.boards[c] is not None or task_id >= len(self.tasks):
+            self.failures.append(f"channel {c} got task {task_id} " + (
+                f"while running task {self.running[c].id}" if self.boards[c] is not None
+                else "not in the table"))
+            self._check_done()
+            return
+        task = self.tasks[task_id]
+        waiting = [d for d in task.deps if d not in self.finished]
+        if task_id in self.seen or waiting:
+            self.failures.append(f"channel {c} got task {task_id} "
+                                 + ("twice" if task_id in self.seen else
+                                    f"before tasks {waiting} were done"))
+        self.seen.add(task_id)
+        self.dispatch[task_id] = [c, self.cycle()]
+        self.running[c] = task
+        self.boards[c] = TaskPad(task.channel, list(task.steps), self.befores[task_id])
+        _offer(self.boards[c], self.bench.sources[c])
+        self._check_done()
+
+    def take_beat(self, c, word):
+        board = self.boards[c]
+        if board is None:
+            self.failures.append(f"channel {c}: a result beat {word:#x} with no task held")
+            self._check_done()
+            return
+        board.receive(word)
+        self.beats += 1
+        if board.finished:
+            task = self.running[c]
+            self.mismatches += [(task.id, c, m) for m in board.mismatches]
+            self.finished.add(task.id)
+            self.dispatch[task.id].append(self.cycle())
+            self.boards[c] = self.running[c] = None
+        else:
+            _offer(board, self.bench.sources[c])
+        self._check_done()
+
+
+async def _run(bench, config, tasks, befores, regs, pattern, seed):
+    """Load, start and serve one run; returns ``(cycles, model, failures, mismatches,
+    beats, dispatch)``."""
     from nnrtl.gen.omni.perf import top_schedule
 
-    n = config.channels
-    rng = random.Random(seed)
-    pauses = {(port, c): pause_pattern(pattern, random.Random(rng.random()))
-              for c in range(n) for port in (*PORTS, "m_task", "m_result")}
+    bench.streams.pause(pattern, random.Random(seed), ports=bench.channel_ports)
     model = top_schedule(config, tasks)
     budget = cycle_budget(model.cycles, output_beats=sum(t.out_beats for t in tasks),
                           patterns=(pattern,))
@@ -177,173 +323,28 @@ async def _run(dut, config, tasks, befores, regs, pattern, seed):
         await regs.write("task_deps", sum(1 << d for d in task.deps))
         await regs.write_fields("control", push=1)
     count = await regs.read("task_count")
-    failures = [] if count == len(tasks) else [f"task_count reads {count}, "
-                                                f"{len(tasks)} pushed"]
+    run = Scratchpads(bench, config, tasks, befores, [] if count == len(tasks) else
+                      [f"task_count reads {count}, {len(tasks)} pushed"])
+    bench.run = run
     await regs.write_fields("control", start=1)
-    edge = RisingEdge(dut.clk)
-    boards = [None] * n
-    running = [None] * n
-    offering = {(port, c): False for c in range(n) for port in PORTS}
-    finished, seen, held, dispatch = set(), set(), {}, {}
-    mismatches, beats, cycles = [], 0, 0
-    while len(finished) < len(tasks):
-        for c in range(n):
-            take = boards[c] is None and not next(pauses["m_task", c])
-            _signal(dut, "m_task", c, "ready").value = int(take)
-            for port in PORTS:
-                pause = next(pauses[port, c])
-                if boards[c] is not None and not offering[port, c] and not pause:
-                    word = boards[c].next_port_word(port)
-                    if word is not None:
-                        _signal(dut, port, c, "payload").value = word
-                        offering[port, c] = True
-                _signal(dut, port, c, "valid").value = int(offering[port, c])
-            _signal(dut, "m_result", c, "ready").value = int(not next(pauses["m_result", c]))
-        await edge
-        cycles += 1
-        for c in range(n):
-            board = boards[c]
-            if board is not None:
-                for port in PORTS:
-                    if offering[port, c] and _signal(dut, port, c, "ready").value:
-                        board.port_taken(port)
-                        offering[port, c] = False
-                if _signal(dut, "m_result", c, "valid").value:
-                    word = int(_signal(dut, "m_result", c, "payload").value)
-                    if held.get(c) not in (None, word):
-                        failures.append(f"channel {c}: m_result changed before it was taken")
-                    if _signal(dut, "m_result", c, "ready").value:
-                        board.receive(word)
-                        beats += 1
-                        held[c] = None
-                    else:
-                        held[c] = word
-                if board.finished:
-                    task = running[c]
-                    mismatches += [(task.id, c, m) for m in board.mismatches]
-                    finished.add(task.id)
-                    dispatch[task.id].append(cycles)
-                    boards[c] = running[c] = None
-            elif (_signal(dut, "m_task", c, "valid").value
-                  and _signal(dut, "m_task", c, "ready").value):
-                payload = int(_signal(dut, "m_task", c, "payload").value)
-                task_id = payload & ((1 << config.r2a.task_bits) - 1)
-                task = tasks[task_id]
-                waiting = [d for d in task.deps if d not in finished]
-                if task_id in seen or waiting:
-                    failures.append(f"channel {c} got task {task_id} "
-                                    + ("twice" if task_id in seen else
-                                       f"before tasks {waiting} were done"))
-                seen.add(task_id)
-                dispatch[task_id] = [c, cycles]
-                running[c] = task
-                boards[c] = TaskPad(task.channel, list(task.steps), befores[task_id])
-        if cycles >= budget or len(failures) > 4:
-            failures.append(f"waiting for tasks {sorted(set(range(len(tasks))) - finished)} "
-                            f"after {cycles} cycles (budget {budget}); channels running "
-                            f"{[t and t.id for t in running]}")
-            break
-    for c in range(n):
-        for port in PORTS:
-            _signal(dut, port, c, "valid").value = 0
-        _signal(dut, "m_task", c, "ready").value = 0
-        _signal(dut, "m_result", c, "ready").value = 0
-    return cycles, model, failures, mismatches, beats, dispatch
-
-
-#: The P1 vectors MS1 compresses (spec §2.1): a cell's record, one block each.
-P1_VECTORS = ("p_o", "p_s", "p_i", "p_f", "p_c", "f")
-
-
-def _pack(layout, **fields):
-    return sum((int(fields[name]) & ((1 << field.width) - 1)) << field.offset
-               for name, field in layout)
-
-
-async def _dma_round_trip(dut, regs, ram, config, pad, pattern, rng):
-    """MS1's record of one cell through the top's DMA: its P1 vectors (``pad``, the
-    golden scratchpad after BP-EW) written sparse at the ``threshold`` register's θ into
-    the HBM model, then read back re-densified (``expand``). The memory image, the beats
-    and the counter registers must be the golden DMA model's
-    (:mod:`nnrtl.sim.golden.omni.dma`); ``ram``: the ``AxiRam`` on ``m_axi``. Returns
-    ``(failures, counters)``."""
-    from nnrtl.hw.omni.decode import MODE, output_layout
-    from nnrtl.hw.omni.dma import read_command_layout, write_command_layout
-    from nnrtl.sim.golden.omni import dma as golden
-
-    dma = config.dma
-    bits = np.stack([np.asarray(pad[name], dtype=np.uint32)
-                     for name in P1_VECTORS])[:, :config.hidden_size]
-    blocks, length = bits.shape
-    model = golden.write_record(bits, sparse=True, threshold=config.prune_threshold)
-    size = ram.size
-    ram.write(0, bytes(size))
-    for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
-                    ram.read_if.ar_channel, ram.read_if.r_channel):
-        channel.set_pause_generator(pause_pattern(pattern, random.Random(rng.random())))
-    source = pause_pattern(pattern, random.Random(rng.random()))
-    sink = pause_pattern(pattern, random.Random(rng.random()))
-    await regs.write_fields("control", clear=1)
-    budget = cycle_budget(4 * bits.size + 64, output_beats=bits.size, patterns=(pattern,))
-    edge = RisingEdge(dut.clk)
-    failures = []
-
-    async def transfer(command, layout, fields, words=(), beats=0):
-        getattr(dut, f"{command}__payload").value = _pack(layout, **fields)
-        getattr(dut, f"{command}__valid").value = 1
-        words, got, offering = list(words), [], False
-        for _ in range(budget):
-            if not offering and words and not next(source):
-                dut.s_dma_wr_data__payload.value = words[0]
-                offering = True
-            dut.s_dma_wr_data__valid.value = int(offering)
-            take = not next(sink)
-            dut.m_dma_rd_data__ready.value = int(take)
-            await edge
-            if getattr(dut, f"{command}__ready").value:
-                getattr(dut, f"{command}__valid").value = 0
-            if offering and dut.s_dma_wr_data__ready.value:
-                words.pop(0)
-                offering = False
-            if take and dut.m_dma_rd_data__valid.value:
-                got.append(int(dut.m_dma_rd_data__payload.value))
-            if not words and len(got) >= beats and not getattr(
-                    dut, f"{command}__valid").value:
-                break
-        else:
-            failures.append(f"DMA {command}: not done within {budget} cycles")
-        dut.s_dma_wr_data__valid.value = 0
-        dut.m_dma_rd_data__ready.value = 0
-        return got
-
-    await transfer("s_dma_wr_cmd", write_command_layout(dma),
-                   dict(sparse=1, base=0, blocks=blocks, length=length),
-                   words=[int(v) for v in bits.flat])
-    for _ in range(budget):
-        if not (await regs.read_field("status", "dma_write_busy")):
-            break
-    image = ram.read(0, len(model.image))
-    if image != model.image:
-        failures.append("DMA: the record in memory differs from the golden record")
-    want = golden.read_record(ram.read(0, size), mode="expand", base=0, blocks=blocks,
-                              length=length)
-    got = await transfer("s_dma_rd_cmd", read_command_layout(dma),
-                         dict(mode=MODE["expand"], base=0, blocks=blocks, length=length,
-                              dense_base=0, row_stride=0, block_stride=0, row_words=0),
-                         beats=len(want.beats))
-    layout = output_layout(dma)
-    beats = [golden.Beat(**{name: (word >> field.offset) & ((1 << field.width) - 1)
-                            for name, field in layout}) for word in got]
-    if beats != want.beats:
-        failures.append(f"DMA: {sum(a != b for a, b in zip(beats, want.beats))} of "
-                        f"{len(want.beats)} expanded beats differ from the golden model")
-    counters = await regs.read_many(("bytes_written", "bytes_read", "values_pruned",
-                                     "values_kept"))
-    expected = {"bytes_written": model.bytes_written, "bytes_read": want.bytes_read,
-                "values_pruned": model.pruned, "values_kept": model.kept}
-    if counters != expected:
-        failures.append(f"DMA counters {counters}, golden {expected}")
-    return failures, counters
+    run.start = cycle_now()
+    try:
+        await with_timeout(run.done.wait(), budget * CLOCK_PERIOD_NS, "ns")
+    except SimTimeoutError:
+        pass
+    bench.run = None
+    await RisingEdge(bench.dut.clk)
+    failures = run.failures
+    if len(run.finished) < len(tasks):
+        failures.append(f"waiting for tasks {sorted(set(range(len(tasks))) - run.finished)} "
+                        f"after {cycle_now() - run.start} cycles (budget {budget}); channels "
+                        f"running {[t and t.id for t in run.running]}")
+        for sources in bench.sources:
+            for source in sources.values():
+                source.clear()
+    failures += bench.check()
+    return (cycle_now() - run.start, model, failures, run.mismatches, run.beats,
+            run.dispatch)
 
 
 async def _wait_finished(dut, regs, budget):
@@ -373,9 +374,7 @@ async def omni_top_runs_iteration(dut):
     config = config_from_params(params["config"])
     tasks = top_tasks(config)
     rng = np.random.default_rng(params["seed"])
-    for c in range(config.channels):
-        for port in PORTS:
-            _signal(dut, port, c, "valid").value = 0
+    bench = TopStreams(dut, config.channels)
     await start_clock_and_reset(dut)
     await ClockCycles(dut.clk, config.adder_stages + 2)
     regs = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk,
@@ -383,20 +382,19 @@ async def omni_top_runs_iteration(dut):
     record_bytes = 2 * 4 * len(P1_VECTORS) * config.hidden_size
     ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_"), dut.clk, dut.rst,
                  size=1 << max(12, record_bytes.bit_length()))
-    for port in ("s_dma_wr_cmd", "s_dma_wr_data", "s_dma_rd_cmd"):
-        getattr(dut, f"{port}__valid").value = 0
     runs, all_mismatches, beats = [], [], 0
     for index, pattern in enumerate(params["patterns"]):
         befores = task_pads(tasks, cell_pads(config, rng))
         await regs.write_fields("control", clear_tasks=1)
         cycles, model, failures, mismatches, run_beats, dispatch = await _run(
-            dut, config, tasks, befores, regs, pattern, params["seed"] + index)
+            bench, config, tasks, befores, regs, pattern, params["seed"] + index)
         if not failures and not await _wait_finished(dut, regs, 100):
             failures.append("status.finished stayed 0 after the last task's result")
         counters = await regs.read_many(COUNTERS)
         bp_mm = next(t for t in tasks if t.part == "bp_mm")
-        dma_failures, dma_counters = await _dma_round_trip(
-            dut, regs, ram, config, befores[bp_mm.id], pattern, random.Random(params["seed"]))
+        dma_failures, dma_counters = await dma_round_trip(
+            bench, regs, ram, config, befores[bp_mm.id], pattern,
+            random.Random(params["seed"]))
         failures += dma_failures
         counters.update(dma_counters)
         if counters["busy_matmul"] + counters["busy_ew"] > cycles * config.channels:
