@@ -103,8 +103,9 @@ def top_schedule(config, tasks=None):
     tasks = top_tasks(config) if tasks is None else tasks
     pes = config.pes_per_channel
     durations = [top_task_cycles(task) for task in tasks]
-    graph = [Task(task.id, task.kind, cycles * pes, 0, task.deps, task.part, task.layer,
-                  task.step) for task, cycles in zip(tasks, durations)]
+    graph = [Task(id=task.id, kind=task.kind, ops=cycles * pes, activations=0,
+                  deps=task.deps, phase=task.part, layer=task.layer, step=task.step)
+             for task, cycles in zip(tasks, durations)]
     r2a = dataclasses.replace(config.r2a, switch_cycles=0)
     return schedule(graph, r2a, ew_channels=ew_channels(config), dynamic=True,
                     durations=durations)

@@ -57,7 +57,7 @@ PHASES = {"fw_mm_x": "matmul", "fw_mm_h": "matmul", "fw_ew": "ew", "bp_p1": "ew"
           "bp_outer": "matmul"}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Task:
     """One task of the graph.
 
@@ -216,8 +216,9 @@ def training_graph(workload, *, tiles, ms1=False, kept=None, density=1.0):
         ids = []
         for tile, size in enumerate(sizes):
             ops, activations = cost(size)
-            task = Task(len(tasks), PHASES[phase], max(1, int(ops)), int(activations),
-                        tuple(deps_of(tile)), phase, layer, step, tile)
+            task = Task(id=len(tasks), kind=PHASES[phase], ops=max(1, int(ops)),
+                        activations=int(activations), deps=tuple(deps_of(tile)),
+                        phase=phase, layer=layer, step=step, tile=tile)
             tasks.append(task)
             ids.append(task.id)
         index[phase, layer, step] = ids

@@ -37,14 +37,14 @@ import random
 
 import cocotb
 from cocotb.simtime import convert, get_sim_time
-from cocotb.triggers import RisingEdge
+from cocotb.triggers import ReadOnly, RisingEdge
 from cocotbext.axi import AxiStreamBus, AxiStreamFrame, AxiStreamSink, AxiStreamSource
 
 from nnrtl.sim.patterns import pause_pattern
 from nnrtl.sim.tb.common import CLOCK_PERIOD_NS
 
 __all__ = ["StreamBus", "StreamSource", "StreamSink", "Streams", "StreamProtocolError",
-           "cycle_now"]
+           "Forward", "cycle_now"]
 
 
 class StreamProtocolError(AssertionError):
@@ -292,3 +292,45 @@ class Streams:
     def idle(self):
         """Every source has offered its words and had the last one taken."""
         return all(source.idle() for source in self._sources.values())
+
+
+class Forward:
+    """Hands every word an output stream port gives to :attr:`callback` one clock edge
+    early: in the read-only phase of the cycle whose closing edge takes it (``valid`` and
+    ``ready`` high), while the port's :class:`StreamSink` takes and
+    records it at that edge.
+
+    A word a bench queues on a :class:`StreamSource` in the
+    timestep of edge ``e`` is offered from ``e + 1``; queued by the callback of a word
+    taken at edge ``c``, it is offered from ``c`` and can be taken at ``c + 1``: a bench
+    standing in for a memory writes a result and offers what reads it in the next cycle,
+    the read-after-write timing a cycle model may count.
+
+    Parameters
+    ----------
+    dut : cocotb handle
+        The top level, with clock ``clk`` and reset ``rst``.
+    port : str
+        The output port's name.
+
+    Attributes
+    ----------
+    callback : callable or None
+        Called with each word (int); ``None``: words pass unseen.
+    """
+
+    def __init__(self, dut, port):
+        self.dut, self.callback = dut, None
+        self._signals = [getattr(dut, f"{port}__{name}") for name in ("valid", "ready",
+                                                                        "payload")]
+        cocotb.start_soon(self._watch())
+
+    async def _watch(self):
+        edge, settled, rst = RisingEdge(self.dut.clk), ReadOnly(), self.dut.rst
+        valid, ready, payload = self._signals
+        while True:
+            await edge
+            await settled
+            if self.callback is not None and valid.value and ready.value and \
+                    not rst.value:
+                self.callback(int(payload.value))

@@ -15,7 +15,7 @@ in order; lanes beyond a step's ``lanes`` must be 0.
 
 Driver -> monitor -> model -> in-order checker: under Verilator the drivers are the
 shared stream family (:mod:`nnrtl.sim.tb.streams`: a source per input port, a sink on
-``o``, each paused by the run's pattern), :class:`Forward` hands each result beat to the
+``o``, each paused by the run's pattern), :class:`~nnrtl.sim.tb.streams.Forward` hands each result beat to the
 scratchpad in the cycle it is taken, the model is the golden run, the checker compares
 each beat as it arrives; every wait is bounded by
 :func:`nnrtl.sim.patterns.cycle_budget` of the program's cycle model.
@@ -25,17 +25,17 @@ import random
 
 import cocotb
 import numpy as np
-from cocotb.triggers import ClockCycles, ReadOnly, RisingEdge, SimTimeoutError, with_timeout
+from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 
 from nnrtl.hw.omni.channel_config import ChannelConfig, Source
 from nnrtl.hw.omni.channel_program import bp_program, fw_program, vector_sizes
 from nnrtl.sim.golden.omni.channel import bp_inputs, fw_cell, fw_inputs, run_program
 from nnrtl.sim.patterns import cycle_budget
 from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
-from nnrtl.sim.tb.streams import Streams, cycle_now
+from nnrtl.sim.tb.streams import Forward, Streams, cycle_now
 
 __all__ = ["Scratchpad", "random_cell", "channel_spec", "build_channel", "cell_programs",
-           "check_in_amaranth", "Forward", "ChannelStreams", "offer", "reset_channel",
+           "check_in_amaranth", "ChannelStreams", "offer", "reset_channel",
            "check_drained", "PORTS", "omni_channel_matches_model"]
 
 #: The channel's input streams, in the order the drivers visit them.
@@ -252,52 +252,10 @@ def check_in_amaranth(channel, program, pad, *, seed=0, gap=0.0, stall=0.0, time
 # and size: ``cycles``, ``model_cycles``).
 
 
-class Forward:
-    """Hands every word an output stream port gives to :attr:`callback` one clock edge
-    early: in the read-only phase of the cycle whose closing edge takes it (``valid`` and
-    ``ready`` high), while the port's :class:`~nnrtl.sim.tb.streams.StreamSink` takes and
-    records it at that edge.
-
-    A word a bench queues on a :class:`~nnrtl.sim.tb.streams.StreamSource` in the
-    timestep of edge ``e`` is offered from ``e + 1``; queued by the callback of a word
-    taken at edge ``c``, it is offered from ``c`` and can be taken at ``c + 1``: the
-    scratchpad writes a result beat and offers what reads it in the next cycle, the
-    read-after-write timing the cycle models count.
-
-    Parameters
-    ----------
-    dut : cocotb handle
-        The top level, with clock ``clk`` and reset ``rst``.
-    port : str
-        The output port's name.
-
-    Attributes
-    ----------
-    callback : callable or None
-        Called with each word (int); ``None``: words pass unseen.
-    """
-
-    def __init__(self, dut, port):
-        self.dut, self.callback = dut, None
-        self._signals = [getattr(dut, f"{port}__{name}") for name in ("valid", "ready",
-                                                                        "payload")]
-        cocotb.start_soon(self._watch())
-
-    async def _watch(self):
-        edge, settled, rst = RisingEdge(self.dut.clk), ReadOnly(), self.dut.rst
-        valid, ready, payload = self._signals
-        while True:
-            await edge
-            await settled
-            if self.callback is not None and valid.value and ready.value and \
-                    not rst.value:
-                self.callback(int(payload.value))
-
-
 class ChannelStreams:
     """The stream drivers of a channel bench, made once per test: a
     :class:`~nnrtl.sim.tb.streams.StreamSource` per input port (:data:`PORTS`), a
-    :class:`~nnrtl.sim.tb.streams.StreamSink` and a :class:`Forward` on ``o``.
+    :class:`~nnrtl.sim.tb.streams.StreamSink` and a :class:`~nnrtl.sim.tb.streams.Forward` on ``o``.
 
     Parameters
     ----------
@@ -329,7 +287,7 @@ async def _run(bench, config, program, pad, pattern, rng):
     pattern ``pattern``; returns ``(cycles, model_cycles, board)``.
 
     The commands are queued at once, each step's operands when the results it reads
-    have arrived (:class:`Forward`: the cycle after the last one is taken). ``cycles`` is
+    have arrived (:class:`~nnrtl.sim.tb.streams.Forward`: the cycle after the last one is taken). ``cycles`` is
     the window the cycle model counts: from the first cycle the words are offered (the
     one after the cycle they are queued in) to the cycle the last result beat is taken,
     inclusive.

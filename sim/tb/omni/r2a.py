@@ -95,7 +95,7 @@ def random_graph(rng, count, *, pes, shape=None, max_length=None):
     lengths = [rng.randint(1, max_length) for _ in range(count)]
     tasks = [None] * count
     for k in range(count):
-        tasks[order[k]] = Task(order[k], kinds[k], lengths[k],
+        tasks[order[k]] = Task(id=order[k], kind=kinds[k], ops=lengths[k],
                                deps=tuple(sorted(order[d] for d in deps[k])))
     return tasks
 
@@ -108,7 +108,7 @@ def graph_spec(tasks, ew_channels, dynamic):
 
 
 def tasks_from_spec(spec):
-    return [Task(k, KINDS[kind], ops, activations, tuple(deps))
+    return [Task(id=k, kind=KINDS[kind], ops=ops, activations=activations, deps=tuple(deps))
             for k, (kind, ops, activations, deps) in enumerate(spec["tasks"])]
 
 

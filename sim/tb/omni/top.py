@@ -12,7 +12,7 @@ steps into channel ``c`` (:class:`TaskPad`: the channel bench's
 the top's one operand port, element by element), checking each result beat as it arrives.
 Under Verilator the streams are the shared drivers (:class:`TopStreams`); a task and each
 result beat reach the scratchpad in the cycle they are taken
-(:class:`~nnrtl.sim.tb.omni.channel.Forward`), so the task's first command, and the
+(:class:`~nnrtl.sim.tb.streams.Forward`), so the task's first command, and the
 operands a result releases, are offered in the cycle after, as the cycle model counts.
 
 Data: a ``layers`` x ``seq_len`` LSTM with random weights, inputs and loss gradient
@@ -45,9 +45,9 @@ from nnrtl.sim.golden.float import from_bits
 from nnrtl.sim.golden.omni.channel import bp_inputs, fw_inputs, run_program
 from nnrtl.sim.patterns import cycle_budget
 from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
-from nnrtl.sim.tb.omni.channel import Forward, Scratchpad
+from nnrtl.sim.tb.omni.channel import Scratchpad
 from nnrtl.sim.tb.omni.top_dma import P1_VECTORS, dma_round_trip
-from nnrtl.sim.tb.streams import StreamProtocolError, Streams, cycle_now
+from nnrtl.sim.tb.streams import Forward, StreamProtocolError, Streams, cycle_now
 
 __all__ = ["TaskPad", "TopStreams", "Scratchpads", "cell_pads", "task_pads",
            "config_from_params", "PORTS", "omni_top_runs_iteration"]
@@ -177,7 +177,7 @@ def _offer(board, sources):
 class TopStreams:
     """The stream drivers of the top bench, made once per test
     (:mod:`nnrtl.sim.tb.streams`): per channel ``c`` a source on each of :data:`PORTS`, a
-    sink and a :class:`~nnrtl.sim.tb.omni.channel.Forward` on ``m_task[c]`` and
+    sink and a :class:`~nnrtl.sim.tb.streams.Forward` on ``m_task[c]`` and
     ``m_result[c]``; sources on the DMA's command and value ports, a sink on its output.
 
     The forwards hand their words to the run in progress (:attr:`run`, a

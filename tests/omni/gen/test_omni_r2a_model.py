@@ -27,14 +27,14 @@ TWO = R2AConfig(channels=2, pes_per_channel=4, swing_channels=1, switch_cycles=3
 
 def test_one_task():
     # length 10 on 4 PEs: 3 working cycles, plus the decision and the done cycles.
-    result = schedule([Task(0, "matmul", 10)], TWO, ew_channels=1, dynamic=False)
+    result = schedule([Task(id=0, kind="matmul", ops=10)], TWO, ew_channels=1, dynamic=False)
     assert result.cycles == 5 and result.useful == 10
     assert result.utilization == pytest.approx(10 / (8 * 5))
     assert result.busy_group == {"matmul": 4, "ew": 0}
 
 
 def test_chain_matmul_then_ew():
-    tasks = [Task(0, "matmul", 8), Task(1, "ew", 4, deps=(0,))]
+    tasks = [Task(id=0, kind="matmul", ops=8), Task(id=1, kind="ew", ops=4, deps=(0,))]
     for dynamic in (False, True):
         result = schedule(tasks, TWO, ew_channels=1, dynamic=dynamic, log=True)
         # ch0 decides at 0, done visible at 0 + 2 + 2; the EW task on ch1 at 4: + 1 + 2.
@@ -43,7 +43,8 @@ def test_chain_matmul_then_ew():
 
 
 def test_swing_and_return():
-    tasks = [Task(0, "matmul", 40), Task(1, "matmul", 40), Task(2, "ew", 4, deps=(1,))]
+    tasks = [Task(id=0, kind="matmul", ops=40), Task(id=1, kind="matmul", ops=40),
+             Task(id=2, kind="ew", ops=4, deps=(1,))]
     static = schedule(tasks, TWO, ew_channels=1, dynamic=False, log=True)
     # ch0 runs both MatMul tasks (10 cycles each + 2), the EW channel waits.
     assert static.issues == ((0, 0, 0), (12, 0, 1), (24, 1, 2)) and static.cycles == 27
@@ -67,10 +68,10 @@ def test_allocation_and_split():
     odd = R2AConfig(channels=5, swing_channels=3)
     assert [c for c, s in enumerate(allocation(odd, 1, dynamic=True)[1]) if s] == [2, 3, 4]
     # 30 PE-cycles of EW against 70 of MatMul on 10 channels: 3 EW channels.
-    tasks = [Task(0, "matmul", 70), Task(1, "ew", 30)]
+    tasks = [Task(id=0, kind="matmul", ops=70), Task(id=1, kind="ew", ops=30)]
     assert static_split(tasks, config) == 3
-    assert static_split([Task(0, "matmul", 70)], config) == 1
-    assert static_split([Task(0, "ew", 70)], config) == 9
+    assert static_split([Task(id=0, kind="matmul", ops=70)], config) == 1
+    assert static_split([Task(id=0, kind="ew", ops=70)], config) == 9
     with pytest.raises(UsageError, match=r"^ew_channels must be an integer from 1 to 9 "
                                          r"\(both groups need a channel\), not 10$"):
         allocation(config, 10, dynamic=False)

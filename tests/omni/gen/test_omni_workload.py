@@ -128,13 +128,14 @@ def test_errors():
         training_graph((1, 2), tiles=2)
     with pytest.raises(UsageError, match=r"^task 0 depends on itself through task 1: the "
                                          r"graph must have no cycle$"):
-        check_graph([Task(0, "ew", 1, deps=(1,)), Task(1, "ew", 1, deps=(0,))])
+        check_graph([Task(id=0, kind="ew", ops=1, deps=(1,)),
+                     Task(id=1, kind="ew", ops=1, deps=(0,))])
     with pytest.raises(UsageError, match=r"^task 0: dependency 5 is not another task of the "
                                          r"graph \(0\.\.1\)$"):
-        check_graph([Task(0, "ew", 1, deps=(5,)), Task(1, "ew", 1)])
+        check_graph([Task(id=0, kind="ew", ops=1, deps=(5,)), Task(id=1, kind="ew", ops=1)])
     with pytest.raises(UsageError, match=r"^task 0: kind must be one of matmul, ew, not 'mvm'$"):
-        check_graph([Task(0, "mvm", 1)])
+        check_graph([Task(id=0, kind="mvm", ops=1)])
     with pytest.raises(UsageError, match=r"^task 1 must be a Task with id 1"):
-        check_graph([Task(0, "ew", 1), Task(2, "ew", 1)])
+        check_graph([Task(id=0, kind="ew", ops=1), Task(id=2, kind="ew", ops=1)])
     with pytest.raises(UsageError, match=r"^task 0: ops must be positive"):
-        check_graph([Task(0, "ew", 0)])
+        check_graph([Task(id=0, kind="ew", ops=0)])

@@ -53,7 +53,8 @@ def test_swing_and_return_in_rtl():
     # Hand-worked in tests/omni/gen/test_omni_r2a_model.py: ch1 swings to MatMul, then returns.
     config = R2AConfig(channels=2, pes_per_channel=4, swing_channels=1, switch_cycles=3,
                        max_tasks=4, length_bits=8, counter_bits=16)
-    tasks = [Task(0, "matmul", 40), Task(1, "matmul", 40), Task(2, "ew", 4, deps=(1,))]
+    tasks = [Task(id=0, kind="matmul", ops=40), Task(id=1, kind="matmul", ops=40),
+             Task(id=2, kind="ew", ops=4, deps=(1,))]
     model = check_against_model(config, tasks, 1, True)
     assert model.issues == ((0, 0, 0), (1, 1, 1), (16, 1, 2)) and model.cycles == 22
 
