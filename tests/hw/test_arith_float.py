@@ -1,6 +1,8 @@
 # amaranth: UnusedElaboratable=no
 """FloatAdd and FloatMul (Amaranth simulator) against the numpy models, bit for bit;
-FloatAdd with both ways of building its shifts (``shifts="lut"`` and ``"dsp"``)."""
+FloatAdd with both ways of building its shifts (``shifts="lut"`` and ``"dsp"``), FloatMul
+with both places of its normalisation (``normalize="operand"``, the default for these
+formats, and ``"product"``, the tiny formats' only one)."""
 
 import random
 import re
@@ -22,7 +24,11 @@ FORMATS = [FP32, BF16, FP16]
 MODELS = {"add": float_add, "sub": float_sub, "mul": float_mul}
 
 
-def make_unit(op, fmt, **kwargs):
+def make_unit(op, fmt, *, variant=None, **kwargs):
+    """``variant``: the adder's ``shifts`` or the multiplier's ``normalize`` (None: the
+    default)."""
+    if variant is not None:
+        kwargs["normalize" if op == "mul" else "shifts"] = variant
     return (FloatMul if op == "mul" else FloatAdd)(fmt, **kwargs)
 
 
@@ -86,7 +92,10 @@ RANDOM_CASES = [(op, fmt, stages, flush)
 # the adder's 7 and 8 stages (η-LSTM's adder has 8): fp32, and bf16 flushing at 8
 RANDOM_CASES += [(op, fmt, stages, flush) for op in ("add", "sub")
                  for fmt, stages, flush in [(FP32, 7, False), (FP32, 8, False), (BF16, 8, True)]]
-RANDOM_CASES = [(*case, "lut") for case in RANDOM_CASES]
+RANDOM_CASES = [(*case, None if case[0] == "mul" else "lut") for case in RANDOM_CASES]
+# the multiplier's normalisation on the product: fp32 unregistered, at 3 and 6 stages, bf16
+RANDOM_CASES += [("mul", fmt, stages, False, "product")
+                 for fmt, stages in [(FP32, 0), (FP32, 3), (FP32, 6), (BF16, 3)]]
 # the DSP shifts: fp32 (the split alignment product) unregistered, at 3 and 8 stages (the
 # DSP's input and output registers), flushing at 8; bf16 and fp16 (one product)
 RANDOM_CASES += [(op, fmt, stages, flush, "dsp") for op in ("add", "sub")
@@ -98,21 +107,20 @@ RANDOM_CASES += [(op, fmt, stages, flush, "dsp") for op in ("add", "sub")
 def test_random_operands_bit_exact(op, fmt, stages, flush, shifts):
     seed = sum(map(ord, f"{op}{fmt}{stages}{flush}"))
     a, b, _kinds = random_operands(fmt, op, 300, seed)
-    dut = make_unit(op, fmt, stages=stages, flush_subnormals=flush,
-                    **({} if op == "mul" else {"shifts": shifts}))
+    dut = make_unit(op, fmt, stages=stages, flush_subnormals=flush, variant=shifts)
     got = stream_through(dut, op, a, b, gap=0.3, stall=0.3, seed=seed)
     assert_bit_exact(op, fmt, a, b, got, flush)
 
 
 @pytest.mark.parametrize("flush", [False, True])
 @pytest.mark.parametrize("fmt", FORMATS, ids=str)
-@pytest.mark.parametrize("op, shifts", [("add", "lut"), ("sub", "lut"), ("mul", None),
-                                        ("add", "dsp"), ("sub", "dsp")], ids=str)
+@pytest.mark.parametrize("op, shifts", [("add", "lut"), ("sub", "lut"), ("mul", "operand"),
+                                        ("mul", "product"), ("add", "dsp"), ("sub", "dsp")],
+                         ids=str)
 def test_special_value_table(op, shifts, fmt, flush):
     """Every pairing of ±0, ±min/max subnormal, ±min/max normal, ±1, ±inf, ±qNaN, ±sNaN."""
     a, b = special_pairs(fmt)
-    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush,
-                    **({"shifts": shifts} if shifts else {}))
+    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush, variant=shifts)
     assert_bit_exact(op, fmt, a, b, stream_through(dut, op, a, b), flush)
 
 
@@ -124,8 +132,7 @@ def test_tiny_formats_exhaustively(op, shifts, fmt, flush):
     and, flushing subnormals, of a 5-bit one (2 exponent bits, 1024 pairs)."""
     patterns = np.arange(1 << fmt.width, dtype=np.uint64)
     a, b = np.repeat(patterns, len(patterns)), np.tile(patterns, len(patterns))
-    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush,
-                    **({"shifts": shifts} if shifts else {}))
+    dut = make_unit(op, fmt, stages=2, flush_subnormals=flush, variant=shifts)
     assert_bit_exact(op, fmt, a, b, stream_through(dut, op, a, b), flush)
 
 
@@ -314,3 +321,31 @@ def test_adder_shifts_checks():
     with pytest.raises(ValueError, match=r"^shifts 'dsp' takes a precision of at most 26 bits, "
                                          r"not 53$"):
         FloatAdd(FloatFormat(11, 52), shifts="dsp")
+
+
+def test_multiplier_normalize_checks():
+    assert FloatMul(FP32).normalize == "operand"
+    assert FloatMul(FloatFormat(3, 2)).normalize == "product"
+    with pytest.raises(ValueError, match=r"^normalize must be one of product, operand, not "
+                                         r"'lut'$"):
+        FloatMul(FP32, normalize="lut")
+    with pytest.raises(ValueError, match=r"^normalize 'operand' needs bias - 1 > "
+                                         r"mantissa_bits \+ 1 .*use 'product'$"):
+        FloatMul(FloatFormat(3, 2), normalize="operand")
+
+
+def test_multiplier_normalize_on_subnormal_operands():
+    """fp32: every leading-zero count of a subnormal operand against normals across the
+    exponent range (products normal, subnormal, vanishing), both normalisations."""
+    fmt = FP32
+    rng = np.random.default_rng(7)
+    subnormals = [(1 << k) | int(rng.integers(0, 1 << k)) for k in range(fmt.mantissa_bits)]
+    normals = [(int(e) << fmt.mantissa_bits) | int(rng.integers(0, 1 << fmt.mantissa_bits))
+               for e in range(1, 255, 3)]
+    pairs = [(s | (int(rng.integers(0, 2)) << 31), n) for s in subnormals for n in normals]
+    pairs += [(n, s) for s, n in pairs[::7]]
+    a = np.array([x for x, _ in pairs], dtype=np.uint64)
+    b = np.array([y for _, y in pairs], dtype=np.uint64)
+    for normalize in ("operand", "product"):
+        dut = make_unit("mul", fmt, stages=3, variant=normalize)
+        assert_bit_exact("mul", fmt, a, b, stream_through(dut, "mul", a, b), False)

@@ -3,8 +3,9 @@
 nnrtl.sim.tb.arith_float).
 
 ``make test`` streams a reduced count per operation and format; the full count, 10**6
-operand pairs per operation per format, is marked ``slow`` and selected by ``make
-verify-arith`` (``pytest -m slow -k arith``). To keep Verilator builds few, an adder and a
+operand pairs per operation per format (the default units) and for fp32's other
+variants (the adder's shifts on DSP slices, the multiplier normalising the product), is
+marked ``slow`` and selected by ``make verify-arith`` (``pytest -m slow -k arith``). To keep Verilator builds few, an adder and a
 multiplier sit side by side in one :class:`StreamUnitBundle` (ports ``i_add__payload``,
 ``o_mul__valid``, ...): one build per format serves add, sub and mul.
 """
@@ -28,15 +29,20 @@ REDUCED_COUNT = 20_000
 FULL_COUNT = 1_000_000
 
 
-def spec(fmt, *, stages=3, flush_subnormals=False):
+def spec(fmt, *, stages=3, flush_subnormals=False, variant=None):
+    """A unit: ``variant`` is the adder's ``shifts`` or the multiplier's ``normalize``
+    (None: the unit's default)."""
     return {"exponent_bits": fmt.exponent_bits, "mantissa_bits": fmt.mantissa_bits,
-            "stages": stages, "flush_subnormals": flush_subnormals}
+            "stages": stages, "flush_subnormals": flush_subnormals, "variant": variant}
 
 
 def build_unit(spec):
-    unit_class = FloatMul if spec["unit"] == "mul" else FloatAdd
-    return unit_class(FloatFormat(spec["exponent_bits"], spec["mantissa_bits"]),
-                      stages=spec["stages"], flush_subnormals=spec["flush_subnormals"])
+    mul = spec["unit"] == "mul"
+    extra = {} if spec["variant"] is None else {
+        ("normalize" if mul else "shifts"): spec["variant"]}
+    return (FloatMul if mul else FloatAdd)(
+        FloatFormat(spec["exponent_bits"], spec["mantissa_bits"]), stages=spec["stages"],
+        flush_subnormals=spec["flush_subnormals"], **extra)
 
 
 def bundle(adder, multiplier):
@@ -44,7 +50,8 @@ def bundle(adder, multiplier):
     specs = {"add": dict(adder, unit="add"), "mul": dict(multiplier, unit="mul")}
     name = "float_" + "_".join(
         f"{key}_{FloatFormat(s['exponent_bits'], s['mantissa_bits']).name}_s{s['stages']}"
-        + ("_ftz" if s["flush_subnormals"] else "") for key, s in specs.items())
+        + ("_ftz" if s["flush_subnormals"] else "")
+        + (f"_{s['variant']}" if s["variant"] else "") for key, s in specs.items())
     return StreamUnitBundle(specs, build_unit), name
 
 
@@ -94,8 +101,13 @@ def test_reduced_count(op, fmt):
 VARIANTS = {
     "fp32_ftz": (spec(FP32, stages=6, flush_subnormals=True),
                  spec(FP32, stages=1, flush_subnormals=True)),
-    "fp16_bf16": (spec(FP16, stages=1), spec(BF16, stages=6)),
+    # with the other variant of each unit: the adder's shifts on DSP slices, the
+    # multiplier normalising the product
+    "fp16_bf16": (spec(FP16, stages=1, variant="dsp"),
+                  spec(BF16, stages=6, variant="product")),
 }
+#: fp32's other variants, at the full count only (``make verify-arith``).
+FP32_OTHER_VARIANTS = (spec(FP32, variant="dsp"), spec(FP32, variant="product"))
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -110,3 +122,13 @@ def test_pipeline_depths_and_flush(op, variant):
 @pytest.mark.parametrize("op", OPS)
 def test_full_count_arith_float(op, fmt):
     run_bench(default_bundle(fmt), op, count=FULL_COUNT, backpressure_count=100_000, seed=3)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(5400)
+@pytest.mark.parametrize("op", OPS)
+def test_full_count_arith_float_other_variants(op):
+    """fp32's other variant of each unit (adder shifts on DSP slices, the multiplier
+    normalising the product) at the full count."""
+    run_bench(bundle(*FP32_OTHER_VARIANTS), op, count=FULL_COUNT,
+              backpressure_count=100_000, seed=4)
