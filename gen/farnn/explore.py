@@ -24,6 +24,7 @@ cycles x DSPs among those within a tolerance of the fastest. Every feasible poin
 """
 
 import dataclasses
+import itertools
 
 from ...hw.farnn.config import WEIGHT_DEPTHS, FarnnConfig
 from ..dse import Budget, check_objective, choose, describe_objective, tightest
@@ -38,10 +39,12 @@ __all__ = ["Candidate", "Exploration", "explore", "explore_request", "fits", "ta
 #: The workload's parameters (the model and how it is trained).
 WORKLOAD = ("cell", "input_size", "hidden_size", "proj_size", "layers", "seq_len", "batch")
 #: The parameters the exploration chooses.
-VARIED = ("chain_length", "weight_depth", "split")
+VARIED = ("chain_length", "weight_depth", "split", "adder_shifts")
 #: The hardware parameters ``--param`` may fix.
 HARDWARE = ("chain_length", "chains", "weight_depth", "split", "adder_stages",
-            "multiplier_stages")
+            "multiplier_stages", "adder_shifts")
+#: The adders' shifts the exploration tries (:attr:`FarnnConfig.adder_shifts`).
+SHIFTS = ("lut", "dsp")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,7 +79,9 @@ class Candidate:
 
     def rank_key(self):
         c = self.config
-        return (self.cycles, c.pes, self.needs["lut"], c.weight_depth, c.split)
+        # the DSP shifts only where they buy a faster design
+        return (self.cycles, c.pes, c.adder_shifts != "lut", self.needs["lut"],
+                c.weight_depth, c.split)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,8 +249,9 @@ def _divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _nothing_fits(workload, platform, depths, splits, limits, cap=None):
-    """The error text: the shortest chains whose weights fit, and what they need."""
+def _nothing_fits(workload, platform, depths, splits, shifts, limits, cap=None):
+    """The error text: the shortest chains whose weights fit, and what they need (with the
+    fewest LUTs)."""
     w, family = workload, platform.capacity.yosys_family
     found = []
     for depth in depths:
@@ -254,20 +260,23 @@ def _nothing_fits(workload, platform, depths, splits, limits, cap=None):
                 config = dataclasses.replace(w, weight_depth=depth, split=split,
                                              chain_length=length)
                 if config.fits:
-                    found.append((config.pes, length, depth, split,
-                                  resource_estimate(config, family).needs()))
+                    for shift in shifts:
+                        config = dataclasses.replace(config, adder_shifts=shift)
+                        found.append((config.pes, resource_estimate(config, family).needs(),
+                                      length, depth, split, shift))
                     break
     head = (f"no FARNN configuration of {w.cell.upper()} {w.hidden_size} cells (proj_size "
             f"{w.proj_size}) fits {platform.name} (budgets {limits}"
             + ("" if cap is None else f", at most {cap} PEs") + ")")
     if not found:
         return f"{head}: no chain length holds its weights"
-    pes, length, depth, split, needs = min(found, key=lambda item: item[0])
+    pes, needs, length, depth, split, shift = min(found,
+                                                  key=lambda item: (item[0], item[1]["lut"]))
     over = ", ".join([f"{key} {needs[key]} > {limits[key]}" for key in needs
                       if needs[key] > limits[key]]
                      + ([f"{pes} PEs > {cap}"] if cap is not None and pes > cap else []))
     return (f"{head}: its weights need at least chain_length {length} (weight_depth {depth}, "
-            f"split {split}, {pes} PEs), which needs {over}")
+            f"split {split}, adder_shifts {shift}, {pes} PEs), which needs {over}")
 
 
 def core_clock_hz(platform):
@@ -282,13 +291,14 @@ def core_clock_hz(platform):
 
 
 def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
-            pcie_gbps=PCIE_GBPS, clock_hz=None, lut_share=LUT_SHARE, top=10,
+            shifts=SHIFTS, pcie_gbps=PCIE_GBPS, clock_hz=None, lut_share=LUT_SHARE, top=10,
             budget=None, objective="fastest", tolerance=None, pinned=()):
     """Enumerate, check and rank FARNN configurations for ``workload`` (a
     :class:`FarnnConfig` whose :data:`WORKLOAD` fields are used) on ``board``.
 
-    ``depths``, ``splits`` and ``lengths`` restrict the search (default: both depths, every
-    divisor of ``chains``, every chain length). ``budget`` (a :class:`~nnrtl.gen.dse.
+    ``depths``, ``splits``, ``lengths`` and ``shifts`` restrict the search (default: both
+    depths, every divisor of ``chains``, every chain length, both ``adder_shifts``; the
+    DSP shifts are chosen only where they give a faster design). ``budget`` (a :class:`~nnrtl.gen.dse.
     Budget`; default ``lut_share`` of the LUTs and all of the rest, no PE cap), ``objective``
     and ``tolerance`` (:func:`~nnrtl.gen.dse.choose`) choose the design; ``pinned`` names
     the hardware parameters the caller fixed (for the report). Raises :class:`UsageError`
@@ -308,31 +318,31 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
     cap = budget.max_pes
     splits = _divisors(workload.chains) if splits is None else list(splits)
     points, considered = [], 0
-    for depth in depths:
-        for split in splits:
-            length = 0
-            while True:
-                length += 1
-                if lengths is not None and length > max(lengths):
-                    break
-                config = dataclasses.replace(workload, weight_depth=depth, split=split,
-                                             chain_length=length)
-                needs = resource_estimate(config, family).needs()
-                if any(needs[key] > limits[key] for key in ("dsp", "lut")) or \
-                        (cap is not None and config.pes > cap):
-                    break               # longer chains need more still
-                if lengths is not None and length not in lengths:
-                    continue
-                if not config.fits:
-                    continue
-                considered += 1
-                if any(needs[key] > limits[key] for key in needs):
-                    continue
-                step = training_step(config, pcie_gbps=pcie_gbps, clock_hz=clock_hz)
-                points.append(Candidate(config, step.cycles, step.cycles_double_buffered,
-                                        step.utilization, step.seconds, needs))
+    for depth, split, shift in itertools.product(depths, splits, shifts):
+        length = 0
+        while True:
+            length += 1
+            if lengths is not None and length > max(lengths):
+                break
+            config = dataclasses.replace(workload, weight_depth=depth, split=split,
+                                         chain_length=length, adder_shifts=shift)
+            needs = resource_estimate(config, family).needs()
+            if any(needs[key] > limits[key] for key in ("dsp", "lut")) or \
+                    (cap is not None and config.pes > cap):
+                break               # longer chains need more still
+            if lengths is not None and length not in lengths:
+                continue
+            if not config.fits:
+                continue
+            considered += 1
+            if any(needs[key] > limits[key] for key in needs):
+                continue
+            step = training_step(config, pcie_gbps=pcie_gbps, clock_hz=clock_hz)
+            points.append(Candidate(config, step.cycles, step.cycles_double_buffered,
+                                    step.utilization, step.seconds, needs))
     if not points:
-        raise UsageError(_nothing_fits(workload, platform, depths, splits, limits, cap))
+        raise UsageError(_nothing_fits(workload, platform, depths, splits, shifts, limits,
+                                       cap))
     points.sort(key=Candidate.rank_key)
     return Exploration(workload=workload, board=platform.name, clock_hz=clock_hz,
                        pcie_gbps=pcie_gbps, limits=limits, considered=considered,
@@ -377,6 +387,7 @@ def explore_request(request):
                    else WEIGHT_DEPTHS,
                    splits=(workload.split,) if "split" in given else None,
                    lengths=(workload.chain_length,) if "chain_length" in given else None,
+                   shifts=(workload.adder_shifts,) if "adder_shifts" in given else SHIFTS,
                    top=request.top, budget=budget_, objective=request.objective,
                    tolerance=request.tolerance,
                    pinned=[name for name in HARDWARE if name in given])

@@ -11,10 +11,16 @@ once at the default stages (``adder_stages`` 4, ``multiplier_stages`` 3), fp32, 
 (:func:`measure`: ``nnrtl.sim.runner.to_verilog`` then ``nnrtl.gen.synth.run_yosys``,
 ``synth_xilinx -family xcup -flatten``); the counts are :data:`UNIT_LOGIC`.
 
-The PE is measured at its real depths, its weight memory marked ``ram_style = "ultra"``
-and mapped to one URAM288 by ``synth_xilinx -uram`` (:mod:`nnrtl.gen.synth`); its LUTs
-include the 28 LUT-RAM LUTs of its 2-deep result FIFO, and the 8K PE 49 more for reading
-two 4K halves of the URAM. The paper packs two 4K PEs into one URAM288 through its two ports; this RTL gives
+The PE is measured at its real depths and both ``adder_shifts`` (``pe4096`` /
+``pe4096_dsp``; the fold adder ``add`` / ``add_dsp`` likewise), its weight memory marked
+``ram_style = "ultra"`` and mapped to one URAM288 by ``synth_xilinx -uram``
+(:mod:`nnrtl.gen.synth`); its LUTs include the 24-28 LUT-RAM LUTs of its 2-deep result
+FIFO, and the 8K PE 17-31 more for reading two 4K halves of the URAM. Where the 4K PE's
+logic LUTs go (``adder_shifts`` ``lut`` / ``dsp``): the multiplier 421 (its subnormal
+operand normalised before the product, :class:`~nnrtl.hw.arith.float_mul.FloatMul`'s
+``normalize="operand"``; 574 when it normalised the product), the accumulator's adder
+499 / 342, the accumulator's reduction control about 90, the feed relay, result FIFO and
+output register the rest. The paper packs two 4K PEs into one URAM288 through its two ports; this RTL gives
 each PE its own memory, so one URAM288 a PE at either depth.
 (LUTs are logic LUTs plus LUT-RAM/SRL: the PEs' 28 and the activation units' delay lines,
 276, 478, 330, 276, counted as ``lut_memory``.) A chain is ``chain_length`` PEs and nothing else
@@ -50,13 +56,16 @@ MEASURED_FAMILY = "xcup"
 #: Logic of one unit, Yosys-measured (module docstring): ``{name: {lut, lut_memory, ff,
 #: dsp, bram36}}``.
 UNIT_LOGIC = {
-    "pe4096": {"lut": 1182, "lut_memory": 28, "ff": 471, "dsp": 2, "bram36": 0},
-    "pe8192": {"lut": 1231, "lut_memory": 28, "ff": 473, "dsp": 2, "bram36": 0},
+    "pe4096": {"lut": 1029, "lut_memory": 28, "ff": 473, "dsp": 2, "bram36": 0},
+    "pe8192": {"lut": 1060, "lut_memory": 28, "ff": 475, "dsp": 2, "bram36": 0},
+    "pe4096_dsp": {"lut": 895, "lut_memory": 24, "ff": 500, "dsp": 5, "bram36": 0},
+    "pe8192_dsp": {"lut": 912, "lut_memory": 24, "ff": 502, "dsp": 5, "bram36": 0},
     "add": {"lut": 499, "lut_memory": 4, "ff": 204, "dsp": 0, "bram36": 0},
-    "fw_lstm": {"lut": 11750, "lut_memory": 276, "ff": 5578, "dsp": 16, "bram36": 17.5},
-    "bw_lstm": {"lut": 13887, "lut_memory": 478, "ff": 4897, "dsp": 34, "bram36": 3.5},
-    "fw_gru": {"lut": 9193, "lut_memory": 330, "ff": 4144, "dsp": 12, "bram36": 10.5},
-    "bw_gru": {"lut": 8983, "lut_memory": 276, "ff": 3009, "dsp": 22, "bram36": 0},
+    "add_dsp": {"lut": 342, "lut_memory": 0, "ff": 231, "dsp": 3, "bram36": 0},
+    "fw_lstm": {"lut": 10444, "lut_memory": 276, "ff": 5594, "dsp": 16, "bram36": 17.5},
+    "bw_lstm": {"lut": 10888, "lut_memory": 478, "ff": 4931, "dsp": 34, "bram36": 3.5},
+    "fw_gru": {"lut": 8207, "lut_memory": 330, "ff": 4156, "dsp": 12, "bram36": 10.5},
+    "bw_gru": {"lut": 7096, "lut_memory": 276, "ff": 3031, "dsp": 22, "bram36": 0},
 }
 
 
@@ -67,7 +76,10 @@ def _units():
     from ...hw.farnn.pe import FarnnPE
     return {"pe4096": lambda: FarnnPE(FP32, weight_depth=4096),
             "pe8192": lambda: FarnnPE(FP32, weight_depth=8192),
+            "pe4096_dsp": lambda: FarnnPE(FP32, weight_depth=4096, adder_shifts="dsp"),
+            "pe8192_dsp": lambda: FarnnPE(FP32, weight_depth=8192, adder_shifts="dsp"),
             "add": lambda: FloatAdd(FP32, stages=4),
+            "add_dsp": lambda: FloatAdd(FP32, stages=4, shifts="dsp"),
             "fw_lstm": lambda: FwActivation("lstm"), "bw_lstm": lambda: BwActivation("lstm"),
             "fw_gru": lambda: FwActivation("gru"), "bw_gru": lambda: BwActivation("gru")}
 
@@ -136,13 +148,14 @@ def _logic(name):
 def resource_estimate(config, family=MEASURED_FAMILY):
     """The :class:`ResourceEstimate` of ``config`` in Yosys ``family``."""
     uram, bram = pe_memory(config.weight_depth, family)
-    per_pe = _sum(_logic(f"pe{config.weight_depth}"), {"uram": uram, "bram36": bram})
+    shifts = "" if config.adder_shifts == "lut" else "_dsp"
+    per_pe = _sum(_logic(f"pe{config.weight_depth}{shifts}"), {"uram": uram, "bram36": bram})
     per_chain = _scaled(per_pe, config.chain_length)
     split = config.split_factor
     inputs = max(shape.inputs for phase in ("fw", "bw")
                  for shape in config.pass_matrices(phase))
     vectors = {"bram36": split * bram36_for(1, config.batch * inputs, FP32_BITS)}
-    folds = _scaled(_logic("add"), (split - 1) * (config.chains // split))
+    folds = _scaled(_logic(f"add{shifts}"), (split - 1) * (config.chains // split))
     per_unit = _sum(_scaled(per_chain, config.chains), folds, vectors)
     activation = _sum(_logic(f"fw_{config.cell}"), _logic(f"bw_{config.cell}"))
     total = _sum(_scaled(per_unit, config.units), activation)

@@ -7,7 +7,7 @@ def draw(rng):
     """A random FARNN on the VU9P at simulation size: LSTM (with or without a recurrent
     projection) or GRU, 1 to 9 hidden units, 1 to 2 layers, batch 1 to 3, 1 to 3 chains of
     1 to 6 PEs, at most 6 PEs an MVM unit (so rounds may be partial and split), the split
-    chosen or pinned, and the arithmetic's pipeline depths.
+    chosen or pinned, the arithmetic's pipeline depths and the adders' shifts.
 
     Returns
     -------
@@ -28,4 +28,6 @@ def draw(rng):
     if rng.random() < 0.3:
         params["adder_stages"] = rng.randint(1, 6)
         params["multiplier_stages"] = rng.randint(0, 6)
+    if rng.random() < 0.5:
+        params["adder_shifts"] = rng.choice(["lut", "dsp"])
     return "vu9p", params

@@ -14,7 +14,7 @@ from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .float_add import FloatAdd
+from .float_add import FloatAdd, check_shifts
 from .float_format import FloatFormat
 
 
@@ -100,6 +100,9 @@ class StreamingAccumulator(wiring.Component):
     flush_subnormals : bool
         Passed to the adder: subnormal inputs count as zeros of their sign, subnormal
         results are flushed to zero.
+    adder_shifts : str
+        The adder's ``shifts``: ``"lut"`` (default) or ``"dsp"``
+        (:class:`~nnrtl.hw.arith.float_add.FloatAdd`; the same bits either way).
 
     Attributes
     ----------
@@ -127,6 +130,8 @@ class StreamingAccumulator(wiring.Component):
     TypeError
         If ``fmt`` is not a :class:`FloatFormat`, ``adder_stages`` is not an integer from 1
         to 8, or ``flush_subnormals`` is not a bool.
+    ValueError
+        If ``adder_shifts`` is not one the adder takes for ``fmt``.
 
     Notes
     -----
@@ -188,7 +193,7 @@ class StreamingAccumulator(wiring.Component):
     ``((Q0 + Q1) + (Q2 + Q3)) + ((Q4 + Q5) + (Q6 + Q7))``, a balanced tree.
     """
 
-    def __init__(self, fmt, *, adder_stages=3, flush_subnormals=False):
+    def __init__(self, fmt, *, adder_stages=3, flush_subnormals=False, adder_shifts="lut"):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
         highest = len(FloatAdd.CUT_PRIORITY)
@@ -198,9 +203,11 @@ class StreamingAccumulator(wiring.Component):
                             f"not {adder_stages!r}")
         if not isinstance(flush_subnormals, bool):
             raise TypeError(f"flush_subnormals must be a bool, not {flush_subnormals!r}")
+        check_shifts(adder_shifts, fmt)
         self._fmt = fmt
         self._adder_stages = adder_stages
         self._flush_subnormals = flush_subnormals
+        self._adder_shifts = adder_shifts
         self._schedule = reduction_schedule(adder_stages)
         super().__init__({
             "i": In(stream.Signature(data.StructLayout({"value": fmt.width, "last": 1}))),
@@ -252,7 +259,8 @@ class StreamingAccumulator(wiring.Component):
         m = Module()
         fmt = self._fmt
         m.submodules.adder = adder = FloatAdd(fmt, stages=self._adder_stages,
-                                              flush_subnormals=self._flush_subnormals)
+                                              flush_subnormals=self._flush_subnormals,
+                                              shifts=self._adder_shifts)
         negative_zero = Const(fmt.sign_mask, fmt.width)
         partial = adder.o.payload  # the partial sum leaving the adder
         held = Signal(fmt.width)

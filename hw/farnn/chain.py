@@ -37,6 +37,8 @@ class PEChain(Latencies, wiring.Component):
         PEs in the chain (``L``), at least 1.
     weight_depth, adder_stages, multiplier_stages : int (keyword-only)
         Of every PE (:class:`~nnrtl.hw.farnn.pe.FarnnPE`).
+    adder_shifts : str (keyword-only)
+        Of every PE's accumulator adder, ``"lut"`` (default) or ``"dsp"``.
 
     Attributes
     ----------
@@ -60,7 +62,7 @@ class PEChain(Latencies, wiring.Component):
     """
 
     def __init__(self, fmt, *, chain_length, weight_depth, adder_stages=4,
-                 multiplier_stages=3):
+                 multiplier_stages=3, adder_shifts="lut"):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
         _check_int("chain_length", chain_length, 1)
@@ -71,6 +73,7 @@ class PEChain(Latencies, wiring.Component):
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
+        self._adder_shifts = adder_shifts
         super().__init__({
             "i": In(stream.Signature(chain_word_layout(fmt, weight_depth))),
             "o": Out(stream.Signature(result_layout(fmt))),
@@ -89,13 +92,15 @@ class PEChain(Latencies, wiring.Component):
         pes = [FarnnPE(self._fmt, weight_depth=self._weight_depth,
                        adder_stages=self._adder_stages,
                        multiplier_stages=self._multiplier_stages,
+                       adder_shifts=self._adder_shifts,
                        tail=k == self._chain_length - 1)
                for k in range(self._chain_length)]
         for k, pe in enumerate(pes):
             # one module per kind (the tail is the other kind): nnrtl.hw.hierarchy
             m.submodules[f"pe{k}"] = shared(pe, key=(self._fmt, self._weight_depth,
                                                      self._adder_stages,
-                                                     self._multiplier_stages, pe.tail))
+                                                     self._multiplier_stages,
+                                                     self._adder_shifts, pe.tail))
         head = pes[0]
         connect(m, flipped(self.i), head.i)
         connect(m, head.o, flipped(self.o))

@@ -23,6 +23,8 @@ by :mod:`nnrtl.sim.golden.farnn`.
 
 import dataclasses
 
+from ..arith.float_add import check_shifts
+from ..arith.float_format import FP32
 from ..checks import by_distance, check_positive, check_range, is_int
 
 __all__ = ["FarnnConfig", "MatrixShape", "CELLS", "GATES", "WEIGHT_DEPTHS", "MATRICES",
@@ -207,6 +209,11 @@ class FarnnConfig:
         Pipeline stages of the fp32 adders (the accumulator's slots), 1 to 6.
     multiplier_stages : int
         Pipeline stages of the fp32 multipliers, 0 to 6.
+    adder_shifts : str
+        ``"lut"`` (default) or ``"dsp"``: the PEs' accumulator adders and the MVM units'
+        fold adders shift their significands with multiplexers in LUTs or as products in
+        DSP slices (:class:`~nnrtl.hw.arith.float_add.FloatAdd`'s ``shifts``; the same
+        bits either way; ``"dsp"``: three more DSP slices a PE, fewer LUTs).
 
     Raises
     ------
@@ -231,6 +238,7 @@ class FarnnConfig:
     split: int = 0
     adder_stages: int = 4
     multiplier_stages: int = 3
+    adder_shifts: str = "lut"
 
     def __post_init__(self):
         if self.cell not in CELLS:
@@ -249,6 +257,10 @@ class FarnnConfig:
                             f"{', '.join(map(str, WEIGHT_DEPTHS))}, not {self.weight_depth!r}")
         check_range("adder_stages", self.adder_stages, 1, 6)
         check_range("multiplier_stages", self.multiplier_stages, 0, 6)
+        try:
+            check_shifts(self.adder_shifts, FP32)
+        except ValueError as error:
+            raise ValueError(f"adder_{error}") from None
         if self.proj_size:
             if self.cell != "lstm":
                 raise ValueError(f"proj_size ({self.proj_size}) must be 0 for cell "

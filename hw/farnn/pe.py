@@ -42,7 +42,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..arith.accumulator import StreamingAccumulator, reduction_schedule
-from ..arith.float_add import FloatAdd
+from ..arith.float_add import FloatAdd, check_shifts
 from ..arith.float_format import FloatFormat
 from ..arith.float_mul import FloatMul
 from ..arith.float_pipeline import sideband
@@ -138,6 +138,9 @@ class FarnnPE(Latencies, wiring.Component):
         The multiplier's stages, 0 to 6 (default 3).
     tail : bool (keyword-only)
         The last PE of its chain: marks its own sums ``last`` and relays nothing.
+    adder_shifts : str (keyword-only)
+        The accumulator adder's shifts, ``"lut"`` (default) or ``"dsp"`` (three DSP
+        slices for fewer LUTs; :class:`~nnrtl.hw.arith.float_add.FloatAdd`).
 
     Attributes
     ----------
@@ -185,13 +188,15 @@ class FarnnPE(Latencies, wiring.Component):
     """
 
     def __init__(self, fmt, *, weight_depth, adder_stages=4, multiplier_stages=3,
-                 tail=False):
+                 tail=False, adder_shifts="lut"):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
         _check_int("weight_depth", weight_depth, 1)
         _check_stages(adder_stages, multiplier_stages)
         if not isinstance(tail, bool):
             raise TypeError(f"tail must be a bool, not {tail!r}")
+        check_shifts(adder_shifts, fmt)
+        self._adder_shifts = adder_shifts
         self._fmt = fmt
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
@@ -223,6 +228,10 @@ class FarnnPE(Latencies, wiring.Component):
         return self._multiplier_stages
 
     @property
+    def adder_shifts(self):
+        return self._adder_shifts
+
+    @property
     def tail(self):
         return self._tail
 
@@ -237,7 +246,7 @@ class FarnnPE(Latencies, wiring.Component):
         read = memory.read_port()
         m.submodules.multiplier = multiplier = FloatMul(fmt, stages=self._multiplier_stages)
         m.submodules.accumulator = accumulator = StreamingAccumulator(
-            fmt, adder_stages=self._adder_stages)
+            fmt, adder_stages=self._adder_stages, adder_shifts=self._adder_shifts)
         m.submodules.sums = sums = SyncFIFO(width=fmt.width, depth=2)
 
         # The feed: keep weight words until full, relay everything else.

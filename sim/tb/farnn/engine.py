@@ -122,8 +122,8 @@ async def backdoor_load(bench, data, phase):
     """LOAD of pass ``phase`` through the simulator instead of ``s_weights``: each
     PE's weight memory written directly (:func:`backdoor_writes`; GRU FW: the ``bias``
     rows too), in no simulated time. For full-size runs, where the stream load is
-    about 2 cycles a beat over ``units * chain_length * weights_per_pe`` beats (530,000
-    cycles at 576 PEs) at some 130 simulated cycles a second; the stream load itself is
+    about 2 cycles a beat over ``units * chain_length * weights_per_pe`` beats (532,480
+    cycles for the LSTM preset's 832 PEs) at some 130 simulated cycles a second; the stream load itself is
     checked on the scaled configurations, and ``tests/farnn/sim/test_farnn_verilator.py``
     checks that this back door leaves exactly what the stream load leaves."""
     from cocotb.handle import Immediate

@@ -68,7 +68,7 @@ def test_time_rows_sum_and_grow():
 
 def test_table2_rows_per_pe_and_per_chain():
     rows = bench_model.table2_rows(boards=("vu9p",))
-    assert [(r["cell"], r["pes"]) for r in rows] == [("lstm", 4 * 16 * 9), ("gru", 3 * 16 * 13)]
+    assert [(r["cell"], r["pes"]) for r in rows] == [("lstm", 4 * 16 * 13), ("gru", 3 * 16 * 18)]
     for row in rows:
         assert row["pes"] == row["chains"] * row["chain_length"] * row["units"]
         for key in ("lut", "ff", "dsp", "uram"):
@@ -103,7 +103,7 @@ def test_bench_farnn_without_rtl(tmp_path):
     json.dumps(result)
     text = markdown_farnn(result)
     for needle in ("| 1 | 82.8% |", "| 2 | 88.0% |", "| 4 | 92.5% |", "4,096 (4,096)",
-                   "1,536 (1,536)", "| vu9p | lstm 1,024 | 576 |", "an extrapolation"):
+                   "1,536 (1,536)", "| vu9p | lstm 1,024 | 832 |", "an extrapolation"):
         assert needle in text, needle
     assert [r["fpga_ms"] is not None for r in result["gpu"]["rows"]] == [True] * 3
 

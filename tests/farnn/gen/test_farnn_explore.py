@@ -13,8 +13,8 @@ from nnrtl.hw.farnn.config import FarnnConfig
 from nnrtl.hw.farnn.presets import PAPER_8K, PRESETS, VU9P_GRU1280, VU9P_LSTM1024
 
 
-@pytest.mark.parametrize("name, cycles", [("vu9p-lstm1024", 124_446_620),
-                                          ("vu9p-gru1280", 136_589_460)])
+@pytest.mark.parametrize("name, cycles", [("vu9p-lstm1024", 91_474_350),
+                                          ("vu9p-gru1280", 112_837_130)])
 def test_presets_are_the_explorations_choice(name, cycles):
     """The preset's configuration and the cycles written in hw/farnn/presets.py."""
     preset = PRESETS[name]
@@ -33,20 +33,25 @@ def test_lstm_chains_are_shorter_than_gru_chains_on_the_vu9p():
     assert max(p.config.chain_length for p in lstm) < max(p.config.chain_length for p in gru)
 
 
-def test_the_8k_design_has_576_pes_not_768_for_the_luts():
-    """The paper's 8K configuration is 768 PEs; with this PE's LUTs the exploration stops
-    at 576 (L = 9), and 768 (L = 12) exceeds the LUT budget alone."""
+def test_the_8k_design_reaches_the_papers_768_pes_with_the_dsp_shifts():
+    """The paper's 8K configuration is 768 PEs (L = 12): with the adders' shifts on DSP
+    slices it fits and the exploration goes to 832 (L = 13); with them in LUTs it stops
+    at 704 (L = 11), and 768 exceeds the LUT budget alone."""
     found = explore(FarnnConfig(), "vu9p", depths=(8192,))
-    assert found.best.config.pes == 576
-    assert max(p.config.pes for p in found.points) == 576
-    ok, needs, limits = fits(PAPER_8K, "vu9p")
+    assert (found.best.config.pes, found.best.config.adder_shifts) == (832, "dsp")
+    assert max(p.config.pes for p in found.points) == 832
+    lut = explore(FarnnConfig(), "vu9p", depths=(8192,), shifts=("lut",))
+    assert max(p.config.pes for p in lut.points) == 704
+    assert fits(PAPER_8K, "vu9p")[0] and PAPER_8K.adder_shifts == "dsp"
+    ok, needs, limits = fits(dataclasses.replace(PAPER_8K, adder_shifts="lut"), "vu9p")
     assert not ok and needs["lut"] > limits["lut"] and needs["uram"] <= limits["uram"]
 
 
 def test_no_4k_design_for_1024_lstm_cells_on_the_vu9p():
     with pytest.raises(UsageError, match=r"its weights need at least chain_length 16 "
-                                         r"\(weight_depth 4096, split 1, 1024 PEs\), which "
-                                         r"needs lut 1265431 > 827568"):
+                                         r"\(weight_depth 4096, split 1, adder_shifts dsp, "
+                                         r"1024 PEs\), which needs lut 963142 > 827568, "
+                                         r"uram 1024 > 960"):
         explore(FarnnConfig(), "vu9p", depths=(4096,))
 
 
@@ -153,19 +158,19 @@ def test_a_budget_that_excludes_the_fastest():
     assert data["candidates"][0]["limit"]["budget"] in ("pes", "lut")
     assert found.table().splitlines()[2].endswith("413,784 LUT (35%), at most 200 PEs")
     with pytest.raises(UsageError, match=r", at most 2 PEs\): its weights need at least "
-                                         r"chain_length 1 \(weight_depth 8192, split 1, 64 "
-                                         r"PEs\), which needs 64 PEs > 2$"):
+                                         r"chain_length 1 \(weight_depth 8192, split 1, "
+                                         r"adder_shifts dsp, 64 PEs\), which needs 64 PEs > 2$"):
         explore(WORKLOAD_256, "vu9p", budget=Budget(max_pes=2), depths=(8192,))
 
 
 def test_per_dsp_picks_a_smaller_design_within_the_tolerance():
-    """Per DSP within 10%: fewer PEs than the fastest, at most 10% slower, marked in the
+    """Per DSP within 15%: fewer PEs than the fastest, at most 15% slower, marked in the
     table and the JSON."""
     fastest = explore(WORKLOAD_256, "vu9p").best
-    found = explore(WORKLOAD_256, "vu9p", objective="per-dsp", tolerance=0.1, top=3)
+    found = explore(WORKLOAD_256, "vu9p", objective="per-dsp", tolerance=0.15, top=3)
     chosen = found.best
     assert chosen.needs["dsp"] < fastest.needs["dsp"]
-    assert chosen.cycles <= 1.1 * fastest.cycles
+    assert chosen.cycles <= 1.15 * fastest.cycles
     assert chosen.cycles * chosen.needs["dsp"] < fastest.cycles * fastest.needs["dsp"]
     data = found.as_json()
     assert data["objective"]["name"] == "per-dsp"

@@ -63,14 +63,27 @@ def test_presets_fit_their_board(name):
     assert limits["lut"] == budget(get_board(preset.board).capacity, "lut")
 
 
-def test_the_papers_768_pes_exceed_only_the_lut_budget():
-    ok, needs, limits = fits(PAPER_8K, "vu9p")
+def test_the_papers_768_pes_with_lut_shifts_exceed_only_the_lut_budget():
+    ok, needs, limits = fits(dataclasses.replace(PAPER_8K, adder_shifts="lut"), "vu9p")
     assert PAPER_8K.pes == 768 and not ok
     assert [key for key in needs if needs[key] > limits[key]] == ["lut"]
 
 
+def test_the_papers_768_pes_fit_with_the_adders_shifts_on_dsp_slices():
+    """``adder_shifts="dsp"``: 919 LUT and 5 DSP a 4K PE (936 at 8K) instead of 1,057
+    and 2 (1,088): the 768-PE 8K design fits the VU9P under the default rule; the
+    1,024-PE 4K design does not yet: LUTs, and one URAM288 a PE (1,024 of 960; the paper
+    pairs two 4K PEs in one)."""
+    ok, needs, limits = fits(PAPER_8K, "vu9p")
+    assert ok and PAPER_8K.adder_shifts == "dsp", (needs, limits)
+    assert 768 * 5 + 16 + 34 <= needs["dsp"] <= limits["dsp"]
+    ok, needs, limits = fits(FarnnConfig(adder_shifts="dsp"), "vu9p")
+    assert FarnnConfig().pes == 1024 and not ok
+    assert [key for key in needs if needs[key] > limits[key]] == ["lut", "uram"]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["pe4096", "pe8192"])
+@pytest.mark.parametrize("name", ["pe4096", "pe8192", "pe4096_dsp", "pe8192_dsp"])
 def test_pe_logic_is_what_yosys_measures(name):
     """Re-measure the PE at its depth, its weights in one URAM (about a minute of Yosys)."""
     assert measure(name) == UNIT_LOGIC[name]

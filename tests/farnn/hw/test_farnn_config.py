@@ -22,6 +22,8 @@ from nnrtl.hw.farnn.config import chunk_bounds, split_valid
     ({"adder_stages": 7}, TypeError, r"^adder_stages must be an integer from 1 to 6, not 7$"),
     ({"multiplier_stages": -1}, TypeError,
      r"^multiplier_stages must be an integer from 0 to 6, not -1$"),
+    ({"adder_shifts": "barrel"}, ValueError,
+     r"^adder_shifts must be 'lut' or 'dsp', not 'barrel'$"),
     ({"cell": "gru", "proj_size": 8}, ValueError,
      r"^proj_size \(8\) must be 0 for cell 'gru': only an LSTM has a recurrent projection$"),
     ({"proj_size": 1024}, ValueError,

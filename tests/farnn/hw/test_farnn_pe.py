@@ -114,16 +114,18 @@ def expected_sum(weights, vector, base, adder_stages):
     return streaming_sum(FP32, products, adder_stages=adder_stages)
 
 
-@pytest.mark.parametrize("adder_stages, multiplier_stages", [(4, 3), (1, 0), (6, 6)])
+@pytest.mark.parametrize("adder_stages, multiplier_stages, adder_shifts",
+                         [(4, 3, "lut"), (1, 0, "lut"), (6, 6, "lut"), (4, 3, "dsp"),
+                          (1, 0, "dsp")])
 @pytest.mark.parametrize("stall", [0.0, 0.7])
-def test_tail_pe_sums_rounds_and_vectors(adder_stages, multiplier_stages, stall):
+def test_tail_pe_sums_rounds_and_vectors(adder_stages, multiplier_stages, adder_shifts, stall):
     rng = np.random.default_rng(adder_stages * 10 + multiplier_stages)
     n, rounds, batch = 7, 3, 2
     weights = to_bits(FP32, rng.normal(size=n * rounds))
     vectors = to_bits(FP32, rng.normal(size=(batch, n)))
     vectors[1, 2] = special_values(FP32)["+inf"]
     pe = FarnnPE(FP32, weight_depth=32, adder_stages=adder_stages,
-                 multiplier_stages=multiplier_stages, tail=True)
+                 multiplier_stages=multiplier_stages, tail=True, adder_shifts=adder_shifts)
     streams = [stream_words(vectors[b], r * n) for r in range(rounds) for b in range(batch)]
     got = run_pe(pe, weights, streams, stall=stall, seed=adder_stages)
     want = [(expected_sum(weights, vectors[b], r * n, adder_stages), 1)
@@ -180,5 +182,7 @@ def test_pe_checks_its_parameters():
         FarnnPE(FP32, weight_depth=8, tail=1)
     with pytest.raises(TypeError):
         FarnnPE(FP32, 8)   # keyword-only
+    with pytest.raises(ValueError, match=r"^shifts must be 'lut' or 'dsp', not 'uram'$"):
+        FarnnPE(FP32, weight_depth=8, adder_shifts="uram")
     pe = FarnnPE(FP32, weight_depth=4096, adder_stages=4, multiplier_stages=3)
     assert (pe.reduction_cycles, pe.sum_delay) == (11, 18)
