@@ -112,7 +112,6 @@ class FloatMul(FloatUnit):
         fmt = self._fmt
         flush = self._flush_subnormals
         p = fmt.precision
-        top = fmt.width - 1
         pipe = self.pipeline(m)
 
         # unpack: the biased exponent a product with its leading one at bit 2p-1 would have
@@ -163,23 +162,13 @@ class FloatMul(FloatUnit):
                      sticky=normalized[:p - 1].any() | sticky, exponent=exponent,
                      sign=v.sign, nan=v.nan, inf=v.inf, zero=v.zero)
 
-        # round: to nearest even, then the special cases
-        rounded = round_and_pack(m, fmt, sign=w.sign, exponent=w.exponent,
-                                 significand=w.significand, guard=w.guard, sticky=w.sticky,
-                                 flush_subnormals=flush)
-        result = Mux(w.nan, Const(fmt.canonical_nan, fmt.width),
-                     Mux(w.inf, Cat(Const(fmt.infinity, top), w.sign),
-                         Mux(w.zero, Cat(Const(0, top), w.sign), rounded)))
-        x = pipe.cut("round", result=result)
-        pipe.finish(x.result)
-        return m
+        return self._round(m, pipe, w)
 
     def _elaborate_operand(self):
         """The ``normalize="operand"`` datapath (exact subnormals)."""
         m = Module()
         fmt = self._fmt
         p = fmt.precision
-        top = fmt.width - 1
         pipe = self.pipeline(m)
         a = unpack(m, fmt, self.i.payload.a, flush_subnormals=False, name="a")
         b = unpack(m, fmt, self.i.payload.b, flush_subnormals=False, name="b")
@@ -217,12 +206,18 @@ class FloatMul(FloatUnit):
         w = pipe.cut("normalize", significand=shifted[2:], guard=shifted[1],
                      sticky=shifted[0] | sticky, exponent=v.exponent,
                      sign=v.sign, nan=v.nan, inf=v.inf, zero=v.zero)
+        return self._round(m, pipe, w)
+
+    def _round(self, m, pipe, w):
+        """The ``round`` step of both datapaths: to nearest even, then the special
+        cases; the result leaves the pipeline."""
+        fmt, top = self._fmt, self._fmt.width - 1
         rounded = round_and_pack(m, fmt, sign=w.sign, exponent=w.exponent,
                                  significand=w.significand, guard=w.guard, sticky=w.sticky,
-                                 flush_subnormals=False)
+                                 flush_subnormals=self._flush_subnormals)
         result = Mux(w.nan, Const(fmt.canonical_nan, fmt.width),
                      Mux(w.inf, Cat(Const(fmt.infinity, top), w.sign),
                          Mux(w.zero, Cat(Const(0, top), w.sign), rounded)))
-        x_ = pipe.cut("round", result=result)
-        pipe.finish(x_.result)
+        x = pipe.cut("round", result=result)
+        pipe.finish(x.result)
         return m
