@@ -40,7 +40,10 @@ def _arith_units():
     q16 = QFormat(16, 12)
     return {
         "fp32 add (3 stages)": lambda: FloatAdd(FP32),
-        "fp32 multiply (3 stages)": lambda: FloatMul(FP32),
+        "fp32 add, shifts on DSP slices (3 stages)": lambda: FloatAdd(FP32, shifts="dsp"),
+        "fp32 multiply (3 stages, subnormal operand normalised)": lambda: FloatMul(FP32),
+        "fp32 multiply (3 stages, product normalised)":
+            lambda: FloatMul(FP32, normalize="product"),
         "fp32 streaming accumulator (L=3)": lambda: StreamingAccumulator(FP32),
         "fp32 streaming accumulator (L=8, eta-LSTM)":
             lambda: StreamingAccumulator(FP32, adder_stages=8),
