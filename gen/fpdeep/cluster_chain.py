@@ -31,7 +31,7 @@ from ...hw.fpdeep.update import row_cycles
 from ...hw.fpdeep.link_config import LinkConfig
 from .cluster_link import LinkFraming
 from .cluster_node import ClusterPlan, NodeModel, NodeTiming, update_rows
-from .config import FpdeepNodeConfig, SegmentConfig
+from .config import NodePlan, SegmentConfig
 
 __all__ = ["chain_plan", "rtl_timing", "link_latency", "predict", "compare", "train_timing",
            "predict_train", "compare_train"]
@@ -57,7 +57,7 @@ def chain_plan(configs):
                             completes=cfg.completes, residency=1.0, stride=cfg.stride, pad=cfg.pad,
                             w_in=cfg.w_in, pool=cfg.pool if cfg.completes else None, relu=cfg.relu)
         lo += cfg.n_in
-        nodes.append(FpdeepNodeConfig(node=m, segments=(seg,), mac_units=units, dsp=units, lut=0,
+        nodes.append(NodePlan(node=m, segments=(seg,), mac_units=units, dsp=units, lut=0,
                                       storage=(), bram36=0, hosted=(), offchip_words=0,
                                       word_bits=cfg.word_bits).as_json())
     return ClusterPlan({

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .cluster_link import STREAM_PATHS, Link, serve
-from .config import FpdeepNodeConfig
+from .config import NodePlan
 
 __all__ = ["NodeTiming", "ClusterPlan", "NodeModel", "update_rows"]
 
@@ -125,7 +125,7 @@ class ClusterPlan:
     def __init__(self, found, where="mapping.json"):
         try:
             self.layers = [dict(layer) for layer in found["network"]["layers"]]
-            self.nodes = [FpdeepNodeConfig.from_json(node) for node in found["nodes"]]
+            self.nodes = [NodePlan.from_json(node) for node in found["nodes"]]
             self.word_bits = int(found["cost_model"]["word_bits"])
             self.precision = found["cost_model"]["precision"]
             self.clock_hz = float(found["cost_model"]["clock_hz"])

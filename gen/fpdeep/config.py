@@ -1,4 +1,4 @@
-"""The per-node configuration the mapper produces: one frozen :class:`FpdeepNodeConfig` per
+"""The per-node configuration the mapper produces: one frozen :class:`NodePlan` per
 FPGA of the chain, with one :class:`SegmentConfig` per layer segment it computes.
 
 It lives in ``gen/fpdeep`` until the RTL generator (``hw/fpdeep``) exists; that generator
@@ -8,7 +8,7 @@ and the cluster simulator consume it (or ``mapping.json``, which holds the same 
 import dataclasses
 import math
 
-__all__ = ["SegmentConfig", "HostedBanks", "FpdeepNodeConfig", "STORAGE_KINDS", "pab_pixels"]
+__all__ = ["SegmentConfig", "HostedBanks", "NodePlan", "STORAGE_KINDS", "pab_pixels"]
 
 #: Storage kinds of a node (spec §2.9), in words of the cost model's width.
 STORAGE_KINDS = ("lpram", "lgb", "bias", "bpram", "bgb", "act_ram", "line_buffers",
@@ -141,7 +141,7 @@ class HostedBanks:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FpdeepNodeConfig:
+class NodePlan:
     """One FPGA of the chain (nodes are numbered from 1, upstream first).
 
     Attributes

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..errors import UsageError
 from . import links
-from .config import STORAGE_KINDS, FpdeepNodeConfig, HostedBanks, SegmentConfig, pab_pixels
+from .config import STORAGE_KINDS, HostedBanks, NodePlan, SegmentConfig, pab_pixels
 from .cost import (COST_MODELS, DSP_CAP, allocate, fastest_period, line_buffer_cycles,
                    unit_budget)
 from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
@@ -467,7 +467,7 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
             if check_storage:
                 raise UsageError(message + f"; precision {precision}, {fpgas} FPGAs")
             infeasible.append(message)
-        nodes.append(FpdeepNodeConfig(node=n + 1, segments=tuple(configs), mac_units=units,
+        nodes.append(NodePlan(node=n + 1, segments=tuple(configs), mac_units=units,
                                       dsp=units * model.dsp_per_mac, lut=units * model.lut_per_mac,
                                       storage=tuple(stores[n].items()), bram36=bram,
                                       hosted=tuple(h for h in hosted if h.host == n + 1),

@@ -160,7 +160,7 @@ class FpdeepConfig:
 
     @classmethod
     def from_node(cls, node, precision, *, batch=1, lr=655, reshape=None, **options):
-        """The RTL of the mapper's :class:`~nnrtl.gen.fpdeep.config.FpdeepNodeConfig`
+        """The RTL of the mapper's :class:`~nnrtl.gen.fpdeep.config.NodePlan`
         ``node`` at ``precision``: its conv segments (:meth:`FpConfig.from_segment`;
         ``options`` set ``frac_bits`` and the fp32 stages; ``reshape``, if given, maps each
         FpConfig to the one to build, e.g. another ``P``/``Q``), EB where the mapper placed

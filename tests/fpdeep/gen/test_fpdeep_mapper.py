@@ -170,9 +170,9 @@ def test_parameter_balancing_moves_banks_upstream():
         assert (fwd - fwd0, bwd - bwd0) == (extra, extra)
     # the node configurations come back from mapping.json
     import json
-    from nnrtl.gen.fpdeep import FpdeepNodeConfig
+    from nnrtl.gen.fpdeep import NodePlan
     found = json.loads(json.dumps(balanced.as_json()))
-    assert tuple(FpdeepNodeConfig.from_json(n) for n in found["nodes"]) == balanced.nodes
+    assert tuple(NodePlan.from_json(n) for n in found["nodes"]) == balanced.nodes
     # eq. 12's S (largest node storage) came down below the budget
     assert max(n.storage_words for n in balanced.nodes) <= 220 * 2048 \
         < max(n.storage_words for n in plain.nodes)
