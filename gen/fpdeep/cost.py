@@ -7,11 +7,12 @@ Two cost models, chosen by the precision:
   clock), the only reading under which Table 6's GOPS come out of 3,600 DSPs at ~80% (spec
   §3.9); 16-bit words in buffers and on links. No LUTs per MAC (the DSP slice does a 16 x 16
   multiply-accumulate alone).
-* ``fp32``: this project's fp32 multiply + accumulate (``hw/arith`` FloatMul + FloatAdd), as
-  ``gen/farnn/resources.py`` measured its PE with Yosys: 2 DSP slices and 1,178 LUTs per
-  MAC (the figure taken from there, not re-measured here; measured on ``xcup`` — the
-  multiplier needs 2 DSP48E1 on 7 series as well, spec §3.9); 32-bit words; the board's
-  clock (no Fmax measured: 200 MHz on the VC709 is an assumption, not a timing result).
+* ``fp32``: the units the fp32 CE array (:mod:`nnrtl.hw.fpdeep.conv`) builds per MAC, one
+  ``hw/arith`` FloatMul and one FloatAdd of the adder trees (3 stages each, exact
+  subnormals), by Yosys ``synth_xilinx -family xc7`` (the VC709's family; flattened, out of
+  context; :func:`measure_fp32_mac`): 2 DSP48E1 and 891 LUTs per MAC; 32-bit words; the
+  board's clock (no Fmax measured: 200 MHz on the VC709 is an assumption, not a timing
+  result).
 
 A node's budget of MAC units is ``min(u · DSP / dsp_per_mac, LUT_SHARE · LUT /
 lut_per_mac)``, ``u`` the DSP utilization cap (default 0.85, spec §2.11 step 4:
@@ -48,8 +49,8 @@ import numpy as np
 from ..engines import LUT_SHARE
 from ..errors import UsageError
 
-__all__ = ["CostModel", "COST_MODELS", "PRECISIONS", "DSP_CAP", "unit_budget",
-           "allocate", "segment_cycles", "line_buffer_cycles"]
+__all__ = ["CostModel", "COST_MODELS", "PRECISIONS", "DSP_CAP", "measure_fp32_mac",
+           "unit_budget", "allocate", "segment_cycles", "line_buffer_cycles"]
 
 #: Default DSP utilization cap ``u``.
 DSP_CAP = 0.85
@@ -91,11 +92,34 @@ COST_MODELS = {
         clock_hz=200e6,
         source="the paper's Table 6 figures: 1 DSP48E1 per MAC per cycle at 200 MHz (spec §3.9)"),
     "fp32": CostModel(
-        name="fp32", precision="fp32", dsp_per_mac=2, lut_per_mac=1178, word_bits=32,
+        name="fp32", precision="fp32", dsp_per_mac=2, lut_per_mac=891, word_bits=32,
         clock_hz=200e6,
-        source="hw/arith FloatMul + FloatAdd as the FARNN PE (gen/farnn/resources.py, Yosys "
-               "synth_xilinx): 2 DSP + 1,178 LUT per MAC; clock 200 MHz assumed, not measured"),
+        source="hw/arith FloatMul + FloatAdd (3 stages each), the fp32 CE's units per MAC, "
+               "Yosys synth_xilinx xc7: 2 DSP + 891 LUT per MAC; clock 200 MHz assumed, not "
+               "measured"),
 }
+
+
+def measure_fp32_mac(family="xc7"):
+    """Yosys' ``{lut, dsp}`` of one fp32 MAC as the CE array builds it: a
+    :class:`~nnrtl.hw.arith.float_mul.FloatMul` and a
+    :class:`~nnrtl.hw.arith.float_add.FloatAdd` at :class:`~nnrtl.hw.fpdeep.config.FpConfig`'s
+    default stages (logic LUTs and LUT-RAM). What :data:`COST_MODELS` ``["fp32"]`` holds.
+    Seconds of Yosys."""
+    from ...hw.arith.float_add import FloatAdd
+    from ...hw.arith.float_format import FP32
+    from ...hw.arith.float_mul import FloatMul
+    from ...hw.fpdeep.config import FpConfig
+    from ..synth import measure_unit
+
+    stages = {field.name: field.default for field in dataclasses.fields(FpConfig)}
+    total = {"lut": 0, "dsp": 0}
+    for unit in (FloatMul(FP32, stages=stages["multiplier_stages"]),
+                 FloatAdd(FP32, stages=stages["adder_stages"])):
+        counts = measure_unit(unit, family)
+        total["lut"] += counts["lut"] + counts["lut_memory"]
+        total["dsp"] += counts["dsp"]
+    return total
 
 #: ``--precision`` values.
 PRECISIONS = tuple(COST_MODELS)

@@ -4,7 +4,7 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
 * **DSP**: the node's MAC units (:attr:`FpdeepConfig.macs`: FP, PG and EB of every segment)
   times the precision's cost (:data:`.cost.COST_MODELS`: fixed16 one DSP48E1, fp32 2).
 * **LUT**: the LUT-RAM, the logic of every unit the RTL builds (:func:`logic`,
-  :data:`LOGIC`) and, fp32, the MACs' 1,178 LUT each (:data:`.cost.COST_MODELS`). Per
+  :data:`LOGIC`) and, fp32, the MACs' 891 LUT each (:data:`.cost.COST_MODELS`). Per
   segment, in its parameters (``K``, ``P``, ``Q``, ``S_IC`` = ``n_in``, ``w`` the word
   bits, ``passes``, ``B`` the LGB banks, ``L`` the LGB word bits)::
 

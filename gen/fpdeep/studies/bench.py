@@ -329,7 +329,8 @@ def bench_fpdeep(out, bench_set=FULL, log=None):
         FPGA, idle stages, busiest link, hours per epoch, storage, under the paper's
         assumptions (cost model ``fixed16``: 1 DSP48E1 per MAC at 200 MHz, with the paper's
         32-bit words in the buffers and on the links, spec §3.9/§4.8) and in fp32 (this
-        project's fp32 MAC: 2 DSP and 1,178 LUT, 32-bit words): a mapping the storage refuses
+        project's fp32 MAC, :data:`~nnrtl.gen.fpdeep.cost.COST_MODELS`, 32-bit words): a
+        mapping the storage refuses
         is reported with the mapper's reason, and beside it the figures the same mapping would
         give were the storage there (``check_storage=False``), marked as such.
     ``scaling``

@@ -1,7 +1,12 @@
 """FPDeep bench: the markdown of :func:`nnrtl.gen.fpdeep.studies.bench.bench_fpdeep`'s result, each
 figure beside the paper's, and its two plots (matplotlib, Agg)."""
 
+from ..cost import COST_MODELS
+
 __all__ = ["markdown_fpdeep", "plot_idle", "plot_scaling"]
+
+#: The fp32 cost model the bench's ``fp32`` rows use.
+FP32_MAC = COST_MODELS["fp32"]
 
 #: Rows of the scaling table in the markdown: every this many FPGAs (the JSON has all).
 TABLE_STEP = 5
@@ -20,7 +25,8 @@ def _table6(result):
              f"({paper['max_link_gbps']['where']}).", "",
              "Model `paper` = 1 DSP48E1 per MAC at 200 MHz (the only reading under which "
              "Table 6's GOPS come out of 3,600 DSPs, spec §3.9), 32-bit words; `fp32` = this "
-             "project's fp32 MAC (2 DSP + 1,178 LUT), 32-bit words, 200 MHz assumed. "
+             f"project's fp32 MAC ({FP32_MAC.dsp_per_mac} DSP + {FP32_MAC.lut_per_mac:,} LUT), "
+             "32-bit words, 200 MHz assumed. "
              "GOPS = 2 x training MACs per image x images/s / FPGAs.", "",
              "| network | model | GOPS/FPGA (paper) | ratio | DSP use min-max (paper ~80%) "
              "| idle | bound | busiest link Gb/s | h/epoch (paper) | max BRAM36/node | "

@@ -178,3 +178,13 @@ def test_vc709_alexnet_node_fits_by_yosys_slow(tmp_path):
     assert abs(model["lut"] - report["lut"]) <= 0.05 * report["lut"]    # 260,021 / 260,662
     for resource in ("lut", "ff", "dsp", "bram36"):
         assert report["share"][resource] <= 1, resource
+
+
+@pytest.mark.slow
+def test_fp32_mac_cost_is_what_yosys_measures():
+    """The fp32 cost model's LUT and DSP per MAC: a FloatMul and a FloatAdd, re-measured
+    (seconds of Yosys)."""
+    from nnrtl.gen.fpdeep.cost import COST_MODELS, measure_fp32_mac
+
+    model = COST_MODELS["fp32"]
+    assert measure_fp32_mac() == {"lut": model.lut_per_mac, "dsp": model.dsp_per_mac}
