@@ -7,8 +7,10 @@ run by ``make bench`` and never by the test suite.
     Yosys resources and logic levels of the arithmetic units (fp32 add, multiply,
     streaming accumulator, activations; fixed-point multiply, MAC, PWL activations) for
     ``xc7`` and ``xcup``, beside the eta-LSTM accumulator figures (Table III: the paper's
-    8-stage-adder accumulator, so the L = 8 row is the one to compare). The Omni-PE itself
-    is in the ``omni`` part.
+    8-stage-adder accumulator, so the L = 8 row is the one to compare); and the fp32 adder
+    and multiplier in both their variants at every pipeline depth, with the logic levels
+    (the deepest path between registers: the timing proxy) each depth leaves. The Omni-PE
+    itself is in the ``omni`` part.
 one per engine with a ``bench`` hook
     ``bench(out)`` returns ``(result, markdown)`` and may write more files under ``out``
     (see each engine's ``gen/<engine>/studies/bench.py``).
@@ -56,31 +58,59 @@ def _arith_units():
     }
 
 
-def bench_arith():
+def _stage_sweep():
+    """``{(unit, variant, stages): build}``: the fp32 adder and multiplier, both variants,
+    every pipeline depth."""
+    from ..hw.arith import FP32, FloatAdd, FloatMul
+    sweep = {}
+    for shifts in ("lut", "dsp"):
+        for stages in range(1, len(FloatAdd.CUT_PRIORITY) + 1):
+            sweep["fp32 add", f"shifts {shifts}", stages] = (
+                lambda stages=stages, shifts=shifts: FloatAdd(FP32, stages=stages,
+                                                              shifts=shifts))
+    for normalize in ("operand", "product"):
+        for stages in range(1, len(FloatMul.CUT_PRIORITY) + 1):
+            sweep["fp32 multiply", f"normalize {normalize}", stages] = (
+                lambda stages=stages, normalize=normalize: FloatMul(FP32, stages=stages,
+                                                                    normalize=normalize))
+    return sweep
+
+
+def _synthesize(units, families, scratch, bar):
+    """Yosys of each ``build`` of ``units`` (``{key: build}``) for every family: rows of
+    ``(key, family, {logic_levels, yosys_seconds, lut, ff, dsp, bram36, carry})``."""
     from ..sim.runner import to_verilog
     from .synth import count_resources, run_yosys
 
-    rows = []
-    units = _arith_units()
+    for index, (key, build) in enumerate(units.items()):
+        verilog_path = Path(scratch) / f"unit{index}.v"
+        verilog_path.write_text(to_verilog(build(), f"unit{index}"))
+        for family in families:
+            bar.status = f"{key}, {family}"
+            cells, levels, seconds = run_yosys(verilog_path, f"unit{index}", family,
+                                               scratch, log=progress)
+            bar.advance()
+            counts = count_resources(cells)
+            yield key, family, {"logic_levels": levels, "yosys_seconds": round(seconds, 2),
+                                **{name: counts[name] for name in ("lut", "ff", "dsp",
+                                                                   "bram36", "carry")}}
+
+
+def bench_arith():
+    units, sweep = _arith_units(), _stage_sweep()
     families = ("xc7", "xcup")
     with tempfile.TemporaryDirectory() as scratch, \
-            Progress("bench arith", total=len(units) * len(families), unit="Yosys runs",
-                     log=progress) as bar:
-        for index, (name, build) in enumerate(units.items()):
-            verilog_path = Path(scratch) / f"unit{index}.v"
-            verilog_path.write_text(to_verilog(build(), f"unit{index}"))
-            for family in families:
-                bar.status = f"{name}, {family}"
-                cells, levels, seconds = run_yosys(verilog_path, f"unit{index}", family,
-                                                   scratch, log=progress)
-                bar.advance()
-                counts = count_resources(cells)
-                rows.append({"unit": name, "family": family, "logic_levels": levels,
-                             "yosys_seconds": round(seconds, 2),
-                             **{key: counts[key] for key in ("lut", "ff", "dsp", "bram36",
-                                                             "carry")}})
-    return {"units": rows, "paper": {name: {"lut": lut, "ff": ff}
-                                     for name, (lut, ff) in PAPER_ACCUMULATOR.items()}}
+            Progress("bench arith", total=(len(units) + len(sweep)) * len(families),
+                     unit="Yosys runs", log=progress) as bar:
+        rows = [{"unit": name, "family": family, **counts}
+                for name, family, counts in _synthesize(units, families, scratch, bar)]
+        sweep_rows = [{"unit": unit, "variant": variant, "stages": stages, "family": family,
+                       **counts}
+                      for (unit, variant, stages), family, counts
+                      in _synthesize(sweep, families, scratch, bar)]
+    return {"units": rows, "stage_sweep": sweep_rows,
+            "paper": {name: {"lut": lut, "ff": ff}
+                      for name, (lut, ff) in PAPER_ACCUMULATOR.items()}}
 
 
 def _markdown_arith(result):
@@ -91,7 +121,31 @@ def _markdown_arith(result):
               f"{r['bram36']} | {r['logic_levels']} |" for r in result["units"]]
     lines += ["", "Paper figures (eta-LSTM, fp32 accumulator, Vivado):", ""]
     lines += [f"- {name}: {v['lut']} LUT / {v['ff']} FF" for name, v in result["paper"].items()]
+    lines += _markdown_sweep(result.get("stage_sweep", []))
     return "\n".join(lines) + "\n"
+
+
+def _markdown_sweep(rows):
+    """The stage sweep: one row per unit, variant and depth, LUT / FF / DSP and logic
+    levels per family."""
+    if not rows:
+        return []
+    families = sorted({r["family"] for r in rows})
+    by_key = {(r["unit"], r["variant"], r["stages"], r["family"]): r for r in rows}
+    keys = sorted({(r["unit"], r["variant"], r["stages"]) for r in rows})
+    lines = ["", "## fp32 adder and multiplier by pipeline depth", "",
+             "Logic levels: the deepest path between registers (the timing proxy; FARNN runs "
+             "at 400 MHz, eta-LSTM 500 MHz, FPDeep 200 MHz in the papers).", "",
+             "| unit | variant | stages | " + " | ".join(
+                 f"{f} LUT / FF / DSP | {f} levels" for f in families) + " |",
+             "|---|---|---:|" + "---:|---:|" * len(families)]
+    for unit, variant, stages in keys:
+        cells = []
+        for family in families:
+            r = by_key[unit, variant, stages, family]
+            cells += [f"{r['lut']} / {r['ff']} / {r['dsp']}", str(r["logic_levels"])]
+        lines.append(f"| {unit} | {variant} | {stages} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _bench_arith_hook(out):

@@ -1,0 +1,39 @@
+"""The arithmetic bench (nnrtl.gen.bench): its stage sweep covers both variants of the fp32
+adder and multiplier at every pipeline depth, and a deeper pipeline leaves fewer logic
+levels (Yosys on two depths)."""
+
+import tempfile
+
+from nnrtl.gen import bench
+from nnrtl.gen.progress import Progress
+from nnrtl.hw.arith import FloatAdd, FloatMul
+
+
+def test_stage_sweep_covers_both_variants_at_every_depth():
+    sweep = bench._stage_sweep()
+    assert {(unit, variant) for unit, variant, _ in sweep} == {
+        ("fp32 add", "shifts lut"), ("fp32 add", "shifts dsp"),
+        ("fp32 multiply", "normalize operand"), ("fp32 multiply", "normalize product")}
+    for (unit, variant, stages), build in sweep.items():
+        built = build()
+        assert built.stages == stages
+        assert isinstance(built, FloatAdd if unit == "fp32 add" else FloatMul)
+        assert variant.endswith(built.shifts if unit == "fp32 add" else built.normalize)
+    depths = {stages for unit, _, stages in sweep if unit == "fp32 multiply"}
+    assert depths == set(range(1, len(FloatMul.CUT_PRIORITY) + 1))
+
+
+def test_deeper_multiplier_has_fewer_logic_levels():
+    sweep = bench._stage_sweep()
+    units = {key: sweep[key] for key in [("fp32 multiply", "normalize operand", 1),
+                                         ("fp32 multiply", "normalize operand", 6)]}
+    with tempfile.TemporaryDirectory() as scratch, \
+            Progress("test", total=2, unit="Yosys runs") as bar:
+        rows = list(bench._synthesize(units, ("xc7",), scratch, bar))
+    (_, _, shallow), (_, _, deep) = rows
+    assert deep["logic_levels"] < shallow["logic_levels"]
+    assert deep["ff"] > shallow["ff"] and deep["dsp"] == shallow["dsp"] == 2
+    lines = bench._markdown_sweep([{"unit": key[0], "variant": key[1], "stages": key[2],
+                                    "family": family, **counts}
+                                   for key, family, counts in rows])
+    assert lines[-1].startswith("| fp32 multiply | normalize operand | 6 | ")
