@@ -282,7 +282,8 @@ class FarnnConfig:
         (:func:`nnrtl.gen.params.parse_params`), preferred first: ``split`` chosen (0) or a
         divisor of ``chains``; ``chain_length``, ``chains`` and ``weight_depth`` nearest
         their defaults (a board's budget may need fewer PEs, which then need deeper
-        memories: :meth:`check_usable`)."""
+        memories: :meth:`check_usable`); ``adder_shifts`` in LUTs, else on DSP slices
+        (fewer LUTs a PE)."""
         del pinned
         chains = values["chains"]
         return {
@@ -291,6 +292,7 @@ class FarnnConfig:
             "chain_length": by_distance(values["chain_length"], range(1, 65))[:48],
             "chains": by_distance(values["chains"], range(1, 33))[:6],
             "weight_depth": by_distance(values["weight_depth"], WEIGHT_DEPTHS),
+            "adder_shifts": ["lut", "dsp"],
         }
 
     def check_usable(self):
