@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """The arithmetic bench (nnrtl.gen.bench): its stage sweep covers both variants of the fp32
 adder and multiplier at every pipeline depth, and a deeper pipeline leaves fewer logic
 levels (Yosys on two depths)."""
