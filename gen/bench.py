@@ -1,3 +1,4 @@
+# amaranth: UnusedElaboratable=no
 """Benchmarks: ``python -m nnrtl.gen.bench --out build/bench [--only NAME ...]``.
 
 Each benchmark writes ``OUT/NAME.json`` and ``OUT/NAME.md`` (a markdown table). They are
@@ -20,6 +21,7 @@ one per entry point of the group ``nnrtl.benches``
 """
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -59,21 +61,26 @@ def _arith_units():
 
 
 def _stage_sweep():
-    """``{(unit, variant, stages): build}``: the fp32 adder and multiplier, both variants,
-    every pipeline depth."""
-    from ..hw.arith import FP32, FloatAdd, FloatMul
+    """``{(unit, variant, stages): (class, keyword arguments)}``: the fp32 adder and
+    multiplier (of ``FP32``), both variants, every pipeline depth."""
+    from ..hw.arith import FloatAdd, FloatMul
     sweep = {}
     for shifts in ("lut", "dsp"):
         for stages in range(1, len(FloatAdd.CUT_PRIORITY) + 1):
             sweep["fp32 add", f"shifts {shifts}", stages] = (
-                lambda stages=stages, shifts=shifts: FloatAdd(FP32, stages=stages,
-                                                              shifts=shifts))
+                FloatAdd, {"stages": stages, "shifts": shifts})
     for normalize in ("operand", "product"):
         for stages in range(1, len(FloatMul.CUT_PRIORITY) + 1):
             sweep["fp32 multiply", f"normalize {normalize}", stages] = (
-                lambda stages=stages, normalize=normalize: FloatMul(FP32, stages=stages,
-                                                                    normalize=normalize))
+                FloatMul, {"stages": stages, "normalize": normalize})
     return sweep
+
+
+def _builds(specs):
+    """``{key: build}`` of :func:`_stage_sweep`'s ``{key: (class, kwargs)}``."""
+    from ..hw.arith import FP32
+    return {key: functools.partial(unit, FP32, **kwargs)
+            for key, (unit, kwargs) in specs.items()}
 
 
 def _synthesize(units, families, scratch, bar):
@@ -97,7 +104,7 @@ def _synthesize(units, families, scratch, bar):
 
 
 def bench_arith():
-    units, sweep = _arith_units(), _stage_sweep()
+    units, sweep = _arith_units(), _builds(_stage_sweep())
     families = ("xc7", "xcup")
     with tempfile.TemporaryDirectory() as scratch, \
             Progress("bench arith", total=(len(units) + len(sweep)) * len(families),

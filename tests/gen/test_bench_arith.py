@@ -7,7 +7,7 @@ import tempfile
 
 from nnrtl.gen import bench
 from nnrtl.gen.progress import Progress
-from nnrtl.hw.arith import FloatAdd, FloatMul
+from nnrtl.hw.arith import FP32, FloatAdd, FloatMul
 
 
 def test_stage_sweep_covers_both_variants_at_every_depth():
@@ -15,10 +15,10 @@ def test_stage_sweep_covers_both_variants_at_every_depth():
     assert {(unit, variant) for unit, variant, _ in sweep} == {
         ("fp32 add", "shifts lut"), ("fp32 add", "shifts dsp"),
         ("fp32 multiply", "normalize operand"), ("fp32 multiply", "normalize product")}
-    for (unit, variant, stages), build in sweep.items():
-        built = build()
+    for (unit, variant, stages), (kind, kwargs) in sweep.items():
+        built = kind(FP32, **kwargs)
         assert built.stages == stages
-        assert isinstance(built, FloatAdd if unit == "fp32 add" else FloatMul)
+        assert kind is (FloatAdd if unit == "fp32 add" else FloatMul)
         assert variant.endswith(built.shifts if unit == "fp32 add" else built.normalize)
     depths = {stages for unit, _, stages in sweep if unit == "fp32 multiply"}
     assert depths == set(range(1, len(FloatMul.CUT_PRIORITY) + 1))
@@ -26,8 +26,8 @@ def test_stage_sweep_covers_both_variants_at_every_depth():
 
 def test_deeper_multiplier_has_fewer_logic_levels():
     sweep = bench._stage_sweep()
-    units = {key: sweep[key] for key in [("fp32 multiply", "normalize operand", 1),
-                                         ("fp32 multiply", "normalize operand", 6)]}
+    units = bench._builds({key: sweep[key] for key in [
+        ("fp32 multiply", "normalize operand", 1), ("fp32 multiply", "normalize operand", 6)]})
     with tempfile.TemporaryDirectory() as scratch, \
             Progress("test", total=2, unit="Yosys runs") as bar:
         rows = list(bench._synthesize(units, ("xc7",), scratch, bar))
