@@ -123,11 +123,6 @@ class StreamSource(AxiStreamSource):
         if words:
             self.send_nowait(AxiStreamFrame(words))
 
-    @property
-    def done(self):
-        """Every queued word offered and the last one taken."""
-        return self.idle()
-
 
 class StreamSink(AxiStreamSink):
     """Takes the words of an output port of the design (cocotbext-axi's sink) and checks
