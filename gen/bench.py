@@ -48,6 +48,12 @@ def _arith_units():
         "fp32 multiply (3 stages, subnormal operand normalised)": lambda: FloatMul(FP32),
         "fp32 multiply (3 stages, product normalised)":
             lambda: FloatMul(FP32, normalize="product"),
+        "fp32 multiply (3 stages, right shift on a DSP slice)":
+            lambda: FloatMul(FP32, shifts="dsp"),
+        "fp32 multiply (3 stages, normal-form operands)":
+            lambda: FloatMul(FP32, operands="normal"),
+        "fp32 multiply (3 stages, normal-form operands, right shift on a DSP slice)":
+            lambda: FloatMul(FP32, operands="normal", shifts="dsp"),
         "fp32 streaming accumulator (L=3)": lambda: StreamingAccumulator(FP32),
         "fp32 streaming accumulator (L=8, eta-LSTM)":
             lambda: StreamingAccumulator(FP32, adder_stages=8),
@@ -62,17 +68,21 @@ def _arith_units():
 
 def _stage_sweep():
     """``{(unit, variant, stages): (class, keyword arguments)}``: the fp32 adder and
-    multiplier (of ``FP32``), both variants, every pipeline depth."""
+    multiplier (of ``FP32``), every variant, every pipeline depth."""
     from ..hw.arith import FloatAdd, FloatMul
     sweep = {}
     for shifts in ("lut", "dsp"):
         for stages in range(1, len(FloatAdd.CUT_PRIORITY) + 1):
             sweep["fp32 add", f"shifts {shifts}", stages] = (
                 FloatAdd, {"stages": stages, "shifts": shifts})
-    for normalize in ("operand", "product"):
+    variants = {"normalize operand": {"normalize": "operand"},
+                "normalize product": {"normalize": "product"},
+                "shifts dsp": {"shifts": "dsp"},
+                "normal operands": {"operands": "normal"},
+                "normal operands, shifts dsp": {"operands": "normal", "shifts": "dsp"}}
+    for variant, kwargs in variants.items():
         for stages in range(1, len(FloatMul.CUT_PRIORITY) + 1):
-            sweep["fp32 multiply", f"normalize {normalize}", stages] = (
-                FloatMul, {"stages": stages, "normalize": normalize})
+            sweep["fp32 multiply", variant, stages] = (FloatMul, {"stages": stages, **kwargs})
     return sweep
 
 

@@ -39,11 +39,11 @@ __all__ = ["Candidate", "Exploration", "explore", "explore_request", "fits", "ta
 #: The workload's parameters (the model and how it is trained).
 WORKLOAD = ("cell", "input_size", "hidden_size", "proj_size", "layers", "seq_len", "batch")
 #: The parameters the exploration chooses.
-VARIED = ("chain_length", "weight_depth", "split", "adder_shifts")
+VARIED = ("chain_length", "weight_depth", "split", "shifts")
 #: The hardware parameters ``--param`` may fix.
 HARDWARE = ("chain_length", "chains", "weight_depth", "split", "adder_stages",
-            "multiplier_stages", "adder_shifts")
-#: The adders' shifts the exploration tries (:attr:`FarnnConfig.adder_shifts`).
+            "multiplier_stages", "shifts")
+#: The adders' shifts the exploration tries (:attr:`FarnnConfig.shifts`).
 SHIFTS = ("lut", "dsp")
 
 
@@ -80,7 +80,7 @@ class Candidate:
     def rank_key(self):
         c = self.config
         # the DSP shifts only where they buy a faster design
-        return (self.cycles, c.pes, c.adder_shifts != "lut", self.needs["lut"],
+        return (self.cycles, c.pes, c.shifts != "lut", self.needs["lut"],
                 c.weight_depth, c.split)
 
 
@@ -261,7 +261,7 @@ def _nothing_fits(workload, platform, depths, splits, shifts, limits, cap=None):
                                              chain_length=length)
                 if config.fits:
                     for shift in shifts:
-                        config = dataclasses.replace(config, adder_shifts=shift)
+                        config = dataclasses.replace(config, shifts=shift)
                         found.append((config.pes, resource_estimate(config, family).needs(),
                                       length, depth, split, shift))
                     break
@@ -276,7 +276,7 @@ def _nothing_fits(workload, platform, depths, splits, shifts, limits, cap=None):
                       if needs[key] > limits[key]]
                      + ([f"{pes} PEs > {cap}"] if cap is not None and pes > cap else []))
     return (f"{head}: its weights need at least chain_length {length} (weight_depth {depth}, "
-            f"split {split}, adder_shifts {shift}, {pes} PEs), which needs {over}")
+            f"split {split}, shifts {shift}, {pes} PEs), which needs {over}")
 
 
 def core_clock_hz(platform):
@@ -297,7 +297,7 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
     :class:`FarnnConfig` whose :data:`WORKLOAD` fields are used) on ``board``.
 
     ``depths``, ``splits``, ``lengths`` and ``shifts`` restrict the search (default: both
-    depths, every divisor of ``chains``, every chain length, both ``adder_shifts``; the
+    depths, every divisor of ``chains``, every chain length, both ``shifts``; the
     DSP shifts are chosen only where they give a faster design). ``budget`` (a :class:`~nnrtl.gen.dse.
     Budget`; default ``lut_share`` of the LUTs and all of the rest, no PE cap), ``objective``
     and ``tolerance`` (:func:`~nnrtl.gen.dse.choose`) choose the design; ``pinned`` names
@@ -325,7 +325,7 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
             if lengths is not None and length > max(lengths):
                 break
             config = dataclasses.replace(workload, weight_depth=depth, split=split,
-                                         chain_length=length, adder_shifts=shift)
+                                         chain_length=length, shifts=shift)
             needs = resource_estimate(config, family).needs()
             if any(needs[key] > limits[key] for key in ("dsp", "lut")) or \
                     (cap is not None and config.pes > cap):
@@ -387,7 +387,7 @@ def explore_request(request):
                    else WEIGHT_DEPTHS,
                    splits=(workload.split,) if "split" in given else None,
                    lengths=(workload.chain_length,) if "chain_length" in given else None,
-                   shifts=(workload.adder_shifts,) if "adder_shifts" in given else SHIFTS,
+                   shifts=(workload.shifts,) if "shifts" in given else SHIFTS,
                    top=request.top, budget=budget_, objective=request.objective,
                    tolerance=request.tolerance,
                    pinned=[name for name in HARDWARE if name in given])

@@ -11,28 +11,28 @@ once at the default stages (``adder_stages`` 4, ``multiplier_stages`` 3), fp32, 
 (:func:`measure`: ``nnrtl.sim.runner.to_verilog`` then ``nnrtl.gen.synth.run_yosys``,
 ``synth_xilinx -family xcup -flatten``); the counts are :data:`UNIT_LOGIC`.
 
-The PE is measured at its real depths and both ``adder_shifts`` (``pe4096`` /
-``pe4096_dsp``; the fold adder ``add`` / ``add_dsp`` likewise), its weight memory marked
-``ram_style = "ultra"`` and mapped to one URAM288 by ``synth_xilinx -uram``
-(:mod:`nnrtl.gen.synth`); its LUTs include the 24-28 LUT-RAM LUTs of its 2-deep result
-FIFO, and the 8K PE 17-31 more for reading two 4K halves of the URAM. Where the 4K PE's
-logic LUTs go (``adder_shifts`` ``lut`` / ``dsp``): the multiplier 421 (its subnormal
-operand normalised before the product, :class:`~nnrtl.hw.arith.float_mul.FloatMul`'s
-``normalize="operand"``; 574 when it normalised the product), the accumulator's adder
-499 / 342, the accumulator's reduction control about 90, the feed relay, result FIFO and
-output register the rest. The paper packs two 4K PEs into one URAM288 through its two ports; this RTL gives
-each PE its own memory, so one URAM288 a PE at either depth.
-(LUTs are logic LUTs plus LUT-RAM/SRL: the PEs' 28 and the activation units' delay lines,
-276, 478, 330, 276, counted as ``lut_memory``.) A chain is ``chain_length`` PEs and nothing else
-(nearest-neighbour wiring); an MVM unit is ``chains`` chains, ``split - 1`` rows of
-``chains / split`` fold adders and ``split`` vector buffers. Other stage counts use the same
-figures (an approximation: stages change flip-flops, hardly LUTs or DSPs). Yosys is not
-Vivado: a Vivado synthesis with the vendor's floating-point cores (the paper's) maps more of
-the adder into DSPs and takes fewer LUTs.
+The PEs are measured as the chain builds them: two by two in a
+:class:`~nnrtl.hw.farnn.pair.PEPair` (``pair4096`` ... ``pair8192_dsp``, their shared weight
+memory marked ``ram_style = "ultra"`` and mapped by ``synth_xilinx -uram`` to one URAM288 at
+4K words, two at 8K) and alone (``pe4096`` ..., an odd chain's tail, one URAM288 at either
+depth), at both ``shifts`` (``_dsp``: the multiplier's right shift and the accumulator
+adder's two shifts as products on DSP slices; the fold adder ``add`` / ``add_dsp``
+likewise), plus ``normal``, the chain head's normal-form converter
+(:class:`~nnrtl.hw.arith.float_normal.ToNormalForm`). A PE's LUTs include the 24-28
+LUT-RAM LUTs of its 2-deep result FIFO.
 
-Memories, from the configuration: each PE's weight memory of ``weight_depth`` x 32 bits.
-On UltraScale+ (``xcup``) in UltraRAM (URAM288 = 4K x 72 b): one URAM a PE at 4K and at 8K
-words (the paper's Sec. 6.1 pairs two 4K PEs in one URAM; see above); on 7-series (``xc7``) in 36 Kb block RAMs
+Where a PE's LUTs go, before and after the normal form and the DSP shifts: the FARNN
+documentation's resource section (``docs/engines/farnn/index.md``).
+(LUTs are logic LUTs plus LUT-RAM/SRL: the PEs' 28 and the activation units' delay lines,
+276, 478, 330, 276, counted as ``lut_memory``.) A chain is its pairs, an odd tail and the
+head's converter (nearest-neighbour wiring, nothing else); an MVM unit is ``chains`` chains, ``split - 1`` rows of
+``chains / split`` fold adders and ``split`` vector buffers. Other stage counts use the same
+figures (an approximation: stages change flip-flops, hardly LUTs or DSPs).
+
+Memories, from the configuration: the PEs' weights are ``weight_depth`` normal-form
+words of 33 bits each. On UltraScale+ (``xcup``) in UltraRAM (URAM288 = 4K x 72 b): a
+pair's two 36-bit lanes, one URAM per 4K words, so two 4K PEs in one (the paper's Sec.
+6.1) and one a PE at 8K; a lone tail one URAM; on 7-series (``xc7``) in 36 Kb block RAMs
 (:func:`~nnrtl.boards.capacity.bram36_for`: 4 per 4K PE, 8 per 8K). The MVM units' vector
 buffers (``split`` per unit, ``batch x n_in`` words, the largest input of the passes) in
 block RAM. Not counted: the engine top's buffers (h, c, save stream FIFOs), AXI and
@@ -45,10 +45,16 @@ import functools
 import math
 
 from ...boards.capacity import bram36_for
+from ...hw.arith.float_format import FP32
+from ...hw.arith.float_normal import normal_width
 from ...hw.farnn.config import FP32_BITS
+from ...hw.farnn.pair import lane_bits
 
 __all__ = ["UNIT_LOGIC", "ResourceEstimate", "resource_estimate", "resources",
-           "pe_memory", "measure", "MEASURED_FAMILY"]
+           "pe_memory", "pair_memory", "chain_memory", "URAM_WORDS", "measure", "MEASURED_FAMILY"]
+
+#: Words of one URAM288 at its 72-bit width.
+URAM_WORDS = 4096
 
 #: The family the logic figures were measured for.
 MEASURED_FAMILY = "xcup"
@@ -56,10 +62,15 @@ MEASURED_FAMILY = "xcup"
 #: Logic of one unit, Yosys-measured (module docstring): ``{name: {lut, lut_memory, ff,
 #: dsp, bram36}}``.
 UNIT_LOGIC = {
-    "pe4096": {"lut": 1029, "lut_memory": 28, "ff": 473, "dsp": 2, "bram36": 0},
-    "pe8192": {"lut": 1060, "lut_memory": 28, "ff": 475, "dsp": 2, "bram36": 0},
-    "pe4096_dsp": {"lut": 895, "lut_memory": 24, "ff": 500, "dsp": 5, "bram36": 0},
-    "pe8192_dsp": {"lut": 912, "lut_memory": 24, "ff": 502, "dsp": 5, "bram36": 0},
+    "pe4096": {"lut": 876, "lut_memory": 28, "ff": 476, "dsp": 2, "bram36": 0},
+    "pe8192": {"lut": 907, "lut_memory": 28, "ff": 478, "dsp": 2, "bram36": 0},
+    "pe4096_dsp": {"lut": 649, "lut_memory": 24, "ff": 504, "dsp": 6, "bram36": 0},
+    "pe8192_dsp": {"lut": 682, "lut_memory": 24, "ff": 506, "dsp": 6, "bram36": 0},
+    "pair4096": {"lut": 1773, "lut_memory": 56, "ff": 952, "dsp": 4, "bram36": 0},
+    "pair8192": {"lut": 1831, "lut_memory": 56, "ff": 956, "dsp": 4, "bram36": 0},
+    "pair4096_dsp": {"lut": 1313, "lut_memory": 48, "ff": 1008, "dsp": 12, "bram36": 0},
+    "pair8192_dsp": {"lut": 1360, "lut_memory": 48, "ff": 1012, "dsp": 12, "bram36": 0},
+    "normal": {"lut": 109, "lut_memory": 0, "ff": 0, "dsp": 0, "bram36": 0},
     "add": {"lut": 499, "lut_memory": 4, "ff": 204, "dsp": 0, "bram36": 0},
     "add_dsp": {"lut": 342, "lut_memory": 0, "ff": 231, "dsp": 3, "bram36": 0},
     "fw_lstm": {"lut": 10444, "lut_memory": 276, "ff": 5594, "dsp": 16, "bram36": 17.5},
@@ -72,12 +83,19 @@ UNIT_LOGIC = {
 def _units():
     from ...hw.arith.float import FP32
     from ...hw.arith.float_add import FloatAdd
+    from ...hw.arith.float_normal import ToNormalForm
     from ...hw.farnn.activation import BwActivation, FwActivation
+    from ...hw.farnn.pair import PEPair
     from ...hw.farnn.pe import FarnnPE
     return {"pe4096": lambda: FarnnPE(FP32, weight_depth=4096),
             "pe8192": lambda: FarnnPE(FP32, weight_depth=8192),
-            "pe4096_dsp": lambda: FarnnPE(FP32, weight_depth=4096, adder_shifts="dsp"),
-            "pe8192_dsp": lambda: FarnnPE(FP32, weight_depth=8192, adder_shifts="dsp"),
+            "pe4096_dsp": lambda: FarnnPE(FP32, weight_depth=4096, shifts="dsp"),
+            "pe8192_dsp": lambda: FarnnPE(FP32, weight_depth=8192, shifts="dsp"),
+            "pair4096": lambda: PEPair(FP32, weight_depth=4096),
+            "pair8192": lambda: PEPair(FP32, weight_depth=8192),
+            "pair4096_dsp": lambda: PEPair(FP32, weight_depth=4096, shifts="dsp"),
+            "pair8192_dsp": lambda: PEPair(FP32, weight_depth=8192, shifts="dsp"),
+            "normal": lambda: ToNormalForm(FP32),
             "add": lambda: FloatAdd(FP32, stages=4),
             "add_dsp": lambda: FloatAdd(FP32, stages=4, shifts="dsp"),
             "fw_lstm": lambda: FwActivation("lstm"), "bw_lstm": lambda: BwActivation("lstm"),
@@ -94,11 +112,29 @@ def measure(name, family=MEASURED_FAMILY):
 
 
 def pe_memory(weight_depth, family):
-    """``(uram, bram36)`` of one PE's weight memory: one URAM288 at 4K or 8K words on
-    ``xcup`` (what Yosys maps the PE's memory to); block RAMs on ``xc7``."""
+    """``(uram, bram36)`` of a lone PE's weight memory (``weight_depth`` normal-form
+    words of 33 bits): one URAM288 at 4K or 8K words on ``xcup`` (what Yosys maps it to:
+    8K x 33 as 4K x 66); block RAMs on ``xc7``."""
     if family == "xcup":
         return 1, 0
-    return 0, bram36_for(1, weight_depth, FP32_BITS)
+    return 0, bram36_for(1, weight_depth, normal_width(FP32))
+
+
+def pair_memory(weight_depth, family):
+    """``(uram, bram36)`` of a :class:`~nnrtl.hw.farnn.pair.PEPair`'s shared memory
+    (``weight_depth`` words of two 36-bit lanes): one URAM288 (4K x 72) per 4K words on
+    ``xcup``, so two 4K PEs in one, as the paper packs them; block RAMs on ``xc7``."""
+    if family == "xcup":
+        return math.ceil(weight_depth / URAM_WORDS), 0
+    return 0, bram36_for(1, weight_depth, 2 * lane_bits(FP32))
+
+
+def chain_memory(chain_length, weight_depth, family):
+    """``(uram, bram36)`` of one chain's weight memories: ``chain_length // 2`` pairs
+    and an odd tail's own memory."""
+    pairs, lone = divmod(chain_length, 2)
+    pair, single = pair_memory(weight_depth, family), pe_memory(weight_depth, family)
+    return tuple(pairs * p + lone * q for p, q in zip(pair, single))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,8 +144,10 @@ class ResourceEstimate:
     Attributes
     ----------
     per_pe, per_chain, per_unit, activation : dict
-        ``{lut, ff, dsp, uram, bram36}`` of one PE (weight memory included), one chain, one
-        MVM unit (its chains, fold adders, vector buffers), the FW and BW activation units.
+        ``{lut, ff, dsp, uram, bram36}`` of one PE (half a pair, its share of the weight
+        memory included; a lone PE in a chain of one), one chain (its pairs, an odd
+        tail, the head's normal-form converter), one MVM unit (its chains, fold adders,
+        vector buffers), the FW and BW activation units.
     total : dict
         The engine: ``units`` MVM units and the two activation units; ``uram`` rounded
         up to whole blocks, ``bram36`` too.
@@ -147,10 +185,15 @@ def _logic(name):
 @functools.cache
 def resource_estimate(config, family=MEASURED_FAMILY):
     """The :class:`ResourceEstimate` of ``config`` in Yosys ``family``."""
-    uram, bram = pe_memory(config.weight_depth, family)
-    shifts = "" if config.adder_shifts == "lut" else "_dsp"
-    per_pe = _sum(_logic(f"pe{config.weight_depth}{shifts}"), {"uram": uram, "bram36": bram})
-    per_chain = _scaled(per_pe, config.chain_length)
+    shifts = "" if config.shifts == "lut" else "_dsp"
+    depth = config.weight_depth
+    pairs, lone = divmod(config.chain_length, 2)
+    pair_uram, pair_bram = pair_memory(depth, family)
+    pair = _sum(_logic(f"pair{depth}{shifts}"), {"uram": pair_uram, "bram36": pair_bram})
+    uram, bram = pe_memory(depth, family)
+    single = _sum(_logic(f"pe{depth}{shifts}"), {"uram": uram, "bram36": bram})
+    per_pe = _scaled(pair, 0.5) if pairs else single
+    per_chain = _sum(_scaled(pair, pairs), _scaled(single, lone), _logic("normal"))
     split = config.split_factor
     inputs = max(shape.inputs for phase in ("fw", "bw")
                  for shape in config.pass_matrices(phase))

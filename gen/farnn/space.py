@@ -29,5 +29,5 @@ def draw(rng):
         params["adder_stages"] = rng.randint(1, 6)
         params["multiplier_stages"] = rng.randint(0, 6)
     if rng.random() < 0.5:
-        params["adder_shifts"] = rng.choice(["lut", "dsp"])
+        params["shifts"] = rng.choice(["lut", "dsp"])
     return "vu9p", params

@@ -253,12 +253,12 @@ def _select(m, select, when_set, when_clear, name):
                               for field in vars(when_set)})
 
 
-def check_shifts(shifts, fmt):
+def check_shifts(shifts, fmt, *, widest=2 * DSP_ONE_HOT - 8):
     """Raise ``ValueError`` unless ``shifts`` is one of :data:`ADDER_SHIFTS` and, for
-    ``"dsp"``, ``fmt``'s precision fits the split alignment product."""
+    ``"dsp"``, ``fmt``'s precision is at most ``widest`` bits (the adder's default: what
+    its split alignment product takes)."""
     if shifts not in ADDER_SHIFTS:
         raise ValueError(f"shifts must be 'lut' or 'dsp', not {shifts!r}")
-    widest = 2 * DSP_ONE_HOT - 8
     if shifts == "dsp" and fmt.precision > widest:
         raise ValueError(f"shifts 'dsp' takes a precision of at most {widest} bits, not "
                          f"{fmt.precision}")

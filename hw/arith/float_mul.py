@@ -2,11 +2,20 @@
 
 from amaranth.hdl import Cat, Const, Module, Mux
 
-from .float_pipeline import (FloatUnit, leading_zeros, round_and_pack, shift_right_sticky,
-                             unpack, wire)
+from .float_add import ADDER_SHIFTS, check_shifts
+from .float_normal import normal_width, unpack_normal
+from .float_pipeline import (DSP_ONE_HOT, FloatUnit, align_product, leading_zeros, round_and_pack,
+                             shift_right_sticky, unpack, wire)
 
 
-__all__ = ["FloatMul", "NORMALIZE", "operand_normalize_exact"]
+__all__ = ["FloatMul", "NORMALIZE", "MULTIPLIER_SHIFTS", "OPERANDS", "operand_normalize_exact"]
+
+#: The encodings :class:`FloatMul` takes its operands in.
+OPERANDS = ("ieee", "normal")
+
+#: The ways :class:`FloatMul` builds the shifts of an exact (not flushed) multiplier (the
+#: adder's: :data:`~.float_add.ADDER_SHIFTS`).
+MULTIPLIER_SHIFTS = ADDER_SHIFTS
 
 #: Where an exact (not flushed) multiplier normalises a subnormal: the product or the
 #: operand (see :class:`FloatMul`).
@@ -42,7 +51,9 @@ class FloatMul(FloatUnit):
     vanishing result (on ``2p`` bits, or on ``p + 2`` with the low bits jammed into a
     sticky bit); rounding and encoding. Both give the same bits; ``"operand"`` takes
     fewer LUTs (fp32 on ``xcup``: the bench's arithmetic table) and puts the count and
-    shift in the ``unpack`` step, ahead of the multiplier.
+    shift in the ``unpack`` step, ahead of the multiplier. Operands in the normal form
+    (``operands="normal"``, :mod:`.float_normal`: normalised once where they were
+    made) need no count and no shift at all.
 
     Parameters
     ----------
@@ -58,13 +69,29 @@ class FloatMul(FloatUnit):
         no leading-zero count, a one-bit normalising shift, no right shift).
     normalize : str or None
         ``"product"`` or ``"operand"``, see the datapath above; ignored with
-        ``flush_subnormals``. ``"operand"`` needs :func:`operand_normalize_exact`. None
-        (default): ``"operand"`` where it holds (fp16, bf16, fp32), else ``"product"``.
+        ``flush_subnormals`` and with normal-form operands. ``"operand"`` needs
+        :func:`operand_normalize_exact`. None (default): ``"operand"`` where it holds
+        (fp16, bf16, fp32), else ``"product"``.
+    operands : str
+        ``"ieee"`` (default): ``a`` and ``b`` are encodings of ``fmt``; ``"normal"``:
+        they are in ``fmt``'s normal form (:func:`.float_normal.to_normal_form`,
+        ``fmt.width + 1`` bits), the result an encoding of ``fmt`` all the same. Not with
+        ``flush_subnormals``.
+    shifts : str
+        How the right shift of a subnormal result is built (``"operand"`` datapath and
+        normal-form operands): ``"lut"`` (default), a shifter in LUTs, or ``"dsp"``, a
+        product with a power of two that synthesis maps to one more DSP slice
+        (:func:`.float_pipeline.align_product`; about 90 fewer LUTs for fp32 on
+        ``xcup``). The same bits either way; ``"dsp"`` also keeps the pipeline registers
+        flip-flops (as :class:`~.float_add.FloatAdd`'s) and takes precisions up to
+        ``2 * DSP_ONE_HOT - 3`` (31) bits. Ignored where no such shift exists
+        (``flush_subnormals``, ``normalize="product"``).
 
     Attributes
     ----------
-    i : In(stream.Signature(data.StructLayout({"a": fmt.width, "b": fmt.width})))
-        Operands as bit patterns.
+    i : In(stream.Signature(data.StructLayout({"a": width, "b": width})))
+        Operands as bit patterns (``width``: ``fmt.width``, or ``fmt.width + 1`` for
+        normal-form operands).
     o : Out(stream.Signature(fmt.width))
         The product's bit pattern.
     latency : int
@@ -79,26 +106,49 @@ class FloatMul(FloatUnit):
         to 6, or ``flush_subnormals`` is not a bool.
     ValueError
         If ``normalize`` is not one of :data:`NORMALIZE`, or is ``"operand"`` for a format
-        where two subnormals can round to a nonzero product.
+        where two subnormals can round to a nonzero product; if ``operands`` is not one
+        of :data:`OPERANDS`, or ``"normal"`` with ``flush_subnormals``; if ``shifts`` is
+        not one of :data:`MULTIPLIER_SHIFTS`, or ``"dsp"`` for a precision above 31 bits.
     """
 
     STEPS = ("unpack", "multiply", "product", "count", "normalize", "round")
     CUT_PRIORITY = ("round", "multiply", "normalize", "unpack", "product", "count")
 
-    def __init__(self, fmt, *, stages=3, flush_subnormals=False, normalize=None):
+    def __init__(self, fmt, *, stages=3, flush_subnormals=False, normalize=None,
+                 operands="ieee", shifts="lut"):
+        if operands not in OPERANDS:
+            raise ValueError(f"operands must be 'ieee' or 'normal', not {operands!r}")
+        width = normal_width(fmt) if operands == "normal" else getattr(fmt, "width", None)
         super().__init__(fmt, stages=stages, flush_subnormals=flush_subnormals,
-                         fields=lambda fmt: {"a": fmt.width, "b": fmt.width})
+                         fields=lambda fmt: {"a": width, "b": width})
+        if operands == "normal" and flush_subnormals:
+            raise ValueError("operands 'normal' are exact: not with flush_subnormals")
         if normalize is None:
-            normalize = "operand" if operand_normalize_exact(fmt) else "product"
+            normalize = ("operand" if operands == "normal" or operand_normalize_exact(fmt)
+                         else "product")
         if normalize not in NORMALIZE:
             raise ValueError(f"normalize must be one of {', '.join(NORMALIZE)}, not "
                              f"{normalize!r}")
-        if normalize == "operand" and not operand_normalize_exact(fmt):
+        if normalize == "operand" and operands == "ieee" and not operand_normalize_exact(fmt):
             raise ValueError(f"normalize 'operand' needs bias - 1 > mantissa_bits + 1 (two "
                              f"subnormals' product rounding to zero); {fmt} has bias "
                              f"{fmt.bias} and {fmt.mantissa_bits} mantissa bits: use "
                              f"'product'")
+        # the right shift's product takes p + 2 bits, split as align_product's
+        check_shifts(shifts, fmt, widest=2 * DSP_ONE_HOT - 3)
         self._normalize = normalize
+        self._operands = operands
+        self._shifts = shifts
+
+    @property
+    def operands(self):
+        """The operands' encoding: ``"ieee"`` or ``"normal"``."""
+        return self._operands
+
+    @property
+    def shifts(self):
+        """How the right shift of a subnormal result is built: ``"lut"`` or ``"dsp"``."""
+        return self._shifts
 
     @property
     def normalize(self):
@@ -106,8 +156,19 @@ class FloatMul(FloatUnit):
         return self._normalize
 
     def elaborate(self, platform):
-        if self._normalize == "operand" and not self._flush_subnormals:
-            return self._elaborate_operand()
+        if self._flush_subnormals or (self._operands == "ieee"
+                                      and self._normalize == "product"):
+            return self._elaborate_product()
+        m = Module()
+        pipe = self.pipeline(m, keep=self._shifts == "dsp")
+        if self._operands == "normal":
+            s = self._unpack_normal(m, pipe)
+        else:
+            s = self._unpack_operand(m, pipe)
+        return self._multiply(m, pipe, s)
+
+    def _elaborate_product(self):
+        """The ``normalize="product"`` datapath, and the flushing one."""
         m = Module()
         fmt = self._fmt
         flush = self._flush_subnormals
@@ -164,22 +225,20 @@ class FloatMul(FloatUnit):
 
         return self._round(m, pipe, w)
 
-    def _elaborate_operand(self):
-        """The ``normalize="operand"`` datapath (exact subnormals)."""
-        m = Module()
+    def _unpack_operand(self, m, pipe):
+        """``unpack`` of two encodings, the subnormal one (at most one of the two: a
+        product of two subnormals is a signed zero) counted and shifted on ``p`` bits."""
         fmt = self._fmt
         p = fmt.precision
-        pipe = self.pipeline(m)
         a = unpack(m, fmt, self.i.payload.a, flush_subnormals=False, name="a")
         b = unpack(m, fmt, self.i.payload.b, flush_subnormals=False, name="b")
-        # the subnormal operand (if any) goes through the count and the shift
         a_sub = wire(m, ~a.significand[p - 1], "a_sub")
         b_sub = wire(m, ~b.significand[p - 1], "b_sub")
         x = wire(m, Mux(a_sub, a.significand, b.significand), "x")
         y = wire(m, Mux(a_sub, b.significand, a.significand), "y")
         zeros = leading_zeros(m, x, "x_zeros")
         x_normal = wire(m, (x << zeros)[:p], "x_normal")
-        s = pipe.cut(
+        return pipe.cut(
             "unpack",
             a=x_normal, b=y,
             exponent=a.exponent + b.exponent - (fmt.bias - 1) - zeros,
@@ -189,6 +248,29 @@ class FloatMul(FloatUnit):
             # a zero, or two subnormals: below half the smallest subnormal
             zero=a.zero | b.zero | (a_sub & b_sub),
         )
+
+    def _unpack_normal(self, m, pipe):
+        """``unpack`` of two normal-form operands: nothing to count or shift."""
+        fmt = self._fmt
+        a = unpack_normal(m, fmt, self.i.payload.a, "a")
+        b = unpack_normal(m, fmt, self.i.payload.b, "b")
+        return pipe.cut(
+            "unpack",
+            a=a.significand, b=b.significand,
+            exponent=a.exponent + b.exponent - 2 * fmt.mantissa_bits - (fmt.bias - 1),
+            sign=a.sign ^ b.sign,
+            nan=a.nan | b.nan | (a.inf & b.zero) | (a.zero & b.inf),
+            inf=a.inf | b.inf,
+            zero=a.zero | b.zero,
+        )
+
+    def _multiply(self, m, pipe, s):
+        """The steps after ``unpack`` of the exact datapaths with normalised operands:
+        the product's leading one is at bit ``2p - 1`` or ``2p - 2``; a subnormal or
+        vanishing result is shifted right (a shifter, or a product with a power of two
+        with ``shifts="dsp"``)."""
+        fmt = self._fmt
+        p = fmt.precision
         t = pipe.cut("multiply", product=s.a * s.b, exponent=s.exponent, sign=s.sign,
                      nan=s.nan, inf=s.inf, zero=s.zero)
         u = pipe.cut("product", product=t.product, exponent=t.exponent, sign=t.sign,
@@ -197,12 +279,17 @@ class FloatMul(FloatUnit):
         carry = u.product[2 * p - 1]
         exponent = wire(m, u.exponent - ~carry, "normal_exponent")
         right = Mux(exponent < 1, 1 - exponent, 0)[:len(exponent)]
-        v = pipe.cut("count", product=Mux(carry, u.product, u.product << 1)[:2 * p],
-                     right=right, exponent=Mux(exponent < 1, 0, exponent), sign=u.sign,
+        v = pipe.cut("count", product=u.product, carry=carry, right=right,
+                     exponent=Mux(exponent < 1, 0, exponent), sign=u.sign,
                      nan=u.nan, inf=u.inf, zero=u.zero)
         # normalize: significand, guard, and the rest jammed into a sticky bit, shifted
-        jammed = Cat(v.product[:p - 1].any(), v.product[p - 1:])
-        shifted, sticky = shift_right_sticky(m, jammed, v.right, name="denormalized")
+        normal = Mux(v.carry, v.product, v.product << 1)[:2 * p]
+        jammed = Cat(normal[:p - 1].any(), normal[p - 1:])
+        if self._shifts == "dsp":
+            product, low = align_product(m, jammed, v.right, 0, Const(0, 1), "denormalized")
+            shifted, sticky = product[low:low + p + 2], product[:low].any()
+        else:
+            shifted, sticky = shift_right_sticky(m, jammed, v.right, name="denormalized")
         w = pipe.cut("normalize", significand=shifted[2:], guard=shifted[1],
                      sticky=shifted[0] | sticky, exponent=v.exponent,
                      sign=v.sign, nan=v.nan, inf=v.inf, zero=v.zero)

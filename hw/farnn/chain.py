@@ -3,13 +3,18 @@
 ``chain_length`` :class:`~nnrtl.hw.farnn.pe.FarnnPE` in a row; each is wired to its two
 neighbours only (feed down, results up), so nothing in the chain fans out with its length.
 The chain head's links are the chain's: ``i`` takes the feed (weight load and vector
-elements, one word per cycle, no backpressure) and ``o`` gives the sums of each stream in
+elements, one word per cycle, no backpressure; its data, encodings of the format, enter
+the normal form in which the PEs keep and multiply them: one leading-zero count and
+shift a chain, combinational) and ``o`` gives the sums of each stream in
 PE order 0 to ``chain_length - 1``, the last one marked, with valid/ready. Whoever drives
 ``i`` keeps the two rules of :mod:`nnrtl.hw.farnn.pe` (``E`` idle cycles after a stream,
 at most two streams outstanding); then no backpressure on ``o`` loses data.
 
-In Verilog (:mod:`nnrtl.hw.hierarchy`) the PEs are instances of two modules, the inner
-PE and the tail, each written once whatever ``chain_length`` is.
+The PEs come two by two (:class:`~nnrtl.hw.farnn.pair.PEPair`: two PEs sharing one
+weight memory, the paper's two PEs per URAM288), an odd chain's tail alone with its own
+memory. In Verilog (:mod:`nnrtl.hw.hierarchy`) they are instances of at most three modules
+(the inner pair, the tail pair or the lone tail), each written once whatever
+``chain_length`` is.
 
 Weight load: a ``RESTART`` word, then PE 0's words (addresses in any order, the last one
 marked ``last``), then PE 1's, and so on: one word per cycle, ``chain_length`` blocks.
@@ -20,7 +25,9 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
 from ..arith.float_format import FloatFormat
+from ..arith.float_normal import ToNormalForm
 from ..hierarchy import shared
+from .pair import PEPair
 from .pe import FarnnPE, Latencies, _check_int, _check_stages, chain_word_layout, result_layout
 
 
@@ -37,7 +44,7 @@ class PEChain(Latencies, wiring.Component):
         PEs in the chain (``L``), at least 1.
     weight_depth, adder_stages, multiplier_stages : int (keyword-only)
         Of every PE (:class:`~nnrtl.hw.farnn.pe.FarnnPE`).
-    adder_shifts : str (keyword-only)
+    shifts : str (keyword-only)
         Of every PE's accumulator adder, ``"lut"`` (default) or ``"dsp"``.
 
     Attributes
@@ -62,7 +69,7 @@ class PEChain(Latencies, wiring.Component):
     """
 
     def __init__(self, fmt, *, chain_length, weight_depth, adder_stages=4,
-                 multiplier_stages=3, adder_shifts="lut"):
+                 multiplier_stages=3, shifts="lut"):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
         _check_int("chain_length", chain_length, 1)
@@ -73,9 +80,9 @@ class PEChain(Latencies, wiring.Component):
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
-        self._adder_shifts = adder_shifts
+        self._shifts = shifts
         super().__init__({
-            "i": In(stream.Signature(chain_word_layout(fmt, weight_depth))),
+            "i": In(stream.Signature(chain_word_layout(fmt, weight_depth, normal=False))),
             "o": Out(stream.Signature(result_layout(fmt))),
         })
 
@@ -89,20 +96,40 @@ class PEChain(Latencies, wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        pes = [FarnnPE(self._fmt, weight_depth=self._weight_depth,
-                       adder_stages=self._adder_stages,
-                       multiplier_stages=self._multiplier_stages,
-                       adder_shifts=self._adder_shifts,
-                       tail=k == self._chain_length - 1)
-               for k in range(self._chain_length)]
-        for k, pe in enumerate(pes):
-            # one module per kind (the tail is the other kind): nnrtl.hw.hierarchy
-            m.submodules[f"pe{k}"] = shared(pe, key=(self._fmt, self._weight_depth,
-                                                     self._adder_stages,
-                                                     self._multiplier_stages,
-                                                     self._adder_shifts, pe.tail))
+        # PEs two by two sharing a weight memory (PEPair), an odd tail alone
+        pes = []
+        for k in range(0, self._chain_length, 2):
+            tail = k + 2 >= self._chain_length
+            if k + 1 < self._chain_length:
+                unit = PEPair(self._fmt, weight_depth=self._weight_depth,
+                              adder_stages=self._adder_stages,
+                              multiplier_stages=self._multiplier_stages,
+                              shifts=self._shifts, tail=tail)
+                name, kind = f"pair{k // 2}", "pair"
+            else:
+                unit = FarnnPE(self._fmt, weight_depth=self._weight_depth,
+                               adder_stages=self._adder_stages,
+                               multiplier_stages=self._multiplier_stages,
+                               shifts=self._shifts, tail=True)
+                name, kind = f"pe{k}", "pe"
+            # one module per kind: nnrtl.hw.hierarchy
+            m.submodules[name] = shared(unit, key=(self._fmt, self._weight_depth,
+                                                   self._adder_stages,
+                                                   self._multiplier_stages, self._shifts,
+                                                   kind, tail))
+            pes.append(unit)
         head = pes[0]
-        connect(m, flipped(self.i), head.i)
+        # the feed's data into the normal form, once for the whole chain
+        m.submodules.normal = normal = ToNormalForm(self._fmt)
+        m.d.comb += [
+            head.i.valid.eq(self.i.valid),
+            head.i.payload.kind.eq(self.i.payload.kind),
+            head.i.payload.last.eq(self.i.payload.last),
+            head.i.payload.addr.eq(self.i.payload.addr),
+            normal.i.eq(self.i.payload.data),
+            head.i.payload.data.eq(normal.o),
+            self.i.ready.eq(head.i.ready),
+        ]
         connect(m, head.o, flipped(self.o))
         for before, after in zip(pes, pes[1:]):
             connect(m, before.o_next, after.i)

@@ -209,11 +209,13 @@ class FarnnConfig:
         Pipeline stages of the fp32 adders (the accumulator's slots), 1 to 6.
     multiplier_stages : int
         Pipeline stages of the fp32 multipliers, 0 to 6.
-    adder_shifts : str
-        ``"lut"`` (default) or ``"dsp"``: the PEs' accumulator adders and the MVM units'
-        fold adders shift their significands with multiplexers in LUTs or as products in
-        DSP slices (:class:`~nnrtl.hw.arith.float_add.FloatAdd`'s ``shifts``; the same
-        bits either way; ``"dsp"``: three more DSP slices a PE, fewer LUTs).
+    shifts : str
+        ``"lut"`` (default) or ``"dsp"``: the PEs' multipliers and accumulator adders and
+        the MVM units' fold adders shift their significands with multiplexers in LUTs or
+        as products in DSP slices (the ``shifts`` of
+        :class:`~nnrtl.hw.arith.float_mul.FloatMul` and
+        :class:`~nnrtl.hw.arith.float_add.FloatAdd`; the same bits either way;
+        ``"dsp"``: four more DSP slices a PE, fewer LUTs).
 
     Raises
     ------
@@ -238,7 +240,7 @@ class FarnnConfig:
     split: int = 0
     adder_stages: int = 4
     multiplier_stages: int = 3
-    adder_shifts: str = "lut"
+    shifts: str = "lut"
 
     def __post_init__(self):
         if self.cell not in CELLS:
@@ -257,10 +259,7 @@ class FarnnConfig:
                             f"{', '.join(map(str, WEIGHT_DEPTHS))}, not {self.weight_depth!r}")
         check_range("adder_stages", self.adder_stages, 1, 6)
         check_range("multiplier_stages", self.multiplier_stages, 0, 6)
-        try:
-            check_shifts(self.adder_shifts, FP32)
-        except ValueError as error:
-            raise ValueError(f"adder_{error}") from None
+        check_shifts(self.shifts, FP32)
         if self.proj_size:
             if self.cell != "lstm":
                 raise ValueError(f"proj_size ({self.proj_size}) must be 0 for cell "
@@ -282,7 +281,7 @@ class FarnnConfig:
         (:func:`nnrtl.gen.params.parse_params`), preferred first: ``split`` chosen (0) or a
         divisor of ``chains``; ``chain_length``, ``chains`` and ``weight_depth`` nearest
         their defaults (a board's budget may need fewer PEs, which then need deeper
-        memories: :meth:`check_usable`); ``adder_shifts`` in LUTs, else on DSP slices
+        memories: :meth:`check_usable`); ``shifts`` in LUTs, else on DSP slices
         (fewer LUTs a PE)."""
         del pinned
         chains = values["chains"]
@@ -292,7 +291,7 @@ class FarnnConfig:
             "chain_length": by_distance(values["chain_length"], range(1, 65))[:48],
             "chains": by_distance(values["chains"], range(1, 33))[:6],
             "weight_depth": by_distance(values["weight_depth"], WEIGHT_DEPTHS),
-            "adder_shifts": ["lut", "dsp"],
+            "shifts": ["lut", "dsp"],
         }
 
     def check_usable(self):

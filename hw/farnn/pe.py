@@ -2,7 +2,10 @@
 
 A weight-stationary fp32 PE: one :class:`~nnrtl.hw.arith.FloatMul`, one
 :class:`~nnrtl.hw.arith.StreamingAccumulator` and its own weight memory, wired only to its
-two neighbours in a :class:`~nnrtl.hw.farnn.chain.PEChain`.
+two neighbours in a :class:`~nnrtl.hw.farnn.chain.PEChain`. Its operands, weights and
+elements alike, arrive in the normal form (:mod:`~nnrtl.hw.arith.float_normal`: subnormals
+normalised once, at the chain head), so the multiplier needs no leading-zero count; the
+weight memory holds ``fmt.width + 1``-bit words.
 
 Links (nearest neighbour only)
 ------------------------------
@@ -45,10 +48,11 @@ from ..arith.accumulator import StreamingAccumulator, reduction_schedule
 from ..arith.float_add import FloatAdd, check_shifts
 from ..arith.float_format import FloatFormat
 from ..arith.float_mul import FloatMul
+from ..arith.float_normal import normal_width
 from ..arith.float_pipeline import sideband
 
 
-__all__ = ["ChainWordKind", "chain_word_layout", "result_layout", "sideband", "reduction_cycles",
+__all__ = ["ChainWordKind", "chain_word_layout", "weight_port_signature", "result_layout", "sideband", "reduction_cycles",
            "sum_delay", "Latencies", "FarnnPE"]
 
 
@@ -63,13 +67,29 @@ class ChainWordKind(enum.Enum, shape=2):
     RESTART = 2
 
 
-def chain_word_layout(fmt, weight_depth):
-    """The feed word: ``kind``, ``last``, ``addr`` (``range(weight_depth)``), ``data``."""
+def chain_word_layout(fmt, weight_depth, *, normal=True):
+    """The feed word: ``kind``, ``last``, ``addr`` (``range(weight_depth)``), ``data``:
+    in ``fmt``'s normal form (:mod:`~nnrtl.hw.arith.float_normal`, ``fmt.width + 1``
+    bits) between PEs, an encoding of ``fmt`` (``normal=False``) where a chain takes it."""
     return data.StructLayout({
         "kind": ChainWordKind,
         "last": 1,
         "addr": range(weight_depth),
-        "data": fmt.width,
+        "data": normal_width(fmt) if normal else fmt.width,
+    })
+
+
+def weight_port_signature(fmt, weight_depth):
+    """A PE's side of a weight memory it shares (``shared_memory``): one address for
+    its write and its read, ``w_data`` and ``r_data`` in the normal form. The read is
+    synchronous and enabled whenever ``w_en`` is low (the memory's ``no_change`` mode: a
+    word is kept or read, never both)."""
+    width = normal_width(fmt)
+    return wiring.Signature({
+        "addr": Out(range(weight_depth)),
+        "w_en": Out(1),
+        "w_data": Out(width),
+        "r_data": In(width),
     })
 
 
@@ -138,9 +158,15 @@ class FarnnPE(Latencies, wiring.Component):
         The multiplier's stages, 0 to 6 (default 3).
     tail : bool (keyword-only)
         The last PE of its chain: marks its own sums ``last`` and relays nothing.
-    adder_shifts : str (keyword-only)
-        The accumulator adder's shifts, ``"lut"`` (default) or ``"dsp"`` (three DSP
-        slices for fewer LUTs; :class:`~nnrtl.hw.arith.float_add.FloatAdd`).
+    shifts : str (keyword-only)
+        The multiplier's and the accumulator adder's shifts, ``"lut"`` (default: two DSP
+        slices a PE, the multiplier's) or ``"dsp"`` (six: one more for the multiplier's
+        right shift, three for the adder's; fewer LUTs; the same bits,
+        :class:`~nnrtl.hw.arith.float_mul.FloatMul`, :class:`~nnrtl.hw.arith.float_add.
+        FloatAdd`).
+    shared_memory : bool (keyword-only)
+        False (default): the PE has its own weight memory. True: it has none and drives
+        ``weights`` instead (:class:`~nnrtl.hw.farnn.pair.PEPair`: two PEs, one memory).
 
     Attributes
     ----------
@@ -152,6 +178,8 @@ class FarnnPE(Latencies, wiring.Component):
         Results to the predecessor.
     i_next : In(stream.Signature(result_layout))
         Results from the successor.
+    weights : Out(weight_port_signature)
+        With ``shared_memory`` only: the PE's port of the shared weight memory.
     reduction_cycles : int
         ``E``: cycles between a stream's last element and the next stream's first.
     sum_delay : int
@@ -188,15 +216,18 @@ class FarnnPE(Latencies, wiring.Component):
     """
 
     def __init__(self, fmt, *, weight_depth, adder_stages=4, multiplier_stages=3,
-                 tail=False, adder_shifts="lut"):
+                 tail=False, shifts="lut", shared_memory=False):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
         _check_int("weight_depth", weight_depth, 1)
         _check_stages(adder_stages, multiplier_stages)
         if not isinstance(tail, bool):
             raise TypeError(f"tail must be a bool, not {tail!r}")
-        check_shifts(adder_shifts, fmt)
-        self._adder_shifts = adder_shifts
+        if not isinstance(shared_memory, bool):
+            raise TypeError(f"shared_memory must be a bool, not {shared_memory!r}")
+        self._shared_memory = shared_memory
+        check_shifts(shifts, fmt)
+        self._shifts = shifts
         self._fmt = fmt
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
@@ -204,12 +235,15 @@ class FarnnPE(Latencies, wiring.Component):
         self._tail = tail
         feed = stream.Signature(chain_word_layout(fmt, weight_depth))
         results = stream.Signature(result_layout(fmt))
-        super().__init__({
+        members = {
             "i": In(feed),
             "o_next": Out(feed),
             "o": Out(results),
             "i_next": In(results),
-        })
+        }
+        if shared_memory:
+            members["weights"] = Out(weight_port_signature(fmt, weight_depth))
+        super().__init__(members)
 
     @property
     def fmt(self):
@@ -228,25 +262,40 @@ class FarnnPE(Latencies, wiring.Component):
         return self._multiplier_stages
 
     @property
-    def adder_shifts(self):
-        return self._adder_shifts
+    def shifts(self):
+        return self._shifts
 
     @property
     def tail(self):
         return self._tail
 
+    @property
+    def shared_memory(self):
+        return self._shared_memory
+
     def elaborate(self, platform):
         m = Module()
         fmt = self._fmt
-        # ram_style "ultra": UltraRAM, as the paper builds the PE (Vivado and Yosys'
-        # synth_xilinx -uram honour it; left to itself Yosys put 8,192 words in LUT-RAM).
-        m.submodules.memory = memory = Memory(shape=fmt.width, depth=self._weight_depth,
-                                              init=[], attrs={"ram_style": "ultra"})
-        write = memory.write_port()
-        read = memory.read_port()
-        m.submodules.multiplier = multiplier = FloatMul(fmt, stages=self._multiplier_stages)
+        if self._shared_memory:
+            port = self.weights
+        else:
+            # ram_style "ultra": UltraRAM, as the paper builds the PE (Vivado and Yosys'
+            # synth_xilinx -uram honour it; left to itself Yosys put 8,192 words in
+            # LUT-RAM).
+            m.submodules.memory = memory = Memory(shape=normal_width(fmt),
+                                                  depth=self._weight_depth, init=[],
+                                                  attrs={"ram_style": "ultra"})
+            write = memory.write_port()
+            read = memory.read_port()
+            port = weight_port_signature(fmt, self._weight_depth).create()
+            m.d.comb += [
+                write.addr.eq(port.addr), write.en.eq(port.w_en), write.data.eq(port.w_data),
+                read.addr.eq(port.addr), read.en.eq(~port.w_en), port.r_data.eq(read.data),
+            ]
+        m.submodules.multiplier = multiplier = FloatMul(
+            fmt, stages=self._multiplier_stages, operands="normal", shifts=self._shifts)
         m.submodules.accumulator = accumulator = StreamingAccumulator(
-            fmt, adder_stages=self._adder_stages, adder_shifts=self._adder_shifts)
+            fmt, adder_stages=self._adder_stages, adder_shifts=self._shifts)
         m.submodules.sums = sums = SyncFIFO(width=fmt.width, depth=2)
 
         # The feed: keep weight words until full, relay everything else.
@@ -262,9 +311,9 @@ class FarnnPE(Latencies, wiring.Component):
             self.o_next.payload.eq(word),
         ]
         m.d.comb += [
-            write.en.eq(keep),
-            write.addr.eq(word.addr),
-            write.data.eq(word.data),
+            port.w_en.eq(keep),
+            port.addr.eq(word.addr),
+            port.w_data.eq(word.data),
         ]
         with m.If(keep & word.last):
             m.d.sync += full.eq(1)
@@ -273,9 +322,8 @@ class FarnnPE(Latencies, wiring.Component):
 
         # MAC: the weight read in the element's cycle meets the element one cycle later.
         element = Signal()
-        element_data = Signal(fmt.width)
+        element_data = Signal(normal_width(fmt))
         element_last = Signal()
-        m.d.comb += [read.addr.eq(word.addr), read.en.eq(1)]
         m.d.sync += [
             element.eq(self.i.valid & (word.kind == ChainWordKind.ELEMENT)),
             element_data.eq(word.data),
@@ -284,7 +332,7 @@ class FarnnPE(Latencies, wiring.Component):
         product_last = sideband(m, multiplier, element_last, "product_last")
         m.d.comb += [
             multiplier.i.valid.eq(element),
-            multiplier.i.payload.a.eq(read.data),
+            multiplier.i.payload.a.eq(port.r_data),
             multiplier.i.payload.b.eq(element_data),
             accumulator.i.valid.eq(multiplier.o.valid),
             accumulator.i.payload.value.eq(multiplier.o.payload),

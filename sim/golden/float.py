@@ -33,7 +33,7 @@ from nnrtl.hw.arith.float_format import FloatFormat
 
 
 __all__ = ["float_add", "float_sub", "float_mul", "pattern_dtype", "to_bits", "from_bits",
-           "round_to_format", "special_values", "random_operands", "CATEGORIES"]
+           "to_normal_form", "round_to_format", "special_values", "random_operands", "CATEGORIES"]
 
 
 def pattern_dtype(fmt):
@@ -230,6 +230,24 @@ def float_mul(fmt, a_bits, b_bits, *, flush_subnormals=False, flags=False):
 
 
 # -- conversions -----------------------------------------------------------------------
+
+def to_normal_form(fmt, bits):
+    """The normal form (:mod:`nnrtl.hw.arith.float_normal`) of ``fmt`` bit patterns, as
+    ``uint64``: the fraction shifted left by the significand's leading zeros ``z``, the
+    exponent ``max(field, 1) + mantissa_bits - z`` in ``exponent_bits + 1`` bits."""
+    _check(fmt)
+    m_bits, e_bits = fmt.mantissa_bits, fmt.exponent_bits
+    bits = np.asarray(bits).astype(np.uint64) & np.uint64((1 << fmt.width) - 1)
+    sign = (bits >> np.uint64(fmt.width - 1)) & np.uint64(1)
+    field = ((bits >> np.uint64(m_bits)) & np.uint64((1 << e_bits) - 1)).astype(np.int64)
+    fraction = (bits & np.uint64(fmt.mantissa_mask)).astype(np.int64)
+    significand = np.where(field > 0, fraction | (1 << m_bits), fraction)
+    zeros = fmt.precision - _bit_length(significand)
+    exponent = np.maximum(field, 1) + m_bits - zeros
+    shifted = (significand << zeros) & fmt.mantissa_mask
+    return ((sign << np.uint64(e_bits + 1 + m_bits))
+            | (exponent.astype(np.uint64) << np.uint64(m_bits)) | shifted.astype(np.uint64))
+
 
 _FLOAT64 = FloatFormat(11, 52)
 

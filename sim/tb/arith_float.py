@@ -10,19 +10,19 @@ a :class:`nnrtl.sim.tb.bundle.StreamUnitBundle` of units (ports ``i_<name>__payl
     (the default) for a unit on its own, ``{"i": "i_add", "o": "o_add"}`` in a bundle.
 ``op``
     ``"add"``, ``"sub"`` (a ``FloatAdd`` with the ``subtract`` bit set) or ``"mul"``.
-``exponent_bits``, ``mantissa_bits``, ``flush_subnormals``, ``latency``
-    The unit's format, mode and latency.
-``offsets``
-    Bit offsets of the payload fields (``a``, ``b``, an adder's ``subtract``).
-``count``
-    Operand pairs streamed at full rate: one per cycle, ``o.ready`` always high.
-``backpressure_count``
-    Operand pairs streamed under pause patterns on ``i`` and ``o`` (0: skip).
+``exponent_bits``, ``mantissa_bits``, ``flush_subnormals``, ``latency``, ``offsets``
+    The unit's format, mode, latency and payload bit offsets (``a``, ``b``, ``subtract``).
+``operands``
+    ``"ieee"`` (default) or ``"normal"``: the bench sends a multiplier's operands in the
+    normal form (:func:`~nnrtl.sim.golden.float.to_normal_form`).
+``count``, ``backpressure_count``
+    Operand pairs streamed at full rate (``o.ready`` always high), and under pause
+    patterns on ``i`` and ``o`` (0: skip).
 ``patterns``
     Entries of :func:`~nnrtl.sim.tb.bundle.pattern_kinds` over which the backpressure
     run's pairs are split (default ``["random"]``).
 ``seed``
-    Of :func:`nnrtl.sim.golden.float.random_operands` (``seed + 1`` for the second run).
+    Of :func:`~nnrtl.sim.golden.float.random_operands` (``seed + 1`` for the second).
 
 Operands are drawn in numpy and the results compared with the vectorised model at the
 end. The full-rate run is a tight loop, one pair per clock edge (the shared stream
@@ -33,8 +33,8 @@ cycles. The backpressure run is on the shared drivers
 ``i.ready`` is ``~o.valid | o.ready``, that a stalled result holds still and that no
 result comes beyond the expected ones.
 
-Reported: ``vectors``, ``mismatches``, ``cycles``, ``vectors_per_second`` (wall clock
-of the driving loop), ``first_latency``; with backpressure ``backpressure_vectors``,
+Reported: ``vectors``, ``mismatches``, ``cycles``, ``vectors_per_second``,
+``first_latency``; with backpressure ``backpressure_vectors``,
 ``backpressure_mismatches``, ``backpressure_cycles`` (first pair queued to last result
 taken), ``backpressure_patterns`` (per entry ``vectors``, ``cycles``, ``budget``);
 ``examples``, ``backpressure_examples``: up to 8 mismatches, ``[a, b, got, expected]``.
@@ -48,7 +48,8 @@ import numpy as np
 from cocotb.triggers import RisingEdge
 
 from nnrtl.hw.arith.float_format import FloatFormat
-from nnrtl.sim.golden.float import float_add, float_mul, float_sub, random_operands
+from nnrtl.sim.golden.float import (float_add, float_mul, float_sub, random_operands,
+                                    to_normal_form)
 from nnrtl.sim.tb.bundle import StreamLane, run_lanes
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 from nnrtl.sim.tb.streams import Streams, cycle_now
@@ -73,8 +74,11 @@ def operands(seed, count):
     offsets = PARAMS["offsets"]
     extra = (1 << offsets["subtract"]) if op == "sub" else 0
     shift_a, shift_b = offsets["a"], offsets["b"]
+    sent_a, sent_b = a, b
+    if PARAMS.get("operands", "ieee") == "normal":
+        sent_a, sent_b = to_normal_form(fmt, a), to_normal_form(fmt, b)
     payloads = [(x << shift_a) | (y << shift_b) | extra
-                for x, y in zip(a.tolist(), b.tolist())]
+                for x, y in zip(sent_a.tolist(), sent_b.tolist())]
     expected = MODELS[op](fmt, a, b, flush_subnormals=PARAMS["flush_subnormals"])
     return a, b, payloads, expected
 

@@ -1,5 +1,5 @@
 # amaranth: UnusedElaboratable=no
-"""The arithmetic bench (nnrtl.gen.bench): its stage sweep covers both variants of the fp32
+"""The arithmetic bench (nnrtl.gen.bench): its stage sweep covers every variant of the fp32
 adder and multiplier at every pipeline depth, and a deeper pipeline leaves fewer logic
 levels (Yosys on two depths)."""
 
@@ -10,16 +10,23 @@ from nnrtl.gen.progress import Progress
 from nnrtl.hw.arith import FP32, FloatAdd, FloatMul
 
 
-def test_stage_sweep_covers_both_variants_at_every_depth():
+def test_stage_sweep_covers_every_variant_at_every_depth():
     sweep = bench._stage_sweep()
     assert {(unit, variant) for unit, variant, _ in sweep} == {
         ("fp32 add", "shifts lut"), ("fp32 add", "shifts dsp"),
-        ("fp32 multiply", "normalize operand"), ("fp32 multiply", "normalize product")}
+        ("fp32 multiply", "normalize operand"), ("fp32 multiply", "normalize product"),
+        ("fp32 multiply", "shifts dsp"), ("fp32 multiply", "normal operands"),
+        ("fp32 multiply", "normal operands, shifts dsp")}
     for (unit, variant, stages), (kind, kwargs) in sweep.items():
         built = kind(FP32, **kwargs)
         assert built.stages == stages
         assert kind is (FloatAdd if unit == "fp32 add" else FloatMul)
-        assert variant.endswith(built.shifts if unit == "fp32 add" else built.normalize)
+        if unit == "fp32 add":
+            assert variant == f"shifts {built.shifts}"
+        else:
+            assert ("normal operands" in variant) == (built.operands == "normal")
+            assert ("shifts dsp" in variant) == (built.shifts == "dsp")
+            assert variant != "normalize product" or built.normalize == "product"
     depths = {stages for unit, _, stages in sweep if unit == "fp32 multiply"}
     assert depths == set(range(1, len(FloatMul.CUT_PRIORITY) + 1))
 

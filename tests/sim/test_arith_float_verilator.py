@@ -4,7 +4,8 @@ nnrtl.sim.tb.arith_float).
 
 ``make test`` streams a reduced count per operation and format; the full count, 10**6
 operand pairs per operation per format (the default units) and for fp32's other
-variants (the adder's shifts on DSP slices, the multiplier normalising the product), is
+variants (the adder's shifts on DSP slices; the multiplier normalising the product, its
+right shift on a DSP slice, its operands in the normal form, and both), is
 marked ``slow`` and selected by ``make verify-arith`` (``pytest -m slow -k arith``). To keep Verilator builds few, an adder and a
 multiplier sit side by side in one :class:`StreamUnitBundle` (ports ``i_add__payload``,
 ``o_mul__valid``, ...): one build per format serves add, sub and mul.
@@ -29,17 +30,27 @@ REDUCED_COUNT = 20_000
 FULL_COUNT = 1_000_000
 
 
+#: The multiplier's variants: keyword arguments of FloatMul.
+MULTIPLIER_VARIANTS = {
+    "product": {"normalize": "product"},
+    "operand": {"normalize": "operand"},
+    "dsp": {"shifts": "dsp"},
+    "normal": {"operands": "normal"},
+    "normal_dsp": {"operands": "normal", "shifts": "dsp"},
+}
+
+
 def spec(fmt, *, stages=3, flush_subnormals=False, variant=None):
-    """A unit: ``variant`` is the adder's ``shifts`` or the multiplier's ``normalize``
-    (None: the unit's default)."""
+    """A unit: ``variant`` is the adder's ``shifts`` or a key of
+    :data:`MULTIPLIER_VARIANTS` (None: the unit's default)."""
     return {"exponent_bits": fmt.exponent_bits, "mantissa_bits": fmt.mantissa_bits,
             "stages": stages, "flush_subnormals": flush_subnormals, "variant": variant}
 
 
 def build_unit(spec):
     mul = spec["unit"] == "mul"
-    extra = {} if spec["variant"] is None else {
-        ("normalize" if mul else "shifts"): spec["variant"]}
+    extra = {} if spec["variant"] is None else (
+        MULTIPLIER_VARIANTS[spec["variant"]] if mul else {"shifts": spec["variant"]})
     return (FloatMul if mul else FloatAdd)(
         FloatFormat(spec["exponent_bits"], spec["mantissa_bits"]), stages=spec["stages"],
         flush_subnormals=spec["flush_subnormals"], **extra)
@@ -68,6 +79,7 @@ def run_bench(design, op, *, count, backpressure_count, seed=1):
                           "exponent_bits": fmt.exponent_bits,
                           "mantissa_bits": fmt.mantissa_bits,
                           "flush_subnormals": unit.flush_subnormals,
+                          "operands": unit.operands if op == "mul" else "ieee",
                           "latency": unit.latency,
                           "offsets": {field: unit.payload_layout[field].offset
                                       for field in fields},
@@ -105,6 +117,9 @@ VARIANTS = {
     # multiplier normalising the product
     "fp16_bf16": (spec(FP16, stages=1, variant="dsp"),
                   spec(BF16, stages=6, variant="product")),
+    # the FARNN PE's multiplier (normal-form operands, its right shift on a DSP slice)
+    "fp32_normal": (spec(FP32, stages=2, variant="dsp"),
+                    spec(FP32, stages=3, variant="normal_dsp")),
 }
 #: fp32's other variants, at the full count only (``make verify-arith``).
 FP32_OTHER_VARIANTS = (spec(FP32, variant="dsp"), spec(FP32, variant="product"))
@@ -132,3 +147,13 @@ def test_full_count_arith_float_other_variants(op):
     normalising the product) at the full count."""
     run_bench(bundle(*FP32_OTHER_VARIANTS), op, count=FULL_COUNT,
               backpressure_count=100_000, seed=4)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(5400)
+@pytest.mark.parametrize("variant", ["dsp", "normal", "normal_dsp"])
+def test_full_count_arith_float_multiplier_variants(variant):
+    """fp32's multiplier with its right shift on a DSP slice, with normal-form operands,
+    and both (the FARNN PE's), at the full count."""
+    run_bench(bundle(spec(FP32), spec(FP32, variant=variant)), "mul", count=FULL_COUNT,
+              backpressure_count=100_000, seed=5)

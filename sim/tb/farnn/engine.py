@@ -45,9 +45,12 @@ import cocotb
 import numpy as np
 from cocotbext.axi import AxiStreamFrame
 
+from nnrtl.hw.arith.float import FP32
 from nnrtl.hw.farnn import FarnnConfig
+from nnrtl.hw.farnn.pair import memory_word
 from nnrtl.hw.farnn.registers import COUNTERS, PHASES, register_map
 from nnrtl.hw.farnn.schedule import run_cycles
+from nnrtl.sim.golden.float import to_normal_form
 from nnrtl.sim.tb.farnn import io as farnn_io
 from nnrtl.sim.tb.common import report, tb_params
 from nnrtl.sim.tb.engine_bench import EngineBench
@@ -103,7 +106,8 @@ def backdoor_writes(config, phase, data):
     ``(unit, chain, pe, base, words)`` blocks: the MVM unit's load rule
     (:mod:`nnrtl.hw.farnn.mvm`) -- lane ``c`` of a unit's frame feeds chain ``c``, PE
     ``k`` keeps the ``k``-th block of :attr:`~nnrtl.hw.farnn.config.MatrixShape.
-    weights_per_pe` words, written from the matrix's
+    weights_per_pe` words (in the normal form, :func:`~nnrtl.sim.golden.float.
+    to_normal_form`, as the chain head converts them), written from the matrix's
     :meth:`~nnrtl.hw.farnn.FarnnConfig.weight_bases` on. GRU's ``bR_n`` frame is not
     here (:func:`backdoor_load` writes the ``bias`` memory)."""
     frames = farnn_io.weight_frames(config, phase, data)
@@ -115,28 +119,25 @@ def backdoor_writes(config, phase, data):
         frame = np.asarray(frame).reshape(config.chain_length, words, config.chains)
         for chain in range(config.chains):
             for pe in range(config.chain_length):
-                yield unit, chain, pe, bases[job], frame[pe, :, chain]
+                yield unit, chain, pe, bases[job], to_normal_form(FP32, frame[pe, :, chain])
 
 
 async def backdoor_load(bench, data, phase):
     """LOAD of pass ``phase`` through the simulator instead of ``s_weights``: each
     PE's weight memory written directly (:func:`backdoor_writes`; GRU FW: the ``bias``
     rows too), in no simulated time. For full-size runs, where the stream load is
-    about 2 cycles a beat over ``units * chain_length * weights_per_pe`` beats (532,480
-    cycles for the LSTM preset's 832 PEs) at some 130 simulated cycles a second; the stream load itself is
-    checked on the scaled configurations, and ``tests/farnn/sim/test_farnn_verilator.py``
+    about 2 cycles a beat over ``units * chain_length * weights_per_pe`` beats (some
+    524,000 cycles for the LSTM preset's 1,024 PEs) at some 130 simulated cycles a
+    second; the stream load itself is checked on the scaled configurations, and ``tests/farnn/sim/test_farnn_verilator.py``
     checks that this back door leaves exactly what the stream load leaves."""
     from cocotb.handle import Immediate
 
     await bench.regs.write("phase", PHASES[phase])
     await bench.regs.write("steps", CONFIG.seq_len)
     await bench.regs.write("batch", CONFIG.batch)
-    dut = bench.dut
-    for unit, chain, pe, base, words in backdoor_writes(CONFIG, phase, data):
-        memory = getattr(getattr(getattr(dut, f"unit{unit}"), f"chain{chain}"),
-                         f"pe{pe}").memory
-        for address, word in enumerate(words.tolist()):
-            memory[base + address].value = Immediate(int(word))
+    for memory, base, words in _memory_blocks(bench.dut, CONFIG, phase, data):
+        for address, word in enumerate(words):
+            memory[base + address].value = Immediate(word)
     if CONFIG.cell == "gru" and phase == "fw":
         frames = farnn_io.weight_frames(CONFIG, phase, data)
         for row, beat in enumerate(np.asarray(frames[-1]).tolist()):
@@ -144,16 +145,32 @@ async def backdoor_load(bench, data, phase):
                 sum(int(word) << (32 * lane) for lane, word in enumerate(beat)))
 
 
+def _memory_blocks(dut, config, phase, data):
+    """:func:`backdoor_writes` as ``(memory handle, base, words)``: a chain's PEs in
+    pairs (:class:`~nnrtl.hw.farnn.pair.PEPair`: both lanes of one memory word), an odd
+    tail alone."""
+    pairs = {}
+    for unit, chain, pe, base, words in backdoor_writes(config, phase, data):
+        parent = getattr(getattr(dut, f"unit{unit}"), f"chain{chain}")
+        if pe // 2 * 2 + 1 < config.chain_length:
+            pairs.setdefault((unit, chain, pe // 2, base), [parent, None, None])[
+                1 + pe % 2] = words.tolist()
+        else:
+            yield getattr(parent, f"pe{pe}").memory, base, words.tolist()
+    for (_unit, _chain, pair, base), (parent, first, second) in pairs.items():
+        yield (getattr(parent, f"pair{pair}").memory, base,
+               [memory_word(FP32, x, y) for x, y in zip(first, second)])
+
+
 async def memory_words(bench, config, phase, data):
     """The PEs' weight memories where :func:`backdoor_writes` writes, read back: a
-    list of ``(unit, chain, pe, want, got)`` blocks that differ (empty: identical)."""
+    list of ``(memory handle name, base, want, got)`` blocks that differ (empty:
+    identical)."""
     differ = []
-    for unit, chain, pe, base, words in backdoor_writes(config, phase, data):
-        memory = getattr(getattr(getattr(bench.dut, f"unit{unit}"), f"chain{chain}"),
-                         f"pe{pe}").memory
+    for memory, base, words in _memory_blocks(bench.dut, config, phase, data):
         got = [int(memory[base + a].value) for a in range(len(words))]
-        if got != words.tolist():
-            differ.append((unit, chain, pe, words.tolist(), got))
+        if got != words:
+            differ.append((memory._path, base, words, got))
     return differ
 
 
@@ -214,11 +231,11 @@ async def layer_pass_matches_golden_model(dut):
                 if weight_load == "stream+check":
                     differ = await memory_words(bench, CONFIG, phase, data)
                     if differ:
-                        unit, chain, pe, want, got = differ[0]
+                        memory, base, want, got = differ[0]
                         raise BenchFailure(
                             f"{len(differ)} PE memories differ from the back door's "
-                            f"words after the {phase} stream load; first unit {unit} "
-                            f"chain {chain} pe {pe}: want {want[:4]}..., got {got[:4]}...")
+                            f"words after the {phase} stream load; first {memory} from "
+                            f"address {base}: want {want[:4]}..., got {got[:4]}...")
             record, received = await run(bench, phase, data, expected[phase])
             records.append(record)
             outputs.update(farnn_io.arrays_of(CONFIG, phase, received))

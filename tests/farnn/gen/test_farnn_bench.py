@@ -11,6 +11,7 @@ from nnrtl.gen.farnn.studies import bench, bench_model
 from nnrtl.gen.farnn.studies.bench_gpu import gpu_baseline
 from nnrtl.gen.farnn.studies.bench_markdown import markdown_farnn
 from nnrtl.gen.farnn.perf import CLOCK_HZ
+from nnrtl.gen.farnn.resources import UNIT_LOGIC, chain_memory
 from nnrtl.hw.farnn import FarnnConfig
 
 
@@ -68,12 +69,17 @@ def test_time_rows_sum_and_grow():
 
 def test_table2_rows_per_pe_and_per_chain():
     rows = bench_model.table2_rows(boards=("vu9p",))
-    assert [(r["cell"], r["pes"]) for r in rows] == [("lstm", 4 * 16 * 13), ("gru", 3 * 16 * 18)]
+    assert [(r["cell"], r["pes"]) for r in rows] == [("lstm", 4 * 16 * 17), ("gru", 3 * 16 * 20)]
     for row in rows:
         assert row["pes"] == row["chains"] * row["chain_length"] * row["units"]
-        for key in ("lut", "ff", "dsp", "uram"):
-            assert row["per_chain"][key] == pytest.approx(row["chain_length"]
-                                                          * row["per_pe"][key])
+        pairs, lone = divmod(row["chain_length"], 2)
+        suffix = f"{row['weight_depth']}_dsp"
+        for key in ("ff", "dsp"):
+            want = (pairs * UNIT_LOGIC[f"pair{suffix}"][key]
+                    + lone * UNIT_LOGIC[f"pe{suffix}"][key] + UNIT_LOGIC["normal"][key])
+            assert row["per_chain"][key] == want
+        assert row["per_chain"]["uram"] == chain_memory(row["chain_length"],
+                                                        row["weight_depth"], "xcup")[0]
         assert all(row["needs"][k] <= row["limits"][k] for k in row["needs"])
     lstm, gru = rows
     assert lstm["chain_length"] < gru["chain_length"]       # the paper's L_LSTM < L_GRU
@@ -103,7 +109,7 @@ def test_bench_farnn_without_rtl(tmp_path):
     json.dumps(result)
     text = markdown_farnn(result)
     for needle in ("| 1 | 82.8% |", "| 2 | 88.0% |", "| 4 | 92.5% |", "4,096 (4,096)",
-                   "1,536 (1,536)", "| vu9p | lstm 1,024 | 832 |", "an extrapolation"):
+                   "1,536 (1,536)", "| vu9p | lstm 1,024 | 1,088 |", "an extrapolation"):
         assert needle in text, needle
     assert [r["fpga_ms"] is not None for r in result["gpu"]["rows"]] == [True] * 3
 

@@ -9,33 +9,47 @@ import pytest
 from nnrtl.boards import get_board
 from nnrtl.gen.engines import budget
 from nnrtl.gen.farnn.explore import fits
-from nnrtl.gen.farnn.resources import UNIT_LOGIC, measure, pe_memory, resource_estimate
+from nnrtl.gen.farnn.resources import (UNIT_LOGIC, chain_memory, measure, pair_memory,
+                                       pe_memory, resource_estimate)
 from nnrtl.hw.farnn.config import FarnnConfig
 from nnrtl.hw.farnn.presets import PAPER_8K, PRESETS
 
 
-def test_pe_memory_one_uram_a_pe():
-    """URAM288 is 4K x 72 b: the RTL gives each PE its own memory, one URAM at 4K or 8K x
-    32 b (the paper pairs two 4K PEs in one through its two ports); on 7-series a 4K x
-    32 b memory is four 1K x 36 BRAM36."""
+def test_weight_memories_two_4k_pes_a_uram():
+    """URAM288 is 4K x 72 b: a pair's two 36-bit lanes take one URAM288 per 4K words (the
+    paper's two 4K PEs per URAM), a lone tail one at 4K or 8K x 33 b; on 7-series a 4K x
+    72 b pair memory is eight 4K x 9 BRAM36, a 4K x 33 b one four."""
+    assert pair_memory(4096, "xcup") == (1, 0)
+    assert pair_memory(8192, "xcup") == (2, 0)
     assert pe_memory(4096, "xcup") == (1, 0)
     assert pe_memory(8192, "xcup") == (1, 0)
+    assert pair_memory(4096, "xc7") == (0, 8)
     assert pe_memory(4096, "xc7") == (0, 4)
     assert pe_memory(8192, "xc7") == (0, 8)
+    assert chain_memory(16, 4096, "xcup") == (8, 0)
+    assert chain_memory(13, 4096, "xcup") == (7, 0)
+    assert chain_memory(13, 8192, "xcup") == (13, 0)
 
 
-def test_totals_add_up_from_pe_chain_unit_and_activation():
+def _lut(name):
+    return UNIT_LOGIC[name]["lut"] + UNIT_LOGIC[name]["lut_memory"]
+
+
+def test_totals_add_up_from_pair_chain_unit_and_activation():
     config = FarnnConfig(chain_length=16, weight_depth=4096, split=1)   # 1,024 PEs, 4K
     estimate = resource_estimate(config)
     assert estimate.pes == 1024
-    pe = UNIT_LOGIC["pe4096"]
-    assert estimate.per_chain["lut"] == 16 * (pe["lut"] + pe["lut_memory"])
-    assert estimate.total["uram"] == 1024                               # 1 URAM a PE
+    assert estimate.per_chain["lut"] == 8 * _lut("pair4096") + _lut("normal")
+    assert estimate.per_pe["lut"] == _lut("pair4096") / 2
+    assert estimate.total["uram"] == 512                                # 2 PEs a URAM
     assert estimate.total["dsp"] == 1024 * 2 + 16 + 34                  # PEs, FW, BW LSTM
+    # an odd chain: its tail alone
+    odd = resource_estimate(dataclasses.replace(config, chain_length=15))
+    assert odd.per_chain["lut"] == 7 * _lut("pair4096") + _lut("pe4096") + _lut("normal")
+    assert odd.total["uram"] == 64 * 8
     # split 4: 3 rows of 4 fold adders per unit, no DSP, their LUTs
     split = resource_estimate(dataclasses.replace(config, split=4))
-    pe_lut = UNIT_LOGIC["add"]["lut"] + UNIT_LOGIC["add"]["lut_memory"]
-    assert split.total["lut"] - estimate.total["lut"] == 4 * 3 * 4 * pe_lut
+    assert split.total["lut"] - estimate.total["lut"] == 4 * 3 * 4 * _lut("add")
     assert split.total["dsp"] == estimate.total["dsp"]
 
 
@@ -43,7 +57,7 @@ def test_gru_has_three_units():
     config = FarnnConfig(cell="gru", hidden_size=1280, input_size=1280, chain_length=14,
                          weight_depth=8192, split=1)
     estimate = resource_estimate(config)
-    assert estimate.total["uram"] == 3 * 16 * 14
+    assert estimate.total["uram"] == 3 * 16 * 14                      # 8K: 1 a PE
     assert estimate.total["dsp"] == 3 * 16 * 14 * 2 + 12 + 22
 
 
@@ -63,27 +77,25 @@ def test_presets_fit_their_board(name):
     assert limits["lut"] == budget(get_board(preset.board).capacity, "lut")
 
 
-def test_the_papers_768_pes_with_lut_shifts_exceed_only_the_lut_budget():
-    ok, needs, limits = fits(dataclasses.replace(PAPER_8K, adder_shifts="lut"), "vu9p")
-    assert PAPER_8K.pes == 768 and not ok
+def test_the_papers_designs_fit_the_vu9p():
+    """The DSP shifts: 681 LUTs and 6 DSP a 4K PE in a pair: the 1,024-PE 4K design and
+    the 768-PE 8K design fit under the default rule; with the shifts in LUTs (915 LUTs
+    and 2 DSP) the 4K design exceeds the LUT budget alone."""
+    assert _lut("pair4096_dsp") / 2 <= 750 and UNIT_LOGIC["pair4096_dsp"]["dsp"] / 2 <= 6
+    ok, needs, limits = fits(PAPER_8K, "vu9p")
+    assert ok and PAPER_8K.shifts == "dsp", (needs, limits)
+    assert 768 * 6 + 16 + 34 <= needs["dsp"] <= limits["dsp"]
+    ok, needs, limits = fits(FarnnConfig(shifts="dsp"), "vu9p")
+    assert FarnnConfig().pes == 1024 and ok, (needs, limits)
+    assert needs["uram"] == 512
+    ok, needs, limits = fits(FarnnConfig(), "vu9p")
     assert [key for key in needs if needs[key] > limits[key]] == ["lut"]
 
 
-def test_the_papers_768_pes_fit_with_the_adders_shifts_on_dsp_slices():
-    """``adder_shifts="dsp"``: 919 LUT and 5 DSP a 4K PE (936 at 8K) instead of 1,057
-    and 2 (1,088): the 768-PE 8K design fits the VU9P under the default rule; the
-    1,024-PE 4K design does not yet: LUTs, and one URAM288 a PE (1,024 of 960; the paper
-    pairs two 4K PEs in one)."""
-    ok, needs, limits = fits(PAPER_8K, "vu9p")
-    assert ok and PAPER_8K.adder_shifts == "dsp", (needs, limits)
-    assert 768 * 5 + 16 + 34 <= needs["dsp"] <= limits["dsp"]
-    ok, needs, limits = fits(FarnnConfig(adder_shifts="dsp"), "vu9p")
-    assert FarnnConfig().pes == 1024 and not ok
-    assert [key for key in needs if needs[key] > limits[key]] == ["lut", "uram"]
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["pe4096", "pe8192", "pe4096_dsp", "pe8192_dsp"])
+@pytest.mark.parametrize("name", ["pe4096", "pe8192", "pe4096_dsp", "pe8192_dsp", "pair4096",
+                                  "pair8192", "pair4096_dsp", "pair8192_dsp", "normal"])
 def test_pe_logic_is_what_yosys_measures(name):
-    """Re-measure the PE at its depth, its weights in one URAM (about a minute of Yosys)."""
+    """Re-measure a PE, a pair or the chain head's converter (under a minute of Yosys
+    each)."""
     assert measure(name) == UNIT_LOGIC[name]

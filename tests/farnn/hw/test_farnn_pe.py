@@ -1,6 +1,6 @@
 # amaranth: UnusedElaboratable=no
 """A FARNN PE (:class:`nnrtl.hw.farnn.FarnnPE`) in the Amaranth simulator: weight load
-(its own block kept, later words relayed), its sums against the contract's
+(its own block kept, later words relayed; the feed's data in the normal form), its sums against the contract's
 ``streaming_sum`` of ``float_mul`` products for several rounds and vectors, the relay of
 the feed one cycle later, the result-collection order of a PE inside a chain, and the
 delay from a stream's last element to its sum."""
@@ -14,11 +14,13 @@ from amaranth.sim import Simulator
 from nnrtl.hw.arith.float import FP32
 from nnrtl.hw.farnn.pe import ChainWordKind, FarnnPE
 from nnrtl.sim.golden.accumulator import streaming_sum
-from nnrtl.sim.golden.float import float_mul, special_values, to_bits
+from nnrtl.sim.golden.float import float_mul, special_values, to_bits, to_normal_form
 
 
 def word(kind, *, data=0, addr=0, last=0):
-    return {"kind": kind, "data": int(data), "addr": int(addr), "last": int(last)}
+    """A feed word; ``data`` an fp32 encoding, sent in the normal form a PE takes."""
+    return {"kind": kind, "data": int(to_normal_form(FP32, int(data))), "addr": int(addr),
+            "last": int(last)}
 
 
 def load_words(weights, extra):
@@ -114,18 +116,18 @@ def expected_sum(weights, vector, base, adder_stages):
     return streaming_sum(FP32, products, adder_stages=adder_stages)
 
 
-@pytest.mark.parametrize("adder_stages, multiplier_stages, adder_shifts",
+@pytest.mark.parametrize("adder_stages, multiplier_stages, shifts",
                          [(4, 3, "lut"), (1, 0, "lut"), (6, 6, "lut"), (4, 3, "dsp"),
                           (1, 0, "dsp")])
 @pytest.mark.parametrize("stall", [0.0, 0.7])
-def test_tail_pe_sums_rounds_and_vectors(adder_stages, multiplier_stages, adder_shifts, stall):
+def test_tail_pe_sums_rounds_and_vectors(adder_stages, multiplier_stages, shifts, stall):
     rng = np.random.default_rng(adder_stages * 10 + multiplier_stages)
     n, rounds, batch = 7, 3, 2
     weights = to_bits(FP32, rng.normal(size=n * rounds))
     vectors = to_bits(FP32, rng.normal(size=(batch, n)))
     vectors[1, 2] = special_values(FP32)["+inf"]
     pe = FarnnPE(FP32, weight_depth=32, adder_stages=adder_stages,
-                 multiplier_stages=multiplier_stages, tail=True, adder_shifts=adder_shifts)
+                 multiplier_stages=multiplier_stages, tail=True, shifts=shifts)
     streams = [stream_words(vectors[b], r * n) for r in range(rounds) for b in range(batch)]
     got = run_pe(pe, weights, streams, stall=stall, seed=adder_stages)
     want = [(expected_sum(weights, vectors[b], r * n, adder_stages), 1)
@@ -147,7 +149,8 @@ def test_load_keeps_its_block_and_relays_the_rest():
     kept = set(range(1, 1 + len(weights)))   # the sent words the PE keeps (after RESTART)
     want = [(cycle + 1, w) for k, (cycle, w) in enumerate(got["sent"]) if k not in kept]
     assert got["relayed"] == want
-    assert [w["data"] for _c, w in got["relayed"][1:1 + len(extra)]] == list(map(int, extra))
+    assert ([w["data"] for _c, w in got["relayed"][1:1 + len(extra)]]
+            == list(map(int, to_normal_form(FP32, extra))))
 
 
 def test_inner_pe_sends_its_sum_then_relays_its_successors():
@@ -183,6 +186,6 @@ def test_pe_checks_its_parameters():
     with pytest.raises(TypeError):
         FarnnPE(FP32, 8)   # keyword-only
     with pytest.raises(ValueError, match=r"^shifts must be 'lut' or 'dsp', not 'uram'$"):
-        FarnnPE(FP32, weight_depth=8, adder_shifts="uram")
+        FarnnPE(FP32, weight_depth=8, shifts="uram")
     pe = FarnnPE(FP32, weight_depth=4096, adder_stages=4, multiplier_stages=3)
     assert (pe.reduction_cycles, pe.sum_delay) == (11, 18)

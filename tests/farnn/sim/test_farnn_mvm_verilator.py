@@ -51,11 +51,13 @@ def check(result):
 
 
 def test_one_module_per_pe_kind_and_chain():
-    """The Verilog has one chain module and two PE modules (inner and tail) however
-    many chains and PEs the unit has (:func:`nnrtl.hw.hierarchy.shared`)."""
+    """The Verilog has one chain module, one pair module (two PEs sharing a memory) and
+    one for the odd chain's lone tail, however many chains the unit has
+    (:func:`nnrtl.hw.hierarchy.shared`)."""
     tops = re.findall(r"^module (farnn_mvm_small__\w+?)_[0-9a-f]{10}\(", small_verilog(),
                       re.M)
-    assert sorted(tops) == ["farnn_mvm_small__farnn_pe"] * 2 + ["farnn_mvm_small__pe_chain"]
+    assert sorted(tops) == ["farnn_mvm_small__farnn_pe", "farnn_mvm_small__pe_chain",
+                            "farnn_mvm_small__pe_pair"]
 
 
 @pytest.mark.parametrize("sink_pauses", PATTERNS)

@@ -136,7 +136,7 @@ def test_weight_load_is_an_option_of_farnn_sim_alone(capsys):
 @pytest.mark.timeout(7200)
 @pytest.mark.parametrize("preset", ["vu9p-lstm1024", "vu9p-gru1280"])
 def test_full_size_preset_step_bit_exact(preset):
-    """A VU9P preset's whole engine (832 / 864 PEs): two time steps of FW and BW (BW's
+    """A VU9P preset's whole engine (1,024 / 960 PEs): two time steps of FW and BW (BW's
     first step runs no MVM), weights through the back door (the stream load adds some
     530,000 cycles a pass: hours at full size). A Verilator build of tens of minutes, then
     minutes of simulation; the cycles equal ``run_cycles``."""
