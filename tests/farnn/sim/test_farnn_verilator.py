@@ -144,7 +144,8 @@ def test_full_size_preset_step_bit_exact(preset):
 
     config = dataclasses.replace(PRESETS[preset].config, seq_len=2)
     result = ENGINE.simulate(SimRequest(config, get_board("vu9p"), seed=1,
-                                        backpressure="none", weight_load="backdoor"))
+                                        backpressure="none",
+                                        options={"weight_load": "backdoor"}))
     assert result["bit_exact"] is True and result["mismatches"] == 0
     assert result["weight_load"] == "backdoor" and result["load_cycles"] == 0
     assert result["model_error"] == 0
