@@ -24,14 +24,25 @@ from amaranth.hdl import Module
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from ..arith.float_format import FloatFormat
 from ..arith.float_normal import ToNormalForm
 from ..hierarchy import shared
 from .pair import PEPair
-from .pe import FarnnPE, Latencies, _check_int, _check_stages, chain_word_layout, result_layout
+from .pe import (FarnnPE, Latencies, _check_int, chain_word_layout, check_pe_parameters,
+                 result_layout)
 
 
 __all__ = ["PEChain"]
+
+
+def _feed_in_normal_form(m, fmt, feed, head):
+    """Drive the head PE's feed ``head`` from the chain's ``feed``: every field as it is
+    but ``data``, which enters the normal form (one :class:`ToNormalForm` a chain)."""
+    m.submodules.normal = normal = ToNormalForm(fmt)
+    m.d.comb += [head.valid.eq(feed.valid), feed.ready.eq(head.ready),
+                 normal.i.eq(feed.payload.data), head.payload.data.eq(normal.o)]
+    for name, _ in feed.payload.shape():
+        if name != "data":
+            m.d.comb += head.payload[name].eq(feed.payload[name])
 
 
 class PEChain(Latencies, wiring.Component):
@@ -66,21 +77,23 @@ class PEChain(Latencies, wiring.Component):
     ------
     TypeError
         If a parameter is of the wrong type or out of range.
+    ValueError
+        If ``shifts`` is not one the PEs take.
     """
 
     def __init__(self, fmt, *, chain_length, weight_depth, adder_stages=4,
                  multiplier_stages=3, shifts="lut"):
-        if not isinstance(fmt, FloatFormat):
-            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
+        check_pe_parameters(fmt, weight_depth=weight_depth, adder_stages=adder_stages,
+                            multiplier_stages=multiplier_stages, shifts=shifts)
         _check_int("chain_length", chain_length, 1)
-        _check_int("weight_depth", weight_depth, 1)
-        _check_stages(adder_stages, multiplier_stages)
         self._fmt = fmt
         self._chain_length = chain_length
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
         self._shifts = shifts
+        self._pe_parameters = dict(weight_depth=weight_depth, adder_stages=adder_stages,
+                                   multiplier_stages=multiplier_stages, shifts=shifts)
         super().__init__({
             "i": In(stream.Signature(chain_word_layout(fmt, weight_depth, normal=False))),
             "o": Out(stream.Signature(result_layout(fmt))),
@@ -101,16 +114,10 @@ class PEChain(Latencies, wiring.Component):
         for k in range(0, self._chain_length, 2):
             tail = k + 2 >= self._chain_length
             if k + 1 < self._chain_length:
-                unit = PEPair(self._fmt, weight_depth=self._weight_depth,
-                              adder_stages=self._adder_stages,
-                              multiplier_stages=self._multiplier_stages,
-                              shifts=self._shifts, tail=tail)
+                unit = PEPair(self._fmt, **self._pe_parameters, tail=tail)
                 name, kind = f"pair{k // 2}", "pair"
             else:
-                unit = FarnnPE(self._fmt, weight_depth=self._weight_depth,
-                               adder_stages=self._adder_stages,
-                               multiplier_stages=self._multiplier_stages,
-                               shifts=self._shifts, tail=True)
+                unit = FarnnPE(self._fmt, **self._pe_parameters, tail=True)
                 name, kind = f"pe{k}", "pe"
             # one module per kind: nnrtl.hw.hierarchy
             m.submodules[name] = shared(unit, key=(self._fmt, self._weight_depth,
@@ -119,17 +126,7 @@ class PEChain(Latencies, wiring.Component):
                                                    kind, tail))
             pes.append(unit)
         head = pes[0]
-        # the feed's data into the normal form, once for the whole chain
-        m.submodules.normal = normal = ToNormalForm(self._fmt)
-        m.d.comb += [
-            head.i.valid.eq(self.i.valid),
-            head.i.payload.kind.eq(self.i.payload.kind),
-            head.i.payload.last.eq(self.i.payload.last),
-            head.i.payload.addr.eq(self.i.payload.addr),
-            normal.i.eq(self.i.payload.data),
-            head.i.payload.data.eq(normal.o),
-            self.i.ready.eq(head.i.ready),
-        ]
+        _feed_in_normal_form(m, self._fmt, self.i, head.i)
         connect(m, head.o, flipped(self.o))
         for before, after in zip(pes, pes[1:]):
             connect(m, before.o_next, after.i)

@@ -25,11 +25,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from ..arith.float_add import check_shifts
-from ..arith.float_format import FloatFormat
 from ..arith.float_normal import normal_width
-from .pe import (FarnnPE, Latencies, _check_int, _check_stages, chain_word_layout,
-                 result_layout)
+from .pe import FarnnPE, Latencies, chain_word_layout, check_pe_parameters, result_layout
 
 
 __all__ = ["PEPair", "lane_bits", "memory_word"]
@@ -87,18 +84,16 @@ class PEPair(Latencies, wiring.Component):
 
     def __init__(self, fmt, *, weight_depth, adder_stages=4, multiplier_stages=3,
                  shifts="lut", tail=False):
-        if not isinstance(fmt, FloatFormat):
-            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
-        _check_int("weight_depth", weight_depth, 1)
-        _check_stages(adder_stages, multiplier_stages)
-        check_shifts(shifts, fmt)
+        check_pe_parameters(fmt, weight_depth=weight_depth, adder_stages=adder_stages,
+                            multiplier_stages=multiplier_stages, shifts=shifts)
         if not isinstance(tail, bool):
             raise TypeError(f"tail must be a bool, not {tail!r}")
         self._fmt = fmt
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
-        self._shifts = shifts
+        self._pe_parameters = dict(weight_depth=weight_depth, adder_stages=adder_stages,
+                                   multiplier_stages=multiplier_stages, shifts=shifts)
         self._tail = tail
         feed = stream.Signature(chain_word_layout(fmt, weight_depth))
         results = stream.Signature(result_layout(fmt))
@@ -116,9 +111,8 @@ class PEPair(Latencies, wiring.Component):
     def elaborate(self, platform):
         m = Module()
         first, second = pes = [
-            FarnnPE(self._fmt, weight_depth=self._weight_depth,
-                    adder_stages=self._adder_stages, multiplier_stages=self._multiplier_stages,
-                    shifts=self._shifts, tail=self._tail and k == 1, shared_memory=True)
+            FarnnPE(self._fmt, **self._pe_parameters, tail=self._tail and k == 1,
+                    shared_memory=True)
             for k in range(2)]
         m.submodules.pe0 = first
         m.submodules.pe1 = second

@@ -138,6 +138,25 @@ def _check_stages(adder_stages, multiplier_stages):
     _check_int("multiplier_stages", multiplier_stages, 0, len(FloatMul.CUT_PRIORITY))
 
 
+def check_pe_parameters(fmt, *, weight_depth, adder_stages, multiplier_stages, shifts):
+    """Check what every PE of a chain shares (:class:`FarnnPE`'s parameters of the same
+    names).
+
+    Raises
+    ------
+    TypeError
+        If ``fmt`` is not a :class:`FloatFormat` or a number is of the wrong type or out
+        of range.
+    ValueError
+        If ``shifts`` is not one the PE's units take.
+    """
+    if not isinstance(fmt, FloatFormat):
+        raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
+    _check_int("weight_depth", weight_depth, 1)
+    _check_stages(adder_stages, multiplier_stages)
+    check_shifts(shifts, fmt)
+
+
 class FarnnPE(Latencies, wiring.Component):
     """One FARNN PE: weight memory, fp32 multiplier, streaming accumulator, two links.
 
@@ -217,16 +236,13 @@ class FarnnPE(Latencies, wiring.Component):
 
     def __init__(self, fmt, *, weight_depth, adder_stages=4, multiplier_stages=3,
                  tail=False, shifts="lut", shared_memory=False):
-        if not isinstance(fmt, FloatFormat):
-            raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
-        _check_int("weight_depth", weight_depth, 1)
-        _check_stages(adder_stages, multiplier_stages)
+        check_pe_parameters(fmt, weight_depth=weight_depth, adder_stages=adder_stages,
+                            multiplier_stages=multiplier_stages, shifts=shifts)
         if not isinstance(tail, bool):
             raise TypeError(f"tail must be a bool, not {tail!r}")
         if not isinstance(shared_memory, bool):
             raise TypeError(f"shared_memory must be a bool, not {shared_memory!r}")
         self._shared_memory = shared_memory
-        check_shifts(shifts, fmt)
         self._shifts = shifts
         self._fmt = fmt
         self._weight_depth = weight_depth

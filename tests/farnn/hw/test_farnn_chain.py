@@ -14,6 +14,7 @@ from amaranth.sim import Simulator
 
 from nnrtl.hw.arith.float import FP32
 from nnrtl.hw.farnn.chain import PEChain
+from nnrtl.hw.farnn.pair import PEPair
 from nnrtl.hw.farnn.pe import ChainWordKind
 from nnrtl.sim.golden.accumulator import streaming_sum
 from nnrtl.sim.golden.float import float_mul, to_bits
@@ -120,3 +121,16 @@ def test_chain_checks_its_parameters():
     chain = PEChain(FP32, chain_length=4, weight_depth=8, adder_stages=4,
                     multiplier_stages=3)
     assert (chain.collection_cycles, chain.reduction_cycles, chain.sum_delay) == (6, 11, 18)
+
+
+@pytest.mark.parametrize("unit", [PEChain, PEPair])
+def test_chain_and_pair_check_their_pes_parameters_when_built(unit):
+    """What every PE of a chain shares is checked where the chain or pair is made, not
+    when its PEs are elaborated."""
+    extra = {"chain_length": 3} if unit is PEChain else {}
+    with pytest.raises(TypeError, match=r"^fmt must be a FloatFormat, not 'fp32'$"):
+        unit("fp32", weight_depth=8, **extra)
+    with pytest.raises(TypeError, match=r"^weight_depth must be a positive integer, not 0$"):
+        unit(FP32, weight_depth=0, **extra)
+    with pytest.raises(ValueError, match=r"^shifts must be 'lut' or 'dsp', not 'uram'$"):
+        unit(FP32, weight_depth=8, shifts="uram", **extra)
