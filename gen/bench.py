@@ -54,6 +54,8 @@ def _arith_units():
             lambda: FloatMul(FP32, operands="normal"),
         "fp32 multiply (3 stages, normal-form operands, right shift on a DSP slice)":
             lambda: FloatMul(FP32, operands="normal", shifts="dsp"),
+        "fp32 multiply (3 stages, significands' product in LUTs: DSP usage none)":
+            lambda: FloatMul(FP32, product="lut"),
         "fp32 streaming accumulator (L=3)": lambda: StreamingAccumulator(FP32),
         "fp32 streaming accumulator (L=8, eta-LSTM)":
             lambda: StreamingAccumulator(FP32, adder_stages=8),

@@ -6,9 +6,11 @@ from .float_add import ADDER_SHIFTS, check_shifts
 from .float_normal import normal_width, unpack_normal
 from .float_pipeline import (DSP_ONE_HOT, FloatUnit, align_product, leading_zeros, round_and_pack,
                              shift_right_sticky, unpack, wire)
+from .multiplier import lut_product
 
 
-__all__ = ["FloatMul", "NORMALIZE", "MULTIPLIER_SHIFTS", "OPERANDS", "operand_normalize_exact"]
+__all__ = ["FloatMul", "NORMALIZE", "MULTIPLIER_SHIFTS", "OPERANDS", "PRODUCTS",
+           "operand_normalize_exact"]
 
 #: The encodings :class:`FloatMul` takes its operands in.
 OPERANDS = ("ieee", "normal")
@@ -16,6 +18,9 @@ OPERANDS = ("ieee", "normal")
 #: The ways :class:`FloatMul` builds the shifts of an exact (not flushed) multiplier (the
 #: adder's: :data:`~.float_add.ADDER_SHIFTS`).
 MULTIPLIER_SHIFTS = ADDER_SHIFTS
+
+#: How :class:`FloatMul` builds the significands' product.
+PRODUCTS = ("dsp", "lut")
 
 #: Where an exact (not flushed) multiplier normalises a subnormal: the product or the
 #: operand (see :class:`FloatMul`).
@@ -77,6 +82,11 @@ class FloatMul(FloatUnit):
         they are in ``fmt``'s normal form (:func:`.float_normal.to_normal_form`,
         ``fmt.width + 1`` bits), the result an encoding of ``fmt`` all the same. Not with
         ``flush_subnormals``.
+    product : str
+        How the significands' product is built: ``"dsp"`` (default), a ``*`` that
+        synthesis maps to DSP slices (two for fp32), or ``"lut"``, partial products in
+        LUTs and carry chains (:func:`.multiplier.lut_product`; no DSP slice). The same
+        bits either way.
     shifts : str
         How the right shift of a subnormal result is built (``"operand"`` datapath and
         normal-form operands): ``"lut"`` (default), a shifter in LUTs, or ``"dsp"``, a
@@ -108,16 +118,19 @@ class FloatMul(FloatUnit):
         If ``normalize`` is not one of :data:`NORMALIZE`, or is ``"operand"`` for a format
         where two subnormals can round to a nonzero product; if ``operands`` is not one
         of :data:`OPERANDS`, or ``"normal"`` with ``flush_subnormals``; if ``shifts`` is
-        not one of :data:`MULTIPLIER_SHIFTS`, or ``"dsp"`` for a precision above 31 bits.
+        not one of :data:`MULTIPLIER_SHIFTS`, or ``"dsp"`` for a precision above 31 bits;
+        if ``product`` is not one of :data:`PRODUCTS`.
     """
 
     STEPS = ("unpack", "multiply", "product", "count", "normalize", "round")
     CUT_PRIORITY = ("round", "multiply", "normalize", "unpack", "product", "count")
 
     def __init__(self, fmt, *, stages=3, flush_subnormals=False, normalize=None,
-                 operands="ieee", shifts="lut"):
+                 operands="ieee", shifts="lut", product="dsp"):
         if operands not in OPERANDS:
             raise ValueError(f"operands must be 'ieee' or 'normal', not {operands!r}")
+        if product not in PRODUCTS:
+            raise ValueError(f"product must be 'dsp' or 'lut', not {product!r}")
         width = normal_width(fmt) if operands == "normal" else getattr(fmt, "width", None)
         super().__init__(fmt, stages=stages, flush_subnormals=flush_subnormals,
                          fields=lambda fmt: {"a": width, "b": width})
@@ -139,6 +152,7 @@ class FloatMul(FloatUnit):
         self._normalize = normalize
         self._operands = operands
         self._shifts = shifts
+        self._product = product
 
     @property
     def operands(self):
@@ -149,6 +163,21 @@ class FloatMul(FloatUnit):
     def shifts(self):
         """How the right shift of a subnormal result is built: ``"lut"`` or ``"dsp"``."""
         return self._shifts
+
+    @property
+    def product(self):
+        """How the significands' product is built: ``"dsp"`` or ``"lut"``."""
+        return self._product
+
+    def _significand_product(self, m, a, b):
+        """``a * b`` of the unsigned significands: a ``*`` that synthesis maps to DSP
+        slices, or partial products in LUTs and carry chains (``product="lut"``)."""
+        if self._product == "dsp":
+            return a * b
+        width = len(a) + len(b)
+        # zero-extended: lut_product takes two's complement operands
+        return lut_product(m, Cat(a, Const(0, 1)), Cat(b, Const(0, 1)),
+                           name="significand_product")[:width]
 
     @property
     def normalize(self):
@@ -189,7 +218,7 @@ class FloatMul(FloatUnit):
         )
 
         # multiply (a DSP's M register and P register when cut after both steps)
-        t = pipe.cut("multiply", product=s.a * s.b, exponent=s.exponent, sign=s.sign,
+        t = pipe.cut("multiply", product=self._significand_product(m, s.a, s.b), exponent=s.exponent, sign=s.sign,
                      nan=s.nan, inf=s.inf, zero=s.zero)
         u = pipe.cut("product", product=t.product, exponent=t.exponent, sign=t.sign,
                      nan=t.nan, inf=t.inf, zero=t.zero)
@@ -271,7 +300,7 @@ class FloatMul(FloatUnit):
         with ``shifts="dsp"``)."""
         fmt = self._fmt
         p = fmt.precision
-        t = pipe.cut("multiply", product=s.a * s.b, exponent=s.exponent, sign=s.sign,
+        t = pipe.cut("multiply", product=self._significand_product(m, s.a, s.b), exponent=s.exponent, sign=s.sign,
                      nan=s.nan, inf=s.inf, zero=s.zero)
         u = pipe.cut("product", product=t.product, exponent=t.exponent, sign=t.sign,
                      nan=t.nan, inf=t.inf, zero=t.zero)

@@ -37,6 +37,7 @@ MULTIPLIER_VARIANTS = {
     "dsp": {"shifts": "dsp"},
     "normal": {"operands": "normal"},
     "normal_dsp": {"operands": "normal", "shifts": "dsp"},
+    "lut_product": {"product": "lut"},
 }
 
 
@@ -151,9 +152,10 @@ def test_full_count_arith_float_other_variants(op):
 
 @pytest.mark.slow
 @pytest.mark.timeout(5400)
-@pytest.mark.parametrize("variant", ["dsp", "normal", "normal_dsp"])
+@pytest.mark.parametrize("variant", ["dsp", "normal", "normal_dsp", "lut_product"])
 def test_full_count_arith_float_multiplier_variants(variant):
     """fp32's multiplier with its right shift on a DSP slice, with normal-form operands,
-    and both (the FARNN PE's), at the full count."""
+    both (the FARNN PE's), and with its significands' product in LUTs (DSP usage
+    ``none``), at the full count."""
     run_bench(bundle(spec(FP32), spec(FP32, variant=variant)), "mul", count=FULL_COUNT,
               backpressure_count=100_000, seed=5)
