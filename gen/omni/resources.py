@@ -18,8 +18,8 @@ their hierarchy kept, as ``nnrtl synth --hierarchy shared`` counts them, by::
 (:func:`measure_channel`; Yosys hits its ABC name clash on the channel and
 :func:`~nnrtl.gen.synth.run_yosys` redoes it with its workaround).
 
-A channel is its PE control, ``pes_per_channel`` lanes, its sigmoid and tanh units and
-its own logic (command issue, distributor, collector, the broadcasting, distribute,
+A channel is its PE control, ``pes_per_channel`` lanes, its activation unit (sigmoid
+and tanh on one datapath) and its own logic (command issue, distributor, collector, the broadcasting, distribute,
 collect, result and sideband FIFOs, the lanes' operand MUXes, the result beat and the
 gather register): the measured channels less the units they hold give that logic as a
 fixed part plus a part per lane, so the model equals both measured channels. The top
@@ -45,15 +45,15 @@ MEASURED_FAMILY = "xcup"
 #: Logic of one unit, Yosys-measured (module docstring), ``{lut, lut_memory, ff, dsp,
 #: bram36}``: ``lane`` a lane of the 32-PE channel for a 3,072 x 3,072 layer
 #: (``max_length`` 12,288) and ``pe_control`` the PE control its lanes share, ``pe`` the
-#: two as one stand-alone Omni-PE, ``sigmoid`` / ``tanh`` a channel's activation unit,
+#: two as one stand-alone Omni-PE, ``activation`` a channel's activation unit (the sigmoid
+#: and the tanh table on one datapath, :class:`~nnrtl.hw.omni.activation.SharedActivation`),
 #: ``r2a`` the scheduler of 40 channels and 64 tasks, ``dma`` the DMA on a 256-bit HBM
 #: port.
 UNIT_LOGIC = {
     "lane": {"lut": 559, "lut_memory": 76, "ff": 667, "dsp": 5, "bram36": 0},
     "pe_control": {"lut": 220, "lut_memory": 24, "ff": 134, "dsp": 0, "bram36": 0},
     "pe": {"lut": 826, "lut_memory": 100, "ff": 801, "dsp": 5, "bram36": 0},
-    "sigmoid": {"lut": 951, "lut_memory": 0, "ff": 641, "dsp": 2, "bram36": 3.5},
-    "tanh": {"lut": 961, "lut_memory": 0, "ff": 646, "dsp": 2, "bram36": 3.5},
+    "activation": {"lut": 690, "lut_memory": 0, "ff": 676, "dsp": 8, "bram36": 7.0},
     "dma": {"lut": 12934, "lut_memory": 1760, "ff": 3429, "dsp": 3, "bram36": 0},
     "r2a": {"lut": 11201, "lut_memory": 0, "ff": 8449, "dsp": 0, "bram36": 0},
 }
@@ -64,13 +64,13 @@ UNIT_LOGIC = {
 #: their five FIFOs, the lanes' operand MUXes, the result beat and the gather register)
 #: is the difference, a part per lane and a fixed part from the two sizes.
 CHANNEL_LOGIC = {
-    8: {"lut": 8245, "lut_memory": 840, "ff": 7089, "dsp": 44, "bram36": 7},
-    32: {"lut": 24399, "lut_memory": 3104, "ff": 23869, "dsp": 164, "bram36": 7},
+    8: {"lut": 6618, "lut_memory": 840, "ff": 6478, "dsp": 48, "bram36": 7.0},
+    32: {"lut": 22726, "lut_memory": 3104, "ff": 23258, "dsp": 168, "bram36": 7.0},
 }
 
 
 def _units():
-    from ...hw.arith.activation import FloatActivation
+    from ...hw.omni.activation import SharedActivation
     from ...hw.omni.channel_config import ChannelConfig
     from ...hw.omni.dma import OmniDMA
     from ...hw.omni.lane import OmniLane
@@ -80,15 +80,16 @@ def _units():
     full = OmniConfig(input_size=3072, hidden_size=3072, channels=40)
     channel = ChannelConfig(pes_per_channel=32, input_size=3072, hidden_size=3072)
 
-    def activation(name):
-        return FloatActivation(channel.table(name),
-                               adder_stages=channel.activation_adder_stages,
-                               multiplier_stages=channel.activation_multiplier_stages,
-                               flush_subnormals=channel.flush_subnormals)
+    def activation():
+        return SharedActivation((channel.table("sigmoid"), channel.table("tanh")),
+                                adder_stages=channel.activation_adder_stages,
+                                multiplier_stages=channel.activation_multiplier_stages,
+                                flush_subnormals=channel.flush_subnormals,
+                                shifts=channel.adder_shifts)
 
     return {"pe": lambda: OmniPE(channel.pe), "lane": lambda: OmniLane(channel.pe),
-            "pe_control": lambda: OmniPEControl(channel.pe), "sigmoid": lambda: activation("sigmoid"),
-            "tanh": lambda: activation("tanh"), "r2a": lambda: R2AScheduler(full.r2a),
+            "pe_control": lambda: OmniPEControl(channel.pe), "activation": activation,
+            "r2a": lambda: R2AScheduler(full.r2a),
             "dma": lambda: OmniDMA(full.dma)}
 
 
@@ -155,10 +156,10 @@ def _scaled(counts, factor):
 
 def _channel_glue():
     """``(fixed, per_lane)``: the channel's own logic (:data:`CHANNEL_LOGIC` less its PE
-    control, lanes and activation units) as ``fixed + per_lane * pes_per_channel``."""
+    control, lanes and activation unit) as ``fixed + per_lane * pes_per_channel``."""
     def glue(lanes):
         parts = _sum(_logic("pe_control"), _scaled(_logic("lane"), lanes),
-                     _logic("sigmoid"), _logic("tanh"))
+                     _logic("activation"))
         measured = _logic_of(CHANNEL_LOGIC[lanes])
         return {key: measured[key] - parts[key] for key in parts}
 
@@ -181,8 +182,8 @@ def resource_estimate(config, family=MEASURED_FAMILY):
     fixed, per_lane = _channel_glue()
     # the top's operand registers (two beats a channel) and the task's beat counter
     top_registers = {"ff": 2 * config.channel.beat_layout.size + 64}
-    per_channel = _sum(_logic("pe_control"), _scaled(per_pe, lanes), _logic("sigmoid"),
-                       _logic("tanh"), fixed, _scaled(per_lane, lanes), top_registers)
+    per_channel = _sum(_logic("pe_control"), _scaled(per_pe, lanes), _logic("activation"),
+                       fixed, _scaled(per_lane, lanes), top_registers)
     shared = _sum(_logic("r2a"), _logic("dma"))
     total = _sum(_scaled(per_channel, config.channels), shared)
     total = {key: math.ceil(value) for key, value in total.items()}

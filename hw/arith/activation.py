@@ -30,7 +30,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out, connect, flipped
 
-from .float_add import FloatAdd
+from .float_add import FloatAdd, check_shifts
 from .float_format import FloatFormat
 from .float_mul import FloatMul
 
@@ -240,8 +240,11 @@ class _FloatChain(wiring.Component):
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
         self._flush_subnormals = flush_subnormals
-        super().__init__({"i": In(stream.Signature(fmt.width)),
+        super().__init__({"i": In(stream.Signature(self._input_shape(fmt))),
                           "o": Out(stream.Signature(fmt.width))})
+
+    def _input_shape(self, fmt):
+        return fmt.width
 
     fmt = property(lambda self: self._fmt)
     adder_stages = property(lambda self: self._adder_stages)
@@ -340,13 +343,25 @@ class FloatActivation(_FloatChain):
 
     _min_adder_stages = 1
 
-    def __init__(self, table, *, adder_stages=3, multiplier_stages=3, flush_subnormals=False):
+    def __init__(self, table, *, adder_stages=3, multiplier_stages=3, flush_subnormals=False,
+                 shifts="lut"):
         if not isinstance(table, ActivationTable):
             raise TypeError(f"table must be an ActivationTable, not {table!r}")
+        check_shifts(shifts, table.fmt)
         self._table = table
+        self._shifts = shifts
         super().__init__(table.fmt, adder_stages=adder_stages,
                          multiplier_stages=multiplier_stages,
                          flush_subnormals=flush_subnormals)
+
+    @property
+    def shifts(self):
+        """How the adders build their shifts (:class:`FloatAdd`'s ``shifts``)."""
+        return self._shifts
+
+    def _adder(self):
+        return FloatAdd(self._fmt, stages=self._adder_stages,
+                        flush_subnormals=self._flush_subnormals, shifts=self._shifts)
 
     @property
     def table(self):
@@ -362,18 +377,28 @@ class FloatActivation(_FloatChain):
 
     def elaborate(self, platform):
         m = Module()
-        table, fmt = self._table, self._fmt
+        table = self._table
+        return self._interpolate(m, self.i.payload, table, table.max_exponent,
+                                 list(zip(table.y0, table.slope)))
+
+    def _interpolate(self, m, x, table, max_exponent, entries, place=None):
+        """The datapath on input bits ``x``: ``table``'s segments up to ``max_exponent``
+        (an int, or a value choosing among tables), the entry read at ``place(address)``
+        (default: ``address``) of the ``(y0, slope)`` pairs ``entries``."""
+        fmt = self._fmt
         width, m_bits = fmt.width, fmt.mantissa_bits
-        x = self.i.payload
         sign, field, fraction = x[width - 1], x[m_bits:width - 1], x[:m_bits]
         low_field = table.min_exponent + fmt.bias
-        high_field = table.max_exponent + fmt.bias
+        high_field = max_exponent + fmt.bias
         below = field < low_field
         above = field >= high_field
         nan = field.all() & fraction.any()
         segment = Cat(fraction[table.offset_bits:], field - low_field)
-        index = Mux(below, 0, Mux(above, table.segments + 1, 1 + segment))
-        address = Mux(sign, table.entries_per_sign, 0) + index
+        segments = (max_exponent - table.min_exponent) << table.segment_bits
+        index = Mux(below, 0, Mux(above, segments + 1, 1 + segment))
+        address = Mux(sign, segments + 2, 0) + index
+        if place is not None:
+            address = place(address)
         x0 = Cat(Const(0, table.offset_bits), x[table.offset_bits:])
 
         m.submodules.subtract = subtract = self._adder()
@@ -382,8 +407,7 @@ class FloatActivation(_FloatChain):
 
         entry = data.StructLayout({"y0": width, "slope": width})
         m.submodules.table = rom = Memory(
-            shape=entry, depth=table.depth,
-            init=[{"y0": y, "slope": s} for y, s in zip(table.y0, table.slope)])
+            shape=entry, depth=len(entries), init=[{"y0": y, "slope": s} for y, s in entries])
         read = rom.read_port(domain="sync")
         m.d.comb += [
             read.addr.eq(address),

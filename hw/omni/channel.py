@@ -26,8 +26,8 @@ from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 
-from ..arith.activation import FloatActivation
 from ..hierarchy import shared
+from .activation import SharedActivation
 from .channel_config import Activation, ChannelConfig, Source
 from .config import ConfiguredComponent, OmniMode
 from .lane import OmniLane
@@ -71,6 +71,9 @@ class Channel(ConfiguredComponent):
       max error 4.9e-6 / 9.7e-6; saturation from ``|x| >= 32`` / ``16``). The fixed-point
       PWL units of ``hw/arith/pwl.py`` do not take fp32. Latency ``2 * 3 + 3`` = 9 cycles
       (``activation_adder_stages``, ``activation_multiplier_stages``), one word per cycle.
+      Because the channel feeds one unit at a time (below), the two are one datapath
+      holding both tables (:class:`~.activation.SharedActivation`, its adders' shifts
+      ``adder_shifts``): the results and cycles of two units, the LUTs of one.
     - *Activation rate.* One word per cycle for the channel: the controller feeds one unit
       at a time, so results leave in instruction order without a reorder buffer; a change of
       unit or from a unit to the direct path waits until the unit is empty (its latency).
@@ -189,14 +192,13 @@ class Channel(ConfiguredComponent):
             self.o.payload.eq(results.r_data),
             results.r_en.eq(self.o.ready),
         ]
-        m.submodules.sigmoid = sigmoid = FloatActivation(
-            config.table("sigmoid"), adder_stages=config.activation_adder_stages,
+        # the sigmoid and the tanh unit on one datapath: the collector feeds one function
+        # at a time and changes function only when the unit is empty
+        m.submodules.activation = activation = SharedActivation(
+            (config.table("sigmoid"), config.table("tanh")),
+            adder_stages=config.activation_adder_stages,
             multiplier_stages=config.activation_multiplier_stages,
-            flush_subnormals=config.flush_subnormals)
-        m.submodules.tanh = tanh = FloatActivation(
-            config.table("tanh"), adder_stages=config.activation_adder_stages,
-            multiplier_stages=config.activation_multiplier_stages,
-            flush_subnormals=config.flush_subnormals)
+            flush_subnormals=config.flush_subnormals, shifts=config.adder_shifts)
         # one entry per word inside an activation unit: whether it ends its beat
         m.submodules.activation_sideband = sideband = SyncFIFO(
             width=1, depth=config.activation_slots)
@@ -227,15 +229,13 @@ class Channel(ConfiguredComponent):
         serial_data = Array(lane.o_data for lane in lanes)[serial_lane]
         offer = (collect.r_rdy & ~direct & control.o.valid & sideband.w_rdy
                  & (units_idle | (unit_tanh == want_tanh)))
-        unit_ready = Mux(want_tanh, tanh.i.ready, sigmoid.i.ready)
         feed = Signal()
         end_of_beat = serial_lane == head.lanes - 1
         m.d.comb += [
-            sigmoid.i.valid.eq(offer & ~want_tanh),
-            sigmoid.i.payload.eq(serial_data),
-            tanh.i.valid.eq(offer & want_tanh),
-            tanh.i.payload.eq(serial_data),
-            feed.eq(offer & unit_ready),
+            activation.i.valid.eq(offer),
+            activation.i.payload.x.eq(serial_data),
+            activation.i.payload.function.eq(want_tanh),
+            feed.eq(offer & activation.i.ready),
             sideband.w_en.eq(feed),
             sideband.w_data.eq(end_of_beat),
         ]
@@ -254,12 +254,10 @@ class Channel(ConfiguredComponent):
             m.d.sync += result_index.eq(Mux(last_result, 0, result_index + 1))
 
         # gathering the activation unit's words back into a beat
-        unit_valid = Mux(unit_tanh, tanh.o.valid, sigmoid.o.valid)
-        unit_data = Mux(unit_tanh, tanh.o.payload, sigmoid.o.payload)
-        gathered = unit_valid & ~gather_full
+        unit_data = activation.o.payload
+        gathered = activation.o.valid & ~gather_full
         m.d.comb += [
-            sigmoid.o.ready.eq(~gather_full & ~unit_tanh),
-            tanh.o.ready.eq(~gather_full & unit_tanh),
+            activation.o.ready.eq(~gather_full),
             sideband.r_en.eq(gathered),
         ]
         with m.If(gathered):

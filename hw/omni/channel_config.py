@@ -137,7 +137,7 @@ class ChannelConfig:
         paper's Floating-Point Operator cores: :class:`~.config.OmniPEConfig`).
     adder_shifts : str
         Of every PE's adder, ``"dsp"`` (default) or ``"lut"``
-        (:class:`~.config.OmniPEConfig`); the activation units keep LUT shifters.
+        (:class:`~.config.OmniPEConfig`) and of the activation unit's two adders.
 
     Raises
     ------

@@ -93,6 +93,10 @@ UNITS = {
     "sigmoid_bf16_small_table": lambda: FloatSigmoid(BF16, segment_bits=2, min_exponent=-4,
                                                      max_exponent=3, adder_stages=2),
     "tanh_fp16_deep": lambda: FloatTanh(FP16, adder_stages=6, multiplier_stages=6),
+    "sigmoid_fp32_flush_dsp_shifts": lambda: FloatActivation(
+        activation_table("sigmoid", FP32), flush_subnormals=True, shifts="dsp"),
+    "tanh_bf16_dsp_shifts": lambda: FloatActivation(activation_table("tanh", BF16),
+                                                    adder_stages=2, shifts="dsp"),
     "sigmoid_derivative_fp32": lambda: FloatSigmoidDerivative(FP32),
     "sigmoid_derivative_bf16_flush": lambda: FloatSigmoidDerivative(
         BF16, adder_stages=0, multiplier_stages=2, flush_subnormals=True),
@@ -163,6 +167,8 @@ def test_units_share_the_table_with_the_model():
     (lambda: FloatTanh(FP32, flush_subnormals="yes"), TypeError,
      r"^flush_subnormals must be a bool, not 'yes'$"),
     (lambda: FloatActivation(3), TypeError, r"^table must be an ActivationTable, not 3$"),
+    (lambda: FloatActivation(activation_table("tanh", FP32), shifts="dsps"), ValueError,
+     r"^shifts must be 'lut' or 'dsp', not 'dsps'$"),
     (lambda: FloatSigmoidDerivative(FP32, adder_stages=-1), TypeError,
      r"^adder_stages must be an integer from 0 to 8, not -1$"),
     (lambda: FloatTanhDerivative(BF16, multiplier_stages=2.0), TypeError,

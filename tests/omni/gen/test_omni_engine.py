@@ -56,11 +56,11 @@ def test_resources_add_up_from_lane_channel_and_shared_units():
     estimate = resource_estimate(PAPER_VCU128)
     lane, control = UNIT_LOGIC["lane"], UNIT_LOGIC["pe_control"]
     assert estimate.per_pe["lut"] == lane["lut"] + lane["lut_memory"]
-    sigmoid, tanh = UNIT_LOGIC["sigmoid"], UNIT_LOGIC["tanh"]
-    # one PE control, 32 lanes, a sigmoid and a tanh unit, then the channel's own logic
-    assert estimate.per_channel["dsp"] == 32 * lane["dsp"] + sigmoid["dsp"] + tanh["dsp"]
+    activation = UNIT_LOGIC["activation"]
+    # one PE control, 32 lanes, the activation unit, then the channel's own logic
+    assert estimate.per_channel["dsp"] == 32 * lane["dsp"] + activation["dsp"]
     assert estimate.per_channel["lut"] > (32 * estimate.per_pe["lut"] + control["lut"]
-                                          + sigmoid["lut"] + tanh["lut"])
+                                          + activation["lut"])
     assert estimate.total["dsp"] == 40 * estimate.per_channel["dsp"] + \
         UNIT_LOGIC["r2a"]["dsp"] + UNIT_LOGIC["dma"]["dsp"]
 
