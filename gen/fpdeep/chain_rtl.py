@@ -29,7 +29,8 @@ def lr_word(precision, lr, batch):
 def chain_config(layers, mapping, precision, frac_bits, batch, lr):
     """The :class:`~nnrtl.hw.fpdeep.chain_config.ChainConfig` of the conv ``layers``
     (:func:`.chain.conv_segments`) of ``mapping``, ``lag`` = ``batch``; ``UsageError`` for
-    a mapping the RTL chain does not run (module docstring)."""
+    a mapping the RTL chain does not run (module docstring). fp32 nodes build the MAC
+    variant of the mapping's cost model (its ``multiplier_shifts`` / ``adder_shifts``)."""
     from nnrtl.hw.fpdeep.chain_config import ChainConfig
     from nnrtl.hw.fpdeep.node import FpdeepConfig
 
@@ -40,11 +41,14 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
                              f"layers run on the host); the node chain needs one a node")
     p = min(s.cfg.p for segments in layers.values() for s in segments)
     word = lr_word(precision, lr, batch)
+    model = mapping.model
+    shifts = ({"multiplier_shifts": model.multiplier_shifts, "adder_shifts": model.adder_shifts}
+              if precision == "fp32" and model.multiplier_shifts else {})
     nodes, chain_layers = [], []
     for node in mapping.nodes:
         config = FpdeepConfig.from_node(node, precision, batch=batch, lr=word,
                                         reshape=lambda cfg: dataclasses.replace(cfg, p=p),
-                                        frac_bits=frac_bits)
+                                        frac_bits=frac_bits, **shifts)
         nodes.append(dataclasses.replace(config, act_images=max(config.act_images,
                                                                 batch + 1)))
         chain_layers += [order[s.index] for s in node.segments if s.kind == "conv"]

@@ -8,11 +8,11 @@ Two cost models, chosen by the precision:
   §3.9); 16-bit words in buffers and on links. No LUTs per MAC (the DSP slice does a 16 x 16
   multiply-accumulate alone).
 * ``fp32``: the units the fp32 CE array (:mod:`nnrtl.hw.fpdeep.conv`) builds per MAC, one
-  ``hw/arith`` FloatMul and one FloatAdd of the adder trees (3 stages each, exact
-  subnormals), by Yosys ``synth_xilinx -family xc7`` (the VC709's family; flattened, out of
-  context; :func:`measure_fp32_mac`): 2 DSP48E1 and 891 LUTs per MAC; 32-bit words; the
-  board's clock (no Fmax measured: 200 MHz on the VC709 is an assumption, not a timing
-  result).
+  ``hw/arith`` FloatMul and one FloatAdd (3 stages each, exact subnormals, shifts in LUTs or
+  on DSP slices), by Yosys ``synth_xilinx -family xc7`` (:func:`measure_fp32_mac`,
+  :data:`FP32_VARIANTS`); the mapper takes the variant with the most MAC units on the board
+  (:func:`fp32_model_for`; the VC709: LUT multipliers and DSP adders, 6 DSP48E1 + 682 LUT,
+  444 units); 32-bit words; 200 MHz on the VC709 assumed, not a timing result.
 
 A node's budget of MAC units is ``min(u · DSP / dsp_per_mac, LUT_SHARE · LUT /
 lut_per_mac)``, ``u`` the DSP utilization cap (default 0.85, spec §2.11 step 4:
@@ -49,8 +49,8 @@ import numpy as np
 from ..engines import LUT_SHARE
 from ..errors import UsageError
 
-__all__ = ["CostModel", "COST_MODELS", "PRECISIONS", "DSP_CAP", "measure_fp32_mac",
-           "unit_budget", "allocate", "segment_cycles", "line_buffer_cycles"]
+__all__ = ["CostModel", "COST_MODELS", "PRECISIONS", "DSP_CAP", "FP32_VARIANTS", "fp32_model",
+           "fp32_model_for", "measure_fp32_mac", "unit_budget", "allocate", "segment_cycles", "line_buffer_cycles"]
 
 #: Default DSP utilization cap ``u``.
 DSP_CAP = 0.85
@@ -70,6 +70,9 @@ class CostModel:
         Width of a word in the buffers and on the links.
     clock_hz : float
     source : str
+    multiplier_shifts, adder_shifts : str or None
+        fp32: the shifts of the MAC's FloatMul and FloatAdd (what ``FpConfig`` builds);
+        None for fixed16.
     """
 
     name: str
@@ -79,6 +82,8 @@ class CostModel:
     word_bits: int
     clock_hz: float
     source: str
+    multiplier_shifts: str | None = None
+    adder_shifts: str | None = None
 
     def words_per_bram36(self):
         """Words one 36 Kb block RAM holds (its data bits, parity left out: 1024 x 32,
@@ -86,26 +91,59 @@ class CostModel:
         return 32 * 1024 // self.word_bits
 
 
+#: fp32 MAC variants, ``(multiplier_shifts, adder_shifts) -> (DSP48E1, LUT)`` per MAC unit:
+#: :func:`measure_fp32_mac` (Yosys xc7, flattened, out of context).
+FP32_VARIANTS = {
+    ("lut", "lut"): (2, 891),
+    ("lut", "dsp"): (6, 682),
+    ("dsp", "lut"): (4, 821),
+    ("dsp", "dsp"): (8, 612),
+}
+
+
+def fp32_model(multiplier_shifts="lut", adder_shifts="dsp"):
+    """The fp32 :class:`CostModel` of one variant of :data:`FP32_VARIANTS`
+    (``KeyError`` for another)."""
+    dsp, lut = FP32_VARIANTS[multiplier_shifts, adder_shifts]
+    return CostModel(
+        name="fp32", precision="fp32", dsp_per_mac=dsp, lut_per_mac=lut, word_bits=32,
+        clock_hz=200e6, multiplier_shifts=multiplier_shifts, adder_shifts=adder_shifts,
+        source=f"hw/arith FloatMul (shifts {multiplier_shifts}) + FloatAdd (shifts "
+               f"{adder_shifts}), 3 stages each, the fp32 CE's units per MAC, Yosys "
+               f"synth_xilinx xc7: {dsp} DSP + {lut} LUT per MAC; clock 200 MHz assumed, not "
+               f"measured")
+
+
 COST_MODELS = {
     "fixed16": CostModel(
         name="paper", precision="fixed16", dsp_per_mac=1, lut_per_mac=0, word_bits=16,
         clock_hz=200e6,
         source="the paper's Table 6 figures: 1 DSP48E1 per MAC per cycle at 200 MHz (spec §3.9)"),
-    "fp32": CostModel(
-        name="fp32", precision="fp32", dsp_per_mac=2, lut_per_mac=891, word_bits=32,
-        clock_hz=200e6,
-        source="hw/arith FloatMul + FloatAdd (3 stages each), the fp32 CE's units per MAC, "
-               "Yosys synth_xilinx xc7: 2 DSP + 891 LUT per MAC; clock 200 MHz assumed, not "
-               "measured"),
+    "fp32": fp32_model(),
 }
 
 
-def measure_fp32_mac(family="xc7"):
+def fp32_model_for(capacity, dsp_cap=DSP_CAP, lut_share=LUT_SHARE, pinned=None):
+    """The fp32 variant of :data:`FP32_VARIANTS` with the most MAC units on a board of
+    ``capacity`` (:func:`unit_budget`), the fewer DSP slices per MAC on a tie; ``pinned``
+    (``{"multiplier_shifts": …, "adder_shifts": …}``, None values free) restricts it."""
+    pinned = {k: v for k, v in (pinned or {}).items() if v is not None}
+    keys = [key for key in FP32_VARIANTS
+            if pinned.get("multiplier_shifts", key[0]) == key[0]
+            and pinned.get("adder_shifts", key[1]) == key[1]]
+
+    def units(key):
+        model = fp32_model(*key)
+        return unit_budget(model, capacity, dsp_cap, lut_share)[0], -model.dsp_per_mac
+    return fp32_model(*max(keys, key=units))
+
+
+def measure_fp32_mac(family="xc7", multiplier_shifts="lut", adder_shifts="dsp"):
     """Yosys' ``{lut, dsp}`` of one fp32 MAC as the CE array builds it: a
     :class:`~nnrtl.hw.arith.float_mul.FloatMul` and a
     :class:`~nnrtl.hw.arith.float_add.FloatAdd` at :class:`~nnrtl.hw.fpdeep.config.FpConfig`'s
-    default stages (logic LUTs and LUT-RAM). What :data:`COST_MODELS` ``["fp32"]`` holds.
-    Seconds of Yosys."""
+    default stages, with the given shifts (logic LUTs and LUT-RAM). What
+    :data:`FP32_VARIANTS` holds. Seconds of Yosys."""
     from ...hw.arith.float_add import FloatAdd
     from ...hw.arith.float_format import FP32
     from ...hw.arith.float_mul import FloatMul
@@ -114,8 +152,8 @@ def measure_fp32_mac(family="xc7"):
 
     stages = {field.name: field.default for field in dataclasses.fields(FpConfig)}
     total = {"lut": 0, "dsp": 0}
-    for unit in (FloatMul(FP32, stages=stages["multiplier_stages"]),
-                 FloatAdd(FP32, stages=stages["adder_stages"])):
+    for unit in (FloatMul(FP32, stages=stages["multiplier_stages"], shifts=multiplier_shifts),
+                 FloatAdd(FP32, stages=stages["adder_stages"], shifts=adder_shifts)):
         counts = measure_unit(unit, family)
         total["lut"] += counts["lut"] + counts["lut_memory"]
         total["dsp"] += counts["dsp"]

@@ -12,7 +12,9 @@ for a network without a Linear layer).
 DSP slices for MAC units, default 0.85), ``convention`` (``link`` or ``fpga``, spec §2.10),
 ``ocp_min_ic`` (default 16), ``balance`` (parameter balancing, 0 or 1), ``word_bits`` (16
 or 32: the width of buffer and link words instead of the precision's; 32 with ``fixed16``
-is the paper's own setting, fp32 words with 1 DSP per MAC). A given option is pinned;
+is the paper's own setting, fp32 words with 1 DSP per MAC), ``multiplier_shifts`` and
+``adder_shifts`` (fp32: ``lut`` or ``dsp``, the MAC variant, :data:`.cost.FP32_VARIANTS`;
+default the one with the most MAC units on the board). A given option is pinned;
 ``fc_batch`` and ``balance``, when not given, are chosen by
 :func:`~.search.choose_mapping` (the fastest mapping whose every buffer fits).
 """
@@ -42,6 +44,8 @@ OPTIONS = {
     "ocp_min_ic": (int, OCP_MIN_IC, "a positive integer"),
     "balance": (int, None, "0 or 1"),
     "word_bits": (int, None, "16 or 32"),
+    "multiplier_shifts": (str, None, "lut or dsp"),
+    "adder_shifts": (str, None, "lut or dsp"),
 }
 
 
@@ -105,7 +109,8 @@ def map_hook(request):
         convention=options["convention"], dsp_cap=options["dsp_cap"],
         ocp_min_ic=options["ocp_min_ic"], fc_batch=options["fc_batch"],
         balance=None if options["balance"] is None else bool(options["balance"]),
-        word_bits=options["word_bits"])
+        word_bits=options["word_bits"], multiplier_shifts=options["multiplier_shifts"],
+        adder_shifts=options["adder_shifts"])
     if request.log and mapping.chosen:
         request.log("map: chose " + "; ".join(f"{name} {why}"
                                               for name, why in mapping.chosen))

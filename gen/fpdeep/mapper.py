@@ -44,8 +44,8 @@ import numpy as np
 from ..errors import UsageError
 from . import links
 from .config import STORAGE_KINDS, HostedBanks, NodePlan, SegmentConfig, pab_pixels
-from .cost import (COST_MODELS, DSP_CAP, allocate, fastest_period, line_buffer_cycles,
-                   unit_budget)
+from .cost import (COST_MODELS, DSP_CAP, allocate, fastest_period, fp32_model_for,
+                   line_buffer_cycles, unit_budget)
 from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
                         min_period_cuts, variance)
 
@@ -289,7 +289,8 @@ def _check_int(name, value, least=1):
 
 def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                 convention="link", dsp_cap=DSP_CAP, ocp_min_ic=OCP_MIN_IC, fc_batch=None,
-                balance=True, check_storage=True, word_bits=None):
+                balance=True, check_storage=True, word_bits=None, multiplier_shifts=None,
+                adder_shifts=None):
     """Map ``chain`` (a :class:`~.network.Chain`) onto ``fpgas`` boards ``board`` (a
     platform class of :mod:`nnrtl.boards`).
 
@@ -312,6 +313,10 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     word_bits : int, optional
         16 or 32: the word width in buffers and on links instead of the cost model's (e.g.
         the paper's cost model with the paper's fp32 words, whose links give its 18.6 Gb/s).
+    multiplier_shifts, adder_shifts : str, optional
+        fp32: the MAC variant's shifts (``"lut"`` or ``"dsp"``, :data:`.cost.FP32_VARIANTS`);
+        one not given is chosen, the variant with the most MAC units on the board
+        (:func:`.cost.fp32_model_for`).
 
     Raises
     ------
@@ -333,6 +338,14 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     if fc_batch is not None:
         _check_int("fc_batch", fc_batch)
     model = COST_MODELS[precision]
+    shifts = {"multiplier_shifts": multiplier_shifts, "adder_shifts": adder_shifts}
+    for name, value in shifts.items():
+        if value is not None and value not in ("lut", "dsp"):
+            raise UsageError(f"{name} must be lut or dsp, not {value!r}")
+    if precision == "fp32":
+        model = fp32_model_for(board.capacity, dsp_cap, pinned=shifts)
+    elif any(value is not None for value in shifts.values()):
+        raise UsageError(f"multiplier_shifts and adder_shifts are fp32's, not {precision}'s")
     if word_bits is not None:
         if word_bits not in (16, 32):
             raise UsageError(f"word_bits must be 16 or 32, not {word_bits!r}")

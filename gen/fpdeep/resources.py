@@ -2,9 +2,10 @@
 engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines.check_fit`).
 
 * **DSP**: the node's MAC units (:attr:`FpdeepConfig.macs`: FP, PG and EB of every segment)
-  times the precision's cost (:data:`.cost.COST_MODELS`: fixed16 one DSP48E1, fp32 2).
+  times the precision's cost (fixed16 one DSP48E1; fp32 the segment's MAC variant,
+  :data:`.cost.FP32_VARIANTS`: 2 to 8).
 * **LUT**: the LUT-RAM, the logic of every unit the RTL builds (:func:`logic`,
-  :data:`LOGIC`) and, fp32, the MACs' 891 LUT each (:data:`.cost.COST_MODELS`). Per
+  :data:`LOGIC`) and, fp32, the MACs' LUTs (its variant's, 612 to 891 each). Per
   segment, in its parameters (``K``, ``P``, ``Q``, ``S_IC`` = ``n_in``, ``w`` the word
   bits, ``passes``, ``B`` the LGB banks, ``L`` the LGB word bits)::
 
@@ -41,7 +42,7 @@ import math
 from ...hw.fpdeep.conv import tree_levels
 from ...hw.fpdeep.lpram import pack
 from ...hw.fpdeep.pg import lgb_bits
-from .cost import COST_MODELS
+from .cost import COST_MODELS, fp32_model
 
 __all__ = ["resources", "memories", "logic", "LOGIC", "LUTRAM_BITS", "LUTRAM_DEPTH", "SHAPES",
            "SYNTH_FIGURES"]
@@ -248,11 +249,16 @@ def resources(config, family=None):
     """``{"dsp", "lut", "bram36"}`` of ``config`` (module docstring): ``"lut"`` the MACs'
     (fp32), the LUT-RAM and the units' logic (:func:`logic`); ``family`` (the board's Yosys
     family) does not change the model."""
-    model = COST_MODELS[config.precision]
     found = memories(config)
+    dsp = lut = 0
+    for cfg, eb in zip(config.segments, config.eb):
+        model = (fp32_model(cfg.multiplier_shifts, cfg.adder_shifts)
+                 if config.precision == "fp32" else COST_MODELS[config.precision])
+        dsp += cfg.macs * (2 + eb) * model.dsp_per_mac
+        lut += cfg.macs * (2 + eb) * model.lut_per_mac
     return {
-        "dsp": config.macs * model.dsp_per_mac,
-        "lut": config.macs * model.lut_per_mac + sum(
+        "dsp": dsp,
+        "lut": lut + sum(
             count * _luts(depth, width) for _, count, depth, width in found)
         + sum(logic(config).values()),
         "bram36": math.ceil(sum(count * _bram36(depth, width)

@@ -2,7 +2,7 @@
 
 import struct
 
-from ...hw.fpdeep.config import FpConfig
+from ...hw.fpdeep.config import SHIFTS, FpConfig
 
 __all__ = ["draw", "draw_segment"]
 
@@ -29,13 +29,13 @@ def _shape(rng, kernels):
 
 
 def draw_segment(rng, precision, *, stages=(3, 3), frac_bits=8, kind=None, macs=12,
-                 kernels=(1, 1, 2, 3, 3, 3, 4, 5)):
+                 kernels=(1, 1, 2, 3, 3, 3, 4, 5), shifts=("lut", "dsp")):
     """A random :class:`FpConfig` of ``precision`` at simulation size: 1 to 5 input and
     output channels on ``P`` CEs of ``Q`` tiles (one pass or several, the last ragged),
     ``P · Q · K²`` at most ``macs`` (or ``K²``), a segment ``kind`` of :data:`KINDS`
     (random when None), ReLU or not, and on a completing segment a pool (kernel 1 to 3
     within the map, stride 1 to 3, overlapping or not) or none. ``stages`` are the fp32
-    units' (multiplier, adder) pipeline stages."""
+    units' (multiplier, adder) pipeline stages, ``shifts`` their shifts."""
     k, stride, pad, w_in = _shape(rng, kernels)
     n_in, n_out = rng.randint(1, 5), rng.randint(1, 5)
     budget = max(1, macs // (k * k))
@@ -50,15 +50,16 @@ def draw_segment(rng, precision, *, stages=(3, 3), frac_bits=8, kind=None, macs=
     return FpConfig(precision=precision, k=k, stride=stride, pad=pad, w_in=w_in, n_in=n_in,
                     n_out=n_out, p=p, partial_in=partial_in, completes=completes,
                     relu=rng.random() < 0.7, pool=pool, frac_bits=frac_bits,
-                    multiplier_stages=stages[0], adder_stages=stages[1], q=q)
+                    multiplier_stages=stages[0], adder_stages=stages[1], q=q,
+                    multiplier_shifts=shifts[0], adder_shifts=shifts[1])
 
 
 def draw(rng):
     """A random FPDeep node on the VC709 at simulation size: fixed16 (any ``frac_bits``)
-    or fp32 (any unit stages), 1 to 3 segments of every kind (:func:`draw_segment`), EB
-    on or off per segment, EB partial errors taken and/or sent and ``delta_out`` on
-    completing segments, mini-batches of 1 to 3, an Act-RAM of 1 to 4 images and a
-    learning rate of the precision's format. ``segments`` and ``eb`` are always pinned
+    or fp32 (any unit stages and shifts), 1 to 3 segments of every kind
+    (:func:`draw_segment`), EB on or off per segment, EB partial errors taken and/or sent
+    and ``delta_out`` on completing segments, mini-batches of 1 to 3, an Act-RAM of 1 to
+    4 images and a learning rate of the precision's format. ``segments`` and ``eb`` are always pinned
     (their lengths agree); the scalars are left to the completion at times.
 
     Size: a node's segments share a budget of 1 to 12 MACs per module (fixed16; fp32 1
@@ -76,6 +77,8 @@ def draw(rng):
         options["frac_bits"] = rng.randint(1, 15)
     if precision == "fp32" and rng.random() < 0.5:
         options["stages"] = (rng.randint(0, 6), rng.randint(0, 6))
+    if precision == "fp32":
+        options["shifts"] = (rng.choice(SHIFTS), rng.choice(SHIFTS))
     count = rng.choice([1, 1, 1, 1, 2, 2, 3] if precision == "fixed16"
                        else [1, 1, 1, 1, 1, 2])
     if precision == "fp32":             # an fp32 MAC elaborates ~10x a fixed16 one

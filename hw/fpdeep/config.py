@@ -40,10 +40,14 @@ Decisions ([U] in the spec, taken here)
 import dataclasses
 import math
 
-__all__ = ["FpConfig", "PRECISIONS", "PARTIAL_BITS"]
+__all__ = ["FpConfig", "PRECISIONS", "PARTIAL_BITS", "SHIFTS"]
 
 #: Precisions of the node's arithmetic.
 PRECISIONS = ("fp32", "fixed16")
+
+#: How the fp32 CE units build their shifts (``hw/arith``'s ``shifts``): in LUTs or as
+#: products on DSP slices.
+SHIFTS = ("lut", "dsp")
 
 #: Width of a partial-sum word on the chain, per precision.
 PARTIAL_BITS = {"fp32": 32, "fixed16": 48}
@@ -87,6 +91,13 @@ class FpConfig:
         is ``n_in``, one pass.
     multiplier_stages, adder_stages : int
         Pipeline stages of the fp32 units (``hw/arith`` FloatMul / FloatAdd).
+    multiplier_shifts, adder_shifts : str
+        How the fp32 MAC units build their shifts, one of :data:`SHIFTS` (the ``shifts`` of
+        ``hw/arith`` FloatMul / FloatAdd): the CE array's multipliers and adder trees and
+        the PG module's read-add-write adders (one multiplier and one adder per MAC unit).
+        The default, multipliers ``"lut"`` and adders ``"dsp"``, is the variant that fits
+        the most MAC units on the VC709 (:data:`nnrtl.gen.fpdeep.cost.FP32_VARIANTS`); the
+        results are the same bits for every variant.
 
     Raises
     ------
@@ -95,7 +106,7 @@ class FpConfig:
         :data:`PRECISIONS`, a size below 1, stages outside 0 … 6).
     ValueError
         Fields that conflict (``q > n_in``, ``pad >= k``, a pool the SFU does not run, a
-        fixed16 sum over 2^16 products).
+        fixed16 sum over 2^16 products); shifts not one of :data:`SHIFTS`.
     """
 
     precision: str
@@ -114,6 +125,8 @@ class FpConfig:
     multiplier_stages: int = 3
     adder_stages: int = 3
     q: int | None = None
+    multiplier_shifts: str = "lut"
+    adder_shifts: str = "dsp"
 
     def __post_init__(self):
         if self.q is None:
@@ -137,6 +150,11 @@ class FpConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 6:
                 raise TypeError(f"{name} must be an integer from 0 to 6, not {value!r}")
+        for name in ("multiplier_shifts", "adder_shifts"):
+            value = getattr(self, name)
+            if value not in SHIFTS:
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, SHIFTS))}, "
+                                 f"not {value!r}")
         if not 1 <= self.frac_bits <= 15:
             raise TypeError(f"frac_bits must be an integer from 1 to 15, not "
                             f"{self.frac_bits!r}")

@@ -6,9 +6,10 @@ Summation order (the golden model's :func:`nnrtl.sim.golden.fpdeep.fp.tree_sum`)
 products of a tile are reduced by a **tile tree** (pairs ``(0,1), (2,3), …`` of the taps in
 window raster order, level by level, an odd last item passed to the next level unchanged),
 then the tile sums of a CE by a **CE tree** of the same shape over the tiles in order. Every
-level is one stage group: fp32 ``hw/arith`` FloatAdd units (``adder_stages`` cycles), fixed16
-one register of exact 48-bit adds; the products are FloatMul units (``multiplier_stages``) or
-one register of exact 16 × 16 → 32-bit products (one DSP48 each, the paper's 1 MAC per DSP).
+level is one stage group: fp32 ``hw/arith`` FloatAdd units (``adder_stages`` cycles, shifts
+``adder_shifts``), fixed16 one register of exact 48-bit adds; the products are FloatMul units
+(``multiplier_stages``, ``multiplier_shifts``) or one register of exact 16 × 16 → 32-bit
+products (one DSP48 each, the paper's 1 MAC per DSP).
 
 :func:`ce_array` is a builder, not a component: the FP module calls it with window taps ×
 LPRAM rows; the EB module (next task) calls it with its own operand wiring (S_IC CEs of P
@@ -129,7 +130,8 @@ def _reduce(m, cfg, flow, groups, sides, name):
         odd = [g[-1] for g in groups] if count % 2 else []
         stage = f"{name}_l{level}"
         if cfg.precision == "fp32":
-            units = [float_unit(m, f"{stage}_{n}", FloatAdd(FP32, stages=cfg.adder_stages))
+            units = [float_unit(m, f"{stage}_{n}", FloatAdd(FP32, stages=cfg.adder_stages,
+                                                                shifts=cfg.adder_shifts))
                      for n in range(len(pairs))]
             flow, sums, delayed = unit_stage(
                 m, flow, units, [{"a": a, "b": b, "subtract": 0} for a, b in pairs],
@@ -175,7 +177,8 @@ def ce_array(m, cfg, flow, operands, sides, name="ce"):
     lanes, tiles, taps = len(operands), len(operands[0]), len(operands[0][0])
     flat = [pair for lane in operands for tile in lane for pair in tile]
     if cfg.precision == "fp32":
-        units = [float_unit(m, f"{name}_mul_{n}", FloatMul(FP32, stages=cfg.multiplier_stages))
+        units = [float_unit(m, f"{name}_mul_{n}", FloatMul(FP32, stages=cfg.multiplier_stages,
+                                                           shifts=cfg.multiplier_shifts))
                  for n in range(len(flat))]
         flow, products, sides = unit_stage(m, flow, units, [{"a": w, "b": a} for a, w in flat],
                                            sides, f"{name}_mul")

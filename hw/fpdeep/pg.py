@@ -47,6 +47,7 @@ from amaranth.lib.wiring import In, Out
 from ..arith.float_add import FloatAdd
 from ..arith.float_format import FP32
 from ..checks import check_positive
+from .config import SHIFTS
 from .conv import ce_array
 from .line_buffer import LineBuffer, pixel_layout
 from .lpram import pack
@@ -93,6 +94,8 @@ class LgbGroup(wiring.Component):
     fp32 : bool
         fp32 words and a combinational ``hw/arith`` FloatAdd per word; else exact signed
         adds.
+    shifts : str
+        The fp32 adders' ``shifts`` (:data:`~.config.SHIFTS`, default ``"lut"``).
 
     Attributes
     ----------
@@ -116,13 +119,19 @@ class LgbGroup(wiring.Component):
     ------
     TypeError
         A size not a positive integer.
+    ValueError
+        ``shifts`` not one of :data:`~.config.SHIFTS`.
     """
 
-    def __init__(self, banks, *, lanes, rows, width, term_bits, fp32):
+    def __init__(self, banks, *, lanes, rows, width, term_bits, fp32, shifts="lut"):
         for name, value in (("banks", banks), ("lanes", lanes), ("rows", rows),
                             ("width", width), ("term_bits", term_bits)):
             check_positive(name, value)
-        self.key = (banks, lanes, rows, width, term_bits, bool(fp32))
+        if shifts not in SHIFTS:
+            raise ValueError(f"shifts must be one of {', '.join(map(repr, SHIFTS))}, not "
+                             f"{shifts!r}")
+        self._shifts = shifts
+        self.key = (banks, lanes, rows, width, term_bits, bool(fp32), shifts)
         word = data.ArrayLayout(width, lanes)
         super().__init__({
             "read_addr": In(range(max(rows, 2))),
@@ -136,7 +145,7 @@ class LgbGroup(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        banks, lanes, rows, width, _, fp32 = self.key
+        banks, lanes, rows, width, _, fp32, _ = self.key
         memory = Memory(shape=data.ArrayLayout(data.ArrayLayout(width, lanes), banks),
                         depth=rows, init=[])
         m.submodules.memory = memory
@@ -148,7 +157,8 @@ class LgbGroup(wiring.Component):
             stored, terms = read.data[e], self.terms[e]
             for j in range(lanes):
                 if fp32:
-                    adder = float_unit(m, f"add_{e}_{j}", FloatAdd(FP32, stages=0))
+                    adder = float_unit(m, f"add_{e}_{j}",
+                                       FloatAdd(FP32, stages=0, shifts=self._shifts))
                     m.d.comb += [adder.i.valid.eq(1), adder.o.ready.eq(1),
                                  adder.i.payload.a.eq(stored[j]),
                                  adder.i.payload.b.eq(terms[j]),
@@ -213,8 +223,8 @@ class PgModule(SegmentModule):
       adders is an :class:`LgbGroup`, emitted once per shape (:func:`nnrtl.hw.hierarchy.shared`;
       the ``vc709-alexnet`` node: 63 instances of one module): the rows, the accumulate/drain choice and the
       bank the drain clears come in on its ports.
-    * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd per LGB word in the read-add-write
-      (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
+    * **fp32 add**: a *combinational* ``hw/arith`` FloatAdd (shifts ``adder_shifts``) per LGB
+      word in the read-add-write (one add per cycle, the same bits as any pipelining; the cost is an fp32 add in one
       cycle's path). Spec §3.3's alternative, a pipelined adder with forwarding or a stall when
       a row recurs within its latency (``G · passes`` < latency), is not built.
     * **Bias bank with passes**: the bias is added in the last pass only, at the LPRAM's bias
@@ -329,7 +339,7 @@ class PgModule(SegmentModule):
         reads = []
         for n, group in enumerate(packed):
             unit = LgbGroup(len(group), lanes=P, rows=rows, width=width, term_bits=term_bits,
-                            fp32=cfg.precision == "fp32")
+                            fp32=cfg.precision == "fp32", shifts=cfg.adder_shifts)
             m.submodules[f"lgb_{n}"] = shared(unit, key=unit.key)
             reads += [unit.data[e] for e in range(len(group))]
             m.d.comb += [unit.read_addr.eq(Mux(draining & (d_state != state_settle), d_row,

@@ -25,7 +25,9 @@ def _table6(result):
              f"({paper['max_link_gbps']['where']}).", "",
              "Model `paper` = 1 DSP48E1 per MAC at 200 MHz (the only reading under which "
              "Table 6's GOPS come out of 3,600 DSPs, spec §3.9), 32-bit words; `fp32` = this "
-             f"project's fp32 MAC ({FP32_MAC.dsp_per_mac} DSP + {FP32_MAC.lut_per_mac:,} LUT), "
+             f"project's fp32 MAC, the VC709's variant ({FP32_MAC.multiplier_shifts} "
+             f"multiplier and {FP32_MAC.adder_shifts} adder shifts: {FP32_MAC.dsp_per_mac} "
+             f"DSP + {FP32_MAC.lut_per_mac:,} LUT), "
              "32-bit words, 200 MHz assumed. "
              "GOPS = 2 x training MACs per image x images/s / FPGAs.", "",
              "| network | model | GOPS/FPGA (paper) | ratio | DSP use min-max (paper ~80%) "

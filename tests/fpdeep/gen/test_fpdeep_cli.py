@@ -62,13 +62,22 @@ def test_map_a_model_file(mapper, cnn_file, tmp_path, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("FPDeep: cnn.pt2 on 3 x vc709, precision fixed16")
     assert any(line.split()[:1] == ["1"] and "layers[0]" in line for line in lines)
-    # --force replaces it (nnrtl wrote it); fp32 costs 2 DSP per MAC
+    # --force replaces it (nnrtl wrote it); fp32 on the VC709: LUT multipliers, DSP adders,
+    # 6 DSP per MAC; the adders pinned to LUT shifts, the multipliers' chosen: DSP, 4 DSP
     code, out, err = run(capsys, "map", "fpdeep", "--model", cnn_file, "--fpgas", 2,
                          "--board", "vc709", "--precision", "fp32", "--image-size", 32,
                          "--link-gbps", 250, "-o", out_dir, "--force")
     assert code == 0, err
     found = json.loads((out_dir / "mapping.json").read_text())
-    assert found["cost_model"]["dsp_per_mac"] == 2 and len(found["nodes"]) == 2
+    assert found["cost_model"]["dsp_per_mac"] == 6 and len(found["nodes"]) == 2
+    assert (found["cost_model"]["multiplier_shifts"], found["cost_model"]["adder_shifts"]) == (
+        "lut", "dsp")
+    code, out, err = run(capsys, "map", "fpdeep", "--model", cnn_file, "--fpgas", 2,
+                         "--board", "vc709", "--precision", "fp32", "--image-size", 32,
+                         "--param", "adder_shifts=lut", "-o", out_dir, "--force")
+    assert code == 0, err
+    found = json.loads((out_dir / "mapping.json").read_text())
+    assert found["cost_model"]["dsp_per_mac"] == 4 and found["cost_model"]["lut_per_mac"] == 821
 
 
 def test_map_a_builtin_network_with_params(mapper, tmp_path, capsys):

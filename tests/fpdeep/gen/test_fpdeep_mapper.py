@@ -10,6 +10,7 @@ import pytest
 from nnrtl.boards import get_board
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.fpdeep import from_network, map_network
+from nnrtl.gen.fpdeep.cost import fp32_model_for, unit_budget
 from nnrtl.gen.fpdeep.links import boundary_words
 from nnrtl.gen.fpdeep.partition import UnitLine
 from nnrtl.gen.models import Conv2d, Flatten, Linear, MaxPool2d, Network, ReLU
@@ -82,7 +83,8 @@ def test_invariants_on_random_networks(seed):
     fpgas = int(rng.integers(1, 6))
     board = small_board(int(rng.choice([4, 40, 1470])))
     precision = str(rng.choice(["fixed16", "fp32"]))
-    budget = int(0.85 * 3600) // 1 if precision == "fixed16" else int(0.7 * 433_200) // 891
+    # fp32: the VC709's variant, LUT multipliers and DSP adders, 6 DSP + 682 LUT a MAC
+    budget = int(0.85 * 3600) // 1 if precision == "fixed16" else int(0.7 * 433_200) // 682
     try:
         mapping = map_network(chain, fpgas, board, precision=precision, link_gbps=150)
     except UsageError as error:
@@ -184,15 +186,23 @@ def test_refusals_name_node_and_resource():
     with pytest.raises(UsageError, match=r"^node 1: storage needs [\d,]+ words of 16 bits = "
                                          r"\d+ BRAM36, but tiny has 1 BRAM36"):
         map_network(chain, 1, small_board(1), fc_batch=1)
-    # fp32: 2 DSP + 891 LUT per MAC; 0.7 of 433,200 LUT allow 340 MAC units; AlexNet on
-    # one node needs one tile per module: conv1 2 x 11², conv2 3 x 5², conv3-5 3 x 3 x 3²,
-    # fc6-8 3 x 3 x 1 = 407 MAC units, 814 DSP, 362,637 LUT
+    # fp32 pinned to LUT shifts: 2 DSP + 891 LUT per MAC; 0.7 of 433,200 LUT allow 340 MAC
+    # units; AlexNet on one node needs one tile per module: conv1 2 x 11², conv2 3 x 5²,
+    # conv3-5 3 x 3 x 3², fc6-8 3 x 3 x 1 = 407 MAC units, 814 DSP, 362,637 LUT
     from nnrtl.gen.fpdeep import alexnet
     with pytest.raises(UsageError, match=r"node 1 \(conv1, conv2, conv3, conv4, conv5, fc6, fc7, "
                                          r"fc8\): one K x K tile per module needs 407 MAC units "
                                          r"= 814 DSP and 362,637 LUT, but vc709 allows 340 MAC "
                                          r"units \(lut-limited"):
-        map_network(alexnet(), 1, VC709, precision="fp32", check_storage=False)
+        map_network(alexnet(), 1, VC709, precision="fp32", check_storage=False,
+                    multiplier_shifts="lut", adder_shifts="lut")
+    for kwargs, message in (({"adder_shifts": "dsp48"}, "^adder_shifts must be lut or dsp, "
+                                                        "not 'dsp48'$"),
+                            ({"multiplier_shifts": "dsp"}, "^multiplier_shifts and "
+                                                           "adder_shifts are fp32's, not "
+                                                           "fixed16's$")):
+        with pytest.raises(UsageError, match=message):
+            map_network(chain, 2, VC709, **kwargs)
     for kwargs, message in (({"precision": "fp64"}, "--precision must be one of fixed16, fp32"),
                             ({"link_gbps": 0}, "--link-gbps must be a positive number"),
                             ({"convention": "ring"}, "link convention must be one of link, "
@@ -213,12 +223,33 @@ def test_link_conventions():
     assert b.link_period >= a.link_period > 0
 
 
-def test_cuts_move_when_tiles_do_not_fit():
-    """fp32 on the VC709 allows 340 MAC units a node: AlexNet's conv1 and conv2 take
-    2 x 11² + 3 x 5² = 317 of them, so conv3 (3 x 3 x 3² = 81 more) cannot share their
-    node, whatever the work balance says: node 1 holds conv1 and conv2."""
+def test_fp32_variant_is_the_boards_fastest():
+    """Unpinned, fp32 takes the variant with the most MAC units: the VC709 LUT multipliers
+    and DSP adders (0.7 · 433,200 / 682 = 444 by its LUTs, 2,664 of 3,600 DSP), the ZC706
+    DSP multipliers and LUT adders (0.7 · 218,600 / 821 = 186); a pinned shift keeps the
+    best variant with it."""
     from nnrtl.gen.fpdeep import alexnet
-    mapping = map_network(alexnet(), 2, VC709, precision="fp32", check_storage=False)
+    mapping = map_network(alexnet(), 15, VC709, precision="fp32", check_storage=False)
+    assert (mapping.model.multiplier_shifts, mapping.model.adder_shifts) == ("lut", "dsp")
+    assert (mapping.unit_budget, mapping.budget_resource) == (444, "lut")
+    assert mapping.model.dsp_per_mac == 6 and mapping.model.lut_per_mac == 682
+    zc706 = get_board("zc706").capacity
+    model = fp32_model_for(zc706)
+    assert (model.multiplier_shifts, model.adder_shifts) == ("dsp", "lut")
+    assert unit_budget(model, zc706) == (186, "lut")
+    pinned = map_network(alexnet(), 15, VC709, precision="fp32", check_storage=False,
+                         multiplier_shifts="dsp")
+    assert (pinned.model.multiplier_shifts, pinned.model.adder_shifts) == ("dsp", "dsp")
+    assert (pinned.unit_budget, pinned.budget_resource) == (382, "dsp")
+
+
+def test_cuts_move_when_tiles_do_not_fit():
+    """fp32 with LUT shifts on the VC709 allows 340 MAC units a node: AlexNet's conv1 and
+    conv2 take 2 x 11² + 3 x 5² = 317 of them, so conv3 (3 x 3 x 3² = 81 more) cannot share
+    their node, whatever the work balance says: node 1 holds conv1 and conv2."""
+    from nnrtl.gen.fpdeep import alexnet
+    mapping = map_network(alexnet(), 2, VC709, precision="fp32", check_storage=False,
+                          multiplier_shifts="lut", adder_shifts="lut")
     assert [s.layer for s in mapping.nodes[0].segments] == ["conv1", "conv2"]
     assert mapping.nodes[0].mac_units == 317 <= mapping.unit_budget == 340
     check_invariants(alexnet(), mapping, 340)

@@ -181,10 +181,31 @@ def test_vc709_alexnet_node_fits_by_yosys_slow(tmp_path):
 
 
 @pytest.mark.slow
-def test_fp32_mac_cost_is_what_yosys_measures():
-    """The fp32 cost model's LUT and DSP per MAC: a FloatMul and a FloatAdd, re-measured
-    (seconds of Yosys)."""
-    from nnrtl.gen.fpdeep.cost import COST_MODELS, measure_fp32_mac
+@pytest.mark.parametrize("shifts", [("lut", "lut"), ("lut", "dsp"), ("dsp", "lut"),
+                                    ("dsp", "dsp")], ids="-".join)
+def test_fp32_mac_cost_is_what_yosys_measures(shifts):
+    """The fp32 cost model's LUT and DSP per MAC, each variant: a FloatMul and a FloatAdd
+    with the CE's shifts, re-measured (seconds of Yosys); the default model is the
+    VC709's variant."""
+    from nnrtl.gen.fpdeep.cost import COST_MODELS, FP32_VARIANTS, measure_fp32_mac
 
+    dsp, lut = FP32_VARIANTS[shifts]
+    assert measure_fp32_mac("xc7", *shifts) == {"lut": lut, "dsp": dsp}
     model = COST_MODELS["fp32"]
-    assert measure_fp32_mac() == {"lut": model.lut_per_mac, "dsp": model.dsp_per_mac}
+    assert (model.multiplier_shifts, model.adder_shifts) == ("lut", "dsp")
+
+
+def test_fp32_node_counts_its_variant():
+    """A node's DSP and MAC LUTs are its segments' variant's (:data:`FP32_VARIANTS`)."""
+    import dataclasses
+
+    from nnrtl.gen.fpdeep.cost import FP32_VARIANTS
+
+    segment = FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=4, n_in=2, n_out=2, p=2)
+    for shifts, (dsp, lut) in FP32_VARIANTS.items():
+        cfg = dataclasses.replace(segment, multiplier_shifts=shifts[0], adder_shifts=shifts[1])
+        config = FpdeepConfig(segments=(cfg,), eb=(True,))
+        base = FpdeepConfig(segments=(dataclasses.replace(cfg, multiplier_shifts="lut",
+                                                          adder_shifts="lut"),), eb=(True,))
+        assert resources(config)["dsp"] == config.macs * dsp
+        assert resources(config)["lut"] - resources(base)["lut"] == config.macs * (lut - 891)

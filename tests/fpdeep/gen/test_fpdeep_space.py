@@ -37,6 +37,9 @@ def test_draws_complete_and_cover_the_node():
     assert {c.act_images for c in configs} == {1, 2, 3, 4}
     assert {s.frac_bits for s in segments if s.precision == "fixed16"} - {8}
     assert {(s.multiplier_stages, s.adder_stages) for s in segments} - {(3, 3)}
+    assert {(s.multiplier_shifts, s.adder_shifts) for s in segments
+            if s.precision == "fp32"} == {("lut", "lut"), ("lut", "dsp"), ("dsp", "lut"),
+                                          ("dsp", "dsp")}
 
 
 def test_draws_are_reproducible():

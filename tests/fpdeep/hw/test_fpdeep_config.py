@@ -69,6 +69,14 @@ def test_config_refusals():
                  completes=False, pool=(2, 2, 0))
     with pytest.raises(ValueError, match="pixels .* must be W_out"):
         segment(pixels=25, cycles=25 * 3)
+    with pytest.raises(ValueError, match=r"^adder_shifts must be one of 'lut', 'dsp', not "
+                                         r"'uram'$"):
+        FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=6, n_in=3, n_out=5, p=2,
+                 adder_shifts="uram")
+    with pytest.raises(ValueError, match=r"^multiplier_shifts must be one of 'lut', 'dsp', "
+                                         r"not None$"):
+        FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=6, n_in=3, n_out=5, p=2,
+                 multiplier_shifts=None)
 
 
 @pytest.mark.parametrize("fpgas", [2, 3])

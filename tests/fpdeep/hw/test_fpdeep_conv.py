@@ -34,6 +34,14 @@ def test_bad_parameters(make, message):
         make()
 
 
+def test_lgb_group_shifts():
+    with pytest.raises(ValueError, match=r"^shifts must be one of 'lut', 'dsp', not 'DSP'$"):
+        LgbGroup(1, lanes=1, rows=4, width=32, term_bits=32, fp32=True, shifts="DSP")
+    lut = LgbGroup(1, lanes=1, rows=4, width=32, term_bits=32, fp32=True)
+    dsp = LgbGroup(1, lanes=1, rows=4, width=32, term_bits=32, fp32=True, shifts="dsp")
+    assert lut.key != dsp.key       # a module of its own per variant
+
+
 def test_tile_sums_exactly_and_holds_while_disabled():
     """9 taps of signed 16-bit words: every output is Σ a·w of the window that entered
     ``stages`` enabled cycles before (Python integers), and nothing moves while the

@@ -131,9 +131,10 @@ def test_fp_fp32_bit_exact():
 
 def test_fp_fp32_passes_bit_exact():
     """fp32 with Q < S_IC: S_IC = 3 on Q = 2 (a ragged second pass), the pass accumulator's
-    combinational FloatAdd, then the chain add, bias and ReLU; OC = 3 on P = 2."""
+    combinational FloatAdd, then the chain add, bias and ReLU; OC = 3 on P = 2; the CE's
+    multipliers and adders with their shifts on DSP slices."""
     cfg = FpConfig(precision="fp32", k=3, stride=1, pad=1, w_in=4, n_in=3, n_out=3, p=2, q=2,
-                   partial_in=True)
+                   partial_in=True, multiplier_shifts="dsp", adder_shifts="dsp")
     assert cfg.passes == 2
     stream, got, want, _ = amaranth_run(cfg, random_case(cfg, 1, seed=6), gap=0.2,
                                         stall=0.3, seed=5)

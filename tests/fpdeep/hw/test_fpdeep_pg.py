@@ -69,9 +69,10 @@ def test_pg_module_passes_match_golden(cfg):
 
 def test_pg_module_fp32_matches_golden():
     """fp32 (FloatMul of 2 stages, the LGB's read-add-write through FloatAdd): two groups,
-    a zero lane, the bias bank, two mini-batches of one image."""
+    a zero lane, the bias bank, two mini-batches of one image; the multipliers' shifts on
+    DSP slices, the adders' in LUTs."""
     cfg = FpConfig(precision="fp32", k=2, stride=1, pad=1, w_in=4, n_in=1, n_out=3, p=2,
-                   multiplier_stages=2)
+                   multiplier_stages=2, multiplier_shifts="dsp", adder_shifts="lut")
     dut = PgModule(cfg, batch=1)
     assert dut.lgb_bits == 32
     case = random_case(cfg, 1, 2, 6)
