@@ -19,9 +19,10 @@ their hierarchy kept, as ``nnrtl synth --hierarchy shared`` counts them, by::
 :func:`~nnrtl.gen.synth.run_yosys` redoes it with its workaround).
 
 A channel is its PE control, ``pes_per_channel`` lanes, its activation unit (sigmoid
-and tanh on one datapath) and its own logic (command issue, distributor, collector, the broadcasting, distribute,
-collect, result and sideband FIFOs, the lanes' operand MUXes, the result beat and the
-gather register): the measured channels less the units they hold give that logic as a
+and tanh on one datapath) and its own logic (command issue, distributor, collector, the
+broadcasting, distribute, collect, result and sideband FIFOs, the lanes' Input2 MUXes,
+the Input1 broadcast store, the result beat and the gather register): the measured
+channels less the units they hold give that logic as a
 fixed part plus a part per lane, so the model equals both measured channels. The top
 adds two operand beats a channel and a beat counter (flip-flops); the R2A scheduler and
 the DMA are counted once per top (their measured figures), the AXI4-Lite register file
@@ -50,9 +51,9 @@ MEASURED_FAMILY = "xcup"
 #: ``r2a`` the scheduler of 40 channels and 64 tasks, ``dma`` the DMA on a 256-bit HBM
 #: port.
 UNIT_LOGIC = {
-    "lane": {"lut": 559, "lut_memory": 76, "ff": 667, "dsp": 5, "bram36": 0},
+    "lane": {"lut": 550, "lut_memory": 76, "ff": 667, "dsp": 5, "bram36": 0.0},
     "pe_control": {"lut": 220, "lut_memory": 24, "ff": 134, "dsp": 0, "bram36": 0},
-    "pe": {"lut": 826, "lut_memory": 100, "ff": 801, "dsp": 5, "bram36": 0},
+    "pe": {"lut": 826, "lut_memory": 100, "ff": 801, "dsp": 5, "bram36": 0.0},
     "activation": {"lut": 690, "lut_memory": 0, "ff": 676, "dsp": 8, "bram36": 7.0},
     "dma": {"lut": 12934, "lut_memory": 1760, "ff": 3429, "dsp": 3, "bram36": 0},
     "r2a": {"lut": 11201, "lut_memory": 0, "ff": 8449, "dsp": 0, "bram36": 0},
@@ -60,12 +61,13 @@ UNIT_LOGIC = {
 
 #: Whole channels (the paper's layer sizes) synthesized with their hierarchy kept
 #: (:func:`measure_channel`), by ``pes_per_channel``: what the channel adds to its PE
-#: control, lanes and activation units (the command issue, distributor and collector,
-#: their five FIFOs, the lanes' operand MUXes, the result beat and the gather register)
-#: is the difference, a part per lane and a fixed part from the two sizes.
+#: control, lanes and activation unit (the command issue, distributor and collector,
+#: their five FIFOs, the lanes' Input2 MUXes, the Input1 broadcast store, the result beat
+#: and the gather register) is the difference, a part per lane and a fixed part from the
+#: two sizes.
 CHANNEL_LOGIC = {
-    8: {"lut": 6618, "lut_memory": 840, "ff": 6478, "dsp": 48, "bram36": 7.0},
-    32: {"lut": 22726, "lut_memory": 3104, "ff": 23258, "dsp": 168, "bram36": 7.0},
+    8: {"lut": 6403, "lut_memory": 864, "ff": 6482, "dsp": 48, "bram36": 7.0},
+    32: {"lut": 21743, "lut_memory": 3128, "ff": 23262, "dsp": 168, "bram36": 7.0},
 }
 
 

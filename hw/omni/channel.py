@@ -6,9 +6,9 @@ The controller runs :class:`~.channel_config.ChannelInstruction` commands from
 ``i_command`` in order. Each is one Omni-PE job given to lanes ``0 .. lanes - 1`` at once
 (the *command issue*: in the cycle every active PE takes a command). The *distributor*
 then gives the job's operands, element by element, to every active lane in the same
-cycle: operand 1 from that lane's word of a beat of ``i_input1`` or from the broadcasting
-queue (``i_broadcast``), operand 2 likewise from ``i_input2`` or the queue (outer
-products take operand 1 once per job). The *collector* takes the results in instruction
+cycle: operand 1 from that lane's word of a beat of ``i_input1`` or (EW add) from the
+broadcasting queue (``i_broadcast``), operand 2 likewise from ``i_input2`` or the queue
+(outer products take operand 1 once per job). The *collector* takes the results in instruction
 order: an instruction without activation leaves as one beat per result index (every
 active lane's result in the same cycle); one with an activation sends the active lanes'
 results one by one, lane 0 first, through the shared sigmoid or tanh unit and gathers
@@ -25,11 +25,12 @@ against this RTL.
 from amaranth.hdl import Array, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
+from amaranth.lib.memory import Memory
 
 from ..hierarchy import shared
 from .activation import SharedActivation
 from .channel_config import Activation, ChannelConfig, Source
-from .config import ConfiguredComponent, OmniMode
+from .config import ConfiguredComponent, OmniMode, OperandA
 from .lane import OmniLane
 from .pe_control import OmniPEControl
 
@@ -85,6 +86,12 @@ class Channel(ConfiguredComponent):
     - *Broadcasting queue.* A FIFO of ``broadcast_depth`` words (default 4: one word per
       cycle with slack for the scratchpad's read latency); the scratchpad streams the
       broadcast vector again for every round of rows, so the queue does not hold a vector.
+    - *A broadcast operand 1* is taken by EW adds only (``1 - x``; the multipliers take
+      Input1 from the lanes, :class:`~.channel_config.ChannelInstruction`): its words go to
+      one *Input1 broadcast store* beside the lanes' Input1 queues (written and read at
+      their addresses, with a bit per entry saying it holds a broadcast word), and every
+      lane's adder takes it through its ``i_shared_a`` (the ``-0`` operand otherwise), so
+      no lane has a MUX in front of its Input1 queue (32 LUTs a lane).
     - *Scratchpad port.* Two operand streams of one word per lane (``P`` x 32 bits each: an
       MVM or outer product takes one beat per cycle, ``P`` MACs or products per cycle; an EW
       operation takes both), one broadcast word stream, and one result stream of ``P``
@@ -115,12 +122,16 @@ class Channel(ConfiguredComponent):
         layout = config.command_layout
         # one PE control for the lanes in lockstep (see the class Notes)
         m.submodules.pe_control = control = OmniPEControl(config.pe)
+        # the lanes' control word: the PE control's, with operand `a` of an EW add whose
+        # Input1 entry is a broadcast word taken from the lanes' shared operand
+        word = Signal(config.pe.lane_control_layout)
+        shared_a = Signal(width)
         lanes = []
         for index in range(lanes_count):
             lane = OmniLane(config.pe)
             # one module, an instance per lane: Verilator and Yosys take the lane once
             m.submodules[f"lane_{index}"] = shared(lane, key=config.pe)
-            m.d.comb += lane.i_control.eq(control.o_control)
+            m.d.comb += [lane.i_control.eq(word), lane.i_shared_a.eq(shared_a)]
             lanes.append(lane)
 
         m.submodules.broadcast_queue = broadcast = SyncFIFO(width=width,
@@ -177,11 +188,36 @@ class Channel(ConfiguredComponent):
         ]
         for index, lane in enumerate(lanes):
             m.d.comb += [
-                lane.i_input1.eq(Mux(broadcast1, broadcast.r_data,
-                                     self.i_input1.payload[index])),
+                # a broadcast operand 1 (EW add only) goes to the Input1 broadcast store:
+                # the lanes' Input1 entries then hold a don't-care
+                lane.i_input1.eq(self.i_input1.payload[index]),
                 lane.i_input2.eq(Mux(broadcast2, broadcast.r_data,
                                      self.i_input2.payload[index])),
             ]
+        # -- the Input1 broadcast store: beside the lanes' Input1 queues, at their
+        # addresses, the broadcast word and whether the entry is one
+        pe_word = control.o_control
+        depth = config.pe.queue_depths["input1"]
+        m.submodules.input1_broadcast = store = Memory(shape=width, depth=depth, init=[])
+        store_write = store.write_port()
+        store_read = store.read_port(domain="comb")
+        from_broadcast = Signal(depth)
+        m.d.comb += [
+            store_write.addr.eq(pe_word.input1_waddr),
+            store_write.data.eq(broadcast.r_data),
+            store_write.en.eq(pe_word.input1_write),
+            store_read.addr.eq(pe_word.input1_raddr),
+        ]
+        with m.If(pe_word.input1_write):
+            m.d.sync += from_broadcast.bit_select(pe_word.input1_waddr, 1).eq(broadcast1)
+        take_stored = ((pe_word.a == OperandA.INPUT1)
+                       & from_broadcast.bit_select(pe_word.input1_raddr, 1))
+        m.d.comb += [
+            word.eq(pe_word),
+            shared_a.eq(Mux(take_stored, store_read.data, config.fmt.sign_mask)),
+        ]
+        with m.If(take_stored):
+            m.d.comb += word.a.eq(OperandA.ZERO)
 
         # -- collector: results in instruction order -------------------------------------
         beat_shape = config.beat_layout

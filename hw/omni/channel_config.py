@@ -57,7 +57,9 @@ class ChannelInstruction:
     lanes : int
         Active lanes, ``0 .. lanes - 1`` (at least 1).
     source1, source2 : Source
-        Of operand 1 and operand 2; not both :attr:`Source.BROADCAST`.
+        Of operand 1 and operand 2; not both :attr:`Source.BROADCAST`, operand 1 only
+        for an ``EW_ADD`` job (``1 - x``: the lanes' adders take it from the channel's
+        Input1 broadcast store, :class:`~.channel.Channel`).
     activation : Activation
     """
 
@@ -79,6 +81,10 @@ class ChannelInstruction:
         if self.source1 is Source.BROADCAST and self.source2 is Source.BROADCAST:
             raise ValueError("source1 and source2 cannot both be BROADCAST: the "
                              "broadcasting queue gives one word per element")
+        if self.source1 is Source.BROADCAST and self.job.mode is not OmniMode.EW_ADD:
+            raise ValueError(f"source1 can be BROADCAST only for an EW_ADD job, not "
+                             f"{self.job.mode.name}: the lanes' multipliers take Input1 "
+                             f"from the lanes")
 
     @property
     def broadcast_words(self):

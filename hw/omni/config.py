@@ -52,7 +52,8 @@ class OperandA(enum.Enum, shape=2):
     """The adder's operand ``a`` a lane takes (:class:`~.lane.OmniLane`): the lane
     control's select."""
 
-    #: ``-0`` (a filler, or a job's first product's partial).
+    #: ``-0`` (a filler, or a job's first product's partial): the lane's ``i_shared_a``,
+    #: which a channel also sets to an EW add's broadcast Input1 word.
     ZERO = 0
     #: The partial sum leaving the adder (the accumulator ring's feedback).
     LEAVING = 1
@@ -325,10 +326,12 @@ class OmniPEConfig:
     @property
     def lane_members(self):
         """A lane's ports (:class:`~.lane.OmniLane`): the control word, the operands
-        written into its Input1 / Input2 queues, the head of its Output Queue."""
+        written into its Input1 / Input2 queues, the adder's operand ``a`` on
+        :attr:`OperandA.ZERO` (``-0`` unless driven), the head of its Output Queue."""
         width = self.fmt.width
         return {"i_control": In(self.lane_control_layout), "i_input1": In(width),
-                "i_input2": In(width), "o_data": Out(width)}
+                "i_input2": In(width), "i_shared_a": In(width, init=self.fmt.sign_mask),
+                "o_data": Out(width)}
 
     @property
     def control_members(self):

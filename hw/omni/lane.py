@@ -74,6 +74,10 @@ class OmniLane(ConfiguredComponent):
         The PE control's word of this cycle.
     i_input1, i_input2 : In(fmt.width)
         The operand written into the Input1 / Input2 queue when the control says so.
+    i_shared_a : In(fmt.width)
+        The adder's operand ``a`` when the control selects :attr:`OperandA.ZERO`:
+        ``-0`` (its reset value; an :class:`~.pe.OmniPE` leaves it so), or a word every
+        lane shares (a :class:`~.channel.Channel`'s broadcast Input1 words).
     o_data : Out(fmt.width)
         The head of the Output Queue (valid when the control's ``o.valid`` is).
 
@@ -133,7 +137,7 @@ class OmniLane(ConfiguredComponent):
             adder.i.payload.subtract.eq(control.subtract),
         ]
         operands = (
-            (adder.i.payload.a, control.a, {OperandA.ZERO: negative_zero,
+            (adder.i.payload.a, control.a, {OperandA.ZERO: self.i_shared_a,
                                             OperandA.LEAVING: leaving,
                                             OperandA.INPUT1: input1, OperandA.HELD: held}),
             (adder.i.payload.b, control.b, {OperandB.ZERO: negative_zero,

@@ -123,6 +123,10 @@ def test_instruction_checks():
     job = OmniJob(OmniMode.EW_MUL, 3)
     with pytest.raises(ValueError, match=r"^source1 and source2 cannot both be BROADCAST: "):
         ChannelInstruction(job, 2, Source.BROADCAST, Source.BROADCAST)
+    with pytest.raises(ValueError, match=r"^source1 can be BROADCAST only for an EW_ADD job, "
+                                         r"not EW_MUL: "):
+        ChannelInstruction(job, 2, Source.BROADCAST)
+    assert ChannelInstruction(OmniJob(OmniMode.EW_ADD, 3, True), 2, Source.BROADCAST)
     with pytest.raises(TypeError, match=r"^lanes must be a positive integer, not 0$"):
         ChannelInstruction(job, 0)
     with pytest.raises(TypeError, match=r"^source2 must be a Source, not 1$"):
