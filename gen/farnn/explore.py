@@ -39,12 +39,14 @@ __all__ = ["Candidate", "Exploration", "explore", "explore_request", "fits", "ta
 #: The workload's parameters (the model and how it is trained).
 WORKLOAD = ("cell", "input_size", "hidden_size", "proj_size", "layers", "seq_len", "batch")
 #: The parameters the exploration chooses.
-VARIED = ("chain_length", "weight_depth", "split", "shifts")
+VARIED = ("chain_length", "weight_depth", "split", "dsp_usage")
 #: The hardware parameters ``--param`` may fix.
 HARDWARE = ("chain_length", "chains", "weight_depth", "split", "adder_stages",
-            "multiplier_stages", "shifts")
-#: The adders' shifts the exploration tries (:attr:`FarnnConfig.shifts`).
-SHIFTS = ("lut", "dsp")
+            "multiplier_stages", "dsp_usage")
+#: The DSP-usage levels the exploration tries (:attr:`FarnnConfig.dsp_usage`), preferred
+#: first on a tie: ``"max"`` where it buys a faster design (fewer LUTs a PE, so more
+#: PEs), ``"none"`` where nothing else fits the DSP slices.
+DSP_USAGES = ("some", "max", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,8 +81,8 @@ class Candidate:
 
     def rank_key(self):
         c = self.config
-        # the DSP shifts only where they buy a faster design
-        return (self.cycles, c.pes, c.shifts != "lut", self.needs["lut"],
+        # more DSP usage (or none) only where it buys a faster design
+        return (self.cycles, c.pes, DSP_USAGES.index(c.dsp_usage), self.needs["lut"],
                 c.weight_depth, c.split)
 
 
@@ -249,7 +251,7 @@ def _divisors(n):
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _nothing_fits(workload, platform, depths, splits, shifts, limits, cap=None):
+def _nothing_fits(workload, platform, depths, splits, dsp_usages, limits, cap=None):
     """The error text: the shortest chains whose weights fit, and what they need (with the
     fewest LUTs)."""
     w, family = workload, platform.capacity.yosys_family
@@ -260,23 +262,23 @@ def _nothing_fits(workload, platform, depths, splits, shifts, limits, cap=None):
                 config = dataclasses.replace(w, weight_depth=depth, split=split,
                                              chain_length=length)
                 if config.fits:
-                    for shift in shifts:
-                        config = dataclasses.replace(config, shifts=shift)
+                    for level in dsp_usages:
+                        config = dataclasses.replace(config, dsp_usage=level)
                         found.append((config.pes, resource_estimate(config, family).needs(),
-                                      length, depth, split, shift))
+                                      length, depth, split, level))
                     break
     head = (f"no FARNN configuration of {w.cell.upper()} {w.hidden_size} cells (proj_size "
             f"{w.proj_size}) fits {platform.name} (budgets {limits}"
             + ("" if cap is None else f", at most {cap} PEs") + ")")
     if not found:
         return f"{head}: no chain length holds its weights"
-    pes, needs, length, depth, split, shift = min(found,
+    pes, needs, length, depth, split, level = min(found,
                                                   key=lambda item: (item[0], item[1]["lut"]))
     over = ", ".join([f"{key} {needs[key]} > {limits[key]}" for key in needs
                       if needs[key] > limits[key]]
                      + ([f"{pes} PEs > {cap}"] if cap is not None and pes > cap else []))
     return (f"{head}: its weights need at least chain_length {length} (weight_depth {depth}, "
-            f"split {split}, shifts {shift}, {pes} PEs), which needs {over}")
+            f"split {split}, dsp_usage {level}, {pes} PEs), which needs {over}")
 
 
 def core_clock_hz(platform):
@@ -291,14 +293,14 @@ def core_clock_hz(platform):
 
 
 def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
-            shifts=SHIFTS, pcie_gbps=PCIE_GBPS, clock_hz=None, lut_share=LUT_SHARE, top=10,
+            dsp_usages=DSP_USAGES, pcie_gbps=PCIE_GBPS, clock_hz=None, lut_share=LUT_SHARE, top=10,
             budget=None, objective="fastest", tolerance=None, pinned=()):
     """Enumerate, check and rank FARNN configurations for ``workload`` (a
     :class:`FarnnConfig` whose :data:`WORKLOAD` fields are used) on ``board``.
 
-    ``depths``, ``splits``, ``lengths`` and ``shifts`` restrict the search (default: both
-    depths, every divisor of ``chains``, every chain length, both ``shifts``; the
-    DSP shifts are chosen only where they give a faster design). ``budget`` (a :class:`~nnrtl.gen.dse.
+    ``depths``, ``splits``, ``lengths`` and ``dsp_usages`` restrict the search (default:
+    both depths, every divisor of ``chains``, every chain length, every DSP-usage level;
+    a level other than ``"some"`` is chosen only where it gives a faster design). ``budget`` (a :class:`~nnrtl.gen.dse.
     Budget`; default ``lut_share`` of the LUTs and all of the rest, no PE cap), ``objective``
     and ``tolerance`` (:func:`~nnrtl.gen.dse.choose`) choose the design; ``pinned`` names
     the hardware parameters the caller fixed (for the report). Raises :class:`UsageError`
@@ -318,14 +320,14 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
     cap = budget.max_pes
     splits = _divisors(workload.chains) if splits is None else list(splits)
     points, considered = [], 0
-    for depth, split, shift in itertools.product(depths, splits, shifts):
+    for depth, split, level in itertools.product(depths, splits, dsp_usages):
         length = 0
         while True:
             length += 1
             if lengths is not None and length > max(lengths):
                 break
             config = dataclasses.replace(workload, weight_depth=depth, split=split,
-                                         chain_length=length, shifts=shift)
+                                         chain_length=length, dsp_usage=level)
             needs = resource_estimate(config, family).needs()
             if any(needs[key] > limits[key] for key in ("dsp", "lut")) or \
                     (cap is not None and config.pes > cap):
@@ -341,7 +343,7 @@ def explore(workload, board, *, depths=WEIGHT_DEPTHS, splits=None, lengths=None,
             points.append(Candidate(config, step.cycles, step.cycles_double_buffered,
                                     step.utilization, step.seconds, needs))
     if not points:
-        raise UsageError(_nothing_fits(workload, platform, depths, splits, shifts, limits,
+        raise UsageError(_nothing_fits(workload, platform, depths, splits, dsp_usages, limits,
                                        cap))
     points.sort(key=Candidate.rank_key)
     return Exploration(workload=workload, board=platform.name, clock_hz=clock_hz,
@@ -387,7 +389,8 @@ def explore_request(request):
                    else WEIGHT_DEPTHS,
                    splits=(workload.split,) if "split" in given else None,
                    lengths=(workload.chain_length,) if "chain_length" in given else None,
-                   shifts=(workload.shifts,) if "shifts" in given else SHIFTS,
+                   dsp_usages=((workload.dsp_usage,) if "dsp_usage" in given
+                               else DSP_USAGES),
                    top=request.top, budget=budget_, objective=request.objective,
                    tolerance=request.tolerance,
                    pinned=[name for name in HARDWARE if name in given])

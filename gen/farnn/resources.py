@@ -12,12 +12,13 @@ once at the default stages (``adder_stages`` 4, ``multiplier_stages`` 3), fp32, 
 ``synth_xilinx -family xcup -flatten``); the counts are :data:`UNIT_LOGIC`.
 
 The PEs are measured as the chain builds them: two by two in a
-:class:`~nnrtl.hw.farnn.pair.PEPair` (``pair4096`` ... ``pair8192_dsp``, their shared weight
+:class:`~nnrtl.hw.farnn.pair.PEPair` (``pair4096`` ... ``pair8192_none``, their shared weight
 memory marked ``ram_style = "ultra"`` and mapped by ``synth_xilinx -uram`` to one URAM288 at
 4K words, two at 8K) and alone (``pe4096`` ..., an odd chain's tail, one URAM288 at either
-depth), at both ``shifts`` (``_dsp``: the multiplier's right shift and the accumulator
-adder's two shifts as products on DSP slices; the fold adder ``add`` / ``add_dsp``
-likewise), plus ``normal``, the chain head's normal-form converter
+depth), at every ``dsp_usage`` (:mod:`~nnrtl.hw.arith.dsp_usage`; no suffix ``"some"``,
+``_max`` the multiplier's right shift and the accumulator adder's two shifts as products on
+DSP slices too, ``_none`` the multiplier's product in LUTs; the fold adder ``add`` /
+``add_max`` likewise), plus ``normal``, the chain head's normal-form converter
 (:class:`~nnrtl.hw.arith.float_normal.ToNormalForm`). A PE's LUTs include the 24-28
 LUT-RAM LUTs of its 2-deep result FIFO.
 
@@ -64,15 +65,19 @@ MEASURED_FAMILY = "xcup"
 UNIT_LOGIC = {
     "pe4096": {"lut": 876, "lut_memory": 28, "ff": 476, "dsp": 2, "bram36": 0},
     "pe8192": {"lut": 907, "lut_memory": 28, "ff": 478, "dsp": 2, "bram36": 0},
-    "pe4096_dsp": {"lut": 649, "lut_memory": 24, "ff": 504, "dsp": 6, "bram36": 0},
-    "pe8192_dsp": {"lut": 682, "lut_memory": 24, "ff": 506, "dsp": 6, "bram36": 0},
+    "pe4096_max": {"lut": 649, "lut_memory": 24, "ff": 504, "dsp": 6, "bram36": 0},
+    "pe8192_max": {"lut": 682, "lut_memory": 24, "ff": 506, "dsp": 6, "bram36": 0},
     "pair4096": {"lut": 1773, "lut_memory": 56, "ff": 952, "dsp": 4, "bram36": 0},
     "pair8192": {"lut": 1831, "lut_memory": 56, "ff": 956, "dsp": 4, "bram36": 0},
-    "pair4096_dsp": {"lut": 1313, "lut_memory": 48, "ff": 1008, "dsp": 12, "bram36": 0},
-    "pair8192_dsp": {"lut": 1360, "lut_memory": 48, "ff": 1012, "dsp": 12, "bram36": 0},
+    "pair4096_max": {"lut": 1313, "lut_memory": 48, "ff": 1008, "dsp": 12, "bram36": 0},
+    "pair8192_max": {"lut": 1360, "lut_memory": 48, "ff": 1012, "dsp": 12, "bram36": 0},
+    "pe4096_none": {"lut": 1653, "lut_memory": 28, "ff": 476, "dsp": 0, "bram36": 0},
+    "pe8192_none": {"lut": 1677, "lut_memory": 28, "ff": 478, "dsp": 0, "bram36": 0},
+    "pair4096_none": {"lut": 3303, "lut_memory": 56, "ff": 952, "dsp": 0, "bram36": 0},
+    "pair8192_none": {"lut": 3359, "lut_memory": 56, "ff": 956, "dsp": 0, "bram36": 0},
     "normal": {"lut": 109, "lut_memory": 0, "ff": 0, "dsp": 0, "bram36": 0},
     "add": {"lut": 499, "lut_memory": 4, "ff": 204, "dsp": 0, "bram36": 0},
-    "add_dsp": {"lut": 342, "lut_memory": 0, "ff": 231, "dsp": 3, "bram36": 0},
+    "add_max": {"lut": 342, "lut_memory": 0, "ff": 231, "dsp": 3, "bram36": 0},
     "fw_lstm": {"lut": 10444, "lut_memory": 276, "ff": 5594, "dsp": 16, "bram36": 17.5},
     "bw_lstm": {"lut": 10888, "lut_memory": 478, "ff": 4931, "dsp": 34, "bram36": 3.5},
     "fw_gru": {"lut": 8207, "lut_memory": 330, "ff": 4156, "dsp": 12, "bram36": 10.5},
@@ -89,15 +94,19 @@ def _units():
     from ...hw.farnn.pe import FarnnPE
     return {"pe4096": lambda: FarnnPE(FP32, weight_depth=4096),
             "pe8192": lambda: FarnnPE(FP32, weight_depth=8192),
-            "pe4096_dsp": lambda: FarnnPE(FP32, weight_depth=4096, shifts="dsp"),
-            "pe8192_dsp": lambda: FarnnPE(FP32, weight_depth=8192, shifts="dsp"),
+            "pe4096_max": lambda: FarnnPE(FP32, weight_depth=4096, dsp_usage="max"),
+            "pe8192_max": lambda: FarnnPE(FP32, weight_depth=8192, dsp_usage="max"),
+            "pe4096_none": lambda: FarnnPE(FP32, weight_depth=4096, dsp_usage="none"),
+            "pe8192_none": lambda: FarnnPE(FP32, weight_depth=8192, dsp_usage="none"),
             "pair4096": lambda: PEPair(FP32, weight_depth=4096),
             "pair8192": lambda: PEPair(FP32, weight_depth=8192),
-            "pair4096_dsp": lambda: PEPair(FP32, weight_depth=4096, shifts="dsp"),
-            "pair8192_dsp": lambda: PEPair(FP32, weight_depth=8192, shifts="dsp"),
+            "pair4096_max": lambda: PEPair(FP32, weight_depth=4096, dsp_usage="max"),
+            "pair8192_max": lambda: PEPair(FP32, weight_depth=8192, dsp_usage="max"),
+            "pair4096_none": lambda: PEPair(FP32, weight_depth=4096, dsp_usage="none"),
+            "pair8192_none": lambda: PEPair(FP32, weight_depth=8192, dsp_usage="none"),
             "normal": lambda: ToNormalForm(FP32),
             "add": lambda: FloatAdd(FP32, stages=4),
-            "add_dsp": lambda: FloatAdd(FP32, stages=4, shifts="dsp"),
+            "add_max": lambda: FloatAdd(FP32, stages=4, shifts="dsp"),
             "fw_lstm": lambda: FwActivation("lstm"), "bw_lstm": lambda: BwActivation("lstm"),
             "fw_gru": lambda: FwActivation("gru"), "bw_gru": lambda: BwActivation("gru")}
 
@@ -185,20 +194,21 @@ def _logic(name):
 @functools.cache
 def resource_estimate(config, family=MEASURED_FAMILY):
     """The :class:`ResourceEstimate` of ``config`` in Yosys ``family``."""
-    shifts = "" if config.shifts == "lut" else "_dsp"
+    pes = {"some": "", "max": "_max", "none": "_none"}[config.dsp_usage]
+    adders = "_max" if config.dsp_usage == "max" else ""
     depth = config.weight_depth
     pairs, lone = divmod(config.chain_length, 2)
     pair_uram, pair_bram = pair_memory(depth, family)
-    pair = _sum(_logic(f"pair{depth}{shifts}"), {"uram": pair_uram, "bram36": pair_bram})
+    pair = _sum(_logic(f"pair{depth}{pes}"), {"uram": pair_uram, "bram36": pair_bram})
     uram, bram = pe_memory(depth, family)
-    single = _sum(_logic(f"pe{depth}{shifts}"), {"uram": uram, "bram36": bram})
+    single = _sum(_logic(f"pe{depth}{pes}"), {"uram": uram, "bram36": bram})
     per_pe = _scaled(pair, 0.5) if pairs else single
     per_chain = _sum(_scaled(pair, pairs), _scaled(single, lone), _logic("normal"))
     split = config.split_factor
     inputs = max(shape.inputs for phase in ("fw", "bw")
                  for shape in config.pass_matrices(phase))
     vectors = {"bram36": split * bram36_for(1, config.batch * inputs, FP32_BITS)}
-    folds = _scaled(_logic(f"add{shifts}"), (split - 1) * (config.chains // split))
+    folds = _scaled(_logic(f"add{adders}"), (split - 1) * (config.chains // split))
     per_unit = _sum(_scaled(per_chain, config.chains), folds, vectors)
     activation = _sum(_logic(f"fw_{config.cell}"), _logic(f"bw_{config.cell}"))
     total = _sum(_scaled(per_unit, config.units), activation)

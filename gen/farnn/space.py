@@ -1,5 +1,7 @@
 """FARNN's parameter space for random configurations (:mod:`nnrtl.gen.draws`)."""
 
+from ...hw.arith.dsp_usage import DSP_USAGE
+
 __all__ = ["draw"]
 
 
@@ -7,7 +9,7 @@ def draw(rng):
     """A random FARNN on the VU9P at simulation size: LSTM (with or without a recurrent
     projection) or GRU, 1 to 9 hidden units, 1 to 2 layers, batch 1 to 3, 1 to 3 chains of
     1 to 6 PEs, at most 6 PEs an MVM unit (so rounds may be partial and split), the split
-    chosen or pinned, the arithmetic's pipeline depths and the adders' shifts.
+    chosen or pinned, the arithmetic's pipeline depths and its DSP usage.
 
     Returns
     -------
@@ -29,5 +31,5 @@ def draw(rng):
         params["adder_stages"] = rng.randint(1, 6)
         params["multiplier_stages"] = rng.randint(0, 6)
     if rng.random() < 0.5:
-        params["shifts"] = rng.choice(["lut", "dsp"])
+        params["dsp_usage"] = rng.choice(list(DSP_USAGE))
     return "vu9p", params

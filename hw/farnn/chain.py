@@ -55,7 +55,7 @@ class PEChain(Latencies, wiring.Component):
         PEs in the chain (``L``), at least 1.
     weight_depth, adder_stages, multiplier_stages : int (keyword-only)
         Of every PE (:class:`~nnrtl.hw.farnn.pe.FarnnPE`).
-    shifts : str (keyword-only)
+    dsp_usage : str (keyword-only)
         Of every PE's accumulator adder, ``"lut"`` (default) or ``"dsp"``.
 
     Attributes
@@ -78,22 +78,22 @@ class PEChain(Latencies, wiring.Component):
     TypeError
         If a parameter is of the wrong type or out of range.
     ValueError
-        If ``shifts`` is not one the PEs take.
+        If ``dsp_usage`` is not a DSP-usage level.
     """
 
     def __init__(self, fmt, *, chain_length, weight_depth, adder_stages=4,
-                 multiplier_stages=3, shifts="lut"):
+                 multiplier_stages=3, dsp_usage="some"):
         check_pe_parameters(fmt, weight_depth=weight_depth, adder_stages=adder_stages,
-                            multiplier_stages=multiplier_stages, shifts=shifts)
+                            multiplier_stages=multiplier_stages, dsp_usage=dsp_usage)
         _check_int("chain_length", chain_length, 1)
         self._fmt = fmt
         self._chain_length = chain_length
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
-        self._shifts = shifts
+        self._dsp_usage = dsp_usage
         self._pe_parameters = dict(weight_depth=weight_depth, adder_stages=adder_stages,
-                                   multiplier_stages=multiplier_stages, shifts=shifts)
+                                   multiplier_stages=multiplier_stages, dsp_usage=dsp_usage)
         super().__init__({
             "i": In(stream.Signature(chain_word_layout(fmt, weight_depth, normal=False))),
             "o": Out(stream.Signature(result_layout(fmt))),
@@ -122,7 +122,7 @@ class PEChain(Latencies, wiring.Component):
             # one module per kind: nnrtl.hw.hierarchy
             m.submodules[name] = shared(unit, key=(self._fmt, self._weight_depth,
                                                    self._adder_stages,
-                                                   self._multiplier_stages, self._shifts,
+                                                   self._multiplier_stages, self._dsp_usage,
                                                    kind, tail))
             pes.append(unit)
         head = pes[0]

@@ -23,8 +23,7 @@ by :mod:`nnrtl.sim.golden.farnn`.
 
 import dataclasses
 
-from ..arith.float_add import check_shifts
-from ..arith.float_format import FP32
+from ..arith.dsp_usage import check_dsp_usage
 from ..checks import by_distance, check_positive, check_range, is_int
 
 __all__ = ["FarnnConfig", "MatrixShape", "CELLS", "GATES", "WEIGHT_DEPTHS", "MATRICES",
@@ -209,13 +208,12 @@ class FarnnConfig:
         Pipeline stages of the fp32 adders (the accumulator's slots), 1 to 6.
     multiplier_stages : int
         Pipeline stages of the fp32 multipliers, 0 to 6.
-    shifts : str
-        ``"lut"`` (default) or ``"dsp"``: the PEs' multipliers and accumulator adders and
-        the MVM units' fold adders shift their significands with multiplexers in LUTs or
-        as products in DSP slices (the ``shifts`` of
-        :class:`~nnrtl.hw.arith.float_mul.FloatMul` and
-        :class:`~nnrtl.hw.arith.float_add.FloatAdd`; the same bits either way;
-        ``"dsp"``: four more DSP slices a PE, fewer LUTs).
+    dsp_usage : str
+        How much of the PEs' multipliers and accumulator adders and the MVM units' fold
+        adders DSP slices take (:mod:`~nnrtl.hw.arith.dsp_usage`; the same bits at every
+        level): ``"some"`` (default: the multiplier's significand product, two DSP slices
+        a PE), ``"max"`` (the shifts too: six a PE, fewer LUTs) or ``"none"`` (no DSP
+        slice; the product in LUTs).
 
     Raises
     ------
@@ -240,7 +238,7 @@ class FarnnConfig:
     split: int = 0
     adder_stages: int = 4
     multiplier_stages: int = 3
-    shifts: str = "lut"
+    dsp_usage: str = "some"
 
     def __post_init__(self):
         if self.cell not in CELLS:
@@ -259,7 +257,7 @@ class FarnnConfig:
                             f"{', '.join(map(str, WEIGHT_DEPTHS))}, not {self.weight_depth!r}")
         check_range("adder_stages", self.adder_stages, 1, 6)
         check_range("multiplier_stages", self.multiplier_stages, 0, 6)
-        check_shifts(self.shifts, FP32)
+        check_dsp_usage(self.dsp_usage)
         if self.proj_size:
             if self.cell != "lstm":
                 raise ValueError(f"proj_size ({self.proj_size}) must be 0 for cell "
@@ -281,8 +279,8 @@ class FarnnConfig:
         (:func:`nnrtl.gen.params.parse_params`), preferred first: ``split`` chosen (0) or a
         divisor of ``chains``; ``chain_length``, ``chains`` and ``weight_depth`` nearest
         their defaults (a board's budget may need fewer PEs, which then need deeper
-        memories: :meth:`check_usable`); ``shifts`` in LUTs, else on DSP slices
-        (fewer LUTs a PE)."""
+        memories: :meth:`check_usable`); ``dsp_usage`` ``"some"``, else ``"max"`` (fewer
+        LUTs a PE), else ``"none"`` (no DSP slice)."""
         del pinned
         chains = values["chains"]
         return {
@@ -291,7 +289,7 @@ class FarnnConfig:
             "chain_length": by_distance(values["chain_length"], range(1, 65))[:48],
             "chains": by_distance(values["chains"], range(1, 33))[:6],
             "weight_depth": by_distance(values["weight_depth"], WEIGHT_DEPTHS),
-            "shifts": ["lut", "dsp"],
+            "dsp_usage": ["some", "max", "none"],
         }
 
     def check_usable(self):

@@ -140,7 +140,7 @@ class EngineDatapath(CellSinks):
             unit = MVMUnit(FP32, chains=self.chains, chain_length=self.length,
                            weight_depth=cfg.weight_depth, adder_stages=cfg.adder_stages,
                            multiplier_stages=cfg.multiplier_stages,
-                           shifts=cfg.shifts,
+                           dsp_usage=cfg.dsp_usage,
                            split=cfg.split_factor,
                            vector_depth=self.max_batch * self.max_inputs)
             m.submodules[f"unit{k}"] = unit

@@ -44,7 +44,8 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from ..arith.float_add import FloatAdd, check_shifts
+from ..arith.dsp_usage import adder_options, check_dsp_usage
+from ..arith.float_add import FloatAdd
 from ..arith.float_format import FloatFormat
 from ..hierarchy import shared
 from .chain import PEChain
@@ -76,9 +77,9 @@ class MVMUnit(Latencies, wiring.Component):
         Words per PE.
     adder_stages, multiplier_stages : int (keyword-only)
         Of the PEs' units and the fold adders (default 4 and 3).
-    shifts : str (keyword-only)
-        Of the PEs' accumulator adders and the fold adders: ``"lut"`` (default) or
-        ``"dsp"`` (:class:`~nnrtl.hw.arith.float_add.FloatAdd`'s ``shifts``).
+    dsp_usage : str (keyword-only)
+        Of the PEs (:class:`~nnrtl.hw.farnn.pe.FarnnPE`) and the fold adders:
+        ``"some"`` (default), ``"max"`` or ``"none"`` (:mod:`~nnrtl.hw.arith.dsp_usage`).
     split : int (keyword-only)
         Cell splitting factor ``s`` of a split last round, dividing ``chains`` (default
         1: no splitting).
@@ -144,7 +145,7 @@ class MVMUnit(Latencies, wiring.Component):
 
     def __init__(self, fmt, *, chains=16, chain_length, weight_depth, adder_stages=4,
                  multiplier_stages=3, split=1, vector_depth=None, counter_width=32,
-                 shifts="lut"):
+                 dsp_usage="some"):
         if not isinstance(fmt, FloatFormat):
             raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
         _check_int("chains", chains, 1)
@@ -164,8 +165,8 @@ class MVMUnit(Latencies, wiring.Component):
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
-        check_shifts(shifts, fmt)
-        self._shifts = shifts
+        check_dsp_usage(dsp_usage)
+        self._dsp_usage = dsp_usage
         self._split = split
         self._vector_depth = vector_depth
         super().__init__({
@@ -193,7 +194,7 @@ class MVMUnit(Latencies, wiring.Component):
     weight_depth = property(lambda self: self._weight_depth)
     adder_stages = property(lambda self: self._adder_stages)
     multiplier_stages = property(lambda self: self._multiplier_stages)
-    shifts = property(lambda self: self._shifts)
+    dsp_usage = property(lambda self: self._dsp_usage)
     split = property(lambda self: self._split)
     vector_depth = property(lambda self: self._vector_depth)
     pes = property(lambda self: self._chains * self._chain_length)
@@ -209,10 +210,10 @@ class MVMUnit(Latencies, wiring.Component):
         chains = [PEChain(fmt, chain_length=length, weight_depth=self._weight_depth,
                           adder_stages=self._adder_stages,
                           multiplier_stages=self._multiplier_stages,
-                          shifts=self._shifts)
+                          dsp_usage=self._dsp_usage)
                   for _ in range(self._chains)]
         key = (fmt, length, self._weight_depth, self._adder_stages, self._multiplier_stages,
-               self._shifts)
+               self._dsp_usage)
         for c, chain in enumerate(chains):
             # one chain module for all (nnrtl.hw.hierarchy); only its ports are used here
             m.submodules[f"chain{c}"] = shared(chain, key=key)
@@ -440,7 +441,8 @@ class MVMUnit(Latencies, wiring.Component):
             readies = [head.ready for head in heads]
             negative_zero = 1 << (fmt.width - 1)
             for g in range(1, s):
-                adders = [FloatAdd(fmt, stages=self._adder_stages, shifts=self._shifts)
+                adders = [FloatAdd(fmt, stages=self._adder_stages,
+                                   **adder_options(self._dsp_usage))
                           for _ in range(lanes)]
                 for j, adder in enumerate(adders):
                     m.submodules[f"fold{g}_{j}"] = adder

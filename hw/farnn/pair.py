@@ -61,7 +61,7 @@ class PEPair(Latencies, wiring.Component):
     weight_depth, adder_stages, multiplier_stages : int (keyword-only)
         Of both PEs (:class:`~nnrtl.hw.farnn.pe.FarnnPE`); the memory has ``weight_depth``
         words of ``2 * lane_bits(fmt)`` bits.
-    shifts : str (keyword-only)
+    dsp_usage : str (keyword-only)
         Of both PEs.
     tail : bool (keyword-only)
         The second PE is its chain's tail.
@@ -79,13 +79,13 @@ class PEPair(Latencies, wiring.Component):
     TypeError
         If a parameter is of the wrong type or out of range.
     ValueError
-        If ``shifts`` is not one the PEs take.
+        If ``dsp_usage`` is not a DSP-usage level.
     """
 
     def __init__(self, fmt, *, weight_depth, adder_stages=4, multiplier_stages=3,
-                 shifts="lut", tail=False):
+                 dsp_usage="some", tail=False):
         check_pe_parameters(fmt, weight_depth=weight_depth, adder_stages=adder_stages,
-                            multiplier_stages=multiplier_stages, shifts=shifts)
+                            multiplier_stages=multiplier_stages, dsp_usage=dsp_usage)
         if not isinstance(tail, bool):
             raise TypeError(f"tail must be a bool, not {tail!r}")
         self._fmt = fmt
@@ -93,7 +93,7 @@ class PEPair(Latencies, wiring.Component):
         self._adder_stages = adder_stages
         self._multiplier_stages = multiplier_stages
         self._pe_parameters = dict(weight_depth=weight_depth, adder_stages=adder_stages,
-                                   multiplier_stages=multiplier_stages, shifts=shifts)
+                                   multiplier_stages=multiplier_stages, dsp_usage=dsp_usage)
         self._tail = tail
         feed = stream.Signature(chain_word_layout(fmt, weight_depth))
         results = stream.Signature(result_layout(fmt))

@@ -45,7 +45,8 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from ..arith.accumulator import StreamingAccumulator, reduction_schedule
-from ..arith.float_add import FloatAdd, check_shifts
+from ..arith.dsp_usage import adder_options, check_dsp_usage, multiplier_options
+from ..arith.float_add import FloatAdd
 from ..arith.float_format import FloatFormat
 from ..arith.float_mul import FloatMul
 from ..arith.float_normal import normal_width
@@ -138,7 +139,7 @@ def _check_stages(adder_stages, multiplier_stages):
     _check_int("multiplier_stages", multiplier_stages, 0, len(FloatMul.CUT_PRIORITY))
 
 
-def check_pe_parameters(fmt, *, weight_depth, adder_stages, multiplier_stages, shifts):
+def check_pe_parameters(fmt, *, weight_depth, adder_stages, multiplier_stages, dsp_usage):
     """Check what every PE of a chain shares (:class:`FarnnPE`'s parameters of the same
     names).
 
@@ -148,13 +149,13 @@ def check_pe_parameters(fmt, *, weight_depth, adder_stages, multiplier_stages, s
         If ``fmt`` is not a :class:`FloatFormat` or a number is of the wrong type or out
         of range.
     ValueError
-        If ``shifts`` is not one the PE's units take.
+        If ``dsp_usage`` is not one of :data:`~nnrtl.hw.arith.dsp_usage.DSP_USAGE`.
     """
     if not isinstance(fmt, FloatFormat):
         raise TypeError(f"fmt must be a FloatFormat, not {fmt!r}")
     _check_int("weight_depth", weight_depth, 1)
     _check_stages(adder_stages, multiplier_stages)
-    check_shifts(shifts, fmt)
+    check_dsp_usage(dsp_usage)
 
 
 class FarnnPE(Latencies, wiring.Component):
@@ -177,12 +178,12 @@ class FarnnPE(Latencies, wiring.Component):
         The multiplier's stages, 0 to 6 (default 3).
     tail : bool (keyword-only)
         The last PE of its chain: marks its own sums ``last`` and relays nothing.
-    shifts : str (keyword-only)
-        The multiplier's and the accumulator adder's shifts, ``"lut"`` (default: two DSP
-        slices a PE, the multiplier's) or ``"dsp"`` (six: one more for the multiplier's
-        right shift, three for the adder's; fewer LUTs; the same bits,
-        :class:`~nnrtl.hw.arith.float_mul.FloatMul`, :class:`~nnrtl.hw.arith.float_add.
-        FloatAdd`).
+    dsp_usage : str (keyword-only)
+        The multiplier's and the accumulator adder's DSP usage
+        (:mod:`~nnrtl.hw.arith.dsp_usage`): ``"some"`` (default: two DSP slices a PE, the
+        multiplier's product), ``"max"`` (six: one more for the multiplier's right shift,
+        three for the adder's shifts; fewer LUTs) or ``"none"`` (no DSP slice; the
+        product in LUTs). The same bits at every level.
     shared_memory : bool (keyword-only)
         False (default): the PE has its own weight memory. True: it has none and drives
         ``weights`` instead (:class:`~nnrtl.hw.farnn.pair.PEPair`: two PEs, one memory).
@@ -235,15 +236,15 @@ class FarnnPE(Latencies, wiring.Component):
     """
 
     def __init__(self, fmt, *, weight_depth, adder_stages=4, multiplier_stages=3,
-                 tail=False, shifts="lut", shared_memory=False):
+                 tail=False, dsp_usage="some", shared_memory=False):
         check_pe_parameters(fmt, weight_depth=weight_depth, adder_stages=adder_stages,
-                            multiplier_stages=multiplier_stages, shifts=shifts)
+                            multiplier_stages=multiplier_stages, dsp_usage=dsp_usage)
         if not isinstance(tail, bool):
             raise TypeError(f"tail must be a bool, not {tail!r}")
         if not isinstance(shared_memory, bool):
             raise TypeError(f"shared_memory must be a bool, not {shared_memory!r}")
         self._shared_memory = shared_memory
-        self._shifts = shifts
+        self._dsp_usage = dsp_usage
         self._fmt = fmt
         self._weight_depth = weight_depth
         self._adder_stages = adder_stages
@@ -278,8 +279,8 @@ class FarnnPE(Latencies, wiring.Component):
         return self._multiplier_stages
 
     @property
-    def shifts(self):
-        return self._shifts
+    def dsp_usage(self):
+        return self._dsp_usage
 
     @property
     def tail(self):
@@ -309,9 +310,11 @@ class FarnnPE(Latencies, wiring.Component):
                 read.addr.eq(port.addr), read.en.eq(~port.w_en), port.r_data.eq(read.data),
             ]
         m.submodules.multiplier = multiplier = FloatMul(
-            fmt, stages=self._multiplier_stages, operands="normal", shifts=self._shifts)
+            fmt, stages=self._multiplier_stages, operands="normal",
+            **multiplier_options(self._dsp_usage))
         m.submodules.accumulator = accumulator = StreamingAccumulator(
-            fmt, adder_stages=self._adder_stages, adder_shifts=self._shifts)
+            fmt, adder_stages=self._adder_stages,
+            adder_shifts=adder_options(self._dsp_usage)["shifts"])
         m.submodules.sums = sums = SyncFIFO(width=fmt.width, depth=2)
 
         # The feed: keep weight words until full, relay everything else.

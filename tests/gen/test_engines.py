@@ -218,12 +218,12 @@ def test_cli_bench_and_emit_name_no_engine():
 def test_every_engines_defaults_generate_on_a_board():
     """With no --param, generate completes the defaults under the board's budget: every
     engine has a board, and what the papers' defaults cannot fit is changed (fewer
-    channels, the shifts on DSP slices)."""
+    channels, more of the arithmetic on DSP slices)."""
     from nnrtl.gen.engines import default_boards, engines
     found = {name: default_boards(engine) for name, engine in engines().items()}
     assert all(found.values()), {name: boards for name, boards in found.items() if not boards}
     assert found["sbe"]["zc706"] == {} and found["demo"]["zc706"] == {}
-    assert found["omni"]["vcu128"] == {"channels": 32}           # 40 need 86% of its LUTs
-    # FARNN's defaults are the paper's 1,024 PEs at 4K words: they fit with the shifts on
-    # DSP slices, which the completion chooses
-    assert found["farnn"]["vu9p"] == {"shifts": "dsp"}
+    assert found["omni"]["vcu128"] == {"channels": 35}           # 40 need 78% of its LUTs
+    # FARNN's defaults are the paper's 1,024 PEs at 4K words: they fit at DSP usage max,
+    # which the completion chooses
+    assert found["farnn"]["vu9p"] == {"dsp_usage": "max"}

@@ -73,7 +73,7 @@ def test_table2_rows_per_pe_and_per_chain():
     for row in rows:
         assert row["pes"] == row["chains"] * row["chain_length"] * row["units"]
         pairs, lone = divmod(row["chain_length"], 2)
-        suffix = f"{row['weight_depth']}_dsp"
+        suffix = f"{row['weight_depth']}_max"
         for key in ("ff", "dsp"):
             want = (pairs * UNIT_LOGIC[f"pair{suffix}"][key]
                     + lone * UNIT_LOGIC[f"pe{suffix}"][key] + UNIT_LOGIC["normal"][key])

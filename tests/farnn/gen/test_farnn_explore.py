@@ -18,7 +18,7 @@ def test_the_lstm_preset_is_the_papers_4k_design_and_the_per_dsp_choice():
     picks, within 0.2% of the fastest design's cycles (L = 17, 1,088 PEs), with the
     cycles written in hw/farnn/presets.py."""
     config = VU9P_LSTM1024
-    assert (config.pes, config.weight_depth, config.shifts) == (1024, 4096, "dsp")
+    assert (config.pes, config.weight_depth, config.dsp_usage) == (1024, 4096, "max")
     workload = dataclasses.replace(config, chain_length=1, split=1, weight_depth=4096)
     per_dsp = explore(workload, "vu9p", objective="per-dsp")
     assert per_dsp.best.config == config
@@ -46,27 +46,27 @@ def test_lstm_chains_are_shorter_than_gru_chains_on_the_vu9p():
     assert max(p.config.chain_length for p in lstm) < max(p.config.chain_length for p in gru)
 
 
-def test_the_papers_768_pe_8k_design_fits_with_either_shifts():
-    """The paper's 8K configuration is 768 PEs (L = 12): it fits with the shifts on DSP
-    slices or in LUTs; at 8K the exploration goes to 960 PEs (every URAM288: one a PE)
-    with the DSP shifts, 832 with the LUT shifts (then the LUTs bind)."""
-    assert fits(PAPER_8K, "vu9p")[0] and PAPER_8K.shifts == "dsp" and PAPER_8K.pes == 768
-    assert fits(dataclasses.replace(PAPER_8K, shifts="lut"), "vu9p")[0]
+def test_the_papers_768_pe_8k_design_fits_at_dsp_usage_max_or_some():
+    """The paper's 8K configuration is 768 PEs (L = 12): it fits at DSP usage max (the
+    shifts on DSP slices) or some (in LUTs); at 8K the exploration goes to 960 PEs
+    (every URAM288: one a PE) at max, 832 at some (then the LUTs bind)."""
+    assert fits(PAPER_8K, "vu9p")[0] and PAPER_8K.dsp_usage == "max" and PAPER_8K.pes == 768
+    assert fits(dataclasses.replace(PAPER_8K, dsp_usage="some"), "vu9p")[0]
     found = explore(FarnnConfig(), "vu9p", depths=(8192,))
-    assert (found.best.config.pes, found.best.config.shifts) == (960, "dsp")
+    assert (found.best.config.pes, found.best.config.dsp_usage) == (960, "max")
     assert found.best.needs["uram"] == 960
-    lut = explore(FarnnConfig(), "vu9p", depths=(8192,), shifts=("lut",))
+    lut = explore(FarnnConfig(), "vu9p", depths=(8192,), dsp_usages=("some",))
     assert max(p.config.pes for p in lut.points) == 832
 
 
-def test_the_papers_4k_design_needs_the_dsp_shifts():
-    """1,024 PEs at 4K words fit with the DSP shifts (the default ``generate``); with
-    the shifts in LUTs the exploration says the LUTs bind."""
-    assert fits(FarnnConfig(shifts="dsp"), "vu9p")[0]
+def test_the_papers_4k_design_needs_dsp_usage_max():
+    """1,024 PEs at 4K words fit at DSP usage max (the default ``generate``); at some
+    (the shifts in LUTs) the exploration says the LUTs bind."""
+    assert fits(FarnnConfig(dsp_usage="max"), "vu9p")[0]
     with pytest.raises(UsageError, match=r"its weights need at least chain_length 16 "
-                                         r"\(weight_depth 4096, split 1, shifts lut, "
+                                         r"\(weight_depth 4096, split 1, dsp_usage some, "
                                          r"1024 PEs\), which needs lut 965510 > 827568$"):
-        explore(FarnnConfig(), "vu9p", depths=(4096,), shifts=("lut",))
+        explore(FarnnConfig(), "vu9p", depths=(4096,), dsp_usages=("some",))
 
 
 def test_report_table_and_json():
@@ -173,7 +173,7 @@ def test_a_budget_that_excludes_the_fastest():
     assert found.table().splitlines()[2].endswith("413,784 LUT (35%), at most 200 PEs")
     with pytest.raises(UsageError, match=r", at most 2 PEs\): its weights need at least "
                                          r"chain_length 1 \(weight_depth 8192, split 1, "
-                                         r"shifts dsp, 64 PEs\), which needs 64 PEs > 2$"):
+                                         r"dsp_usage max, 64 PEs\), which needs 64 PEs > 2$"):
         explore(WORKLOAD_256, "vu9p", budget=Budget(max_pes=2), depths=(8192,))
 
 

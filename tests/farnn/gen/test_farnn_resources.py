@@ -78,14 +78,14 @@ def test_presets_fit_their_board(name):
 
 
 def test_the_papers_designs_fit_the_vu9p():
-    """The DSP shifts: 681 LUTs and 6 DSP a 4K PE in a pair: the 1,024-PE 4K design and
-    the 768-PE 8K design fit under the default rule; with the shifts in LUTs (915 LUTs
+    """DSP usage max: 681 LUTs and 6 DSP a 4K PE in a pair: the 1,024-PE 4K design and
+    the 768-PE 8K design fit under the default rule; at DSP usage some (915 LUTs
     and 2 DSP) the 4K design exceeds the LUT budget alone."""
-    assert _lut("pair4096_dsp") / 2 <= 750 and UNIT_LOGIC["pair4096_dsp"]["dsp"] / 2 <= 6
+    assert _lut("pair4096_max") / 2 <= 750 and UNIT_LOGIC["pair4096_max"]["dsp"] / 2 <= 6
     ok, needs, limits = fits(PAPER_8K, "vu9p")
-    assert ok and PAPER_8K.shifts == "dsp", (needs, limits)
+    assert ok and PAPER_8K.dsp_usage == "max", (needs, limits)
     assert 768 * 6 + 16 + 34 <= needs["dsp"] <= limits["dsp"]
-    ok, needs, limits = fits(FarnnConfig(shifts="dsp"), "vu9p")
+    ok, needs, limits = fits(FarnnConfig(dsp_usage="max"), "vu9p")
     assert FarnnConfig().pes == 1024 and ok, (needs, limits)
     assert needs["uram"] == 512
     ok, needs, limits = fits(FarnnConfig(), "vu9p")
@@ -93,8 +93,9 @@ def test_the_papers_designs_fit_the_vu9p():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["pe4096", "pe8192", "pe4096_dsp", "pe8192_dsp", "pair4096",
-                                  "pair8192", "pair4096_dsp", "pair8192_dsp", "normal"])
+@pytest.mark.parametrize("name", [f"{unit}{depth}{level}" for unit in ("pe", "pair")
+                                  for depth in (4096, 8192) for level in ("", "_max", "_none")]
+                         + ["normal"])
 def test_pe_logic_is_what_yosys_measures(name):
     """Re-measure a PE, a pair or the chain head's converter (under a minute of Yosys
     each)."""

@@ -132,5 +132,6 @@ def test_chain_and_pair_check_their_pes_parameters_when_built(unit):
         unit("fp32", weight_depth=8, **extra)
     with pytest.raises(TypeError, match=r"^weight_depth must be a positive integer, not 0$"):
         unit(FP32, weight_depth=0, **extra)
-    with pytest.raises(ValueError, match=r"^shifts must be 'lut' or 'dsp', not 'uram'$"):
-        unit(FP32, weight_depth=8, shifts="uram", **extra)
+    with pytest.raises(ValueError, match=r"^dsp_usage must be one of 'none', 'some', 'max', "
+                                         r"not 'uram'$"):
+        unit(FP32, weight_depth=8, dsp_usage="uram", **extra)

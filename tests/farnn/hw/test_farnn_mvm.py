@@ -129,11 +129,11 @@ CONFIGS = {
 
 
 def _run_config(name, *, sink="none", source="none", steps=1, specials=0.0,
-                shifts="lut"):
+                dsp_usage="some"):
     chains, length, depth, split, n_in, n_out, batch, adder, mul = CONFIGS[name]
     unit = MVMUnit(FP32, chains=chains, chain_length=length, weight_depth=depth,
                    adder_stages=adder, multiplier_stages=mul, split=split,
-                   shifts=shifts)
+                   dsp_usage=dsp_usage)
     rng = np.random.default_rng(sum(map(ord, name)))
     matrix = golden.random_operands(rng, (n_out, n_in), specials=specials)
     vectors = [golden.random_operands(rng, (batch, n_in), specials=specials)
@@ -187,11 +187,12 @@ def test_gapless_runs_are_bit_exact_and_take_the_model_cycles(name):
         assert not layout["split_last"]
 
 
-def test_dsp_shifts_give_the_same_sums_and_cycles():
-    """The PEs' accumulator adders and the fold adders with ``shifts="dsp"``: the
-    same bits and cycles on a split unit (its fold adders in use)."""
+@pytest.mark.parametrize("dsp_usage", ["max", "none"])
+def test_every_dsp_usage_gives_the_same_sums_and_cycles(dsp_usage):
+    """The PEs and the fold adders at DSP usage ``"max"`` and ``"none"``: the same bits
+    and cycles on a split unit (its fold adders in use)."""
     name = next(name for name in CONFIGS if name.startswith("s2_split"))
-    got, _layout, model = _run_config(name, shifts="dsp")
+    got, _layout, model = _run_config(name, dsp_usage=dsp_usage)
     assert got["last_o"][0] - got["first_x"][0] + 1 == model["cycles"]
 
 

@@ -116,18 +116,18 @@ def expected_sum(weights, vector, base, adder_stages):
     return streaming_sum(FP32, products, adder_stages=adder_stages)
 
 
-@pytest.mark.parametrize("adder_stages, multiplier_stages, shifts",
-                         [(4, 3, "lut"), (1, 0, "lut"), (6, 6, "lut"), (4, 3, "dsp"),
-                          (1, 0, "dsp")])
+@pytest.mark.parametrize("adder_stages, multiplier_stages, dsp_usage",
+                         [(4, 3, "some"), (1, 0, "some"), (6, 6, "some"), (4, 3, "max"),
+                          (1, 0, "max"), (3, 2, "none")])
 @pytest.mark.parametrize("stall", [0.0, 0.7])
-def test_tail_pe_sums_rounds_and_vectors(adder_stages, multiplier_stages, shifts, stall):
+def test_tail_pe_sums_rounds_and_vectors(adder_stages, multiplier_stages, dsp_usage, stall):
     rng = np.random.default_rng(adder_stages * 10 + multiplier_stages)
     n, rounds, batch = 7, 3, 2
     weights = to_bits(FP32, rng.normal(size=n * rounds))
     vectors = to_bits(FP32, rng.normal(size=(batch, n)))
     vectors[1, 2] = special_values(FP32)["+inf"]
     pe = FarnnPE(FP32, weight_depth=32, adder_stages=adder_stages,
-                 multiplier_stages=multiplier_stages, tail=True, shifts=shifts)
+                 multiplier_stages=multiplier_stages, tail=True, dsp_usage=dsp_usage)
     streams = [stream_words(vectors[b], r * n) for r in range(rounds) for b in range(batch)]
     got = run_pe(pe, weights, streams, stall=stall, seed=adder_stages)
     want = [(expected_sum(weights, vectors[b], r * n, adder_stages), 1)
@@ -185,7 +185,8 @@ def test_pe_checks_its_parameters():
         FarnnPE(FP32, weight_depth=8, tail=1)
     with pytest.raises(TypeError):
         FarnnPE(FP32, 8)   # keyword-only
-    with pytest.raises(ValueError, match=r"^shifts must be 'lut' or 'dsp', not 'uram'$"):
-        FarnnPE(FP32, weight_depth=8, shifts="uram")
+    with pytest.raises(ValueError, match=r"^dsp_usage must be one of 'none', 'some', 'max', "
+                                         r"not 'uram'$"):
+        FarnnPE(FP32, weight_depth=8, dsp_usage="uram")
     pe = FarnnPE(FP32, weight_depth=4096, adder_stages=4, multiplier_stages=3)
     assert (pe.reduction_cycles, pe.sum_delay) == (11, 18)
