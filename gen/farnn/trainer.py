@@ -48,7 +48,7 @@ GRADIENT_BOUND = 1e-4
 def _workload_sizes(network):
     """``(cell, input_size, hidden_size, proj_size)`` of an RNN network, or a UsageError
     naming the layer and the rule it breaks."""
-    from nnrtl.gen.models import GRU, LSTM
+    from nnrtl.gen.models import GRU, LSTM, refuse_extensions
 
     source = network.source or "the model"
     if not network.is_rnn:
@@ -64,6 +64,7 @@ def _workload_sizes(network):
         if layer.direction != "forward":
             raise UsageError(f"layer {index} of {source} is {layer.direction}; the farnn "
                              f"engine runs forward layers only")
+        refuse_extensions(layer, f"layer {index} of {source}", "the farnn engine")
         if (layer.hidden_size, layer.proj_size) != (first.hidden_size, first.proj_size):
             raise UsageError(f"layer {index} of {source} has hidden_size "
                              f"{layer.hidden_size} and proj_size {layer.proj_size}, layer 0 "

@@ -9,6 +9,11 @@ Recurrent layers (time first, as ``nn.LSTM``/``nn.GRU`` with ``batch_first=False
 * :class:`GRU`: gate blocks r, z, n; ``weight_ih`` ``3H x I``, ``weight_hh`` ``3H x H``,
   biases ``3H`` kept apart (PyTorch applies ``b_hn`` inside ``r * (...)``).
 
+Two forms ONNX has and PyTorch does not (:meth:`_RNN.extensions`; the engines that do
+not run them refuse such a layer): an LSTM's peepholes (``weight_peep``, ``3H``: blocks
+i, f, o, each multiplying the cell elementwise into its gate) and a GRU with
+``linear_before_reset=False`` (the reset gate applied to ``h`` before ``W_hn``).
+
 ``direction`` is ``"forward"``, ``"reverse"`` (ONNX: the sequence read from its last step,
 outputs at their own steps) or ``"bidirectional"``; a bidirectional layer also has the
 ``*_reverse`` tensors, as PyTorch's state_dict.
@@ -22,7 +27,7 @@ import dataclasses
 import numpy as np
 
 __all__ = ["DIRECTIONS", "LSTM", "GRU", "Conv2d", "ReLU", "MaxPool2d", "Linear", "Flatten",
-           "RNN_LAYERS"]
+           "RNN_LAYERS", "refuse_extensions"]
 
 #: RNN directions, ONNX's names.
 DIRECTIONS = ("forward", "reverse", "bidirectional")
@@ -81,12 +86,14 @@ class _RNN:
     GATES = 0
     #: Tensor fields of one direction, in PyTorch's order.
     FIELDS = ()
+    #: Tensor fields of one direction that PyTorch's layer does not have (ONNX's).
+    ONNX_FIELDS = ()
 
     def _check_rnn(self):
         if self.direction not in DIRECTIONS:
             raise ValueError(f"{type(self).__name__}.direction must be one of "
                              f"{', '.join(DIRECTIONS)}, not {self.direction!r}")
-        for field in self.FIELDS:
+        for field in self.FIELDS + self.ONNX_FIELDS:
             _array(self, field)
             _array(self, field + "_reverse")
         if self.weight_ih is None or self.weight_ih.ndim != 2 or self.weight_hh is None \
@@ -104,16 +111,18 @@ class _RNN:
                 raise _shape_error(self, "weight_hr", self.weight_hr, "(P, H)",
                                    f"0 < P < hidden_size {hidden}")
         shapes = {"weight_ih": (rows, inputs), "weight_hh": (rows, recurrent),
-                  "bias_ih": (rows,), "bias_hh": (rows,), "weight_hr": (recurrent, hidden)}
+                  "bias_ih": (rows,), "bias_hh": (rows,), "weight_hr": (recurrent, hidden),
+                  "weight_peep": (3 * hidden,)}
         rules = {"weight_ih": "gates * hidden_size, input_size",
                  "weight_hh": "gates * hidden_size, proj_size or hidden_size",
                  "bias_ih": "gates * hidden_size", "bias_hh": "gates * hidden_size",
-                 "weight_hr": "proj_size, hidden_size"}
+                 "weight_hr": "proj_size, hidden_size",
+                 "weight_peep": "3 * hidden_size: i, f, o"}
         if (self.bias_ih is None) != (self.bias_hh is None):
             raise ValueError(f"{type(self).__name__}.bias_ih and bias_hh must both be given "
                              f"or both be None")
         bidirectional = self.direction == "bidirectional"
-        for field in self.FIELDS:
+        for field in self.FIELDS + self.ONNX_FIELDS:
             forward = getattr(self, field)
             reverse = getattr(self, field + "_reverse")
             if forward is not None:
@@ -148,10 +157,22 @@ class _RNN:
     def has_bias(self):
         return self.bias_ih is not None
 
+    def extensions(self):
+        """The ONNX forms beyond PyTorch's equations this layer uses: ``"peepholes"``,
+        ``"linear_before_reset=0"`` (none for a layer PyTorch can compute)."""
+        found = []
+        if getattr(self, "weight_peep", None) is not None:
+            found.append("peepholes")
+        if not getattr(self, "linear_before_reset", True):
+            found.append("linear_before_reset=0")
+        return tuple(found)
+
     def tensor_fields(self):
-        """Names of the tensors this layer holds (PyTorch's, without ``_l{k}``)."""
+        """Names of the tensors this layer holds (PyTorch's, without ``_l{k}``; an LSTM's
+        peepholes ``weight_peep``)."""
         suffixes = ("", "_reverse") if self.direction == "bidirectional" else ("",)
-        return tuple(field + suffix for suffix in suffixes for field in self.FIELDS
+        return tuple(field + suffix for suffix in suffixes
+                     for field in self.FIELDS + self.ONNX_FIELDS
                      if getattr(self, field + suffix) is not None)
 
 
@@ -163,6 +184,8 @@ class LSTM(_RNN):
     ----------
     weight_ih, weight_hh, bias_ih, bias_hh, weight_hr : ndarray
         Gate blocks i, f, g, o (see the module); biases and ``weight_hr`` may be ``None``.
+    weight_peep : ndarray
+        Peepholes (ONNX's ``P``), blocks i, f, o of ``hidden_size`` each, or ``None``.
     direction : str
     weight_ih_reverse, ... : ndarray
         The reverse direction's tensors, for ``"bidirectional"`` only.
@@ -170,6 +193,7 @@ class LSTM(_RNN):
 
     GATES = 4
     FIELDS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr")
+    ONNX_FIELDS = ("weight_peep",)
 
     weight_ih: np.ndarray
     weight_hh: np.ndarray
@@ -182,6 +206,8 @@ class LSTM(_RNN):
     bias_ih_reverse: np.ndarray = None
     bias_hh_reverse: np.ndarray = None
     weight_hr_reverse: np.ndarray = None
+    weight_peep: np.ndarray = None
+    weight_peep_reverse: np.ndarray = None
 
     def __post_init__(self):
         self._check_rnn()
@@ -194,12 +220,16 @@ class LSTM(_RNN):
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class GRU(_RNN):
-    """A GRU layer, ``nn.GRU``'s equations (ONNX's with ``linear_before_reset=1``).
+    """A GRU layer, ``nn.GRU``'s equations (ONNX's with ``linear_before_reset=1``), or
+    ONNX's default form.
 
     Attributes
     ----------
     weight_ih, weight_hh, bias_ih, bias_hh : ndarray
         Gate blocks r, z, n; biases may be ``None``.
+    linear_before_reset : bool
+        True (default, PyTorch's): ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``;
+        False (ONNX's default): ``n = tanh(W_in x + b_in + W_hn (r * h) + b_hn)``.
     direction : str
     weight_ih_reverse, ... : ndarray
         The reverse direction's tensors, for ``"bidirectional"`` only.
@@ -217,14 +247,29 @@ class GRU(_RNN):
     weight_hh_reverse: np.ndarray = None
     bias_ih_reverse: np.ndarray = None
     bias_hh_reverse: np.ndarray = None
+    linear_before_reset: bool = True
 
     def __post_init__(self):
+        if not isinstance(self.linear_before_reset, bool):
+            raise TypeError(f"GRU.linear_before_reset must be a bool, not "
+                            f"{self.linear_before_reset!r}")
         self._check_rnn()
 
     proj_size = 0
 
 
 RNN_LAYERS = (LSTM, GRU)
+
+
+def refuse_extensions(layer, where, runner):
+    """Raise :class:`~nnrtl.gen.errors.UsageError` if ``layer`` uses an ONNX form
+    (:meth:`_RNN.extensions`) that ``runner`` (e.g. ``"the SBE"``) does not compute;
+    ``where`` names the layer."""
+    found = layer.extensions()
+    if found:
+        from ..errors import UsageError
+        raise UsageError(f"{where} uses {' and '.join(found)} (ONNX forms PyTorch's LSTM "
+                         f"and GRU do not have); {runner} does not run them")
 
 
 class _Weighted:

@@ -9,10 +9,11 @@ states) are ignored. ``torch.onnx.export`` (dynamo) writes an ``nn.LSTM`` as one
 node per layer with initializers ``W``, ``R``, ``B`` and zero ``initial_h``/``initial_c``,
 then ``Transpose`` + ``Reshape``.
 
-Gate orders: ``LSTM`` W/R/B blocks i, o, f, c (canonical i, f, g, o); ``GRU`` z, r, h
-(canonical r, z, n), with ``linear_before_reset=1`` (PyTorch's form; 0 is refused). ``B``
-is ``[Wb, Rb]``: ``bias_ih`` and ``bias_hh``. Only ``layout=0`` (time first), default
-activations, no ``clip``, no peepholes, no ``sequence_lens``.
+Gate orders: ``LSTM`` W/R/B blocks i, o, f, c (canonical i, f, g, o), peepholes ``P``
+i, o, f (canonical i, f, o); ``GRU`` z, r, h (canonical r, z, n), either
+``linear_before_reset``. ``B`` is ``[Wb, Rb]``: ``bias_ih`` and ``bias_hh``. Only
+``layout=0`` (time first), default activations, no ``clip``; ``sequence_lens`` only as a
+constant equal to every sequence's full length (the graph input's time dimension).
 """
 
 import copy
@@ -26,9 +27,10 @@ from .network import Entry, Network
 
 __all__ = ["load_onnx", "save_onnx"]
 
-#: Canonical gate blocks from ONNX's (``canonical = onnx[order]``) and back.
-_FROM_ONNX = {LSTM: [0, 2, 3, 1], GRU: [1, 0, 2]}
-_TO_ONNX = {LSTM: [0, 3, 1, 2], GRU: [1, 0, 2]}
+#: Canonical gate blocks from ONNX's (``canonical = onnx[order]``) and back; ``"peep"``
+#: the LSTM's peepholes (ONNX i, o, f; canonical i, f, o).
+_FROM_ONNX = {LSTM: [0, 2, 3, 1], GRU: [1, 0, 2], "peep": [0, 2, 1]}
+_TO_ONNX = {LSTM: [0, 3, 1, 2], GRU: [1, 0, 2], "peep": [0, 2, 1]}
 _RNN_DEFAULTS = {"activation_alpha": None, "activation_beta": None, "clip": None,
                  "input_forget": 0, "layout": 0}
 
@@ -39,8 +41,11 @@ def _blocks(array, order, gates):
 
 
 def _rnn_entry(name, index, kind, field, directions, dtype):
-    """W, R (``field`` weight_ih/weight_hh) or B (``field`` "bias") of an RNN node."""
+    """W, R (``field`` weight_ih/weight_hh), B (``field`` "bias") or P (``field``
+    weight_peep) of an RNN node."""
     suffixes = ("", "_reverse")[:directions]
+    if field == "weight_peep":
+        return _peep_entry(name, index, suffixes, dtype)
 
     def get(layers):
         layer = layers[index]
@@ -61,6 +66,18 @@ def _rnn_entry(name, index, kind, field, directions, dtype):
                 target["bias_hh" + s] = _blocks(rb, _FROM_ONNX[kind], kind.GATES)
             else:
                 target[field + s] = _blocks(array[d], _FROM_ONNX[kind], kind.GATES)
+    return Entry(name, get, set_, dtype)
+
+
+def _peep_entry(name, index, suffixes, dtype):
+    def get(layers):
+        return np.stack([_blocks(getattr(layers[index], "weight_peep" + s), _TO_ONNX["peep"],
+                                 3) for s in suffixes])
+
+    def set_(fields, array):
+        target = fields.setdefault(index, {})
+        for d, s in enumerate(suffixes):
+            target["weight_peep" + s] = _blocks(array[d], _FROM_ONNX["peep"], 3)
     return Entry(name, get, set_, dtype)
 
 
@@ -92,6 +109,11 @@ class _Reader:
             self.arrays[tensor.name] = value
         self.producers = {output: node for node in graph.node for output in node.output}
         self.inputs = {value.name for value in graph.input}
+        data = [value for value in graph.input if value.name not in self.dtypes]
+        # the data input's time dimension when static (dimension 0: layout 0)
+        dims = data[0].type.tensor_type.shape.dim if len(data) == 1 else ()
+        self.input_steps = dims[0].dim_value if dims and dims[0].HasField("dim_value") \
+            else None
         for node in graph.node:
             if node.op_type == "Constant" and len(node.output) == 1:
                 for attribute in node.attribute:
@@ -132,16 +154,11 @@ def _rnn(reader, number, node, index, layers, entries):
         if list(attrs["activations"])[:len(wanted)] != wanted:
             raise UsageError(f"{reader.label}: {where}: activations {attrs['activations']} "
                              f"are not supported (only the defaults)")
-    if kind is GRU and attrs.get("linear_before_reset", 0) != 1:
-        raise UsageError(f"{reader.label}: {where}: linear_before_reset=0 is not supported: "
-                         f"nnrtl computes GRUs as PyTorch does (linear_before_reset=1)")
     direction = attrs.get("direction", b"forward")
     direction = direction.decode() if isinstance(direction, bytes) else direction
     inputs = list(node.input) + [""] * (8 - len(node.input))
     if inputs[4]:
-        raise UsageError(f"{reader.label}: {where}: sequence_lens is not supported")
-    if kind is LSTM and inputs[7]:
-        raise UsageError(f"{reader.label}: {where}: peepholes (input P) are not supported")
+        _check_full_lengths(reader, where, inputs[4])
     for state in inputs[5:7 if kind is LSTM else 6]:
         _check_state(reader, where, state)
     w, r = reader.weight(inputs[1], where), reader.weight(inputs[2], where)
@@ -164,14 +181,34 @@ def _rnn(reader, number, node, index, layers, entries):
     if inputs[3]:
         new.append(_rnn_entry(inputs[3], index, kind, "bias", directions,
                               reader.dtypes[inputs[3]]))
+    if kind is LSTM and inputs[7]:
+        peep = reader.weight(inputs[7], where)
+        if peep.shape != (directions, 3 * hidden):
+            raise UsageError(f"{reader.label}: {where}: P has shape {peep.shape}, expected "
+                             f"{(directions, 3 * hidden)} (directions, 3 * hidden_size)")
+        new.append(_rnn_entry(inputs[7], index, kind, "weight_peep", directions,
+                              reader.dtypes[inputs[7]]))
     fields = {}
     for entry in new:
         entry.set(fields, reader.arrays[entry.name])
+    extra = {"linear_before_reset": bool(attrs.get("linear_before_reset", 0))} \
+        if kind is GRU else {}
     try:
-        layers.append(kind(direction=direction, **fields[index]))
+        layers.append(kind(direction=direction, **fields[index], **extra))
     except ValueError as error:
         raise UsageError(f"{reader.label}: {where}: {error}") from None
     entries.extend(new)
+
+
+def _check_full_lengths(reader, where, name):
+    """``sequence_lens`` that changes nothing: a constant whose every entry is the graph
+    input's (static) time dimension."""
+    lengths = reader.arrays.get(name)
+    steps = reader.input_steps
+    if lengths is None or steps is None or np.any(np.asarray(lengths) != steps):
+        raise UsageError(f"{reader.label}: {where}: sequence_lens {name} is not supported "
+                         f"(only a constant equal to every sequence's full length, the "
+                         f"input's time dimension)")
 
 
 def _check_state(reader, where, state):

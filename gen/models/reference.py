@@ -2,10 +2,12 @@
 equations of PyTorch (``nn.LSTM``, ``nn.GRU``, ``nn.Conv2d``, ...) and ONNX.
 
 LSTM (gate blocks i, f, g, o), per direction, ``z = W_ih x_t + b_ih + W_hh h_{t-1} +
-b_hh``: ``c_t = sigmoid(z_f) c_{t-1} + sigmoid(z_i) tanh(z_g)``, ``h_t = W_hr
-(sigmoid(z_o) tanh(c_t))`` (no ``W_hr`` without a projection). GRU (r, z, n): ``r, z =
-sigmoid(W_i x + b_i + W_h h + b_h)``, ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))``,
-``h_t = (1 - z) n + z h_{t-1}``. A reverse direction reads the sequence from its end and
+b_hh``: ``c_t = sigmoid(z_f + p_f c_{t-1}) c_{t-1} + sigmoid(z_i + p_i c_{t-1})
+tanh(z_g)``, ``h_t = W_hr (sigmoid(z_o + p_o c_t) tanh(c_t))`` (no ``W_hr`` without a
+projection, ``p = 0`` without peepholes). GRU (r, z, n): ``r, z = sigmoid(W_i x + b_i +
+W_h h + b_h)``, ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`` (ONNX's
+``linear_before_reset=0``: ``tanh(W_in x + b_in + W_hn (r * h) + b_hn)``), ``h_t = (1 -
+z) n + z h_{t-1}``. A reverse direction reads the sequence from its end and
 writes each output at its own step; a bidirectional layer's output is ``[forward,
 reverse]`` along the features, and its states are stacked forward first.
 """
@@ -29,14 +31,17 @@ def _direction(layer, suffix, x, h, c, trace):
         b_ih = b_hh = np.zeros(w_ih.shape[0])
     lstm = isinstance(layer, LSTM)
     w_hr = getattr(layer, "weight_hr" + suffix) if lstm else None
+    peep = getattr(layer, "weight_peep" + suffix) if lstm else None
+    p_i, p_f, p_o = np.split(np.zeros(3 * c.shape[-1]) if peep is None else peep, 3)
+    linear_before_reset = lstm or layer.linear_before_reset
     outputs = []
     for x_t in x:
         zx, zh = x_t @ w_ih.T + b_ih, h @ w_hh.T + b_hh
         if lstm:
             z = zx + zh
             i, f, g, o = np.split(z, 4, axis=-1)
-            c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
-            h = sigmoid(o) * np.tanh(c)
+            c = sigmoid(f + p_f * c) * c + sigmoid(i + p_i * c) * np.tanh(g)
+            h = sigmoid(o + p_o * c) * np.tanh(c)
             if w_hr is not None:
                 h = h @ w_hr.T
             if trace is not None:
@@ -46,7 +51,10 @@ def _direction(layer, suffix, x, h, c, trace):
             rx, zx_, nx = np.split(zx, 3, axis=-1)
             rh, zh_, nh = np.split(zh, 3, axis=-1)
             r, z = sigmoid(rx + rh), sigmoid(zx_ + zh_)
-            h = (1.0 - z) * np.tanh(nx + r * nh) + z * h
+            if not linear_before_reset:
+                rows = w_hh.shape[0] // 3
+                nh = (r * h) @ w_hh[2 * rows:].T + b_hh[2 * rows:]
+            h = (1.0 - z) * np.tanh(nx + r * nh if linear_before_reset else nx + nh) + z * h
             if trace is not None:
                 trace["z"].extend((zx, zh))
         outputs.append(h)

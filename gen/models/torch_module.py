@@ -10,7 +10,8 @@ module's weights back into the network.
 
 import numpy as np
 
-from .layers import LSTM, RNN_LAYERS, Conv2d, Flatten, Linear, MaxPool2d, ReLU
+from .layers import (LSTM, RNN_LAYERS, Conv2d, Flatten, Linear, MaxPool2d, ReLU,
+                     refuse_extensions)
 
 __all__ = ["to_torch", "from_torch", "torch_parameter"]
 
@@ -58,7 +59,8 @@ def to_torch(network, dtype=None):
     dtype = torch.float64 if dtype is None else dtype
     if network.is_rnn:
         modules = []
-        for layer in network.layers:
+        for n, layer in enumerate(network.layers):
+            refuse_extensions(layer, f"{network.source or 'model'}: layer {n}", "PyTorch")
             kind = torch.nn.LSTM if isinstance(layer, LSTM) else torch.nn.GRU
             extra = {"proj_size": layer.proj_size} if isinstance(layer, LSTM) else {}
             module = kind(layer.input_size, layer.hidden_size, bias=layer.has_bias,

@@ -198,7 +198,7 @@ def parse_options(options, loss="mse"):
 
 def _check_network(network):
     """The network's LSTM layers; a UsageError naming the layer and the rule it breaks."""
-    from nnrtl.gen.models import LSTM
+    from nnrtl.gen.models import LSTM, refuse_extensions
 
     source = network.source or "the model"
     if not network.is_rnn:
@@ -207,6 +207,7 @@ def _check_network(network):
         if not isinstance(layer, LSTM):
             raise UsageError(f"layer {index} of {source} is {type(layer).__name__}; the "
                              f"omni engine trains LSTM layers")
+        refuse_extensions(layer, f"layer {index} of {source}", "the omni engine")
         if layer.direction != "forward" or layer.proj_size:
             raise UsageError(f"layer {index} of {source} is {layer.direction} with "
                              f"proj_size {layer.proj_size}; the omni engine trains forward "

@@ -21,7 +21,7 @@ import numpy as np
 
 from ...hw.sbe.config import GATES, SbeConfig
 from ..errors import UsageError
-from ..models import LSTM, MODEL_FORMATS, load_array, load_network
+from ..models import LSTM, MODEL_FORMATS, load_array, load_network, refuse_extensions
 from ..models.quantize import quantize, to_fixed
 from .explore import explore
 
@@ -74,6 +74,7 @@ def check_model(network):
         if layer.direction != "forward":
             raise UsageError(f"{where} runs in direction {layer.direction!r}; the SBE runs "
                              f"forward LSTMs only")
+        refuse_extensions(layer, where, "the SBE")
     return network
 
 

@@ -2,6 +2,7 @@
 (``dynamo=False``: Shape/Expand for the initial states), hand-built graphs with a reverse
 LSTM and a MatMul + Add classifier, and the operator attributes nnrtl refuses."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -11,8 +12,8 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from nnrtl.gen.errors import UsageError
-from nnrtl.gen.models import (LSTM, Flatten, Linear, ReLU, load_network, save_network,
-                              to_torch)
+from nnrtl.gen.models import (GRU, LSTM, Flatten, Linear, Network, ReLU, load_network,
+                              save_network, to_torch)
 
 INPUTS, HIDDEN, STEPS, BATCH = 4, 5, 6, 2
 BOUND = 1e-12           # float64 reference against PyTorch float64, same weights
@@ -104,9 +105,10 @@ def test_rnn_attributes_refused(tmp_path):
                                          r"initial state \(h0\) is not supported$"):
         load_network(path)
     path = reverse_lstm_file(tmp_path / "peep.onnx", lstm, inputs=["", "", "", "P"],
-                             initializers={"P": np.zeros((1, 3 * HIDDEN))})
-    with pytest.raises(UsageError, match=rf"^{path}: node 0 \(LSTM ''\): peepholes \(input P\) "
-                                         r"are not supported$"):
+                             initializers={"P": np.zeros((1, 2 * HIDDEN))})
+    with pytest.raises(UsageError, match=rf"^{path}: node 0 \(LSTM ''\): P has shape \(1, 10\), "
+                                         r"expected \(1, 15\) \(directions, 3 \* "
+                                         r"hidden_size\)$"):
         load_network(path)
     weights = {"W": np.full((1, 4 * HIDDEN, INPUTS), np.nan)}
     path = reverse_lstm_file(tmp_path / "nan.onnx", lstm, initializers=weights)
@@ -138,3 +140,37 @@ def test_matmul_add_classifier(tmp_path):
     stored = {t.name: numpy_helper.to_array(t)
               for t in onnx.load(tmp_path / "mlp3.onnx").graph.initializer}
     np.testing.assert_array_equal(stored["W"], w * 3)
+
+
+def test_onnx_forms_the_engines_do_not_run_are_refused(tmp_path):
+    """Peepholes and a GRU with ``linear_before_reset=0`` are read and computed by the
+    float64 reference, and refused with the reason where a layer goes to PyTorch or an
+    engine that does not run them; a ``sequence_lens`` that is not every sequence's full
+    length is refused when read."""
+    from nnrtl.gen.farnn.trainer import _workload_sizes
+    from nnrtl.gen.omni.trainer import _check_network
+    from nnrtl.gen.sbe.frommodel import check_model
+    lstm = torch.nn.LSTM(INPUTS, HIDDEN)
+    path = reverse_lstm_file(tmp_path / "peep.onnx", lstm, inputs=["", "", "", "P"],
+                             initializers={"P": np.ones((1, 3 * HIDDEN))})
+    network = load_network(path)
+    assert network.layers[0].extensions() == ("peepholes",)
+    forward_lstm = type(network)((dataclasses.replace(network.layers[0],
+                                                      direction="forward"),),
+                                 source=str(path))
+    rule = r"uses peepholes \(ONNX forms PyTorch's LSTM and GRU do not have\); "
+    with pytest.raises(UsageError, match=rf"^{path}: layer 0 {rule}the SBE does not run them$"):
+        check_model(forward_lstm)
+    with pytest.raises(UsageError, match=rf"^layer 0 of {path} {rule}the omni engine"):
+        _check_network(forward_lstm)
+    with pytest.raises(UsageError, match=rf"^{path}: layer 0 {rule}PyTorch does not run"):
+        to_torch(network)
+    gru = GRU(np.ones((6, 2)), np.ones((6, 2)), linear_before_reset=False)
+    with pytest.raises(UsageError, match=r"^layer 0 of m uses linear_before_reset=0 .*the "
+                                         r"farnn engine does not run them$"):
+        _workload_sizes(Network((gru,), source="m"))
+    path = reverse_lstm_file(tmp_path / "lengths.onnx", lstm, inputs=["lengths"],
+                             initializers={"lengths": np.array([STEPS, 2], np.int32)})
+    with pytest.raises(UsageError, match=r": sequence_lens lengths is not supported \(only a "
+                                         r"constant equal to every sequence's full length"):
+        load_network(path)
