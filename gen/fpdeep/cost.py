@@ -11,8 +11,8 @@ Two cost models, chosen by the precision:
   ``hw/arith`` FloatMul and one FloatAdd (3 stages each, exact subnormals, shifts in LUTs or
   on DSP slices), by Yosys ``synth_xilinx -family xc7`` (:func:`measure_fp32_mac`,
   :data:`FP32_VARIANTS`); the mapper takes the variant with the most MAC units on the board
-  (:func:`fp32_model_for`; the VC709: LUT multipliers and DSP adders, 6 DSP48E1 + 682 LUT,
-  444 units); 32-bit words; 200 MHz on the VC709 assumed, not a timing result.
+  (:func:`fp32_model_for`; the VC709: LUT multipliers and DSP adders, 6 DSP48E1 + 696 LUT,
+  435 units); 32-bit words; 200 MHz on the VC709 assumed, not a timing result.
 
 A node's budget of MAC units is ``min(u · DSP / dsp_per_mac, LUT_SHARE · LUT /
 lut_per_mac)``, ``u`` the DSP utilization cap (default 0.85, spec §2.11 step 4:
@@ -92,12 +92,15 @@ class CostModel:
 
 
 #: fp32 MAC variants, ``(multiplier_shifts, adder_shifts) -> (DSP48E1, LUT)`` per MAC unit:
-#: :func:`measure_fp32_mac` (Yosys xc7, flattened, out of context).
+#: :func:`measure_fp32_mac` (Yosys xc7, flattened, out of context). The units (3-stage
+#: FloatMul; FloatAdd of 3 stages in the FP and EB trees, of 0 in PG's read-add-write):
+#: multiplier lut 375 LUT + 2 DSP, dsp 305 + 4; adder lut 516 (0 stages 511), dsp 307 + 4
+#: (349 + 4).
 FP32_VARIANTS = {
-    ("lut", "lut"): (2, 891),
-    ("lut", "dsp"): (6, 682),
-    ("dsp", "lut"): (4, 821),
-    ("dsp", "dsp"): (8, 612),
+    ("lut", "lut"): (2, 890),
+    ("lut", "dsp"): (6, 696),
+    ("dsp", "lut"): (4, 820),
+    ("dsp", "dsp"): (8, 626),
 }
 
 
@@ -139,25 +142,31 @@ def fp32_model_for(capacity, dsp_cap=DSP_CAP, lut_share=LUT_SHARE, pinned=None):
 
 
 def measure_fp32_mac(family="xc7", multiplier_shifts="lut", adder_shifts="dsp"):
-    """Yosys' ``{lut, dsp}`` of one fp32 MAC as the CE array builds it: a
-    :class:`~nnrtl.hw.arith.float_mul.FloatMul` and a
-    :class:`~nnrtl.hw.arith.float_add.FloatAdd` at :class:`~nnrtl.hw.fpdeep.config.FpConfig`'s
-    default stages, with the given shifts (logic LUTs and LUT-RAM). What
-    :data:`FP32_VARIANTS` holds. Seconds of Yosys."""
+    """Yosys' ``{lut, dsp}`` of one fp32 MAC unit as the node builds it, with the given
+    shifts (logic LUTs and LUT-RAM): a :class:`~nnrtl.hw.arith.float_mul.FloatMul` at
+    :class:`~nnrtl.hw.fpdeep.config.FpConfig`'s default stages and a
+    :class:`~nnrtl.hw.arith.float_add.FloatAdd`, two of three MAC units' (FP's and EB's
+    trees, :mod:`nnrtl.hw.fpdeep.conv`) at the default adder stages and one of three
+    (PG's read-add-write, :mod:`nnrtl.hw.fpdeep.pg`) combinational: the adders' mean,
+    rounded up. What :data:`FP32_VARIANTS` holds. Seconds of Yosys."""
     from ...hw.arith.float_add import FloatAdd
     from ...hw.arith.float_format import FP32
     from ...hw.arith.float_mul import FloatMul
     from ...hw.fpdeep.config import FpConfig
     from ..synth import measure_unit
 
-    stages = {field.name: field.default for field in dataclasses.fields(FpConfig)}
-    total = {"lut": 0, "dsp": 0}
-    for unit in (FloatMul(FP32, stages=stages["multiplier_stages"], shifts=multiplier_shifts),
-                 FloatAdd(FP32, stages=stages["adder_stages"], shifts=adder_shifts)):
+    def count(unit):
         counts = measure_unit(unit, family)
-        total["lut"] += counts["lut"] + counts["lut_memory"]
-        total["dsp"] += counts["dsp"]
-    return total
+        return np.array([counts["lut"] + counts["lut_memory"], counts["dsp"]])
+
+    stages = {field.name: field.default for field in dataclasses.fields(FpConfig)}
+    multiplier = count(FloatMul(FP32, stages=stages["multiplier_stages"],
+                                shifts=multiplier_shifts))
+    adders = (2 * count(FloatAdd(FP32, stages=stages["adder_stages"], shifts=adder_shifts))
+              + count(FloatAdd(FP32, stages=0, shifts=adder_shifts)))
+    lut, dsp = multiplier + -(-adders // 3)
+    return {"lut": int(lut), "dsp": int(dsp)}
+
 
 #: ``--precision`` values.
 PRECISIONS = tuple(COST_MODELS)

@@ -5,7 +5,7 @@ engine's ``resources`` hook (checked against a board by :func:`nnrtl.gen.engines
   times the precision's cost (fixed16 one DSP48E1; fp32 the segment's MAC variant,
   :data:`.cost.FP32_VARIANTS`: 2 to 8).
 * **LUT**: the LUT-RAM, the logic of every unit the RTL builds (:func:`logic`,
-  :data:`LOGIC`) and, fp32, the MACs' LUTs (its variant's, 612 to 891 each). Per
+  :data:`LOGIC`) and, fp32, the MACs' LUTs (its variant's, 626 to 890 each). Per
   segment, in its parameters (``K``, ``P``, ``Q``, ``S_IC`` = ``n_in``, ``w`` the word
   bits, ``passes``, ``B`` the LGB banks, ``L`` the LGB word bits)::
 

@@ -83,8 +83,8 @@ def test_invariants_on_random_networks(seed):
     fpgas = int(rng.integers(1, 6))
     board = small_board(int(rng.choice([4, 40, 1470])))
     precision = str(rng.choice(["fixed16", "fp32"]))
-    # fp32: the VC709's variant, LUT multipliers and DSP adders, 6 DSP + 682 LUT a MAC
-    budget = int(0.85 * 3600) // 1 if precision == "fixed16" else int(0.7 * 433_200) // 682
+    # fp32: the VC709's variant, LUT multipliers and DSP adders, 6 DSP + 696 LUT a MAC
+    budget = int(0.85 * 3600) // 1 if precision == "fixed16" else int(0.7 * 433_200) // 696
     try:
         mapping = map_network(chain, fpgas, board, precision=precision, link_gbps=150)
     except UsageError as error:
@@ -186,13 +186,13 @@ def test_refusals_name_node_and_resource():
     with pytest.raises(UsageError, match=r"^node 1: storage needs [\d,]+ words of 16 bits = "
                                          r"\d+ BRAM36, but tiny has 1 BRAM36"):
         map_network(chain, 1, small_board(1), fc_batch=1)
-    # fp32 pinned to LUT shifts: 2 DSP + 891 LUT per MAC; 0.7 of 433,200 LUT allow 340 MAC
+    # fp32 pinned to LUT shifts: 2 DSP + 890 LUT per MAC; 0.7 of 433,200 LUT allow 340 MAC
     # units; AlexNet on one node needs one tile per module: conv1 2 x 11², conv2 3 x 5²,
-    # conv3-5 3 x 3 x 3², fc6-8 3 x 3 x 1 = 407 MAC units, 814 DSP, 362,637 LUT
+    # conv3-5 3 x 3 x 3², fc6-8 3 x 3 x 1 = 407 MAC units, 814 DSP, 362,230 LUT
     from nnrtl.gen.fpdeep import alexnet
     with pytest.raises(UsageError, match=r"node 1 \(conv1, conv2, conv3, conv4, conv5, fc6, fc7, "
                                          r"fc8\): one K x K tile per module needs 407 MAC units "
-                                         r"= 814 DSP and 362,637 LUT, but vc709 allows 340 MAC "
+                                         r"= 814 DSP and 362,230 LUT, but vc709 allows 340 MAC "
                                          r"units \(lut-limited"):
         map_network(alexnet(), 1, VC709, precision="fp32", check_storage=False,
                     multiplier_shifts="lut", adder_shifts="lut")
@@ -225,14 +225,14 @@ def test_link_conventions():
 
 def test_fp32_variant_is_the_boards_fastest():
     """Unpinned, fp32 takes the variant with the most MAC units: the VC709 LUT multipliers
-    and DSP adders (0.7 · 433,200 / 682 = 444 by its LUTs, 2,664 of 3,600 DSP), the ZC706
-    DSP multipliers and LUT adders (0.7 · 218,600 / 821 = 186); a pinned shift keeps the
+    and DSP adders (0.7 · 433,200 / 696 = 435 by its LUTs, 2,610 of 3,600 DSP), the ZC706
+    DSP multipliers and LUT adders (0.7 · 218,600 / 820 = 186); a pinned shift keeps the
     best variant with it."""
     from nnrtl.gen.fpdeep import alexnet
     mapping = map_network(alexnet(), 15, VC709, precision="fp32", check_storage=False)
     assert (mapping.model.multiplier_shifts, mapping.model.adder_shifts) == ("lut", "dsp")
-    assert (mapping.unit_budget, mapping.budget_resource) == (444, "lut")
-    assert mapping.model.dsp_per_mac == 6 and mapping.model.lut_per_mac == 682
+    assert (mapping.unit_budget, mapping.budget_resource) == (435, "lut")
+    assert mapping.model.dsp_per_mac == 6 and mapping.model.lut_per_mac == 696
     zc706 = get_board("zc706").capacity
     model = fp32_model_for(zc706)
     assert (model.multiplier_shifts, model.adder_shifts) == ("dsp", "lut")
