@@ -308,6 +308,9 @@ def build_parser():
     report.add_argument("directory", metavar="DIR", help="a directory written by generate")
     report.set_defaults(run=cmd_report)
 
+    from .baseline.cli import add_command as add_baseline
+    add_baseline(commands)
+
     _engine_command(commands, "train", every, _train_arguments, cmd_train,
                     help="SGD steps with the engine's part of training in its golden model "
                     "or RTL, the rest in PyTorch; writes the updated model and train.json")

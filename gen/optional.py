@@ -3,8 +3,8 @@ usage error (exit code 2) naming the package and the extra that installs it when
 missing.
 
 A plain ``pip install nnrtl`` runs ``engines``, ``generate``, ``synth`` and every engine's
-models without them; ``train``, the PyTorch model files, the accuracy benches and the
-FPDeep cluster simulator need one of :data:`PACKAGES`.
+models without them; ``train``, the PyTorch model files, the accuracy benches, the
+FPDeep cluster simulator and the GPU baselines need one of :data:`PACKAGES`.
 """
 
 import importlib
@@ -21,6 +21,7 @@ PACKAGES = {
     "sklearn": ("scikit-learn", "test"),
     "scipy": ("scipy", "test"),
     "mpi4py": ("mpi4py", "cluster"),
+    "numba": ("numba-cuda", "gpu"),
     "hypothesis": ("hypothesis", "test"),
     "pytest": ("pytest", "test"),
 }

@@ -1,0 +1,61 @@
+"""``nnrtl baseline``: the GPU baselines (:mod:`nnrtl.gen.baseline`)."""
+
+import json
+import os
+import sys
+
+from ..errors import UsageError
+
+__all__ = ["add_command"]
+
+#: Where ``persistent-rnn`` runs.
+DEVICES = ("cuda", "simulator")
+
+
+def add_command(commands):
+    """Add ``baseline`` and its subcommands to the ``nnrtl`` parser's ``commands``."""
+    baseline = commands.add_parser("baseline", help="GPU baselines the papers measure "
+                                   "against (not engines: no RTL)")
+    kinds = baseline.add_subparsers(dest="baseline", required=True, metavar="BASELINE")
+    rnn = kinds.add_parser(
+        "persistent-rnn", help="a persistent RNN layer (Diamos et al., ICML 2016) in "
+        "numba-cuda: its forward pass against PyTorch float64 on the same weights; one "
+        "JSON line")
+    rnn.add_argument("--cell", choices=["lstm", "gru"], default="lstm",
+                     help="cell (default lstm)")
+    for name, default in (("input-size", 8), ("hidden-size", 8), ("batch", 2),
+                          ("seq-len", 4)):
+        rnn.add_argument(f"--{name}", type=int, default=default, metavar="N",
+                         help=f"default {default}")
+    rnn.add_argument("--device", choices=DEVICES, default="simulator",
+                     help="cuda: the GPU (with PyTorch's cuDNN layer timed beside it); "
+                     "simulator (default): numba's CUDA simulator on the CPU, one block "
+                     "(hidden sizes up to a few hundred units), times meaningless")
+    rnn.add_argument("--json", action="store_true", help="only the JSON line")
+    rnn.set_defaults(run=cmd_persistent_rnn)
+
+
+def cmd_persistent_rnn(args):
+    """Run :func:`~.persistent_rnn.run`; print its result."""
+    simulated = args.device == "simulator"
+    if "numba.cuda" in sys.modules:
+        from numba import config
+        if bool(config.ENABLE_CUDASIM) != simulated:
+            raise UsageError(f"numba's CUDA target was loaded for "
+                             f"{'the simulator' if config.ENABLE_CUDASIM else 'a GPU'} in "
+                             f"this process; run --device {args.device} in a new one")
+    elif simulated:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    from ..optional import require
+    require("numba", "nnrtl baseline persistent-rnn")
+    require("torch", "nnrtl baseline persistent-rnn")
+    from .persistent_rnn import run
+    try:
+        result = run(args.cell, args.input_size, args.hidden_size, args.batch, args.seq_len,
+                     device=args.device)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if not args.json:
+        for key, value in result.items():
+            print(f"{key}: {value}", file=sys.stderr)
+    print(json.dumps(result))

@@ -1,0 +1,112 @@
+"""The persistent RNN baseline (:mod:`nnrtl.gen.baseline.persistent_rnn`): its plan, the
+numpy model of its multi-block schedule and the kernel in numba's CUDA simulator (one
+block: the simulator runs blocks one at a time, so a grid barrier between blocks cannot
+be simulated) against PyTorch float64, and ``nnrtl baseline persistent-rnn``."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba")
+
+from nnrtl.gen.baseline.persistent_rnn import (GATES, MAX_WEIGHTS_PER_THREAD, forward,  # noqa: E402
+                                               input_projection, plan, run, schedule_model,
+                                               torch_forward)
+
+#: fp32 arithmetic against float64 over a few steps.
+BOUND = 1e-5
+
+
+def _layer(cell, inputs, hidden, batch, steps, seed):
+    rng = np.random.default_rng(seed)
+    gates = GATES[cell]
+    scale = 1 / np.sqrt(hidden)
+    weights = (rng.uniform(-scale, scale, (gates * hidden, inputs)).astype(np.float32),
+               rng.uniform(-scale, scale, (gates * hidden, hidden)).astype(np.float32),
+               rng.uniform(-scale, scale, gates * hidden).astype(np.float32),
+               rng.uniform(-scale, scale, gates * hidden).astype(np.float32))
+    x = rng.uniform(-1, 1, (steps, batch, inputs)).astype(np.float32)
+    h0 = rng.uniform(-0.5, 0.5, (batch, hidden)).astype(np.float32)
+    c0 = rng.uniform(-0.5, 0.5, (batch, hidden)).astype(np.float32) if cell == "lstm" \
+        else None
+    return weights, x, h0, c0
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+@pytest.mark.parametrize("hidden, batch, blocks", [(1152, 4, None), (2048, 1, None),
+                                                   (40, 3, 4), (7, 2, 3)])
+def test_plan_covers_every_row_once_within_the_limits(cell, hidden, batch, blocks):
+    p = plan(cell, hidden, batch, blocks=blocks)
+    assert p.blocks * p.units >= hidden > (p.blocks - 1) * p.units
+    assert p.slices * p.columns >= hidden > (p.slices - 1) * p.columns
+    assert p.slices >= batch and p.threads <= 1024
+    assert p.weights_per_thread <= MAX_WEIGHTS_PER_THREAD
+    if blocks is not None:
+        assert p.blocks == blocks
+
+
+def test_plan_refuses_what_does_not_fit():
+    with pytest.raises(ValueError, match=r"^cell must be one of lstm, gru, not 'rnn'$"):
+        plan("rnn", 8, 1)
+    with pytest.raises(ValueError, match=r"^batch 64 and hidden_size 1152 need 16384 partial "
+                                         r"sums a unit"):
+        plan("lstm", 1152, 64)
+    with pytest.raises(ValueError, match=r"^the simulator runs one block"):
+        plan("lstm", 1152, 4, simulator=True)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_schedule_model_of_several_blocks_equals_pytorch(cell):
+    """40 units over 4 blocks, rows cut into slices: the schedule's float32 sums against
+    PyTorch float64."""
+    (w_ih, w_hh, b_ih, b_hh), x, h0, c0 = _layer(cell, 5, 40, 3, 6, seed=1)
+    p = plan(cell, 40, 3, blocks=4)
+    assert p.blocks == 4 and p.slices > 1
+    y, h_n, c_n = schedule_model(p, input_projection(x, w_ih, b_ih, b_hh, cell), w_hh, b_hh,
+                                 h0, c0)
+    want = torch_forward(cell, (w_ih, w_hh, b_ih, b_hh), x, h0, c0)
+    for got, ref in zip((y, h_n, c_n), want):
+        if ref is not None:
+            np.testing.assert_allclose(got, ref, rtol=0, atol=BOUND)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_kernel_in_the_simulator_equals_pytorch_and_the_schedule(cell):
+    """One block of 6 units, rows in slices of 6 columns, batch 2, 5 steps."""
+    (w_ih, w_hh, b_ih, b_hh), x, h0, c0 = _layer(cell, 4, 6, 2, 5, seed=2)
+    p = plan(cell, 6, 2, simulator=True)
+    xw = input_projection(x, w_ih, b_ih, b_hh, cell)
+    y, h_n, c_n, _seconds = forward(p, xw, w_hh, b_hh, h0, c0)
+    want = torch_forward(cell, (w_ih, w_hh, b_ih, b_hh), x, h0, c0)
+    model = schedule_model(p, xw, w_hh, b_hh, h0, c0)
+    for got, ref, same in zip((y, h_n, c_n), want, model):
+        if ref is not None:
+            np.testing.assert_allclose(got, ref, rtol=0, atol=BOUND)
+            np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
+
+
+def test_run_reports_the_error_and_the_rate():
+    result = run("lstm", 3, 5, 2, 3, device="simulator")
+    assert result["device"] == "simulator" and result["blocks"] == 1
+    assert result["max_abs_error_vs_torch"] < BOUND
+    assert result["seconds"] > 0 and result["tflops"] > 0
+
+
+def test_command_prints_one_json_line_and_refuses_a_size_it_cannot_run():
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    command = [sys.executable, "-m", "nnrtl.gen.cli", "baseline", "persistent-rnn",
+               "--cell", "gru", "--hidden-size", "5", "--seq-len", "3", "--json"]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (line,) = done.stdout.splitlines()
+    result = json.loads(line)
+    assert {"device", "max_abs_error_vs_torch", "seconds", "tflops"} <= set(result)
+    assert result["max_abs_error_vs_torch"] < BOUND
+    done = subprocess.run(command[:-1] + ["--hidden-size", "5000"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("nnrtl: error: the simulator runs one block")
