@@ -8,8 +8,8 @@ Two cost models, chosen by the precision:
   §3.9); 16-bit words in buffers and on links. No LUTs per MAC (the DSP slice does a 16 x 16
   multiply-accumulate alone).
 * ``fp32``: the units the fp32 CE array (:mod:`nnrtl.hw.fpdeep.conv`) builds per MAC, one
-  ``hw/arith`` FloatMul and one FloatAdd (3 stages each, exact subnormals, shifts in LUTs or
-  on DSP slices), by Yosys ``synth_xilinx -family xc7`` (:func:`measure_fp32_mac`,
+  ``hw/arith`` FloatMul and one FloatAdd (exact subnormals, PG's adders combinational, shifts
+  in LUTs or on DSP slices), by Yosys ``synth_xilinx -family xc7`` (:func:`measure_fp32_mac`,
   :data:`FP32_VARIANTS`); the mapper takes the variant with the most MAC units on the board
   (:func:`fp32_model_for`; the VC709: LUT multipliers and DSP adders, 6 DSP48E1 + 696 LUT,
   435 units); 32-bit words; 200 MHz on the VC709 assumed, not a timing result.
