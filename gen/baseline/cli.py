@@ -19,14 +19,17 @@ def add_command(commands):
     kinds = baseline.add_subparsers(dest="baseline", required=True, metavar="BASELINE")
     rnn = kinds.add_parser(
         "persistent-rnn", help="a persistent RNN layer (Diamos et al., ICML 2016) in "
-        "numba-cuda: its forward pass against PyTorch float64 on the same weights; one "
-        "JSON line")
+        "numba-cuda: its forward (and backward) pass against PyTorch float64 on the same "
+        "weights; one JSON line")
     rnn.add_argument("--cell", choices=["lstm", "gru"], default="lstm",
                      help="cell (default lstm)")
     for name, default in (("input-size", 8), ("hidden-size", 8), ("batch", 2),
                           ("seq-len", 4)):
         rnn.add_argument(f"--{name}", type=int, default=default, metavar="N",
                          help=f"default {default}")
+    rnn.add_argument("--backward", action="store_true",
+                     help="also the backward pass through time, against PyTorch's "
+                     "autograd (every gradient)")
     rnn.add_argument("--device", choices=DEVICES, default="simulator",
                      help="cuda: the GPU (with PyTorch's cuDNN layer timed beside it); "
                      "simulator (default): numba's CUDA simulator on the CPU, one block "
@@ -52,7 +55,7 @@ def cmd_persistent_rnn(args):
     from .persistent_rnn import run
     try:
         result = run(args.cell, args.input_size, args.hidden_size, args.batch, args.seq_len,
-                     device=args.device)
+                     device=args.device, backward=args.backward)
     except ValueError as error:
         raise UsageError(str(error)) from None
     if not args.json:

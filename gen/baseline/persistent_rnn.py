@@ -3,7 +3,7 @@ Weights On-Chip", ICML 2016): the recurrent weights are loaded into the threads'
 once and stay there for every time step; a grid-wide barrier separates the steps.
 
 The forward pass of an LSTM (gate blocks i, f, g, o) or GRU (r, z, n, PyTorch's form)
-layer, fp32, written with numba-cuda. The input projection of all steps,
+layer, fp32, written with numba-cuda (the backward pass: :mod:`.persistent_backward`). The input projection of all steps,
 ``x_t W_ih^T + b``, is one matrix product before the kernel (:func:`input_projection`);
 the kernel does the recurrent part:
 
@@ -30,6 +30,7 @@ schedule (the same slices, the same order of the sums).
 import dataclasses
 import functools
 import math
+import time
 
 import numpy as np
 
@@ -182,10 +183,21 @@ def _kernel(cell, units, slices, columns, batch):
     return build(GATES[cell], units, slices, columns, batch)
 
 
+@functools.cache
+def backward_kernel(p):
+    """The backward kernel of plan ``p`` (:func:`.persistent_kernel.build_backward`):
+    ``W_hh``'s ``G H`` rows cut into ``p.slices`` runs."""
+    from .persistent_kernel import build_backward
+    return build_backward(p.gates, p.units, p.slices, -(-p.gates * p.hidden_size // p.slices),
+                          p.batch)
+
+
 def forward(p, xw, w_hh, b_hh, h0, c0=None):
     """Run the kernel of plan ``p`` (one cooperative launch); returns ``(y, h_n, c_n,
-    seconds)``, ``seconds`` the kernel's time alone (synchronised). Needs numba-cuda and
-    a GPU, or ``NUMBA_ENABLE_CUDASIM=1`` and a one-block plan."""
+    saved, seconds)``: ``saved`` what the backward pass reads (the gates' activations and
+    an LSTM's cells, or a GRU's ``W_hn h + b_hn``: :func:`.persistent_kernel.build`),
+    ``seconds`` the kernel's time alone (synchronised). Needs numba-cuda and a GPU, or
+    ``NUMBA_ENABLE_CUDASIM=1`` and a one-block plan."""
     import time
 
     from numba import cuda
@@ -199,17 +211,20 @@ def forward(p, xw, w_hh, b_hh, h0, c0=None):
             else np.zeros(hidden, np.float32))
     device = {name: cuda.to_device(np.ascontiguousarray(value, np.float32)) for name, value in
               (("xw", xw), ("w_hh", w_hh), ("b_hn", b_hn), ("h_buf", h_buf), ("c", c),
-               ("y", np.zeros((steps, batch, hidden), np.float32)))}
+               ("y", np.zeros((steps, batch, hidden), np.float32)),
+               ("saved", np.zeros((steps, batch, (p.gates + 1) * hidden),
+                                  np.float32)))}
     kernel = _kernel(p.cell, p.units, p.slices, p.columns, batch)
     start = time.perf_counter()
     kernel[p.blocks, p.threads](device["xw"], device["w_hh"], device["b_hn"],
-                                device["h_buf"], device["c"], device["y"])
+                                device["h_buf"], device["c"], device["y"],
+                                device["saved"])
     cuda.synchronize()
     seconds = time.perf_counter() - start
     y = device["y"].copy_to_host()
     h_n = device["h_buf"].copy_to_host()[steps % 2]
     c_n = device["c"].copy_to_host() if p.cell == "lstm" else None
-    return y, h_n, c_n, seconds
+    return y, h_n, c_n, device["saved"].copy_to_host(), seconds
 
 
 def torch_forward(cell, weights, x, h0, c0=None):
@@ -249,7 +264,8 @@ def _check(value, name):
     return value
 
 
-def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed=0):
+def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed=0,
+        backward=False):
     """One layer through the kernel against PyTorch float64 on the same random weights
     and inputs (uniform in ``±1/sqrt(hidden_size)``, as PyTorch initialises them).
 
@@ -258,7 +274,11 @@ def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed
     dict
         ``device``, ``cell``, the sizes, ``blocks``, ``threads_per_block``,
         ``max_abs_error_vs_torch`` (outputs and final states), ``seconds`` (the kernel)
-        and ``tflops`` (:func:`layer_flops` over ``seconds``).
+        and ``tflops`` (:func:`layer_flops` over ``seconds``). With ``backward``, the
+        backward pass through time of ``sum(y * dy)`` (``dy`` random) too:
+        ``backward_max_abs_error_vs_torch`` (every gradient against PyTorch's autograd),
+        ``backward_seconds`` (the kernel and the gradient products, numpy on the host),
+        ``backward_tflops``.
     """
     for name, value in (("input_size", input_size), ("batch", batch), ("seq_len", steps)):
         _check(value, name)
@@ -275,7 +295,7 @@ def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed
     c0 = rng.uniform(-0.5, 0.5, (batch, hidden_size)).astype(np.float32) \
         if cell == "lstm" else None
     xw = input_projection(x, w_ih, b_ih, b_hh, cell)
-    y, h_n, c_n, seconds = forward(p, xw, w_hh, b_hh, h0, c0)
+    y, h_n, c_n, saved, seconds = forward(p, xw, w_hh, b_hh, h0, c0)
     want = torch_forward(cell, (w_ih, w_hh, b_ih, b_hh), x, h0, c0)
     error = max(float(np.max(np.abs(got - ref))) for got, ref in zip((y, h_n, c_n), want)
                 if ref is not None)
@@ -285,6 +305,22 @@ def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed
               "blocks": p.blocks, "threads_per_block": p.threads,
               "max_abs_error_vs_torch": error, "seconds": seconds,
               "tflops": flops / seconds / 1e12}
+    if backward:
+        from .persistent_backward import (backward as run_backward, backward_flops,
+                                          torch_gradients, weight_gradients)
+        dy = rng.uniform(-1, 1, y.shape).astype(np.float32)
+        start = time.perf_counter()
+        dz_x, dz_h, dh0, dc0, _ = run_backward(p, dy, saved, y, h0, c0, w_hh)
+        grads = weight_gradients(x, y, h0, dz_x, dz_h, w_ih)
+        seconds_back = time.perf_counter() - start
+        grads.update(h0=dh0, c0=dc0)
+        want = torch_gradients(cell, (w_ih, w_hh, b_ih, b_hh), x, h0, c0, dy)
+        result.update(
+            backward_max_abs_error_vs_torch=max(float(np.max(np.abs(grads[name] - ref)))
+                                                for name, ref in want.items()),
+            backward_seconds=seconds_back,
+            backward_tflops=backward_flops(cell, input_size, hidden_size, batch, steps)
+            / seconds_back / 1e12)
     if device == "cuda":
         torch_seconds = torch_cuda_seconds(cell, (w_ih, w_hh, b_ih, b_hh), x, h0, c0)
         result.update(torch_seconds=torch_seconds, torch_tflops=flops / torch_seconds / 1e12)

@@ -13,6 +13,8 @@ import pytest
 
 pytest.importorskip("numba")
 
+from nnrtl.gen.baseline.persistent_backward import (backward, schedule_model_backward,  # noqa: E402
+                                                    torch_gradients, weight_gradients)
 from nnrtl.gen.baseline.persistent_rnn import (GATES, MAX_WEIGHTS_PER_THREAD, forward,  # noqa: E402
                                                input_projection, plan, run, schedule_model,
                                                torch_forward)
@@ -80,7 +82,7 @@ def test_kernel_in_the_simulator_equals_pytorch_and_the_schedule(cell):
     (w_ih, w_hh, b_ih, b_hh), x, h0, c0 = _layer(cell, 4, 6, 2, 5, seed=2)
     p = plan(cell, 6, 2, simulator=True)
     xw = input_projection(x, w_ih, b_ih, b_hh, cell)
-    y, h_n, c_n, _seconds = forward(p, xw, w_hh, b_hh, h0, c0)
+    y, h_n, c_n, _saved, _seconds = forward(p, xw, w_hh, b_hh, h0, c0)
     want = torch_forward(cell, (w_ih, w_hh, b_ih, b_hh), x, h0, c0)
     model = schedule_model(p, xw, w_hh, b_hh, h0, c0)
     for got, ref, same in zip((y, h_n, c_n), want, model):
@@ -89,23 +91,92 @@ def test_kernel_in_the_simulator_equals_pytorch_and_the_schedule(cell):
             np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
 
 
+def _check_gradients(cell, weights, x, h0, c0, y, dy, dz_x, dz_h, dh0, dc0):
+    grads = weight_gradients(x, y, h0, dz_x, dz_h, weights[0])
+    grads.update(h0=dh0, c0=dc0)
+    want = torch_gradients(cell, weights, x, h0, c0, dy)
+    assert set(want) <= set(grads)
+    for name, ref in want.items():
+        np.testing.assert_allclose(grads[name], ref, rtol=0, atol=BOUND, err_msg=name)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_backward_schedule_model_of_several_blocks_equals_pytorch_autograd(cell):
+    """40 units over 4 blocks: every gradient of ``sum(y * dy)`` (weights, biases, the
+    inputs, the initial states) against PyTorch float64 autograd."""
+    weights, x, h0, c0 = _layer(cell, 5, 40, 3, 6, seed=3)
+    w_ih, w_hh, b_ih, b_hh = weights
+    p = plan(cell, 40, 3, blocks=4)
+    xw = input_projection(x, w_ih, b_ih, b_hh, cell)
+    dy = np.random.default_rng(4).uniform(-1, 1, (6, 3, 40)).astype(np.float32)
+    # the forward's saved values from the simulator-free schedule: recompute them
+    y, _, _ = schedule_model(p, xw, w_hh, b_hh, h0, c0)
+    saved = _saved(cell, xw, w_hh, b_hh, h0, c0, y)
+    _check_gradients(cell, weights, x, h0, c0, y, dy,
+                     *schedule_model_backward(p, dy, saved, y, h0, c0, w_hh))
+
+
+def _saved(cell, xw, w_hh, b_hh, h0, c0, y):
+    """What the forward kernel saves, from numpy."""
+    hidden = w_hh.shape[1]
+    previous = np.concatenate([h0[None], y[:-1]])
+    z = previous @ w_hh.T
+    sig = lambda v: 1 / (1 + np.exp(-v))       # noqa: E731
+    if cell == "lstm":
+        pre = xw + z
+        i, f, g, o = (pre[..., k * hidden:(k + 1) * hidden] for k in range(4))
+        i, f, g, o = sig(i), sig(f), np.tanh(g), sig(o)
+        cells, c = [], c0
+        for t in range(len(y)):
+            c = f[t] * c + i[t] * g[t]
+            cells.append(c)
+        return np.concatenate([i, f, g, o, np.stack(cells)], axis=-1).astype(np.float32)
+    hn = z[..., 2 * hidden:] + b_hh[2 * hidden:]
+    r = sig(xw[..., :hidden] + z[..., :hidden])
+    u = sig(xw[..., hidden:2 * hidden] + z[..., hidden:2 * hidden])
+    n = np.tanh(xw[..., 2 * hidden:] + r * hn)
+    return np.concatenate([r, u, n, hn], axis=-1).astype(np.float32)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_backward_kernel_in_the_simulator_equals_pytorch_autograd(cell):
+    weights, x, h0, c0 = _layer(cell, 4, 6, 2, 5, seed=5)
+    w_ih, w_hh, b_ih, b_hh = weights
+    p = plan(cell, 6, 2, simulator=True)
+    xw = input_projection(x, w_ih, b_ih, b_hh, cell)
+    y, _h_n, _c_n, saved, _seconds = forward(p, xw, w_hh, b_hh, h0, c0)
+    np.testing.assert_allclose(saved, _saved(cell, xw, w_hh, b_hh, h0, c0, y), rtol=0,
+                               atol=1e-6)
+    dy = np.random.default_rng(6).uniform(-1, 1, y.shape).astype(np.float32)
+    dz_x, dz_h, dh0, dc0, _seconds = backward(p, dy, saved, y, h0, c0, w_hh)
+    model = schedule_model_backward(p, dy, saved, y, h0, c0, w_hh)
+    for got, same in zip((dz_x, dz_h, dh0, dc0), model):
+        if same is not None:
+            np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
+    _check_gradients(cell, weights, x, h0, c0, y, dy, dz_x, dz_h, dh0, dc0)
+
+
 def test_run_reports_the_error_and_the_rate():
-    result = run("lstm", 3, 5, 2, 3, device="simulator")
+    result = run("lstm", 3, 5, 2, 3, device="simulator", backward=True)
     assert result["device"] == "simulator" and result["blocks"] == 1
     assert result["max_abs_error_vs_torch"] < BOUND
+    assert result["backward_max_abs_error_vs_torch"] < BOUND
     assert result["seconds"] > 0 and result["tflops"] > 0
+    assert result["backward_seconds"] > 0 and result["backward_tflops"] > 0
 
 
 def test_command_prints_one_json_line_and_refuses_a_size_it_cannot_run():
     env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
     command = [sys.executable, "-m", "nnrtl.gen.cli", "baseline", "persistent-rnn",
-               "--cell", "gru", "--hidden-size", "5", "--seq-len", "3", "--json"]
+               "--cell", "gru", "--hidden-size", "5", "--seq-len", "3", "--backward",
+               "--json"]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     (line,) = done.stdout.splitlines()
     result = json.loads(line)
     assert {"device", "max_abs_error_vs_torch", "seconds", "tflops"} <= set(result)
     assert result["max_abs_error_vs_torch"] < BOUND
+    assert result["backward_max_abs_error_vs_torch"] < BOUND
     done = subprocess.run(command[:-1] + ["--hidden-size", "5000"], capture_output=True,
                           text=True, env=env, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
