@@ -3,9 +3,9 @@ vendor's "DSP usage" (Xilinx Floating-Point Operator, PG060: no usage, some, max
 
 A level names the options of each unit (:class:`~.float_mul.FloatMul`,
 :class:`~.float_add.FloatAdd`), never a result bit: every level computes the same bits.
-Each level's DSP slices for fp32 (``*`` cells as Yosys ``synth_xilinx`` cuts them; the
-bench's ``arith`` part measures every unit's LUTs, ``make bench``), ``xc7`` (DSP48E1) /
-``xcup`` (DSP48E2):
+Each level's DSP slices for fp32, 3 stages, by Yosys ``synth_xilinx`` (flattened), ``xc7``
+(DSP48E1) / ``xcup`` (DSP48E2); the bench's ``arith`` part measures every unit's LUTs
+(``make bench``):
 
 ========  ==========================================  ================================
 level     multiplier                                  adder
@@ -15,7 +15,7 @@ level     multiplier                                  adder
 ``some``  product on DSP slices, shifts in LUTs:      as ``none``: 0 / 0
           2 / 2
 ``max``   product and the right shift of a subnormal  both shifts as products on DSP
-          result on DSP slices (``shifts="dsp"``):    slices (``shifts="dsp"``): 5 / 3
+          result on DSP slices (``shifts="dsp"``):    slices (``shifts="dsp"``): 4 / 3
           4 / 3
 ========  ==========================================  ================================
 

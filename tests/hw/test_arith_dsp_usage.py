@@ -37,8 +37,9 @@ def test_levels_name_each_units_options():
 @pytest.mark.parametrize("family, mul, add", [("xc7", [0, 2, 4], [0, 0, 5]),
                                               ("xcup", [0, 2, 3], [0, 0, 3])])
 def test_dsp_slices_per_level(family, mul, add):
-    """fp32's DSP slices by level (``*`` cells as Yosys cuts them: DSP48E1 25 x 18 on
-    ``xc7``, DSP48E2 27 x 18 on ``xcup``)."""
+    """fp32's ``*`` cells by level, in DSP slices as :func:`dsp_slices` cuts them (DSP48E1
+    25 x 18 on ``xc7``, DSP48E2 27 x 18 on ``xcup``): an upper bound of what Yosys builds
+    (``test_dsp_slices_per_level_by_yosys``: the xc7 adder's two products take 4)."""
     for operands in ("ieee", "normal"):
         assert [_dsp(FloatMul(FP32, operands=operands, **multiplier_options(level)), family)
                 for level in DSP_USAGE] == mul
@@ -74,3 +75,15 @@ def test_product_is_checked():
     with pytest.raises(ValueError, match=r"^product must be 'dsp' or 'lut', not 'uram'$"):
         FloatMul(FP32, product="uram")
     assert FloatMul(FP32).product == "dsp"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, mul, add", [("xc7", [0, 2, 4], [0, 0, 4]),
+                                              ("xcup", [0, 2, 3], [0, 0, 3])])
+def test_dsp_slices_per_level_by_yosys(family, mul, add):
+    """The DSP slices the module docstring's table gives, by Yosys (a minute a family)."""
+    from nnrtl.gen.synth import measure_unit
+    assert [measure_unit(FloatMul(FP32, **multiplier_options(level)), family)["dsp"]
+            for level in DSP_USAGE] == mul
+    assert [measure_unit(FloatAdd(FP32, **adder_options(level)), family)["dsp"]
+            for level in DSP_USAGE] == add
