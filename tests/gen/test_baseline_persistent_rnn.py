@@ -181,3 +181,21 @@ def test_command_prints_one_json_line_and_refuses_a_size_it_cannot_run():
                           text=True, env=env, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("nnrtl: error: the simulator runs one block")
+
+
+def test_bench_sweeps_and_labels_what_it_does_not_measure(tmp_path):
+    """The Fig. 1 bench at simulator size (a row the plan refuses is labelled so); on a
+    machine without a CUDA device its default run measures nothing and says why."""
+    from nnrtl.gen.baseline.bench import bench_persistent_rnn, markdown
+    result = bench_persistent_rnn(tmp_path, device="simulator", hidden_sizes=(4, 2000),
+                                  batches=(1, 2), steps=2)
+    assert result["measured"] and [row["batch"] for row in result["rows"]] == [1, 2, 1, 2]
+    small, large = result["rows"][:2], result["rows"][2:]
+    assert all(row["max_abs_error_vs_torch"] < BOUND and row["tflops"] > 0 for row in small)
+    assert all(row["refused"].startswith("the simulator runs one block") for row in large)
+    assert (tmp_path / "persistent_rnn.png").stat().st_size > 0
+    text = markdown(result)
+    assert "| 2,000 | 1 | refused: the simulator runs one block" in text
+    nothing = bench_persistent_rnn(tmp_path)          # no GPU here: nothing measured
+    assert nothing["measured"] is False and "no CUDA device" in nothing["reason"]
+    assert "Not measured: no CUDA device" in markdown(nothing)
