@@ -18,10 +18,6 @@ __all__ = ["backward", "schedule_model_backward", "weight_gradients", "torch_gra
            "backward_flops"]
 
 
-def _sigmoid(z):
-    return np.float32(1) / (np.float32(1) + np.exp(-z))
-
-
 def backward(p, dy, saved, y, h0, c0, w_hh):
     """Run the backward kernel of plan ``p``; returns ``(dz_x, dz_h, dh0, dc0,
     seconds)`` (``dc0`` None for a GRU)."""
@@ -109,12 +105,8 @@ def torch_gradients(cell, weights, x, h0, c0, dy):
     """
     import torch
 
-    w_ih, w_hh, b_ih, b_hh = weights
-    kind = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
-    module = kind(w_ih.shape[1], w_hh.shape[1], dtype=torch.float64)
-    module.load_state_dict({name: torch.tensor(np.asarray(value, np.float64)) for name, value
-                            in (("weight_ih_l0", w_ih), ("weight_hh_l0", w_hh),
-                                ("bias_ih_l0", b_ih), ("bias_hh_l0", b_hh))})
+    from .persistent_rnn import torch_module
+    module = torch_module(cell, weights)
 
     def leaf(value):
         return torch.tensor(np.asarray(value, np.float64), requires_grad=True)

@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 __all__ = ["GATES", "Plan", "plan", "input_projection", "schedule_model", "forward",
-           "torch_forward", "layer_flops"]
+           "torch_module", "torch_forward", "layer_flops"]
 
 #: Gate blocks per cell.
 GATES = {"lstm": 4, "gru": 3}
@@ -98,8 +98,7 @@ def plan(cell, hidden_size, batch, *, blocks=None, simulator=False):
     if cell not in GATES:
         raise ValueError(f"cell must be one of {', '.join(GATES)}, not {cell!r}")
     for name, value in (("hidden_size", hidden_size), ("batch", batch)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        _check(value, name)
     gates = GATES[cell]
     slices = max(batch, -(-gates * hidden_size // MAX_WEIGHTS_PER_THREAD))
     if slices > MAX_THREADS:
@@ -227,19 +226,27 @@ def forward(p, xw, w_hh, b_hh, h0, c0=None):
     return y, h_n, c_n, device["saved"].copy_to_host(), seconds
 
 
+def torch_module(cell, weights, dtype=None):
+    """PyTorch's ``nn.LSTM`` / ``nn.GRU`` (``dtype``, default float64) holding
+    ``weights`` ``(w_ih, w_hh, b_ih, b_hh)``."""
+    import torch
+
+    dtype = torch.float64 if dtype is None else dtype
+    w_ih, w_hh, b_ih, b_hh = weights
+    kind = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
+    module = kind(w_ih.shape[1], w_hh.shape[1], dtype=dtype)
+    module.load_state_dict({name: torch.tensor(np.asarray(value), dtype=dtype) for name, value
+                            in (("weight_ih_l0", w_ih), ("weight_hh_l0", w_hh),
+                                ("bias_ih_l0", b_ih), ("bias_hh_l0", b_hh))})
+    return module
+
+
 def torch_forward(cell, weights, x, h0, c0=None):
     """PyTorch's ``nn.LSTM`` / ``nn.GRU`` in float64 on the same weights: ``(y, h_n,
     c_n)`` as numpy arrays."""
     import torch
 
-    w_ih, w_hh, b_ih, b_hh = weights
-    hidden = w_hh.shape[1]
-    kind = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
-    module = kind(w_ih.shape[1], hidden, dtype=torch.float64)
-    state = {"weight_ih_l0": w_ih, "weight_hh_l0": w_hh, "bias_ih_l0": b_ih,
-             "bias_hh_l0": b_hh}
-    module.load_state_dict({k: torch.tensor(np.asarray(v, np.float64))
-                            for k, v in state.items()})
+    module = torch_module(cell, weights)
     h = torch.tensor(np.asarray(h0, np.float64))[None]
     with torch.no_grad():
         if cell == "lstm":
@@ -334,12 +341,7 @@ def torch_cuda_seconds(cell, weights, x, h0, c0=None, *, repeats=5):
 
     import torch
 
-    w_ih, w_hh, b_ih, b_hh = weights
-    kind = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
-    module = kind(w_ih.shape[1], w_hh.shape[1]).cuda()
-    module.load_state_dict({name: torch.tensor(value).cuda() for name, value in
-                            (("weight_ih_l0", w_ih), ("weight_hh_l0", w_hh),
-                             ("bias_ih_l0", b_ih), ("bias_hh_l0", b_hh))})
+    module = torch_module(cell, weights, torch.float32).cuda()
     xs = torch.tensor(x).cuda()
     state = torch.tensor(h0).cuda()[None]
     if cell == "lstm":
