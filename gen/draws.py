@@ -168,17 +168,10 @@ def lint(engine, config):
     from ..sim import runner
 
     start = time.monotonic()
-    saved = os.environ.get("NNRTL_CHECK_SHARED")
-    os.environ["NNRTL_CHECK_SHARED"] = "1"
     try:
-        text = hierarchy.convert(engine.top(config), engine.module_name)
+        text = engine.verilog(config, check_shared=True)
     except hierarchy.SharedUnitError as error:
         raise CheckFailed(str(error)) from None
-    finally:
-        if saved is None:
-            os.environ.pop("NNRTL_CHECK_SHARED")
-        else:
-            os.environ["NNRTL_CHECK_SHARED"] = saved
     emitted = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nnrtl-lint-") as scratch:
         source = Path(scratch) / f"{engine.module_name}.v"

@@ -42,6 +42,7 @@ An engine owns its part of the command line, as an applet does: its own typed op
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
@@ -236,6 +237,29 @@ class Command:
     run: Callable
 
 
+#: Verilog texts of :meth:`Engine.verilog`, least recently used first: key to
+#: ``(text, converted with the shared-unit check)``.
+_VERILOG = {}
+_VERILOG_KEPT = 8
+
+
+def _convert(component, name, check_shared):
+    """Convert ``component``, with ``$NNRTL_CHECK_SHARED`` set while it runs when
+    ``check_shared``."""
+    from ..hw import hierarchy
+    if not check_shared:
+        return hierarchy.convert(component, name)
+    saved = os.environ.get("NNRTL_CHECK_SHARED")
+    os.environ["NNRTL_CHECK_SHARED"] = "1"
+    try:
+        return hierarchy.convert(component, name)
+    finally:
+        if saved is None:
+            os.environ.pop("NNRTL_CHECK_SHARED")
+        else:
+            os.environ["NNRTL_CHECK_SHARED"] = saved
+
+
 @dataclasses.dataclass(frozen=True)
 class Engine:
     """One engine: its configuration, its RTL and its models, reached through hooks.
@@ -335,6 +359,34 @@ class Engine:
     def module_name(self):
         """Verilog module name of the engine core."""
         return f"nnrtl_{self.name}"
+
+    def verilog(self, config, *, check_shared=False):
+        """The Verilog of ``top(config)`` as :attr:`module_name`, converted once per
+        configuration in a process (the conversion, not the cached Verilator build,
+        dominates a small run).
+
+        Parameters
+        ----------
+        check_shared : bool
+            Convert every use of a shared unit and compare it with the unit's module
+            (:func:`nnrtl.hw.hierarchy.shared`); a text converted without the check is
+            converted again.
+
+        Raises
+        ------
+        nnrtl.hw.hierarchy.SharedUnitError
+            With ``check_shared``, a shared unit whose uses differ.
+        """
+        key = (self.top, self.module_name, config)
+        text, checked = _VERILOG.get(key, (None, False))
+        if text is None or (check_shared and not checked):
+            text = _convert(self.top(config), self.module_name, check_shared)
+            checked = check_shared
+        _VERILOG.pop(key, None)
+        _VERILOG[key] = (text, checked)
+        while len(_VERILOG) > _VERILOG_KEPT:
+            del _VERILOG[next(iter(_VERILOG))]
+        return text
 
     def describe(self):
         """JSON-able description: parameters with their defaults, presets, hooks and the

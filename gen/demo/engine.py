@@ -35,7 +35,7 @@ def simulate(request, *, max_beats=MAX_BEATS):
         "source_pauses": request.backpressure,
         "sink_pauses": request.backpressure,
     }
-    result = run(DemoEngine(config), test_module="nnrtl.sim.tb.demo.engine", params=params,
+    result = run(ENGINE.verilog(config), test_module="nnrtl.sim.tb.demo.engine", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_demo", log=request.log)
     return result
 

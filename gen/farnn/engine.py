@@ -25,7 +25,6 @@
 """
 
 import dataclasses
-import functools
 
 from ...hw.farnn import FarnnConfig
 from ...hw.farnn.engine import FarnnEngine
@@ -34,14 +33,6 @@ from ..engines import Engine
 from .space import draw
 
 __all__ = ["ENGINE", "simulate"]
-
-
-@functools.lru_cache(maxsize=8)
-def _verilog(config):
-    """The engine's Verilog, converted once per configuration in a process (the
-    conversion, not the cached Verilator build, dominates a small run)."""
-    from ...sim.runner import to_verilog
-    return to_verilog(FarnnEngine(config), "nnrtl_farnn")
 
 
 def simulate(request):
@@ -64,7 +55,7 @@ def simulate(request):
         "sink_pauses": request.backpressure,
         "weight_load": request.options.get("weight_load", "stream"),
     }
-    result = run(_verilog(config), test_module="nnrtl.sim.tb.farnn.engine", params=params,
+    result = run(ENGINE.verilog(config), test_module="nnrtl.sim.tb.farnn.engine", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_farnn",
                  log=request.log)
     return result

@@ -7,7 +7,7 @@ it, the host's input MVM results, or the saved values and ``dy``) go to the benc
 ``.npz`` file (:mod:`nnrtl.sim.tb.farnn.io` names the arrays); the bench checks the RTL's
 outputs against the golden model on the same inputs and writes them to another ``.npz``,
 which becomes the pass's result. The Verilog is converted once per configuration in a
-process (:func:`nnrtl.gen.farnn.engine._verilog`) and built once (the Verilator cache is
+process (:meth:`nnrtl.gen.engines.Engine.verilog`) and built once (the Verilator cache is
 keyed by it): every pass and layer of every step reuses the build.
 
 A pass that is not bit-exact or fails the bench's protocol checks (a budget overrun: the
@@ -70,7 +70,7 @@ class RtlPasses:
         from ...sim.runner import SimulationError
         from ...sim.runner import simulate
         from ...sim.tb.farnn import io as farnn_io
-        from .engine import _verilog
+        from .engine import ENGINE
 
         config = self.config
         what = f"layer {layer}'s {phase.upper()} pass on the RTL"
@@ -83,7 +83,7 @@ class RtlPasses:
                       "phases": [phase], "inputs": str(inputs), "outputs": str(outputs),
                       "source_pauses": "none", "sink_pauses": "none"}
             try:
-                result = simulate(_verilog(config), test_module="nnrtl.sim.tb.farnn.engine",
+                result = simulate(ENGINE.verilog(config), test_module="nnrtl.sim.tb.farnn.engine",
                                   params=params, seed=self.seed, name="nnrtl_farnn",
                                   log=self.log)
             except SimulationError as error:

@@ -149,12 +149,6 @@ def predict(config, workload):
             "utilization": useful / (cycles * config.macs)}
 
 
-@functools.lru_cache(maxsize=4)
-def _verilog(config):
-    from ...sim.runner import to_verilog
-    return to_verilog(FpdeepNode(config), "nnrtl_fpdeep")
-
-
 def simulate(request):
     """One node's training of ``request.steps`` mini-batches under Verilator (module
     docstring); the result JSON with ``model_cycles`` (:func:`.node_cycles.bench_cycles`
@@ -175,7 +169,7 @@ def simulate(request):
                          "(map a model with nnrtl map fpdeep)")
     batches = DEFAULT_BATCHES if request.steps is None else request.steps
     lag = bench_lag(config)
-    result = run(_verilog(config), test_module="nnrtl.sim.tb.fpdeep.node",
+    result = run(ENGINE.verilog(config), test_module="nnrtl.sim.tb.fpdeep.node",
                  params={"config": node_fields(config), "batches": batches, "lag": lag,
                          "patterns": [request.backpressure]},
                  seed=request.seed, waves=request.waves, name="nnrtl_fpdeep", log=request.log)

@@ -24,7 +24,6 @@
 """
 
 import dataclasses
-import functools
 
 from ...hw.omni.top import OmniTop
 from ...hw.omni.top_config import OmniConfig
@@ -71,13 +70,6 @@ PRESETS = {
 }
 
 
-@functools.lru_cache(maxsize=4)
-def _verilog(config):
-    """The top's Verilog, converted once per configuration in a process."""
-    from ...sim.runner import to_verilog
-    return to_verilog(OmniTop(config), "nnrtl_omni")
-
-
 def _useful_macs(tasks):
     from ...hw.omni.config import OmniMode
     return sum(step.instruction.lanes * step.instruction.job.length
@@ -109,7 +101,7 @@ def simulate(request):
     except ValueError as error:
         raise UsageError(f"omni sim: {error}; give fewer --steps") from None
     params = {"config": dataclasses.asdict(config), "patterns": [request.backpressure]}
-    result = run(_verilog(config), test_module="nnrtl.sim.tb.omni.top", params=params,
+    result = run(ENGINE.verilog(config), test_module="nnrtl.sim.tb.omni.top", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_omni", log=request.log)
     (counters,) = result.pop("runs")
     macs = _useful_macs(tasks)

@@ -60,7 +60,7 @@ def _run(request, *, steps, split, model=None, outputs=None):
         "model": model and str(model),
         "outputs": outputs and str(outputs),
     }
-    result = run(SbeEngine(config), test_module="nnrtl.sim.tb.sbe.engine", params=params,
+    result = run(ENGINE.verilog(config), test_module="nnrtl.sim.tb.sbe.engine", params=params,
                  seed=request.seed, waves=request.waves, name="nnrtl_sbe", log=request.log)
     return result
 

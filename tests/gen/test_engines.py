@@ -227,3 +227,27 @@ def test_every_engines_defaults_generate_on_a_board():
     # FARNN's defaults are the paper's 1,024 PEs at 4K words: they fit at DSP usage max,
     # which the completion chooses
     assert found["farnn"]["vu9p"] == {"dsp_usage": "max"}
+
+
+def test_verilog_is_converted_once_per_configuration_and_checked_on_request(monkeypatch):
+    """``Engine.verilog`` converts a configuration once in a process; a request with the
+    shared-unit check converts again unless the kept text was checked."""
+    from nnrtl.hw import hierarchy
+    calls = []
+    convert = hierarchy.convert
+
+    def counting(component, name):
+        calls.append(registry.os.environ.get("NNRTL_CHECK_SHARED"))
+        return convert(component, name)
+
+    monkeypatch.setattr(hierarchy, "convert", counting)
+    monkeypatch.delenv("NNRTL_CHECK_SHARED", raising=False)
+    registry._VERILOG.clear()
+    engine = registry.get_engine("demo")
+    config = DemoConfig(lanes=2)
+    text = engine.verilog(config)
+    assert "module nnrtl_demo" in text and engine.verilog(config) is text
+    assert engine.verilog(config, check_shared=True) == text
+    assert engine.verilog(config, check_shared=True) == text
+    assert calls == [None, "1"]
+    assert "NNRTL_CHECK_SHARED" not in registry.os.environ
