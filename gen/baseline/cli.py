@@ -27,6 +27,9 @@ def add_command(commands):
                           ("seq-len", 4)):
         rnn.add_argument(f"--{name}", type=int, default=default, metavar="N",
                          help=f"default {default}")
+    rnn.add_argument("--blocks", type=int, metavar="N",
+                     help="spread the units over N blocks (default: as many units a block as "
+                     "fit with the batch in the fewest passes through shared memory)")
     rnn.add_argument("--backward", action="store_true",
                      help="also the backward pass through time, against PyTorch's "
                      "autograd (every gradient)")
@@ -55,7 +58,7 @@ def cmd_persistent_rnn(args):
     from .persistent_rnn import run
     try:
         result = run(args.cell, args.input_size, args.hidden_size, args.batch, args.seq_len,
-                     device=args.device, backward=args.backward)
+                     device=args.device, backward=args.backward, blocks=args.blocks)
     except ValueError as error:
         raise UsageError(str(error)) from None
     if not args.json:

@@ -10,8 +10,6 @@ dz_x[t]^T x_t``, the biases' sums and ``dx_t = dz_x[t] W_ih``.
 :func:`schedule_model_backward` is the kernel's schedule in numpy for any number of blocks.
 """
 
-import time
-
 import numpy as np
 
 __all__ = ["backward", "schedule_model_backward", "weight_gradients", "torch_gradients",
@@ -23,7 +21,7 @@ def backward(p, dy, saved, y, h0, c0, w_hh):
     seconds)`` (``dc0`` None for a GRU)."""
     from numba import cuda
 
-    from .persistent_rnn import backward_kernel
+    from .persistent_rnn import backward_kernel, launch
 
     steps, batch, hidden = dy.shape
     rows = p.gates * hidden
@@ -35,11 +33,7 @@ def backward(p, dy, saved, y, h0, c0, w_hh):
             "dc": np.zeros((batch, hidden), np.float32)}
     device = {name: cuda.to_device(np.ascontiguousarray(value, np.float32))
               for name, value in host.items()}
-    kernel = backward_kernel(p)
-    start = time.perf_counter()
-    kernel[p.blocks, p.threads](*(device[name] for name in host))
-    cuda.synchronize()
-    seconds = time.perf_counter() - start
+    seconds = launch(backward_kernel(p), p, [device[name] for name in host])
     dh0 = device["dh_buf"].copy_to_host()[steps % 2]
     dc0 = device["dc"].copy_to_host() if p.cell == "lstm" else None
     return (device["dz_x"].copy_to_host(), device["dz_h"].copy_to_host(), dh0, dc0,

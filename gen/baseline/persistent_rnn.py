@@ -12,11 +12,13 @@ the kernel does the recurrent part:
   slices)`` columns, one per thread: thread ``(u, s)`` holds ``R[g H + unit, s K : (s +
   1) K]`` for every gate ``g`` in a local array of ``G K`` floats (registers where the
   compiler keeps them there). :func:`plan` chooses ``units`` and ``slices``.
-* **A step.** Every thread forms its ``G x B`` partial dot products with ``h_{t-1}``
-  (read from global memory, where the previous step wrote it), writes them to shared
-  memory; after the block's barrier, thread ``(u, b)`` (``b < B <= slices``) sums the
-  slices of its unit for batch element ``b``, adds the input projection, applies the
-  cell and writes ``h_t`` (and keeps ``c_t``); then the grid's barrier
+* **A step.** The batch is taken ``chunk`` elements a pass (all of it when its partial
+  sums fit shared memory). Every thread forms its ``G x chunk`` partial dot products
+  with ``h_{t-1}`` (read from global memory, where the previous step wrote it), writes
+  them to shared memory; after the block's barrier, thread ``(u, s)`` sums the slices of
+  its unit for the pass's elements ``s``, ``s + slices``, ..., adds the input
+  projection, applies the cell and writes ``h_t`` (and keeps ``c_t``); after the last
+  pass, the grid's barrier
   (``cuda.cg.this_grid().sync()``, a cooperative launch). ``h`` is double-buffered by
   the step's parity, so no block reads a value being overwritten.
 
@@ -54,13 +56,24 @@ MAX_SHARED_FLOATS = 12288
 @dataclasses.dataclass(frozen=True)
 class Plan:
     """How the layer's rows are spread: ``blocks`` blocks of ``units`` hidden units, each
-    unit's rows cut into ``slices`` runs of ``columns`` columns (one thread each)."""
+    unit's rows cut into ``slices`` runs of ``columns`` columns (one thread each), the
+    batch taken ``chunk`` elements a pass through shared memory."""
 
     cell: str
     hidden_size: int
     batch: int
     units: int
     slices: int
+    chunk: int = 0
+
+    def __post_init__(self):
+        if not self.chunk:
+            object.__setattr__(self, "chunk", self.batch)
+
+    @property
+    def passes(self):
+        """Passes through shared memory a step."""
+        return -(-self.batch // self.chunk)
 
     @property
     def gates(self):
@@ -83,11 +96,17 @@ class Plan:
         return self.gates * self.columns
 
 
-def plan(cell, hidden_size, batch, *, blocks=None, simulator=False):
+def plan(cell, hidden_size, batch, *, blocks=None, simulator=False,
+         shared_floats=MAX_SHARED_FLOATS):
     """The :class:`Plan` of a layer: each thread keeps at most
     :data:`MAX_WEIGHTS_PER_THREAD` weights, a block has at most :data:`MAX_THREADS`
-    threads and :data:`MAX_SHARED_FLOATS` partial sums, a unit at least ``batch`` slices; ``blocks`` (default: as few as fit)
-    spreads the units further. With ``simulator`` the grid is one block (see the module).
+    threads and ``shared_floats`` partial sums. A unit has ``batch`` slices (one thread
+    a batch element for the cell) where they fit, else as few as its weights need, and
+    then the batch goes through shared memory in the fewest passes of equal ``chunk``
+    elements. ``blocks`` puts ``ceil(hidden_size / blocks)`` units in a block (their
+    shared memory may then take the batch in more passes); by default a block has as many
+    units as fit at the fewest passes. With ``simulator`` the grid is one block (see the
+    module).
 
     Raises
     ------
@@ -97,31 +116,40 @@ def plan(cell, hidden_size, batch, *, blocks=None, simulator=False):
     """
     if cell not in GATES:
         raise ValueError(f"cell must be one of {', '.join(GATES)}, not {cell!r}")
-    for name, value in (("hidden_size", hidden_size), ("batch", batch)):
+    for name, value in (("hidden_size", hidden_size), ("batch", batch),
+                        ("shared_floats", shared_floats)):
         _check(value, name)
     gates = GATES[cell]
-    slices = max(batch, -(-gates * hidden_size // MAX_WEIGHTS_PER_THREAD))
-    if slices > MAX_THREADS:
-        raise ValueError(f"batch {batch} or hidden_size {hidden_size} needs {slices} threads "
-                         f"a unit, more than a block's {MAX_THREADS}")
-    # threads, and the partial sums (units x slices x gates x batch) in shared memory
-    most = min(MAX_THREADS // slices, MAX_SHARED_FLOATS // (slices * gates * batch))
-    if most < 1:
-        raise ValueError(f"batch {batch} and hidden_size {hidden_size} need "
-                         f"{slices * gates * batch} partial sums a unit, more than a "
-                         f"block's shared memory holds ({MAX_SHARED_FLOATS} floats)")
+    need = -(-gates * hidden_size // MAX_WEIGHTS_PER_THREAD)
+    if need > MAX_THREADS:
+        raise ValueError(f"hidden_size {hidden_size} needs {need} threads a unit for its "
+                         f"weights, more than a block's {MAX_THREADS}")
     if simulator:
-        if hidden_size > most:
-            raise ValueError(f"the simulator runs one block, of at most {most} units here "
-                             f"({MAX_THREADS} threads, {slices} a unit; "
-                             f"{MAX_SHARED_FLOATS} partial sums); hidden_size "
-                             f"{hidden_size} is more")
-        return Plan(cell, hidden_size, batch, hidden_size, slices)
-    units = most if blocks is None else max(1, -(-hidden_size // blocks))
-    if units > most:
-        raise ValueError(f"{blocks} blocks put {units} units in a block, more than the "
-                         f"{most} that fit {MAX_THREADS} threads")
-    return Plan(cell, hidden_size, batch, min(units, hidden_size), slices)
+        given = hidden_size
+    else:
+        given = None if blocks is None else min(hidden_size, -(-hidden_size // blocks))
+    units = 1 if given is None else given
+
+    def fits(slices, chunk):
+        return units * slices <= MAX_THREADS and units * slices * gates * chunk <= shared_floats
+
+    slices, chunk = max(batch, need), batch
+    if not fits(slices, chunk):
+        slices = need
+        widest = shared_floats // (units * slices * gates)
+        if widest < 1 or not fits(slices, 1):
+            where = "the simulator runs one block, and " if simulator else ""
+            raise ValueError(f"{where}{units} units of hidden_size {hidden_size} need "
+                             f"{units * slices} threads and {units * slices * gates} partial "
+                             f"sums a batch element, more than a block's {MAX_THREADS} "
+                             f"threads and {shared_floats} floats of shared memory")
+        chunk = -(-batch // -(-batch // widest))
+    if given is not None:
+        return Plan(cell, hidden_size, batch, units, slices, chunk)
+    # as many units as the threads and the partial sums (units x slices x gates x chunk)
+    # let a block have
+    most = min(MAX_THREADS // slices, shared_floats // (slices * gates * chunk))
+    return Plan(cell, hidden_size, batch, min(most, hidden_size), slices, chunk)
 
 
 def input_projection(x, w_ih, b_ih, b_hh, cell):
@@ -176,10 +204,10 @@ def _cell(cell, xw_t, z, h, c, b_hn):
 
 
 @functools.cache
-def _kernel(cell, units, slices, columns, batch):
+def _kernel(cell, units, slices, columns, batch, chunk):
     """The compiled kernel for one plan's constants (:mod:`.persistent_kernel`)."""
     from .persistent_kernel import build
-    return build(GATES[cell], units, slices, columns, batch)
+    return build(GATES[cell], units, slices, columns, batch, chunk)
 
 
 @functools.cache
@@ -188,7 +216,32 @@ def backward_kernel(p):
     ``W_hh``'s ``G H`` rows cut into ``p.slices`` runs."""
     from .persistent_kernel import build_backward
     return build_backward(p.gates, p.units, p.slices, -(-p.gates * p.hidden_size // p.slices),
-                          p.batch)
+                          p.batch, p.chunk)
+
+
+def launch(kernel, p, args):
+    """Launch ``kernel`` on ``args`` with plan ``p``'s grid, synchronised; returns its
+    seconds. On a GPU the grid is first checked to be co-resident (a cooperative launch).
+
+    Raises
+    ------
+    ValueError
+        If the GPU cannot hold the plan's blocks at once, naming both counts.
+    """
+    from numba import config, cuda
+
+    if not config.ENABLE_CUDASIM:
+        types = tuple(kernel.typeof_pyval(a) for a in args)
+        resident = kernel.compile(types).max_cooperative_grid_blocks(p.threads)
+        if p.blocks > resident:
+            raise ValueError(f"{p.blocks} blocks of {p.threads} threads: this GPU holds "
+                             f"{resident} of this kernel at once, and a grid barrier "
+                             f"needs all of them resident (fewer units a block, or a "
+                             f"smaller layer)")
+    start = time.perf_counter()
+    kernel[p.blocks, p.threads](*args)
+    cuda.synchronize()
+    return time.perf_counter() - start
 
 
 def forward(p, xw, w_hh, b_hh, h0, c0=None):
@@ -197,8 +250,6 @@ def forward(p, xw, w_hh, b_hh, h0, c0=None):
     an LSTM's cells, or a GRU's ``W_hn h + b_hn``: :func:`.persistent_kernel.build`),
     ``seconds`` the kernel's time alone (synchronised). Needs numba-cuda and a GPU, or
     ``NUMBA_ENABLE_CUDASIM=1`` and a one-block plan."""
-    import time
-
     from numba import cuda
 
     steps, batch = xw.shape[:2]
@@ -213,13 +264,9 @@ def forward(p, xw, w_hh, b_hh, h0, c0=None):
                ("y", np.zeros((steps, batch, hidden), np.float32)),
                ("saved", np.zeros((steps, batch, (p.gates + 1) * hidden),
                                   np.float32)))}
-    kernel = _kernel(p.cell, p.units, p.slices, p.columns, batch)
-    start = time.perf_counter()
-    kernel[p.blocks, p.threads](device["xw"], device["w_hh"], device["b_hn"],
-                                device["h_buf"], device["c"], device["y"],
-                                device["saved"])
-    cuda.synchronize()
-    seconds = time.perf_counter() - start
+    kernel = _kernel(p.cell, p.units, p.slices, p.columns, batch, p.chunk)
+    seconds = launch(kernel, p, [device[name] for name in
+                                 ("xw", "w_hh", "b_hn", "h_buf", "c", "y", "saved")])
     y = device["y"].copy_to_host()
     h_n = device["h_buf"].copy_to_host()[steps % 2]
     c_n = device["c"].copy_to_host() if p.cell == "lstm" else None
@@ -272,7 +319,7 @@ def _check(value, name):
 
 
 def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed=0,
-        backward=False):
+        backward=False, blocks=None):
     """One layer through the kernel against PyTorch float64 on the same random weights
     and inputs (uniform in ``±1/sqrt(hidden_size)``, as PyTorch initialises them).
 
@@ -285,11 +332,12 @@ def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed
         backward pass through time of ``sum(y * dy)`` (``dy`` random) too:
         ``backward_max_abs_error_vs_torch`` (every gradient against PyTorch's autograd),
         ``backward_seconds`` (the kernel and the gradient products, numpy on the host),
-        ``backward_tflops``.
+        ``backward_tflops``. ``blocks``, ``chunk`` and ``passes`` are the plan's
+        (:func:`plan`; ``blocks`` given spreads the units over that many).
     """
     for name, value in (("input_size", input_size), ("batch", batch), ("seq_len", steps)):
         _check(value, name)
-    p = plan(cell, hidden_size, batch, simulator=device == "simulator")
+    p = plan(cell, hidden_size, batch, simulator=device == "simulator", blocks=blocks)
     rng = np.random.default_rng(seed)
     scale = 1 / math.sqrt(hidden_size)
     gates = GATES[cell]
@@ -309,7 +357,8 @@ def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed
     flops = layer_flops(cell, input_size, hidden_size, batch, steps)
     result = {"device": device, "cell": cell, "input_size": input_size,
               "hidden_size": hidden_size, "batch": batch, "seq_len": steps,
-              "blocks": p.blocks, "threads_per_block": p.threads,
+              "blocks": p.blocks, "threads_per_block": p.threads, "chunk": p.chunk,
+              "passes": p.passes,
               "max_abs_error_vs_torch": error, "seconds": seconds,
               "tflops": flops / seconds / 1e12}
     if backward:
@@ -337,8 +386,6 @@ def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed
 def torch_cuda_seconds(cell, weights, x, h0, c0=None, *, repeats=5):
     """The fastest of ``repeats`` runs of PyTorch's ``nn.LSTM`` / ``nn.GRU`` (cuDNN) in
     float32 on the GPU, the same weights and inputs, each run synchronised."""
-    import time
-
     import torch
 
     module = torch_module(cell, weights, torch.float32).cuda()

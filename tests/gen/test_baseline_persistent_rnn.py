@@ -15,9 +15,9 @@ pytest.importorskip("numba")
 
 from nnrtl.gen.baseline.persistent_backward import (backward, schedule_model_backward,  # noqa: E402
                                                     torch_gradients, weight_gradients)
-from nnrtl.gen.baseline.persistent_rnn import (GATES, MAX_WEIGHTS_PER_THREAD, forward,  # noqa: E402
-                                               input_projection, plan, run, schedule_model,
-                                               torch_forward)
+from nnrtl.gen.baseline.persistent_rnn import (  # noqa: E402
+    GATES, MAX_SHARED_FLOATS, MAX_WEIGHTS_PER_THREAD, forward, input_projection, plan, run,
+    schedule_model, torch_forward)
 
 #: fp32 arithmetic against float64 over a few steps.
 BOUND = 1e-5
@@ -40,23 +40,41 @@ def _layer(cell, inputs, hidden, batch, steps, seed):
 
 @pytest.mark.parametrize("cell", ["lstm", "gru"])
 @pytest.mark.parametrize("hidden, batch, blocks", [(1152, 4, None), (2048, 1, None),
-                                                   (40, 3, 4), (7, 2, 3)])
-def test_plan_covers_every_row_once_within_the_limits(cell, hidden, batch, blocks):
+                                                   (40, 3, 4), (7, 2, 3), (1152, 64, None),
+                                                   (1152, 64, 132), (2048, 64, 132),
+                                                   (2048, 32, None)])
+def test_plan_covers_every_row_and_batch_element_once_within_the_limits(cell, hidden, batch,
+                                                                          blocks):
     p = plan(cell, hidden, batch, blocks=blocks)
     assert p.blocks * p.units >= hidden > (p.blocks - 1) * p.units
     assert p.slices * p.columns >= hidden > (p.slices - 1) * p.columns
-    assert p.slices >= batch and p.threads <= 1024
+    assert p.passes * p.chunk >= batch > (p.passes - 1) * p.chunk
+    assert p.threads <= 1024 and p.units * p.slices * p.gates * p.chunk <= MAX_SHARED_FLOATS
     assert p.weights_per_thread <= MAX_WEIGHTS_PER_THREAD
     if blocks is not None:
-        assert p.blocks == blocks
+        assert p.blocks <= blocks and p.units == -(-hidden // blocks)
+
+
+def test_a_batch_over_shared_memory_goes_in_passes():
+    """LSTM, 1,152 units, batch 64 on 132 blocks: 9 units a block; a unit's 4 x 1,152
+    weights need 29 threads of at most 160; 9 x 29 x 4 partial sums a batch element leave
+    room for 11 of 12,288 floats, so 6 passes of 11 elements."""
+    p = plan("lstm", 1152, 64, blocks=132)
+    assert (p.units, p.slices, p.chunk, p.passes, p.blocks) == (9, 29, 11, 6, 128)
+    assert (9 * 29 * 4 * 11 <= MAX_SHARED_FLOATS < 9 * 29 * 4 * 12)
+    # where the whole batch fits, a unit has a thread for each element, in one pass
+    p = plan("lstm", 1152, 4)
+    assert (p.slices, p.chunk, p.passes) == (29, 4, 1)
 
 
 def test_plan_refuses_what_does_not_fit():
     with pytest.raises(ValueError, match=r"^cell must be one of lstm, gru, not 'rnn'$"):
         plan("rnn", 8, 1)
-    with pytest.raises(ValueError, match=r"^batch 64 and hidden_size 1152 need 16384 partial "
-                                         r"sums a unit"):
-        plan("lstm", 1152, 64)
+    with pytest.raises(ValueError, match=r"^hidden_size 41000 needs 1025 threads a unit"):
+        plan("lstm", 41000, 1)
+    with pytest.raises(ValueError, match=r"^1152 units of hidden_size 1152 need 33408 "
+                                         r"threads"):
+        plan("lstm", 1152, 1, blocks=1)
     with pytest.raises(ValueError, match=r"^the simulator runs one block"):
         plan("lstm", 1152, 4, simulator=True)
 
@@ -89,6 +107,29 @@ def test_kernel_in_the_simulator_equals_pytorch_and_the_schedule(cell):
         if ref is not None:
             np.testing.assert_allclose(got, ref, rtol=0, atol=BOUND)
             np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_kernels_in_the_simulator_take_the_batch_in_passes(cell):
+    """Batch 5 through a shared memory of 48 floats: one thread a unit, 6 units x 4 or 3
+    gates leave room for 2 elements, so 3 passes; forward and backward equal their
+    schedules and PyTorch."""
+    weights, x, h0, c0 = _layer(cell, 3, 6, 5, 4, seed=7)
+    w_ih, w_hh, b_ih, b_hh = weights
+    p = plan(cell, 6, 5, simulator=True, shared_floats=48)
+    assert (p.units, p.slices, p.chunk, p.passes) == (6, 1, 2, 3)
+    xw = input_projection(x, w_ih, b_ih, b_hh, cell)
+    y, h_n, c_n, saved, _seconds = forward(p, xw, w_hh, b_hh, h0, c0)
+    for got, same in zip((y, h_n, c_n), schedule_model(p, xw, w_hh, b_hh, h0, c0)):
+        if same is not None:
+            np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
+    dy = np.random.default_rng(8).uniform(-1, 1, y.shape).astype(np.float32)
+    dz_x, dz_h, dh0, dc0, _seconds = backward(p, dy, saved, y, h0, c0, w_hh)
+    model = schedule_model_backward(p, dy, saved, y, h0, c0, w_hh)
+    for got, same in zip((dz_x, dz_h, dh0, dc0), model):
+        if same is not None:
+            np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
+    _check_gradients(cell, weights, x, h0, c0, y, dy, dz_x, dz_h, dh0, dc0)
 
 
 def _check_gradients(cell, weights, x, h0, c0, y, dy, dz_x, dz_h, dh0, dc0):
