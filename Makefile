@@ -5,6 +5,8 @@
 #   make install create .venv and install nnrtl with its test extras
 #   make bench   benchmarks, JSON under build/bench/
 #   make verify-arith  the full-count arithmetic verification (10^6 vectors per op and format)
+#   make bench-gpu     every GPU measurement in one run, with the machine's own Python (which
+#                has PyTorch and numba-cuda; no network needed): build/bench-gpu/
 #   make clean   remove build products and test caches (keeps .venv and the build cache)
 #   make clean-cache  empty the Verilator build cache (nnrtl cache clean)
 #   make distclean   also remove .venv
@@ -23,7 +25,7 @@ JOBS   ?= 2
 DEMO_BOARD ?= zc706
 DEMO_DIR   := build/demo-$(DEMO_BOARD)
 
-.PHONY: install demo test test-slow verify-arith bench docs clean clean-cache distclean
+.PHONY: install demo test test-slow verify-arith bench bench-gpu docs clean clean-cache distclean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,6 +57,20 @@ verify-arith: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m nnrtl.gen.bench --out build/bench
+
+# On a GPU machine whose Python already has PyTorch and numba-cuda (the `gpu` extra):
+# nnrtl installed into it without its dependencies, the persistent kernel checked against
+# PyTorch at the paper's sizes (forward and backward), then the Fig. 1 sweep.
+GPU_PYTHON ?= python3
+GPU_OUT    ?= build/bench-gpu
+bench-gpu:
+	$(GPU_PYTHON) -m pip install --quiet --no-deps --no-build-isolation -e .
+	mkdir -p $(GPU_OUT)
+	for cell in lstm gru; do for size in 1152 2048; do \
+	  $(GPU_PYTHON) -m nnrtl.gen.cli baseline persistent-rnn --device cuda --cell $$cell \
+	    --input-size $$size --hidden-size $$size --batch 4 --seq-len 64 --backward --json \
+	    >> $(GPU_OUT)/persistent_rnn_checks.jsonl || exit 1; done; done
+	$(GPU_PYTHON) -m nnrtl.gen.bench --only persistent_rnn --out $(GPU_OUT)
 
 # The documentation site, warnings as errors: build/docs/index.html.
 docs: $(DOCS_STAMP)

@@ -11,6 +11,10 @@ __all__ = ["add_command"]
 #: Where ``persistent-rnn`` runs.
 DEVICES = ("cuda", "simulator")
 
+#: The default ``--tolerance``: fp32 sums of a few thousand products over tens of steps
+#: against float64 stay orders of magnitude below it; a wrong index does not.
+TOLERANCE = 1e-3
+
 
 def add_command(commands):
     """Add ``baseline`` and its subcommands to the ``nnrtl`` parser's ``commands``."""
@@ -37,6 +41,10 @@ def add_command(commands):
                      help="cuda: the GPU (with PyTorch's cuDNN layer timed beside it); "
                      "simulator (default): numba's CUDA simulator on the CPU, one block "
                      "(hidden sizes up to a few hundred units), times meaningless")
+    rnn.add_argument("--tolerance", type=float, default=TOLERANCE, metavar="E",
+                     help=f"the largest absolute difference from PyTorch float64 accepted "
+                     f"(fp32 against float64; default {TOLERANCE:g}); beyond it the line "
+                     f"says within_tolerance false and the command exits 1")
     rnn.add_argument("--json", action="store_true", help="only the JSON line")
     rnn.set_defaults(run=cmd_persistent_rnn)
 
@@ -61,7 +69,14 @@ def cmd_persistent_rnn(args):
                      device=args.device, backward=args.backward, blocks=args.blocks)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    errors = [result[key] for key in ("max_abs_error_vs_torch",
+                                      "backward_max_abs_error_vs_torch") if key in result]
+    result["within_tolerance"] = all(error <= args.tolerance for error in errors)
     if not args.json:
         for key, value in result.items():
             print(f"{key}: {value}", file=sys.stderr)
     print(json.dumps(result))
+    if not result["within_tolerance"]:
+        from ..errors import CheckFailed
+        raise CheckFailed(f"the kernel differs from PyTorch float64 by {max(errors):.3g}, "
+                          f"more than --tolerance {args.tolerance:g}")

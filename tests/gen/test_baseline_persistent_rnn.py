@@ -218,6 +218,11 @@ def test_command_prints_one_json_line_and_refuses_a_size_it_cannot_run():
     assert {"device", "max_abs_error_vs_torch", "seconds", "tflops"} <= set(result)
     assert result["max_abs_error_vs_torch"] < BOUND
     assert result["backward_max_abs_error_vs_torch"] < BOUND
+    assert result["within_tolerance"] is True
+    done = subprocess.run(command + ["--tolerance", "1e-12"], capture_output=True,
+                          text=True, env=env, timeout=300)
+    assert done.returncode == 1 and json.loads(done.stdout)["within_tolerance"] is False
+    assert "more than --tolerance 1e-12" in done.stderr
     done = subprocess.run(command[:-1] + ["--hidden-size", "5000"], capture_output=True,
                           text=True, env=env, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
