@@ -30,6 +30,10 @@ Yosys of a PE and a chain when not cached: some five more)
     1,280 (:func:`.bench_model.table2_rows`, the Yosys figures of
     :mod:`nnrtl.gen.farnn.resources`), and Yosys run on a PE and a chain of two, with logic
     levels (:func:`.bench_model.yosys_rows`: some 90 s, then cached).
+``hybrid``
+    Figs. 7, 8 and 10 as a system: the paper's GPU (modelled from its published figures)
+    with the engine's cycle model, beside cuDNN's standard and persistent algorithms
+    (modelled), each row with its bound (:mod:`.bench_hybrid`; ``farnn_hybrid.png``).
 ``gpu``
     The same LSTM layers' training step in PyTorch at batch 1/2/4 (:mod:`.bench_gpu`; on
     the CPU the sequence is scaled, which the JSON says).
@@ -179,6 +183,7 @@ def bench_farnn(out, *, engines=None, gpu=True, gpu_options=None, slow=None, yos
     keywords; ``slow``: :data:`PAPER_SHAPES` names to run in RTL (default from
     ``NNRTL_BENCH_FARNN``); ``yosys``: whether to run Yosys on a PE and a chain."""
     from .bench_gpu import gpu_baseline
+    from .bench_hybrid import hybrid_rows, plot_hybrid
     from .bench_model import (f9_rows, plot_times, slice_rows, table2_rows, time_rows,
                               yosys_rows)
 
@@ -187,6 +192,8 @@ def bench_farnn(out, *, engines=None, gpu=True, gpu_options=None, slow=None, yos
     result = {"slices": slice_rows(), "f9": f9_rows(), "time": time_rows(),
               "table2": table2_rows()}
     result["plots"] = plot_times(result["time"], out)
+    result["hybrid"] = hybrid_rows()
+    result["plots"].append(plot_hybrid(result["hybrid"], out))
     slow = _slow_words() if slow is None else list(slow)
     result["slices_rtl"] = bench_slices(out, names=slow, log=log)[0] if slow else []
     result["engine"] = engine_rows(engines, log=log) if engines != () else []

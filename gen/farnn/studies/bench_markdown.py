@@ -132,9 +132,17 @@ def _gpu(result):
     return lines
 
 
+def _hybrid(result):
+    if "hybrid" not in result:
+        return []
+    from .bench_hybrid import hybrid_markdown
+    return ["## The system: GPU + FPGA against the GPU alone (Figs. 7, 8, 10)", "",
+            hybrid_markdown(result["hybrid"]), ""]
+
+
 def markdown_farnn(result):
     """The bench's markdown: every part, the paper's figures beside."""
     lines = ["# FARNN bench", ""]
-    for part in (_slices, _engine, _f9, _time, _table2, _gpu):
+    for part in (_slices, _engine, _f9, _time, _table2, _hybrid, _gpu):
         lines += part(result)
     return "\n".join(lines)

@@ -102,14 +102,16 @@ def test_bench_farnn_without_rtl(tmp_path):
                                                 measured_seq_len=2, repeats=1,
                                                 device="cpu"))
     assert set(result) == {"slices", "f9", "time", "table2", "plots", "slices_rtl", "yosys",
-                           "engine", "gpu"}
+                           "engine", "gpu", "hybrid"}
+    assert "farnn_hybrid.png" in result["plots"]
     assert result["engine"] == [] and result["slices_rtl"] == []
     for name in result["plots"]:
         assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
     json.dumps(result)
     text = markdown_farnn(result)
     for needle in ("| 1 | 82.8% |", "| 2 | 88.0% |", "| 4 | 92.5% |", "4,096 (4,096)",
-                   "1,536 (1,536)", "| vu9p | lstm 1,024 | 1,088 |", "an extrapolation"):
+                   "1,536 (1,536)", "| vu9p | lstm 1,024 | 1,088 |", "an extrapolation",
+                   "Paper, Fig. 10:"):
         assert needle in text, needle
     assert [r["fpga_ms"] is not None for r in result["gpu"]["rows"]] == [True] * 3
 

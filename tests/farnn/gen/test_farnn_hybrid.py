@@ -1,0 +1,108 @@
+"""The FARNN system model (:mod:`nnrtl.gen.farnn.hybrid`) and its bench part
+(:mod:`nnrtl.gen.farnn.studies.bench_hybrid`)."""
+
+import dataclasses
+
+import pytest
+
+from nnrtl.gen.farnn.hybrid import (P100, REGISTER_SHARE, STRATEGIES, Gpu, Workload,
+                                    farnn_seconds, fpga_config, gpu_only_seconds, gpu_tasks)
+from nnrtl.gen.farnn.perf import CLOCK_HZ, pass_cycles
+from nnrtl.hw.farnn.presets import VU9P_LSTM1024
+
+#: A GPU with round figures: 1 TFLOP/s, 100 GB/s, 1 MB of registers, 1 us launches.
+TOY = Gpu(name="toy", peak_tflops=1.0, memory_gbps=100.0, register_bytes=1 << 20,
+          launch_seconds=1e-6, barrier_seconds=1e-6, source="test")
+
+
+def test_a_gpu_task_is_its_roofline_bound_plus_a_launch():
+    assert TOY.task(2e9, 1e6) == pytest.approx(2e-3 + 1e-6)        # compute-bound
+    assert TOY.task(1e3, 1e9) == pytest.approx(1e-2 + 1e-6)        # memory-bound
+
+
+def test_gpu_tasks_count_the_layers_products():
+    """LSTM, 8 cells, T = 10, batch 2: the input GEMM is 2 T B I 4H = 10,240 flops; GC twice
+    that; WU 2 per parameter (4H (2H) + 2 4H = 576 parameters), 12 bytes each."""
+    work = Workload("lstm", 8, 1, 10, 2)
+    tasks = gpu_tasks(work, TOY)
+    words = 4 * (10 * 2 * 8 + 8 * 32 + 10 * 2 * 32)
+    assert tasks["imvm_fw"] == pytest.approx(max(10_240 / 1e12, words / 1e11) + 1e-6)
+    assert tasks["wu"] == pytest.approx(max(2 * 576 / 1e12, 12 * 576 / 1e11) + 1e-6)
+    assert tasks["gc"] >= tasks["imvm_fw"]
+
+
+def _parts(work, config):
+    fw, bw = (pass_cycles(config, phase, schedule="overlap") for phase in ("fw", "bw"))
+    return fw, bw, gpu_tasks(work, P100)
+
+
+def test_no_overlap_is_every_part_in_turn_and_farnn_overlaps_within_it():
+    work = Workload("lstm", 1024, 5, 200, 1)
+    config = fpga_config(work, VU9P_LSTM1024)
+    fw, bw, g = _parts(work, config)
+    serial = 5 * (g["imvm_fw"] + g["imvm_bw"] + g["gc"] + g["wu"]
+                  + (fw.load + fw.compute + bw.load + bw.compute) / CLOCK_HZ)
+    plain = farnn_seconds(work, config, P100, strategy="no_overlap")
+    assert plain["seconds"] == pytest.approx(serial)
+    farnn = farnn_seconds(work, config, P100)
+    # at most the serial time, at least the busiest resource's
+    assert max(farnn[k] for k in ("fpga", "pcie", "gpu")) <= farnn["seconds"] < serial
+    assert farnn["fw"] + farnn["bw_gc_wu"] == pytest.approx(farnn["seconds"])
+
+
+def test_all_fpga_moves_the_input_products_off_the_gpu():
+    work = Workload("lstm", 1024, 5, 800, 1)
+    config = fpga_config(work, VU9P_LSTM1024)
+    fw, _, g = _parts(work, config)
+    moved = farnn_seconds(work, config, P100, strategy="all_fpga")
+    assert moved["gpu"] == pytest.approx(5 * (g["gc"] + g["wu"]))
+    assert moved["pcie"] == pytest.approx(2 * farnn_seconds(work, config, P100)["pcie"])
+    with pytest.raises(ValueError, match=r"^strategy must be one of farnn, no_overlap, "
+                                         r"all_fpga, not 'gpu'$"):
+        farnn_seconds(work, config, P100, strategy="gpu")
+
+
+def test_the_persistent_algorithm_keeps_weights_on_chip_only_where_they_fit():
+    # 4 x 256 x 256 fp32 = 1 MiB fits the P100's registers at the persistent share; 4 x 1,024^2
+    # = 16 MiB does not
+    assert 4 * 4 * 256 * 256 <= REGISTER_SHARE * P100.register_bytes < 4 * 4 * 1024 * 1024
+    small, large = Workload("lstm", 256, 5, 100, 1), Workload("lstm", 1024, 5, 100, 1)
+    assert gpu_only_seconds(small, P100, algorithm="cudnn_pd")["weights_on_chip"]
+    assert not gpu_only_seconds(large, P100, algorithm="cudnn_pd")["weights_on_chip"]
+    for work in (small, large):
+        assert gpu_only_seconds(work, P100, algorithm="cudnn_pd")["seconds"] < \
+            gpu_only_seconds(work, P100)["seconds"]
+
+
+def test_a_layer_whose_weights_do_not_fit_has_no_fpga_config():
+    assert fpga_config(Workload("lstm", 1024, 5, 10, 1), VU9P_LSTM1024) is not None
+    assert fpga_config(Workload("lstm", 1280, 5, 10, 1), VU9P_LSTM1024) is None
+
+
+def test_the_bench_reproduces_the_papers_structure(tmp_path):
+    """Which part dominates where (Sec. 6.2): FARNN gains with the sequence and beats the
+    persistent algorithm once the weights leave the GPU's chip; the PCIe loads bound short
+    sequences; all on the FPGA about doubles the time, no overlap costs more."""
+    from nnrtl.gen.farnn.studies.bench_hybrid import hybrid_markdown, hybrid_rows, plot_hybrid
+    result = hybrid_rows()
+    lstm8 = {r["seq_len"]: r for r in result["fig8"] if r["cell"] == "lstm"}
+    assert lstm8[100]["bound"] == "pcie" and lstm8[1600]["bound"] == "fpga"
+    assert lstm8[100]["speedup_vs_std"] < lstm8[1600]["speedup_vs_std"]
+    lstm7 = {r["hidden"]: r for r in result["fig7"] if r["cell"] == "lstm"}
+    assert not lstm7[1024]["pd_weights_on_chip"] and lstm7[1024]["reduction_vs_pd"] > 0
+    fig10 = {r["strategy"]: r["normalized"] for r in result["fig10"]}
+    assert set(fig10) == set(STRATEGIES) and fig10["farnn"] == 1
+    assert 1.5 < fig10["all_fpga"] < 2.5 and fig10["no_overlap"] > 1
+    assert "modelled" in result["gpu_source"] and "modelled" in result["fpga_source"]
+    text = hybrid_markdown(result)
+    assert "Paper, Fig. 10:" in text and "| all_fpga |" in text
+    assert plot_hybrid(result, tmp_path) == "farnn_hybrid.png"
+    assert (tmp_path / "farnn_hybrid.png").stat().st_size > 0
+
+
+def test_a_faster_pcie_shortens_the_loads():
+    work = Workload("gru", 640, 2, 100, 1)
+    config = fpga_config(work, dataclasses.replace(VU9P_LSTM1024, cell="gru"))
+    slow = farnn_seconds(work, config, P100, pcie_gbps=6.25)
+    fast = farnn_seconds(work, config, P100, pcie_gbps=25.0)
+    assert fast["pcie"] < slow["pcie"] and fast["seconds"] < slow["seconds"]
