@@ -3,11 +3,9 @@ together (Cho et al., TPDS 2022, Sec. 5.3 and Fig. 6), beside the GPU alone.
 
 The FPGA part is the engine's cycle model (:func:`~.perf.pass_cycles`: each layer's
 recurrent weights over PCIe, then the R-MVM and activation tasks, the per-step vector
-transfers included). The GPU part is a roofline of each task on a :class:`Gpu`, labelled
-*modelled* (``max(flops / peak, bytes / bandwidth)`` plus a kernel launch): the input
-MVMs (I-MVM, FW ``X W_ih^T``, BW ``dZ W_ih``), the gradient computation (GC, ``dZ^T X``
-and ``dZ^T H``) and the weight update (WU). :data:`P100` is the paper's GPU from its
-published figures; where a GPU was measured, its figures replace them.
+transfers included); the GPU part is :mod:`nnrtl.gen.baseline.gpu_model`'s roofline of
+each task (I-MVM, GC, WU) on a :class:`~nnrtl.gen.baseline.gpu_model.Gpu`, labelled
+*modelled*; the GPU alone is that module's :func:`~nnrtl.gen.baseline.gpu_model.gpu_only_seconds`.
 
 Schedules (:data:`STRATEGIES`, the paper's Fig. 10):
 
@@ -18,103 +16,17 @@ Schedules (:data:`STRATEGIES`, the paper's Fig. 10):
 * ``no_overlap``: every transfer and task one after another.
 * ``all_fpga``: the I-MVMs on the FPGA too (their MACs at the R-MVM pass's utilization,
   ``W_ih`` over PCIe as well); GC and WU stay on the GPU, overlapped as in ``farnn``.
-
-The GPU alone (modelled the same way): ``cudnn_std`` runs each step's recurrent product as
-its own kernels, reading ``W_hh`` from memory every step; ``cudnn_pd`` (persistent) keeps
-``W_hh`` on chip when it fits the register file (at :data:`REGISTER_SHARE` of it, as the
-persistent kernel's plan does) and pays a grid barrier a step, else it streams the weights
-as the standard algorithm does, without the per-step launches.
 """
 
 import dataclasses
 
+from ..baseline.gpu_model import gpu_tasks
 from .perf import CLOCK_HZ, PCIE_GBPS, pass_cycles
 
-__all__ = ["Gpu", "P100", "Workload", "STRATEGIES", "gpu_tasks", "farnn_seconds",
-           "gpu_only_seconds", "fpga_config", "REGISTER_SHARE"]
+__all__ = ["STRATEGIES", "farnn_seconds", "fpga_config"]
 
 #: FARNN's schedules (module docstring).
 STRATEGIES = ("farnn", "no_overlap", "all_fpga")
-
-#: The share of a register file a persistent kernel keeps weights in
-#: (:data:`~nnrtl.gen.baseline.persistent_rnn.MAX_WEIGHTS_PER_THREAD` of 255 registers).
-REGISTER_SHARE = 160 / 255
-
-
-@dataclasses.dataclass(frozen=True)
-class Gpu:
-    """A GPU as the roofline sees it.
-
-    Attributes
-    ----------
-    name : str
-    peak_tflops : float
-        fp32 peak.
-    memory_gbps : float
-        Memory bandwidth, GB/s.
-    register_bytes : int
-        All multiprocessors' register files.
-    launch_seconds, barrier_seconds : float
-        A kernel launch; a grid barrier.
-    source : str
-        Where each figure comes from (published, measured or assumed).
-    """
-
-    name: str
-    peak_tflops: float
-    memory_gbps: float
-    register_bytes: int
-    launch_seconds: float
-    barrier_seconds: float
-    source: str
-
-    def task(self, flops, nbytes):
-        """Seconds of one kernel: its roofline bound plus a launch."""
-        return max(flops / (self.peak_tflops * 1e12), nbytes / (self.memory_gbps * 1e9)) \
-            + self.launch_seconds
-
-
-#: The paper's GPU (Sec. 6.1), NVIDIA Tesla P100 (PCIe, 16 GB), from NVIDIA's published
-#: figures: 9.3 TFLOP/s fp32, 732 GB/s HBM2, 56 multiprocessors of 256 KB of registers.
-#: Launch (5 us) and barrier (2 us) latencies are assumptions.
-P100 = Gpu(name="NVIDIA Tesla P100 (PCIe)", peak_tflops=9.3, memory_gbps=732.0,
-           register_bytes=56 * 256 * 1024, launch_seconds=5e-6, barrier_seconds=2e-6,
-           source="published (NVIDIA P100 datasheet: fp32 peak, HBM2 bandwidth, register "
-                  "file); launch 5 us and grid barrier 2 us assumed")
-
-
-@dataclasses.dataclass(frozen=True)
-class Workload:
-    """An RNN stack: ``layers`` layers of ``hidden`` cells (inputs ``hidden`` wide, as the
-    paper's synthetic benchmarks), ``seq_len`` steps, ``batch`` sequences."""
-
-    cell: str
-    hidden: int
-    layers: int
-    seq_len: int
-    batch: int
-
-    @property
-    def gates(self):
-        return {"lstm": 4, "gru": 3}[self.cell]
-
-    @property
-    def rows(self):
-        return self.gates * self.hidden
-
-
-def gpu_tasks(work, gpu):
-    """Seconds of one layer's GPU tasks (module docstring): ``imvm_fw``, ``imvm_bw``,
-    ``gc``, ``wu``."""
-    t, b, n, rows = work.seq_len, work.batch, work.hidden, work.rows
-    words = 4
-    gemm = 2 * t * b * n * rows
-    imvm_bytes = words * (t * b * n + n * rows + t * b * rows)
-    params = rows * 2 * n + 2 * rows
-    return {"imvm_fw": gpu.task(gemm, imvm_bytes),
-            "imvm_bw": gpu.task(gemm, imvm_bytes),
-            "gc": gpu.task(2 * gemm, words * (t * b * (rows + 2 * n) + 2 * n * rows)),
-            "wu": gpu.task(2 * params, 3 * words * params)}
 
 
 def fpga_config(work, base):
@@ -179,34 +91,3 @@ def farnn_seconds(work, config, gpu, *, strategy="farnn", clock_hz=CLOCK_HZ,
             "gpu": layers * (imvm_fw + imvm_bw + gc_wu)}
     return {"seconds": fw + bw, "fw": fw, "bw_gc_wu": bw, **busy,
             "bound": max(busy, key=busy.get)}
-
-
-def gpu_only_seconds(work, gpu, *, algorithm="cudnn_std"):
-    """One training step of ``work`` on ``gpu`` alone (module docstring): ``{seconds, fw,
-    bw_gc_wu, weights_on_chip}``.
-
-    Raises
-    ------
-    ValueError
-        An unknown ``algorithm``.
-    """
-    if algorithm not in ("cudnn_std", "cudnn_pd"):
-        raise ValueError(f"algorithm must be cudnn_std or cudnn_pd, not {algorithm!r}")
-    g = gpu_tasks(work, gpu)
-    t, b, n, rows = work.seq_len, work.batch, work.hidden, work.rows
-    flops, weight_bytes = 2 * b * rows * n, 4 * rows * n
-    on_chip = algorithm == "cudnn_pd" and weight_bytes <= REGISTER_SHARE * gpu.register_bytes
-    compute = flops / (gpu.peak_tflops * 1e12)
-    stream = weight_bytes / (gpu.memory_gbps * 1e9)
-    if on_chip:
-        step = max(compute, gpu.barrier_seconds)
-        fw_steps = bw_steps = t * step + gpu.launch_seconds
-    elif algorithm == "cudnn_pd":
-        fw_steps = bw_steps = t * max(compute, stream) + gpu.launch_seconds
-    else:
-        # a step: the recurrent product and the cell's element-wise kernel
-        fw_steps = bw_steps = t * (max(compute, stream) + 2 * gpu.launch_seconds)
-    fw = work.layers * (g["imvm_fw"] + fw_steps)
-    bw = work.layers * (bw_steps + g["imvm_bw"] + g["gc"] + g["wu"])
-    return {"seconds": fw + bw, "fw": fw, "bw_gc_wu": bw, "weights_on_chip": on_chip}
-

@@ -5,31 +5,10 @@ import dataclasses
 
 import pytest
 
-from nnrtl.gen.farnn.hybrid import (P100, REGISTER_SHARE, STRATEGIES, Gpu, Workload,
-                                    farnn_seconds, fpga_config, gpu_only_seconds, gpu_tasks)
+from nnrtl.gen.baseline.gpu_model import P100, Workload, gpu_tasks
+from nnrtl.gen.farnn.hybrid import STRATEGIES, farnn_seconds, fpga_config
 from nnrtl.gen.farnn.perf import CLOCK_HZ, pass_cycles
 from nnrtl.hw.farnn.presets import VU9P_LSTM1024
-
-#: A GPU with round figures: 1 TFLOP/s, 100 GB/s, 1 MB of registers, 1 us launches.
-TOY = Gpu(name="toy", peak_tflops=1.0, memory_gbps=100.0, register_bytes=1 << 20,
-          launch_seconds=1e-6, barrier_seconds=1e-6, source="test")
-
-
-def test_a_gpu_task_is_its_roofline_bound_plus_a_launch():
-    assert TOY.task(2e9, 1e6) == pytest.approx(2e-3 + 1e-6)        # compute-bound
-    assert TOY.task(1e3, 1e9) == pytest.approx(1e-2 + 1e-6)        # memory-bound
-
-
-def test_gpu_tasks_count_the_layers_products():
-    """LSTM, 8 cells, T = 10, batch 2: the input GEMM is 2 T B I 4H = 10,240 flops; GC twice
-    that; WU 2 per parameter (4H (2H) + 2 4H = 576 parameters), 12 bytes each."""
-    work = Workload("lstm", 8, 1, 10, 2)
-    tasks = gpu_tasks(work, TOY)
-    words = 4 * (10 * 2 * 8 + 8 * 32 + 10 * 2 * 32)
-    assert tasks["imvm_fw"] == pytest.approx(max(10_240 / 1e12, words / 1e11) + 1e-6)
-    assert tasks["wu"] == pytest.approx(max(2 * 576 / 1e12, 12 * 576 / 1e11) + 1e-6)
-    assert tasks["gc"] >= tasks["imvm_fw"]
-
 
 def _parts(work, config):
     fw, bw = (pass_cycles(config, phase, schedule="overlap") for phase in ("fw", "bw"))
@@ -60,18 +39,6 @@ def test_all_fpga_moves_the_input_products_off_the_gpu():
     with pytest.raises(ValueError, match=r"^strategy must be one of farnn, no_overlap, "
                                          r"all_fpga, not 'gpu'$"):
         farnn_seconds(work, config, P100, strategy="gpu")
-
-
-def test_the_persistent_algorithm_keeps_weights_on_chip_only_where_they_fit():
-    # 4 x 256 x 256 fp32 = 1 MiB fits the P100's registers at the persistent share; 4 x 1,024^2
-    # = 16 MiB does not
-    assert 4 * 4 * 256 * 256 <= REGISTER_SHARE * P100.register_bytes < 4 * 4 * 1024 * 1024
-    small, large = Workload("lstm", 256, 5, 100, 1), Workload("lstm", 1024, 5, 100, 1)
-    assert gpu_only_seconds(small, P100, algorithm="cudnn_pd")["weights_on_chip"]
-    assert not gpu_only_seconds(large, P100, algorithm="cudnn_pd")["weights_on_chip"]
-    for work in (small, large):
-        assert gpu_only_seconds(work, P100, algorithm="cudnn_pd")["seconds"] < \
-            gpu_only_seconds(work, P100)["seconds"]
 
 
 def test_a_layer_whose_weights_do_not_fit_has_no_fpga_config():
