@@ -432,6 +432,10 @@ def simulate(plan, config, ranks=1, log=None):
       modules in proportion to their words, so each takes that period), so a sample's FC
       forward and backward passes take about two periods per FC layer, which the mapper's
       Act-RAM residencies hold.
+    * Act-RAMs held in DDR (``act_ram_in_ddr``, :mod:`.placement`): the segment's modules
+      take at least its node's ``act_ddr_cycles`` per sample (the channel carries every
+      such segment's words of a sample in that time); the depth is the DDR region's, the
+      same residency, and its peak is checked as an on-chip Act-RAM's.
 
     Figures: a sample is done when its last PG (or EB) finishes on every node; the period is
     the mean spacing of the done times over the second half of the samples; the fill latency

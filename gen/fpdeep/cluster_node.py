@@ -298,6 +298,9 @@ class _Segment:
         self.steps = plan.in_px(self.l) if seg.kind == "fc" else plan.out_px(self.l)
         if seg.kind == "fc":                  # per input pixel; the weights from DDR
             self.cycles = max(self.cycles, plan.ddr_period) / self.steps
+        if seg.act_ram_in_ddr:                # its Act-RAM's channel: a sample's traffic
+            self.cycles = max(self.cycles,
+                              plan.nodes[node - 1].act_ddr_cycles / self.steps)
         self.pab_depth = seg.pab_pixels   # output pixels of n_out words
         self.pab_leave = np.full(self.pab_depth, -np.inf)   # the last pixels' leaving
         layer = plan.layers[self.l]
@@ -547,7 +550,7 @@ class NodeModel:
             "done": self.done,
             "losses": self.losses,
             "act_ram_peak_words": math.ceil(sum(s.act_peak for s in self.segments)),
-            "act_ram_depth_words": storage.get("act_ram", 0),
+            "act_ram_depth_words": storage.get("act_ram", 0) + self.config.act_ram_ddr_words,
             "pab_peak_words": math.ceil(sum(s.pab_peak for s in self.segments)),
             "pab_depth_words": storage.get("pab", 0),
             "segments": [{"layer": s.seg.layer, "fp_start": s.fp_start, "pg_end": s.pg_end}

@@ -70,7 +70,8 @@ def _map_arguments(parser):
                         "layer accepts, 224 for the built-in networks)")
     parser.add_argument("--param", action="append", default=[], metavar="k=v",
                         help="a mapping option, pinned: fc_batch, dsp_cap, convention, "
-                        "ocp_min_ic, balance, word_bits; repeatable")
+                        "ocp_min_ic, balance, word_bits, multiplier_shifts, adder_shifts, "
+                        "act_ram; repeatable")
     parser.add_argument("-o", "--output", required=True, metavar="DIR",
                         help="output directory: mapping.json and manifest.json")
     parser.add_argument("--force", action="store_true", help="replace DIR if nnrtl wrote it")

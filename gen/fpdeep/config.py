@@ -69,6 +69,9 @@ class SegmentConfig:
         completing node).
     relu : bool
         A ReLU follows the layer (before the pool).
+    act_ram_in_ddr : bool
+        The segment's Act-RAM waits in the node's DDR (:mod:`.placement`): on chip only its
+        staging rows, the FP and PG modules paced by the node's ``act_ddr_cycles``.
     """
 
     layer: str
@@ -96,6 +99,7 @@ class SegmentConfig:
     w_in: int = 0
     pool: tuple | None = None
     relu: bool = True
+    act_ram_in_ddr: bool = False
 
     @property
     def pab_pixels(self):
@@ -159,6 +163,11 @@ class NodePlan:
     offchip_words : int
         FC weights and gradients in DDR.
     word_bits : int
+    act_ram_ddr_words : int
+        Words of the Act-RAMs held in DDR (their depth beyond the staging rows, which
+        ``storage``'s ``act_ram`` counts; :mod:`.placement`).
+    act_ddr_cycles : int
+        Cycles a sample of those Act-RAMs' DDR traffic takes on their channel.
     """
 
     node: int
@@ -171,6 +180,8 @@ class NodePlan:
     hosted: tuple
     offchip_words: int
     word_bits: int
+    act_ram_ddr_words: int = 0
+    act_ddr_cycles: int = 0
 
     def __post_init__(self):
         if self.mac_units != sum(s.mac_units for s in self.segments):

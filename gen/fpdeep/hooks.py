@@ -14,8 +14,9 @@ DSP slices for MAC units, default 0.85), ``convention`` (``link`` or ``fpga``, s
 or 32: the width of buffer and link words instead of the precision's; 32 with ``fixed16``
 is the paper's own setting, fp32 words with 1 DSP per MAC), ``multiplier_shifts`` and
 ``adder_shifts`` (fp32: ``lut`` or ``dsp``, the MAC variant, :data:`.cost.FP32_VARIANTS`;
-default the one with the most MAC units on the board). A given option is pinned;
-``fc_batch`` and ``balance``, when not given, are chosen by
+default the one with the most MAC units on the board), ``act_ram`` (where Act-RAMs wait:
+``chip``, ``overflow`` or ``ddr``, :mod:`.placement`). A given option is pinned;
+``fc_batch``, ``balance`` and ``act_ram``, when not given, are chosen by
 :func:`~.search.choose_mapping` (the fastest mapping whose every buffer fits).
 """
 
@@ -46,6 +47,7 @@ OPTIONS = {
     "word_bits": (int, None, "16 or 32"),
     "multiplier_shifts": (str, None, "lut or dsp"),
     "adder_shifts": (str, None, "lut or dsp"),
+    "act_ram": (str, None, "chip, overflow or ddr"),
 }
 
 
@@ -63,6 +65,9 @@ def _options(params):
             raise UsageError(f"--param {name} must be {rule}, not {value!r}") from None
     if found["balance"] not in (None, 0, 1):
         raise UsageError(f"--param balance must be 0 or 1, not {found['balance']}")
+    if found["act_ram"] not in (None, "chip", "overflow", "ddr"):
+        raise UsageError(f"--param act_ram must be chip, overflow or ddr, not "
+                         f"{found['act_ram']!r}")
     if found["ocp_min_ic"] < 1:
         raise UsageError(f"--param ocp_min_ic must be a positive integer, not "
                          f"{found['ocp_min_ic']}")
@@ -110,7 +115,7 @@ def map_hook(request):
         ocp_min_ic=options["ocp_min_ic"], fc_batch=options["fc_batch"],
         balance=None if options["balance"] is None else bool(options["balance"]),
         word_bits=options["word_bits"], multiplier_shifts=options["multiplier_shifts"],
-        adder_shifts=options["adder_shifts"])
+        adder_shifts=options["adder_shifts"], act_ram=options["act_ram"])
     if request.log and mapping.chosen:
         request.log("map: chose " + "; ".join(f"{name} {why}"
                                               for name, why in mapping.chosen))

@@ -11,10 +11,12 @@ FPGAs.
    period ``T`` the longest of them, then each segment's least ``(P, Q)`` meeting ``T``
    (DSPs a multiple of ``K²``); the idle share ``1 − Σ work / (Σ MAC units · T)``
    (spec §2.8);
-5. storage per node (spec §2.9) against the board's block RAM; parameter balancing (spec
-   §2.6: whole banks of the most over-full node to the upstream node with the most free
-   memory) until every node fits, else :class:`UsageError` naming the node and the
-   resource (or, with ``check_storage=False``, the mapping marked infeasible: for reports);
+5. storage per node (spec §2.9) against the board's block RAM; with ``act_ram``
+   ``"overflow"`` or ``"ddr"``, Act-RAMs moved to the node's DDR (:mod:`.placement`, their
+   traffic a period of its own); parameter balancing (spec §2.6: whole banks of the most
+   over-full node to the upstream node with the most free memory) until every node fits,
+   else :class:`UsageError` naming the node and the resource (or, with
+   ``check_storage=False``, the mapping marked infeasible: for reports);
 6. link traffic per boundary and direction (:mod:`.links`) and the period the links allow;
 7. the period the FP line buffers allow (one input pixel a cycle, :mod:`.cost`): at least
    every convolution's ``W_in²`` input pixels; a segment whose input is longer than the
@@ -46,6 +48,8 @@ from . import links
 from .config import STORAGE_KINDS, HostedBanks, NodePlan, SegmentConfig, pab_pixels
 from .cost import (COST_MODELS, DSP_CAP, allocate, fastest_period, fp32_model_for,
                    line_buffer_cycles, unit_budget)
+from .placement import (ACT_RAM_PLACEMENTS, choose_spills, ddr_channels, ddr_cycles,
+                        staging_words, traffic_words)
 from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
                         min_period_cuts, variance)
 
@@ -133,6 +137,22 @@ def _storage(chain, segment, shape, residency, word_bits):
     return words, offchip
 
 
+def _in_ddr(layer, n_in, words, residency):
+    """A segment's Act-RAM and SFU masks held in DDR (:mod:`.placement`): ``{"saving":
+    {kind: on-chip words freed}, "traffic": DDR words a sample, "words": DDR words, "act":
+    the Act-RAM's of them}``. The
+    masks travel with the Act-RAM (written by FP, read by EB as the activations by PG),
+    two output rows of them staged on chip."""
+    masks = words["sfu_masks"]
+    per_sample = math.ceil(masks / residency) if masks else 0
+    mask_stage = min(masks, math.ceil(2 * per_sample / layer.w_out)) if masks else 0
+    act = words["act_ram"]
+    return {"saving": {"act_ram": max(0, act - staging_words(n_in, layer.w_in)),
+                       "sfu_masks": masks - mask_stage},
+            "traffic": traffic_words(n_in, layer.w_in) + 2 * per_sample,
+            "words": act + masks, "act": act}
+
+
 def _banks(chain, segment, shape):
     """``(banks, words per bank)`` a segment's weights split into (one per channel of its
     range), none for FC (off chip)."""
@@ -181,6 +201,10 @@ class Mapping:
     """The period the FP line buffers allow (module docstring, step 7)."""
     balance: bool = True
     """Parameter balancing was on."""
+    act_ddr_period: int = 0
+    """The period the Act-RAMs held in DDR allow (their channel's traffic, :mod:`.placement`)."""
+    act_ram: str = "chip"
+    """The Act-RAM placement (:data:`~.placement.ACT_RAM_PLACEMENTS`)."""
     chosen: tuple = ()
     """``((option, why), ...)``: the options :func:`~.search.choose_mapping` chose (the
     others were given)."""
@@ -189,10 +213,12 @@ class Mapping:
 
     @property
     def bound(self):
-        """What sets the period: ``"compute"``, ``"link"``, ``"ddr"`` (the FC weights) or
-        ``"line"`` (an FP line buffer's input, one pixel a cycle)."""
+        """What sets the period: ``"compute"``, ``"link"``, ``"ddr"`` (the FC weights),
+        ``"act_ddr"`` (the Act-RAMs held in DDR) or ``"line"`` (an FP line buffer's input,
+        one pixel a cycle)."""
         return max((self.compute_period, "compute"), (self.link_period, "link"),
-                   (self.ddr_period, "ddr"), (self.line_period, "line"))[1] \
+                   (self.ddr_period, "ddr"), (self.act_ddr_period, "act_ddr"),
+                   (self.line_period, "line"))[1] \
             if self.period > self.compute_period else "compute"
 
     @property
@@ -248,7 +274,7 @@ class Mapping:
             "cost_model": dataclasses.asdict(self.model),
             "options": {"link_gbps": self.link_gbps, "link_convention": self.convention,
                         "dsp_cap": self.dsp_cap, "fc_batch": self.fc_batch,
-                        "balance": self.balance,
+                        "balance": self.balance, "act_ram": self.act_ram,
                         "chosen": {name: why for name, why in self.chosen},
                         "mac_unit_budget": self.unit_budget,
                         "budget_limited_by": self.budget_resource},
@@ -263,6 +289,8 @@ class Mapping:
                 "period_cycles": self.period, "compute_period_cycles": self.compute_period,
                 "link_period_cycles": self.link_period,
                 "ddr_period_cycles": self.ddr_period,
+                "act_ddr_period_cycles": self.act_ddr_period,
+                "act_ram_ddr_words": sum(node.act_ram_ddr_words for node in self.nodes),
                 "line_period_cycles": self.line_period, "bound": self.bound,
                 "storage_limit": self.storage_limit,
                 "clock_mhz": self.model.clock_hz / 1e6,
@@ -290,7 +318,7 @@ def _check_int(name, value, least=1):
 def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                 convention="link", dsp_cap=DSP_CAP, ocp_min_ic=OCP_MIN_IC, fc_batch=None,
                 balance=True, check_storage=True, word_bits=None, multiplier_shifts=None,
-                adder_shifts=None):
+                adder_shifts=None, act_ram="chip"):
     """Map ``chain`` (a :class:`~.network.Chain`) onto ``fpgas`` boards ``board`` (a
     platform class of :mod:`nnrtl.boards`).
 
@@ -308,6 +336,9 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         Samples per FC weight pass (default: the least the DDR bandwidth allows).
     balance : bool
         Parameter balancing when a node overflows.
+    act_ram : str
+        Where Act-RAMs wait (:data:`~.placement.ACT_RAM_PLACEMENTS`): ``"chip"``,
+        ``"overflow"`` (in DDR on the nodes whose block RAM cannot hold them) or ``"ddr"``.
     check_storage : bool
         Raise on a node whose storage does not fit; else mark the mapping infeasible.
     word_bits : int, optional
@@ -337,6 +368,9 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         raise UsageError(f"--link-gbps must be a positive number, not {link_gbps!r}")
     if fc_batch is not None:
         _check_int("fc_batch", fc_batch)
+    if act_ram not in ACT_RAM_PLACEMENTS:
+        raise UsageError(f"act_ram must be one of {', '.join(ACT_RAM_PLACEMENTS)}, not "
+                         f"{act_ram!r}")
     model = COST_MODELS[precision]
     shifts = {"multiplier_shifts": multiplier_shifts, "adder_shifts": adder_shifts}
     for name, value in shifts.items():
@@ -416,31 +450,49 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     # step 5: storage and parameter balancing
     words_per_bram = model.words_per_bram36()
     capacity_words = capacity.bram36 * words_per_bram
-    stores, offchip, banks = [], [], []
+    stores, offchip, banks, acts = [], [], [], []
     for n, segs in enumerate(per_node):
         total, off = dict.fromkeys(STORAGE_KINDS, 0), 0
-        node_banks = []
+        node_banks, node_acts = [], []
         for seg, shape in zip(segs, shapes[n]):
             words, o = _storage(chain, seg, shape, resid[seg[0]], model.word_bits)
             for kind, value in words.items():
                 total[kind] += value
             off += o
             node_banks.append([chain.layers[seg[0]].name, *_banks(chain, seg, shape)])
+            node_acts.append(_in_ddr(chain.layers[seg[0]], shape[2], words,
+                                     resid[seg[0]]))
         stores.append(total)
         offchip.append(off)
         banks.append(node_banks)
+        acts.append(node_acts)
+    spilled = [[] for _ in per_node]
+    if act_ram != "chip":
+        for n, node_acts in enumerate(acts):
+            over = sum(stores[n].values()) - capacity_words
+            everything = act_ram == "ddr" and not offchip[n]     # FC weights: overflow only
+            if everything or over > 0:
+                spilled[n] = choose_spills([(sum(a["saving"].values()), a["traffic"])
+                                            for a in node_acts], over, everything)
+                for i in spilled[n]:
+                    for kind, saved in node_acts[i]["saving"].items():
+                        stores[n][kind] -= saved
     hosted = _balance(stores, banks, capacity_words) if balance else []
 
     # step 6: links and the period
     words = links.boundary_words(chain, line, cuts, hosted)
     link_period = links.link_period(words, model.word_bits, model.clock_hz, link_gbps,
                                     convention)
-    ddr_period = max(math.ceil(2 * off * model.word_bits / 8 / fc_batch
-                               / (capacity.offchip_gbps * 1e9) * model.clock_hz)
-                     for off in offchip)             # 4 words per weight per pass
+    channels, channel_bytes = ddr_channels(board.name)
+    ddr = [ddr_cycles(2 * off * model.word_bits / 8 / fc_batch,    # 4 words per weight
+                      sum(acts[n][i]["traffic"] for i in spilled[n]) * model.word_bits / 8,
+                      capacity.offchip_gbps, channels, model.clock_hz)
+           for n, off in enumerate(offchip)]
+    ddr_period = max(f for f, _ in ddr)
+    act_ddr_period = max(a for _, a in ddr)
     line_floor = max((layer.w_in ** 2 for layer in chain.layers if layer.kind == "conv"),
                      default=0)
-    fastest = max(compute_period, link_period, ddr_period)
+    fastest = max(compute_period, link_period, ddr_period, act_ddr_period)
     period = max(fastest, line_floor)
     nodes, infeasible = [], []
     for n, segs in enumerate(per_node):
@@ -464,10 +516,21 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                                          work=modules * pixels * n_out * n_in * k * k,
                                          completes=completes, residency=resid[index],
                                          stride=layer.stride, pad=layer.pad, w_in=layer.w_in,
-                                         pool=layer.pool, relu=layer.relu))
+                                         pool=layer.pool, relu=layer.relu,
+                                         act_ram_in_ddr=len(configs) in spilled[n]))
         units = sum(c.mac_units for c in configs)
         need = sum(stores[n].values())
         bram = math.ceil(need / words_per_bram)
+        in_ddr = sum(acts[n][i]["act"] for i in spilled[n])
+        ddr_bytes = sum(acts[n][i]["words"] for i in spilled[n]) * model.word_bits // 8
+        if channels < 2:
+            ddr_bytes += offchip[n] * model.word_bits // 8
+        if ddr_bytes > channel_bytes:
+            message = (f"node {n + 1}: DDR needs {ddr_bytes:,} bytes (Act-RAMs and SFU masks "
+                       f"in DDR), but {board.name}'s channel has {channel_bytes:,}")
+            if check_storage:
+                raise UsageError(message + f"; precision {precision}, {fpgas} FPGAs")
+            infeasible.append(message)
         if bram > capacity.bram36:
             big = sorted(stores[n].items(), key=lambda kv: -kv[1])[:3]
             message = (f"node {n + 1}: storage needs {need:,} words of {model.word_bits} bits "
@@ -475,6 +538,7 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                        f"({capacity_words:,} words); largest: "
                        + ", ".join(f"{kind} {value:,}" for kind, value in big)
                        + (" (after parameter balancing)" if balance else "")
+                       + (f"; {len(spilled[n])} Act-RAM(s) in DDR" if spilled[n] else "")
                        + f"; Act-RAM residency up to {max(c.residency for c in configs):.1f} "
                        f"samples, fc_batch {fc_batch} of them")
             if check_storage:
@@ -484,7 +548,8 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                                       dsp=units * model.dsp_per_mac, lut=units * model.lut_per_mac,
                                       storage=tuple(stores[n].items()), bram36=bram,
                                       hosted=tuple(h for h in hosted if h.host == n + 1),
-                                      offchip_words=offchip[n], word_bits=model.word_bits))
+                                      offchip_words=offchip[n], word_bits=model.word_bits,
+                                      act_ram_ddr_words=in_ddr, act_ddr_cycles=ddr[n][1]))
     # step 7: the segments their line buffer's input paces (W_in² at least their compute)
     line_period = max([line_floor] + [
         line_buffer_cycles(c.w_in, c.k, c.stride, c.pad, c.cycles // c.pixels)
@@ -497,7 +562,7 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         capacity.dsp, capacity.lut, tuple(words), tuple(groups), tuple(coarse),
         tuple(float(w) for w in fine), variance(coarse), variance(fine), moves,
         tuple(infeasible), 2 * max(offchip) * model.word_bits / 8 / fc_batch * model.clock_hz
-        / period / 1e9, line_period)
+        / period / 1e9, line_period, act_ddr_period=act_ddr_period, act_ram=act_ram)
 
 
 def _budget_text(model, capacity, dsp_cap, resource):

@@ -1,24 +1,35 @@
 """The mapping ``nnrtl map fpdeep`` returns: the options the user pinned kept, the free
-ones chosen.
+ones chosen, the fastest mapping whose every buffer fits.
 
-The free choices of :func:`~.mapper.map_network` are ``fc_batch`` (samples per FC weight
-pass) and ``balance`` (parameter balancing). Balancing only moves banks off a node that
-overflows, so with it on the feasible mappings are a superset and, where both fit, the
-same: it is on unless pinned. A larger ``fc_batch`` shortens the DDR's period and lengthens
-every Act-RAM residency, so the fastest mapping whose every buffer fits is the one of the
-largest ``fc_batch`` that fits, up to the least batch the DDR bandwidth needs at the
-compute rate (beyond it the period no longer shrinks); it is found by bisection.
-:func:`choose_mapping` returns it with :attr:`~.mapper.Mapping.chosen` naming the values
-chosen and why, or raises :class:`UsageError` naming the node, the buffer, the overflow and
-the options (with values) that change it.
+The free choices of :func:`~.mapper.map_network`: ``fc_batch`` (samples per FC weight
+pass), ``balance`` (parameter balancing) and ``act_ram`` (where Act-RAMs wait,
+:mod:`.placement`: ``"overflow"``, in DDR only where block RAM cannot hold them, which is
+``"chip"`` wherever that fits, or ``"ddr"``, every Act-RAM off the FC node in DDR); the
+partition is the mapper's (the least period's cuts). A larger ``fc_batch`` shortens the FC
+weights' DDR period and lengthens every residency, so for each placement and balancing the
+batches are tried on a ladder up to twice the least the DDR needs at the compute rate
+(beyond it the FC weights bound nothing), the search stopping at the first feasible batch
+whose period the FC weights do not set, then refined by bisection below the best; the
+fastest feasible mapping wins, ties to the smaller batch, ``"overflow"``, balancing on.
+:attr:`~.mapper.Mapping.chosen` says what was chosen and why.
+
+When nothing fits, :func:`choose_mapping` raises :class:`UsageError` naming the node, the
+resource (need and have) and the changes that fit, each found by trying it
+(:mod:`.remedy`): a pinned value freed, the least FPGA count, another board, fixed16.
 """
 
 import dataclasses
+import math
 
 from ..errors import UsageError
 from .mapper import map_network
+from .placement import ACT_RAM_PLACEMENTS
 
-__all__ = ["choose_mapping", "overflows"]
+__all__ = ["choose_mapping", "overflows", "binding", "FREE_PLACEMENTS"]
+
+#: The placements tried when ``act_ram`` is free (``"chip"`` is ``"overflow"`` wherever
+#: it fits).
+FREE_PLACEMENTS = ("overflow", "ddr")
 
 
 def overflows(mapping):
@@ -32,8 +43,12 @@ def overflows(mapping):
     return found
 
 
-def _overflow_text(mapping):
+def binding(mapping):
+    """What does not fit in an infeasible ``mapping``, as text: the node of the largest
+    block-RAM need (need, have, its largest buffer), else the first other reason."""
     rows = overflows(mapping)
+    if not rows:
+        return mapping.infeasible[0]
     node, need, kind, words = max(rows, key=lambda row: row[1])
     more = f" (and {len(rows) - 1} other node(s))" if len(rows) > 1 else ""
     return (f"node {node} needs {need:,} BRAM36, {need - mapping.bram36:,} over "
@@ -41,100 +56,110 @@ def _overflow_text(mapping):
             f"({words:,} words){more}")
 
 
-def choose_mapping(chain, fpgas, board, *, fc_batch=None, balance=None, **options):
+def _ladder(high):
+    found, value = set(), 1
+    while value < high:
+        found.add(value)
+        value = max(value + 1, math.ceil(value * 1.25))
+    return sorted(found | {high})
+
+
+def _better(a, b):
+    """``a`` is preferred over ``b`` (either may be ``None``)."""
+    if b is None:
+        return a is not None
+    if a is None:
+        return False
+    key = lambda m: (m.period, m.fc_batch, ACT_RAM_PLACEMENTS.index(m.act_ram),
+                     not m.balance)
+    return key(a) < key(b)
+
+
+def _search_batches(run, batches, compute_rate_batch):
+    """The best feasible mapping of ``run(batch)`` over ``batches`` (module docstring)."""
+    best, tried = None, {}
+
+    def attempt(batch):
+        if batch not in tried:
+            tried[batch] = run(batch)
+        return tried[batch]
+
+    for batch in batches:
+        mapping = attempt(batch)
+        if mapping.infeasible:
+            continue
+        if _better(mapping, best):
+            best = mapping
+        if mapping.bound != "ddr":
+            break
+    if best is not None and len(batches) > 1:
+        lower = max([b for b in batches if b < best.fc_batch], default=0)
+        low, high = lower, best.fc_batch           # refine in (low, high]
+        while high - low > 1:
+            middle = (low + high) // 2
+            mapping = attempt(middle)
+            if not mapping.infeasible and mapping.period <= best.period:
+                best, high = mapping, middle
+            else:
+                low = middle
+    return best
+
+
+def choose_mapping(chain, fpgas, board, *, fc_batch=None, balance=None, act_ram=None,
+                   **options):
     """The fastest mapping of ``chain`` on ``fpgas`` boards whose every buffer fits, with
-    ``fc_batch`` and ``balance`` chosen where ``None`` and kept where given (pinned);
-    ``options`` go to :func:`~.mapper.map_network` as they are.
+    ``fc_batch``, ``balance`` and ``act_ram`` chosen where ``None`` and kept where given
+    (pinned); ``options`` go to :func:`~.mapper.map_network` as they are.
 
     Raises
     ------
     UsageError
         From :func:`~.mapper.map_network` (bad values, a node whose MAC units do not fit);
-        a pinned value whose mapping does not fit (naming it and the value that fits); no
-        choice that fits (naming the node, its largest buffer, the overflow and the options
-        that would fit).
+        no mapping with the pinned values fits (naming the node, the resource, need and
+        have, and the changes that fit: :func:`.remedy.refusal`).
     """
-    chosen = {}
-    on = True if balance is None else bool(balance)
-    if balance is None:
-        chosen["balance"] = "on (moves banks only off a node that overflows)"
-
-    def run(batch):
-        return map_network(chain, fpgas, board, fc_batch=batch, balance=on,
-                           check_storage=False, **options)
-
-    if fc_batch is not None:
-        mapping = run(fc_batch)
-        if mapping.infeasible:
-            raise UsageError(f"--param fc_batch={fc_batch} (pinned): "
-                             f"{_overflow_text(mapping)}; " + _remedies(run, mapping, on, options,
-                                                                     chain, fpgas, board,
-                                                                     pinned=fc_batch))
-        return _with(mapping, chosen, on)
-    top = run(None)
     has_fc = any(layer.kind == "fc" for layer in chain.layers)
-    if not has_fc:
-        if top.infeasible:
-            raise UsageError(f"{_overflow_text(top)}; " + _remedies(run, top, on, options,
-                                                                   chain, fpgas, board))
-        return _with(top, chosen, on)
-    if not top.infeasible:
-        chosen["fc_batch"] = (f"{top.fc_batch} (the least the DDR bandwidth needs at the "
-                              f"compute rate)")
-        return _with(top, chosen, on)
-    best = _largest(run, top.fc_batch - 1)
+    balances = (True, False) if balance is None else (bool(balance),)
+    placements = FREE_PLACEMENTS if act_ram is None else (act_ram,)
+    best, need = None, 1
+    for place in placements:
+        for on in balances:
+            def run(batch, place=place, on=on):
+                return map_network(chain, fpgas, board, fc_batch=batch, balance=on,
+                                   act_ram=place, check_storage=False, **options)
+            if fc_batch is not None or not has_fc:
+                found = run(fc_batch)
+                found = None if found.infeasible else found
+            else:
+                need = run(None).fc_batch          # the least the DDR needs at compute rate
+                found = _search_batches(run, _ladder(2 * need), need)
+            if _better(found, best):
+                best = found
     if best is None:
-        first = run(1)
-        raise UsageError(f"no fc_batch fits: at fc_batch=1 {_overflow_text(first)}; "
-                         + _remedies(run, first, on, options, chain, fpgas, board))
-    over = run(best.fc_batch + 1)
-    chosen["fc_batch"] = (f"{best.fc_batch} (the largest whose buffers fit: at "
-                          f"{best.fc_batch + 1} {_overflow_text(over)})")
-    return _with(best, chosen, on, limit=f"storage at fc_batch={best.fc_batch + 1}")
+        from .remedy import refusal
+        raise UsageError(refusal(chain, fpgas, board, fc_batch=fc_batch, balance=balance,
+                                 act_ram=act_ram, options=options))
+    chosen = {}
+    if balance is None:
+        chosen["balance"] = ("on" if best.balance else "off") + (
+            " (moves banks only off a node that overflows)" if best.balance else
+            " (as fast as on, no banks moved)")
+    if act_ram is None:
+        in_ddr = [n.node for n in best.nodes if n.act_ram_ddr_words]
+        chosen["act_ram"] = (f"{best.act_ram}: " + (
+            f"in DDR on node(s) {_ranges(in_ddr)}" if in_ddr else "all on chip"))
+    if fc_batch is None and has_fc:
+        chosen["fc_batch"] = (f"{best.fc_batch} (the fastest that fits; the DDR needs "
+                              f"{need} at the compute rate)")
+    return dataclasses.replace(best, chosen=tuple(chosen.items()))
 
 
-def _largest(run, high):
-    """The mapping of the largest ``fc_batch`` in ``[1, high]`` that fits, or ``None``
-    (bisection: a larger batch only lengthens residencies)."""
-    best, low = None, 1
-    while low <= high:
-        middle = (low + high) // 2
-        mapping = run(middle)
-        if mapping.infeasible:
-            high = middle - 1
-        else:
-            best, low = mapping, middle + 1
-    return best
-
-
-def _with(mapping, chosen, balance, limit=None):
-    return dataclasses.replace(mapping, chosen=tuple(chosen.items()), balance=balance,
-                               storage_limit=limit)
-
-
-def _remedies(run, mapping, balance, options, chain, fpgas, board, pinned=None):
-    """The options, with values, under which the mapping fits (a few tried)."""
-    found = []
-    if pinned is not None:
-        fits = _largest(run, pinned - 1)
-        if fits is not None:
-            found.append(f"--param fc_batch={fits.fc_batch} (or any smaller)")
-    if not balance:
-        trial = map_network(chain, fpgas, board, fc_batch=mapping.fc_batch, balance=True,
-                            check_storage=False, **options)
-        if not trial.infeasible:
-            found.append("--param balance=1")
-    if options.get("precision", "fixed16") != "fixed16":
-        trial = map_network(chain, fpgas, board, **dict(options, precision="fixed16"),
-                            fc_batch=1, balance=True, check_storage=False)
-        if not trial.infeasible:
-            found.append("--precision fixed16")
-    trial = map_network(chain, 2 * fpgas, board, fc_batch=pinned, balance=True,
-                        check_storage=False, **options)
-    if not trial.infeasible:
-        found.append(f"--fpgas {2 * fpgas}" + (f" (fc_batch {trial.fc_batch})"
-                                               if pinned is None else ""))
-    if not found:
-        return (f"neither fc_batch 1 nor parameter balancing nor --fpgas {2 * fpgas} fits "
-                f"(a smaller --image-size or a board with more BRAM36 shortens the buffers)")
-    return "it fits with " + " or ".join(found)
+def _ranges(numbers):
+    parts, start = [], None
+    for i, n in enumerate(numbers):
+        if start is None:
+            start = n
+        if i + 1 == len(numbers) or numbers[i + 1] != n + 1:
+            parts.append(f"{start}" if start == n else f"{start}-{n}")
+            start = None
+    return ", ".join(parts)

@@ -15,7 +15,8 @@ def _segment_text(segment):
 def format_table(mapping):
     """The mapping as text: a header with the cluster figures, one row per node (its
     segments with their channel ranges, P x Q, DSPs and their share, BRAM36 and their
-    share, the Gb/s it sends downstream and upstream, its idle share), the boundaries' Gb/s
+    share, the Gb/s it sends downstream and upstream, its idle share; a segment whose Act-RAM
+    waits in DDR marked), the boundaries' Gb/s
     and what does not fit."""
     m = mapping
     model = m.model
@@ -28,7 +29,8 @@ def format_table(mapping):
         f"  period {m.period:,} cycles ({m.bound}-bound"
         + (f", fc_batch held back by {m.storage_limit}" if m.storage_limit else "")
         + f"; compute {m.compute_period:,}, links "
-        f"{m.link_period:,}, FC weights from DDR {m.ddr_period:,}), "
+        f"{m.link_period:,}, FC weights from DDR {m.ddr_period:,}"
+        + (f", Act-RAMs in DDR {m.act_ddr_period:,}" if m.act_ddr_period else "") + "), "
         f"{m.images_per_second:,.1f} images/s, {m.gops_per_fpga:,.1f} GOPS per FPGA, "
         f"idle {m.idle:.2%}, V coarse {_v(m.v_coarse)} -> fine {_v(m.v_fine)} (mapped "
         f"{_v(m.v_mapped)})",
@@ -48,7 +50,9 @@ def format_table(mapping):
         n = node.node - 1
         down = gbps[n][0] if n < len(gbps) else 0.0
         up = gbps[n - 1][1] if n else 0.0
-        segments = ", ".join(f"{_segment_text(s)} {s.p}x{s.q}" for s in node.segments)
+        segments = ", ".join(f"{_segment_text(s)} {s.p}x{s.q}"
+                             + (" (Act-RAM in DDR)" if s.act_ram_in_ddr else "")
+                             for s in node.segments)
         hosted = sum(h.words for h in node.hosted)
         lines.append(
             f"{node.node:>4}  {node.dsp:>6,} {m.dsp_use(node):>6.1%} {node.bram36:>7,} "

@@ -94,37 +94,44 @@ def test_infeasible_mapping_is_refused(mapper, tmp_path, capsys):
     code, out, err = run(capsys, "map", "fpdeep", "--network", "vgg16", "--fpgas", 15,
                          "--board", "vc709", "--precision", "fp32", "-o", out_dir)
     assert code == 2 and out == ""
-    assert re.match(r"^nnrtl: error: no fc_batch fits: at fc_batch=1 node \d+ needs [\d,]+ "
-                    r"BRAM36, [\d,]+ over vc709's 1,470; its largest buffer is \w+ \([\d,]+ "
-                    r"words\)", err), err
+    assert re.match(r"^nnrtl: error: vgg16 does not fit 15 x vc709 in fp32: node \d+ needs "
+                    r"[\d,]+ BRAM36, [\d,]+ over vc709's 1,470; its largest buffer is lpram "
+                    r"\([\d,]+ words\).*; it fits with --fpgas \d+ or .*--precision fixed16$",
+                    err), err
     assert not out_dir.exists()
 
 
 def test_paper_setting_maps_with_no_option(mapper, tmp_path, capsys):
-    """AlexNet on 15 VC709s: fc_batch chosen (the largest whose buffers fit), printed and in
-    mapping.json; the bound and what held the batch back named."""
+    """AlexNet on 15 VC709s: fc_batch and the Act-RAM placement chosen, printed and in
+    mapping.json; compute-bound, node 1's Act-RAM (conv1's input) in DDR."""
     code, out, err = run(capsys, "map", "fpdeep", "--network", "alexnet", "--fpgas", 15,
                          "--board", "vc709", "-o", tmp_path / "a")
     assert code == 0, err
     found = json.loads((tmp_path / "a" / "mapping.json").read_text())
     batch = found["options"]["fc_batch"]
     assert found["summary"]["feasible"] and batch > 1
-    assert found["options"]["chosen"]["fc_batch"].startswith(f"{batch} (the largest whose "
-                                                              f"buffers fit: at {batch + 1} ")
+    assert found["summary"]["bound"] == "compute"
+    assert found["options"]["chosen"]["fc_batch"].startswith(f"{batch} (the fastest that fits")
     assert found["options"]["balance"] is True
-    assert re.search(rf"^  period [\d,]+ cycles \(ddr-bound, fc_batch held back by storage at "
-                     rf"fc_batch={batch + 1}; ", out, re.M), out
-    assert re.search(rf"^  chosen: balance on .*; fc_batch {batch} \(the largest", out, re.M)
+    assert found["nodes"][0]["act_ram_ddr_words"] > 0
+    assert found["nodes"][0]["segments"][0]["act_ram_in_ddr"] is True
+    assert re.search(r"^  period [\d,]+ cycles \(compute-bound; ", out, re.M), out
+    assert re.search(r"^ +1 .* conv1 \d+x\d+ \(Act-RAM in DDR\)$", out, re.M), out
+    assert re.search(rf"^  chosen: balance on .*; act_ram overflow: in DDR on node\(s\) 1\b.*; "
+                     rf"fc_batch {batch} \(the fastest", out, re.M)
     assert re.search(rf"^map: chose balance on .*; fc_batch {batch} ", err, re.M)
 
 
 def test_pinned_value_that_does_not_fit_is_refused(mapper, tmp_path, capsys):
     code, out, err = run(capsys, "map", "fpdeep", "--network", "alexnet", "--fpgas", 15,
-                         "--board", "vc709", "--param", "fc_batch=30", "-o", tmp_path / "a")
+                         "--board", "vc709", "--param", "fc_batch=30", "--param",
+                         "act_ram=chip", "-o", tmp_path / "a")
     assert code == 2 and out == ""
-    assert re.match(r"^nnrtl: error: --param fc_batch=30 \(pinned\): node 1 needs [\d,]+ "
+    assert re.match(r"^nnrtl: error: alexnet does not fit 15 x vc709 in fixed16 with --param "
+                    r"fc_batch=30, --param act_ram=chip \(pinned\): node 1 needs [\d,]+ "
                     r"BRAM36, [\d,]+ over vc709's 1,470; its largest buffer is act_ram "
-                    r"\([\d,]+ words\); it fits with --param fc_batch=\d+ \(or any smaller\)",
+                    r"\([\d,]+ words\), with the free choices at their most storage-saving "
+                    r"\(balancing on\); it fits with fc_batch unpinned or act_ram unpinned$",
                     err), err
 
 
@@ -158,7 +165,7 @@ def test_cluster_exits_1_on_a_period_off_the_mapping(mapper, alexnet_mapping, tm
     assert code == 1
     assert re.search(r"^\s+15\s+[\d.]+\s", out, re.M)        # the table came out first
     assert re.match(r"^nnrtl: check failed: simulated period [\d,.]+ cycles differs from the "
-                    r"mapping's [\d,]+ by \+100\.0%, beyond the 10% tolerance$", err), err
+                    r"mapping's [\d,]+ by \+100\.\d%, beyond the 10% tolerance$", err), err
 
 
 def test_cluster_exits_1_on_a_buffer_over_its_depth(mapper, alexnet_mapping, tmp_path,
