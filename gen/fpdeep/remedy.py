@@ -5,7 +5,8 @@ fit, each found by trying it.
 :func:`fits` tries the free choices that save the most storage (``fc_batch`` 1, parameter
 balancing on, every Act-RAM off the FC node in DDR, :mod:`.placement`), the pinned ones as
 given;
-:func:`refusal` lists, in this order, the pinned values whose freeing fits, the least
+:func:`refusal` lists, in this order, the pinned values (and ``word_bits``) whose freeing
+fits, the least
 FPGA count that fits (tried upward by doubling steps, then bisected), the other boards of
 :data:`nnrtl.boards.BOARDS` that fit at the same count, and ``--precision fixed16`` for an
 fp32 request.
@@ -76,6 +77,7 @@ def refusal(chain, fpgas, board, *, fc_batch, balance, act_ram, options):
              if v is not None]
     head = (f"{chain.name} does not fit {fpgas} x {board.name} in "
             f"{options.get('precision', 'fixed16')}"
+            + (f" ({options['word_bits']}-bit words)" if options.get("word_bits") else "")
             + (f" with {', '.join(given)} (pinned)" if given else "")
             + f": {binding(closest)}, with the free choices at their most storage-saving "
             f"(" + ", ".join(
@@ -89,6 +91,9 @@ def refusal(chain, fpgas, board, *, fc_batch, balance, act_ram, options):
         if value is not None and fits(chain, fpgas, board, options=options,
                                       **dict(pins, **{name: None})):
             found.append(f"{name} unpinned")
+    if options.get("word_bits") is not None and fits(
+            chain, fpgas, board, options=dict(options, word_bits=None), **pins):
+        found.append("word_bits unpinned")
     more = least_fpgas(chain, fpgas, board, pins, options)
     if more is not None:
         found.append(f"--fpgas {more}")

@@ -25,7 +25,7 @@ from ..errors import UsageError
 from .mapper import map_network
 from .placement import ACT_RAM_PLACEMENTS
 
-__all__ = ["choose_mapping", "overflows", "binding", "FREE_PLACEMENTS"]
+__all__ = ["choose_mapping", "overflows", "binding", "node_ranges", "FREE_PLACEMENTS"]
 
 #: The placements tried when ``act_ram`` is free (``"chip"`` is ``"overflow"`` wherever
 #: it fits).
@@ -75,7 +75,7 @@ def _better(a, b):
     return key(a) < key(b)
 
 
-def _search_batches(run, batches, compute_rate_batch):
+def _search_batches(run, batches):
     """The best feasible mapping of ``run(batch)`` over ``batches`` (module docstring)."""
     best, tried = None, {}
 
@@ -132,7 +132,7 @@ def choose_mapping(chain, fpgas, board, *, fc_batch=None, balance=None, act_ram=
                 found = None if found.infeasible else found
             else:
                 need = run(None).fc_batch          # the least the DDR needs at compute rate
-                found = _search_batches(run, _ladder(2 * need), need)
+                found = _search_batches(run, _ladder(2 * need))
             if _better(found, best):
                 best = found
     if best is None:
@@ -147,14 +147,15 @@ def choose_mapping(chain, fpgas, board, *, fc_batch=None, balance=None, act_ram=
     if act_ram is None:
         in_ddr = [n.node for n in best.nodes if n.act_ram_ddr_words]
         chosen["act_ram"] = (f"{best.act_ram}: " + (
-            f"in DDR on node(s) {_ranges(in_ddr)}" if in_ddr else "all on chip"))
+            f"in DDR on node(s) {node_ranges(in_ddr)}" if in_ddr else "all on chip"))
     if fc_batch is None and has_fc:
         chosen["fc_batch"] = (f"{best.fc_batch} (the fastest that fits; the DDR needs "
                               f"{need} at the compute rate)")
     return dataclasses.replace(best, chosen=tuple(chosen.items()))
 
 
-def _ranges(numbers):
+def node_ranges(numbers):
+    """``[1, 2, 3, 8]`` as ``"1-3, 8"``."""
     parts, start = [], None
     for i, n in enumerate(numbers):
         if start is None:

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from ...errors import UsageError
+from .checked import SETTINGS, checked_rows
 
 __all__ = ["PAPER", "BenchSet", "FULL", "QUICK", "table6_rows", "scaling_rows", "knees",
            "cluster_rows", "resource_rows", "bench_fpdeep", "bench", "main"]
@@ -66,6 +67,8 @@ class BenchSet:
         Link budgets (Gb/s per link and direction).
     cluster_images, cluster_ranks : int
         Samples and MPI ranks of each cluster-simulator point.
+    checked : tuple
+        Settings of the storage-checked Table 6 (:data:`.checked.SETTINGS`).
     """
 
     networks: tuple
@@ -74,6 +77,7 @@ class BenchSet:
     gbps: tuple
     cluster_images: int
     cluster_ranks: int
+    checked: tuple = SETTINGS
 
     def __post_init__(self):
         from ..network import BUILTIN
@@ -95,7 +99,7 @@ class BenchSet:
 
 
 FULL = BenchSet(("alexnet", "vgg16", "vgg19"), 15, tuple(range(5, 101)), (150.0, 250.0), 6, 2)
-QUICK = BenchSet(("alexnet",), 15, (5, 6, 7), (150.0, 250.0), 3, 2)
+QUICK = BenchSet(("alexnet",), 15, (5, 6, 7), (150.0, 250.0), 3, 2, SETTINGS[:2])
 
 
 def _board():
@@ -323,9 +327,12 @@ def bench_fpdeep(out, bench_set=FULL, log=None):
     -----
     The parts:
 
-
+    ``checked``
+        Table 6 storage checked (:mod:`.checked`): what ``nnrtl map fpdeep`` returns with
+        no option for each network in fixed16, fp32 and the paper's 32-bit words, its bound
+        and where its Act-RAMs wait; a refusal with the least FPGA count that fits.
     ``table6``
-        AlexNet, VGG-16, VGG-19 on 15 VC709s (Table 6, Fig. 14): GOPS per FPGA, DSP use per
+        Model only (storage not required). AlexNet, VGG-16, VGG-19 on 15 VC709s (Table 6, Fig. 14): GOPS per FPGA, DSP use per
         FPGA, idle stages, busiest link, hours per epoch, storage, under the paper's
         assumptions (cost model ``fixed16``: 1 DSP48E1 per MAC at 200 MHz, with the paper's
         32-bit words in the buffers and on the links, spec §3.9/§4.8) and in fp32 (this
@@ -382,6 +389,9 @@ def bench_fpdeep(out, bench_set=FULL, log=None):
                                 "epoch_images": EPOCH_IMAGES},
               "paper": PAPER}
     result["table6"] = table6_rows(bench_set, log=log)
+    result["checked"] = checked_rows(bench_set.networks, bench_set.table_fpgas, _board(),
+                                     150.0, bench_set.checked,
+                                     PAPER["table6"]["gops_per_fpga"], log=log)
     result["scaling"] = scaling_rows(bench_set, log=log)
     result["knees"] = knees(result["scaling"], bench_set.gbps)
     result["idle"] = _idle_summary(result["scaling"], bench_set.networks)

@@ -18,7 +18,8 @@ def _pct(value, digits=1):
 
 def _table6(result):
     paper = result["paper"]
-    lines = [f"## Table 6 / Fig. 14: {result['set']['table_fpgas']} VC709s, links "
+    lines = [f"## Table 6 / Fig. 14, model only (storage not required): "
+             f"{result['set']['table_fpgas']} VC709s, links "
              f"{result['table6'][0]['link_gbps']:g} Gb/s", "",
              f"Paper: {paper['table6']['where']}; DSP use {paper['dsp_use']['where']}; "
              f"busiest link {paper['max_link_gbps']['value']} Gb/s "
@@ -170,7 +171,8 @@ def markdown_fpdeep(result):
              f"links {setting['link_convention']}. FPGA counts "
              f"{result['set']['fpgas'][0]}-{result['set']['fpgas'][-1]}; "
              f"{result['part_seconds']} s.", ""]
-    lines += (_table6(result) + _idle(result) + _knees(result) + _cluster(result)
+    from .checked import checked_markdown
+    lines += (checked_markdown(result.get("checked", [])) + _table6(result) + _idle(result) + _knees(result) + _cluster(result)
               + _resources(result))
     lines += ["Plots: " + ", ".join(f"`{name}`" for name in result["plots"]), ""]
     return "\n".join(lines)

@@ -160,3 +160,27 @@ def test_resource_rows_beside_the_model(run):
     assert [r["model"]["dsp"] for r in rows] == [3 * 63 * 9, 3 * 126 * 9]
     assert [r["yosys"]["bram36"] for r in rows] == [1464, 1459]
     assert all(r["board"]["dsp"] == 3600 and r["board"]["bram36"] == 1470 for r in rows)
+
+
+def test_storage_checked_table6(run):
+    """The storage-checked rows (gen/fpdeep/studies/checked.py): AlexNet on 15 VC709s maps
+    with no option in fixed16 and fp32, compute-bound, every node within its 1,470 BRAM36,
+    conv1's input waiting in DDR on node 1; GOPS by hand from the period; the fixed16 FC
+    batch the least whose weight pass (58.6 M weights, 4 words of 2 bytes each) the two
+    DDR3-1866 channels carry in a period."""
+    out, result = run
+    rows = {r["setting"]: r for r in result["checked"]}
+    assert set(rows) == {"fixed16", "fp32"}
+    for row in rows.values():
+        assert row["refused"] is None and row["storage_fits"] and row["bound"] == "compute"
+        assert row["bram36_max"] <= 1470 and 1 in row["act_ram_ddr_nodes"]
+        assert row["period_cycles"] == row["compute_period_cycles"]
+        assert row["gops_per_fpga"] == pytest.approx(
+            2 * ALEXNET_WORK * CLOCK / row["period_cycles"] / 15 / 1e9)
+        assert row["paper_gops_per_fpga"] == 1157
+    fc_weights = 9216 * 4096 + 4096 * 4096 + 4096 * 1000
+    rate = CLOCK / rows["fixed16"]["period_cycles"]
+    assert rows["fixed16"]["fc_batch"] == -(-fc_weights * 4 * 2 * rate // (2 * 8 * 1866e6))
+    markdown = (out / "fpdeep.md").read_text()
+    assert "## Table 6, storage checked: 15 VC709s" in markdown
+    assert "| alexnet | fixed16 | 1,161 (1,157) | compute | DDR on node(s) 1" in markdown

@@ -1,0 +1,107 @@
+"""The FPDeep bench's storage-checked Table 6: what ``nnrtl map fpdeep --network NAME --fpgas
+15 --board vc709 [--precision P]`` returns (:func:`~nnrtl.gen.fpdeep.search.choose_mapping`,
+every free option chosen, every buffer checked), beside the paper's Table 6.
+
+Per network and setting (:data:`SETTINGS`): the mapping's GOPS per FPGA, what bounds its
+period, where the Act-RAMs wait (the nodes whose Act-RAMs are in DDR), the FC batch, the
+largest node's BRAM36; or the refusal, with the least FPGA count that fits
+(:func:`~nnrtl.gen.fpdeep.remedy.least_fpgas`) and that mapping's figures.
+"""
+
+__all__ = ["SETTINGS", "checked_rows", "checked_markdown"]
+
+#: ``(label, precision, word_bits)``: the project's two precisions at their own word widths,
+#: and the paper's setting (its cost model with 32-bit words).
+SETTINGS = (("fixed16", "fixed16", None), ("fp32", "fp32", None),
+            ("paper words", "fixed16", 32))
+
+
+def _figures(mapping):
+    in_ddr = [node.node for node in mapping.nodes if node.act_ram_ddr_words]
+    return {
+        "gops_per_fpga": mapping.gops_per_fpga, "bound": mapping.bound,
+        "period_cycles": mapping.period, "compute_period_cycles": mapping.compute_period,
+        "link_period_cycles": mapping.link_period, "ddr_period_cycles": mapping.ddr_period,
+        "act_ddr_period_cycles": mapping.act_ddr_period,
+        "line_period_cycles": mapping.line_period,
+        "fc_batch": mapping.fc_batch, "balance": mapping.balance,
+        "act_ram": mapping.act_ram, "act_ram_ddr_nodes": in_ddr,
+        "bram36_max": max(node.bram36 for node in mapping.nodes),
+        "bram36_board": mapping.bram36, "storage_fits": not mapping.infeasible,
+    }
+
+
+def checked_rows(networks, fpgas, board, link_gbps, settings=SETTINGS, paper=None,
+                 log=None):
+    """One row per network and setting (module docstring)."""
+    from ...errors import UsageError
+    from ..network import builtin
+    from ..remedy import least_fpgas
+    from ..search import choose_mapping
+
+    rows = []
+    for name in networks:
+        chain = builtin(name)
+        for label, precision, word_bits in settings:
+            options = {"precision": precision, "link_gbps": link_gbps,
+                       "word_bits": word_bits}
+            row = {"network": name, "setting": label, "precision": precision,
+                   "word_bits": word_bits, "fpgas": fpgas, "link_gbps": link_gbps,
+                   "paper_gops_per_fpga": (paper or {}).get(name), "refused": None,
+                   "fits_at": None}
+            try:
+                row.update(_figures(choose_mapping(chain, fpgas, board, **options)))
+            except UsageError as error:
+                row["refused"] = str(error)
+                pins = {"fc_batch": None, "balance": None, "act_ram": None}
+                more = least_fpgas(chain, fpgas, board, pins, options)
+                if more is not None:
+                    row["fits_at"] = dict(_figures(choose_mapping(chain, more, board,
+                                                                  **options)), fpgas=more)
+            rows.append(row)
+            if log is not None:
+                log(f"checked: {name} {label}: " + (
+                    f"{row['gops_per_fpga']:.0f} GOPS per FPGA, {row['bound']}-bound"
+                    if row["refused"] is None else "refused"))
+    return rows
+
+
+def _where(row):
+    from ..search import node_ranges
+    nodes = row["act_ram_ddr_nodes"]
+    return f"DDR on node(s) {node_ranges(nodes)}" if nodes else "on chip"
+
+
+def checked_markdown(rows):
+    """The rows as a markdown section."""
+    if not rows:
+        return []
+    first = rows[0]
+    lines = [f"## Table 6, storage checked: {first['fpgas']} VC709s, links "
+             f"{first['link_gbps']:g} Gb/s", "",
+             "What `nnrtl map fpdeep` returns with no option: fc_batch, balancing and the "
+             "Act-RAM placement chosen, every buffer within the board (the paper's GOPS are "
+             "its Table 6, fp32). Settings: `fixed16` 1 DSP per MAC, 16-bit words; `fp32` "
+             "this project's fp32 MAC, 32-bit words; `paper words` 1 DSP per MAC with the "
+             "paper's 32-bit words.", "",
+             "| network | setting | GOPS/FPGA (paper) | bound | Act-RAMs wait | fc_batch | "
+             "max BRAM36/node |", "|---|---|---:|---|---|---:|---:|"]
+    refused = []
+    for r in rows:
+        paper = f" ({r['paper_gops_per_fpga']:,})" if r["paper_gops_per_fpga"] else ""
+        if r["refused"] is None:
+            lines.append(f"| {r['network']} | {r['setting']} | {r['gops_per_fpga']:,.0f}"
+                         f"{paper} | {r['bound']} | {_where(r)} | {r['fc_batch']} | "
+                         f"{r['bram36_max']:,}/{r['bram36_board']:,} |")
+            continue
+        refused.append(r)
+        at = r["fits_at"]
+        lines.append(f"| {r['network']} | {r['setting']} | refused{paper} | - | - | - | - |"
+                     if at is None else
+                     f"| {r['network']} | {r['setting']} | refused; on {at['fpgas']}: "
+                     f"{at['gops_per_fpga']:,.0f}{paper} | {at['bound']} | {_where(at)} "
+                     f"| {at['fc_batch']} | {at['bram36_max']:,}/{at['bram36_board']:,} |")
+    if refused:
+        lines += ["", "Refused (the least FPGA count that fits is mapped in the row):", ""]
+        lines += [f"- {r['network']}, {r['setting']}: {r['refused']}" for r in refused]
+    return lines + [""]
