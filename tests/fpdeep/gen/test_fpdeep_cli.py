@@ -239,3 +239,23 @@ def test_engines_lists_the_map_command(mapper, capsys):
                                           "bench", "draw"]
     assert by_name["fpdeep"]["commands"] == ["cluster", "map"]
     assert by_name["fpdeep"]["options"] == ["train"]
+
+
+def test_cluster_checks_the_act_ram_held_in_ddr(mapper, alexnet_mapping, tmp_path, capsys):
+    """Node 1's Act-RAM waits in DDR: its depth there is what the peak is checked against,
+    and its channel's cycles per sample pace conv1 (slowed to 3 periods a sample, the chain
+    follows)."""
+    node = alexnet_mapping["nodes"][0]
+    assert node["segments"][0]["act_ram_in_ddr"] and node["act_ram_ddr_words"] > 0
+    found = copy.deepcopy(alexnet_mapping)
+    found["nodes"][0]["act_ram_ddr_words"] = 1000
+    code, out, err = _cluster(capsys, tmp_path, found, "--json")
+    assert code == 1 and json.loads(out)["act_ram_within_depth"] is False
+    assert re.match(r"^nnrtl: check failed: node 1: Act-RAM peak [\d,]+ words exceeds its "
+                    r"depth [\d,]+$", err), err
+    found = copy.deepcopy(alexnet_mapping)
+    period = found["summary"]["period_cycles"]
+    found["nodes"][0]["act_ddr_cycles"] = 3 * period
+    code, out, err = _cluster(capsys, tmp_path, found, "--json")
+    assert code == 1
+    assert json.loads(out)["period_cycles"] == pytest.approx(3 * period, rel=0.02)
