@@ -93,10 +93,16 @@ def _simulate_model(request):
         if not codes.exists():
             return result              # a mismatch: the bench wrote no outputs
         hs = np.load(codes) * 2.0 ** -config.act_frac
-    np.save(request.outputs, hs)
+    from .host_layers import HostLayers
+
+    host = quantized.host or HostLayers()
+    outputs = host.outputs(hs)
+    np.save(request.outputs, outputs)
     result["outputs"] = str(request.outputs)
     reference, _ = quantized.dequantized().forward(xs)
-    result["max_abs_error_vs_float"] = float(np.max(np.abs(hs - reference)))
+    result["max_abs_error_vs_float"] = float(np.max(np.abs(outputs - host.outputs(reference))))
+    if host:
+        result["host_layers"] = list(host.described)
     result["config"] = dataclasses.asdict(config)
     return result
 
@@ -105,22 +111,29 @@ def load_model(request):
     """``--model``: the configuration of a model file for ``request.board``."""
     from .explore import check_seq_len
     from ..models import model_format
-    from .frommodel import calibration_used, load_inputs, load_model as read, model_config
+    from .frommodel import calibration_used, load_inputs, model_config
+    from .host_layers import load_tokens, load_whole_model
 
     if request.seq_len is not None:
         check_seq_len(request.seq_len, name="--seq-len")   # before reading a model for nothing
-    model = read(request.path, request.weights, prefix=request.prefix)
+    model, host = load_whole_model(request.path, request.weights, prefix=request.prefix)
     xs = None
-    if request.inputs is not None:
+    if request.inputs is not None and host.embedding is not None:
+        xs = host.engine_inputs(load_tokens(request.inputs, host.embedding))
+    elif request.inputs is not None:
         xs = load_inputs(request.inputs, model.spec.input_size)
     seq_len = len(xs) if xs is not None else request.seq_len
     if seq_len is None:
         seq_len = SbeConfig().seq_len
+    calibration, used = xs, calibration_used(seq_len, xs)
+    if xs is None and host.embedding is not None:
+        calibration, used = host.calibration(seq_len)
     config, quantized = model_config(model, request.board, request.params, seq_len=seq_len,
-                                     calibration=xs, lut_share=request.lut_share)
+                                     calibration=calibration, lut_share=request.lut_share)
     source = {"path": str(request.path), "weights": request.weights and str(request.weights),
-              "format": model_format(request.path), "calibration": calibration_used(seq_len, xs)}
-    return ModelBinding(config=config, model=dataclasses.replace(quantized, source=source),
+              "format": model_format(request.path), "calibration": used}
+    return ModelBinding(config=config, model=dataclasses.replace(quantized, source=source,
+                                                                 host=host or None),
                         inputs=xs)
 
 

@@ -152,6 +152,8 @@ class QuantizedLSTM:
     source : dict, optional
         Where the model came from (``nnrtl generate --model``'s manifest): ``path``,
         ``weights``, ``format`` and the ``calibration`` (:func:`calibration_used`).
+    host : HostLayers, optional
+        The layers the host runs around the stack (:mod:`.host_layers`).
     act_frac, cell_frac, width, acc_width, rounding, ranges, saturated
         As the shared quantization's.
     """
@@ -159,6 +161,7 @@ class QuantizedLSTM:
     layers: tuple
     network: object
     source: dict | None = None
+    host: object = None
 
     @property
     def act_frac(self):

@@ -19,6 +19,7 @@ Example::
     from host import Host
     host = Host("build/lstm", write_register=..., read_register=..., send=..., receive=...)
     hs = host.run(xs)    # seq_len x input_size floats -> seq_len x last layer's h floats
+    ys = host.model(inputs)   # the whole model: an embedding's token ids in, a head's out
 
 Each layer runs over the whole sequence, in ``seq_len``-step runs (a longer sequence, a
 multiple of ``seq_len``, continues the state with ``flags.keep_state``): registers
@@ -30,8 +31,10 @@ layer's h codes.
 ``python host.py [DIR]`` prints the runs of the design in DIR (default: this file's).
 """
 
+import array
 import json
 import os
+import sys
 
 __all__ = ["Host", "quantize", "EngineError"]
 
@@ -85,6 +88,7 @@ class Host:
         self._send, self._receive = send, receive
         self.max_polls = max_polls
         self.registers = {r["name"]: r for r in self.plan["registers"]["registers"]}
+        self.embedding, self.head = _host_layers(directory)
 
     def _offset(self, register):
         return self.registers[register]["offset"]
@@ -178,6 +182,51 @@ class Host:
             xs = hs
         return xs if codes else [[v * 2.0 ** -frac for v in h] for h in xs]
 
+    def model(self, inputs):
+        """The whole model on ``inputs``: the embedding's rows for token ids (when the
+        model starts with one; else input vectors), :meth:`run`, then the head's
+        ``Linear`` layers on every step's h (when it has them), in floats."""
+        if self.embedding is not None:
+            if any(not 0 <= int(t) < len(self.embedding) or int(t) != t for t in inputs):
+                raise ValueError(f"token ids must be integers in 0..{len(self.embedding) - 1}")
+            inputs = [self.embedding[int(t)] for t in inputs]
+        out = self.run(inputs)
+        for weight, bias in self.head:
+            out = [[sum(w * v for w, v in zip(row, h)) + (bias[k] if bias else 0.0)
+                    for k, row in enumerate(weight)] for h in out]
+        return out
+
+
+def _matrix(blob, entry):
+    """A tensor of ``host_layers.bin``: a list of rows (2-D) or a list (1-D)."""
+    values = array.array("d")
+    count = 1
+    for size in entry["shape"]:
+        count *= size
+    values.frombytes(blob[entry["offset"]:entry["offset"] + 8 * count])
+    if sys.byteorder != "little":
+        values.byteswap()
+    if len(entry["shape"]) == 1:
+        return list(values)
+    columns = entry["shape"][1]
+    return [list(values[r * columns:(r + 1) * columns]) for r in range(entry["shape"][0])]
+
+
+def _host_layers(directory):
+    """``(embedding rows or None, [(weight rows, bias or None), ...])`` from
+    ``host_layers.json`` and ``host_layers.bin``, if the design's model has them."""
+    path = os.path.join(directory, "host_layers.json")
+    if not os.path.exists(path):
+        return None, []
+    with open(path) as file:
+        plan = json.load(file)
+    with open(os.path.join(directory, plan["tensors_file"]), "rb") as file:
+        blob = file.read()
+    embedding = plan["embedding"] and _matrix(blob, plan["embedding"]["weight"])
+    head = [(_matrix(blob, layer["weight"]),
+             layer["bias"] and _matrix(blob, layer["bias"])) for layer in plan["head"]]
+    return embedding, head
+
 
 def _describe(directory):
     with open(os.path.join(directory, "runs.json")) as file:
@@ -193,5 +242,4 @@ def _describe(directory):
 
 
 if __name__ == "__main__":
-    import sys
     _describe(sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__)))

@@ -16,6 +16,11 @@
 ``host.py``
     A copy of :mod:`.host_template`: loads both and runs every layer through four
     functions the user writes for the platform.
+``host_layers.json``, ``host_layers.bin``
+    Only for a model with layers around its stack (:mod:`.host_layers`): what ``host.py``'s
+    ``Host.model`` runs on the host, each layer's tensors as little-endian float64 in
+    ``host_layers.bin`` (row-major; offsets and shapes in the JSON): the embedding's
+    ``weight`` in front, the head's ``Linear`` layers after the stack.
 """
 
 import hashlib
@@ -23,11 +28,15 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from ...sim.golden.sbe import LayerParams, beat_counts, pack_beat, weight_beats
 
-__all__ = ["WEIGHTS", "RUNS", "HOST", "model_files", "weight_image", "runs_plan"]
+__all__ = ["WEIGHTS", "RUNS", "HOST", "HOST_LAYERS", "HOST_TENSORS", "model_files",
+           "weight_image", "runs_plan", "host_layer_files"]
 
 WEIGHTS, RUNS, HOST = "weights.bin", "runs.json", "host.py"
+HOST_LAYERS, HOST_TENSORS = "host_layers.json", "host_layers.bin"
 _TEMPLATE = Path(__file__).with_name("host_template.py")
 
 
@@ -123,6 +132,33 @@ def _model_section(config, quantized):
     return section
 
 
+def host_layer_files(host, directory):
+    """Write ``host_layers.json`` and ``host_layers.bin`` of ``host`` (a
+    :class:`~.host_layers.HostLayers`) into ``directory``; returns their names."""
+    blobs, offset = [], 0
+
+    def tensor(array):
+        nonlocal offset
+        data = np.ascontiguousarray(array, dtype="<f8").tobytes()
+        blobs.append(data)
+        entry = {"offset": offset, "shape": list(np.shape(array))}
+        offset += len(data)
+        return entry
+
+    plan = {"tensors_file": HOST_TENSORS, "layers": list(host.described),
+            "embedding": None, "head": []}
+    if host.embedding is not None:
+        plan["embedding"] = {"key": host.embedding.key,
+                             "weight": tensor(host.embedding.weight)}
+    for layer in () if host.head is None else host.head.layers:
+        plan["head"].append({"kind": "Linear", "weight": tensor(layer.weight),
+                             "bias": None if layer.bias is None else tensor(layer.bias)})
+    directory = Path(directory)
+    (directory / HOST_TENSORS).write_bytes(b"".join(blobs))
+    (directory / HOST_LAYERS).write_text(json.dumps(plan, indent=2) + "\n")
+    return [HOST_LAYERS, HOST_TENSORS]
+
+
 def model_files(config, binding, directory):
     """The SBE's ``model_files`` hook: write ``weights.bin``, ``runs.json`` and ``host.py``
     into ``directory``; return the manifest's ``"model"`` section (``"files"``: the
@@ -135,4 +171,9 @@ def model_files(config, binding, directory):
     plan = runs_plan(config, images, config.registers)
     (directory / RUNS).write_text(json.dumps(plan, indent=2) + "\n")
     shutil.copyfile(_TEMPLATE, directory / HOST)
-    return {**_model_section(config, quantized), "files": [WEIGHTS, RUNS, HOST]}
+    files = [WEIGHTS, RUNS, HOST]
+    section = _model_section(config, quantized)
+    if quantized.host:
+        files += host_layer_files(quantized.host, directory)
+        section["host_layers"] = list(quantized.host.described)
+    return {**section, "files": files}

@@ -278,6 +278,51 @@ def test_host_py_runs_a_stack_of_different_hidden_sizes(tmp_path):
     assert not any(emulator.frames.values())
 
 
+def test_host_py_runs_a_whole_model_around_the_engine(tmp_path):
+    """A ``state_dict`` of Embedding(11 -> 4), LSTM(4, 8, 2 layers), Linear(8 -> 3): the
+    generated files hold the embedding and the head; ``Host.model`` on token ids (engine
+    emulated) equals the golden h of the embedding's rows through the head, computed here
+    with numpy; a token id outside the vocabulary is refused."""
+    torch.manual_seed(9)
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(11, 4)
+            self.lstm = torch.nn.LSTM(4, 8, num_layers=2)
+            self.fc = torch.nn.Linear(8, 3)
+
+    model = Model()
+    torch.save(model.state_dict(), tmp_path / "whole.pt")
+    engine, binding = bind(tmp_path / "whole.pt", CONFIGS["k1-blocks4"])
+    config = binding.config
+    directory = tmp_path / "out"
+    directory.mkdir()
+    section = engine.model_files(config, binding, directory)
+    assert set(section["files"]) == HOST_FILES | {"host_layers.json", "host_layers.bin"}
+    assert section["host_layers"] == ["Embedding(11 -> 4) (embed.weight)",
+                                      "Linear(8 -> 3) (fc.weight, fc.bias)"]
+    emulator = GoldenEngine(config)
+    runner = load_host(directory).Host(
+        directory, write_register=emulator.write_register,
+        read_register=emulator.read_register, send=emulator.send, receive=emulator.receive)
+    tokens = [3, 0, 10, 7, 7, 1]
+    got = np.array(runner.model(tokens))
+
+    rows = model.embed.weight.detach().double().numpy()[tokens]
+    codes = np.clip(np.rint(rows * 2.0 ** config.act_frac), -2 ** 15, 2 ** 15 - 1)
+    expected = codes.astype(np.int64)
+    for layer, params in enumerate(layer_params(binding)):
+        expected, _ = golden.run_layer(config, layer, params, expected, batch_norm=False)
+    weight = model.fc.weight.detach().double().numpy()
+    bias = model.fc.bias.detach().double().numpy()
+    want = expected * 2.0 ** -config.act_frac @ weight.T + bias
+    assert got.shape == (SEQ_LEN, 3)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match=r"token ids must be integers in 0\.\.10"):
+        runner.model([11] * SEQ_LEN)
+
+
 def test_host_py_refuses_a_sequence_not_a_multiple_of_seq_len(model_path, tmp_path):
     engine, binding = bind(model_path, CONFIGS["k1-blocks4"])
     write_host_files(engine, binding, tmp_path / "out")

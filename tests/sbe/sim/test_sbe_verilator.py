@@ -263,6 +263,40 @@ def test_sim_command_runs_a_pytorch_model(tmp_path, capsys, kind):
     assert np.max(np.abs(hs - expected.detach().numpy())) < 6e-4
 
 
+def test_sim_command_runs_a_whole_model(tmp_path, capsys):
+    """Embedding -> nn.LSTM -> Linear as one ``state_dict``: ``--inputs`` are token ids,
+    the stack runs on the RTL, the embedding and the head on the host, the outputs are
+    the model's, within the golden model's bound of PyTorch carried through the head. The
+    stack and the embedding's rows are the PyTorch-model test's (the same design)."""
+    import torch
+
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(12, 8, num_layers=2).double()
+    xs = np.random.default_rng(0).uniform(-1, 1, (10, 12))
+    head = torch.nn.Linear(8, 3).double()
+    state = {f"lstm.{key}": value for key, value in lstm.state_dict().items()}
+    state.update({"embed.weight": torch.tensor(xs[::-1].copy()),
+                  **{f"fc.{key}": value for key, value in head.state_dict().items()}})
+    torch.save(state, tmp_path / "whole.pt")
+    tokens = np.arange(10)[::-1]                        # the rows in xs's order
+    np.save(tmp_path / "tokens.npy", tokens)
+    code = main(["sim", "sbe", "--board", "zc706", "--model", str(tmp_path / "whole.pt"),
+                 "--inputs", str(tmp_path / "tokens.npy"), "--outputs",
+                 str(tmp_path / "y.npy"), "--param", "pes=32", "--param", "blocks=4",
+                 "--param", "batch=4", "--param", "bus_weights=8", "--backpressure",
+                 "random", "--seed", "2"])
+    result = sim_json_line(capsys, code)
+    assert result["host_layers"] == ["Embedding(10 -> 12) (embed.weight)",
+                                     "Linear(8 -> 3) (fc.weight, fc.bias)"]
+    ys = np.load(tmp_path / "y.npy")
+    with torch.no_grad():
+        expected = head(lstm(torch.tensor(xs))[0]).numpy()
+    assert ys.shape == (10, 3)
+    # the stack's bound (6e-4 a value) through the head: at most the rows' absolute sums
+    bound = 6e-4 * np.abs(head.weight.detach().numpy()).sum(axis=1).max()
+    assert np.max(np.abs(ys - expected)) < bound
+
+
 def test_sim_command_runs_an_odd_size_pytorch_model(tmp_path, capsys):
     """An nn.LSTM of 39 inputs and 19 hidden units (sizes the RTL runs padded) on the
     default hardware (pinned: the exploration would choose 1,024 PEs): the engine's h
