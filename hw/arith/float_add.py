@@ -5,8 +5,8 @@ from types import SimpleNamespace
 from amaranth.hdl import Cat, Const, Module, Mux
 
 from .float_pipeline import (DSP_ONE_HOT, FloatUnit, align_product, aligned_sum,
-                             leading_zeros, normalize_product, round_and_pack, shift_right_sticky, unpack,
-                             wire)
+                             leading_zeros, normalize_product, round_and_pack, round_fields,
+                             shift_right_sticky, unpack, wire)
 
 
 __all__ = ["FloatAdd", "ADDER_SHIFTS"]
@@ -67,8 +67,14 @@ class FloatAdd(FloatUnit):
           the sticky bit, so neither an inverter nor a sticky OR before the sum;
         - the normalising product takes the carry (a right shift by one) and the sum's
           low bits too, so no shift-or-carry multiplexer after it;
+        - the normalising product is two, one per part of the one-hot power of two
+          that fits a DSP slice's narrow input, joined by an OR (at most one is
+          nonzero), where one product over the whole power would add partial products;
         - the exponent update is one adder with a carry in (``e + 1`` on a carry, else
           ``e + ~shift + 1``), and an exact zero is read from the leading-zero count;
+        - at 8 stages the register after the rounding holds the rounded fields
+          with the overflow and flush flags (:func:`.float_pipeline.round_fields`), and
+          one multiplexer after it takes those with the special cases;
         - the pipeline registers stay flip-flops (``keep``, ``shreg_extract = "no"``):
           the chains of flags and exponents would otherwise become shift-register LUTs
           (the VCU128 has twice as many flip-flops as LUTs).
@@ -229,6 +235,23 @@ class FloatAdd(FloatUnit):
         )
 
         # round: to nearest even, then the special cases
+        if self._shifts == "dsp" and "rounded" in registered:
+            # the rounding's overflow and flush multiplexers join the special cases'
+            encoded, overflow, tiny = round_fields(
+                m, fmt, sign=w.sign, exponent=w.exponent, significand=w.normalized[3:],
+                guard=w.normalized[2], sticky=w.normalized[1] | w.normalized[0],
+                flush_subnormals=flush)
+            w = pipe.cut("rounded", encoded=encoded, overflow=overflow, tiny=tiny, nan=w.nan,
+                         inf=w.inf, sign=w.sign, exact_zero=w.exact_zero,
+                         zero_sign=w.zero_sign)
+            result = Mux(w.nan, Const(fmt.canonical_nan, fmt.width),
+                         Mux(w.inf | (w.overflow & ~w.exact_zero & ~w.tiny),
+                             Cat(Const(fmt.infinity, top), w.sign),
+                             Mux(w.exact_zero, Cat(Const(0, top), w.zero_sign),
+                                 Mux(w.tiny, Cat(Const(0, top), w.sign), w.encoded))))
+            x = pipe.cut("round", result=result)
+            pipe.finish(x.result)
+            return m
         rounded = round_and_pack(m, fmt, sign=w.sign, exponent=w.exponent,
                                  significand=w.normalized[3:], guard=w.normalized[2],
                                  sticky=w.normalized[1] | w.normalized[0],

@@ -17,7 +17,8 @@ from .float_format import FloatFormat
 
 
 __all__ = ["FloatUnit", "FloatPipeline", "sideband", "wire", "unpack", "leading_zeros", "shift_right_sticky",
-           "align_product", "aligned_sum", "normalize_product", "DSP_ONE_HOT", "round_and_pack"]
+           "align_product", "aligned_sum", "normalize_product", "DSP_ONE_HOT", "round_and_pack",
+           "round_fields"]
 
 #: Bits of the one-hot factor a shift-as-product puts on a DSP slice's narrow multiplier
 #: input: the unsigned width of its 18-bit signed B port (DSP48E1 and DSP48E2 alike).
@@ -304,8 +305,10 @@ def aligned_sum(m, large, product, low, width, name="sum"):
 def normalize_product(m, total, shift, carry, name="normalized"):
     """An adder's normalisation of ``total`` (``len(total) - 1`` bits and a carry bit
     on top): right by one keeping a sticky bit when ``carry`` is set, else
-    ``(total << shift)`` in ``len(total) - 1`` bits, as one product with a one-hot power
-    of two (two DSP slices for fp32) instead of a shifter and multiplexers in LUTs.
+    ``(total << shift)`` in ``len(total) - 1`` bits, as a product with a one-hot power
+    of two instead of a shifter and multiplexers in LUTs; a power wider than
+    :data:`DSP_ONE_HOT` bits is cut in two products, one DSP slice each for fp32, joined
+    by an OR (one of them is zero).
 
     The product is ``total[1:] * 2**f`` with ``f = 0`` on a carry (a right shift by
     one) and ``shift + 1`` otherwise; the bit it leaves out, ``total[0]``, comes back
@@ -319,7 +322,15 @@ def normalize_product(m, total, shift, carry, name="normalized"):
     n = len(total) - 1
     factor = wire(m, Cat(*(Mux(carry, k == 0, shift == k - 1) for k in range(n - 1))),
                   f"{name}_factor")
-    product = wire(m, (total[1:n] * factor)[:n], f"{name}_product")
+    if n - 1 <= DSP_ONE_HOT:
+        product = wire(m, (total[1:n] * factor)[:n], f"{name}_product")
+    else:
+        # one product per DSP slice, each with its part of the one-hot factor: at most
+        # one is nonzero, so an OR joins them (no adder of partial products)
+        B = DSP_ONE_HOT
+        low_part = wire(m, (total[1:n] * factor[:B])[:n], f"{name}_product_low")
+        high_part = wire(m, (total[1:n - B + 1] * factor[B:])[:n - B], f"{name}_product_high")
+        product = wire(m, low_part | Cat(Const(0, B), high_part), f"{name}_product")
     low = total[0]
     return Cat(Mux(carry, low | total[1], (shift == 0) & low),
                product[1] | (~carry & (shift == 1) & low),
@@ -342,14 +353,27 @@ def round_and_pack(m, fmt, *, sign, exponent, significand, guard, sticky, flush_
     guard, sticky : Value
         The first bit below the significand, and the OR of all bits below it.
     """
+    encoded, overflow, tiny = round_fields(m, fmt, sign=sign, exponent=exponent,
+                                           significand=significand, guard=guard,
+                                           sticky=sticky, flush_subnormals=flush_subnormals)
+    signed_infinity = Cat(Const(fmt.infinity, fmt.width - 1), sign)
+    result = Mux(overflow, signed_infinity, encoded)
+    if flush_subnormals:
+        result = Mux(tiny, Cat(Const(0, fmt.width - 1), sign), result)
+    return result
+
+
+def round_fields(m, fmt, *, sign, exponent, significand, guard, sticky, flush_subnormals):
+    """:func:`round_and_pack` before its two multiplexers: ``(encoded, overflow, tiny)``,
+    the rounded fields packed as they are, whether the result is an infinity of
+    ``sign``, and whether it is flushed to a zero of ``sign`` (always 0 without
+    ``flush_subnormals``). A unit with a register after the rounding registers these
+    and applies both multiplexers with its special cases, in one LUT a bit."""
     m_bits = fmt.mantissa_bits
     round_up = guard & (sticky | significand[0])
     fraction = wire(m, significand[:m_bits] + round_up, "rounded_fraction")
     rounded_exponent = wire(m, exponent + fraction[m_bits], "rounded_exponent")
     overflow = rounded_exponent >= (1 << fmt.exponent_bits) - 1
     encoded = Cat(fraction[:m_bits], rounded_exponent[:fmt.exponent_bits], sign)
-    signed_infinity = Cat(Const(fmt.infinity, fmt.width - 1), sign)
-    result = Mux(overflow, signed_infinity, encoded)
-    if flush_subnormals:
-        result = Mux(rounded_exponent < 1, Cat(Const(0, fmt.width - 1), sign), result)
-    return result
+    tiny = (rounded_exponent < 1) if flush_subnormals else Const(0, 1)
+    return encoded, overflow, tiny

@@ -144,6 +144,9 @@ class ChannelConfig:
     adder_shifts : str
         Of every PE's adder, ``"dsp"`` (default) or ``"lut"``
         (:class:`~.config.OmniPEConfig`) and of the activation unit's two adders.
+    multiplier_shifts : str
+        Of every PE's multiplier, ``"dsp"`` (default) or ``"lut"``
+        (:class:`~.config.OmniPEConfig`).
 
     Raises
     ------
@@ -169,6 +172,7 @@ class ChannelConfig:
     max_length: int = None
     flush_subnormals: bool = True
     adder_shifts: str = "dsp"
+    multiplier_shifts: str = "dsp"
 
     def __post_init__(self):
         check_positive("pes_per_channel", self.pes_per_channel)
@@ -216,7 +220,8 @@ class ChannelConfig:
                             output_depth=self.output_depth,
                             max_length=self.max_length or self.longest_job,
                             flush_subnormals=self.flush_subnormals,
-                            adder_shifts=self.adder_shifts)
+                            adder_shifts=self.adder_shifts,
+                            multiplier_shifts=self.multiplier_shifts)
 
     def table(self, function):
         """The :class:`~nnrtl.hw.arith.activation.ActivationTable` of ``"sigmoid"`` or

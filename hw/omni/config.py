@@ -18,6 +18,7 @@ from ..arith.accumulator import reduction_schedule
 from ..arith.float_add import FloatAdd, check_shifts
 from ..arith.float_format import FP32, FloatFormat
 from ..arith.float_mul import FloatMul
+from ..arith.float_pipeline import DSP_ONE_HOT
 from ..checks import check_positive, check_range, is_int
 
 __all__ = ["OmniMode", "OmniJob", "OmniPEConfig", "IP_ACCUMULATOR_LATENCY",
@@ -79,8 +80,8 @@ class OperandB(enum.Enum, shape=2):
 def check_units(config, depths):
     """The checks a PE's and a channel's config share: ``fmt``, ``adder_stages`` (1 to
     8), ``multiplier_stages`` (0 to 6), the queue ``depths`` (names; at least 2: a full
-    queue takes no write even when read in the same cycle), ``flush_subnormals`` and
-    ``adder_shifts``."""
+    queue takes no write even when read in the same cycle), ``flush_subnormals``,
+    ``adder_shifts`` and ``multiplier_shifts``."""
     if not isinstance(config.fmt, FloatFormat):
         raise TypeError(f"fmt must be a FloatFormat, not {config.fmt!r}")
     check_range("adder_stages", config.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
@@ -95,6 +96,10 @@ def check_units(config, depths):
         check_shifts(config.adder_shifts, config.fmt)
     except ValueError as error:
         raise ValueError(f"adder_{error}") from None
+    try:
+        check_shifts(config.multiplier_shifts, config.fmt, widest=2 * DSP_ONE_HOT - 3)
+    except ValueError as error:
+        raise ValueError(f"multiplier_{error}") from None
 
 
 class ConfiguredComponent(wiring.Component):
@@ -224,6 +229,14 @@ class OmniPEConfig:
         the VCU128's 9,024 DSP48E2 are about 7 a PE: the DSP adder takes 3 of them (the
         multiplier 2) and 160 LUTs fewer (317 against 477; Yosys, fp32, 8 stages,
         flushing; :mod:`nnrtl.gen.omni.resources`).
+    multiplier_shifts : str
+        ``"dsp"`` (default) or ``"lut"``: the multiplier's shift as a product on one
+        more DSP slice (with ``flush_subnormals`` the one-bit normalising shift, else the
+        right shift of a subnormal result), or in LUTs
+        (:class:`~nnrtl.hw.arith.float_mul.FloatMul`'s ``shifts``; the same bits either
+        way). [U] decision: a lane then takes 6 DSP slices, 40 channels of 32 lanes
+        with their activation units 8,000 of the VCU128's 9,024, for 28 LUTs fewer a
+        lane (Yosys, fp32, 4 stages, flushing; :mod:`nnrtl.gen.omni.resources`).
 
     Raises
     ------
@@ -242,6 +255,7 @@ class OmniPEConfig:
     max_length: int = 4096
     flush_subnormals: bool = True
     adder_shifts: str = "dsp"
+    multiplier_shifts: str = "dsp"
 
     def __post_init__(self):
         check_units(self, ("input_depth", "output_depth"))

@@ -103,7 +103,8 @@ class OmniLane(ConfiguredComponent):
         negative_zero = Const(fmt.sign_mask, width)
 
         m.submodules.multiplier = multiplier = FloatMul(
-            fmt, stages=config.multiplier_stages, flush_subnormals=config.flush_subnormals)
+            fmt, stages=config.multiplier_stages, flush_subnormals=config.flush_subnormals,
+            shifts=config.multiplier_shifts)
         m.submodules.adder = adder = FloatAdd(fmt, stages=config.adder_stages,
                                               flush_subnormals=config.flush_subnormals,
                                               shifts=config.adder_shifts)

@@ -162,11 +162,13 @@ def test_dsp_shifts_at_every_exponent_difference(op, flush):
 
 def test_dsp_shifts_are_products():
     """The DSP adder's shifts are ``*`` cells: fp32 one signed 25 x 18 alignment product
-    (one DSP48E2, its post-adder the significands' sum) and one 26 x 26 normalising
-    product (two), the LUT adder has none."""
+    (one DSP48E2, its post-adder the significands' sum) and the normalising product in
+    two, one per part of its 26-bit one-hot factor (26 x 17 and 10 x 9, one DSP48E2
+    each), the LUT adder has none."""
     assert rtl_products(FloatAdd(FP32, stages=8)) == []
     products = rtl_products(FloatAdd(FP32, stages=8, shifts="dsp"))
-    assert sorted(products) == [(25, True, 18, True), (26, False, 26, False)]
+    assert sorted(products) == [(10, False, 9, False), (25, True, 18, True),
+                                (26, False, 17, False)]
     assert sum(dsp_slices(a, b, "xcup", a_signed=sa, b_signed=sb)
                for a, sa, b, sb in products) == 3
 
@@ -349,3 +351,43 @@ def test_multiplier_normalize_on_subnormal_operands():
     for normalize in ("operand", "product"):
         dut = make_unit("mul", fmt, stages=3, variant=normalize)
         assert_bit_exact("mul", fmt, a, b, stream_through(dut, "mul", a, b), False)
+
+
+@pytest.mark.parametrize("fmt, flush", [(FloatFormat(3, 2), False), (FloatFormat(2, 2), True)],
+                         ids=str)
+@pytest.mark.parametrize("op", ["add", "sub"])
+def test_dsp_adder_at_eight_stages_exhaustively(op, fmt, flush):
+    """The ``"dsp"`` adder at 8 stages (the rounding's overflow and flush registered
+    with the special cases) on every operand pair of the tiny formats."""
+    patterns = np.arange(1 << fmt.width, dtype=np.uint64)
+    a, b = np.repeat(patterns, len(patterns)), np.tile(patterns, len(patterns))
+    dut = make_unit(op, fmt, stages=8, flush_subnormals=flush, shifts="dsp")
+    assert_bit_exact(op, fmt, a, b, stream_through(dut, op, a, b), flush)
+
+
+@pytest.mark.parametrize("fmt, stages", [(FP32, 0), (FP32, 4), (FP32, 6), (BF16, 4),
+                                         (FloatFormat(2, 2), 2)], ids=str)
+def test_flushing_multiplier_with_dsp_shifts(fmt, stages):
+    """The flushing multiplier's one-bit normalisation as a product (``shifts="dsp"``):
+    random operands with gaps and backpressure, every special pairing, and every pair
+    of a 5-bit format."""
+    dut = FloatMul(fmt, stages=stages, flush_subnormals=True, shifts="dsp")
+    seed = 90 + stages
+    a, b, _kinds = random_operands(fmt, "mul", 300, seed)
+    special_a, special_b = special_pairs(fmt)
+    a, b = np.concatenate([a, special_a]), np.concatenate([b, special_b])
+    if fmt.width == 5:
+        patterns = np.arange(1 << fmt.width, dtype=np.uint64)
+        a, b = np.repeat(patterns, len(patterns)), np.tile(patterns, len(patterns))
+    got = stream_through(dut, "mul", a, b, gap=0.3, stall=0.3, seed=seed)
+    assert_bit_exact("mul", fmt, a, b, got, True)
+
+
+def test_flushing_multiplier_dsp_shift_is_a_product():
+    """fp32: the significands' 24 x 24 product and the one-bit normalisation, 26 x 2
+    (one DSP48E2 more than the ``"lut"`` form)."""
+    lut = rtl_products(FloatMul(FP32, stages=4, flush_subnormals=True))
+    dsp = rtl_products(FloatMul(FP32, stages=4, flush_subnormals=True, shifts="dsp"))
+    assert sorted(dsp) == sorted(lut + [(26, False, 2, False)])
+    assert sum(dsp_slices(a, b, "xcup", a_signed=sa, b_signed=sb)
+               for a, sa, b, sb in dsp) == 3

@@ -21,13 +21,16 @@ from nnrtl.sim.tb.omni.pe import PATTERNS, check_in_amaranth, random_jobs, rando
 CONFIGS = {
     # the paper's adder (the defaults: subnormals flushed, DSP shifts); a shallow adder
     # behind a deep multiplier (the EW-add hold), exact subnormals, LUT shifts; no
-    # multiplier registers and a one-stage adder, flushing, bf16
+    # multiplier registers and a one-stage adder, flushing, bf16, the multiplier's shift
+    # in LUTs
     "fp32_a8_m4": OmniPEConfig(max_length=64),
     "fp32_a2_m6": OmniPEConfig(adder_stages=2, multiplier_stages=6, partial_depth=2,
                                input_depth=2, output_depth=2, max_length=64,
-                               flush_subnormals=False, adder_shifts="lut"),
+                               flush_subnormals=False, adder_shifts="lut",
+                               multiplier_shifts="lut"),
     "bf16_a1_m0_flush": OmniPEConfig(fmt=BF16, adder_stages=1, multiplier_stages=0,
-                                     flush_subnormals=True, max_length=64),
+                                     flush_subnormals=True, max_length=64,
+                                     multiplier_shifts="lut"),
 }
 
 
@@ -155,6 +158,10 @@ def test_config_properties():
      r"^adder_shifts must be 'lut' or 'dsp', not 'barrel'$"),
     (lambda: OmniPEConfig(fmt=FloatFormat(11, 52)), ValueError,
      r"^adder_shifts 'dsp' takes a precision of at most 26 bits, not 53$"),
+    (lambda: OmniPEConfig(multiplier_shifts="barrel"), ValueError,
+     r"^multiplier_shifts must be 'lut' or 'dsp', not 'barrel'$"),
+    (lambda: OmniPEConfig(fmt=FloatFormat(8, 31), adder_shifts="lut"), ValueError,
+     r"^multiplier_shifts 'dsp' takes a precision of at most 31 bits, not 32$"),
     (lambda: OmniJob("mvm", 3), TypeError, r"^mode must be an OmniMode, not 'mvm'$"),
     (lambda: OmniJob(OmniMode.MVM, 0), TypeError, r"^length must be a positive integer, not 0$"),
     (lambda: OmniJob(OmniMode.EW_MUL, 2, True), ValueError,
