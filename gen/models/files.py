@@ -11,7 +11,7 @@ from .onnx_io import load_onnx, save_onnx
 from .torch_io import load_export, load_state_dict, save_export, save_state_dict
 from .torchscript import load_torchscript, save_torchscript
 
-__all__ = ["MODEL_FORMATS", "model_format", "load_network", "save_network"]
+__all__ = ["MODEL_FORMATS", "model_format", "load_network", "save_network", "check_finite"]
 
 #: What :func:`load_network` reads, for error messages and help texts.
 MODEL_FORMATS = ("a PyTorch state_dict of an nn.LSTM/nn.GRU saved with torch.save (.pt, "
@@ -129,8 +129,14 @@ def save_network(network, path):
     if network.format not in _SAVERS:
         raise UsageError("the network was not read from a file; save_network writes the "
                          "format of the file a network was read from")
+    check_finite(network)
+    _SAVERS[network.format](network, path)
+
+
+def check_finite(network):
+    """:class:`UsageError` naming a parameter of ``network`` with NaN or infinite values
+    (nothing is written then)."""
     for name, value in network.parameters().items():
         if not (value == value).all() or abs(value).max(initial=0) == float("inf"):
             raise UsageError(f"{network.source}: parameter {name} has NaN or infinite "
                              f"values; nothing written")
-    _SAVERS[network.format](network, path)

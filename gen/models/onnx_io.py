@@ -13,7 +13,10 @@ Gate orders: ``LSTM`` W/R/B blocks i, o, f, c (canonical i, f, g, o), peepholes 
 i, o, f (canonical i, f, o); ``GRU`` z, r, h (canonical r, z, n), either
 ``linear_before_reset``. ``B`` is ``[Wb, Rb]``: ``bias_ih`` and ``bias_hh``. Only
 ``layout=0`` (time first), default activations, no ``clip``; ``sequence_lens`` only as a
-constant equal to every sequence's full length (the graph input's time dimension).
+constant equal to every sequence's full length (the graph input's time dimension). After an
+RNN stack, a head of ``Linear`` layers (``Gemm``, or ``MatMul`` and ``Add``, as the
+exporter writes an ``nn.Linear`` on a sequence) is read apart (:func:`load_onnx` with
+``head``).
 """
 
 import copy
@@ -31,6 +34,8 @@ __all__ = ["load_onnx", "save_onnx"]
 #: the LSTM's peepholes (ONNX i, o, f; canonical i, f, o).
 _FROM_ONNX = {LSTM: [0, 2, 3, 1], GRU: [1, 0, 2], "peep": [0, 2, 1]}
 _TO_ONNX = {LSTM: [0, 3, 1, 2], GRU: [1, 0, 2], "peep": [0, 2, 1]}
+#: Operators of a Linear head after an RNN stack.
+_HEAD_OPS = ("Gemm", "MatMul", "Add")
 _RNN_DEFAULTS = {"activation_alpha": None, "activation_beta": None, "clip": None,
                  "input_forget": 0, "layout": 0}
 
@@ -310,8 +315,11 @@ def _cnn(reader, number, node, index, layers, entries):
     return True
 
 
-def load_onnx(path):
-    """A Network from an ONNX model (see the module)."""
+def load_onnx(path, *, head=False):
+    """A Network from an ONNX model (see the module); with ``head``, ``(network, head)``:
+    the ``Linear`` layers after an RNN stack (``Gemm``, or ``MatMul`` and ``Add``) as a
+    Network of their own, ``None`` when there are none. Without ``head``, such layers are
+    refused, naming them."""
     reader = _Reader(path)
     graph = reader.model.graph
     inputs = [value.name for value in graph.input if value.name not in reader.dtypes]
@@ -319,6 +327,7 @@ def load_onnx(path):
         raise UsageError(f"{reader.label}: the graph has {len(inputs)} inputs besides the "
                          f"initializers; a model has one (optional RNN states aside)")
     current, layers, entries = inputs[0], [], []
+    after, after_entries = [], []               # the Linear layers after an RNN stack
     rnn = any(node.op_type in ("LSTM", "GRU") for node in graph.node)
     for number, node in enumerate(graph.node):
         if current not in node.input:
@@ -330,7 +339,18 @@ def load_onnx(path):
             raise UsageError(f"{reader.label}: {where} reads the data path as input "
                              f"{list(node.input).index(current)}; only as input 0")
         try:
-            if rnn and node.op_type in ("LSTM", "GRU"):
+            if rnn and after and node.op_type not in _HEAD_OPS:
+                raise UsageError(f"{reader.label}: {where}: operator {node.op_type} after the "
+                                 f"Linear head is not supported (a head of Linear layers "
+                                 f"only: Gemm, or MatMul and Add)")
+            if rnn and node.op_type in _HEAD_OPS and layers:
+                if not head:
+                    raise UsageError(f"{reader.label}: {where}: a Linear head ({node.op_type}) "
+                                     f"after the RNN; the whole model runs where the host "
+                                     f"runs the head (nnrtl sim sbe --model, nnrtl train), "
+                                     f"not here")
+                _cnn(reader, number, node, len(after), after, after_entries)
+            elif rnn and node.op_type in ("LSTM", "GRU"):
                 _rnn(reader, number, node, len(layers), layers, entries)
             elif rnn and node.op_type in ("Transpose", "Reshape", "Squeeze", "Identity"):
                 perm = reader.attributes(node).get("perm")
@@ -348,21 +368,26 @@ def load_onnx(path):
     if not layers:
         raise UsageError(f"{reader.label}: no LSTM, GRU or CNN layer on the data path")
     try:
-        return Network(tuple(layers), source=reader.label, format="onnx",
-                       entries=tuple(entries), writer=reader.model)
+        network = Network(tuple(layers), source=reader.label, format="onnx",
+                          entries=tuple(entries), writer=reader.model)
+        linear = Network(tuple(after), source=reader.label, format="onnx",
+                         entries=tuple(after_entries), writer=reader.model) if after else None
     except ValueError as error:
         raise UsageError(f"{reader.label}: {error}") from None
+    return (network, linear) if head else network
 
 
-def save_onnx(network, path):
-    """The source model with its initializers replaced, ``onnx.save``."""
+def save_onnx(network, path, *, also=()):
+    """The source model with its initializers replaced (those of ``network`` and of the
+    networks ``also``, e.g. its head), ``onnx.save``."""
     import onnx
     from onnx import numpy_helper
     model = copy.deepcopy(network.writer)
-    by_name = {entry.name: entry for entry in network.entries}
+    by_name = {entry.name: (entry, part) for part in (network, *also)
+               for entry in part.entries}
     for tensor in model.graph.initializer:
         if tensor.name in by_name:
-            entry = by_name[tensor.name]
-            value = np.asarray(entry.get(network.layers), dtype=entry.dtype)
+            entry, part = by_name[tensor.name]
+            value = np.asarray(entry.get(part.layers), dtype=entry.dtype)
             tensor.CopyFrom(numpy_helper.from_array(value, tensor.name))
     onnx.save(model, os.fspath(path))

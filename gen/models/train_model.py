@@ -23,9 +23,10 @@ layers around them that the host runs, with every tensor of the file accounted f
   ``return_sequences``), :func:`~.keras_io.load_keras_head`; anything else after the RNN
   is refused naming the layers, and an ``Embedding`` before it is refused (an embedding
   is trained from a ``state_dict``).
+* an ONNX graph: its RNN stack and the ``Linear`` layers after it (``Gemm``, or ``MatMul``
+  and ``Add``) as the head (:func:`~.onnx_io.load_onnx` with ``head``);
 * any other format :func:`~nnrtl.gen.models.load_network` reads: the network it
-  reads. The ONNX reader refuses operators after the RNN itself (a ``Gemm``), and a CNN
-  is run whole by its engine.
+  reads; a CNN is run whole by its engine.
 
 :func:`save_train_model` writes the model back in its source's format with the head's
 and the embedding's tensors updated as well.
@@ -38,7 +39,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import UsageError
-from .files import load_network, model_format, save_network
+from .files import check_finite, load_network, model_format, save_network
 from .layers import Linear
 from .network import Entry, Network
 
@@ -394,6 +395,10 @@ def load_train_model(path, *, prefix=None):
         _refuse_keras_embedding(path)
         head = load_keras_head(path)
         return TrainModel(load_keras(path, ignore_trailing=head is not None), head)
+    if kind == "onnx":
+        from .onnx_io import load_onnx
+        network, head = load_onnx(path, head=True)
+        return TrainModel(network, head)
     return TrainModel(load_network(path))
 
 
@@ -426,6 +431,12 @@ def save_train_model(model, path):
         :func:`~nnrtl.gen.models.save_network`.
     """
     network, embedding = model.network, model.embedding
+    if model.head is not None and network.format == "onnx":
+        from .onnx_io import save_onnx
+        for part in (network, model.head):
+            check_finite(part)
+        save_onnx(network, path, also=(model.head,))
+        return
     if model.head is not None and network.format == "keras":
         save_network(network, path)
         kind, _ = network.writer

@@ -223,3 +223,64 @@ def test_a_plain_rnn(tmp_path):
     model = load_train_model(path)
     assert model.head is None and model.stacks == ("",)
     assert isinstance(model.network.layers[0], LSTM)
+
+
+class LstmHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(3, 6, 2)
+        self.fc = torch.nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc(self.lstm(x)[0])
+
+
+def _exported(tmp_path):
+    import warnings
+    torch.manual_seed(4)
+    module = LstmHead().eval()
+    with warnings.catch_warnings():     # the exporter's own warnings are its own
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (torch.zeros(5, 1, 3),), tmp_path / "m.onnx", dynamo=True,
+                          verbose=False)
+    return module, tmp_path / "m.onnx"
+
+
+def test_an_onnx_graph_with_a_linear_head(tmp_path):
+    """torch.onnx.export of LSTM -> Linear (the head as MatMul + Add): the stack for the
+    engine, the head for the host, their outputs PyTorch's; the plain reader refuses the
+    head, naming the node and where a whole model runs."""
+    from nnrtl.gen.models import load_network
+    module, path = _exported(tmp_path)
+    model = load_train_model(path)
+    assert [type(layer) for layer in model.network.layers] == [LSTM, LSTM]
+    assert [type(layer) for layer in model.head.layers] == [Linear]
+    x = np.random.default_rng(1).uniform(-1, 1, (5, 1, 3))
+    hs, _ = model.network.forward(x)
+    (linear,) = model.head.layers
+    with torch.no_grad():
+        want = module.double()(torch.tensor(x)).numpy()
+    np.testing.assert_allclose(hs @ linear.weight.T + linear.bias, want, rtol=0, atol=1e-6)
+    assert model.placement()["host"][0].startswith("Linear(6 -> 2) (")
+    with pytest.raises(UsageError, match=r"MatMul.*: a Linear head \(MatMul\) after the RNN; "
+                                         r"the whole model runs where the host runs the head"):
+        load_network(path)
+
+
+def test_an_onnx_head_is_written_back(tmp_path):
+    _, path = _exported(tmp_path)
+    model = load_train_model(path)
+    # MatMul's weight, (in, out) in the file
+    name = next(entry.name for entry in model.head.entries
+                if np.shape(entry.get(model.head.layers)) == (6, 2))
+    head = model.head.with_parameters({name: np.full((6, 2), 0.5)})
+    save_train_model(model.__class__(model.network, head), tmp_path / "o.onnx")
+    again = load_train_model(tmp_path / "o.onnx")
+    np.testing.assert_array_equal(again.head.layers[0].weight, np.full((2, 6), 0.5))
+    for key, value in model.network.parameters().items():
+        np.testing.assert_array_equal(again.network.parameters()[key], value)
+    (linear,) = model.head.layers
+    bad = model.head.with_layers((Linear(np.full((2, 6), np.nan), linear.bias),))
+    with pytest.raises(UsageError, match=r"has NaN or infinite values; nothing written"):
+        save_train_model(model.__class__(model.network, bad), tmp_path / "bad.onnx")
+    assert not (tmp_path / "bad.onnx").exists()
