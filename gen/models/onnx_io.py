@@ -11,12 +11,13 @@ then ``Transpose`` + ``Reshape``.
 
 Gate orders: ``LSTM`` W/R/B blocks i, o, f, c (canonical i, f, g, o), peepholes ``P``
 i, o, f (canonical i, f, o); ``GRU`` z, r, h (canonical r, z, n), either
-``linear_before_reset``. ``B`` is ``[Wb, Rb]``: ``bias_ih`` and ``bias_hh``. Only
-``layout=0`` (time first), default activations, no ``clip``; ``sequence_lens`` only as a
-constant equal to every sequence's full length (the graph input's time dimension). After an
-RNN stack, a head of ``Linear`` layers (``Gemm``, or ``MatMul`` and ``Add``, as the
-exporter writes an ``nn.Linear`` on a sequence) is read apart (:func:`load_onnx` with
-``head``).
+``linear_before_reset``. ``B`` is ``[Wb, Rb]``: ``bias_ih`` and ``bias_hh``. Either
+``layout`` (the data's order in the graph; the weights, and so the layer, are the same,
+and nnrtl's inputs are time first whatever the file's), default activations, no ``clip``;
+``sequence_lens`` only as a constant equal to every sequence's full length (the graph
+input's time dimension). After an RNN stack, a head of ``Linear`` layers (``Gemm``, or
+``MatMul`` and ``Add``, as the exporter writes an ``nn.Linear`` on a sequence) is read
+apart (:func:`load_onnx` with ``head``).
 """
 
 import copy
@@ -37,7 +38,7 @@ _TO_ONNX = {LSTM: [0, 3, 1, 2], GRU: [1, 0, 2], "peep": [0, 2, 1]}
 #: Operators of a Linear head after an RNN stack.
 _HEAD_OPS = ("Gemm", "MatMul", "Add")
 _RNN_DEFAULTS = {"activation_alpha": None, "activation_beta": None, "clip": None,
-                 "input_forget": 0, "layout": 0}
+                 "input_forget": 0}
 
 
 def _blocks(array, order, gates):
@@ -115,10 +116,9 @@ class _Reader:
         self.producers = {output: node for node in graph.node for output in node.output}
         self.inputs = {value.name for value in graph.input}
         data = [value for value in graph.input if value.name not in self.dtypes]
-        # the data input's time dimension when static (dimension 0: layout 0)
+        # the data input's static dimensions (None where dynamic)
         dims = data[0].type.tensor_type.shape.dim if len(data) == 1 else ()
-        self.input_steps = dims[0].dim_value if dims and dims[0].HasField("dim_value") \
-            else None
+        self.input_dims = [d.dim_value if d.HasField("dim_value") else None for d in dims]
         for node in graph.node:
             if node.op_type == "Constant" and len(node.output) == 1:
                 for attribute in node.attribute:
@@ -159,11 +159,15 @@ def _rnn(reader, number, node, index, layers, entries):
         if list(attrs["activations"])[:len(wanted)] != wanted:
             raise UsageError(f"{reader.label}: {where}: activations {attrs['activations']} "
                              f"are not supported (only the defaults)")
+    layout = attrs.get("layout", 0)
+    if layout not in (0, 1):
+        raise UsageError(f"{reader.label}: {where}: attribute layout={layout!r} is not "
+                         f"supported (0 or 1)")
     direction = attrs.get("direction", b"forward")
     direction = direction.decode() if isinstance(direction, bytes) else direction
     inputs = list(node.input) + [""] * (8 - len(node.input))
     if inputs[4]:
-        _check_full_lengths(reader, where, inputs[4])
+        _check_full_lengths(reader, where, inputs[4], layout)
     for state in inputs[5:7 if kind is LSTM else 6]:
         _check_state(reader, where, state)
     w, r = reader.weight(inputs[1], where), reader.weight(inputs[2], where)
@@ -205,11 +209,12 @@ def _rnn(reader, number, node, index, layers, entries):
     entries.extend(new)
 
 
-def _check_full_lengths(reader, where, name):
+def _check_full_lengths(reader, where, name, layout):
     """``sequence_lens`` that changes nothing: a constant whose every entry is the graph
-    input's (static) time dimension."""
+    input's (static) time dimension (dimension 0, or 1 with ``layout`` 1)."""
     lengths = reader.arrays.get(name)
-    steps = reader.input_steps
+    dims = reader.input_dims
+    steps = dims[layout] if len(dims) > layout else None
     if lengths is None or steps is None or np.any(np.asarray(lengths) != steps):
         raise UsageError(f"{reader.label}: {where}: sequence_lens {name} is not supported "
                          f"(only a constant equal to every sequence's full length, the "
