@@ -209,7 +209,8 @@ class Mapping:
     """``((option, why), ...)``: the options :func:`~.search.choose_mapping` chose (the
     others were given)."""
     storage_limit: str | None = None
-    """What the storage held back (a larger ``fc_batch`` that does not fit), if anything."""
+    """The buffer that holds ``fc_batch`` back when the FC weights' DDR bounds the period
+    (the next batch's overflow, :func:`~.search.choose_mapping`), if any."""
 
     @property
     def bound(self):

@@ -9,9 +9,12 @@ partition is the mapper's (the least period's cuts). A larger ``fc_batch`` short
 weights' DDR period and lengthens every residency, so for each placement and balancing the
 batches are tried on a ladder up to twice the least the DDR needs at the compute rate
 (beyond it the FC weights bound nothing), the search stopping at the first feasible batch
-whose period the FC weights do not set, then refined by bisection below the best; the
+whose period the FC weights do not set, then refined by bisection above the best (up to
+the next batch tried, which did not fit) and below it (the least batch as fast); the
 fastest feasible mapping wins, ties to the smaller batch, ``"overflow"``, balancing on.
-:attr:`~.mapper.Mapping.chosen` says what was chosen and why.
+:attr:`~.mapper.Mapping.chosen` says what was chosen and why; when the FC weights' DDR
+bounds the chosen mapping and the next batch does not fit,
+:attr:`~.mapper.Mapping.storage_limit` names the buffer (the bound is then a buffer's).
 
 When nothing fits, :func:`choose_mapping` raises :class:`UsageError` naming the node, the
 resource (need and have) and the changes that fit, each found by trying it
@@ -19,6 +22,7 @@ resource (need and have) and the changes that fit, each found by trying it
 """
 
 import dataclasses
+import functools
 import math
 
 from ..errors import UsageError
@@ -92,6 +96,18 @@ def _search_batches(run, batches):
             best = mapping
         if mapping.bound != "ddr":
             break
+    if best is not None:                       # up to the next batch tried, which failed
+        low = best.fc_batch
+        high = min([b for b in tried if b > low and tried[b].infeasible], default=low)
+        while high - low > 1:
+            middle = (low + high) // 2
+            mapping = attempt(middle)
+            if mapping.infeasible:
+                high = middle
+            else:
+                low = middle
+                if _better(mapping, best):
+                    best = mapping
     if best is not None and len(batches) > 1:
         lower = max([b for b in batches if b < best.fc_batch], default=0)
         low, high = lower, best.fc_batch           # refine in (low, high]
@@ -122,11 +138,14 @@ def choose_mapping(chain, fpgas, board, *, fc_batch=None, balance=None, act_ram=
     balances = (True, False) if balance is None else (bool(balance),)
     placements = FREE_PLACEMENTS if act_ram is None else (act_ram,)
     best, need = None, 1
+
+    def run_with(batch, place, on):
+        return map_network(chain, fpgas, board, fc_batch=batch, balance=on, act_ram=place,
+                           check_storage=False, **options)
+
     for place in placements:
         for on in balances:
-            def run(batch, place=place, on=on):
-                return map_network(chain, fpgas, board, fc_batch=batch, balance=on,
-                                   act_ram=place, check_storage=False, **options)
+            run = functools.partial(run_with, place=place, on=on)
             if fc_batch is not None or not has_fc:
                 found = run(fc_batch)
                 found = None if found.infeasible else found
@@ -148,10 +167,15 @@ def choose_mapping(chain, fpgas, board, *, fc_batch=None, balance=None, act_ram=
         in_ddr = [n.node for n in best.nodes if n.act_ram_ddr_words]
         chosen["act_ram"] = (f"{best.act_ram}: " + (
             f"in DDR on node(s) {node_ranges(in_ddr)}" if in_ddr else "all on chip"))
+    limit = None
     if fc_batch is None and has_fc:
         chosen["fc_batch"] = (f"{best.fc_batch} (the fastest that fits; the DDR needs "
                               f"{need} at the compute rate)")
-    return dataclasses.replace(best, chosen=tuple(chosen.items()))
+        if best.bound == "ddr":               # what holds a larger batch back: a buffer
+            larger = run_with(best.fc_batch + 1, best.act_ram, best.balance)
+            if larger.infeasible:
+                limit = f"storage at fc_batch={best.fc_batch + 1}: {binding(larger)}"
+    return dataclasses.replace(best, chosen=tuple(chosen.items()), storage_limit=limit)
 
 
 def node_ranges(numbers):

@@ -28,6 +28,7 @@ def _figures(mapping):
         "act_ram": mapping.act_ram, "act_ram_ddr_nodes": in_ddr,
         "bram36_max": max(node.bram36 for node in mapping.nodes),
         "bram36_board": mapping.bram36, "storage_fits": not mapping.infeasible,
+        "storage_limit": mapping.storage_limit,
     }
 
 
@@ -66,6 +67,10 @@ def checked_rows(networks, fpgas, board, link_gbps, settings=SETTINGS, paper=Non
     return rows
 
 
+def _bound(row):
+    return row["bound"] + (" (a buffer holds fc_batch)" if row["storage_limit"] else "")
+
+
 def _where(row):
     from ..search import node_ranges
     nodes = row["act_ram_ddr_nodes"]
@@ -91,7 +96,7 @@ def checked_markdown(rows):
         paper = f" ({r['paper_gops_per_fpga']:,})" if r["paper_gops_per_fpga"] else ""
         if r["refused"] is None:
             lines.append(f"| {r['network']} | {r['setting']} | {r['gops_per_fpga']:,.0f}"
-                         f"{paper} | {r['bound']} | {_where(r)} | {r['fc_batch']} | "
+                         f"{paper} | {_bound(r)} | {_where(r)} | {r['fc_batch']} | "
                          f"{r['bram36_max']:,}/{r['bram36_board']:,} |")
             continue
         refused.append(r)
@@ -99,7 +104,7 @@ def checked_markdown(rows):
         lines.append(f"| {r['network']} | {r['setting']} | refused{paper} | - | - | - | - |"
                      if at is None else
                      f"| {r['network']} | {r['setting']} | refused; on {at['fpgas']}: "
-                     f"{at['gops_per_fpga']:,.0f}{paper} | {at['bound']} | {_where(at)} "
+                     f"{at['gops_per_fpga']:,.0f}{paper} | {_bound(at)} | {_where(at)} "
                      f"| {at['fc_batch']} | {at['bram36_max']:,}/{at['bram36_board']:,} |")
     if refused:
         lines += ["", "Refused (the least FPGA count that fits is mapped in the row):", ""]

@@ -113,3 +113,18 @@ def test_balancing_pinned_off_names_balancing():
                                          r"with balance unpinned"):
         choose_mapping(chain, 15, VC709, balance=False)
     assert choose_mapping(chain, 15, VC709).balance
+
+
+def test_act_ram_pinned_on_chip_names_the_buffer_that_bounds(alexnet):
+    """Act-RAMs pinned on chip: the FC batch is the largest whose buffers fit, the DDR
+    bounds the period and the buffer that holds the next batch back is named."""
+    mapping = choose_mapping(alexnet, 15, VC709, act_ram="chip")
+    batch = mapping.fc_batch
+    assert mapping.bound == "ddr" and not mapping.infeasible
+    assert re.match(rf"^storage at fc_batch={batch + 1}: node 1 needs [\d,]+ BRAM36, [\d,]+ "
+                    r"over vc709's 1,470; its largest buffer is act_ram",
+                    mapping.storage_limit), mapping.storage_limit
+    assert map_network(alexnet, 15, VC709, fc_batch=batch + 1, check_storage=False).infeasible
+    # the DDR period: 4 words of 2 bytes per FC weight a pass, one pass per batch
+    assert mapping.period == math.ceil(4 * 2 * ALEXNET_FC_WEIGHTS / batch / DDR_BYTES_PER_S
+                                       * 200e6)
