@@ -35,7 +35,8 @@ from ..errors import UsageError
 from .layers import GRU, LSTM
 from .network import Entry, Network
 
-__all__ = ["load_keras", "load_keras_head", "save_keras"]
+__all__ = ["load_keras", "load_keras_head", "load_keras_embedding", "save_keras",
+           "overwrite_datasets"]
 
 
 _SKIPPED = {"InputLayer", "Dropout"}       # no weights, identity at inference
@@ -49,8 +50,9 @@ def _activation_name(value):
     return value
 
 
-def _keras_layers(config, path, ignore_trailing):
-    """``[(position, layer dict)]`` of the LSTM and GRU layers of a Keras model config."""
+def _keras_layers(config, path, ignore_trailing, embedding=False):
+    """``[(position, layer dict)]`` of the LSTM and GRU layers of a Keras model config;
+    with ``embedding``, one ``Embedding`` before the first of them is accepted."""
     if not isinstance(config, Mapping) or "class_name" not in config:
         raise UsageError(f"{path}: not a Keras model JSON (no top-level 'class_name')")
     if config["class_name"] != "Sequential":
@@ -77,6 +79,10 @@ def _keras_layers(config, path, ignore_trailing):
             raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM and GRU "
                               f"layers of Keras models")
         elif kind in _SKIPPED:
+            continue
+        elif embedding and kind == "Embedding" and n < lstm_positions[0] and not any(
+                isinstance(item, Mapping) and item.get("class_name") == "Embedding"
+                for item in layers[:n]):
             continue
         elif not (ignore_trailing and n > lstm_positions[-1]):
             after = "" if ignore_trailing else "; pass ignore_trailing to skip layers after " \
@@ -124,8 +130,10 @@ def _keras_input_size(layers):
     return None
 
 
-def _legacy_weights(group, layer_name, path, prefix):
-    """``{"kernel": dataset, ...}`` from a Keras 2 / Keras 3 legacy layer group."""
+def _legacy_weights(group, layer_name, path, prefix,
+                    bases=("kernel", "recurrent_kernel", "bias")):
+    """``{"kernel": dataset, ...}`` (the weights named ``bases``) from a Keras 2 / Keras 3
+    legacy layer group."""
     if layer_name not in group:
         raise UsageError(f"{path}: no group {prefix}{layer_name} for layer "
                          f"{layer_name!r}")
@@ -138,7 +146,7 @@ def _legacy_weights(group, layer_name, path, prefix):
     found = {}
     for name in names:
         base = name.rsplit("/", 1)[-1].split(":")[0]
-        if base in ("kernel", "recurrent_kernel", "bias"):
+        if base in bases:
             if name not in layer_group:
                 raise UsageError(f"{path}: {prefix}{layer_name} lists weight {name!r} "
                                  f"but has no such dataset")
@@ -243,7 +251,7 @@ def _keras_entry(name, index, kind, field, dtype):
 _FIELDS = {"kernel": "weight_ih", "recurrent_kernel": "weight_hh", "bias": "bias"}
 
 
-def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
+def load_keras(json_path, weights_path=None, *, ignore_trailing=False, embedding=False):
     """Read a Keras LSTM/GRU model.
 
     Parameters
@@ -255,6 +263,9 @@ def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
         HDF5 weights (``save_weights`` or ``save``), either layout (see the module).
     ignore_trailing : bool
         Accept any layers after the last LSTM (e.g. a Dense classifier run elsewhere).
+    embedding : bool
+        Accept one ``Embedding`` in front (:func:`load_keras_embedding` reads it); the
+        first RNN's input size is then its ``output_dim``.
 
     Returns
     -------
@@ -278,12 +289,15 @@ def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
     else:
         writer = ("hdf5", os.fspath(json_path))
     with h5:
-        layers, lstms = _keras_layers(config, json_path, ignore_trailing)
+        layers, lstms = _keras_layers(config, json_path, ignore_trailing, embedding)
         root = h5["model_weights"] if "model_weights" in h5 else h5
         prefix = "model_weights/" if "model_weights" in h5 else ""
         native = "layers" in root and "layer_names" not in root.attrs
         model_layers, entries = [], []
         inputs = _keras_input_size(layers)
+        front = _embedding_layer(layers)
+        if front is not None:
+            inputs = front[1].get("config", {}).get("output_dim")
         return_sequences = True
         counts = {}
         for number, (n, layer) in enumerate(lstms):
@@ -333,12 +347,12 @@ def load_keras(json_path, weights_path=None, *, ignore_trailing=False):
                    writer=writer, return_sequences=return_sequences)
 
 
-def _overwrite(h5_file, network):
+def _overwrite(h5_file, arrays):
     import h5py
     with h5py.File(h5_file, "r+") as h5:
-        for entry in network.entries:
-            dataset = h5[entry.name]
-            dataset[...] = np.asarray(entry.get(network.layers), dtype=dataset.dtype)
+        for name, value in arrays.items():
+            dataset = h5[name]
+            dataset[...] = np.asarray(value, dtype=dataset.dtype)
 
 
 def save_keras(network, path):
@@ -346,20 +360,86 @@ def save_keras(network, path):
     weights of a JSON + weights pair; the JSON itself does not change) with the datasets
     overwritten."""
     kind, source = network.writer
-    path = os.fspath(path)
+    _save_arrays(kind, source, os.fspath(path),
+                 {entry.name: entry.get(network.layers) for entry in network.entries})
+
+
+def _save_arrays(kind, source, path, arrays):
+    """``source`` copied to ``path`` with the datasets ``arrays`` overwritten."""
     if kind == "hdf5":
         if os.path.abspath(source) != os.path.abspath(path):
             shutil.copyfile(source, path)
-        _overwrite(path, network)
+        _overwrite(path, arrays)
         return
     with zipfile.ZipFile(source) as archive:
         records = {info.filename: archive.read(info) for info in archive.infolist()}
     weights = io.BytesIO(records["model.weights.h5"])
-    _overwrite(weights, network)
+    _overwrite(weights, arrays)
     records["model.weights.h5"] = weights.getvalue()
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
         for name, data in records.items():
             archive.writestr(name, data)
+
+
+def _embedding_layer(layers):
+    """``(position, layer dict)`` of an ``Embedding`` before the first LSTM/GRU, or None."""
+    for n, layer in enumerate(layers):
+        kind = layer.get("class_name") if isinstance(layer, Mapping) else None
+        if kind in _CLASSES:
+            return None
+        if kind == "Embedding":
+            return n, layer
+    return None
+
+
+def load_keras_embedding(path):
+    """The ``Embedding`` before the first LSTM/GRU of a Keras model (a ``.keras`` archive
+    or a whole-model ``.h5``) as an :class:`~.train_model.Embedding` whose key is its
+    dataset's path; ``None`` when there is none.
+
+    Raises
+    ------
+    UsageError
+        An embedding whose weights are missing, not floating point or not finite, or a
+        configuration its forward differs from (``mask_zero``), naming it.
+    """
+    from .train_model import Embedding
+
+    config, h5, label = _open_keras(path, None)
+    with h5:
+        layers, _ = _keras_layers(config, path, True, embedding=True)
+        found = _embedding_layer(layers)
+        if found is None:
+            return None
+        n, layer = found
+        settings = layer.get("config") if isinstance(layer.get("config"), Mapping) else {}
+        if settings.get("mask_zero", False):
+            raise UsageError(f"{path}: config.layers[{n}].config.mask_zero is true: token 0 "
+                             f"masks the RNN's steps, which nnrtl does not compute")
+        root = h5["model_weights"] if "model_weights" in h5 else h5
+        prefix = "model_weights/" if "model_weights" in h5 else ""
+        if "layers" in root and "layer_names" not in root.attrs:
+            key = "layers/embedding/vars/0"
+            weights = {"embeddings": (key, root[key][()])} if key in root else {}
+        else:
+            weights = _legacy_weights(root, settings.get("name", ""), label, prefix,
+                                      bases=("embeddings",))
+        if "embeddings" not in weights:
+            raise UsageError(f"{label}: no embeddings for Embedding layer "
+                             f"{settings.get('name', n)!r}")
+        name, value = weights["embeddings"]
+        if not np.issubdtype(value.dtype, np.floating) or not np.all(np.isfinite(value)):
+            raise UsageError(f"{label}: {name} has NaN or infinite values, or is not "
+                             f"floating point")
+    return Embedding(key=name, weight=value.astype(np.float64), dtype=str(value.dtype))
+
+
+def overwrite_datasets(writer, arrays):
+    """Overwrite the datasets ``arrays`` (path to array) of the Keras file a network was
+    read from, in place (``writer``: its :attr:`~.network.Network.writer`, after
+    :func:`save_keras` wrote the copy)."""
+    kind, path = writer
+    _save_arrays(kind, path, path, arrays)
 
 
 def _dense_entry(name, field, dtype):
@@ -389,7 +469,7 @@ def load_keras_head(path):
 
     config, h5, label = _open_keras(path, None)
     with h5:
-        layers, rnns = _keras_layers(config, path, True)
+        layers, rnns = _keras_layers(config, path, True, embedding=True)
         last, rnn = rnns[-1]
         after = [(n, layer) for n, layer in enumerate(layers) if n > last
                  and not (isinstance(layer, Mapping) and layer.get("class_name") ==

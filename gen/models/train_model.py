@@ -20,9 +20,9 @@ layers around them that the host runs, with every tensor of the file accounted f
   user saying so.
 * a Keras model (``.keras`` archive, whole-model ``.h5``): its LSTM/GRU layers and at
   most one ``Dense`` after them (linear activation, reading every step of an RNN with
-  ``return_sequences``), :func:`~.keras_io.load_keras_head`; anything else after the RNN
-  is refused naming the layers, and an ``Embedding`` before it is refused (an embedding
-  is trained from a ``state_dict``).
+  ``return_sequences``), :func:`~.keras_io.load_keras_head`, and at most one
+  ``Embedding`` before them (:func:`~.keras_io.load_keras_embedding`); anything else
+  after the RNN is refused naming the layers.
 * an ONNX graph: its RNN stack and the ``Linear`` layers after it (``Gemm``, or ``MatMul``
   and ``Add``) as the head (:func:`~.onnx_io.load_onnx` with ``head``);
 * any other format :func:`~nnrtl.gen.models.load_network` reads: the network it
@@ -379,7 +379,7 @@ def load_train_model(path, *, prefix=None):
         ``prefix`` for a format other than a ``state_dict``, or naming no stack; several
         stacks that do not chain and no ``prefix``; keys that are neither an RNN stack,
         its ``Linear`` head nor its ``Embedding`` (naming them); a bias-free weight that
-        may be the head or the embedding; a Keras ``Embedding``; every error of the
+        may be the head or the embedding; every error of the
         format's reader.
     """
     if prefix is not None and not isinstance(prefix, str):
@@ -391,10 +391,10 @@ def load_train_model(path, *, prefix=None):
         raise UsageError(f"--prefix picks an RNN of a PyTorch state_dict; "
                          f"{os.fspath(path)} is not one")
     if kind in ("keras", "hdf5"):
-        from .keras_io import load_keras, load_keras_head
-        _refuse_keras_embedding(path)
-        head = load_keras_head(path)
-        return TrainModel(load_keras(path, ignore_trailing=head is not None), head)
+        from .keras_io import load_keras, load_keras_embedding, load_keras_head
+        head, embedding = load_keras_head(path), load_keras_embedding(path)
+        network = load_keras(path, ignore_trailing=head is not None, embedding=True)
+        return TrainModel(network, head, embedding=embedding)
     if kind == "onnx":
         from .onnx_io import load_onnx
         network, head = load_onnx(path, head=True)
@@ -402,22 +402,10 @@ def load_train_model(path, *, prefix=None):
     return TrainModel(load_network(path))
 
 
-def _refuse_keras_embedding(path):
-    """A UsageError naming an ``Embedding`` before the first LSTM/GRU of a Keras model."""
-    from .keras_io import _CLASSES, _open_keras
-
-    config, h5, _ = _open_keras(path, None)
-    h5.close()
-    inner = config.get("config") if isinstance(config, Mapping) else None
-    layers = inner.get("layers") if isinstance(inner, Mapping) else inner
-    for n, layer in enumerate(layers if isinstance(layers, list) else []):
-        kind = layer.get("class_name") if isinstance(layer, Mapping) else None
-        if kind in _CLASSES:
-            return
-        if kind == "Embedding":
-            raise UsageError(f"{os.fspath(path)}: config.layers[{n}] is an Embedding: nnrtl "
-                             f"train trains an embedding in front of the RNN from a PyTorch "
-                             f"state_dict (an nn.Embedding), not from a Keras model")
+def _check_embedding(network, embedding):
+    if embedding is not None and not np.all(np.isfinite(embedding.weight)):
+        raise UsageError(f"{network.source}: parameter {embedding.key} has NaN or infinite "
+                         f"values; nothing written")
 
 
 def save_train_model(model, path):
@@ -437,10 +425,18 @@ def save_train_model(model, path):
             check_finite(part)
         save_onnx(network, path, also=(model.head,))
         return
-    if model.head is not None and network.format == "keras":
+    if network.format == "keras" and (model.head is not None or embedding is not None):
+        from .keras_io import overwrite_datasets
+        for part in (network, model.head):
+            if part is not None:
+                check_finite(part)
+        _check_embedding(network, embedding)
         save_network(network, path)
         kind, _ = network.writer
-        save_network(dataclasses.replace(model.head, writer=(kind, os.fspath(path))), path)
+        if model.head is not None:
+            save_network(dataclasses.replace(model.head, writer=(kind, os.fspath(path))), path)
+        if embedding is not None:
+            overwrite_datasets((kind, os.fspath(path)), {embedding.key: embedding.weight})
         return
     if model.head is not None or embedding is not None:
         import torch
@@ -450,9 +446,7 @@ def save_train_model(model, path):
             state[entry.name] = torch.tensor(entry.get(model.head.layers),
                                              dtype=getattr(torch, entry.dtype))
         if embedding is not None:
-            if not np.all(np.isfinite(embedding.weight)):
-                raise UsageError(f"{network.source}: parameter {embedding.key} has NaN or "
-                                 f"infinite values; nothing written")
+            _check_embedding(network, embedding)
             state[embedding.key] = torch.tensor(embedding.weight,
                                                 dtype=getattr(torch, embedding.dtype))
         network = dataclasses.replace(network, writer=state)

@@ -191,7 +191,7 @@ def test_embedding_sgd_step_sums_the_rows_tokens_read():
         embedding.sgd_step(tokens, grad[0], 0.5)
 
 
-def test_keras_embedding_is_refused(tmp_path):
+def test_a_keras_embedding_without_its_weights_is_refused(tmp_path):
     from lstm_files import keras_files, keras_weights, lstm_layer
 
     layers = [{"class_name": "Embedding", "config": {"name": "embedding", "input_dim": 10,
@@ -199,11 +199,61 @@ def test_keras_embedding_is_refused(tmp_path):
               lstm_layer("lstm_1", False, first=True, last=True)]
     _, weights = keras_files(tmp_path, "keras2.2-model", keras_weights(1),
                              json_layers=layers)
-    with pytest.raises(UsageError, match=rf"^{re.escape(str(weights))}: config\.layers\[0\] "
-                                         r"is an Embedding: nnrtl train trains an embedding "
-                                         r"in front of the RNN from a PyTorch state_dict "
-                                         r"\(an nn\.Embedding\), not from a Keras model$"):
+    with pytest.raises(UsageError, match=rf"^{re.escape(str(weights))}: no group "
+                                         r"model_weights/embedding for layer 'embedding'$"):
         load_train_model(weights)
+
+
+def _keras_weights(layer):
+    """``layer.get_weights()[0]``; Keras' own NumPy deprecation on the torch backend is
+    Keras'."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return layer.get_weights()[0]
+
+
+def test_a_keras_model_with_an_embedding_and_a_head(tmp_path):
+    """Keras (torch backend) writes Embedding -> LSTM -> Dense as .keras and .h5: the
+    embedding and the head for the host, the LSTM for the engine, the whole forward equal
+    to Keras' predict; new embedding and head weights written back are what Keras reads."""
+    import os
+    import warnings
+    os.environ.setdefault("KERAS_BACKEND", "torch")
+    keras = pytest.importorskip("keras")
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((6,), dtype="int32"),
+                              keras.layers.Embedding(11, 5),
+                              keras.layers.LSTM(7, return_sequences=True),
+                              keras.layers.Dense(2)])
+    tokens = np.array([[3, 0, 10, 7, 7, 1]])
+    with warnings.catch_warnings():     # Keras' own NumPy deprecation on the torch backend
+        warnings.simplefilter("ignore", DeprecationWarning)
+        expected = np.asarray(model.predict(tokens, verbose=0))[0]
+    for name in ("m.keras", "m.h5"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model.save(tmp_path / name)
+        loaded = load_train_model(tmp_path / name)
+        np.testing.assert_array_equal(loaded.embedding.weight,
+                                      _keras_weights(model.layers[0]))
+        hs, _ = loaded.network.forward(loaded.embedding.lookup(tokens[0]))
+        (dense,) = loaded.head.layers
+        np.testing.assert_allclose(hs @ dense.weight.T + dense.bias, expected, rtol=0,
+                                   atol=1e-5)
+        assert loaded.placement()["host"][0].startswith("Embedding(11 -> 5) (")
+        changed = loaded.__class__(
+            loaded.network, loaded.head.with_layers((Linear(np.full((2, 7), 0.25),
+                                                            dense.bias),)),
+            embedding=loaded.embedding.with_weight(np.full((11, 5), 0.5)))
+        save_train_model(changed, tmp_path / f"o.{name.split('.')[1]}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            again = keras.models.load_model(tmp_path / f"o.{name.split('.')[1]}")
+        np.testing.assert_array_equal(_keras_weights(again.layers[0]), np.full((11, 5), 0.5))
+        np.testing.assert_array_equal(_keras_weights(again.layers[2]), np.full((7, 2), 0.25))
+        np.testing.assert_array_equal(_keras_weights(again.layers[1]),
+                                      _keras_weights(model.layers[1]))
 
 
 def test_prefix_needs_a_state_dict(tmp_path):
