@@ -136,6 +136,7 @@ def gpu_only_seconds(work, gpu, *, algorithm="cudnn_std"):
         # a step: the recurrent product and the cell's element-wise kernel
         fw_steps = bw_steps = t * (max(compute, stream) + 2 * gpu.launch_seconds)
     fw = work.layers * (g["imvm_fw"] + fw_steps)
-    bw = work.layers * (bw_steps + g["imvm_bw"] + g["gc"] + g["wu"])
+    # the first layer's input gradient is not computed (nothing before the stack takes it)
+    bw = work.layers * (bw_steps + g["gc"] + g["wu"]) + (work.layers - 1) * g["imvm_bw"]
     return {"seconds": fw + bw, "fw": fw, "bw_gc_wu": bw, "weights_on_chip": on_chip}
 

@@ -120,7 +120,8 @@ def plan(cell, hidden_size, batch, *, blocks=None, simulator=False,
                         ("shared_floats", shared_floats)):
         _check(value, name)
     gates = GATES[cell]
-    need = -(-gates * hidden_size // MAX_WEIGHTS_PER_THREAD)
+    # a thread keeps G runs of ceil(H / slices) columns: at most the weights a thread keeps
+    need = -(-hidden_size // (MAX_WEIGHTS_PER_THREAD // gates))
     if need > MAX_THREADS:
         raise ValueError(f"hidden_size {hidden_size} needs {need} threads a unit for its "
                          f"weights, more than a block's {MAX_THREADS}")

@@ -12,7 +12,8 @@ Schedules (:data:`STRATEGIES`, the paper's Fig. 10):
 * ``farnn``: Fig. 6. FW, per layer: the I-MVM on the GPU beside the weight load, then the
   FPGA pass. BW, from the last layer: the FPGA pass of layer ``l`` runs beside the GPU's GC
   and WU of layer ``l + 1``; the BW I-MVM of layer ``l + 1`` (the next pass's input) runs
-  beside layer ``l``'s weight load; GC and WU of layer 1 end the step.
+  beside layer ``l``'s weight load; GC and WU of layer 1 end the step. Layer 1's input
+  gradient is not computed (nothing before the stack takes it), in every schedule.
 * ``no_overlap``: every transfer and task one after another.
 * ``all_fpga``: the I-MVMs on the FPGA too (their MACs at the R-MVM pass's utilization,
   ``W_ih`` over PCIe as well); GC and WU stay on the GPU, overlapped as in ``farnn``.
@@ -79,15 +80,16 @@ def farnn_seconds(work, config, gpu, *, strategy="farnn", clock_hz=CLOCK_HZ,
         load_fw, load_bw = 2 * load_fw, 2 * load_bw
         imvm_fw = imvm_bw = 0.0
     layers, gc_wu = work.layers, g["gc"] + g["wu"]
+    # the BW I-MVM of layer l gives layer l - 1 its output gradient: layers 2 .. L
     if strategy == "no_overlap":
         fw = layers * (imvm_fw + load_fw + fpga_fw)
-        bw = layers * (load_bw + fpga_bw + imvm_bw + gc_wu)
+        bw = layers * (load_bw + fpga_bw + gc_wu) + (layers - 1) * imvm_bw
     else:
         fw = layers * (max(imvm_fw, load_fw) + fpga_fw)
         bw = load_bw + fpga_bw                                   # the last layer
         bw += (layers - 1) * (max(imvm_bw, load_bw) + max(fpga_bw, gc_wu))
         bw += gc_wu                                              # layer 1's GC and WU
     busy = {"fpga": layers * (fpga_fw + fpga_bw), "pcie": layers * (load_fw + load_bw),
-            "gpu": layers * (imvm_fw + imvm_bw + gc_wu)}
+            "gpu": layers * (imvm_fw + gc_wu) + (layers - 1) * imvm_bw}
     return {"seconds": fw + bw, "fw": fw, "bw_gc_wu": bw, **busy,
             "bound": max(busy, key=busy.get)}

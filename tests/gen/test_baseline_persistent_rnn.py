@@ -10,6 +10,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("numba")
 
@@ -245,3 +247,20 @@ def test_bench_sweeps_and_labels_what_it_does_not_measure(tmp_path):
     nothing = bench_persistent_rnn(tmp_path)          # no GPU here: nothing measured
     assert nothing["measured"] is False and "no CUDA device" in nothing["reason"]
     assert "Not measured: no CUDA device" in markdown(nothing)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cell=st.sampled_from(["lstm", "gru"]), hidden=st.integers(1, 9000),
+       batch=st.integers(1, 256), blocks=st.one_of(st.none(), st.integers(1, 600)))
+def test_plan_draws_fit_their_limits_or_say_why(cell, hidden, batch, blocks):
+    """Random layers: a plan covers every row and batch element within the thread,
+    register and shared-memory limits, or a ValueError names the sizes."""
+    try:
+        p = plan(cell, hidden, batch, blocks=blocks)
+    except ValueError as error:
+        assert f"hidden_size {hidden}" in str(error)
+        return
+    assert p.blocks * p.units >= hidden and p.slices * p.columns >= hidden
+    assert p.passes * p.chunk >= batch > (p.passes - 1) * p.chunk
+    assert p.threads <= 1024 and p.weights_per_thread <= MAX_WEIGHTS_PER_THREAD
+    assert p.units * p.slices * p.gates * p.chunk <= MAX_SHARED_FLOATS

@@ -4,6 +4,8 @@
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nnrtl.gen.baseline.gpu_model import P100, Workload, gpu_tasks
 from nnrtl.gen.farnn.hybrid import STRATEGIES, farnn_seconds, fpga_config
@@ -19,8 +21,9 @@ def test_no_overlap_is_every_part_in_turn_and_farnn_overlaps_within_it():
     work = Workload("lstm", 1024, 5, 200, 1)
     config = fpga_config(work, VU9P_LSTM1024)
     fw, bw, g = _parts(work, config)
-    serial = 5 * (g["imvm_fw"] + g["imvm_bw"] + g["gc"] + g["wu"]
-                  + (fw.load + fw.compute + bw.load + bw.compute) / CLOCK_HZ)
+    serial = 5 * (g["imvm_fw"] + g["gc"] + g["wu"]
+                  + (fw.load + fw.compute + bw.load + bw.compute) / CLOCK_HZ) \
+        + 4 * g["imvm_bw"]                      # layer 1's input gradient is not needed
     plain = farnn_seconds(work, config, P100, strategy="no_overlap")
     assert plain["seconds"] == pytest.approx(serial)
     farnn = farnn_seconds(work, config, P100)
@@ -73,3 +76,24 @@ def test_a_faster_pcie_shortens_the_loads():
     slow = farnn_seconds(work, config, P100, pcie_gbps=6.25)
     fast = farnn_seconds(work, config, P100, pcie_gbps=25.0)
     assert fast["pcie"] < slow["pcie"] and fast["seconds"] < slow["seconds"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(cell=st.sampled_from(["lstm", "gru"]), hidden=st.integers(16, 1024),
+       layers=st.integers(1, 6), steps=st.integers(1, 2000), batch=st.integers(1, 4),
+       pcie=st.sampled_from([6.25, 12.5, 25.0]))
+def test_system_draws_keep_the_schedules_order(cell, hidden, layers, steps, batch, pcie):
+    """Random stacks on the paper's 4K design: the overlapped step is no shorter than its
+    busiest resource and no longer than every part in turn; the persistent GPU algorithm
+    is no slower than the standard one."""
+    from nnrtl.gen.baseline.gpu_model import gpu_only_seconds
+    work = Workload(cell, hidden, layers, steps, batch)
+    config = fpga_config(work, dataclasses.replace(VU9P_LSTM1024, cell=cell))
+    if config is None:
+        return
+    farnn = farnn_seconds(work, config, P100, pcie_gbps=pcie)
+    plain = farnn_seconds(work, config, P100, strategy="no_overlap", pcie_gbps=pcie)
+    assert max(farnn[k] for k in ("fpga", "pcie", "gpu")) <= farnn["seconds"] * (1 + 1e-12)
+    assert farnn["seconds"] <= plain["seconds"] * (1 + 1e-12)
+    assert gpu_only_seconds(work, P100, algorithm="cudnn_pd")["seconds"] <= \
+        gpu_only_seconds(work, P100)["seconds"]
