@@ -41,15 +41,13 @@ the cluster simulator stalls a node's FP when it is full, so it never holds more
 import dataclasses
 import math
 
-import numpy as np
-
 from ..errors import UsageError
 from . import links
-from .config import STORAGE_KINDS, HostedBanks, NodePlan, SegmentConfig, pab_pixels
+from .config import STORAGE_KINDS, NodePlan, SegmentConfig
+from .storage import balance_banks, in_ddr, segment_storage, weight_banks
 from .cost import (COST_MODELS, DSP_CAP, allocate, fastest_period, fp32_model_for,
                    line_buffer_cycles, unit_budget)
-from .placement import (ACT_RAM_PLACEMENTS, choose_spills, ddr_channels, ddr_cycles,
-                        staging_words, traffic_words)
+from .placement import ACT_RAM_PLACEMENTS, choose_spills, ddr_channels, ddr_cycles
 from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
                         min_period_cuts, variance)
 
@@ -103,64 +101,6 @@ def _shape(layer, mode, lo, hi):
     """``(pixels, n_out, n_in, k, modules)`` of a segment."""
     n_out, n_in = (layer.oc, hi - lo) if mode == "ICP" else (hi - lo, layer.ic)
     return layer.w_out ** 2, n_out, n_in, layer.k, layer.modules
-
-
-def _storage(chain, segment, shape, residency, word_bits):
-    """Words of a segment by kind (spec §2.9), and its off-chip words."""
-    index, mode, lo, hi, completes = segment
-    layer = chain.layers[index]
-    pixels, n_out, n_in, k, modules = shape
-    weights = n_out * n_in * k * k
-    words = dict.fromkeys(STORAGE_KINDS, 0)
-    offchip = 0
-    if layer.kind == "fc":
-        offchip = 2 * weights                    # weights and gradients in DDR
-    else:
-        words["lpram"] = words["lgb"] = weights
-    words["bias"] = n_out if completes else 0
-    words["act_ram"] = math.ceil(residency * n_in * layer.w_in ** 2)
-    if layer.kind == "conv":
-        fp = n_in * ((k - 1) * layer.w_in + k)
-        eb = n_out * ((k - 1) * layer.w_out + k) if modules == 3 else 0
-        words["line_buffers"] = 2 * fp + eb          # FP and PG windows, EB on δ maps
-        words["pab"] = n_out * pab_pixels("conv", pixels)    # one row of partial sums
-        words["error_buffer"] = n_in * layer.w_in if modules == 3 else 0
-        if completes:
-            outs = n_out * pixels
-            bits = outs if layer.relu else 0
-            if layer.pool is not None:
-                bits += n_out * layer.w_pooled ** 2 * math.ceil(math.log2(layer.pool[0] ** 2))
-            words["sfu_masks"] = math.ceil(residency * bits / word_bits)
-    else:
-        words["pab"] = n_out * pab_pixels("fc", pixels)
-        words["error_buffer"] = n_in if modules == 3 else 0
-    return words, offchip
-
-
-def _in_ddr(layer, n_in, words, residency):
-    """A segment's Act-RAM and SFU masks held in DDR (:mod:`.placement`): ``{"saving":
-    {kind: on-chip words freed}, "traffic": DDR words a sample, "words": DDR words, "act":
-    the Act-RAM's of them}``. The
-    masks travel with the Act-RAM (written by FP, read by EB as the activations by PG),
-    two output rows of them staged on chip."""
-    masks = words["sfu_masks"]
-    per_sample = math.ceil(masks / residency) if masks else 0
-    mask_stage = min(masks, math.ceil(2 * per_sample / layer.w_out)) if masks else 0
-    act = words["act_ram"]
-    return {"saving": {"act_ram": max(0, act - staging_words(n_in, layer.w_in)),
-                       "sfu_masks": masks - mask_stage},
-            "traffic": traffic_words(n_in, layer.w_in) + 2 * per_sample,
-            "words": act + masks, "act": act}
-
-
-def _banks(chain, segment, shape):
-    """``(banks, words per bank)`` a segment's weights split into (one per channel of its
-    range), none for FC (off chip)."""
-    index, mode, lo, hi, _ = segment
-    if chain.layers[index].kind == "fc":
-        return 0, 0
-    _, n_out, n_in, k, _ = shape
-    return hi - lo, (n_out if mode == "ICP" else n_in) * k * k
 
 
 @dataclasses.dataclass(frozen=True)
@@ -456,12 +396,12 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         total, off = dict.fromkeys(STORAGE_KINDS, 0), 0
         node_banks, node_acts = [], []
         for seg, shape in zip(segs, shapes[n]):
-            words, o = _storage(chain, seg, shape, resid[seg[0]], model.word_bits)
+            words, o = segment_storage(chain, seg, shape, resid[seg[0]], model.word_bits)
             for kind, value in words.items():
                 total[kind] += value
             off += o
-            node_banks.append([chain.layers[seg[0]].name, *_banks(chain, seg, shape)])
-            node_acts.append(_in_ddr(chain.layers[seg[0]], shape[2], words,
+            node_banks.append([chain.layers[seg[0]].name, *weight_banks(chain, seg, shape)])
+            node_acts.append(in_ddr(chain.layers[seg[0]], shape[2], words,
                                      resid[seg[0]]))
         stores.append(total)
         offchip.append(off)
@@ -478,7 +418,7 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                 for i in spilled[n]:
                     for kind, saved in node_acts[i]["saving"].items():
                         stores[n][kind] -= saved
-    hosted = _balance(stores, banks, capacity_words) if balance else []
+    hosted = balance_banks(stores, banks, capacity_words) if balance else []
 
     # step 6: links and the period
     words = links.boundary_words(chain, line, cuts, hosted)
@@ -522,7 +462,7 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         units = sum(c.mac_units for c in configs)
         need = sum(stores[n].values())
         bram = math.ceil(need / words_per_bram)
-        in_ddr = sum(acts[n][i]["act"] for i in spilled[n])
+        ddr_words = sum(acts[n][i]["act"] for i in spilled[n])
         ddr_bytes = sum(acts[n][i]["words"] for i in spilled[n]) * model.word_bits // 8
         if channels < 2:
             ddr_bytes += offchip[n] * model.word_bits // 8
@@ -550,7 +490,7 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                                       storage=tuple(stores[n].items()), bram36=bram,
                                       hosted=tuple(h for h in hosted if h.host == n + 1),
                                       offchip_words=offchip[n], word_bits=model.word_bits,
-                                      act_ram_ddr_words=in_ddr, act_ddr_cycles=ddr[n][1]))
+                                      act_ram_ddr_words=ddr_words, act_ddr_cycles=ddr[n][1]))
     # step 7: the segments their line buffer's input paces (W_in² at least their compute)
     line_period = max([line_floor] + [
         line_buffer_cycles(c.w_in, c.k, c.stride, c.pad, c.cycles // c.pixels)
@@ -571,40 +511,3 @@ def _budget_text(model, capacity, dsp_cap, resource):
         return (f"{dsp_cap:g} of {capacity.dsp} DSP / {model.dsp_per_mac} DSP per MAC")
     from ..engines import LUT_SHARE
     return f"{LUT_SHARE:g} of {capacity.lut:,} LUT / {model.lut_per_mac:,} LUT per MAC"
-
-
-def _balance(stores, banks, capacity_words):
-    """Spec §2.11 step 5: move whole parameter banks of the most over-full node to the
-    upstream node with the most free memory until all fit or no move helps. Updates
-    ``stores`` (``bpram``/``bgb`` on the host, ``lpram``/``lgb`` off the consumer) and
-    returns the :class:`HostedBanks`."""
-    hosted = {}
-    left = [[list(b) for b in node] for node in banks]
-    while True:
-        over = [sum(s.values()) - capacity_words for s in stores]
-        worst = int(np.argmax(over))
-        if over[worst] <= 0:
-            break
-        free = [capacity_words - sum(s.values()) for s in stores[:worst]]
-        moved = False
-        for host in sorted(range(worst), key=lambda h: -free[h]):
-            for entry in sorted(left[worst], key=lambda e: -e[2]):
-                name, count, size = entry
-                if not count or 2 * size > free[host]:
-                    continue
-                n = min(count, math.ceil(over[worst] / (2 * size)), free[host] // (2 * size))
-                entry[1] -= n
-                for kind, sign, node in (("lpram", -1, worst), ("lgb", -1, worst),
-                                         ("bpram", 1, host), ("bgb", 1, host)):
-                    stores[node][kind] += sign * n * size
-                key = (host + 1, worst + 1, name)
-                hosted[key] = [hosted.get(key, [0, 0])[0] + n,
-                               hosted.get(key, [0, 0])[1] + n * size]
-                moved = True
-                break
-            if moved:
-                break
-        if not moved:
-            break
-    return [HostedBanks(host=host, consumer=consumer, layer=name, banks=count, words=words)
-            for (host, consumer, name), (count, words) in sorted(hosted.items())]
