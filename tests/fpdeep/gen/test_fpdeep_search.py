@@ -128,3 +128,17 @@ def test_act_ram_pinned_on_chip_names_the_buffer_that_bounds(alexnet):
     # the DDR period: 4 words of 2 bytes per FC weight a pass, one pass per batch
     assert mapping.period == math.ceil(4 * 2 * ALEXNET_FC_WEIGHTS / batch / DDR_BYTES_PER_S
                                        * 200e6)
+
+
+@pytest.mark.parametrize("name", ["vgg16", "vgg19"])
+def test_vgg_maps_onto_15_vc709s_with_no_option(name):
+    """VGG-16/19 at 224 x 224 on 15 VC709s in fixed16: compute-bound, every node's on-chip
+    words within its 1,470 BRAM36, the Act-RAMs of conv1_2 (64 · 224² words a sample) in
+    DDR, their channel's traffic inside the period."""
+    mapping = choose_mapping(builtin(name, 224), 15, VC709)
+    assert not mapping.infeasible and mapping.bound == "compute"
+    for node in mapping.nodes:
+        assert math.ceil(sum(words for _, words in node.storage) / WORDS16) <= BRAM36
+        assert node.act_ddr_cycles <= mapping.period
+    conv1_2 = [s for n in mapping.nodes for s in n.segments if s.layer == "conv1_2"]
+    assert conv1_2 and all(s.act_ram_in_ddr for s in conv1_2)
