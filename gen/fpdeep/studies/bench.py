@@ -391,7 +391,8 @@ def bench_fpdeep(out, bench_set=FULL, log=None):
     result["table6"] = table6_rows(bench_set, log=log)
     result["checked"] = checked_rows(bench_set.networks, bench_set.table_fpgas, _board(),
                                      150.0, bench_set.checked,
-                                     PAPER["table6"]["gops_per_fpga"], log=log)
+                                     PAPER["table6"]["gops_per_fpga"],
+                                     bench_set.cluster_images, log=log)
     result["scaling"] = scaling_rows(bench_set, log=log)
     result["knees"] = knees(result["scaling"], bench_set.gbps)
     result["idle"] = _idle_summary(result["scaling"], bench_set.networks)

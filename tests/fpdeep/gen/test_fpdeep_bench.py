@@ -184,3 +184,12 @@ def test_storage_checked_table6(run):
     markdown = (out / "fpdeep.md").read_text()
     assert "## Table 6, storage checked: 15 VC709s" in markdown
     assert "| alexnet | fixed16 | 1,161 (1,157) | compute | DDR on node(s) 1" in markdown
+
+
+def test_storage_checked_rows_simulated(run):
+    """Each storage-checked mapping run through the cluster simulator: every buffer within
+    the mapping's depth (Act-RAMs in DDR included), the period within 2% of the mapper's."""
+    for row in run[1]["checked"]:
+        simulated = row["simulated"]
+        assert simulated["act_ram_within_depth"] and simulated["pab_within_depth"]
+        assert simulated["period_cycles"] == pytest.approx(row["period_cycles"], rel=0.02)
