@@ -5,7 +5,8 @@ nnrtl.sim.tb.arith_float).
 ``make test`` streams a reduced count per operation and format; the full count, 10**6
 operand pairs per operation per format (the default units) and for fp32's other
 variants (the adder's shifts on DSP slices; the multiplier normalising the product, its
-right shift on a DSP slice, its operands in the normal form, and both), is
+right shift on a DSP slice, its operands in the normal form, and both; the Omni lane's
+flushing pair with their shifts on DSP slices), is
 marked ``slow`` and selected by ``make verify-arith`` (``pytest -m slow -k arith``). To keep Verilator builds few, an adder and a
 multiplier sit side by side in one :class:`StreamUnitBundle` (ports ``i_add__payload``,
 ``o_mul__valid``, ...): one build per format serves add, sub and mul.
@@ -159,3 +160,19 @@ def test_full_count_arith_float_multiplier_variants(variant):
     ``none``), at the full count."""
     run_bench(bundle(spec(FP32), spec(FP32, variant=variant)), "mul", count=FULL_COUNT,
               backpressure_count=100_000, seed=5)
+
+
+#: The Omni lane's units: the 8-stage flushing adder and the 4-stage flushing multiplier,
+#: both with their shifts on DSP slices.
+OMNI_LANE = (spec(FP32, stages=8, flush_subnormals=True, variant="dsp"),
+             spec(FP32, stages=4, flush_subnormals=True, variant="dsp"))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(5400)
+@pytest.mark.parametrize("op", OPS)
+def test_full_count_arith_float_omni_lane(op):
+    """The Omni lane's adder and multiplier (flushing, shifts on DSP slices: the adder's
+    8-stage rounding register, the multiplier's one-bit normalisation as a product) at
+    the full count."""
+    run_bench(bundle(*OMNI_LANE), op, count=FULL_COUNT, backpressure_count=100_000, seed=6)
