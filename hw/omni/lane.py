@@ -15,7 +15,12 @@ Everything here depends on data; nothing decides. Decisions for fewer LUTs (Yosy
   those 4 bits of the 4-deep queues are flip-flops with a 4:1 read MUX
   (:meth:`~.config.OmniPEConfig.queue_register_bits`: 9 LUTs a lane fewer, 48 FFs more).
 - *The adder* is :class:`~nnrtl.hw.arith.float_add.FloatAdd` with ``shifts="dsp"``
-  (317 LUTs where its first ``"dsp"`` form took 369 and 13 shift-register LUTs). Each cycle the control's word
+  (307 LUTs where its first ``"dsp"`` form took 369 and 13 shift-register LUTs).
+- *The multiplier* is :class:`~nnrtl.hw.arith.float_mul.FloatMul` with the config's
+  ``multiplier_shifts`` (default ``"dsp"``: its one-bit normalising shift on a sixth
+  DSP slice of the lane, 104 LUTs where the shift in LUTs takes 132).
+
+Each cycle the control's word
 (:attr:`~.config.OmniPEConfig.lane_control_layout`) says which queue entries are written
 and read, whether the multiplier's and the adder's pipelines move, and what every MUX
 selects. An :class:`~.pe.OmniPE` is one control and one lane; a
