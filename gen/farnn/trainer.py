@@ -12,6 +12,12 @@ Layers are run one after another (one layer's weights on chip at a time), FW fro
 first layer up, BW from the last down; the output delta of layer ``l`` is the BW input MVM
 of layer ``l + 1``, and the gradient at the network's inputs (for an embedding in front,
 :meth:`FarnnTrainer.input_gradient`) the BW input MVM of layer 0.
+
+A ``reverse`` layer is a forward pass over the time-reversed sequence: the host streams
+the steps last first and puts the outputs back in time order (the FPGA part is the same).
+A ``bidirectional`` layer is two such passes, one a direction, each with its own weights:
+their outputs are concatenated (forward first, as PyTorch's), the loss gradient split
+between them, and the two BW input MVMs summed into the previous layer's delta.
 """
 
 import dataclasses
@@ -61,9 +67,6 @@ def _workload_sizes(network):
             raise UsageError(f"layer {index} of {source} is {type(layer).__name__}, but layer "
                              f"0 is {type(first).__name__}: the farnn engine runs one cell "
                              f"type")
-        if layer.direction != "forward":
-            raise UsageError(f"layer {index} of {source} is {layer.direction}; the farnn "
-                             f"engine runs forward layers only")
         refuse_extensions(layer, f"layer {index} of {source}", "the farnn engine")
         if (layer.hidden_size, layer.proj_size) != (first.hidden_size, first.proj_size):
             raise UsageError(f"layer {index} of {source} has hidden_size "
@@ -104,14 +107,41 @@ def config_for(network, seq_len, batch, params=()):
     return config
 
 
+def _directions(layer):
+    """``[(field suffix, the direction as a forward layer, reversed in time)]`` of a layer:
+    its tensors (``_reverse`` ones for a bidirectional layer's second direction) in a
+    forward layer the FPGA part runs."""
+    fields = layer.FIELDS + layer.ONNX_FIELDS
+    if layer.direction == "forward":
+        return [("", layer, False)]
+    if layer.direction == "reverse":
+        return [("", dataclasses.replace(layer, direction="forward"), True)]
+    cleared = {field + "_reverse": None for field in fields}
+    forward = dataclasses.replace(layer, direction="forward", **cleared)
+    backward = dataclasses.replace(layer, direction="forward", **cleared,
+                                   **{field: getattr(layer, field + "_reverse")
+                                      for field in fields})
+    return [("", forward, False), ("_reverse", backward, True)]
+
+
+def _flip(values, reverse):
+    """``values`` (time first) reversed in time when ``reverse``, a copy with positive
+    strides (numpy keeps a length-1 axis's negative stride through ascontiguousarray)."""
+    return values[::-1].copy() if reverse else values
+
+
 @dataclasses.dataclass
 class _Layer:
-    """What a layer's FW leaves for its BW."""
+    """What a layer's FW leaves for its BW: one direction's pass (``index``, the pass's
+    number on the FPGA part; ``suffix`` of its tensors' fields; ``reverse`` in time)."""
 
     layer: object
     x: np.ndarray
     streams: dict
     fw: object
+    index: int = 0
+    suffix: str = ""
+    reverse: bool = False
 
 
 class FarnnTrainer:
@@ -224,12 +254,20 @@ class FarnnTrainer:
         self._input_delta = None
         if self._rtl is not None:
             self._rtl.clear()
-        for index, layer in enumerate(network.layers):
-            streams = self._streams(layer)
-            imvm = to_bits(host.input_mvm(layer, x).cpu().numpy())
-            fw = self._forward_pass(index, streams, imvm)
-            self._layers.append(_Layer(layer=layer, x=x, streams=streams, fw=fw))
-            x = from_bits(fw.y)
+        passes = 0
+        for layer in network.layers:
+            records, outputs = [], []
+            for suffix, view, reverse in _directions(layer):
+                xd = _flip(x, reverse)
+                streams = self._streams(view)
+                imvm = to_bits(host.input_mvm(view, xd).cpu().numpy())
+                fw = self._forward_pass(passes, streams, imvm)
+                records.append(_Layer(layer=view, x=xd, streams=streams, fw=fw,
+                                      index=passes, suffix=suffix, reverse=reverse))
+                outputs.append(_flip(from_bits(fw.y), reverse))
+                passes += 1
+            self._layers.append(records)
+            x = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=-1)
         return x.astype(np.float64)
 
     def backward(self, grad_outputs):
@@ -239,21 +277,29 @@ class FarnnTrainer:
         config = self.config
         dy = np.asarray(grad_outputs, dtype=np.float32)
         gradients = {}
+        self._input_delta = []
         for index in reversed(range(len(self._layers))):
-            saved = self._layers[index]
-            bw = self._backward_pass(index, saved.streams, saved.fw, to_bits(dy))
-            y = from_bits(saved.fw.y)
-            v_prev = np.concatenate([np.zeros_like(y[:1]), y[:-1]])
-            fields = host.gradients(
-                saved.layer, saved.x, v_prev, from_bits(bw.d_input),
-                from_bits(bw.d_recurrent), h=from_bits(saved.fw.h),
-                dr_hat=None if bw.dr_hat is None else from_bits(bw.dr_hat))
-            for field in saved.layer.tensor_fields():
-                gradients[(index, field)] = fields[field]
+            records = self._layers[index]
+            width = dy.shape[-1] // len(records)
+            below = []
+            for k, saved in enumerate(records):
+                dyd = _flip(dy[..., k * width:(k + 1) * width].copy(), saved.reverse)
+                bw = self._backward_pass(saved.index, saved.streams, saved.fw, to_bits(dyd))
+                y = from_bits(saved.fw.y)
+                v_prev = np.concatenate([np.zeros_like(y[:1]), y[:-1]])
+                fields = host.gradients(
+                    saved.layer, saved.x, v_prev, from_bits(bw.d_input),
+                    from_bits(bw.d_recurrent), h=from_bits(saved.fw.h),
+                    dr_hat=None if bw.dr_hat is None else from_bits(bw.dr_hat))
+                for field in saved.layer.tensor_fields():
+                    gradients[(index, field + saved.suffix)] = fields[field]
+                if index:
+                    below.append(_flip(host.backward_input_mvm(
+                        saved.layer, from_bits(bw.d_input)).cpu().numpy(), saved.reverse))
+                else:
+                    self._input_delta.append((saved, from_bits(bw.d_input)))
             if index:
-                dy = host.backward_input_mvm(saved.layer, from_bits(bw.d_input)).cpu().numpy()
-            else:
-                self._input_delta = from_bits(bw.d_input)
+                dy = below[0] if len(below) == 1 else below[0] + below[1]
         return gradients
 
     def input_gradient(self):
@@ -271,9 +317,10 @@ class FarnnTrainer:
         if self._input_delta is None:
             raise ValueError("input_gradient comes from backward: call forward and backward "
                              "first")
-        layer = self._layers[0].layer
-        return host.backward_input_mvm(layer, self._input_delta).cpu().numpy().astype(
-            np.float64)
+        parts = [_flip(host.backward_input_mvm(saved.layer, delta).cpu().numpy(),
+                       saved.reverse) for saved, delta in self._input_delta]
+        total = parts[0] if len(parts) == 1 else parts[0] + parts[1]
+        return total.astype(np.float64)
 
     def counters(self):
         """The last step's FPGA part (FW and BW of every layer) and ``host_device``, where
@@ -290,7 +337,7 @@ class FarnnTrainer:
         if self._shape is not None:
             steps, batch = self._shape
             useful = dataclasses.replace(self.config, seq_len=steps, batch=batch,
-                                         layers=len(self._layers)).useful_macs
+                                         layers=sum(map(len, self._layers))).useful_macs
         return {"cycles": None, "useful_macs": useful, "utilization": None,
                 "host_device": self.device}
 

@@ -3,6 +3,7 @@ layout, the weight stream's word order (pinned word by word on a tiny engine) an
 unpacking checks, and training steps through :mod:`nnrtl.gen.train`'s functions for LSTM,
 GRU and LSTM with projection, 1 to 3 layers, against PyTorch float64."""
 
+import dataclasses
 import json
 import types
 
@@ -184,14 +185,6 @@ def test_unsupported_networks():
     with pytest.raises(UsageError, match=r"^layer 1 of the model is GRU, but layer 0 is LSTM: "
                                          r"the farnn engine runs one cell type$"):
         config_for(Network(layers=(lstm, gru)), 2, 1)
-    torch.manual_seed(0)
-    module = torch.nn.LSTM(3, 4, bidirectional=True)
-    state = {k: v.detach().double().numpy() for k, v in module.state_dict().items()}
-    fields = {k.replace("_l0", ""): v for k, v in state.items()}
-    bidirectional = LSTM(direction="bidirectional", **fields)
-    with pytest.raises(UsageError, match=r"^layer 0 of the model is bidirectional; the farnn "
-                                         r"engine runs forward layers only$"):
-        config_for(Network(layers=(bidirectional,)), 2, 1)
     projected = random_network("lstm", 3, 5, proj_size=2)
     assert FarnnTrainer(config_for(projected, 2, 1), "rtl").backend == "rtl"   # supported
     with pytest.raises(UsageError, match=r"^--backend must be one of golden, rtl for the farnn "
@@ -226,6 +219,58 @@ def test_training_step_matches_float64_sgd(cell, proj, layers, params):
     steps, batch = 6, 2
     assert trainer.counters()["useful_macs"] == trainer.config.useful_macs
     assert trainer.config.seq_len == steps and trainer.config.batch == batch
+
+
+def directional_network(cell, directions, layers, seed):
+    """``layers`` layers of PyTorch's ``nn.LSTM``/``nn.GRU`` (3 inputs, 6 units) in the
+    model layer: ``directions`` ``"bidirectional"`` (PyTorch's own), or ``"reverse"`` (each
+    layer's forward tensors read backwards in time)."""
+    torch.manual_seed(seed)
+    kind = torch.nn.LSTM if cell == "lstm" else torch.nn.GRU
+    module = kind(3, 6, num_layers=layers, bidirectional=directions == "bidirectional")
+    state = {k: v.detach().double().numpy() for k, v in module.state_dict().items()}
+    built = []
+    for index in range(layers):
+        fields = {k.replace(f"_l{index}", ""): v for k, v in state.items()
+                  if f"_l{index}" in k and (directions == "bidirectional"
+                                            or not k.endswith("_reverse"))}
+        built.append((LSTM if cell == "lstm" else GRU)(direction=directions, **fields))
+    return Network(layers=tuple(built))
+
+
+@pytest.mark.parametrize("cell, directions, layers, batch", [
+    ("lstm", "bidirectional", 2, 2), ("gru", "bidirectional", 1, 1), ("gru", "reverse", 2, 2),
+    ("lstm", "reverse", 1, 1)])
+def test_reverse_and_bidirectional_layers_train_as_pytorch(cell, directions, layers, batch):
+    """A reverse layer is a forward pass over the reversed sequence, a bidirectional one
+    two passes; every gradient (the ``_reverse`` tensors included) against float64
+    autograd of PyTorch's own bidirectional layer, and the SGD step through the
+    interface within its bound."""
+    network = directional_network(cell, directions, layers, seed=layers)
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, (5, batch, 3))
+    trainer = FarnnTrainer(config_for(network, 5, batch, ["chains=2", "chain_length=2"]))
+    outputs = trainer.forward(network, x)
+    assert outputs.shape == (5, batch, network.layers[-1].output_size)
+    grad_outputs = rng.uniform(-1, 1, outputs.shape)
+    engine = trainer.backward(grad_outputs)
+    reference = reference_gradients(network, x, grad_outputs)
+    assert set(engine) == set(reference)
+    assert (directions == "bidirectional") == ((0, "weight_hh_reverse") in engine)
+    for key, value in reference.items():
+        assert np.abs(engine[key] - value).max() < GRADIENT_BOUND / 10, key
+    with torch.no_grad():
+        x_leaf = torch.tensor(x, requires_grad=True)
+    from nnrtl.gen.models import to_torch
+    module = to_torch(network, torch.float64)
+    (module(x_leaf)[0] * torch.tensor(grad_outputs)).sum().backward()
+    assert np.abs(trainer.input_gradient() - x_leaf.grad.numpy()).max() < GRADIENT_BOUND / 10
+    assert trainer.counters()["useful_macs"] == dataclasses.replace(
+        trainer.config, layers=layers * network.layers[0].num_directions).useful_macs
+    y = rng.uniform(-1, 1, (batch, 5, network.layers[-1].output_size))
+    difference, bound, _ = step(network, np.swapaxes(x, 0, 1), y, "mse", 0.5,
+                                ("chains=2", "chain_length=2"))
+    assert difference <= bound / 20
 
 
 def test_gradients_against_float64_autograd_directly():
