@@ -88,6 +88,9 @@ def load_whole_model(path, weights=None, *, prefix=None):
 
     if weights is not None:
         return load_model(path, weights, prefix=prefix), HostLayers()
+    # the stack as the SBE reads it (several RNNs in a state_dict need --prefix), then
+    # the layers around it as nnrtl train places them
+    load_model(path, prefix=prefix)
     model = load_train_model(path, prefix=prefix)
     network = check_model(model.network)
     host = model.placement()["host"]
