@@ -125,9 +125,15 @@ def test_kernels_in_the_simulator_take_the_batch_in_passes(cell):
     for got, same in zip((y, h_n, c_n), schedule_model(p, xw, w_hh, b_hh, h0, c0)):
         if same is not None:
             np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
-    dy = np.random.default_rng(8).uniform(-1, 1, y.shape).astype(np.float32)
-    dz_x, dz_h, dh0, dc0, _seconds = backward(p, dy, saved, y, h0, c0, w_hh)
-    model = schedule_model_backward(p, dy, saved, y, h0, c0, w_hh)
+    _check_backward_kernel(p, cell, weights, x, h0, c0, y, saved, seed=8)
+
+
+def _check_backward_kernel(p, cell, weights, x, h0, c0, y, saved, *, seed):
+    """The backward kernel of plan ``p`` against its numpy schedule and PyTorch autograd,
+    for a random ``dy``."""
+    dy = np.random.default_rng(seed).uniform(-1, 1, y.shape).astype(np.float32)
+    dz_x, dz_h, dh0, dc0, _seconds = backward(p, dy, saved, y, h0, c0, weights[1])
+    model = schedule_model_backward(p, dy, saved, y, h0, c0, weights[1])
     for got, same in zip((dz_x, dz_h, dh0, dc0), model):
         if same is not None:
             np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
@@ -190,13 +196,7 @@ def test_backward_kernel_in_the_simulator_equals_pytorch_autograd(cell):
     y, _h_n, _c_n, saved, _seconds = forward(p, xw, w_hh, b_hh, h0, c0)
     np.testing.assert_allclose(saved, _saved(cell, xw, w_hh, b_hh, h0, c0, y), rtol=0,
                                atol=1e-6)
-    dy = np.random.default_rng(6).uniform(-1, 1, y.shape).astype(np.float32)
-    dz_x, dz_h, dh0, dc0, _seconds = backward(p, dy, saved, y, h0, c0, w_hh)
-    model = schedule_model_backward(p, dy, saved, y, h0, c0, w_hh)
-    for got, same in zip((dz_x, dz_h, dh0, dc0), model):
-        if same is not None:
-            np.testing.assert_allclose(got, same, rtol=0, atol=1e-6)
-    _check_gradients(cell, weights, x, h0, c0, y, dy, dz_x, dz_h, dh0, dc0)
+    _check_backward_kernel(p, cell, weights, x, h0, c0, y, saved, seed=6)
 
 
 def test_run_reports_the_error_and_the_rate():
