@@ -186,8 +186,8 @@ class SbeExploration:
 def explore_request(request):
     """Run the exploration an :class:`~nnrtl.gen.engines.ExploreRequest` asks for."""
     from ..models import ModelSpec
-    from .frommodel import (CALIBRATION_SEED, CALIBRATION_SEQUENCES, WIDTHS, load_model,
-                            quantized_base)
+    from .frommodel import CALIBRATION_SEED, CALIBRATION_SEQUENCES, WIDTHS, quantized_base
+    from .host_layers import load_whole_model
 
     if request.model is None and request.weights is not None:
         raise UsageError("--weights needs --model, the Keras model JSON")
@@ -199,11 +199,18 @@ def explore_request(request):
                    f"[-1, 1], seed {CALIBRATION_SEED}")
     model = quantized = None
     if request.model is not None:
-        model = load_model(request.model, request.weights)
+        model, host = load_whole_model(request.model, request.weights)
         spec = model.spec
+        inputs = None
+        if host.embedding is not None:      # as generate and sim calibrate such a model
+            inputs, used = host.calibration(seq_len)
+            calibration = (f"{used['sequences']} sequences of {used['distribution']}, "
+                           f"seed {used['seed']}")
         if request.log is not None:
             request.log(f"explore: quantizing {model.source} on {calibration}")
-        base, quantized = quantized_base(model, seq_len=seq_len, **{
+            if host:
+                request.log(f"explore: the host runs {'; '.join(host.described)}")
+        base, quantized = quantized_base(model, seq_len=seq_len, calibration=inputs, **{
             name: values[name] for name in WIDTHS if name in values})
     else:
         spec = complete(ModelSpec, {name: values[name] for name in SHAPE if name in values},
