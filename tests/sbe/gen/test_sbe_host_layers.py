@@ -87,3 +87,27 @@ def test_the_calibration_of_an_embedding_is_its_rows(whole):
 
 def test_host_layers_default_to_none():
     assert not HostLayers() and HostLayers().described == ()
+
+
+def test_explore_and_generate_quantize_a_whole_model_alike(whole, capsys):
+    """An embedding's model is calibrated on the embedding's rows by explore as by the
+    binding generate and sim use: the same fraction bits, and explore says what the host
+    runs."""
+    import json
+
+    from nnrtl.boards import get_board
+    from nnrtl.gen.cli import main
+    from nnrtl.gen.engines import ModelRequest, get_engine
+    _, path = whole
+    assert main(["explore", "sbe", "--board", "zc706", "--model", str(path), "--seq-len",
+                 "7", "--top", "1", "--json"]) == 0
+    out, err = capsys.readouterr()
+    explored = json.loads(out)
+    assert "the host runs Embedding(9 -> 5) (embed.weight); Linear(6 -> 2)" in err
+    assert "the embedding's rows (embed.weight)" in explored["quantization"]["calibration"]
+    binding = get_engine("sbe").load_model(ModelRequest(
+        path=path, weights=None, board=get_board("zc706"), params=("pes=32",), seq_len=7))
+    assert explored["quantization"]["ranges"] == binding.model.ranges
+    chosen = explored["chosen"]
+    assert (chosen["act_frac"], chosen["weight_frac"], chosen["cell_frac"]) == (
+        binding.config.act_frac, binding.config.weight_frac, binding.config.cell_frac)
