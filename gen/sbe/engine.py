@@ -85,17 +85,17 @@ def _simulate_model(request):
     """The user's inputs through the RTL, h written to ``request.outputs`` as floats."""
     from .frommodel import write_engine_inputs
 
+    from .host_layers import HostLayers
+
     config, quantized, xs = request.config, request.model, request.inputs
     with tempfile.TemporaryDirectory() as scratch:
         engine_inputs, codes = Path(scratch) / "model.npz", Path(scratch) / "h.npy"
-        write_engine_inputs(engine_inputs, config, quantized, xs)
+        host = quantized.host or HostLayers()
+        write_engine_inputs(engine_inputs, config, quantized, host.to_engine(xs))
         result = _run(request, steps=len(xs), split=0, model=engine_inputs, outputs=codes)
         if not codes.exists():
             return result              # a mismatch: the bench wrote no outputs
-        hs = np.load(codes) * 2.0 ** -config.act_frac
-    from .host_layers import HostLayers
-
-    host = quantized.host or HostLayers()
+        hs = host.from_engine(np.load(codes) * 2.0 ** -config.act_frac)
     outputs = host.outputs(hs)
     np.save(request.outputs, outputs)
     result["outputs"] = str(request.outputs)
@@ -103,6 +103,7 @@ def _simulate_model(request):
     result["max_abs_error_vs_float"] = float(np.max(np.abs(outputs - host.outputs(reference))))
     if host:
         result["host_layers"] = list(host.described)
+        result["reverse"] = host.reverse
     result["config"] = dataclasses.asdict(config)
     return result
 

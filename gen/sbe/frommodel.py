@@ -59,10 +59,13 @@ WIDTHS = ("operand_width", "acc_width")
 
 
 def check_model(network):
-    """``network`` if the SBE runs it: forward LSTM layers without projections (of any
-    hidden sizes: the engine is sized for the largest, ``SbeConfig.hidden_sizes``);
-    otherwise :class:`UsageError` naming the layer and the rule."""
+    """``network`` if the SBE runs it: LSTM layers without projections (of any hidden
+    sizes: the engine is sized for the largest, ``SbeConfig.hidden_sizes``), all forward or
+    all reverse (a reverse stack is the forward stack on the reversed sequence, its outputs
+    reversed back: :mod:`.host_layers`); otherwise :class:`UsageError` naming the layer and
+    the rule."""
     label = network.source or "model"
+    direction = network.layers[0].direction
     for n, layer in enumerate(network.layers):
         where = f"{label}: layer {n}"
         if not isinstance(layer, LSTM):
@@ -71,9 +74,13 @@ def check_model(network):
         if layer.proj_size:
             raise UsageError(f"{where} has a projection (proj_size {layer.proj_size}); the "
                              f"SBE runs LSTMs without projections")
-        if layer.direction != "forward":
-            raise UsageError(f"{where} runs in direction {layer.direction!r}; the SBE runs "
-                             f"forward LSTMs only")
+        if layer.direction == "bidirectional":
+            raise UsageError(f"{where} is bidirectional; the SBE runs stacks whose layers "
+                             f"all run forward, or all in reverse")
+        if layer.direction != direction:
+            raise UsageError(f"{where} runs in direction {layer.direction!r}, layer 0 "
+                             f"{direction!r}; the SBE runs stacks whose layers all run "
+                             f"forward, or all in reverse")
         refuse_extensions(layer, where, "the SBE")
     return network
 

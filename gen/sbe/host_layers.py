@@ -8,7 +8,9 @@ one ``nn.Linear`` head after it, a Keras model one ``Dense`` head (linear activa
 every step); a tensor it cannot place is refused, naming it. The host's part is a
 :class:`HostLayers`: with an embedding, ``--inputs`` are token ids (:func:`load_tokens`)
 and the engine's inputs are the rows they read; with a head, the outputs are the head's
-on every step's ``h``, in float64, as PyTorch's layer computes them. A Keras model JSON
+on every step's ``h``, in float64, as PyTorch's layer computes them. A stack whose layers
+all run in reverse is the forward stack on the reversed sequence, its outputs reversed
+back: the host reverses both. A Keras model JSON
 with its weights file is read as before (:func:`~.frommodel.load_model`: layers after the
 last LSTM are refused unless ignored explicitly).
 """
@@ -34,14 +36,27 @@ class HostLayers:
         ``Linear`` layers on every step's output.
     described : tuple of str
         Each layer as ``"<layer> (<its tensors' names>)"``, embedding first.
+    reverse : bool
+        The stack runs in reverse: the engine takes the steps last first
+        (:meth:`to_engine`, :meth:`from_engine`).
     """
 
     embedding: object = None
     head: object = None
     described: tuple = ()
+    reverse: bool = False
 
     def __bool__(self):
-        return self.embedding is not None or self.head is not None
+        return self.embedding is not None or self.head is not None or self.reverse
+
+    def to_engine(self, xs):
+        """The stack's inputs in the order the engine takes them: a reverse stack's last
+        step first."""
+        return np.ascontiguousarray(xs[::-1]) if self.reverse else xs
+
+    def from_engine(self, hs):
+        """The engine's outputs back in the model's time order."""
+        return np.ascontiguousarray(hs[::-1]) if self.reverse else hs
 
     def engine_inputs(self, inputs):
         """The stack's input vectors (``T x input_size``, float64) for the model's inputs:
@@ -94,8 +109,9 @@ def load_whole_model(path, weights=None, *, prefix=None):
     model = load_train_model(path, prefix=prefix)
     network = check_model(model.network)
     host = model.placement()["host"]
+    reverse = network.layers[0].direction == "reverse"
     return network, HostLayers(embedding=model.embedding, head=model.head,
-                               described=tuple(host))
+                               described=tuple(host), reverse=reverse)
 
 
 def load_tokens(path, embedding):

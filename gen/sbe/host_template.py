@@ -88,7 +88,7 @@ class Host:
         self._send, self._receive = send, receive
         self.max_polls = max_polls
         self.registers = {r["name"]: r for r in self.plan["registers"]["registers"]}
-        self.embedding, self.head = _host_layers(directory)
+        self.embedding, self.head, self.reverse = _host_layers(directory)
 
     def _offset(self, register):
         return self.registers[register]["offset"]
@@ -184,13 +184,17 @@ class Host:
 
     def model(self, inputs):
         """The whole model on ``inputs``: the embedding's rows for token ids (when the
-        model starts with one; else input vectors), :meth:`run`, then the head's
-        ``Linear`` layers on every step's h (when it has them), in floats."""
+        model starts with one; else input vectors), :meth:`run` (on the reversed sequence,
+        its outputs reversed back, for a stack run in reverse), then the head's ``Linear``
+        layers on every step's h (when it has them), in floats."""
         if self.embedding is not None:
             if any(not 0 <= int(t) < len(self.embedding) or int(t) != t for t in inputs):
                 raise ValueError(f"token ids must be integers in 0..{len(self.embedding) - 1}")
             inputs = [self.embedding[int(t)] for t in inputs]
-        out = self.run(inputs)
+        if self.reverse:                    # a reverse stack: the steps last first
+            out = self.run(list(inputs)[::-1])[::-1]
+        else:
+            out = self.run(inputs)
         for weight, bias in self.head:
             out = [[sum(w * v for w, v in zip(row, h)) + (bias[k] if bias else 0.0)
                     for k, row in enumerate(weight)] for h in out]
@@ -213,11 +217,11 @@ def _matrix(blob, entry):
 
 
 def _host_layers(directory):
-    """``(embedding rows or None, [(weight rows, bias or None), ...])`` from
+    """``(embedding rows or None, [(weight rows, bias or None), ...], reverse)`` from
     ``host_layers.json`` and ``host_layers.bin``, if the design's model has them."""
     path = os.path.join(directory, "host_layers.json")
     if not os.path.exists(path):
-        return None, []
+        return None, [], False
     with open(path) as file:
         plan = json.load(file)
     with open(os.path.join(directory, plan["tensors_file"]), "rb") as file:
@@ -225,7 +229,7 @@ def _host_layers(directory):
     embedding = plan["embedding"] and _matrix(blob, plan["embedding"]["weight"])
     head = [(_matrix(blob, layer["weight"]),
              layer["bias"] and _matrix(blob, layer["bias"])) for layer in plan["head"]]
-    return embedding, head
+    return embedding, head, plan.get("reverse", False)
 
 
 def _describe(directory):

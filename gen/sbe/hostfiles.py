@@ -20,7 +20,8 @@
     Only for a model with layers around its stack (:mod:`.host_layers`): what ``host.py``'s
     ``Host.model`` runs on the host, each layer's tensors as little-endian float64 in
     ``host_layers.bin`` (row-major; offsets and shapes in the JSON): the embedding's
-    ``weight`` in front, the head's ``Linear`` layers after the stack.
+    ``weight`` in front, the head's ``Linear`` layers after the stack; ``reverse`` for a
+    stack run in reverse (the steps sent last first, the outputs reversed back).
 """
 
 import hashlib
@@ -146,7 +147,7 @@ def host_layer_files(host, directory):
         return entry
 
     plan = {"tensors_file": HOST_TENSORS, "layers": list(host.described),
-            "embedding": None, "head": []}
+            "reverse": host.reverse, "embedding": None, "head": []}
     if host.embedding is not None:
         plan["embedding"] = {"key": host.embedding.key,
                              "weight": tensor(host.embedding.weight)}
@@ -176,4 +177,5 @@ def model_files(config, binding, directory):
     if quantized.host:
         files += host_layer_files(quantized.host, directory)
         section["host_layers"] = list(quantized.host.described)
+        section["reverse"] = quantized.host.reverse
     return {**section, "files": files}

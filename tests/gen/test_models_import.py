@@ -89,8 +89,9 @@ def saved(tmp_path, obj, name="bad.pt"):
 def test_sbe_rejects(tmp_path):
     """What the model layer reads but the SBE does not run."""
     bi = saved(tmp_path, torch_lstm(bidirectional=True).state_dict())
-    with pytest.raises(UsageError, match=rf"^{bi}: layer 0 runs in direction 'bidirectional'; "
-                                         r"the SBE runs forward LSTMs only$"):
+    with pytest.raises(UsageError, match=rf"^{bi}: layer 0 is bidirectional; the SBE runs "
+                                         r"stacks whose layers all run forward, or all in "
+                                         r"reverse$"):
         load_model(bi)
     projected = saved(tmp_path, torch_lstm(proj_size=3).state_dict())
     with pytest.raises(UsageError, match=rf"^{projected}: layer 0 has a projection "

@@ -323,6 +323,34 @@ def test_host_py_runs_a_whole_model_around_the_engine(tmp_path):
         runner.model([11] * SEQ_LEN)
 
 
+def test_host_py_runs_a_reverse_stack_on_the_reversed_sequence(tmp_path):
+    """Two LSTM layers running in reverse (ONNX): ``Host.model`` sends the steps last first
+    and reverses the engine's h back: the golden h of the reversed codes, reversed."""
+    from onnx_files import reverse_lstm_stack
+
+    torch.manual_seed(6)
+    lstm = torch.nn.LSTM(4, 8, num_layers=2).double()
+    reverse_lstm_stack(lstm, tmp_path / "reverse.onnx")
+    engine, binding = bind(tmp_path / "reverse.onnx", CONFIGS["k1-blocks4"])
+    config = binding.config
+    directory = tmp_path / "out"
+    directory.mkdir()
+    section = engine.model_files(config, binding, directory)
+    assert section["reverse"] is True and section["host_layers"] == []
+    emulator = GoldenEngine(config)
+    runner = load_host(directory).Host(
+        directory, write_register=emulator.write_register,
+        read_register=emulator.read_register, send=emulator.send, receive=emulator.receive)
+    xs = np.random.default_rng(4).uniform(-1, 1, size=(SEQ_LEN, 4))
+    got = np.array(runner.model(xs.tolist()))
+    codes = np.clip(np.rint(xs[::-1] * 2.0 ** config.act_frac), -2 ** 15, 2 ** 15 - 1)
+    expected = codes.astype(np.int64)
+    for layer, params in enumerate(layer_params(binding)):
+        expected, _ = golden.run_layer(config, layer, params, expected, batch_norm=False)
+    assert np.array_equal(got, expected[::-1] * 2.0 ** -config.act_frac)
+    assert not np.array_equal(got, np.array(runner.run(xs.tolist())))
+
+
 def test_host_py_refuses_a_sequence_not_a_multiple_of_seq_len(model_path, tmp_path):
     engine, binding = bind(model_path, CONFIGS["k1-blocks4"])
     write_host_files(engine, binding, tmp_path / "out")

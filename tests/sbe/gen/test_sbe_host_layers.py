@@ -111,3 +111,17 @@ def test_explore_and_generate_quantize_a_whole_model_alike(whole, capsys):
     chosen = explored["chosen"]
     assert (chosen["act_frac"], chosen["weight_frac"], chosen["cell_frac"]) == (
         binding.config.act_frac, binding.config.weight_frac, binding.config.cell_frac)
+
+
+def test_a_stack_in_two_directions_is_refused():
+    from nnrtl.gen.models import LSTM, Network
+    from nnrtl.gen.sbe.frommodel import check_model
+    rng = np.random.default_rng(0)
+    fields = dict(weight_ih=rng.normal(size=(8, 2)), weight_hh=rng.normal(size=(8, 2)))
+    mixed = Network((LSTM(**fields), LSTM(direction="reverse", **fields)))
+    with pytest.raises(UsageError, match=r"^model: layer 1 runs in direction 'reverse', "
+                                         r"layer 0 'forward'; the SBE runs stacks whose "
+                                         r"layers all run forward, or all in reverse$"):
+        check_model(mixed)
+    reverse = Network((LSTM(direction="reverse", **fields),) * 2)
+    assert check_model(reverse) is reverse

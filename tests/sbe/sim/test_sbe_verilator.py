@@ -297,6 +297,31 @@ def test_sim_command_runs_a_whole_model(tmp_path, capsys):
     assert np.max(np.abs(ys - expected)) < bound
 
 
+def test_sim_command_runs_a_reverse_stack(tmp_path, capsys):
+    """Two LSTM layers running in reverse (an ONNX graph): the host sends the steps last
+    first and reverses the engine's outputs back; within the golden model's bound of
+    PyTorch on the flipped sequence. The weights and inputs are the PyTorch-model test's."""
+    import torch
+
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(12, 8, num_layers=2).double()
+    xs = np.random.default_rng(0).uniform(-1, 1, (10, 12))
+    from onnx_files import reverse_lstm_stack
+    reverse_lstm_stack(lstm, tmp_path / "reverse.onnx")
+    np.save(tmp_path / "x.npy", xs)
+    code = main(["sim", "sbe", "--board", "zc706", "--model", str(tmp_path / "reverse.onnx"),
+                 "--inputs", str(tmp_path / "x.npy"), "--outputs", str(tmp_path / "y.npy"),
+                 "--param", "pes=32", "--param", "blocks=4", "--param", "batch=4",
+                 "--param", "bus_weights=8", "--backpressure", "random", "--seed", "2"])
+    result = sim_json_line(capsys, code)
+    assert result["reverse"] is True and result["host_layers"] == []
+    hs = np.load(tmp_path / "y.npy")
+    with torch.no_grad():
+        expected = lstm(torch.tensor(xs[::-1].copy()))[0].numpy()[::-1]
+    assert hs.shape == (10, 8)
+    assert np.max(np.abs(hs - expected)) < 6e-4
+
+
 def test_sim_command_runs_an_odd_size_pytorch_model(tmp_path, capsys):
     """An nn.LSTM of 39 inputs and 19 hidden units (sizes the RTL runs padded) on the
     default hardware (pinned: the exploration would choose 1,024 PEs): the engine's h
