@@ -14,14 +14,15 @@ whose window holds it is done), its Act-RAM and PAB occupancy, and the links it 
 
 Pixel rules (spec §3.7): an FP output pixel starts when the last input pixel of its window
 has arrived (raster order, so that one is the window's bottom-right pixel) and been taken
-by the FP line buffer (:mod:`nnrtl.hw.fpdeep.line_buffer`, its structure: one pixel a cycle,
+by the FP line buffer (:mod:`nnrtl.hw.fpdeep.line_buffer`, its structure, at the segment's
+``line_pixels`` = ``m`` pixels a cycle, the RTL's ``m = 1``:
 an image's first pixel once the previous image's windows have all left, a window valid
 the cycle after its last pixel is taken; so a segment spends ``cycles + (K − 1 − pad) ·
-(w_in + 1) + 1`` a sample when it is the slowest, the refill: +0.02% on VGG-16's
+(w_in + 1) / m + 1`` a sample when it is the slowest, the refill: +0.02% on VGG-16's
 conv2_1 at 32 x 32, +11% (8 on 72) on the 6 x 6 test chains; checked against the RTL chain by
-:mod:`.cluster_chain`), and never fewer cycles a sample than its input pixels: AlexNet's
-conv1 (224 x 224, stride 4) needs 50,176, so the RTL as built cannot follow the mapper's
-AlexNet period below that (75,816 cycles on 15 FPGAs, 18,954 on 63); a non-first
+:mod:`.cluster_chain`), and never fewer cycles a sample than its input pixels over ``m``:
+AlexNet's conv1 (224 x 224, stride 4) needs 50,176 at ``m = 1``, the mapper's ``m`` keeps
+it within its period (:func:`.cost.line_pixels_for`); a non-first
 node of a layer adds (ICP) or appends (OCP) the partial that arrives from upstream in its
 PAB of one output row (:func:`_pab`: FP holds a finished pixel while the PAB is full); the
 node that completes the layer pools: a pooled pixel is ready when the last pixel of its
@@ -407,10 +408,11 @@ class NodeModel:
             arrived = acts
             acts = np.maximum(acts, state.credits(s))      # waits for an Act-RAM slot
             if seg.kind == "conv":
-                # the line buffer (hw/fpdeep/line_buffer.py) takes a pixel a cycle, an
-                # image's first once the previous image's windows have all left; a
-                # window leaves the cycle after the pixel completing it is taken
-                acts, _ = serve(acts, 1, state.lb_free)
+                # the line buffer takes the segment's line_pixels a cycle (pixel i of
+                # an image at i / m), an image's first once the previous image's windows
+                # have all left; a window leaves the cycle after the pixel completing it
+                # is taken
+                acts, _ = serve(acts, 1 / seg.line_pixels, state.lb_free)
                 acts = acts + 1
             ready = acts[window]
             for key, value in incoming.items():

@@ -72,6 +72,9 @@ class SegmentConfig:
     act_ram_in_ddr : bool
         The segment's Act-RAM waits in the node's DDR (:mod:`.placement`): on chip only its
         staging rows, the FP and PG modules paced by the node's ``act_ddr_cycles``.
+    line_pixels : int
+        Input pixels a cycle its FP (and PG) line buffer takes (:func:`.cost.line_pixels_for`;
+        1 is what the RTL line buffer builds).
     """
 
     layer: str
@@ -100,6 +103,7 @@ class SegmentConfig:
     pool: tuple | None = None
     relu: bool = True
     act_ram_in_ddr: bool = False
+    line_pixels: int = 1
 
     @property
     def pab_pixels(self):
@@ -107,6 +111,9 @@ class SegmentConfig:
         return pab_pixels(self.kind, self.pixels)
 
     def __post_init__(self):
+        if (not isinstance(self.line_pixels, int) or isinstance(self.line_pixels, bool)
+                or self.line_pixels < 1):
+            raise ValueError(f"line_pixels must be a positive integer, not {self.line_pixels!r}")
         if self.mode not in ("ICP", "OCP"):
             raise ValueError(f"mode must be ICP or OCP, not {self.mode!r}")
         span = self.n_in if self.mode == "ICP" else self.n_out

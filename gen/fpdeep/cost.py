@@ -25,19 +25,17 @@ A segment runs its FP, EB and PG modules (EB omitted on the first layer) on ``P`
 input channels time-multiplexed in a CE), ``n_out`` = OC and ``n_in`` = S_IC under ICP,
 ``n_out`` = S_OC and ``n_in`` = IC under OCP.
 
-The FP line buffer (:mod:`nnrtl.hw.fpdeep.line_buffer`) takes one input pixel a cycle and an
-image's first pixel once the previous image's windows have all left, so a segment cannot
-take fewer than its ``W_in²`` input pixels' cycles a sample, and when the input sets its
-pace it spends :func:`line_buffer_cycles` (the windows still queued after the last pixel
-added: AlexNet's conv1 at 63 FPGAs 50,291 cycles, 115 over its 50,176 pixels).
-Decision: this is modelled as a constraint on the period
-(:func:`nnrtl.gen.fpdeep.mapper.map_network`, step 7), the RTL line buffer is not
-widened: the one segment it binds on the paper's networks is AlexNet's conv1 (224² pixels,
-stride 4: 50,176 cycles against a compute period of 18,954 at 63 FPGAs, from 23 FPGAs on);
-taking ``m`` pixels a cycle would need ``m``-fold bank ports (or ``m·K`` banks per row)
-across the whole ``S_IC·K²``-word window for that one layer (not measured: no widened
-line buffer was built). The cost is AlexNet's scaling past 22 FPGAs (mapper and cluster
-simulator: 417 GOPS per FPGA at 63, 263 at 100, against 1,106 and 976 without it).
+A segment's FP line buffer takes ``m`` input pixels a cycle (``line_pixels``, a mapped
+quantity: :func:`line_pixels_for`) and an image's first pixel once the previous image's
+windows have all left, so a segment cannot take fewer than ``W_in² / m`` cycles a sample,
+and when the input sets its pace it spends :func:`line_buffer_cycles` (the windows still
+queued after the last pixel added). The mapper gives a strided layer whose input would
+pace it (AlexNet's conv1: 224² pixels, stride 4) the least ``m`` that keeps it within the
+period its share of the DSPs sets, at most one input row a cycle and what its input link
+delivers; the banked form's block RAM (:func:`line_buffer_words`) goes into the node's
+storage check. Decision: ``m`` pixels a cycle is modelled (mapper and cluster simulator);
+the RTL line buffer (:mod:`nnrtl.hw.fpdeep.line_buffer`) takes one pixel a cycle, so a
+node whose mapping has ``m > 1`` is not yet built as mapped.
 """
 
 import dataclasses
@@ -50,7 +48,8 @@ from ..engines import LUT_SHARE
 from ..errors import UsageError
 
 __all__ = ["CostModel", "COST_MODELS", "PRECISIONS", "DSP_CAP", "FP32_VARIANTS", "fp32_model",
-           "fp32_model_for", "measure_fp32_mac", "unit_budget", "allocate", "segment_cycles", "line_buffer_cycles"]
+           "fp32_model_for", "measure_fp32_mac", "unit_budget", "allocate", "segment_cycles",
+           "line_buffer_cycles", "line_pixels_for", "line_buffer_words"]
 
 #: Default DSP utilization cap ``u``.
 DSP_CAP = 0.85
@@ -189,20 +188,46 @@ def segment_cycles(pixels, n_out, n_in, p, q):
     return pixels * math.ceil(n_out / p) * math.ceil(n_in / q)
 
 
-def line_buffer_cycles(w_in, k, stride, pad, per_window):
+def line_buffer_cycles(w_in, k, stride, pad, per_window, line_pixels=1):
     """Cycles a sample of a segment on its FP line buffer, the images back to back and the
-    input never late: pixel ``i`` of an image taken in its cycle ``i``, a window ready the
-    cycle after its last pixel in the map (:mod:`nnrtl.hw.fpdeep.line_buffer`), the windows
-    served in raster order ``per_window`` cycles each, the next image's first pixel taken
-    when the last window has left. So ``max_j (last_j + 1 + (n − j) · per_window)`` over the
-    ``n`` windows ``j`` (``last_j`` the index of window ``j``'s last pixel): ``j = 0`` the
-    fill and the compute, the last windows the input and the windows queued behind it.
+    input never late: ``line_pixels`` = ``m`` pixels a cycle, pixel ``i`` of an image taken
+    at cycle ``i / m``, a window ready one cycle after its last pixel in the map is taken
+    (:mod:`nnrtl.hw.fpdeep.line_buffer`), the windows served in raster order ``per_window``
+    cycles each, the next image's first pixel taken when the last window has left. So
+    ``⌈max_j (last_j / m + 1 + (n − j) · per_window)⌉`` over the ``n`` windows ``j``
+    (``last_j`` the index of window ``j``'s last pixel): ``j = 0`` the fill and the
+    compute, the last windows the input and the windows queued behind it.
     """
     w_out = (w_in + 2 * pad - k) // stride + 1
     last = np.clip(np.arange(w_out) * stride + k - 1 - pad, 0, w_in - 1)
-    ready = (last[:, None] * w_in + last[None, :]).ravel() + 1
+    ready = (last[:, None] * w_in + last[None, :]).ravel() / line_pixels + 1
     n = ready.size
-    return int(np.max(ready + (n - np.arange(n)) * per_window))
+    return math.ceil(np.max(ready + (n - np.arange(n)) * per_window) - 1e-9)
+
+
+def line_pixels_for(w_in, k, stride, pad, per_window, period, most):
+    """Pixels a cycle a segment's FP line buffer takes: the least ``m`` in ``1..most``
+    whose :func:`line_buffer_cycles` fit ``period``, else ``most`` (the line buffer then
+    sets the period). ``1`` when the input does not pace the segment (``W_in² <
+    per_window · W_out²``: its compute covers the input; the fill is not charged)."""
+    w_out = (w_in + 2 * pad - k) // stride + 1
+    if w_in ** 2 < per_window * w_out ** 2:
+        return 1
+    for m in range(1, max(1, most) + 1):
+        if line_buffer_cycles(w_in, k, stride, pad, per_window, m) <= period:
+            return m
+    return max(1, most)
+
+
+def line_buffer_words(n_in, k, w_in, line_pixels=1):
+    """Words of one line buffer of ``n_in`` channels: ``(K − 1) · W_in + K`` pixels at one
+    pixel a cycle; at ``m > 1`` the banked form (:mod:`nnrtl.hw.fpdeep.line_buffer`) with
+    ``C = max(K, m)`` column banks, so ``m`` pixels of a row go to ``m`` banks at once: ``K``
+    rows of ``C · ⌈W_in / C⌉`` pixels."""
+    if line_pixels <= 1:
+        return n_in * ((k - 1) * w_in + k)
+    banks = max(k, line_pixels)
+    return n_in * k * banks * -(-w_in // banks)
 
 
 def _cheapest(pixels, n_out, n_in, period):

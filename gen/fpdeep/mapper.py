@@ -18,13 +18,16 @@ FPGAs.
    else :class:`UsageError` naming the node and the resource (or, with
    ``check_storage=False``, the mapping marked infeasible: for reports);
 6. link traffic per boundary and direction (:mod:`.links`) and the period the links allow;
-7. the period the FP line buffers allow (one input pixel a cycle, :mod:`.cost`): at least
-   every convolution's ``W_in²`` input pixels; a segment whose input is longer than the
-   fastest period keeps that period's ``(P, Q)`` (fewer cycles a window: fewer windows
-   queued behind the image's last pixel), the others are sized for the longer period; then
-   :func:`~.cost.line_buffer_cycles` of each segment its input paces (``W_in²`` at least
-   its compute cycles). A compute-bound segment's fill (``(K − 1 − pad)·(W_in + 1) + 1``
-   cycles a sample) is not charged: 0.02% on VGG-16's conv2_1 (:mod:`.cluster_node`).
+7. the pixels a cycle each convolution's FP and PG line buffers take (``line_pixels``,
+   :func:`~.cost.line_pixels_for`): where ``W_in²`` input pixels exceed its compute cycles
+   at the fastest period's ``(P, Q)``, the least ``m`` whose :func:`~.cost.line_buffer_cycles`
+   fit that period, at most one input row a cycle and, where the input comes over a link,
+   what the link delivers; the widest that the node's block RAM holds
+   (:func:`~.cost.line_buffer_words` in the storage check). A segment still input-paced
+   at its ``m`` keeps the fastest period's ``(P, Q)`` and sets the period (``line``), the
+   others are sized for it. A compute-bound segment's fill (``(K − 1 − pad)·(W_in + 1)/m +
+   1`` cycles a sample) is not charged: 0.02% on VGG-16's conv2_1, 57 cycles (0.3%) of
+   AlexNet's conv2 at 63 FPGAs (:mod:`.cluster_node`).
 
 FC layers are mapped like convolutions (1 x 1 on a 1 x 1 map, input-channel units), which
 puts them on the last node(s) as the paper does; their weights and gradients are off chip
@@ -46,7 +49,7 @@ from . import links
 from .config import STORAGE_KINDS, NodePlan, SegmentConfig
 from .storage import balance_banks, in_ddr, segment_storage, weight_banks
 from .cost import (COST_MODELS, DSP_CAP, allocate, fastest_period, fp32_model_for,
-                   line_buffer_cycles, unit_budget)
+                   line_buffer_cycles, line_buffer_words, line_pixels_for, unit_budget)
 from .placement import ACT_RAM_PLACEMENTS, choose_spills, ddr_channels, ddr_cycles
 from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
                         min_period_cuts, variance)
@@ -431,18 +434,20 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
            for n, off in enumerate(offchip)]
     ddr_period = max(f for f, _ in ddr)
     act_ddr_period = max(a for _, a in ddr)
-    line_floor = max((layer.w_in ** 2 for layer in chain.layers if layer.kind == "conv"),
-                     default=0)
     fastest = max(compute_period, link_period, ddr_period, act_ddr_period)
-    period = max(fastest, line_floor)
+    # step 7: each convolution's line-buffer pixels a cycle, at the fastest period's units
+    lines = _line_pixels(chain, per_node, shapes, stores, fastest, capacity_words,
+                         math.inf if link_gbps is None else
+                         link_gbps * 1e9 / model.clock_hz / model.word_bits)
+    paced = [[cycles > fastest for _, cycles in node] for node in lines]
+    period = max([fastest] + [cycles for node in lines for _, cycles in node])
     nodes, infeasible = [], []
     for n, segs in enumerate(per_node):
-        # a segment whose input paces it keeps the units of the fastest period (the
+        # a segment whose line buffer paces it keeps the units of the fastest period (the
         # windows queued behind its last pixel the fewest), the others are sized for the
         # period; the node fits at the fastest, so at this mix too
-        alloc = [allocate([shape], fastest if chain.layers[seg[0]].kind == "conv" and
-                          chain.layers[seg[0]].w_in ** 2 > fastest else period)[0]
-                 for seg, shape in zip(segs, shapes[n])]
+        alloc = [allocate([shape], fastest if slow else period)[0]
+                 for shape, slow in zip(shapes[n], paced[n])]
         configs = []
         for seg, shape, (units, p, q) in zip(segs, shapes[n], alloc):
             index, mode, lo, hi, completes = seg
@@ -458,7 +463,8 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                                          completes=completes, residency=resid[index],
                                          stride=layer.stride, pad=layer.pad, w_in=layer.w_in,
                                          pool=layer.pool, relu=layer.relu,
-                                         act_ram_in_ddr=len(configs) in spilled[n]))
+                                         act_ram_in_ddr=len(configs) in spilled[n],
+                                         line_pixels=lines[n][len(configs)][0]))
         units = sum(c.mac_units for c in configs)
         need = sum(stores[n].values())
         bram = math.ceil(need / words_per_bram)
@@ -491,11 +497,11 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                                       hosted=tuple(h for h in hosted if h.host == n + 1),
                                       offchip_words=offchip[n], word_bits=model.word_bits,
                                       act_ram_ddr_words=ddr_words, act_ddr_cycles=ddr[n][1]))
-    # step 7: the segments their line buffer's input paces (W_in² at least their compute)
-    line_period = max([line_floor] + [
-        line_buffer_cycles(c.w_in, c.k, c.stride, c.pad, c.cycles // c.pixels)
+    # step 7: the segments their line buffer's input paces (W_in² / m at least their compute)
+    line_period = max([0] + [
+        line_buffer_cycles(c.w_in, c.k, c.stride, c.pad, c.cycles // c.pixels, c.line_pixels)
         for node in nodes for c in node.segments
-        if c.kind == "conv" and c.w_in ** 2 >= c.cycles])
+        if c.kind == "conv" and c.w_in ** 2 >= c.cycles * c.line_pixels])
     period = max(period, line_period)
     return Mapping(
         chain, board.name, fpgas, model, link_gbps, convention, dsp_cap, tuple(nodes), period,
@@ -504,6 +510,48 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         tuple(float(w) for w in fine), variance(coarse), variance(fine), moves,
         tuple(infeasible), 2 * max(offchip) * model.word_bits / 8 / fc_batch * model.clock_hz
         / period / 1e9, line_period, act_ddr_period=act_ddr_period, act_ram=act_ram)
+
+
+def _line_pixels(chain, per_node, shapes, stores, period, capacity_words, link_words):
+    """Per node and segment ``(line_pixels, line-buffer cycles a sample)`` at ``period``'s
+    units (:func:`~.cost.line_pixels_for`): at most one input row a cycle, and what a link
+    of ``link_words`` words a cycle delivers of ``n_in``-word pixels where the input comes
+    over one; the widest that the node's block RAM still holds, its line buffers' words
+    added to ``stores`` (a node already over it keeps its widths: refused anyway)."""
+    first = {}
+    for n, segs in enumerate(per_node):
+        for seg in segs:
+            first.setdefault(seg[0], n)
+    found = []
+    for n, segs in enumerate(per_node):
+        node = []
+        for seg, shape in zip(segs, shapes[n]):
+            layer = chain.layers[seg[0]]
+            if layer.kind != "conv":
+                node.append((1, 0))
+                continue
+            _, p, q = allocate([shape], period)[0]
+            per_window = -(-shape[1] // p) * -(-shape[2] // q)
+            local = n == 0 or (first[seg[0]] == n and seg[0] > 0 and any(
+                s[0] == seg[0] - 1 and s[4] for s in segs))
+            most = layer.w_in if local or link_words >= layer.w_in * shape[2] else max(
+                1, int(link_words // shape[2]))
+            m = line_pixels_for(layer.w_in, layer.k, layer.stride, layer.pad, per_window,
+                                period, most)
+            before = sum(stores[n].values())
+            while m > 1:
+                extra = 2 * (line_buffer_words(shape[2], layer.k, layer.w_in, m)
+                             - line_buffer_words(shape[2], layer.k, layer.w_in))
+                if before + extra <= capacity_words or before > capacity_words:
+                    stores[n]["line_buffers"] += extra
+                    break
+                m -= 1
+            cycles = (line_buffer_cycles(layer.w_in, layer.k, layer.stride, layer.pad,
+                                         per_window, m)
+                      if layer.w_in ** 2 >= per_window * shape[0] * m else 0)
+            node.append((m, cycles))
+        found.append(node)
+    return found
 
 
 def _budget_text(model, capacity, dsp_cap, resource):

@@ -7,14 +7,16 @@ import math
 
 import numpy as np
 
+from .cost import line_buffer_words
 from .config import STORAGE_KINDS, HostedBanks, pab_pixels
 from .placement import staging_words, traffic_words
 
 __all__ = ["segment_storage", "in_ddr", "weight_banks", "balance_banks"]
 
 
-def segment_storage(chain, segment, shape, residency, word_bits):
-    """Words of a segment by kind (spec §2.9), and its off-chip words."""
+def segment_storage(chain, segment, shape, residency, word_bits, line_pixels=1):
+    """Words of a segment by kind (spec §2.9), and its off-chip words; its FP and PG line
+    buffers take ``line_pixels`` pixels a cycle (:func:`.cost.line_buffer_words`)."""
     index, mode, lo, hi, completes = segment
     layer = chain.layers[index]
     pixels, n_out, n_in, k, modules = shape
@@ -28,7 +30,7 @@ def segment_storage(chain, segment, shape, residency, word_bits):
     words["bias"] = n_out if completes else 0
     words["act_ram"] = math.ceil(residency * n_in * layer.w_in ** 2)
     if layer.kind == "conv":
-        fp = n_in * ((k - 1) * layer.w_in + k)
+        fp = line_buffer_words(n_in, k, layer.w_in, line_pixels)
         eb = n_out * ((k - 1) * layer.w_out + k) if modules == 3 else 0
         words["line_buffers"] = 2 * fp + eb          # FP and PG windows, EB on δ maps
         words["pab"] = n_out * pab_pixels("conv", pixels)    # one row of partial sums
