@@ -67,14 +67,11 @@ class FloatAdd(FloatUnit):
           the sticky bit, so neither an inverter nor a sticky OR before the sum;
         - the normalising product takes the carry (a right shift by one) and the sum's
           low bits too, so no shift-or-carry multiplexer after it;
-        - the normalising product is two, one per part of the one-hot power of two
-          that fits a DSP slice's narrow input, joined by an OR (at most one is
-          nonzero), where one product over the whole power would add partial products;
         - the exponent update is one adder with a carry in (``e + 1`` on a carry, else
           ``e + ~shift + 1``), and an exact zero is read from the leading-zero count;
-        - at 8 stages the register after the rounding holds the rounded fields
-          with the overflow and flush flags (:func:`.float_pipeline.round_fields`), and
-          one multiplexer after it takes those with the special cases;
+        - flushing, at 8 stages, the register after the rounding holds the rounded
+          fields with the overflow and flush flags (:func:`.float_pipeline.round_fields`),
+          and one multiplexer after it takes those with the special cases;
         - the pipeline registers stay flip-flops (``keep``, ``shreg_extract = "no"``):
           the chains of flags and exponents would otherwise become shift-register LUTs
           (the VCU128 has twice as many flip-flops as LUTs).
@@ -235,7 +232,7 @@ class FloatAdd(FloatUnit):
         )
 
         # round: to nearest even, then the special cases
-        if self._shifts == "dsp" and "rounded" in registered:
+        if self._shifts == "dsp" and flush and "rounded" in registered:
             # the rounding's overflow and flush multiplexers join the special cases'
             encoded, overflow, tiny = round_fields(
                 m, fmt, sign=w.sign, exponent=w.exponent, significand=w.normalized[3:],

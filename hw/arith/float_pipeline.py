@@ -305,10 +305,8 @@ def aligned_sum(m, large, product, low, width, name="sum"):
 def normalize_product(m, total, shift, carry, name="normalized"):
     """An adder's normalisation of ``total`` (``len(total) - 1`` bits and a carry bit
     on top): right by one keeping a sticky bit when ``carry`` is set, else
-    ``(total << shift)`` in ``len(total) - 1`` bits, as a product with a one-hot power
-    of two instead of a shifter and multiplexers in LUTs; a power wider than
-    :data:`DSP_ONE_HOT` bits is cut in two products, one DSP slice each for fp32, joined
-    by an OR (one of them is zero).
+    ``(total << shift)`` in ``len(total) - 1`` bits, as one product with a one-hot power
+    of two (two DSP slices for fp32) instead of a shifter and multiplexers in LUTs.
 
     The product is ``total[1:] * 2**f`` with ``f = 0`` on a carry (a right shift by
     one) and ``shift + 1`` otherwise; the bit it leaves out, ``total[0]``, comes back
@@ -322,15 +320,7 @@ def normalize_product(m, total, shift, carry, name="normalized"):
     n = len(total) - 1
     factor = wire(m, Cat(*(Mux(carry, k == 0, shift == k - 1) for k in range(n - 1))),
                   f"{name}_factor")
-    if n - 1 <= DSP_ONE_HOT:
-        product = wire(m, (total[1:n] * factor)[:n], f"{name}_product")
-    else:
-        # one product per DSP slice, each with its part of the one-hot factor: at most
-        # one is nonzero, so an OR joins them (no adder of partial products)
-        B = DSP_ONE_HOT
-        low_part = wire(m, (total[1:n] * factor[:B])[:n], f"{name}_product_low")
-        high_part = wire(m, (total[1:n - B + 1] * factor[B:])[:n - B], f"{name}_product_high")
-        product = wire(m, low_part | Cat(Const(0, B), high_part), f"{name}_product")
+    product = wire(m, (total[1:n] * factor)[:n], f"{name}_product")
     low = total[0]
     return Cat(Mux(carry, low | total[1], (shift == 0) & low),
                product[1] | (~carry & (shift == 1) & low),

@@ -227,7 +227,7 @@ class OmniPEConfig:
         Floating-Point Operator uses DSP slices for fp32 add/subtract (DS335: "use of
         XtremeDSP slice for single and double precision add/subtract operations"), and
         the VCU128's 9,024 DSP48E2 are about 7 a PE: the DSP adder takes 3 of them (the
-        multiplier 2, or 3 with ``multiplier_shifts="dsp"``) and 170 LUTs fewer (307
+        multiplier 2, or 3 with ``multiplier_shifts="dsp"``) and 167 LUTs fewer (310
         against 477 and 13 shift-register LUTs; Yosys, fp32, 8 stages, flushing;
         :mod:`nnrtl.gen.omni.resources`).
     multiplier_shifts : str

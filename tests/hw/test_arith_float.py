@@ -162,13 +162,11 @@ def test_dsp_shifts_at_every_exponent_difference(op, flush):
 
 def test_dsp_shifts_are_products():
     """The DSP adder's shifts are ``*`` cells: fp32 one signed 25 x 18 alignment product
-    (one DSP48E2, its post-adder the significands' sum) and the normalising product in
-    two, one per part of its 26-bit one-hot factor (26 x 17 and 10 x 9, one DSP48E2
-    each), the LUT adder has none."""
+    (one DSP48E2, its post-adder the significands' sum) and one 26 x 26 normalising
+    product (two), the LUT adder has none."""
     assert rtl_products(FloatAdd(FP32, stages=8)) == []
     products = rtl_products(FloatAdd(FP32, stages=8, shifts="dsp"))
-    assert sorted(products) == [(10, False, 9, False), (25, True, 18, True),
-                                (26, False, 17, False)]
+    assert sorted(products) == [(25, True, 18, True), (26, False, 26, False)]
     assert sum(dsp_slices(a, b, "xcup", a_signed=sa, b_signed=sb)
                for a, sa, b, sb in products) == 3
 
