@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ...errors import UsageError
 from .checked import SETTINGS, checked_rows
+from .pixels import SWEEP_FPGAS, pixels_rows, plot_pixels
 
 __all__ = ["PAPER", "BenchSet", "FULL", "QUICK", "table6_rows", "scaling_rows", "knees",
            "cluster_rows", "resource_rows", "bench_fpdeep", "bench", "main"]
@@ -69,6 +70,8 @@ class BenchSet:
         Samples and MPI ranks of each cluster-simulator point.
     checked : tuple
         Settings of the storage-checked Table 6 (:data:`.checked.SETTINGS`).
+    sweep_fpgas : tuple of int
+        FPGA counts of the line-buffer sweep (:mod:`.pixels`).
     """
 
     networks: tuple
@@ -78,6 +81,7 @@ class BenchSet:
     cluster_images: int
     cluster_ranks: int
     checked: tuple = SETTINGS
+    sweep_fpgas: tuple = SWEEP_FPGAS
 
     def __post_init__(self):
         from ..network import BUILTIN
@@ -99,7 +103,7 @@ class BenchSet:
 
 
 FULL = BenchSet(("alexnet", "vgg16", "vgg19"), 15, tuple(range(5, 101)), (150.0, 250.0), 6, 2)
-QUICK = BenchSet(("alexnet",), 15, (5, 6, 7), (150.0, 250.0), 3, 2, SETTINGS[:2])
+QUICK = BenchSet(("alexnet",), 15, (5, 6, 7), (150.0, 250.0), 3, 2, SETTINGS[:2], (25,))
 
 
 def _board():
@@ -360,8 +364,13 @@ def bench_fpdeep(out, bench_set=FULL, log=None):
         MPI ranks: per network the Table 6 count at the first budget, and at each budget the
         knee, the first count past it and the largest count; its period and idle stages beside
         the mapper's; ``linear``: the simulated period is the simulated roof's (the mapping of
-        that count with links unlimited, simulated: the mapper's compute roof plus the RTL line
-        buffer's refill and input rate, :mod:`nnrtl.gen.fpdeep.cluster_node`).
+        that count with links unlimited, simulated: the mapper's compute roof plus the line
+        buffers' refill at their mapped pixels a cycle, :mod:`nnrtl.gen.fpdeep.cluster_node`).
+    ``pixels``
+        The line-buffer sweep (:mod:`.pixels`): what ``nnrtl map`` returns in fixed16 at
+        150 Gb/s for each count of ``sweep_fpgas`` (each line buffer as many pixels a cycle
+        as its DSP share needs, storage checked), the cluster simulator's period beside the
+        mapper's, the paper's claimed points beside.
     ``resources``
         The ``vc709-alexnet`` node in its preset shape (the mapper's, ``P = 3, Q = 21``) and
         single-pass (``P = 1, Q = S_IC``): the resource model's DSP, LUT and BRAM36
@@ -370,7 +379,9 @@ def bench_fpdeep(out, bench_set=FULL, log=None):
         Yosys is no bench part), and the VC709's capacity.
     ``plots``
         ``fpdeep_idle.png`` (idle stages against FPGA count) and ``fpdeep_scaling.png``
-        (throughput against FPGA count, the paper's knees marked), matplotlib with Agg.
+        (throughput against FPGA count, the paper's knees marked), ``fpdeep_pixels.png``
+        (the sweep's TOPS against FPGA count, the paper's claimed points beside), matplotlib
+        with Agg.
 
     [U] decisions: idle stages are reported at the roof (the pipeline's balance, what the paper
     plots for 5-85 FPGAs), not at a link-bound period, where idle grows with the link's share;
@@ -397,9 +408,12 @@ def bench_fpdeep(out, bench_set=FULL, log=None):
     result["knees"] = knees(result["scaling"], bench_set.gbps)
     result["idle"] = _idle_summary(result["scaling"], bench_set.networks)
     result["cluster"] = cluster_rows(bench_set, result["knees"], log=log)
+    result["pixels"] = pixels_rows(bench_set.networks, bench_set.sweep_fpgas, _board(), PAPER,
+                                   images=bench_set.cluster_images, log=log)
     result["resources"] = resource_rows()
     result["plots"] = [plot_idle(result, out / "fpdeep_idle.png").name,
-                       plot_scaling(result, out / "fpdeep_scaling.png").name]
+                       plot_scaling(result, out / "fpdeep_scaling.png").name,
+                       plot_pixels(result["pixels"], out / "fpdeep_pixels.png").name]
     result["part_seconds"] = round(time.monotonic() - began, 1)
     return result
 

@@ -172,7 +172,9 @@ def markdown_fpdeep(result):
              f"{result['set']['fpgas'][0]}-{result['set']['fpgas'][-1]}; "
              f"{result['part_seconds']} s.", ""]
     from .checked import checked_markdown
-    lines += (checked_markdown(result.get("checked", [])) + _table6(result) + _idle(result) + _knees(result) + _cluster(result)
+    from .pixels import pixels_markdown
+    lines += (checked_markdown(result.get("checked", [])) + pixels_markdown(result.get("pixels", []))
+              + _table6(result) + _idle(result) + _knees(result) + _cluster(result)
               + _resources(result))
     lines += ["Plots: " + ", ".join(f"`{name}`" for name in result["plots"]), ""]
     return "\n".join(lines)

@@ -39,8 +39,8 @@ def run(tmp_path_factory):
 def test_structure(run):
     out, result = run
     assert result["set"]["networks"] == ["alexnet"] and result["set"]["fpgas"] == [5, 6, 7]
-    for key in ("table6", "scaling", "knees", "idle", "cluster", "resources", "plots",
-                "paper", "seconds"):
+    for key in ("table6", "scaling", "knees", "idle", "cluster", "pixels", "resources",
+                "plots", "paper", "seconds"):
         assert key in result, key
     assert [(r["network"], r["model"]) for r in result["table6"]] == [
         ("alexnet", "paper"), ("alexnet", "fp32")]
@@ -193,3 +193,24 @@ def test_storage_checked_rows_simulated(run):
         simulated = row["simulated"]
         assert simulated["act_ram_within_depth"] and simulated["pab_within_depth"]
         assert simulated["period_cycles"] == pytest.approx(row["period_cycles"], rel=0.02)
+
+
+def test_pixels_sweep(run):
+    """The line-buffer sweep's quick point: AlexNet on 25 VC709s at 150 Gb/s, storage
+    checked. Its compute period (below conv1's 224² = 50,176 input pixels) sets the
+    period, conv1 takes more than one pixel a cycle, the figures follow from the period
+    (GOPS = 2 · work · f / T), the simulator within 0.3% of it; the paper's claim is
+    Table 6's 1,157 GOPS per FPGA times 25 (within its 83-FPGA knee)."""
+    out, result = run
+    (row,) = result["pixels"]
+    assert (row["network"], row["fpgas"], row["link_gbps"]) == ("alexnet", 25, 150.0)
+    assert row["refused"] is None and row["bound"] == "compute"
+    assert row["period_cycles"] == row["compute_period_cycles"] < 224 * 224
+    assert row["line_pixels"]["conv1"] >= 2
+    assert row["gops_total"] == pytest.approx(2 * ALEXNET_WORK * CLOCK / row["period_cycles"]
+                                              / 1e9)
+    assert row["gops_per_fpga"] == pytest.approx(row["gops_total"] / 25)
+    assert 1 <= row["simulated_over_mapper"] <= 1.003 and row["buffers_within_depth"]
+    assert row["paper_gops_total"] == 1157 * 25
+    assert "fpdeep_pixels.png" in result["plots"]
+    assert "## Scaling with each line buffer" in (out / "fpdeep.md").read_text()
