@@ -71,6 +71,7 @@ bench-gpu:
 	    --input-size $$size --hidden-size $$size --batch 4 --seq-len 64 --backward --json \
 	    >> $(GPU_OUT)/persistent_rnn_checks.jsonl || exit 1; done; done
 	$(GPU_PYTHON) -m nnrtl.gen.bench --only persistent_rnn --out $(GPU_OUT)
+	$(GPU_PYTHON) -m nnrtl.gen.farnn.studies.bench_hybrid --device cuda --out $(GPU_OUT)
 
 # The documentation site, warnings as errors: build/docs/index.html.
 docs: $(DOCS_STAMP)

@@ -10,7 +10,8 @@ step's recurrent product as its own kernels, reading ``W_hh`` from memory every 
 register file (at :data:`REGISTER_SHARE` of it, as the persistent kernel's plan does) and
 pays a grid barrier a step, else it streams the weights as the standard algorithm does,
 without the per-step launches. The engines' system models (a GPU beside an FPGA) build
-on these.
+on these. Where a GPU is present, :func:`measure_tasks` and :func:`measure_gpu_only` time
+the same tasks and the whole step in PyTorch on it instead (*measured*).
 """
 
 import dataclasses
@@ -18,7 +19,7 @@ import dataclasses
 from .persistent_rnn import MAX_WEIGHTS_PER_THREAD
 
 __all__ = ["Gpu", "P100", "V100", "Workload", "gpu_tasks", "gpu_only_seconds",
-           "REGISTER_SHARE"]
+           "measure_tasks", "measure_gpu_only", "REGISTER_SHARE"]
 
 #: The share of a register file a persistent kernel keeps weights in
 #: (:data:`~nnrtl.gen.baseline.persistent_rnn.MAX_WEIGHTS_PER_THREAD` of 255 registers).
@@ -140,3 +141,76 @@ def gpu_only_seconds(work, gpu, *, algorithm="cudnn_std"):
     bw = work.layers * (bw_steps + g["gc"] + g["wu"]) + (work.layers - 1) * g["imvm_bw"]
     return {"seconds": fw + bw, "fw": fw, "bw_gc_wu": bw, "weights_on_chip": on_chip}
 
+
+
+def measure_tasks(work, device="cuda", *, repeats=3):
+    """:func:`gpu_tasks` measured: each task of one layer run in PyTorch float32 on
+    ``device`` (the I-MVMs and GC as ``torch.matmul``, WU as ``torch.optim.SGD``'s update
+    of the layer's parameters), the fastest of ``repeats`` synchronised runs after a
+    warm-up, in seconds."""
+    import time
+
+    import torch
+
+    t, b, n, rows = work.seq_len, work.batch, work.hidden, work.rows
+    generator = torch.Generator().manual_seed(0)
+
+    def tensor(*shape):
+        return torch.rand(*shape, generator=generator).to(device)
+
+    x, w, dz = tensor(t * b, n), tensor(rows, n), tensor(t * b, rows)
+    params = [torch.nn.Parameter(tensor(rows, 2 * n)), torch.nn.Parameter(tensor(2 * rows))]
+    for p in params:
+        p.grad = torch.ones_like(p)
+    optimizer = torch.optim.SGD(params, lr=1e-3)
+    tasks = {"imvm_fw": lambda: x @ w.T, "imvm_bw": lambda: dz @ w,
+             "gc": lambda: (dz.T @ x, dz.T @ x), "wu": optimizer.step}
+
+    def sync():
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize()
+
+    found = {}
+    with torch.no_grad():
+        for name, task in tasks.items():
+            task()
+            best = float("inf")
+            for _ in range(repeats):
+                sync()
+                start = time.perf_counter()
+                task()
+                sync()
+                best = min(best, time.perf_counter() - start)
+            found[name] = best
+    return found
+
+
+def measure_gpu_only(work, device="cuda", *, repeats=2):
+    """One training step of ``work`` on ``device`` in PyTorch (``nn.LSTM`` / ``nn.GRU``
+    on cuDNN's own algorithm choice on a GPU: forward, the loss's backward, SGD), the
+    fastest of ``repeats`` synchronised runs after a warm-up: ``{"seconds": s}``."""
+    import time
+
+    import torch
+
+    kind = torch.nn.LSTM if work.cell == "lstm" else torch.nn.GRU
+    module = kind(work.hidden, work.hidden, num_layers=work.layers).to(device)
+    optimizer = torch.optim.SGD(module.parameters(), lr=1e-3)
+    inputs = torch.randn(work.seq_len, work.batch, work.hidden, device=device)
+
+    def step():
+        optimizer.zero_grad()
+        module(inputs)[0].square().mean().backward()
+        optimizer.step()
+
+    step()
+    best = float("inf")
+    for _ in range(repeats):
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize()
+        start = time.perf_counter()
+        step()
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return {"seconds": best}

@@ -49,9 +49,10 @@ def _fpga(config, clock_hz, pcie_gbps):
 
 
 def farnn_seconds(work, config, gpu, *, strategy="farnn", clock_hz=CLOCK_HZ,
-                  pcie_gbps=PCIE_GBPS):
+                  pcie_gbps=PCIE_GBPS, tasks=None):
     """One training step of ``work`` on ``gpu`` and the engine ``config``
-    (:func:`fpga_config`) under ``strategy``.
+    (:func:`fpga_config`) under ``strategy``; ``tasks`` the GPU tasks' seconds when
+    measured (:func:`~nnrtl.gen.baseline.gpu_model.measure_tasks`), else modelled.
 
     Returns
     -------
@@ -67,7 +68,7 @@ def farnn_seconds(work, config, gpu, *, strategy="farnn", clock_hz=CLOCK_HZ,
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, not {strategy!r}")
-    g = gpu_tasks(work, gpu)
+    g = gpu_tasks(work, gpu) if tasks is None else tasks
     f = _fpga(config, clock_hz, pcie_gbps)
     (load_fw, fpga_fw, macs_fw), (load_bw, fpga_bw, macs_bw) = f["fw"], f["bw"]
     imvm_fw, imvm_bw = g["imvm_fw"], g["imvm_bw"]

@@ -33,7 +33,9 @@ Yosys of a PE and a chain when not cached: some five more)
 ``hybrid``
     Figs. 7, 8 and 10 as a system: the paper's GPU (modelled from its published figures)
     with the engine's cycle model, beside cuDNN's standard and persistent algorithms
-    (modelled), each row with its bound (:mod:`.bench_hybrid`; ``farnn_hybrid.png``).
+    (modelled), each row with its bound (:mod:`.bench_hybrid`; ``farnn_hybrid.png``); on a
+    machine with a CUDA GPU also ``hybrid_measured``, the GPU's part and the GPU alone
+    measured there (``farnn_hybrid_measured.png``).
 ``gpu``
     The same LSTM layers' training step in PyTorch at batch 1/2/4 (:mod:`.bench_gpu`; on
     the CPU the sequence is scaled, which the JSON says).
@@ -175,6 +177,11 @@ def _slow_words():
     return names
 
 
+def _cuda():
+    import torch
+    return torch.cuda.is_available()
+
+
 def bench_farnn(out, *, engines=None, gpu=True, gpu_options=None, slow=None, yosys=True,
                 log=None):
     """Every part of the module docstring; writes the plots under ``out``; returns the
@@ -194,6 +201,10 @@ def bench_farnn(out, *, engines=None, gpu=True, gpu_options=None, slow=None, yos
     result["plots"] = plot_times(result["time"], out)
     result["hybrid"] = hybrid_rows()
     result["plots"].append(plot_hybrid(result["hybrid"], out))
+    if gpu and _cuda():
+        result["hybrid_measured"] = hybrid_rows(device="cuda")
+        result["plots"].append(plot_hybrid(result["hybrid_measured"], out,
+                                           "farnn_hybrid_measured.png"))
     slow = _slow_words() if slow is None else list(slow)
     result["slices_rtl"] = bench_slices(out, names=slow, log=log)[0] if slow else []
     result["engine"] = engine_rows(engines, log=log) if engines != () else []

@@ -97,3 +97,30 @@ def test_system_draws_keep_the_schedules_order(cell, hidden, layers, steps, batc
     assert farnn["seconds"] <= plain["seconds"] * (1 + 1e-12)
     assert gpu_only_seconds(work, P100, algorithm="cudnn_pd")["seconds"] <= \
         gpu_only_seconds(work, P100)["seconds"]
+
+
+def test_the_gpu_part_measured_on_a_device(monkeypatch):
+    """With a device the GPU's tasks and the GPU alone are timed in PyTorch there (here
+    the CPU, at a small size) and labelled measured; no persistent column."""
+    from nnrtl.gen.baseline.gpu_model import measure_gpu_only, measure_tasks
+    from nnrtl.gen.farnn.studies import bench_hybrid
+    work = Workload("lstm", 32, 2, 10, 1)
+    tasks = measure_tasks(work, "cpu", repeats=1)
+    assert set(tasks) == {"imvm_fw", "imvm_bw", "gc", "wu"}
+    assert all(value > 0 for value in tasks.values())
+    assert measure_gpu_only(work, "cpu", repeats=1)["seconds"] > 0
+    config = fpga_config(work, VU9P_LSTM1024)
+    measured = farnn_seconds(work, config, P100, tasks=tasks)
+    assert measured["gpu"] == pytest.approx(2 * (tasks["imvm_fw"] + tasks["gc"] + tasks["wu"])
+                                            + tasks["imvm_bw"])
+    monkeypatch.setattr(bench_hybrid, "FIG7_CELLS", {"lstm": (32,)})
+    monkeypatch.setattr(bench_hybrid, "FIG8_STEPS", (10,))
+    monkeypatch.setattr(bench_hybrid, "LAYERS", 1)
+    monkeypatch.setattr(bench_hybrid, "measure_tasks",
+                        lambda work, device: measure_tasks(work, device, repeats=1))
+    monkeypatch.setattr(bench_hybrid, "measure_gpu_only",
+                        lambda work, device: measure_gpu_only(work, device, repeats=1))
+    result = bench_hybrid.hybrid_rows(device="cpu")
+    assert result["gpu_source"].startswith("measured on cpu")
+    assert all(row["cudnn_pd"] is None for row in result["fig7"] + result["fig8"])
+    assert "| - | 1,024" not in bench_hybrid.hybrid_markdown(result)
