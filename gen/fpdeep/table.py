@@ -16,7 +16,8 @@ def format_table(mapping):
     """The mapping as text: a header with the cluster figures, one row per node (its
     segments with their channel ranges, P x Q, DSPs and their share, BRAM36 and their
     share, the Gb/s it sends downstream and upstream, its idle share; a segment whose Act-RAM
-    waits in DDR marked), the boundaries' Gb/s
+    waits in DDR marked, and one whose line buffers take more than one pixel a cycle), the
+    boundaries' Gb/s
     and what does not fit."""
     m = mapping
     model = m.model
@@ -30,6 +31,7 @@ def format_table(mapping):
         + (f", fc_batch held back by {m.storage_limit}" if m.storage_limit else "")
         + f"; compute {m.compute_period:,}, links "
         f"{m.link_period:,}, FC weights from DDR {m.ddr_period:,}"
+        + (f", line buffers {m.line_period:,}" if m.line_period else "")
         + (f", Act-RAMs in DDR {m.act_ddr_period:,}" if m.act_ddr_period else "") + "), "
         f"{m.images_per_second:,.1f} images/s, {m.gops_per_fpga:,.1f} GOPS per FPGA, "
         f"idle {m.idle:.2%}, V coarse {_v(m.v_coarse)} -> fine {_v(m.v_fine)} (mapped "
@@ -51,6 +53,7 @@ def format_table(mapping):
         down = gbps[n][0] if n < len(gbps) else 0.0
         up = gbps[n - 1][1] if n else 0.0
         segments = ", ".join(f"{_segment_text(s)} {s.p}x{s.q}"
+                             + (f" ({s.line_pixels} px/cycle)" if s.line_pixels > 1 else "")
                              + (" (Act-RAM in DDR)" if s.act_ram_in_ddr else "")
                              for s in node.segments)
         hosted = sum(h.words for h in node.hosted)

@@ -5,7 +5,8 @@ scaling claims (:data:`SWEEP_FPGAS`), each mapping also run through the cluster 
 
 Per network and count: the period and its bound, GOPS in all and per FPGA, the idle share,
 the widest line buffer of each layer that takes more than one pixel a cycle
-(``line_pixels``, :func:`~nnrtl.gen.fpdeep.cost.line_pixels_for`), the simulated period
+(``line_pixels``, :func:`~nnrtl.gen.fpdeep.cost.line_pixels_for`), the idlest node (its idle
+share, its layers and their whole cycles per output pixel), the simulated period
 and its ratio to the mapper's; beside it the paper's claim (labelled as the paper's): Table
 6's GOPS per FPGA times the count while the count is within its 150 Gb/s knee (Sec. 6.3.3:
 "linearity up to 83, 56, and 70 FPGAs"), and idle stages under 5%.
@@ -62,6 +63,7 @@ def pixels_rows(networks, fpgas, board, paper, link_gbps=150.0, images=4, log=No
                 for c in node.segments:
                     if c.line_pixels > 1:
                         widths[c.layer] = max(widths.get(c.layer, 1), c.line_pixels)
+            idlest = max(mapping.nodes, key=mapping.node_idle)
             found = _simulated(mapping, images)
             row.update({
                 "refused": None, "period_cycles": mapping.period, "bound": mapping.bound,
@@ -71,6 +73,9 @@ def pixels_rows(networks, fpgas, board, paper, link_gbps=150.0, images=4, log=No
                 "gops_per_fpga": mapping.gops_per_fpga,
                 "gops_total": mapping.gops_per_fpga * n, "idle_share": mapping.idle,
                 "line_pixels": widths, "images": images,
+                "idlest_node": {"node": idlest.node, "idle_share": mapping.node_idle(idlest),
+                                "segments": [[c.layer, c.cycles // c.pixels]
+                                             for c in idlest.segments]},
                 "simulated_period_cycles": found["period_cycles"],
                 "simulated_over_mapper": found["period_cycles"] / mapping.period,
                 "simulated_idle_share": found["idle_share"],
@@ -95,19 +100,23 @@ def pixels_markdown(rows):
              "the RTL line buffer takes one). Paper: Table 6's GOPS/FPGA x N up to its "
              "150 Gb/s knee (Sec. 6.3.3, its claim of linear scaling), idle stages < 5%.", "",
              "| network | FPGAs | TOPS (paper's claim) | GOPS/FPGA | bound | idle | line "
-             "pixels | simulated / mapper period | buffers within depth |",
-             "|---|---:|---:|---:|---|---:|---|---:|---|"]
+             "pixels | idlest node: idle, layer (cycles a pixel) | simulated / mapper period "
+             "| buffers within depth |",
+             "|---|---:|---:|---:|---|---:|---|---|---:|---|"]
     for r in rows:
         claim = "-" if r["paper_gops_total"] is None else f"{r['paper_gops_total'] / 1e3:.1f}"
         if r["refused"]:
             lines.append(f"| {r['network']} | {r['fpgas']} | refused ({claim}) | - | - | - | "
-                         f"- | - | {r['refused']} |")
+                         f"- | - | - | {r['refused']} |")
             continue
         widths = ", ".join(f"{k} {v}" for k, v in r["line_pixels"].items()) or "1"
+        node = r["idlest_node"]
+        idlest = (f"node {node['node']}: {100 * node['idle_share']:.1f}%, "
+                  + ", ".join(f"{layer} ({cycles})" for layer, cycles in node["segments"]))
         lines.append(
             f"| {r['network']} | {r['fpgas']} | {r['gops_total'] / 1e3:.1f} ({claim}) | "
             f"{r['gops_per_fpga']:,.0f} | {r['bound']} | {100 * r['idle_share']:.2f}% | "
-            f"{widths} | {r['simulated_over_mapper']:.4f} | "
+            f"{widths} | {idlest} | {r['simulated_over_mapper']:.4f} | "
             f"{'yes' if r['buffers_within_depth'] else 'NO'} |")
     return lines + [""]
 
