@@ -39,6 +39,12 @@ def chain_config(layers, mapping, precision, frac_bits, batch, lr):
         if not any(s.kind == "conv" for s in node.segments):
             raise UsageError(f"--backend rtl: node {node.node} holds no conv segment (its "
                              f"layers run on the host); the node chain needs one a node")
+        wide = [s for s in node.segments if s.line_pixels > 1]
+        if wide:
+            raise UsageError(f"--backend rtl: node {node.node}'s {wide[0].layer} takes "
+                             f"line_pixels {wide[0].line_pixels} input pixels a cycle; the RTL "
+                             f"line buffer takes 1 (the wider one is modelled, not built): "
+                             f"map on fewer FPGAs")
     p = min(s.cfg.p for segments in layers.values() for s in segments)
     word = lr_word(precision, lr, batch)
     model = mapping.model

@@ -29,8 +29,8 @@ A segment's FP line buffer takes ``m`` input pixels a cycle (``line_pixels``, a 
 quantity: :func:`line_pixels_for`) and an image's first pixel once the previous image's
 windows have all left, so a segment cannot take fewer than ``W_in² / m`` cycles a sample,
 and when the input sets its pace it spends :func:`line_buffer_cycles` (the windows still
-queued after the last pixel added). The mapper gives a strided layer whose input would
-pace it (AlexNet's conv1: 224² pixels, stride 4) the least ``m`` that keeps it within the
+queued after the last pixel added). The mapper gives a layer whose input pixels outnumber
+the period (AlexNet's conv1: 224² pixels, stride 4) the least ``m`` that keeps it within the
 period its share of the DSPs sets, at most one input row a cycle and what its input link
 delivers; the banked form's block RAM (:func:`line_buffer_words`) goes into the node's
 storage check. Decision: ``m`` pixels a cycle is modelled (mapper and cluster simulator);
@@ -209,9 +209,11 @@ def line_pixels_for(w_in, k, stride, pad, per_window, period, most):
     """Pixels a cycle a segment's FP line buffer takes: the least ``m`` in ``1..most``
     whose :func:`line_buffer_cycles` fit ``period``, else ``most`` (the line buffer then
     sets the period). ``1`` when the input does not pace the segment (``W_in² <
-    per_window · W_out²``: its compute covers the input; the fill is not charged)."""
+    per_window · W_out²``: its compute covers the input; the fill is not charged) or its
+    ``W_in²`` pixels fit ``period`` one a cycle (the line buffer as built: only its fill
+    may then exceed the period, and sets it)."""
     w_out = (w_in + 2 * pad - k) // stride + 1
-    if w_in ** 2 < per_window * w_out ** 2:
+    if w_in ** 2 < per_window * w_out ** 2 or w_in ** 2 <= period:
         return 1
     for m in range(1, max(1, most) + 1):
         if line_buffer_cycles(w_in, k, stride, pad, per_window, m) <= period:

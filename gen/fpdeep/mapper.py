@@ -19,8 +19,9 @@ FPGAs.
    ``check_storage=False``, the mapping marked infeasible: for reports);
 6. link traffic per boundary and direction (:mod:`.links`) and the period the links allow;
 7. the pixels a cycle each convolution's FP and PG line buffers take (``line_pixels``,
-   :func:`~.cost.line_pixels_for`): where ``W_in²`` input pixels exceed its compute cycles
-   at the fastest period's ``(P, Q)``, the least ``m`` whose :func:`~.cost.line_buffer_cycles`
+   :func:`~.cost.line_pixels_for`): where ``W_in²`` input pixels exceed both its compute
+   cycles at the fastest period's ``(P, Q)`` and that period, the least ``m`` whose
+   :func:`~.cost.line_buffer_cycles`
    fit that period, at most one input row a cycle and, where the input comes over a link,
    what the link delivers; the widest that the node's block RAM holds
    (:func:`~.cost.line_buffer_words` in the storage check). A segment still input-paced

@@ -100,6 +100,20 @@ def test_rtl_refuses_what_the_chain_does_not_carry(files):
         chain_config(trainer.layers, mapping, "fixed16", 13, 1, 0.5)
 
 
+def test_rtl_refuses_a_line_buffer_wider_than_one_pixel(files):
+    """A segment mapped to take two input pixels a cycle is refused: the RTL line buffer
+    takes one."""
+    import dataclasses
+    trainer = train_hook(request(files, "--fpgas", "3"), load_network(files.model))
+    nodes = list(trainer.mapping.nodes)
+    wide = dataclasses.replace(nodes[1].segments[0], line_pixels=2)
+    nodes[1] = dataclasses.replace(nodes[1], segments=(wide, *nodes[1].segments[1:]))
+    mapping = types.SimpleNamespace(nodes=nodes)
+    with pytest.raises(UsageError, match=r"^--backend rtl: node 2's layers\[0\] takes line_pixels 2 "
+                                         r"input pixels a cycle; the RTL line buffer takes 1 "):
+        chain_config(trainer.layers, mapping, "fixed16", 13, 1, 0.5)
+
+
 def test_rtl_chain_of_the_mapping(files):
     """The mapper's OCP split on 1, 2, 3 boards becomes the chain's nodes (``lag`` =
     batch, ``lr`` η/B, flush)."""

@@ -47,7 +47,8 @@ def test_pixels_a_cycle_from_the_dsp_share():
     = 24, so three. Period 23: four (window 0: 9/4 + 1 + 16 = 19.25, window 12: 57/4 +
     1 + 4 = 19.25 -> 20). Capped at two: two (the line buffer then sets the period). At
     five cycles a window (80 compute cycles, above its 64 pixels) the input does not pace
-    it: one."""
+    it: one; nor when its 64 pixels fit the period one a cycle (the line buffer as built,
+    its fill then sets the period)."""
     per_window = -(-8 // 8) * -(-3 // 3)
     assert line_buffer_cycles(8, 2, 2, 0, per_window, 1) == 65
     assert line_buffer_cycles(8, 2, 2, 0, per_window, 2) == 34
@@ -56,6 +57,8 @@ def test_pixels_a_cycle_from_the_dsp_share():
     assert line_pixels_for(8, 2, 2, 0, per_window, 23, 8) == 4
     assert line_pixels_for(8, 2, 2, 0, per_window, 24, 2) == 2
     assert line_pixels_for(8, 2, 2, 0, 5, 24, 8) == 1
+    # 64 pixels fit a period of 64 one a cycle: one, the fill (65 cycles) sets the period
+    assert line_pixels_for(8, 2, 2, 0, per_window, 64, 8) == 1
 
 
 def test_banked_line_buffer_words():
