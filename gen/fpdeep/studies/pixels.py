@@ -10,14 +10,21 @@ share, its layers and their whole cycles per output pixel), the simulated period
 and its ratio to the mapper's; beside it the paper's claim (labelled as the paper's): Table
 6's GOPS per FPGA times the count while the count is within its 150 Gb/s knee (Sec. 6.3.3:
 "linearity up to 83, 56, and 70 FPGAs"), and idle stages under 5%.
+
+The bench runs it as its ``pixels`` part (:mod:`.bench`); alone, ``python -m
+nnrtl.gen.fpdeep.studies.pixels --out DIR [--networks alexnet,vgg16] [--fpgas 15,40]``
+writes ``pixels.json``, ``pixels.md`` and ``fpdeep_pixels.png`` (all three networks at
+:data:`SWEEP_FPGAS`, 6 images a simulation: minutes).
 """
 
+import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["SWEEP_FPGAS", "pixels_rows", "pixels_markdown", "plot_pixels"]
+__all__ = ["SWEEP_FPGAS", "pixels_rows", "pixels_markdown", "plot_pixels", "main"]
 
 #: The FPGA counts of the sweep: Table 6's 15, the paper's three knees at 150 Gb/s and
 #: counts between.
@@ -143,3 +150,28 @@ def plot_pixels(rows, path):
     figure.savefig(path, dpi=100)
     plt.close(figure)
     return path
+
+
+def main(argv=None):
+    """The sweep alone (module docstring)."""
+    from ....boards import get_board
+    from .bench import PAPER
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--networks", default="alexnet,vgg16,vgg19")
+    parser.add_argument("--fpgas", default=",".join(map(str, SWEEP_FPGAS)))
+    parser.add_argument("--images", type=int, default=6)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows = pixels_rows(args.networks.split(","), [int(n) for n in args.fpgas.split(",")],
+                       get_board("vc709"), PAPER, images=args.images,
+                       log=lambda line: print(line, file=sys.stderr, flush=True))
+    (args.out / "pixels.json").write_text(json.dumps(rows, indent=1))
+    (args.out / "pixels.md").write_text("\n".join(pixels_markdown(rows)))
+    plot_pixels(rows, args.out / "fpdeep_pixels.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
