@@ -25,10 +25,8 @@ FPGAs.
    fit that period, at most one input row a cycle and, where the input comes over a link,
    what the link delivers; the widest that the node's block RAM holds
    (:func:`~.cost.line_buffer_words` in the storage check). A segment still input-paced
-   at its ``m`` keeps the fastest period's ``(P, Q)`` and sets the period (``line``), the
-   others are sized for it. A compute-bound segment's fill (``(K − 1 − pad)·(W_in + 1)/m +
-   1`` cycles a sample) is not charged: 0.02% on VGG-16's conv2_1, 57 cycles (0.3%) of
-   AlexNet's conv2 at 63 FPGAs (:mod:`.cluster_node`).
+   at its ``m`` sets the period (``line``). A compute-bound segment's fill (``(K − 1 −
+   pad)·(W_in + 1)/m + 1`` cycles a sample) is not charged (:mod:`.cluster_node`).
 
 FC layers are mapped like convolutions (1 x 1 on a 1 x 1 map, input-channel units), which
 puts them on the last node(s) as the paper does; their weights and gradients are off chip

@@ -65,7 +65,7 @@ def check_model(network):
     reversed back: :mod:`.host_layers`); otherwise :class:`UsageError` naming the layer and
     the rule."""
     label = network.source or "model"
-    direction = network.layers[0].direction
+    direction = getattr(network.layers[0], "direction", "forward")
     for n, layer in enumerate(network.layers):
         where = f"{label}: layer {n}"
         if not isinstance(layer, LSTM):

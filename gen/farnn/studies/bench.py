@@ -31,11 +31,9 @@ Yosys of a PE and a chain when not cached: some five more)
     :mod:`nnrtl.gen.farnn.resources`), and Yosys run on a PE and a chain of two, with logic
     levels (:func:`.bench_model.yosys_rows`: some 90 s, then cached).
 ``hybrid``
-    Figs. 7, 8 and 10 as a system: the paper's GPU (modelled from its published figures)
-    with the engine's cycle model, beside cuDNN's standard and persistent algorithms
-    (modelled), each row with its bound (:mod:`.bench_hybrid`; ``farnn_hybrid.png``); on a
-    machine with a CUDA GPU also ``hybrid_measured``, the GPU's part and the GPU alone
-    measured there (``farnn_hybrid_measured.png``).
+    Figs. 7, 8 and 10 as a system, the paper's GPU modelled beside the engine's cycle
+    model, each row with its bound (:mod:`.bench_hybrid`; ``farnn_hybrid.png``); with a
+    CUDA GPU also ``hybrid_measured``, the GPU's part measured there.
 ``gpu``
     The same LSTM layers' training step in PyTorch at batch 1/2/4 (:mod:`.bench_gpu`; on
     the CPU the sequence is scaled, which the JSON says).

@@ -103,14 +103,14 @@ def test_backdoor_weight_load_leaves_what_the_stream_load_leaves():
     fails otherwise); then ``"backdoor"`` on the same data gives the same bit-exact
     outputs and the same run cycles, with no load cycles."""
     from nnrtl.sim.runner import simulate
-    from nnrtl.gen.farnn.engine import _verilog
+    from nnrtl.gen.farnn.engine import ENGINE
 
     config = FarnnConfig(**CONFIGS["lstm-s2-b1"])
     results = {}
     for mode in ("stream+check", "backdoor"):
         params = {"config": dataclasses.asdict(config), "steps": config.seq_len,
                   "source_pauses": "none", "sink_pauses": "none", "weight_load": mode}
-        results[mode] = simulate(_verilog(config), test_module="nnrtl.sim.tb.farnn.engine",
+        results[mode] = simulate(ENGINE.verilog(config), test_module="nnrtl.sim.tb.farnn.engine",
                                  params=params, seed=5, name="nnrtl_farnn")
     stream, backdoor = results["stream+check"], results["backdoor"]
     assert stream["bit_exact"] is True and backdoor["bit_exact"] is True
