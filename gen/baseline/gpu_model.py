@@ -19,7 +19,7 @@ import dataclasses
 from .persistent_rnn import MAX_WEIGHTS_PER_THREAD
 
 __all__ = ["Gpu", "P100", "V100", "Workload", "gpu_tasks", "gpu_only_seconds",
-           "measure_tasks", "measure_gpu_only", "REGISTER_SHARE"]
+           "measure_tasks", "measure_gpu_only", "best_seconds", "REGISTER_SHARE"]
 
 #: The share of a register file a persistent kernel keeps weights in
 #: (:data:`~nnrtl.gen.baseline.persistent_rnn.MAX_WEIGHTS_PER_THREAD` of 255 registers).
@@ -143,13 +143,32 @@ def gpu_only_seconds(work, gpu, *, algorithm="cudnn_std"):
 
 
 
+def best_seconds(run, device, repeats):
+    """The fastest of ``repeats`` runs of ``run()`` after a warm-up one, each synchronised
+    on ``device`` (a PyTorch device) when it is a GPU, in seconds."""
+    import time
+
+    import torch
+
+    def sync():
+        if str(device).startswith("cuda"):
+            torch.cuda.synchronize()
+
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        sync()
+        start = time.perf_counter()
+        run()
+        sync()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def measure_tasks(work, device="cuda", *, repeats=3):
     """:func:`gpu_tasks` measured: each task of one layer run in PyTorch float32 on
     ``device`` (the I-MVMs and GC as ``torch.matmul``, WU as ``torch.optim.SGD``'s update
-    of the layer's parameters), the fastest of ``repeats`` synchronised runs after a
-    warm-up, in seconds."""
-    import time
-
+    of the layer's parameters), :func:`best_seconds` of ``repeats``."""
     import torch
 
     t, b, n, rows = work.seq_len, work.batch, work.hidden, work.rows
@@ -165,32 +184,14 @@ def measure_tasks(work, device="cuda", *, repeats=3):
     optimizer = torch.optim.SGD(params, lr=1e-3)
     tasks = {"imvm_fw": lambda: x @ w.T, "imvm_bw": lambda: dz @ w,
              "gc": lambda: (dz.T @ x, dz.T @ x), "wu": optimizer.step}
-
-    def sync():
-        if str(device).startswith("cuda"):
-            torch.cuda.synchronize()
-
-    found = {}
     with torch.no_grad():
-        for name, task in tasks.items():
-            task()
-            best = float("inf")
-            for _ in range(repeats):
-                sync()
-                start = time.perf_counter()
-                task()
-                sync()
-                best = min(best, time.perf_counter() - start)
-            found[name] = best
-    return found
+        return {name: best_seconds(task, device, repeats) for name, task in tasks.items()}
 
 
 def measure_gpu_only(work, device="cuda", *, repeats=2):
     """One training step of ``work`` on ``device`` in PyTorch (``nn.LSTM`` / ``nn.GRU``
-    on cuDNN's own algorithm choice on a GPU: forward, the loss's backward, SGD), the
-    fastest of ``repeats`` synchronised runs after a warm-up: ``{"seconds": s}``."""
-    import time
-
+    on cuDNN's own algorithm choice on a GPU: forward, the loss's backward, SGD),
+    :func:`best_seconds` of ``repeats``: ``{"seconds": s}``."""
     import torch
 
     kind = torch.nn.LSTM if work.cell == "lstm" else torch.nn.GRU
@@ -203,14 +204,4 @@ def measure_gpu_only(work, device="cuda", *, repeats=2):
         module(inputs)[0].square().mean().backward()
         optimizer.step()
 
-    step()
-    best = float("inf")
-    for _ in range(repeats):
-        if str(device).startswith("cuda"):
-            torch.cuda.synchronize()
-        start = time.perf_counter()
-        step()
-        if str(device).startswith("cuda"):
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return {"seconds": best}
+    return {"seconds": best_seconds(step, device, repeats)}

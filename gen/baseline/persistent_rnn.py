@@ -386,20 +386,16 @@ def run(cell, input_size, hidden_size, batch, steps, *, device="simulator", seed
 
 def torch_cuda_seconds(cell, weights, x, h0, c0=None, *, repeats=5):
     """The fastest of ``repeats`` runs of PyTorch's ``nn.LSTM`` / ``nn.GRU`` (cuDNN) in
-    float32 on the GPU, the same weights and inputs, each run synchronised."""
+    float32 on the GPU, the same weights and inputs, each run synchronised
+    (:func:`~.gpu_model.best_seconds`)."""
     import torch
+
+    from .gpu_model import best_seconds
 
     module = torch_module(cell, weights, torch.float32).cuda()
     xs = torch.tensor(x).cuda()
     state = torch.tensor(h0).cuda()[None]
     if cell == "lstm":
         state = (state, torch.tensor(c0).cuda()[None])
-    best = math.inf
     with torch.no_grad():
-        for _ in range(repeats):
-            torch.cuda.synchronize()
-            start = time.perf_counter()
-            module(xs, state)
-            torch.cuda.synchronize()
-            best = min(best, time.perf_counter() - start)
-    return best
+        return best_seconds(lambda: module(xs, state), "cuda", repeats)

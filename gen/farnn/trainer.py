@@ -130,6 +130,15 @@ def _flip(values, reverse):
     return values[::-1].copy() if reverse else values
 
 
+def _delta_below(deltas):
+    """The gradient at a layer's inputs (float32, time first) from each direction's W side
+    gate deltas ``[(_Layer, d_input)]``: the BW input MVM on the host, back in time order,
+    summed over the directions."""
+    parts = [_flip(host.backward_input_mvm(saved.layer, delta).cpu().numpy(), saved.reverse)
+             for saved, delta in deltas]
+    return parts[0] if len(parts) == 1 else parts[0] + parts[1]
+
+
 @dataclasses.dataclass
 class _Layer:
     """What a layer's FW leaves for its BW: one direction's pass (``index``, the pass's
@@ -277,11 +286,10 @@ class FarnnTrainer:
         config = self.config
         dy = np.asarray(grad_outputs, dtype=np.float32)
         gradients = {}
-        self._input_delta = []
         for index in reversed(range(len(self._layers))):
             records = self._layers[index]
             width = dy.shape[-1] // len(records)
-            below = []
+            deltas = []
             for k, saved in enumerate(records):
                 dyd = _flip(dy[..., k * width:(k + 1) * width].copy(), saved.reverse)
                 bw = self._backward_pass(saved.index, saved.streams, saved.fw, to_bits(dyd))
@@ -293,13 +301,11 @@ class FarnnTrainer:
                     dr_hat=None if bw.dr_hat is None else from_bits(bw.dr_hat))
                 for field in saved.layer.tensor_fields():
                     gradients[(index, field + saved.suffix)] = fields[field]
-                if index:
-                    below.append(_flip(host.backward_input_mvm(
-                        saved.layer, from_bits(bw.d_input)).cpu().numpy(), saved.reverse))
-                else:
-                    self._input_delta.append((saved, from_bits(bw.d_input)))
+                deltas.append((saved, from_bits(bw.d_input)))
             if index:
-                dy = below[0] if len(below) == 1 else below[0] + below[1]
+                dy = _delta_below(deltas)
+            else:
+                self._input_delta = deltas
         return gradients
 
     def input_gradient(self):
@@ -317,10 +323,7 @@ class FarnnTrainer:
         if self._input_delta is None:
             raise ValueError("input_gradient comes from backward: call forward and backward "
                              "first")
-        parts = [_flip(host.backward_input_mvm(saved.layer, delta).cpu().numpy(),
-                       saved.reverse) for saved, delta in self._input_delta]
-        total = parts[0] if len(parts) == 1 else parts[0] + parts[1]
-        return total.astype(np.float64)
+        return _delta_below(self._input_delta).astype(np.float64)
 
     def counters(self):
         """The last step's FPGA part (FW and BW of every layer) and ``host_device``, where

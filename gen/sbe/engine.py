@@ -91,11 +91,11 @@ def _simulate_model(request):
     with tempfile.TemporaryDirectory() as scratch:
         engine_inputs, codes = Path(scratch) / "model.npz", Path(scratch) / "h.npy"
         host = quantized.host or HostLayers()
-        write_engine_inputs(engine_inputs, config, quantized, host.to_engine(xs))
+        write_engine_inputs(engine_inputs, config, quantized, host.engine_order(xs))
         result = _run(request, steps=len(xs), split=0, model=engine_inputs, outputs=codes)
         if not codes.exists():
             return result              # a mismatch: the bench wrote no outputs
-        hs = host.from_engine(np.load(codes) * 2.0 ** -config.act_frac)
+        hs = host.engine_order(np.load(codes) * 2.0 ** -config.act_frac)
     outputs = host.outputs(hs)
     np.save(request.outputs, outputs)
     result["outputs"] = str(request.outputs)

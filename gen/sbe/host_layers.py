@@ -38,7 +38,7 @@ class HostLayers:
         Each layer as ``"<layer> (<its tensors' names>)"``, embedding first.
     reverse : bool
         The stack runs in reverse: the engine takes the steps last first
-        (:meth:`to_engine`, :meth:`from_engine`).
+        (:meth:`engine_order`).
     """
 
     embedding: object = None
@@ -49,14 +49,11 @@ class HostLayers:
     def __bool__(self):
         return self.embedding is not None or self.head is not None or self.reverse
 
-    def to_engine(self, xs):
-        """The stack's inputs in the order the engine takes them: a reverse stack's last
-        step first."""
-        return np.ascontiguousarray(xs[::-1]) if self.reverse else xs
-
-    def from_engine(self, hs):
-        """The engine's outputs back in the model's time order."""
-        return np.ascontiguousarray(hs[::-1]) if self.reverse else hs
+    def engine_order(self, values):
+        """``values`` (time first) between the model's time order and the engine's: a
+        reverse stack's steps last first (its own inverse: the engine's inputs going in,
+        its outputs coming back)."""
+        return np.ascontiguousarray(values[::-1]) if self.reverse else values
 
     def engine_inputs(self, inputs):
         """The stack's input vectors (``T x input_size``, float64) for the model's inputs:
@@ -81,9 +78,11 @@ class HostLayers:
 
     def outputs(self, hs):
         """The model's outputs for the stack's (``T x hidden``): the head's, float64."""
+        from ..models.reference import layer_forward
+
         out = np.asarray(hs, dtype=np.float64)
         for layer in () if self.head is None else self.head.layers:
-            out = out @ layer.weight.T + (0.0 if layer.bias is None else layer.bias)
+            out = layer_forward(layer, out)
         return out
 
 
