@@ -32,6 +32,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..errors import UsageError
+from .keras_config import (input_size, layer_name, model_layers, returns_sequences,
+                           rnn_parts)
 from .layers import GRU, LSTM
 from .network import Entry, Network
 
@@ -51,48 +53,40 @@ def _activation_name(value):
 
 
 def _keras_layers(config, path, ignore_trailing, embedding=False):
-    """``[(position, layer dict)]`` of the LSTM and GRU layers of a Keras model config;
+    """``(layers, [(position, layer dict)])``: the model's layers in data order
+    (:func:`~.keras_config.model_layers`) and its RNN layers (LSTM, GRU, Bidirectional);
     with ``embedding``, one ``Embedding`` before the first of them is accepted."""
-    if not isinstance(config, Mapping) or "class_name" not in config:
-        raise UsageError(f"{path}: not a Keras model JSON (no top-level 'class_name')")
-    if config["class_name"] != "Sequential":
-        raise UsageError(f"{path}: class_name is {config['class_name']!r}; only Sequential "
-                         f"models are supported")
-    inner = config.get("config")
-    layers = inner.get("layers") if isinstance(inner, Mapping) else inner
-    if not isinstance(layers, list):
-        raise UsageError(f"{path}: config.layers is missing or not a list")
-    lstm_positions = [n for n, layer in enumerate(layers)
-                      if isinstance(layer, Mapping) and layer.get("class_name") in _CLASSES]
-    if not lstm_positions:
-        raise UsageError(f"{path}: config.layers has no LSTM or GRU layer")
+    layers = model_layers(config, path)
     found = []
+    for n, layer in enumerate(layers):
+        if rnn_parts(layer, f"{path}: config.layers[{n}]") is not None:
+            found.append((n, layer))
+    if not found:
+        raise UsageError(f"{path}: config.layers has no LSTM or GRU layer")
+    first, last = found[0][0], found[-1][0]
     for n, layer in enumerate(layers):
         kind = layer.get("class_name") if isinstance(layer, Mapping) else None
         where = f"{path}: config.layers[{n}]"
-        if kind in _CLASSES:
-            found.append((n, layer))
-        elif kind == "Bidirectional":
-            raise UsageError(f"{where} is Bidirectional; nnrtl reads unidirectional "
-                              f"Keras LSTMs and GRUs")
-        elif kind in _RNN_NAMES:
-            raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM and GRU "
-                              f"layers of Keras models")
-        elif kind in _SKIPPED:
+        if kind in _CLASSES or kind == "Bidirectional" or kind in _SKIPPED:
             continue
-        elif embedding and kind == "Embedding" and n < lstm_positions[0] and not any(
+        if kind in _RNN_NAMES:
+            raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM and GRU "
+                             f"layers of Keras models")
+        if embedding and kind == "Embedding" and n < first and not any(
                 isinstance(item, Mapping) and item.get("class_name") == "Embedding"
                 for item in layers[:n]):
             continue
-        elif not (ignore_trailing and n > lstm_positions[-1]):
+        if not (ignore_trailing and n > last):
             after = "" if ignore_trailing else "; pass ignore_trailing to skip layers after " \
                 "the last LSTM or GRU"
             raise UsageError(f"{where} is a {kind}; nnrtl reads only LSTM and GRU layers of "
-                             f"Keras models (and InputLayer, Dropout){after}")
+                             f"Keras models (and InputLayer, Dropout, Bidirectional){after}")
     return layers, found
 
 
-def _check_lstm_config(layer, where, last):
+def _check_lstm_config(layer, where, last, backwards=False):
+    """An LSTM or GRU layer dict's config, checked; ``backwards``: the backward layer of a
+    Bidirectional (``go_backwards`` true)."""
     config = layer.get("config")
     if not isinstance(config, Mapping):
         raise UsageError(f"{where}.config is missing")
@@ -105,10 +99,13 @@ def _check_lstm_config(layer, where, last):
             raise UsageError(f"{where}.config.{key} is {value!r}; "
                              f"{'a GRU' if layer['class_name'] == 'GRU' else 'an LSTM'} "
                              f"computes {wanted}")
-    for key in ("go_backwards", "time_major"):
-        if config.get(key, False):
-            raise UsageError(f"{where}.config.{key} is true; nnrtl reads RNNs running "
-                             f"forward in time over time-second inputs")
+    if config.get("time_major", False):
+        raise UsageError(f"{where}.config.time_major is true; nnrtl reads RNNs over "
+                         f"time-second inputs")
+    if bool(config.get("go_backwards", False)) != backwards:
+        raise UsageError(f"{where}.config.go_backwards is {str(not backwards).lower()}; "
+                         f"nnrtl reads RNNs running forward in time over time-second inputs "
+                         f"(and a Bidirectional's backward layer)")
     if layer["class_name"] == "GRU" and not config.get("reset_after", True):
         raise UsageError(f"{where}.config.reset_after is false; nnrtl computes GRUs as "
                          f"PyTorch does (reset_after=True)")
@@ -118,22 +115,11 @@ def _check_lstm_config(layer, where, last):
     return config
 
 
-def _keras_input_size(layers):
-    for layer in layers:
-        for holder in (layer.get("config", {}), layer.get("build_config", {})):
-            for key in ("batch_input_shape", "batch_shape", "input_shape"):
-                shape = holder.get(key) if isinstance(holder, Mapping) else None
-                if isinstance(shape, list) and shape and isinstance(shape[-1], int):
-                    return shape[-1]
-        if layer.get("class_name") in _CLASSES:
-            return None
-    return None
-
-
 def _legacy_weights(group, layer_name, path, prefix,
-                    bases=("kernel", "recurrent_kernel", "bias")):
+                    bases=("kernel", "recurrent_kernel", "bias"), within=None):
     """``{"kernel": dataset, ...}`` (the weights named ``bases``) from a Keras 2 / Keras 3
-    legacy layer group."""
+    legacy layer group; ``within``: only the weights under that sublayer's name (a
+    Bidirectional's ``forward_lstm``, ``backward_lstm``)."""
     if layer_name not in group:
         raise UsageError(f"{path}: no group {prefix}{layer_name} for layer "
                          f"{layer_name!r}")
@@ -146,6 +132,8 @@ def _legacy_weights(group, layer_name, path, prefix,
     found = {}
     for name in names:
         base = name.rsplit("/", 1)[-1].split(":")[0]
+        if within is not None and within not in name.split("/")[:-1]:
+            continue
         if base in bases:
             if name not in layer_group:
                 raise UsageError(f"{path}: {prefix}{layer_name} lists weight {name!r} "
@@ -154,11 +142,12 @@ def _legacy_weights(group, layer_name, path, prefix,
     return found
 
 
-def _native_weights(root, kind, index, path):
-    """``{"kernel": ...}`` of the ``index``-th ``kind`` (LSTM, GRU) of a Keras 3
-    ``.weights.h5``."""
+def _native_weights(root, kind, index, path, part=""):
+    """``{"kernel": ...}`` of the ``index``-th ``kind`` (LSTM, GRU, Bidirectional) of a
+    Keras 3 ``.weights.h5``; ``part``: a Bidirectional's ``forward_layer`` or
+    ``backward_layer``."""
     name = kind.lower() if index == 0 else f"{kind.lower()}_{index}"
-    key = f"layers/{name}/cell/vars"
+    key = f"layers/{name}/{part + '/' if part else ''}cell/vars"
     if key not in root:
         raise UsageError(f"{path}: no group {key} for the {kind} layer number {index}")
     group = root[key]
@@ -226,25 +215,28 @@ def _blocks(array, kind):
     return np.concatenate([blocks[i] for i in _ORDER[kind]], axis=0)
 
 
-def _keras_entry(name, index, kind, field, dtype):
-    """A Keras dataset: kernel (weight_ih.T), recurrent_kernel (weight_hh.T) or bias."""
+def _keras_entry(name, index, kind, field, dtype, suffix=""):
+    """A Keras dataset: kernel (weight_ih.T), recurrent_kernel (weight_hh.T) or bias, of
+    the layer's forward direction, or its reverse one (``suffix`` ``"_reverse"``)."""
     def get(layers):
         layer = layers[index]
         if field == "bias":
+            b_ih, b_hh = getattr(layer, "bias_ih" + suffix), getattr(layer, "bias_hh" + suffix)
             if kind is LSTM:
-                return layer.bias_ih + layer.bias_hh
-            return np.stack([_blocks(layer.bias_ih, kind), _blocks(layer.bias_hh, kind)])
-        return _blocks(getattr(layer, field), kind).T
+                return b_ih + b_hh
+            return np.stack([_blocks(b_ih, kind), _blocks(b_hh, kind)])
+        return _blocks(getattr(layer, field + suffix), kind).T
 
     def set_(fields, array):
         target = fields.setdefault(index, {})
         if field == "bias" and kind is LSTM:
-            target["bias_ih"], target["bias_hh"] = array, np.zeros_like(array)
+            target["bias_ih" + suffix], target["bias_hh" + suffix] = array, \
+                np.zeros_like(array)
         elif field == "bias":
-            target["bias_ih"], target["bias_hh"] = _blocks(array[0], kind), \
-                _blocks(array[1], kind)
+            target["bias_ih" + suffix], target["bias_hh" + suffix] = \
+                _blocks(array[0], kind), _blocks(array[1], kind)
         else:
-            target[field] = _blocks(array.T, kind)
+            target[field + suffix] = _blocks(array.T, kind)
     return Entry(name, get, set_, dtype)
 
 
@@ -293,58 +285,81 @@ def load_keras(json_path, weights_path=None, *, ignore_trailing=False, embedding
         root = h5["model_weights"] if "model_weights" in h5 else h5
         prefix = "model_weights/" if "model_weights" in h5 else ""
         native = "layers" in root and "layer_names" not in root.attrs
-        model_layers, entries = [], []
-        inputs = _keras_input_size(layers)
+        built, entries = [], []
+        inputs = input_size(layers)
         front = _embedding_layer(layers)
         if front is not None:
             inputs = front[1].get("config", {}).get("output_dim")
-        return_sequences = True
         counts = {}
         for number, (n, layer) in enumerate(lstms):
             where = f"{json_path}: config.layers[{n}]"
-            last = number == len(lstms) - 1
-            lstm = _check_lstm_config(layer, where, last)
-            units, class_name = lstm["units"], layer["class_name"]
-            kind = _CLASSES[class_name]
-            rows = kind.GATES * units
-            found = (_native_weights(root, class_name, counts.get(class_name, 0), label)
-                     if native else _legacy_weights(root, lstm.get("name", ""), label, prefix))
-            counts[class_name] = counts.get(class_name, 0) + 1
-            use_bias = lstm.get("use_bias", True)
-            needed = ("kernel", "recurrent_kernel") + (("bias",) if use_bias else ())
-            for base in needed:
-                if base not in found:
-                    raise UsageError(f"{label}: no {base} for {class_name} layer "
-                                     f"{lstm.get('name', number)!r}")
-            expected_inputs = inputs if number == 0 else model_layers[-1].hidden_size
-            kernel_rows = found["kernel"][1].shape[0] if found["kernel"][1].ndim else None
-            if expected_inputs is None:
-                expected_inputs = kernel_rows
-            gates = f"{kind.GATES} * units"
-            bias_shape = (rows,) if kind is LSTM else (2, rows)
-            for base, shape, rule in (
-                    ("kernel", (expected_inputs, rows), f"(input size, {gates})"),
-                    ("recurrent_kernel", (units, rows), f"(units, {gates})"),
-                    ("bias", bias_shape, f"({gates},)" if kind is LSTM
-                     else f"(2, {gates})")):
-                if base in found and found[base][1].shape != shape:
-                    raise UsageError(f"{label}: {found[base][0]} has shape "
-                                     f"{found[base][1].shape}, expected {shape}: {base} "
-                                     f"must be {rule}")
+            outer = layer["class_name"]
+            expected = inputs if number == 0 else built[-1].output_size
             fields = {}
-            for base in needed:
-                name, value = found[base]
-                if not np.issubdtype(value.dtype, np.floating) \
-                        or not np.all(np.isfinite(value)):
-                    raise UsageError(f"{label}: {name} has NaN or infinite values, or is "
-                                     f"not floating point")
-                entry = _keras_entry(name, number, kind, _FIELDS[base], value.dtype)
-                entry.set(fields, value.astype(np.float64))
-                entries.append(entry)
-            model_layers.append(kind(**fields[number]))
-            return_sequences = bool(lstm.get("return_sequences", False))
-    return Network(tuple(model_layers), source=label, format="keras", entries=tuple(entries),
-                   writer=writer, return_sequences=return_sequences)
+            parts = rnn_parts(layer, where)
+            for part, sub in parts:
+                suffix = "_reverse" if part == "backward_layer" else ""
+                found, kind = _direction_weights(
+                    sub, f"{where}{'.config.' + part if part else ''}",
+                    last=number == len(lstms) - 1, part=part, label=label,
+                    weights=lambda within, part=part: (
+                        _native_weights(root, outer, counts.get(outer, 0), label, part)
+                        if native else _legacy_weights(root, layer_name(layer) or "", label,
+                                                       prefix, within=within)),
+                    expected=expected)
+                for base, (name, value) in found.items():
+                    entry = _keras_entry(name, number, kind, _FIELDS[base], value.dtype,
+                                         suffix)
+                    entry.set(fields, value.astype(np.float64))
+                    entries.append(entry)
+            counts[outer] = counts.get(outer, 0) + 1
+            sequences = returns_sequences(layer)
+            if len(parts) == 2 and not sequences:
+                raise UsageError(f"{where}: a Bidirectional with return_sequences false "
+                                 f"outputs the forward layer's last step beside the backward "
+                                 f"layer's first; nnrtl's outputs are every step's")
+            direction = {"direction": "bidirectional"} if len(parts) == 2 else {}
+            try:
+                built.append(kind(**fields[number], **direction))
+            except ValueError as error:
+                raise UsageError(f"{where}: {error}") from None
+    return Network(tuple(built), source=label, format="keras", entries=tuple(entries),
+                   writer=writer, return_sequences=sequences)
+
+
+def _direction_weights(layer, where, *, last, part, label, weights, expected):
+    """``({base: (dataset path, array)}, layer class)`` of one direction of an RNN layer
+    dict (``part``: ``""``, or a Bidirectional's ``forward_layer`` / ``backward_layer``),
+    its config and its weights' shapes checked; ``weights(within)`` reads the datasets;
+    ``expected``: the input size (``None``: the kernel's)."""
+    config = _check_lstm_config(layer, where, last, backwards=part == "backward_layer")
+    units, class_name = config["units"], layer["class_name"]
+    kind = _CLASSES[class_name]
+    rows = kind.GATES * units
+    found = weights(config.get("name") if part else None)
+    needed = ("kernel", "recurrent_kernel") + (("bias",) if config.get("use_bias", True)
+                                               else ())
+    for base in needed:
+        if base not in found:
+            raise UsageError(f"{label}: no {base} for {class_name} layer "
+                             f"{config.get('name', where)!r}")
+    if expected is None:
+        expected = found["kernel"][1].shape[0] if found["kernel"][1].ndim else None
+    gates = f"{kind.GATES} * units"
+    for base, shape, rule in (
+            ("kernel", (expected, rows), f"(input size, {gates})"),
+            ("recurrent_kernel", (units, rows), f"(units, {gates})"),
+            ("bias", (rows,) if kind is LSTM else (2, rows),
+             f"({gates},)" if kind is LSTM else f"(2, {gates})")):
+        if base in found and found[base][1].shape != shape:
+            raise UsageError(f"{label}: {found[base][0]} has shape {found[base][1].shape}, "
+                             f"expected {shape}: {base} must be {rule}")
+    for base in needed:
+        name, value = found[base]
+        if not np.issubdtype(value.dtype, np.floating) or not np.all(np.isfinite(value)):
+            raise UsageError(f"{label}: {name} has NaN or infinite values, or is not "
+                             f"floating point")
+    return {base: found[base] for base in needed}, kind
 
 
 def _overwrite(h5_file, arrays):
@@ -492,7 +507,7 @@ def load_keras_head(path):
             raise UsageError(f"{where}.config.activation is {activation!r}; nnrtl train "
                              f"trains a Dense head with linear activation (the loss takes "
                              f"its outputs as they are)")
-        if not rnn.get("config", {}).get("return_sequences", False):
+        if not returns_sequences(rnn):
             raise UsageError(f"{path}: config.layers[{last}].config.return_sequences is "
                              f"false: the Dense reads the last step only, and nnrtl train "
                              f"takes the loss at the head's outputs of every step")

@@ -183,7 +183,7 @@ def test_keras3_archive_and_trailing_layers(tmp_path):
                                           trailing_dense=True)
     with pytest.raises(UsageError, match=r"config\.layers\[2\] is a Dense; nnrtl reads only "
                                          r"LSTM and GRU layers of Keras models \(and "
-                                         r"InputLayer, Dropout\); pass "
+                                         r"InputLayer, Dropout, Bidirectional\); pass "
                                          r"ignore_trailing to skip layers after the last "
                                          r"LSTM or GRU$"):
         load_keras(json_path, weights_path)
@@ -230,19 +230,21 @@ def test_keras_rejects_models(tmp_path):
                       r"'hard_sigmoid'; an LSTM computes sigmoid$",
             json_layers=layers(recurrent_activation="hard_sigmoid"))
     rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.go_backwards is true; nnrtl "
-                      r"reads RNNs running forward in time over time-second inputs$",
+                      r"reads RNNs running forward in time over time-second inputs \(and a "
+                      r"Bidirectional's backward layer\)$",
             json_layers=layers(go_backwards=True))
     rejects(tmp_path, r"^{json}: config\.layers\[0\]\.config\.return_sequences must be true: "
                       r"a later layer reads every step$",
             json_layers=layers(return_sequences=False))
-    rejects(tmp_path, r"^{json}: config\.layers\[0\] is Bidirectional; nnrtl reads "
-                      r"unidirectional Keras LSTMs and GRUs$",
+    rejects(tmp_path, r"^{json}: config\.layers\[0\] is a Bidirectional None; nnrtl reads "
+                      r"Bidirectional LSTM and GRU layers$",
             json_layers=[{"class_name": "Bidirectional", "config": {}}, *layers()])
     rejects(tmp_path, r"^{json}: config\.layers\[1\] is a SimpleRNN; nnrtl reads only LSTM "
                       r"and GRU layers of Keras models$",
             json_layers=[layers()[0], {"class_name": "SimpleRNN", "config": {}}, layers()[1]])
     rejects(tmp_path, r"^{json}: config\.layers\[1\] is a Dense; nnrtl reads only LSTM "
-                      r"and GRU layers of Keras models \(and InputLayer, Dropout\)$", ignore_trailing=True,
+                      r"and GRU layers of Keras models \(and InputLayer, Dropout, "
+                      r"Bidirectional\)$", ignore_trailing=True,
             json_layers=[layers()[0], {"class_name": "Dense", "config": {}}, layers()[1]])
     rejects(tmp_path, r"^{json}: config\.layers has no LSTM or GRU layer$",
             json_layers=[{"class_name": "Dense", "config": {}}])
@@ -252,8 +254,11 @@ def test_keras_rejects_files(tmp_path):
     def write(text):
         return lambda json_path, _: json_path.write_text(text)
     rejects(tmp_path, r"^{json}: not valid JSON: ", edit=write("{"))
-    rejects(tmp_path, r"^{json}: class_name is 'Functional'; only Sequential models are "
-                      r"supported$",
+    rejects(tmp_path, r"^{json}: class_name is 'MyModel'; only Sequential models and "
+                      r"functional chains are supported$",
+            edit=write(json.dumps({"class_name": "MyModel", "config": {"layers": []}})))
+    rejects(tmp_path, r"^{json}: the model has 0 inputs and 0 outputs; nnrtl reads "
+                      r"functional models with one of each$",
             edit=write(json.dumps({"class_name": "Functional", "config": {"layers": []}})))
     rejects(tmp_path, r"^{json}: not a Keras model JSON \(no top-level 'class_name'\)$",
             edit=write("[1, 2]"))
