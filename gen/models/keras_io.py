@@ -1,4 +1,5 @@
-"""Keras LSTM and GRU models: the model JSON of ``model.to_json()`` (a ``Sequential``) with the
+"""Keras LSTM and GRU models: the model JSON of ``model.to_json()`` (a ``Sequential``, or a
+functional chain: :mod:`.keras_config`) with the
 weights of ``model.save_weights`` / ``model.save`` in HDF5, a whole-model ``.h5`` of
 ``model.save`` alone (its ``model_config`` attribute is the JSON), or a Keras 3 ``.keras``
 archive, in either layout:
@@ -14,6 +15,10 @@ archive, in either layout:
   (kernel), ``1`` (recurrent kernel), ``2`` (bias), where ``<name>`` is ``lstm``,
   ``lstm_1``, ... (``gru``, ``gru_1``, ...) by position among the model's layers of that
   class (keras ``saving_lib``).
+
+A ``Bidirectional`` layer (``merge_mode="concat"``) is a bidirectional layer: its
+``forward_layer`` and ``backward_layer`` (Keras 3 native), or the weights under its
+``forward_<name>`` and ``backward_<name>`` sublayers (legacy), are the two directions.
 
 Canonical form: ``weight_ih = kernel.T``, ``weight_hh = recurrent_kernel.T`` (a GRU's gate
 blocks reordered); an LSTM's ``bias_ih = bias``, ``bias_hh = 0``, written back as ``bias_ih
