@@ -1,0 +1,79 @@
+# amaranth: UnusedElaboratable=no
+"""The FC engine (nnrtl.hw.fpdeep.fc) in the Amaranth simulator: bit-exact against the golden
+model (nnrtl.sim.golden.fpdeep.fc) on a seeded draw of shapes, both input orders, with and
+without gaps and backpressure; without pauses its cycles equal the cycle model
+(nnrtl.gen.fpdeep.fc_cycles). The configuration's refusals, each message pinned."""
+
+import random
+
+import pytest
+
+from nnrtl.gen.fpdeep.fc_cycles import fc_cycles, fc_ddr_bytes
+from nnrtl.hw.fpdeep.fc import FcEngine
+from nnrtl.hw.fpdeep.fc_config import FcConfig
+from nnrtl.sim.tb.fpdeep.fc import amaranth_run, random_case
+
+
+def draw(seed):
+    """A random FC shape: precision, n_in 1-9, p 1…n_in + 1, n_out 1-4, batch 1-3, ReLU input
+    or not, fp32 unit stages 0-3."""
+    r = random.Random(seed)
+    n_in = r.randint(1, 9)
+    return FcConfig(precision=r.choice(["fixed16", "fp32"]), n_in=n_in, n_out=r.randint(1, 4),
+                    p=r.randint(1, n_in + 1), batch=r.randint(1, 3),
+                    input_relu=r.random() < 0.5, multiplier_stages=r.randint(0, 3),
+                    adder_stages=r.randint(0, 3)), r.choice(["sample", "feature"])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fc_engine_random_shapes_paused(seed):
+    cfg, order = draw(seed)
+    case = random_case(cfg, 2, seed)
+    got, want, _ = amaranth_run(cfg, case, order=order, gap=0.3, stall=0.4, seed=seed)
+    for name in want:
+        assert got[name] == want[name], (name, cfg, order)
+
+
+@pytest.mark.parametrize("cfg", [
+    FcConfig(precision="fixed16", n_in=5, n_out=3, p=2, batch=2, input_relu=True),
+    FcConfig(precision="fp32", n_in=6, n_out=2, p=7, batch=1),
+    FcConfig(precision="fp32", n_in=7, n_out=1, p=8, batch=1, multiplier_stages=6,
+             adder_stages=6),          # the forward tree outlasts the backward pass
+], ids=["fixed16", "fp32-one-beat", "fp32-deep-tree"])
+def test_fc_engine_cycles_equal_model(cfg):
+    case = random_case(cfg, 2, 7)
+    got, want, cycles = amaranth_run(cfg, case)
+    assert got == want
+    assert cycles == fc_cycles(cfg, 2)
+
+
+def test_fc_cycle_model_by_hand():
+    # n_in 5, n_out 3, P 2, B 2: K = 3 beats, 18 items a pass; fixed16 products 1 cycle.
+    # period = 2·10 + 2·18 + 1 + 2 = 59; the last batch + the drain's register: 2·59 + 1.
+    cfg = FcConfig(precision="fixed16", n_in=5, n_out=3, p=2, batch=2)
+    assert fc_cycles(cfg, 2) == 119
+    assert fc_ddr_bytes(cfg) == 3 * 3 * 3 * 2 * 2
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"precision": "fp16"}, TypeError, r"^precision must be one of fp32, fixed16, not 'fp16'$"),
+    ({"n_in": 0}, TypeError, r"^n_in must be a positive integer, not 0$"),
+    ({"p": 7}, ValueError, r"^p \(7\) must be at most n_in \+ 1 \(6\)$"),
+    ({"frac_bits": 15}, TypeError, r"^frac_bits must be an integer from 1 to 14, not 15$"),
+    ({"adder_stages": 7}, TypeError, r"^adder_stages must be an integer from 0 to 6, not 7$"),
+    ({"n_in": 70000, "p": 4}, ValueError,
+     r"^fixed16: n_in \+ 1 = 70001 products exceed the 2\^16 a 48-bit sum holds exactly$"),
+])
+def test_fc_config_refusals(kwargs, error, message):
+    fields = {"precision": "fixed16", "n_in": 5, "n_out": 3, "p": 2} | kwargs
+    with pytest.raises(error, match=message):
+        FcConfig(**fields)
+
+
+def test_fc_engine_refusals():
+    with pytest.raises(TypeError, match=r"^cfg must be an FcConfig, not 3$"):
+        FcEngine(3)
+    cfg = FcConfig(precision="fixed16", n_in=5, n_out=3, p=2)
+    with pytest.raises(ValueError, match=r"^input_order must be one of sample, feature, "
+                                         r"not 'rows'$"):
+        FcEngine(cfg, input_order="rows")
