@@ -23,6 +23,13 @@ Engine options (``request.options``, after ``nnrtl train omni ...``)
 the sizes (which come from the model): ``pes_per_channel`` (default 32), ``adder_stages``,
 ``multiplier_stages``, ``segment_bits``, queue depths ...; every layer runs on a channel
 of these parameters, one build for all layers (``max_length`` the longest job of any).
+A top parameter (:data:`TOP_PARAMS`: ``channels``, ``swing_channels``, ``max_tasks``)
+selects the whole top instead: the ``--param``s are then
+:class:`~nnrtl.hw.omni.top_config.OmniConfig` fields (sizes from the model and the data,
+``max_tasks`` by default the FW run's tasks up to 64) and backend ``rtl`` runs each step's
+FW and BP through :class:`~nnrtl.hw.omni.top.OmniTop` (:mod:`.train_top`: the R2A
+dispatching the step's task graph, MS1's records through the DMA); backend ``golden`` runs
+the same cell programs on the golden model (the top's values, bit for bit).
 """
 
 import dataclasses
@@ -41,7 +48,10 @@ from .skipping import SkipController
 from .training import MsConfig
 
 __all__ = ["OmniTrainConfig", "OmniTrainer", "parse_options", "config_for",
-           "gradient_bound", "train_hook", "LOSS_TYPES"]
+           "gradient_bound", "train_hook", "LOSS_TYPES", "TOP_PARAMS"]
+
+#: The ``--param``s that only the top has: giving one trains through the top.
+TOP_PARAMS = ("channels", "swing_channels", "max_tasks")
 
 #: The MS2 loss type of each of the interface's losses.
 LOSS_TYPES = {"mse": "per-timestamp", "cross-entropy": "single"}
@@ -62,12 +72,16 @@ class OmniTrainConfig:
         LL and B of the data.
     memory : MsConfig
         MS1 and MS2 and their thresholds, the loss type.
+    top : OmniConfig or None
+        The top the step runs on (its ``layer_channel`` are ``channels``), or ``None``:
+        the layer passes on one channel.
     """
 
     channels: tuple
     seq_len: int
     batch: int
     memory: MsConfig = MsConfig()
+    top: object = None
 
     def __post_init__(self):
         if not self.channels or not all(isinstance(c, ChannelConfig) for c in self.channels):
@@ -222,6 +236,8 @@ def config_for(network, seq_len, batch, params=(), memory=MsConfig()):
     first = layers[0]
     given = {item.partition("=")[0].strip() for item in params}
     sizes = {"input_size": first.input_size, "hidden_size": first.hidden_size}
+    if given & set(TOP_PARAMS):
+        return _top_config(layers, seq_len, batch, params, memory, given)
     for name in sorted(given & set(sizes)):
         raise UsageError(f"parameter {name} comes from the model ({sizes[name]}); do not "
                          f"give it with --model")
@@ -237,6 +253,29 @@ def config_for(network, seq_len, batch, params=(), memory=MsConfig()):
     channels = tuple(dataclasses.replace(template, input_size=i, hidden_size=h,
                                          max_length=longest) for i, h in shapes)
     return OmniTrainConfig(channels, seq_len, batch, memory)
+
+
+def _top_config(layers, seq_len, batch, params, memory, given):
+    """:func:`config_for` with a top parameter given (module docstring)."""
+    from nnrtl.hw.omni.top_config import OmniConfig
+
+    first = layers[0]
+    sizes = {"input_size": first.input_size, "hidden_size": first.hidden_size,
+             "layers": len(layers), "seq_len": seq_len, "batch": batch}
+    for name in sorted(given & set(sizes)):
+        raise UsageError(f"parameter {name} comes from the model and the data "
+                         f"({sizes[name]}); do not give it with --model")
+    for index, layer in enumerate(layers[1:], 1):
+        if layer.hidden_size != first.hidden_size:
+            raise UsageError(f"layer {index} has hidden size {layer.hidden_size}, layer 0 "
+                             f"{first.hidden_size}: the top's channels run one hidden size "
+                             f"(give no top parameter {', '.join(TOP_PARAMS)} to train on "
+                             f"one channel)")
+    base = OmniConfig(**sizes, max_tasks=min(64, 2 * len(layers) * seq_len * batch),
+                      prune_threshold=memory.prune_threshold)
+    top = parse_params(OmniConfig, params, base=base)
+    channels = tuple(top.layer_channel(l) for l in range(top.layers))
+    return OmniTrainConfig(channels, seq_len, batch, memory, top)
 
 
 class OmniTrainer:
@@ -280,7 +319,11 @@ class OmniTrainer:
         self._loss_of = loss_of
         self._rtl = None
         self._golden = {}
-        if backend == "rtl":
+        self._top = None
+        if backend == "rtl" and config.top is not None:
+            from .train_top import RtlTop
+            self._top = RtlTop(config, seed=seed, log=log)
+        elif backend == "rtl":
             from .train_rtl import RtlCells
             self._rtl = RtlCells(config, seed=seed, log=log)
         self._skip = SkipController(config.layers, config.seq_len, memory.loss_type,
@@ -348,22 +391,39 @@ class OmniTrainer:
         kept = self._plan[0]
         memory = config.memory
         self._stats = dict(activations=0, intermediates=0, p1_values=0, p1_survivors=0)
-        if self._rtl is not None:
-            self._rtl.clear()
+        for backend in (self._rtl, self._top):
+            if backend is not None:
+                backend.clear()
         self._layers = []
         self._input_gradient = None
         xs = self._bits(0, x)
+        all_weights = []
         for index, layer in enumerate(layers):
             channel = config.channels[index]
             bias = sum(b for b in (layer.bias_ih, layer.bias_hh) if b is not None)
             bias = np.zeros(4 * channel.hidden_size) if np.isscalar(bias) else bias
-            weights = passes.weights_vector(channel, layer.weight_ih, layer.weight_hh, bias)
-            fw = self._run(index, "fw", weights=weights, xs=xs, ms1=memory.ms1,
-                           kept=kept[index])
+            all_weights.append(passes.weights_vector(channel, layer.weight_ih,
+                                                     layer.weight_hh, bias))
+        on_top = None
+        if self._top is not None:
+            on_top = self._top.run("fw", {"weights": all_weights, "xs": xs}, kept,
+                                   memory.ms1)
+            dma = self._top.dma
+            self._stats.update(intermediates=dma.get("bytes_written", 0),
+                               p1_values=dma.get("values_kept", 0)
+                               + dma.get("values_pruned", 0),
+                               p1_survivors=dma.get("values_kept", 0))
+        for index, layer in enumerate(layers):
+            channel = config.channels[index]
+            weights = all_weights[index]
+            fw = on_top[index] if on_top is not None else self._run(
+                index, "fw", weights=weights, xs=xs, ms1=memory.ms1, kept=kept[index])
             cells = int(kept[index].sum()) * config.batch
             self._stats["activations"] += 4 * cells * (channel.input_size
                                                        + channel.hidden_size)
-            if memory.ms1:
+            if memory.ms1 and on_top is not None:      # decoded by the DMA
+                stored = {name: fw[name] for name in passes.PART1_VECTORS}
+            elif memory.ms1:
                 stored = self._store_ms1(index, fw)
             else:
                 stored = {name: fw[name] for name in passes.SAVED}
@@ -400,11 +460,17 @@ class OmniTrainer:
         magnitudes = np.zeros(kept.shape)
         dys = self._bits(len(self._layers) - 1, np.asarray(grad_outputs, np.float64))
         gradients = {}
+        on_top = None
+        if self._top is not None:
+            on_top = self._top.run("bp", {
+                name: [saved[key] for saved in self._layers] for name, key in (
+                    ("weights", "weights"), ("xs", "xs"), ("hs", "hs"),
+                    ("stored", "stored"))} | {"dys": dys}, kept, config.memory.ms1)
         for index in reversed(range(len(self._layers))):
             saved, channel = self._layers[index], config.channels[index]
-            bp = self._run(index, "bp", weights=saved["weights"], xs=saved["xs"],
-                           hs=saved["hs"], stored=saved["stored"], dys=dys,
-                           kept=kept[index], ms1=config.memory.ms1)
+            bp = on_top[index] if on_top is not None else self._run(
+                index, "bp", weights=saved["weights"], xs=saved["xs"], hs=saved["hs"],
+                stored=saved["stored"], dys=dys, kept=kept[index], ms1=config.memory.ms1)
             dw = self._floats(index, bp["dw"]) * float(factors[index])
             db = self._floats(index, bp["db"]) * float(factors[index])
             fields = {"weight_ih": dw[:, :channel.input_size],
@@ -476,6 +542,8 @@ class OmniTrainer:
                   if stats.get("p1_values") else None}
         if self._rtl is not None:
             record.update(self._rtl.counters(useful))
+        if self._top is not None:
+            record.update(self._top.counters(useful))
         return record
 
 

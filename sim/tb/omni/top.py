@@ -308,9 +308,10 @@ class Scratchpads:
         self._check_done()
 
 
-async def _run(bench, config, tasks, befores, regs, pattern, seed):
-    """Load, start and serve one run; returns ``(cycles, model, failures, mismatches,
-    beats, dispatch)``."""
+async def _run(bench, config, tasks, befores, regs, pattern, seed, pads=Scratchpads):
+    """Load, start and serve one run (``pads``: the :class:`Scratchpads` class that
+    serves it, called as it is); returns ``(cycles, model, failures, mismatches, beats,
+    dispatch)``."""
     from nnrtl.gen.omni.perf import top_schedule
 
     bench.streams.pause(pattern, random.Random(seed), ports=bench.channel_ports)
@@ -323,8 +324,8 @@ async def _run(bench, config, tasks, befores, regs, pattern, seed):
         await regs.write("task_deps", sum(1 << d for d in task.deps))
         await regs.write_fields("control", push=1)
     count = await regs.read("task_count")
-    run = Scratchpads(bench, config, tasks, befores, [] if count == len(tasks) else
-                      [f"task_count reads {count}, {len(tasks)} pushed"])
+    run = pads(bench, config, tasks, befores, [] if count == len(tasks) else
+               [f"task_count reads {count}, {len(tasks)} pushed"])
     bench.run = run
     await regs.write_fields("control", start=1)
     run.start = cycle_now()
