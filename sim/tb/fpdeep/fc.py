@@ -15,15 +15,22 @@ stream, ``cycles`` (first input beat queued to the last output beat taken), ``mo
 import dataclasses
 import random
 
+import cocotb
 import numpy as np
 from amaranth.hdl import Value
 from amaranth.sim import Simulator
 
+from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
+
+from nnrtl.gen.fpdeep.fc_cycles import fc_cycles
 from nnrtl.hw.arith.float_format import FP32
 from nnrtl.hw.fpdeep.fc import FcEngine
 from nnrtl.hw.fpdeep.fc_config import FcConfig
 from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.golden.fpdeep.fc import fc_backward, fc_forward, weight_rows
+from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
+from nnrtl.sim.tb.streams import Streams, cycle_now
 
 __all__ = ["random_case", "stimulus", "expected", "amaranth_run", "OUTPUTS", "INPUTS",
            "config_of"]
@@ -163,3 +170,56 @@ def amaranth_run(cfg, case, *, order="sample", gap=0.0, stall=0.0, seed=0, timeo
 def fields_of(cfg):
     """The JSON-able fields of ``cfg`` (for ``tb_params``)."""
     return dataclasses.asdict(cfg)
+
+
+# -- cocotb bench (Verilator) ------------------------------------------------------------
+
+@cocotb.test()
+async def fc_engine_matches_golden(dut):
+    params = tb_params()
+    cfg, order, batches = config_of(params["cfg"]), params["order"], params["batches"]
+    rng = random.Random(params["seed"])
+    await start_clock_and_reset(dut)
+    streams = Streams(dut)
+    sources = {name: streams.source(name) for name in INPUTS}
+    sinks = {name: streams.sink(name) for name in OUTPUTS}
+    results, exact = {}, True
+    model = fc_cycles(cfg, batches)
+    for number, kind in enumerate(params["patterns"]):
+        case = random_case(cfg, batches, params["seed"] + number)
+        stim, want = stimulus(cfg, case, order), expected(cfg, case)
+        dut.lr.value = case["lr"]
+        streams.pause(kind, rng)
+        total = sum(len(v) for v in want.values())
+        budget = cycle_budget(model, output_beats=total, patterns=[kind])
+        start = cycle_now()
+
+        async def traffic():
+            for name in INPUTS:
+                sources[name].send_words(stim[name])
+            got = {name: await sinks[name].receive(len(want[name])) for name in OUTPUTS}
+            for source in sources.values():
+                await source.wait()
+            return got
+
+        try:
+            got = await with_timeout(traffic(), budget * CLOCK_PERIOD_NS, "ns")
+        except SimTimeoutError:
+            raise AssertionError(f"pattern {kind}: outputs not in the budget of {budget} "
+                                 "cycles") from None
+        cycles = max(sinks[name].cycles[-1] for name in OUTPUTS) - start
+        await ClockCycles(dut.clk, 20)
+        for name in OUTPUTS:
+            assert not sinks[name].extra(), f"pattern {kind}: {name} beats beyond the expected"
+        streams.check()
+        wrong = [f"{name} beat {n}: got {a:#x}, golden {b:#x}" for name in OUTPUTS
+                 for n, (a, b) in enumerate(zip(got[name], want[name])) if a != b][:6]
+        exact = exact and not wrong
+        results[kind] = {"beats": {name: len(got[name]) for name in OUTPUTS},
+                         "cycles": cycles, "model_cycles": model, "budget": budget,
+                         "mismatches": wrong}
+        dut._log.info("pattern %s: %d cycles (model %d)", kind, cycles, model)
+    report({"bit_exact": exact, "patterns": results, "model_cycles": model,
+            "useful_macs": cfg.macs * batches})
+    assert exact, "; ".join(m for r in results.values() for m in r["mismatches"])
+
