@@ -11,6 +11,8 @@ config's table. The scratchpad is a dict of named flat vectors of bit patterns.
 program and return every vector the program wrote, as bit patterns.
 """
 
+import functools
+
 import numpy as np
 
 from nnrtl.hw.omni.channel_config import Activation, ChannelConfig, Source
@@ -61,13 +63,19 @@ def step_results(config, step, scratchpad, tables=None):
     return results
 
 
+@functools.lru_cache(maxsize=16)
+def _tables(config):
+    """The activation tables of ``config``, built once per configuration."""
+    return {name: config.table(name) for name in ("sigmoid", "tanh")}
+
+
 def run_program(config, program, scratchpad):
     """Run ``program`` on ``scratchpad`` (a dict, updated in place: written vectors are
     created at their :func:`~nnrtl.hw.omni.channel_program.vector_sizes` length). Returns
     the list of every step's result words (as ``step_results``)."""
     _check(config)
     sizes = vector_sizes(config)
-    tables = {name: config.table(name) for name in ("sigmoid", "tanh")}
+    tables = _tables(config)
     outputs = []
     for step in program:
         results = step_results(config, step, scratchpad, tables)
