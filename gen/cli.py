@@ -202,9 +202,15 @@ def _train_arguments(sub, engine):
                      "embedding); CNN: batch x C x H x W")
     sub.add_argument("--targets", required=True, metavar="Y.npy", help="mse: the shape of "
                      "the model's outputs (the head's, if any); cross-entropy: class indices")
+    sub.add_argument("--lengths", metavar="L.npy", help="RNN batches: each sequence's "
+                     "steps (integers from 1 to seq_len, one per sequence; ONNX's "
+                     "sequence_lens, PyTorch's packed sequences): a sequence stops there, "
+                     "its outputs after it are zero and the loss leaves them out (default: "
+                     "every sequence seq_len steps)")
     sub.add_argument("--loss", default="mse", choices=["mse", "cross-entropy"],
                      help="torch.nn.MSELoss over every step and unit, or "
-                     "torch.nn.CrossEntropyLoss on the last step (default mse)")
+                     "torch.nn.CrossEntropyLoss on the last step (with --lengths: each "
+                     "sequence's own steps, its last step; default mse)")
     sub.add_argument("--lr", type=float, default=0.01, metavar="F",
                      help="SGD learning rate (default 0.01)")
     sub.add_argument("--steps", type=int, default=1, metavar="N", help="SGD steps, each on "

@@ -369,7 +369,8 @@ def cmd_train(args):
         board=platform_class, model=Path(args.model), inputs=Path(args.inputs),
         targets=Path(args.targets), loss=args.loss, lr=args.lr, steps=args.steps,
         backend=args.backend, params=tuple(args.param), options=engine_options(args),
-        seed=args.seed, log=progress, prefix=args.prefix)
+        seed=args.seed, log=progress, prefix=args.prefix,
+        lengths=None if args.lengths is None else Path(args.lengths))
     summary = train(engine, hook, request, args.output, force=args.force)
     print(json.dumps(summary))
     return 1 if summary["within_bound"] is False else 0     # None: an approximation

@@ -18,10 +18,11 @@ rest in PyTorch on the host. This module does what is the same for every engine:
   :meth:`~nnrtl.gen.models.train_model.Embedding.sgd_step`). A file with anything else
   is refused naming the keys; which layers ran where is logged and recorded in
   ``train.json`` (``placement``);
-* the loss and its gradient at the outputs, in PyTorch: ``mse`` is
+* the loss and its gradient at the outputs, in PyTorch (:mod:`.train_batch`): ``mse`` is
   ``torch.nn.MSELoss()`` over every step and unit (targets the shape of the outputs),
   ``cross-entropy`` is ``torch.nn.CrossEntropyLoss()`` on the last step's outputs (an
-  RNN) or the network's outputs (a CNN), the targets class indices;
+  RNN) or the network's outputs (a CNN), the targets class indices; with ``--lengths``
+  over each sequence's own steps, and the reference runs PyTorch's packed sequences;
 * the weight update: PyTorch's own ``torch.optim.SGD`` step on the gradients the engine
   returned, and on the head's and the embedding's gradients with the same ``lr``;
 * the reference: the same step of the whole model (embedding, network and head) in
@@ -50,6 +51,8 @@ import numpy as np
 
 from .errors import UsageError
 from .output import MANIFEST, staged_directory
+from .train_batch import (Batch, head_loss_and_gradient, loss_and_gradient, module_parameters,
+                          loss_value, prepare_batch)
 
 __all__ = ["TrainRequest", "Trainer", "HostTrainer", "train", "LOSSES", "BACKENDS",
            "Batch", "prepare_batch", "loss_and_gradient", "head_loss_and_gradient",
@@ -86,6 +89,7 @@ class TrainRequest:
     log: Callable | None = None
     prefix: str | None = None
     input_shape: tuple | None = None
+    lengths: Path | None = None
 
 
 class Trainer(Protocol):
@@ -125,6 +129,10 @@ class Trainer(Protocol):
     # approximation, its ``within_bound`` is ``None`` (not applicable) and it does not
     # fail (the backend's own checks, e.g. an RTL pass bit-exact against the golden
     # model, still do). Steps without one are checked as usual.
+    # Optional: ``takes_lengths = True``: ``forward(network, inputs, lengths=None)`` takes
+    # each sequence's steps (``--lengths``; :mod:`nnrtl.gen.models.sequences`: outputs
+    # past a sequence's end zero, a reverse direction from the sequence's last step).
+    # Without it :func:`train` refuses ``--lengths`` for the engine, naming it.
     # Optional: ``observe_loss(loss)``, called with each step's loss (the whole model's,
     # a float) after ``forward`` and before ``backward`` (e.g. η-LSTM's MS2 predictor).
     # Optional: ``forward_networks() -> list | None``, per sample of the last forward the
@@ -137,169 +145,6 @@ class Trainer(Protocol):
     # naming the engine and the embedding's key) before running a step.
 
 
-@dataclasses.dataclass(frozen=True)
-class Batch:
-    """Inputs and targets as tensors: RNN inputs time first (with an embedding, its token
-    ids: an int64 ``seq_len x batch`` tensor); ``batch_first`` says whether the user's
-    arrays had a batch dimension in front."""
-
-    inputs: Any
-    targets: Any
-    batch_first: bool
-
-
-def _classes(network, head=None):
-    """The number of outputs of ``network`` (an RNN's last layer, a CNN's last Linear) or
-    of its ``head``."""
-    if head is not None:
-        return head.layers[-1].out_features
-    last = network.layers[-1]
-    return last.output_size if network.is_rnn else last.out_features
-
-
-def _describe(array):
-    if array.size <= 8:
-        return f"{array.tolist()} (shape {array.shape})"
-    return f"shape {array.shape}, values from {array.min():g} to {array.max():g}"
-
-
-def _token_ids(inputs, embedding):
-    """``inputs`` as time-first int64 token ids of ``embedding`` and whether they had a
-    batch dimension; a UsageError naming the value and the rule otherwise."""
-    name = f"the embedding {embedding.key} ({embedding.num_embeddings} rows)"
-    if not np.issubdtype(inputs.dtype, np.integer):
-        raise UsageError(f"--inputs must be integer token ids for {name}, not "
-                         f"{inputs.dtype} values")
-    if inputs.ndim not in (1, 2) or 0 in inputs.shape:
-        raise UsageError(f"--inputs must be seq_len or batch x seq_len token ids for {name}, "
-                         f"not {inputs.shape}")
-    outside = np.argwhere((inputs < 0) | (inputs >= embedding.num_embeddings))
-    if len(outside):
-        where = tuple(int(k) for k in outside[0])
-        raise UsageError(f"--inputs holds token id {inputs[where]} at {where}: token ids "
-                         f"must be from 0 to {embedding.num_embeddings - 1} for {name}")
-    batch_first = inputs.ndim == 2
-    return (inputs.T if batch_first else inputs[:, None]).astype(np.int64), batch_first
-
-
-def prepare_batch(network, inputs, targets, loss, head=None, embedding=None):
-    """Check the user's arrays against ``network`` (followed by ``head``, a Network of
-    Linear layers, and preceded by ``embedding``, an
-    :class:`~nnrtl.gen.models.train_model.Embedding`, if given) and ``loss``;
-    :class:`UsageError` naming the array, its shape and the shape it must have (token ids:
-    their dtype, or the id out of range and the range).
-
-    Notes
-    -----
-    Shapes. RNN inputs are ``seq_len x input_size`` (one sequence) or ``batch x seq_len x
-    input_size``, or with an embedding integer token ids ``seq_len`` or ``batch x seq_len``
-    (from 0 to ``num_embeddings - 1``); the outputs are the last layer's at every step (the
-    head's, when there is one), laid out the same way (``seq_len x H`` or ``batch x seq_len
-    x H``). CNN inputs are ``batch x C x H x W``, the outputs ``batch x classes``. Inside,
-    RNN tensors are time first (``T x N x ...``), as ``nn.LSTM`` takes them.
-    """
-    import torch
-
-    if embedding is not None and not network.is_rnn:
-        raise ValueError("an embedding feeds an RNN, not a CNN")
-    if network.is_rnn:
-        if embedding is not None:
-            x, batch_first = _token_ids(np.asarray(inputs), embedding)
-        else:
-            inputs = np.asarray(inputs, dtype=np.float64)
-            features = network.layers[0].input_size
-            if inputs.ndim not in (2, 3) or inputs.shape[-1] != features or (
-                    0 in inputs.shape):
-                raise UsageError(f"--inputs must be seq_len x {features} or batch x "
-                                 f"seq_len x {features} for {network.source}, not "
-                                 f"{inputs.shape}")
-            batch_first = inputs.ndim == 3
-            x = inputs.transpose(1, 0, 2) if batch_first else inputs[:, None, :]
-        steps, batch = x.shape[:2]
-        outputs = _classes(network, head)
-        if loss == "mse":
-            shape = (batch, steps, outputs) if batch_first else (steps, outputs)
-        else:
-            shape = (batch,) if batch_first else ()
-    else:
-        inputs = np.asarray(inputs, dtype=np.float64)
-        first = network.layers[0]
-        if inputs.ndim != 4 or (hasattr(first, "in_channels")
-                                and inputs.shape[1] != first.in_channels):
-            raise UsageError(f"--inputs must be batch x C x H x W for {network.source}, not "
-                             f"{inputs.shape}")
-        batch_first, x = True, inputs
-        batch = inputs.shape[0]
-        shape = None if loss == "mse" else (batch,)
-    targets = np.asarray(targets)
-    if loss == "cross-entropy":
-        classes = _classes(network, head)
-        if targets.shape != shape or np.any(targets != np.round(targets)) or np.any(
-                targets < 0) or np.any(targets >= classes):
-            raise UsageError(f"--targets must be class indices (integers from 0 to "
-                             f"{classes - 1}) of shape {shape} for cross-entropy, not "
-                             f"{_describe(targets)}")
-        y = torch.tensor(targets.reshape(-1).astype(np.int64))
-    else:
-        if shape is not None and targets.shape != shape:
-            raise UsageError(f"--targets must have the outputs' shape {shape} for mse, not "
-                             f"{targets.shape}")
-        targets = targets.astype(np.float64)
-        if network.is_rnn:
-            targets = targets.transpose(1, 0, 2) if batch_first else targets[:, None, :]
-        y = torch.tensor(targets)
-    return Batch(torch.tensor(x), y, batch_first)
-
-
-def _loss_value(outputs, batch, loss, is_rnn):
-    """The loss of ``outputs`` (a tensor shaped as the network gives them)."""
-    import torch
-    if loss == "mse":
-        if outputs.shape != batch.targets.shape:
-            raise UsageError(f"--targets must have the outputs' shape "
-                             f"{tuple(outputs.shape)} for mse, not "
-                             f"{tuple(batch.targets.shape)}")
-        return torch.nn.MSELoss()(outputs, batch.targets)
-    logits = outputs[-1] if is_rnn else outputs
-    return torch.nn.CrossEntropyLoss()(logits, batch.targets)
-
-
-def loss_and_gradient(outputs, batch, loss, is_rnn):
-    """The loss of ``outputs`` (float64 array) and its gradient at them."""
-    import torch
-    out = torch.tensor(np.asarray(outputs, dtype=np.float64), requires_grad=True)
-    value = _loss_value(out, batch, loss, is_rnn)
-    value.backward()
-    return float(value.detach()), out.grad.numpy()
-
-
-def head_loss_and_gradient(head, outputs, batch, loss):
-    """The host's part of a step with a head: the engine's ``outputs`` (float64, time
-    first) through ``head`` (a Network of Linear layers) in PyTorch float64, the loss at
-    the head's outputs, and autograd back. Returns ``(loss, gradient at outputs, head
-    gradients)``: the gradient the engine's backward pass consumes, and ``{(layer index,
-    field): ndarray}`` of every tensor of ``head``."""
-    import torch
-
-    from .models import to_torch
-
-    module = to_torch(head, torch.float64)
-    out = torch.tensor(np.asarray(outputs, dtype=np.float64), requires_grad=True)
-    value = _loss_value(module(out), batch, loss, True)
-    value.backward()
-    gradients = {key: parameter.grad.numpy()
-                 for key, parameter in _module_parameters(head, module).items()}
-    return float(value.detach()), out.grad.numpy(), gradients
-
-
-def _module_parameters(network, module):
-    """``{(layer index, field): parameter}`` of a module built by ``to_torch``."""
-    from .models import torch_parameter
-    return {(index, field): torch_parameter(network, module, index, field)
-            for index, layer in enumerate(network.layers)
-            for field in layer.tensor_fields()}
-
-
 def sgd_step(network, gradients, lr):
     """``network`` after PyTorch's own ``torch.optim.SGD`` step on ``gradients``
     (``{(layer index, field): array}``, every tensor of the network)."""
@@ -308,7 +153,7 @@ def sgd_step(network, gradients, lr):
     from .models import from_torch, to_torch
 
     module = to_torch(network, torch.float64)
-    parameters = _module_parameters(network, module)
+    parameters = module_parameters(network, module)
     if set(gradients) != set(parameters):
         missing = sorted(set(parameters) - set(gradients))
         extra = sorted(set(gradients) - set(parameters))
@@ -323,12 +168,12 @@ def sgd_step(network, gradients, lr):
     return from_torch(network, module)
 
 
-def _run_module(module, network, inputs):
+def _run_module(module, network, inputs, lengths=None):
     with warnings.catch_warnings():
         # torch's note that its oneDNN kernels lack LSTM projections: it falls back to its
         # own implementation, which is the one wanted here.
         warnings.filterwarnings("ignore", "LSTM with projections is not supported")
-        outputs = module(inputs)
+        outputs = module(inputs) if lengths is None else module(inputs, None, lengths)
     return outputs[0] if network.is_rnn else outputs
 
 
@@ -387,7 +232,7 @@ def reference_model_step(model, batch, loss, lr, forward_networks=None):
         inputs = lookup(inputs)
         parameters.append(lookup.weight)
     if forward_networks is None:
-        outputs = _run_module(module, network, inputs)
+        outputs = _run_module(module, network, inputs, batch.lengths)
     else:
         if network.is_rnn or len(forward_networks) != len(inputs):
             raise ValueError("forward_networks: one network per sample of a CNN's batch")
@@ -398,7 +243,7 @@ def reference_model_step(model, batch, loss, lr, forward_networks=None):
         head_module = to_torch(head, torch.float64)
         outputs = head_module(outputs)
         parameters += list(head_module.parameters())
-    value = _loss_value(outputs, batch, loss, network.is_rnn)
+    value = loss_value(outputs, batch, loss, network.is_rnn)
     value.backward()
     torch.optim.SGD(parameters, lr=lr).step()
     return float(value.detach()), dataclasses.replace(
@@ -423,7 +268,9 @@ class HostTrainer:
         self.config = config
         self._module = self._network = self._outputs = self._inputs = None
 
-    def forward(self, network, inputs):
+    takes_lengths = True
+
+    def forward(self, network, inputs, lengths=None):
         import torch
 
         from .models import to_torch
@@ -431,7 +278,7 @@ class HostTrainer:
         self._network = network
         self._module = to_torch(network, torch.float32)
         self._inputs = torch.tensor(np.asarray(inputs, dtype=np.float32), requires_grad=True)
-        self._outputs = _run_module(self._module, network, self._inputs)
+        self._outputs = _run_module(self._module, network, self._inputs, lengths)
         return self._outputs.detach().double().numpy()
 
     def backward(self, grad_outputs):
@@ -439,7 +286,7 @@ class HostTrainer:
         self._module.zero_grad()
         self._outputs.backward(torch.as_tensor(grad_outputs, dtype=torch.float32))
         return {key: parameter.grad.double().numpy()
-                for key, parameter in _module_parameters(self._network,
+                for key, parameter in module_parameters(self._network,
                                                          self._module).items()}
 
     def input_gradient(self):
@@ -476,8 +323,9 @@ def _step(trainer, model, batch, request):
     network, head, embedding = model.network, model.head, model.embedding
     lr = request.lr
     inputs = batch.inputs.numpy()
+    lengths = {} if batch.lengths is None else {"lengths": batch.lengths}
     outputs = trainer.forward(network, inputs if embedding is None else
-                              embedding.lookup(inputs))
+                              embedding.lookup(inputs), **lengths)
     if head is None:
         loss, grad_outputs = loss_and_gradient(outputs, batch, request.loss, network.is_rnn)
     else:
@@ -551,15 +399,20 @@ def train(engine, hook, request, output, *, force=False):
     start = time.monotonic()
     model = load_train_model(request.model, prefix=request.prefix)
     network, embedding = model.network, model.embedding
+    lengths = None if request.lengths is None else load_array(
+        request.lengths, what="--lengths", ndim=1, keep_dtype=True)
     batch = prepare_batch(network, load_array(request.inputs, what="--inputs",
                                               keep_dtype=True),
                           load_array(request.targets, what="--targets"), request.loss,
-                          model.head, embedding)
+                          model.head, embedding, lengths)
     shape = tuple(batch.inputs.shape)
     if embedding is not None:
         shape += (embedding.embedding_dim,)
     placement = model.placement()
     trainer = hook(dataclasses.replace(request, input_shape=shape), network)
+    if batch.lengths is not None and not getattr(trainer, "takes_lengths", False):
+        raise UsageError(f"the {engine.name} engine's trainer runs every sequence of a "
+                         f"batch to its end: it does not take --lengths")
     if embedding is not None and not callable(getattr(trainer, "input_gradient", None)):
         raise UsageError(f"the {engine.name} engine's trainer gives no gradient at the "
                          f"network's inputs: it cannot train the embedding {embedding.key} "
@@ -581,6 +434,7 @@ def train(engine, hook, request, output, *, force=False):
         "backend": request.backend, "gradient_bound": trainer.gradient_bound,
         "config": None if config is None else dataclasses.asdict(config),
         "prefix": request.prefix, "placement": placement,
+        "lengths": None if batch.lengths is None else batch.lengths.tolist(),
         # None when every step was an approximation, else whether the checked steps hold
         "within_bound": _all_checked(s["within_bound"] for s in steps),
         "steps": steps, "seconds": round(time.monotonic() - start, 3),

@@ -18,6 +18,12 @@ the steps last first and puts the outputs back in time order (the FPGA part is t
 A ``bidirectional`` layer is two such passes, one a direction, each with its own weights:
 their outputs are concatenated (forward first, as PyTorch's), the loss gradient split
 between them, and the two BW input MVMs summed into the previous layer's delta.
+
+Sequences of different lengths (``lengths``, :mod:`nnrtl.gen.models.sequences`): the FPGA
+part runs every sequence to the batch's last step; the host gives a reverse pass each
+sequence reversed within its length and zeroes the outputs and the loss gradient past
+each end. The padding's gradients are then zero, so the weights' equal those of
+sequences that stop at their ends.
 """
 
 import dataclasses
@@ -29,6 +35,7 @@ from nnrtl.sim.golden import farnn as golden
 from nnrtl.sim.golden.farnn.layer import from_bits, to_bits
 
 from ..errors import UsageError
+from ..models.sequences import reverse_within, step_mask
 from ..params import parse_params
 from ..train import BACKENDS
 from . import host
@@ -124,18 +131,29 @@ def _directions(layer):
     return [("", forward, False), ("_reverse", backward, True)]
 
 
-def _flip(values, reverse):
-    """``values`` (time first) reversed in time when ``reverse``, a copy with positive
-    strides (numpy keeps a length-1 axis's negative stride through ascontiguousarray)."""
-    return values[::-1].copy() if reverse else values
+def _flip(values, reverse, lengths=None):
+    """``values`` (time first) reversed in time when ``reverse`` (each sequence within its
+    length, given ``lengths``), a copy with positive strides (numpy keeps a length-1
+    axis's negative stride through ascontiguousarray)."""
+    if not reverse:
+        return values
+    return values[::-1].copy() if lengths is None else reverse_within(values, lengths)
 
 
-def _delta_below(deltas):
+def _masked(values, lengths):
+    """``values`` (time first) zero past each sequence's end (all kept without
+    ``lengths``)."""
+    if lengths is None:
+        return values
+    return values * step_mask(lengths, values.shape[0])[..., None].astype(values.dtype)
+
+
+def _delta_below(deltas, lengths=None):
     """The gradient at a layer's inputs (float32, time first) from each direction's W side
     gate deltas ``[(_Layer, d_input)]``: the BW input MVM on the host, back in time order,
     summed over the directions."""
-    parts = [_flip(host.backward_input_mvm(saved.layer, delta).cpu().numpy(), saved.reverse)
-             for saved, delta in deltas]
+    parts = [_flip(host.backward_input_mvm(saved.layer, delta).cpu().numpy(), saved.reverse,
+                   lengths) for saved, delta in deltas]
     return parts[0] if len(parts) == 1 else parts[0] + parts[1]
 
 
@@ -179,6 +197,7 @@ class FarnnTrainer:
     """
 
     gradient_bound = GRADIENT_BOUND
+    takes_lengths = True
 
     def __init__(self, config, backend="golden", *, seed=1, log=None):
         if not isinstance(config, FarnnConfig):
@@ -193,6 +212,7 @@ class FarnnTrainer:
         self._layers = []
         self._shape = None
         self._input_delta = None
+        self._lengths = None
 
     def _streams(self, layer):
         """What the FPGA receives of a layer: ``{"weights_fw": FW stream of R_k (and
@@ -240,9 +260,10 @@ class FarnnTrainer:
                 **{f"saved_{name}": values for name, values in fw.saved.items()}}
         return farnn_io.backward_result(self.config, self._rtl.run(index, "bw", data))
 
-    def forward(self, network, inputs):
+    def forward(self, network, inputs, lengths=None):
         """The last layer's outputs at every step, ``T x B x output_size`` float64, for
-        time-first ``inputs`` (``T x B x input_size``)."""
+        time-first ``inputs`` (``T x B x input_size``); ``lengths``: each sequence's steps
+        (the module docstring)."""
         _workload_sizes(network)
         config = self.config
         first = network.layers[0]
@@ -259,6 +280,7 @@ class FarnnTrainer:
                              f"engine's configuration {config.seq_len} of {config.batch}: "
                              f"--backend rtl runs the configuration's")
         self._shape = x.shape[:2]
+        self._lengths = lengths
         self._layers = []
         self._input_delta = None
         if self._rtl is not None:
@@ -267,13 +289,13 @@ class FarnnTrainer:
         for layer in network.layers:
             records, outputs = [], []
             for suffix, view, reverse in _directions(layer):
-                xd = _flip(x, reverse)
+                xd = _flip(x, reverse, lengths)
                 streams = self._streams(view)
                 imvm = to_bits(host.input_mvm(view, xd).cpu().numpy())
                 fw = self._forward_pass(passes, streams, imvm)
                 records.append(_Layer(layer=view, x=xd, streams=streams, fw=fw,
                                       index=passes, suffix=suffix, reverse=reverse))
-                outputs.append(_flip(from_bits(fw.y), reverse))
+                outputs.append(_masked(_flip(from_bits(fw.y), reverse, lengths), lengths))
                 passes += 1
             self._layers.append(records)
             x = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=-1)
@@ -291,7 +313,8 @@ class FarnnTrainer:
             width = dy.shape[-1] // len(records)
             deltas = []
             for k, saved in enumerate(records):
-                dyd = _flip(dy[..., k * width:(k + 1) * width].copy(), saved.reverse)
+                dyd = _flip(_masked(dy[..., k * width:(k + 1) * width], self._lengths),
+                            saved.reverse, self._lengths).copy()
                 bw = self._backward_pass(saved.index, saved.streams, saved.fw, to_bits(dyd))
                 y = from_bits(saved.fw.y)
                 v_prev = np.concatenate([np.zeros_like(y[:1]), y[:-1]])
@@ -303,7 +326,7 @@ class FarnnTrainer:
                     gradients[(index, field + saved.suffix)] = fields[field]
                 deltas.append((saved, from_bits(bw.d_input)))
             if index:
-                dy = _delta_below(deltas)
+                dy = _delta_below(deltas, self._lengths)
             else:
                 self._input_delta = deltas
         return gradients
@@ -323,7 +346,7 @@ class FarnnTrainer:
         if self._input_delta is None:
             raise ValueError("input_gradient comes from backward: call forward and backward "
                              "first")
-        return _delta_below(self._input_delta).astype(np.float64)
+        return _delta_below(self._input_delta, self._lengths).astype(np.float64)
 
     def counters(self):
         """The last step's FPGA part (FW and BW of every layer) and ``host_device``, where

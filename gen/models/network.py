@@ -189,10 +189,10 @@ class Network:
         return ModelSpec(int(self.layers[0].input_size), max(sizes), len(sizes),
                          hidden_sizes=sizes if len(set(sizes)) > 1 else ())
 
-    def forward(self, x, states=None, *, trace=None):
+    def forward(self, x, states=None, *, lengths=None, trace=None):
         """The float64 reference forward (:func:`~nnrtl.gen.models.forward`)."""
         from .reference import forward
-        return forward(self, x, states, trace=trace)
+        return forward(self, x, states, lengths=lengths, trace=trace)
 
     def parameters(self):
         """``{name: array}``: every tensor as the source file names and lays it out

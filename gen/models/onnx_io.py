@@ -14,8 +14,9 @@ i, o, f (canonical i, f, o); ``GRU`` z, r, h (canonical r, z, n), either
 ``linear_before_reset``. ``B`` is ``[Wb, Rb]``: ``bias_ih`` and ``bias_hh``. Either
 ``layout`` (the data's order in the graph; the weights, and so the layer, are the same,
 and nnrtl's inputs are time first whatever the file's), default activations, no ``clip``;
-``sequence_lens`` only as a constant equal to every sequence's full length (the graph
-input's time dimension). After an RNN stack, a head of ``Linear`` layers (``Gemm``, or
+``sequence_lens`` as a graph input (each run's lengths: ``nnrtl train --lengths``,
+:mod:`.sequences`; every sequence its full length without them) or a constant equal to
+every sequence's full length (the graph input's time dimension). After an RNN stack, a head of ``Linear`` layers (``Gemm``, or
 ``MatMul`` and ``Add``, as the exporter writes an ``nn.Linear`` on a sequence) is read
 apart (:func:`load_onnx` with ``head``).
 """
@@ -210,15 +211,19 @@ def _rnn(reader, number, node, index, layers, entries):
 
 
 def _check_full_lengths(reader, where, name, layout):
-    """``sequence_lens`` that changes nothing: a constant whose every entry is the graph
-    input's (static) time dimension (dimension 0, or 1 with ``layout`` 1)."""
+    """``sequence_lens`` a graph input (the lengths of each run: ``--lengths``), or one
+    that changes nothing: a constant whose every entry is the graph input's (static) time
+    dimension (dimension 0, or 1 with ``layout`` 1)."""
+    if name in reader.inputs and name not in reader.dtypes:
+        return
     lengths = reader.arrays.get(name)
     dims = reader.input_dims
     steps = dims[layout] if len(dims) > layout else None
     if lengths is None or steps is None or np.any(np.asarray(lengths) != steps):
         raise UsageError(f"{reader.label}: {where}: sequence_lens {name} is not supported "
-                         f"(only a constant equal to every sequence's full length, the "
-                         f"input's time dimension)")
+                         f"(only a graph input, given at run time with --lengths, or a "
+                         f"constant equal to every sequence's full length, the input's "
+                         f"time dimension)")
 
 
 def _check_state(reader, where, state):
@@ -327,7 +332,10 @@ def load_onnx(path, *, head=False):
     refused, naming them."""
     reader = _Reader(path)
     graph = reader.model.graph
-    inputs = [value.name for value in graph.input if value.name not in reader.dtypes]
+    lengths = {node.input[4] for node in graph.node
+               if node.op_type in ("LSTM", "GRU") and len(node.input) > 4}
+    inputs = [value.name for value in graph.input
+              if value.name not in reader.dtypes and value.name not in lengths]
     if len(inputs) != 1:
         raise UsageError(f"{reader.label}: the graph has {len(inputs)} inputs besides the "
                          f"initializers; a model has one (optional RNN states aside)")

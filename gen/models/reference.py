@@ -9,12 +9,15 @@ W_h h + b_h)``, ``n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`` (ONNX's
 ``linear_before_reset=0``: ``tanh(W_in x + b_in + W_hn (r * h) + b_hn)``), ``h_t = (1 -
 z) n + z h_{t-1}``. A reverse direction reads the sequence from its end and
 writes each output at its own step; a bidirectional layer's output is ``[forward,
-reverse]`` along the features, and its states are stacked forward first.
+reverse]`` along the features, and its states are stacked forward first. Sequences of
+different lengths in one batch (``lengths``) follow ONNX's ``sequence_lens``
+(:mod:`.sequences`).
 """
 
 import numpy as np
 
 from .layers import LSTM, RNN_LAYERS, Conv2d, Flatten, Linear, MaxPool2d, ReLU
+from .sequences import reverse_within, step_mask
 
 __all__ = ["sigmoid", "rnn_layer_forward", "layer_forward", "forward"]
 
@@ -23,8 +26,9 @@ def sigmoid(z):
     return 0.5 * (1.0 + np.tanh(0.5 * z))
 
 
-def _direction(layer, suffix, x, h, c, trace):
-    """One direction over ``x`` (T x N x I), time order as given."""
+def _direction(layer, suffix, x, h, c, trace, mask=None):
+    """One direction over ``x`` (T x N x I), time order as given; ``mask`` (T x N bool):
+    the steps each sequence runs (its state stops and its outputs are zero after)."""
     w_ih, w_hh = getattr(layer, "weight_ih" + suffix), getattr(layer, "weight_hh" + suffix)
     b_ih, b_hh = getattr(layer, "bias_ih" + suffix), getattr(layer, "bias_hh" + suffix)
     if b_ih is None:
@@ -35,7 +39,8 @@ def _direction(layer, suffix, x, h, c, trace):
     p_i, p_f, p_o = np.split(np.zeros(3 * c.shape[-1]) if peep is None else peep, 3)
     linear_before_reset = lstm or layer.linear_before_reset
     outputs = []
-    for x_t in x:
+    for t, x_t in enumerate(x):
+        h_before, c_before = h, c
         zx, zh = x_t @ w_ih.T + b_ih, h @ w_hh.T + b_hh
         if lstm:
             z = zx + zh
@@ -57,16 +62,25 @@ def _direction(layer, suffix, x, h, c, trace):
             h = (1.0 - z) * np.tanh(nx + r * nh if linear_before_reset else nx + nh) + z * h
             if trace is not None:
                 trace["z"].extend((zx, zh))
-        outputs.append(h)
+        if mask is not None:
+            keep = mask[t][:, None]
+            h, c = np.where(keep, h, h_before), np.where(keep, c, c_before)
+            outputs.append(np.where(keep, h, 0.0))
+        else:
+            outputs.append(h)
     return np.stack(outputs), h, c
 
 
-def rnn_layer_forward(layer, x, state=None, *, trace=None):
+def rnn_layer_forward(layer, x, state=None, *, lengths=None, trace=None):
     """One LSTM or GRU layer over ``x`` (``T x N x I``).
 
     Parameters
     ----------
     state : LSTM: ``(h0, c0)``; GRU: ``h0``; shapes ``(D, N, P or H)`` and ``(D, N, H)``
+    lengths : array of N ints, optional
+        Each sequence's steps (ONNX's ``sequence_lens``, :mod:`.sequences`): its state
+        stops at its last step, a reverse direction starts there, and its outputs after
+        it are zero. ``None``: every sequence is ``T`` steps.
     trace : dict, optional
         Filled with lists: ``"z"`` (pre-activations; a GRU's input and recurrent parts
         apart), ``"c"`` (LSTM cells) and ``"h"``.
@@ -91,10 +105,15 @@ def rnn_layer_forward(layer, x, state=None, *, trace=None):
     passes = {"forward": [("", False)], "reverse": [("", True)],
               "bidirectional": [("", False), ("_reverse", True)]}[layer.direction]
     outputs, h_n, c_n = [], [], []
+    mask = None if lengths is None else step_mask(lengths, steps)
+
+    def flip(values):
+        return values[::-1] if lengths is None else reverse_within(values, lengths)
+
     for d, (suffix, backwards) in enumerate(passes):
-        sequence = x[::-1] if backwards else x
-        y, h, c = _direction(layer, suffix, sequence, h0[d], c0[d], trace)
-        outputs.append(y[::-1] if backwards else y)
+        sequence = flip(x) if backwards else x
+        y, h, c = _direction(layer, suffix, sequence, h0[d], c0[d], trace, mask)
+        outputs.append(flip(y) if backwards else y)
         h_n.append(h)
         c_n.append(c)
     output = np.concatenate(outputs, axis=-1)
@@ -143,7 +162,7 @@ def layer_forward(layer, x):
     raise TypeError(f"not a CNN layer: {layer!r}")
 
 
-def forward(network, x, states=None, *, trace=None):
+def forward(network, x, states=None, *, lengths=None, trace=None):
     """float64 forward of a whole :class:`~.network.Network`.
 
     Parameters
@@ -154,6 +173,9 @@ def forward(network, x, states=None, *, trace=None):
     states : list, optional
         RNN only: per layer the initial state of :func:`rnn_layer_forward` (``None`` for
         zeros), without the ``N`` axis when ``x`` has none.
+    lengths : array of N ints, optional
+        RNN with ``T x N x I`` inputs only: each sequence's steps
+        (:func:`rnn_layer_forward`).
     trace : dict, optional
         RNN only: per layer lists (``"x"``, ``"z"``, ``"c"``, ``"h"``), each a list over
         the layers of arrays over the steps.
@@ -174,6 +196,8 @@ def forward(network, x, states=None, *, trace=None):
         raise ValueError(f"an RNN's input must be T x I or T x N x I with I = "
                          f"{network.layers[0].input_size}, not {x.shape}")
     single = x.ndim == 2
+    if lengths is not None and single:
+        raise ValueError("lengths are per sequence of a T x N x I batch")
     if single:
         x = x[:, None, :]
     finals = []
@@ -187,7 +211,7 @@ def forward(network, x, states=None, *, trace=None):
         if trace is not None:
             layer_trace = {"z": [], "c": [], "h": []}
             trace.setdefault("x", []).append(x)
-        x, final = rnn_layer_forward(layer, x, state, trace=layer_trace)
+        x, final = rnn_layer_forward(layer, x, state, lengths=lengths, trace=layer_trace)
         if trace is not None:
             trace.setdefault("z", []).append(np.stack(layer_trace["z"]))
             trace.setdefault("c", []).append(np.stack(layer_trace["c"]) if layer_trace["c"]

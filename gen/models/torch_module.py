@@ -3,8 +3,9 @@ reference step runs on it.
 
 :func:`to_torch` builds a :class:`torch.nn.Sequential` for a CNN and, for an RNN, a module
 holding one ``nn.LSTM``/``nn.GRU`` per layer (``layers``) whose ``forward(x,
-states=None)`` returns ``(output, states)`` as :func:`~.reference.forward` does (a
-``"reverse"`` layer runs on the time-flipped sequence). :func:`from_torch` reads the
+states=None, lengths=None)`` returns ``(output, states)`` as :func:`~.reference.forward`
+does (a ``"reverse"`` layer runs on the time-flipped sequence; ``lengths``: PyTorch's
+packed sequences, ``pack_padded_sequence`` and ``pad_packed_sequence``). :func:`from_torch` reads the
 module's weights back into the network.
 """
 
@@ -27,18 +28,36 @@ def _rnn_class():
             self.layers = torch.nn.ModuleList(modules)
             self.reverse = tuple(reverse)
 
-        def forward(self, x, states=None):
+        def forward(self, x, states=None, lengths=None):
             finals = []
+            steps = x.shape[0]
             for index, (module, reverse) in enumerate(zip(self.layers, self.reverse)):
                 state = None if states is None else states[index]
                 if reverse:
-                    x = torch.flip(x, (0,))
-                x, final = module(x, state)
+                    x = _flip(x, lengths)
+                if lengths is None:
+                    x, final = module(x, state)
+                else:
+                    packed = torch.nn.utils.rnn.pack_padded_sequence(
+                        x, torch.as_tensor(lengths).cpu(), enforce_sorted=False)
+                    x, final = module(packed, state)
+                    x = torch.nn.utils.rnn.pad_packed_sequence(x, total_length=steps)[0]
                 if reverse:
-                    x = torch.flip(x, (0,))
+                    x = _flip(x, lengths)
                 finals.append(final)
             return x, finals
     return StackedRNN
+
+
+def _flip(x, lengths):
+    """``x`` (time first) reversed in time, or each sequence within its length."""
+    import torch
+
+    if lengths is None:
+        return torch.flip(x, (0,))
+    from .sequences import reverse_within
+    index = reverse_within(np.arange(x.shape[0])[:, None].repeat(x.shape[1], 1), lengths)
+    return torch.gather(x, 0, torch.as_tensor(index)[..., None].expand(x.shape))
 
 
 def _tensor(array, dtype):

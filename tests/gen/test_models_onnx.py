@@ -172,5 +172,32 @@ def test_onnx_forms_the_engines_do_not_run_are_refused(tmp_path):
     path = reverse_lstm_file(tmp_path / "lengths.onnx", lstm, inputs=["lengths"],
                              initializers={"lengths": np.array([STEPS, 2], np.int32)})
     with pytest.raises(UsageError, match=r": sequence_lens lengths is not supported \(only a "
-                                         r"constant equal to every sequence's full length"):
+                                         r"graph input, given at run time with --lengths, or "
+                                         r"a constant equal to every sequence's full length"):
         load_network(path)
+
+
+def test_sequence_lens_graph_input_is_each_runs_lengths(tmp_path):
+    """``sequence_lens`` as a graph input: the layer reads it from ``lengths``; a reverse
+    LSTM then starts at each sequence's last step, as the reverse half of PyTorch's
+    bidirectional LSTM on packed sequences does."""
+    torch.manual_seed(6)
+    both = torch.nn.LSTM(INPUTS, HIDDEN, bidirectional=True, dtype=torch.float64)
+    reverse = torch.nn.LSTM(INPUTS, HIDDEN, dtype=torch.float64)
+    reverse.load_state_dict({name: getattr(both, name + "_reverse")
+                             for name in reverse.state_dict()})
+    path = reverse_lstm_file(tmp_path / "lengths.onnx", reverse, inputs=["lengths"])
+    model = onnx.load(path)
+    model.graph.input.append(helper.make_tensor_value_info("lengths", TensorProto.INT32,
+                                                           [BATCH]))
+    onnx.save(model, path)
+    network = load_network(path)
+    lengths = np.array([STEPS, 2, 1][:BATCH])
+    x = np.random.default_rng(2).normal(size=(STEPS, BATCH, INPUTS))
+    sequence = torch.nn.utils.rnn.pack_padded_sequence(torch.from_numpy(x),
+                                                       torch.from_numpy(lengths),
+                                                       enforce_sorted=False)
+    expected = torch.nn.utils.rnn.pad_packed_sequence(both(sequence)[0],
+                                                      total_length=STEPS)[0]
+    np.testing.assert_allclose(network.forward(x, lengths=lengths)[0],
+                               expected[..., HIDDEN:].detach().numpy(), rtol=0, atol=BOUND)

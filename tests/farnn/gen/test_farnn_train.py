@@ -488,3 +488,31 @@ def test_embedding_with_the_rtl_backend_equals_golden(tmp_path):
     assert record["steps"][0]["embedding_update_max_abs_diff"] > 0
     assert [(p["layer"], p["phase"]) for p in record["steps"][0]["passes"]] == [
         (0, "fw"), (0, "bw")]
+
+
+@pytest.mark.parametrize("cell, directions", [("gru", "bidirectional"), ("lstm", "reverse"),
+                                              ("lstm", "forward")])
+def test_sequences_of_different_lengths_train_as_packed_sequences(cell, directions):
+    """``lengths``: the outputs (zero past each end) and every gradient, the inputs'
+    included, against PyTorch float64 autograd on packed sequences."""
+    from nnrtl.gen.models import to_torch, torch_parameter
+
+    network = directional_network(cell, directions, 2, seed=5)
+    rng = np.random.default_rng(5)
+    lengths = np.array([5, 2, 4])
+    x = rng.uniform(-1, 1, (5, 3, 3))
+    trainer = FarnnTrainer(config_for(network, 5, 3, ["chains=2", "chain_length=2"]))
+    outputs = trainer.forward(network, x, lengths)
+    module = to_torch(network, torch.float64)
+    x_leaf = torch.tensor(x, requires_grad=True)
+    expected = module(x_leaf, None, lengths)[0]
+    assert np.abs(outputs - expected.detach().numpy()).max() < 1e-5
+    assert not outputs[4, 1].any() and not outputs[2:, 1].any()
+    mask = (np.arange(5)[:, None] < lengths)[..., None]
+    grad_outputs = rng.uniform(-1, 1, outputs.shape) * mask
+    engine = trainer.backward(grad_outputs)
+    (expected * torch.tensor(grad_outputs)).sum().backward()
+    for (index, field), value in engine.items():
+        reference = torch_parameter(network, module, index, field).grad.numpy()
+        assert np.abs(value - reference).max() < GRADIENT_BOUND / 10, (index, field)
+    assert np.abs(trainer.input_gradient() - x_leaf.grad.numpy()).max() < GRADIENT_BOUND / 10
