@@ -32,10 +32,12 @@
     instruction never delays an earlier one). The counters are sums over tasks, so they
     do not depend on the schedule.
 
-Without gaps or stalls, ``model_cycles`` equals the RTL's ``cycles`` counter and
-:func:`top_mode_busy` its per-mode counters, in the Amaranth simulator and under
-Verilator (``nnrtl sim omni --preset small --backpressure none``).
-Tests: ``tests/omni/gen/test_omni_perf.py`` (Amaranth), ``tests/omni/sim/test_omni_top_verilator.py``.
+:func:`step_cycles`
+    A training step's tiled run (:class:`.top_passes.StepGraph`) in windows of
+    ``max_tasks`` tasks, each :func:`top_schedule` from an idle top, summed.
+
+Without gaps or stalls these equal the RTL's counters (Amaranth and Verilator; tests:
+``tests/omni/gen/test_omni_perf.py``, ``test_omni_train_top.py``, ``tests/omni/sim/``).
 """
 
 import dataclasses
@@ -49,7 +51,7 @@ from .r2a import schedule
 from .workload import Task, training_graph
 
 __all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "top_mode_cycles",
-           "top_mode_busy", "ew_channels"]
+           "top_mode_busy", "ew_channels", "step_cycles"]
 
 
 def workload_of(config):
@@ -143,3 +145,16 @@ def top_mode_busy(config, tasks=None):
         for mode, cycles in top_mode_cycles(task).items():
             total[MODE_COUNTERS[mode]] += cycles
     return total
+
+
+def step_cycles(config, tasks):
+    """The R2A model's cycles of one run of a training step's ``tasks`` on ``config``
+    (module docstring): ``(cycles, swings)``, summed over the windows."""
+    from .top_passes import windows
+
+    cycles = swings = 0
+    for _, window in windows(tasks, config.max_tasks):
+        model = top_schedule(config, window)
+        cycles += model.cycles
+        swings += model.swings
+    return cycles, swings

@@ -271,9 +271,11 @@ def _top_config(layers, seq_len, batch, params, memory, given):
                              f"{first.hidden_size}: the top's channels run one hidden size "
                              f"(give no top parameter {', '.join(TOP_PARAMS)} to train on "
                              f"one channel)")
-    base = OmniConfig(**sizes, max_tasks=min(64, 2 * len(layers) * seq_len * batch),
-                      prune_threshold=memory.prune_threshold)
-    top = parse_params(OmniConfig, params, base=base)
+    top = parse_params(OmniConfig, params, base=OmniConfig(
+        **sizes, prune_threshold=memory.prune_threshold))
+    if "max_tasks" not in given:     # the FW run's tasks: two per tile of every cell
+        fw_tasks = 2 * min(top.channels, first.hidden_size) * len(layers) * seq_len * batch
+        top = dataclasses.replace(top, max_tasks=min(64, fw_tasks))
     channels = tuple(top.layer_channel(l) for l in range(top.layers))
     return OmniTrainConfig(channels, seq_len, batch, memory, top)
 

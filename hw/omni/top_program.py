@@ -17,18 +17,38 @@ Dependencies (cell ``(l, t)``; the data each part reads)
     and the ``δW`` accumulated so far) and ``bp_mm(l+1,t)`` (``δY_t``); ``bp_mm(l,t)``
     needs ``bp_ew(l,t)``. Ids (the R2A's priority): FW tasks by timestamp then layer,
     then BP tasks by descending timestamp then descending layer.
+
+Tiles (:func:`tile_steps`, the training step's graph, :mod:`nnrtl.gen.omni.top_passes`)
+    A part cut along the hidden units as :func:`~.workload.training_graph` cuts it
+    (:func:`unit_tiles`: slices differing by at most one): ``fw_mm`` tile ``j`` the MVM
+    rounds of the four gates' rows of its units (``[W U b]`` rows against the whole
+    ``z``: the channel's row is one job, so the paper's ``fw_mm_x`` and ``fw_mm_h`` are
+    one task), ``fw_ew`` (with MS1 followed by BP-EW-P1) and ``bp_ew`` (BP-EW-P1 unless
+    MS1 moved it, then P2) the element-wise steps of its units, ``bp_inner_x`` /
+    ``bp_inner_h`` the eq. 2 columns of its slice of ``x`` / ``h``, ``bp_outer`` the eq.
+    3 rows of its units' four gates with their ``δW`` and ``δb`` accumulation. Every
+    element's arithmetic is the untiled program's (same operations, same order), so the
+    tiles' results are the cell programs' bit for bit.
 """
 
 import dataclasses
 
-from .channel_program import bp_program, fw_program
-from .config import OmniMode
+import numpy as np
+
+from .channel_config import Activation, ChannelInstruction, Source
+from .channel_program import (GATES, Access, Step, bp_p1_steps, bp_p2_steps, bp_program,
+                              elementwise, fw_ew_steps, fw_program, inner_steps, mvm_steps)
+from .config import OmniJob, OmniMode
 from .top_config import TASK_KINDS, OmniConfig
 
-__all__ = ["CellTask", "PARTS", "top_tasks", "task_count"]
+__all__ = ["CellTask", "PARTS", "TILE_PARTS", "top_tasks", "task_count", "unit_tiles",
+           "tile_steps"]
 
 #: The parts of a cell and their kind.
 PARTS = {"fw_mm": "matmul", "fw_ew": "ew", "bp_ew": "ew", "bp_mm": "matmul"}
+#: The parts of a tiled cell (:func:`tile_steps`) and their kind.
+TILE_PARTS = {"fw_mm": "matmul", "fw_ew": "ew", "bp_ew": "ew", "bp_inner_x": "matmul",
+              "bp_inner_h": "matmul", "bp_outer": "matmul"}
 
 
 @dataclasses.dataclass(frozen=True, eq=False, kw_only=True)
@@ -49,6 +69,8 @@ class CellTask:
     deps : tuple of int
     channel : ChannelConfig
         The layer's (:meth:`~.top_config.OmniConfig.layer_channel`).
+    tile : int
+        Its tile (:func:`tile_steps`), -1 for a whole part.
     """
 
     id: int
@@ -59,11 +81,12 @@ class CellTask:
     first: int
     deps: tuple
     channel: object
+    tile: int = -1
 
     @property
     def kind(self):
         """``"matmul"`` or ``"ew"``."""
-        return PARTS[self.part]
+        return {**PARTS, **TILE_PARTS}[self.part]
 
     @property
     def kind_code(self):
@@ -145,3 +168,88 @@ def top_tasks(config):
                               first=first, deps=tuple(sorted(set(deps(part, l, t)))),
                               channel=channel))
     return tasks
+
+
+def unit_tiles(size, tiles):
+    """``[(first, count)]``: ``size`` elements cut into ``min(tiles, size)`` slices whose
+    counts differ by at most one (the larger first), as
+    :func:`~.workload.training_graph` cuts the hidden units."""
+    count = min(tiles, size)
+    out, first = [], 0
+    for j in range(count):
+        length = size // count + (1 if j < size % count else 0)
+        out.append((first, length))
+        first += length
+    return out
+
+
+def _shifted(steps, first):
+    """``steps`` with every access moved ``first`` elements on (the broadcast 1.0
+    stays)."""
+    def move(access):
+        return access if access.name == "one" else Access(access.name, access.index + first)
+    return [Step(s.instruction, move(s.operand1), move(s.operand2), move(s.result))
+            for s in steps]
+
+
+def _outer_rows(channel, first, count):
+    """Eq. 3 over rows ``first .. first + count - 1`` of ``dgates`` (the untiled
+    program's steps for those rows), then their ``δb`` add."""
+    z_size = channel.input_size + channel.hidden_size
+    steps = []
+    for start in range(first, first + count, channel.pes_per_channel):
+        lanes = min(channel.pes_per_channel, first + count - start)
+        row = start + np.arange(lanes)[None, :]
+        col = np.arange(z_size)[:, None]
+        steps.append(Step(
+            ChannelInstruction(OmniJob(OmniMode.OUTER, z_size), lanes, Source.LANES,
+                               Source.BROADCAST),
+            Access("dgates", row), Access("z", np.arange(z_size)),
+            Access("dw_cell", row * z_size + col)))
+        steps.append(Step(
+            ChannelInstruction(OmniJob(OmniMode.EW_ADD, z_size), lanes),
+            Access("dw_acc", row * z_size + col), Access("dw_cell", row * z_size + col),
+            Access("dw", row * z_size + col)))
+    return steps
+
+
+def tile_steps(channel, part, first, count, *, ms1=False):
+    """The steps of tile ``(first, count)`` of ``part`` (:data:`TILE_PARTS`; module
+    docstring) of a cell on ``channel``: hidden units ``first ..`` for every part but
+    ``bp_inner_x`` / ``bp_inner_h`` (columns of ``x`` / of ``h``). ``ms1``: ``fw_ew``
+    ends with BP-EW-P1, ``bp_ew`` starts without it.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``part``.
+    """
+    h, k = channel.hidden_size, channel.fw_row_length
+    if part == "fw_mm":
+        steps = []
+        for g, gate in enumerate(GATES):
+            activation = Activation.TANH if gate == "c" else Activation.SIGMOID
+            steps += mvm_steps(channel, (gate, first), (g * h + first, count), k,
+                               lambda row, col: row * k + col, "z", activation)
+        return steps
+    if part == "fw_ew":
+        steps = fw_ew_steps(channel, count) + (bp_p1_steps(channel, count) if ms1 else [])
+        return _shifted(steps, first)
+    if part == "bp_ew":
+        steps = ([] if ms1 else bp_p1_steps(channel, count)) + bp_p2_steps(
+            channel, count, [g * h for g in range(4)])
+        return _shifted(steps, first)
+    if part == "bp_inner_x":
+        return inner_steps(channel, count, first)
+    if part == "bp_inner_h":
+        return inner_steps(channel, count, channel.input_size + first)
+    if part == "bp_outer":
+        steps = []
+        for g in range(4):
+            steps += _outer_rows(channel, g * h + first, count)
+        for g in range(4):
+            steps += elementwise(channel, OmniMode.EW_ADD, ("db", g * h + first),
+                                 ("db_acc", g * h + first), ("dgates", g * h + first),
+                                 count)
+        return steps
+    raise ValueError(f"part must be one of {', '.join(TILE_PARTS)}, not {part!r}")

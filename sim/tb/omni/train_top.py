@@ -76,8 +76,9 @@ def _pads_class(graph, offset):
     return type("WindowPads", (GraphPads,), {"graph": graph, "offset": offset})
 
 
-async def _dma_records(bench, regs, ram, graph, threshold):
-    """MS1's records through the DMA and back (module docstring); returns ``(failures,
+async def _dma_records(bench, regs, ram, graph, results, threshold):
+    """MS1's records of ``results`` (the FW run's outputs, their P1 vectors replaced by
+    the decoded ones) through the DMA and back (module docstring); returns ``(failures,
     counters)``."""
     from cocotb.triggers import SimTimeoutError, with_timeout
 
@@ -115,7 +116,7 @@ async def _dma_records(bench, regs, ram, graph, threshold):
                             f"({len(out.words) - first} of {beats} beats)")
             return out.words[first:]
 
-    for l, outputs in enumerate(graph.outputs):
+    for l, outputs in enumerate(results):
         for t in np.flatnonzero(graph.kept[l]):
             bits = np.stack([outputs[name][t] for name in PART1_VECTORS], axis=1)
             bits = bits.reshape(-1, bits.shape[-1]).astype(np.uint32)   # (B x 6) x H
@@ -212,16 +213,17 @@ async def omni_top_trains(dut):
         mismatches += [(offset + task, c, m) for task, c, m in run_mismatches]
         if run_failures or run_mismatches:
             break
+    results = graph.results()
     if params["ms1"] and params["phase"] == "fw" and not failures and not mismatches:
         ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_"), dut.clk, dut.rst,
                      size=1 << max(12, _record_bytes(graph).bit_length()))
-        dma_failures, dma_counters = await _dma_records(bench, regs, ram, graph,
+        dma_failures, dma_counters = await _dma_records(bench, regs, ram, graph, results,
                                                         params["threshold"])
         failures += dma_failures
         totals.update(dma_counters)
     for failure in failures:
         dut._log.error("%s", failure)
-    save_arrays(params["outputs"], {"layers": graph.results()})
+    save_arrays(params["outputs"], {"layers": results})
     first = mismatches[0] if mismatches else None
     report({"bit_exact": not mismatches and not failures, "mismatches": len(mismatches),
             "first_mismatch": None if first is None else

@@ -57,13 +57,14 @@ def test_graph_outputs_are_the_layer_passes(ms1, skip):
         kept[0, 1] = kept[1, 2] = False
     fw, bp, fw_arrays, bp_arrays = _reference(kept, ms1, rng)
     graph = StepGraph(TOP, "fw", fw_arrays, kept, ms1)
-    assert len(graph.tasks) == 2 * TOP.layers * TOP.seq_len * TOP.batch
+    assert len(graph.tasks) == 2 * 3 * TOP.layers * TOP.seq_len * TOP.batch   # 3 tiles
     for got, want in zip(run_golden(graph), fw):
         assert set(got) == set(want)
         for name in want:
             np.testing.assert_array_equal(got[name], want[name])
     graph = StepGraph(TOP, "bp", bp_arrays, kept, ms1)
-    assert len(graph.tasks) == 2 * TOP.batch * int(kept.sum())
+    first_steps = int(kept[:, 0].sum())          # no bp_inner_h at t = 0
+    assert len(graph.tasks) == 3 * TOP.batch * (4 * int(kept.sum()) - first_steps)
     for got, want in zip(run_golden(graph), bp):
         for name in ("dx", "dgates", "dw", "db"):
             np.testing.assert_array_equal(got[name], want[name])
@@ -74,25 +75,39 @@ def test_dependencies_and_windows():
     kept = np.ones((TOP.layers, TOP.seq_len), bool)
     _, _, fw_arrays, bp_arrays = _reference(kept, False, rng)
     fw = StepGraph(TOP, "fw", fw_arrays, kept, False)
-    key = {(t.part, *fw.cells[t.id]): t for t in fw.tasks}
-    # fw_mm(1, 1, 0) reads h of (0, 1, 0) and of (1, 0, 0)
-    assert key["fw_mm", 1, 1, 0].deps == tuple(sorted(
-        (key["fw_ew", 1, 0, 0].id, key["fw_ew", 0, 1, 0].id)))
-    assert key["fw_mm", 0, 0, 1].deps == ()
+    ids = {}
+    for task in fw.tasks:
+        ids.setdefault((task.part, *fw.cells[task.id]), []).append(task.id)
+    tile = {task.id: task.tile for task in fw.tasks}
+    # 5 hidden units in 3 tiles: 2, 2, 1 units; the MVM rounds of 4 gates of 2 units
+    assert [len(fw.tasks[i].steps) for i in ids["fw_mm", 0, 0, 0]] == [4, 4, 4]
+    assert [tile[i] for i in ids["fw_ew", 0, 0, 0]] == [0, 1, 2]
+    # fw_mm(1, 1, 0) reads h of every tile of (0, 1, 0) and of (1, 0, 0)
+    for i in ids["fw_mm", 1, 1, 0]:
+        assert fw.tasks[i].deps == tuple(sorted(ids["fw_ew", 1, 0, 0]
+                                                + ids["fw_ew", 0, 1, 0]))
+    assert [fw.tasks[i].deps for i in ids["fw_ew", 0, 0, 1]] == [
+        (i,) for i in ids["fw_mm", 0, 0, 1]]
     assert {t.kind for t in fw.tasks if t.part == "fw_mm"} == {"matmul"}
     bp = StepGraph(TOP, "bp", bp_arrays, kept, False)
-    key = {(t.part, *bp.cells[t.id]): t for t in bp.tasks}
-    # the δW chain: (0, 1, 0) after (0, 2, 1); the last timestamp's first sample starts it
-    assert key["bp_mm", 0, 1, 0].deps == tuple(sorted(
-        (key["bp_ew", 0, 1, 0].id, key["bp_mm", 0, 2, 1].id)))
-    assert key["bp_ew", 1, 2, 0].deps == ()
-    assert key["bp_ew", 0, 1, 1].deps == tuple(sorted(
-        (key["bp_mm", 0, 2, 1].id, key["bp_mm", 1, 1, 1].id)))
+    ids = {}
+    for task in bp.tasks:
+        ids.setdefault((task.part, *bp.cells[task.id]), []).append(task.id)
+    # the δW chain per tile: (0, 1, 0) after (0, 2, 1)
+    for j, i in enumerate(ids["bp_outer", 0, 1, 0]):
+        assert bp.tasks[i].deps == (ids["bp_ew", 0, 1, 0][j], ids["bp_outer", 0, 2, 1][j])
+    assert all(bp.tasks[i].deps == () for i in ids["bp_ew", 1, 2, 0])
+    assert bp.tasks[ids["bp_ew", 0, 1, 1][0]].deps == tuple(sorted(
+        ids["bp_inner_h", 0, 2, 1] + ids["bp_inner_x", 1, 1, 1]))
+    assert ("bp_inner_h", 0, 0, 0) not in ids and ("bp_inner_x", 0, 0, 0) in ids
+    assert max(i for key, i in ids.items() if key[0] != "bp_outer")[0] < min(
+        i for key, i in ids.items() if key[0] == "bp_outer")[0]
     assert all(d < t.id for t in fw.tasks + bp.tasks for d in t.deps)
-    parts = windows(fw.tasks, 10)
-    assert [start for start, _ in parts] == [0, 10, 20]
-    assert [len(chunk) for _, chunk in parts] == [10, 10, 4]
+    parts = windows(fw.tasks, 30)
+    assert [start for start, _ in parts] == [0, 30, 60]
+    assert [len(chunk) for _, chunk in parts] == [30, 30, 12]
     for start, chunk in parts:
         for task in chunk:
             original = fw.tasks[start + task.id]
             assert task.deps == tuple(d - start for d in original.deps if d >= start)
+            assert task.tile == original.tile

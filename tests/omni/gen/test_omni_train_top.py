@@ -17,6 +17,8 @@ from nnrtl.gen.cli import main
 from nnrtl.gen.errors import CheckFailed, UsageError
 from nnrtl.gen.farnn.studies.accuracy import random_network
 from nnrtl.gen.models import load_network
+from nnrtl.gen.omni.perf import step_cycles
+from nnrtl.gen.omni.top_passes import StepGraph
 from nnrtl.gen.omni.trainer import OmniTrainer, config_for
 from nnrtl.hw.omni.top_config import OmniConfig
 
@@ -41,59 +43,69 @@ def _train(capsys, tmp_path, backend, name, *extra, steps=1):
     return record, load_network(tmp_path / name / "model.pt").parameters()
 
 
-def _check_top_step(step, tasks):
-    """A step's top counters: each run's cycles the model's, the busy channel-cycles
-    within the channels' cycles."""
+def _check_top_step(step, top, ms1):
+    """A step's top counters: each run's ``cycles`` counter the R2A model's schedule of
+    the tiled graph (computed here from the graph's shape), the busy channel-cycles
+    within the channels' cycles, the step's sums."""
     assert [run["phase"] for run in step["runs"]] == ["fw", "bp"]
+    kept = np.ones((top.layers, top.seq_len), bool)
     for run in step["runs"]:
-        assert run["tasks"] == tasks and run["windows"] == 1
-        assert run["cycles"] == run["model_cycles"] > 0
-        assert 0 < run["busy_matmul"] + run["busy_ew"] <= 3 * run["cycles"]
-    assert step["cycles"] == sum(run["cycles"] for run in step["runs"])
-    assert step["swings"] == sum(run["swings"] for run in step["runs"])
+        graph = StepGraph.of_shape(top, run["phase"], kept, ms1)
+        assert run["tasks"] == len(graph.tasks)
+        assert run["windows"] == -(-len(graph.tasks) // top.max_tasks)
+        assert (run["cycles"], run["swings"]) == step_cycles(top, graph.tasks)
+        assert run["cycles"] == run["model_cycles"]
+        assert 0 < run["busy_matmul"] + run["busy_ew"] <= top.channels * run["cycles"]
+    for name in ("cycles", "swings", "busy_matmul", "busy_ew"):
+        assert step[name] == sum(run[name] for run in step["runs"])
 
 
 @pytest.mark.timeout(600)
 def test_ms1_ms2_step_through_the_top_equals_golden(capsys, tmp_path):
-    """One step with MS1 and MS2 (2 layers x 2 steps x batch 2: 16 tasks a run, 3
-    channels of 4 PEs): every beat bit-exact (else the command fails), the model the golden
-    backend's bit for bit, and the P1 records' bytes through the DMA: written and read
-    back, values kept + pruned = every P1 value of the 8 cells."""
-    _data(tmp_path)
+    """One step with MS1 and MS2 (1 layer x 2 steps x batch 1, 3 channels of 4 PEs: 3
+    tiles a cell, 12 FW tasks, 21 BP tasks): every beat bit-exact (else the command
+    fails), the model the golden backend's bit for bit, the cycles the model's, and the
+    P1 records through the DMA: written and read back, values kept + pruned = every P1
+    value of the 2 cells."""
+    _data(tmp_path, layers=1, batch=1)
     record, rtl = _train(capsys, tmp_path, "rtl", "rtl", "--ms1", "--ms2")
     _, golden = _train(capsys, tmp_path, "golden", "golden", "--ms1", "--ms2")
     for name, value in golden.items():
         assert np.array_equal(value, rtl[name]), name
     (step,) = record["steps"]
-    _check_top_step(step, 16)
+    top = OmniConfig(**record["config"]["top"])
+    _check_top_step(step, top, ms1=True)
+    assert [run["tasks"] for run in step["runs"]] == [12, 21]
     fw = step["runs"][0]
-    assert fw["values_kept"] + fw["values_pruned"] == 2 * 2 * 2 * 6 * 5
+    assert fw["values_kept"] + fw["values_pruned"] == 2 * 6 * 5
     assert fw["bytes_written"] == fw["bytes_read"] > 0
     assert step["dma_bytes"] == 2 * fw["bytes_written"]
-    assert step["p1_density"] == fw["values_kept"] / 240
-    assert record["config"]["top"]["channels"] == 3
+    assert step["p1_density"] == fw["values_kept"] / 60
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_two_steps_through_the_top_within_the_bound(capsys, tmp_path):
-    """The issue's command: 2 steps, the baseline (no MS): within the bound of PyTorch's
-    step and equal to the golden backend's model."""
+    """The issue's command (2 layers x 2 steps x batch 2, 2 steps), the baseline: within
+    the bound of PyTorch's step, the golden backend's model, the model's cycles; the BP
+    run in two windows of the task table."""
     _data(tmp_path)
     record, rtl = _train(capsys, tmp_path, "rtl", "rtl", steps=2)
     _, golden = _train(capsys, tmp_path, "golden", "golden", steps=2)
     assert record["within_bound"] is True
     for name, value in golden.items():
         assert np.array_equal(value, rtl[name]), name
+    top = OmniConfig(**record["config"]["top"])
     for step in record["steps"]:
-        _check_top_step(step, 16)
+        _check_top_step(step, top, ms1=False)
+        assert step["swings"] > 0
 
 
 def test_top_parameters_choose_the_top():
     network = random_network("lstm", 3, 5, 0, 2, seed=1)
-    config = config_for(network, 2, 3, ["channels=3", "pes_per_channel=4"])
+    config = config_for(network, 2, 1, ["channels=3", "pes_per_channel=4"])
     assert config.top == OmniConfig(input_size=3, hidden_size=5, layers=2, seq_len=2,
-                                    batch=3, channels=3, pes_per_channel=4,
+                                    batch=1, channels=3, pes_per_channel=4,
                                     swing_channels=2, max_tasks=24,
                                     prune_threshold=0.05)
     assert config.channels == (config.top.layer_channel(0), config.top.layer_channel(1))
