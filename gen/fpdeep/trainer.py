@@ -23,6 +23,7 @@ from nnrtl.sim.patterns import PATTERNS
 
 from ..errors import UsageError
 from .chain import Codec, ConvChain, GoldenRunner, conv_segments, rtl_limits
+from .fc_stage import FcStage, fc_tail
 from .hooks import _options as map_options
 
 __all__ = ["FpdeepTrainConfig", "FpdeepTrainer", "train_hook", "parse_options",
@@ -181,12 +182,12 @@ class FpdeepTrainer:
     -----
     **Decisions (the paper leaves them open)**
 
-    * **Fully connected layers on the host** (PyTorch, float32; also in fixed16). The spec
-      (§3.9) proposes an FC stage on the last node with its weights in DDR, and the mapper
-      places and costs it there; ``hw/fpdeep`` has no FC module, so the trainer runs the
-      layers from the first Flatten/Linear on the host, as a host CPU attached to the last
-      node would. The boundary crosses in the nodes' words: the last conv layer's SFU output
-      decoded to floats, the error of it encoded.
+    * **Fully connected layers on the FC engine** (spec §3.9, :mod:`.fc_stage`): a tail
+      ``Flatten, Linear, (ReLU, Linear)*`` runs on the last node's FC engine
+      (:mod:`nnrtl.hw.fpdeep.fc`, its golden model; with ``--backend rtl`` also its RTL,
+      checked bit-exact), in the nodes' words: the host keeps only the loss. Another tail
+      (a Dropout, a final ReLU) runs on the host in PyTorch float32, the last conv layer's
+      SFU output decoded to floats and the error of it encoded.
     * **Words**: fp32 bit patterns (``hw/arith`` RNE); fixed16 16-bit codes with
       ``--frac-bits`` fraction bits (default :data:`DEFAULT_FRAC_BITS` = 13, Q2.13) for
       activations, weights *and* errors (one format per node, FpConfig's). 13 keeps the
@@ -211,8 +212,8 @@ class FpdeepTrainer:
       LPRAM after the update). With ``R_s ≤ B + 1`` that is: the first ``⌈R_s⌉ − 1``
       samples of each mini-batch after the first run FP with the previous mini-batch's
       weights (the paper's "first 5 samples"); a deeper pipeline (small maps, small batches)
-      reaches further back. The FC layers on the host run FP and BP of a sample
-      back to back: never stale. :meth:`FpdeepTrainer.forward_networks` gives the interface
+      reaches further back. The FC layers run the mini-batch's forward and backward passes
+      on the step's weights: never stale. :meth:`FpdeepTrainer.forward_networks` gives the interface
       each sample's forward weights, and its float64 reference applies the same rule
       (:func:`nnrtl.gen.train.reference_step`). ``--pipeline flush`` drains the pipeline
       between mini-batches (GPipe's flush): plain SGD.
@@ -243,7 +244,7 @@ class FpdeepTrainer:
     scales it by ``2^(13 − f)``.
     """
 
-    def __init__(self, config, mapping, runner=None, rtl=None):
+    def __init__(self, config, mapping, runner=None, rtl=None, lr=None):
         if not isinstance(config, FpdeepTrainConfig):
             raise TypeError(f"config must be an FpdeepTrainConfig, not {config!r}")
         self.config = config
@@ -257,6 +258,8 @@ class FpdeepTrainer:
         self.chain = ConvChain(self.layers, mapping.chain, self.codec,
                                runner or GoldenRunner())
         self.rtl = rtl
+        self.lr = lr
+        self._fc = None
         self._network = self._last = None
         self._history = []          # the networks of the last mini-batches, oldest first
         self._step = -1
@@ -315,8 +318,18 @@ class FpdeepTrainer:
             self._images.append(image)
             self._outputs.append(out)
             outs.append(self.codec.decode(out).transpose(2, 0, 1))
-        self._module = to_torch(network, torch.float32)
         start = _host_start(network)
+        tail = fc_tail(network, start)
+        if tail is not None:
+            from .chain_rtl import lr_word
+            word = lr_word(self.config.precision, 0.5 if self.lr is None else self.lr,
+                           x.shape[0])
+            pattern = self.config.backpressure if self.rtl is not None else None
+            self._fc = FcStage(tail, self._outputs[0].shape, self.codec, word, rtl=pattern)
+            self._last = None
+            return self._fc.forward(network, self._outputs)
+        self._fc = None
+        self._module = to_torch(network, torch.float32)
         self._conv_out = torch.tensor(np.stack(outs), dtype=torch.float32,
                                       requires_grad=True)
         self._last = self._module[start:](self._conv_out)
@@ -328,18 +341,23 @@ class FpdeepTrainer:
 
         from ..models import torch_parameter
         network = self._network
-        self._module.zero_grad()
-        self._last.backward(torch.as_tensor(np.asarray(grad_outputs), dtype=torch.float32))
         weighted = _weighted(network)
-        start = _host_start(network)
-        gradients = {}
-        for index in weighted:
-            if index >= start:
-                for field in network.layers[index].tensor_fields():
-                    param = torch_parameter(network, self._module, index, field)
-                    gradients[(index, field)] = param.grad.double().numpy()
-        errors = [self.codec.encode(e.transpose(1, 2, 0))
-                  for e in self._conv_out.grad.double().numpy()]
+        if self._fc is not None:
+            gradients, errors = self._fc.backward(grad_outputs)
+            self.chain.saturated += self._fc.saturated
+        else:
+            self._module.zero_grad()
+            self._last.backward(torch.as_tensor(np.asarray(grad_outputs),
+                                                dtype=torch.float32))
+            start = _host_start(network)
+            gradients = {}
+            for index in weighted:
+                if index >= start:
+                    for field in network.layers[index].tensor_fields():
+                        param = torch_parameter(network, self._module, index, field)
+                        gradients[(index, field)] = param.grad.double().numpy()
+            errors = [self.codec.encode(e.transpose(1, 2, 0))
+                      for e in self._conv_out.grad.double().numpy()]
         self.chain.saturated += sum(map(self.codec.saturated, errors))
         found = self.chain.backward(errors, lambda index, segment: self._current[index])
         if self.rtl is not None:
@@ -393,8 +411,9 @@ class FpdeepTrainer:
         return 2 + math.ceil(deepest / batch)
 
     def counters(self):
-        """``useful_macs`` of the conv chain (FP, PG, EB of every segment, every sample;
-        the host's FC layers not counted), ``cycles`` and ``utilization`` None (the
+        """``useful_macs`` of the conv chain (FP, PG, EB of every segment, every sample)
+        and of the FC engine (``fc_engine``: its layers; FC layers on the host not counted;
+        ``fc_rtl``: each layer's RTL run with ``--backend rtl``), ``cycles`` and ``utilization`` None (the
         golden model has no cycles), the stale samples per segment and the segments the
         node RTL cannot run yet (:func:`.chain.rtl_limits`), and ``saturated_words``:
         fixed16 words of the step at a 16-bit limit (inputs, the step's weights, the
@@ -414,9 +433,17 @@ class FpdeepTrainer:
         found = {"cycles": None, "useful_macs": macs * self._batch, "utilization": None,
                  "segments": stale, "saturated_words": self.chain.saturated,
                  "rtl_limits": [" ".join(map(str, item)) for item in rtl_limits(self.layers)]}
+        if self._fc is not None:
+            found["useful_macs"] += sum(cfg.macs for cfg in self._fc.configs)
+            found["fc_engine"] = [{"layer": index, "n_in": cfg.n_in, "n_out": cfg.n_out,
+                                   "input_relu": cfg.input_relu}
+                                  for (index, _), cfg in zip(self._fc.tail,
+                                                             self._fc.configs)]
         if self.rtl is not None:
             found["rtl"] = self.rtl.record
             found["cycles"] = self.rtl.record["cycles"]
+            if self._fc is not None:
+                found["fc_rtl"] = self._fc.record
         return found
 
 
@@ -460,7 +487,7 @@ def train_hook(request, network):
         for node in mapping.nodes:
             request.log("train: node {}: {}".format(node.node, ", ".join(
                 f"{s.layer} {s.mode} [{s.lo}, {s.hi})" for s in node.segments)))
-    trainer = FpdeepTrainer(config, mapping)
+    trainer = FpdeepTrainer(config, mapping, lr=request.lr)
     if request.backend == "rtl":
         from .chain_rtl import RtlChain, chain_config
         rtl_config = chain_config(trainer.layers, mapping, config.precision, config.frac_bits,

@@ -127,8 +127,9 @@ class FcConfig:
 
     @property
     def macs(self):
-        """Useful MACs of a mini-batch: forward ``y``, backward ``δx`` and ``δW⁺``."""
-        return self.batch * (self.n_out * self.columns * 2 + self.n_out * self.n_in)
+        """Useful MACs of a mini-batch: ``W x`` forward, ``Wᵀ δy`` and ``δy xᵀ`` backward,
+        ``3 · B · n_out · n_in`` (the bias column's products by one not counted)."""
+        return 3 * self.batch * self.n_out * self.n_in
 
     @property
     def weight_words(self):

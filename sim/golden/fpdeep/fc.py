@@ -29,7 +29,7 @@ from .eb import rescale
 from .fp import tree_sum
 from .update import sgd
 
-__all__ = ["extend", "stored_input", "fc_forward", "fc_backward", "fc_step",
+__all__ = ["extend", "stored_input", "fc_forward", "fc_backward", "fc_gradient", "fc_step",
            "weight_rows"]
 
 
@@ -104,12 +104,21 @@ def fc_backward(cfg, rows, xs, dys, lr):
         dx = rescale(cfg, dx)
     if cfg.input_relu:
         dx = np.where(x[:, :cfg.n_in] != 0, dx, 0)
+    new = sgd(cfg, rows, fc_gradient(cfg, xs, dys), lr, 2 * cfg.frac_bits)
+    return dx.astype(np.int64), new
+
+
+def fc_gradient(cfg, xs, dys):
+    """``g`` ``(n_out, K·P)``: ``Σ_b δy[b][o] · x⁺[b][c]``, the samples in order (fixed16
+    exact, ``2·frac_bits`` fraction bits; column ``n_in`` the bias's)."""
+    add, mul = _ops(cfg)
+    x = extend(cfg, xs)
+    dys = _check("dys", dys, (cfg.batch, cfg.n_out))
     g = None
     for b in range(cfg.batch):
         p = mul(dys[b][:, None], x[b][None, :])                   # (o, c)
         g = p if g is None else add(g, p)
-    new = sgd(cfg, rows, g, lr, 2 * cfg.frac_bits)
-    return dx.astype(np.int64), new
+    return g
 
 
 def fc_step(cfg, weights, bias, xs, dys, lr):

@@ -28,7 +28,7 @@ from nnrtl.hw.fpdeep.fc import FcEngine
 from nnrtl.hw.fpdeep.fc_config import FcConfig
 from nnrtl.sim.golden.float import to_bits
 from nnrtl.sim.golden.fpdeep.fc import fc_backward, fc_forward, weight_rows
-from nnrtl.sim.patterns import cycle_budget
+from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
 from nnrtl.sim.tb.streams import Streams, cycle_now
 
@@ -108,11 +108,13 @@ def expected(cfg, case):
     return out
 
 
-def amaranth_run(cfg, case, *, order="sample", gap=0.0, stall=0.0, seed=0, timeout=4000):
+def amaranth_run(cfg, case, *, order="sample", gap=0.0, stall=0.0, pattern=None, seed=0,
+                 timeout=4000):
     """Run ``case`` in the Amaranth simulator, inputs with gap probability ``gap``, outputs
-    with stall probability ``stall``. Returns ``(got, want, cycles)``: payloads per output
-    stream, the expected ones, and the cycle of the last output handshake counted from the
-    first input cycle (0 is the first cycle ``i_x`` is offered)."""
+    with stall probability ``stall``, or every stream paused by ``pattern``
+    (:data:`nnrtl.sim.patterns.PATTERNS`). Returns ``(got, want, cycles)``: payloads per
+    output stream, the expected ones, and the cycle of the last output handshake counted
+    from the first input cycle (0 is the first cycle ``i_x`` is offered)."""
     stim, want = stimulus(cfg, case, order), expected(cfg, case)
     dut = FcEngine(cfg, input_order=order)
     sim = Simulator(dut)
@@ -120,12 +122,17 @@ def amaranth_run(cfg, case, *, order="sample", gap=0.0, stall=0.0, seed=0, timeo
     got = {name: [] for name in OUTPUTS}
     last = [0]
 
+    def pauses(rng, chance):
+        if pattern is not None:
+            return pause_pattern(pattern, rng)
+        return iter(lambda: bool(chance) and rng.random() < chance, None)
+
     def sender(name, n):
         async def run(ctx):
             port, rng = getattr(dut, name), random.Random(seed * 7 + n)
-            payload = Value.cast(port.payload)
+            payload, pause = Value.cast(port.payload), pauses(rng, gap)
             for word in stim[name]:
-                while gap and rng.random() < gap:
+                while next(pause):
                     await ctx.tick()
                 ctx.set(payload, word)
                 ctx.set(port.valid, 1)
@@ -141,10 +148,10 @@ def amaranth_run(cfg, case, *, order="sample", gap=0.0, stall=0.0, seed=0, timeo
     def receiver(name, n):
         async def run(ctx):
             port, rng = getattr(dut, name), random.Random(seed * 11 + n)
-            payload = Value.cast(port.payload)
+            payload, pause = Value.cast(port.payload), pauses(rng, stall)
             cycle, idle = 0, 0
             while len(got[name]) < len(want[name]):
-                accept = not (stall and rng.random() < stall)
+                accept = not next(pause)
                 ctx.set(port.ready, int(accept))
                 _, _, valid, bits = await ctx.tick().sample(port.valid, payload)
                 cycle, idle = cycle + 1, idle + 1

@@ -3,7 +3,7 @@
 word and its refusal, the mappings the RTL chain refuses (anchored messages), and (slow)
 training steps of a one-conv CNN (OCP or ICP), of a two-conv CNN (a layer pipeline) and of
 one whose second conv is split by output channels over two nodes, on 3 FPGAs through the
-node chain: every step bit-exact
+node chain and the FC engine: every step bit-exact
 against the golden models and the golden chain, the update within the bound of PyTorch's
 SGD step; a corrupted expectation is caught (CheckFailed)."""
 
@@ -191,6 +191,8 @@ def test_train_steps_through_the_rtl_chain(files, tmp_path, model, precision, ba
     for step in record["steps"]:
         assert step["rtl"]["bit_exact"] and step["rtl"]["pattern"] == pattern
         assert step["update_max_abs_diff"] <= step["update_bound"]
+        assert [f["layer"] for f in step["fc_rtl"]] == [f["layer"] for f in step["fc_engine"]]
+        assert all(f["bit_exact"] and f["pattern"] == pattern for f in step["fc_rtl"])
 
 
 @pytest.mark.slow
