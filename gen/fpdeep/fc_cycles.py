@@ -13,11 +13,18 @@ the last new weight beat (fixed16 ``+ 2``, fp32 ``+ 3``).
 
 DDR traffic: ``W⁺`` (``n_out · K · P`` words as stored) read twice and written once a
 mini-batch; the engine's input and δx buffers stay on chip.
+
+:func:`segment_engine` is the engine a mapper's FC segment would get from its MAC units
+(``3·P`` multipliers: ``P`` forward, ``2·P`` backward) and :func:`per_sample_cycles` its
+cycles a sample: the passes run one after the other, so a MAC unit works half of them
+(the mapper's FC model runs FP, EB and PG concurrently: about half the engine's cycles).
 """
 
 from nnrtl.hw.fpdeep.conv import ce_latency
+from nnrtl.hw.fpdeep.fc_config import FcConfig
 
-__all__ = ["fc_period", "fc_cycles", "fc_ddr_bytes"]
+__all__ = ["fc_period", "fc_cycles", "fc_ddr_bytes", "segment_engine", "per_sample_cycles",
+           "ddr_bytes_per_sample"]
 
 
 def fc_period(cfg):
@@ -39,3 +46,25 @@ def fc_cycles(cfg, batches=1):
 def fc_ddr_bytes(cfg):
     """DDR bytes a mini-batch moves: ``W⁺`` read twice, written once."""
     return 3 * cfg.weight_words * cfg.word_bits // 8
+
+
+def segment_engine(segment, precision, batch):
+    """The :class:`~nnrtl.hw.fpdeep.fc_config.FcConfig` of an FC ``segment`` (the mapper's
+    :class:`~nnrtl.gen.fpdeep.config.SegmentConfig`, or anything with ``n_in``, ``n_out`` and
+    ``mac_units``): ``P = mac_units // 3`` lanes (at least 1, at most ``n_in + 1``), the
+    mini-batch ``batch`` (the mapping's ``fc_batch``)."""
+    lanes = max(1, min(segment.mac_units // 3, segment.n_in + 1))
+    return FcConfig(precision=precision, n_in=segment.n_in, n_out=segment.n_out, p=lanes,
+                    batch=batch)
+
+
+def per_sample_cycles(cfg):
+    """Cycles a sample of the engine ``cfg`` in a stream of mini-batches:
+    :func:`fc_period` over ``B``."""
+    return fc_period(cfg) / cfg.batch
+
+
+def ddr_bytes_per_sample(cfg):
+    """DDR bytes a sample: :func:`fc_ddr_bytes` over ``B``."""
+    return fc_ddr_bytes(cfg) / cfg.batch
+

@@ -77,3 +77,18 @@ def test_fc_engine_refusals():
     with pytest.raises(ValueError, match=r"^input_order must be one of sample, feature, "
                                          r"not 'rows'$"):
         FcEngine(cfg, input_order="rows")
+
+
+def test_segment_engine_alexnet_fc6():
+    # fc6 of AlexNet (9216 -> 4096) with 147 MAC units (the 15-VC709 mapping at fc_batch 4):
+    # P = 49 lanes, K = ceil(9217 / 49) = 189 beats; a mini-batch of 4 takes
+    # 2·4·9216 + 2·4096·189·4 + 1 + 2 = 6,266,883 cycles, 1,566,720.75 a sample; DDR
+    # 3 · 4096·189·49 words of 2 bytes, over 4 samples
+    from types import SimpleNamespace
+
+    from nnrtl.gen.fpdeep.fc_cycles import (ddr_bytes_per_sample, per_sample_cycles,
+                                            segment_engine)
+    cfg = segment_engine(SimpleNamespace(n_in=9216, n_out=4096, mac_units=147), "fixed16", 4)
+    assert (cfg.p, cfg.beats) == (49, 189)
+    assert per_sample_cycles(cfg) == 1566720.75
+    assert ddr_bytes_per_sample(cfg) == 3 * 4096 * 189 * 49 * 2 / 4
