@@ -84,12 +84,13 @@ def _chain(request):
     network = load_network(request.model)
     name = request.model.name
     if request.image_size is not None or network.is_rnn:
-        return from_network(network, request.image_size or DEFAULT_IMAGE_SIZE, name)
+        return from_network(network, request.image_size or DEFAULT_IMAGE_SIZE, name,
+                            mapping=True)
     if not any(type(layer).__name__ == "Linear" for layer in network.layers):
         raise UsageError(f"{name}: no Linear layer fixes the input size; give --image-size")
     for size in range(1, MAX_INFERRED_SIZE + 1):
         try:
-            chain = from_network(network, size, name)
+            chain = from_network(network, size, name, mapping=True)
         except UsageError:
             continue
         if request.log:

@@ -101,7 +101,8 @@ def _node_segments(chain, line, start, end):
 
 def _shape(layer, mode, lo, hi):
     """``(pixels, n_out, n_in, k, modules)`` of a segment."""
-    n_out, n_in = (layer.oc, hi - lo) if mode == "ICP" else (hi - lo, layer.ic)
+    n_out, n_in = ((layer.oc // layer.groups, hi - lo) if mode == "ICP"
+                   else (hi - lo, layer.fan_in))
     return layer.w_out ** 2, n_out, n_in, layer.k, layer.modules
 
 

@@ -48,6 +48,16 @@ class ChainLayer:
         A ReLU follows (before the pool).
     first : bool
         The network's first weighted layer (no EB module).
+    groups : int
+        A grouped convolution: each output channel reads ``ic / groups`` input channels.
+    pool_end : int or None
+        The pool's padding at the bottom and right when it differs from its top and left
+        (ONNX's ``pads``; ``None``: the same).
+    lrn : tuple or None
+        ``(size, alpha, beta, k)`` of a local response normalisation after the layer
+        (the SFU's, no MACs).
+    dropout : float
+        The drop probability of a dropout after the layer (a mask in the SFU, no MACs).
     """
 
     name: str
@@ -62,11 +72,20 @@ class ChainLayer:
     pool: tuple | None = None
     relu: bool = True
     first: bool = False
+    groups: int = 1
+    pool_end: int | None = None
+    lrn: tuple | None = None
+    dropout: float = 0.0
+
+    @property
+    def fan_in(self):
+        """Input channels each output channel reads (``ic / groups``)."""
+        return self.ic // self.groups
 
     @property
     def macs(self):
         """MACs of one pass (FP) per sample."""
-        return self.w_out ** 2 * self.oc * self.ic * self.k ** 2
+        return self.w_out ** 2 * self.oc * self.fan_in * self.k ** 2
 
     @property
     def modules(self):
@@ -81,7 +100,7 @@ class ChainLayer:
     @property
     def params(self):
         """Weights (bias not counted)."""
-        return self.oc * self.ic * self.k ** 2
+        return self.oc * self.fan_in * self.k ** 2
 
     @property
     def w_pooled(self):
@@ -89,7 +108,7 @@ class ChainLayer:
         if self.pool is None:
             return self.w_out
         k, s, p = self.pool
-        return (self.w_out + 2 * p - k) // s + 1
+        return (self.w_out + p + (p if self.pool_end is None else self.pool_end) - k) // s + 1
 
     @property
     def out_words(self):
@@ -219,23 +238,35 @@ def _square(layer, field, where):
     return value[0]
 
 
-def from_network(network, image_size, name=None):
+def from_network(network, image_size, name=None, *, mapping=False):
     """The chain of a CNN of the model layer (:class:`nnrtl.gen.models.Network`: Conv2d,
-    ReLU, MaxPool2d, Flatten, Linear) for ``image_size`` x ``image_size`` inputs.
+    ReLU, MaxPool2d, Flatten, Linear; with ``mapping``, also grouped convolutions,
+    LocalResponseNorm and Dropout, which the mapper costs and the chain's golden model and
+    RTL do not run yet, a pool with more padding at its end, and a last Softmax, the
+    loss's) for ``image_size`` x ``image_size`` inputs.
 
     Raises
     ------
     UsageError
         An RNN, a layer FPDeep cannot map (non-square kernel, dilation, a pool not after a
-        convolution), shapes that do not chain at ``image_size``.
+        convolution), without ``mapping`` a layer only the mapper takes (naming it and
+        ``nnrtl map fpdeep``), shapes that do not chain at ``image_size``.
     """
-    from ..models import Conv2d, Flatten, Linear, MaxPool2d, ReLU
+    from ..models import (Conv2d, Dropout, Flatten, Linear, LocalResponseNorm, MaxPool2d,
+                          ReLU, Softmax)
     _check_size(image_size)
     source = name or network.source or "network"
     if network.is_rnn:
         raise UsageError(f"{source}: FPDeep maps CNNs (Conv2d, ReLU, MaxPool2d, Flatten, "
                          f"Linear), not recurrent layers")
+
+    def mapped_only(where, what):
+        if not mapping:
+            raise UsageError(f"{where}: {what}: nnrtl map fpdeep maps it, but the fpdeep "
+                             f"chain's golden model and RTL do not run it")
+
     layers, side, flat, channels = [], image_size, None, None
+    count = len(network.layers)
     for n, layer in enumerate(network.layers):
         where = f"{source} layers[{n}]"
         if isinstance(layer, Conv2d):
@@ -243,24 +274,43 @@ def from_network(network, image_size, name=None):
                 raise UsageError(f"{where}: a Conv2d after Flatten/Linear cannot be mapped")
             if _square(layer, "dilation", where) != 1:
                 raise UsageError(f"{where}: dilation {layer.dilation} is not supported")
+            if layer.groups != 1:
+                mapped_only(where, f"a grouped convolution (groups {layer.groups})")
             k = _square(layer, "kernel_size", where)
             stride, pad = _square(layer, "stride", where), _square(layer, "padding", where)
             out = _conv_out(side, k, stride, pad, where)
             layers.append(ChainLayer(name=f"layers[{n}]", kind="conv", ic=layer.in_channels,
                                      oc=layer.out_channels, k=k, stride=stride, pad=pad,
-                                     w_in=side, w_out=out, relu=False, first=not layers))
+                                     w_in=side, w_out=out, relu=False, first=not layers,
+                                     groups=layer.groups))
             side, channels = out, layer.out_channels
         elif isinstance(layer, ReLU):
             if not layers:
                 raise UsageError(f"{where}: a ReLU before any weighted layer cannot be mapped")
             layers[-1] = dataclasses.replace(layers[-1], relu=True)
+        elif isinstance(layer, (LocalResponseNorm, Dropout)):
+            what = "a LocalResponseNorm" if isinstance(layer, LocalResponseNorm) else \
+                "a Dropout"
+            mapped_only(where, what)
+            if not layers or layers[-1].pool is not None or (
+                    layers[-1].lrn if isinstance(layer, LocalResponseNorm)
+                    else layers[-1].dropout):
+                raise UsageError(f"{where}: FPDeep maps {what} only after a weighted layer "
+                                 f"(and its ReLU), before its pool")
+            layers[-1] = dataclasses.replace(layers[-1], **(
+                {"lrn": (layer.size, layer.alpha, layer.beta, layer.k)}
+                if isinstance(layer, LocalResponseNorm) else {"dropout": layer.p}))
         elif isinstance(layer, MaxPool2d):
             if not layers or layers[-1].kind != "conv" or layers[-1].pool is not None:
                 raise UsageError(f"{where}: FPDeep maps a MaxPool2d only right after a "
                                  f"Conv2d (and its ReLU)")
             k = _square(layer, "kernel_size", where)
+            pad = _square(layer, "padding", where)
+            end = _square(layer, "padding_end", where)
+            if end != pad:
+                mapped_only(where, f"a pool padded {end} at its end and {pad} at its start")
             layers[-1] = dataclasses.replace(layers[-1], pool=(
-                k, _square(layer, "stride", where), _square(layer, "padding", where)))
+                k, _square(layer, "stride", where), pad), pool_end=None if end == pad else end)
             side = layers[-1].w_pooled
             if side < 1:
                 raise UsageError(f"{where}: the pool leaves no output at --image-size "
@@ -280,6 +330,8 @@ def from_network(network, image_size, name=None):
             layers.append(ChainLayer(name=f"layers[{n}]", kind="fc", ic=features,
                                      oc=layer.out_features, relu=False, first=not layers))
             flat = layer.out_features
+        elif isinstance(layer, Softmax) and n == count - 1:
+            mapped_only(where, "a Softmax (the loss's; train fpdeep takes the logits)")
         else:
             raise UsageError(f"{where}: {type(layer).__name__} cannot be mapped")
     return Chain(source, tuple(layers))
@@ -290,7 +342,8 @@ def describe(chain):
     lines = []
     for layer in chain.layers:
         shape = (f"{layer.ic}x{layer.w_in}x{layer.w_in} -> {layer.oc}x{layer.w_out}x"
-                 f"{layer.w_out} k{layer.k}/{layer.stride}" if layer.kind == "conv"
+                 f"{layer.w_out} k{layer.k}/{layer.stride}"
+                 f"{f' g{layer.groups}' if layer.groups > 1 else ''}" if layer.kind == "conv"
                  else f"{layer.ic} -> {layer.oc}")
         lines.append(f"{layer.name:<10} {layer.kind:<4} {shape:<34} "
                      f"{layer.macs / 1e6:>9.1f} M MAC")

@@ -14,8 +14,8 @@
 from .arrays import load_array
 from .files import MODEL_FORMATS, load_network, model_format, save_network
 from .keras_io import load_keras
-from .layers import (DIRECTIONS, GRU, LSTM, Conv2d, Flatten, Linear, MaxPool2d, ReLU,
-                     refuse_extensions)
+from .layers import (DIRECTIONS, GRU, LSTM, Conv2d, Dropout, Flatten, Linear,
+                     LocalResponseNorm, MaxPool2d, ReLU, Softmax, refuse_extensions)
 from .network import Entry, ModelSpec, Network
 from .onnx_io import load_onnx
 from .reference import forward
@@ -25,7 +25,7 @@ from .torch_module import from_torch, to_torch, torch_parameter
 
 __all__ = [
     "load_array", "MODEL_FORMATS", "load_network", "model_format", "save_network",
-    "load_keras", "DIRECTIONS", "GRU", "LSTM", "Conv2d", "Flatten", "Linear", "MaxPool2d",
-    "ReLU", "refuse_extensions", "Entry", "ModelSpec", "Network", "load_onnx", "forward", "load_export",
+    "load_keras", "DIRECTIONS", "GRU", "LSTM", "Conv2d", "Dropout", "Flatten", "Linear",
+    "LocalResponseNorm", "MaxPool2d", "ReLU", "Softmax", "refuse_extensions", "Entry", "ModelSpec", "Network", "load_onnx", "forward", "load_export",
     "load_state_dict", "load_torchscript", "from_torch", "to_torch", "torch_parameter",
 ]

@@ -18,8 +18,10 @@ i, f, o, each multiplying the cell elementwise into its gate) and a GRU with
 outputs at their own steps) or ``"bidirectional"``; a bidirectional layer also has the
 ``*_reverse`` tensors, as PyTorch's state_dict.
 
-Convolutional layers (``N x C x H x W``): :class:`Conv2d` (``groups`` 1), :class:`ReLU`,
-:class:`MaxPool2d`, :class:`Flatten` (from dimension 1), :class:`Linear`.
+Convolutional layers (``N x C x H x W``): :class:`Conv2d` (grouped too), :class:`ReLU`,
+:class:`MaxPool2d` (its end padding may differ from its start's, as ONNX's ``pads``),
+:class:`LocalResponseNorm` (ONNX's ``LRN``), :class:`Dropout`, :class:`Flatten` (from
+dimension 1), :class:`Linear`, :class:`Softmax` (over dimension 1).
 """
 
 import dataclasses
@@ -27,7 +29,7 @@ import dataclasses
 import numpy as np
 
 __all__ = ["DIRECTIONS", "LSTM", "GRU", "Conv2d", "ReLU", "MaxPool2d", "Linear", "Flatten",
-           "RNN_LAYERS", "refuse_extensions"]
+           "LocalResponseNorm", "Dropout", "Softmax", "RNN_LAYERS", "refuse_extensions"]
 
 #: RNN directions, ONNX's names.
 DIRECTIONS = ("forward", "reverse", "bidirectional")
@@ -282,13 +284,15 @@ class _Weighted:
 
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Conv2d(_Weighted):
-    """``nn.Conv2d`` with ``groups=1`` and zero padding.
+    """``nn.Conv2d`` with zero padding.
 
     Attributes
     ----------
-    weight : ndarray, shape (out_channels, in_channels, kernel_h, kernel_w)
+    weight : ndarray, shape (out_channels, in_channels / groups, kernel_h, kernel_w)
     bias : ndarray, shape (out_channels,), or None
     stride, padding, dilation : (int, int)
+    groups : int
+        Output channel group ``j`` of ``groups`` reads input channel group ``j`` only.
     """
 
     weight: np.ndarray
@@ -296,6 +300,7 @@ class Conv2d(_Weighted):
     stride: tuple = (1, 1)
     padding: tuple = (0, 0)
     dilation: tuple = (1, 1)
+    groups: int = 1
 
     def __post_init__(self):
         weight = _array(self, "weight")
@@ -306,10 +311,14 @@ class Conv2d(_Weighted):
         _pair(self, "stride", 1)
         _pair(self, "padding", 0)
         _pair(self, "dilation", 1)
+        if not isinstance(self.groups, int) or isinstance(self.groups, bool) \
+                or self.groups < 1 or weight.shape[0] % self.groups:
+            raise ValueError(f"Conv2d.groups must be a positive integer dividing "
+                             f"out_channels {weight.shape[0]}, not {self.groups!r}")
 
     @property
     def in_channels(self):
-        return self.weight.shape[1]
+        return self.weight.shape[1] * self.groups
 
     @property
     def out_channels(self):
@@ -353,13 +362,16 @@ class Linear(_Weighted):
 @dataclasses.dataclass(frozen=True, eq=False)
 class MaxPool2d:
     """``nn.MaxPool2d`` (``ceil_mode=False``, dilation 1); ``stride`` defaults to
-    ``kernel_size``; padding with -inf, at most half the kernel, as PyTorch's rule."""
+    ``kernel_size``; padding with -inf, at most half the kernel, as PyTorch's rule;
+    ``padding_end`` (bottom, right) defaults to ``padding`` (top, left): ONNX's ``pads``
+    may differ (a Caffe model's ``ceil_mode`` pooling, converted)."""
 
     FIELDS = ()
 
     kernel_size: tuple
     stride: tuple = None
     padding: tuple = (0, 0)
+    padding_end: tuple = None
 
     def __post_init__(self):
         _pair(self, "kernel_size", 1)
@@ -367,8 +379,14 @@ class MaxPool2d:
             object.__setattr__(self, "stride", self.kernel_size)
         _pair(self, "stride", 1)
         _pair(self, "padding", 0)
-        if any(2 * p > k for p, k in zip(self.padding, self.kernel_size)):
-            raise ValueError(f"MaxPool2d.padding {self.padding} must be at most half the "
+        if self.padding_end is None:
+            object.__setattr__(self, "padding_end", self.padding)
+        _pair(self, "padding_end", 0)
+        if any(2 * p > k for p, k in zip(self.padding + self.padding_end,
+                                         self.kernel_size * 2)):
+            end = "" if self.padding_end == self.padding else \
+                f" and padding_end {self.padding_end}"
+            raise ValueError(f"MaxPool2d.padding {self.padding}{end} must be at most half the "
                              f"kernel_size {self.kernel_size}")
 
     def tensor_fields(self):
@@ -388,6 +406,63 @@ class ReLU:
 @dataclasses.dataclass(frozen=True, eq=False)
 class Flatten:
     """``nn.Flatten()``: every dimension after the batch's into one."""
+
+    FIELDS = ()
+
+    def tensor_fields(self):
+        return ()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class LocalResponseNorm:
+    """ONNX's ``LRN`` over the channels: ``y_c = x_c / (k + alpha / size * sum of x_j²)
+    ** beta``, ``j`` from ``c - floor((size - 1) / 2)`` to ``c + ceil((size - 1) / 2)``
+    (``nn.LocalResponseNorm`` for an odd ``size``; PyTorch centres an even window one
+    channel earlier)."""
+
+    FIELDS = ()
+
+    size: int
+    alpha: float = 1e-4
+    beta: float = 0.75
+    k: float = 1.0
+
+    def __post_init__(self):
+        if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size < 1:
+            raise ValueError(f"LocalResponseNorm.size must be a positive integer, not "
+                             f"{self.size!r}")
+        for name in ("alpha", "beta", "k"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise ValueError(f"LocalResponseNorm.{name} must be a finite number, not "
+                                 f"{value!r}")
+            object.__setattr__(self, name, float(value))
+
+    def tensor_fields(self):
+        return ()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Dropout:
+    """``nn.Dropout(p)``: at inference (the reference forward) the identity; in training
+    a random mask of each sample's values, the survivors scaled by ``1 / (1 - p)``."""
+
+    FIELDS = ()
+
+    p: float = 0.5
+
+    def __post_init__(self):
+        if not isinstance(self.p, (int, float)) or not 0 <= self.p < 1:
+            raise ValueError(f"Dropout.p must be from 0 to below 1, not {self.p!r}")
+        object.__setattr__(self, "p", float(self.p))
+
+    def tensor_fields(self):
+        return ()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Softmax:
+    """``nn.Softmax(dim=1)``: the class probabilities of an ``N x F`` output."""
 
     FIELDS = ()
 

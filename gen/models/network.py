@@ -7,13 +7,15 @@ import dataclasses
 import numpy as np
 
 from ..errors import UsageError
-from .layers import RNN_LAYERS, Conv2d, Flatten, Linear, MaxPool2d, ReLU
+from .layers import (RNN_LAYERS, Conv2d, Dropout, Flatten, Linear, LocalResponseNorm,
+                     MaxPool2d, ReLU, Softmax)
 
 __all__ = ["Entry", "Network", "ModelSpec", "default_entries", "FORMATS"]
 
 #: Formats of :attr:`Network.format`.
 FORMATS = ("state_dict", "torchscript", "export", "onnx", "keras", "")
-_CNN_LAYERS = (Conv2d, ReLU, MaxPool2d, Flatten, Linear)
+_CNN_LAYERS = (Conv2d, ReLU, MaxPool2d, Flatten, Linear, LocalResponseNorm, Dropout,
+               Softmax)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -120,7 +122,7 @@ class ModelSpec:
 class Network:
     """Ordered layers: a stack of RNN layers (:class:`LSTM`, :class:`GRU`), or a CNN
     (:class:`Conv2d`, :class:`ReLU`, :class:`MaxPool2d`, :class:`Flatten`,
-    :class:`Linear`).
+    :class:`Linear`, :class:`LocalResponseNorm`, :class:`Dropout`, :class:`Softmax`).
 
     Attributes
     ----------

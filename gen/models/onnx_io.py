@@ -1,6 +1,9 @@
-"""ONNX graphs: stacked ``LSTM``/``GRU`` operators, and CNNs of ``Conv``, ``Relu``,
-``MaxPool``, ``Flatten`` (or a 2-D ``Reshape`` as flatten), ``Gemm`` and ``MatMul`` +
-``Add``; read with the ``onnx`` package (protobuf, no code).
+"""ONNX graphs: stacked ``LSTM``/``GRU`` operators, and CNNs of ``Conv`` (grouped too),
+``Relu``, ``MaxPool`` (its end padding may differ from its start's), ``LRN``,
+``Dropout``, ``Flatten`` (or a 2-D ``Reshape`` as flatten), ``Gemm`` and ``MatMul`` +
+``Add``, ``Softmax``; read with the ``onnx`` package (protobuf, no code). Weights are
+initializers, or tensors a ``ConstantOfShape`` fills (read; :func:`save_onnx` refuses to
+write them back).
 
 The data path is followed from the graph's one input: each node reading the current value
 is a layer or glue (``Transpose`` with perm ``[0, 2, 1, 3]``, ``Reshape`` and ``Squeeze``
@@ -27,7 +30,8 @@ import os
 import numpy as np
 
 from ..errors import UsageError
-from .layers import GRU, LSTM, Conv2d, Flatten, Linear, MaxPool2d, ReLU
+from .layers import (GRU, LSTM, Conv2d, Dropout, Flatten, Linear, LocalResponseNorm, MaxPool2d,
+                     ReLU, Softmax)
 from .network import Entry, Network
 
 __all__ = ["load_onnx", "save_onnx"]
@@ -120,11 +124,22 @@ class _Reader:
         # the data input's static dimensions (None where dynamic)
         dims = data[0].type.tensor_type.shape.dim if len(data) == 1 else ()
         self.input_dims = [d.dim_value if d.HasField("dim_value") else None for d in dims]
+        #: Tensors a ``ConstantOfShape`` node fills (the onnx package's "light" model zoo
+        #: files give their weights so): read as weights, never written back.
+        self.filled = set()
         for node in graph.node:
             if node.op_type == "Constant" and len(node.output) == 1:
                 for attribute in node.attribute:
                     if attribute.name == "value":
                         self.arrays[node.output[0]] = numpy_helper.to_array(attribute.t)
+            elif node.op_type == "ConstantOfShape" and node.input[0] in self.arrays:
+                fill = {a.name: numpy_helper.to_array(a.t) for a in node.attribute}.get(
+                    "value", np.zeros(1, np.float32))
+                value = np.full(tuple(int(d) for d in self.arrays[node.input[0]]),
+                                fill.reshape(-1)[0], fill.dtype)
+                self.arrays[node.output[0]] = value
+                self.dtypes[node.output[0]] = value.dtype
+                self.filled.add(node.output[0])
         self.attribute = onnx.helper.get_attribute_value
 
     def where(self, number, node):
@@ -258,15 +273,13 @@ def _cnn(reader, number, node, index, layers, entries):
     if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
         raise UsageError(f"{reader.label}: {where}: auto_pad is not supported")
     if op == "Conv":
-        if attrs.get("group", 1) != 1:
-            raise UsageError(f"{reader.label}: {where}: group={attrs['group']} is not "
-                             f"supported (only 1)")
         weight = reader.weight(node.input[1], where)
         bias = reader.weight(node.input[2], where) if len(node.input) > 2 and node.input[2] \
             else None
         layer = Conv2d(weight, bias, stride=tuple(attrs.get("strides", (1, 1))),
                        padding=_symmetric(reader, where, attrs.get("pads")),
-                       dilation=tuple(attrs.get("dilations", (1, 1))))
+                       dilation=tuple(attrs.get("dilations", (1, 1))),
+                       groups=attrs.get("group", 1))
         new = [_plain_entry(node.input[1], index, "weight", reader.dtypes[node.input[1]])]
         if bias is not None:
             new.append(_plain_entry(node.input[2], index, "bias", reader.dtypes[node.input[2]]))
@@ -278,9 +291,25 @@ def _cnn(reader, number, node, index, layers, entries):
             raise UsageError(f"{reader.label}: {where}: ceil_mode, dilations or indices are "
                              f"not supported")
         kernel = tuple(attrs["kernel_shape"])
-        layer = MaxPool2d(kernel, tuple(attrs.get("strides", (1, 1))),
-                          _symmetric(reader, where, attrs.get("pads")))
+        pads = list(attrs.get("pads") or [0, 0, 0, 0])
+        try:
+            layer = MaxPool2d(kernel, tuple(attrs.get("strides", (1, 1))), tuple(pads[:2]),
+                              tuple(pads[2:]))
+        except (TypeError, ValueError) as error:
+            raise UsageError(f"{reader.label}: {where}: {error}") from None
         new = []
+    elif op == "LRN":
+        layer, new = LocalResponseNorm(attrs["size"], attrs.get("alpha", 1e-4),
+                                       attrs.get("beta", 0.75), attrs.get("bias", 1.0)), []
+    elif op == "Dropout":
+        ratio = reader.arrays.get(node.input[1]) if len(node.input) > 1 and node.input[1] \
+            else attrs.get("ratio", 0.5)
+        layer, new = Dropout(float(np.asarray(ratio))), []
+    elif op == "Softmax":
+        if attrs.get("axis", 1) not in (1, -1):
+            raise UsageError(f"{reader.label}: {where}: Softmax over axis {attrs['axis']} is "
+                             f"not supported (the features of N x F)")
+        layer, new = Softmax(), []
     elif op in ("Flatten", "Reshape"):
         if op == "Flatten" and attrs.get("axis", 1) != 1:
             raise UsageError(f"{reader.label}: {where}: axis={attrs['axis']} is not "
@@ -398,6 +427,12 @@ def save_onnx(network, path, *, also=()):
     model = copy.deepcopy(network.writer)
     by_name = {entry.name: (entry, part) for part in (network, *also)
                for entry in part.entries}
+    stored = {tensor.name for tensor in model.graph.initializer}
+    missing = sorted(set(by_name) - stored)
+    if missing:
+        raise UsageError(f"{network.source}: {', '.join(missing)} are computed by the graph "
+                         f"(e.g. ConstantOfShape), not initializers: nnrtl writes weights "
+                         f"back into initializers only")
     for tensor in model.graph.initializer:
         if tensor.name in by_name:
             entry, part = by_name[tensor.name]

@@ -16,7 +16,8 @@ different lengths in one batch (``lengths``) follow ONNX's ``sequence_lens``
 
 import numpy as np
 
-from .layers import LSTM, RNN_LAYERS, Conv2d, Flatten, Linear, MaxPool2d, ReLU
+from .layers import (LSTM, RNN_LAYERS, Conv2d, Dropout, Flatten, Linear, LocalResponseNorm,
+                     MaxPool2d, ReLU, Softmax)
 from .sequences import reverse_within, step_mask
 
 __all__ = ["sigmoid", "rnn_layer_forward", "layer_forward", "forward"]
@@ -134,29 +135,49 @@ def _windows(x, kernel, stride, dilation):
                           left:left + stride[1] * (out_w - 1) + 1:stride[1]]
 
 
-def _pad(x, padding, value):
-    return np.pad(x, ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2),
+def _pad(x, padding, value, end=None):
+    end = padding if end is None else end
+    return np.pad(x, ((0, 0), (0, 0), (padding[0], end[0]), (padding[1], end[1])),
                   constant_values=value)
+
+
+def _lrn(layer, x):
+    """ONNX's LRN (:class:`~.layers.LocalResponseNorm`) of ``N x C x ...``."""
+    before, after = (layer.size - 1) // 2, layer.size // 2
+    squares = np.pad(x * x, ((0, 0), (before, after)) + ((0, 0),) * (x.ndim - 2))
+    total = sum(squares[:, j:j + x.shape[1]] for j in range(layer.size))
+    return x / (layer.k + layer.alpha / layer.size * total) ** layer.beta
 
 
 def layer_forward(layer, x):
     """One CNN layer over ``x`` (``N x C x H x W``, or ``N x F`` after a Flatten)."""
     if isinstance(layer, Conv2d):
         x = _pad(x, layer.padding, 0.0)
-        out = 0.0
+        groups, out = layer.groups, 0.0
+        inputs, outputs = x.shape[1] // groups, layer.out_channels // groups
         for a, b, view in _windows(x, layer.kernel_size, layer.stride, layer.dilation):
-            out = out + np.einsum("nchw,oc->nohw", view, layer.weight[:, :, a, b])
+            out = out + np.concatenate([
+                np.einsum("nchw,oc->nohw", view[:, g * inputs:(g + 1) * inputs],
+                          layer.weight[g * outputs:(g + 1) * outputs, :, a, b])
+                for g in range(groups)], axis=1)
         if layer.bias is not None:
             out = out + layer.bias[None, :, None, None]
         return out
     if isinstance(layer, MaxPool2d):
-        x = _pad(x, layer.padding, -np.inf)
+        x = _pad(x, layer.padding, -np.inf, layer.padding_end)
         views = [view for _, _, view in _windows(x, layer.kernel_size, layer.stride, (1, 1))]
         return np.max(np.stack(views), axis=0)
     if isinstance(layer, ReLU):
         return np.maximum(x, 0.0)
     if isinstance(layer, Flatten):
         return x.reshape(x.shape[0], -1)
+    if isinstance(layer, LocalResponseNorm):
+        return _lrn(layer, x)
+    if isinstance(layer, Dropout):
+        return x
+    if isinstance(layer, Softmax):
+        shifted = np.exp(x - np.max(x, axis=1, keepdims=True))
+        return shifted / np.sum(shifted, axis=1, keepdims=True)
     if isinstance(layer, Linear):
         return x @ layer.weight.T + (0.0 if layer.bias is None else layer.bias)
     raise TypeError(f"not a CNN layer: {layer!r}")

@@ -11,8 +11,8 @@ module's weights back into the network.
 
 import numpy as np
 
-from .layers import (LSTM, RNN_LAYERS, Conv2d, Flatten, Linear, MaxPool2d, ReLU,
-                     refuse_extensions)
+from .layers import (LSTM, RNN_LAYERS, Conv2d, Dropout, Flatten, Linear, LocalResponseNorm,
+                     MaxPool2d, ReLU, Softmax, refuse_extensions)
 
 __all__ = ["to_torch", "from_torch", "torch_parameter"]
 
@@ -99,13 +99,29 @@ def to_torch(network, dtype=None):
         if isinstance(layer, Conv2d):
             module = torch.nn.Conv2d(layer.in_channels, layer.out_channels, layer.kernel_size,
                                      stride=layer.stride, padding=layer.padding,
-                                     dilation=layer.dilation, bias=layer.bias is not None,
-                                     dtype=dtype)
+                                     dilation=layer.dilation, groups=layer.groups,
+                                     bias=layer.bias is not None, dtype=dtype)
         elif isinstance(layer, Linear):
             module = torch.nn.Linear(layer.in_features, layer.out_features,
                                      bias=layer.bias is not None, dtype=dtype)
+        elif isinstance(layer, MaxPool2d) and layer.padding_end != layer.padding:
+            (top, left), (bottom, right) = layer.padding, layer.padding_end
+            module = torch.nn.Sequential(
+                torch.nn.ConstantPad2d((left, right, top, bottom), -float("inf")),
+                torch.nn.MaxPool2d(layer.kernel_size, layer.stride))
         elif isinstance(layer, MaxPool2d):
             module = torch.nn.MaxPool2d(layer.kernel_size, layer.stride, layer.padding)
+        elif isinstance(layer, LocalResponseNorm):
+            if layer.size % 2 == 0:
+                from ..errors import UsageError
+                raise UsageError(f"{network.source or 'model'}: LRN of even size "
+                                 f"{layer.size}: PyTorch's LocalResponseNorm centres its "
+                                 f"window elsewhere than ONNX's")
+            module = torch.nn.LocalResponseNorm(layer.size, layer.alpha, layer.beta, layer.k)
+        elif isinstance(layer, Dropout):
+            module = torch.nn.Dropout(layer.p)
+        elif isinstance(layer, Softmax):
+            module = torch.nn.Softmax(dim=1)
         elif isinstance(layer, ReLU):
             module = torch.nn.ReLU()
         else:

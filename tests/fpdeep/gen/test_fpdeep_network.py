@@ -104,3 +104,82 @@ def test_small_cnn_refusals():
     with pytest.raises(UsageError, match=r"layers\[0\]: FPDeep maps a MaxPool2d only right "
                                          r"after a Conv2d"):
         from_network(Network([MaxPool2d(2), Conv2d(z((4, 3, 3, 3)))]), 16, "cnn")
+
+
+def _real():
+    """Conv 4 -> 6 (2 groups) + ReLU + LRN + pool padded at its end, Linear + Dropout."""
+    from nnrtl.gen.models import Dropout, LocalResponseNorm
+    return Network([Conv2d(np.zeros((6, 2, 3, 3)), groups=2, padding=1), ReLU(),
+                    LocalResponseNorm(5), MaxPool2d(3, 2, 0, 1), Flatten(),
+                    Linear(np.zeros((5, 6 * 4 * 4))), Dropout(0.5)])
+
+
+def test_real_layers_map_with_their_work():
+    """A grouped convolution's MACs are its fan-in's (8² · 6 · 2 · 9 at 8 x 8); the LRN and
+    the dropout ride on the layer before them (no MACs); the pool padded 1 at its end gives
+    (8 + 1 - 3) // 2 + 1 = 4."""
+    chain = from_network(_real(), 8, "real", mapping=True)
+    conv, fc = chain.layers
+    assert (conv.groups, conv.fan_in, conv.macs, conv.params) == (2, 2, 8 * 8 * 6 * 2 * 9,
+                                                                  6 * 2 * 9)
+    assert conv.lrn == (5, 1e-4, 0.75, 1.0) and conv.pool_end == 1 and conv.w_pooled == 4
+    assert fc.ic == 96 and fc.dropout == 0.5
+
+
+@pytest.mark.parametrize("index, what", [
+    (0, r"a grouped convolution \(groups 2\)"), (2, "a LocalResponseNorm"),
+    (3, "a pool padded 1 at its end and 0 at its start"), (6, "a Dropout")])
+def test_real_layers_refused_for_the_chain(index, what):
+    """Without ``mapping`` (the trainer's chain), each layer only the mapper costs is
+    refused, naming it: the first one met."""
+    layers = list(_real().layers)
+    plain = [Conv2d(np.zeros((6, 4, 3, 3)), padding=1), ReLU(), None, MaxPool2d(3, 2),
+             Flatten(), Linear(np.zeros((5, 6 * 3 * 3))), None]
+    kept = [layers[n] if n == index else plain[n] for n in range(len(layers))]
+    if index == 3:
+        kept[-2] = Linear(np.zeros((5, 6 * 4 * 4)))
+    network = Network([layer for layer in kept if layer is not None])
+    with pytest.raises(UsageError, match=rf"^real layers\[\d\]: {what}: nnrtl map fpdeep maps "
+                                         rf"it, but the fpdeep chain's golden model and RTL "
+                                         rf"do not run it$"):
+        from_network(network, 8, "real")
+
+
+@pytest.mark.parametrize("name", ["bvlc_alexnet", pytest.param("zfnet512", marks=pytest.mark.slow),
+                                  pytest.param("vgg19", marks=pytest.mark.slow)])
+def test_model_zoo_files_map_onto_15_vc709(tmp_path, capsys, name):
+    """The onnx package's light model zoo files (grouped convolutions, LRN, Dropout, their
+    weights filled by ConstantOfShape) map onto 15 VC709s, storage checked, compute-bound;
+    their convolutions' MACs as PyTorch's layers count them."""
+    import glob
+    import json
+    import os
+
+    import onnx
+    import torch
+
+    from nnrtl.gen.cli import main
+    from nnrtl.gen.models import load_network
+
+    path = glob.glob(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data",
+                                  "light", f"light_{name}.onnx"))[0]
+    assert main(["map", "fpdeep", "--model", path, "--fpgas", "15", "--board", "vc709",
+                 "--image-size", "224", "-o", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "compute-bound" in out
+    summary = json.loads((tmp_path / "m" / "mapping.json").read_text())["summary"]
+    assert summary["gops_per_fpga"] > 1000
+    network = load_network(path)
+    x, macs = torch.zeros(1, 3, 224, 224), 0
+    for layer in network.layers:
+        if type(layer).__name__ == "Conv2d":
+            conv = torch.nn.Conv2d(layer.in_channels, layer.out_channels, layer.kernel_size,
+                                   layer.stride, layer.padding, groups=layer.groups)
+            x = conv(x)
+            macs += x[0].numel() * conv.weight[0].numel()
+        elif type(layer).__name__ == "MaxPool2d":
+            (top, left), (bottom, right) = layer.padding, layer.padding_end
+            x = torch.nn.functional.max_pool2d(torch.nn.functional.pad(
+                x, (left, right, top, bottom)), layer.kernel_size, layer.stride)
+    chain = json.loads((tmp_path / "m" / "mapping.json").read_text())["network"]
+    assert sum(layer["macs"] for layer in chain["layers"] if layer["kind"] == "conv") == macs
