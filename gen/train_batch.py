@@ -37,8 +37,10 @@ def _classes(network, head=None):
     of its ``head``."""
     if head is not None:
         return head.layers[-1].out_features
-    last = network.layers[-1]
-    return last.output_size if network.is_rnn else last.out_features
+    if network.is_rnn:
+        return network.layers[-1].output_size
+    return next(layer.out_features for layer in reversed(network.layers)
+                if hasattr(layer, "out_features"))
 
 
 def _describe(array):

@@ -183,3 +183,35 @@ def test_model_zoo_files_map_onto_15_vc709(tmp_path, capsys, name):
                 x, (left, right, top, bottom)), layer.kernel_size, layer.stride)
     chain = json.loads((tmp_path / "m" / "mapping.json").read_text())["network"]
     assert sum(layer["macs"] for layer in chain["layers"] if layer["kind"] == "conv") == macs
+
+
+def test_train_fpdeep_refuses_a_grouped_convolution(tmp_path, capsys):
+    """``nnrtl train fpdeep`` on an ONNX CNN with a grouped convolution: exit 2 naming the
+    layer, nothing written."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from nnrtl.gen.cli import main
+
+    weights = {"w": np.ones((4, 1, 3, 3)), "shape": np.array([0, -1], np.int64),
+               "f": np.ones((2, 4 * 5 * 5))}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], group=2, pads=[1, 1, 1, 1],
+                              kernel_shape=[3, 3]),
+             helper.make_node("Reshape", ["c", "shape"], ["r"]),
+             helper.make_node("Gemm", ["r", "f"], ["y"], transB=1)]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [2, 2, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)],
+        [numpy_helper.from_array(v, k) for k, v in weights.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+              tmp_path / "g.onnx")
+    np.save(tmp_path / "x.npy", np.zeros((2, 2, 5, 5)))
+    np.save(tmp_path / "y.npy", np.array([0, 1]))
+    code = main(["train", "fpdeep", "--board", "vc709", "--model", str(tmp_path / "g.onnx"),
+                 "--inputs", str(tmp_path / "x.npy"), "--targets", str(tmp_path / "y.npy"),
+                 "--loss", "cross-entropy", "--fpgas", "2", "-o", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err.strip().endswith(
+        "layers[0]: a grouped convolution (groups 2): nnrtl map fpdeep maps it, but the "
+        "fpdeep chain's golden model and RTL do not run it")
+    assert not (tmp_path / "out").exists()
