@@ -99,9 +99,10 @@ def predict(config, workload):
             "tasks": len(tasks)}
 
 
-def top_schedule(config, tasks=None):
+def top_schedule(config, tasks=None, *, dynamic=True, ew_channels=None):
     """The R2A model's :class:`~.r2a.Schedule` of the top's task graph (module
-    docstring), with the reset split of the ``ew_mask`` register."""
+    docstring), with the reset split of the ``ew_mask`` register (or ``ew_channels``
+    EW-group channels); ``dynamic=False``: no swing channels (``swing_mask`` 0)."""
     tasks = top_tasks(config) if tasks is None else tasks
     pes = config.pes_per_channel
     durations = [top_task_cycles(task) for task in tasks]
@@ -109,8 +110,9 @@ def top_schedule(config, tasks=None):
                   deps=task.deps, phase=task.part, layer=task.layer, step=task.step)
              for task, cycles in zip(tasks, durations)]
     r2a = dataclasses.replace(config.r2a, switch_cycles=0)
-    return schedule(graph, r2a, ew_channels=ew_channels(config), dynamic=True,
-                    durations=durations)
+    split = (bin(register_map(config)["ew_mask"].reset).count("1") if ew_channels is None
+             else ew_channels)
+    return schedule(graph, r2a, ew_channels=split, dynamic=dynamic, durations=durations)
 
 
 def top_task_cycles(task):
@@ -147,14 +149,15 @@ def top_mode_busy(config, tasks=None):
     return total
 
 
-def step_cycles(config, tasks):
+def step_cycles(config, tasks, *, dynamic=True, ew_channels=None):
     """The R2A model's cycles of one run of a training step's ``tasks`` on ``config``
-    (module docstring): ``(cycles, swings)``, summed over the windows."""
+    (module docstring; ``dynamic``, ``ew_channels``: :func:`top_schedule`'s):
+    ``(cycles, swings)``, summed over the windows."""
     from .top_passes import windows
 
     cycles = swings = 0
     for _, window in windows(tasks, config.max_tasks):
-        model = top_schedule(config, window)
+        model = top_schedule(config, window, dynamic=dynamic, ew_channels=ew_channels)
         cycles += model.cycles
         swings += model.swings
     return cycles, swings

@@ -87,12 +87,17 @@ class RtlTop:
         :data:`RUN_COUNTERS`, ``build_cached``, ``seconds``.
     dma : dict
         The DMA counters of the last ``fw`` run (empty without MS1).
+    allocation : dict or None
+        The R2A's split for the runs: ``None`` (default) the ``ew_mask`` and
+        ``swing_mask`` reset values (dynamic R2A), or ``{"ew_channels": k, "dynamic":
+        bool}`` (``dynamic=False``: static allocation, no swing channels).
     """
 
     def __init__(self, config, *, seed=1, log=None):
         self.config = config
         self.seed = seed
         self.log = log
+        self.allocation = None
         self.records = []
         self.dma = {}
         self._verilog = None
@@ -123,6 +128,7 @@ class RtlTop:
             save_arrays(inputs, dict(arrays, kept=np.asarray(kept, bool)))
             params = {"config": dataclasses.asdict(self.config.top), "phase": phase,
                       "ms1": bool(ms1), "threshold": float(memory.prune_threshold),
+                      "allocation": self.allocation,
                       "inputs": str(inputs), "outputs": str(outputs), "pattern": "none"}
             try:
                 result = simulate(self._design(), test_module="nnrtl.sim.tb.omni.train_top",

@@ -302,6 +302,9 @@ class OmniTrainer:
     ----------
     gradient_bound : float
         :func:`gradient_bound` of the configuration.
+    rtl_top : RtlTop or None
+        Backend ``rtl`` with a top: the runs' driver (:class:`.train_top.RtlTop`: its
+        records, its R2A allocation).
     approximation : str or None
         What MS1 / MS2 changed in the last step's gradients (``None`` when nothing was
         pruned or skipped); the interface then reports the update's difference from SGD
@@ -328,6 +331,7 @@ class OmniTrainer:
         elif backend == "rtl":
             from .train_rtl import RtlCells
             self._rtl = RtlCells(config, seed=seed, log=log)
+        self.rtl_top = self._top
         self._skip = SkipController(config.layers, config.seq_len, memory.loss_type,
                                     memory.skip_threshold if memory.ms2 else 0.0,
                                     scaling=memory.scaling)

@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 __all__ = ["PAPER", "ACCURACY_ENV", "utilization_part", "memory_part", "accumulator_part",
-           "accuracy_part", "resources_part", "bench_omni", "bench", "main"]
+           "accuracy_part", "resources_part", "rtl_allocation_part", "bench_omni", "bench",
+           "main"]
 
 #: The paper's figures the bench stands beside (spec §5).
 PAPER = {
@@ -122,6 +123,12 @@ def resources_part(work, log=None):
     return result
 
 
+def rtl_allocation_part(log=None):
+    """:func:`.r2a_rtl.rows`: dynamic against static R2A measured on the top's RTL."""
+    from .r2a_rtl import rows
+    return rows(log=log)
+
+
 def bench_omni(out, *, quick=False, log=None):
     """Run the parts (``quick``: the model-only parts on the scaled shapes); writes the
     plots under ``out``; returns the result (JSON-able).
@@ -161,6 +168,10 @@ def bench_omni(out, *, quick=False, log=None):
         tables); without it, the full set runs :func:`~.accuracy_sweep.quick_sweep` (the tiny
         tasks, some 40 s) and the quick set skips the part. The recorded figures and their
         commands: :mod:`.accuracy_report`.
+    ``rtl_allocation`` (full set only)
+        Dynamic against static (and TREC-10's static split) R2A allocation measured on
+        the top RTL's counters, one training step of three Table I shapes scaled to
+        minutes under Verilator (:mod:`.r2a_rtl`), beside the R2A model and the paper.
     ``plots``
         ``omni_utilization.png`` (dynamic against static per shape) and ``omni_memory.png``
         (the reductions beside the paper's).
@@ -183,6 +194,9 @@ def bench_omni(out, *, quick=False, log=None):
         with tempfile.TemporaryDirectory(prefix="omni-yosys-") as work:
             result["resources"] = resources_part(work, log=log)
         seconds["resources"] = round(time.monotonic() - start, 1)
+        start = time.monotonic()
+        result["rtl_allocation"] = rtl_allocation_part(log=log)
+        seconds["rtl_allocation"] = round(time.monotonic() - start, 1)
     result["plots"] = [plot_utilization(result, out / "omni_utilization.png").name,
                        plot_memory(result, out / "omni_memory.png").name]
     result["part_seconds"] = seconds

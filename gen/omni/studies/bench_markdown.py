@@ -103,6 +103,9 @@ def markdown_omni(result):
     lines += _utilization(result) + _memory(result) + _accumulator(result)
     lines += _accuracy(result)
     lines += _resources(result)
+    if "rtl_allocation" in result:
+        from .r2a_rtl import markdown
+        lines += [markdown(result["rtl_allocation"])]
     lines += ["Plots: " + ", ".join(f"`{name}`" for name in result["plots"]), ""]
     return "\n".join(lines)
 

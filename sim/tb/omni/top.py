@@ -308,14 +308,16 @@ class Scratchpads:
         self._check_done()
 
 
-async def _run(bench, config, tasks, befores, regs, pattern, seed, pads=Scratchpads):
+async def _run(bench, config, tasks, befores, regs, pattern, seed, pads=Scratchpads,
+               model=None):
     """Load, start and serve one run (``pads``: the :class:`Scratchpads` class that
-    serves it, called as it is); returns ``(cycles, model, failures, mismatches, beats,
-    dispatch)``."""
+    serves it, called as it is; ``model``: ``tasks -> Schedule``, default
+    :func:`~nnrtl.gen.omni.perf.top_schedule`); returns ``(cycles, model, failures,
+    mismatches, beats, dispatch)``."""
     from nnrtl.gen.omni.perf import top_schedule
 
     bench.streams.pause(pattern, random.Random(seed), ports=bench.channel_ports)
-    model = top_schedule(config, tasks)
+    model = (model or partial(top_schedule, config))(tasks)
     budget = cycle_budget(model.cycles, output_beats=sum(t.out_beats for t in tasks),
                           patterns=(pattern,))
     for task in tasks:

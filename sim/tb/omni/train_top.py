@@ -21,7 +21,9 @@ re-densified (``expand``); the memory image, the beats and the DMA's counters mu
 :mod:`nnrtl.sim.golden.omni.dma`'s, and the decoded values replace the P1 outputs.
 
 Parameters (``tb_params()``): ``config`` (``dataclasses.asdict`` of the OmniConfig),
-``phase``, ``ms1``, ``threshold`` (θ), ``inputs`` / ``outputs`` (``.npz``,
+``phase``, ``ms1``, ``threshold`` (θ), ``allocation`` (``None``: the masks' reset
+values; else ``{"ew_channels": k, "dynamic": bool}``, written to ``ew_mask`` and
+``swing_mask`` before each window), ``inputs`` / ``outputs`` (``.npz``,
 :func:`~nnrtl.gen.omni.train_top.save_arrays`: the graph's arrays plus ``kept``; the
 outputs under ``layers``), ``pattern``, ``seed``. Reported: ``bit_exact``,
 ``mismatches``, ``first_mismatch``, ``failures``, ``tasks``, ``windows``, and
@@ -29,12 +31,14 @@ outputs under ``layers``), ``pattern``, ``seed``. Reported: ``bit_exact``,
 """
 
 import random
+from functools import partial
 
 import cocotb
 import numpy as np
 from cocotb.triggers import ClockCycles
 
 from nnrtl.gen.omni.channel_passes import PART1_VECTORS
+from nnrtl.gen.omni.perf import top_schedule
 from nnrtl.gen.omni.top_passes import StepGraph, windows
 from nnrtl.gen.omni.train_rtl import PATTERN
 from nnrtl.gen.omni.train_top import RUN_COUNTERS, load_arrays, save_arrays
@@ -70,6 +74,16 @@ class GraphPads(Scratchpads):
         super().take_beat(c, word)
         if board is not None and board.finished:
             self.graph.finish(self.offset + task.id, board.pad)
+
+
+async def _write_allocation(regs, config, ew_channels, dynamic):
+    """Write the ``ew_mask`` and ``swing_mask`` of ``ew_channels`` EW-group channels,
+    swinging or not (:func:`~nnrtl.hw.omni.workload.allocation`'s rule)."""
+    from nnrtl.hw.omni.workload import allocation
+
+    groups, swing = allocation(config.r2a, ew_channels, dynamic=dynamic)
+    await regs.write("ew_mask", sum(g << c for c, g in enumerate(groups)))
+    await regs.write("swing_mask", sum(int(w) << c for c, w in enumerate(swing)))
 
 
 def _pads_class(graph, offset):
@@ -196,18 +210,24 @@ async def omni_top_trains(dut):
     totals = dict.fromkeys(RUN_COUNTERS, 0)
     failures, mismatches = [], []
     parts = windows(graph.tasks, config.max_tasks)
+    allocation = params.get("allocation")
+    model = None
+    if allocation is not None:
+        model = partial(top_schedule, config, **allocation)
     for index, (offset, tasks) in enumerate(parts):
         await regs.write_fields("control", clear_tasks=1)
-        cycles, model, run_failures, run_mismatches, _beats, _dispatch = await _run(
+        if allocation is not None:
+            await _write_allocation(regs, config, **allocation)
+        cycles, window_model, run_failures, run_mismatches, _beats, _dispatch = await _run(
             bench, config, tasks, _Befores(graph, offset), regs, params["pattern"],
-            params["seed"] + index, pads=_pads_class(graph, offset))
+            params["seed"] + index, pads=_pads_class(graph, offset), model=model)
         if not run_failures and not await _wait_finished(dut, regs, 100):
             run_failures.append("status.finished stayed 0 after the last task's result")
         counters = await regs.read_many(COUNTERS)
         for name in ("cycles", "busy_matmul", "busy_ew", "group_busy_matmul",
                      "group_busy_ew", "swings", "returns"):
             totals[name] += counters[name]
-        totals["model_cycles"] += model.cycles
+        totals["model_cycles"] += window_model.cycles
         failures += [f"window {index} (tasks {offset}-{offset + len(tasks) - 1}): {f}"
                      for f in run_failures]
         mismatches += [(offset + task, c, m) for task, c, m in run_mismatches]
