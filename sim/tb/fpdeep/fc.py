@@ -32,7 +32,7 @@ from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import CLOCK_PERIOD_NS, report, start_clock_and_reset, tb_params
 from nnrtl.sim.tb.streams import Streams, cycle_now
 
-__all__ = ["random_case", "stimulus", "expected", "amaranth_run", "OUTPUTS", "INPUTS",
+__all__ = ["random_config", "random_case", "stimulus", "expected", "amaranth_run", "OUTPUTS", "INPUTS",
            "config_of"]
 
 #: The engine's input and output streams.
@@ -42,6 +42,19 @@ OUTPUTS = ("o_y", "o_w", "o_dx")
 
 def config_of(fields):
     return FcConfig(**fields)
+
+
+def random_config(seed):
+    """A random FC shape and input order (the engine's strategy over small shapes):
+    precision, ``n_in`` 1-9, ``p`` 1 … ``n_in + 1``, ``n_out`` 1-4, ``batch`` 1-3, a ReLU input
+    or not, fp32 unit stages 0-3, sample- or feature-major input."""
+    r = random.Random(seed)
+    n_in = r.randint(1, 9)
+    cfg = FcConfig(precision=r.choice(["fixed16", "fp32"]), n_in=n_in, n_out=r.randint(1, 4),
+                   p=r.randint(1, n_in + 1), batch=r.randint(1, 3),
+                   input_relu=r.random() < 0.5, multiplier_stages=r.randint(0, 3),
+                   adder_stages=r.randint(0, 3))
+    return cfg, r.choice(["sample", "feature"])
 
 
 def random_case(cfg, batches, seed, *, lr=None):

@@ -4,30 +4,17 @@ model (nnrtl.sim.golden.fpdeep.fc) on a seeded draw of shapes, both input orders
 without gaps and backpressure; without pauses its cycles equal the cycle model
 (nnrtl.gen.fpdeep.fc_cycles). The configuration's refusals, each message pinned."""
 
-import random
-
 import pytest
 
 from nnrtl.gen.fpdeep.fc_cycles import fc_cycles, fc_ddr_bytes
 from nnrtl.hw.fpdeep.fc import FcEngine
 from nnrtl.hw.fpdeep.fc_config import FcConfig
-from nnrtl.sim.tb.fpdeep.fc import amaranth_run, random_case
-
-
-def draw(seed):
-    """A random FC shape: precision, n_in 1-9, p 1…n_in + 1, n_out 1-4, batch 1-3, ReLU input
-    or not, fp32 unit stages 0-3."""
-    r = random.Random(seed)
-    n_in = r.randint(1, 9)
-    return FcConfig(precision=r.choice(["fixed16", "fp32"]), n_in=n_in, n_out=r.randint(1, 4),
-                    p=r.randint(1, n_in + 1), batch=r.randint(1, 3),
-                    input_relu=r.random() < 0.5, multiplier_stages=r.randint(0, 3),
-                    adder_stages=r.randint(0, 3)), r.choice(["sample", "feature"])
+from nnrtl.sim.tb.fpdeep.fc import amaranth_run, random_case, random_config
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_fc_engine_random_shapes_paused(seed):
-    cfg, order = draw(seed)
+    cfg, order = random_config(seed)
     case = random_case(cfg, 2, seed)
     got, want, _ = amaranth_run(cfg, case, order=order, gap=0.3, stall=0.4, seed=seed)
     for name in want:

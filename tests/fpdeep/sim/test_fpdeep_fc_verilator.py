@@ -12,7 +12,7 @@ from nnrtl.hw.fpdeep.fc import FcEngine
 from nnrtl.hw.fpdeep.fc_config import FcConfig
 from nnrtl.sim.patterns import PATTERNS
 from nnrtl.sim.runner import simulate
-from nnrtl.sim.tb.fpdeep.fc import fields_of
+from nnrtl.sim.tb.fpdeep.fc import fields_of, random_config
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -40,3 +40,17 @@ def test_fc_engine_every_pattern(cfg, order):
         assert not run["mismatches"], (kind, run)
     none = result["patterns"]["none"]
     assert none["cycles"] == none["model_cycles"] + QUEUE_CYCLES, none
+
+
+@pytest.mark.parametrize("seed", [100, 102, 103, 104])
+def test_fc_engine_random_draws(seed):
+    """A seeded draw of FC shapes (the bench's strategy), one mini-batch under the random
+    and bursty patterns, and the cycles without pauses."""
+    cfg, order = random_config(seed)
+    result = simulate(FcEngine(cfg, input_order=order), test_module="nnrtl.sim.tb.fpdeep.fc",
+                      name=f"fpdeep_fc_draw{seed}", seed=seed,
+                      params={"cfg": fields_of(cfg), "order": order, "batches": 1,
+                              "patterns": ["none", "random", "bursty"]})
+    assert result["bit_exact"], (cfg, result["patterns"])
+    none = result["patterns"]["none"]
+    assert none["cycles"] == none["model_cycles"] + QUEUE_CYCLES, (cfg, none)
