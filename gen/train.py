@@ -51,8 +51,8 @@ import numpy as np
 
 from .errors import UsageError
 from .output import MANIFEST, staged_directory
-from .train_batch import (Batch, head_loss_and_gradient, loss_and_gradient, module_parameters,
-                          loss_value, prepare_batch)
+from .train_batch import (Batch, head_loss_and_gradient, loss_and_gradient, loss_head,
+                          loss_value, module_parameters, prepare_batch)
 
 __all__ = ["TrainRequest", "Trainer", "HostTrainer", "train", "LOSSES", "BACKENDS",
            "Batch", "prepare_batch", "loss_and_gradient", "head_loss_and_gradient",
@@ -239,16 +239,19 @@ def reference_model_step(model, batch, loss, lr, forward_networks=None):
         outputs = torch.cat([
             _stale_forward(module, to_torch(stale, torch.float64), inputs[n:n + 1])
             for n, stale in enumerate(forward_networks)])
-    if head is not None:
-        head_module = to_torch(head, torch.float64)
+    used = loss_head(head, loss)
+    if used is not None:
+        head_module = to_torch(used, torch.float64)
         outputs = head_module(outputs)
         parameters += list(head_module.parameters())
     value = loss_value(outputs, batch, loss, network.is_rnn)
     value.backward()
     torch.optim.SGD(parameters, lr=lr).step()
+    if used is not None:
+        head = dataclasses.replace(head, layers=from_torch(used, head_module).layers
+                                   + head.layers[len(used.layers):])
     return float(value.detach()), dataclasses.replace(
-        model, network=from_torch(network, module),
-        head=None if head is None else from_torch(head, head_module),
+        model, network=from_torch(network, module), head=head,
         embedding=None if embedding is None else embedding.with_weight(
             lookup.weight.detach().numpy()))
 
@@ -326,16 +329,17 @@ def _step(trainer, model, batch, request):
     lengths = {} if batch.lengths is None else {"lengths": batch.lengths}
     outputs = trainer.forward(network, inputs if embedding is None else
                               embedding.lookup(inputs), **lengths)
-    if head is None:
+    used = loss_head(head, request.loss)
+    if used is None:
         loss, grad_outputs = loss_and_gradient(outputs, batch, request.loss, network.is_rnn)
     else:
         loss, grad_outputs, head_gradients = head_loss_and_gradient(
-            head, outputs, batch, request.loss)
+            used, outputs, batch, request.loss)
     if hasattr(trainer, "observe_loss"):
         trainer.observe_loss(loss)
     updated = dataclasses.replace(
         model, network=sgd_step(network, trainer.backward(grad_outputs), lr))
-    if head is not None:
+    if used is not None:
         updated = dataclasses.replace(updated, head=sgd_step(head, head_gradients, lr))
     if embedding is not None:
         updated = dataclasses.replace(updated, embedding=embedding.sgd_step(

@@ -5,7 +5,8 @@ its gradient at the outputs (:func:`loss_and_gradient`), through a host-side hea
 
 Sequences of different lengths (``--lengths``, :mod:`nnrtl.gen.models.sequences`): the
 ``mse`` loss is the mean over each sequence's own steps, ``cross-entropy`` takes each
-sequence's last step; the padding's outputs add nothing and get no gradient.
+sequence's last step; the padding's outputs add nothing and get no gradient. A head that
+ends in a ``Softmax`` gives ``cross-entropy`` its logits (:func:`loss_head`).
 """
 
 import dataclasses
@@ -15,7 +16,8 @@ import numpy as np
 
 from .errors import UsageError
 
-__all__ = ["Batch", "prepare_batch", "loss_value", "loss_and_gradient", "head_loss_and_gradient",
+__all__ = ["Batch", "prepare_batch", "loss_value", "loss_and_gradient", "loss_head",
+           "head_loss_and_gradient",
            "module_parameters"]
 
 
@@ -36,7 +38,8 @@ def _classes(network, head=None):
     """The number of outputs of ``network`` (an RNN's last layer, a CNN's last Linear) or
     of its ``head``."""
     if head is not None:
-        return head.layers[-1].out_features
+        return next(layer.out_features for layer in reversed(head.layers)
+                    if hasattr(layer, "out_features"))
     if network.is_rnn:
         return network.layers[-1].output_size
     return next(layer.out_features for layer in reversed(network.layers)
@@ -175,6 +178,17 @@ def loss_and_gradient(outputs, batch, loss, is_rnn):
     value = loss_value(out, batch, loss, is_rnn)
     value.backward()
     return float(value.detach()), out.grad.numpy()
+
+
+def loss_head(head, loss):
+    """``head`` as the loss takes it: ``cross-entropy`` takes logits, so a ``Softmax`` that
+    ends the head is the loss's own (the same loss and gradients as a cross-entropy on
+    the probabilities) and is left out; ``head`` otherwise (``None`` stays ``None``)."""
+    from .models import Softmax
+    if head is not None and loss == "cross-entropy" and isinstance(head.layers[-1], Softmax):
+        return dataclasses.replace(head, layers=head.layers[:-1]) if len(head.layers) > 1 \
+            else None
+    return head
 
 
 def head_loss_and_gradient(head, outputs, batch, loss):

@@ -15,7 +15,8 @@ from .arrays import load_array
 from .files import MODEL_FORMATS, load_network, model_format, save_network
 from .keras_io import load_keras
 from .layers import (DIRECTIONS, GRU, LSTM, Conv2d, Dropout, Flatten, Linear,
-                     LocalResponseNorm, MaxPool2d, ReLU, Softmax, refuse_extensions)
+                     LocalResponseNorm, MaxPool2d, ReLU, Sigmoid, Softmax, Tanh,
+                     refuse_extensions)
 from .network import Entry, ModelSpec, Network
 from .onnx_io import load_onnx
 from .reference import forward
@@ -26,6 +27,6 @@ from .torch_module import from_torch, to_torch, torch_parameter
 __all__ = [
     "load_array", "MODEL_FORMATS", "load_network", "model_format", "save_network",
     "load_keras", "DIRECTIONS", "GRU", "LSTM", "Conv2d", "Dropout", "Flatten", "Linear",
-    "LocalResponseNorm", "MaxPool2d", "ReLU", "Softmax", "refuse_extensions", "Entry", "ModelSpec", "Network", "load_onnx", "forward", "load_export",
+    "LocalResponseNorm", "MaxPool2d", "ReLU", "Sigmoid", "Softmax", "Tanh", "refuse_extensions", "Entry", "ModelSpec", "Network", "load_onnx", "forward", "load_export",
     "load_state_dict", "load_torchscript", "from_torch", "to_torch", "torch_parameter",
 ]

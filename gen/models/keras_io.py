@@ -462,30 +462,49 @@ def overwrite_datasets(writer, arrays):
     _save_arrays(kind, path, path, arrays)
 
 
-def _dense_entry(name, field, dtype):
-    """A Dense layer's dataset: kernel (``weight.T``) or bias, of a one-layer head."""
+def _dense_entry(name, index, field, dtype):
+    """A Dense layer's dataset: kernel (``weight.T``) or bias, of head layer ``index``."""
     def get(layers):
-        value = getattr(layers[0], field)
+        value = getattr(layers[index], field)
         return value.T if field == "weight" else value
 
     def set_(fields, array):
-        fields.setdefault(0, {})[field] = array.T if field == "weight" else array
+        fields.setdefault(index, {})[field] = array.T if field == "weight" else array
     return Entry(name, get, set_, dtype)
 
 
+#: The activations of a Dense layer in a head, and the layer each is (``None``: linear).
+_HEAD_ACTIVATIONS = {"linear": None, None: None, "relu": "ReLU", "tanh": "Tanh",
+                     "sigmoid": "Sigmoid", "softmax": "Softmax"}
+
+
+def _dense_weights(root, label, prefix, layers, n, dense):
+    """``{"kernel": (path, array), "bias": ...}`` of the Dense layer at position ``n``."""
+    if "layers" in root and "layer_names" not in root.attrs:
+        index = sum(1 for m, item in enumerate(layers) if m < n and isinstance(
+            item, Mapping) and item.get("class_name") == "Dense")
+        key = f"layers/{'dense' if index == 0 else f'dense_{index}'}/vars"
+        group = root[key] if key in root else {}
+        return {base: (f"{key}/{number}", group[str(number)][()])
+                for number, base in enumerate(("kernel", "bias")) if str(number) in group}
+    return _legacy_weights(root, dense.get("name", ""), label, prefix)
+
+
 def load_keras_head(path):
-    """The ``Dense`` layer after the last LSTM/GRU of a Keras model (a ``.keras`` archive
-    or a whole-model ``.h5``), as a one-layer :class:`Network` of a
-    :class:`~.layers.Linear` whose parameters are the HDF5 dataset paths; ``None`` when
-    the RNN is the last layer.
+    """The ``Dense`` layers after the last LSTM/GRU of a Keras model (a ``.keras`` archive
+    or a whole-model ``.h5``), as a :class:`Network` of :class:`~.layers.Linear` layers
+    (their parameters the HDF5 dataset paths), each followed by its activation's layer
+    (``relu``, ``tanh``, ``sigmoid``, ``softmax``; none for ``linear``); ``None`` when the
+    RNN is the last layer.
 
     Raises
     ------
     UsageError
-        Anything after the last RNN but one ``Dense`` with linear activation reading every
-        step (``return_sequences`` true), naming the layer: nothing is left untrained.
+        Anything after the last RNN but ``Dense`` layers with those activations reading
+        every step (``return_sequences`` true), naming the layer: nothing is left
+        untrained.
     """
-    from .layers import Linear
+    from . import layers as kinds
 
     config, h5, label = _open_keras(path, None)
     with h5:
@@ -496,54 +515,51 @@ def load_keras_head(path):
                           "InputLayer")]
         if not after:
             return None
-        where = f"{path}: config.layers[{after[0][0]}]"
-        layer = after[0][1] if isinstance(after[0][1], Mapping) else {}
-        dense = layer.get("config") if isinstance(layer.get("config"), Mapping) else {}
-        kind = layer.get("class_name")
-        if len(after) > 1 or kind != "Dense":
+        others = [(n, item) for n, item in after
+                  if not isinstance(item, Mapping) or item.get("class_name") != "Dense"]
+        if others:
             extra = [f"config.layers[{n}] "
                      f"({item.get('class_name') if isinstance(item, Mapping) else item})"
-                     for n, item in after]
+                     for n, item in others]
             raise UsageError(f"{path}: {', '.join(extra)} after the last LSTM or GRU: nnrtl "
-                             f"train trains one Dense there (linear activation), and would "
-                             f"leave {'it' if len(after) == 1 else 'them'} untrained")
-        activation = _activation_name(dense.get("activation", "linear"))
-        if activation not in ("linear", None):
-            raise UsageError(f"{where}.config.activation is {activation!r}; nnrtl train "
-                             f"trains a Dense head with linear activation (the loss takes "
-                             f"its outputs as they are)")
+                             f"train trains Dense layers there, and would leave "
+                             f"{'it' if len(others) == 1 else 'them'} untrained")
         if not returns_sequences(rnn):
             raise UsageError(f"{path}: config.layers[{last}].config.return_sequences is "
                              f"false: the Dense reads the last step only, and nnrtl train "
                              f"takes the loss at the head's outputs of every step")
         root = h5["model_weights"] if "model_weights" in h5 else h5
         prefix = "model_weights/" if "model_weights" in h5 else ""
-        if "layers" in root and "layer_names" not in root.attrs:
-            index = sum(1 for n, item in enumerate(layers) if n < after[0][0] and isinstance(
-                item, Mapping) and item.get("class_name") == "Dense")
-            key = f"layers/{'dense' if index == 0 else f'dense_{index}'}/vars"
-            group = root[key] if key in root else {}
-            found = {base: (f"{key}/{number}", group[str(number)][()])
-                     for number, base in enumerate(("kernel", "bias"))
-                     if str(number) in group}
-        else:
-            found = _legacy_weights(root, dense.get("name", ""), label, prefix)
-        if "kernel" not in found or (dense.get("use_bias", True) and "bias" not in found):
-            raise UsageError(f"{label}: no kernel or bias for Dense layer "
-                             f"{dense.get('name', after[0][0])!r}")
-        arrays, entries = {}, []
-        for base, field in (("kernel", "weight"), ("bias", "bias")):
-            if base in found:
-                name, value = found[base]
-                if not np.issubdtype(value.dtype, np.floating) \
-                        or not np.all(np.isfinite(value)):
-                    raise UsageError(f"{label}: {name} has NaN or infinite values, or is "
-                                     f"not floating point")
-                entries.append(_dense_entry(name, field, value.dtype))
-                value = value.astype(np.float64)
-                arrays[field] = value.T if field == "weight" else value
-        try:
-            head = Linear(**arrays)
-        except ValueError as error:
-            raise UsageError(f"{where}: {error}") from None
-    return Network((head,), source=label, format="keras", entries=tuple(entries))
+        built, entries = [], []
+        for n, layer in after:
+            where = f"{path}: config.layers[{n}]"
+            dense = layer.get("config") if isinstance(layer.get("config"), Mapping) else {}
+            activation = _activation_name(dense.get("activation", "linear"))
+            if activation not in _HEAD_ACTIVATIONS:
+                raise UsageError(f"{where}.config.activation is {activation!r}; nnrtl runs "
+                                 f"a Dense head's linear, relu, tanh, sigmoid and softmax")
+            found = _dense_weights(root, label, prefix, layers, n, dense)
+            if "kernel" not in found or (dense.get("use_bias", True) and "bias" not in found):
+                raise UsageError(f"{label}: no kernel or bias for Dense layer "
+                                 f"{dense.get('name', n)!r}")
+            arrays = {}
+            for base, field in (("kernel", "weight"), ("bias", "bias")):
+                if base in found:
+                    name, value = found[base]
+                    if not np.issubdtype(value.dtype, np.floating) \
+                            or not np.all(np.isfinite(value)):
+                        raise UsageError(f"{label}: {name} has NaN or infinite values, or "
+                                         f"is not floating point")
+                    entries.append(_dense_entry(name, len(built), field, value.dtype))
+                    value = value.astype(np.float64)
+                    arrays[field] = value.T if field == "weight" else value
+            try:
+                built.append(kinds.Linear(**arrays))
+            except ValueError as error:
+                raise UsageError(f"{where}: {error}") from None
+            if _HEAD_ACTIVATIONS[activation] is not None:
+                built.append(getattr(kinds, _HEAD_ACTIVATIONS[activation])())
+    try:
+        return Network(tuple(built), source=label, format="keras", entries=tuple(entries))
+    except ValueError as error:
+        raise UsageError(f"{label}: {error}") from None

@@ -21,7 +21,8 @@ outputs at their own steps) or ``"bidirectional"``; a bidirectional layer also h
 Convolutional layers (``N x C x H x W``): :class:`Conv2d` (grouped too), :class:`ReLU`,
 :class:`MaxPool2d` (its end padding may differ from its start's, as ONNX's ``pads``),
 :class:`LocalResponseNorm` (ONNX's ``LRN``), :class:`Dropout`, :class:`Flatten` (from
-dimension 1), :class:`Linear`, :class:`Softmax` (over dimension 1).
+dimension 1), :class:`Linear`, and the activations :class:`Tanh`, :class:`Sigmoid`,
+:class:`Softmax` (over the last dimension, the features).
 """
 
 import dataclasses
@@ -29,7 +30,8 @@ import dataclasses
 import numpy as np
 
 __all__ = ["DIRECTIONS", "LSTM", "GRU", "Conv2d", "ReLU", "MaxPool2d", "Linear", "Flatten",
-           "LocalResponseNorm", "Dropout", "Softmax", "RNN_LAYERS", "refuse_extensions"]
+           "LocalResponseNorm", "Dropout", "Softmax", "Tanh", "Sigmoid", "RNN_LAYERS",
+           "refuse_extensions"]
 
 #: RNN directions, ONNX's names.
 DIRECTIONS = ("forward", "reverse", "bidirectional")
@@ -462,7 +464,28 @@ class Dropout:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Softmax:
-    """``nn.Softmax(dim=1)``: the class probabilities of an ``N x F`` output."""
+    """``nn.Softmax(dim=-1)``: the class probabilities over the last dimension (the
+    features of an ``N x F`` or ``T x N x F`` output)."""
+
+    FIELDS = ()
+
+    def tensor_fields(self):
+        return ()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Tanh:
+    """``nn.Tanh``."""
+
+    FIELDS = ()
+
+    def tensor_fields(self):
+        return ()
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Sigmoid:
+    """``nn.Sigmoid``."""
 
     FIELDS = ()
 

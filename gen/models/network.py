@@ -8,14 +8,14 @@ import numpy as np
 
 from ..errors import UsageError
 from .layers import (RNN_LAYERS, Conv2d, Dropout, Flatten, Linear, LocalResponseNorm,
-                     MaxPool2d, ReLU, Softmax)
+                     MaxPool2d, ReLU, Sigmoid, Softmax, Tanh)
 
 __all__ = ["Entry", "Network", "ModelSpec", "default_entries", "FORMATS"]
 
 #: Formats of :attr:`Network.format`.
 FORMATS = ("state_dict", "torchscript", "export", "onnx", "keras", "")
 _CNN_LAYERS = (Conv2d, ReLU, MaxPool2d, Flatten, Linear, LocalResponseNorm, Dropout,
-               Softmax)
+               Softmax, Tanh, Sigmoid)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -122,7 +122,8 @@ class ModelSpec:
 class Network:
     """Ordered layers: a stack of RNN layers (:class:`LSTM`, :class:`GRU`), or a CNN
     (:class:`Conv2d`, :class:`ReLU`, :class:`MaxPool2d`, :class:`Flatten`,
-    :class:`Linear`, :class:`LocalResponseNorm`, :class:`Dropout`, :class:`Softmax`).
+    :class:`Linear`, :class:`LocalResponseNorm`, :class:`Dropout`, and the activations
+    :class:`Softmax`, :class:`Tanh`, :class:`Sigmoid`).
 
     Attributes
     ----------

@@ -20,8 +20,9 @@ and nnrtl's inputs are time first whatever the file's), default activations, no 
 ``sequence_lens`` as a graph input (each run's lengths: ``nnrtl train --lengths``,
 :mod:`.sequences`; every sequence its full length without them) or a constant equal to
 every sequence's full length (the graph input's time dimension). After an RNN stack, a head of ``Linear`` layers (``Gemm``, or
-``MatMul`` and ``Add``, as the exporter writes an ``nn.Linear`` on a sequence) is read
-apart (:func:`load_onnx` with ``head``).
+``MatMul`` and ``Add``, as the exporter writes an ``nn.Linear`` on a sequence) and
+activations (``Relu``, ``Tanh``, ``Sigmoid``, ``Softmax`` over the features) is read apart
+(:func:`load_onnx` with ``head``).
 """
 
 import copy
@@ -31,7 +32,7 @@ import numpy as np
 
 from ..errors import UsageError
 from .layers import (GRU, LSTM, Conv2d, Dropout, Flatten, Linear, LocalResponseNorm, MaxPool2d,
-                     ReLU, Softmax)
+                     ReLU, Sigmoid, Softmax, Tanh)
 from .network import Entry, Network
 
 __all__ = ["load_onnx", "save_onnx"]
@@ -40,8 +41,8 @@ __all__ = ["load_onnx", "save_onnx"]
 #: the LSTM's peepholes (ONNX i, o, f; canonical i, f, o).
 _FROM_ONNX = {LSTM: [0, 2, 3, 1], GRU: [1, 0, 2], "peep": [0, 2, 1]}
 _TO_ONNX = {LSTM: [0, 3, 1, 2], GRU: [1, 0, 2], "peep": [0, 2, 1]}
-#: Operators of a Linear head after an RNN stack.
-_HEAD_OPS = ("Gemm", "MatMul", "Add")
+#: Operators of a head after an RNN stack: Linear layers and activations.
+_HEAD_OPS = ("Gemm", "MatMul", "Add", "Relu", "Tanh", "Sigmoid", "Softmax")
 _RNN_DEFAULTS = {"activation_alpha": None, "activation_beta": None, "clip": None,
                  "input_forget": 0}
 
@@ -266,8 +267,9 @@ def _symmetric(reader, where, pads):
     return tuple(pads[:2])
 
 
-def _cnn(reader, number, node, index, layers, entries):
-    """Appends the layer of a CNN node; returns False for glue."""
+def _cnn(reader, number, node, index, layers, entries, sequence=False):
+    """Appends the layer of a CNN node (``sequence``: of a head on an RNN's ``T x N x F``
+    outputs); returns False for glue."""
     where, op = reader.where(number, node), node.op_type
     attrs = reader.attributes(node)
     if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
@@ -306,10 +308,16 @@ def _cnn(reader, number, node, index, layers, entries):
             else attrs.get("ratio", 0.5)
         layer, new = Dropout(float(np.asarray(ratio))), []
     elif op == "Softmax":
-        if attrs.get("axis", 1) not in (1, -1):
-            raise UsageError(f"{reader.label}: {where}: Softmax over axis {attrs['axis']} is "
-                             f"not supported (the features of N x F)")
+        opset = max((o.version for o in reader.model.opset_import if o.domain in ("", "ai.onnx")),
+                    default=13)
+        axis = attrs.get("axis", -1 if opset >= 13 else 1)
+        if axis not in ((2, -1) if sequence else (1, -1)):
+            raise UsageError(f"{reader.label}: {where}: Softmax over axis {axis} is not "
+                             f"supported (only over the features, the last axis"
+                             f"{' of T x N x F' if sequence else ''})")
         layer, new = Softmax(), []
+    elif op in ("Tanh", "Sigmoid"):
+        layer, new = (Tanh() if op == "Tanh" else Sigmoid()), []
     elif op in ("Flatten", "Reshape"):
         if op == "Flatten" and attrs.get("axis", 1) != 1:
             raise UsageError(f"{reader.label}: {where}: axis={attrs['axis']} is not "
@@ -382,16 +390,16 @@ def load_onnx(path, *, head=False):
                              f"{list(node.input).index(current)}; only as input 0")
         try:
             if rnn and after and node.op_type not in _HEAD_OPS:
-                raise UsageError(f"{reader.label}: {where}: operator {node.op_type} after the "
-                                 f"Linear head is not supported (a head of Linear layers "
-                                 f"only: Gemm, or MatMul and Add)")
+                raise UsageError(f"{reader.label}: {where}: operator {node.op_type} in the "
+                                 f"head is not supported (a head of Linear layers, Gemm or "
+                                 f"MatMul and Add, and Relu, Tanh, Sigmoid, Softmax)")
             if rnn and node.op_type in _HEAD_OPS and layers:
                 if not head:
-                    raise UsageError(f"{reader.label}: {where}: a Linear head ({node.op_type}) "
+                    raise UsageError(f"{reader.label}: {where}: a head ({node.op_type}) "
                                      f"after the RNN; the whole model runs where the host "
                                      f"runs the head (nnrtl sim sbe --model, nnrtl train), "
                                      f"not here")
-                _cnn(reader, number, node, len(after), after, after_entries)
+                _cnn(reader, number, node, len(after), after, after_entries, sequence=True)
             elif rnn and node.op_type in ("LSTM", "GRU"):
                 _rnn(reader, number, node, len(layers), layers, entries)
             elif rnn and node.op_type in ("Transpose", "Reshape", "Squeeze", "Identity"):

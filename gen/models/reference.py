@@ -17,7 +17,7 @@ different lengths in one batch (``lengths``) follow ONNX's ``sequence_lens``
 import numpy as np
 
 from .layers import (LSTM, RNN_LAYERS, Conv2d, Dropout, Flatten, Linear, LocalResponseNorm,
-                     MaxPool2d, ReLU, Softmax)
+                     MaxPool2d, ReLU, Sigmoid, Softmax, Tanh)
 from .sequences import reverse_within, step_mask
 
 __all__ = ["sigmoid", "rnn_layer_forward", "layer_forward", "forward"]
@@ -150,7 +150,8 @@ def _lrn(layer, x):
 
 
 def layer_forward(layer, x):
-    """One CNN layer over ``x`` (``N x C x H x W``, or ``N x F`` after a Flatten)."""
+    """One CNN or head layer over ``x`` (``N x C x H x W``, or ``... x F`` after a Flatten
+    or in a head)."""
     if isinstance(layer, Conv2d):
         x = _pad(x, layer.padding, 0.0)
         groups, out = layer.groups, 0.0
@@ -176,8 +177,12 @@ def layer_forward(layer, x):
     if isinstance(layer, Dropout):
         return x
     if isinstance(layer, Softmax):
-        shifted = np.exp(x - np.max(x, axis=1, keepdims=True))
-        return shifted / np.sum(shifted, axis=1, keepdims=True)
+        shifted = np.exp(x - np.max(x, axis=-1, keepdims=True))
+        return shifted / np.sum(shifted, axis=-1, keepdims=True)
+    if isinstance(layer, Tanh):
+        return np.tanh(x)
+    if isinstance(layer, Sigmoid):
+        return sigmoid(x)
     if isinstance(layer, Linear):
         return x @ layer.weight.T + (0.0 if layer.bias is None else layer.bias)
     raise TypeError(f"not a CNN layer: {layer!r}")

@@ -12,7 +12,7 @@ module's weights back into the network.
 import numpy as np
 
 from .layers import (LSTM, RNN_LAYERS, Conv2d, Dropout, Flatten, Linear, LocalResponseNorm,
-                     MaxPool2d, ReLU, Softmax, refuse_extensions)
+                     MaxPool2d, ReLU, Sigmoid, Softmax, Tanh, refuse_extensions)
 
 __all__ = ["to_torch", "from_torch", "torch_parameter"]
 
@@ -121,7 +121,11 @@ def to_torch(network, dtype=None):
         elif isinstance(layer, Dropout):
             module = torch.nn.Dropout(layer.p)
         elif isinstance(layer, Softmax):
-            module = torch.nn.Softmax(dim=1)
+            module = torch.nn.Softmax(dim=-1)
+        elif isinstance(layer, Tanh):
+            module = torch.nn.Tanh()
+        elif isinstance(layer, Sigmoid):
+            module = torch.nn.Sigmoid()
         elif isinstance(layer, ReLU):
             module = torch.nn.ReLU()
         else:

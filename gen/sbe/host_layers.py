@@ -97,14 +97,16 @@ def load_whole_model(path, weights=None, *, prefix=None):
         that is neither the stack, its embedding nor its head, naming it) and of
         :func:`~.frommodel.check_model`.
     """
+    from ..models import model_format
     from ..models.train_model import load_train_model
     from .frommodel import check_model, load_model
 
     if weights is not None:
         return load_model(path, weights, prefix=prefix), HostLayers()
-    # the stack as the SBE reads it (several RNNs in a state_dict need --prefix), then
-    # the layers around it as nnrtl train places them
-    load_model(path, prefix=prefix)
+    # a state_dict's stack as the SBE reads it (several RNNs need --prefix), then the
+    # layers around it as nnrtl train places them
+    if model_format(path) == "state_dict":
+        load_model(path, prefix=prefix)
     model = load_train_model(path, prefix=prefix)
     network = check_model(model.network)
     host = model.placement()["host"]

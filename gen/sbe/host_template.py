@@ -33,6 +33,7 @@ layer's h codes.
 
 import array
 import json
+import math
 import os
 import sys
 
@@ -186,7 +187,7 @@ class Host:
         """The whole model on ``inputs``: the embedding's rows for token ids (when the
         model starts with one; else input vectors), :meth:`run` (on the reversed sequence,
         its outputs reversed back, for a stack run in reverse), then the head's ``Linear``
-        layers on every step's h (when it has them), in floats."""
+        layers and activations on every step's h (when it has them), in floats."""
         if self.embedding is not None:
             if any(not 0 <= int(t) < len(self.embedding) or int(t) != t for t in inputs):
                 raise ValueError(f"token ids must be integers in 0..{len(self.embedding) - 1}")
@@ -195,10 +196,28 @@ class Host:
             out = self.run(list(inputs)[::-1])[::-1]
         else:
             out = self.run(inputs)
-        for weight, bias in self.head:
-            out = [[sum(w * v for w, v in zip(row, h)) + (bias[k] if bias else 0.0)
-                    for k, row in enumerate(weight)] for h in out]
+        for kind, weight, bias in self.head:
+            if kind == "Linear":
+                out = [[sum(w * v for w, v in zip(row, h)) + (bias[k] if bias else 0.0)
+                        for k, row in enumerate(weight)] for h in out]
+            else:
+                out = [_ACTIVATIONS[kind](h) for h in out]
         return out
+
+
+def _softmax(values):
+    top = max(values)
+    exps = [math.exp(v - top) for v in values]
+    return [e / sum(exps) for e in exps]
+
+
+#: The head's activations, on one step's values.
+_ACTIVATIONS = {
+    "ReLU": lambda h: [max(v, 0.0) for v in h],
+    "Tanh": lambda h: [math.tanh(v) for v in h],
+    "Sigmoid": lambda h: [0.5 * (1.0 + math.tanh(0.5 * v)) for v in h],
+    "Softmax": _softmax,
+}
 
 
 def _matrix(blob, entry):
@@ -217,7 +236,8 @@ def _matrix(blob, entry):
 
 
 def _host_layers(directory):
-    """``(embedding rows or None, [(weight rows, bias or None), ...], reverse)`` from
+    """``(embedding rows or None, [(kind, weight rows or None, bias or None), ...],
+    reverse)`` from
     ``host_layers.json`` and ``host_layers.bin``, if the design's model has them."""
     path = os.path.join(directory, "host_layers.json")
     if not os.path.exists(path):
@@ -227,8 +247,8 @@ def _host_layers(directory):
     with open(os.path.join(directory, plan["tensors_file"]), "rb") as file:
         blob = file.read()
     embedding = plan["embedding"] and _matrix(blob, plan["embedding"]["weight"])
-    head = [(_matrix(blob, layer["weight"]),
-             layer["bias"] and _matrix(blob, layer["bias"])) for layer in plan["head"]]
+    head = [(layer["kind"], layer.get("weight") and _matrix(blob, layer["weight"]),
+             layer.get("bias") and _matrix(blob, layer["bias"])) for layer in plan["head"]]
     return embedding, head, plan.get("reverse", False)
 
 

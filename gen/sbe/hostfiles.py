@@ -152,8 +152,10 @@ def host_layer_files(host, directory):
         plan["embedding"] = {"key": host.embedding.key,
                              "weight": tensor(host.embedding.weight)}
     for layer in () if host.head is None else host.head.layers:
-        plan["head"].append({"kind": "Linear", "weight": tensor(layer.weight),
-                             "bias": None if layer.bias is None else tensor(layer.bias)})
+        kind = type(layer).__name__
+        plan["head"].append({"kind": kind, "weight": tensor(layer.weight),
+                             "bias": None if layer.bias is None else tensor(layer.bias)}
+                            if kind == "Linear" else {"kind": kind})
     directory = Path(directory)
     (directory / HOST_TENSORS).write_bytes(b"".join(blobs))
     (directory / HOST_LAYERS).write_text(json.dumps(plan, indent=2) + "\n")

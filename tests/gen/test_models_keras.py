@@ -137,13 +137,12 @@ def test_keras_dense_head_for_training(tmp_path, suffix):
 
 
 @pytest.mark.parametrize("after, sequences, message", [
-    (lambda: (keras.layers.Dense(3, activation="softmax"),), True,
-     r"config\.layers\[\d\]\.config\.activation is 'softmax'; nnrtl train trains a Dense "
-     r"head with linear activation \(the loss takes its outputs as they are\)"),
-    (lambda: (keras.layers.Dense(4), keras.layers.Dense(2)), True,
-     r"config\.layers\[\d\] \(Dense\), config\.layers\[\d\] \(Dense\) after the last "
-     r"LSTM or GRU: nnrtl train trains one Dense there \(linear activation\), and would leave them "
-     r"untrained"),
+    (lambda: (keras.layers.Dense(3, activation="elu"),), True,
+     r"config\.layers\[\d\]\.config\.activation is 'elu'; nnrtl runs a Dense head's "
+     r"linear, relu, tanh, sigmoid and softmax"),
+    (lambda: (keras.layers.Dense(4), keras.layers.Dropout(0.5), keras.layers.Dense(2)), True,
+     r"config\.layers\[\d\] \(Dropout\) after the last LSTM or GRU: nnrtl train trains "
+     r"Dense layers there, and would leave it untrained"),
     (lambda: (keras.layers.Dense(3),), False,
      r"config\.layers\[\d\]\.config\.return_sequences is false: the Dense reads the last "
      r"step only, and nnrtl train takes the loss at the head's outputs of every step"),
@@ -158,3 +157,25 @@ def test_keras_heads_nnrtl_train_refuses(tmp_path, after, sequences, message):
         _head_model(*after(), return_sequences=sequences).save(path)
     with pytest.raises(UsageError, match=rf"^{re.escape(str(path))}: {message}$"):
         load_train_model(path)
+
+
+def test_keras_head_with_activations(tmp_path):
+    """GRU -> Dense(relu) -> Dense(softmax): the head is Linear, ReLU, Linear, Softmax and
+    the whole model computes Keras' predict."""
+    from nnrtl.gen.models import Linear, ReLU, Softmax
+    from nnrtl.gen.models.reference import layer_forward
+    from nnrtl.gen.models.train_model import load_train_model
+
+    model = _head_model(keras.layers.Dense(4, activation="relu"),
+                        keras.layers.Dense(3, activation="softmax"))
+    path = tmp_path / "m.keras"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.save(path)
+    trained = load_train_model(path)
+    assert [type(layer) for layer in trained.head.layers] == [Linear, ReLU, Linear, Softmax]
+    x = np.random.default_rng(3).normal(size=(2, STEPS, INPUTS)).astype(np.float32)
+    out = ours(trained.network, x)
+    for layer in trained.head.layers:
+        out = layer_forward(layer, out)
+    np.testing.assert_allclose(out, predict(model, x), rtol=0, atol=BOUND)

@@ -3,14 +3,17 @@ a Linear head and an Embedding in front from a state_dict, chained stacks, ``pre
 every other key refused by name, and the model written back with the head's and the
 embedding's tensors."""
 
+import json
 import re
 
 import numpy as np
 import pytest
 import torch
 
+from nnrtl.gen.cli import main
 from nnrtl.gen.errors import UsageError
 from nnrtl.gen.models import GRU, LSTM, Linear
+from nnrtl.gen.models import reference
 from nnrtl.gen.models.train_model import Embedding, load_train_model, save_train_model
 
 
@@ -312,7 +315,7 @@ def test_an_onnx_graph_with_a_linear_head(tmp_path):
         want = module.double()(torch.tensor(x)).numpy()
     np.testing.assert_allclose(hs @ linear.weight.T + linear.bias, want, rtol=0, atol=1e-6)
     assert model.placement()["host"][0].startswith("Linear(6 -> 2) (")
-    with pytest.raises(UsageError, match=r"MatMul.*: a Linear head \(MatMul\) after the RNN; "
+    with pytest.raises(UsageError, match=r"MatMul.*: a head \(MatMul\) after the RNN; "
                                          r"the whole model runs where the host runs the head"):
         load_network(path)
 
@@ -334,3 +337,48 @@ def test_an_onnx_head_is_written_back(tmp_path):
     with pytest.raises(UsageError, match=r"has NaN or infinite values; nothing written"):
         save_train_model(model.__class__(model.network, bad), tmp_path / "bad.onnx")
     assert not (tmp_path / "bad.onnx").exists()
+
+
+def test_an_onnx_head_with_activations(tmp_path):
+    """LSTM -> Linear -> Relu -> Linear -> Softmax: the head's layers, their forward ONNX's
+    reference evaluator's; trained through nnrtl train (cross-entropy takes the logits
+    before the Softmax) within the bound, and written back."""
+    from onnx.reference import ReferenceEvaluator
+    from onnx_files import lstm_with_head
+
+    from nnrtl.gen.models import ReLU, Softmax
+
+    torch.manual_seed(3)
+    lstm = torch.nn.LSTM(3, 6).double()
+    head = [torch.nn.Linear(6, 5).double(), "Relu", torch.nn.Linear(5, 4).double(), "Softmax"]
+    path = lstm_with_head(lstm, tmp_path / "m.onnx", head)
+    model = load_train_model(path)
+    assert [type(layer) for layer in model.head.layers] == [Linear, ReLU, Linear, Softmax]
+    x = np.random.default_rng(2).uniform(-1, 1, (5, 2, 3))
+    out = model.network.forward(x)[0]
+    for layer in model.head.layers:
+        out = reference.layer_forward(layer, out)
+    np.testing.assert_allclose(out, ReferenceEvaluator(str(path)).run(None, {"x": x})[0],
+                               rtol=0, atol=1e-12)
+    np.save(tmp_path / "x.npy", x.transpose(1, 0, 2))
+    np.save(tmp_path / "y.npy", np.array([3, 1]))
+    code = main(["train", "farnn", "--board", "vu9p", "--model", str(path), "--inputs",
+                 str(tmp_path / "x.npy"), "--targets", str(tmp_path / "y.npy"), "--loss",
+                 "cross-entropy", "--lr", "0.5", "-o", str(tmp_path / "out")])
+    assert code == 0
+    trained = load_train_model(tmp_path / "out" / "model.onnx")
+    assert not np.allclose(trained.head.layers[2].weight, model.head.layers[2].weight)
+    summary = json.loads((tmp_path / "out" / "train.json").read_text())
+    assert summary["within_bound"] is True
+    # the step, independently: PyTorch float64 on the same modules, the cross-entropy of
+    # the Softmax's probabilities at the last step (-log p of the target class)
+    params = list(lstm.parameters()) + list(head[0].parameters()) + list(head[2].parameters())
+    h = lstm(torch.tensor(x))[0][-1]
+    probabilities = torch.softmax(head[2](torch.relu(head[0](h))), dim=-1)
+    loss = -torch.log(probabilities[torch.arange(2), torch.tensor([3, 1])]).mean()
+    loss.backward()
+    torch.optim.SGD(params, lr=0.5).step()
+    np.testing.assert_allclose(trained.head.layers[2].weight, head[2].weight.detach().numpy(),
+                               rtol=0, atol=0.5 * 1e-4)
+    np.testing.assert_allclose(trained.network.layers[0].weight_hh,
+                               lstm.weight_hh_l0.detach().numpy(), rtol=0, atol=0.5 * 1e-4)

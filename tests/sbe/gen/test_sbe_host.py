@@ -434,3 +434,38 @@ def test_host_py_runs_the_rtl_bit_exact(model_path, tmp_path):
                                       "sink_pauses": "random"})
     assert result.get("failure") is None, result
     assert result["hs"] == expected.tolist()
+
+
+def test_host_py_runs_a_head_with_activations(tmp_path):
+    """ONNX LSTM(4, 8) -> Linear -> Tanh -> Linear -> Softmax: the generated host files hold
+    the head's layers and ``Host.model`` (engine emulated) gives the golden h through them,
+    computed here with numpy: probabilities summing to 1."""
+    from onnx_files import lstm_with_head
+
+    torch.manual_seed(5)
+    lstm = torch.nn.LSTM(4, 8).double()
+    fc1, fc2 = torch.nn.Linear(8, 5).double(), torch.nn.Linear(5, 3).double()
+    lstm_with_head(lstm, tmp_path / "head.onnx", [fc1, "Tanh", fc2, "Softmax"])
+    engine, binding = bind(tmp_path / "head.onnx", CONFIGS["k1-blocks4"])
+    config = binding.config
+    directory = tmp_path / "out"
+    directory.mkdir()
+    section = engine.model_files(config, binding, directory)
+    assert [text.split(" (")[0] for text in section["host_layers"]] == [
+        "Linear(8 -> 5)", "Tanh", "Linear(5 -> 3)", "Softmax"]
+    emulator = GoldenEngine(config)
+    runner = load_host(directory).Host(
+        directory, write_register=emulator.write_register,
+        read_register=emulator.read_register, send=emulator.send, receive=emulator.receive)
+    xs = np.random.default_rng(3).uniform(-1, 1, size=(SEQ_LEN, 4))
+    got = np.array(runner.model(xs.tolist()))
+    codes = np.clip(np.rint(xs * 2.0 ** config.act_frac), -2 ** 15, 2 ** 15 - 1)
+    expected = codes.astype(np.int64)
+    for layer, params in enumerate(layer_params(binding)):
+        expected, _ = golden.run_layer(config, layer, params, expected, batch_norm=False)
+    hidden = np.tanh(expected * 2.0 ** -config.act_frac @ fc1.weight.detach().numpy().T
+                     + fc1.bias.detach().numpy())
+    logits = hidden @ fc2.weight.detach().numpy().T + fc2.bias.detach().numpy()
+    want = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=0, atol=1e-12)
