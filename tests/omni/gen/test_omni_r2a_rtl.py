@@ -41,14 +41,15 @@ def test_bounds_bound_the_model():
 def test_markdown_rows():
     run = {"ew_channels": 1, "cycles": 100, "model_cycles": 100, "utilization": 0.25,
            "busy_matmul": 1, "busy_ew": 1, "swings": 3, "returns": 1}
-    result = {"shape": "PTB", "config": {"layers": 4, "seq_len": 2}, "critical_path": 50,
+    result = {"shape": "PTB", "config": {"layers": 4, "seq_len": 2, "channels": 4},
+              "critical_path": 50,
               "work_bound": 80, "dynamic": run,
               "static": dict(run, cycles=120, model_cycles=120, swings=0),
               "static_trec10": dict(run, cycles=130, model_cycles=131, swings=0),
               "gain": 1.2, "gain_trec10": 1.3}
     text = r2a_rtl.markdown([result])
     assert "| PTB | 4 x 2 | 1 / 1 | 25.0% (100) | 25.0% (120) | 25.0% (130) | 1.200x | " \
-           "1.300x | 3 | 50 | 80 | no |" in text
+           "1.300x | 3 | 50 | 80 | 1 | no |" in text     # 1 MatMul channel-cycle / 3
     assert "ratio 1.46x" in text
 
 
