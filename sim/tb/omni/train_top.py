@@ -30,7 +30,6 @@ outputs under ``layers``), ``pattern``, ``seed``. Reported: ``bit_exact``,
 :data:`~nnrtl.gen.omni.train_top.RUN_COUNTERS` summed over the windows.
 """
 
-import random
 from functools import partial
 
 import cocotb
@@ -40,15 +39,12 @@ from cocotb.triggers import ClockCycles
 from nnrtl.gen.omni.channel_passes import PART1_VECTORS
 from nnrtl.gen.omni.perf import top_schedule
 from nnrtl.gen.omni.top_passes import StepGraph, windows
-from nnrtl.gen.omni.train_rtl import PATTERN
 from nnrtl.gen.omni.train_top import RUN_COUNTERS, load_arrays, save_arrays
 from nnrtl.sim.tb.common import report, start_clock_and_reset, tb_params
 from nnrtl.sim.tb.omni.top import (Scratchpads, TopStreams, _run, _wait_finished,
                                    config_from_params)
 
 __all__ = ["GraphPads", "omni_top_trains"]
-
-assert PATTERN == "none"
 
 
 class _Befores:
