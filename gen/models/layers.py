@@ -284,6 +284,15 @@ class _Weighted:
         return tuple(f for f in self.FIELDS if getattr(self, f) is not None)
 
 
+class _Stateless:
+    """A layer without tensors."""
+
+    FIELDS = ()
+
+    def tensor_fields(self):
+        return ()
+
+
 @dataclasses.dataclass(frozen=True, eq=False, repr=False)
 class Conv2d(_Weighted):
     """``nn.Conv2d`` with zero padding.
@@ -362,13 +371,11 @@ class Linear(_Weighted):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class MaxPool2d:
+class MaxPool2d(_Stateless):
     """``nn.MaxPool2d`` (``ceil_mode=False``, dilation 1); ``stride`` defaults to
     ``kernel_size``; padding with -inf, at most half the kernel, as PyTorch's rule;
     ``padding_end`` (bottom, right) defaults to ``padding`` (top, left): ONNX's ``pads``
     may differ (a Caffe model's ``ceil_mode`` pooling, converted)."""
-
-    FIELDS = ()
 
     kernel_size: tuple
     stride: tuple = None
@@ -391,38 +398,23 @@ class MaxPool2d:
             raise ValueError(f"MaxPool2d.padding {self.padding}{end} must be at most half the "
                              f"kernel_size {self.kernel_size}")
 
-    def tensor_fields(self):
-        return ()
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class ReLU:
+class ReLU(_Stateless):
     """``nn.ReLU``."""
 
-    FIELDS = ()
-
-    def tensor_fields(self):
-        return ()
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Flatten:
+class Flatten(_Stateless):
     """``nn.Flatten()``: every dimension after the batch's into one."""
 
-    FIELDS = ()
-
-    def tensor_fields(self):
-        return ()
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class LocalResponseNorm:
+class LocalResponseNorm(_Stateless):
     """ONNX's ``LRN`` over the channels: ``y_c = x_c / (k + alpha / size * sum of x_j²)
     ** beta``, ``j`` from ``c - floor((size - 1) / 2)`` to ``c + ceil((size - 1) / 2)``
     (``nn.LocalResponseNorm`` for an odd ``size``; PyTorch centres an even window one
     channel earlier)."""
-
-    FIELDS = ()
 
     size: int
     alpha: float = 1e-4
@@ -440,16 +432,11 @@ class LocalResponseNorm:
                                  f"{value!r}")
             object.__setattr__(self, name, float(value))
 
-    def tensor_fields(self):
-        return ()
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Dropout:
+class Dropout(_Stateless):
     """``nn.Dropout(p)``: at inference (the reference forward) the identity; in training
     a random mask of each sample's values, the survivors scaled by ``1 / (1 - p)``."""
-
-    FIELDS = ()
 
     p: float = 0.5
 
@@ -458,36 +445,18 @@ class Dropout:
             raise ValueError(f"Dropout.p must be from 0 to below 1, not {self.p!r}")
         object.__setattr__(self, "p", float(self.p))
 
-    def tensor_fields(self):
-        return ()
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Softmax:
+class Softmax(_Stateless):
     """``nn.Softmax(dim=-1)``: the class probabilities over the last dimension (the
     features of an ``N x F`` or ``T x N x F`` output)."""
 
-    FIELDS = ()
-
-    def tensor_fields(self):
-        return ()
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Tanh:
+class Tanh(_Stateless):
     """``nn.Tanh``."""
 
-    FIELDS = ()
-
-    def tensor_fields(self):
-        return ()
-
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Sigmoid:
+class Sigmoid(_Stateless):
     """``nn.Sigmoid``."""
-
-    FIELDS = ()
-
-    def tensor_fields(self):
-        return ()

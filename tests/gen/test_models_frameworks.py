@@ -218,11 +218,11 @@ def test_malformed_files(files, tmp_path):
     model = onnx.load(paths["cnn_onnx"])
     for node in model.graph.node:
         if node.op_type == "Relu":
-            node.op_type = "Sigmoid"
-    onnx.save(model, tmp_path / "sigmoid.onnx")
-    with pytest.raises(UsageError, match=rf"^{tmp_path}/sigmoid\.onnx: node 1 \(Sigmoid "
-                                         r"'.*'\): operator Sigmoid is not supported$"):
-        load_network(tmp_path / "sigmoid.onnx")
+            node.op_type = "Elu"
+    onnx.save(model, tmp_path / "elu.onnx")
+    with pytest.raises(UsageError, match=rf"^{tmp_path}/elu\.onnx: node 1 \(Elu "
+                                         r"'.*'\): operator Elu is not supported$"):
+        load_network(tmp_path / "elu.onnx")
     model = onnx.load(paths["gru_bi_onnx"])
     for attribute in model.graph.node[0].attribute:
         if attribute.name == "linear_before_reset":

@@ -65,6 +65,14 @@ def load_host(directory):
     return module
 
 
+def emulated_host(directory, config):
+    """The generated ``Host`` of ``directory`` on a :class:`GoldenEngine` of ``config``."""
+    emulator = GoldenEngine(config)
+    return load_host(directory).Host(
+        directory, write_register=emulator.write_register,
+        read_register=emulator.read_register, send=emulator.send, receive=emulator.receive)
+
+
 class GoldenEngine:
     """The SBE as host.py sees it, its arithmetic the golden model's: registers in a dict
     by offset, each stream a queue of frames; ``control.start`` decodes the frames sent
@@ -302,10 +310,7 @@ def test_host_py_runs_a_whole_model_around_the_engine(tmp_path):
     assert set(section["files"]) == HOST_FILES | {"host_layers.json", "host_layers.bin"}
     assert section["host_layers"] == ["Embedding(11 -> 4) (embed.weight)",
                                       "Linear(8 -> 3) (fc.weight, fc.bias)"]
-    emulator = GoldenEngine(config)
-    runner = load_host(directory).Host(
-        directory, write_register=emulator.write_register,
-        read_register=emulator.read_register, send=emulator.send, receive=emulator.receive)
+    runner = emulated_host(directory, config)
     tokens = [3, 0, 10, 7, 7, 1]
     got = np.array(runner.model(tokens))
 
@@ -337,10 +342,7 @@ def test_host_py_runs_a_reverse_stack_on_the_reversed_sequence(tmp_path):
     directory.mkdir()
     section = engine.model_files(config, binding, directory)
     assert section["reverse"] is True and section["host_layers"] == []
-    emulator = GoldenEngine(config)
-    runner = load_host(directory).Host(
-        directory, write_register=emulator.write_register,
-        read_register=emulator.read_register, send=emulator.send, receive=emulator.receive)
+    runner = emulated_host(directory, config)
     xs = np.random.default_rng(4).uniform(-1, 1, size=(SEQ_LEN, 4))
     got = np.array(runner.model(xs.tolist()))
     codes = np.clip(np.rint(xs[::-1] * 2.0 ** config.act_frac), -2 ** 15, 2 ** 15 - 1)
@@ -453,10 +455,7 @@ def test_host_py_runs_a_head_with_activations(tmp_path):
     section = engine.model_files(config, binding, directory)
     assert [text.split(" (")[0] for text in section["host_layers"]] == [
         "Linear(8 -> 5)", "Tanh", "Linear(5 -> 3)", "Softmax"]
-    emulator = GoldenEngine(config)
-    runner = load_host(directory).Host(
-        directory, write_register=emulator.write_register,
-        read_register=emulator.read_register, send=emulator.send, receive=emulator.receive)
+    runner = emulated_host(directory, config)
     xs = np.random.default_rng(3).uniform(-1, 1, size=(SEQ_LEN, 4))
     got = np.array(runner.model(xs.tolist()))
     codes = np.clip(np.rint(xs * 2.0 ** config.act_frac), -2 ** 15, 2 ** 15 - 1)
