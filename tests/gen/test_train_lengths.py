@@ -8,6 +8,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 
 from nnrtl.gen import engines as registry
@@ -151,3 +153,32 @@ def test_train_lengths_refusals(capsys, tmp_path, engine, inputs, message):
     assert code == 2
     assert re.search(rf"nnrtl: error: {message}$", err.strip()), err
     assert not (tmp_path / "run").exists()
+
+
+@settings(max_examples=30, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_reference_lengths_random_draws(tmp_path_factory, data):
+    """Random draws of cell, layers, direction, projection, batch, steps and lengths: the
+    float64 reference with ``lengths`` equals PyTorch's module on packed sequences, the
+    outputs and the final states (batch 1 and length-1 sequences included)."""
+    kind = data.draw(st.sampled_from([torch.nn.LSTM, torch.nn.GRU]), label="cell")
+    layers = data.draw(st.integers(1, 2), label="layers")
+    bidirectional = data.draw(st.booleans(), label="bidirectional")
+    proj = data.draw(st.integers(0, 2), label="proj") if kind is torch.nn.LSTM else 0
+    batch = data.draw(st.integers(1, 4), label="batch")
+    steps = data.draw(st.integers(1, 6), label="steps")
+    lengths = np.array(data.draw(st.lists(st.integers(1, steps), min_size=batch,
+                                          max_size=batch), label="lengths"))
+    torch.manual_seed(data.draw(st.integers(0, 1000), label="seed"))
+    extra = {"proj_size": proj} if proj else {}
+    module = kind(3, 4, num_layers=layers, bidirectional=bidirectional, dtype=torch.float64,
+                  **extra)
+    path = tmp_path_factory.mktemp("draw") / "m.pt"
+    torch.save(module.state_dict(), path)
+    x = np.random.default_rng(0).normal(size=(steps, batch, 3))
+    expected, state = packed(module, x, lengths)
+    ours, finals = load_network(path).forward(x, lengths=lengths)
+    np.testing.assert_allclose(ours, expected.detach().numpy(), rtol=0, atol=1e-12)
+    h_n = (state[0] if kind is torch.nn.LSTM else state).detach().numpy()
+    ours_h = np.concatenate([f[0] if kind is torch.nn.LSTM else f for f in finals])
+    np.testing.assert_allclose(ours_h, h_n, rtol=0, atol=1e-12)

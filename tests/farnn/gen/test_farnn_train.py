@@ -9,6 +9,8 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 
 from nnrtl.gen import train as interface
@@ -516,3 +518,62 @@ def test_sequences_of_different_lengths_train_as_packed_sequences(cell, directio
         reference = torch_parameter(network, module, index, field).grad.numpy()
         assert np.abs(value - reference).max() < GRADIENT_BOUND / 10, (index, field)
     assert np.abs(trainer.input_gradient() - x_leaf.grad.numpy()).max() < GRADIENT_BOUND / 10
+
+
+@settings(max_examples=10, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_sequence_lengths_random_draws(data):
+    """Random draws of cell, direction, layers, batch, steps and lengths: the golden FARNN's
+    outputs and gradients with ``lengths`` against PyTorch autograd on packed
+    sequences."""
+    from nnrtl.gen.models import to_torch, torch_parameter
+
+    cell = data.draw(st.sampled_from(["lstm", "gru"]), label="cell")
+    directions = data.draw(st.sampled_from(["forward", "reverse", "bidirectional"]),
+                           label="directions")
+    layers = data.draw(st.integers(1, 2), label="layers")
+    batch = data.draw(st.integers(1, 3), label="batch")
+    steps = data.draw(st.integers(1, 5), label="steps")
+    lengths = np.array(data.draw(st.lists(st.integers(1, steps), min_size=batch,
+                                          max_size=batch), label="lengths"))
+    network = directional_network(cell, directions, layers, seed=data.draw(
+        st.integers(0, 100), label="seed"))
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, (steps, batch, 3))
+    trainer = FarnnTrainer(config_for(network, steps, batch, ["chains=2", "chain_length=2"]))
+    outputs = trainer.forward(network, x, lengths)
+    module = to_torch(network, torch.float64)
+    expected = module(torch.tensor(x), None, lengths)[0]
+    assert np.abs(outputs - expected.detach().numpy()).max() < 1e-5
+    grad_outputs = rng.uniform(-1, 1, outputs.shape) * (np.arange(steps)[:, None]
+                                                         < lengths)[..., None]
+    engine = trainer.backward(grad_outputs)
+    (expected * torch.tensor(grad_outputs)).sum().backward()
+    for (index, field), value in engine.items():
+        reference = torch_parameter(network, module, index, field).grad.numpy()
+        assert np.abs(value - reference).max() < GRADIENT_BOUND / 10, (index, field)
+
+
+@pytest.mark.timeout(900)          # a Verilator build when the cache is cold (about 45 s)
+def test_lengths_with_the_rtl_backend_equal_golden(tmp_path):
+    """``--lengths`` on ``--backend rtl``: a bidirectional GRU whose second sequence is one
+    step long updates bit for bit as with the golden backend (the RTL runs both sequences
+    to the end; the host reverses and masks). The engine's build is the one above."""
+    from nnrtl.gen.cli import main
+
+    torch.manual_seed(14)
+    torch.save(torch.nn.GRU(3, 5, bidirectional=True).state_dict(), tmp_path / "m.pt")
+    rng = np.random.default_rng(14)
+    np.save(tmp_path / "x.npy", rng.uniform(-1, 1, (2, 3, 3)))
+    np.save(tmp_path / "y.npy", rng.uniform(-1, 1, (2, 3, 10)))
+    np.save(tmp_path / "l.npy", np.array([3, 1]))
+    for backend in ("rtl", "golden"):
+        assert main(["train", "farnn", "--board", "vu9p", "--model", str(tmp_path / "m.pt"),
+                     "--inputs", str(tmp_path / "x.npy"), "--targets",
+                     str(tmp_path / "y.npy"), "--lengths", str(tmp_path / "l.npy"), "--lr",
+                     "0.5", "--backend", backend, "--param=chains=2", "--param=chain_length=2",
+                     "--param=split=2", "-o", str(tmp_path / backend)]) == 0
+    rtl = torch.load(tmp_path / "rtl" / "model.pt", weights_only=True)
+    golden = torch.load(tmp_path / "golden" / "model.pt", weights_only=True)
+    assert all(torch.equal(rtl[name], golden[name]) for name in rtl)
+    assert json.loads((tmp_path / "rtl" / "train.json").read_text())["within_bound"] is True
