@@ -58,7 +58,8 @@ class FcStage:
     codec : Codec
         The nodes' words (:class:`.chain.Codec`).
     lr : int
-        The engine's ``lr`` register word.
+        The engine's ``lr`` register word (its SGD step is checked with ``rtl``; 0 leaves
+        the rows unchanged).
     rtl : str, optional
         A pause pattern: each layer also runs through the RTL under it.
     """

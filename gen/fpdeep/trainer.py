@@ -322,9 +322,11 @@ class FpdeepTrainer:
         tail = fc_tail(network, start)
         if tail is not None:
             from .chain_rtl import lr_word
-            word = lr_word(self.config.precision, 0.5 if self.lr is None else self.lr,
-                           x.shape[0])
             pattern = self.config.backpressure if self.rtl is not None else None
+            # the engine's own SGD step is checked with --backend rtl only (the host's
+            # master weights are the step's): the nodes' rate register there, else 0
+            word = 0 if pattern is None else lr_word(
+                self.config.precision, 0.5 if self.lr is None else self.lr, x.shape[0])
             self._fc = FcStage(tail, self._outputs[0].shape, self.codec, word, rtl=pattern)
             self._last = None
             return self._fc.forward(network, self._outputs)

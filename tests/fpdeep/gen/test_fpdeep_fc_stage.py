@@ -101,3 +101,20 @@ def test_fc_stage_against_torch(precision, seed, pattern):
         assert [f["cycles"] for f in stage.record] == [f["model_cycles"]
                                                        for f in stage.record]
         assert stage.record[0]["model_cycles"] == fc_cycles(stage.configs[0])
+
+
+def test_fc_stage_golden_ignores_the_rate():
+    """Without the RTL the engine's SGD step is not used: a rate of 0 gives the same
+    gradients and errors as any other (the trainer passes 0, so a --lr the rate register
+    cannot hold still trains on the golden backend)."""
+    rng = np.random.default_rng(5)
+    network = Network(layers=[conv(), ReLU(), Flatten(), linear(rng, 3, 4)])
+    codec = Codec("fixed16", 13)
+    outs = [codec.encode(rng.uniform(0, 1, (1, 2, 2)))]
+    found = []
+    for lr in (0, 30000):
+        stage = FcStage(fc_tail(network, 2), (1, 2, 2), codec, lr)
+        stage.forward(network, outs)
+        found.append(stage.backward(np.full((1, 3), 0.25)))
+    assert all(np.array_equal(found[0][0][k], found[1][0][k]) for k in found[0][0])
+    assert np.array_equal(found[0][1][0], found[1][1][0])
