@@ -4,9 +4,10 @@ map=map_hook, cluster=cluster_hook)``) once its RTL top exists.
 
 Defaults: precision ``fixed16`` (the paper's cost model, :mod:`.cost`), links 150 Gb/s
 per link and direction (the paper's inter-board constraint, Fig. 15), 224 x 224 images
-for the built-in networks; a model file's image side is inferred as the smallest that
-makes its first Linear layer's input match, unless ``--image-size`` gives it (required
-for a network without a Linear layer).
+for the built-in networks; a model file's image side is its stated input's (an ONNX graph
+input of static square dimensions), else inferred as the smallest that makes its first
+Linear layer's input match, unless ``--image-size`` gives it (required for a network
+without either).
 
 ``--param`` options: ``fc_batch`` (samples per FC weight pass), ``dsp_cap`` (share of the
 DSP slices for MAC units, default 0.85), ``convention`` (``link`` or ``fpga``, spec §2.10),
@@ -86,6 +87,12 @@ def _chain(request):
     if request.image_size is not None or network.is_rnn:
         return from_network(network, request.image_size or DEFAULT_IMAGE_SIZE, name,
                             mapping=True)
+    shape = network.input_shape or ()
+    if len(shape) == 4 and shape[2] is not None and shape[2] == shape[3]:
+        if request.log:
+            request.log(f"map: {name}: image size {shape[2]} x {shape[3]}, the model's "
+                        f"input (give --image-size to choose another)")
+        return from_network(network, shape[2], name, mapping=True)
     if not any(type(layer).__name__ == "Linear" for layer in network.layers):
         raise UsageError(f"{name}: no Linear layer fixes the input size; give --image-size")
     for size in range(1, MAX_INFERRED_SIZE + 1):

@@ -139,6 +139,9 @@ class Network:
     return_sequences : bool
         Whether the model's output is every step's (Keras' ``return_sequences`` of the
         last RNN layer; informative).
+    input_shape : tuple or None
+        The input's shape as the file states it (an ONNX graph input's static dimensions,
+        ``None`` for a dynamic one), where the format has one.
     """
 
     layers: tuple
@@ -147,6 +150,7 @@ class Network:
     entries: tuple = None
     writer: object = dataclasses.field(default=None, repr=False)
     return_sequences: bool = True
+    input_shape: tuple | None = None
 
     def __post_init__(self):
         layers = tuple(self.layers)

@@ -419,7 +419,8 @@ def load_onnx(path, *, head=False):
         raise UsageError(f"{reader.label}: no LSTM, GRU or CNN layer on the data path")
     try:
         network = Network(tuple(layers), source=reader.label, format="onnx",
-                          entries=tuple(entries), writer=reader.model)
+                          entries=tuple(entries), writer=reader.model,
+                          input_shape=tuple(reader.input_dims) or None)
         linear = Network(tuple(after), source=reader.label, format="onnx",
                          entries=tuple(after_entries), writer=reader.model) if after else None
     except ValueError as error:

@@ -164,9 +164,10 @@ def test_model_zoo_files_map_onto_15_vc709(tmp_path, capsys, name):
     path = glob.glob(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data",
                                   "light", f"light_{name}.onnx"))[0]
     assert main(["map", "fpdeep", "--model", path, "--fpgas", "15", "--board", "vc709",
-                 "--image-size", "224", "-o", str(tmp_path / "m")]) == 0
-    out = capsys.readouterr().out
+                 "-o", str(tmp_path / "m")]) == 0
+    out, err = capsys.readouterr()
     assert "compute-bound" in out
+    assert "image size 224 x 224, the model's input" in err
     summary = json.loads((tmp_path / "m" / "mapping.json").read_text())["summary"]
     assert summary["gops_per_fpga"] > 1000
     network = load_network(path)
