@@ -91,3 +91,11 @@ def test_subtract_is_z_minus_the_rest():
     # C is registered: cycle 0 sees C = 0, so 0 - 15; cycle 1 sees 100 - 15
     assert amaranth_run(bundle, vectors)["c_minus_m__p"] == [2 ** 48 - 15, 85]
     assert OPMODE_M == 0b000000101
+
+
+def test_yosys_counts_the_instances_as_dsp_only():
+    """``measure_unit`` of the Instance form: the DSP48E2 cells, no LUT or flip-flop for
+    them (registers included: they are the slice's own)."""
+    from nnrtl.gen.synth import measure_unit
+    counts = measure_unit(SliceBundle(["c_plus_m_regs", "cascade"], primitive=True), "xcup")
+    assert counts == {"lut": 0, "lut_memory": 0, "ff": 0, "dsp": 3, "bram36": 0.0}
