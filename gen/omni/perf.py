@@ -35,6 +35,11 @@
 :func:`step_cycles`
     A training step's tiled run (:class:`.top_passes.StepGraph`) in windows of
     ``max_tasks`` tasks, each :func:`top_schedule` from an idle top, summed.
+:func:`step_memory` / :func:`step_bound`
+    The HBM term (:mod:`.memory`): the bytes a step of ``config``'s LSTM moves, the
+    cycles the top's ports need for them, and the step's time ``max(compute, memory)``
+    with the bound named. The compute counters above do not wait on memory (the benches
+    feed the channels); the bound says what a step would take if the HBM set it.
 
 Without gaps or stalls these equal the RTL's counters (Amaranth and Verilator; tests:
 ``tests/omni/gen/test_omni_perf.py``, ``test_omni_train_top.py``, ``tests/omni/sim/``).
@@ -47,11 +52,13 @@ from ...hw.omni.top import MODE_COUNTERS, register_map
 from ...hw.omni.top_config import OmniConfig
 from ...hw.omni.top_program import top_tasks
 from ..errors import UsageError
+from .memory import PAPER_CLOCK_HZ, TOP_HBM_PORTS, hbm_bandwidth, memory_cycles, step_bytes
+from .memory import step_time
 from .r2a import schedule
 from .workload import Task, training_graph
 
 __all__ = ["workload_of", "predict", "top_schedule", "top_task_cycles", "top_mode_cycles",
-           "top_mode_busy", "ew_channels", "step_cycles"]
+           "top_mode_busy", "ew_channels", "step_cycles", "step_memory", "step_bound"]
 
 
 def workload_of(config):
@@ -68,7 +75,8 @@ def ew_channels(config):
 
 def predict(config, workload):
     """The engine hook. ``workload`` may hold ``ms1`` (bool), ``kept`` (MS2's kept cells,
-    ``layers x seq_len`` booleans), ``density`` (MS1's surviving share of BP-EW-P2).
+    ``layers x seq_len`` booleans), ``density`` (MS1's surviving share of BP-EW-P2),
+    ``hbm_ports`` (the memory term's ports, default :data:`.memory.TOP_HBM_PORTS`).
 
     Returns
     -------
@@ -76,27 +84,35 @@ def predict(config, workload):
         ``cycles``, ``useful_macs`` (MatMul operations), ``useful_ops`` (every PE
         operation), ``utilization`` (useful operations per PE and cycle), ``swings``,
         ``returns``, ``busy`` (channel-cycles per task kind), ``ew_channels``,
-        ``static_cycles``, ``static_utilization``, ``tasks``.
+        ``static_cycles``, ``static_utilization``, ``tasks``; the memory term
+        (:func:`step_bound` of the dynamic cycles): ``memory_bytes``,
+        ``memory_cycles``, ``bound`` (``"compute"`` / ``"memory"``), ``bound_cycles``.
     """
     if not isinstance(config, OmniConfig):
         raise UsageError(f"config must be an OmniConfig, not {config!r}")
     workload = dict(workload or {})
-    unknown = set(workload) - {"ms1", "kept", "density"}
+    unknown = set(workload) - {"ms1", "kept", "density", "hbm_ports"}
     if unknown:
-        raise UsageError(f"omni predict takes ms1, kept and density, not "
+        raise UsageError(f"omni predict takes ms1, kept, density and hbm_ports, not "
                          f"{', '.join(sorted(unknown))}")
     tasks = training_graph(workload_of(config), tiles=config.channels,
                            ms1=bool(workload.get("ms1", False)), kept=workload.get("kept"),
                            density=workload.get("density", 1.0))
     dynamic = schedule(tasks, config.r2a, dynamic=True)
     static = schedule(tasks, config.r2a, ew_channels=dynamic.ew_channels, dynamic=False)
+    ms1 = bool(workload.get("ms1", False))
+    bound = step_bound(config, dynamic.cycles, kept=workload.get("kept"),
+                       density=workload.get("density", 1.0) if ms1 else None,
+                       ports=workload.get("hbm_ports", TOP_HBM_PORTS))
     return {"cycles": dynamic.cycles,
             "useful_macs": sum(t.ops for t in tasks if t.kind == "matmul"),
             "useful_ops": dynamic.useful, "utilization": dynamic.utilization,
             "swings": dynamic.swings, "returns": dynamic.returns,
             "busy": dynamic.busy_kind, "ew_channels": dynamic.ew_channels,
             "static_cycles": static.cycles, "static_utilization": static.utilization,
-            "tasks": len(tasks)}
+            "tasks": len(tasks), "memory_bytes": bound["memory_bytes"],
+            "memory_cycles": bound["memory_cycles"], "bound": bound["bound"],
+            "bound_cycles": bound["cycles"]}
 
 
 def top_schedule(config, tasks=None, *, dynamic=True, ew_channels=None):
@@ -161,3 +177,24 @@ def step_cycles(config, tasks, *, dynamic=True, ew_channels=None):
         cycles += model.cycles
         swings += model.swings
     return cycles, swings
+
+
+def step_memory(config, *, kept=None, density=None, ports=TOP_HBM_PORTS,
+                clock_hz=PAPER_CLOCK_HZ):
+    """The HBM term of one training step of ``config``'s LSTM (:mod:`.memory`):
+    ``{"bytes" (:func:`.memory.step_bytes`' categories and total), "bandwidth"
+    (:func:`.memory.hbm_bandwidth`), "memory_cycles"}``. ``kept``: MS2's kept cells;
+    ``density``: MS1's surviving share of the P1 values (``None``: MS1 off); ``ports``
+    HBM ports of the top's width at ``clock_hz``."""
+    moved = step_bytes(workload_of(config), density=density, kept=kept)
+    bandwidth = hbm_bandwidth(ports, clock_hz)
+    return {"bytes": moved, "bandwidth": bandwidth,
+            "memory_cycles": memory_cycles(moved["total"], bandwidth)}
+
+
+def step_bound(config, compute_cycles, **memory):
+    """:func:`.memory.step_time` of ``compute_cycles`` and :func:`step_memory`
+    (``memory``: its keywords), plus ``memory_bytes`` (the total) and ``ports``."""
+    term = step_memory(config, **memory)
+    return dict(step_time(compute_cycles, term["memory_cycles"]),
+                memory_bytes=term["bytes"]["total"], ports=term["bandwidth"]["ports"])

