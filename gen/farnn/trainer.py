@@ -114,23 +114,6 @@ def config_for(network, seq_len, batch, params=()):
     return config
 
 
-def _directions(layer):
-    """``[(field suffix, the direction as a forward layer, reversed in time)]`` of a layer:
-    its tensors (``_reverse`` ones for a bidirectional layer's second direction) in a
-    forward layer the FPGA part runs."""
-    fields = layer.FIELDS + layer.ONNX_FIELDS
-    if layer.direction == "forward":
-        return [("", layer, False)]
-    if layer.direction == "reverse":
-        return [("", dataclasses.replace(layer, direction="forward"), True)]
-    cleared = {field + "_reverse": None for field in fields}
-    forward = dataclasses.replace(layer, direction="forward", **cleared)
-    backward = dataclasses.replace(layer, direction="forward", **cleared,
-                                   **{field: getattr(layer, field + "_reverse")
-                                      for field in fields})
-    return [("", forward, False), ("_reverse", backward, True)]
-
-
 def _flip(values, reverse, lengths=None):
     """``values`` (time first) reversed in time when ``reverse`` (each sequence within its
     length, given ``lengths``), a copy with positive strides (numpy keeps a length-1
@@ -288,7 +271,7 @@ class FarnnTrainer:
         passes = 0
         for layer in network.layers:
             records, outputs = [], []
-            for suffix, view, reverse in _directions(layer):
+            for suffix, view, reverse in layer.passes():
                 xd = _flip(x, reverse, lengths)
                 streams = self._streams(view)
                 imvm = to_bits(host.input_mvm(view, xd).cpu().numpy())

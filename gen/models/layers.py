@@ -171,6 +171,23 @@ class _RNN:
             found.append("linear_before_reset=0")
         return tuple(found)
 
+    def passes(self):
+        """``[(field suffix, forward layer, reversed in time)]``: each direction as a
+        forward layer over the sequence in its own time order (reversed for a reverse
+        direction), the tensors of a bidirectional layer's second direction its
+        ``_reverse`` ones. An engine that runs forward layers runs each in turn."""
+        fields = self.FIELDS + self.ONNX_FIELDS
+        if self.direction == "forward":
+            return [("", self, False)]
+        if self.direction == "reverse":
+            return [("", dataclasses.replace(self, direction="forward"), True)]
+        cleared = {field + "_reverse": None for field in fields}
+        forward = dataclasses.replace(self, direction="forward", **cleared)
+        backward = dataclasses.replace(self, direction="forward", **cleared,
+                                       **{field: getattr(self, field + "_reverse")
+                                          for field in fields})
+        return [("", forward, False), ("_reverse", backward, True)]
+
     def tensor_fields(self):
         """Names of the tensors this layer holds (PyTorch's, without ``_l{k}``; an LSTM's
         peepholes ``weight_peep``)."""

@@ -7,6 +7,13 @@ gives; the host does the rest as :mod:`nnrtl.gen.train` has it (the loss and its
 gradient, PyTorch's SGD step), plus MS1's pruning and compression (the DMA's contract,
 :mod:`.compress`) and MS2's skip plan and scaling (:mod:`.skipping`).
 
+Directions: a ``reverse`` layer runs the same programs over the steps last first (the host
+streams them so and puts the outputs back in time order); a ``bidirectional`` one is two
+such passes, each with its own weights, their outputs concatenated and their input deltas
+summed on the host (one fp32 addition). Each pass is a "layer" of the channel's
+configuration (:attr:`OmniTrainConfig.channels`) and of MS2's skip plan. The top
+(:data:`TOP_PARAMS`) chains forward layers only.
+
 Engine options (``request.options``, after ``nnrtl train omni ...``)
     ``--ms1``: BP-EW-P1 moved into FW, pruned at ``--prune-threshold θ`` (default
     :class:`~.training.MsConfig`'s, 0.05) and stored compressed; BP decodes it.
@@ -33,7 +40,6 @@ the same cell programs on the golden model (the top's values, bit for bit).
 """
 
 import dataclasses
-import functools
 
 import numpy as np
 
@@ -45,6 +51,7 @@ from ..train import BACKENDS
 from . import channel_passes as passes
 from .compress import check_threshold, compress, decompress
 from .skipping import SkipController
+from .train_bound import FP32_TABLE_ERRORS, gradient_bound
 from .training import MsConfig
 
 __all__ = ["OmniTrainConfig", "OmniTrainer", "parse_options", "config_for",
@@ -66,8 +73,9 @@ class OmniTrainConfig:
     Attributes
     ----------
     channels : tuple of ChannelConfig
-        One per layer (its ``input_size``, ``hidden_size``), every other parameter the
-        same, ``max_length`` the longest job of any layer (one RTL build for all).
+        One per layer pass (a bidirectional layer has two; its ``input_size``,
+        ``hidden_size``), every other parameter the same, ``max_length`` the longest job of
+        any layer (one RTL build for all).
     seq_len, batch : int
         LL and B of the data.
     memory : MsConfig
@@ -104,64 +112,6 @@ class OmniTrainConfig:
         ``4H(I+H)`` and as many BP cells of twice that (:func:`.channel_passes.cell_macs`)."""
         return self.seq_len * self.batch * sum(sum(passes.cell_macs(c))
                                                for c in self.channels)
-
-
-#: The tables' absolute error bounds the activation tests assert for fp32 at the default
-#: 6 segment bits (:mod:`nnrtl.hw.arith.activation`: measured 4.88e-6 and 9.72e-6).
-FP32_TABLE_ERRORS = {"sigmoid": 5e-6, "tanh": 1e-5}
-
-
-@functools.lru_cache(maxsize=None)
-def _measured_error(function, fmt, segment_bits, flush_subnormals):
-    from nnrtl.hw.arith.activation import activation_table
-    from nnrtl.sim.golden.activation import max_abs_error
-    table = activation_table(function, fmt, segment_bits=segment_bits)
-    return max_abs_error(table, flush_subnormals=flush_subnormals)[0]
-
-
-def _table_error(config, function):
-    """``e_σ`` or ``e_tanh`` of ``config``'s table: the tested fp32 bound, else measured
-    (:func:`~nnrtl.sim.golden.activation.max_abs_error`, seconds; once per table)."""
-    from nnrtl.hw.arith.float_format import FP32
-
-    table = config.table(function)
-    if config.fmt == FP32 and table.segment_bits == 6:
-        return FP32_TABLE_ERRORS[function]
-    return _measured_error(function, config.fmt, table.segment_bits,
-                           config.flush_subnormals)
-
-
-def gradient_bound(config):
-    """The largest difference of a weight gradient from float64 autograd the channel's
-    arithmetic allows for ``config`` (:class:`OmniTrainConfig`; derivation in Notes):
-    ``LN * LL * (2 e_σ + 2 e_tanh + K u)``.
-
-    Notes
-    -----
-    The gradient bound (:func:`gradient_bound`) is derived from the channel's arithmetic:
-    fp32 with one rounding per operation (unit roundoff ``u = 2^-24``), MVM sums of at most
-    ``K`` = :attr:`~ChannelConfig.longest_job` terms (relative error ``<= K u`` of the sum of
-    magnitudes), and the PWL sigmoid and tanh tables (absolute errors ``e_σ``, ``e_tanh``:
-    :data:`FP32_TABLE_ERRORS`, 5e-6 and 1e-5 for fp32, else measured). A cell
-    routes two table outputs into every value BP uses (a gate, then ``tanh(s_t)``), so a cell
-    adds at most ``δ = 2 e_σ + 2 e_tanh + K u`` to the values it passes on (BP-EW's dozen
-    products add ``12 u``, negligible). An error reaches a weight gradient through at most
-    ``LN * LL`` cells (the recurrence of its layer and the layers below), so every term
-    ``δgates ⊗ [x; h]`` of eq. 3 is within ``LN LL δ`` of its value relative to its size, and
-    the gradient, the sum of the terms, within ``LN LL δ S``, ``S`` the sum of the terms'
-    magnitudes. With the interface's losses (means over the outputs: ``|δY|`` sums to at most
-    ``2 max|y - target|`` for mse, 2 for cross-entropy; gates and ``h`` are below 1 in
-    magnitude; inputs of order one), ``S <= 1``: the bound is ``LN LL δ`` (6.4e-4 for 2
-    layers of 10 steps, I = H = 8). Measured errors are two orders of magnitude below it
-    (tests/omni/gen/test_omni_trainer.py pins the margin): the errors do not add coherently.
-    """
-    worst = 0.0
-    for channel in config.channels:
-        u = 2.0 ** -(channel.fmt.mantissa_bits + 1)
-        delta = (2 * _table_error(channel, "sigmoid") + 2 * _table_error(channel, "tanh")
-                 + channel.longest_job * u)
-        worst = max(worst, delta)
-    return config.layers * config.seq_len * worst
 
 
 def train_options(group):
@@ -210,6 +160,12 @@ def parse_options(options, loss="mse"):
                     loss_type=LOSS_TYPES[loss], **fields)
 
 
+def _flip(values, reverse):
+    """``values`` (time first) reversed in time when ``reverse``: a copy with positive
+    strides."""
+    return values[::-1].copy() if reverse else values
+
+
 def _check_network(network):
     """The network's LSTM layers; a UsageError naming the layer and the rule it breaks."""
     from nnrtl.gen.models import LSTM, refuse_extensions
@@ -222,10 +178,9 @@ def _check_network(network):
             raise UsageError(f"layer {index} of {source} is {type(layer).__name__}; the "
                              f"omni engine trains LSTM layers")
         refuse_extensions(layer, f"layer {index} of {source}", "the omni engine")
-        if layer.direction != "forward" or layer.proj_size:
-            raise UsageError(f"layer {index} of {source} is {layer.direction} with "
-                             f"proj_size {layer.proj_size}; the omni engine trains forward "
-                             f"LSTM layers without projection")
+        if layer.proj_size:
+            raise UsageError(f"layer {index} of {source} has proj_size {layer.proj_size}; "
+                             f"the omni engine trains LSTM layers without projection")
     return network.layers
 
 
@@ -242,7 +197,8 @@ def config_for(network, seq_len, batch, params=(), memory=MsConfig()):
         raise UsageError(f"parameter {name} comes from the model ({sizes[name]}); do not "
                          f"give it with --model")
     template = parse_params(ChannelConfig, params, base=ChannelConfig(**sizes))
-    shapes = [(layer.input_size, layer.hidden_size) for layer in layers]
+    shapes = [(layer.input_size, layer.hidden_size) for layer in layers
+              for _ in range(layer.num_directions)]
     longest = max(dataclasses.replace(template, input_size=i, hidden_size=h,
                                       max_length=None).longest_job for i, h in shapes)
     if template.max_length is not None and "max_length" in given:
@@ -265,7 +221,11 @@ def _top_config(layers, seq_len, batch, params, memory, given):
     for name in sorted(given & set(sizes)):
         raise UsageError(f"parameter {name} comes from the model and the data "
                          f"({sizes[name]}); do not give it with --model")
-    for index, layer in enumerate(layers[1:], 1):
+    for index, layer in enumerate(layers):
+        if layer.direction != "forward":
+            raise UsageError(f"layer {index} runs {layer.direction}: the top's task graph "
+                             f"chains forward layers (give no top parameter "
+                             f"{', '.join(TOP_PARAMS)} to train it on one channel)")
         if layer.hidden_size != first.hidden_size:
             raise UsageError(f"layer {index} has hidden size {layer.hidden_size}, layer 0 "
                              f"{first.hidden_size}: the top's channels run one hidden size "
@@ -385,7 +345,8 @@ class OmniTrainer:
         layers = _check_network(network)
         config = self.config
         shapes = [(c.input_size, c.hidden_size) for c in config.channels]
-        if [(layer.input_size, layer.hidden_size) for layer in layers] != shapes:
+        if [(layer.input_size, layer.hidden_size) for layer in layers
+                for _ in range(layer.num_directions)] != shapes:
             raise UsageError(f"the network's layer sizes are not those of the engine's "
                              f"configuration ({shapes})")
         x = np.asarray(inputs, dtype=np.float64)
@@ -403,13 +364,15 @@ class OmniTrainer:
         self._layers = []
         self._input_gradient = None
         xs = self._bits(0, x)
+        views = [(index, suffix, view, reverse) for index, layer in enumerate(layers)
+                 for suffix, view, reverse in layer.passes()]
         all_weights = []
-        for index, layer in enumerate(layers):
-            channel = config.channels[index]
-            bias = sum(b for b in (layer.bias_ih, layer.bias_hh) if b is not None)
+        for number, (_, _, view, _) in enumerate(views):
+            channel = config.channels[number]
+            bias = sum(b for b in (view.bias_ih, view.bias_hh) if b is not None)
             bias = np.zeros(4 * channel.hidden_size) if np.isscalar(bias) else bias
-            all_weights.append(passes.weights_vector(channel, layer.weight_ih,
-                                                     layer.weight_hh, bias))
+            all_weights.append(passes.weights_vector(channel, view.weight_ih,
+                                                     view.weight_hh, bias))
         on_top = None
         if self._top is not None:
             on_top = self._top.run("fw", {"weights": all_weights, "xs": xs}, kept,
@@ -419,25 +382,33 @@ class OmniTrainer:
                                p1_values=dma.get("values_kept", 0)
                                + dma.get("values_pruned", 0),
                                p1_survivors=dma.get("values_kept", 0))
-        for index, layer in enumerate(layers):
-            channel = config.channels[index]
-            weights = all_weights[index]
-            fw = on_top[index] if on_top is not None else self._run(
-                index, "fw", weights=weights, xs=xs, ms1=memory.ms1, kept=kept[index])
-            cells = int(kept[index].sum()) * config.batch
+        outputs = []
+        for number, (index, suffix, view, reverse) in enumerate(views):
+            channel = config.channels[number]
+            weights = all_weights[number]
+            if suffix == "" and number:             # a new layer: its input, bit for bit
+                xs = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=2)
+                outputs = []
+            pass_xs = _flip(xs, reverse)
+            fw = on_top[number] if on_top is not None else self._run(
+                number, "fw", weights=weights, xs=pass_xs, ms1=memory.ms1,
+                kept=kept[number])
+            cells = int(kept[number].sum()) * config.batch
             self._stats["activations"] += 4 * cells * (channel.input_size
                                                        + channel.hidden_size)
             if memory.ms1 and on_top is not None:      # decoded by the DMA
                 stored = {name: fw[name] for name in passes.PART1_VECTORS}
             elif memory.ms1:
-                stored = self._store_ms1(index, fw)
+                stored = self._store_ms1(number, fw)
             else:
                 stored = {name: fw[name] for name in passes.SAVED}
                 self._stats["intermediates"] += 4 * 5 * cells * channel.hidden_size
-            self._layers.append(dict(layer=layer, weights=weights, xs=xs, hs=fw["h"],
-                                     stored=stored))
-            xs = fw["h"]
-        outputs = self._floats(len(layers) - 1, xs)
+            self._layers.append(dict(layer=view, index=index, suffix=suffix,
+                                     reverse=reverse, weights=weights, xs=pass_xs,
+                                     hs=fw["h"], stored=stored))
+            outputs.append(_flip(fw["h"], reverse))
+        xs = outputs[0] if len(outputs) == 1 else np.concatenate(outputs, axis=2)
+        outputs = self._floats(len(views) - 1, xs)
         self._loss = None if self._loss_of is None else float(self._loss_of(outputs))
         return outputs
 
@@ -472,22 +443,33 @@ class OmniTrainer:
                 name: [saved[key] for saved in self._layers] for name, key in (
                     ("weights", "weights"), ("xs", "xs"), ("hs", "hs"),
                     ("stored", "stored"))} | {"dys": dys}, kept, config.memory.ms1)
-        for index in reversed(range(len(self._layers))):
-            saved, channel = self._layers[index], config.channels[index]
-            bp = on_top[index] if on_top is not None else self._run(
-                index, "bp", weights=saved["weights"], xs=saved["xs"], hs=saved["hs"],
-                stored=saved["stored"], dys=dys, kept=kept[index], ms1=config.memory.ms1)
-            dw = self._floats(index, bp["dw"]) * float(factors[index])
-            db = self._floats(index, bp["db"]) * float(factors[index])
+        below = None
+        for number in reversed(range(len(self._layers))):
+            saved, channel = self._layers[number], config.channels[number]
+            width = channel.hidden_size
+            part = 1 if saved["suffix"] else 0
+            pass_dys = _flip(dys[:, :, part * width:(part + 1) * width], saved["reverse"])
+            bp = on_top[number] if on_top is not None else self._run(
+                number, "bp", weights=saved["weights"], xs=saved["xs"], hs=saved["hs"],
+                stored=saved["stored"], dys=pass_dys, kept=kept[number],
+                ms1=config.memory.ms1)
+            dw = self._floats(number, bp["dw"]) * float(factors[number])
+            db = self._floats(number, bp["db"]) * float(factors[number])
             fields = {"weight_ih": dw[:, :channel.input_size],
                       "weight_hh": dw[:, channel.input_size:], "bias_ih": db,
                       "bias_hh": db.copy()}
             for field in saved["layer"].tensor_fields():
-                gradients[(index, field)] = fields[field]
+                gradients[(saved["index"], field + saved["suffix"])] = fields[field]
             if measure:
-                magnitudes[index] = self._magnitudes(index, bp["dgates"], saved["xs"],
-                                                     saved["hs"])
-            dys = bp["dx"]
+                magnitudes[number] = self._magnitudes(number, bp["dgates"], saved["xs"],
+                                                      saved["hs"])
+            dx = _flip(bp["dx"], saved["reverse"])
+            # the directions' input deltas meet on the host: one fp32 sum
+            below = dx if below is None else self._bits(number, self._floats(
+                number, below).astype(np.float32) + self._floats(number, dx).astype(
+                np.float32))
+            if part == 0:                           # the layer's first pass: all of it
+                dys, below = below, None
         self._input_gradient = dys
         if config.memory.ms2:
             if measure:

@@ -168,9 +168,8 @@ def test_bad_models_and_params():
                                          r"trains LSTM layers$"):
         config_for(gru, 2, 1)
     proj = random_network("lstm", 3, 4, 2, 1)
-    with pytest.raises(UsageError, match=r"^layer 0 of the model is forward with proj_size "
-                                         r"2; the omni engine trains forward LSTM layers "
-                                         r"without projection$"):
+    with pytest.raises(UsageError, match=r"^layer 0 of the model has proj_size 2; the omni "
+                                         r"engine trains LSTM layers without projection$"):
         config_for(proj, 2, 1)
     lstm = random_network("lstm", 3, 4, 0, 1)
     with pytest.raises(UsageError, match=r"^parameter hidden_size comes from the model "
@@ -394,3 +393,70 @@ def test_embedding_through_the_interface(tmp_path):
     assert record["placement"]["host"][0] == "Embedding(6 -> 3) (emb.weight)"
     before = torch.load(tmp_path / "m.pt", weights_only=True)
     assert (trained["emb.weight"] - before["emb.weight"]).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("direction, layers", [("reverse", 2), ("bidirectional", 2),
+                                               ("bidirectional", 1)])
+def test_directions_against_float64_autograd(direction, layers):
+    """A reverse layer runs the channel's programs over the reversed steps, a bidirectional
+    one twice (its ``_reverse`` tensors on the second pass, the two passes' input deltas
+    summed on the host): every gradient and the input gradient against PyTorch's own
+    layers' float64 autograd."""
+    import dataclasses
+
+    from nnrtl.gen.models import load_state_dict, to_torch
+
+    torch.manual_seed(layers)
+    module = torch.nn.LSTM(3, 4, num_layers=layers,
+                           bidirectional=direction == "bidirectional")
+    network = load_state_dict(module.state_dict())
+    if direction == "reverse":
+        network = Network(tuple(dataclasses.replace(layer, direction="reverse")
+                                for layer in network.layers))
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (4, 2, 3))
+    trainer = OmniTrainer(config_for(network, 4, 2, ["pes_per_channel=3"]))
+    assert trainer.config.layers == layers * (2 if direction == "bidirectional" else 1)
+    outputs = trainer.forward(network, x)
+    torch_module = to_torch(network, torch.float64)
+    x_leaf = torch.tensor(x, requires_grad=True)
+    expected = torch_module(x_leaf)[0]
+    assert np.abs(outputs - expected.detach().numpy()).max() < 1e-5
+    grad_outputs = rng.uniform(-1, 1, outputs.shape) / outputs.size
+    engine = trainer.backward(grad_outputs)
+    reference = reference_gradients(network, x, grad_outputs)
+    assert set(engine) == set(reference)
+    for key, value in reference.items():
+        assert np.abs(engine[key] - value).max() < trainer.gradient_bound / 100, key
+    (expected * torch.tensor(grad_outputs)).sum().backward()
+    assert np.abs(trainer.input_gradient() - x_leaf.grad.numpy()).max() < \
+        trainer.gradient_bound / 100
+    with pytest.raises(UsageError, match=rf"^layer 0 runs {direction}: the top's task graph "
+                                         rf"chains forward layers"):
+        config_for(network, 4, 2, ["channels=2"])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+def test_rtl_bidirectional_step_equals_the_golden_step(tmp_path):
+    """A 2-layer bidirectional LSTM with --backend rtl (each direction's passes on the
+    4-lane channel under Verilator): the trained model equals the golden backend's bit for
+    bit, within the bound of PyTorch float64's step."""
+    from nnrtl.gen.cli import main
+
+    torch.manual_seed(7)
+    torch.save(torch.nn.LSTM(3, 5, num_layers=2, bidirectional=True).state_dict(),
+               tmp_path / "m.pt")
+    rng = np.random.default_rng(7)
+    np.save(tmp_path / "x.npy", rng.uniform(-1, 1, (2, 4, 3)))
+    np.save(tmp_path / "y.npy", rng.uniform(-1, 1, (2, 4, 10)))
+    for backend in ("rtl", "golden"):
+        assert main(["train", "omni", "--board", "vcu128", "--model", str(tmp_path / "m.pt"),
+                     "--inputs", str(tmp_path / "x.npy"), "--targets", str(tmp_path / "y.npy"),
+                     "--lr", "0.5", "--param", "pes_per_channel=4", "--backend", backend,
+                     "-o", str(tmp_path / backend)]) == 0
+    rtl = torch.load(tmp_path / "rtl" / "model.pt", weights_only=True)
+    golden = torch.load(tmp_path / "golden" / "model.pt", weights_only=True)
+    assert all(torch.equal(rtl[name], golden[name]) for name in rtl)
+    record = json.loads((tmp_path / "rtl" / "train.json").read_text())["steps"][0]
+    assert len(record["passes"]) == 8                 # 2 layers x 2 directions x FW, BP
