@@ -78,7 +78,7 @@ def test_bound_follows_the_derivation():
 @pytest.mark.slow
 def test_fp32_table_errors_are_the_measured_ones():
     """The bound's fp32 table errors cover max_abs_error's measurement."""
-    from nnrtl.gen.omni.trainer import FP32_TABLE_ERRORS, _measured_error
+    from nnrtl.gen.omni.train_bound import FP32_TABLE_ERRORS, _measured_error
     from nnrtl.hw.arith.float_format import FP32
     for function, bound in FP32_TABLE_ERRORS.items():
         assert 0.9 * bound < _measured_error(function, FP32, 6, False) <= bound
