@@ -150,7 +150,8 @@ def test_real_layers_refused_for_the_chain(index, what):
 def test_model_zoo_files_map_onto_15_vc709(tmp_path, capsys, name):
     """The onnx package's light model zoo files (grouped convolutions, LRN, Dropout, their
     weights filled by ConstantOfShape) map onto 15 VC709s, storage checked, compute-bound;
-    their convolutions' MACs as PyTorch's layers count them."""
+    their convolutions' MACs as PyTorch's layers count them; the cluster simulator agrees
+    with the mapping."""
     import glob
     import json
     import os
@@ -184,6 +185,13 @@ def test_model_zoo_files_map_onto_15_vc709(tmp_path, capsys, name):
                 x, (left, right, top, bottom)), layer.kernel_size, layer.stride)
     chain = json.loads((tmp_path / "m" / "mapping.json").read_text())["network"]
     assert sum(layer["macs"] for layer in chain["layers"] if layer["kind"] == "conv") == macs
+    # the cluster simulator runs the mapping: its period within 5% of the mapper's, every
+    # buffer within its depth
+    assert main(["cluster", "fpdeep", "--mapping", str(tmp_path / "m" / "mapping.json"),
+                 "--json"]) == 0
+    simulated = json.loads(capsys.readouterr().out)
+    assert abs(simulated["period_cycles"] / simulated["mapper_period_cycles"] - 1) < 0.05
+    assert simulated["act_ram_within_depth"] and simulated["pab_within_depth"]
 
 
 def test_train_fpdeep_refuses_a_grouped_convolution(tmp_path, capsys):
