@@ -16,7 +16,9 @@ or 32: the width of buffer and link words instead of the precision's; 32 with ``
 is the paper's own setting, fp32 words with 1 DSP per MAC), ``multiplier_shifts`` and
 ``adder_shifts`` (fp32: ``lut`` or ``dsp``, the MAC variant, :data:`.cost.FP32_VARIANTS`;
 default the one with the most MAC units on the board), ``act_ram`` (where Act-RAMs wait:
-``chip``, ``overflow`` or ``ddr``, :mod:`.placement`). A given option is pinned;
+``chip``, ``overflow`` or ``ddr``, :mod:`.placement`), ``fc_model`` (``segments``, the
+default, or ``engine``: the FC engine's cycles and DDR traffic,
+:func:`~.mapper.map_network`). A given option is pinned;
 ``fc_batch``, ``balance`` and ``act_ram``, when not given, are chosen by
 :func:`~.search.choose_mapping` (the fastest mapping whose every buffer fits).
 """
@@ -49,6 +51,7 @@ OPTIONS = {
     "multiplier_shifts": (str, None, "lut or dsp"),
     "adder_shifts": (str, None, "lut or dsp"),
     "act_ram": (str, None, "chip, overflow or ddr"),
+    "fc_model": (str, "segments", "segments or engine"),
 }
 
 
@@ -69,6 +72,9 @@ def _options(params):
     if found["act_ram"] not in (None, "chip", "overflow", "ddr"):
         raise UsageError(f"--param act_ram must be chip, overflow or ddr, not "
                          f"{found['act_ram']!r}")
+    if found["fc_model"] not in ("segments", "engine"):
+        raise UsageError(f"--param fc_model must be segments or engine, not "
+                         f"{found['fc_model']!r}")
     if found["ocp_min_ic"] < 1:
         raise UsageError(f"--param ocp_min_ic must be a positive integer, not "
                          f"{found['ocp_min_ic']}")
@@ -123,7 +129,8 @@ def map_hook(request):
         ocp_min_ic=options["ocp_min_ic"], fc_batch=options["fc_batch"],
         balance=None if options["balance"] is None else bool(options["balance"]),
         word_bits=options["word_bits"], multiplier_shifts=options["multiplier_shifts"],
-        adder_shifts=options["adder_shifts"], act_ram=options["act_ram"])
+        adder_shifts=options["adder_shifts"], act_ram=options["act_ram"],
+        fc_model=options["fc_model"])
     if request.log and mapping.chosen:
         request.log("map: chose " + "; ".join(f"{name} {why}"
                                               for name, why in mapping.chosen))

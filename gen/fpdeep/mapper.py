@@ -53,7 +53,10 @@ from .placement import ACT_RAM_PLACEMENTS, choose_spills, ddr_channels, ddr_cycl
 from .partition import (OCP_MIN_IC, UnitLine, coarse_partition, fine_partition, node_works,
                         min_period_cuts, variance)
 
-__all__ = ["map_network", "Mapping", "residencies"]
+__all__ = ["map_network", "Mapping", "residencies", "FC_MODELS"]
+
+#: How the mapper costs the FC layers (:func:`map_network`'s ``fc_model``).
+FC_MODELS = ("segments", "engine")
 
 
 def residencies(chain, fc_batch):
@@ -148,6 +151,10 @@ class Mapping:
     """The period the Act-RAMs held in DDR allow (their channel's traffic, :mod:`.placement`)."""
     act_ram: str = "chip"
     """The Act-RAM placement (:data:`~.placement.ACT_RAM_PLACEMENTS`)."""
+    fc_model: str = "segments"
+    """How the FC layers are costed (:data:`FC_MODELS`)."""
+    fc_period: int = 0
+    """The period the FC engines allow (``fc_model`` ``"engine"``; 0 otherwise)."""
     chosen: tuple = ()
     """``((option, why), ...)``: the options :func:`~.search.choose_mapping` chose (the
     others were given)."""
@@ -158,11 +165,11 @@ class Mapping:
     @property
     def bound(self):
         """What sets the period: ``"compute"``, ``"link"``, ``"ddr"`` (the FC weights),
-        ``"act_ddr"`` (the Act-RAMs held in DDR) or ``"line"`` (an FP line buffer's input,
-        one pixel a cycle)."""
+        ``"act_ddr"`` (the Act-RAMs held in DDR), ``"line"`` (an FP line buffer's input,
+        one pixel a cycle) or ``"fc"`` (the FC engines, ``fc_model`` ``"engine"``)."""
         return max((self.compute_period, "compute"), (self.link_period, "link"),
                    (self.ddr_period, "ddr"), (self.act_ddr_period, "act_ddr"),
-                   (self.line_period, "line"))[1] \
+                   (self.line_period, "line"), (self.fc_period, "fc"))[1] \
             if self.period > self.compute_period else "compute"
 
     @property
@@ -236,6 +243,7 @@ class Mapping:
                 "act_ddr_period_cycles": self.act_ddr_period,
                 "act_ram_ddr_words": sum(node.act_ram_ddr_words for node in self.nodes),
                 "line_period_cycles": self.line_period, "bound": self.bound,
+                "fc_model": self.fc_model, "fc_period_cycles": self.fc_period,
                 "storage_limit": self.storage_limit,
                 "clock_mhz": self.model.clock_hz / 1e6,
                 "images_per_second": self.images_per_second,
@@ -262,7 +270,7 @@ def _check_int(name, value, least=1):
 def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
                 convention="link", dsp_cap=DSP_CAP, ocp_min_ic=OCP_MIN_IC, fc_batch=None,
                 balance=True, check_storage=True, word_bits=None, multiplier_shifts=None,
-                adder_shifts=None, act_ram="chip"):
+                adder_shifts=None, act_ram="chip", fc_model="segments"):
     """Map ``chain`` (a :class:`~.network.Chain`) onto ``fpgas`` boards ``board`` (a
     platform class of :mod:`nnrtl.boards`).
 
@@ -283,6 +291,11 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     act_ram : str
         Where Act-RAMs wait (:data:`~.placement.ACT_RAM_PLACEMENTS`): ``"chip"``,
         ``"overflow"`` (in DDR on the nodes whose block RAM cannot hold them) or ``"ddr"``.
+    fc_model : str
+        :data:`FC_MODELS`: ``"segments"`` (the FC layers costed as the conv segments, FP, EB
+        and PG concurrent, 4 DDR words per weight) or ``"engine"`` (the FC engine's cycle
+        model, :func:`.fc_cycles.per_sample_cycles` of :func:`.fc_cycles.segment_engine`, a
+        period bound ``"fc"``, and its DDR traffic, 3 words per weight).
     check_storage : bool
         Raise on a node whose storage does not fit; else mark the mapping infeasible.
     word_bits : int, optional
@@ -312,6 +325,8 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         raise UsageError(f"--link-gbps must be a positive number, not {link_gbps!r}")
     if fc_batch is not None:
         _check_int("fc_batch", fc_batch)
+    if fc_model not in FC_MODELS:
+        raise UsageError(f"fc_model must be one of {', '.join(FC_MODELS)}, not {fc_model!r}")
     if act_ram not in ACT_RAM_PLACEMENTS:
         raise UsageError(f"act_ram must be one of {', '.join(ACT_RAM_PLACEMENTS)}, not "
                          f"{act_ram!r}")
@@ -384,7 +399,8 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
 
     # FC batch from the DDR bandwidth at the compute rate
     fc_words = sum(2 * layer.params for layer in chain.layers if layer.kind == "fc")
-    ddr_bytes_per_sample = 2 * fc_words * model.word_bits / 8     # 4 words per weight
+    fc_weight_words = 1.5 if fc_model == "engine" else 2           # 3 or 4 words per weight
+    ddr_bytes_per_sample = fc_weight_words * fc_words * model.word_bits / 8
     rate = model.clock_hz / compute_period
     if fc_batch is None:
         fc_batch = max(1, math.ceil(ddr_bytes_per_sample * rate
@@ -428,7 +444,7 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
     link_period = links.link_period(words, model.word_bits, model.clock_hz, link_gbps,
                                     convention)
     channels, channel_bytes = ddr_channels(board.name)
-    ddr = [ddr_cycles(2 * off * model.word_bits / 8 / fc_batch,    # 4 words per weight
+    ddr = [ddr_cycles(fc_weight_words * off * model.word_bits / 8 / fc_batch,
                       sum(acts[n][i]["traffic"] for i in spilled[n]) * model.word_bits / 8,
                       capacity.offchip_gbps, channels, model.clock_hz)
            for n, off in enumerate(offchip)]
@@ -503,13 +519,21 @@ def map_network(chain, fpgas, board, *, precision="fixed16", link_gbps=None,
         for node in nodes for c in node.segments
         if c.kind == "conv" and c.w_in ** 2 >= c.cycles * c.line_pixels])
     period = max(period, line_period)
+    fc_period = 0
+    if fc_model == "engine":
+        from .fc_cycles import per_sample_cycles, segment_engine
+        fc_period = max([0] + [math.ceil(per_sample_cycles(segment_engine(c, precision,
+                                                                          fc_batch)))
+                               for node in nodes for c in node.segments if c.kind == "fc"])
+        period = max(period, fc_period)
     return Mapping(
         chain, board.name, fpgas, model, link_gbps, convention, dsp_cap, tuple(nodes), period,
         compute_period, link_period, ddr_period, fc_batch, budget, resource, capacity.bram36,
         capacity.dsp, capacity.lut, tuple(words), tuple(groups), tuple(coarse),
         tuple(float(w) for w in fine), variance(coarse), variance(fine), moves,
-        tuple(infeasible), 2 * max(offchip) * model.word_bits / 8 / fc_batch * model.clock_hz
-        / period / 1e9, line_period, act_ddr_period=act_ddr_period, act_ram=act_ram)
+        tuple(infeasible), fc_weight_words * max(offchip) * model.word_bits / 8 / fc_batch
+        * model.clock_hz / period / 1e9, line_period, act_ddr_period=act_ddr_period,
+        act_ram=act_ram, fc_model=fc_model, fc_period=fc_period)
 
 
 def _line_pixels(chain, per_node, shapes, stores, period, capacity_words, link_words):
