@@ -31,18 +31,21 @@ unit passes down from its own option:
   for Amaranth's simulator (which cannot run an ``Instance``).
 
 Both forms are checked against each other, cycle by cycle and registers included, in
-``tests/sim/test_dsp48e2_verilator.py``.
+``tests/sim/test_dsp48e2_verilator.py``. :func:`multiply_add` and
+:func:`unsigned_product` are the combinational slices that ``FloatAdd`` / ``FloatMul``
+build with ``dsp_primitives`` (:data:`PRIMITIVE_FORMS`).
 """
 
 from pathlib import Path
 
-from amaranth.hdl import ClockSignal, Const, Instance, Module, ResetSignal, Signal, signed
+from amaranth.hdl import Cat, ClockSignal, Const, Instance, Module, ResetSignal, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["DSP48E2Slice", "OPMODE_M", "OPMODE_C_PLUS_M", "OPMODE_PCIN17_PLUS_M",
            "OPMODE_PCIN_PLUS_M", "OPMODE_P_PLUS_M", "ALUMODE_ADD", "ALUMODE_SUBTRACT",
-           "model_verilog", "MODEL_PATH"]
+           "model_verilog", "MODEL_PATH", "multiply_add", "unsigned_product",
+           "PRIMITIVE_FORMS", "check_primitive_form"]
 
 #: ``P = A * B``.
 OPMODE_M = 0b000000101
@@ -62,6 +65,11 @@ ALUMODE_SUBTRACT = 0b0011
 
 #: The behavioural Verilog model of the subset (module ``DSP48E2``).
 MODEL_PATH = Path(__file__).parent / "models" / "dsp48e2_subset.v"
+
+#: A unit's ``dsp_primitives`` option: False (``*`` and ``+``, mapped by the tool), True
+#: (:class:`DSP48E2Slice` Instances: synthesis, Verilator with :func:`model_verilog`),
+#: ``"behaviour"`` (the same slices in plain Amaranth: Amaranth's simulator).
+PRIMITIVE_FORMS = (False, True, "behaviour")
 
 _Z_VALUES = (0b000, 0b001, 0b010, 0b011, 0b101, 0b110)
 _W_VALUES = (0b00, 0b01, 0b11)
@@ -302,3 +310,41 @@ class DSP48E2Slice(wiring.Component):
             m.d.comb += self.p.eq(result)
         m.d.comb += self.pcout.eq(self.p)
         return m
+
+
+def check_primitive_form(dsp_primitives, name="dsp_primitives"):
+    """Raise ``TypeError`` naming ``name`` unless ``dsp_primitives`` is one of
+    :data:`PRIMITIVE_FORMS`."""
+    if not any(dsp_primitives is form or (isinstance(form, str) and dsp_primitives == form)
+               for form in PRIMITIVE_FORMS):
+        raise TypeError(f"{name} must be False, True or 'behaviour', not {dsp_primitives!r}")
+
+
+def multiply_add(m, a, b, c, *, primitive, name):
+    """``c + a * b`` on one combinational :class:`DSP48E2Slice` (:data:`OPMODE_C_PLUS_M`)
+    named ``name`` in ``m``: ``a`` at most 27 bits signed (26 unsigned), ``b`` 18 signed
+    (17 unsigned), ``c`` 48 bits. Returns P (48 bits, the sum modulo ``2**48``)."""
+    assert len(a) + (not a.shape().signed) <= 27 and len(b) + (not b.shape().signed) <= 18
+    assert len(c) <= _WIDTH
+    dsp = DSP48E2Slice(opmode=OPMODE_C_PLUS_M, primitive=primitive)
+    m.submodules[name] = dsp
+    m.d.comb += [dsp.a.eq(a), dsp.b.eq(b), dsp.c.eq(c)]
+    return dsp.p
+
+
+def unsigned_product(m, a, b, *, primitive, name):
+    """``a * b`` of unsigned ``a`` (at most 26 bits) and ``b`` (at most 34) on
+    combinational :class:`DSP48E2Slice` s named ``{name}_low`` / ``{name}_high`` in ``m``:
+    one slice for a ``b`` of up to 17 bits, else ``a * b[:17]`` on one and ``(PCIN >> 17)
+    + a * b[17:]`` on a second, cascaded. Returns ``len(a) + len(b)`` bits."""
+    assert len(a) <= 26 and len(b) <= 34
+    width = len(a) + len(b)
+    low = DSP48E2Slice(opmode=OPMODE_M, primitive=primitive)
+    m.submodules[f"{name}_low"] = low
+    m.d.comb += [low.a.eq(a), low.b.eq(b[:17])]
+    if len(b) <= 17:
+        return low.p[:width]
+    high = DSP48E2Slice(opmode=OPMODE_PCIN17_PLUS_M, primitive=primitive)
+    m.submodules[f"{name}_high"] = high
+    m.d.comb += [high.a.eq(a), high.b.eq(b[17:]), high.pcin.eq(low.pcout)]
+    return Cat(low.p[:17], high.p[:width - 17])

@@ -16,9 +16,9 @@ from amaranth.lib.wiring import In, Out
 from .float_format import FloatFormat
 
 
-__all__ = ["FloatUnit", "FloatPipeline", "sideband", "wire", "unpack", "leading_zeros", "shift_right_sticky",
-           "align_product", "aligned_sum", "normalize_product", "DSP_ONE_HOT", "round_and_pack",
-           "round_fields"]
+__all__ = ["FloatUnit", "FloatPipeline", "sideband", "wire", "unpack", "leading_zeros",
+           "shift_right_sticky", "align_product", "align_operands", "aligned_sum",
+           "normalize_product", "DSP_ONE_HOT", "round_and_pack", "round_fields"]
 
 #: Bits of the one-hot factor a shift-as-product puts on a DSP slice's narrow multiplier
 #: input: the unsigned width of its 18-bit signed B port (DSP48E1 and DSP48E2 alike).
@@ -262,6 +262,16 @@ def align_product(m, significand, amount, extra, negate, name="aligned"):
     :func:`aligned_sum` gives the same bits (see there). ``len(significand)`` up to
     ``2 * DSP_ONE_HOT - 1 - 2 * extra`` bits. Returns ``(product, low)``.
     """
+    operand, factor, low = align_operands(m, significand, amount, extra, negate, name)
+    return wire(m, operand * factor, f"{name}_product"), low
+
+
+def align_operands(m, significand, amount, extra, negate, name="aligned"):
+    """:func:`align_product`'s two factors, not multiplied: ``(operand, factor, low)``,
+    ``operand`` unsigned (at most ``2 * DSP_ONE_HOT - 1 - 2 * extra`` bits), ``factor`` a
+    signed power of two of at most ``DSP_ONE_HOT + 1`` bits, their product the aligned
+    value with bit ``low`` its units bit. For a unit that multiplies them itself (on a
+    :class:`~.dsp48e2.DSP48E2Slice`)."""
     p = len(significand)
     n = p + extra
     B = DSP_ONE_HOT
@@ -269,7 +279,7 @@ def align_product(m, significand, amount, extra, negate, name="aligned"):
     if n < B:
         # bit k of the power is 2**k = 2**(n - d); the value lands at bit p
         factor = _signed_power(m, n - amount, n + 1, negate, f"{name}_factor")
-        return wire(m, significand * factor, f"{name}_product"), p
+        return significand, factor, p
     assert n - B <= B - 1 - extra, "significand too wide for a split alignment product"
     coarse = wire(m, amount >= B, f"{name}_coarse")
     dropped = B - extra
@@ -279,7 +289,7 @@ def align_product(m, significand, amount, extra, negate, name="aligned"):
     # at the product's bit B - 1 - extra
     index = Mux(coarse, 2 * B - 1 - extra - amount, B - 1 - amount)
     factor = _signed_power(m, index, B, negate, f"{name}_factor")
-    return wire(m, operand * factor, f"{name}_product"), B - 1 - extra
+    return operand, factor, B - 1 - extra
 
 
 def aligned_sum(m, large, product, low, width, name="sum"):

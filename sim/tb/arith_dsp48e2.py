@@ -4,10 +4,10 @@ subset's Verilog model) driven by per-cycle input vectors, their outputs recorde
 Parameters (``tb_params()``): ``inputs_file``, the path of a JSON file holding
 ``{port: [value per cycle, ...]}`` (Verilog port names, ``rst`` included; every list as
 long as the run; a file, as the vectors outgrow an environment variable); ``outputs``,
-the port names to record. Each cycle the inputs are set after the falling edge of ``clk`` and the outputs
-read 1 ns later, before the next rising edge -- the moment an Amaranth testbench's
-``ctx.get`` sees them before ``await ctx.tick()``. Reported: ``outputs``,
-``{port: [value per cycle, ...]}`` (unsigned integers) and ``cycles``.
+the port names to record. Each cycle the inputs are set after the falling edge of
+``clk`` and the outputs read 1 ns later, before the next rising edge -- the moment an
+Amaranth testbench's ``ctx.get`` sees them before ``await ctx.tick()``. Reported:
+``outputs``, ``{port: [value per cycle, ...]}`` (unsigned integers) and ``cycles``.
 """
 
 import json

@@ -15,7 +15,8 @@ multiplier sit side by side in one :class:`StreamUnitBundle` (ports ``i_add__pay
 import pytest
 
 from nnrtl.hw.arith.float import BF16, FP16, FP32, FloatAdd, FloatFormat, FloatMul
-from nnrtl.sim.runner import simulate
+from nnrtl.hw.arith.dsp48e2 import model_verilog
+from nnrtl.sim.runner import simulate, to_verilog
 from nnrtl.sim.tb.bundle import StreamUnitBundle
 
 
@@ -39,7 +40,10 @@ MULTIPLIER_VARIANTS = {
     "normal": {"operands": "normal"},
     "normal_dsp": {"operands": "normal", "shifts": "dsp"},
     "lut_product": {"product": "lut"},
+    "dsp_primitives": {"dsp_primitives": True},
 }
+#: The adder's variants besides its ``shifts``: keyword arguments of FloatAdd.
+ADDER_VARIANTS = {"dsp_primitives": {"shifts": "dsp", "dsp_primitives": True}}
 
 
 def spec(fmt, *, stages=3, flush_subnormals=False, variant=None):
@@ -52,7 +56,8 @@ def spec(fmt, *, stages=3, flush_subnormals=False, variant=None):
 def build_unit(spec):
     mul = spec["unit"] == "mul"
     extra = {} if spec["variant"] is None else (
-        MULTIPLIER_VARIANTS[spec["variant"]] if mul else {"shifts": spec["variant"]})
+        MULTIPLIER_VARIANTS[spec["variant"]] if mul else
+        ADDER_VARIANTS.get(spec["variant"], {"shifts": spec["variant"]}))
     return (FloatMul if mul else FloatAdd)(
         FloatFormat(spec["exponent_bits"], spec["mantissa_bits"]), stages=spec["stages"],
         flush_subnormals=spec["flush_subnormals"], **extra)
@@ -74,7 +79,10 @@ def run_bench(design, op, *, count, backpressure_count, seed=1):
     unit = build_unit(top.specs[key])
     fmt = unit.fmt
     fields = ["a", "b"] if op == "mul" else ["a", "b", "subtract"]
-    result = simulate(top, test_module="nnrtl.sim.tb.arith_float", name=name, seed=seed,
+    verilog = to_verilog(top, name)
+    if "DSP48E2 #(" in verilog:     # Instances of DSP48E2Slice: Verilator needs the model
+        verilog += model_verilog()
+    result = simulate(verilog, test_module="nnrtl.sim.tb.arith_float", name=name, seed=seed,
                       params={
                           "ports": {"i": f"i_{key}", "o": f"o_{key}"},
                           "op": op,
@@ -160,6 +168,19 @@ def test_full_count_arith_float_multiplier_variants(variant):
     ``none``), at the full count."""
     run_bench(bundle(spec(FP32), spec(FP32, variant=variant)), "mul", count=FULL_COUNT,
               backpressure_count=100_000, seed=5)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(5400)
+@pytest.mark.parametrize("op", OPS)
+def test_dsp_primitives_arith_float(op):
+    """fp32's adder (shifts on DSP slices, 8 stages, flushing: the Omni lane's) and
+    multiplier (3 stages) with their DSP slices as DSP48E2 Instances
+    (``dsp_primitives=True``), simulated with the subset's Verilog model: bit-exact with
+    the numpy models, as the other variants, on 10**5 operand pairs."""
+    run_bench(bundle(spec(FP32, stages=8, flush_subnormals=True, variant="dsp_primitives"),
+                     spec(FP32, variant="dsp_primitives")),
+              op, count=100_000, backpressure_count=10_000, seed=8)
 
 
 #: The Omni lane's units: the 8-stage flushing adder and the 4-stage flushing multiplier,
