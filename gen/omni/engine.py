@@ -45,24 +45,27 @@ PAPER_VCU128 = OmniConfig(input_size=3072, hidden_size=3072, layers=2, seq_len=1
                           adder_stages=8, prune_threshold=0.1)
 
 #: The paper's instance cut to fit the VCU128's budget by the resource model: 32 channels
-#: of 32 Omni-PEs (1,024), two swing channels, everything else the paper's (the model
-#: fits up to 37 channels; 38 exceed the budget).
-VCU128_TREC10 = dataclasses.replace(PAPER_VCU128, channels=32)
+#: of 32 Omni-PEs (1,024), two swing channels, two HBM ports (a DMA each: the memory
+#: term makes TREC-10 on 32 channels compute-bound from two ports, 34.4 bytes a compute
+#: cycle against 32 a port, :mod:`.studies.bandwidth`), everything else the paper's.
+VCU128_TREC10 = dataclasses.replace(PAPER_VCU128, channels=32, hbm_ports=2)
 
 #: A small top for fast runs: 3 channels of 4 PEs (one swing channel), the paper's
 #: 8-stage adder, a 2-layer LSTM of input 3 and hidden 5 over 2 timestamps (16 tasks, the
 #: task table's size; rounds of 4 lanes with a tail).
 SMALL = OmniConfig(input_size=3, hidden_size=5, layers=2, seq_len=2, batch=1, channels=3,
-                   pes_per_channel=4, swing_channels=1, adder_stages=8, max_tasks=16)
+                   pes_per_channel=4, swing_channels=1, adder_stages=8, max_tasks=16,
+                   hbm_ports=1)
 
 PRESETS = {
     "vcu128": Preset(
         config=VCU128_TREC10, board="vcu128", clock_hz=500e6,
         source="The paper's VCU128 instance (500 MHz, fp32, 8-stage adders, 2 swing "
                "channels; programs for TREC-10: H = 3,072, 2 layers, length 18, batch 128) "
-               "with 32 of its 40 channels x 32 Omni-PEs: the 40 need 0.97 M LUTs by the "
-               "Yosys-measured resource model, over the board's budget of 0.91 M (0.7 of "
-               "its 1.30 M)"),
+               "with 32 of its 40 channels x 32 Omni-PEs and 2 of its 14 HBM ports: the 40 "
+               "channels with 14 DMAs need 1.16 M LUTs by the Yosys-measured resource "
+               "model, over the board's budget of 0.91 M (0.7 of its 1.30 M); 2 ports "
+               "carry TREC-10 by the memory term"),
     "small": Preset(
         config=SMALL, board="vcu128",
         source="Test size: 3 channels x 4 PEs, 1 swing channel, LSTM 3 -> 5, 2 layers, "

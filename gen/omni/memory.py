@@ -17,9 +17,9 @@ Bandwidth (:func:`hbm_bandwidth`)
     ``ports`` AXI4 ports of :data:`~nnrtl.hw.omni.top_config.HBM_DATA_WIDTH` bits, one
     beat a cycle at the top's clock, capped at the device's peak (the board's
     ``offchip_gbps``: the VCU128's two HBM2 stacks, 460.8 GB/s, PG276's 32 pseudo-channels).
-    The top RTL has :data:`TOP_HBM_PORTS` port; the paper sets 224 GB/s (§VI-A), which
-    :func:`ports_for` turns into 14 ports at 500 MHz. No refresh, page or turnaround
-    loss: the bound is optimistic for memory.
+    The top RTL has ``hbm_ports`` (:class:`~nnrtl.hw.omni.top_config.OmniConfig`), by
+    default the paper's 224 GB/s (§VI-A), which :func:`ports_for` turns into 14 ports at
+    500 MHz. No refresh, page or turnaround loss: the bound is optimistic for memory.
 Step time (:func:`step_time`)
     ``max(compute, memory)``: the DMA runs beside the channels (double-buffered through the
     scratchpad), so the slower of the two sets the step; ``bound`` names it.
@@ -27,11 +27,11 @@ Step time (:func:`step_time`)
 
 import math
 
-from ...hw.omni.top_config import HBM_DATA_WIDTH
+from ...hw.omni.top_config import HBM_DATA_WIDTH, HBM_PSEUDO_CHANNELS
 from ..errors import UsageError
 from .accounting import data_movement
 
-__all__ = ["PAPER_HBM_GBPS", "PAPER_CLOCK_HZ", "HBM_PSEUDO_CHANNELS", "TOP_HBM_PORTS",
+__all__ = ["PAPER_HBM_GBPS", "PAPER_CLOCK_HZ", "HBM_PSEUDO_CHANNELS",
            "device_hbm_gbps", "ports_for", "hbm_bandwidth", "step_bytes", "memory_cycles",
            "step_time"]
 
@@ -40,10 +40,6 @@ __all__ = ["PAPER_HBM_GBPS", "PAPER_CLOCK_HZ", "HBM_PSEUDO_CHANNELS", "TOP_HBM_P
 PAPER_HBM_GBPS = 224.0
 #: The paper's clock, Hz (§VI-A: "operated at 500MHz").
 PAPER_CLOCK_HZ = 500e6
-#: Pseudo-channels of the VCU128's HBM (Xilinx PG276: two stacks of 16).
-HBM_PSEUDO_CHANNELS = 32
-#: AXI4 HBM ports of the top RTL (:class:`~nnrtl.hw.omni.top.OmniTop`'s DMA port).
-TOP_HBM_PORTS = 1
 
 
 def device_hbm_gbps():
@@ -78,7 +74,7 @@ def ports_for(gbps, clock_hz=PAPER_CLOCK_HZ, width_bits=HBM_DATA_WIDTH):
     return ports
 
 
-def hbm_bandwidth(ports=TOP_HBM_PORTS, clock_hz=PAPER_CLOCK_HZ, width_bits=HBM_DATA_WIDTH):
+def hbm_bandwidth(ports, clock_hz=PAPER_CLOCK_HZ, width_bits=HBM_DATA_WIDTH):
     """Bytes a second the top's HBM ports move: ``ports * width_bits / 8 * clock_hz``,
     capped at :func:`device_hbm_gbps`.
 

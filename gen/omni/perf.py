@@ -52,7 +52,7 @@ from ...hw.omni.top import MODE_COUNTERS, register_map
 from ...hw.omni.top_config import OmniConfig
 from ...hw.omni.top_program import top_tasks
 from ..errors import UsageError
-from .memory import PAPER_CLOCK_HZ, TOP_HBM_PORTS, hbm_bandwidth, memory_cycles, step_bytes
+from .memory import PAPER_CLOCK_HZ, hbm_bandwidth, memory_cycles, step_bytes
 from .memory import step_time
 from .r2a import schedule
 from .workload import Task, training_graph
@@ -76,7 +76,7 @@ def ew_channels(config):
 def predict(config, workload):
     """The engine hook. ``workload`` may hold ``ms1`` (bool), ``kept`` (MS2's kept cells,
     ``layers x seq_len`` booleans), ``density`` (MS1's surviving share of BP-EW-P2),
-    ``hbm_ports`` (the memory term's ports, default :data:`.memory.TOP_HBM_PORTS`).
+    ``hbm_ports`` (the memory term's ports, default the configuration's).
 
     Returns
     -------
@@ -103,7 +103,7 @@ def predict(config, workload):
     ms1 = bool(workload.get("ms1", False))
     bound = step_bound(config, dynamic.cycles, kept=workload.get("kept"),
                        density=workload.get("density", 1.0) if ms1 else None,
-                       ports=workload.get("hbm_ports", TOP_HBM_PORTS))
+                       ports=workload.get("hbm_ports"))
     return {"cycles": dynamic.cycles,
             "useful_macs": sum(t.ops for t in tasks if t.kind == "matmul"),
             "useful_ops": dynamic.useful, "utilization": dynamic.utilization,
@@ -179,15 +179,14 @@ def step_cycles(config, tasks, *, dynamic=True, ew_channels=None):
     return cycles, swings
 
 
-def step_memory(config, *, kept=None, density=None, ports=TOP_HBM_PORTS,
-                clock_hz=PAPER_CLOCK_HZ):
+def step_memory(config, *, kept=None, density=None, ports=None, clock_hz=PAPER_CLOCK_HZ):
     """The HBM term of one training step of ``config``'s LSTM (:mod:`.memory`):
     ``{"bytes" (:func:`.memory.step_bytes`' categories and total), "bandwidth"
     (:func:`.memory.hbm_bandwidth`), "memory_cycles"}``. ``kept``: MS2's kept cells;
     ``density``: MS1's surviving share of the P1 values (``None``: MS1 off); ``ports``
-    HBM ports of the top's width at ``clock_hz``."""
+    HBM ports of the top's width at ``clock_hz`` (default ``config.hbm_ports``)."""
     moved = step_bytes(workload_of(config), density=density, kept=kept)
-    bandwidth = hbm_bandwidth(ports, clock_hz)
+    bandwidth = hbm_bandwidth(config.hbm_ports if ports is None else ports, clock_hz)
     return {"bytes": moved, "bandwidth": bandwidth,
             "memory_cycles": memory_cycles(moved["total"], bandwidth)}
 

@@ -162,8 +162,8 @@ class RtlTop:
         ``busy_ew`` (channel-cycles per task kind), ``swings``, ``returns``,
         ``dma_bytes`` (written plus read), and ``runs`` (the records); the HBM term
         (:func:`.perf.step_bound` of the ``cycles`` counter, MS2's kept cells and, with
-        MS1, the density the DMA's counters measured, at the top's
-        :data:`.memory.TOP_HBM_PORTS` port): ``memory_bytes``, ``memory_intermediates``
+        MS1, the density the DMA's counters measured, at the top's ``hbm_ports``):
+        ``memory_bytes``, ``memory_intermediates``
         (the model's MS1 record bytes, which the DMA's ``dma_bytes`` equal),
         ``memory_cycles``, ``bound`` and ``bound_cycles``."""
         from .perf import step_memory, step_time

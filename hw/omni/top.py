@@ -54,7 +54,7 @@ from .top_config import OmniConfig
 from .workload import Workload, allocation, static_split, training_graph
 
 __all__ = ["OmniTop", "register_map", "operand_layout", "mode_queue_depth", "COUNTERS",
-           "MODE_COUNTERS", "CONSTANTS"]
+           "MODE_COUNTERS", "CONSTANTS", "dma_port_names"]
 
 
 def operand_layout(channel):
@@ -98,6 +98,17 @@ def mode_queue_depth(channel):
 #: Read-only configuration registers.
 CONSTANTS = ("channels", "pes_per_channel", "swing_channels", "max_tasks", "hidden_size",
              "input_size")
+
+
+def dma_port_names(port):
+    """The top's member names of DMA ``port`` (0 to ``hbm_ports - 1``), by the DMA's port
+    they carry (``wr_cmd``, ``wr_data``, ``rd_cmd``, ``rd_data``, ``m_axi``):
+    ``s_dma_wr_cmd`` ... ``m_axi`` for port 0, ``s_dma{p}_wr_cmd`` ... ``m_axi{p}`` for
+    port ``p``."""
+    tag = str(port) if port else ""
+    return {"wr_cmd": f"s_dma{tag}_wr_cmd", "wr_data": f"s_dma{tag}_wr_data",
+            "rd_cmd": f"s_dma{tag}_rd_cmd", "rd_data": f"m_dma{tag}_rd_data",
+            "m_axi": f"m_axi{tag}"}
 
 
 def _allocation(config):
@@ -175,9 +186,10 @@ class OmniTop(wiring.Component):
         Each channel's results.
     s_dma_wr_cmd, s_dma_wr_data, s_dma_rd_cmd : In(stream.Signature(...))
     m_dma_rd_data : Out(stream.Signature(...))
-        The DMA's descriptors and data (:class:`~.dma.OmniDMA`).
+        The first DMA's descriptors and data (:class:`~.dma.OmniDMA`); DMA ``p`` of the
+        others has them as ``s_dma{p}_wr_cmd`` ... (:func:`dma_port_names`).
     m_axi : Out(axi4_signature(dma))
-        The HBM port.
+        The first HBM port; ``m_axi{p}`` the others' (``hbm_ports`` in all).
     registers : RegisterMap
 
     Raises
@@ -216,11 +228,15 @@ class OmniTop(wiring.Component):
       at one element every two cycles. The benches (:mod:`nnrtl.sim.tb.omni.top`) are the
       scratchpad, streaming each task's steps of :mod:`.channel_program` in program order
       with the read-after-write order a real scratchpad keeps.
-    - *DMA side*: the DMA's descriptor and data streams (``s_dma_wr_cmd``,
-      ``s_dma_wr_data``, ``s_dma_rd_cmd``, ``m_dma_rd_data``) are the scratchpad's too;
-      its AXI4 port ``m_axi`` is the HBM (one pseudo-channel port,
-      :data:`~.top_config.HBM_DATA_WIDTH` bits). ``threshold`` is θ (fp32 bits), reset to
-      ``prune_threshold``.
+    - *DMA side*: ``hbm_ports`` DMAs, each on its own AXI4 port (an HBM pseudo-channel
+      port of :data:`~.top_config.HBM_DATA_WIDTH` bits), each with its own descriptor and
+      data streams (``s_dma_wr_cmd``, ``s_dma_wr_data``, ``s_dma_rd_cmd``,
+      ``m_dma_rd_data`` for the first, :func:`dma_port_names`), which are the
+      scratchpad's: it places each record on a port and gives its addresses (a
+      pseudo-channel's own space). Independent engines rather than one DMA striping over
+      the ports, because one DMA moves one beat a cycle, a port's worth. ``threshold``
+      (θ, fp32 bits, reset to ``prune_threshold``) and ``clear`` are shared; the byte and
+      value counters are the DMAs' sums, the status bits their OR.
     - *Task table loading* through AXI4-Lite (one task = three register writes and a push):
       the table is a window of at most ``max_tasks`` tasks; a push while a run is under way
       or the table is full is dropped and sets the sticky ``status.push_dropped``.
@@ -242,11 +258,13 @@ class OmniTop(wiring.Component):
             "s_operand": In(stream.Signature(operand_layout(channel))).array(n),
             "s_broadcast": In(stream.Signature(channel.fmt.width)).array(n),
             "m_result": Out(stream.Signature(channel.beat_layout)).array(n),
-            "s_dma_wr_cmd": In(stream.Signature(write_command_layout(dma))),
-            "s_dma_wr_data": In(stream.Signature(32)),
-            "s_dma_rd_cmd": In(stream.Signature(read_command_layout(dma))),
-            "m_dma_rd_data": Out(stream.Signature(output_layout(dma))),
-            "m_axi": Out(axi4_signature(dma)),
+            **{name: member for port in range(config.hbm_ports)
+               for name, member in zip(dma_port_names(port).values(), (
+                   In(stream.Signature(write_command_layout(dma))),
+                   In(stream.Signature(32)),
+                   In(stream.Signature(read_command_layout(dma))),
+                   Out(stream.Signature(output_layout(dma))),
+                   Out(axi4_signature(dma))))},
         })
 
     config = property(lambda self: self._config)
@@ -262,7 +280,10 @@ class OmniTop(wiring.Component):
         control = {field.name: regs.control[field.offset]
                    for field in self._registers["control"].fields}
         m.submodules.r2a = r2a = R2AScheduler(config.r2a)
-        m.submodules.dma = dma = OmniDMA(config.dma)
+        dmas = []
+        for port in range(config.hbm_ports):
+            dmas.append(OmniDMA(config.dma))
+            m.submodules[f"dma{port or ''}"] = dmas[-1]
 
         # -- channels: their streams are the top's scratchpad ports ----------------------
         modes = []                   # per channel: (counted, mode) this cycle
@@ -327,12 +348,20 @@ class OmniTop(wiring.Component):
             m.d.sync += push_dropped.eq(1)
 
         # -- the DMA -----------------------------------------------------------------------
-        wiring.connect(m, wiring.flipped(self.s_dma_wr_cmd), dma.wr_cmd)
-        wiring.connect(m, wiring.flipped(self.s_dma_wr_data), dma.wr_data)
-        wiring.connect(m, wiring.flipped(self.s_dma_rd_cmd), dma.rd_cmd)
-        wiring.connect(m, dma.rd_data, wiring.flipped(self.m_dma_rd_data))
-        wiring.connect(m, dma.m_axi, wiring.flipped(self.m_axi))
-        m.d.comb += [dma.threshold.eq(regs.threshold), dma.clear.eq(control["clear"])]
+        for port, dma in enumerate(dmas):
+            names = dma_port_names(port)
+            for unit_port in ("wr_cmd", "wr_data", "rd_cmd"):
+                wiring.connect(m, wiring.flipped(getattr(self, names[unit_port])),
+                               getattr(dma, unit_port))
+            wiring.connect(m, dma.rd_data, wiring.flipped(getattr(self, names["rd_data"])))
+            wiring.connect(m, dma.m_axi, wiring.flipped(getattr(self, names["m_axi"])))
+            m.d.comb += [dma.threshold.eq(regs.threshold), dma.clear.eq(control["clear"])]
+
+        def any_of(name):
+            return Cat(*(getattr(dma, name) for dma in dmas)).any()
+
+        def sum_of(name):
+            return sum(getattr(dma, name) for dma in dmas)
 
         # -- counters and status -----------------------------------------------------------
         busy_matmul = Signal(64)
@@ -353,8 +382,8 @@ class OmniTop(wiring.Component):
                      "hidden_size": config.hidden_size, "input_size": config.input_size}
         m.d.comb += [getattr(regs, name).eq(value) for name, value in constants.items()]
         m.d.comb += [
-            regs.status.eq(Cat(r2a.running, r2a.finished, dma.wr_busy, dma.rd_busy,
-                               dma.error, push_dropped)),
+            regs.status.eq(Cat(r2a.running, r2a.finished, any_of("wr_busy"),
+                               any_of("rd_busy"), any_of("error"), push_dropped)),
             regs.task_count.eq(r2a.count),
             regs.cycles.eq(r2a.cycles),
             regs.busy_matmul.eq(busy_matmul),
@@ -363,10 +392,10 @@ class OmniTop(wiring.Component):
             regs.group_busy_ew.eq(r2a.busy_ew),
             regs.swings.eq(r2a.swings),
             regs.returns.eq(r2a.returns),
-            regs.bytes_written.eq(dma.bytes_written),
-            regs.bytes_read.eq(dma.bytes_read),
-            regs.values_pruned.eq(dma.values_pruned),
-            regs.values_kept.eq(dma.values_kept),
+            regs.bytes_written.eq(sum_of("bytes_written")),
+            regs.bytes_read.eq(sum_of("bytes_read")),
+            regs.values_pruned.eq(sum_of("values_pruned")),
+            regs.values_kept.eq(sum_of("values_kept")),
             *(getattr(regs, MODE_COUNTERS[mode]).eq(counter)
               for mode, counter in busy_mode.items()),
         ]

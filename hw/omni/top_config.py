@@ -3,32 +3,40 @@ RTL, register map, C header, manifest, resource and cycle models and bench deriv
 
 η-LSTM (ISCA 2021, Sec. V-D, Fig. 13a; spec §3.6): ``channels`` channels of
 ``pes_per_channel`` Omni-PEs (40 x 32 = 1,280 on the VCU128), the η-LSTM controller
-running the R2A scheduler (``swing_channels`` of them swing), the compressing DMA toward
-the HBM. :class:`OmniConfig` holds the issue's parameters (the LSTM's ``input_size``,
-``hidden_size``, ``layers``, ``seq_len``, ``batch``; the hardware's ``channels``,
-``pes_per_channel``, ``swing_channels``, ``adder_stages``, ``prune_threshold``) and derives
+running the R2A scheduler (``swing_channels`` of them swing), ``hbm_ports`` compressing
+DMAs toward the HBM. :class:`OmniConfig` holds the issue's parameters (the LSTM's
+``input_size``, ``hidden_size``, ``layers``, ``seq_len``, ``batch``; the hardware's
+``channels``, ``pes_per_channel``, ``swing_channels``, ``adder_stages``,
+``prune_threshold``, ``hbm_ports``) and derives
 the unit configurations from them: :attr:`OmniConfig.channel`
 (:class:`~.channel_config.ChannelConfig`), :attr:`OmniConfig.r2a`
-(:class:`~.r2a.R2AConfig`), :attr:`OmniConfig.dma` (:class:`~.dma_config.DmaConfig`).
+(:class:`~.r2a.R2AConfig`), :attr:`OmniConfig.dma` (:class:`~.dma_config.DmaConfig`, each
+DMA's).
 Every other width, depth and stage count is those units' default.
 """
 
 import dataclasses
 import math
 
-from ..checks import by_distance, check_positive, is_int
+from ..checks import by_distance, check_positive, check_range, is_int
 from .channel_config import ChannelConfig
 from .dma_config import DmaConfig, threshold_bits
 from .r2a import R2AConfig
 
-__all__ = ["OmniConfig", "TASK_KINDS", "HBM_DATA_WIDTH"]
+__all__ = ["OmniConfig", "TASK_KINDS", "HBM_DATA_WIDTH", "HBM_PSEUDO_CHANNELS",
+           "PAPER_HBM_PORTS"]
 
 #: The R2A task kinds, in the order of their code in the task table (0 MatMul, 1 EW).
 TASK_KINDS = ("matmul", "ew")
 
-#: Width of the DMA's AXI4 port: an HBM pseudo-channel port of the VCU128's HBM IP is
-#: 256 bits (at 450 MHz); [U] decided here, one port (the paper sets 224 GB/s in total).
+#: Width of a DMA's AXI4 port: an HBM pseudo-channel port of the VCU128's HBM IP is
+#: 256 bits (at 450 MHz); [U] decided here.
 HBM_DATA_WIDTH = 256
+#: HBM pseudo-channels of the VCU128 (Xilinx PG276: two stacks of 16), the most ports.
+HBM_PSEUDO_CHANNELS = 32
+#: The default ``hbm_ports``: the paper's 224 GB/s (§VI-A) at its 500 MHz over ports of
+#: :data:`HBM_DATA_WIDTH` bits, one beat a cycle: ``224e9 / (32 * 500e6) = 14``.
+PAPER_HBM_PORTS = 14
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +61,19 @@ class OmniConfig:
         Pipeline stages of every PE's fp32 adder (8, the paper's).
     prune_threshold : float
         θ, the reset value of the DMA's threshold register (0.1, "around 0.1").
+    dsp_primitives : bool
+        Of every PE's adder and multiplier (:class:`~.config.OmniPEConfig`): ``True``
+        builds their alignment and significand products on ``DSP48E2`` Instances (the
+        same DSP count, fewer LUTs; Verilator runs them with the model
+        :func:`nnrtl.sim.runner.build` appends), ``False`` leaves them to the tool;
+        ``"behaviour"`` (not a ``--param`` value) the Instances' behaviour in Amaranth,
+        for Amaranth's simulator.
     max_tasks : int
         Entries of the R2A task table (a window of the iteration's graph).
+    hbm_ports : int
+        DMAs of the top, each on its own HBM pseudo-channel port of
+        :data:`HBM_DATA_WIDTH` bits (1 to :data:`HBM_PSEUDO_CHANNELS`; default
+        :data:`PAPER_HBM_PORTS`, the paper's 224 GB/s at 500 MHz).
 
     Raises
     ------
@@ -62,7 +81,8 @@ class OmniConfig:
         A parameter of the wrong type or out of range (the units' own checks name it).
     ValueError
         A combination the units refuse (``swing_channels`` above ``channels``, ...);
-        ``channels`` or ``max_tasks`` above 64 (the width of their registers).
+        ``channels`` or ``max_tasks`` above 64 (the width of their registers);
+        ``hbm_ports`` not an integer from 1 to :data:`HBM_PSEUDO_CHANNELS`.
     """
 
     input_size: int = 8
@@ -75,11 +95,14 @@ class OmniConfig:
     swing_channels: int = 2
     adder_stages: int = 8
     prune_threshold: float = 0.1
+    dsp_primitives: bool = False
     max_tasks: int = 64
+    hbm_ports: int = PAPER_HBM_PORTS
 
     def __post_init__(self):
         for name in ("layers", "seq_len", "batch"):
             check_positive(name, getattr(self, name))
+        check_range("hbm_ports", self.hbm_ports, 1, HBM_PSEUDO_CHANNELS)
         threshold = self.prune_threshold
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
                 math.isfinite(threshold) and threshold >= 0):
@@ -114,7 +137,8 @@ class OmniConfig:
         ``max_length`` covers every layer, :meth:`layer_channel`)."""
         return ChannelConfig(pes_per_channel=self.pes_per_channel,
                              input_size=self.input_size, hidden_size=self.hidden_size,
-                             adder_stages=self.adder_stages)
+                             adder_stages=self.adder_stages,
+                             dsp_primitives=self.dsp_primitives)
 
     def layer_channel(self, layer):
         """The channel configuration of ``layer``'s cell programs: its input size, the

@@ -24,7 +24,7 @@ the golden program run on the golden scratchpad before it (:class:`TaskPad`), so
 wrong beat is reported where it happens, not where it propagates to.
 
 After the tasks, MS1's record of one cell (its P1 vectors) goes through the top's DMA
-into an HBM model (cocotbext-axi's ``AxiRam``) and back
+into an HBM model (cocotbext-axi's ``AxiRam``, one per HBM port) through every DMA and back
 (:func:`~nnrtl.sim.tb.omni.top_dma.dma_round_trip`),
 checked against :mod:`nnrtl.sim.golden.omni.dma`: the memory image, the re-densified
 beats and the byte and pruning counters.
@@ -41,6 +41,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, Event, RisingEdge, SimTimeoutError, with_timeout
 
 from nnrtl.hw.omni.channel_program import bp_program, fw_program
+from nnrtl.hw.omni.top import dma_port_names
 from nnrtl.sim.golden.float import from_bits
 from nnrtl.sim.golden.omni.channel import bp_inputs, fw_inputs, run_program
 from nnrtl.sim.patterns import cycle_budget
@@ -178,7 +179,8 @@ class TopStreams:
     """The stream drivers of the top bench, made once per test
     (:mod:`nnrtl.sim.tb.streams`): per channel ``c`` a source on each of :data:`PORTS`, a
     sink and a :class:`~nnrtl.sim.tb.streams.Forward` on ``m_task[c]`` and
-    ``m_result[c]``; sources on the DMA's command and value ports, a sink on its output.
+    ``m_result[c]``; per DMA port (:attr:`dmas`) sources on its command and value ports
+    and a sink on its output (:attr:`dma`, :attr:`dma_out`: port 0's).
 
     The forwards hand their words to the run in progress (:attr:`run`, a
     :class:`Scratchpads`); a word outside a run is a failure in :attr:`strays`.
@@ -189,9 +191,17 @@ class TopStreams:
         The top level.
     channels : int
         Its channel count.
+    ports : int
+        The DMA ports to drive (the first ``ports`` of ``hbm_ports``; the others idle).
+
+    Attributes
+    ----------
+    dmas : list of tuple
+        Per port ``(sources, sink)``: ``sources`` by the first port's names
+        (``s_dma_wr_cmd``, ``s_dma_wr_data``, ``s_dma_rd_cmd``).
     """
 
-    def __init__(self, dut, channels):
+    def __init__(self, dut, channels, ports=1):
         self.dut, self.run, self.strays = dut, None, []
         self.streams = streams = Streams(dut)
         self.sources = [{port: streams.source(f"{port}__{c}") for port in PORTS}
@@ -204,9 +214,13 @@ class TopStreams:
                 Forward(dut, f"{port}__{c}").callback = partial(self._forward, port, c)
         self.channel_ports = [f"{port}__{c}" for c in range(channels)
                               for port in (*PORTS, *self.sinks)]
-        self.dma = {name: streams.source(name)
-                    for name in ("s_dma_wr_cmd", "s_dma_wr_data", "s_dma_rd_cmd")}
-        self.dma_out = streams.sink("m_dma_rd_data")
+        self.dmas = []
+        for port in range(ports):
+            names = dma_port_names(port)
+            self.dmas.append(({f"s_dma_{unit}": streams.source(names[unit])
+                               for unit in ("wr_cmd", "wr_data", "rd_cmd")},
+                              streams.sink(names["rd_data"])))
+        self.dma, self.dma_out = self.dmas[0]
 
     def _forward(self, port, channel, word):
         self.forwarded[port][channel].append(word)
@@ -377,14 +391,15 @@ async def omni_top_runs_iteration(dut):
     config = config_from_params(params["config"])
     tasks = top_tasks(config)
     rng = np.random.default_rng(params["seed"])
-    bench = TopStreams(dut, config.channels)
+    bench = TopStreams(dut, config.channels, ports=config.hbm_ports)
     await start_clock_and_reset(dut)
     await ClockCycles(dut.clk, config.adder_stages + 2)
     regs = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk,
                                      dut.rst), register_map(config))
     record_bytes = 2 * 4 * len(P1_VECTORS) * config.hidden_size
-    ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_"), dut.clk, dut.rst,
-                 size=1 << max(12, record_bytes.bit_length()))
+    rams = [AxiRam(AxiBus.from_prefix(dut, dma_port_names(port)["m_axi"] + "_"), dut.clk,
+                   dut.rst, size=1 << max(12, record_bytes.bit_length()))
+            for port in range(config.hbm_ports)]
     runs, all_mismatches, beats = [], [], 0
     for index, pattern in enumerate(params["patterns"]):
         befores = task_pads(tasks, cell_pads(config, rng))
@@ -395,11 +410,14 @@ async def omni_top_runs_iteration(dut):
             failures.append("status.finished stayed 0 after the last task's result")
         counters = await regs.read_many(COUNTERS)
         bp_mm = next(t for t in tasks if t.part == "bp_mm")
-        dma_failures, dma_counters = await dma_round_trip(
-            bench, regs, ram, config, befores[bp_mm.id], pattern,
-            random.Random(params["seed"]))
-        failures += dma_failures
-        counters.update(dma_counters)
+        for port, ram in enumerate(rams):
+            dma_failures, dma_counters = await dma_round_trip(
+                bench, regs, ram, config, befores[bp_mm.id], pattern,
+                random.Random(params["seed"] + port), port=port)
+            failures += [f"port {port}: {failure}" if port else failure
+                         for failure in dma_failures]
+            for name, value in dma_counters.items():
+                counters[name] = value + (counters[name] if port else 0)
         if counters["busy_matmul"] + counters["busy_ew"] > cycles * config.channels:
             failures.append(f"busy counters {counters['busy_matmul']} + "
                             f"{counters['busy_ew']} exceed {config.channels} channels x "

@@ -12,6 +12,7 @@ from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 
 from nnrtl.hw.omni.decode import MODE, output_layout
 from nnrtl.hw.omni.dma import read_command_layout, write_command_layout
+from nnrtl.hw.omni.top import dma_port_names
 from nnrtl.sim.golden.omni import dma as golden
 from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import CLOCK_PERIOD_NS
@@ -27,11 +28,12 @@ def _pack(layout, **fields):
                for name, field in layout)
 
 
-async def dma_round_trip(bench, regs, ram, config, pad, pattern, rng):
-    """MS1's record of one cell through the top's DMA: its P1 vectors written sparse at
-    the ``threshold`` register's θ into the HBM model, then read back re-densified
-    (``expand``). The memory image, the beats and the counter registers must be the
-    golden DMA model's.
+async def dma_round_trip(bench, regs, ram, config, pad, pattern, rng, port=0):
+    """MS1's record of one cell through DMA ``port`` of the top: its P1 vectors written
+    sparse at the ``threshold`` register's θ into the HBM model on that port, then read
+    back re-densified (``expand``). The memory image, the beats and the counter registers
+    (cleared first: the sums over the DMAs are this one's) must be the golden DMA
+    model's.
 
     Parameters
     ----------
@@ -49,6 +51,9 @@ async def dma_round_trip(bench, regs, ram, config, pad, pattern, rng):
         The pause pattern.
     rng : random.Random
         Seeds the pause generators.
+    port : int
+        The DMA (:func:`~nnrtl.hw.omni.top.dma_port_names`; ``bench`` drives its
+        streams).
 
     Returns
     -------
@@ -65,19 +70,21 @@ async def dma_round_trip(bench, regs, ram, config, pad, pattern, rng):
     for channel in (ram.write_if.aw_channel, ram.write_if.w_channel, ram.write_if.b_channel,
                     ram.read_if.ar_channel, ram.read_if.r_channel):
         channel.set_pause_generator(pause_pattern(pattern, random.Random(rng.random())))
-    bench.streams.pause(pattern, rng, ports=("s_dma_wr_data", "m_dma_rd_data"))
+    names = dma_port_names(port)
+    sources, out = bench.dmas[port]
+    bench.streams.pause(pattern, rng, ports=(names["wr_data"], names["rd_data"]))
     await regs.write_fields("control", clear=1)
     budget = cycle_budget(4 * bits.size + 64, output_beats=bits.size, patterns=(pattern,))
-    values, out = bench.dma["s_dma_wr_data"], bench.dma_out
+    values = sources["s_dma_wr_data"]
     failures = []
 
     async def transfer(command, layout, fields, words=(), beats=0):
         first = len(out.words)
-        bench.dma[command].send_words([_pack(layout, **fields)])
+        sources[command].send_words([_pack(layout, **fields)])
         values.send_words(words)
 
         async def traffic():
-            await bench.dma[command].wait()
+            await sources[command].wait()
             if not values.idle():
                 await values.wait()
             return await out.receive(beats)
@@ -106,7 +113,7 @@ async def dma_round_trip(bench, regs, ram, config, pad, pattern, rng):
                          beats=len(want.beats))
     await ClockCycles(bench.dut.clk, 4)
     extra = out.extra()
-    if extra or bench.dut.m_dma_rd_data__valid.value:
+    if extra or getattr(bench.dut, f"{names['rd_data']}__valid").value:
         failures.append(f"DMA: {len(extra)} beats taken beyond the {len(want.beats)} "
                         "expanded ones (or one waiting)")
     layout = output_layout(dma)

@@ -62,7 +62,7 @@ def test_resources_add_up_from_lane_channel_and_shared_units():
     assert estimate.per_channel["lut"] > (32 * estimate.per_pe["lut"] + control["lut"]
                                           + activation["lut"])
     assert estimate.total["dsp"] == 40 * estimate.per_channel["dsp"] + \
-        UNIT_LOGIC["r2a"]["dsp"] + UNIT_LOGIC["dma"]["dsp"]
+        UNIT_LOGIC["r2a"]["dsp"] + 14 * UNIT_LOGIC["dma"]["dsp"]     # a DMA per HBM port
 
 
 @pytest.mark.parametrize("lanes", sorted(CHANNEL_LOGIC))
@@ -119,8 +119,8 @@ def test_predict(config, full):
     assert result["cycles"] * config.pes >= result["useful_ops"]
     ms1 = predict(config, {"ms1": True, "density": 0.35})
     assert ms1["useful_ops"] < result["useful_ops"]
-    with pytest.raises(UsageError, match=r"^omni predict takes ms1, kept and density, not "
-                                         r"steps$"):
+    with pytest.raises(UsageError, match=r"^omni predict takes ms1, kept, density and "
+                                         r"hbm_ports, not steps$"):
         predict(config, {"steps": 3})
 
 

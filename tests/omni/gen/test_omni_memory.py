@@ -68,7 +68,8 @@ def test_bound_named():
                                   "memory_cycles": 99, "bound": "compute"}
     assert step_time(100, 101)["bound"] == "memory"
     assert memory_cycles(33, hbm_bandwidth(1)) == 2
-    config = OmniConfig(channels=4, pes_per_channel=4)
+    config = OmniConfig(channels=4, pes_per_channel=4, hbm_ports=1)
+    assert OmniConfig().hbm_ports == 14
     term = step_memory(config)
     assert term["memory_cycles"] == 55296 // 32
     assert step_bound(config, 892) == {"cycles": 1728, "compute_cycles": 892,

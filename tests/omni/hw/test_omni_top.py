@@ -10,7 +10,7 @@ import pytest
 
 from nnrtl.hw.omni.channel_program import bp_program, fw_program
 
-from nnrtl.hw.omni.top import COUNTERS, MODE_COUNTERS, OmniTop, register_map
+from nnrtl.hw.omni.top import COUNTERS, MODE_COUNTERS, OmniTop, dma_port_names, register_map
 from nnrtl.hw.omni.top_config import OmniConfig
 from nnrtl.hw.omni.top_program import PARTS, task_count, top_tasks
 from nnrtl.sim.tb.omni.top import check_in_amaranth
@@ -108,6 +108,8 @@ def test_register_map():
                                    r"swing_mask registers have 64 bits$"),
     ({"max_tasks": 65}, ValueError, r"^max_tasks \(65\) cannot exceed 64: the task_deps "
                                     r"register has 64 bits$"),
+    ({"hbm_ports": 33}, TypeError, r"^hbm_ports must be an integer from 1 to 32, not 33$"),
+    ({"hbm_ports": 0}, TypeError, r"^hbm_ports must be an integer from 1 to 32, not 0$"),
 ])
 def test_config_checks(kwargs, error, message):
     with pytest.raises(error, match=message):
@@ -125,3 +127,17 @@ def test_top_and_graph_checks():
         top_tasks(OmniConfig(layers=1, seq_len=17))
     with pytest.raises(ValueError, match=r"^layer must be an integer from 0 to 1, not 2$"):
         OmniConfig().layer_channel(2)
+
+
+def test_a_dma_per_hbm_port():
+    """``hbm_ports`` DMAs, each with its descriptor streams and AXI4 port; port 0 keeps
+    the unnumbered names; 14 by default (224 GB/s / (32 bytes x 500 MHz))."""
+    assert OmniConfig().hbm_ports == 14
+    top = OmniTop(OmniConfig(channels=2, pes_per_channel=1, hbm_ports=3))
+    members = set(top.signature.members)
+    for tag in ("", "1", "2"):
+        assert {f"s_dma{tag}_wr_cmd", f"s_dma{tag}_wr_data", f"s_dma{tag}_rd_cmd",
+                f"m_dma{tag}_rd_data", f"m_axi{tag}"} <= members
+    assert "m_axi3" not in members
+    assert dma_port_names(2)["m_axi"] == "m_axi2" and dma_port_names(0)["rd_data"] == \
+        "m_dma_rd_data"

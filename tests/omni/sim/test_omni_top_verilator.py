@@ -66,3 +66,19 @@ def test_bigger_top_with_swings(pattern):
     check_counters(result, BIGGER, pattern)
     assert result["values_kept"] + result["values_pruned"] == 6 * 11
     assert result["swings"] > 0
+
+
+@pytest.mark.parametrize("pattern", ["none", "bursty"])
+def test_three_hbm_ports_each_round_trip_bit_exact(pattern):
+    """The small top with three DMAs, each on its own AxiRam: the cell's P1 record
+    through every port, bit-exact against the golden DMA; the counters summed over the
+    ports (the same record on each: three bitmaps of 6 bytes and the survivors)."""
+    config = dataclasses.replace(SMALL, hbm_ports=3)
+    result = simulate(SimRequest(config=config, board=get_board("vcu128"), seed=2,
+                                 backpressure=pattern))
+    assert result["bit_exact"] is True and result["failures"] == []
+    check_counters(result, config, pattern)
+    assert result["values_kept"] + result["values_pruned"] == 3 * 6 * SMALL.hidden_size
+    assert result["values_kept"] % 3 == 0
+    assert result["bytes_written"] == 3 * 6 + 4 * result["values_kept"] == \
+        result["bytes_read"]
