@@ -27,7 +27,8 @@ channels less the units they hold give that logic as a
 fixed part plus a part per lane, so the model equals both measured channels. The top
 adds two operand beats a channel and a beat counter (flip-flops); the R2A scheduler and
 the DMA are counted once per top and once per HBM port (``hbm_ports``; their measured
-figures), the AXI4-Lite register file with them. Other stage counts use the same figures (an approximation: stages change
+figures), the AXI4-Lite register file with them. Other stage counts use the same
+figures (an approximation: stages change
 flip-flops, hardly LUTs or DSPs). Yosys is not Vivado.
 """
 
@@ -81,9 +82,7 @@ def _units():
     from ...hw.omni.pe_control import OmniPEControl
     from ...hw.omni.r2a import R2AScheduler
     full = OmniConfig(input_size=3072, hidden_size=3072, channels=40)
-    channel = ChannelConfig(pes_per_channel=32, input_size=3072, hidden_size=3072,
-                            dsp_primitives=True)
-    inferred = dataclasses.replace(channel.pe, dsp_primitives=False)
+    channel = ChannelConfig(pes_per_channel=32, input_size=3072, hidden_size=3072)
 
     def activation():
         return SharedActivation((channel.table("sigmoid"), channel.table("tanh")),
@@ -93,8 +92,6 @@ def _units():
                                 shifts=channel.adder_shifts)
 
     return {"pe": lambda: OmniPE(channel.pe), "lane": lambda: OmniLane(channel.pe),
-            "pe_inferred": lambda: OmniPE(inferred),
-            "lane_inferred": lambda: OmniLane(inferred),
             "pe_control": lambda: OmniPEControl(channel.pe), "activation": activation,
             "r2a": lambda: R2AScheduler(full.r2a),
             "dma": lambda: OmniDMA(full.dma)}
@@ -120,7 +117,7 @@ def measure_channel(pes_per_channel=32, log=None):
     from .studies.bench import yosys_counts
 
     channel = ChannelConfig(pes_per_channel=pes_per_channel, input_size=3072,
-                            hidden_size=3072, dsp_primitives=True)
+                            hidden_size=3072)
     with tempfile.TemporaryDirectory(prefix="omni-channel-") as work:
         counts = yosys_counts(Channel(channel), "omni_channel", work, shared=True, log=log)
     return {"lut": counts["lut_logic"], "lut_memory": counts["lut_memory"],
