@@ -175,7 +175,7 @@ def lint(engine, config):
     emitted = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="nnrtl-lint-") as scratch:
         source = Path(scratch) / f"{engine.module_name}.v"
-        source.write_text(text)
+        source.write_text(runner.with_primitive_models(text))
         done = subprocess.run(
             ["verilator", "--lint-only", "--top-module", engine.module_name,
              *(f"-Wno-{warning}" for warning in runner.WAIVERS), str(source)],

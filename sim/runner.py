@@ -18,6 +18,9 @@ model large enough to be split into several C++ files fails to link
 (``__pch.h.fast: linker input file not found``). Every build runs with
 ``MAKEFLAGS=CFG_CXXFLAGS_PCH_I=-include``, which fixes it. The generated C++ is compiled
 at ``$NNRTL_VERILATOR_OPT`` (:func:`opt_level`, default ``-O0``).
+
+A design that instantiates a vendor primitive (a ``DSP48E2``) is built with the
+primitive's Verilog model appended (:func:`with_primitive_models`).
 """
 
 import contextlib
@@ -25,6 +28,7 @@ import hashlib
 import json
 import os
 import glob
+import re
 import shutil
 import subprocess
 import sys
@@ -35,13 +39,19 @@ from importlib import metadata
 from pathlib import Path
 
 from ..hw import hierarchy
+from ..hw.arith import dsp48e2
 from . import cache
 from .cache import cache_dir
 
 from ..gen.progress import Progress
 
 __all__ = ["SimulationError", "Build", "cache_dir", "to_verilog", "build", "simulate",
-           "opt_level", "verilator_env", "OPT_LEVELS"]
+           "opt_level", "verilator_env", "OPT_LEVELS", "PRIMITIVE_MODELS",
+           "with_primitive_models"]
+
+#: The Verilog models of the vendor primitives a design may instantiate, by module name
+#: (each a function returning the model's text): Verilator has no vendor library.
+PRIMITIVE_MODELS = {"DSP48E2": dsp48e2.model_verilog}
 
 #: Bump when the way builds are made changes, so old cache entries are not reused.
 _CACHE_FORMAT = 2
@@ -100,6 +110,17 @@ def to_verilog(component, name):
     :func:`~nnrtl.hw.hierarchy.shared` emitted once, no source locations (so the text,
     and hence the cache key, does not depend on where the code lives)."""
     return hierarchy.convert(component, name)
+
+
+def with_primitive_models(verilog_text):
+    """``verilog_text`` with the model of each :data:`PRIMITIVE_MODELS` primitive it
+    instantiates and does not define appended (the text itself when there is none)."""
+    for name, model in PRIMITIVE_MODELS.items():
+        used = re.search(rf"^\s*{name}\s*(#|\\?\w)", verilog_text, re.MULTILINE)
+        defined = re.search(rf"^\s*module\s+{name}\b", verilog_text, re.MULTILINE)
+        if used and not defined:
+            verilog_text += "\n" + model()
+    return verilog_text
 
 
 def _lz4_link_dir(directory):
@@ -215,7 +236,8 @@ def build(verilog_text, top, *, build_args=(), waves=False, log=None):
     Parameters
     ----------
     verilog_text : str
-        The whole design.
+        The whole design (the models of the vendor primitives it instantiates are
+        appended: :func:`with_primitive_models`).
     top : str
         Name of the top-level module.
     build_args : sequence of str
@@ -283,6 +305,7 @@ def _built(verilog_text, top, *, build_args, waves, log):
     """:func:`build`, holding the entry in use (:func:`~nnrtl.sim.cache.use`) until the
     block ends, so that no eviction removes it while it is built or run."""
     waves = _waves_format(waves)
+    verilog_text = with_primitive_models(verilog_text)
     start = time.monotonic()
     key = _cache_key(verilog_text, top, build_args, waves)
     directory = cache_dir() / "verilator" / f"{top}-{key}"

@@ -147,6 +147,10 @@ class ChannelConfig:
     multiplier_shifts : str
         Of every PE's multiplier, ``"dsp"`` (default) or ``"lut"``
         (:class:`~.config.OmniPEConfig`).
+    dsp_primitives : bool or str
+        Of every PE's adder and multiplier: ``False`` (default), ``True`` (``DSP48E2``
+        Instances) or ``"behaviour"`` (:class:`~.config.OmniPEConfig`; the activation
+        unit's arithmetic is not affected).
 
     Raises
     ------
@@ -173,6 +177,7 @@ class ChannelConfig:
     flush_subnormals: bool = True
     adder_shifts: str = "dsp"
     multiplier_shifts: str = "dsp"
+    dsp_primitives: bool = False
 
     def __post_init__(self):
         check_positive("pes_per_channel", self.pes_per_channel)
@@ -221,7 +226,8 @@ class ChannelConfig:
                             max_length=self.max_length or self.longest_job,
                             flush_subnormals=self.flush_subnormals,
                             adder_shifts=self.adder_shifts,
-                            multiplier_shifts=self.multiplier_shifts)
+                            multiplier_shifts=self.multiplier_shifts,
+                            dsp_primitives=self.dsp_primitives)
 
     def table(self, function):
         """The :class:`~nnrtl.hw.arith.activation.ActivationTable` of ``"sigmoid"`` or

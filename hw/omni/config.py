@@ -15,6 +15,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from ..arith.accumulator import reduction_schedule
+from ..arith.dsp48e2 import check_primitive_form
 from ..arith.float_add import FloatAdd, check_shifts
 from ..arith.float_format import FP32, FloatFormat
 from ..arith.float_mul import FloatMul
@@ -81,7 +82,8 @@ def check_units(config, depths):
     """The checks a PE's and a channel's config share: ``fmt``, ``adder_stages`` (1 to
     8), ``multiplier_stages`` (0 to 6), the queue ``depths`` (names; at least 2: a full
     queue takes no write even when read in the same cycle), ``flush_subnormals``,
-    ``adder_shifts`` and ``multiplier_shifts``."""
+    ``adder_shifts``, ``multiplier_shifts`` and ``dsp_primitives`` (needs ``adder_shifts``
+    ``"dsp"``)."""
     if not isinstance(config.fmt, FloatFormat):
         raise TypeError(f"fmt must be a FloatFormat, not {config.fmt!r}")
     check_range("adder_stages", config.adder_stages, 1, len(FloatAdd.CUT_PRIORITY))
@@ -100,6 +102,11 @@ def check_units(config, depths):
         check_shifts(config.multiplier_shifts, config.fmt, widest=2 * DSP_ONE_HOT - 3)
     except ValueError as error:
         raise ValueError(f"multiplier_{error}") from None
+    check_primitive_form(config.dsp_primitives)
+    if config.dsp_primitives is not False and config.adder_shifts != "dsp":
+        raise ValueError(f"dsp_primitives={config.dsp_primitives!r} needs adder_shifts='dsp', "
+                         f"not adder_shifts={config.adder_shifts!r}; use "
+                         f"dsp_primitives=False")
 
 
 class ConfiguredComponent(wiring.Component):
@@ -238,6 +245,15 @@ class OmniPEConfig:
         way). [U] decision: a lane then takes 6 DSP slices, 40 channels of 32 lanes
         with their activation units 8,000 of the VCU128's 9,024, for 28 LUTs fewer a
         lane (Yosys, fp32, 4 stages, flushing; :mod:`nnrtl.gen.omni.resources`).
+    dsp_primitives : bool or str
+        How the adder's alignment product and sum and the multiplier's significand
+        product are built (:class:`~nnrtl.hw.arith.float_add.FloatAdd`'s and
+        :class:`~nnrtl.hw.arith.float_mul.FloatMul`'s ``dsp_primitives``): ``False``
+        (default) left to the tool; ``True`` on ``DSP48E2`` Instances (synthesis, and
+        Verilator with the model :func:`~nnrtl.sim.runner.build` appends); ``"behaviour"``
+        the same slices in plain Amaranth (Amaranth's simulator). The same bits and
+        cycles every way; the DSP count is the same, the LUTs fewer
+        (:mod:`nnrtl.gen.omni.resources`). Needs ``adder_shifts="dsp"``.
 
     Raises
     ------
@@ -257,6 +273,7 @@ class OmniPEConfig:
     flush_subnormals: bool = True
     adder_shifts: str = "dsp"
     multiplier_shifts: str = "dsp"
+    dsp_primitives: bool = False
 
     def __post_init__(self):
         check_units(self, ("input_depth", "output_depth"))

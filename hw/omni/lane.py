@@ -19,6 +19,9 @@ Everything here depends on data; nothing decides. Decisions for fewer LUTs (Yosy
 - *The multiplier* is :class:`~nnrtl.hw.arith.float_mul.FloatMul` with the config's
   ``multiplier_shifts`` (default ``"dsp"``: its one-bit normalising shift on a sixth
   DSP slice of the lane, 104 LUTs where the shift in LUTs takes 132).
+- *DSP48E2 Instances.* With the config's ``dsp_primitives`` the adder's alignment product
+  and sum and the multiplier's significand product are ``DSP48E2`` Instances (or their
+  behaviour in Amaranth), the slices the tool would infer, fewer LUTs around them.
 
 Each cycle the control's word
 (:attr:`~.config.OmniPEConfig.lane_control_layout`) says which queue entries are written
@@ -109,10 +112,11 @@ class OmniLane(ConfiguredComponent):
 
         m.submodules.multiplier = multiplier = FloatMul(
             fmt, stages=config.multiplier_stages, flush_subnormals=config.flush_subnormals,
-            shifts=config.multiplier_shifts)
+            shifts=config.multiplier_shifts, dsp_primitives=config.dsp_primitives)
         m.submodules.adder = adder = FloatAdd(fmt, stages=config.adder_stages,
                                               flush_subnormals=config.flush_subnormals,
-                                              shifts=config.adder_shifts)
+                                              shifts=config.adder_shifts,
+                                              dsp_primitives=config.dsp_primitives)
         input1 = _storage(m, config, "input1", control, self.i_input1)
         input2 = _storage(m, config, "input2", control, self.i_input2)
 

@@ -61,6 +61,13 @@ class OmniConfig:
         Pipeline stages of every PE's fp32 adder (8, the paper's).
     prune_threshold : float
         θ, the reset value of the DMA's threshold register (0.1, "around 0.1").
+    dsp_primitives : bool
+        Of every PE's adder and multiplier (:class:`~.config.OmniPEConfig`): ``True``
+        builds their alignment and significand products on ``DSP48E2`` Instances (the
+        same DSP count, fewer LUTs; Verilator runs them with the model
+        :func:`nnrtl.sim.runner.build` appends), ``False`` leaves them to the tool;
+        ``"behaviour"`` (not a ``--param`` value) the Instances' behaviour in Amaranth,
+        for Amaranth's simulator.
     max_tasks : int
         Entries of the R2A task table (a window of the iteration's graph).
     hbm_ports : int
@@ -88,6 +95,7 @@ class OmniConfig:
     swing_channels: int = 2
     adder_stages: int = 8
     prune_threshold: float = 0.1
+    dsp_primitives: bool = False
     max_tasks: int = 64
     hbm_ports: int = PAPER_HBM_PORTS
 
@@ -129,7 +137,8 @@ class OmniConfig:
         ``max_length`` covers every layer, :meth:`layer_channel`)."""
         return ChannelConfig(pes_per_channel=self.pes_per_channel,
                              input_size=self.input_size, hidden_size=self.hidden_size,
-                             adder_stages=self.adder_stages)
+                             adder_stages=self.adder_stages,
+                             dsp_primitives=self.dsp_primitives)
 
     def layer_channel(self, layer):
         """The channel configuration of ``layer``'s cell programs: its input size, the

@@ -8,6 +8,7 @@ A random mix under the four backpressure patterns runs under Verilator
 """
 
 import itertools
+import re
 import zlib
 
 import numpy as np
@@ -31,6 +32,8 @@ CONFIGS = {
     "bf16_a1_m0_flush": OmniPEConfig(fmt=BF16, adder_stages=1, multiplier_stages=0,
                                      flush_subnormals=True, max_length=64,
                                      multiplier_shifts="lut"),
+    # the adder's and the multiplier's DSP48E2 slices in their Amaranth behaviour
+    "fp32_a8_m4_dsp_behaviour": OmniPEConfig(max_length=64, dsp_primitives="behaviour"),
 }
 
 
@@ -162,6 +165,11 @@ def test_config_properties():
      r"^multiplier_shifts must be 'lut' or 'dsp', not 'barrel'$"),
     (lambda: OmniPEConfig(fmt=FloatFormat(8, 31), adder_shifts="lut"), ValueError,
      r"^multiplier_shifts 'dsp' takes a precision of at most 31 bits, not 32$"),
+    (lambda: OmniPEConfig(dsp_primitives="yes"), TypeError,
+     r"^dsp_primitives must be False, True or 'behaviour', not 'yes'$"),
+    (lambda: OmniPEConfig(dsp_primitives=True, adder_shifts="lut"), ValueError,
+     r"^dsp_primitives=True needs adder_shifts='dsp', not adder_shifts='lut'; use "
+     r"dsp_primitives=False$"),
     (lambda: OmniJob("mvm", 3), TypeError, r"^mode must be an OmniMode, not 'mvm'$"),
     (lambda: OmniJob(OmniMode.MVM, 0), TypeError, r"^length must be a positive integer, not 0$"),
     (lambda: OmniJob(OmniMode.EW_MUL, 2, True), ValueError,
@@ -173,3 +181,18 @@ def test_config_properties():
 def test_validation(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_dsp_primitives_reach_every_lane_from_the_top():
+    """The top's ``dsp_primitives`` is its channels' and their lanes' (the Verilog of a
+    lane then instantiates DSP48E2: the adder's alignment slice and the multiplier's two
+    cascaded product slices; the other three DSPs stay the tool's)."""
+    from nnrtl.hw.omni.lane import OmniLane
+    from nnrtl.hw.omni.top_config import OmniConfig
+    from nnrtl.sim.runner import to_verilog
+
+    config = OmniConfig(input_size=3, hidden_size=5, channels=2, dsp_primitives=True)
+    assert config.channel.dsp_primitives is True and config.channel.pe.dsp_primitives is True
+    assert OmniConfig().channel.pe.dsp_primitives is False
+    lane = to_verilog(OmniLane(OmniPEConfig(max_length=8, dsp_primitives=True)), "lane")
+    assert len(re.findall(r"^\s*DSP48E2 #\(", lane, re.MULTILINE)) == 3

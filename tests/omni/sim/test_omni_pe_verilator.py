@@ -9,7 +9,7 @@ golden model with ``last`` on each job's last result.
 
 import pytest
 
-from nnrtl.hw.omni import OmniPEConfig
+from nnrtl.hw.omni import OmniPE, OmniPEConfig
 from nnrtl.sim.patterns import PATTERNS
 from nnrtl.sim.runner import simulate
 from nnrtl.sim.tb.omni.pe import build_pe, pe_spec
@@ -34,6 +34,20 @@ def test_omni_pe_under_the_four_patterns():
     none = result["patterns"]["none"]
     # a mix's switches overlap, so the model (exact for one mode and long jobs) is close
     assert none["cycles"] <= 1.2 * none["model_cycles"]
+
+
+@pytest.mark.slow
+def test_omni_pe_on_dsp48e2_instances():
+    """The adder's and the multiplier's DSP48E2 Instances, built with the primitive's
+    model that the runner appends: bit-exact under the four patterns."""
+    config = OmniPEConfig(max_length=64, dsp_primitives=True)
+    spec = pe_spec(config)     # the bench's golden model: the same bits every form
+    design = OmniPE(config)
+    result = simulate(design, test_module="nnrtl.sim.tb.omni.pe", name="omni_pe_dsp",
+                      seed=17, params={"pe": spec, "jobs": 12, "max_length": 24,
+                                       "patterns": list(PATTERNS)})
+    assert result["bit_exact"] and result["mismatches"] == 0
+    assert result["jobs"] == 4 * 12
 
 
 @pytest.mark.slow
