@@ -15,8 +15,9 @@ for.
 
 With MS1, after the FW windows, each kept timestamp's P1 record of each layer (its
 ``B x 6`` vectors of ``H`` values, :data:`~nnrtl.gen.omni.channel_passes.PART1_VECTORS`
-per sample) is written sparse through the top's DMA at the ``threshold`` register's θ into
-an HBM model (cocotbext-axi's ``AxiRam``, records 64-byte aligned) and read back
+per sample) is written sparse through the top's DMAs (record ``k`` on port ``k mod
+hbm_ports``) at the ``threshold`` register's θ into an HBM model per port (cocotbext-axi's
+``AxiRam``, records 64-byte aligned) and read back
 re-densified (``expand``); the memory image, the beats and the DMA's counters must be
 :mod:`nnrtl.sim.golden.omni.dma`'s, and the decoded values replace the P1 outputs.
 
@@ -86,9 +87,10 @@ def _pads_class(graph, offset):
     return type("WindowPads", (GraphPads,), {"graph": graph, "offset": offset})
 
 
-async def _dma_records(bench, regs, ram, graph, results, threshold):
+async def _dma_records(bench, regs, rams, graph, results, threshold):
     """MS1's records of ``results`` (the FW run's outputs, their P1 vectors replaced by
-    the decoded ones) through the DMA and back (module docstring); returns ``(failures,
+    the decoded ones) through the DMAs and back (module docstring), record ``k`` on port
+    ``k mod hbm_ports`` (``rams``: the HBM model per port); returns ``(failures,
     counters)``."""
     from cocotb.triggers import SimTimeoutError, with_timeout
 
@@ -104,36 +106,41 @@ async def _dma_records(bench, regs, ram, graph, results, threshold):
     await regs.write_fields("control", clear=1)
     failures, totals = [], dict.fromkeys(("bytes_written", "bytes_read", "values_kept",
                                           "values_pruned"), 0)
-    values, out = bench.dma["s_dma_wr_data"], bench.dma_out
-    base = 0
+    bases = [0] * len(rams)
 
-    async def transfer(command, fields, words=(), beats=0, budget=0):
+    async def transfer(port, command, fields, words=(), beats=0, budget=0):
         layout = (write_command_layout if command == "s_dma_wr_cmd"
                   else read_command_layout)(dma)
+        sources, out = bench.dmas[port]
+        values = sources["s_dma_wr_data"]
         first = len(out.words)
-        bench.dma[command].send_words([_pack(layout, **fields)])
+        sources[command].send_words([_pack(layout, **fields)])
         values.send_words(words)
 
         async def traffic():
-            await bench.dma[command].wait()
+            await sources[command].wait()
             if not values.idle():
                 await values.wait()
             return await out.receive(beats)
         try:
             return await with_timeout(traffic(), budget * CLOCK_PERIOD_NS, "ns")
         except SimTimeoutError:
-            failures.append(f"DMA {command} at {base:#x}: not done within {budget} cycles "
+            failures.append(f"DMA {port} {command} at {bases[port]:#x}: not done within "
+                            f"{budget} cycles "
                             f"({len(out.words) - first} of {beats} beats)")
             return out.words[first:]
 
+    record = 0
     for l, outputs in enumerate(results):
         for t in np.flatnonzero(graph.kept[l]):
+            port, record = record % len(rams), record + 1
+            ram, base = rams[port], bases[port]
             bits = np.stack([outputs[name][t] for name in PART1_VECTORS], axis=1)
             bits = bits.reshape(-1, bits.shape[-1]).astype(np.uint32)   # (B x 6) x H
             blocks, length = bits.shape
             model = golden.write_record(bits, sparse=True, threshold=threshold)
             budget = 8 * bits.size + 256
-            await transfer("s_dma_wr_cmd", dict(sparse=1, base=base, blocks=blocks,
+            await transfer(port, "s_dma_wr_cmd", dict(sparse=1, base=base, blocks=blocks,
                                                 length=length),
                            words=[int(v) for v in bits.flat], budget=budget)
             for _ in range(budget):
@@ -144,7 +151,7 @@ async def _dma_records(bench, regs, ram, graph, results, threshold):
                                 f"the golden record")
             want = golden.read_record(ram.read(0, ram.size), mode="expand", base=base,
                                       blocks=blocks, length=length)
-            got = await transfer("s_dma_rd_cmd", dict(
+            got = await transfer(port, "s_dma_rd_cmd", dict(
                 mode=MODE["expand"], base=base, blocks=blocks, length=length, dense_base=0,
                 row_stride=0, block_stride=0, row_words=0), beats=len(want.beats),
                 budget=budget)
@@ -162,7 +169,7 @@ async def _dma_records(bench, regs, ram, graph, results, threshold):
             totals["bytes_read"] += want.bytes_read
             totals["values_kept"] += model.kept
             totals["values_pruned"] += model.pruned
-            base += -(-len(model.image) // 64) * 64
+            bases[port] += -(-len(model.image) // 64) * 64
     await ClockCycles(bench.dut.clk, 4)
     counters = await regs.read_many(tuple(totals))
     if counters != totals:
@@ -190,7 +197,7 @@ def _record_bytes(graph):
 async def omni_top_trains(dut):
     from cocotbext.axi import AxiBus, AxiLiteBus, AxiLiteMaster, AxiRam
 
-    from nnrtl.hw.omni.top import COUNTERS, register_map
+    from nnrtl.hw.omni.top import COUNTERS, dma_port_names, register_map
     from nnrtl.sim.tb.registers import RegisterBus
 
     params = tb_params()
@@ -198,7 +205,7 @@ async def omni_top_trains(dut):
     arrays = load_arrays(params["inputs"])
     kept = arrays.pop("kept")
     graph = StepGraph(config, params["phase"], arrays, kept, params["ms1"])
-    bench = TopStreams(dut, config.channels)
+    bench = TopStreams(dut, config.channels, ports=config.hbm_ports)
     await start_clock_and_reset(dut)
     await ClockCycles(dut.clk, config.adder_stages + 2)
     regs = RegisterBus(AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil_"), dut.clk,
@@ -231,9 +238,10 @@ async def omni_top_trains(dut):
             break
     results = graph.results()
     if params["ms1"] and params["phase"] == "fw" and not failures and not mismatches:
-        ram = AxiRam(AxiBus.from_prefix(dut, "m_axi_"), dut.clk, dut.rst,
-                     size=1 << max(12, _record_bytes(graph).bit_length()))
-        dma_failures, dma_counters = await _dma_records(bench, regs, ram, graph, results,
+        rams = [AxiRam(AxiBus.from_prefix(dut, dma_port_names(port)["m_axi"] + "_"),
+                       dut.clk, dut.rst, size=1 << max(12, _record_bytes(graph).bit_length()))
+                for port in range(config.hbm_ports)]
+        dma_failures, dma_counters = await _dma_records(bench, regs, rams, graph, results,
                                                         params["threshold"])
         failures += dma_failures
         totals.update(dma_counters)
