@@ -41,11 +41,12 @@ PAPER_RATIO = 1.42 / 0.97
 
 def rtl_shape(workload):
     """The :class:`~nnrtl.hw.omni.top_config.OmniConfig` of a Table I ``workload``
-    scaled for the RTL (module docstring)."""
+    scaled for the RTL (module docstring), with one HBM port (the baseline runs move
+    nothing through the DMAs; one keeps the Verilator build small)."""
     from nnrtl.hw.omni.top_config import OmniConfig
     return OmniConfig(input_size=16, hidden_size=16, layers=workload.layers,
                       seq_len=max(2, math.ceil(workload.length / 36)), batch=1, channels=4,
-                      pes_per_channel=4, swing_channels=2, max_tasks=64)
+                      pes_per_channel=4, swing_channels=2, max_tasks=64, hbm_ports=1)
 
 
 def _splits(top):

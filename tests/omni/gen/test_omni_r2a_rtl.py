@@ -16,7 +16,7 @@ from nnrtl.hw.omni.top_config import OmniConfig
 def test_scaled_shapes():
     assert r2a_rtl.rtl_shape(TABLE_I["PTB"]) == OmniConfig(
         input_size=16, hidden_size=16, layers=4, seq_len=2, batch=1, channels=4,
-        pes_per_channel=4, swing_channels=2, max_tasks=64)
+        pes_per_channel=4, swing_channels=2, max_tasks=64, hbm_ports=1)
     assert r2a_rtl.rtl_shape(TABLE_I["IMDB"]).seq_len == 3          # 100 / 36
     assert r2a_rtl.rtl_shape(TABLE_I["BABI"]).layers == 5
     assert r2a_rtl.PAPER_RATIO == pytest.approx(1.464, abs=1e-3)
