@@ -1,6 +1,6 @@
 """The paper's Table I shapes at full size through the η-LSTM cycle model with its HBM term:
-which of compute and memory bounds a training iteration, at the top RTL's one HBM port,
-at the paper's 224 GB/s and at the device's peak.
+which of compute and memory bounds a training iteration, at one HBM port, at the paper's
+224 GB/s (the default ``hbm_ports``, 14) and at the device's peak.
 
 ``python -m nnrtl.gen.omni.studies.bandwidth --out DIR [--shapes TREC-10 PTB ...]`` writes
 ``omni_bandwidth.json`` and ``omni_bandwidth.md`` (some minutes on one core: the six
@@ -10,8 +10,8 @@ Per shape (baseline: MS1 and MS2 off; 40 channels of 32 PEs, :data:`~..r2a.FULL_
     ``compute_cycles``: the dynamic R2A schedule of :func:`~..workload.training_graph`
     (one tile per channel), every task timed by the channel cycle model
     (:func:`~..r2a.channel_durations`), as the bench's utilization part;
-    ``bytes``: :func:`~..memory.step_bytes` by category; per port count (1, the top RTL's;
-    14, the paper's 224 GB/s at 500 MHz; 32, every pseudo-channel, capped at the device's
+    ``bytes``: :func:`~..memory.step_bytes` by category; per port count (1; 14, the
+    paper's 224 GB/s at 500 MHz; 32, every pseudo-channel, capped at the device's
     460.8 GB/s) the ``memory_cycles``, the ``bound`` and the iteration's milliseconds at
     500 MHz; ``ports_to_compute_bound``: the fewest ports at which compute bounds (``None``
     when even the device's peak does not suffice).
@@ -25,8 +25,8 @@ from pathlib import Path
 __all__ = ["PORT_OPTIONS", "shape_row", "bandwidth_rows", "markdown", "main"]
 
 #: The port counts each shape is taken through, with what each stands for.
-PORT_OPTIONS = {1: "top RTL (1 x 256 bit)", 14: "paper's 224 GB/s",
-                32: "all 32 pseudo-channels (device peak)"}
+PORT_OPTIONS = {1: "16 GB/s", 14: "the paper's 224 GB/s, default hbm_ports",
+                32: "all 32 pseudo-channels, device peak"}
 
 
 def shape_row(name, workload, config=None):

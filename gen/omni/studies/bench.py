@@ -181,8 +181,8 @@ def bench_omni(out, *, quick=False, log=None):
         minutes under Verilator (:mod:`.r2a_rtl`), beside the R2A model and the paper.
     ``bandwidth`` (full set only)
         The six Table I shapes at full size through the cycle model and its HBM term: the
-        compute cycles beside the memory cycles at the top RTL's one port, the paper's
-        224 GB/s (14 ports) and all 32 pseudo-channels, the bound named
+        compute cycles beside the memory cycles at one port, the paper's 224 GB/s (14
+        ports, the default ``hbm_ports``) and all 32 pseudo-channels, the bound named
         (:mod:`.bandwidth`).
     ``plots``
         ``omni_utilization.png`` (dynamic against static per shape) and ``omni_memory.png``
