@@ -16,14 +16,8 @@
     sees a task's end at its last result beat, so the PEs' mode-switch waits are inside
     the programs' cycles, which the channel model counts.
 :func:`top_task_cycles`
-    ``D`` of a task: the exact channel cycle model
-    (:func:`~nnrtl.hw.omni.channel_timing.program_cycles`) of its steps, with the top's
-    operand port (``operand_port=True``: one lane-operand beat a cycle tagged Input1 /
-    Input2, through a register per input, so an element-wise step with two lane operands
-    takes two cycles an element). The scratchpad takes a task on ``m_task`` in cycle
-    ``h`` and offers its first command in ``h + 1``; the channel is drained between
-    tasks (a task ends at its last result beat), the state the model starts from.
-
+    ``D`` of a task: the exact channel cycle model of its steps with the top's operand
+    port (its docstring).
 :func:`top_mode_cycles` / :func:`top_mode_busy` (the bench's ``model_busy_*``)
     The top's per-PE-mode counters (``busy_mvm`` ...): a task's cycles split at its
     instructions' last result beats, instruction ``k`` holding the channel from the end
@@ -135,7 +129,11 @@ def top_task_cycles(task):
     """``D`` of ``task`` on the top: the cycles from the scratchpad taking it on
     ``m_task`` to its last result beat, the exact channel cycle model
     (:func:`~nnrtl.hw.omni.channel_timing.program_cycles`) of its steps with the top's
-    operand port (``operand_port=True``)."""
+    operand port (``operand_port=True``: one lane-operand beat a cycle tagged Input1 /
+    Input2, through a register per input, so an element-wise step with two lane operands
+    takes two cycles an element). The scratchpad takes a task on ``m_task`` in cycle
+    ``h`` and offers its first command in ``h + 1``; the channel is drained between
+    tasks (a task ends at its last result beat), the state the model starts from."""
     return program_cycles(task.channel, list(task.steps), operand_port=True)
 
 

@@ -30,10 +30,10 @@ Engine options (``request.options``, after ``nnrtl train omni ...``)
 the sizes (which come from the model): ``pes_per_channel`` (default 32), ``adder_stages``,
 ``multiplier_stages``, ``segment_bits``, queue depths ...; every layer runs on a channel
 of these parameters, one build for all layers (``max_length`` the longest job of any).
-A top parameter (:data:`TOP_PARAMS`: ``channels``, ``swing_channels``, ``max_tasks``)
-selects the whole top instead: the ``--param``s are then
+A top parameter (:data:`TOP_PARAMS`: ``channels``, ``swing_channels``, ``max_tasks``,
+``hbm_ports``) selects the whole top instead: the ``--param``s are then
 :class:`~nnrtl.hw.omni.top_config.OmniConfig` fields (sizes from the model and the data,
-``max_tasks`` by default the FW run's tasks up to 64) and backend ``rtl`` runs each step's
+``max_tasks`` by default the FW run's tasks up to 64, ``hbm_ports`` by default 1) and backend ``rtl`` runs each step's
 FW and BP through :class:`~nnrtl.hw.omni.top.OmniTop` (:mod:`.train_top`: the R2A
 dispatching the step's task graph, MS1's records through the DMA); backend ``golden`` runs
 the same cell programs on the golden model (the top's values, bit for bit).
@@ -58,7 +58,7 @@ __all__ = ["OmniTrainConfig", "OmniTrainer", "parse_options", "config_for",
            "gradient_bound", "train_hook", "LOSS_TYPES", "TOP_PARAMS"]
 
 #: The ``--param``s that only the top has: giving one trains through the top.
-TOP_PARAMS = ("channels", "swing_channels", "max_tasks")
+TOP_PARAMS = ("channels", "swing_channels", "max_tasks", "hbm_ports")
 
 #: The MS2 loss type of each of the interface's losses.
 LOSS_TYPES = {"mse": "per-timestamp", "cross-entropy": "single"}
@@ -231,8 +231,10 @@ def _top_config(layers, seq_len, batch, params, memory, given):
                              f"{first.hidden_size}: the top's channels run one hidden size "
                              f"(give no top parameter {', '.join(TOP_PARAMS)} to train on "
                              f"one channel)")
+    # one HBM port unless given: the simulated run's DMAs (each port a DMA and an AXI4
+    # memory model); train.json's memory term names the bound at the ports built
     top = parse_params(OmniConfig, params, base=OmniConfig(
-        **sizes, prune_threshold=memory.prune_threshold))
+        **sizes, prune_threshold=memory.prune_threshold, hbm_ports=1))
     if "max_tasks" not in given:     # the FW run's tasks: two per tile of every cell
         fw_tasks = 2 * min(top.channels, first.hidden_size) * len(layers) * seq_len * batch
         top = dataclasses.replace(top, max_tasks=min(64, fw_tasks))
