@@ -122,10 +122,11 @@ def test_top_parameters_choose_the_top():
     assert config.top == OmniConfig(input_size=3, hidden_size=5, layers=2, seq_len=2,
                                     batch=1, channels=3, pes_per_channel=4,
                                     swing_channels=2, max_tasks=24,
-                                    prune_threshold=0.05)
+                                    prune_threshold=0.05, hbm_ports=1)
     assert config.channels == (config.top.layer_channel(0), config.top.layer_channel(1))
     assert config_for(network, 2, 3, ["pes_per_channel=4"]).top is None
     assert config_for(network, 20, 8, ["channels=4"]).top.max_tasks == 64
+    assert config_for(network, 2, 1, ["hbm_ports=3"]).top.hbm_ports == 3
 
 
 def test_top_parameter_refusals():
