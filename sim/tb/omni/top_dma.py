@@ -17,7 +17,7 @@ from nnrtl.sim.golden.omni import dma as golden
 from nnrtl.sim.patterns import cycle_budget, pause_pattern
 from nnrtl.sim.tb.common import CLOCK_PERIOD_NS
 
-__all__ = ["P1_VECTORS", "dma_round_trip"]
+__all__ = ["P1_VECTORS", "dma_round_trip", "dma_transfer"]
 
 #: The P1 vectors MS1 compresses (spec §2.1): a cell's record, one block each.
 P1_VECTORS = ("p_o", "p_s", "p_i", "p_f", "p_c", "f")
@@ -26,6 +26,40 @@ P1_VECTORS = ("p_o", "p_s", "p_i", "p_f", "p_c", "f")
 def _pack(layout, **fields):
     return sum((int(fields[name]) & ((1 << field.width) - 1)) << field.offset
                for name, field in layout)
+
+
+async def dma_transfer(bench, dma, port, command, fields, *, words=(), beats=0, budget,
+                       failures, where=""):
+    """One descriptor on DMA ``port``: ``fields`` packed on its ``command`` stream
+    (``"s_dma_wr_cmd"`` or ``"s_dma_rd_cmd"``, the layout of ``dma``'s configuration),
+    ``words`` on its write-data stream, and the ``beats`` output words it gives back.
+
+    Returns
+    -------
+    list of int
+        The output words; on a timeout of ``budget`` cycles, those that came, and a
+        message in ``failures`` naming ``where``, the command and the beats missing.
+    """
+    layout = (write_command_layout if command == "s_dma_wr_cmd"
+              else read_command_layout)(dma)
+    sources, out = bench.dmas[port]
+    values = sources["s_dma_wr_data"]
+    first = len(out.words)
+    sources[command].send_words([_pack(layout, **fields)])
+    values.send_words(words)
+
+    async def traffic():
+        await sources[command].wait()
+        if not values.idle():
+            await values.wait()
+        return await out.receive(beats)
+
+    try:
+        return await with_timeout(traffic(), budget * CLOCK_PERIOD_NS, "ns")
+    except SimTimeoutError:
+        failures.append(f"DMA {where}{command}: not done within {budget} cycles "
+                        f"({len(out.words) - first} of {beats} beats)")
+        return out.words[first:]
 
 
 async def dma_round_trip(bench, regs, ram, config, pad, pattern, rng, port=0):
@@ -71,33 +105,17 @@ async def dma_round_trip(bench, regs, ram, config, pad, pattern, rng, port=0):
                     ram.read_if.ar_channel, ram.read_if.r_channel):
         channel.set_pause_generator(pause_pattern(pattern, random.Random(rng.random())))
     names = dma_port_names(port)
-    sources, out = bench.dmas[port]
+    out = bench.dmas[port][1]
     bench.streams.pause(pattern, rng, ports=(names["wr_data"], names["rd_data"]))
     await regs.write_fields("control", clear=1)
     budget = cycle_budget(4 * bits.size + 64, output_beats=bits.size, patterns=(pattern,))
-    values = sources["s_dma_wr_data"]
     failures = []
 
-    async def transfer(command, layout, fields, words=(), beats=0):
-        first = len(out.words)
-        sources[command].send_words([_pack(layout, **fields)])
-        values.send_words(words)
+    async def transfer(command, fields, words=(), beats=0):
+        return await dma_transfer(bench, dma, port, command, fields, words=words,
+                                  beats=beats, budget=budget, failures=failures)
 
-        async def traffic():
-            await sources[command].wait()
-            if not values.idle():
-                await values.wait()
-            return await out.receive(beats)
-
-        try:
-            return await with_timeout(traffic(), budget * CLOCK_PERIOD_NS, "ns")
-        except SimTimeoutError:
-            failures.append(f"DMA {command}: not done within {budget} cycles "
-                            f"({len(out.words) - first} of {beats} beats)")
-            return out.words[first:]
-
-    await transfer("s_dma_wr_cmd", write_command_layout(dma),
-                   dict(sparse=1, base=0, blocks=blocks, length=length),
+    await transfer("s_dma_wr_cmd", dict(sparse=1, base=0, blocks=blocks, length=length),
                    words=[int(v) for v in bits.flat])
     for _ in range(budget):
         if not (await regs.read_field("status", "dma_write_busy")):
@@ -107,7 +125,7 @@ async def dma_round_trip(bench, regs, ram, config, pad, pattern, rng, port=0):
         failures.append("DMA: the record in memory differs from the golden record")
     want = golden.read_record(ram.read(0, size), mode="expand", base=0, blocks=blocks,
                               length=length)
-    got = await transfer("s_dma_rd_cmd", read_command_layout(dma),
+    got = await transfer("s_dma_rd_cmd",
                          dict(mode=MODE["expand"], base=0, blocks=blocks, length=length,
                               dense_base=0, row_stride=0, block_stride=0, row_words=0),
                          beats=len(want.beats))

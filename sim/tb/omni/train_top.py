@@ -92,14 +92,10 @@ async def _dma_records(bench, regs, rams, graph, results, threshold):
     the decoded ones) through the DMAs and back (module docstring), record ``k`` on port
     ``k mod hbm_ports`` (``rams``: the HBM model per port); returns ``(failures,
     counters)``."""
-    from cocotb.triggers import SimTimeoutError, with_timeout
-
     from nnrtl.hw.omni.decode import MODE
-    from nnrtl.hw.omni.dma import read_command_layout, write_command_layout
     from nnrtl.hw.omni.dma_config import threshold_bits
     from nnrtl.sim.golden.omni import dma as golden
-    from nnrtl.sim.tb.common import CLOCK_PERIOD_NS
-    from nnrtl.sim.tb.omni.top_dma import _pack
+    from nnrtl.sim.tb.omni.top_dma import dma_transfer
 
     dma = graph.top.dma
     await regs.write("threshold", threshold_bits(threshold))
@@ -109,26 +105,9 @@ async def _dma_records(bench, regs, rams, graph, results, threshold):
     bases = [0] * len(rams)
 
     async def transfer(port, command, fields, words=(), beats=0, budget=0):
-        layout = (write_command_layout if command == "s_dma_wr_cmd"
-                  else read_command_layout)(dma)
-        sources, out = bench.dmas[port]
-        values = sources["s_dma_wr_data"]
-        first = len(out.words)
-        sources[command].send_words([_pack(layout, **fields)])
-        values.send_words(words)
-
-        async def traffic():
-            await sources[command].wait()
-            if not values.idle():
-                await values.wait()
-            return await out.receive(beats)
-        try:
-            return await with_timeout(traffic(), budget * CLOCK_PERIOD_NS, "ns")
-        except SimTimeoutError:
-            failures.append(f"DMA {port} {command} at {bases[port]:#x}: not done within "
-                            f"{budget} cycles "
-                            f"({len(out.words) - first} of {beats} beats)")
-            return out.words[first:]
+        return await dma_transfer(bench, dma, port, command, fields, words=words,
+                                  beats=beats, budget=budget, failures=failures,
+                                  where=f"{port} at {bases[port]:#x} ")
 
     record = 0
     for l, outputs in enumerate(results):
