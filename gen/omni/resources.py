@@ -5,8 +5,9 @@ lane, per channel and for the top (:class:`~nnrtl.hw.omni.top.OmniTop`).
 Logic of the units the top repeats (:data:`UNIT_LOGIC`) is Yosys' count of their RTL at
 the paper's parameters (fp32, 8-stage adder, 4-stage multiplier, the units' default queue
 depths; subnormals flushed, the PE adder's shifts and its multiplier's normalising shift
-on DSP slices, the configs' defaults) on ``xcup`` (UltraScale+), flattened, out of
-context, by::
+on DSP slices, the configs' defaults; the lane's adder and multiplier on ``DSP48E2``
+Instances, ``dsp_primitives=True``, the ``_inferred`` units with ``False``) on ``xcup``
+(UltraScale+), flattened, out of context, by::
 
     .venv/bin/python -c "from nnrtl.gen.omni.resources import measure; print(measure('lane'))"
 
@@ -16,8 +17,10 @@ their hierarchy kept, as ``nnrtl synth --hierarchy shared`` counts them, by::
 
     .venv/bin/python -c "from nnrtl.gen.omni.resources import measure_channel as m; print(m(32))"
 
-(:func:`measure_channel`; Yosys hits its ABC name clash on the channel and
-:func:`~nnrtl.gen.synth.run_yosys` redoes it with its workaround).
+(:func:`measure_channel`, ``dsp_primitives=True``; Yosys hits its ABC name clash on the
+channel and :func:`~nnrtl.gen.synth.run_yosys` redoes it with its workaround). A top with
+``dsp_primitives`` other than ``True`` is counted with the ``_inferred`` lane, the channel's
+own logic the same.
 
 A channel is its PE control, ``pes_per_channel`` lanes, its activation unit (sigmoid
 and tanh on one datapath) and its own logic (command issue, distributor, collector, the
@@ -48,14 +51,17 @@ MEASURED_FAMILY = "xcup"
 #: Logic of one unit, Yosys-measured (module docstring), ``{lut, lut_memory, ff, dsp,
 #: bram36}``: ``lane`` a lane of the 32-PE channel for a 3,072 x 3,072 layer
 #: (``max_length`` 12,288) and ``pe_control`` the PE control its lanes share, ``pe`` the
-#: two as one stand-alone Omni-PE, ``activation`` a channel's activation unit (the sigmoid
+#: two as one stand-alone Omni-PE (``lane_inferred`` and ``pe_inferred``: their adder and
+#: multiplier without ``DSP48E2`` Instances, ``dsp_primitives=False``), ``activation`` a channel's activation unit (the sigmoid
 #: and the tanh table on one datapath, :class:`~nnrtl.hw.omni.activation.SharedActivation`),
 #: ``r2a`` the scheduler of 40 channels and 64 tasks, ``dma`` the DMA on a 256-bit HBM
 #: port.
 UNIT_LOGIC = {
-    "lane": {"lut": 524, "lut_memory": 76, "ff": 669, "dsp": 6, "bram36": 0.0},
+    "lane": {"lut": 457, "lut_memory": 76, "ff": 668, "dsp": 6, "bram36": 0.0},
+    "lane_inferred": {"lut": 524, "lut_memory": 76, "ff": 669, "dsp": 6, "bram36": 0.0},
     "pe_control": {"lut": 220, "lut_memory": 24, "ff": 134, "dsp": 0, "bram36": 0},
-    "pe": {"lut": 775, "lut_memory": 100, "ff": 803, "dsp": 6, "bram36": 0.0},
+    "pe": {"lut": 691, "lut_memory": 100, "ff": 802, "dsp": 6, "bram36": 0.0},
+    "pe_inferred": {"lut": 775, "lut_memory": 100, "ff": 803, "dsp": 6, "bram36": 0.0},
     "activation": {"lut": 690, "lut_memory": 0, "ff": 676, "dsp": 8, "bram36": 7.0},
     "dma": {"lut": 12934, "lut_memory": 1760, "ff": 3429, "dsp": 3, "bram36": 0},
     "r2a": {"lut": 11201, "lut_memory": 0, "ff": 8449, "dsp": 0, "bram36": 0},
@@ -68,8 +74,8 @@ UNIT_LOGIC = {
 #: and the gather register) is the difference, a part per lane and a fixed part from the
 #: two sizes.
 CHANNEL_LOGIC = {
-    8: {"lut": 6107, "lut_memory": 864, "ff": 6498, "dsp": 56, "bram36": 7.0},
-    32: {"lut": 20559, "lut_memory": 3128, "ff": 23326, "dsp": 200, "bram36": 7.0},
+    8: {"lut": 5539, "lut_memory": 864, "ff": 6490, "dsp": 56, "bram36": 7.0},
+    32: {"lut": 18287, "lut_memory": 3128, "ff": 23294, "dsp": 200, "bram36": 7.0},
 }
 
 
@@ -82,7 +88,9 @@ def _units():
     from ...hw.omni.pe_control import OmniPEControl
     from ...hw.omni.r2a import R2AScheduler
     full = OmniConfig(input_size=3072, hidden_size=3072, channels=40)
-    channel = ChannelConfig(pes_per_channel=32, input_size=3072, hidden_size=3072)
+    channel = ChannelConfig(pes_per_channel=32, input_size=3072, hidden_size=3072,
+                            dsp_primitives=True)
+    inferred = dataclasses.replace(channel.pe, dsp_primitives=False)
 
     def activation():
         return SharedActivation((channel.table("sigmoid"), channel.table("tanh")),
@@ -92,6 +100,8 @@ def _units():
                                 shifts=channel.adder_shifts)
 
     return {"pe": lambda: OmniPE(channel.pe), "lane": lambda: OmniLane(channel.pe),
+            "pe_inferred": lambda: OmniPE(inferred),
+            "lane_inferred": lambda: OmniLane(inferred),
             "pe_control": lambda: OmniPEControl(channel.pe), "activation": activation,
             "r2a": lambda: R2AScheduler(full.r2a),
             "dma": lambda: OmniDMA(full.dma)}
@@ -117,7 +127,7 @@ def measure_channel(pes_per_channel=32, log=None):
     from .studies.bench import yosys_counts
 
     channel = ChannelConfig(pes_per_channel=pes_per_channel, input_size=3072,
-                            hidden_size=3072)
+                            hidden_size=3072, dsp_primitives=True)
     with tempfile.TemporaryDirectory(prefix="omni-channel-") as work:
         counts = yosys_counts(Channel(channel), "omni_channel", work, shared=True, log=log)
     return {"lut": counts["lut_logic"], "lut_memory": counts["lut_memory"],
@@ -182,7 +192,7 @@ def resource_estimate(config, family=MEASURED_FAMILY):
         raise UsageError(f"the omni resource model is measured for {MEASURED_FAMILY} "
                          f"(UltraScale+), not {family}")
     lanes = config.pes_per_channel
-    per_pe = _logic("lane")
+    per_pe = _logic("lane" if config.dsp_primitives is True else "lane_inferred")
     fixed, per_lane = _channel_glue()
     # the top's operand registers (two beats a channel) and the task's beat counter
     top_registers = {"ff": 2 * config.channel.beat_layout.size + 64}

@@ -63,11 +63,12 @@ class OmniConfig:
         θ, the reset value of the DMA's threshold register (0.1, "around 0.1").
     dsp_primitives : bool
         Of every PE's adder and multiplier (:class:`~.config.OmniPEConfig`): ``True``
-        builds their alignment and significand products on ``DSP48E2`` Instances (the
-        same DSP count, fewer LUTs; Verilator runs them with the model
+        (default) builds their alignment and significand products on ``DSP48E2``
+        Instances (the same DSP count, 67 LUTs a lane fewer by
+        :mod:`nnrtl.gen.omni.resources`; Verilator runs them with the model
         :func:`nnrtl.sim.runner.build` appends), ``False`` leaves them to the tool;
         ``"behaviour"`` (not a ``--param`` value) the Instances' behaviour in Amaranth,
-        for Amaranth's simulator.
+        for Amaranth's simulator, which runs no Instance.
     max_tasks : int
         Entries of the R2A task table (a window of the iteration's graph).
     hbm_ports : int
@@ -95,7 +96,7 @@ class OmniConfig:
     swing_channels: int = 2
     adder_stages: int = 8
     prune_threshold: float = 0.1
-    dsp_primitives: bool = False
+    dsp_primitives: bool = True
     max_tasks: int = 64
     hbm_ports: int = PAPER_HBM_PORTS
 

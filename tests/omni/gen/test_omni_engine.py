@@ -65,6 +65,18 @@ def test_resources_add_up_from_lane_channel_and_shared_units():
         UNIT_LOGIC["r2a"]["dsp"] + 14 * UNIT_LOGIC["dma"]["dsp"]     # a DMA per HBM port
 
 
+def test_lanes_without_dsp48e2_instances_count_the_inferred_lane():
+    """``dsp_primitives=False``: every lane is the measured ``lane_inferred`` (its adder and
+    multiplier left to the tool), the same DSPs, the channel's own logic the same."""
+    instances = resource_estimate(PAPER_VCU128)
+    inferred = resource_estimate(dataclasses.replace(PAPER_VCU128, dsp_primitives=False))
+    lane, other = UNIT_LOGIC["lane"], UNIT_LOGIC["lane_inferred"]
+    assert inferred.per_pe["lut"] == other["lut"] + other["lut_memory"]
+    assert inferred.total["lut"] - instances.total["lut"] == 40 * 32 * (other["lut"]
+                                                                        - lane["lut"])
+    assert inferred.total["dsp"] == instances.total["dsp"]
+
+
 @pytest.mark.parametrize("lanes", sorted(CHANNEL_LOGIC))
 def test_a_channel_is_what_yosys_measured_of_the_whole(lanes):
     """The model's channel LUTs, DSPs and block RAM equal the channels Yosys measured

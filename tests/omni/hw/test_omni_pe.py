@@ -193,6 +193,7 @@ def test_dsp_primitives_reach_every_lane_from_the_top():
 
     config = OmniConfig(input_size=3, hidden_size=5, channels=2, dsp_primitives=True)
     assert config.channel.dsp_primitives is True and config.channel.pe.dsp_primitives is True
-    assert OmniConfig().channel.pe.dsp_primitives is False
+    assert OmniConfig().channel.pe.dsp_primitives is True      # generated designs
+    assert OmniPEConfig().dsp_primitives is False               # the units alone
     lane = to_verilog(OmniLane(OmniPEConfig(max_length=8, dsp_primitives=True)), "lane")
     assert len(re.findall(r"^\s*DSP48E2 #\(", lane, re.MULTILINE)) == 3

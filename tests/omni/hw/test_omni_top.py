@@ -16,9 +16,11 @@ from nnrtl.hw.omni.top_program import PARTS, task_count, top_tasks
 from nnrtl.sim.tb.omni.top import check_in_amaranth
 
 #: 2 channels of 2 PEs, a 1-layer LSTM of input 1 and hidden 3 over one timestamp: four
-#: tasks (FW MatMul, FW EW, BP EW, BP MatMul), 2-stage adders to keep the run short.
+#: tasks (FW MatMul, FW EW, BP EW, BP MatMul), 2-stage adders to keep the run short; the
+#: lanes' DSP48E2 slices in their Amaranth behaviour (Amaranth's simulator runs no Instance).
 TINY = OmniConfig(input_size=1, hidden_size=3, layers=1, seq_len=1, channels=2,
-                  pes_per_channel=2, swing_channels=1, adder_stages=2)
+                  pes_per_channel=2, swing_channels=1, adder_stages=2,
+                  dsp_primitives="behaviour")
 
 
 def test_dispatch_counters_and_swings():
