@@ -37,18 +37,18 @@ __all__ = ["ENGINE", "PRESETS", "PAPER_VCU128", "VCU128_TREC10", "SMALL", "simul
 #: (1,280), two swing channels (Fig. 13a), 8-stage fp32 adders, θ = 0.1, on the VCU128;
 #: its programs sized for TREC-10 of Table I (hidden 3,072, 2 layers, length 18, batch
 #: 128; input size [U]: the hidden size). Not a preset: by the resource model
-#: (:mod:`.resources`, Yosys-measured lanes, PE controls and channels) its LUTs exceed the
-#: VCU128's budget (:data:`~nnrtl.gen.engines.LUT_SHARE` of the device); the figures are
-#: the omni bench's. The VCU128 preset is :data:`VCU128_TREC10`.
+#: (:mod:`.resources`, Yosys-measured lanes, PE controls and channels) its 14 DMAs take its
+#: LUTs over the VCU128's budget (:data:`~nnrtl.gen.engines.LUT_SHARE` of the device); the
+#: figures are the omni bench's. The VCU128 preset is :data:`VCU128_TREC10`.
 PAPER_VCU128 = OmniConfig(input_size=3072, hidden_size=3072, layers=2, seq_len=18,
                           batch=128, channels=40, pes_per_channel=32, swing_channels=2,
                           adder_stages=8, prune_threshold=0.1)
 
-#: The paper's instance cut to fit the VCU128's budget by the resource model: 32 channels
-#: of 32 Omni-PEs (1,024), two swing channels, two HBM ports (a DMA each: the memory
-#: term makes TREC-10 on 32 channels compute-bound from two ports, 34.4 bytes a compute
-#: cycle against 32 a port, :mod:`.studies.bandwidth`), everything else the paper's.
-VCU128_TREC10 = dataclasses.replace(PAPER_VCU128, channels=32, hbm_ports=2)
+#: The paper's instance cut to fit the VCU128's budget by the resource model: its 40
+#: channels of 32 Omni-PEs (1,280) on DSP48E2 Instances, two swing channels, two HBM ports
+#: (a DMA each: the memory term, :mod:`.studies.bandwidth`, says whether two carry
+#: TREC-10), everything else the paper's.
+VCU128_TREC10 = dataclasses.replace(PAPER_VCU128, hbm_ports=2)
 
 #: A small top for fast runs: 3 channels of 4 PEs (one swing channel), the paper's
 #: 8-stage adder, a 2-layer LSTM of input 3 and hidden 5 over 2 timestamps (16 tasks, the
@@ -62,10 +62,10 @@ PRESETS = {
         config=VCU128_TREC10, board="vcu128", clock_hz=500e6,
         source="The paper's VCU128 instance (500 MHz, fp32, 8-stage adders, 2 swing "
                "channels; programs for TREC-10: H = 3,072, 2 layers, length 18, batch 128) "
-               "with 32 of its 40 channels x 32 Omni-PEs and 2 of its 14 HBM ports: the 40 "
-               "channels with 14 DMAs need 1.16 M LUTs by the Yosys-measured resource "
-               "model, over the board's budget of 0.91 M (0.7 of its 1.30 M); 2 ports "
-               "carry TREC-10 by the memory term"),
+               "with its 40 channels x 32 Omni-PEs (adders and multipliers on DSP48E2 "
+               "Instances) and 2 of its 14 HBM ports: 0.90 M LUTs by the Yosys-measured "
+               "resource model, within the board's budget of 0.91 M (0.7 of its 1.30 M); "
+               "with 14 DMAs 1.07 M"),
     "small": Preset(
         config=SMALL, board="vcu128",
         source="Test size: 3 channels x 4 PEs, 1 swing channel, LSTM 3 -> 5, 2 layers, "

@@ -211,14 +211,14 @@ def test_generate_a_tiny_top(capsys, tmp_path):
 
 @pytest.mark.slow
 def test_generate_the_vcu128_preset(capsys, tmp_path):
-    """``nnrtl generate omni --board vcu128`` (32 channels of 32 PEs): the Verilog,
+    """``nnrtl generate omni --board vcu128`` (40 channels of 32 PEs): the Verilog,
     board files, C header and a manifest whose resources are the model's."""
     output = tmp_path / "omni"
     assert main(["generate", "omni", "--board", "vcu128", "--preset", "vcu128", "-o",
                  str(output)]) == 0
     manifest = json.loads((output / "manifest.json").read_text())
     assert manifest["resources_needed"] == ENGINE.resources(PRESETS["vcu128"].config, "xcup")
-    assert manifest["parameters"]["channels"] == 32
+    assert manifest["parameters"]["channels"] == 40
     assert {"nnrtl_omni.v", "nnrtl_omni.h", "top.v", "top.xdc", "top.tcl"} <= \
         set(manifest["files"])
 
