@@ -16,6 +16,7 @@ last LSTM are refused unless ignored explicitly).
 """
 
 import dataclasses
+import os
 
 import numpy as np
 
@@ -105,7 +106,7 @@ def load_whole_model(path, weights=None, *, prefix=None):
         return load_model(path, weights, prefix=prefix), HostLayers()
     # a state_dict's stack as the SBE reads it (several RNNs need --prefix), then the
     # layers around it as nnrtl train places them
-    if model_format(path) == "state_dict":
+    if not os.path.exists(path) or model_format(path) == "state_dict":
         load_model(path, prefix=prefix)
     model = load_train_model(path, prefix=prefix)
     network = check_model(model.network)
