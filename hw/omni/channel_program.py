@@ -236,14 +236,14 @@ def inner_steps(config, columns, first=0):
                 lambda col, r: r * k + col, "dgates", Activation.NONE)
 
 
-def outer_steps(config, rows):
-    """Eq. 3 over ``rows`` rows of ``dgates``: ``dw_cell = dgates (x) z[:I+H]``, a round
-    of rows per step, then ``dw = dw_acc + dw_cell``."""
+def outer_steps(config, rows, first=0):
+    """Eq. 3 over ``rows`` rows of ``dgates`` from row ``first``: ``dw_cell = dgates (x)
+    z[:I+H]``, a round of rows per step, then ``dw = dw_acc + dw_cell``."""
     z_size = config.input_size + config.hidden_size
     add = OmniMode.EW_ADD
     steps = []
     for start, lanes in _rounds(rows, config.pes_per_channel):
-        row = start + np.arange(lanes)[None, :]
+        row = first + start + np.arange(lanes)[None, :]
         col = np.arange(z_size)[:, None]
         steps.append(Step(
             ChannelInstruction(OmniJob(OmniMode.OUTER, z_size), lanes, Source.LANES,

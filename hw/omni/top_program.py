@@ -33,12 +33,11 @@ Tiles (:func:`tile_steps`, the training step's graph, :mod:`nnrtl.gen.omni.top_p
 
 import dataclasses
 
-import numpy as np
-
-from .channel_config import Activation, ChannelInstruction, Source
+from .channel_config import Activation
 from .channel_program import (GATES, Access, Step, bp_p1_steps, bp_p2_steps, bp_program,
-                              elementwise, fw_ew_steps, fw_program, inner_steps, mvm_steps)
-from .config import OmniJob, OmniMode
+                              elementwise, fw_ew_steps, fw_program, inner_steps, mvm_steps,
+                              outer_steps)
+from .config import OmniMode
 from .top_config import TASK_KINDS, OmniConfig
 
 __all__ = ["CellTask", "PARTS", "TILE_PARTS", "top_tasks", "task_count", "unit_tiles",
@@ -192,27 +191,6 @@ def _shifted(steps, first):
             for s in steps]
 
 
-def _outer_rows(channel, first, count):
-    """Eq. 3 over rows ``first .. first + count - 1`` of ``dgates`` (the untiled
-    program's steps for those rows), then their ``δb`` add."""
-    z_size = channel.input_size + channel.hidden_size
-    steps = []
-    for start in range(first, first + count, channel.pes_per_channel):
-        lanes = min(channel.pes_per_channel, first + count - start)
-        row = start + np.arange(lanes)[None, :]
-        col = np.arange(z_size)[:, None]
-        steps.append(Step(
-            ChannelInstruction(OmniJob(OmniMode.OUTER, z_size), lanes, Source.LANES,
-                               Source.BROADCAST),
-            Access("dgates", row), Access("z", np.arange(z_size)),
-            Access("dw_cell", row * z_size + col)))
-        steps.append(Step(
-            ChannelInstruction(OmniJob(OmniMode.EW_ADD, z_size), lanes),
-            Access("dw_acc", row * z_size + col), Access("dw_cell", row * z_size + col),
-            Access("dw", row * z_size + col)))
-    return steps
-
-
 def tile_steps(channel, part, first, count, *, ms1=False):
     """The steps of tile ``(first, count)`` of ``part`` (:data:`TILE_PARTS`; module
     docstring) of a cell on ``channel``: hidden units ``first ..`` for every part but
@@ -246,7 +224,7 @@ def tile_steps(channel, part, first, count, *, ms1=False):
     if part == "bp_outer":
         steps = []
         for g in range(4):
-            steps += _outer_rows(channel, g * h + first, count)
+            steps += outer_steps(channel, count, g * h + first)
         for g in range(4):
             steps += elementwise(channel, OmniMode.EW_ADD, ("db", g * h + first),
                                  ("db_acc", g * h + first), ("dgates", g * h + first),
