@@ -24,6 +24,20 @@ FORMATS = [FP32, BF16, FP16]
 MODELS = {"add": float_add, "sub": float_sub, "mul": float_mul}
 
 
+
+def exponent_gap_pairs(rng, count):
+    """``count`` fp32 operand pairs (bit patterns) whose exponents differ by 0 to 39 in
+    turn, with random signs and fractions (the smaller operand subnormal where the gap
+    reaches below the normal range)."""
+    difference = np.arange(count) % 40
+    large = rng.integers(1, 255, count)
+    small = np.clip(large - difference, 0, 254)
+    fraction = rng.integers(0, 1 << 23, (2, count))
+    sign = rng.integers(0, 2, (2, count))
+    a = ((sign[0] << 31) | (large << 23) | fraction[0]).astype(np.uint64)
+    b = ((sign[1] << 31) | (small << 23) | fraction[1]).astype(np.uint64)
+    return a, b
+
 def make_unit(op, fmt, *, variant=None, **kwargs):
     """``variant``: the adder's ``shifts`` or the multiplier's ``normalize`` (None: the
     default)."""
@@ -144,13 +158,7 @@ def test_dsp_shifts_at_every_exponent_difference(op, flush):
     signs and fractions, some with a subnormal smaller operand."""
     rng = np.random.default_rng(17 + flush)
     count = 320
-    difference = np.arange(count) % 40
-    large = rng.integers(1, 255, count)
-    small = np.clip(large - difference, 0, 254)
-    fraction = rng.integers(0, 1 << 23, (2, count))
-    sign = rng.integers(0, 2, (2, count))
-    a = ((sign[0] << 31) | (large << 23) | fraction[0]).astype(np.uint64)
-    b = ((sign[1] << 31) | (small << 23) | fraction[1]).astype(np.uint64)
+    a, b = exponent_gap_pairs(rng, count)
     # a quarter of the pairs: b = a with low fraction bits changed and the effective
     # operation a subtraction (deep cancellation)
     near = rng.random(count) < 0.25

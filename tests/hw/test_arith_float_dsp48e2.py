@@ -12,7 +12,7 @@ from nnrtl.hw.arith.float import BF16, FP16, FP32, FloatAdd, FloatFormat, FloatM
 from nnrtl.sim.golden.float import random_operands
 from nnrtl.sim.runner import to_verilog
 
-from test_arith_float import assert_bit_exact, stream_through
+from test_arith_float import assert_bit_exact, exponent_gap_pairs, stream_through
 
 CASES = [(op, fmt, stages, flush) for op in ("add", "sub", "mul")
          for fmt, stages, flush in [(FP32, 0, False), (FP32, 6, True), (BF16, 3, False),
@@ -40,13 +40,7 @@ def test_behaviour_at_every_exponent_difference(op):
     product on the slice, and its clamp."""
     rng = np.random.default_rng(29)
     count = 240
-    difference = np.arange(count) % 40
-    large = rng.integers(1, 255, count)
-    small = np.clip(large - difference, 0, 254)
-    fraction = rng.integers(0, 1 << 23, (2, count))
-    sign = rng.integers(0, 2, (2, count))
-    a = ((sign[0] << 31) | (large << 23) | fraction[0]).astype(np.uint64)
-    b = ((sign[1] << 31) | (small << 23) | fraction[1]).astype(np.uint64)
+    a, b = exponent_gap_pairs(rng, count)
     dut = make(op, FP32, "behaviour", stages=0)
     assert_bit_exact(op, FP32, a, b, stream_through(dut, op, a, b), False)
 
